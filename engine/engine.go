@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/chainstudio/studio/engine/tool"
+	"github.com/google/uuid"
+)
+
+// Defaults used when a chain or host sets none.
+const (
+	DefaultTimeout        = 300 // seconds, seed 000
+	DefaultMaxConcurrency = 64
+	DefaultMaxDepth       = 5
+)
+
+// ChainResolver finds a saved chain by name, for skill nodes.
+type ChainResolver func(ctx context.Context, name string) (*Chain, error)
+
+// AgentRunner executes agent nodes (the agent-chaining runtime plugs in here).
+type AgentRunner func(ctx context.Context, node *Node, input map[string]any, emit tool.Emitter) (any, error)
+
+// Options configure an Engine. Every field is optional.
+type Options struct {
+	Registry       *Registry
+	Checkpointer   Checkpointer // default: in memory
+	Sink           EventSink    // receives every run's events
+	Chains         ChainResolver
+	Agent          AgentRunner
+	Limits         Limits
+	MaxConcurrency int // per run, when the chain sets none
+}
+
+// Engine runs chains. It is safe for concurrent use; one Engine serves many runs.
+type Engine struct {
+	opts   Options
+	active sync.Map // run id → struct{}: runs executing in this process
+}
+
+// New returns an engine.
+func New(opts Options) *Engine {
+	if opts.Registry == nil {
+		opts.Registry = NewRegistry()
+	}
+	if opts.Checkpointer == nil {
+		opts.Checkpointer = NewMemoryCheckpointer()
+	}
+	if opts.Sink == nil {
+		opts.Sink = discard{}
+	}
+	if opts.MaxConcurrency <= 0 {
+		opts.MaxConcurrency = DefaultMaxConcurrency
+	}
+	opts.Limits = opts.Limits.withDefaults()
+	return &Engine{opts: opts}
+}
+
+// Registry returns the engine's tool registry.
+func (e *Engine) Registry() *Registry { return e.opts.Registry }
+
+// Checkpointer returns the engine's checkpointer.
+func (e *Engine) Checkpointer() Checkpointer { return e.opts.Checkpointer }
+
+// RunOptions configure one run.
+type RunOptions struct {
+	RunID       string    // default: a new UUID
+	ParentRunID string    // sub-chains
+	Sink        EventSink // extra sink for this run only (after the engine's)
+	depth       int
+	reuse       map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
+}
+
+// ResumeValue is the value a paused run is resumed with. A nil *ResumeValue
+// means "no value" (seed 001's resume table distinguishes the two).
+type ResumeValue struct {
+	Value any `json:"value"`
+}
+
+// ResumeOptions configure a resume.
+type ResumeOptions struct {
+	NextSeq int64     // the seq of the first event this leg emits; default: after the last checkpointed one
+	Sink    EventSink // extra sink for this leg
+}
+
+// Prepared is a chain checked and indexed once, ready to run many times (like
+// a prepared statement). It must not be modified while in use.
+type Prepared struct {
+	chain  *Chain
+	g      *graph
+	issues []Issue
+	plan   *plan
+}
+
+// Issues returns the validation issues found when preparing.
+func (p *Prepared) Issues() []Issue { return p.issues }
+
+// Chain returns the prepared chain.
+func (p *Prepared) Chain() *Chain { return p.chain }
+
+// Prepare validates and indexes a chain.
+func (e *Engine) Prepare(ctx context.Context, c *Chain) *Prepared {
+	issues := ValidateWith(c, e.validateOptions(ctx))
+	g := newGraph(c)
+	p := &Prepared{chain: c, g: g, issues: issues}
+	if !HasErrors(issues) {
+		p.plan = newPlan(g)
+	}
+	return p
+}
+
+func (e *Engine) validateOptions(ctx context.Context) ValidateOptions {
+	vo := ValidateOptions{Limits: e.opts.Limits}
+	if e.opts.Chains != nil {
+		vo.Resolve = func(name string) (*Chain, bool) {
+			c, err := e.opts.Chains(ctx, name)
+			return c, err == nil && c != nil
+		}
+	}
+	return vo
+}
+
+// Run validates and runs a chain to completion, pause or failure. The error is
+// non-nil only when the host failed (a checkpointer error); how the chain
+// ended is in Result.Status and Result.Error, and Result.Err() returns it as
+// a typed error.
+func (e *Engine) Run(ctx context.Context, c *Chain, input map[string]any, opts RunOptions) (*Result, error) {
+	return e.RunPrepared(ctx, e.Prepare(ctx, c), input, opts)
+}
+
+// RunPrepared runs a prepared chain.
+func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]any, opts RunOptions) (*Result, error) {
+	if opts.RunID == "" {
+		opts.RunID = uuid.NewString()
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	if _, busy := e.active.LoadOrStore(opts.RunID, struct{}{}); busy {
+		return nil, fmt.Errorf("engine: run %q is already executing", opts.RunID)
+	}
+	defer e.active.Delete(opts.RunID)
+
+	r := newRun(ctx, e, p, opts.RunID, normalizeMap(input), opts.Sink)
+	r.depth = opts.depth
+	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: &StartRecord{Chain: p.chain, Input: r.input, ParentRunID: opts.ParentRunID, Depth: opts.depth}})
+	if p.plan == nil {
+		verr := &ValidationError{Issues: p.issues}
+		r.fail(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: errorsOnly(p.issues)}, verr)
+		return r.finishRun()
+	}
+	if opts.reuse != nil {
+		r.reuse = opts.reuse
+	}
+	r.seedRoots()
+	r.loop()
+	return r.finishRun()
+}
+
+func errorsOnly(issues []Issue) []Issue {
+	var out []Issue
+	for _, i := range issues {
+		if i.Severity == SeverityError {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Err returns how the run failed as a typed error (nil when it did not fail).
+func (r *Result) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.Error == nil {
+		return nil
+	}
+	return errors.New(r.Error.Message)
+}

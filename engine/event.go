@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Phase is a node's execution phase, as carried by events.
+type Phase string
+
+const (
+	PhaseStart    Phase = "start"
+	PhaseDone     Phase = "done"
+	PhaseSkip     Phase = "skip"
+	PhaseError    Phase = "error"
+	PhasePaused   Phase = "paused"
+	PhaseProgress Phase = "progress" // a tool's emit, or a map node's item count
+)
+
+// Skip reasons carried by skip events and node results.
+const (
+	ReasonConditionFalse  = "condition_false"  // no incoming edge fired: every guard was false
+	ReasonBranchNotTaken  = "branch_not_taken" // a branch/condition node chose another edge
+	ReasonUpstreamStopped = "upstream_stopped" // the run stopped before the node could run
+	ReasonOnErrorSkip     = "on_error_skip"    // the node failed with on_error: skip
+	ReasonNotNeeded       = "not_needed"       // an error handler whose owners did not fail, or a node opted out with reachable: false
+)
+
+// Event is one phase change of one node in one run. Seq is monotonic per run.
+type Event struct {
+	RunID     string    `json:"run_id"`
+	Seq       int64     `json:"seq"`
+	NodeID    string    `json:"node_id"`
+	Phase     Phase     `json:"phase"`
+	Output    any       `json:"output,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Matched   string    `json:"matched,omitempty"` // condition/branch nodes: the handle taken
+	Attempt   int       `json:"attempt,omitempty"`
+	Iteration int       `json:"iteration,omitempty"` // 1-based run count of a node inside a loop
+	Item      *int      `json:"item,omitempty"`      // map body: the item index
+	Progress  any       `json:"progress,omitempty"`
+	Prompt    any       `json:"prompt,omitempty"` // paused: what the node asks for
+	Edges     []string  `json:"edges,omitempty"`  // on done/skip/error: ids of the outgoing edges that fired
+	Time      time.Time `json:"time"`
+}
+
+// EventSink receives a run's events in seq order. Emit is called from the
+// run's goroutines under the run's event lock; it must not block for long
+// (buffer, or drop and let the subscriber catch up from storage).
+type EventSink interface {
+	Emit(Event)
+}
+
+// SinkFunc adapts a function to EventSink.
+type SinkFunc func(Event)
+
+func (f SinkFunc) Emit(e Event) { f(e) }
+
+// MultiSink fans events out to several sinks, in order.
+type MultiSink []EventSink
+
+func (m MultiSink) Emit(e Event) {
+	for _, s := range m {
+		s.Emit(e)
+	}
+}
+
+// MemorySink keeps every event, for tests and headless runs.
+type MemorySink struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (m *MemorySink) Emit(e Event) {
+	m.mu.Lock()
+	m.events = append(m.events, e)
+	m.mu.Unlock()
+}
+
+// Events returns a copy of the events received so far.
+func (m *MemorySink) Events() []Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Event(nil), m.events...)
+}
+
+// discard is the sink used when none is configured.
+type discard struct{}
+
+func (discard) Emit(Event) {}
+
+// Flusher is implemented by sinks that buffer: the engine calls Flush when a
+// run pauses or ends, so that everything emitted is stored before Run returns.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}

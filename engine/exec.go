@@ -1,0 +1,716 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chainstudio/studio/engine/tool"
+)
+
+// start launches node i: it resolves the input on the coordinator (where the
+// whole context is consistent), emits "start", and hands the work to a
+// goroutine. Routers (branch, condition) and resumed interrupts finish inline.
+func (r *run) start(i int) {
+	nd := &r.c.Nodes[i]
+	up := r.upstream(i)
+	r.activators[i] = r.activators[i][:0]
+	r.status[i] = nsRunning
+	r.decided[i], r.fired[i] = 0, 0
+	r.pruneReason[i] = ""
+	r.iterations[i]++
+	r.nodesRun++
+	r.running++
+	now := time.Now()
+	r.res[i] = NodeResult{NodeID: nd.ID, Status: PhaseStart, Started: now, Iteration: r.iterations[i]}
+
+	if rec, ok := r.reuse[nd.ID]; ok { // re-run from a node: upstream outputs are kept
+		delete(r.reuse, nd.ID)
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now})
+		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, started: now, ended: time.Now()})
+		return
+	}
+
+	sc := &scope{base: r, output: up, hasOut: true}
+	if v, ok := r.resumeFor[i]; ok {
+		sc.resume, sc.hasRes = v, true
+		delete(r.resumeFor, i)
+	}
+	if e, ok := r.handlerErr[i]; ok {
+		sc.err = e
+		delete(r.handlerErr, i)
+	}
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now})
+
+	if err := r.presetErr[i]; err != nil {
+		r.presetErr[i] = nil
+		r.complete(completion{i: i, err: err, attempts: 0, started: now, ended: now})
+		return
+	}
+	input, err := r.buildInput(i, sc, up)
+	if err != nil {
+		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: time.Now()})
+		return
+	}
+	switch nd.Kind {
+	case KindBranch, KindCondition:
+		matched, err := r.decide(i, input, sc)
+		r.complete(completion{i: i, out: input, input: input, err: err, matched: matched, attempts: 1, started: now, ended: time.Now()})
+		return
+	case KindInterrupt:
+		if sc.hasRes {
+			r.complete(completion{i: i, out: normalizeValue(sc.resume), input: input, attempts: 1, started: now, ended: time.Now()})
+			return
+		}
+		r.complete(completion{i: i, err: tool.Interrupt(r.prompt(nd, input)), input: input, attempts: 1, started: now, ended: time.Now()})
+		return
+	}
+	var fs *scope
+	if r.p.plan.frozen[i] != nil || r.p.plan.frozenAll[i] {
+		fs = &scope{base: r.freeze(i), output: input, hasOut: true, err: sc.err}
+	}
+	go r.work(i, input, sc.resume, sc.hasRes, fs, now)
+}
+
+// prompt is what an interrupt node shows the person who resumes it.
+func (r *run) prompt(nd *Node, input any) any {
+	if p, ok := nd.Config["prompt"]; ok {
+		return p
+	}
+	return input
+}
+
+// freeze snapshots the run-level names that node i's attached subtree reads.
+func (r *run) freeze(i int) frozenScope {
+	names := r.p.plan.frozen[i]
+	if r.p.plan.frozenAll[i] {
+		names = r.rootNames()
+	}
+	f := make(frozenScope, len(names)+2)
+	for _, n := range names {
+		if n == "node_results" {
+			f[n] = maps.Clone(r.nodeResults)
+			continue
+		}
+		if v, ok := r.lookupBase(n); ok {
+			f[n] = v
+		}
+	}
+	return f
+}
+
+// work runs one node's attempts on its own goroutine.
+func (r *run) work(i int, input any, resume any, resumed bool, fs *scope, started time.Time) {
+	ctx := r.ctx
+	if resumed {
+		ctx = tool.WithResume(ctx, resume)
+	}
+	out, attempts, err := r.attempts(ctx, i, nil, func(ctx context.Context) (any, error) {
+		return r.execNode(ctx, i, input, fs)
+	})
+	r.done <- completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: time.Now()}
+}
+
+// buildInput merges a node's static input with its resolved input_map (the
+// map wins). A node with neither receives its upstream data unchanged.
+func (r *run) buildInput(i int, sc *scope, up any) (any, error) {
+	nd := &r.c.Nodes[i]
+	ims := r.g.inputMap[i]
+	if len(nd.Input) == 0 && len(ims) == 0 {
+		return up, nil
+	}
+	in := make(map[string]any, len(nd.Input)+len(ims))
+	for k, v := range nd.Input {
+		in[k] = v
+	}
+	for _, ne := range ims {
+		v, err := ne.e.Eval(sc, r.strict)
+		if err != nil {
+			return nil, fmt.Errorf("input_map.%s: %w", ne.key, err)
+		}
+		in[ne.key] = v
+	}
+	return in, nil
+}
+
+// toolInput gives tools the object they expect: non-object data arrives as
+// {"value": data}.
+func toolInput(v any) map[string]any {
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	if v == nil {
+		return map[string]any{}
+	}
+	return map[string]any{"value": v}
+}
+
+// decide evaluates a branch's condition or a condition node's cases; `output`
+// is the data the router passes on.
+func (r *run) decide(i int, input any, sc *scope) (string, error) {
+	nd := &r.c.Nodes[i]
+	dsc := *sc
+	dsc.output, dsc.hasOut = input, true
+	if nd.Kind == KindBranch {
+		ok, err := r.g.condition[i].Test(&dsc, r.strict)
+		if err != nil {
+			return "", fmt.Errorf("condition: %w", err)
+		}
+		if ok {
+			return "true", nil
+		}
+		return "false", nil
+	}
+	for k, e := range r.g.cases[i] {
+		ok, err := e.Test(&dsc, r.strict)
+		if err != nil {
+			return "", fmt.Errorf("cases[%d] (%s): %w", k, nd.Cases[k].Handle, err)
+		}
+		if ok {
+			return nd.Cases[k].Handle, nil
+		}
+	}
+	return "", nil
+}
+
+type errNodeTimeout struct{ seconds float64 }
+
+func (e errNodeTimeout) Error() string { return fmt.Sprintf("timed out after %gs", e.seconds) }
+
+// attempts runs fn under the node's retry and timeout policy. item is the map
+// item index for map bodies (nil otherwise), for events.
+func (r *run) attempts(ctx context.Context, i int, item *int, fn func(context.Context) (any, error)) (any, int, error) {
+	nd := &r.c.Nodes[i]
+	max, backoff, delay := 1, "fixed", 0.0
+	if nd.Retry != nil {
+		max, backoff, delay = nd.Retry.MaxAttempts, nd.Retry.Backoff, nd.Retry.InitialDelaySeconds
+	}
+	for a := 1; ; a++ {
+		actx := tool.WithAttempt(ctx, a)
+		out, err := r.attempt(actx, nd, fn)
+		if err == nil {
+			return out, a, nil
+		}
+		if _, ok := tool.IsInterrupt(err); ok || a >= max || ctx.Err() != nil {
+			return nil, a, err
+		}
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Item: item, Reason: "retrying"})
+		wait := time.Duration(delay * float64(time.Second))
+		if backoff == "exponential" {
+			wait <<= a - 1
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, a, err
+			case <-t.C:
+			}
+		}
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: a + 1, Item: item})
+	}
+}
+
+// attempt runs one attempt. With a node timeout the attempt runs on its own
+// goroutine, so even a tool that ignores cancellation cannot hold the node.
+func (r *run) attempt(ctx context.Context, nd *Node, fn func(context.Context) (any, error)) (any, error) {
+	if nd.Timeout <= 0 {
+		return fn(ctx)
+	}
+	tctx, cancel := context.WithTimeoutCause(ctx, time.Duration(nd.Timeout*float64(time.Second)), errNodeTimeout{nd.Timeout})
+	defer cancel()
+	type res struct {
+		out any
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		out, err := fn(tctx)
+		ch <- res{out, err}
+	}()
+	select {
+	case x := <-ch:
+		if x.err != nil && errors.Is(context.Cause(tctx), errNodeTimeout{nd.Timeout}) && ctx.Err() == nil {
+			return nil, errNodeTimeout{nd.Timeout}
+		}
+		return x.out, x.err
+	case <-tctx.Done():
+		if ctx.Err() == nil {
+			return nil, errNodeTimeout{nd.Timeout}
+		}
+		return nil, context.Cause(ctx)
+	}
+}
+
+// execNode performs one attempt of a node of any executable kind. fs is the
+// frozen scope for map and parallel nodes.
+func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, error) {
+	nd := &r.c.Nodes[i]
+	ctx = tool.WithNode(ctx, nd.ID)
+	emit := func(p any) { r.emit(Event{NodeID: nd.ID, Phase: PhaseProgress, Progress: p}) }
+	switch nd.Kind {
+	case KindTool:
+		fn, ok := r.e.opts.Registry.Get(nd.Name)
+		if !ok {
+			return nil, fmt.Errorf("unknown tool %q (this host has: %v)", nd.Name, r.e.opts.Registry.Names())
+		}
+		out, err := fn(ctx, toolInput(input), emit)
+		return normalizeValue(out), err
+	case KindProc:
+		fn, ok := r.e.opts.Registry.Get("proc")
+		if !ok {
+			return nil, fmt.Errorf("proc nodes are disabled on this host: %w", tool.ErrDenied)
+		}
+		in := maps.Clone(nd.Config)
+		if in == nil {
+			in = map[string]any{}
+		}
+		for k, v := range toolInput(input) {
+			if _, set := in[k]; !set || k == "stdin" || k == "env" {
+				in[k] = v
+			}
+		}
+		out, err := fn(ctx, in, emit)
+		return normalizeValue(out), err
+	case KindSkill:
+		return r.runSub(ctx, nd.Name, toolInput(input))
+	case KindAgent:
+		if r.e.opts.Agent == nil {
+			return nil, errors.New("agent nodes need the agent runtime, which this host has not enabled")
+		}
+		out, err := r.e.opts.Agent(ctx, nd, toolInput(input), emit)
+		return normalizeValue(out), err
+	case KindMap:
+		return r.execMap(ctx, i, input, fs)
+	case KindParallel:
+		return r.execParallel(ctx, i, input, fs)
+	}
+	return nil, fmt.Errorf("node kind %q cannot run here", nd.Kind)
+}
+
+// runSub runs a saved chain as a sub-chain (skill node).
+func (r *run) runSub(ctx context.Context, name string, input map[string]any) (any, error) {
+	if r.e.opts.Chains == nil {
+		return nil, fmt.Errorf("skill %q: this host has no chain library to run sub-chains from", name)
+	}
+	maxDepth := r.c.MaxDepth
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	if r.depth+1 > maxDepth {
+		return nil, fmt.Errorf("skill %q: sub-chain depth %d exceeds max_depth %d", name, r.depth+1, maxDepth)
+	}
+	c, err := r.e.opts.Chains(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("skill %q: %w", name, err)
+	}
+	res, err := r.e.RunPrepared(ctx, r.e.Prepare(ctx, c), input, RunOptions{ParentRunID: r.id, depth: r.depth + 1})
+	if err != nil {
+		return nil, fmt.Errorf("skill %q: %w", name, err)
+	}
+	switch res.Status {
+	case StatusCompleted, StatusPartial:
+		return res.FinalOutput, nil
+	}
+	msg := string(res.Status)
+	if res.Error != nil {
+		msg += ": " + res.Error.Message
+	}
+	return nil, fmt.Errorf("skill %q: sub-chain run %s %s", name, res.RunID, msg)
+}
+
+// execAttached runs an attached node (map body, parallel branch) inside its
+// owner's goroutine, with its own input, retries, timeout and error policy.
+func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *int, errScope map[string]any) (any, error) {
+	nd := &r.c.Nodes[j]
+	sc := *fs
+	sc.output, sc.hasOut = up, true
+	if item != nil {
+		sc.item, sc.index, sc.inMap = up, *item, true
+	}
+	if errScope != nil {
+		sc.err = errScope
+	}
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Item: item})
+	input, err := r.buildInput(j, &sc, up)
+	attempts := 1
+	var out any
+	if err == nil {
+		out, attempts, err = r.attempts(ctx, j, item, func(ctx context.Context) (any, error) {
+			return r.execNode(ctx, j, input, &sc)
+		})
+	}
+	if err == nil {
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Attempt: attempts, Item: item})
+		return out, nil
+	}
+	if _, ok := tool.IsInterrupt(err); ok {
+		err = errors.New("interrupts are not supported inside map bodies or parallel branches")
+	}
+	switch pol := nd.OnErrorOrDefault(); pol {
+	case OnErrorSkip:
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseSkip, Error: err.Error(), Reason: ReasonOnErrorSkip, Attempt: attempts, Item: item})
+		return nil, nil
+	case OnErrorContinue:
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
+		return nil, nil
+	case OnErrorAbort:
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
+		return nil, err
+	default:
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
+		h := r.g.idx[pol]
+		return r.execAttached(ctx, h, fs, up, item, errorScope(nd.ID, attempts, err))
+	}
+}
+
+func errorScope(nodeID string, attempt int, err error) map[string]any {
+	code := CodeOf(err)
+	if code == "" {
+		code = CodeNodeError
+	}
+	return map[string]any{"message": err.Error(), "code": code, "node_id": nodeID, "attempt": float64(attempt)}
+}
+
+// execMap fans the map body out over items_path, bounded by max_concurrency.
+func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, error) {
+	nd := &r.c.Nodes[i]
+	v, err := r.g.items[i].Eval(fs, r.strict)
+	if err != nil {
+		return nil, fmt.Errorf("items_path: %w", err)
+	}
+	items, ok := v.([]any)
+	if !ok {
+		if v == nil {
+			items = nil
+		} else {
+			return nil, fmt.Errorf("items_path %q gave %s, not a list", nd.ItemsPath, typeName(v))
+		}
+	}
+	if max := r.e.opts.Limits.MaxMapItems; len(items) > max {
+		return nil, fmt.Errorf("items_path %q gave %d items, over the limit of %d", nd.ItemsPath, len(items), max)
+	}
+	body := r.g.idx[nd.MapNode]
+	total := len(items)
+	calls := make([]func(context.Context) (any, error), total)
+	for k := range items {
+		k := k
+		calls[k] = func(ctx context.Context) (any, error) {
+			return r.execAttached(ctx, body, fs, items[k], &k, nil)
+		}
+	}
+	var done atomic.Int64
+	progress := func() {
+		n := done.Add(1)
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseProgress, Progress: map[string]any{"done": float64(n), "total": float64(total)}})
+	}
+	return r.fanOut(ctx, nd, calls, progress)
+}
+
+// execParallel runs the parallel node's branches at once.
+func (r *run) execParallel(ctx context.Context, i int, input any, fs *scope) (any, error) {
+	nd := &r.c.Nodes[i]
+	calls := make([]func(context.Context) (any, error), len(nd.Branches))
+	for k, b := range nd.Branches {
+		j := r.g.idx[b]
+		calls[k] = func(ctx context.Context) (any, error) {
+			return r.execAttached(ctx, j, fs, input, nil, nil)
+		}
+	}
+	return r.fanOut(ctx, nd, calls, nil)
+}
+
+// fanOut runs calls concurrently (bounded) and combines their results in
+// order according to the node's parallel_failure_mode.
+func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context) (any, error), progress func()) (any, error) {
+	n := len(calls)
+	if n == 0 {
+		return []any{}, nil
+	}
+	mode := nd.FailureModeOrDefault()
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	outs := make([]any, n)
+	errs := make([]error, n)
+	conc := min(n, r.maxConc)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= n || fctx.Err() != nil {
+					return
+				}
+				outs[k], errs[k] = calls[k](fctx)
+				if errs[k] != nil && mode == FailFast {
+					cancel(fmt.Errorf("cancelled: sibling %d failed", k))
+				}
+				if progress != nil {
+					progress()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	label := "branch"
+	if nd.Kind == KindMap {
+		label = "item"
+	}
+	switch mode {
+	case FailFast:
+		for k, err := range errs {
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return nil, fmt.Errorf("%s %d failed (fail_fast): %w", label, k, err)
+			}
+		}
+		for k, err := range errs {
+			if err != nil {
+				return nil, fmt.Errorf("%s %d failed (fail_fast): %w", label, k, err)
+			}
+		}
+		return outs, nil
+	case FailAnySuccess:
+		var ok []any
+		var last error
+		for k := range outs {
+			if errs[k] == nil {
+				ok = append(ok, outs[k])
+			} else {
+				last = errs[k]
+			}
+		}
+		if ok == nil {
+			return nil, fmt.Errorf("every %s failed (any_success); last error: %w", label, last)
+		}
+		return ok, nil
+	default: // continue
+		for k, err := range errs {
+			if err != nil {
+				outs[k] = map[string]any{"error": err.Error()}
+			}
+		}
+		return outs, nil
+	}
+}
+
+// complete applies a node's outcome on the coordinator.
+func (r *run) complete(c completion) {
+	r.running--
+	i := c.i
+	nr := &r.res[i]
+	nr.Attempts, nr.Input, nr.Ended = c.attempts, c.input, c.ended
+	if c.err != nil {
+		if ie, ok := tool.IsInterrupt(c.err); ok {
+			r.pauseNode(i, ie.Prompt, c)
+			return
+		}
+		if r.stopping {
+			r.stoppedNode(i, c)
+			return
+		}
+		r.nodeFailed(i, c)
+	} else {
+		r.nodeDone(i, c)
+	}
+	if s := r.loopAct[i]; s >= 0 && !r.stopping {
+		r.loopAct[i] = -1
+		r.activators[i] = append(r.activators[i][:0], s)
+		r.activate(i)
+	}
+	if d, ok := r.dispatchers[i]; ok {
+		delete(r.dispatchers, i)
+		d.steps[r.c.Nodes[i].ID] = r.nodeResults[r.c.Nodes[i].ID]
+		r.stepDispatch(d)
+	}
+}
+
+// stoppedNode: the run was already stopping (another node failed, timeout,
+// cancel) when this node ended with an error. It is not checkpointed as
+// finished, so a resume runs it again.
+func (r *run) stoppedNode(i int, c completion) {
+	r.status[i] = nsIdle
+	msg := "stopped: " + r.runErr.Message
+	r.res[i].Status, r.res[i].Error = PhaseError, msg
+	r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseError, Error: msg, Reason: ReasonUpstreamStopped, Attempt: c.attempts, Iteration: r.iterations[i]})
+}
+
+func (r *run) pauseNode(i int, prompt any, c completion) {
+	nd := &r.c.Nodes[i]
+	r.status[i] = nsPaused
+	r.res[i].Status, r.res[i].Prompt = PhasePaused, prompt
+	r.pending = append(r.pending, Pending{NodeID: nd.ID, Prompt: prompt})
+	r.emit(Event{NodeID: nd.ID, Phase: PhasePaused, Prompt: prompt, Attempt: c.attempts, Iteration: r.iterations[i]})
+	r.addCheckpoint(Checkpoint{Kind: CheckpointPause, Pause: &PauseRecord{NodeID: nd.ID, Prompt: prompt, Input: c.input}})
+}
+
+func (r *run) nodeDone(i int, c completion) {
+	nd := &r.c.Nodes[i]
+	out := c.out
+	writes, err := r.applySetState(i, out)
+	if err != nil {
+		c.err = err
+		r.nodeFailed(i, c)
+		return
+	}
+	r.setOutput(i, out, true)
+	r.status[i] = nsDone
+	nr := &r.res[i]
+	nr.Status, nr.Output, nr.Matched = PhaseDone, out, c.matched
+	rt := r.route(i, out, c.matched)
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Matched: c.matched, Attempt: c.attempts, Iteration: r.iterations[i], Edges: r.edgeIDs(rt.fired)})
+	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched,
+		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes,
+		Fired: r.edgeIDs(rt.fired), Pruned: r.edgeIDs(rt.pruned), Held: rt.held, Sequential: rt.sequential, Failed: r.failedIDs(rt.failed)}
+	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
+	if rt.err != nil {
+		r.failRouting(i, rt.err)
+		return
+	}
+	r.deliver(i, rt)
+	r.notifyDependants(i)
+	r.runPendingDispatch()
+}
+
+func (r *run) runPendingDispatch() {
+	for len(r.pendingDispatch) > 0 {
+		d := r.pendingDispatch[0]
+		r.pendingDispatch = r.pendingDispatch[1:]
+		r.stepDispatch(d)
+	}
+}
+
+// nodeFailed applies the node's on_error policy to a failure.
+func (r *run) nodeFailed(i int, c completion) {
+	nd := &r.c.Nodes[i]
+	nerr := &ChainNodeError{NodeID: nd.ID, Attempt: c.attempts, Err: c.err}
+	msg := c.err.Error()
+	nr := &r.res[i]
+	nr.Error = msg
+	rec := &NodeRecord{NodeID: nd.ID, Input: c.input, Error: msg, ErrorCode: CodeNodeError, Attempts: c.attempts,
+		Iteration: r.iterations[i], Started: c.started, Ended: c.ended}
+	pol := nd.OnErrorOrDefault()
+	switch pol {
+	case OnErrorAbort:
+		r.status[i] = nsError
+		nr.Status = PhaseError
+		rec.Status, rec.Fatal = PhaseError, true
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
+		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
+		r.fail(&RunError{Code: CodeNodeError, Message: nerr.Error(), NodeID: nd.ID}, nerr)
+		return
+	case OnErrorSkip, OnErrorContinue:
+		r.handled = true
+		r.setOutput(i, nil, true)
+		phase, status := PhaseError, nsError
+		if pol == OnErrorSkip {
+			phase, status = PhaseSkip, nsSkip
+			nr.Reason, rec.Reason = ReasonOnErrorSkip, ReasonOnErrorSkip
+		}
+		r.status[i] = status
+		nr.Status, rec.Status = phase, phase
+		rt := r.route(i, nil, "")
+		rec.Fired, rec.Pruned, rec.Held, rec.Sequential, rec.Failed = r.edgeIDs(rt.fired), r.edgeIDs(rt.pruned), rt.held, rt.sequential, r.failedIDs(rt.failed)
+		r.emit(Event{NodeID: nd.ID, Phase: phase, Error: msg, Reason: nr.Reason, Attempt: c.attempts, Iteration: r.iterations[i], Edges: rec.Fired})
+		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
+		if rt.err != nil {
+			r.failRouting(i, rt.err)
+			return
+		}
+		r.deliver(i, rt)
+		r.runPendingDispatch()
+	default: // jump to the handler node; this node's own edges are pruned
+		r.handled = true
+		r.status[i] = nsError
+		nr.Status, rec.Status, rec.Handled = PhaseError, PhaseError, pol
+		rec.Pruned = r.edgeIDs(r.g.out[i])
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
+		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
+		r.setOutput(i, nil, true)
+		for _, ei := range r.g.out[i] {
+			r.deliverPruned(ei, ReasonUpstreamStopped)
+		}
+		r.startHandler(r.g.idx[pol], i, errorScope(nd.ID, c.attempts, c.err))
+	}
+	r.notifyDependants(i)
+}
+
+func (r *run) startHandler(h, from int, errScope map[string]any) {
+	if r.handlerErr == nil {
+		r.handlerErr = map[int]map[string]any{}
+	}
+	r.handlerErr[h] = errScope
+	switch r.status[h] {
+	case nsReady, nsRunning, nsWaitDeps, nsPaused:
+		r.loopAct[h] = from
+		return
+	}
+	r.activators[h] = append(r.activators[h][:0], from)
+	r.status[h] = nsReady // handlers do not wait for data dependencies
+	r.ready = append(r.ready, h)
+}
+
+func (r *run) failRouting(i int, err error) {
+	var cyc *ChainCycleError
+	code := CodeRouting
+	edge := ""
+	if errors.As(err, &cyc) {
+		code, edge = CodeCycle, cyc.EdgeID
+	}
+	r.fail(&RunError{Code: code, Message: err.Error(), NodeID: r.c.Nodes[i].ID, EdgeID: edge}, err)
+}
+
+// applySetState evaluates set_state over the node's output and replaces the
+// state map (never mutating the old one, which workers may be reading).
+func (r *run) applySetState(i int, out any) (map[string]any, error) {
+	ss := r.g.setState[i]
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	sc := &scope{base: r, output: out, hasOut: true}
+	writes := make(map[string]any, len(ss))
+	for _, ne := range ss {
+		v, err := ne.e.Eval(sc, r.strict)
+		if err != nil {
+			return nil, fmt.Errorf("set_state.%s: %w", ne.key, err)
+		}
+		writes[ne.key] = v
+	}
+	r.writeState(writes)
+	return writes, nil
+}
+
+func (r *run) writeState(writes map[string]any) {
+	next := make(map[string]any, len(r.state)+len(writes))
+	maps.Copy(next, r.state)
+	maps.Copy(next, writes)
+	r.state = next
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,426 @@
+package expr
+
+import (
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jmespath/go-jmespath"
+)
+
+// go-jmespath exposes its AST node type but not the node's fields, so the
+// static analysis reads them with reflection (read-only, once per Parse).
+// If a future version renames the fields, analysis degrades to "reads the
+// whole root" and evaluation stays correct.
+
+type jnode struct {
+	typ      int
+	str      string // string value (field name, function name, key)
+	isStr    bool
+	children []jnode
+}
+
+var jast struct {
+	ok                     bool
+	typ, value, children   int
+	nodeType, nodeChildren reflect.Type
+}
+
+func init() {
+	t := reflect.TypeOf(jmespath.ASTNode{})
+	ft, ok1 := t.FieldByName("nodeType")
+	fv, ok2 := t.FieldByName("value")
+	fc, ok3 := t.FieldByName("children")
+	if !ok1 || !ok2 || !ok3 || len(ft.Index) != 1 || len(fv.Index) != 1 || len(fc.Index) != 1 {
+		return
+	}
+	if ft.Type.Kind() != reflect.Int || fv.Type.Kind() != reflect.Interface ||
+		fc.Type.Kind() != reflect.Slice || fc.Type.Elem() != t {
+		return
+	}
+	jast.ok = true
+	jast.typ, jast.value, jast.children = ft.Index[0], fv.Index[0], fc.Index[0]
+}
+
+func toJNode(v reflect.Value) jnode {
+	n := jnode{typ: int(v.Field(jast.typ).Int())}
+	if val := v.Field(jast.value); !val.IsNil() {
+		if e := val.Elem(); e.Kind() == reflect.String {
+			n.str, n.isStr = e.String(), true
+		}
+	}
+	ch := v.Field(jast.children)
+	if l := ch.Len(); l > 0 {
+		n.children = make([]jnode, l)
+		for i := 0; i < l; i++ {
+			n.children[i] = toJNode(ch.Index(i))
+		}
+	}
+	return n
+}
+
+var (
+	jField        = int(jmespath.ASTField)
+	jSubexpr      = int(jmespath.ASTSubexpression)
+	jIndexExpr    = int(jmespath.ASTIndexExpression)
+	jProjection   = int(jmespath.ASTProjection)
+	jValueProj    = int(jmespath.ASTValueProjection)
+	jFilterProj   = int(jmespath.ASTFilterProjection)
+	jFlatten      = int(jmespath.ASTFlatten)
+	jPipe         = int(jmespath.ASTPipe)
+	jFunction     = int(jmespath.ASTFunctionExpression)
+	jExpRef       = int(jmespath.ASTExpRef)
+	jComparator   = int(jmespath.ASTComparator)
+	jMultiList    = int(jmespath.ASTMultiSelectList)
+	jMultiHash    = int(jmespath.ASTMultiSelectHash)
+	jKeyVal       = int(jmespath.ASTKeyValPair)
+	jNot          = int(jmespath.ASTNotExpression)
+	jAnd          = int(jmespath.ASTAndExpression)
+	jOr           = int(jmespath.ASTOrExpression)
+	jIdentity     = int(jmespath.ASTIdentity)
+	jCurrent      = int(jmespath.ASTCurrentNode)
+	jmesTokenName = strings.NewReplacer(
+		"tEOF", "end of input", "tRparen", `")"`, "tLparen", `"("`,
+		"tRbracket", `"]"`, "tLbracket", `"["`, "tRbrace", `"}"`, "tLbrace", `"{"`,
+		"tComma", `","`, "tColon", `":"`, "tDot", `"."`, "tPipe", `"|"`,
+		"tUnquotedIdentifier", "identifier", "tQuotedIdentifier", "quoted identifier",
+		"tNumber", "number", "tStar", `"*"`, "tFilter", `"[?"`, "tFlatten", `"[]"`,
+		"tJSONLiteral", "literal", "tStringLiteral", "raw string", "tCurrent", `"@"`,
+		"tExpref", `"&"`, "tOr", `"||"`, "tAnd", `"&&"`, "tNot", `"!"`,
+		"tEQ", `"=="`, "tNE", `"!="`, "tLTE", `"<="`, "tGTE", `">="`, "tLT", `"<"`, "tGT", `">"`,
+	)
+)
+
+// jmesDepthAt returns the offset where bracket nesting exceeds max, or -1.
+// Quoted identifiers, raw strings and JSON literals are skipped.
+func jmesDepthAt(src string, max int) int {
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '"', '\'', '`':
+			for i++; i < len(src) && src[i] != c; i++ {
+				if src[i] == '\\' {
+					i++
+				}
+			}
+		case '(', '[', '{':
+			depth++
+			if depth > max {
+				return i
+			}
+		case ')', ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return -1
+}
+
+func (e *Expr) jmesSyntaxError(err error) *SyntaxError {
+	pos := 0
+	msg := err.Error()
+	var se jmespath.SyntaxError
+	if errors.As(err, &se) {
+		pos = se.Offset
+		msg = jmesTokenName.Replace(strings.TrimPrefix(msg, "SyntaxError: "))
+	}
+	if pos < 0 {
+		pos = 0
+	}
+	if pos > len(e.src) {
+		pos = len(e.src)
+	}
+	return &SyntaxError{Src: e.src, Pos: pos, Msg: msg}
+}
+
+func (e *Expr) parseJMESPath(lim Limits) (err error) {
+	if pos := jmesDepthAt(e.src, lim.MaxDepth); pos >= 0 {
+		return &SyntaxError{Src: e.src, Pos: pos,
+			Msg: "nesting deeper than the limit of " + strconv.Itoa(lim.MaxDepth) + " (MaxDepth)"}
+	}
+	defer func() {
+		// go-jmespath can panic on some malformed input.
+		if r := recover(); r != nil {
+			err = &SyntaxError{Src: e.src, Pos: len(e.src), Msg: "invalid expression"}
+		}
+	}()
+	ast, perr := jmespath.NewParser().Parse(e.src)
+	if perr != nil {
+		return e.jmesSyntaxError(perr)
+	}
+	jp, perr := jmespath.Compile(e.src)
+	if perr != nil {
+		return e.jmesSyntaxError(perr)
+	}
+	e.jp = jp
+	a := jmesAnalysis{seen: map[string]bool{}}
+	if jast.ok {
+		root := toJNode(reflect.ValueOf(ast))
+		if err := e.validate(root); err != nil {
+			return err
+		}
+		a.walk(root, false)
+	} else {
+		a.readsRoot = true
+	}
+	e.readsRoot = a.readsRoot
+	e.chains, e.chainText = a.chains, a.chainText
+	roots := map[string]bool{}
+	for _, r := range a.refs {
+		if !roots[r.Root] {
+			roots[r.Root] = true
+			e.roots = append(e.roots, r.Root)
+		}
+	}
+	if a.readsRoot {
+		a.refs = append(a.refs, Ref{Root: "@"})
+	}
+	e.refs = sortRefs(a.refs)
+	return nil
+}
+
+// jmesFunctions are the functions go-jmespath v0.4.0 provides.
+var jmesFunctions = map[string]bool{
+	"abs": true, "avg": true, "ceil": true, "contains": true, "ends_with": true,
+	"floor": true, "join": true, "keys": true, "length": true, "map": true,
+	"max": true, "max_by": true, "merge": true, "min": true, "min_by": true,
+	"not_null": true, "reverse": true, "sort": true, "sort_by": true,
+	"starts_with": true, "sum": true, "to_array": true, "to_number": true,
+	"to_string": true, "type": true, "values": true,
+}
+
+// validate rejects what go-jmespath's parser lets through but cannot
+// evaluate: empty nodes (left by a swallowed error) and calls of anything
+// but a known function name.
+func (e *Expr) validate(n jnode) *SyntaxError {
+	switch n.typ {
+	case int(jmespath.ASTEmpty):
+		return &SyntaxError{Src: e.src, Pos: len(e.src), Msg: "incomplete expression"}
+	case jFunction:
+		if !n.isStr {
+			return &SyntaxError{Src: e.src, Pos: max(0, strings.IndexByte(e.src, '(')),
+				Msg: "only a function name can be called"}
+		}
+		if !jmesFunctions[n.str] {
+			pos := strings.Index(e.src, n.str+"(")
+			if pos < 0 {
+				pos = max(0, strings.Index(e.src, n.str))
+			}
+			return &SyntaxError{Src: e.src, Pos: pos, Msg: "unknown function " + n.str + "()"}
+		}
+	}
+	for _, c := range n.children {
+		if err := e.validate(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type jmesAnalysis struct {
+	refs      []Ref
+	readsRoot bool
+	chains    [][]string
+	chainText []string
+	seen      map[string]bool
+}
+
+// fieldChain returns the names of a pure field chain (a, a.b, "x-y".b).
+func fieldChain(n jnode, out []string) ([]string, bool) {
+	switch n.typ {
+	case jField:
+		return append(out, n.str), true
+	case jSubexpr:
+		if len(n.children) != 2 {
+			return nil, false
+		}
+		out, ok := fieldChain(n.children[0], out)
+		if !ok {
+			return nil, false
+		}
+		return fieldChain(n.children[1], out)
+	}
+	return nil, false
+}
+
+// lead returns the static field names n reads first from its input: for
+// a.b[0].c it is [a b]; it stops at anything dynamic.
+func lead(n jnode, out []string) []string {
+	switch n.typ {
+	case jField:
+		return append(out, n.str)
+	case jSubexpr:
+		if len(n.children) != 2 {
+			return out
+		}
+		if names, ok := fieldChain(n.children[0], out); ok {
+			return lead(n.children[1], names)
+		}
+		return lead(n.children[0], out)
+	case jIndexExpr, jProjection, jValueProj, jFilterProj, jFlatten, jPipe:
+		if len(n.children) > 0 {
+			return lead(n.children[0], out)
+		}
+	}
+	return out
+}
+
+func (a *jmesAnalysis) addChain(names []string, optional bool) {
+	r := Ref{Root: names[0]}
+	if len(names) > 1 {
+		r.Field = names[1]
+	}
+	a.refs = append(a.refs, r)
+	if optional {
+		return
+	}
+	text := jmesPathText(names)
+	if a.seen[text] {
+		return
+	}
+	a.seen[text] = true
+	a.chains = append(a.chains, names)
+	a.chainText = append(a.chainText, text)
+}
+
+// walk visits n evaluated against the root. optional marks chains whose
+// absence is expected (operands of ||, the right of &&, not_null
+// arguments); they are not checked in strict mode.
+func (a *jmesAnalysis) walk(n jnode, optional bool) {
+	switch n.typ {
+	case jField, jSubexpr, jIndexExpr, jProjection, jValueProj, jFilterProj, jFlatten, jPipe:
+		if names := lead(n, nil); len(names) > 0 {
+			a.addChain(names, optional)
+			return
+		}
+		// Only the left child is evaluated against the root; the rest is
+		// relative to it.
+		if len(n.children) > 0 {
+			a.walk(n.children[0], optional)
+		}
+	case jFunction:
+		opt := optional || n.str == "not_null"
+		for _, c := range n.children {
+			if c.typ != jExpRef {
+				a.walk(c, opt)
+			}
+		}
+	case jComparator, jMultiList, jMultiHash, jKeyVal, jNot:
+		for _, c := range n.children {
+			a.walk(c, optional)
+		}
+	case jAnd:
+		for i, c := range n.children {
+			a.walk(c, optional || i > 0)
+		}
+	case jOr:
+		for _, c := range n.children {
+			a.walk(c, true)
+		}
+	case jIdentity, jCurrent:
+		a.readsRoot = true
+	}
+}
+
+func isJMESIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func jmesPathText(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		if isJMESIdent(n) {
+			b.WriteString(n)
+		} else {
+			b.WriteString(strconv.Quote(n))
+		}
+	}
+	return b.String()
+}
+
+var dataPool = sync.Pool{New: func() any { return make(map[string]any, 8) }}
+
+func (e *Expr) evalJMESPath(s Scope, strict bool) (result any, err error) {
+	var data map[string]any
+	pooled := false
+	switch sc := s.(type) {
+	case MapScope:
+		// Already a map: hand it over as is, nothing to build.
+		data = sc
+	default:
+		if e.readsRoot {
+			if r, ok := s.(Rooter); ok {
+				data = r.Root()
+				break
+			}
+			data = make(map[string]any, len(e.roots))
+		} else {
+			data = dataPool.Get().(map[string]any)
+			pooled = true
+		}
+		for _, name := range e.roots {
+			if v, ok := s.Lookup(name); ok {
+				data[name] = v
+			}
+		}
+	}
+	if pooled {
+		defer func() {
+			clear(data)
+			dataPool.Put(data)
+		}()
+	}
+	if strict {
+		for i, ch := range e.chains {
+			if !chainExists(data, ch) {
+				return nil, &MissingPathError{Path: e.chainText[i]}
+			}
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, &EvalError{Src: e.src, Msg: "evaluation failed"}
+		}
+	}()
+	v, err := e.jp.Search(data)
+	if err != nil {
+		return nil, &EvalError{Src: e.src, Msg: err.Error()}
+	}
+	return v, nil
+}
+
+func chainExists(data map[string]any, names []string) bool {
+	v, ok := data[names[0]]
+	if !ok {
+		return false
+	}
+	for _, n := range names[1:] {
+		switch m := v.(type) {
+		case map[string]any:
+			v, ok = m[n]
+		case MapScope:
+			v, ok = m[n]
+		default:
+			return false
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"container/heap"
+
+	"github.com/chainstudio/studio/engine/expr"
+)
+
+// plan is what a valid chain's runs share: computed once per Prepare.
+type plan struct {
+	roots      []int
+	terminals  []int   // no outgoing edges, no dependants, not attached
+	topoPos    []int   // position in topological order (declaration order breaks ties)
+	dependants [][]int // reverse of graph.dataDeps
+	// frozen lists, per owner (map/parallel node, or a node with an error
+	// handler), the run-level names its attached subtree's expressions read;
+	// workers evaluate against a snapshot of just those.
+	frozen    [][]string
+	frozenAll []bool
+}
+
+func newPlan(g *graph) *plan {
+	n := len(g.c.Nodes)
+	p := &plan{
+		roots:      g.roots(),
+		topoPos:    make([]int, n),
+		dependants: make([][]int, n),
+		frozen:     make([][]string, n),
+		frozenAll:  make([]bool, n),
+	}
+	for i, deps := range g.dataDeps {
+		for _, d := range deps {
+			p.dependants[d] = append(p.dependants[d], i)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if len(g.out[i]) == 0 && len(p.dependants[i]) == 0 && !g.attached(i) {
+			p.terminals = append(p.terminals, i)
+		}
+	}
+	p.topo(g)
+	for i := 0; i < n; i++ {
+		nd := &g.c.Nodes[i]
+		if nd.Kind == KindMap || nd.Kind == KindParallel || nd.ErrorHandler() != "" {
+			p.frozen[i], p.frozenAll[i] = subtreeNames(g, i)
+		}
+	}
+	return p
+}
+
+// topo orders nodes by non-loop edges and data dependencies (Kahn's
+// algorithm with a min-heap on declaration index).
+func (p *plan) topo(g *graph) {
+	n := len(g.c.Nodes)
+	indeg := make([]int, n)
+	succ := make([][]int, n)
+	for i := 0; i < n; i++ {
+		for _, ei := range g.out[i] {
+			if g.c.Edges[ei].IsLoop() {
+				continue
+			}
+			t := g.idx[g.c.Edges[ei].Target]
+			succ[i] = append(succ[i], t)
+			indeg[t]++
+		}
+		for _, d := range g.dataDeps[i] {
+			succ[d] = append(succ[d], i)
+			indeg[i]++
+		}
+	}
+	h := &intHeap{}
+	for i := 0; i < n; i++ {
+		if indeg[i] == 0 {
+			*h = append(*h, i)
+		}
+	}
+	heap.Init(h)
+	pos := 0
+	placed := make([]bool, n)
+	for h.Len() > 0 {
+		i := heap.Pop(h).(int)
+		placed[i] = true
+		p.topoPos[i] = pos
+		pos++
+		for _, t := range succ[i] {
+			indeg[t]--
+			if indeg[t] == 0 {
+				heap.Push(h, t)
+			}
+		}
+	}
+	for i := 0; i < n; i++ { // only on invalid chains (cycles); keep declaration order
+		if !placed[i] {
+			p.topoPos[i] = pos
+			pos++
+		}
+	}
+}
+
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(a, b int) bool { return h[a] < h[b] }
+func (h intHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// subtreeNames collects the run-level names read by the nodes attached to
+// owner, transitively (a map body that is itself a map, a handler's handler).
+func subtreeNames(g *graph, owner int) ([]string, bool) {
+	seen := map[int]bool{owner: true}
+	names := map[string]bool{}
+	all := false
+	var visit func(i int)
+	add := func(e *expr.Expr) {
+		if e == nil {
+			return
+		}
+		for _, ref := range e.Refs() {
+			switch ref.Root {
+			case "@":
+				all = true
+			case "output", "steps", "item", "index", "resume", "error":
+			default:
+				names[ref.Root] = true
+			}
+		}
+	}
+	visit = func(i int) {
+		nd := &g.c.Nodes[i]
+		var kids []string
+		if nd.Kind == KindMap {
+			kids = append(kids, nd.MapNode)
+		}
+		if nd.Kind == KindParallel {
+			kids = append(kids, nd.Branches...)
+		}
+		if h := nd.ErrorHandler(); h != "" {
+			kids = append(kids, h)
+		}
+		for _, k := range kids {
+			j, ok := g.idx[k]
+			if !ok || seen[j] {
+				continue
+			}
+			seen[j] = true
+			for _, ne := range g.inputMap[j] {
+				add(ne.e)
+			}
+			add(g.items[j])
+			for _, ne := range g.setState[j] {
+				add(ne.e)
+			}
+			visit(j)
+		}
+	}
+	add(g.items[owner])
+	visit(owner)
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	return out, all
+}

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/chainstudio/studio/engine/tool"
+)
+
+// Registry holds the tools a host makes available to `tool` nodes (and the
+// `proc` tool that `proc` nodes call). It is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]tool.Func
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{tools: map[string]tool.Func{}} }
+
+// Register adds or replaces a tool.
+func (r *Registry) Register(name string, fn tool.Func) {
+	r.mu.Lock()
+	r.tools[name] = fn
+	r.mu.Unlock()
+}
+
+// RegisterAll adds every tool of the map.
+func (r *Registry) RegisterAll(tools map[string]tool.Func) {
+	r.mu.Lock()
+	for n, fn := range tools {
+		r.tools[n] = fn
+	}
+	r.mu.Unlock()
+}
+
+// Get returns the tool with the given name.
+func (r *Registry) Get(name string) (tool.Func, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	fn, ok := r.tools[name]
+	r.mu.RUnlock()
+	return fn, ok
+}
+
+// Has reports whether a tool is registered.
+func (r *Registry) Has(name string) bool { _, ok := r.Get(name); return ok }
+
+// Names returns the registered tool names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,70 @@
+package engine
+
+import "time"
+
+// RunStatus is a run's status.
+type RunStatus string
+
+const (
+	StatusRunning   RunStatus = "running"
+	StatusCompleted RunStatus = "completed" // every node that ran finished cleanly
+	StatusPartial   RunStatus = "partial"   // errors were handled (skip, continue, handler) and the run went on
+	StatusFailed    RunStatus = "failed"
+	StatusPaused    RunStatus = "paused"
+	StatusCancelled RunStatus = "cancelled"
+	StatusTimedOut  RunStatus = "timed_out"
+)
+
+// Terminal reports whether the run will not continue without a resume.
+func (s RunStatus) Terminal() bool { return s != StatusRunning }
+
+// RunError describes why a run failed.
+type RunError struct {
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	NodeID  string  `json:"node_id,omitempty"`
+	EdgeID  string  `json:"edge_id,omitempty"`
+	Issues  []Issue `json:"issues,omitempty"`
+}
+
+func (e *RunError) Error() string { return e.Message }
+
+// NodeResult is what one node did in a run (its latest execution).
+type NodeResult struct {
+	NodeID    string    `json:"node_id"`
+	Status    Phase     `json:"status"` // done | error | skip | paused | start (running)
+	Input     any       `json:"input,omitempty"`
+	Output    any       `json:"output,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Matched   string    `json:"matched,omitempty"`
+	Attempts  int       `json:"attempts,omitempty"`
+	Iteration int       `json:"iteration,omitempty"`
+	Started   time.Time `json:"started,omitzero"`
+	Ended     time.Time `json:"ended,omitzero"`
+	Prompt    any       `json:"prompt,omitempty"` // paused nodes
+}
+
+// Pending is an interrupt waiting for a resume value.
+type Pending struct {
+	NodeID string `json:"node_id"`
+	Prompt any    `json:"prompt,omitempty"`
+}
+
+// Result is the outcome of Run or Resume.
+type Result struct {
+	RunID       string                 `json:"run_id"`
+	Status      RunStatus              `json:"status"`
+	Outputs     map[string]any         `json:"outputs"`
+	FinalOutput any                    `json:"final_output"`
+	Error       *RunError              `json:"error,omitempty"`
+	DurationMS  int64                  `json:"duration_ms"`
+	NodesRun    int                    `json:"nodes_run"`
+	Nodes       map[string]*NodeResult `json:"nodes,omitempty"`
+	State       map[string]any         `json:"state,omitempty"`
+	Pending     []Pending              `json:"pending,omitempty"`
+	Started     time.Time              `json:"started"`
+	Ended       time.Time              `json:"ended"`
+
+	err error // the typed error behind Error
+}

@@ -1,0 +1,392 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+)
+
+// Resume continues a run from its checkpoint log, following seed 001's
+// resume contract:
+//
+//	latest status   value?  result
+//	paused          yes     the interrupted node re-runs with `resume` in scope
+//	paused          no      *ChainResumeError: an interrupted run needs a value
+//	not paused      yes     *AlreadyResumedError (never interrupted, or claimed)
+//	failed          no      the failed (and cancelled) nodes re-run, completed
+//	                        outputs are kept, modifiedState is merged into state
+//	unknown run     either  *ChainCheckpointError
+//
+// Of concurrent resumes of one pause exactly one wins (the checkpointer's
+// claim is atomic); the others get *AlreadyResumedError.
+func (e *Engine) Resume(ctx context.Context, runID string, value *ResumeValue, modifiedState map[string]any, opts ResumeOptions) (*Result, error) {
+	log, err := e.opts.Checkpointer.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	start, last := inspectLog(log)
+	if start == nil {
+		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
+	}
+	if _, busy := e.active.Load(runID); busy {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
+	}
+	status := StatusFailed // a log with no end entry: the process died mid-run
+	if last != nil {
+		status = last.Status
+	}
+	claimed := ""
+	switch {
+	case status == StatusPaused && value != nil:
+		if claimed, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID); err != nil {
+			return nil, err
+		}
+	case status == StatusPaused:
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is paused at an interrupt; resume it with a value"}}
+	case value != nil:
+		return nil, &AlreadyResumedError{RunID: runID}
+	case status == StatusCompleted || status == StatusPartial:
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("the run is %s; there is nothing to resume", status)}}
+	}
+	if _, busy := e.active.LoadOrStore(runID, struct{}{}); busy {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is being resumed by another request"}}
+	}
+	defer e.active.Delete(runID)
+
+	p := e.Prepare(ctx, start.Chain)
+	if p.plan == nil {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
+	}
+	r := newRun(ctx, e, p, runID, start.Input, opts.Sink)
+	r.depth = start.Depth
+	r.replay(log)
+	r.resumeDispatchers()
+	if opts.NextSeq > 0 {
+		r.seq = opts.NextSeq - 1
+	}
+
+	rec := &ResumeRecord{NodeID: claimed, HasValue: value != nil, ModifiedState: modifiedState}
+	if value != nil {
+		rec.Value = value.Value
+	}
+	r.addCheckpoint(Checkpoint{Kind: CheckpointResume, Resume: rec})
+	r.applyResume(rec)
+	if claimed == "" {
+		r.restartFailed()
+	}
+	r.loop()
+	return r.finishRun()
+}
+
+// inspectLog finds the start record and the latest end record.
+func inspectLog(log []Checkpoint) (*StartRecord, *EndRecord) {
+	var start *StartRecord
+	var end *EndRecord
+	for k := range log {
+		switch log[k].Kind {
+		case CheckpointStart:
+			start = log[k].Start
+		case CheckpointEnd:
+			end = log[k].End
+		case CheckpointResume:
+			end = nil // a resume reopened the run
+		}
+	}
+	return start, end
+}
+
+// applyResume resolves the claimed interrupt and merges the state patch.
+func (r *run) applyResume(rec *ResumeRecord) {
+	if len(rec.ModifiedState) > 0 {
+		r.writeState(normalizeMap(rec.ModifiedState))
+	}
+	if rec.NodeID == "" {
+		return
+	}
+	i, ok := r.g.idx[rec.NodeID]
+	if !ok {
+		return
+	}
+	r.pending = slices.DeleteFunc(r.pending, func(p Pending) bool { return p.NodeID == rec.NodeID })
+	if r.resumeFor == nil {
+		r.resumeFor = map[int]any{}
+	}
+	r.resumeFor[i] = rec.Value
+	r.status[i] = nsReady
+	r.ready = append(r.ready, i)
+}
+
+// restartFailed queues the nodes a failed run did not finish: the node whose
+// failure stopped it and any node that was running or due.
+func (r *run) restartFailed() {
+	for i := range r.c.Nodes {
+		if r.status[i] == nsError && r.res[i].Status == PhaseError && r.fatal[i] {
+			r.fatal[i] = false
+			r.status[i] = nsReady
+			r.ready = append(r.ready, i)
+		}
+	}
+}
+
+// replay rebuilds the run from its log by applying each entry through the
+// same transitions the coordinator uses, without running or emitting.
+func (r *run) replay(log []Checkpoint) {
+	r.replaying = true
+	defer func() { r.replaying = false }()
+	r.fatal = make([]bool, len(r.c.Nodes))
+	r.seedRoots()
+	for k := range log {
+		cp := &log[k]
+		if cp.EventSeq > r.seq {
+			r.seq = cp.EventSeq
+		}
+		switch cp.Kind {
+		case CheckpointNode:
+			r.replayNode(cp.Node)
+		case CheckpointPause:
+			if i, ok := r.g.idx[cp.Pause.NodeID]; ok {
+				r.status[i] = nsPaused
+				r.res[i].Status, r.res[i].Prompt = PhasePaused, cp.Pause.Prompt
+				r.pending = append(r.pending, Pending{NodeID: cp.Pause.NodeID, Prompt: cp.Pause.Prompt})
+			}
+		case CheckpointResume:
+			r.applyResume(cp.Resume)
+		case CheckpointEdges:
+			r.replayEdges(cp.Edges)
+		case CheckpointEnd:
+			r.nodesRun = cp.End.NodesRun
+		}
+	}
+}
+
+func (r *run) edgeIndex(id string) (int, bool) {
+	if r.edgeIdx == nil {
+		r.edgeIdx = make(map[string]int, len(r.c.Edges))
+		for k := range r.c.Edges {
+			r.edgeIdx[r.c.Edges[k].ID] = k
+		}
+	}
+	k, ok := r.edgeIdx[id]
+	return k, ok
+}
+
+func (r *run) replayNode(rec *NodeRecord) {
+	i, ok := r.g.idx[rec.NodeID]
+	if !ok {
+		return
+	}
+	r.skipQueue = slices.DeleteFunc(r.skipQueue, func(t int) bool { return t == i })
+	r.decided[i], r.fired[i] = 0, 0
+	r.activators[i] = r.activators[i][:0]
+	if rec.Iteration > 0 {
+		r.iterations[i] = rec.Iteration
+	}
+	r.res[i] = NodeResult{NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output, Error: rec.Error,
+		Reason: rec.Reason, Matched: rec.Matched, Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended}
+	if len(rec.State) > 0 {
+		r.writeState(rec.State)
+	}
+	switch rec.Status {
+	case PhaseDone:
+		r.status[i] = nsDone
+		r.setOutput(i, rec.Output, true)
+	case PhaseSkip:
+		r.status[i] = nsSkip
+		r.setOutput(i, nil, rec.Reason == ReasonOnErrorSkip)
+		if rec.Reason == ReasonOnErrorSkip {
+			r.handled = true
+		}
+	case PhaseError:
+		r.status[i] = nsError
+		if rec.Fatal {
+			r.fatal[i] = true
+			return // the run stopped here; a resume runs the node again
+		}
+		r.handled = true
+		r.setOutput(i, nil, true)
+	}
+	rt := routing{held: rec.Held}
+	for _, id := range rec.Fired {
+		if k, ok := r.edgeIndex(id); ok {
+			rt.fired = append(rt.fired, k)
+		}
+	}
+	for _, id := range rec.Pruned {
+		if k, ok := r.edgeIndex(id); ok {
+			rt.pruned = append(rt.pruned, k)
+		}
+	}
+	for id, msg := range rec.Failed {
+		if k, ok := r.edgeIndex(id); ok {
+			if rt.failed == nil {
+				rt.failed = map[int]error{}
+			}
+			rt.failed[k] = fmt.Errorf("%s", msg)
+		}
+	}
+	if rec.Handled != "" {
+		for _, ei := range rt.pruned {
+			r.deliverPruned(ei, ReasonUpstreamStopped)
+		}
+		if h, ok := r.g.idx[rec.Handled]; ok {
+			r.startHandler(h, i, map[string]any{"message": rec.Error, "code": CodeNodeError, "node_id": rec.NodeID, "attempt": float64(rec.Attempts)})
+		}
+	} else {
+		r.deliver(i, rt)
+	}
+	r.notifyDependants(i)
+	if rec.Sequential {
+		d := &dispatcher{src: i, out: rec.Output, def: -1, waiting: -1, steps: map[string]any{}}
+		if r.replayDispatch == nil {
+			r.replayDispatch = map[int]*dispatcher{}
+		}
+		r.replayDispatch[i] = d
+	}
+	if d, ok := r.dispatchers[i]; ok { // a sequential link finished
+		delete(r.dispatchers, i)
+		d.steps[rec.NodeID] = rec.Output
+		if d.waiting == i {
+			d.waiting = -1
+		}
+	}
+}
+
+// replayEdges applies decisions of a sequential dispatch and moves its
+// dispatcher to where it was.
+func (r *run) replayEdges(rec *EdgesRecord) {
+	src, ok := r.g.idx[rec.Source]
+	if !ok {
+		return
+	}
+	d := r.replayDispatch[src]
+	outs := r.g.out[src]
+	advance := func(k int) {
+		if d == nil {
+			return
+		}
+		if p := slices.Index(outs, k); p >= d.pos {
+			d.pos = p + 1
+		}
+		if e := &r.c.Edges[k]; e.Default && e.Condition == "" {
+			d.def = -1
+		}
+	}
+	for _, id := range rec.Pruned {
+		if k, ok := r.edgeIndex(id); ok {
+			advance(k)
+			r.deliverPruned(k, ReasonConditionFalse)
+		}
+	}
+	fire := func(k int) {
+		advance(k)
+		t := r.g.idx[r.c.Edges[k].Target]
+		if d != nil {
+			if r.c.Edges[k].Condition != "" {
+				d.matched = true
+			}
+			if r.dispatchers == nil {
+				r.dispatchers = map[int]*dispatcher{}
+			}
+			r.dispatchers[t] = d
+			d.waiting = t
+		}
+		r.deliverFired(k)
+	}
+	for _, id := range rec.Fired {
+		if k, ok := r.edgeIndex(id); ok {
+			fire(k)
+		}
+	}
+	for id, msg := range rec.Failed {
+		if k, ok := r.edgeIndex(id); ok {
+			r.presetErr[r.g.idx[r.c.Edges[k].Target]] = fmt.Errorf("%s", msg)
+			fire(k)
+		}
+	}
+}
+
+// resumeDispatchers continues sequential dispatches whose current link had
+// already finished when the log ended.
+func (r *run) resumeDispatchers() {
+	for _, d := range r.replayDispatch {
+		if d.waiting < 0 && d.pos <= len(r.g.out[d.src]) {
+			waiting := false
+			for _, dd := range r.dispatchers {
+				if dd == d {
+					waiting = true
+				}
+			}
+			if !waiting {
+				r.pendingDispatch = append(r.pendingDispatch, d)
+			}
+		}
+	}
+	r.replayDispatch = nil
+}
+
+// RerunFrom starts a new run of the chain of runID that keeps the outputs of
+// every node upstream of fromNode and executes from there. input replaces the
+// original input when non-nil.
+func (e *Engine) RerunFrom(ctx context.Context, runID, fromNode string, input map[string]any, opts RunOptions) (*Result, error) {
+	log, err := e.opts.Checkpointer.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	start, _ := inspectLog(log)
+	if start == nil {
+		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
+	}
+	p := e.Prepare(ctx, start.Chain)
+	from, ok := p.g.idx[fromNode]
+	if !ok {
+		return nil, &ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("node %q is not in the run's chain", fromNode)}
+	}
+	keep := ancestors(p.g, from)
+	reuse := map[string]*NodeRecord{}
+	for k := range log {
+		if n := log[k].Node; log[k].Kind == CheckpointNode && n.Status == PhaseDone {
+			if i, ok := p.g.idx[n.NodeID]; ok && keep[i] {
+				reuse[n.NodeID] = n
+			}
+		}
+	}
+	if input == nil {
+		input = start.Input
+	}
+	if opts.RunID == "" {
+		opts.RunID = uuid.NewString()
+	}
+	if opts.ParentRunID == "" {
+		opts.ParentRunID = runID
+	}
+	opts.reuse = reuse
+	return e.RunPrepared(ctx, p, input, opts)
+}
+
+// ancestors returns the nodes upstream of i (not i itself) over non-loop
+// edges and data dependencies.
+func ancestors(g *graph, i int) []bool {
+	keep := make([]bool, len(g.c.Nodes))
+	stack := []int{i}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		var preds []int
+		for _, ei := range g.in[n] {
+			preds = append(preds, g.idx[g.c.Edges[ei].Source])
+		}
+		preds = append(preds, g.dataDeps[n]...)
+		for _, a := range g.owners[n] {
+			preds = append(preds, a.owner)
+		}
+		for _, p := range preds {
+			if !keep[p] && p != i {
+				keep[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	return keep
+}

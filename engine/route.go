@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+)
+
+// routing is the decision taken on a node's outgoing edges.
+type routing struct {
+	fired      []int
+	pruned     []int
+	failed     map[int]error // routing "all": edges whose guard failed; their targets fail without running
+	held       bool          // a loop edge fired: the other edges wait for the next pass
+	sequential bool          // dispatch sequential: edges are decided one by one later
+	err        error         // strict routing, a capped loop, a failing guard (routing first)
+}
+
+// route decides which outgoing edges of node i fire, reading the state the
+// node just wrote. matched is the handle a branch/condition node chose.
+func (r *run) route(i int, out any, matched string) routing {
+	outs := r.g.out[i]
+	if len(outs) == 0 {
+		return routing{}
+	}
+	nd := &r.c.Nodes[i]
+	var rt routing
+	switch {
+	case nd.Kind == KindBranch || nd.Kind == KindCondition:
+		rt = r.routeMatched(i, outs, matched)
+	case nd.RoutingOrDefault() == RoutingAll:
+		if nd.DispatchOrDefault() == DispatchSequential {
+			r.startDispatch(i, out)
+			return routing{sequential: true}
+		}
+		rt = r.routeAll(i, outs, out)
+	default:
+		rt = r.routeFirst(i, outs, out)
+	}
+	if rt.err == nil && len(rt.fired) == 0 && len(rt.failed) == 0 && r.c.StrictRouting {
+		rt.err = &ChainRoutingError{NodeID: nd.ID, Matched: matched, Labels: r.labels(outs)}
+	}
+	for _, ei := range rt.fired {
+		if r.c.Edges[ei].IsLoop() {
+			rt.held = true
+		}
+	}
+	if rt.held { // pruned non-loop edges are not final while the loop goes round
+		rt.pruned = slices.DeleteFunc(rt.pruned, func(ei int) bool { return !r.c.Edges[ei].IsLoop() })
+	}
+	return rt
+}
+
+// canFire checks a loop edge's cap: at the cap, on_max_reached "error" fails
+// the run and "continue" prunes the edge (routing then falls back).
+func (r *run) canFire(ei int) (bool, error) {
+	e := &r.c.Edges[ei]
+	if !e.IsLoop() || r.loopCount[ei] < e.MaxIterations {
+		return true, nil
+	}
+	if e.OnMaxReached == OnMaxContinue {
+		return false, nil
+	}
+	return false, &ChainCycleError{EdgeID: e.ID, MaxIterations: e.MaxIterations}
+}
+
+// routeMatched: seed 001's table for condition sources (and seed 000's
+// branch, whose handles are "true" and "false"): the edge labelled with the
+// handle, else "default", else an unlabelled edge.
+func (r *run) routeMatched(i int, outs []int, matched string) routing {
+	pick := -1
+	var err error
+	try := func(pred func(e *Edge) bool) {
+		for _, ei := range outs {
+			if pick >= 0 || err != nil {
+				return
+			}
+			if e := &r.c.Edges[ei]; pred(e) {
+				var ok bool
+				if ok, err = r.canFire(ei); ok {
+					pick = ei
+				}
+			}
+		}
+	}
+	if matched != "" {
+		try(func(e *Edge) bool { return e.Label == matched })
+	}
+	try(func(e *Edge) bool { return e.Label == "default" || (e.Default && e.Label == "") })
+	try(func(e *Edge) bool { return e.Label == "" })
+	if err != nil {
+		return routing{err: err}
+	}
+	rt := routing{}
+	for _, ei := range outs {
+		if ei == pick {
+			rt.fired = append(rt.fired, ei)
+		} else {
+			rt.pruned = append(rt.pruned, ei)
+		}
+	}
+	return rt
+}
+
+// routeFirst: seed 001's table for non-condition sources.
+func (r *run) routeFirst(i int, outs []int, out any) routing {
+	sc := &scope{base: r, output: out, hasOut: true}
+	anyCond := false
+	for _, ei := range outs {
+		if r.c.Edges[ei].Condition != "" {
+			anyCond = true
+			break
+		}
+	}
+	rt := routing{}
+	if !anyCond { // fan-out: every edge fires
+		for _, ei := range outs {
+			ok, err := r.canFire(ei)
+			if err != nil {
+				return routing{err: err}
+			}
+			if ok {
+				rt.fired = append(rt.fired, ei)
+			} else {
+				rt.pruned = append(rt.pruned, ei)
+			}
+		}
+		return rt
+	}
+	pick := -1
+	for _, ei := range outs {
+		e := &r.c.Edges[ei]
+		if e.Condition == "" {
+			continue
+		}
+		ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+		if err != nil {
+			return routing{err: fmt.Errorf("edge %q condition: %w", e.ID, err)}
+		}
+		if ok {
+			if ok, err = r.canFire(ei); err != nil {
+				return routing{err: err}
+			}
+			if ok {
+				pick = ei
+				break
+			}
+		}
+	}
+	if pick < 0 { // fallback: the default edge, else the first unconditional one
+		for pass := 0; pass < 2 && pick < 0; pass++ {
+			for _, ei := range outs {
+				e := &r.c.Edges[ei]
+				if e.Condition != "" || (pass == 0 && !e.Default) {
+					continue
+				}
+				ok, err := r.canFire(ei)
+				if err != nil {
+					return routing{err: err}
+				}
+				if ok {
+					pick = ei
+					break
+				}
+			}
+		}
+	}
+	for _, ei := range outs {
+		if ei == pick {
+			rt.fired = append(rt.fired, ei)
+		} else {
+			rt.pruned = append(rt.pruned, ei)
+		}
+	}
+	return rt
+}
+
+// routeAll: seed 004's rules, every guard evaluated up front. Guarded edges
+// fire when true, unguarded ones always, the default only when no guard matched.
+func (r *run) routeAll(i int, outs []int, out any) routing {
+	sc := &scope{base: r, output: out, hasOut: true}
+	rt := routing{}
+	matched := false
+	def := -1
+	for _, ei := range outs {
+		e := &r.c.Edges[ei]
+		if e.Default && e.Condition == "" {
+			def = ei
+			continue
+		}
+		fire := true
+		if e.Condition != "" {
+			ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+			if err != nil {
+				if rt.failed == nil {
+					rt.failed = map[int]error{}
+				}
+				rt.failed[ei] = fmt.Errorf("guard of edge %q: %w", e.ID, err)
+				continue
+			}
+			fire = ok
+			matched = matched || ok
+		}
+		if fire {
+			ok, err := r.canFire(ei)
+			if err != nil {
+				return routing{err: err}
+			}
+			fire = ok
+		}
+		if fire {
+			rt.fired = append(rt.fired, ei)
+		} else {
+			rt.pruned = append(rt.pruned, ei)
+		}
+	}
+	if def >= 0 {
+		if ok, err := r.canFire(def); err != nil {
+			return routing{err: err}
+		} else if !matched && ok {
+			rt.fired = append(rt.fired, def)
+		} else {
+			rt.pruned = append(rt.pruned, def)
+		}
+	}
+	return rt
+}
+
+// deliver passes a routing decision to the targets.
+func (r *run) deliver(i int, rt routing) {
+	reason := ReasonConditionFalse
+	if k := r.c.Nodes[i].Kind; k == KindBranch || k == KindCondition {
+		reason = ReasonBranchNotTaken
+	}
+	if r.status[i] == nsSkip || r.status[i] == nsError {
+		reason = ReasonUpstreamStopped
+	}
+	for _, ei := range rt.fired {
+		r.deliverFired(ei)
+	}
+	for ei, err := range rt.failed {
+		r.presetErr[r.g.idx[r.c.Edges[ei].Target]] = err
+		r.deliverFired(ei)
+	}
+	for _, ei := range rt.pruned {
+		r.deliverPruned(ei, reason)
+	}
+}
+
+func (r *run) failedIDs(m map[int]error) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for ei, err := range m {
+		out[r.c.Edges[ei].ID] = err.Error()
+	}
+	return out
+}
+
+func (r *run) labels(outs []int) []string {
+	var ls []string
+	for _, ei := range outs {
+		if l := r.c.Edges[ei].Label; l != "" {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// dispatcher runs the links of a routing "all" + dispatch "sequential" node
+// one after another: each guard is evaluated just before its target starts,
+// so it can read `steps` (the links already run).
+type dispatcher struct {
+	src     int
+	out     any
+	pos     int
+	def     int
+	waiting int // the target whose link runs now, -1 when none
+	matched bool
+	steps   map[string]any
+}
+
+func (r *run) startDispatch(i int, out any) {
+	d := &dispatcher{src: i, out: out, def: -1, waiting: -1, steps: map[string]any{}}
+	r.pendingDispatch = append(r.pendingDispatch, d)
+}
+
+// stepDispatch decides edges until one fires (then waits for its target).
+func (r *run) stepDispatch(d *dispatcher) {
+	if r.stopping {
+		return
+	}
+	outs := r.g.out[d.src]
+	sc := &scope{base: r, output: d.out, hasOut: true, steps: d.steps}
+	rec := &EdgesRecord{Source: r.c.Nodes[d.src].ID}
+	defer func() {
+		if len(rec.Fired)+len(rec.Pruned)+len(rec.Failed) > 0 {
+			r.addCheckpoint(Checkpoint{Kind: CheckpointEdges, Edges: rec})
+		}
+	}()
+	fire := func(ei int, guardErr error) bool {
+		e := &r.c.Edges[ei]
+		ok, err := r.canFire(ei)
+		if err != nil {
+			r.failRouting(d.src, err)
+			return true
+		}
+		if !ok {
+			rec.Pruned = append(rec.Pruned, e.ID)
+			r.deliverPruned(ei, ReasonConditionFalse)
+			return false
+		}
+		t := r.g.idx[e.Target]
+		if guardErr != nil {
+			if rec.Failed == nil {
+				rec.Failed = map[string]string{}
+			}
+			rec.Failed[e.ID] = guardErr.Error()
+			r.presetErr[t] = guardErr
+		} else {
+			rec.Fired = append(rec.Fired, e.ID)
+		}
+		if r.dispatchers == nil {
+			r.dispatchers = map[int]*dispatcher{}
+		}
+		r.dispatchers[t] = d
+		d.waiting = t
+		r.deliverFired(ei)
+		return true
+	}
+	for d.pos < len(outs) {
+		ei := outs[d.pos]
+		d.pos++
+		e := &r.c.Edges[ei]
+		if e.Default && e.Condition == "" {
+			d.def = ei
+			continue
+		}
+		if e.Condition == "" {
+			if fire(ei, nil) {
+				return
+			}
+			continue
+		}
+		ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+		if err != nil {
+			if fire(ei, fmt.Errorf("guard of edge %q: %w", e.ID, err)) {
+				return
+			}
+			continue
+		}
+		if ok {
+			d.matched = true
+			if fire(ei, nil) {
+				return
+			}
+			continue
+		}
+		rec.Pruned = append(rec.Pruned, e.ID)
+		r.deliverPruned(ei, ReasonConditionFalse)
+	}
+	if d.def >= 0 {
+		ei := d.def
+		d.def = -1
+		if !d.matched {
+			if fire(ei, nil) {
+				return
+			}
+		} else {
+			rec.Pruned = append(rec.Pruned, r.c.Edges[ei].ID)
+			r.deliverPruned(ei, ReasonConditionFalse)
+		}
+	}
+}

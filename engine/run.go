@@ -1,0 +1,580 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+type nodeStatus uint8
+
+const (
+	nsIdle     nodeStatus = iota // waiting for its incoming edges
+	nsWaitDeps                   // activated, waiting for input_map dependencies
+	nsReady                      // queued to start
+	nsRunning
+	nsPaused
+	nsDone
+	nsError // failed, handled (continue / handler) or fatal
+	nsSkip
+)
+
+func (s nodeStatus) finished() bool { return s >= nsDone }
+
+// completion is a worker's report to the coordinator.
+type completion struct {
+	i        int
+	out      any
+	err      error
+	attempts int
+	input    any
+	started  time.Time
+	ended    time.Time
+	matched  string
+}
+
+// run is one execution of a prepared chain. Every field below the mutex is
+// owned by the coordinator goroutine (loop); workers only send completions
+// and emit events.
+type run struct {
+	e     *Engine
+	p     *Prepared
+	g     *graph
+	c     *Chain
+	id    string
+	depth int
+
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	started time.Time
+	maxConc int
+	strict  bool
+
+	emitMu sync.Mutex
+	seq    int64
+	sink   EventSink
+
+	input           map[string]any
+	state           map[string]any // replaced on write, never mutated: workers may hold the old one
+	nodeResults     map[string]any
+	wrappers        []map[string]any // <id> → {"output": …}
+	res             []NodeResult
+	status          []nodeStatus
+	decided         []int32
+	fired           []int32
+	activators      [][]int
+	loopAct         []int // pending loop re-activation source, -1 if none
+	pruneReason     []string
+	presetErr       []error // routing "all": a guard failed, the node fails without running
+	depsLeft        []int32
+	depsDone        []bool // the node's dependants were told it finished
+	iterations      []int
+	loopCount       []int // per edge
+	resumeFor       map[int]any
+	handlerErr      map[int]map[string]any
+	dispatchers     map[int]*dispatcher // waiting target → sequential dispatcher
+	pendingDispatch []*dispatcher       // started by route, stepped once the node is recorded
+	replayDispatch  map[int]*dispatcher
+	replaying       bool   // rebuilding from a checkpoint log: no events, no checkpoints
+	fatal           []bool // replay: nodes whose failure stopped the run
+	edgeIdx         map[string]int
+	reuse           map[string]*NodeRecord
+
+	ready     []int
+	skipQueue []int
+	running   int
+	done      chan completion
+
+	cps      []Checkpoint
+	handled  bool
+	stopping bool
+	runErr   *RunError
+	typedErr error
+	status0  RunStatus // set when stopping: failed, cancelled, timed_out
+	pending  []Pending
+	nodesRun int
+	infraErr error
+}
+
+func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[string]any, extra EventSink) *run {
+	c := p.chain
+	n := len(c.Nodes)
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	rctx, cancelTimeout := context.WithTimeoutCause(ctx, time.Duration(timeout*float64(time.Second)), errChainTimeout{timeout})
+	rctx, cancel := context.WithCancelCause(rctx)
+	maxConc := c.MaxConcurrency
+	if maxConc <= 0 {
+		maxConc = e.opts.MaxConcurrency
+	}
+	sink := e.opts.Sink
+	if extra != nil {
+		sink = MultiSink{e.opts.Sink, extra}
+	}
+	r := &run{
+		e: e, p: p, g: p.g, c: c, id: id,
+		ctx: rctx, cancel: func(err error) { cancel(err); cancelTimeout() },
+		started: time.Now(), maxConc: maxConc, strict: c.StrictConditions, sink: sink,
+		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
+		wrappers: make([]map[string]any, n), res: make([]NodeResult, n), status: make([]nodeStatus, n),
+		decided: make([]int32, n), fired: make([]int32, n), activators: make([][]int, n),
+		loopAct: make([]int, n), pruneReason: make([]string, n), presetErr: make([]error, n),
+		depsLeft: make([]int32, n), depsDone: make([]bool, n), iterations: make([]int, n),
+		loopCount: make([]int, len(c.Edges)), done: make(chan completion, 64),
+	}
+	for i := range c.Nodes {
+		r.res[i].NodeID = c.Nodes[i].ID
+		r.loopAct[i] = -1
+		r.depsLeft[i] = int32(len(r.g.dataDeps[i]))
+	}
+	return r
+}
+
+type errChainTimeout struct{ seconds float64 }
+
+func (e errChainTimeout) Error() string {
+	return fmt.Sprintf("chain timed out after %gs", e.seconds)
+}
+
+// lookupBase resolves run-level names for expressions evaluated on the
+// coordinator.
+func (r *run) lookupBase(name string) (any, bool) {
+	switch name {
+	case "input":
+		return r.input, true
+	case "state":
+		return r.state, true
+	case "node_results":
+		return r.nodeResults, true
+	}
+	if i, ok := r.g.idx[name]; ok {
+		if w := r.wrappers[i]; w != nil {
+			return w, true
+		}
+	}
+	return nil, false
+}
+
+func (r *run) rootNames() []string {
+	names := []string{"input", "state", "node_results"}
+	for i, w := range r.wrappers {
+		if w != nil {
+			names = append(names, r.c.Nodes[i].ID)
+		}
+	}
+	return names
+}
+
+// emit assigns the next seq and hands the event to the sinks, in order.
+func (r *run) emit(ev Event) {
+	if r.replaying {
+		return
+	}
+	ev.RunID = r.id
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	r.emitMu.Lock()
+	r.seq++
+	ev.Seq = r.seq
+	r.sink.Emit(ev)
+	r.emitMu.Unlock()
+}
+
+func (r *run) lastSeq() int64 {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	return r.seq
+}
+
+func (r *run) addCheckpoint(cp Checkpoint) {
+	if r.replaying {
+		return
+	}
+	cp.RunID = r.id
+	cp.Time = time.Now()
+	cp.EventSeq = r.lastSeq()
+	r.cps = append(r.cps, cp)
+}
+
+// flushCheckpoints writes the batched checkpoints. A checkpointer failure
+// stops the run: a run that cannot be checkpointed cannot be resumed.
+func (r *run) flushCheckpoints() {
+	if len(r.cps) == 0 {
+		return
+	}
+	// Write even when the run's context is done: the final entries matter most.
+	ctx := context.WithoutCancel(r.ctx)
+	if err := r.e.opts.Checkpointer.Append(ctx, r.id, r.cps); err != nil {
+		r.cps = r.cps[:0]
+		if r.infraErr == nil {
+			r.infraErr = fmt.Errorf("engine: checkpoint run %s: %w", r.id, err)
+			r.fail(&RunError{Code: CodeCheckpoint, Message: "checkpoint failed: " + err.Error()}, &ChainCheckpointError{RunID: r.id, Msg: err.Error()})
+		}
+		return
+	}
+	r.cps = r.cps[:0]
+}
+
+// fail stops the run with an error; the first failure wins.
+func (r *run) fail(re *RunError, typed error) {
+	if r.runErr != nil {
+		return
+	}
+	r.runErr, r.typedErr = re, typed
+	r.status0 = StatusFailed
+	r.stopping = true
+	r.cancel(errRunStopped)
+}
+
+var errRunStopped = errors.New("the run stopped")
+
+// seedRoots activates every root (and replays reused outputs for re-runs).
+func (r *run) seedRoots() {
+	for _, i := range r.p.plan.roots {
+		r.activate(i)
+	}
+}
+
+// loop is the coordinator: it starts ready nodes, applies completions and
+// stops when nothing runs and nothing can start. It never polls.
+func (r *run) loop() {
+	ctxDone := r.ctx.Done()
+	for {
+		r.drainSkips()
+		if !r.stopping {
+			r.launchReady()
+		}
+		if r.running == 0 {
+			r.drainSkips()
+			if !r.stopping && len(r.ready) > 0 {
+				continue
+			}
+			if !r.stopping && r.resolveDead() {
+				continue
+			}
+			break
+		}
+		if len(r.done) == 0 {
+			r.flushCheckpoints()
+		}
+		select {
+		case c := <-r.done:
+			r.complete(c)
+		case <-ctxDone:
+			ctxDone = nil
+			r.stopFromContext()
+		}
+	}
+	r.flushCheckpoints()
+}
+
+// stopFromContext handles the chain timeout and caller cancellation.
+func (r *run) stopFromContext() {
+	if r.stopping {
+		return
+	}
+	cause := context.Cause(r.ctx)
+	var to errChainTimeout
+	switch {
+	case errors.As(cause, &to):
+		r.fail(&RunError{Code: CodeTimeout, Message: to.Error()}, cause)
+		r.status0 = StatusTimedOut
+	default:
+		r.fail(&RunError{Code: CodeCancelled, Message: "run cancelled: " + cause.Error()}, cause)
+		r.status0 = StatusCancelled
+	}
+}
+
+func (r *run) launchReady() {
+	for len(r.ready) > 0 && r.running < r.maxConc && !r.stopping {
+		i := r.ready[0]
+		r.ready = r.ready[1:]
+		if r.status[i] != nsReady {
+			continue
+		}
+		r.start(i)
+	}
+	if len(r.ready) == 0 {
+		r.ready = r.ready[:0:0]
+	}
+}
+
+// activate marks a node as due to run once its data dependencies finished.
+func (r *run) activate(i int) {
+	if r.depsLeft[i] > 0 {
+		r.status[i] = nsWaitDeps
+		return
+	}
+	r.status[i] = nsReady
+	r.ready = append(r.ready, i)
+}
+
+// deliverFired / deliverPruned pass one edge decision to its target.
+func (r *run) deliverFired(ei int) {
+	e := &r.c.Edges[ei]
+	t := r.g.idx[e.Target]
+	s := r.g.idx[e.Source]
+	if e.IsLoop() {
+		r.loopCount[ei]++
+		switch r.status[t] {
+		case nsReady, nsRunning, nsWaitDeps, nsPaused:
+			r.loopAct[t] = s // runs again when the current pass ends
+		default:
+			r.activators[t] = append(r.activators[t][:0], s)
+			r.activate(t)
+		}
+		return
+	}
+	r.decided[t]++
+	r.fired[t]++
+	r.activators[t] = append(r.activators[t], s)
+	r.checkJoin(t)
+}
+
+func (r *run) deliverPruned(ei int, reason string) {
+	e := &r.c.Edges[ei]
+	if e.IsLoop() {
+		return
+	}
+	t := r.g.idx[e.Target]
+	r.decided[t]++
+	if reason != "" {
+		r.pruneReason[t] = reason
+	}
+	r.checkJoin(t)
+}
+
+// checkJoin runs or skips a node once every non-loop incoming edge is decided.
+func (r *run) checkJoin(t int) {
+	switch r.status[t] {
+	case nsReady, nsRunning, nsWaitDeps, nsPaused:
+		return
+	}
+	if int(r.decided[t]) < len(r.g.in[t]) {
+		return
+	}
+	if r.fired[t] > 0 {
+		r.activate(t)
+		return
+	}
+	r.decided[t] = 0
+	r.status[t] = nsSkip // claimed; finished by drainSkips
+	r.skipQueue = append(r.skipQueue, t)
+}
+
+// drainSkips finishes queued skips iteratively (a pruned branch can cascade
+// through thousands of nodes).
+func (r *run) drainSkips() {
+	for len(r.skipQueue) > 0 {
+		t := r.skipQueue[0]
+		r.skipQueue = r.skipQueue[1:]
+		reason := r.pruneReason[t]
+		if reason == "" {
+			reason = ReasonConditionFalse
+		}
+		r.skipNode(t, reason, "")
+	}
+}
+
+// skipNode records a skip and prunes the node's outgoing edges.
+func (r *run) skipNode(t int, reason, errMsg string) {
+	now := time.Now()
+	r.status[t] = nsSkip
+	nr := &r.res[t]
+	nr.Status, nr.Reason, nr.Error, nr.Output = PhaseSkip, reason, errMsg, nil
+	if nr.Started.IsZero() {
+		nr.Started = now
+	}
+	nr.Ended = now
+	r.setOutput(t, nil, false)
+	pruned := r.g.out[t]
+	r.emit(Event{NodeID: r.c.Nodes[t].ID, Phase: PhaseSkip, Reason: reason, Error: errMsg, Time: now})
+	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: &NodeRecord{NodeID: r.c.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Error: errMsg, Ended: now, Pruned: r.edgeIDs(pruned)}})
+	for _, ei := range pruned {
+		r.deliverPruned(ei, reason)
+	}
+	r.notifyDependants(t)
+}
+
+func (r *run) notifyDependants(i int) {
+	if r.depsDone[i] {
+		return
+	}
+	r.depsDone[i] = true
+	for _, d := range r.p.plan.dependants[i] {
+		r.depsLeft[d]--
+		if r.depsLeft[d] == 0 && r.status[d] == nsWaitDeps {
+			r.status[d] = nsReady
+			r.ready = append(r.ready, d)
+		}
+	}
+}
+
+// resolveDead settles nodes that can no longer be activated once the run is
+// quiet: error handlers nobody needed and opted-out nodes are skipped, so
+// joins waiting on them can go on. It reports whether anything changed.
+func (r *run) resolveDead() bool {
+	changed := false
+	for i := range r.c.Nodes {
+		if r.status[i] != nsIdle || r.decided[i] != 0 || r.iterations[i] > 0 {
+			continue
+		}
+		isHandler := false
+		for _, a := range r.g.owners[i] {
+			if a.rel == RelHandler {
+				isHandler = true
+			}
+		}
+		optedOut := !r.c.Nodes[i].IsReachableRequired() && len(r.g.in[i]) == 0 && !r.g.attached(i)
+		if (isHandler && len(r.g.out[i]) > 0) || optedOut {
+			r.skipNode(i, ReasonNotNeeded, "")
+			changed = true
+		}
+	}
+	r.drainSkips()
+	return changed || len(r.ready) > 0
+}
+
+// setOutput records a node's output where expressions can read it.
+func (r *run) setOutput(i int, out any, ok bool) {
+	id := r.c.Nodes[i].ID
+	if !ok {
+		delete(r.nodeResults, id)
+		r.wrappers[i] = map[string]any{"output": nil}
+		return
+	}
+	r.nodeResults[id] = out
+	r.wrappers[i] = map[string]any{"output": out}
+}
+
+func (r *run) edgeIDs(idx []int) []string {
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]string, len(idx))
+	for k, ei := range idx {
+		out[k] = r.c.Edges[ei].ID
+	}
+	return out
+}
+
+// nodeInput is the data a node receives when it sets neither input nor
+// input_map: the output of the node whose edge activated it (an object keyed
+// by source id when several did), or the run's input for a root.
+func (r *run) upstream(i int) any {
+	acts := r.activators[i]
+	switch len(acts) {
+	case 0:
+		return r.input
+	case 1:
+		return r.nodeResults[r.c.Nodes[acts[0]].ID]
+	}
+	m := make(map[string]any, len(acts))
+	for _, s := range acts {
+		m[r.c.Nodes[s].ID] = r.nodeResults[r.c.Nodes[s].ID]
+	}
+	return m
+}
+
+// finishRun computes the result and writes the closing checkpoint.
+func (r *run) finishRun() (*Result, error) {
+	r.drainSkips()
+	status := StatusCompleted
+	switch {
+	case r.runErr != nil:
+		status = r.status0
+	case len(r.pending) > 0:
+		status = StatusPaused
+	case r.handled:
+		status = StatusPartial
+	}
+	if status != StatusPaused {
+		// Whatever never ran now never will: say so, so every node ends done, error or skip.
+		for i := range r.c.Nodes {
+			switch r.status[i] {
+			case nsIdle, nsWaitDeps, nsReady:
+				if r.g.attached(i) && r.iterations[i] == 0 && !isHandlerOnly(r.g, i) {
+					continue // map bodies and branches that never ran: their owner says why
+				}
+				r.status[i] = nsSkip
+				now := time.Now()
+				r.res[i].Status, r.res[i].Reason, r.res[i].Ended = PhaseSkip, ReasonUpstreamStopped, now
+				if r.g.attached(i) {
+					r.res[i].Reason = ReasonNotNeeded
+				}
+				r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseSkip, Reason: r.res[i].Reason, Time: now})
+			}
+		}
+	}
+	res := r.result(status)
+	end := &EndRecord{Status: status, Error: r.runErr, Final: res.FinalOutput, NodesRun: r.nodesRun}
+	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
+	r.flushCheckpoints()
+	if f, ok := r.sink.(Flusher); ok {
+		_ = f.Flush(context.WithoutCancel(r.ctx))
+	}
+	for _, s := range flushers(r.sink) {
+		_ = s.Flush(context.WithoutCancel(r.ctx))
+	}
+	r.cancel(nil)
+	if r.infraErr != nil && res.Error == nil {
+		res.Error = &RunError{Code: CodeCheckpoint, Message: r.infraErr.Error()}
+	}
+	return res, r.infraErr
+}
+
+func isHandlerOnly(g *graph, i int) bool {
+	for _, a := range g.owners[i] {
+		if a.rel != RelHandler {
+			return false
+		}
+	}
+	return true
+}
+
+func flushers(s EventSink) []Flusher {
+	var out []Flusher
+	if m, ok := s.(MultiSink); ok {
+		for _, x := range m {
+			out = append(out, flushers(x)...)
+		}
+		return out
+	}
+	return nil
+}
+
+func (r *run) result(status RunStatus) *Result {
+	now := time.Now()
+	res := &Result{
+		RunID: r.id, Status: status, Outputs: make(map[string]any, len(r.nodeResults)),
+		Error: r.runErr, err: r.typedErr, NodesRun: r.nodesRun, State: r.state,
+		Pending: r.pending, Started: r.started, Ended: now,
+		DurationMS: now.Sub(r.started).Milliseconds(),
+		Nodes:      make(map[string]*NodeResult, len(r.res)),
+	}
+	for i := range r.res {
+		if r.status[i] == nsDone {
+			res.Outputs[r.c.Nodes[i].ID] = r.nodeResults[r.c.Nodes[i].ID]
+		}
+		if r.res[i].Status != "" {
+			nr := r.res[i]
+			res.Nodes[nr.NodeID] = &nr
+		}
+	}
+	// final_output: the last terminal node that completed, in topological order.
+	best := -1
+	for _, i := range r.p.plan.terminals {
+		if r.status[i] == nsDone && (best < 0 || r.p.plan.topoPos[i] > r.p.plan.topoPos[best]) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		res.FinalOutput = r.nodeResults[r.c.Nodes[best].ID]
+	}
+	return res
+}

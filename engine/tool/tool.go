@@ -1,0 +1,93 @@
+// Package tool holds the contract between the engine and the tools it calls.
+// It is a leaf package so that tool implementations (engine/builtin, or a host's
+// own) do not depend on the scheduler.
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Func is a tool: it receives the node's resolved input and returns a
+// JSON-compatible output (map[string]any, []any, string, float64, bool, nil;
+// other numeric types are normalised by the engine). A tool must not mutate
+// its input: the engine may share it with other nodes.
+//
+// emit reports progress; each call becomes a "progress" event of the node.
+type Func func(ctx context.Context, input map[string]any, emit Emitter) (any, error)
+
+// Emitter reports progress from inside a running tool.
+type Emitter func(progress any)
+
+type ctxKey int
+
+const (
+	attemptKey ctxKey = iota
+	resumeKey
+	nodeKey
+)
+
+// WithAttempt returns a context that carries the 1-based attempt number.
+func WithAttempt(ctx context.Context, attempt int) context.Context {
+	return context.WithValue(ctx, attemptKey, attempt)
+}
+
+// Attempt returns the 1-based attempt number of the current call (1 when unknown).
+func Attempt(ctx context.Context) int {
+	if a, ok := ctx.Value(attemptKey).(int); ok && a > 0 {
+		return a
+	}
+	return 1
+}
+
+// resumed wraps a resume value so that a nil value can still be "present".
+type resumed struct{ value any }
+
+// WithResume returns a context carrying the value a paused node was resumed with.
+func WithResume(ctx context.Context, value any) context.Context {
+	return context.WithValue(ctx, resumeKey, resumed{value})
+}
+
+// Resume returns the value the node was resumed with, and whether it was resumed.
+func Resume(ctx context.Context) (any, bool) {
+	r, ok := ctx.Value(resumeKey).(resumed)
+	return r.value, ok
+}
+
+// WithNode returns a context naming the node being run (for error messages).
+func WithNode(ctx context.Context, nodeID string) context.Context {
+	return context.WithValue(ctx, nodeKey, nodeID)
+}
+
+// Node returns the id of the node being run, or "".
+func Node(ctx context.Context) string {
+	s, _ := ctx.Value(nodeKey).(string)
+	return s
+}
+
+// InterruptError asks the engine to pause the run at the calling node until a
+// person (or program) resumes it with a value. Return it from a tool with
+// Interrupt(prompt).
+type InterruptError struct {
+	Prompt any
+}
+
+func (e *InterruptError) Error() string { return fmt.Sprintf("interrupt: %v", e.Prompt) }
+
+// Interrupt returns an error that pauses the run with the given prompt.
+func Interrupt(prompt any) error { return &InterruptError{Prompt: prompt} }
+
+// IsInterrupt reports whether err asks for a pause, and returns the request.
+func IsInterrupt(err error) (*InterruptError, bool) {
+	var ie *InterruptError
+	if errors.As(err, &ie) {
+		return ie, true
+	}
+	return nil, false
+}
+
+// ErrDenied is wrapped by tools that refuse an operation the host has not
+// allowed (a path outside the workspace, an executable not on the allow-list,
+// a forbidden network address).
+var ErrDenied = errors.New("denied by host policy")
