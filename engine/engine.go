@@ -106,7 +106,7 @@ func (e *Engine) Prepare(ctx context.Context, c *Chain) *Prepared {
 	g := newGraph(c)
 	p := &Prepared{chain: c, g: g, issues: issues}
 	if !HasErrors(issues) {
-		p.plan = newPlan(g)
+		p.plan = newPlan(g, e.opts.Registry)
 	}
 	return p
 }

@@ -67,15 +67,28 @@ func (m MultiSink) Emit(e Event) {
 	}
 }
 
-// MemorySink keeps every event, for tests and headless runs.
+// MemorySink keeps every event, for tests and headless runs. Events are
+// stored in fixed-size chunks so a long run never copies what it already has.
 type MemorySink struct {
 	mu     sync.Mutex
-	events []Event
+	chunks [][]Event
+	n      int
 }
+
+const memorySinkChunk = 512
 
 func (m *MemorySink) Emit(e Event) {
 	m.mu.Lock()
-	m.events = append(m.events, e)
+	if k := len(m.chunks); k == 0 || len(m.chunks[k-1]) == cap(m.chunks[k-1]) {
+		size := memorySinkChunk
+		if k == 0 {
+			size = 32 // most runs are small
+		}
+		m.chunks = append(m.chunks, make([]Event, 0, size))
+	}
+	last := &m.chunks[len(m.chunks)-1]
+	*last = append(*last, e)
+	m.n++
 	m.mu.Unlock()
 }
 
@@ -83,7 +96,11 @@ func (m *MemorySink) Emit(e Event) {
 func (m *MemorySink) Events() []Event {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Event(nil), m.events...)
+	out := make([]Event, 0, m.n)
+	for _, c := range m.chunks {
+		out = append(out, c...)
+	}
+	return out
 }
 
 // discard is the sink used when none is configured.

@@ -69,6 +69,10 @@ func (r *run) start(i int) {
 		r.complete(completion{i: i, err: tool.Interrupt(r.prompt(nd, input)), input: input, attempts: 1, started: now, ended: time.Now()})
 		return
 	}
+	if r.p.plan.inline[i] && !sc.hasRes {
+		r.runInline(i, input, now)
+		return
+	}
 	var fs *scope
 	if r.p.plan.frozen[i] != nil || r.p.plan.frozenAll[i] {
 		fs = &scope{base: r.freeze(i), output: input, hasOut: true, err: sc.err}
@@ -101,6 +105,34 @@ func (r *run) freeze(i int) frozenScope {
 		}
 	}
 	return f
+}
+
+// runInline runs a pure, quick tool (Registry.SetInline) on the coordinator:
+// no goroutine, no channel hop. Retries of inline tools do not wait.
+func (r *run) runInline(i int, input any, started time.Time) {
+	nd := &r.c.Nodes[i]
+	fn, _ := r.e.opts.Registry.Get(nd.Name)
+	in := toolInput(input)
+	var out any
+	var err error
+	a := 1
+	for ; ; a++ {
+		ctx := r.ctx
+		if a > 1 {
+			ctx = tool.WithAttempt(ctx, a)
+			r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: a})
+		}
+		out, err = fn(ctx, in, r.progress(nd.ID))
+		if err == nil || nd.Retry == nil || a >= nd.Retry.MaxAttempts {
+			break
+		}
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Reason: "retrying"})
+	}
+	r.complete(completion{i: i, out: normalizeValue(out), err: err, attempts: a, input: input, started: started, ended: time.Now()})
+}
+
+func (r *run) progress(nodeID string) tool.Emitter {
+	return func(p any) { r.emit(Event{NodeID: nodeID, Phase: PhaseProgress, Progress: p}) }
 }
 
 // work runs one node's attempts on its own goroutine.

@@ -17,9 +17,10 @@ type plan struct {
 	// workers evaluate against a snapshot of just those.
 	frozen    [][]string
 	frozenAll []bool
+	inline    []bool // tool nodes the coordinator may run itself (see Registry.SetInline)
 }
 
-func newPlan(g *graph) *plan {
+func newPlan(g *graph, reg *Registry) *plan {
 	n := len(g.c.Nodes)
 	p := &plan{
 		roots:      g.roots(),
@@ -39,6 +40,12 @@ func newPlan(g *graph) *plan {
 		}
 	}
 	p.topo(g)
+	p.inline = make([]bool, n)
+	for i := range g.c.Nodes {
+		nd := &g.c.Nodes[i]
+		p.inline[i] = nd.Kind == KindTool && nd.Timeout == 0 && reg.IsInline(nd.Name) &&
+			(nd.Retry == nil || nd.Retry.InitialDelaySeconds == 0)
+	}
 	for i := 0; i < n; i++ {
 		nd := &g.c.Nodes[i]
 		if nd.Kind == KindMap || nd.Kind == KindParallel || nd.ErrorHandler() != "" {

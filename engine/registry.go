@@ -10,12 +10,37 @@ import (
 // Registry holds the tools a host makes available to `tool` nodes (and the
 // `proc` tool that `proc` nodes call). It is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	tools map[string]tool.Func
+	mu     sync.RWMutex
+	tools  map[string]tool.Func
+	inline map[string]bool
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{tools: map[string]tool.Func{}} }
+func NewRegistry() *Registry {
+	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}}
+}
+
+// SetInline marks tools as pure and quick (no I/O, no blocking, bounded CPU,
+// like echo or transform). The scheduler calls them on its own goroutine
+// instead of starting one per call, which is most of a trivial node's cost.
+// Never mark a tool that can block: it would stall the whole run.
+func (r *Registry) SetInline(names ...string) {
+	r.mu.Lock()
+	for _, n := range names {
+		r.inline[n] = true
+	}
+	r.mu.Unlock()
+}
+
+// IsInline reports whether a tool was marked with SetInline.
+func (r *Registry) IsInline(name string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.inline[name]
+}
 
 // Register adds or replaces a tool.
 func (r *Registry) Register(name string, fn tool.Func) {

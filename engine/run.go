@@ -59,7 +59,7 @@ type run struct {
 	input           map[string]any
 	state           map[string]any // replaced on write, never mutated: workers may hold the old one
 	nodeResults     map[string]any
-	wrappers        []map[string]any // <id> → {"output": …}
+	hasOut          []bool // the node has an output expressions can read as <id>.output
 	res             []NodeResult
 	status          []nodeStatus
 	decided         []int32
@@ -120,11 +120,11 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		ctx: rctx, cancel: func(err error) { cancel(err); cancelTimeout() },
 		started: time.Now(), maxConc: maxConc, strict: c.StrictConditions, sink: sink,
 		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
-		wrappers: make([]map[string]any, n), res: make([]NodeResult, n), status: make([]nodeStatus, n),
+		hasOut: make([]bool, n), res: make([]NodeResult, n), status: make([]nodeStatus, n),
 		decided: make([]int32, n), fired: make([]int32, n), activators: make([][]int, n),
 		loopAct: make([]int, n), pruneReason: make([]string, n), presetErr: make([]error, n),
 		depsLeft: make([]int32, n), depsDone: make([]bool, n), iterations: make([]int, n),
-		loopCount: make([]int, len(c.Edges)), done: make(chan completion, 64),
+		loopCount: make([]int, len(c.Edges)), done: make(chan completion, min(n, 32)+1),
 	}
 	for i := range c.Nodes {
 		r.res[i].NodeID = c.Nodes[i].ID
@@ -152,8 +152,8 @@ func (r *run) lookupBase(name string) (any, bool) {
 		return r.nodeResults, true
 	}
 	if i, ok := r.g.idx[name]; ok {
-		if w := r.wrappers[i]; w != nil {
-			return w, true
+		if r.hasOut[i] { // built on demand: few expressions read <id>.output, every node has one
+			return map[string]any{"output": r.nodeResults[name]}, true
 		}
 	}
 	return nil, false
@@ -161,8 +161,8 @@ func (r *run) lookupBase(name string) (any, bool) {
 
 func (r *run) rootNames() []string {
 	names := []string{"input", "state", "node_results"}
-	for i, w := range r.wrappers {
-		if w != nil {
+	for i, ok := range r.hasOut {
+		if ok {
 			names = append(names, r.c.Nodes[i].ID)
 		}
 	}
@@ -445,11 +445,11 @@ func (r *run) setOutput(i int, out any, ok bool) {
 	id := r.c.Nodes[i].ID
 	if !ok {
 		delete(r.nodeResults, id)
-		r.wrappers[i] = map[string]any{"output": nil}
+		r.hasOut[i] = true
 		return
 	}
 	r.nodeResults[id] = out
-	r.wrappers[i] = map[string]any{"output": out}
+	r.hasOut[i] = true
 }
 
 func (r *run) edgeIDs(idx []int) []string {
@@ -562,13 +562,16 @@ func (r *run) result(status RunStatus) *Result {
 			res.Outputs[r.c.Nodes[i].ID] = r.nodeResults[r.c.Nodes[i].ID]
 		}
 		if r.res[i].Status != "" {
-			nr := r.res[i]
-			res.Nodes[nr.NodeID] = &nr
+			res.Nodes[r.res[i].NodeID] = &r.res[i] // the run is over: r.res no longer changes
 		}
 	}
 	// final_output: the last terminal node that completed, in topological order.
 	best := -1
-	for _, i := range r.p.plan.terminals {
+	var terminals []int
+	if r.p.plan != nil {
+		terminals = r.p.plan.terminals
+	}
+	for _, i := range terminals {
 		if r.status[i] == nsDone && (best < 0 || r.p.plan.topoPos[i] > r.p.plan.topoPos[best]) {
 			best = i
 		}

@@ -196,12 +196,12 @@ type validator struct {
 	lim  Limits
 
 	issues  []keyed
-	primary []bool   // the node is the first with its id (the one edges and references reach)
-	attach  []uint8  // relations the node is attached in (owner != itself), a bit per relation
-	owned   [][]int  // attached nodes by owner (owner != attached)
-	readers [][]int  // reverse of g.dataDeps
-	reached []bool   // forward reachability from the roots
-	names   []string // quoted node ids, computed once
+	primary []bool  // the node is the first with its id (the one edges and references reach)
+	attach  []uint8 // relations the node is attached in (owner != itself), a bit per relation
+	owned   [][]int // attached nodes by owner (owner != attached)
+	readers [][]int // reverse of g.dataDeps
+	reached []bool  // forward reachability from the roots
+	tgt     []int32 // target node index per edge (-1: dangling)
 }
 
 const (
@@ -255,13 +255,7 @@ func (v *validator) sorted() []Issue {
 		if x.index != y.index {
 			return x.index < y.index
 		}
-		if x.Rule != y.Rule {
-			return x.Rule < y.Rule
-		}
-		if x.Field != y.Field {
-			return x.Field < y.Field
-		}
-		return x.Message < y.Message
+		return x.Rule < y.Rule // ties keep the (deterministic) order of discovery
 	})
 	out := make([]Issue, len(v.issues))
 	for i := range v.issues {
@@ -278,7 +272,7 @@ func sevRank(s Severity) int {
 }
 
 // node returns the quoted id of node i.
-func (v *validator) node(i int) string { return v.names[i] }
+func (v *validator) node(i int) string { return strconv.Quote(v.c.Nodes[i].ID) }
 
 // edgeID is the edge's id, or "source->target" for an unnamed (hand-built) edge.
 func (v *validator) edgeID(k int) string {
@@ -331,13 +325,11 @@ func plural(n int, one, many string) string {
 func (v *validator) run() {
 	c, g := v.c, v.g
 	n := len(c.Nodes)
-	v.names = make([]string, n)
 	v.primary = make([]bool, n)
 	v.attach = make([]uint8, n)
 	v.owned = make([][]int, n)
 	v.readers = make([][]int, n)
 	for i := range c.Nodes {
-		v.names[i] = strconv.Quote(c.Nodes[i].ID)
 		j, ok := g.idx[c.Nodes[i].ID]
 		v.primary[i] = ok && j == i
 		for _, a := range g.owners[i] {
@@ -348,6 +340,14 @@ func (v *validator) run() {
 		}
 		for _, d := range g.dataDeps[i] {
 			v.readers[d] = append(v.readers[d], i)
+		}
+	}
+
+	v.tgt = make([]int32, len(c.Edges))
+	for k := range c.Edges {
+		v.tgt[k] = -1
+		if g.edgeOK[k] {
+			v.tgt[k] = int32(g.idx[c.Edges[k].Target])
 		}
 	}
 
@@ -422,84 +422,83 @@ func (v *validator) checkNodeIDs() {
 
 func (v *validator) checkNodeFields(i int) {
 	nd := &v.c.Nodes[i]
-	name := v.node(i)
 	switch nd.Kind {
 	case KindTool:
 		if nd.Name == "" {
-			v.nodeIssue(i, RuleMissingToolName, SeverityError, "name", fmt.Sprintf("tool node %s has no name; set name to the tool it calls", name))
+			v.nodeIssue(i, RuleMissingToolName, SeverityError, "name", fmt.Sprintf("tool node %s has no name; set name to the tool it calls", v.node(i)))
 		} else if v.opts.Tools != nil && !v.opts.Tools(nd.Name) {
-			v.nodeIssue(i, RuleUnknownTool, SeverityError, "name", fmt.Sprintf("tool node %s calls tool %q, which this host does not provide", name, nd.Name))
+			v.nodeIssue(i, RuleUnknownTool, SeverityError, "name", fmt.Sprintf("tool node %s calls tool %q, which this host does not provide", v.node(i), nd.Name))
 		}
 	case KindSkill:
 		if nd.Name == "" {
-			v.nodeIssue(i, RuleMissingSkillName, SeverityError, "name", fmt.Sprintf("skill node %s has no name; set name to the chain it calls", name))
+			v.nodeIssue(i, RuleMissingSkillName, SeverityError, "name", fmt.Sprintf("skill node %s has no name; set name to the chain it calls", v.node(i)))
 		}
 	case KindProc:
 		v.checkArgv(i)
 	case KindBranch:
 		if nd.Condition == "" {
-			v.nodeIssue(i, RuleBranchNoCondition, SeverityError, "condition", fmt.Sprintf("branch node %s has no condition; set condition to the expression that picks its \"true\" or \"false\" edge", name))
+			v.nodeIssue(i, RuleBranchNoCondition, SeverityError, "condition", fmt.Sprintf("branch node %s has no condition; set condition to the expression that picks its \"true\" or \"false\" edge", v.node(i)))
 		}
 	case KindCondition:
 		if len(nd.Cases) == 0 {
-			v.nodeIssue(i, RuleConditionNoCases, SeverityError, "cases", fmt.Sprintf("condition node %s has no cases; add at least one case with a handle and a when expression", name))
+			v.nodeIssue(i, RuleConditionNoCases, SeverityError, "cases", fmt.Sprintf("condition node %s has no cases; add at least one case with a handle and a when expression", v.node(i)))
 		}
 	case KindMap:
 		if nd.MapNode == "" {
-			v.nodeIssue(i, RuleMissingMapNode, SeverityError, "map_node", fmt.Sprintf("map node %s has no map_node; set it to the node applied to each item", name))
+			v.nodeIssue(i, RuleMissingMapNode, SeverityError, "map_node", fmt.Sprintf("map node %s has no map_node; set it to the node applied to each item", v.node(i)))
 		}
 		if nd.ItemsPath == "" {
-			v.nodeIssue(i, RuleMissingItemsPath, SeverityError, "items_path", fmt.Sprintf("map node %s has no items_path; set it to the expression giving the list to iterate", name))
+			v.nodeIssue(i, RuleMissingItemsPath, SeverityError, "items_path", fmt.Sprintf("map node %s has no items_path; set it to the expression giving the list to iterate", v.node(i)))
 		}
 	case KindParallel:
 		if len(nd.Branches) == 0 {
-			v.nodeIssue(i, RuleParallelNoBranches, SeverityWarning, "branches", fmt.Sprintf("parallel node %s has no branches; it runs and outputs []", name))
+			v.nodeIssue(i, RuleParallelNoBranches, SeverityWarning, "branches", fmt.Sprintf("parallel node %s has no branches; it runs and outputs []", v.node(i)))
 		}
 	}
 	if nd.Kind != KindMap {
 		if nd.MapNode != "" {
-			v.nodeIssue(i, RuleIgnoredField, SeverityWarning, "map_node", fmt.Sprintf("node %s is a %s node; map_node is used only by map nodes and is ignored", name, kindName(nd.Kind)))
+			v.nodeIssue(i, RuleIgnoredField, SeverityWarning, "map_node", fmt.Sprintf("node %s is a %s node; map_node is used only by map nodes and is ignored", v.node(i), kindName(nd.Kind)))
 		}
 		if nd.ItemsPath != "" {
-			v.nodeIssue(i, RuleIgnoredField, SeverityWarning, "items_path", fmt.Sprintf("node %s is a %s node; items_path is used only by map nodes and is ignored", name, kindName(nd.Kind)))
+			v.nodeIssue(i, RuleIgnoredField, SeverityWarning, "items_path", fmt.Sprintf("node %s is a %s node; items_path is used only by map nodes and is ignored", v.node(i), kindName(nd.Kind)))
 		}
 	}
 	if nd.Kind != KindParallel && len(nd.Branches) > 0 {
-		v.nodeIssue(i, RuleIgnoredField, SeverityWarning, "branches", fmt.Sprintf("node %s is a %s node; branches is used only by parallel nodes and is ignored", name, kindName(nd.Kind)))
+		v.nodeIssue(i, RuleIgnoredField, SeverityWarning, "branches", fmt.Sprintf("node %s is a %s node; branches is used only by parallel nodes and is ignored", v.node(i), kindName(nd.Kind)))
 	}
 	if nd.Kind != KindCondition && len(nd.Cases) > 0 {
-		v.nodeIssue(i, RuleIgnoredField, SeverityWarning, "cases", fmt.Sprintf("node %s is a %s node; cases are used only by condition nodes and are ignored", name, kindName(nd.Kind)))
+		v.nodeIssue(i, RuleIgnoredField, SeverityWarning, "cases", fmt.Sprintf("node %s is a %s node; cases are used only by condition nodes and are ignored", v.node(i), kindName(nd.Kind)))
 	}
 
 	switch nd.Routing {
 	case "", RoutingFirst, RoutingAll:
 	default:
-		v.nodeIssue(i, RuleInvalidValue, SeverityError, "routing", fmt.Sprintf("node %s has unknown routing %q (first or all)", name, nd.Routing))
+		v.nodeIssue(i, RuleInvalidValue, SeverityError, "routing", fmt.Sprintf("node %s has unknown routing %q (first or all)", v.node(i), nd.Routing))
 	}
 	switch nd.Dispatch {
 	case "", DispatchParallel, DispatchSequential:
 	default:
-		v.nodeIssue(i, RuleInvalidValue, SeverityError, "dispatch", fmt.Sprintf("node %s has unknown dispatch %q (parallel or sequential)", name, nd.Dispatch))
+		v.nodeIssue(i, RuleInvalidValue, SeverityError, "dispatch", fmt.Sprintf("node %s has unknown dispatch %q (parallel or sequential)", v.node(i), nd.Dispatch))
 	}
 	switch nd.ParallelFailureMode {
 	case "", FailContinue, FailFast, FailAnySuccess:
 	default:
-		v.nodeIssue(i, RuleInvalidValue, SeverityError, "parallel_failure_mode", fmt.Sprintf("node %s has unknown parallel_failure_mode %q (continue, fail_fast or any_success)", name, nd.ParallelFailureMode))
+		v.nodeIssue(i, RuleInvalidValue, SeverityError, "parallel_failure_mode", fmt.Sprintf("node %s has unknown parallel_failure_mode %q (continue, fail_fast or any_success)", v.node(i), nd.ParallelFailureMode))
 	}
 	if nd.Timeout < 0 {
-		v.nodeIssue(i, RuleInvalidTimeout, SeverityError, "timeout", fmt.Sprintf("node %s has timeout %g; it must be a number of seconds ≥ 0 (0 means no per-attempt limit)", name, nd.Timeout))
+		v.nodeIssue(i, RuleInvalidTimeout, SeverityError, "timeout", fmt.Sprintf("node %s has timeout %g; it must be a number of seconds ≥ 0 (0 means no per-attempt limit)", v.node(i), nd.Timeout))
 	}
 	if r := nd.Retry; r != nil {
 		if r.MaxAttempts < 1 || r.MaxAttempts > 100 {
-			v.nodeIssue(i, RuleInvalidRetry, SeverityError, "retry.max_attempts", fmt.Sprintf("node %s has retry.max_attempts %d; it must be between 1 and 100 (1 means no retry)", name, r.MaxAttempts))
+			v.nodeIssue(i, RuleInvalidRetry, SeverityError, "retry.max_attempts", fmt.Sprintf("node %s has retry.max_attempts %d; it must be between 1 and 100 (1 means no retry)", v.node(i), r.MaxAttempts))
 		}
 		if r.InitialDelaySeconds < 0 || r.InitialDelaySeconds > 3600 {
-			v.nodeIssue(i, RuleInvalidRetry, SeverityError, "retry.initial_delay_seconds", fmt.Sprintf("node %s has retry.initial_delay_seconds %g; it must be between 0 and 3600", name, r.InitialDelaySeconds))
+			v.nodeIssue(i, RuleInvalidRetry, SeverityError, "retry.initial_delay_seconds", fmt.Sprintf("node %s has retry.initial_delay_seconds %g; it must be between 0 and 3600", v.node(i), r.InitialDelaySeconds))
 		}
 		switch r.Backoff {
 		case "", "fixed", "exponential":
 		default:
-			v.nodeIssue(i, RuleInvalidValue, SeverityError, "retry.backoff", fmt.Sprintf("node %s has unknown retry.backoff %q (fixed or exponential)", name, r.Backoff))
+			v.nodeIssue(i, RuleInvalidValue, SeverityError, "retry.backoff", fmt.Sprintf("node %s has unknown retry.backoff %q (fixed or exponential)", v.node(i), r.Backoff))
 		}
 	}
 }
@@ -516,7 +515,6 @@ func kindName(k Kind) string {
 // input_map instead is accepted (it is only known at run time).
 func (v *validator) checkArgv(i int) {
 	nd := &v.c.Nodes[i]
-	name := v.node(i)
 	raw, ok := nd.Config["argv"]
 	if !ok {
 		if _, in := nd.Input["argv"]; in {
@@ -525,7 +523,7 @@ func (v *validator) checkArgv(i int) {
 		if _, in := nd.InputMap["argv"]; in {
 			return
 		}
-		v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s has no config.argv; set it to the program and its arguments, e.g. [\"wc\", \"-l\"]", name))
+		v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s has no config.argv; set it to the program and its arguments, e.g. [\"wc\", \"-l\"]", v.node(i)))
 		return
 	}
 	var argv []string
@@ -536,20 +534,20 @@ func (v *validator) checkArgv(i int) {
 		for k, x := range a {
 			s, isStr := x.(string)
 			if !isStr {
-				v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s: config.argv[%d] is %s; every element must be a string", name, k, jsonTypeName(x)))
+				v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s: config.argv[%d] is %s; every element must be a string", v.node(i), k, jsonTypeName(x)))
 				return
 			}
 			argv = append(argv, s)
 		}
 	default:
-		v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s: config.argv is %s; it must be an array of strings", name, jsonTypeName(raw)))
+		v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s: config.argv is %s; it must be an array of strings", v.node(i), jsonTypeName(raw)))
 		return
 	}
 	switch {
 	case len(argv) == 0:
-		v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s: config.argv is empty; it needs at least the program", name))
+		v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s: config.argv is empty; it needs at least the program", v.node(i)))
 	case argv[0] == "":
-		v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s: config.argv[0] (the program) is empty", name))
+		v.nodeIssue(i, RuleInvalidProcArgv, SeverityError, "config.argv", fmt.Sprintf("proc node %s: config.argv[0] (the program) is empty", v.node(i)))
 	}
 }
 
@@ -574,13 +572,12 @@ func jsonTypeName(x any) string {
 // checkReferences: map_node, branches and on_error must name other nodes.
 func (v *validator) checkReferences(i int) {
 	nd := &v.c.Nodes[i]
-	name := v.node(i)
 	g := v.g
 	if nd.Kind == KindMap && nd.MapNode != "" {
 		if _, ok := g.idx[nd.MapNode]; !ok {
-			v.nodeIssue(i, RuleUnknownReference, SeverityError, "map_node", fmt.Sprintf("map node %s: map_node %q names no node", name, nd.MapNode))
+			v.nodeIssue(i, RuleUnknownReference, SeverityError, "map_node", fmt.Sprintf("map node %s: map_node %q names no node", v.node(i), nd.MapNode))
 		} else if nd.MapNode == nd.ID {
-			v.nodeIssue(i, RuleSelfReference, SeverityError, "map_node", fmt.Sprintf("map node %s names itself as its map_node; name the node applied to each item", name))
+			v.nodeIssue(i, RuleSelfReference, SeverityError, "map_node", fmt.Sprintf("map node %s names itself as its map_node; name the node applied to each item", v.node(i)))
 		}
 	}
 	if nd.Kind == KindParallel {
@@ -588,25 +585,25 @@ func (v *validator) checkReferences(i int) {
 		for k, b := range nd.Branches {
 			field := "branches[" + itoa(k) + "]"
 			if j, dup := seen[b]; dup {
-				v.nodeIssue(i, RuleDuplicateBranch, SeverityError, field, fmt.Sprintf("parallel node %s lists branch %q twice (branches[%d] and branches[%d])", name, b, j, k))
+				v.nodeIssue(i, RuleDuplicateBranch, SeverityError, field, fmt.Sprintf("parallel node %s lists branch %q twice (branches[%d] and branches[%d])", v.node(i), b, j, k))
 				continue
 			}
 			seen[b] = k
 			switch _, ok := g.idx[b]; {
 			case b == "":
-				v.nodeIssue(i, RuleUnknownReference, SeverityError, field, fmt.Sprintf("parallel node %s: %s is empty; name a node", name, field))
+				v.nodeIssue(i, RuleUnknownReference, SeverityError, field, fmt.Sprintf("parallel node %s: %s is empty; name a node", v.node(i), field))
 			case !ok:
-				v.nodeIssue(i, RuleUnknownReference, SeverityError, field, fmt.Sprintf("parallel node %s: %s %q names no node", name, field, b))
+				v.nodeIssue(i, RuleUnknownReference, SeverityError, field, fmt.Sprintf("parallel node %s: %s %q names no node", v.node(i), field, b))
 			case b == nd.ID:
-				v.nodeIssue(i, RuleSelfReference, SeverityError, field, fmt.Sprintf("parallel node %s lists itself as a branch", name))
+				v.nodeIssue(i, RuleSelfReference, SeverityError, field, fmt.Sprintf("parallel node %s lists itself as a branch", v.node(i)))
 			}
 		}
 	}
 	if h := nd.ErrorHandler(); h != "" {
 		if _, ok := g.idx[h]; !ok {
-			v.nodeIssue(i, RuleUnknownReference, SeverityError, "on_error", fmt.Sprintf("node %s: on_error %q names no node (use abort, skip, continue or the id of a handler node)", name, h))
+			v.nodeIssue(i, RuleUnknownReference, SeverityError, "on_error", fmt.Sprintf("node %s: on_error %q names no node (use abort, skip, continue or the id of a handler node)", v.node(i), h))
 		} else if h == nd.ID {
-			v.nodeIssue(i, RuleSelfReference, SeverityError, "on_error", fmt.Sprintf("node %s names itself as its on_error handler", name))
+			v.nodeIssue(i, RuleSelfReference, SeverityError, "on_error", fmt.Sprintf("node %s names itself as its on_error handler", v.node(i)))
 		}
 	}
 }
@@ -619,7 +616,7 @@ func (v *validator) checkAttached(i int) {
 	if bits == 0 {
 		return
 	}
-	g, nd, name := v.g, &v.c.Nodes[i], v.node(i)
+	g, nd := v.g, &v.c.Nodes[i]
 	// describe the first map/parallel relation, else the first handler one
 	rel, owner := "", ""
 	for _, a := range g.owners[i] {
@@ -640,7 +637,7 @@ func (v *validator) checkAttached(i int) {
 				rels = append(rels, r.desc)
 			}
 		}
-		v.nodeIssue(i, RuleAttachedConflict, SeverityError, "", fmt.Sprintf("node %s is attached as %s; a node may be attached in only one way", name, strings.Join(rels, " and as ")))
+		v.nodeIssue(i, RuleAttachedConflict, SeverityError, "", fmt.Sprintf("node %s is attached as %s; a node may be attached in only one way", v.node(i), strings.Join(rels, " and as ")))
 	}
 	inner := bits&(bitMapBody|bitBranch) != 0
 	if inner {
@@ -654,11 +651,11 @@ func (v *validator) checkAttached(i int) {
 		ks = append(ks, g.out[i]...)
 		if len(ks) > 0 {
 			sort.Ints(ks)
-			v.nodeIssue(i, RuleAttachedWithEdges, SeverityError, "", fmt.Sprintf("node %s is %s; it runs only inside %s, so its edges would never fire (%s: %s); remove them", name, what, owner, plural(len(ks), "edge", "edges"), v.edgeList(ks)))
+			v.nodeIssue(i, RuleAttachedWithEdges, SeverityError, "", fmt.Sprintf("node %s is %s; it runs only inside %s, so its edges would never fire (%s: %s); remove them", v.node(i), what, owner, plural(len(ks), "edge", "edges"), v.edgeList(ks)))
 		}
 		switch nd.Kind {
 		case KindInterrupt, KindBranch, KindCondition:
-			v.nodeIssue(i, RuleAttachedKind, SeverityError, "kind", fmt.Sprintf("node %s is %s and may not be a %s node: it runs only inside %s and cannot pause or route", name, what, nd.Kind, owner))
+			v.nodeIssue(i, RuleAttachedKind, SeverityError, "kind", fmt.Sprintf("node %s is %s and may not be a %s node: it runs only inside %s and cannot pause or route", v.node(i), what, nd.Kind, owner))
 		}
 		return
 	}
@@ -668,7 +665,7 @@ func (v *validator) checkAttached(i int) {
 	ks = append(ks, g.loopIn[i]...)
 	if len(ks) > 0 {
 		sort.Ints(ks)
-		v.nodeIssue(i, RuleAttachedWithEdges, SeverityError, "", fmt.Sprintf("node %s is the on_error handler of %s; it starts only when %s fails, so it may not have incoming edges (%s: %s); outgoing edges are fine", name, owner, owner, plural(len(ks), "edge", "edges"), v.edgeList(ks)))
+		v.nodeIssue(i, RuleAttachedWithEdges, SeverityError, "", fmt.Sprintf("node %s is the on_error handler of %s; it starts only when %s fails, so it may not have incoming edges (%s: %s); outgoing edges are fine", v.node(i), owner, owner, plural(len(ks), "edge", "edges"), v.edgeList(ks)))
 	}
 }
 
@@ -676,18 +673,21 @@ func (v *validator) checkAttached(i int) {
 
 func (v *validator) checkEdges() {
 	c, g := v.c, v.g
-	ids := make(map[string]int, len(c.Edges))
+	ids := make(map[string]int32, len(c.Edges))
 	for k := range c.Edges {
 		e := &c.Edges[k]
 		if e.ID != "" {
 			if j, dup := ids[e.ID]; dup {
 				v.edgeIssue(k, RuleDuplicateEdgeID, SeverityError, "id", fmt.Sprintf("edge id %q is used by edges #%d and #%d; edge ids must be unique", e.ID, j+1, k+1))
 			} else {
-				ids[e.ID] = k
+				ids[e.ID] = int32(k)
 			}
 		}
-		_, okS := g.idx[e.Source]
-		_, okT := g.idx[e.Target]
+		okS, okT := true, true
+		if !g.edgeOK[k] {
+			_, okS = g.idx[e.Source]
+			_, okT = g.idx[e.Target]
+		}
 		switch {
 		case !okS && !okT:
 			v.edgeIssue(k, RuleDanglingEdge, SeverityError, "", fmt.Sprintf("%s: neither its source %q nor its target %q is a node", v.edge(k), e.Source, e.Target))
@@ -763,7 +763,7 @@ func refTarget(r expr.Ref) (id string, text string) {
 // checkDataRefs: input_map must read real, independently run nodes; other
 // expressions reading unknown names get a warning (they read null).
 func (v *validator) checkDataRefs(i int) {
-	g, name := v.g, v.node(i)
+	g := v.g
 	for _, ne := range g.inputMap[i] {
 		if ne.e == nil {
 			continue
@@ -776,14 +776,14 @@ func (v *validator) checkDataRefs(i int) {
 			}
 			j, ok := g.idx[id]
 			if !ok {
-				v.nodeIssue(i, RuleUnknownDataReference, SeverityError, field, fmt.Sprintf("node %s: %s reads %s, but there is no node %q (context names: %s)", name, field, text, id, strings.Join(ReservedNames, ", ")))
+				v.nodeIssue(i, RuleUnknownDataReference, SeverityError, field, fmt.Sprintf("node %s: %s reads %s, but there is no node %q (context names: %s)", v.node(i), field, text, id, strings.Join(ReservedNames, ", ")))
 				continue
 			}
 			if j == i || v.attach[j]&(bitMapBody|bitBranch) == 0 {
 				continue
 			}
 			what, owner := v.innerOwner(j)
-			v.nodeIssue(i, RuleAttachedDataReference, SeverityError, field, fmt.Sprintf("node %s: %s reads %s, but %s is %s %s and runs only inside it; read %s.output instead", name, field, text, v.node(j), what, owner, strings.Trim(owner, `"`)))
+			v.nodeIssue(i, RuleAttachedDataReference, SeverityError, field, fmt.Sprintf("node %s: %s reads %s, but %s is %s %s and runs only inside it; read %s.output instead", v.node(i), field, text, v.node(j), what, owner, strings.Trim(owner, `"`)))
 		}
 	}
 	if v.primary[i] {
@@ -851,7 +851,6 @@ func (v *validator) warnNames(node, edge int, field string, e *expr.Expr) {
 func (v *validator) checkRouting(i int) {
 	g, c := v.g, v.c
 	nd := &c.Nodes[i]
-	name := v.node(i)
 	out := g.out[i]
 	switch nd.Kind {
 	case KindCondition:
@@ -870,17 +869,17 @@ func (v *validator) checkRouting(i int) {
 			case defaultHandleLabel, "":
 				fallback = true
 			default:
-				v.edgeIssue(k, RuleUnknownHandle, SeverityWarning, "label", fmt.Sprintf("%s from branch node %s is labelled %q; a branch node picks the edge labelled \"true\" or \"false\" (else \"default\", else an unlabelled one), so this edge never fires", v.edge(k), name, lbl))
+				v.edgeIssue(k, RuleUnknownHandle, SeverityWarning, "label", fmt.Sprintf("%s from branch node %s is labelled %q; a branch node picks the edge labelled \"true\" or \"false\" (else \"default\", else an unlabelled one), so this edge never fires", v.edge(k), v.node(i), lbl))
 			}
 		}
 		switch {
 		case !hasTrue && !hasFalse:
-			v.nodeIssue(i, RuleBranchNoEdges, SeverityError, "", fmt.Sprintf("branch node %s has no edge labelled \"true\" or \"false\"; add at least one (true_node/false_node in A2E)", name))
+			v.nodeIssue(i, RuleBranchNoEdges, SeverityError, "", fmt.Sprintf("branch node %s has no edge labelled \"true\" or \"false\"; add at least one (true_node/false_node in A2E)", v.node(i)))
 		case fallback:
 		case !hasTrue:
-			v.nodeIssue(i, RuleBranchMissingEdge, SeverityWarning, "", fmt.Sprintf("branch node %s has no edge labelled \"true\" (and no default edge); when its condition is true the branch ends there", name))
+			v.nodeIssue(i, RuleBranchMissingEdge, SeverityWarning, "", fmt.Sprintf("branch node %s has no edge labelled \"true\" (and no default edge); when its condition is true the branch ends there", v.node(i)))
 		case !hasFalse:
-			v.nodeIssue(i, RuleBranchMissingEdge, SeverityWarning, "", fmt.Sprintf("branch node %s has no edge labelled \"false\" (and no default edge); when its condition is false the branch ends there", name))
+			v.nodeIssue(i, RuleBranchMissingEdge, SeverityWarning, "", fmt.Sprintf("branch node %s has no edge labelled \"false\" (and no default edge); when its condition is false the branch ends there", v.node(i)))
 		}
 		return
 	}
@@ -893,11 +892,11 @@ func (v *validator) checkRouting(i int) {
 			}
 			defaults = append(defaults, k)
 			if e.Condition != "" {
-				v.edgeIssue(k, RuleDefaultWithCondition, SeverityError, "condition", fmt.Sprintf("default %s from %s also has a condition; a default edge fires only when no conditional edge matched and may not carry its own condition", v.edge(k), name))
+				v.edgeIssue(k, RuleDefaultWithCondition, SeverityError, "condition", fmt.Sprintf("default %s from %s also has a condition; a default edge fires only when no conditional edge matched and may not carry its own condition", v.edge(k), v.node(i)))
 			}
 		}
 		if len(defaults) > 1 {
-			v.nodeIssue(i, RuleMultipleDefaults, SeverityError, "", fmt.Sprintf("node %s has %d default edges (%s); with routing \"all\" at most one edge may set default: true", name, len(defaults), v.edgeList(defaults)))
+			v.nodeIssue(i, RuleMultipleDefaults, SeverityError, "", fmt.Sprintf("node %s has %d default edges (%s); with routing \"all\" at most one edge may set default: true", v.node(i), len(defaults), v.edgeList(defaults)))
 		}
 		if nd.DispatchOrDefault() == DispatchParallel {
 			for _, k := range out {
@@ -907,7 +906,7 @@ func (v *validator) checkRouting(i int) {
 				}
 				for _, r := range e.Refs() {
 					if r.Root == "steps" || r.Root == "when" {
-						v.edgeIssue(k, RuleSiblingGuardParallel, SeverityError, "condition", fmt.Sprintf("%s: its condition reads %s (a sibling's result), but %s dispatches its edges in parallel, where every guard is evaluated before any sibling runs, so it is always unset; set dispatch: sequential on %s", v.edge(k), r.Root, name, name))
+						v.edgeIssue(k, RuleSiblingGuardParallel, SeverityError, "condition", fmt.Sprintf("%s: its condition reads %s (a sibling's result), but %s dispatches its edges in parallel, where every guard is evaluated before any sibling runs, so it is always unset; set dispatch: sequential on %s", v.edge(k), r.Root, v.node(i), v.node(i)))
 						break
 					}
 				}
@@ -916,7 +915,7 @@ func (v *validator) checkRouting(i int) {
 		return
 	}
 	if nd.Dispatch != "" {
-		v.nodeIssue(i, RuleDispatchIgnored, SeverityWarning, "dispatch", fmt.Sprintf("node %s sets dispatch %q, which only applies with routing \"all\"; with routing \"first\" one edge fires and dispatch is ignored", name, nd.Dispatch))
+		v.nodeIssue(i, RuleDispatchIgnored, SeverityWarning, "dispatch", fmt.Sprintf("node %s sets dispatch %q, which only applies with routing \"all\"; with routing \"first\" one edge fires and dispatch is ignored", v.node(i), nd.Dispatch))
 	}
 	conditional := 0
 	var uncond []int
@@ -928,14 +927,13 @@ func (v *validator) checkRouting(i int) {
 		}
 	}
 	if conditional > 0 && len(uncond) > 1 {
-		v.nodeIssue(i, RuleMultipleUnconditional, SeverityError, "", fmt.Sprintf("node %s has %s and %d unconditional edges (%s); with routing \"first\" only the first unconditional edge is the fallback and the others never fire; keep one unconditional edge, add conditions, or set routing: all", name, plural(conditional, "conditional edge", "conditional edges"), len(uncond), v.edgeList(uncond)))
+		v.nodeIssue(i, RuleMultipleUnconditional, SeverityError, "", fmt.Sprintf("node %s has %s and %d unconditional edges (%s); with routing \"first\" only the first unconditional edge is the fallback and the others never fire; keep one unconditional edge, add conditions, or set routing: all", v.node(i), plural(conditional, "conditional edge", "conditional edges"), len(uncond), v.edgeList(uncond)))
 	}
 }
 
 func (v *validator) checkConditionHandles(i int) {
 	c, g := v.c, v.g
 	nd := &c.Nodes[i]
-	name := v.node(i)
 	out := g.out[i]
 	labels := make(map[string]bool, len(out))
 	hasDefault := false
@@ -952,14 +950,14 @@ func (v *validator) checkConditionHandles(i int) {
 		field := "cases[" + itoa(k) + "].handle"
 		switch {
 		case cs.Handle == "":
-			v.nodeIssue(i, RuleInvalidHandle, SeverityError, field, fmt.Sprintf("condition node %s: case %d has no handle; name the handle its edge is labelled with", name, k))
+			v.nodeIssue(i, RuleInvalidHandle, SeverityError, field, fmt.Sprintf("condition node %s: case %d has no handle; name the handle its edge is labelled with", v.node(i), k))
 			continue
 		case cs.Handle == defaultHandleLabel:
-			v.nodeIssue(i, RuleInvalidHandle, SeverityError, field, fmt.Sprintf("condition node %s: case %d uses the handle \"default\", which is reserved for the edge taken when no case matches; rename it", name, k))
+			v.nodeIssue(i, RuleInvalidHandle, SeverityError, field, fmt.Sprintf("condition node %s: case %d uses the handle \"default\", which is reserved for the edge taken when no case matches; rename it", v.node(i), k))
 			continue
 		}
 		if j, dup := handles[cs.Handle]; dup {
-			v.nodeIssue(i, RuleDuplicateHandle, SeverityError, field, fmt.Sprintf("condition node %s declares handle %q twice (cases[%d] and cases[%d]); the second case can never match", name, cs.Handle, j, k))
+			v.nodeIssue(i, RuleDuplicateHandle, SeverityError, field, fmt.Sprintf("condition node %s declares handle %q twice (cases[%d] and cases[%d]); the second case can never match", v.node(i), cs.Handle, j, k))
 			continue
 		}
 		handles[cs.Handle] = k
@@ -967,11 +965,11 @@ func (v *validator) checkConditionHandles(i int) {
 	}
 	for _, h := range order {
 		if !labels[h] {
-			v.nodeIssue(i, RuleConditionHandles, SeverityError, "cases["+itoa(handles[h])+"].handle", fmt.Sprintf("condition node %s has no edge for handle %q; add an edge labelled %q", name, h, h))
+			v.nodeIssue(i, RuleConditionHandles, SeverityError, "cases["+itoa(handles[h])+"].handle", fmt.Sprintf("condition node %s has no edge for handle %q; add an edge labelled %q", v.node(i), h, h))
 		}
 	}
 	if len(nd.Cases) > 0 && !hasDefault {
-		v.nodeIssue(i, RuleConditionHandles, SeverityError, "", fmt.Sprintf("condition node %s has no default edge; add an edge labelled \"default\" (taken when no case matches)", name))
+		v.nodeIssue(i, RuleConditionHandles, SeverityError, "edges", fmt.Sprintf("condition node %s has no default edge; add an edge labelled \"default\" (taken when no case matches)", v.node(i)))
 	}
 	for _, k := range out {
 		lbl := c.Edges[k].Label
@@ -979,7 +977,7 @@ func (v *validator) checkConditionHandles(i int) {
 			continue
 		}
 		if _, ok := handles[lbl]; !ok {
-			v.edgeIssue(k, RuleUnknownHandle, SeverityWarning, "label", fmt.Sprintf("%s from condition node %s is labelled %q, which matches no case handle (handles: %s), so it never fires", v.edge(k), name, lbl, quoteList(order)))
+			v.edgeIssue(k, RuleUnknownHandle, SeverityWarning, "label", fmt.Sprintf("%s from condition node %s is labelled %q, which matches no case handle (handles: %s), so it never fires", v.edge(k), v.node(i), lbl, quoteList(order)))
 		}
 	}
 }
@@ -1164,7 +1162,7 @@ func (v *validator) checkCycles() {
 				if c.Edges[k].IsLoop() && !loops {
 					continue
 				}
-				emit(u, g.idx[c.Edges[k].Target], k)
+				emit(u, int(v.tgt[k]), k)
 			}
 		}
 	}
@@ -1216,6 +1214,11 @@ func (v *validator) checkCycles() {
 			for _, d := range g.dataDeps[i] {
 				ci := wcomp[i]
 				if wcomp[d] != ci || done[ci] || wstarts[ci] < 0 {
+					continue
+				}
+				if comp[d] == comp[i] {
+					// both on one control cycle (already chain_cycle): this
+					// read adds no wait the cycle does not already have
 					continue
 				}
 				done[ci] = true
@@ -1287,7 +1290,7 @@ func (v *validator) checkReachability() {
 	for h := 0; h < len(queue); h++ {
 		u := queue[h]
 		for _, k := range g.out[u] {
-			visit(g.idx[c.Edges[k].Target])
+			visit(int(v.tgt[k]))
 		}
 		for _, r := range v.readers[u] {
 			visit(r)
@@ -1301,10 +1304,9 @@ func (v *validator) checkReachability() {
 		if !v.primary[i] || !nd.IsReachableRequired() {
 			continue
 		}
-		name := v.node(i)
 		if n > 1 && len(g.in[i]) == 0 && len(g.loopIn[i]) == 0 && len(g.out[i]) == 0 &&
 			len(g.dataDeps[i]) == 0 && len(v.readers[i]) == 0 && v.attach[i] == 0 && len(v.owned[i]) == 0 {
-			v.nodeIssue(i, RuleUnreachable, SeverityError, "", fmt.Sprintf("node %s is not connected: it has no edges, reads no node's output, is read by none and is attached to none; connect it, or set reachable: false for a diagnostic node", name))
+			v.nodeIssue(i, RuleUnreachable, SeverityError, "", fmt.Sprintf("node %s is not connected: it has no edges, reads no node's output, is read by none and is attached to none; connect it, or set reachable: false for a diagnostic node", v.node(i)))
 			continue
 		}
 		if v.reached[i] {
@@ -1319,7 +1321,7 @@ func (v *validator) checkReachability() {
 		default:
 			why = "no root leads to it"
 		}
-		v.nodeIssue(i, RuleUnreachable, SeverityError, "", fmt.Sprintf("node %s is unreachable: %s; connect it to the flow, or set reachable: false", name, why))
+		v.nodeIssue(i, RuleUnreachable, SeverityError, "", fmt.Sprintf("node %s is unreachable: %s; connect it to the flow, or set reachable: false", v.node(i), why))
 	}
 }
 
@@ -1333,12 +1335,11 @@ func (v *validator) checkEntry() {
 		v.chainIssue(RuleUnknownEntryNode, SeverityError, "entry_node", fmt.Sprintf("entry_node %q names no node", c.EntryNode))
 		return
 	}
-	name := v.node(i)
 	switch {
 	case v.attach[i] != 0:
-		v.add(1, i, RuleEntryNotRoot, SeverityError, c.Nodes[i].ID, "", "entry_node", fmt.Sprintf("entry node %s is attached to another node (map body, parallel branch or on_error handler), so it cannot start the chain", name), nil)
+		v.add(1, i, RuleEntryNotRoot, SeverityError, c.Nodes[i].ID, "", "entry_node", fmt.Sprintf("entry node %s is attached to another node (map body, parallel branch or on_error handler), so it cannot start the chain", v.node(i)), nil)
 	case len(g.in[i]) > 0:
-		v.add(1, i, RuleEntryNotRoot, SeverityError, c.Nodes[i].ID, "", "entry_node", fmt.Sprintf("entry node %s has incoming %s (%s), so it waits for them instead of starting the chain; remove them or make them loop edges (max_iterations ≥ 1)", name, plural(len(g.in[i]), "edge", "edges"), v.edgeList(g.in[i])), nil)
+		v.add(1, i, RuleEntryNotRoot, SeverityError, c.Nodes[i].ID, "", "entry_node", fmt.Sprintf("entry node %s has %s (%s), so it waits for them instead of starting the chain; remove them or make them loop edges (max_iterations ≥ 1)", v.node(i), plural(len(g.in[i]), "incoming edge", "incoming edges"), v.edgeList(g.in[i])), nil)
 	}
 }
 
@@ -1358,6 +1359,9 @@ type skillChecker struct {
 	visits  int
 	seen    map[string]bool // issue messages already reported
 	topNode int             // node of the top-level chain the walk started from
+	// depthReported: max_depth is reported once per top-level skill node
+	// (the first too-deep path found), not once per path
+	depthReported map[int]bool
 }
 
 func (v *validator) checkSkills() {
@@ -1371,7 +1375,7 @@ func (v *validator) checkSkills() {
 	if max <= 0 {
 		max = DefaultMaxDepth
 	}
-	sc := &skillChecker{v: v, max: max, calls: map[string][]skillCall{}, known: map[string]bool{}, height: map[string]int{}, seen: map[string]bool{}}
+	sc := &skillChecker{v: v, max: max, calls: map[string][]skillCall{}, known: map[string]bool{}, height: map[string]int{}, seen: map[string]bool{}, depthReported: map[int]bool{}}
 	top := v.c.Name
 	done := map[string]bool{}
 	for i := range v.c.Nodes {
@@ -1431,6 +1435,10 @@ func (sc *skillChecker) call(path []string, callee string) (height int, clean bo
 	}
 	depth := len(path) // nesting level of callee
 	if depth > sc.max {
+		if sc.depthReported[sc.topNode] {
+			return 0, false
+		}
+		sc.depthReported[sc.topNode] = true
 		sc.report(RuleMaxDepth, fmt.Sprintf("skill node %s nests sub-chains %d deep (%s), over max_depth %d", topNode, depth, full, sc.max))
 		return 0, false
 	}

@@ -1,0 +1,38 @@
+# Chain Studio. `make test` is what CI runs (.ci/run); it installs what it needs.
+GO ?= go
+PKGS := ./...
+
+.PHONY: test vet unit race e2e bench generate run fuzz build
+
+test: vet unit
+	@echo "make test: all checks passed"
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Unit and integration tests, with the race detector. Fuzz corpora under
+# testdata/fuzz are replayed as ordinary tests.
+unit:
+	$(GO) test -race -count=1 $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./engine/ ./engine/expr/ ./store/
+
+# Each fuzz target for FUZZTIME (default 5 minutes).
+FUZZTIME ?= 5m
+fuzz:
+	$(GO) test ./engine/expr -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/expr -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME)
+
+generate:
+	$(GO) tool templ generate
+
+build:
+	$(GO) build -o studio ./cmd/studio
+
+run:
+	$(GO) run ./cmd/studio

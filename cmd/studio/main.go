@@ -1,0 +1,81 @@
+// Command studio designs, validates, runs and watches chains.
+//
+//	studio help                 list the commands
+//	studio validate FILE        check a chain document
+//	studio run FILE             run a chain headless
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"validate", "check a chain file (studio or A2E chain/req JSON); exit 1 on any error", cmdValidate},
+		{"run", "run a chain file headless, printing events as they happen and the result", cmdRun},
+		{"help", "show this list, or `studio help COMMAND` for a command's flags", nil},
+	}
+}
+
+// Exit codes shared by the subcommands.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // invalid chain, failed run
+	exitUsage   = 2
+	exitPaused  = 3 // the run is waiting at an interrupt
+	exitStopped = 4 // cancelled or timed out
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	if name == "help" || name == "-h" || name == "--help" {
+		if len(rest) > 0 {
+			for _, c := range commands() {
+				if c.name == rest[0] && c.run != nil {
+					return c.run(ctx, []string{"-h"}, stdout, stdout)
+				}
+			}
+		}
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name && c.run != nil {
+			return c.run(ctx, rest, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "studio: unknown command %q\n\n", name)
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Chain Studio: design, validate, run and watch chains.")
+	fmt.Fprintln(w, "\nUsage: studio COMMAND [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 invalid chain or failed run, 2 usage, 3 paused at an interrupt, 4 cancelled or timed out.")
+}

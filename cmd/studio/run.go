@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
+)
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	input := fs.String("input", "{}", "the run's initial input, a JSON object (or @FILE)")
+	asJSON := fs.Bool("json", false, "print one JSON object per line: each event, then the result")
+	workspace := fs.String("workspace", "", "folder read_file/write_file may use (default: file access disabled)")
+	var allowProc listFlag
+	fs.Var(&allowProc, "allow-proc", "executable proc nodes may run (repeatable; default: none)")
+	var answers listFlag
+	fs.Var(&answers, "answer", "JSON value to resume the run with when it pauses at an interrupt (repeatable, used in order)")
+	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: studio run [flags] FILE\n\nRuns a chain (studio format or an A2E chain/req) headless. Skill nodes call the chains\nsaved as *.json in the same folder, by name.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	path := fs.Arg(0)
+	c, req, err := loadDocument(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", path, err)
+		return exitFailed
+	}
+	in, err := parseInput(*input)
+	if err != nil {
+		fmt.Fprintf(stderr, "--input: %v\n", err)
+		return exitUsage
+	}
+	if req != nil && len(in) == 0 && req.InitialInput != nil {
+		in = req.InitialInput
+	}
+
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
+	printer := &eventPrinter{w: stdout, json: *asJSON}
+	resolve := folderResolver(path)
+	eng := engine.New(engine.Options{
+		Registry: reg,
+		Sink:     printer,
+		Chains: func(_ context.Context, name string) (*engine.Chain, error) {
+			if c, ok := resolve(name); ok {
+				return c, nil
+			}
+			return nil, fmt.Errorf("no chain named %q next to %s", name, path)
+		},
+	})
+	res, err := eng.Run(ctx, c, in, engine.RunOptions{})
+	for err == nil && res.Status == engine.StatusPaused && len(answers) > 0 {
+		var v any
+		if jerr := json.Unmarshal([]byte(answers[0]), &v); jerr != nil {
+			fmt.Fprintf(stderr, "--answer %s: not JSON: %v\n", answers[0], jerr)
+			return exitUsage
+		}
+		answers = answers[1:]
+		if !*asJSON {
+			fmt.Fprintf(stdout, "resuming %s with %s\n", res.Pending[0].NodeID, compact(v, 120))
+		}
+		res, err = eng.Resume(ctx, res.RunID, &engine.ResumeValue{Value: v}, nil, engine.ResumeOptions{})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	printer.result(res)
+	switch res.Status {
+	case engine.StatusCompleted, engine.StatusPartial:
+		return exitOK
+	case engine.StatusPaused:
+		return exitPaused
+	case engine.StatusCancelled, engine.StatusTimedOut:
+		return exitStopped
+	}
+	return exitFailed
+}
+
+func loadDocument(path string) (*engine.Chain, *engine.Request, error) {
+	data, err := readLimited(path, int64(engine.DefaultLimits.MaxDocumentBytes))
+	if err != nil {
+		return nil, nil, err
+	}
+	return engine.DecodeDocument(data, engine.Limits{})
+}
+
+func parseInput(s string) (map[string]any, error) {
+	if strings.HasPrefix(s, "@") {
+		b, err := readLimited(s[1:], 16<<20)
+		if err != nil {
+			return nil, err
+		}
+		s = string(b)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %v", err)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// folderResolver finds sub-chains by name among the *.json chain files next
+// to path. Files that do not decode are ignored.
+func folderResolver(path string) func(name string) (*engine.Chain, bool) {
+	var once sync.Once
+	byName := map[string]*engine.Chain{}
+	return func(name string) (*engine.Chain, bool) {
+		once.Do(func() {
+			files, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.json"))
+			for _, f := range files {
+				if c, err := loadChain(f); err == nil && c.Name != "" {
+					byName[c.Name] = c
+				}
+			}
+		})
+		c, ok := byName[name]
+		return c, ok
+	}
+}
+
+// eventPrinter prints events as they happen.
+type eventPrinter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	json bool
+}
+
+func (p *eventPrinter) Emit(ev engine.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(struct {
+			Type string `json:"type"`
+			engine.Event
+		}{"event", ev})
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	line := fmt.Sprintf("%s #%-4d %-8s %s", ev.Time.Format("15:04:05.000"), ev.Seq, ev.Phase, ev.NodeID)
+	if ev.Item != nil {
+		line += fmt.Sprintf("[%d]", *ev.Item)
+	}
+	if ev.Attempt > 1 {
+		line += fmt.Sprintf(" attempt %d", ev.Attempt)
+	}
+	if ev.Matched != "" {
+		line += " matched " + ev.Matched
+	}
+	switch {
+	case ev.Error != "":
+		line += "  error: " + ev.Error
+	case ev.Reason != "":
+		line += "  (" + ev.Reason + ")"
+	}
+	if ev.Phase == engine.PhaseDone && ev.Output != nil {
+		line += "  " + compact(ev.Output, 120)
+	}
+	if ev.Progress != nil {
+		line += "  " + compact(ev.Progress, 80)
+	}
+	if ev.Prompt != nil {
+		line += "  prompt: " + compact(ev.Prompt, 120)
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+func (p *eventPrinter) result(res *engine.Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := struct {
+		Type        string           `json:"type"`
+		RunID       string           `json:"run_id"`
+		Status      engine.RunStatus `json:"status"`
+		Outputs     map[string]any   `json:"outputs"`
+		FinalOutput any              `json:"final_output"`
+		Error       *engine.RunError `json:"error"`
+		DurationMS  int64            `json:"duration_ms"`
+		NodesRun    int              `json:"nodes_run"`
+		Pending     []engine.Pending `json:"pending,omitempty"`
+	}{"result", res.RunID, res.Status, res.Outputs, res.FinalOutput, res.Error, res.DurationMS, res.NodesRun, res.Pending}
+	if p.json {
+		b, _ := json.Marshal(out)
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(p.w, "\nrun %s %s in %d ms (%d nodes run)\n", res.RunID, res.Status, res.DurationMS, res.NodesRun)
+	if res.Error != nil {
+		fmt.Fprintf(p.w, "error [%s]: %s\n", res.Error.Code, res.Error.Message)
+		for _, is := range res.Error.Issues {
+			fmt.Fprintf(p.w, "  %s\n", is.String())
+		}
+	}
+	for _, pd := range res.Pending {
+		fmt.Fprintf(p.w, "waiting at %s: %s\n", pd.NodeID, compact(pd.Prompt, 200))
+	}
+	b, _ := json.MarshalIndent(res.FinalOutput, "", "  ")
+	fmt.Fprintf(p.w, "final_output: %s\n", b)
+}
+
+func compact(v any, max int) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}

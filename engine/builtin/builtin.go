@@ -1,0 +1,320 @@
+// Package builtin holds the tools that ship with Chain Studio: echo,
+// transform, template, http, delay, fail, interrupt, read_file, write_file
+// and proc.
+//
+// Tools that reach outside the process (files, programs, the network) are
+// governed by Options; whatever the host has not allowed is refused with an
+// error that wraps tool.ErrDenied.
+package builtin
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/chainstudio/studio/engine/tool"
+)
+
+// Defaults applied by Tools to zero-valued Options fields.
+const (
+	DefaultHTTPTimeout      = 30 * time.Second
+	DefaultMaxResponseBytes = 10 << 20
+	DefaultMaxFileBytes     = 10 << 20
+)
+
+// Options configures the built-in tools. The zero value is the most
+// restrictive configuration: no file access, no programs, no private network
+// destinations.
+type Options struct {
+	// Workspace is the folder read_file and write_file work in, and the
+	// folder proc runs programs in. "" disables file access entirely.
+	Workspace string
+	// ProcAllow lists the executables proc may run: absolute paths, or bare
+	// names resolved with exec.LookPath at call time. Empty disables proc.
+	ProcAllow []string
+	// HTTPAllowPrivate lets the http tool reach loopback, link-local,
+	// private, unspecified and multicast addresses. It is checked on the
+	// resolved IP of every connection (redirects included).
+	HTTPAllowPrivate bool
+	// HTTPTimeout bounds every http call (default 30s); the per-call
+	// `timeout` input can only shorten it.
+	HTTPTimeout time.Duration
+	// MaxResponseBytes caps the size of an http response body (default 10 MiB).
+	MaxResponseBytes int64
+	// MaxFileBytes caps what read_file reads and write_file writes (default 10 MiB).
+	MaxFileBytes int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.HTTPTimeout <= 0 {
+		o.HTTPTimeout = DefaultHTTPTimeout
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	o.ProcAllow = append([]string(nil), o.ProcAllow...)
+	return o
+}
+
+// Tools returns name → func for every built-in tool, configured by opts.
+func Tools(opts Options) map[string]tool.Func {
+	opts = opts.withDefaults()
+	files := &fileTools{workspace: opts.Workspace, maxBytes: opts.MaxFileBytes}
+	return map[string]tool.Func{
+		"echo":       echoTool,
+		"transform":  transformTool,
+		"template":   templateTool,
+		"http":       newHTTPTool(opts, nil).call,
+		"delay":      delayTool,
+		"fail":       failTool,
+		"interrupt":  interruptTool,
+		"read_file":  files.read,
+		"write_file": files.write,
+		"proc":       (&procTool{allow: opts.ProcAllow, workspace: opts.Workspace}).call,
+	}
+}
+
+// Info describes a built-in tool for the designer's palette and `studio help`.
+type Info struct {
+	Name        string
+	Description string
+	// InputSchema is a small JSON-schema-like description of the input:
+	// {"type": "object", "properties": {field: {"type": ..., "description": ...}}, "required": [...]}.
+	InputSchema map[string]any
+}
+
+// Catalog lists the built-in tools, sorted by name.
+func Catalog() []Info {
+	out := []Info{
+		{"echo", "Returns its input unchanged.", schema(nil)},
+		{"transform", "Reshapes data with a JMESPath expression.", schema([]string{"expression"},
+			field{"expression", "string", "JMESPath expression"},
+			field{"data", "any", "value to query (default: the whole input minus `expression`)"})},
+		{"template", "Renders a Go text/template to {\"text\": ...}.", schema([]string{"template"},
+			field{"template", "string", "Go text/template source"},
+			field{"data", "any", "value the template sees as `.` (default: the whole input minus `template`)"})},
+		{"http", "Makes an HTTP request; returns status, headers and body (4xx/5xx are not errors).", schema([]string{"url"},
+			field{"method", "string", "HTTP method (default GET)"},
+			field{"url", "string", "http:// or https:// URL"},
+			field{"headers", "object", "request headers, name → string value"},
+			field{"body", "any", "string sent as is, or any other value sent as JSON"},
+			field{"timeout", "number", "seconds; capped by the host's HTTP timeout"})},
+		{"delay", "Waits for a number of milliseconds, then returns its input.", schema([]string{"ms"},
+			field{"ms", "number", "milliseconds to wait (0 to 3600000)"})},
+		{"fail", "Fails with a message, optionally only until a given attempt (to try retry policies).", schema(nil,
+			field{"message", "string", "error message (default \"fail tool failed\")"},
+			field{"until_attempt", "number", "succeed from this 1-based attempt on"})},
+		{"interrupt", "Pauses the run until a person resumes it; returns the resume value.", schema(nil,
+			field{"prompt", "any", "what to ask (default: the whole input)"})},
+		{"read_file", "Reads a text file inside the workspace.", schema([]string{"path"},
+			field{"path", "string", "path relative to the workspace"})},
+		{"write_file", "Writes a file inside the workspace.", schema([]string{"path"},
+			field{"path", "string", "path relative to the workspace"},
+			field{"content", "any", "string written as is, any other value written as JSON"},
+			field{"append", "boolean", "append instead of replacing"},
+			field{"mkdir", "boolean", "create missing parent folders"})},
+		{"proc", "Runs an allowed program (no shell); returns stdout, stderr and exit_code.", schema([]string{"argv"},
+			field{"argv", "array", "program and arguments; argv[0] must be allowed by the host"},
+			field{"env", "object", "extra environment variables (only PATH is inherited)"},
+			field{"dir", "string", "working folder inside the workspace"},
+			field{"timeout", "number", "seconds before the program is killed"},
+			field{"stdin", "string", "text fed to standard input"})},
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+type field struct{ name, typ, desc string }
+
+func schema(required []string, fields ...field) map[string]any {
+	props := map[string]any{}
+	for _, f := range fields {
+		p := map[string]any{"description": f.desc}
+		if f.typ != "any" {
+			p["type"] = f.typ
+		}
+		props[f.name] = p
+	}
+	s := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		req := make([]any, len(required))
+		for i, r := range required {
+			req[i] = r
+		}
+		s["required"] = req
+	}
+	return s
+}
+
+// ---- input helpers ----
+
+// typeName names the JSON type of v for error messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, json.Number:
+		return "number"
+	case map[string]any:
+		return "object"
+	case []any, []string:
+		return "array"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
+// getString reads an optional string field; ok is false when absent or null.
+func getString(toolName string, in map[string]any, key string) (s string, ok bool, err error) {
+	v, present := in[key]
+	if !present || v == nil {
+		return "", false, nil
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		return "", false, fmt.Errorf("%s: field %q must be a string, got %s", toolName, key, typeName(v))
+	}
+	return s, true, nil
+}
+
+// requireString reads a required, non-empty string field.
+func requireString(toolName string, in map[string]any, key string) (string, error) {
+	s, ok, err := getString(toolName, in, key)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("%s: field %q is required", toolName, key)
+	}
+	if s == "" {
+		return "", fmt.Errorf("%s: field %q must not be empty", toolName, key)
+	}
+	return s, nil
+}
+
+// toFloat converts a JSON-like number to float64.
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// getNumber reads an optional finite number field.
+func getNumber(toolName string, in map[string]any, key string) (f float64, ok bool, err error) {
+	v, present := in[key]
+	if !present || v == nil {
+		return 0, false, nil
+	}
+	f, isNum := toFloat(v)
+	if !isNum {
+		return 0, false, fmt.Errorf("%s: field %q must be a number, got %s", toolName, key, typeName(v))
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false, fmt.Errorf("%s: field %q must be a finite number, got %v", toolName, key, f)
+	}
+	return f, true, nil
+}
+
+// getBool reads an optional boolean field (absent or null → false).
+func getBool(toolName string, in map[string]any, key string) (bool, error) {
+	v, present := in[key]
+	if !present || v == nil {
+		return false, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s: field %q must be a boolean, got %s", toolName, key, typeName(v))
+	}
+	return b, nil
+}
+
+// getStringMap reads an optional object whose values are all strings.
+func getStringMap(toolName string, in map[string]any, key string) (map[string]string, error) {
+	v, present := in[key]
+	if !present || v == nil {
+		return nil, nil
+	}
+	out := map[string]string{}
+	switch m := v.(type) {
+	case map[string]string:
+		for k, s := range m {
+			out[k] = s
+		}
+	case map[string]any:
+		for k, e := range m {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s: field %q: value of %q must be a string, got %s", toolName, key, k, typeName(e))
+			}
+			out[k] = s
+		}
+	default:
+		return nil, fmt.Errorf("%s: field %q must be an object of strings, got %s", toolName, key, typeName(v))
+	}
+	return out, nil
+}
+
+// dataOrInputWithout returns in["data"] (when present) or a shallow copy of in without
+// the given key. in itself is never modified.
+func dataOrInputWithout(in map[string]any, key string) any {
+	if d, ok := in["data"]; ok {
+		return d
+	}
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// secondsString formats a duration in seconds the way people write it: 2s, 0.5s.
+func secondsString(sec float64) string {
+	return fmt.Sprintf("%ss", formatFloat(sec))
+}
+
+func formatFloat(f float64) string {
+	return fmt.Sprint(f)
+}
+
+// denied wraps tool.ErrDenied with a message saying what was refused.
+func denied(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), tool.ErrDenied)
+}

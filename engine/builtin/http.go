@@ -1,0 +1,288 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chainstudio/studio/engine/tool"
+)
+
+const maxRedirects = 10
+
+// policyError is a refusal by host policy; it wraps tool.ErrDenied.
+type policyError struct{ msg string }
+
+func (e *policyError) Error() string { return e.msg + ": " + tool.ErrDenied.Error() }
+func (e *policyError) Unwrap() error { return tool.ErrDenied }
+
+var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+
+// forbiddenAddr says why ip may not be reached when private destinations are
+// disallowed, or "" when it may.
+func forbiddenAddr(ip netip.Addr) string {
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() && nat64Prefix.Contains(ip) {
+		// NAT64 addresses embed an IPv4 address in their last 4 bytes.
+		b := ip.As16()
+		if r := forbiddenAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})); r != "" {
+			return r + " (via NAT64)"
+		}
+	}
+	switch {
+	case ip.IsLoopback():
+		return "a loopback address"
+	case ip.IsLinkLocalUnicast():
+		return "a link-local address (this includes cloud metadata endpoints)"
+	case ip.IsPrivate():
+		return "a private address"
+	case ip.IsUnspecified() || thisNetwork.Contains(ip):
+		return "an unspecified address"
+	case ip.IsMulticast():
+		return "a multicast address"
+	}
+	return ""
+}
+
+type httpTool struct {
+	allowPrivate bool
+	timeout      time.Duration
+	maxBytes     int64
+	// exempt, when set, lets tests reach specific local destinations while
+	// the private-address guard is otherwise on.
+	exempt func(netip.AddrPort) bool
+	client *http.Client
+}
+
+func newHTTPTool(opts Options, exempt func(netip.AddrPort) bool) *httpTool {
+	h := &httpTool{
+		allowPrivate: opts.HTTPAllowPrivate,
+		timeout:      opts.HTTPTimeout,
+		maxBytes:     opts.MaxResponseBytes,
+		exempt:       exempt,
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: h.control}
+	transport := &http.Transport{
+		Proxy:                 nil, // a proxy would hide the real destination from the guard
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	h.client = &http.Client{
+		Transport: transport,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("redirect to %q refused: only http and https are allowed", req.URL.String())
+			}
+			return nil
+		},
+	}
+	return h
+}
+
+// control runs on every connection attempt, after DNS resolution: address is
+// the IP the socket is about to connect to.
+func (h *httpTool) control(network, address string, _ syscall.RawConn) error {
+	if h.allowPrivate {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &policyError{fmt.Sprintf("destination %q cannot be checked against the private-network policy", address)}
+	}
+	if h.exempt != nil && h.exempt(ap) {
+		return nil
+	}
+	if reason := forbiddenAddr(ap.Addr()); reason != "" {
+		return &policyError{fmt.Sprintf("destination %s is %s and the host does not allow private network destinations", ap.Addr().WithZone(""), reason)}
+	}
+	return nil
+}
+
+// call implements the http tool.
+func (h *httpTool) call(ctx context.Context, in map[string]any, _ tool.Emitter) (any, error) {
+	method, ok, err := getString("http", in, "method")
+	if err != nil {
+		return nil, err
+	}
+	if !ok || method == "" {
+		method = http.MethodGet
+	}
+	method = strings.ToUpper(method)
+	if !validMethod(method) {
+		return nil, fmt.Errorf("http: field \"method\" is not a valid HTTP method: %q", method)
+	}
+
+	rawURL, err := requireString("http", in, "url")
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("http: field \"url\" is not a valid URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("http: field \"url\" must use http or https, got scheme %q in %q", u.Scheme, rawURL)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("http: field \"url\" has no host: %q", rawURL)
+	}
+
+	headers, err := getStringMap("http", in, "headers")
+	if err != nil {
+		return nil, err
+	}
+
+	var body io.Reader
+	jsonBody := false
+	if b, present := in["body"]; present && b != nil {
+		if s, isStr := b.(string); isStr {
+			body = strings.NewReader(s)
+		} else {
+			enc, err := json.Marshal(b)
+			if err != nil {
+				return nil, fmt.Errorf("http: field \"body\" cannot be encoded as JSON: %v", err)
+			}
+			body = bytes.NewReader(enc)
+			jsonBody = true
+		}
+	}
+
+	timeout := h.timeout
+	if t, ok, err := getNumber("http", in, "timeout"); err != nil {
+		return nil, err
+	} else if ok {
+		if t <= 0 {
+			return nil, fmt.Errorf("http: field \"timeout\" must be a positive number of seconds, got %v", t)
+		}
+		if d := time.Duration(t * float64(time.Second)); d < timeout {
+			timeout = d
+		}
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("http: cannot build request %s %s: %v", method, rawURL, err)
+	}
+	for k, v := range headers {
+		if !validHeaderName(k) {
+			return nil, fmt.Errorf("http: field \"headers\": %q is not a valid header name", k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, fmt.Errorf("http: field \"headers\": value of %q contains a line break or NUL", k)
+		}
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	if jsonBody && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+
+	fail := func(err error) error {
+		var pe *policyError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("http: %s %s refused: %w", method, rawURL, pe)
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("http: %s %s: %w", method, rawURL, ctxErr)
+		}
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("http: %s %s timed out after %s: %w", method, rawURL, secondsString(timeout.Seconds()), context.DeadlineExceeded)
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("http: %s %s failed: %w", method, rawURL, err)
+	}
+
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength > h.maxBytes {
+		return nil, fmt.Errorf("http: %s %s: response body of %d bytes exceeds the limit of %d bytes", method, rawURL, resp.ContentLength, h.maxBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, h.maxBytes+1))
+	if err != nil {
+		return nil, fail(err)
+	}
+	if int64(len(data)) > h.maxBytes {
+		return nil, fmt.Errorf("http: %s %s: response body exceeds the limit of %d bytes", method, rawURL, h.maxBytes)
+	}
+
+	outHeaders := make(map[string]any, len(resp.Header))
+	for k, v := range resp.Header {
+		outHeaders[k] = strings.Join(v, ", ")
+	}
+	var outBody any = string(data)
+	if isJSONContentType(resp.Header.Get("Content-Type")) {
+		var decoded any
+		if err := json.Unmarshal(data, &decoded); err == nil {
+			outBody = decoded
+		}
+	}
+	return map[string]any{
+		"status":  float64(resp.StatusCode),
+		"headers": outHeaders,
+		"body":    outBody,
+	}, nil
+}
+
+func isJSONContentType(ct string) bool {
+	if ct == "" {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// isTokenChar reports whether c may appear in an RFC 9110 token.
+func isTokenChar(c byte) bool {
+	if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func validMethod(m string) bool     { return isToken(m) }
+func validHeaderName(h string) bool { return isToken(h) }

@@ -1,0 +1,255 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func httpFunc(opts Options) func(context.Context, map[string]any) (any, error) {
+	f := Tools(opts)["http"]
+	return func(ctx context.Context, in map[string]any) (any, error) { return f(ctx, in, nil) }
+}
+
+func TestHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/json":
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.Header().Add("X-Multi", "a")
+			w.Header().Add("X-Multi", "b")
+			io.WriteString(w, `{"ok":true,"n":2}`)
+		case "/badjson":
+			w.Header().Set("Content-Type", "application/problem+json")
+			io.WriteString(w, `{not json`)
+		case "/text":
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, "hello")
+		case "/status":
+			w.WriteHeader(http.StatusTeapot)
+			io.WriteString(w, "short and stout")
+		case "/fail":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":"x"}`)
+		case "/echo":
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{
+				"method": r.Method, "body": string(b),
+				"ct": r.Header.Get("Content-Type"), "token": r.Header.Get("X-Token"),
+			})
+		case "/big":
+			io.WriteString(w, strings.Repeat("x", 2000))
+		case "/bigchunked":
+			for i := 0; i < 20; i++ {
+				io.WriteString(w, strings.Repeat("x", 100))
+				w.(http.Flusher).Flush()
+			}
+		case "/slow":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}))
+	defer srv.Close()
+	call := httpFunc(Options{HTTPAllowPrivate: true, MaxResponseBytes: 1000})
+
+	for _, tc := range []struct {
+		name  string
+		in    map[string]any
+		check func(t *testing.T, out map[string]any)
+	}{
+		{"json decoded", map[string]any{"url": srv.URL + "/json"}, func(t *testing.T, out map[string]any) {
+			if out["status"] != 200.0 {
+				t.Errorf("status = %#v", out["status"])
+			}
+			if !reflect.DeepEqual(out["body"], map[string]any{"ok": true, "n": 2.0}) {
+				t.Errorf("body = %#v", out["body"])
+			}
+			h := out["headers"].(map[string]any)
+			if h["X-Multi"] != "a, b" {
+				t.Errorf("X-Multi = %#v", h["X-Multi"])
+			}
+		}},
+		{"invalid json kept raw", map[string]any{"url": srv.URL + "/badjson"}, func(t *testing.T, out map[string]any) {
+			if out["body"] != "{not json" {
+				t.Errorf("body = %#v", out["body"])
+			}
+		}},
+		{"text", map[string]any{"url": srv.URL + "/text"}, func(t *testing.T, out map[string]any) {
+			if out["body"] != "hello" {
+				t.Errorf("body = %#v", out["body"])
+			}
+		}},
+		{"4xx is not an error", map[string]any{"url": srv.URL + "/status"}, func(t *testing.T, out map[string]any) {
+			if out["status"] != 418.0 || out["body"] != "short and stout" {
+				t.Errorf("out = %#v", out)
+			}
+		}},
+		{"5xx is not an error", map[string]any{"url": srv.URL + "/fail"}, func(t *testing.T, out map[string]any) {
+			if out["status"] != 500.0 || !reflect.DeepEqual(out["body"], map[string]any{"error": "x"}) {
+				t.Errorf("out = %#v", out)
+			}
+		}},
+		{"json body", map[string]any{"url": srv.URL + "/echo", "method": "post", "body": map[string]any{"a": 1.0}, "headers": map[string]any{"X-Token": "t"}},
+			func(t *testing.T, out map[string]any) {
+				want := map[string]any{"method": "POST", "body": `{"a":1}`, "ct": "application/json", "token": "t"}
+				if !reflect.DeepEqual(out["body"], want) {
+					t.Errorf("body = %#v", out["body"])
+				}
+			}},
+		{"string body", map[string]any{"url": srv.URL + "/echo", "method": "PUT", "body": "raw", "headers": map[string]any{"Content-Type": "text/csv"}},
+			func(t *testing.T, out map[string]any) {
+				want := map[string]any{"method": "PUT", "body": "raw", "ct": "text/csv", "token": ""}
+				if !reflect.DeepEqual(out["body"], want) {
+					t.Errorf("body = %#v", out["body"])
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := call(context.Background(), tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, out.(map[string]any))
+		})
+	}
+
+	for _, tc := range []struct {
+		name string
+		in   map[string]any
+		want []string
+	}{
+		{"no url", map[string]any{}, []string{`http: field "url" is required`}},
+		{"url not string", map[string]any{"url": 1.0}, []string{`http: field "url" must be a string, got number`}},
+		{"bad scheme", map[string]any{"url": "file:///etc/passwd"}, []string{`http: field "url" must use http or https, got scheme "file"`}},
+		{"no host", map[string]any{"url": "http:///x"}, []string{`http: field "url" has no host`}},
+		{"bad method", map[string]any{"url": srv.URL, "method": "GE T"}, []string{`http: field "method" is not a valid HTTP method: "GE T"`}},
+		{"bad header value type", map[string]any{"url": srv.URL, "headers": map[string]any{"X-N": 1.0}}, []string{`http: field "headers": value of "X-N" must be a string, got number`}},
+		{"headers not object", map[string]any{"url": srv.URL, "headers": "x"}, []string{`http: field "headers" must be an object of strings, got string`}},
+		{"bad header name", map[string]any{"url": srv.URL, "headers": map[string]any{"X Y": "1"}}, []string{`http: field "headers": "X Y" is not a valid header name`}},
+		{"header injection", map[string]any{"url": srv.URL, "headers": map[string]any{"X-Y": "1\r\nX-Z: 2"}}, []string{`value of "X-Y" contains a line break`}},
+		{"bad timeout", map[string]any{"url": srv.URL, "timeout": -1.0}, []string{`http: field "timeout" must be a positive number of seconds, got -1`}},
+		{"too large", map[string]any{"url": srv.URL + "/big"}, []string{"http: GET " + srv.URL + "/big: response body of 2000 bytes exceeds the limit of 1000 bytes"}},
+		{"too large chunked", map[string]any{"url": srv.URL + "/bigchunked"}, []string{"response body exceeds the limit of 1000 bytes"}},
+		{"timeout", map[string]any{"url": srv.URL + "/slow", "timeout": 0.1}, []string{"http: GET " + srv.URL + "/slow timed out after 0.1s"}},
+		{"connection refused", map[string]any{"url": "http://127.0.0.1:1/"}, []string{"http: GET http://127.0.0.1:1/ failed:", "connection refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := call(context.Background(), tc.in)
+			wantErr(t, err, tc.want...)
+			if time.Since(start) > 2*time.Second {
+				t.Fatalf("took %v", time.Since(start))
+			}
+		})
+	}
+
+	t.Run("timeout capped by HTTPTimeout", func(t *testing.T) {
+		call := httpFunc(Options{HTTPAllowPrivate: true, HTTPTimeout: 100 * time.Millisecond})
+		_, err := call(context.Background(), map[string]any{"url": srv.URL + "/slow", "timeout": 60.0})
+		wantErr(t, err, "timed out after 0.1s")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v does not wrap context.DeadlineExceeded", err)
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		_, err := call(ctx, map[string]any{"url": srv.URL + "/slow"})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestHTTPPrivateAddressesRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "should not be reached")
+	}))
+	defer srv.Close()
+	call := httpFunc(Options{})
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	for _, u := range []string{
+		srv.URL,
+		"http://localhost:" + port + "/",
+		"http://169.254.169.254/latest/meta-data/",
+		"http://[::1]:" + port + "/",
+		"http://10.1.2.3:9/",
+		"http://192.168.0.1:9/",
+		"http://0.0.0.0:" + port + "/",
+		"http://[::ffff:127.0.0.1]:" + port + "/",
+	} {
+		t.Run(u, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := call(ctx, map[string]any{"url": u})
+			wantDenied(t, err, "http: GET "+u+" refused: destination", "the host does not allow private network destinations")
+		})
+	}
+}
+
+func TestHTTPRedirectToPrivateRefused(t *testing.T) {
+	// The "public" server is exempted from the guard; the redirect targets are not.
+	private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "secret")
+	}))
+	defer private.Close()
+	public := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			io.WriteString(w, "public")
+		case "/to-private":
+			http.Redirect(w, r, private.URL+"/", http.StatusFound)
+		case "/to-metadata":
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+		case "/to-file":
+			http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+		}
+	}))
+	defer public.Close()
+	pu, _ := url.Parse(public.URL)
+	publicAddr := netip.MustParseAddrPort(pu.Host)
+	h := newHTTPTool(Options{}.withDefaults(), func(ap netip.AddrPort) bool { return ap == publicAddr })
+
+	out, err := h.call(context.Background(), map[string]any{"url": public.URL + "/ok"}, nil)
+	if err != nil {
+		t.Fatalf("exempted server: %v", err)
+	}
+	if out.(map[string]any)["body"] != "public" {
+		t.Fatalf("out = %#v", out)
+	}
+	for _, path := range []string{"/to-private", "/to-metadata"} {
+		_, err := h.call(context.Background(), map[string]any{"url": public.URL + path}, nil)
+		wantDenied(t, err, "refused: destination")
+	}
+	_, err = h.call(context.Background(), map[string]any{"url": public.URL + "/to-file"}, nil)
+	wantErr(t, err, `redirect to "file:///etc/passwd" refused: only http and https are allowed`)
+}
+
+func TestForbiddenAddr(t *testing.T) {
+	for addr, bad := range map[string]bool{
+		"127.0.0.1": true, "127.9.9.9": true, "::1": true,
+		"169.254.169.254": true, "fe80::1": true, "fe80::1%eth0": true,
+		"10.0.0.1": true, "172.16.0.1": true, "172.31.255.255": true, "192.168.1.1": true, "fc00::1": true, "fd12::1": true,
+		"0.0.0.0": true, "0.1.2.3": true, "::": true,
+		"224.0.0.1": true, "ff02::1": true,
+		"::ffff:10.0.0.1": true, "64:ff9b::7f00:1": true,
+		"8.8.8.8": false, "172.32.0.1": false, "2001:4860:4860::8888": false, "64:ff9b::808:808": false,
+	} {
+		if got := forbiddenAddr(netip.MustParseAddr(addr)) != ""; got != bad {
+			t.Errorf("forbiddenAddr(%s) = %v, want %v", addr, got, bad)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package engine_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// diffJSON encodes without HTML escaping, so "->" reads as written.
+func diffJSON(d *engine.ChainDiff) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(d)
+	return string(bytes.TrimSpace(b.Bytes()))
+}
+
+func diffBase() *engine.Chain {
+	return &engine.Chain{
+		Name:        "base",
+		Description: "d",
+		EntryNode:   "a",
+		Nodes: []engine.Node{
+			{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"x": 1.0}, Position: &engine.Position{X: 1, Y: 2}},
+			{ID: "b", Kind: engine.KindTool, Name: "echo", Retry: &engine.Retry{MaxAttempts: 2}},
+			{ID: "c", Kind: engine.KindCondition, Cases: []engine.Case{{Handle: "yes", When: "input.x > 0"}}},
+		},
+		Edges: []engine.Edge{
+			{ID: "e1", Source: "a", Target: "b"},
+			{ID: "e2", Source: "b", Target: "c", Condition: "true"},
+			{Source: "c", Target: "a", Label: "yes", MaxIterations: 3},
+		},
+	}
+}
+
+func TestDiff(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(c *engine.Chain)
+		want string
+	}{
+		{"identical", func(c *engine.Chain) {}, `{}`},
+		{"reordered nodes and edges are not a change", func(c *engine.Chain) {
+			c.Nodes[0], c.Nodes[2] = c.Nodes[2], c.Nodes[0]
+			c.Edges[0], c.Edges[1] = c.Edges[1], c.Edges[0]
+		}, `{}`},
+		{"nil map equals empty map", func(c *engine.Chain) {
+			c.Nodes[1].Input = map[string]any{}
+			c.Nodes[1].SetState = map[string]string{}
+		}, `{}`},
+		{"chain fields", func(c *engine.Chain) {
+			c.Name = "renamed"
+			c.Timeout = 30
+			c.StrictRouting = true
+		}, `{"chain":["name","strict_routing","timeout"]}`},
+		{"moved node", func(c *engine.Chain) {
+			c.Nodes[0].Position = &engine.Position{X: 5, Y: 2}
+		}, `{"nodes_changed":[{"node_id":"a","fields":["position"]}]}`},
+		{"node fields in declaration order", func(c *engine.Chain) {
+			c.Nodes[0].Input["x"] = 2.0
+			c.Nodes[0].Kind = engine.KindSkill
+			c.Nodes[1].Retry.MaxAttempts = 3
+			c.Nodes[2].Cases[0].When = "false"
+		}, `{"nodes_changed":[{"node_id":"a","fields":["kind","input"]},{"node_id":"b","fields":["retry"]},{"node_id":"c","fields":["cases"]}]}`},
+		{"added and removed nodes sorted", func(c *engine.Chain) {
+			c.Nodes = append(c.Nodes[:1], engine.Node{ID: "z", Kind: engine.KindTool}, engine.Node{ID: "m", Kind: engine.KindTool})
+		}, `{"nodes_added":["m","z"],"nodes_removed":["b","c"]}`},
+		{"edges", func(c *engine.Chain) {
+			c.Edges[0].Label = "go"
+			c.Edges[1].Target = "a"
+			c.Edges = append(c.Edges[:2], engine.Edge{ID: "e9", Source: "a", Target: "c"})
+		}, `{"edges_added":["e9"],"edges_removed":["c->a[yes]"],"edges_changed":[{"edge_id":"e1","fields":["label"]},{"edge_id":"e2","fields":["target"]}]}`},
+		{"id-less edge keyed by its ends", func(c *engine.Chain) {
+			c.Edges[2].MaxIterations = 5
+		}, `{"edges_changed":[{"edge_id":"c->a[yes]","fields":["max_iterations"]}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := diffBase()
+			b := a.Clone()
+			tc.edit(b)
+			d := engine.Diff(a, b)
+			got := diffJSON(d)
+			if got != tc.want {
+				t.Fatalf("diff\n got %s\nwant %s", got, tc.want)
+			}
+			if d.Empty() != (tc.want == `{}`) {
+				t.Fatalf("Empty() = %v", d.Empty())
+			}
+			// Deterministic: the same diff every time.
+			for i := 0; i < 5; i++ {
+				again := diffJSON(engine.Diff(a, b))
+				if again != got {
+					t.Fatalf("not deterministic: %s vs %s", again, got)
+				}
+			}
+		})
+	}
+}
+
+func TestDiffNil(t *testing.T) {
+	d := engine.Diff(nil, diffBase())
+	got := diffJSON(d)
+	want := `{"chain":["name","description","entry_node"],"nodes_added":["a","b","c"],"edges_added":["c->a[yes]","e1","e2"]}`
+	if got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	if !engine.Diff(nil, nil).Empty() {
+		t.Fatal("nil vs nil not empty")
+	}
+}
