@@ -39,8 +39,8 @@ func (r *Request) IsStreaming() bool { return r.Streaming == nil || *r.Streaming
 
 func decodeRequest(data []byte, lim Limits) (*Request, error) {
 	var r Request
-	if err := strictUnmarshal(data, &r); err != nil {
-		return nil, jsonError("", err, data)
+	if err := strictUnmarshalAt("", data, &r); err != nil {
+		return nil, err
 	}
 	if r.Version != "" && r.Version != WireVersion {
 		return nil, &DecodeError{Path: "version", Msg: fmt.Sprintf("unsupported protocol version %q (this host speaks %q)", r.Version, WireVersion)}
@@ -58,6 +58,9 @@ func decodeRequest(data []byte, lim Limits) (*Request, error) {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
 		r.ChainID = hex.EncodeToString(b[:])
+	}
+	if len(r.EntryNode) > lim.MaxIDLength {
+		return nil, &DecodeError{Path: "entry_node", Msg: fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(r.EntryNode), lim.MaxIDLength)}
 	}
 	if r.Timeout != nil && *r.Timeout < 0 {
 		return nil, &DecodeError{Path: "timeout", Msg: "must be a number of seconds ≥ 0"}

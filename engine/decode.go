@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"sort"
 	"strings"
+	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -74,16 +78,22 @@ func DecodeDocument(data []byte, lim Limits) (*Chain, *Request, error) {
 	if !utf8.Valid(data) {
 		return nil, nil, &DecodeError{Msg: fmt.Sprintf("document is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(data))}
 	}
-	var head struct {
-		Type  *string         `json:"type"`
-		Nodes json.RawMessage `json:"nodes"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	// The top level must be an object; its exact "type" key (field names are
+	// case-sensitive) tells an A2E request from a studio chain.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, nil, jsonError("", err, data)
 	}
-	if head.Type != nil {
-		if *head.Type != TypeRequest {
-			return nil, nil, &DecodeError{Path: "type", Msg: fmt.Sprintf("unknown message type %q (a chain document has no type; an A2E request has type %q)", *head.Type, TypeRequest)}
+	if top == nil {
+		return nil, nil, &DecodeError{Msg: "wrong type: got JSON null, want an object (a chain document or an A2E chain/req message)"}
+	}
+	if raw, ok := top["type"]; ok && string(raw) != "null" {
+		var typ string
+		if err := json.Unmarshal(raw, &typ); err != nil {
+			return nil, nil, jsonError("type", err, raw)
+		}
+		if typ != TypeRequest {
+			return nil, nil, &DecodeError{Path: "type", Msg: fmt.Sprintf("unknown message type %q (a chain document has no type; an A2E request has type %q)", typ, TypeRequest)}
 		}
 		req, err := decodeRequest(data, lim)
 		if err != nil {
@@ -116,8 +126,11 @@ type chainFields struct {
 
 func decodeChain(data []byte, lim Limits) (*Chain, error) {
 	var f chainFields
-	if err := strictUnmarshal(data, &f); err != nil {
-		return nil, jsonError("", err, data)
+	if err := strictUnmarshalAt("", data, &f); err != nil {
+		return nil, err
+	}
+	if f.Nodes == nil {
+		return nil, &DecodeError{Path: "nodes", Msg: "is required: a chain document needs a list of nodes (it may be empty)"}
 	}
 	c := &Chain{
 		Name: f.Name, Description: f.Description, EntryNode: f.EntryNode,
@@ -126,6 +139,9 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 	}
 	if err := checkChainFields(c); err != nil {
 		return nil, err
+	}
+	if len(c.EntryNode) > lim.MaxIDLength {
+		return nil, &DecodeError{Path: "entry_node", Msg: fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(c.EntryNode), lim.MaxIDLength)}
 	}
 	nodes, err := decodeNodes(f.Nodes, lim)
 	if err != nil {
@@ -139,13 +155,13 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 	for i, raw := range f.Edges {
 		var e Edge
 		path := fmt.Sprintf("edges[%d]", i)
-		if err := strictUnmarshal(raw, &e); err != nil {
-			return nil, jsonError(path, err, raw)
+		if err := strictUnmarshalAt(path, raw, &e); err != nil {
+			return nil, err
 		}
 		if e.ID != "" {
-			path += fmt.Sprintf(" %q", e.ID)
+			path += fmt.Sprintf(" %q", truncate(e.ID, 64))
 		} else {
-			path += fmt.Sprintf(" %q -> %q", e.Source, e.Target)
+			path += fmt.Sprintf(" %q -> %q", truncate(e.Source, 64), truncate(e.Target, 64))
 		}
 		if err := checkEdgeFields(&e, path, lim); err != nil {
 			return nil, err
@@ -187,8 +203,8 @@ func decodeNodes(raws []json.RawMessage, lim Limits) ([]Node, error) {
 			path += fmt.Sprintf(" %q", truncate(s, 64))
 		}
 		var n Node
-		if err := strictUnmarshal(raw, &n); err != nil {
-			return nil, jsonError(path, err, raw)
+		if err := strictUnmarshalAt(path, raw, &n); err != nil {
+			return nil, err
 		}
 		if err := checkNodeFields(&n, path, lim); err != nil {
 			return nil, err
@@ -211,7 +227,7 @@ func checkNodeFields(n *Node, path string, lim Limits) error {
 		return bad("node_id", fmt.Sprintf("is %d bytes, over the limit of %d", len(n.ID), lim.MaxIDLength))
 	case IsReserved(n.ID):
 		return bad("node_id", fmt.Sprintf("%q is reserved for the expression context (reserved: %s)", n.ID, strings.Join(ReservedNames, ", ")))
-	case strings.ContainsAny(n.ID, "\x00\n\r\t"):
+	case strings.IndexFunc(n.ID, unicode.IsControl) >= 0:
 		return bad("node_id", "may not contain control characters")
 	case n.Kind == "":
 		return bad("kind", "is required (one of "+kindList()+")")
@@ -232,6 +248,18 @@ func checkNodeFields(n *Node, path string, lim Limits) error {
 	case "", FailContinue, FailFast, FailAnySuccess:
 	default:
 		return bad("parallel_failure_mode", fmt.Sprintf("unknown mode %q (continue, fail_fast or any_success)", n.ParallelFailureMode))
+	}
+	// Successor fields name nodes, so they obey the id limit; they become
+	// edges whose auto ids are built from them.
+	for _, f := range []struct{ name, v string }{{"true_node", n.TrueNode}, {"false_node", n.FalseNode}, {"next_node", n.NextNode}, {"map_node", n.MapNode}} {
+		if len(f.v) > lim.MaxIDLength {
+			return bad(f.name, fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(f.v), lim.MaxIDLength))
+		}
+	}
+	for i, b := range n.Branches {
+		if len(b) > lim.MaxIDLength {
+			return bad(fmt.Sprintf("branches[%d]", i), fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(b), lim.MaxIDLength))
+		}
 	}
 	if n.Timeout < 0 {
 		return bad("timeout", "must be a number of seconds ≥ 0")
@@ -279,7 +307,13 @@ func checkEdgeFields(e *Edge, path string, lim Limits) error {
 		return bad("source", "is required")
 	case e.Target == "":
 		return bad("target", "is required")
-	case len(e.ID) > lim.MaxIDLength:
+	case len(e.Source) > lim.MaxIDLength:
+		return bad("source", fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(e.Source), lim.MaxIDLength))
+	case len(e.Target) > lim.MaxIDLength:
+		return bad("target", fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(e.Target), lim.MaxIDLength))
+	case len(e.ID) > lim.MaxIDLength && !isAutoEdgeID(e):
+		// An id Normalize derived from the edge's endpoints ("a->b", "a->b#2")
+		// is bounded by the node id limit and must survive a round trip.
 		return bad("id", fmt.Sprintf("is %d bytes, over the limit of %d", len(e.ID), lim.MaxIDLength))
 	case len(e.Condition) > lim.MaxExpressionLength:
 		return bad("condition", fmt.Sprintf("expression is %d bytes, over the limit of %d", len(e.Condition), lim.MaxExpressionLength))
@@ -302,6 +336,146 @@ func kindList() string {
 	return strings.Join(s, ", ")
 }
 
+// isAutoEdgeID reports whether e's id has the form Normalize gives an unnamed
+// edge: "source->target", or "source->target#n" with n ≥ 2.
+func isAutoEdgeID(e *Edge) bool {
+	base := e.Source + "->" + e.Target
+	rest, ok := strings.CutPrefix(e.ID, base)
+	if !ok {
+		return false
+	}
+	if rest == "" {
+		return true
+	}
+	num, ok := strings.CutPrefix(rest, "#")
+	if !ok || num == "" || len(num) > 9 || num[0] == '0' {
+		return false
+	}
+	for _, r := range num {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return num != "1"
+}
+
+// strictUnmarshalAt decodes one JSON object into v, refusing field names that
+// are not exactly (case-sensitively) v's JSON names, at any depth of v's own
+// structs, and turns errors into a *DecodeError under path.
+func strictUnmarshalAt(path string, data []byte, v any) error {
+	if err := checkKeys(path, data, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	if err := strictUnmarshal(data, v); err != nil {
+		return jsonError(path, err, data)
+	}
+	return nil
+}
+
+// requiredKeys are keys that must be present even though their zero value is
+// accepted (the validator reports an empty handle or when).
+var requiredKeys = map[reflect.Type][]string{
+	reflect.TypeFor[Case](): {"handle", "when"},
+}
+
+// checkKeys walks data along type t and reports the first object key that is
+// not one of t's JSON field names exactly, with its full path. encoding/json
+// matches names case-insensitively and names no path in its unknown-field
+// error, so a strict decoder checks keys itself. Values that are not what t
+// expects are left for encoding/json to report.
+func checkKeys(path string, data []byte, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil || obj == nil {
+			return nil
+		}
+		fields := jsonFields(t)
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // deterministic first error
+		for _, k := range keys {
+			ft, ok := fields[k]
+			if !ok {
+				msg := "unknown field"
+				for name := range fields {
+					if strings.EqualFold(name, k) {
+						msg = fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", name)
+					}
+				}
+				return &DecodeError{Path: joinPath(path, k), Msg: msg}
+			}
+			if err := checkKeys(joinPath(path, k), obj[k], ft); err != nil {
+				return err
+			}
+		}
+		for _, k := range requiredKeys[t] {
+			if _, ok := obj[k]; !ok {
+				return &DecodeError{Path: joinPath(path, k), Msg: "is required"}
+			}
+		}
+	case reflect.Slice:
+		et := t.Elem()
+		for et.Kind() == reflect.Pointer {
+			et = et.Elem()
+		}
+		if et.Kind() != reflect.Struct {
+			return nil
+		}
+		var items []json.RawMessage
+		if json.Unmarshal(data, &items) != nil {
+			return nil
+		}
+		for i, raw := range items {
+			if err := checkKeys(fmt.Sprintf("%s[%d]", path, i), raw, et); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var jsonFieldCache sync.Map // reflect.Type → map[string]reflect.Type
+
+// jsonFields maps a struct's JSON field names to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := jsonFieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := make(map[string]reflect.Type, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	jsonFieldCache.Store(t, m)
+	return m
+}
+
+func joinPath(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return a + "." + b
+}
+
 // strictUnmarshal decodes one JSON value, refusing unknown fields and trailing data.
 func strictUnmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -317,20 +491,17 @@ func strictUnmarshal(data []byte, v any) error {
 
 // jsonError turns encoding/json's errors into a DecodeError with a path.
 func jsonError(path string, err error, data []byte) error {
-	join := func(a, b string) string {
-		if a == "" {
-			return b
-		}
-		if b == "" {
-			return a
-		}
-		return a + "." + b
-	}
+	join := joinPath
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		line, col := lineCol(data, int(syn.Offset))
+		if syn.Error() == "unexpected end of JSON input" {
+			line, col := lineCol(data, int(syn.Offset))
+			return &DecodeError{Path: path, Msg: fmt.Sprintf("truncated JSON: the document ends at line %d, column %d before the value is complete", line, col)}
+		}
+		// Offset counts the bytes read, the offending one included.
+		line, col := lineCol(data, int(syn.Offset)-1)
 		return &DecodeError{Path: path, Msg: fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, syn.Error())}
 	case errors.As(err, &typ):
 		field := typ.Field
@@ -355,24 +526,26 @@ func goTypeName(t string) string {
 		return "a string"
 	case t == "bool":
 		return "true or false"
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "float"):
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
 		return "a number"
-	case strings.HasPrefix(t, "*engine.") || strings.HasPrefix(t, "engine."):
+	case strings.HasPrefix(t, "*engine.") || strings.HasPrefix(t, "engine.") || strings.HasPrefix(t, "struct"):
 		return "an object"
 	}
 	return t
 }
 
+// lineCol returns the 1-based line and column (in characters) of byte offset off.
 func lineCol(data []byte, off int) (int, int) {
-	if off > len(data) {
-		off = len(data)
-	}
+	off = max(0, min(off, len(data)))
 	line, col := 1, 1
 	for _, b := range data[:off] {
-		if b == '\n' {
+		switch {
+		case b == '\n':
 			line++
 			col = 1
-		} else {
+		case utf8.RuneStart(b):
 			col++
 		}
 	}
@@ -390,9 +563,13 @@ func firstInvalidUTF8(b []byte) int {
 	return -1
 }
 
+// truncate shortens s to at most n bytes without splitting a rune.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

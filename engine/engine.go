@@ -148,6 +148,7 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: &StartRecord{Chain: p.chain, Input: r.input, ParentRunID: opts.ParentRunID, Depth: opts.depth}})
 	if p.plan == nil {
 		verr := &ValidationError{Issues: p.issues}
+		r.invalid = true
 		r.fail(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: errorsOnly(p.issues)}, verr)
 		return r.finishRun()
 	}

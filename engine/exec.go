@@ -144,7 +144,7 @@ func (r *run) work(i int, input any, resume any, resumed bool, fs *scope, starte
 	out, attempts, err := r.attempts(ctx, i, nil, func(ctx context.Context) (any, error) {
 		return r.execNode(ctx, i, input, fs)
 	})
-	r.done <- completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: time.Now()}
+	r.report(completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: time.Now()})
 }
 
 // buildInput merges a node's static input with its resolved input_map (the
@@ -360,6 +360,9 @@ func (r *run) runSub(ctx context.Context, name string, input map[string]any) (an
 // owner's goroutine, with its own input, retries, timeout and error policy.
 func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *int, errScope map[string]any) (any, error) {
 	nd := &r.c.Nodes[j]
+	r.attRan[j].Store(true)
+	r.attBusy[j].Add(1)
+	defer r.attBusy[j].Add(-1)
 	sc := *fs
 	sc.output, sc.hasOut = up, true
 	if item != nil {
@@ -572,6 +575,7 @@ func (r *run) complete(c completion) {
 // finished, so a resume runs it again.
 func (r *run) stoppedNode(i int, c completion) {
 	r.status[i] = nsIdle
+	r.stopped[i] = true
 	msg := "stopped: " + r.runErr.Message
 	r.res[i].Status, r.res[i].Error = PhaseError, msg
 	r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseError, Error: msg, Reason: ReasonUpstreamStopped, Attempt: c.attempts, Iteration: r.iterations[i]})

@@ -31,6 +31,9 @@ func (e *Engine) Resume(ctx context.Context, runID string, value *ResumeValue, m
 		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
 	}
 	if _, busy := e.active.Load(runID); busy {
+		if value != nil { // nothing is pending while the run executes (another resume may have claimed it)
+			return nil, &AlreadyResumedError{RunID: runID}
+		}
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
 	}
 	status := StatusFailed // a log with no end entry: the process died mid-run
@@ -51,6 +54,9 @@ func (e *Engine) Resume(ctx context.Context, runID string, value *ResumeValue, m
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("the run is %s; there is nothing to resume", status)}}
 	}
 	if _, busy := e.active.LoadOrStore(runID, struct{}{}); busy {
+		if value != nil {
+			return nil, &AlreadyResumedError{RunID: runID}
+		}
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is being resumed by another request"}}
 	}
 	defer e.active.Delete(runID)

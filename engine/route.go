@@ -85,7 +85,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	if matched != "" {
 		try(func(e *Edge) bool { return e.Label == matched })
 	}
-	try(func(e *Edge) bool { return e.Label == "default" || (e.Default && e.Label == "") })
+	try(func(e *Edge) bool { return e.Label == "default" || e.Default })
 	try(func(e *Edge) bool { return e.Label == "" })
 	if err != nil {
 		return routing{err: err}

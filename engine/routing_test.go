@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
 )
 
 type routeCase struct {
@@ -19,21 +20,30 @@ type routeCase struct {
 func runRouteCases(t *testing.T, cases []routeCase) {
 	t.Helper()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
-			res := h.run(tc.doc, tc.input)
-			evs := h.sink.Events()
-			status := tc.status
-			if status == "" {
-				status = engine.StatusCompleted
+		for _, inline := range []bool{false, true} {
+			name := tc.name
+			if inline {
+				name += "/inline_tools"
 			}
-			wantStatus(t, res, status)
-			wantNodes(t, res, tc.nodes)
-			everyNodeEnded(t, mustDecode(t, tc.doc), evs)
-			if tc.check != nil {
-				tc.check(t, res, evs)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				h := newHarness(t)
+				if inline { // the scheduler runs pure built-ins on the coordinator
+					h.e.Registry().SetInline(builtin.Inline...)
+				}
+				res := h.run(tc.doc, tc.input)
+				evs := h.sink.Events()
+				status := tc.status
+				if status == "" {
+					status = engine.StatusCompleted
+				}
+				wantStatus(t, res, status)
+				wantNodes(t, res, tc.nodes)
+				everyNodeEnded(t, mustDecode(t, tc.doc), evs)
+				if tc.check != nil {
+					tc.check(t, res, evs)
+				}
+			})
+		}
 	}
 }
 
@@ -511,4 +521,55 @@ func TestRoutingLoops(t *testing.T) {
 			},
 		},
 	})
+}
+
+func TestRoutingAllSequentialGuardError(t *testing.T) {
+	runRouteCases(t, []routeCase{
+		{
+			name: "sequential_guard_error_fails_that_target_and_dispatch_goes_on",
+			doc: `{"name":"r","strict_conditions":true,"nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all","dispatch":"sequential"},
+			{"node_id":"x","kind":"tool","name":"count","on_error":"continue"},{"node_id":"y","kind":"tool","name":"echo"},{"node_id":"d","kind":"tool","name":"echo"}],
+			"edges":[{"source":"a","target":"x","condition":"{{ steps.nothing.score > 7 }}"},{"source":"a","target":"y"},{"source":"a","target":"d","default":true}]}`,
+			status: engine.StatusPartial,
+			nodes:  map[string]string{"x": "error", "y": "done", "d": "done"},
+		},
+	})
+}
+
+func TestRoutingConditionDefaultFlag(t *testing.T) {
+	runRouteCases(t, []routeCase{
+		{
+			name: "default_flag_edge_preferred_over_earlier_unlabelled_edge",
+			doc: `{"name":"r","nodes":[{"node_id":"c","kind":"condition","cases":[{"handle":"hi","when":"input.v > ` + "`10`" + `"}]},
+			{"node_id":"h","kind":"tool","name":"echo"},{"node_id":"u","kind":"tool","name":"echo"},{"node_id":"d","kind":"tool","name":"echo"}],
+			"edges":[{"source":"c","target":"h","label":"hi"},{"source":"c","target":"u"},{"source":"c","target":"d","default":true}]}`,
+			input: map[string]any{"v": 1.0},
+			nodes: map[string]string{"h": "skip/branch_not_taken", "u": "skip/branch_not_taken", "d": "done"},
+		},
+	})
+}
+
+// TestRaceFrozenScope: map and parallel workers read a frozen scope while
+// the coordinator keeps writing state and outputs (run with -race).
+func TestRaceFrozenScope(t *testing.T) {
+	h := newHarness(t)
+	doc := `{"name":"race","nodes":[{"node_id":"root","kind":"tool","name":"echo","set_state":{"s":"output.items"}},
+	{"node_id":"m","kind":"map","items_path":"state.s","map_node":"body"},
+	{"node_id":"body","kind":"tool","name":"echo","input_map":{"i":"item","st":"state.s","r":"root.output","all":"node_results"}},
+	{"node_id":"p","kind":"parallel","branches":["b1","b2"]},
+	{"node_id":"b1","kind":"tool","name":"echo","input_map":{"st":"state","nr":"node_results"}},
+	{"node_id":"b2","kind":"tool","name":"inc","input_map":{"n":"state.n"}},
+	{"node_id":"w1","kind":"tool","name":"inc","input_map":{"n":"state.n"},"set_state":{"n":"output.n"}},
+	{"node_id":"w2","kind":"tool","name":"inc","input_map":{"n":"state.n"},"set_state":{"n":"output.n","s":"output"}},
+	{"node_id":"w3","kind":"tool","name":"echo","set_state":{"z":"output"}}],
+	"edges":[{"source":"root","target":"m"},{"source":"root","target":"p"},{"source":"root","target":"w1"},{"source":"w1","target":"w2"},{"source":"w2","target":"w3"}]}`
+	items := make([]any, 200)
+	for k := range items {
+		items[k] = float64(k)
+	}
+	res := h.run(doc, map[string]any{"items": items})
+	wantStatus(t, res, engine.StatusCompleted)
+	if l, _ := res.Outputs["m"].([]any); len(l) != 200 {
+		t.Errorf("map output has %d items", len(l))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,6 +87,13 @@ type run struct {
 	skipQueue []int
 	running   int
 	done      chan completion
+	quit      chan struct{}  // closed when the coordinator stops reading done
+	stopped   []bool         // ended with an error because the run stopped; resumable
+	invalid   bool           // refused by validation: no node ran, no events
+	timeout   time.Duration  // the chain's wall-clock limit
+	attRan    []atomic.Bool  // attached nodes (map bodies, branches) that ran at least once
+	attBusy   []atomic.Int32 // attached nodes' calls in flight
+	closed    bool           // under emitMu: the run returned; late events are dropped
 
 	cps      []Checkpoint
 	handled  bool
@@ -125,6 +133,8 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		loopAct: make([]int, n), pruneReason: make([]string, n), presetErr: make([]error, n),
 		depsLeft: make([]int32, n), depsDone: make([]bool, n), iterations: make([]int, n),
 		loopCount: make([]int, len(c.Edges)), done: make(chan completion, min(n, 32)+1),
+		quit: make(chan struct{}), stopped: make([]bool, n), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
+		timeout: time.Duration(timeout * float64(time.Second)),
 	}
 	for i := range c.Nodes {
 		r.res[i].NodeID = c.Nodes[i].ID
@@ -179,10 +189,13 @@ func (r *run) emit(ev Event) {
 		ev.Time = time.Now()
 	}
 	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if r.closed { // a worker abandoned after the run stopped: its events are dropped
+		return
+	}
 	r.seq++
 	ev.Seq = r.seq
 	r.sink.Emit(ev)
-	r.emitMu.Unlock()
 }
 
 func (r *run) lastSeq() int64 {
@@ -240,10 +253,19 @@ func (r *run) seedRoots() {
 	}
 }
 
+// stopGrace is how long a stopping run waits for its running nodes to
+// return before abandoning them (a tool that ignores cancellation must not
+// hold the run): min(1s, the chain timeout), at least 20ms.
+func (r *run) stopGrace() time.Duration {
+	return max(20*time.Millisecond, min(time.Second, r.timeout))
+}
+
 // loop is the coordinator: it starts ready nodes, applies completions and
 // stops when nothing runs and nothing can start. It never polls.
 func (r *run) loop() {
+	defer close(r.quit)
 	ctxDone := r.ctx.Done()
+	var grace <-chan time.Time
 	for {
 		r.drainSkips()
 		if !r.stopping {
@@ -262,15 +284,48 @@ func (r *run) loop() {
 		if len(r.done) == 0 {
 			r.flushCheckpoints()
 		}
+		if r.stopping && grace == nil {
+			t := time.NewTimer(r.stopGrace())
+			defer t.Stop()
+			grace = t.C
+		}
 		select {
 		case c := <-r.done:
 			r.complete(c)
 		case <-ctxDone:
 			ctxDone = nil
 			r.stopFromContext()
+		case <-grace:
+			r.abandonRunning()
 		}
 	}
 	r.flushCheckpoints()
+}
+
+// abandonRunning gives up on nodes still running after the stop grace: they
+// end with an error now (and run again on resume); whatever they report
+// later is dropped.
+func (r *run) abandonRunning() {
+	for i := range r.c.Nodes {
+		if r.status[i] == nsRunning {
+			r.stoppedNode(i, completion{i: i, attempts: r.res[i].Attempts})
+		}
+	}
+	for i := range r.c.Nodes { // map bodies and branches stuck inside them
+		if r.attBusy[i].Load() > 0 {
+			r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseError, Error: "stopped: " + r.runErr.Message, Reason: ReasonUpstreamStopped})
+		}
+	}
+	r.running = 0
+}
+
+// report hands a worker's completion to the coordinator, unless the
+// coordinator has stopped listening.
+func (r *run) report(c completion) {
+	select {
+	case r.done <- c:
+	case <-r.quit:
+	}
 }
 
 // stopFromContext handles the chain timeout and caller cancellation.
@@ -493,24 +548,33 @@ func (r *run) finishRun() (*Result, error) {
 	case r.handled:
 		status = StatusPartial
 	}
-	if status != StatusPaused {
+	if status != StatusPaused && !r.invalid {
 		// Whatever never ran now never will: say so, so every node ends done, error or skip.
 		for i := range r.c.Nodes {
 			switch r.status[i] {
 			case nsIdle, nsWaitDeps, nsReady:
-				if r.g.attached(i) && r.iterations[i] == 0 && !isHandlerOnly(r.g, i) {
-					continue // map bodies and branches that never ran: their owner says why
+				if r.stopped[i] {
+					continue // ended with an error when the run stopped
+				}
+				inner := r.g.attached(i) && !isHandlerOnly(r.g, i)
+				if inner && r.attRan[i].Load() {
+					continue // map bodies and branches report per call
 				}
 				r.status[i] = nsSkip
 				now := time.Now()
 				r.res[i].Status, r.res[i].Reason, r.res[i].Ended = PhaseSkip, ReasonUpstreamStopped, now
-				if r.g.attached(i) {
+				if r.g.attached(i) && r.runErr == nil {
 					r.res[i].Reason = ReasonNotNeeded
 				}
 				r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseSkip, Reason: r.res[i].Reason, Time: now})
 			}
 		}
 	}
+	// The run's last event is out: whatever an abandoned worker emits from now
+	// on is dropped, so the sinks flushed below hold the whole run.
+	r.emitMu.Lock()
+	r.closed = true
+	r.emitMu.Unlock()
 	res := r.result(status)
 	end := &EndRecord{Status: status, Error: r.runErr, Final: res.FinalOutput, NodesRun: r.nodesRun}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})

@@ -503,6 +503,13 @@ func (v *validator) checkNodeFields(i int) {
 	}
 }
 
+func withArticle(s string) string {
+	if s != "" && strings.ContainsRune("aeiou", rune(s[0])) {
+		return "an " + s
+	}
+	return "a " + s
+}
+
 func kindName(k Kind) string {
 	if k == "" {
 		return "kind-less"
@@ -655,7 +662,7 @@ func (v *validator) checkAttached(i int) {
 		}
 		switch nd.Kind {
 		case KindInterrupt, KindBranch, KindCondition:
-			v.nodeIssue(i, RuleAttachedKind, SeverityError, "kind", fmt.Sprintf("node %s is %s and may not be a %s node: it runs only inside %s and cannot pause or route", v.node(i), what, nd.Kind, owner))
+			v.nodeIssue(i, RuleAttachedKind, SeverityError, "kind", fmt.Sprintf("node %s is %s and may not be %s node: it runs only inside %s and cannot pause or route", v.node(i), what, withArticle(string(nd.Kind)), owner))
 		}
 		return
 	}
@@ -1233,7 +1240,7 @@ func (v *validator) checkCycles() {
 						reads = append(reads, fmt.Sprintf("%s reads %s.output", v.node(t), c.Nodes[wait.arcSource(p)].ID))
 					}
 				}
-				v.nodeIssue(i, RuleDataCycle, SeverityError, "input_map", fmt.Sprintf("data dependency cycle %s: %s, so these nodes wait for each other forever; break the cycle (read the value through state, or move the read after the loop)", strings.Join(path, " -> "), strings.Join(reads, " and ")))
+				v.nodeIssue(i, RuleDataCycle, SeverityError, "input_map", fmt.Sprintf("data dependency cycle %s (each node waits for the one before it, through an edge or by reading its output): %s, so these nodes wait for each other forever; break the cycle (pass the value through state, or read it after the loop)", strings.Join(path, " -> "), strings.Join(reads, " and ")))
 			}
 		}
 	}
@@ -1350,12 +1357,19 @@ type skillCall struct {
 	node string // the first skill node calling it
 }
 
+// skillMemo is what exploring one sub-chain found: the deepest nesting below
+// it and one path that reaches that depth.
+type skillMemo struct {
+	height  int
+	deepest []string // chain names below the sub-chain, outermost first
+}
+
 type skillChecker struct {
 	v       *validator
 	max     int
 	calls   map[string][]skillCall // callee names per resolved chain
 	known   map[string]bool        // resolvable
-	height  map[string]int         // fully explored without problems: deepest nesting below
+	memo    map[string]skillMemo   // sub-chains explored completely (not cut by max_depth)
 	visits  int
 	seen    map[string]bool // issue messages already reported
 	topNode int             // node of the top-level chain the walk started from
@@ -1364,6 +1378,10 @@ type skillChecker struct {
 	depthReported map[int]bool
 }
 
+// checkSkills follows skill nodes into the chains they call, recursively:
+// every called chain must exist, no chain may be on its own call path, and
+// nesting may not exceed max depth. Each sub-chain is resolved and explored
+// once (memoised), so the walk is linear in the call graph.
 func (v *validator) checkSkills() {
 	if v.opts.Resolve == nil {
 		return
@@ -1375,7 +1393,8 @@ func (v *validator) checkSkills() {
 	if max <= 0 {
 		max = DefaultMaxDepth
 	}
-	sc := &skillChecker{v: v, max: max, calls: map[string][]skillCall{}, known: map[string]bool{}, height: map[string]int{}, seen: map[string]bool{}, depthReported: map[int]bool{}}
+	sc := &skillChecker{v: v, max: max, calls: map[string][]skillCall{}, known: map[string]bool{},
+		memo: map[string]skillMemo{}, seen: map[string]bool{}, depthReported: map[int]bool{}}
 	top := v.c.Name
 	done := map[string]bool{}
 	for i := range v.c.Nodes {
@@ -1420,27 +1439,37 @@ func (sc *skillChecker) report(rule, msg string) {
 	sc.v.nodeIssue(sc.topNode, rule, SeverityError, "name", msg)
 }
 
+func (sc *skillChecker) tooDeep(path []string) {
+	if sc.depthReported[sc.topNode] {
+		return
+	}
+	sc.depthReported[sc.topNode] = true
+	sc.report(RuleMaxDepth, fmt.Sprintf("skill node %s nests sub-chains %d deep (%s), over max_depth %d", sc.v.node(sc.topNode), len(path)-1, strings.Join(path, " -> "), sc.max))
+}
+
 // call checks that the last chain on path may call callee; path[0] is the
-// chain being validated. It reports the deepest nesting found below callee
-// and whether that part of the call graph is free of problems.
-func (sc *skillChecker) call(path []string, callee string) (height int, clean bool) {
+// chain being validated. It returns what lies below callee, and complete =
+// false when the walk below was cut short (max_depth, limits).
+func (sc *skillChecker) call(path []string, callee string) (m skillMemo, complete bool) {
 	v := sc.v
 	topNode := v.node(sc.topNode)
-	full := strings.Join(append(append([]string(nil), path...), callee), " -> ")
-	for _, p := range path {
+	for k, p := range path {
 		if p == callee {
-			sc.report(RuleSkillCycle, fmt.Sprintf("skill node %s starts a sub-chain cycle: %s; a chain may not call itself, directly or through others", topNode, full))
-			return 0, false
+			cycle := strings.Join(append(append([]string(nil), path[k:]...), callee), " -> ")
+			full := strings.Join(append(append([]string(nil), path...), callee), " -> ")
+			msg := fmt.Sprintf("skill node %s leads into a sub-chain cycle %s (full path %s); a chain may not call itself, directly or through others", topNode, cycle, full)
+			if k == 0 {
+				msg = fmt.Sprintf("skill node %s starts a sub-chain cycle: %s; a chain may not call itself, directly or through others", topNode, full)
+			}
+			sc.report(RuleSkillCycle, msg)
+			return skillMemo{}, true
 		}
 	}
 	depth := len(path) // nesting level of callee
+	here := append(append([]string(nil), path...), callee)
 	if depth > sc.max {
-		if sc.depthReported[sc.topNode] {
-			return 0, false
-		}
-		sc.depthReported[sc.topNode] = true
-		sc.report(RuleMaxDepth, fmt.Sprintf("skill node %s nests sub-chains %d deep (%s), over max_depth %d", topNode, depth, full, sc.max))
-		return 0, false
+		sc.tooDeep(here)
+		return skillMemo{}, false
 	}
 	calls, ok := sc.resolve(callee)
 	if !ok {
@@ -1448,29 +1477,32 @@ func (sc *skillChecker) call(path []string, callee string) (height int, clean bo
 		if len(path) == 1 {
 			who = "node " + topNode
 		}
-		sc.report(RuleUnknownChain, fmt.Sprintf("skill node %s: %s calls chain %q, which does not exist (path %s)", topNode, who, callee, full))
-		return 0, false
+		sc.report(RuleUnknownChain, fmt.Sprintf("skill node %s: %s calls chain %q, which does not exist (path %s)", topNode, who, callee, strings.Join(here, " -> ")))
+		return skillMemo{}, true
 	}
-	if h, memo := sc.height[callee]; memo && depth+h <= sc.max {
-		return h, true
+	if m, done := sc.memo[callee]; done {
+		if depth+m.height > sc.max {
+			sc.tooDeep(append(here, m.deepest...))
+		}
+		return m, true
 	}
 	sc.visits++
 	if sc.visits > maxSkillVisits || len(path) > maxSkillRecursion {
-		return 0, false // give up quietly on pathological call graphs
+		return skillMemo{}, false // give up quietly on pathological call graphs
 	}
-	height, clean = 0, true
-	next := append(append([]string(nil), path...), callee)
+	complete = true
 	for _, cl := range calls {
-		h, ok := sc.call(next, cl.name)
+		below, ok := sc.call(here, cl.name)
 		if !ok {
-			clean = false
+			complete = false
 		}
-		if h+1 > height {
-			height = h + 1
+		if below.height+1 > m.height {
+			m.height = below.height + 1
+			m.deepest = append([]string{cl.name}, below.deepest...)
 		}
 	}
-	if clean {
-		sc.height[callee] = height
+	if complete {
+		sc.memo[callee] = m
 	}
-	return height, clean
+	return m, complete
 }

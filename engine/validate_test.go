@@ -177,7 +177,7 @@ func ruleCases() []ruleCase {
 		{name: "attached_conflict", chain: vchain(vnodes(Node{ID: "m", Kind: KindMap, ItemsPath: "input.xs", MapNode: "x"}, Node{ID: "p", Kind: KindParallel, Branches: []string{"x"}}, vtool("x"))),
 			rule: RuleAttachedConflict, sev: SeverityError, node: "x", phrase: "attached in only one way"},
 		{name: "attached_kind", chain: vchain(vnodes(Node{ID: "p", Kind: KindParallel, Branches: []string{"ask"}}, Node{ID: "ask", Kind: KindInterrupt})),
-			rule: RuleAttachedKind, sev: SeverityError, node: "ask", field: "kind", phrase: "may not be a interrupt node"},
+			rule: RuleAttachedKind, sev: SeverityError, node: "ask", field: "kind", phrase: "may not be an interrupt node"},
 		{name: "unknown_data_reference", chain: vchain(vnodes(vnode("a", KindTool, func(n *Node) { n.InputMap = map[string]string{"text": "ghost.output"} }))),
 			rule: RuleUnknownDataReference, sev: SeverityError, node: "a", field: "input_map.text", phrase: `there is no node "ghost"`},
 		{name: "unknown_data_reference_node_results", chain: vchain(vnodes(vnode("a", KindTool, func(n *Node) { n.InputMap = map[string]string{"text": "node_results.ghost.text"} }))),
@@ -203,7 +203,7 @@ func ruleCases() []ruleCase {
 		{name: "chain_cycle", chain: vchain(vnodes(vtool("r"), vtool("a"), vtool("b"), vtool("c")), vedge("r", "a"), vedge("a", "b"), vedge("b", "c"), vedge("c", "a")),
 			rule: RuleChainCycle, sev: SeverityError, node: "a", edge: "c->a", phrase: "cycle without max_iterations: a -> b -> c -> a"},
 		{name: "data_cycle", chain: vchain(vnodes(vnode("a", KindTool, func(n *Node) { n.InputMap = map[string]string{"x": "b.output"} }), vtool("b")), vedge("a", "b")),
-			rule: RuleDataCycle, sev: SeverityError, node: "a", field: "input_map", phrase: `b -> a -> b: "a" reads b.output`},
+			rule: RuleDataCycle, sev: SeverityError, node: "a", field: "input_map", phrase: `data dependency cycle b -> a -> b (each node waits for the one before it, through an edge or by reading its output): "a" reads b.output`},
 		{name: "loop_edge_not_in_cycle", chain: vchain(vnodes(vtool("a"), vtool("b")), vloop("a", "b", 3)),
 			rule: RuleLoopEdgeNotInCycle, sev: SeverityWarning, edge: "a->b", field: "max_iterations", phrase: `"b" starts as a root`},
 		{name: "loop_continue_no_exit", chain: vchain(vnodes(vtool("a"), vtool("b")), vedge("a", "b"),
@@ -564,6 +564,28 @@ func TestValidateSkillDepthOK(t *testing.T) {
 	}
 }
 
+func TestValidateSkillCycleThroughTopAndNestedUnknown(t *testing.T) {
+	opts := ValidateOptions{Resolve: resolverOf(skillChain("a", "main"), skillChain("b", "nowhere"))}
+	issues := ValidateWith(skillChain("main", "a", "b"), opts)
+	if len(issues) != 2 {
+		t.Fatalf("want skill_cycle and unknown_chain, got:%s", dump(issues))
+	}
+	if issues[0].Rule != RuleSkillCycle || issues[0].NodeID != "s0" || !strings.Contains(issues[0].Message, "main -> a -> main") {
+		t.Errorf("want skill_cycle main -> a -> main on s0, got:%s", dump(issues[:1]))
+	}
+	if issues[1].Rule != RuleUnknownChain || issues[1].NodeID != "s1" || !strings.Contains(issues[1].Message, `chain "b" calls chain "nowhere"`) || !strings.Contains(issues[1].Message, "main -> b -> nowhere") {
+		t.Errorf("want unknown_chain naming b -> nowhere on s1, got:%s", dump(issues[1:]))
+	}
+}
+
+func TestValidateCompiledAgentChainNameAccepted(t *testing.T) {
+	c := vchain(vnodes(vtool("a")))
+	c.Name = "__chain__sales-qualifier"
+	if issues := ValidateWith(c, ValidateOptions{Resolve: resolverOf()}); len(issues) != 0 {
+		t.Fatalf("the __chain__ prefix is the store's business; got:%s", dump(issues))
+	}
+}
+
 func TestValidateSkillChainMaxDepthField(t *testing.T) {
 	c := skillChain("main", "c1")
 	c.MaxDepth = 1
@@ -687,6 +709,107 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
+// FuzzValidateHandBuilt builds chains straight from the bytes, as a host or
+// the designer might (duplicate ids, dangling edges, self references,
+// unparseable expressions, values decode would refuse), and validates them.
+func FuzzValidateHandBuilt(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
+	f.Add([]byte("\x00\x00\x05\x01\x00\x01\x01\x01\x02\x01\x02\x00\x00\x01\x01\x00\x02\x02"))
+	f.Add([]byte("map parallel condition branch loop cycle"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := chainFromBytes(data)
+		Validate(c)
+		sub := chainFromBytes(append([]byte{3}, data...))
+		ValidateWith(c, ValidateOptions{
+			Resolve: func(name string) (*Chain, bool) {
+				switch name {
+				case "a", "b":
+					return c, true
+				case "c":
+					return sub, true
+				case "d":
+					return nil, true
+				}
+				return nil, false
+			},
+			Tools:    func(name string) bool { return name != "e" },
+			MaxDepth: int(len(data) % 4),
+			Limits:   Limits{MaxNodes: 6, MaxEdges: 9},
+		})
+	})
+}
+
+func chainFromBytes(data []byte) *Chain {
+	ids := []string{"a", "b", "c", "d", "e", "", "input", "ghost"}
+	kinds := append(append([]Kind(nil), Kinds...), "", "bogus")
+	exprs := []string{"a.output", "node_results.b", "{{ steps.x }}", "{{ ghost.y == 1 }}", "{{", "length(", "input.x",
+		"c.output.z", "", "@", "{{ when.a }}", "node_results", "{{ d.output.ok }} == yes", "`1`"}
+	labels := []string{"", "default", "true", "false", "h1", "h2", "x"}
+	pos := 0
+	next := func() int {
+		if pos >= len(data) {
+			return 0
+		}
+		b := int(data[pos])
+		pos++
+		return b
+	}
+	pick := func(ss []string) string { return ss[next()%len(ss)] }
+	c := &Chain{Name: pick(ids), MaxDepth: next()%4 - 1, Timeout: float64(next()%3 - 1)}
+	for pos < len(data) {
+		switch next() % 4 {
+		case 0, 3:
+			n := Node{ID: pick(ids), Kind: kinds[next()%len(kinds)], Name: pick(ids)}
+			flags := next()
+			if flags&1 != 0 {
+				n.MapNode = pick(ids)
+				n.ItemsPath = pick(exprs)
+			}
+			if flags&2 != 0 {
+				n.Branches = []string{pick(ids), pick(ids)}
+			}
+			if flags&4 != 0 {
+				n.OnError = pick(append(ids, "abort", "skip", "continue", "stop"))
+			}
+			if flags&8 != 0 {
+				n.Cases = []Case{{Handle: pick(labels), When: pick(exprs)}, {Handle: pick(labels), When: pick(exprs)}}
+			}
+			if flags&16 != 0 {
+				n.Condition = pick(exprs)
+				n.InputMap = map[string]string{"x": pick(exprs), "y": pick(exprs)}
+				n.SetState = map[string]string{"s": pick(exprs)}
+			}
+			if flags&32 != 0 {
+				n.Routing = pick([]string{"", "first", "all", "zzz"})
+				n.Dispatch = pick([]string{"", "parallel", "sequential", "zzz"})
+			}
+			if flags&64 != 0 {
+				r := next()%2 == 0
+				n.Reachable = &r
+				n.Retry = &Retry{MaxAttempts: next()%4 - 1, Backoff: pick([]string{"", "fixed", "x"}), InitialDelaySeconds: float64(next()%3 - 1)}
+				n.Timeout = float64(next()%3 - 1)
+			}
+			if flags&128 != 0 {
+				n.Config = map[string]any{"argv": []any{pick(ids), float64(next())}}
+			}
+			c.Nodes = append(c.Nodes, n)
+		case 1:
+			e := Edge{ID: pick([]string{"", "e1", "e2"}), Source: pick(ids), Target: pick(ids), Label: pick(labels)}
+			flags := next()
+			if flags&1 != 0 {
+				e.Condition = pick(exprs)
+			}
+			e.Default = flags&2 != 0
+			e.MaxIterations = next()%4 - 1
+			e.OnMaxReached = pick([]string{"", "error", "continue", "zzz"})
+			c.Edges = append(c.Edges, e)
+		case 2:
+			c.EntryNode = pick(ids)
+		}
+	}
+	return c
+}
+
 // --- performance -------------------------------------------------------------
 
 // bigChain: n nodes, each i -> i+1 and i -> i+2 (about 2n edges); every
@@ -761,5 +884,15 @@ func BenchmarkValidate10kNodesChecksOnly(b *testing.B) {
 		if issues := validateGraph(g, ValidateOptions{}); len(issues) != 0 {
 			b.Fatal(issues[0])
 		}
+	}
+}
+
+// BenchmarkValidate10kNodesGraphBuild measures building the graph alone (it
+// parses every expression), the other part of Validate.
+func BenchmarkValidate10kNodesGraphBuild(b *testing.B) {
+	c := bigChain(10_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		newGraph(c)
 	}
 }
