@@ -22,6 +22,31 @@ import (
 // Of concurrent resumes of one pause exactly one wins (the checkpointer's
 // claim is atomic); the others get *AlreadyResumedError.
 func (e *Engine) Resume(ctx context.Context, runID string, value *ResumeValue, modifiedState map[string]any, opts ResumeOptions) (*Result, error) {
+	rs, err := e.StartResume(ctx, runID, value, modifiedState, opts)
+	if err != nil {
+		return nil, err
+	}
+	return rs.Run(ctx)
+}
+
+// Resumption is a resume that passed every check and holds its claim on the
+// run; Run executes it. Hosts use the split to answer a resume request at
+// once (404/409/422) and run the continuation in the background.
+type Resumption struct {
+	e       *Engine
+	runID   string
+	log     []Checkpoint
+	start   *StartRecord
+	p       *Prepared
+	rec     *ResumeRecord
+	opts    ResumeOptions
+	started bool
+}
+
+// StartResume checks a resume against seed 001's table and claims the run
+// (and its interrupt, when resuming with a value). The caller must call Run
+// or Release on the returned Resumption.
+func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeValue, modifiedState map[string]any, opts ResumeOptions) (*Resumption, error) {
 	log, err := e.opts.Checkpointer.Load(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -30,56 +55,79 @@ func (e *Engine) Resume(ctx context.Context, runID string, value *ResumeValue, m
 	if start == nil {
 		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
 	}
-	if _, busy := e.active.Load(runID); busy {
+	busy := func() error {
 		if value != nil { // nothing is pending while the run executes (another resume may have claimed it)
-			return nil, &AlreadyResumedError{RunID: runID}
+			return &AlreadyResumedError{RunID: runID}
 		}
-		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
+		return &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
 	}
 	status := StatusFailed // a log with no end entry: the process died mid-run
 	if last != nil {
 		status = last.Status
 	}
-	claimed := ""
 	switch {
-	case status == StatusPaused && value != nil:
-		if claimed, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID); err != nil {
-			return nil, err
-		}
-	case status == StatusPaused:
+	case status == StatusPaused && value == nil:
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is paused at an interrupt; resume it with a value"}}
-	case value != nil:
+	case status != StatusPaused && value != nil:
+		if _, running := e.active.Load(runID); running {
+			return nil, busy()
+		}
 		return nil, &AlreadyResumedError{RunID: runID}
 	case status == StatusCompleted || status == StatusPartial:
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("the run is %s; there is nothing to resume", status)}}
 	}
-	if _, busy := e.active.LoadOrStore(runID, struct{}{}); busy {
-		if value != nil {
-			return nil, &AlreadyResumedError{RunID: runID}
-		}
-		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is being resumed by another request"}}
+	// Hold the run before claiming its interrupt, so a claim is never spent
+	// by a resume that then finds the run busy.
+	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
+		return nil, busy()
 	}
-	defer e.active.Delete(runID)
-
+	claimed := ""
+	if value != nil {
+		if claimed, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID); err != nil {
+			e.active.Delete(runID)
+			return nil, err
+		}
+	}
 	p := e.Prepare(ctx, start.Chain)
 	if p.plan == nil {
+		e.active.Delete(runID)
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
 	}
-	r := newRun(ctx, e, p, runID, start.Input, opts.Sink)
-	r.depth = start.Depth
-	r.replay(log)
-	r.resumeDispatchers()
-	if opts.NextSeq > 0 {
-		r.seq = opts.NextSeq - 1
-	}
-
 	rec := &ResumeRecord{NodeID: claimed, HasValue: value != nil, ModifiedState: modifiedState}
 	if value != nil {
 		rec.Value = value.Value
 	}
-	r.addCheckpoint(Checkpoint{Kind: CheckpointResume, Resume: rec})
-	r.applyResume(rec)
-	if claimed == "" {
+	return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts}, nil
+}
+
+// NodeID returns the interrupted node being resumed ("" for a failed run).
+func (rs *Resumption) NodeID() string { return rs.rec.NodeID }
+
+// Release gives up a Resumption that will not be run.
+func (rs *Resumption) Release() {
+	if !rs.started {
+		rs.started = true
+		rs.e.active.Delete(rs.runID)
+	}
+}
+
+// Run rebuilds the run from its log and continues it under ctx.
+func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
+	if rs.started {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: rs.runID, Msg: "this resumption was already run or released"}}
+	}
+	rs.started = true
+	defer rs.e.active.Delete(rs.runID)
+	r := newRun(ctx, rs.e, rs.p, rs.runID, rs.start.Input, rs.opts.Sink)
+	r.depth = rs.start.Depth
+	r.replay(rs.log)
+	r.resumeDispatchers()
+	if rs.opts.NextSeq > 0 {
+		r.seq = rs.opts.NextSeq - 1
+	}
+	r.addCheckpoint(Checkpoint{Kind: CheckpointResume, Resume: rs.rec})
+	r.applyResume(rs.rec)
+	if rs.rec.NodeID == "" {
 		r.restartFailed()
 	}
 	r.loop()
