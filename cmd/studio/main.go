@@ -1,5 +1,6 @@
 // Command studio designs, validates, runs and watches chains.
 //
+//	studio [serve]              start the studio on http://127.0.0.1:8080
 //	studio help                 list the commands
 //	studio validate FILE        check a chain document
 //	studio run FILE             run a chain headless
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -23,6 +25,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"serve", "start the studio (the default): designer, JSON API, A2E host", cmdServe},
 		{"validate", "check a chain file (studio or A2E chain/req JSON); exit 1 on any error", cmdValidate},
 		{"run", "run a chain file headless, printing events as they happen and the result", cmdRun},
 		{"help", "show this list, or `studio help COMMAND` for a command's flags", nil},
@@ -45,9 +48,8 @@ func main() {
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return exitUsage
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
+		return cmdServe(ctx, args, stdout, stderr) // `studio` alone, or `studio --addr …`, serves
 	}
 	name, rest := args[0], args[1:]
 	if name == "help" || name == "-h" || name == "--help" {

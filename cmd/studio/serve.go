@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/examples"
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web"
+)
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", envOr("STUDIO_ADDR", "127.0.0.1:8080"), "listen address (env STUDIO_ADDR); anything but loopback needs --token or --insecure")
+	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "SQLite database file (env STUDIO_DB)")
+	token := fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer token required by the API and pages (env STUDIO_TOKEN)")
+	insecure := fs.Bool("insecure", false, "allow listening off loopback without a token")
+	workspace := fs.String("workspace", "", "folder read_file/write_file may use (default: file access disabled)")
+	var allowProc listFlag
+	fs.Var(&allowProc, "allow-proc", "executable proc nodes may run (repeatable; default: none)")
+	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
+	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
+	verbose := fs.Bool("v", false, "log every request")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: studio serve [flags]\n\nStarts the studio: the designer in the browser, the JSON API and the A2E host.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	db, err := store.Open(ctx, *dbPath, store.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	defer db.Close()
+	if n, err := db.RecoverInterrupted(ctx); err != nil {
+		fmt.Fprintf(stderr, "studio: recover runs: %v\n", err)
+		return exitFailed
+	} else if n > 0 {
+		log.Info("marked runs interrupted by the last stop as failed; resume them to continue", "runs", n)
+	}
+	if !*noExamples {
+		if err := loadExamples(ctx, db, log); err != nil {
+			fmt.Fprintf(stderr, "studio: load examples: %v\n", err)
+			return exitFailed
+		}
+	}
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
+	reg.SetInline(builtin.Inline...)
+	srv, err := web.New(web.Config{Addr: *addr, Token: *token, Insecure: *insecure, Logger: log}, web.Deps{DB: db, Registry: reg})
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	err = srv.ListenAndServe(ctx, func(url string) {
+		log.Info("Chain Studio is running", "url", url, "db", *dbPath)
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// loadExamples saves the example chains into an empty database.
+func loadExamples(ctx context.Context, db *store.DB, log *slog.Logger) error {
+	_, total, err := db.ListChains(ctx, store.ChainFilter{Limit: 1})
+	if err != nil || total > 0 {
+		return err
+	}
+	all, err := examples.All()
+	if err != nil {
+		return err
+	}
+	for _, ex := range all {
+		c, err := engine.Decode(ex.Data, engine.Limits{})
+		if err != nil {
+			return fmt.Errorf("%s: %w", ex.File, err)
+		}
+		if _, err := db.CreateChain(ctx, c, "example"); err != nil {
+			return fmt.Errorf("%s: %w", ex.File, err)
+		}
+	}
+	log.Info("loaded example chains", "count", len(all))
+	return nil
+}

@@ -1,0 +1,203 @@
+package web
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// cookieName holds the token for browsers after login.
+const cookieName = "studio_token"
+
+// contentSecurityPolicy allows scripts, styles, images and connections only
+// from the studio itself (front-end libraries are vendored, never a CDN).
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+func (s *Server) newEcho() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
+	e.Use(s.recoverer)
+	e.Use(s.accessLog)
+	e.Use(securityHeaders)
+	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.BodyLimit)))
+	e.Use(s.sameOrigin)
+	e.Use(s.authenticate)
+	s.routes(e)
+	return e
+}
+
+// securityHeaders sets the headers every response carries.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+		return next(c)
+	}
+}
+
+// sameOrigin refuses state-changing requests a browser sends from another
+// site (CSRF): the Origin (or, without it, Sec-Fetch-Site) must be ours.
+// Requests without either header come from programs, which carry the token.
+func (s *Server) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		req := c.Request()
+		if origin := req.Header.Get("Origin"); origin != "" {
+			u, err := url.Parse(origin)
+			if err != nil || u.Host != req.Host {
+				return apiError(http.StatusForbidden, "cross_site", fmt.Sprintf("cross-site request refused: Origin %q is not this studio (%s)", origin, req.Host), nil)
+			}
+			return next(c)
+		}
+		if site := req.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+			return apiError(http.StatusForbidden, "cross_site", "cross-site request refused", nil)
+		}
+		return next(c)
+	}
+}
+
+// publicPaths need no token: the health check, the login page, and the
+// static assets the login page uses.
+func publicPath(p string) bool {
+	return p == "/healthz" || p == "/login" || strings.HasPrefix(p, "/static/")
+}
+
+// authenticate requires the token on every other route when one is set:
+// `Authorization: Bearer <token>` for programs, the login cookie for browsers.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.Token == "" || publicPath(c.Path()) || publicPath(c.Request().URL.Path) {
+			return next(c)
+		}
+		if s.validToken(c.Request()) {
+			return next(c)
+		}
+		if wantsHTML(c.Request()) {
+			return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+		}
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="studio"`)
+		return apiError(http.StatusUnauthorized, "unauthorized", "this studio needs a token: send Authorization: Bearer <token>", nil)
+	}
+}
+
+func (s *Server) validToken(req *http.Request) bool {
+	got := ""
+	if h := req.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		got = strings.TrimPrefix(h, "Bearer ")
+	} else if ck, err := req.Cookie(cookieName); err == nil {
+		got = ck.Value
+	}
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+}
+
+// wantsHTML: a browser navigating to a page (not an API or htmx call).
+func wantsHTML(req *http.Request) bool {
+	return !strings.HasPrefix(req.URL.Path, "/v1/") && req.Header.Get("HX-Request") == "" &&
+		strings.Contains(req.Header.Get("Accept"), "text/html")
+}
+
+// recoverer turns a panic into a 500 with no stack trace for the client.
+func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("panic in handler", "path", c.Request().URL.Path, "panic", fmt.Sprint(v),
+					"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+				err = apiError(http.StatusInternalServerError, "internal", "internal error (logged with the request id)", nil)
+			}
+		}()
+		return next(c)
+	}
+}
+
+// accessLog writes one structured line per request, with its request id.
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.Log(c.Request().Context(), level, "request",
+			"method", c.Request().Method, "path", c.Request().URL.Path, "status", status,
+			"duration_ms", time.Since(start).Milliseconds(),
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		return nil
+	}
+}
+
+// APIError is the JSON error every API route answers with:
+// {"error": {"code", "message", "details"}}.
+type APIError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+func apiError(status int, code, msg string, details any) *APIError {
+	return &APIError{Status: status, Code: code, Message: msg, Details: details}
+}
+
+// errorHandler renders every error as JSON (API) or a short page (browser).
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *APIError
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &he):
+		code := strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
+		msg := fmt.Sprint(he.Message)
+		if he.Code == http.StatusRequestEntityTooLarge {
+			msg = fmt.Sprintf("request body is over the %d-byte limit", s.cfg.BodyLimit)
+		}
+		ae = apiError(he.Code, code, msg, nil)
+	default:
+		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		ae = apiError(http.StatusInternalServerError, "internal", "internal error (logged with the request id)", nil)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(ae.Status)
+		return
+	}
+	if wantsHTML(c.Request()) {
+		_ = c.HTML(ae.Status, "<!doctype html><title>Error</title><p>"+htmlEscape(ae.Message)+"</p><p><a href=\"/\">Chains</a></p>")
+		return
+	}
+	_ = c.JSON(ae.Status, map[string]any{"error": ae})
+}
+
+func htmlEscape(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
+	return r.Replace(s)
+}

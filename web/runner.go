@@ -1,0 +1,199 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/google/uuid"
+)
+
+// errShutdown is the cause runs are cancelled with when the studio stops;
+// they are checkpointed and can be resumed after the restart.
+var errShutdown = errors.New("the studio is shutting down; resume the run after restart")
+
+// Runner starts, resumes, re-runs and cancels runs in the background, and
+// tells the hub when each one stops.
+type Runner struct {
+	eng    *engine.Engine
+	db     *store.DB
+	hub    *Hub
+	events *store.EventWriter
+	log    *slog.Logger
+
+	base   context.Context
+	stop   context.CancelCauseFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	active map[string]context.CancelCauseFunc
+}
+
+func newRunner(eng *engine.Engine, db *store.DB, hub *Hub, events *store.EventWriter, log *slog.Logger) *Runner {
+	base, stop := context.WithCancelCause(context.Background())
+	return &Runner{eng: eng, db: db, hub: hub, events: events, log: log, base: base, stop: stop, active: map[string]context.CancelCauseFunc{}}
+}
+
+// Start runs a saved chain version in the background and returns the run id.
+func (r *Runner) Start(ctx context.Context, ch *store.Chain, input map[string]any) (string, error) {
+	id := uuid.NewString()
+	if input == nil {
+		input = map[string]any{}
+	}
+	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun,
+		Input: input, Status: engine.StatusRunning, Started: time.Now()}
+	if _, err := r.db.CreateRun(ctx, run); err != nil {
+		return "", fmt.Errorf("create run: %w", err)
+	}
+	doc := ch.Doc
+	r.launch(id, func(ctx context.Context) (*engine.Result, error) {
+		return r.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
+	})
+	return id, nil
+}
+
+// StartAdHoc runs a chain that is not saved (A2E requests), with an extra sink
+// for this run's events. It blocks until the run stops.
+func (r *Runner) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error) {
+	id := uuid.NewString()
+	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: engine.StatusRunning, Started: time.Now()}
+	if _, err := r.db.CreateRun(ctx, run); err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	rctx, cancel := context.WithCancelCause(r.base)
+	defer cancel(nil)
+	stopWithCaller := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	defer stopWithCaller()
+	if !r.track(id, cancel) {
+		return nil, errShutdown
+	}
+	defer r.untrack(id)
+	res, err := r.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
+	r.hub.End(id)
+	return res, err
+}
+
+// Resume checks a resume against the resume contract and, when it is
+// allowed, continues the run in the background. The error is the engine's
+// typed resume error (404/409/422 in the API).
+func (r *Runner) Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error {
+	if err := r.events.Flush(ctx); err != nil {
+		return fmt.Errorf("flush events: %w", err)
+	}
+	maxSeq, err := r.db.MaxSeq(ctx, runID)
+	if err != nil {
+		return err
+	}
+	rs, err := r.eng.StartResume(ctx, runID, value, modified, engine.ResumeOptions{NextSeq: maxSeq + 1})
+	if err != nil {
+		return err
+	}
+	if !r.launch(runID, rs.Run) {
+		rs.Release()
+		return errShutdown
+	}
+	return nil
+}
+
+// Rerun starts a new run of runID's chain that keeps the outputs upstream of
+// fromNode and executes from there.
+func (r *Runner) Rerun(ctx context.Context, runID, fromNode string, input map[string]any) (string, error) {
+	orig, err := r.db.GetRun(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	id := uuid.NewString()
+	if input == nil {
+		input = orig.Input
+	}
+	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
+		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: engine.StatusRunning, Started: time.Now()}
+	if _, err := r.db.CreateRun(ctx, run); err != nil {
+		return "", fmt.Errorf("create run: %w", err)
+	}
+	r.launch(id, func(ctx context.Context) (*engine.Result, error) {
+		return r.eng.RerunFrom(ctx, runID, fromNode, input, engine.RunOptions{RunID: id, ParentRunID: runID})
+	})
+	return id, nil
+}
+
+// Cancel stops a running run; it ends `cancelled` and can be resumed.
+func (r *Runner) Cancel(runID string) bool {
+	r.mu.Lock()
+	cancel, ok := r.active[runID]
+	r.mu.Unlock()
+	if ok {
+		cancel(errors.New("cancelled by a user"))
+	}
+	return ok
+}
+
+// Active reports whether a run is executing in this process.
+func (r *Runner) Active(runID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.active[runID]
+	return ok
+}
+
+func (r *Runner) track(id string, cancel context.CancelCauseFunc) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.base.Err() != nil {
+		return false
+	}
+	r.active[id] = cancel
+	r.wg.Add(1)
+	return true
+}
+
+func (r *Runner) untrack(id string) {
+	r.mu.Lock()
+	delete(r.active, id)
+	r.mu.Unlock()
+	r.wg.Done()
+}
+
+// launch runs fn in the background under the runner's context.
+func (r *Runner) launch(id string, fn func(context.Context) (*engine.Result, error)) bool {
+	ctx, cancel := context.WithCancelCause(r.base)
+	if !r.track(id, cancel) {
+		cancel(nil)
+		return false
+	}
+	go func() {
+		defer r.untrack(id)
+		defer cancel(nil)
+		res, err := fn(ctx)
+		if err != nil {
+			r.log.Error("run failed to execute", "run_id", id, "err", err)
+		} else if res != nil {
+			r.log.Info("run stopped", "run_id", id, "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
+		}
+		r.hub.End(id)
+	}()
+	return true
+}
+
+// Shutdown cancels every running run (they are checkpointed and end
+// `cancelled`, resumable after restart) and waits for them to stop.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	r.stop(errShutdown)
+	r.mu.Lock()
+	for _, cancel := range r.active {
+		cancel(errShutdown)
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runs still stopping at shutdown: %w", ctx.Err())
+	}
+}
