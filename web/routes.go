@@ -10,6 +10,7 @@ import (
 // access test walks it to prove none is left open when a token is set.
 func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
+	s.pageRoutes(e)
 }
 
 func (s *Server) healthz(c echo.Context) error {
