@@ -102,8 +102,8 @@ func (p *Prepared) Chain() *Chain { return p.chain }
 
 // Prepare validates and indexes a chain.
 func (e *Engine) Prepare(ctx context.Context, c *Chain) *Prepared {
-	issues := ValidateWith(c, e.validateOptions(ctx))
 	g := newGraph(c)
+	issues := validateGraph(g, e.validateOptions(ctx))
 	p := &Prepared{chain: c, g: g, issues: issues}
 	if !HasErrors(issues) {
 		p.plan = newPlan(g, e.opts.Registry)

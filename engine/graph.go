@@ -161,7 +161,7 @@ func (g *graph) nodeRefs(e *expr.Expr) []int {
 }
 
 func (g *graph) parse(node, edge int, field, src string) *expr.Expr {
-	e, err := expr.Parse(src)
+	e, err := parseExpr(src)
 	if err != nil {
 		g.exprErrs = append(g.exprErrs, exprErr{node: node, edge: edge, field: field, err: err})
 		return nil

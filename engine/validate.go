@@ -30,12 +30,13 @@ package engine
 //	invalid_proc_argv          error     a proc node's config.argv is not a non-empty array of strings
 //	branch_no_condition        error     a branch node has no condition
 //	branch_no_edges            error     a branch node has neither a "true" nor a "false" edge
-//	branch_missing_edge        warning   a branch node has only one of its "true"/"false" edges
+//	branch_missing_edge        warning   a branch node has only one of its "true"/"false" edges and no
+//	                                     fallback ("default" or unlabelled) edge
 //	condition_no_cases         error     a condition node declares no cases
 //	invalid_handle             error     a case handle is empty or "default"
 //	duplicate_handle           error     two cases of a condition node share a handle
 //	condition_handles          error     a condition node lacks the edge for a case handle, or a
-//	                                     default edge (label "default", default: true, or unlabelled)
+//	                                     default edge (labelled "default", or unlabelled: the router's fallback)
 //	unknown_handle             warning   an edge from a condition/branch node whose label matches no handle
 //	missing_map_node           error     a map node has no map_node
 //	missing_items_path         error     a map node has no items_path
@@ -54,7 +55,7 @@ package engine
 //	                                     edge condition) reads a name that is neither reserved nor a node
 //	multiple_unconditional     error     routing "first": conditional edges with more than one
 //	                                     unconditional edge alongside
-//	multiple_defaults          error     routing "all": more than one default edge
+//	multiple_defaults          error     routing "all": more than one edge with default: true
 //	default_with_condition     error     routing "all": a default edge carries a condition
 //	sibling_guard_parallel     error     routing "all", dispatch parallel: an edge condition reads
 //	                                     steps/when (a sibling), which is always unset then
@@ -868,6 +869,9 @@ func (v *validator) checkRouting(i int) {
 		// the labelled edge, else "default", else an unlabelled edge
 		hasTrue, hasFalse, fallback := false, false, false
 		for _, k := range out {
+			if c.Edges[k].Default {
+				fallback = true
+			}
 			switch lbl := c.Edges[k].Label; lbl {
 			case branchTrueLabel:
 				hasTrue = true
@@ -947,7 +951,7 @@ func (v *validator) checkConditionHandles(i int) {
 	for _, k := range out {
 		e := &c.Edges[k]
 		labels[e.Label] = true
-		if e.Label == defaultHandleLabel || e.Label == "" { // how the router falls back
+		if e.Label == defaultHandleLabel || e.Label == "" || e.Default { // how the router falls back
 			hasDefault = true
 		}
 	}

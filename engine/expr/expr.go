@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/jmespath/go-jmespath"
@@ -165,7 +166,9 @@ type Expr struct {
 	root node
 
 	// JMESPath
-	jp        *jmespath.JMESPath
+	jp        *jmespath.JMESPath // compiled on first evaluation: validation only parses
+	jpOnce    sync.Once
+	jpErr     error
 	roots     []string   // top-level names read
 	readsRoot bool       // reads "@"
 	chains    [][]string // static field chains checked in strict mode

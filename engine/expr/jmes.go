@@ -151,11 +151,6 @@ func (e *Expr) parseJMESPath(lim Limits) (err error) {
 	if perr != nil {
 		return e.jmesSyntaxError(perr)
 	}
-	jp, perr := jmespath.Compile(e.src)
-	if perr != nil {
-		return e.jmesSyntaxError(perr)
-	}
-	e.jp = jp
 	a := jmesAnalysis{seen: map[string]bool{}}
 	if jast.ok {
 		root := toJNode(reflect.ValueOf(ast))
@@ -397,6 +392,14 @@ func (e *Expr) evalJMESPath(s Scope, strict bool) (result any, err error) {
 			result, err = nil, &EvalError{Src: e.src, Msg: "evaluation failed"}
 		}
 	}()
+	e.jpOnce.Do(func() {
+		// The source already parsed, so this cannot fail with a syntax error;
+		// it is deferred because compiling builds a function table (≈80 allocations).
+		e.jp, e.jpErr = jmespath.Compile(e.src)
+	})
+	if e.jpErr != nil {
+		return nil, &EvalError{Src: e.src, Msg: e.jpErr.Error()}
+	}
 	v, err := e.jp.Search(data)
 	if err != nil {
 		return nil, &EvalError{Src: e.src, Msg: err.Error()}
