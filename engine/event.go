@@ -80,9 +80,9 @@ const memorySinkChunk = 512
 func (m *MemorySink) Emit(e Event) {
 	m.mu.Lock()
 	if k := len(m.chunks); k == 0 || len(m.chunks[k-1]) == cap(m.chunks[k-1]) {
-		size := memorySinkChunk
-		if k == 0 {
-			size = 32 // most runs are small
+		size := 32 // most runs are small; chunks double up to memorySinkChunk
+		if k > 0 {
+			size = min(2*cap(m.chunks[k-1]), memorySinkChunk)
 		}
 		m.chunks = append(m.chunks, make([]Event, 0, size))
 	}

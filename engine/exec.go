@@ -604,10 +604,11 @@ func (r *run) nodeDone(i int, c completion) {
 	nr := &r.res[i]
 	nr.Status, nr.Output, nr.Matched = PhaseDone, out, c.matched
 	rt := r.route(i, out, c.matched)
-	r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Matched: c.matched, Attempt: c.attempts, Iteration: r.iterations[i], Edges: r.edgeIDs(rt.fired)})
+	fired := r.edgeIDs(rt.fired)
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Matched: c.matched, Attempt: c.attempts, Iteration: r.iterations[i], Edges: fired, Time: c.ended})
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched,
 		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes,
-		Fired: r.edgeIDs(rt.fired), Pruned: r.edgeIDs(rt.pruned), Held: rt.held, Sequential: rt.sequential, Failed: r.failedIDs(rt.failed)}
+		Fired: fired, Pruned: r.edgeIDs(rt.pruned), Held: rt.held, Sequential: rt.sequential, Failed: r.failedIDs(rt.failed)}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 	if rt.err != nil {
 		r.failRouting(i, rt.err)

@@ -57,6 +57,9 @@ func ExportA2E(c *Chain) (*Request, error) {
 	case c.MaxDepth != 0:
 		return nil, &ExportError{Field: "max_depth", Msg: "A2E has no sub-chain depth setting"}
 	}
+	if len(c.Nodes) == 0 {
+		return nil, &ExportError{Field: "nodes", Msg: "a chain/req needs at least one node"}
+	}
 	nodes := make([]Node, len(c.Nodes))
 	idx := make(map[string]int, len(c.Nodes))
 	for i := range c.Nodes {

@@ -83,7 +83,10 @@ type run struct {
 	edgeIdx         map[string]int
 	reuse           map[string]*NodeRecord
 
+	cpBusy    bool       // a checkpoint write is in flight
+	cpDone    chan error // its result
 	ready     []int
+	readyHead int // ready[readyHead:] are waiting to start
 	skipQueue []int
 	running   int
 	done      chan completion
@@ -128,14 +131,20 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		ctx: rctx, cancel: func(err error) { cancel(err); cancelTimeout() },
 		started: time.Now(), maxConc: maxConc, strict: c.StrictConditions, sink: sink,
 		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
-		hasOut: make([]bool, n), res: make([]NodeResult, n), status: make([]nodeStatus, n),
-		decided: make([]int32, n), fired: make([]int32, n), activators: make([][]int, n),
-		loopAct: make([]int, n), pruneReason: make([]string, n), presetErr: make([]error, n),
-		depsLeft: make([]int32, n), depsDone: make([]bool, n), iterations: make([]int, n),
+		res: make([]NodeResult, n), status: make([]nodeStatus, n), activators: make([][]int, n),
+		pruneReason: make([]string, n), presetErr: make([]error, n),
 		loopCount: make([]int, len(c.Edges)), done: make(chan completion, min(n, 32)+1),
-		quit: make(chan struct{}), stopped: make([]bool, n), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
+		quit: make(chan struct{}), cpDone: make(chan error, 1), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
 		timeout: time.Duration(timeout * float64(time.Second)),
 	}
+	// Per-node counters share a few backing arrays: a small run pays a handful
+	// of allocations, not one per field.
+	i32 := make([]int32, 3*n)
+	r.decided, r.fired, r.depsLeft = i32[:n:n], i32[n:2*n:2*n], i32[2*n:]
+	ints := make([]int, 2*n)
+	r.loopAct, r.iterations = ints[:n:n], ints[n:]
+	bools := make([]bool, 3*n)
+	r.hasOut, r.depsDone, r.stopped = bools[:n:n], bools[n:2*n:2*n], bools[2*n:]
 	for i := range c.Nodes {
 		r.res[i].NodeID = c.Nodes[i].ID
 		r.loopAct[i] = -1
@@ -212,25 +221,53 @@ func (r *run) addCheckpoint(cp Checkpoint) {
 	cp.Time = time.Now()
 	cp.EventSeq = r.lastSeq()
 	r.cps = append(r.cps, cp)
+	if len(r.cps) >= checkpointBatch {
+		if r.cpBusy { // bound what waits in memory: let the write in flight finish
+			r.checkpointWritten(<-r.cpDone)
+		}
+		r.flushCheckpoints()
+	}
 }
 
-// flushCheckpoints writes the batched checkpoints. A checkpointer failure
-// stops the run: a run that cannot be checkpointed cannot be resumed.
+// checkpointBatch bounds how many checkpoints wait for one write.
+const checkpointBatch = 256
+
+// Checkpoints are written in the background, one batch at a time (group
+// commit): while a write is in flight the coordinator keeps running nodes
+// and collecting entries, and hands them over as the next batch when the
+// write returns. A run therefore pays one commit per batch, not per node.
+// A crash can lose the entries of the batch in flight; their nodes simply
+// run again on resume. Pauses and the run's end wait for every write.
+
+// flushCheckpoints hands the collected entries to the writer if it is idle.
 func (r *run) flushCheckpoints() {
-	if len(r.cps) == 0 {
+	if len(r.cps) == 0 || r.cpBusy {
 		return
 	}
-	// Write even when the run's context is done: the final entries matter most.
-	ctx := context.WithoutCancel(r.ctx)
-	if err := r.e.opts.Checkpointer.Append(ctx, r.id, r.cps); err != nil {
-		r.cps = r.cps[:0]
-		if r.infraErr == nil {
-			r.infraErr = fmt.Errorf("engine: checkpoint run %s: %w", r.id, err)
-			r.fail(&RunError{Code: CodeCheckpoint, Message: "checkpoint failed: " + err.Error()}, &ChainCheckpointError{RunID: r.id, Msg: err.Error()})
+	batch := r.cps
+	r.cps = make([]Checkpoint, 0, min(2*len(batch), checkpointBatch))
+	r.cpBusy = true
+	ctx := context.WithoutCancel(r.ctx) // write even when the run is stopping: the final entries matter most
+	go func() { r.cpDone <- r.e.opts.Checkpointer.Append(ctx, r.id, batch) }()
+}
+
+// checkpointWritten handles the end of a background write.
+func (r *run) checkpointWritten(err error) {
+	r.cpBusy = false
+	if err != nil && r.infraErr == nil {
+		r.infraErr = fmt.Errorf("engine: checkpoint run %s: %w", r.id, err)
+		r.fail(&RunError{Code: CodeCheckpoint, Message: "checkpoint failed: " + err.Error()}, &ChainCheckpointError{RunID: r.id, Msg: err.Error()})
+	}
+}
+
+// syncCheckpoints waits until every collected entry is written.
+func (r *run) syncCheckpoints() {
+	for r.cpBusy || len(r.cps) > 0 {
+		if r.cpBusy {
+			r.checkpointWritten(<-r.cpDone)
 		}
-		return
+		r.flushCheckpoints()
 	}
-	r.cps = r.cps[:0]
 }
 
 // fail stops the run with an error; the first failure wins.
@@ -273,7 +310,7 @@ func (r *run) loop() {
 		}
 		if r.running == 0 {
 			r.drainSkips()
-			if !r.stopping && len(r.ready) > 0 {
+			if !r.stopping && r.hasReady() {
 				continue
 			}
 			if !r.stopping && r.resolveDead() {
@@ -281,9 +318,7 @@ func (r *run) loop() {
 			}
 			break
 		}
-		if len(r.done) == 0 {
-			r.flushCheckpoints()
-		}
+		r.flushCheckpoints()
 		if r.stopping && grace == nil {
 			t := time.NewTimer(r.stopGrace())
 			defer t.Stop()
@@ -292,6 +327,8 @@ func (r *run) loop() {
 		select {
 		case c := <-r.done:
 			r.complete(c)
+		case err := <-r.cpDone:
+			r.checkpointWritten(err)
 		case <-ctxDone:
 			ctxDone = nil
 			r.stopFromContext()
@@ -299,7 +336,7 @@ func (r *run) loop() {
 			r.abandonRunning()
 		}
 	}
-	r.flushCheckpoints()
+	r.syncCheckpoints()
 }
 
 // abandonRunning gives up on nodes still running after the stop grace: they
@@ -346,18 +383,20 @@ func (r *run) stopFromContext() {
 }
 
 func (r *run) launchReady() {
-	for len(r.ready) > 0 && r.running < r.maxConc && !r.stopping {
-		i := r.ready[0]
-		r.ready = r.ready[1:]
+	for r.hasReady() && r.running < r.maxConc && !r.stopping {
+		i := r.ready[r.readyHead]
+		r.readyHead++
 		if r.status[i] != nsReady {
 			continue
 		}
 		r.start(i)
 	}
-	if len(r.ready) == 0 {
-		r.ready = r.ready[:0:0]
+	if !r.hasReady() { // reuse the queue's array
+		r.ready, r.readyHead = r.ready[:0], 0
 	}
 }
+
+func (r *run) hasReady() bool { return r.readyHead < len(r.ready) }
 
 // activate marks a node as due to run once its data dependencies finished.
 func (r *run) activate(i int) {
@@ -492,7 +531,7 @@ func (r *run) resolveDead() bool {
 		}
 	}
 	r.drainSkips()
-	return changed || len(r.ready) > 0
+	return changed || r.hasReady()
 }
 
 // setOutput records a node's output where expressions can read it.
@@ -578,10 +617,7 @@ func (r *run) finishRun() (*Result, error) {
 	res := r.result(status)
 	end := &EndRecord{Status: status, Error: r.runErr, Final: res.FinalOutput, NodesRun: r.nodesRun}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
-	r.flushCheckpoints()
-	if f, ok := r.sink.(Flusher); ok {
-		_ = f.Flush(context.WithoutCancel(r.ctx))
-	}
+	r.syncCheckpoints()
 	for _, s := range flushers(r.sink) {
 		_ = s.Flush(context.WithoutCancel(r.ctx))
 	}
@@ -602,6 +638,9 @@ func isHandlerOnly(g *graph, i int) bool {
 }
 
 func flushers(s EventSink) []Flusher {
+	if f, ok := s.(Flusher); ok {
+		return []Flusher{f}
+	}
 	var out []Flusher
 	if m, ok := s.(MultiSink); ok {
 		for _, x := range m {

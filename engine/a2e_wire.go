@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// EventMessage is an A2E chain/event message (seed 000), field for field.
+// Output carries the node's output on "done"; Error the message on "error".
+// Phases beyond seed 000's four are passed through as is: on "progress"
+// Output carries the progress report, on "paused" the interrupt's prompt.
+type EventMessage struct {
+	Type    string  `json:"type"`
+	ID      string  `json:"id"`
+	Version string  `json:"version"`
+	Ts      float64 `json:"ts"`
+	ReqID   string  `json:"req_id"`
+	NodeID  string  `json:"node_id"`
+	Phase   Phase   `json:"phase"`
+	Output  any     `json:"output"`
+	Error   string  `json:"error"`
+	Seq     int64   `json:"seq"`
+}
+
+// WireError is the error dict of a chain/resp.
+type WireError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	NodeID  string `json:"node_id"`
+}
+
+// ResponseMessage is an A2E chain/resp message (seed 000), field for field.
+type ResponseMessage struct {
+	Type        string         `json:"type"`
+	ID          string         `json:"id"`
+	Version     string         `json:"version"`
+	Ts          float64        `json:"ts"`
+	ReqID       string         `json:"req_id"`
+	ChainID     string         `json:"chain_id"`
+	Success     bool           `json:"success"`
+	Outputs     map[string]any `json:"outputs"`
+	FinalOutput any            `json:"final_output"`
+	DurationMS  int64          `json:"duration_ms"`
+	NodesRun    int            `json:"nodes_run"`
+	Error       *WireError     `json:"error"`
+}
+
+// CodePaused is the chain/resp error code of a run that stopped at an
+// interrupt: A2E has no resume, so the agent is told the run is waiting.
+const CodePaused = "chain_paused"
+
+// NewEventMessage turns a run event into the chain/event message answering
+// request reqID. Ts is the event's own time.
+func NewEventMessage(reqID string, ev Event) EventMessage {
+	t := ev.Time
+	if t.IsZero() {
+		t = time.Now()
+	}
+	m := EventMessage{
+		Type: TypeEvent, ID: uuid.NewString(), Version: WireVersion, Ts: unixSeconds(t),
+		ReqID: reqID, NodeID: ev.NodeID, Phase: ev.Phase, Seq: ev.Seq,
+	}
+	switch ev.Phase {
+	case PhaseDone:
+		m.Output = ev.Output
+	case PhaseError:
+		m.Error = ev.Error
+	case PhaseProgress:
+		m.Output = ev.Progress
+	case PhasePaused:
+		m.Output = ev.Prompt
+	}
+	return m
+}
+
+// Succeeded is chain/resp's success: the run completed, or it is partial
+// with no run error (every node failure was handled by the chain's own
+// on_error policy: skip, continue or a handler node).
+func Succeeded(res *Result) bool {
+	switch res.Status {
+	case StatusCompleted:
+		return true
+	case StatusPartial:
+		return res.Error == nil
+	}
+	return false
+}
+
+// NewResponseMessage builds the chain/resp closing an A2E exchange.
+// req may be nil (a request that could not be decoded); res may be nil when
+// the run never started, in which case the caller fills Error.
+func NewResponseMessage(req *Request, res *Result) ResponseMessage {
+	m := ResponseMessage{
+		Type: TypeResponse, ID: uuid.NewString(), Version: WireVersion, Ts: unixSeconds(time.Now()),
+		Outputs: map[string]any{},
+	}
+	if req != nil {
+		m.ReqID, m.ChainID = req.ID, req.ChainID
+	}
+	if res == nil {
+		return m
+	}
+	if res.Outputs != nil {
+		m.Outputs = res.Outputs
+	}
+	m.FinalOutput = res.FinalOutput
+	m.DurationMS = res.DurationMS
+	m.NodesRun = res.NodesRun
+	m.Success = Succeeded(res)
+	switch {
+	case res.Error != nil:
+		m.Error = &WireError{Code: res.Error.Code, Message: res.Error.Message, NodeID: res.Error.NodeID}
+	case res.Status == StatusPaused:
+		we := &WireError{Code: CodePaused, Message: fmt.Sprintf("run %s is paused at an interrupt, waiting for a resume value", res.RunID)}
+		if len(res.Pending) > 0 {
+			we.NodeID = res.Pending[0].NodeID
+			we.Message = fmt.Sprintf("run %s is paused at interrupt node %q, waiting for a resume value", res.RunID, we.NodeID)
+		}
+		m.Error = we
+	case !m.Success:
+		m.Error = &WireError{Code: "chain_" + string(res.Status), Message: fmt.Sprintf("run %s ended %s", res.RunID, res.Status)}
+	}
+	return m
+}

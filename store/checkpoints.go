@@ -1,0 +1,347 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// DB implements engine.Checkpointer.
+var _ engine.Checkpointer = (*DB)(nil)
+
+// ensureRun inserts a minimal run row when none exists, so that the run's
+// checkpoints and events (which reference it) can be stored before, or
+// without, CreateRun. A start record, when given, supplies input, chain name
+// and parent.
+func (db *DB) ensureRun(ctx context.Context, tx *sql.Tx, runID string, started int64, start *engine.StartRecord) error {
+	kind := KindRun
+	var input any
+	var chainName string
+	var parent any
+	if start != nil {
+		var err error
+		if input, err = jsonMap(start.Input); err != nil {
+			return fmt.Errorf("input: %w", err)
+		}
+		if start.Chain != nil {
+			chainName = start.Chain.Name
+		}
+		if start.ParentRunID != "" {
+			parent = start.ParentRunID
+			kind = KindSubchain
+		}
+	}
+	_, err := db.exec(ctx, tx, `INSERT INTO runs (id, chain_name, parent_run_id, kind, input, status, started_at)
+VALUES (?, ?, ?, ?, ?, 'running', ?) ON CONFLICT (id) DO NOTHING`, runID, chainName, parent, kind, input, started)
+	return err
+}
+
+// Append adds checkpoint entries to a run's log in one transaction, and keeps
+// the run row, its node results and its pending interrupts up to date.
+func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint) error {
+	if len(cps) == 0 {
+		return nil
+	}
+	bodies := make([]string, len(cps))
+	for i := range cps {
+		b, err := json.Marshal(&cps[i])
+		if err != nil {
+			return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
+		}
+		bodies[i] = string(b)
+	}
+	err := db.appendCommit(ctx, runID, cps, bodies)
+	if err != nil {
+		if _, cached := db.lastN.Load(runID); cached {
+			// The cached position may be stale (another process appended):
+			// retry once from the database.
+			db.lastN.Delete(runID)
+			err = db.appendCommit(ctx, runID, cps, bodies)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// appendCommit appends in one transaction and maintains the lastN cache.
+func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Checkpoint, bodies []string) error {
+	var last int64
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		last, err = db.appendTx(ctx, tx, runID, cps, bodies)
+		return err
+	})
+	if err != nil {
+		db.lastN.Delete(runID)
+		return err
+	}
+	ended := false
+	for i := range cps {
+		if cps[i].Kind == engine.CheckpointEnd {
+			ended = true
+		}
+	}
+	if ended {
+		// Forget runs that stopped; a resume reads the position again.
+		db.lastN.Delete(runID)
+	} else {
+		db.lastN.Store(runID, last)
+	}
+	return nil
+}
+
+func cpTime(cp *engine.Checkpoint, now func() time.Time) int64 {
+	if cp.Time.IsZero() {
+		return micros(now())
+	}
+	return micros(cp.Time)
+}
+
+// appendTx appends entries inside tx and returns the last entry's number.
+// For a run this process is writing, the run row's existence and the log's
+// last entry number come from the lastN cache instead of two queries.
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engine.Checkpoint, bodies []string) (int64, error) {
+	var n int64
+	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
+		n = v.(int64)
+	} else {
+		if err := db.ensureRun(ctx, tx, runID, cpTime(&cps[0], db.now), cps[0].Start); err != nil {
+			return 0, err
+		}
+		if err := db.queryRow(ctx, tx, `SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = ?`, runID).Scan(&n); err != nil {
+			return 0, err
+		}
+	}
+	for i := range cps {
+		cp := &cps[i]
+		n++
+		t := cpTime(cp, db.now)
+		if _, err := db.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, kind, event_seq, created_at, body) VALUES (?, ?, ?, ?, ?, ?)`,
+			runID, n, cp.Kind, cp.EventSeq, t, bodies[i]); err != nil {
+			return 0, err
+		}
+		if err := db.applyCheckpoint(ctx, tx, runID, n, t, cp); err != nil {
+			return 0, fmt.Errorf("%s entry %d: %w", cp.Kind, n, err)
+		}
+	}
+	return n, nil
+}
+
+// applyCheckpoint updates the run row, node results and interrupts from one entry.
+func (db *DB) applyCheckpoint(ctx context.Context, tx *sql.Tx, runID string, n, t int64, cp *engine.Checkpoint) error {
+	switch cp.Kind {
+	case engine.CheckpointStart:
+		if cp.Start == nil {
+			return nil
+		}
+		input, err := jsonMap(cp.Start.Input)
+		if err != nil {
+			return err
+		}
+		name := ""
+		if cp.Start.Chain != nil {
+			name = cp.Start.Chain.Name
+		}
+		_, err = db.exec(ctx, tx, `UPDATE runs SET status = 'running', ended_at = NULL,
+  input = COALESCE(input, ?),
+  chain_name = CASE WHEN chain_name = '' THEN ? ELSE chain_name END,
+  parent_run_id = COALESCE(parent_run_id, ?)
+WHERE id = ?`, input, name, nullString(cp.Start.ParentRunID), runID)
+		return err
+
+	case engine.CheckpointNode:
+		r := cp.Node
+		if r == nil {
+			return nil
+		}
+		input, err := jsonText(r.Input)
+		if err != nil {
+			return err
+		}
+		output, err := jsonText(r.Output)
+		if err != nil {
+			return err
+		}
+		_, err = db.exec(ctx, tx, `INSERT INTO run_nodes (run_id, node_id, ord, status, input, output, error, error_code, reason, matched, attempts, iteration, started_at, ended_at, prompt)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
+ON CONFLICT (run_id, node_id) DO UPDATE SET
+  status = excluded.status, input = excluded.input, output = excluded.output, error = excluded.error,
+  error_code = excluded.error_code, reason = excluded.reason, matched = excluded.matched,
+  attempts = excluded.attempts, iteration = excluded.iteration,
+  started_at = excluded.started_at, ended_at = excluded.ended_at, prompt = NULL`,
+			runID, r.NodeID, n, string(r.Status), input, output, r.Error, r.ErrorCode, r.Reason, r.Matched, r.Attempts, r.Iteration,
+			nullMicros(r.Started), nullMicros(r.Ended))
+		return err
+
+	case engine.CheckpointPause:
+		r := cp.Pause
+		if r == nil {
+			return nil
+		}
+		if _, err := db.exec(ctx, tx, `INSERT INTO run_interrupts (run_id, n, node_id, created_at) VALUES (?, ?, ?, ?)`,
+			runID, n, r.NodeID, t); err != nil {
+			return err
+		}
+		input, err := jsonText(r.Input)
+		if err != nil {
+			return err
+		}
+		prompt, err := jsonText(r.Prompt)
+		if err != nil {
+			return err
+		}
+		_, err = db.exec(ctx, tx, `INSERT INTO run_nodes (run_id, node_id, ord, status, input, prompt) VALUES (?, ?, ?, 'paused', ?, ?)
+ON CONFLICT (run_id, node_id) DO UPDATE SET
+  status = 'paused', input = COALESCE(excluded.input, run_nodes.input), prompt = excluded.prompt,
+  output = NULL, error = '', error_code = '', reason = '', matched = ''`,
+			runID, r.NodeID, n, input, prompt)
+		return err
+
+	case engine.CheckpointResume:
+		_, err := db.exec(ctx, tx, `UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL WHERE id = ?`, runID)
+		return err
+
+	case engine.CheckpointEnd:
+		r := cp.End
+		if r == nil {
+			return nil
+		}
+		var errJSON any
+		if r.Error != nil {
+			var err error
+			if errJSON, err = jsonText(r.Error); err != nil {
+				return err
+			}
+		}
+		final, err := jsonText(r.Final)
+		if err != nil {
+			return err
+		}
+		outputs, err := db.nodeOutputs(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if _, err := db.exec(ctx, tx, `UPDATE runs SET status = ?, error = ?, final_output = ?, outputs = ?, nodes_run = ?,
+  ended_at = ?, duration_ms = (? - started_at) / 1000
+WHERE id = ?`, string(r.Status), errJSON, final, outputs, r.NodesRun, t, t, runID); err != nil {
+			return err
+		}
+		if r.Status != engine.StatusPaused {
+			_, err := db.exec(ctx, tx, `UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND claimed_at IS NULL`, t, runID)
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeOutputs returns the JSON object of every done node's output.
+func (db *DB) nodeOutputs(ctx context.Context, tx *sql.Tx, runID string) (any, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT node_id, output FROM run_nodes WHERE run_id = ? AND status = 'done' ORDER BY ord`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]json.RawMessage{}
+	for rows.Next() {
+		var id string
+		var v sql.NullString
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, err
+		}
+		if v.Valid {
+			out[id] = json.RawMessage(v.String)
+		} else {
+			out[id] = json.RawMessage("null")
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// Load returns a run's checkpoint log in order; a run without one is a
+// *engine.ChainCheckpointError.
+func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT n, body FROM checkpoints WHERE run_id = ? ORDER BY n`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []engine.Checkpoint
+	for rows.Next() {
+		var n int64
+		var body string
+		if err := rows.Scan(&n, &body); err != nil {
+			return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
+		}
+		var cp engine.Checkpoint
+		if err := json.Unmarshal([]byte(body), &cp); err != nil {
+			return nil, &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d is corrupt: %v", n, err)}
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
+	}
+	if len(out) == 0 {
+		return nil, &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
+	}
+	return out, nil
+}
+
+// ClaimInterrupt claims the run's oldest unclaimed pause and returns its node
+// id. Of concurrent claims of one pause exactly one wins; the others (and a
+// claim when nothing is pending) get *engine.AlreadyResumedError.
+func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
+	var nodeID string
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := db.queryRow(ctx, tx, `SELECT 1 FROM checkpoints WHERE run_id = ? LIMIT 1`, runID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
+		}
+		if err != nil {
+			return err
+		}
+		var n int64
+		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL ORDER BY n LIMIT 1`, runID).Scan(&n, &nodeID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &engine.AlreadyResumedError{RunID: runID}
+		}
+		if err != nil {
+			return err
+		}
+		res, err := db.exec(ctx, tx, `UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND n = ? AND claimed_at IS NULL`,
+			micros(db.now()), runID, n)
+		if err != nil {
+			return err
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return err
+		} else if k != 1 {
+			return &engine.AlreadyResumedError{RunID: runID}
+		}
+		return nil
+	})
+	if err != nil {
+		var ce *engine.ChainCheckpointError
+		var ae *engine.AlreadyResumedError
+		if errors.As(err, &ce) || errors.As(err, &ae) {
+			return "", err
+		}
+		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
+	}
+	return nodeID, nil
+}

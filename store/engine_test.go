@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/tool"
+)
+
+// testTools are the tools the engine-backed tests register: echo returns its
+// input; delay sleeps input.ms milliseconds and reports which process ran it.
+func testTools() *engine.Registry {
+	reg := engine.NewRegistry()
+	reg.Register("echo", func(ctx context.Context, input map[string]any, emit tool.Emitter) (any, error) {
+		return input, nil
+	})
+	reg.Register("delay", func(ctx context.Context, input map[string]any, emit tool.Emitter) (any, error) {
+		ms, _ := input["ms"].(float64)
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return map[string]any{"i": input["i"], "pid": float64(os.Getpid())}, nil
+	})
+	return reg
+}
+
+// linearChain is n tool nodes in a line.
+func linearChain(name, toolName string, n int, input func(i int) map[string]any) *engine.Chain {
+	c := &engine.Chain{Name: name, EntryNode: "n0"}
+	for i := 0; i < n; i++ {
+		c.Nodes = append(c.Nodes, engine.Node{ID: fmt.Sprintf("n%d", i), Kind: engine.KindTool, Name: toolName, Input: input(i)})
+		if i > 0 {
+			c.Edges = append(c.Edges, engine.Edge{ID: fmt.Sprintf("e%d", i), Source: fmt.Sprintf("n%d", i-1), Target: fmt.Sprintf("n%d", i)})
+		}
+	}
+	return c
+}
+
+// tee sends events to the writer and then to another sink, and flushes the
+// writer. (engine.MultiSink would do, but the engine's flushers() helper only
+// finds a Flusher at the top level, not inside a MultiSink.)
+type tee struct {
+	w     *EventWriter
+	extra engine.EventSink
+}
+
+func (t tee) Emit(e engine.Event) {
+	t.w.Emit(e)
+	t.extra.Emit(e)
+}
+
+func (t tee) Flush(ctx context.Context) error { return t.w.Flush(ctx) }
+
+func newPersistentEngine(db *DB, w *EventWriter, extra engine.EventSink) *engine.Engine {
+	var sink engine.EventSink = w
+	if extra != nil {
+		sink = tee{w, extra}
+	}
+	return engine.New(engine.Options{Registry: testTools(), Checkpointer: db, Sink: sink, Chains: db.ResolveChain})
+}
+
+func TestEngineRunPersisted(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	w := NewEventWriter(db, EventWriterOptions{})
+	defer w.Close()
+	mem := &engine.MemorySink{}
+	eng := newPersistentEngine(db, w, mem)
+
+	doc := linearChain("echo5", "echo", 5, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
+	ch, err := db.CreateChain(ctx, doc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "run-echo5"
+	if _, err := db.CreateRun(ctx, Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, Input: map[string]any{"x": "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Run(ctx, ch.Doc, map[string]any{"x": "y"}, engine.RunOptions{RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != engine.StatusCompleted {
+		t.Fatalf("status %s %+v", res.Status, res.Error)
+	}
+	// Run returned: the engine flushed the writer, so every event is stored.
+	stored, err := db.EventsAfter(ctx, id, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, stored, mem.Events())
+	r, err := db.GetRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != engine.StatusCompleted || r.ChainID != ch.ID || r.NodesRun != res.NodesRun || len(r.Nodes) != 5 || r.Ended.IsZero() {
+		t.Fatalf("stored run %+v", r)
+	}
+	jsonEqual(t, r.FinalOutput, res.FinalOutput)
+	jsonEqual(t, r.Outputs, res.Outputs)
+	for i, n := range r.Nodes {
+		if n.NodeID != fmt.Sprintf("n%d", i) || n.Status != engine.PhaseDone {
+			t.Fatalf("node %d: %+v", i, n)
+		}
+	}
+	if sums, _, _ := db.ListChains(ctx, ChainFilter{}); sums[0].LastRunStatus != engine.StatusCompleted {
+		t.Fatalf("last run status %q", sums[0].LastRunStatus)
+	}
+}
+
+func TestEnginePauseResumePersisted(t *testing.T) {
+	ctx := context.Background()
+	db, path := openTest(t)
+	w := NewEventWriter(db, EventWriterOptions{})
+	eng := newPersistentEngine(db, w, nil)
+
+	doc := &engine.Chain{Name: "approve", EntryNode: "a", Nodes: []engine.Node{
+		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
+		{ID: "ask", Kind: engine.KindInterrupt, Config: map[string]any{"prompt": "ok?"}},
+		{ID: "b", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 2.0}},
+	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "ask"}, {ID: "e2", Source: "ask", Target: "b"}}}
+	const id = "run-approve"
+	res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != engine.StatusPaused {
+		t.Fatalf("status %s %+v", res.Status, res.Error)
+	}
+	r, _ := db.GetRun(ctx, id)
+	if r.Status != engine.StatusPaused {
+		t.Fatalf("stored status %s", r.Status)
+	}
+	// Restart between pause and resume: a new process resumes from the file.
+	w.Close()
+	db.Close()
+	db2, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if n, _ := db2.RecoverInterrupted(ctx); n != 0 {
+		t.Fatalf("paused run recovered as interrupted")
+	}
+	w2 := NewEventWriter(db2, EventWriterOptions{})
+	defer w2.Close()
+	eng2 := newPersistentEngine(db2, w2, nil)
+	max, _ := db2.MaxSeq(ctx, id)
+	res, err = eng2.Resume(ctx, id, &engine.ResumeValue{Value: "yes"}, nil, engine.ResumeOptions{NextSeq: max + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != engine.StatusCompleted {
+		t.Fatalf("resumed status %s %+v", res.Status, res.Error)
+	}
+	// A second resume of the same pause is refused.
+	if _, err := eng2.Resume(ctx, id, &engine.ResumeValue{Value: "again"}, nil, engine.ResumeOptions{}); err == nil {
+		t.Fatal("second resume accepted")
+	}
+	r, _ = db2.GetRun(ctx, id)
+	if r.Status != engine.StatusCompleted {
+		t.Fatalf("stored status after resume %s", r.Status)
+	}
+	evs, _ := db2.EventsAfter(ctx, id, 0, 1000)
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// CodeInterruptedByRestart is the error code of runs that were running when
+// the studio stopped.
+const CodeInterruptedByRestart = "interrupted_by_restart"
+
+const interruptedMessage = "the studio stopped while this run was running; resume it to continue from its last checkpoint"
+
+// RecoverInterrupted marks every run left "running" by a previous process as
+// failed with code interrupted_by_restart, appending an "end" checkpoint so
+// that a resume sees a failed run. Call it at startup, before starting runs.
+// Paused runs are left alone. It returns how many runs it marked.
+func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE status = 'running' ORDER BY started_at, id`)
+	if err != nil {
+		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		marked := false
+		err := db.writeTx(ctx, func(tx *sql.Tx) error {
+			var status string
+			if err := db.queryRow(ctx, tx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&status); err != nil {
+				return err
+			}
+			if status != string(engine.StatusRunning) {
+				return nil // changed since the scan
+			}
+			var seq sql.NullInt64
+			if err := db.queryRow(ctx, tx, `SELECT MAX(seq) FROM events WHERE run_id = ?`, id).Scan(&seq); err != nil {
+				return err
+			}
+			var nodesRun int
+			if err := db.queryRow(ctx, tx, `SELECT COUNT(*) FROM run_nodes WHERE run_id = ? AND status IN ('done', 'error')`, id).Scan(&nodesRun); err != nil {
+				return err
+			}
+			cp := engine.Checkpoint{
+				RunID: id, Kind: engine.CheckpointEnd, EventSeq: seq.Int64, Time: db.now().UTC(),
+				End: &engine.EndRecord{
+					Status:   engine.StatusFailed,
+					Error:    &engine.RunError{Code: CodeInterruptedByRestart, Message: interruptedMessage},
+					NodesRun: nodesRun,
+				},
+			}
+			b, err := json.Marshal(&cp)
+			if err != nil {
+				return err
+			}
+			marked = true
+			db.lastN.Delete(id)
+			_, err = db.appendTx(ctx, tx, id, []engine.Checkpoint{cp}, []string{string(b)})
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("store: recover interrupted run %s: %w", id, err)
+		}
+		if marked {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Backup writes a consistent copy of the database to path (VACUUM INTO). An
+// existing file is never overwritten.
+func (db *DB) Backup(ctx context.Context, path string) error {
+	if path == "" {
+		return fmt.Errorf("store: backup: %w: empty path", ErrInvalid)
+	}
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("store: backup to %s: %w", path, os.ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("store: backup to %s: %w", path, err)
+	}
+	if _, err := db.w.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+		return fmt.Errorf("store: backup to %s: %w", path, err)
+	}
+	return nil
+}
+
+// Retention says which runs PruneRuns deletes: runs that started more than
+// OlderThan ago (0: any age) and are not among the KeepPerChain newest runs of
+// their chain (0: keep none by count). At least one must be set. Running and
+// paused runs are never pruned; ad-hoc runs (no chain) count as one chain.
+type Retention struct {
+	OlderThan    time.Duration
+	KeepPerChain int
+}
+
+// pruneBatch bounds how many runs one delete transaction removes, so the
+// writer is never held for long.
+const pruneBatch = 500
+
+// PruneRuns deletes old runs with their events, checkpoints, node results and
+// interrupts. Chains and their versions are never touched. It returns how many
+// runs it deleted.
+func (db *DB) PruneRuns(ctx context.Context, ret Retention) (int, error) {
+	if ret.OlderThan <= 0 && ret.KeepPerChain <= 0 {
+		return 0, fmt.Errorf("store: prune runs: %w: retention sets no limit", ErrInvalid)
+	}
+	var cond []string
+	var args []any
+	cond = append(cond, "status NOT IN ('running', 'paused')")
+	if ret.OlderThan > 0 {
+		cond = append(cond, "started_at < ?")
+		args = append(args, micros(db.now().Add(-ret.OlderThan)))
+	}
+	if ret.KeepPerChain > 0 {
+		cond = append(cond, "rn > ?")
+		args = append(args, ret.KeepPerChain)
+	}
+	q := `SELECT id FROM (
+  SELECT id, status, started_at,
+         ROW_NUMBER() OVER (PARTITION BY COALESCE(chain_id, '') ORDER BY started_at DESC, id) AS rn
+  FROM runs
+) ranked WHERE ` + strings.Join(cond, " AND ") + ` LIMIT ?`
+	total := 0
+	for {
+		var n int
+		err := db.writeTx(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, q, append(args, pruneBatch)...)
+			if err != nil {
+				return err
+			}
+			var ids []any
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				ids = append(ids, id)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			res, err := db.exec(ctx, tx, `DELETE FROM runs WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, ids...)
+			if err != nil {
+				return err
+			}
+			k, err := res.RowsAffected()
+			n = int(k)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("store: prune runs: %w", err)
+		}
+		total += n
+		if n < pruneBatch {
+			return total, nil
+		}
+	}
+}

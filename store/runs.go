@@ -1,0 +1,277 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// Run kinds.
+const (
+	KindRun      = "run"
+	KindResume   = "resume"
+	KindRerun    = "rerun"
+	KindSubchain = "subchain"
+	KindA2E      = "a2e"
+)
+
+// Run is one run of a chain. Nodes is filled by GetRun only.
+type Run struct {
+	ID           string              `json:"id"`
+	ChainID      string              `json:"chain_id,omitempty"`      // "" for ad-hoc and A2E runs
+	ChainVersion int                 `json:"chain_version,omitempty"` // the exact version run; 0 when ad-hoc
+	ChainName    string              `json:"chain_name,omitempty"`
+	ParentRunID  string              `json:"parent_run_id,omitempty"`
+	Kind         string              `json:"kind"`
+	Input        map[string]any      `json:"input,omitempty"`
+	Status       engine.RunStatus    `json:"status"`
+	Error        *engine.RunError    `json:"error,omitempty"`
+	FinalOutput  any                 `json:"final_output,omitempty"`
+	Outputs      map[string]any      `json:"outputs,omitempty"`
+	NodesRun     int                 `json:"nodes_run"`
+	Started      time.Time           `json:"started"`
+	Ended        time.Time           `json:"ended,omitzero"`
+	DurationMS   int64               `json:"duration_ms,omitempty"`
+	Nodes        []engine.NodeResult `json:"nodes,omitempty"`
+}
+
+// RunFilter selects runs for ListRuns.
+type RunFilter struct {
+	ChainID string // "" = runs of every chain
+	Limit   int    // default 50, at most 1000
+	Before  string // cursor from a previous page; "" = newest
+}
+
+func jsonText(v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+func jsonMap(v map[string]any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	return jsonText(v)
+}
+
+// CreateRun records a run before the engine starts it. Status defaults to
+// running, Kind to "run", Started to now. When the run row already exists
+// (the engine's first checkpoint or event got there first), its metadata is
+// filled in from r.
+func (db *DB) CreateRun(ctx context.Context, r Run) (*Run, error) {
+	if r.ID == "" {
+		return nil, fmt.Errorf("store: create run: %w: no run id", ErrInvalid)
+	}
+	if r.Kind == "" {
+		r.Kind = KindRun
+	}
+	if r.Status == "" {
+		r.Status = engine.StatusRunning
+	}
+	if r.Started.IsZero() {
+		r.Started = db.now()
+	}
+	r.Started = fromMicros(micros(r.Started))
+	input, err := jsonMap(r.Input)
+	if err != nil {
+		return nil, fmt.Errorf("store: create run %s: input: %w", r.ID, err)
+	}
+	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, started_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+  chain_id = excluded.chain_id, chain_version = excluded.chain_version,
+  chain_name = CASE WHEN excluded.chain_name <> '' THEN excluded.chain_name ELSE runs.chain_name END,
+  parent_run_id = COALESCE(excluded.parent_run_id, runs.parent_run_id),
+  kind = excluded.kind, input = COALESCE(excluded.input, runs.input)`,
+			r.ID, nullString(r.ChainID), nullInt(r.ChainVersion), r.ChainName, nullString(r.ParentRunID), r.Kind, input, string(r.Status), micros(r.Started))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	return &r, nil
+}
+
+const runCols = `id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, error, final_output, outputs, nodes_run, started_at, ended_at, duration_ms`
+
+func scanRun(row interface{ Scan(...any) error }, full bool) (*Run, error) {
+	var r Run
+	var chainID, parent, input, errJSON, final, outputs sql.NullString
+	var version, ended, dur sql.NullInt64
+	var started int64
+	var status string
+	if err := row.Scan(&r.ID, &chainID, &version, &r.ChainName, &parent, &r.Kind, &input, &status, &errJSON, &final, &outputs,
+		&r.NodesRun, &started, &ended, &dur); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	r.ChainID, r.ChainVersion, r.ParentRunID = chainID.String, int(version.Int64), parent.String
+	r.Status = engine.RunStatus(status)
+	r.Started, r.Ended, r.DurationMS = fromMicros(started), fromNullMicros(ended), dur.Int64
+	if errJSON.Valid {
+		r.Error = &engine.RunError{}
+		if err := json.Unmarshal([]byte(errJSON.String), r.Error); err != nil {
+			return nil, fmt.Errorf("run %s: stored error is corrupt: %w", r.ID, err)
+		}
+	}
+	if final.Valid {
+		if err := json.Unmarshal([]byte(final.String), &r.FinalOutput); err != nil {
+			return nil, fmt.Errorf("run %s: stored final output is corrupt: %w", r.ID, err)
+		}
+	}
+	if full {
+		if input.Valid {
+			if err := json.Unmarshal([]byte(input.String), &r.Input); err != nil {
+				return nil, fmt.Errorf("run %s: stored input is corrupt: %w", r.ID, err)
+			}
+		}
+		if outputs.Valid {
+			if err := json.Unmarshal([]byte(outputs.String), &r.Outputs); err != nil {
+				return nil, fmt.Errorf("run %s: stored outputs are corrupt: %w", r.ID, err)
+			}
+		}
+	}
+	return &r, nil
+}
+
+// GetRun returns a run with its per-node results (in the order the nodes
+// first finished or paused).
+func (db *DB) GetRun(ctx context.Context, id string) (*Run, error) {
+	var r *Run
+	err := db.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id), true)
+		if err != nil {
+			return err
+		}
+		r.Nodes, err = runNodes(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func runNodes(ctx context.Context, tx *sql.Tx, runID string) ([]engine.NodeResult, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT node_id, status, input, output, error, reason, matched, attempts, iteration, started_at, ended_at, prompt
+FROM run_nodes WHERE run_id = ? ORDER BY ord, node_id`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []engine.NodeResult
+	for rows.Next() {
+		var n engine.NodeResult
+		var status string
+		var input, output, prompt sql.NullString
+		var started, ended sql.NullInt64
+		if err := rows.Scan(&n.NodeID, &status, &input, &output, &n.Error, &n.Reason, &n.Matched, &n.Attempts, &n.Iteration, &started, &ended, &prompt); err != nil {
+			return nil, err
+		}
+		n.Status = engine.Phase(status)
+		n.Started, n.Ended = fromNullMicros(started), fromNullMicros(ended)
+		for _, f := range []struct {
+			s   sql.NullString
+			dst *any
+		}{{input, &n.Input}, {output, &n.Output}, {prompt, &n.Prompt}} {
+			if f.s.Valid {
+				if err := json.Unmarshal([]byte(f.s.String), f.dst); err != nil {
+					return nil, fmt.Errorf("node %s: stored value is corrupt: %w", n.NodeID, err)
+				}
+			}
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// encodeCursor makes an opaque keyset cursor from a run's (started_at, id).
+func encodeCursor(started int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(started, 10) + ":" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+	}
+	ts, id, ok := strings.Cut(string(b), ":")
+	started, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil {
+		return 0, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+	}
+	return started, id, nil
+}
+
+// ListRuns lists runs newest first, one page at a time (keyset pagination on
+// (started_at DESC, id)). next is the cursor for the following page, "" after the
+// last one. Inputs, outputs and node results are left out.
+func (db *DB) ListRuns(ctx context.Context, f RunFilter) (runs []Run, next string, err error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	if f.Limit > 1000 {
+		f.Limit = 1000
+	}
+	var where []string
+	var args []any
+	if f.ChainID != "" {
+		where = append(where, "chain_id = ?")
+		args = append(args, f.ChainID)
+	}
+	if f.Before != "" {
+		started, id, err := decodeCursor(f.Before)
+		if err != nil {
+			return nil, "", fmt.Errorf("store: list runs: %w", err)
+		}
+		// Rows after the cursor in (started_at DESC, id ASC) order, with a
+		// plain range bound on started_at so that the index is used.
+		where = append(where, "started_at <= ? AND (started_at < ? OR id > ?)")
+		args = append(args, started, started, id)
+	}
+	q := `SELECT ` + runCols + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY started_at DESC, id LIMIT ?`
+	args = append(args, f.Limit+1)
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list runs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRun(rows, false)
+		if err != nil {
+			return nil, "", fmt.Errorf("store: list runs: %w", err)
+		}
+		runs = append(runs, *r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("store: list runs: %w", err)
+	}
+	if len(runs) > f.Limit {
+		runs = runs[:f.Limit]
+		last := runs[len(runs)-1]
+		next = encodeCursor(micros(last.Started), last.ID)
+	}
+	return runs, next, nil
+}
