@@ -100,7 +100,8 @@ type EndRecord struct {
 // Checkpointer persists runs' checkpoint logs.
 //
 // Append adds entries to a run's log, in order; the engine batches entries so
-// one call may carry several. Load returns the whole log, or a
+// one call may carry several. Append must not keep the slice (the engine
+// reuses its array); the records it points to are never modified. Load returns the whole log, or a
 // *ChainCheckpointError when the run is unknown. ClaimInterrupt atomically
 // claims the oldest unclaimed pause of the run and returns its node id; when
 // none is pending it returns an *AlreadyResumedError. Of concurrent claims of
@@ -126,7 +127,11 @@ func NewMemoryCheckpointer() *MemoryCheckpointer {
 func (m *MemoryCheckpointer) Append(_ context.Context, runID string, cps []Checkpoint) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.logs[runID] = append(m.logs[runID], cps...)
+	log := m.logs[runID]
+	if log == nil {
+		log = make([]Checkpoint, 0, max(16, len(cps)))
+	}
+	m.logs[runID] = append(log, cps...)
 	for _, cp := range cps {
 		switch cp.Kind {
 		case CheckpointPause:

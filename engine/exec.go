@@ -77,6 +77,9 @@ func (r *run) start(i int) {
 	if r.p.plan.frozen[i] != nil || r.p.plan.frozenAll[i] {
 		fs = &scope{base: r.freeze(i), output: input, hasOut: true, err: sc.err}
 	}
+	if r.done == nil { // made on first use: chains of inline tools never need it
+		r.done = make(chan completion, min(len(r.c.Nodes), 32)+1)
+	}
 	go r.work(i, input, sc.resume, sc.hasRes, fs, now)
 }
 
@@ -615,6 +618,7 @@ func (r *run) nodeDone(i int, c completion) {
 		return
 	}
 	r.deliver(i, rt)
+	r.recycle(rt)
 	r.notifyDependants(i)
 	r.runPendingDispatch()
 }
@@ -665,6 +669,8 @@ func (r *run) nodeFailed(i int, c completion) {
 			return
 		}
 		r.deliver(i, rt)
+		r.recycle(rt)
+		r.recycle(rt)
 		r.runPendingDispatch()
 	default: // jump to the handler node; this node's own edges are pruned
 		r.handled = true

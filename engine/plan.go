@@ -17,7 +17,8 @@ type plan struct {
 	// workers evaluate against a snapshot of just those.
 	frozen    [][]string
 	frozenAll []bool
-	inline    []bool // tool nodes the coordinator may run itself (see Registry.SetInline)
+	inline    []bool     // tool nodes the coordinator may run itself (see Registry.SetInline)
+	edgeID1   [][]string // per edge, []string{id}: shared by events and records, never modified
 }
 
 func newPlan(g *graph, reg *Registry) *plan {
@@ -40,6 +41,10 @@ func newPlan(g *graph, reg *Registry) *plan {
 		}
 	}
 	p.topo(g)
+	p.edgeID1 = make([][]string, len(g.c.Edges))
+	for k := range g.c.Edges {
+		p.edgeID1[k] = []string{g.c.Edges[k].ID}
+	}
 	p.inline = make([]bool, n)
 	for i := range g.c.Nodes {
 		nd := &g.c.Nodes[i]

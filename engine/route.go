@@ -50,6 +50,17 @@ func (r *run) route(i int, out any, matched string) routing {
 	return rt
 }
 
+// newRouting returns a routing whose lists reuse the run's scratch buffers
+// (a decision is consumed before the next one is taken).
+func (r *run) newRouting() routing {
+	return routing{fired: r.firedBuf[:0], pruned: r.prunedBuf[:0]}
+}
+
+// recycle keeps a consumed routing's buffers for the next decision.
+func (r *run) recycle(rt routing) {
+	r.firedBuf, r.prunedBuf = rt.fired[:0], rt.pruned[:0]
+}
+
 // canFire checks a loop edge's cap: at the cap, on_max_reached "error" fails
 // the run and "continue" prunes the edge (routing then falls back).
 func (r *run) canFire(ei int) (bool, error) {
@@ -90,7 +101,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	if err != nil {
 		return routing{err: err}
 	}
-	rt := routing{}
+	rt := r.newRouting()
 	for _, ei := range outs {
 		if ei == pick {
 			rt.fired = append(rt.fired, ei)
@@ -111,7 +122,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 			break
 		}
 	}
-	rt := routing{}
+	rt := r.newRouting()
 	if !anyCond { // fan-out: every edge fires
 		for _, ei := range outs {
 			ok, err := r.canFire(ei)
@@ -178,7 +189,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 // fire when true, unguarded ones always, the default only when no guard matched.
 func (r *run) routeAll(i int, outs []int, out any) routing {
 	sc := &scope{base: r, output: out, hasOut: true}
-	rt := routing{}
+	rt := r.newRouting()
 	matched := false
 	def := -1
 	for _, ei := range outs {

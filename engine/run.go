@@ -83,8 +83,11 @@ type run struct {
 	edgeIdx         map[string]int
 	reuse           map[string]*NodeRecord
 
-	cpBusy    bool       // a checkpoint write is in flight
-	cpDone    chan error // its result
+	firedBuf  []int // scratch lists for routing decisions (see newRouting)
+	prunedBuf []int
+	cpBusy    bool         // a checkpoint write is in flight
+	cpDone    chan cpWrite // its result
+	cpSpare   []Checkpoint // a written batch's array, reused for the next one
 	ready     []int
 	readyHead int // ready[readyHead:] are waiting to start
 	skipQueue []int
@@ -133,8 +136,8 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
 		res: make([]NodeResult, n), status: make([]nodeStatus, n), activators: make([][]int, n),
 		pruneReason: make([]string, n), presetErr: make([]error, n),
-		loopCount: make([]int, len(c.Edges)), done: make(chan completion, min(n, 32)+1),
-		quit: make(chan struct{}), cpDone: make(chan error, 1), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
+		loopCount: make([]int, len(c.Edges)),
+		quit:      make(chan struct{}), cpDone: make(chan cpWrite, 1), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
 		timeout: time.Duration(timeout * float64(time.Second)),
 	}
 	// Per-node counters share a few backing arrays: a small run pays a handful
@@ -143,6 +146,11 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	r.decided, r.fired, r.depsLeft = i32[:n:n], i32[n:2*n:2*n], i32[2*n:]
 	ints := make([]int, 2*n)
 	r.loopAct, r.iterations = ints[:n:n], ints[n:]
+	acts := make([]int, n) // room for one activator each: the common case allocates nothing
+	for i := range r.activators {
+		r.activators[i] = acts[i : i : i+1]
+	}
+	r.cps = make([]Checkpoint, 0, min(n+2, checkpointBatch))
 	bools := make([]bool, 3*n)
 	r.hasOut, r.depsDone, r.stopped = bools[:n:n], bools[n:2*n:2*n], bools[2*n:]
 	for i := range c.Nodes {
@@ -245,16 +253,30 @@ func (r *run) flushCheckpoints() {
 		return
 	}
 	batch := r.cps
-	r.cps = make([]Checkpoint, 0, min(2*len(batch), checkpointBatch))
+	r.cps, r.cpSpare = r.cpSpare[:0], nil // the batch written last time, now free
+	if cap(r.cps) == 0 {
+		r.cps = make([]Checkpoint, 0, min(2*len(batch), checkpointBatch))
+	}
 	r.cpBusy = true
 	ctx := context.WithoutCancel(r.ctx) // write even when the run is stopping: the final entries matter most
-	go func() { r.cpDone <- r.e.opts.Checkpointer.Append(ctx, r.id, batch) }()
+	go func() {
+		err := r.e.opts.Checkpointer.Append(ctx, r.id, batch)
+		r.cpDone <- cpWrite{batch, err}
+	}()
+}
+
+// cpWrite is a finished background checkpoint write.
+type cpWrite struct {
+	batch []Checkpoint
+	err   error
 }
 
 // checkpointWritten handles the end of a background write.
-func (r *run) checkpointWritten(err error) {
+func (r *run) checkpointWritten(w cpWrite) {
 	r.cpBusy = false
-	if err != nil && r.infraErr == nil {
+	clear(w.batch) // drop references to outputs before reusing the array
+	r.cpSpare = w.batch[:0]
+	if err := w.err; err != nil && r.infraErr == nil {
 		r.infraErr = fmt.Errorf("engine: checkpoint run %s: %w", r.id, err)
 		r.fail(&RunError{Code: CodeCheckpoint, Message: "checkpoint failed: " + err.Error()}, &ChainCheckpointError{RunID: r.id, Msg: err.Error()})
 	}
@@ -327,8 +349,8 @@ func (r *run) loop() {
 		select {
 		case c := <-r.done:
 			r.complete(c)
-		case err := <-r.cpDone:
-			r.checkpointWritten(err)
+		case w := <-r.cpDone:
+			r.checkpointWritten(w)
 		case <-ctxDone:
 			ctxDone = nil
 			r.stopFromContext()
@@ -549,6 +571,9 @@ func (r *run) setOutput(i int, out any, ok bool) {
 func (r *run) edgeIDs(idx []int) []string {
 	if len(idx) == 0 {
 		return nil
+	}
+	if len(idx) == 1 { // shared, read-only
+		return r.p.plan.edgeID1[idx[0]]
 	}
 	out := make([]string, len(idx))
 	for k, ei := range idx {
