@@ -568,7 +568,7 @@ func (r *run) complete(c completion) {
 	}
 	if d, ok := r.dispatchers[i]; ok {
 		delete(r.dispatchers, i)
-		d.steps[r.c.Nodes[i].ID] = r.nodeResults[r.c.Nodes[i].ID]
+		d.steps[d.key(i, r)] = r.nodeResults[r.c.Nodes[i].ID]
 		r.stepDispatch(d)
 	}
 }

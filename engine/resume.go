@@ -292,7 +292,7 @@ func (r *run) replayNode(rec *NodeRecord) {
 	}
 	r.notifyDependants(i)
 	if rec.Sequential {
-		d := &dispatcher{src: i, out: rec.Output, def: -1, waiting: -1, steps: map[string]any{}}
+		d := &dispatcher{src: i, out: rec.Output, def: -1, waiting: -1, steps: map[string]any{}, whens: map[string]any{}}
 		if r.replayDispatch == nil {
 			r.replayDispatch = map[int]*dispatcher{}
 		}
@@ -300,7 +300,7 @@ func (r *run) replayNode(rec *NodeRecord) {
 	}
 	if d, ok := r.dispatchers[i]; ok { // a sequential link finished
 		delete(r.dispatchers, i)
-		d.steps[rec.NodeID] = rec.Output
+		d.steps[d.key(i, r)] = rec.Output
 		if d.waiting == i {
 			d.waiting = -1
 		}

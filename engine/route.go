@@ -288,11 +288,37 @@ type dispatcher struct {
 	def     int
 	waiting int // the target whose link runs now, -1 when none
 	matched bool
-	steps   map[string]any
+	steps   map[string]any // link outputs by step key (edge label, else target id)
+	whens   map[string]any // guard results by step key (seed 004's `when`)
+	keys    map[int]string // target → its step key
+}
+
+// stepKey names a link in `steps` and `when`: the edge's label (an agent
+// chain labels each link with the agent's name), else the target's id.
+func (r *run) stepKey(ei int) string {
+	if l := r.c.Edges[ei].Label; l != "" {
+		return l
+	}
+	return r.c.Edges[ei].Target
+}
+
+func (d *dispatcher) link(t int, key string) {
+	if d.keys == nil {
+		d.keys = map[int]string{}
+	}
+	d.keys[t] = key
+}
+
+// key returns the step key of target t (its id when unknown).
+func (d *dispatcher) key(t int, r *run) string {
+	if k, ok := d.keys[t]; ok {
+		return k
+	}
+	return r.c.Nodes[t].ID
 }
 
 func (r *run) startDispatch(i int, out any) {
-	d := &dispatcher{src: i, out: out, def: -1, waiting: -1, steps: map[string]any{}}
+	d := &dispatcher{src: i, out: out, def: -1, waiting: -1, steps: map[string]any{}, whens: map[string]any{}}
 	r.pendingDispatch = append(r.pendingDispatch, d)
 }
 
@@ -302,7 +328,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 		return
 	}
 	outs := r.g.out[d.src]
-	sc := &scope{base: r, output: d.out, hasOut: true, steps: d.steps}
+	sc := &scope{base: r, output: d.out, hasOut: true, steps: d.steps, whens: d.whens}
 	rec := &EdgesRecord{Source: r.c.Nodes[d.src].ID}
 	defer func() {
 		if len(rec.Fired)+len(rec.Pruned)+len(rec.Failed) > 0 {
@@ -336,6 +362,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 		}
 		r.dispatchers[t] = d
 		d.waiting = t
+		d.link(t, r.stepKey(ei))
 		r.deliverFired(ei)
 		return true
 	}
@@ -360,6 +387,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 			}
 			continue
 		}
+		d.whens[r.stepKey(ei)] = ok
 		if ok {
 			d.matched = true
 			if fire(ei, nil) {

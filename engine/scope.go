@@ -13,6 +13,7 @@ type scope struct {
 	output any
 	hasOut bool
 	steps  map[string]any
+	whens  map[string]any
 	item   any
 	index  int
 	inMap  bool
@@ -40,6 +41,11 @@ func (s *scope) Lookup(name string) (any, bool) {
 			return map[string]any{}, true
 		}
 		return s.steps, true
+	case "when":
+		if s.whens == nil {
+			return map[string]any{}, true
+		}
+		return s.whens, true
 	case "item":
 		return s.item, s.inMap
 	case "index":
@@ -68,7 +74,7 @@ func (s *scope) Root() map[string]any {
 			}
 		}
 	}
-	for _, n := range []string{"output", "steps", "item", "index", "resume", "error"} {
+	for _, n := range []string{"output", "steps", "when", "item", "index", "resume", "error"} {
 		if v, ok := s.Lookup(n); ok {
 			m[n] = v
 		}
