@@ -406,6 +406,7 @@ func (r *run) stopFromContext() {
 
 func (r *run) launchReady() {
 	for r.hasReady() && r.running < r.maxConc && !r.stopping {
+		r.drainSkips() // skips decided by the last node come before the next start: events follow cause
 		i := r.ready[r.readyHead]
 		r.readyHead++
 		if r.status[i] != nsReady {
