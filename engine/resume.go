@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -97,6 +98,17 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	if value != nil {
 		rec.Value = value.Value
 	}
+	// The resume entry is written before StartResume returns, so whoever
+	// reads the run next (a page, the API) sees it running again.
+	seq := opts.NextSeq - 1
+	if seq < 0 || opts.NextSeq == 0 {
+		seq = log[len(log)-1].EventSeq
+	}
+	cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: time.Now(), Resume: rec}
+	if err := e.opts.Checkpointer.Append(ctx, runID, []Checkpoint{cp}); err != nil {
+		e.active.Delete(runID)
+		return nil, fmt.Errorf("engine: record resume of run %s: %w", runID, err)
+	}
 	return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts}, nil
 }
 
@@ -125,8 +137,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	if rs.opts.NextSeq > 0 {
 		r.seq = rs.opts.NextSeq - 1
 	}
-	r.addCheckpoint(Checkpoint{Kind: CheckpointResume, Resume: rs.rec})
-	r.applyResume(rs.rec)
+	r.applyResume(rs.rec) // its checkpoint was written by StartResume
 	if rs.rec.NodeID == "" {
 		r.restartFailed()
 	}

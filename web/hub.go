@@ -1,10 +1,43 @@
 package web
 
 import (
+	"encoding/json"
+	"strconv"
 	"sync"
 
 	"github.com/chainstudio/studio/engine"
 )
+
+// LiveEvent is one event as the hub hands it to every subscriber of its run:
+// shared, read-only, with its SSE frame encoded once for all of them.
+type LiveEvent struct {
+	engine.Event
+	once  sync.Once
+	frame []byte
+	err   error
+}
+
+// Frame returns the event's text/event-stream frame (id: seq, event: phase,
+// data: the event JSON), encoding it on first use.
+func (e *LiveEvent) Frame() ([]byte, error) {
+	e.once.Do(func() { e.frame, e.err = sseEventFrame(nil, &e.Event) })
+	return e.frame, e.err
+}
+
+// sseEventFrame appends an event's SSE frame to buf.
+func sseEventFrame(buf []byte, ev *engine.Event) ([]byte, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, ev.Seq, 10)
+	buf = append(buf, "\nevent: "...)
+	buf = append(buf, ev.Phase...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, b...)
+	return append(buf, "\n\n"...), nil
+}
 
 // Hub delivers each run's live events to every subscriber, in order. It is
 // an engine.EventSink. A subscriber that falls behind is cut loose (its
@@ -19,8 +52,8 @@ type Hub struct {
 // Subscription is one watcher of one run.
 type Subscription struct {
 	RunID string
-	C     <-chan engine.Event
-	c     chan engine.Event
+	C     <-chan *LiveEvent
+	c     chan *LiveEvent
 	// Set before C is closed: Dropped when the watcher fell behind, Ended
 	// when the run finished (or paused).
 	Dropped bool
@@ -37,7 +70,7 @@ func NewHub(buffer int) *Hub {
 
 // Subscribe starts receiving a run's events from now on.
 func (h *Hub) Subscribe(runID string) *Subscription {
-	c := make(chan engine.Event, h.buffer)
+	c := make(chan *LiveEvent, h.buffer)
 	s := &Subscription{RunID: runID, C: c, c: c}
 	h.mu.Lock()
 	t := h.topics[runID]
@@ -69,9 +102,14 @@ func (h *Hub) Unsubscribe(s *Subscription) {
 func (h *Hub) Emit(ev engine.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.topics[ev.RunID] {
+	t := h.topics[ev.RunID]
+	if len(t) == 0 {
+		return
+	}
+	le := &LiveEvent{Event: ev}
+	for s := range t {
 		select {
-		case s.c <- ev:
+		case s.c <- le:
 		default:
 			s.Dropped = true
 			delete(h.topics[ev.RunID], s)

@@ -71,10 +71,8 @@ func (r *Runner) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[stri
 	if !r.track(id, cancel) {
 		return nil, errShutdown
 	}
-	defer r.untrack(id)
-	res, err := r.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
-	r.hub.End(id)
-	return res, err
+	defer func() { r.untrack(id); r.hub.End(id) }() // not active before watchers hear the end
+	return r.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
 }
 
 // Resume checks a resume against the resume contract and, when it is
@@ -166,14 +164,16 @@ func (r *Runner) launch(id string, fn func(context.Context) (*engine.Result, err
 		return false
 	}
 	go func() {
-		defer r.untrack(id)
-		defer cancel(nil)
 		res, err := fn(ctx)
+		cancel(nil)
 		if err != nil {
 			r.log.Error("run failed to execute", "run_id", id, "err", err)
 		} else if res != nil {
 			r.log.Info("run stopped", "run_id", id, "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
 		}
+		// Not active before the watchers hear the end, so that what they
+		// read next (Active, the run's JSON) says it stopped.
+		r.untrack(id)
 		r.hub.End(id)
 	}()
 	return true

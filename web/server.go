@@ -47,6 +47,7 @@ type Server struct {
 	echo   *echo.Echo
 	log    *slog.Logger
 	http   *http.Server
+	finals sharedCalls // the final `run` event of event streams
 }
 
 // New builds the server: engine, live hub, event writer, routes.

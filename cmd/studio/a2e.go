@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
+)
+
+// maxA2ELine bounds one chain/req line (the document limit).
+var maxA2ELine = engine.DefaultLimits.MaxDocumentBytes
+
+// cmdA2E is the A2E chain host over stdin/stdout: one chain/req JSON per
+// input line; for each, the chain/event messages (when streaming) and the
+// closing chain/resp, one JSON per output line.
+func cmdA2E(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runA2E(ctx, args, os.Stdin, stdout, stderr)
+}
+
+func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("a2e", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	workspace := fs.String("workspace", "", "folder read_file/write_file may use (default: file access disabled)")
+	var allowProc listFlag
+	fs.Var(&allowProc, "allow-proc", "executable proc nodes may run (repeatable; default: none)")
+	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
+	chains := fs.String("chains", "", "folder of saved chains (*.json) that skill nodes call by name (default: none)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: studio a2e [flags] < requests.ndjson\n\nThe A2E chain host on stdin/stdout: reads one chain/req JSON per line and writes\nNDJSON: the request's chain/event messages (unless streaming is false), then its chain/resp.\nA line that is not a chain/req gets a chain/resp with success false and error code chain_decode.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
+	reg.SetInline(builtin.Inline...)
+	opts := engine.Options{Registry: reg}
+	if *chains != "" {
+		resolve := folderResolver(filepath.Join(*chains, "x"))
+		opts.Chains = func(_ context.Context, name string) (*engine.Chain, error) {
+			if c, ok := resolve(name); ok {
+				return c, nil
+			}
+			return nil, fmt.Errorf("no chain named %q in %s", name, *chains)
+		}
+	}
+	eng := engine.New(opts)
+	out := &ndjsonWriter{w: bufio.NewWriter(stdout)}
+
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	for {
+		line, over, err := readLine(in, maxA2ELine)
+		switch {
+		case over:
+			resp := engine.NewResponseMessage(nil, nil)
+			resp.Error = &engine.WireError{Code: engine.CodeDecode, Message: fmt.Sprintf("the line is over the limit of %d bytes", maxA2ELine)}
+			out.write(resp)
+		case len(bytes.TrimSpace(line)) > 0:
+			serveA2ELine(ctx, eng, line, out)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "studio a2e: %v\n", err)
+			return exitFailed
+		}
+		if ctx.Err() != nil {
+			return exitStopped
+		}
+	}
+}
+
+// readLine reads one line (without the newline) of at most max bytes; a
+// longer line is consumed and reported with over set.
+func readLine(r *bufio.Reader, max int) (line []byte, over bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !over {
+			if len(buf)+len(chunk) > max+1 {
+				over = true
+				buf = nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if over {
+			return nil, true, err
+		}
+		return bytes.TrimRight(buf, "\r\n"), false, err
+	}
+}
+
+// serveA2ELine answers one request line.
+func serveA2ELine(ctx context.Context, eng *engine.Engine, line []byte, out *ndjsonWriter) {
+	c, req, err := engine.DecodeDocument(line, engine.Limits{})
+	if err == nil && req == nil {
+		err = &engine.DecodeError{Path: "type", Msg: `not an A2E message: a chain/req has "type": "chain/req"`}
+	}
+	if err != nil {
+		// Echo what can be read of the envelope so the agent can correlate.
+		var env struct {
+			ID      string `json:"id"`
+			ChainID string `json:"chain_id"`
+		}
+		_ = json.Unmarshal(line, &env)
+		resp := engine.NewResponseMessage(&engine.Request{ID: env.ID, ChainID: env.ChainID}, nil)
+		resp.Error = &engine.WireError{Code: engine.CodeDecode, Message: err.Error()}
+		out.write(resp)
+		return
+	}
+	var sink engine.EventSink
+	if req.IsStreaming() {
+		sink = engine.SinkFunc(func(ev engine.Event) { out.write(engine.NewEventMessage(req.ID, ev)) })
+	}
+	input := req.InitialInput
+	if input == nil {
+		input = map[string]any{}
+	}
+	res, err := eng.Run(ctx, c, input, engine.RunOptions{Sink: sink})
+	resp := engine.NewResponseMessage(req, res)
+	if res == nil && err != nil {
+		resp.Error = &engine.WireError{Code: "host_error", Message: err.Error()}
+	}
+	out.write(resp)
+}
+
+// ndjsonWriter writes one JSON value per line and flushes, safely from
+// several goroutines.
+type ndjsonWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (o *ndjsonWriter) write(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"type": engine.TypeResponse, "success": false,
+			"error": engine.WireError{Code: "host_error", Message: "message is not JSON: " + err.Error()}})
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.w.Write(b)
+	o.w.WriteByte('\n')
+	o.w.Flush()
+}

@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultModelTimeout bounds one model call when the link sets no
+// timeout_seconds.
+const DefaultModelTimeout = 60 * time.Second
+
+// maxModelResponse caps the body read from a model endpoint.
+const maxModelResponse = 16 << 20
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// chatRequest is the OpenAI chat-completions request body.
+type chatRequest struct {
+	Model       string    `json:"model"`
+	Messages    []Message `json:"messages"`
+	Temperature *float64  `json:"temperature,omitempty"`
+}
+
+type chatResponse struct {
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+}
+
+// ModelClient calls OpenAI-compatible chat-completions endpoints (OpenAI,
+// llama.cpp's server, ollama, vLLM, LM Studio, ...).
+type ModelClient struct {
+	HTTP   *http.Client        // default: a client without a timeout (the context bounds each call)
+	Getenv func(string) string // default: os.Getenv
+}
+
+// Endpoint returns the URL a model's requests go to: the url as written, or
+// with /chat/completions appended when it ends with /v1.
+func Endpoint(url string) string {
+	u := strings.TrimRight(url, "/")
+	if strings.HasSuffix(u, "/v1") {
+		return u + "/chat/completions"
+	}
+	return url
+}
+
+// Complete sends one chat-completions request and returns
+// choices[0].message.content. Errors name the endpoint, the HTTP status and a
+// snippet of the body; the context bounds the call.
+func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Message) (string, error) {
+	body, err := json.Marshal(chatRequest{Model: m.Name, Messages: messages, Temperature: m.Temperature})
+	if err != nil {
+		return "", err
+	}
+	url := Endpoint(m.URL)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return "", fmt.Errorf("model %s: %w", m.Name, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if m.APIKeyEnv != "" {
+		key := mc.getenv(m.APIKeyEnv)
+		if key == "" {
+			return "", fmt.Errorf("model %s: model.api_key_env names %s, which is not set (or empty) in the studio's environment", m.Name, m.APIKeyEnv)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	client := mc.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			return "", cause
+		}
+		return "", fmt.Errorf("model %s at %s: %w", m.Name, url, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxModelResponse+1))
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			return "", cause
+		}
+		return "", fmt.Errorf("model %s at %s: reading the response: %w", m.Name, url, err)
+	}
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return "", fmt.Errorf("model %s at %s answered %s: %s", m.Name, url, res.Status, snippet(raw))
+	}
+	if len(raw) > maxModelResponse {
+		return "", fmt.Errorf("model %s at %s: the response is over %d bytes", m.Name, url, maxModelResponse)
+	}
+	var cr chatResponse
+	if err := json.Unmarshal(raw, &cr); err != nil {
+		return "", fmt.Errorf("model %s at %s: the response is not chat-completions JSON (%v): %s", m.Name, url, err, snippet(raw))
+	}
+	if len(cr.Choices) == 0 || cr.Choices[0].Message.Content == nil {
+		return "", fmt.Errorf("model %s at %s: the response has no choices[0].message.content: %s", m.Name, url, snippet(raw))
+	}
+	return *cr.Choices[0].Message.Content, nil
+}
+
+func (mc *ModelClient) getenv(name string) string {
+	if mc.Getenv != nil {
+		return mc.Getenv(name)
+	}
+	return osGetenv(name)
+}
+
+// snippet is the start of a body for an error message.
+func snippet(b []byte) string {
+	const max = 300
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "(empty body)"
+	}
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}

@@ -1,0 +1,583 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/labstack/echo/v4"
+)
+
+// reservedPrefix marks compiled agent chains; hand-written chains may not use it.
+const reservedPrefix = "__chain__"
+
+// maxImportSuffix bounds the " (n)" suffixes tried when an import's name is taken.
+const maxImportSuffix = 1000
+
+// chainJSON is a saved chain as the API shows it.
+type chainJSON struct {
+	ID          string        `json:"id"`
+	Name        string        `json:"name"`
+	Description string        `json:"description,omitempty"`
+	Version     int           `json:"version"`
+	NodeCount   int           `json:"node_count"`
+	Created     time.Time     `json:"created"`
+	Updated     time.Time     `json:"updated"`
+	Doc         *engine.Chain `json:"doc"`
+	// Issues are the validation findings of the saved document (create,
+	// update, import, restore): a chain with errors can be saved but not run.
+	Issues []engine.Issue `json:"issues,omitempty"`
+	Valid  *bool          `json:"valid,omitempty"`
+}
+
+func toChainJSON(ch *store.Chain) chainJSON {
+	return chainJSON{ID: ch.ID, Name: ch.Name, Description: ch.Description, Version: ch.Version,
+		NodeCount: ch.NodeCount, Created: ch.Created, Updated: ch.Updated, Doc: ch.Doc}
+}
+
+func (s *Server) withIssues(c echo.Context, out chainJSON) chainJSON {
+	out.Issues = s.validate(c, out.Doc)
+	valid := !engine.HasErrors(out.Issues)
+	out.Valid = &valid
+	return out
+}
+
+func etag(version int) string { return fmt.Sprintf(`"v%d"`, version) }
+
+// readBody reads the whole request body. An over-limit body is the body
+// limit middleware's 413, passed through unchanged.
+func readBody(c echo.Context) ([]byte, error) {
+	b, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return nil, he
+		}
+		return nil, apiError(http.StatusBadRequest, "bad_body", "could not read the request body: "+err.Error(), nil)
+	}
+	return b, nil
+}
+
+// decodeErr turns a document decode failure into a 400 naming the place.
+func decodeErr(err error) error {
+	var de *engine.DecodeError
+	if errors.As(err, &de) {
+		return apiError(http.StatusBadRequest, engine.CodeDecode, "the body is not a valid chain document: "+de.Error(),
+			map[string]any{"path": de.Path, "message": de.Msg})
+	}
+	return apiError(http.StatusBadRequest, engine.CodeDecode, "the body is not a valid chain document: "+err.Error(), nil)
+}
+
+// decodeDocument reads a chain document (studio or A2E chain/req) from the body.
+func (s *Server) decodeDocument(c echo.Context) (*engine.Chain, *engine.Request, error) {
+	body, err := readBody(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.decodeDocumentBytes(body)
+}
+
+func (s *Server) decodeDocumentBytes(body []byte) (*engine.Chain, *engine.Request, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil, apiError(http.StatusBadRequest, engine.CodeDecode, "the body is empty: send a chain document or an A2E chain/req message", nil)
+	}
+	doc, req, err := engine.DecodeDocument(body, s.cfg.Limits)
+	if err != nil {
+		return nil, nil, decodeErr(err)
+	}
+	return doc, req, nil
+}
+
+// bindJSON decodes a small JSON request body strictly into v. An empty body
+// leaves v as is. Malformed JSON names the line and column.
+func bindJSON(c echo.Context, v any) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	return bindJSONBytes(body, v)
+}
+
+func bindJSONBytes(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonBodyError(body, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apiError(http.StatusBadRequest, "bad_json", "malformed JSON: unexpected data after the JSON value", nil)
+	}
+	return nil
+}
+
+func jsonBodyError(body []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := lineCol(body, int(syn.Offset)-1)
+		return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, syn.Error()),
+			map[string]any{"line": line, "column": col})
+	case errors.As(err, &typ):
+		return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("wrong type for %s: got JSON %s", typ.Field, typ.Value),
+			map[string]any{"path": typ.Field})
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apiError(http.StatusBadRequest, "bad_json", "malformed JSON: the body ends before the value is complete", nil)
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
+		f = strings.Trim(f, `"`)
+		return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("unknown field %q", f), map[string]any{"path": f})
+	}
+	return apiError(http.StatusBadRequest, "bad_json", "malformed JSON: "+msg, nil)
+}
+
+// lineCol returns the 1-based line and column of byte offset off.
+func lineCol(data []byte, off int) (int, int) {
+	off = max(0, min(off, len(data)))
+	line, col := 1, 1
+	for _, b := range data[:off] {
+		switch {
+		case b == '\n':
+			line++
+			col = 1
+		case b&0xC0 != 0x80:
+			col++
+		}
+	}
+	return line, col
+}
+
+// intParam parses an integer query or path parameter; def when absent.
+func intParam(name, raw string, def, minimum, maximum int) (int, error) {
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		return 0, apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("%s must be an integer, got %q", name, raw), map[string]any{"parameter": name})
+	}
+	if n < minimum || n > maximum {
+		return 0, apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("%s must be between %d and %d, got %d", name, minimum, maximum, n), map[string]any{"parameter": name})
+	}
+	return n, nil
+}
+
+// versionParam parses the {v} path parameter.
+func versionParam(c echo.Context) (int, error) {
+	raw := c.Param("v")
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 {
+		return 0, apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("version must be a positive integer, got %q", raw), map[string]any{"parameter": "v"})
+	}
+	return n, nil
+}
+
+// storeErr maps store errors to API errors; what names the thing looked up.
+func storeErr(err error, what string) error {
+	var ce *store.ConflictError
+	var ve *store.VersionConflictError
+	switch {
+	case errors.As(err, &ce):
+		details := map[string]any{"name": ce.Name}
+		if ce.ChainID != "" {
+			details["chain_id"] = ce.ChainID
+		}
+		return apiError(http.StatusConflict, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", ce.Name), details)
+	case errors.As(err, &ve):
+		return apiError(http.StatusConflict, "version_conflict",
+			fmt.Sprintf("the chain was changed since version %d: it is at version %d; reload it and apply your edit again", ve.Base, ve.Current),
+			map[string]any{"current_version": ve.Current, "base_version": ve.Base})
+	case errors.Is(err, store.ErrNotFound):
+		return apiError(http.StatusNotFound, "not_found", what+" not found", nil)
+	case errors.Is(err, store.ErrInvalid):
+		return apiError(http.StatusUnprocessableEntity, "invalid", err.Error(), nil)
+	}
+	return err
+}
+
+// checkName enforces the rules on a chain's name.
+func checkName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return apiError(http.StatusUnprocessableEntity, "name_required", "the chain needs a name (the \"name\" field; chain_id for an A2E chain/req)", map[string]any{"path": "name"})
+	}
+	if strings.HasPrefix(name, reservedPrefix) {
+		return apiError(http.StatusUnprocessableEntity, "reserved_name",
+			fmt.Sprintf("chain names starting %q are reserved for compiled agent chains", reservedPrefix), map[string]any{"path": "name", "name": name})
+	}
+	return nil
+}
+
+// validateOptions checks skills against the saved chains and tools against
+// the registry.
+func (s *Server) apiValidateOptions(c echo.Context) engine.ValidateOptions {
+	ctx := c.Request().Context()
+	reg := s.eng.Registry()
+	return engine.ValidateOptions{
+		Limits: s.cfg.Limits,
+		Resolve: func(name string) (*engine.Chain, bool) {
+			ch, err := s.db.ResolveChain(ctx, name)
+			return ch, err == nil && ch != nil
+		},
+		Tools: reg.Has,
+	}
+}
+
+func (s *Server) validate(c echo.Context, doc *engine.Chain) []engine.Issue {
+	issues := engine.ValidateWith(doc, s.apiValidateOptions(c))
+	if issues == nil {
+		issues = []engine.Issue{}
+	}
+	return issues
+}
+
+// GET /v1/chains
+func (s *Server) listChains(c echo.Context) error {
+	limit, err := intParam("limit", c.QueryParam("limit"), 50, 1, 1000)
+	if err != nil {
+		return err
+	}
+	offset, err := intParam("offset", c.QueryParam("offset"), 0, 0, 1<<30)
+	if err != nil {
+		return err
+	}
+	q := c.QueryParam("q")
+	rows, total, err := s.db.ListChains(c.Request().Context(), store.ChainFilter{Query: q, Limit: limit, Offset: offset})
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []store.ChainSummary{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"chains": rows, "total": total, "limit": limit, "offset": offset})
+}
+
+// POST /v1/chains
+func (s *Server) createChain(c echo.Context) error {
+	doc, _, err := s.decodeDocument(c)
+	if err != nil {
+		return err
+	}
+	if err := checkName(doc.Name); err != nil {
+		return err
+	}
+	ch, err := s.db.CreateChain(c.Request().Context(), doc, c.QueryParam("message"))
+	if err != nil {
+		return storeErr(err, "chain")
+	}
+	return s.chainCreated(c, ch)
+}
+
+func (s *Server) chainCreated(c echo.Context, ch *store.Chain) error {
+	c.Response().Header().Set(echo.HeaderLocation, "/v1/chains/"+url.PathEscape(ch.ID))
+	c.Response().Header().Set("ETag", etag(ch.Version))
+	return c.JSON(http.StatusCreated, s.withIssues(c, toChainJSON(ch)))
+}
+
+// GET /v1/chains/{id}
+func (s *Server) getChain(c echo.Context) error {
+	ch, err := s.db.GetChain(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	tag := etag(ch.Version)
+	c.Response().Header().Set("ETag", tag)
+	if inm := c.Request().Header.Get("If-None-Match"); inm != "" && etagMatches(inm, ch.Version) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSON(http.StatusOK, toChainJSON(ch))
+}
+
+// parseETag reads "v<n>" (quoted or not, weak or not).
+func parseETag(h string) (int, bool) {
+	h = strings.TrimSpace(h)
+	h = strings.TrimPrefix(h, "W/")
+	h = strings.Trim(h, `"`)
+	if !strings.HasPrefix(h, "v") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(h[1:])
+	return n, err == nil && n >= 1
+}
+
+func etagMatches(header string, version int) bool {
+	for _, part := range strings.Split(header, ",") {
+		if strings.TrimSpace(part) == "*" {
+			return true
+		}
+		if n, ok := parseETag(part); ok && n == version {
+			return true
+		}
+	}
+	return false
+}
+
+// updateBody is PUT's wrapped form: {"version": n, "doc": {...}, "message": "..."}.
+type updateBody struct {
+	Version *int            `json:"version"`
+	Doc     json.RawMessage `json:"doc"`
+	Message string          `json:"message"`
+}
+
+// PUT /v1/chains/{id}
+func (s *Server) updateChain(c echo.Context) error {
+	id := c.Param("id")
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	base := 0
+	if im := c.Request().Header.Get("If-Match"); im != "" {
+		n, ok := parseETag(im)
+		if !ok {
+			return apiError(http.StatusBadRequest, "bad_precondition", fmt.Sprintf(`If-Match must be the chain's ETag, "v<version>"; got %s`, im), nil)
+		}
+		base = n
+	}
+	if base == 0 && c.QueryParam("version") != "" {
+		if base, err = intParam("version", c.QueryParam("version"), 0, 1, 1<<30); err != nil {
+			return err
+		}
+	}
+	message := c.QueryParam("message")
+	// The wrapped form carries the version beside the document.
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) == nil && top["doc"] != nil && top["nodes"] == nil {
+		var w updateBody
+		if err := bindJSONBytes(body, &w); err != nil {
+			return err
+		}
+		if w.Version != nil && base == 0 {
+			base = *w.Version
+		}
+		if w.Message != "" {
+			message = w.Message
+		}
+		body = w.Doc
+	}
+	doc, _, err := s.decodeDocumentBytes(body)
+	if err != nil {
+		return err
+	}
+	if base == 0 {
+		// Tell 404 from 428 so the caller knows what to fix.
+		if _, err := s.db.GetChain(c.Request().Context(), id); err != nil {
+			return storeErr(err, fmt.Sprintf("chain %q", id))
+		}
+		return apiError(http.StatusPreconditionRequired, "precondition_required",
+			`updating a chain needs the version the edit started from: send If-Match: "v<version>" (the ETag of GET), ?version=<n>, or {"version": n, "doc": {...}}`, nil)
+	}
+	if err := checkName(doc.Name); err != nil {
+		return err
+	}
+	ch, err := s.db.SaveChain(c.Request().Context(), id, base, doc, message)
+	if err != nil {
+		var ve *store.VersionConflictError
+		if errors.As(err, &ve) && ve.Current < 0 { // lost a race: report the version now current
+			if cur, gerr := s.db.GetChain(c.Request().Context(), id); gerr == nil {
+				ve.Current = cur.Version
+			}
+		}
+		return storeErr(err, fmt.Sprintf("chain %q", id))
+	}
+	c.Response().Header().Set("ETag", etag(ch.Version))
+	return c.JSON(http.StatusOK, s.withIssues(c, toChainJSON(ch)))
+}
+
+// DELETE /v1/chains/{id}
+func (s *Server) deleteChain(c echo.Context) error {
+	if err := s.db.DeleteChain(c.Request().Context(), c.Param("id")); err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// GET /v1/chains/{id}/versions
+func (s *Server) listVersions(c echo.Context) error {
+	vs, err := s.db.ListVersions(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	if vs == nil {
+		vs = []store.ChainVersion{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"chain_id": c.Param("id"), "versions": vs})
+}
+
+// GET /v1/chains/{id}/versions/{v}
+func (s *Server) getVersion(c echo.Context) error {
+	v, err := versionParam(c)
+	if err != nil {
+		return err
+	}
+	cv, err := s.db.GetVersion(c.Request().Context(), c.Param("id"), v)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
+	}
+	c.Response().Header().Set("ETag", etag(v))
+	return c.JSON(http.StatusOK, cv)
+}
+
+// POST /v1/chains/{id}/versions/{v}/restore
+func (s *Server) restoreVersion(c echo.Context) error {
+	v, err := versionParam(c)
+	if err != nil {
+		return err
+	}
+	ch, err := s.db.RestoreVersion(c.Request().Context(), c.Param("id"), v, c.QueryParam("message"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
+	}
+	c.Response().Header().Set("ETag", etag(ch.Version))
+	return c.JSON(http.StatusOK, s.withIssues(c, toChainJSON(ch)))
+}
+
+// GET /v1/chains/{id}/diff?from=&to=
+func (s *Server) diffVersions(c echo.Context) error {
+	id := c.Param("id")
+	ctx := c.Request().Context()
+	to, err := intParam("to", c.QueryParam("to"), 0, 1, 1<<30)
+	if err != nil {
+		return err
+	}
+	from, err := intParam("from", c.QueryParam("from"), 0, 1, 1<<30)
+	if err != nil {
+		return err
+	}
+	if to == 0 || from == 0 {
+		ch, err := s.db.GetChain(ctx, id)
+		if err != nil {
+			return storeErr(err, fmt.Sprintf("chain %q", id))
+		}
+		if to == 0 {
+			to = ch.Version
+		}
+		if from == 0 {
+			from = max(1, to-1)
+		}
+	}
+	for _, v := range []int{from, to} {
+		if _, err := s.db.GetVersion(ctx, id, v); err != nil {
+			return storeErr(err, fmt.Sprintf("version %d of chain %q", v, id))
+		}
+	}
+	d, err := s.db.DiffVersions(ctx, id, from, to)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", id))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"chain_id": id, "from": from, "to": to, "diff": d, "empty": d.Empty()})
+}
+
+// GET /v1/chains/{id}/export?format=studio|a2e
+func (s *Server) exportChain(c echo.Context) error {
+	format := c.QueryParam("format")
+	if format == "" {
+		format = "studio"
+	}
+	if format != "studio" && format != "a2e" {
+		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("format must be studio or a2e, got %q", format), map[string]any{"parameter": "format"})
+	}
+	ch, err := s.db.GetChain(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	var body any = ch.Doc
+	suffix := ".chain.json"
+	if format == "a2e" {
+		req, err := engine.ExportA2E(ch.Doc)
+		if err != nil {
+			var ee *engine.ExportError
+			if errors.As(err, &ee) {
+				return apiError(http.StatusUnprocessableEntity, "not_expressible", err.Error(), ee)
+			}
+			return err
+		}
+		body, suffix = req, ".a2e.json"
+	}
+	b, err := json.MarshalIndent(body, "", "  ")
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Content-Disposition", contentDisposition(ch.Name+suffix))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, append(b, '\n'))
+}
+
+// contentDisposition names an attachment: an ASCII fallback and the exact
+// name in RFC 5987 form.
+func contentDisposition(name string) string {
+	ascii := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' || r == '/' {
+			return '_'
+		}
+		return r
+	}, name)
+	return fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, ascii, url.PathEscape(name))
+}
+
+// POST /v1/chains/import[?validate=only]
+func (s *Server) importChain(c echo.Context) error {
+	doc, req, err := s.decodeDocument(c)
+	if err != nil {
+		return err
+	}
+	format := "studio"
+	if req != nil {
+		format = "a2e"
+	}
+	switch c.QueryParam("validate") {
+	case "":
+	case "only":
+		issues := s.validate(c, doc)
+		return c.JSON(http.StatusOK, map[string]any{"format": format, "doc": doc, "issues": issues, "valid": !engine.HasErrors(issues)})
+	default:
+		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("validate must be \"only\" or absent, got %q", c.QueryParam("validate")), map[string]any{"parameter": "validate"})
+	}
+	if err := checkName(doc.Name); err != nil {
+		return err
+	}
+	base := doc.Name
+	message := c.QueryParam("message")
+	if message == "" {
+		message = "imported (" + format + ")"
+	}
+	for n := 1; n <= maxImportSuffix; n++ {
+		if n > 1 {
+			doc.Name = fmt.Sprintf("%s (%d)", base, n)
+		}
+		ch, err := s.db.CreateChain(c.Request().Context(), doc, message)
+		if errors.Is(err, store.ErrNameTaken) {
+			continue
+		}
+		if err != nil {
+			return storeErr(err, "chain")
+		}
+		return s.chainCreated(c, ch)
+	}
+	return apiError(http.StatusConflict, "name_taken", fmt.Sprintf("%d chains are already named %q or %q (n)", maxImportSuffix, base, base), nil)
+}
+
+// POST /v1/validate
+func (s *Server) validateDocument(c echo.Context) error {
+	doc, req, err := s.decodeDocument(c)
+	if err != nil {
+		return err
+	}
+	issues := s.validate(c, doc)
+	format := "studio"
+	if req != nil {
+		format = "a2e"
+	}
+	return c.JSON(http.StatusOK, map[string]any{"issues": issues, "valid": !engine.HasErrors(issues), "format": format})
+}

@@ -1,0 +1,202 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/labstack/echo/v4"
+)
+
+// runJSON is a run as GET /v1/runs/{id} shows it.
+type runJSON struct {
+	*store.Run
+	Pending []engine.Pending `json:"pending"`
+	Active  bool             `json:"active"` // executing in this process now
+}
+
+func (s *Server) runView(r *store.Run) runJSON {
+	out := runJSON{Run: r, Pending: []engine.Pending{}, Active: s.runs.Active(r.ID)}
+	if r.Status == engine.StatusPaused {
+		for _, n := range r.Nodes {
+			if n.Status == engine.PhasePaused {
+				out.Pending = append(out.Pending, engine.Pending{NodeID: n.NodeID, Prompt: n.Prompt})
+			}
+		}
+	}
+	return out
+}
+
+func runLocation(c echo.Context, id string) {
+	c.Response().Header().Set(echo.HeaderLocation, "/v1/runs/"+url.PathEscape(id))
+}
+
+// POST /v1/chains/{id}/runs {input}
+func (s *Server) startRun(c echo.Context) error {
+	var body struct {
+		Input map[string]any `json:"input"`
+	}
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ch, err := s.db.GetChain(ctx, c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	issues := s.validate(c, ch.Doc)
+	if engine.HasErrors(issues) {
+		return apiError(http.StatusUnprocessableEntity, engine.CodeInvalid,
+			(&engine.ValidationError{Issues: issues}).Error()+" (a chain with errors can be saved but not run)",
+			map[string]any{"issues": issues})
+	}
+	id, err := s.runs.Start(ctx, ch, body.Input)
+	if err != nil {
+		return err
+	}
+	runLocation(c, id)
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": engine.StatusRunning, "chain_id": ch.ID, "chain_version": ch.Version})
+}
+
+// GET /v1/runs?chain_id=&limit=&before=
+func (s *Server) listRuns(c echo.Context) error {
+	limit, err := intParam("limit", c.QueryParam("limit"), 50, 1, 1000)
+	if err != nil {
+		return err
+	}
+	runs, next, err := s.db.ListRuns(c.Request().Context(), store.RunFilter{ChainID: c.QueryParam("chain_id"), Limit: limit, Before: c.QueryParam("before")})
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("before is not a cursor from a previous page: %q", c.QueryParam("before")), map[string]any{"parameter": "before"})
+		}
+		return err
+	}
+	if runs == nil {
+		runs = []store.Run{}
+	}
+	out := map[string]any{"runs": runs, "next": next}
+	if next != "" {
+		q := url.Values{"before": {next}, "limit": {fmt.Sprint(limit)}}
+		if cid := c.QueryParam("chain_id"); cid != "" {
+			q.Set("chain_id", cid)
+		}
+		out["next_url"] = "/v1/runs?" + q.Encode()
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// GET /v1/runs/{id}
+func (s *Server) getRun(c echo.Context) error {
+	r, err := s.db.GetRun(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("run %q", c.Param("id")))
+	}
+	return c.JSON(http.StatusOK, s.runView(r))
+}
+
+// resumeErr maps the engine's resume contract errors to statuses.
+func resumeErr(err error) error {
+	var re *engine.ChainResumeError
+	var ae *engine.AlreadyResumedError
+	var ce *engine.ChainCheckpointError
+	switch {
+	case errors.As(err, &re): // before ChainCheckpointError: a resume error is one too
+		return apiError(http.StatusUnprocessableEntity, engine.CodeResume, re.Error(), nil)
+	case errors.As(err, &ae):
+		return apiError(http.StatusConflict, engine.CodeAlreadyResumed, ae.Error(), nil)
+	case errors.As(err, &ce):
+		return apiError(http.StatusNotFound, engine.CodeCheckpoint, ce.Error(), nil)
+	case errors.Is(err, errShutdown):
+		return apiError(http.StatusServiceUnavailable, "shutting_down", err.Error(), nil)
+	}
+	return err
+}
+
+// POST /v1/runs/{id}/resume {resume_value, modified_state}
+func (s *Server) resumeRun(c echo.Context) error {
+	id := c.Param("id")
+	var raw map[string]json.RawMessage
+	if err := bindJSON(c, &raw); err != nil {
+		return err
+	}
+	var value *engine.ResumeValue
+	var modified map[string]any
+	for k, v := range raw {
+		switch k {
+		case "resume_value": // present, even as null, is a value
+			var x any
+			if err := json.Unmarshal(v, &x); err != nil {
+				return apiError(http.StatusBadRequest, "bad_json", "resume_value: "+err.Error(), map[string]any{"path": k})
+			}
+			value = &engine.ResumeValue{Value: x}
+		case "modified_state":
+			if err := json.Unmarshal(v, &modified); err != nil {
+				return apiError(http.StatusBadRequest, "bad_json", "modified_state must be a JSON object", map[string]any{"path": k})
+			}
+		default:
+			return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("unknown field %q (resume_value, modified_state)", k), map[string]any{"path": k})
+		}
+	}
+	if err := s.runs.Resume(c.Request().Context(), id, value, modified); err != nil {
+		return resumeErr(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"run_id": id, "status": engine.StatusRunning})
+}
+
+// POST /v1/runs/{id}/cancel
+func (s *Server) cancelRun(c echo.Context) error {
+	id := c.Param("id")
+	if s.runs.Cancel(id) {
+		return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": "cancelling"})
+	}
+	r, err := s.db.GetRun(c.Request().Context(), id)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("run %q", id))
+	}
+	return apiError(http.StatusConflict, "not_running", fmt.Sprintf("run %q is not running (status %s)", id, r.Status), map[string]any{"status": r.Status})
+}
+
+// POST /v1/runs/{id}/rerun {from_node, input?}
+func (s *Server) rerunRun(c echo.Context) error {
+	id := c.Param("id")
+	var body struct {
+		FromNode string         `json:"from_node"`
+		Input    map[string]any `json:"input"`
+	}
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.db.GetRun(ctx, id); err != nil {
+		return storeErr(err, fmt.Sprintf("run %q", id))
+	}
+	if body.FromNode == "" {
+		return apiError(http.StatusUnprocessableEntity, "from_node_required", "from_node is required: the node to re-run from", map[string]any{"path": "from_node"})
+	}
+	log, err := s.eng.Checkpointer().Load(ctx, id)
+	if err != nil {
+		return resumeErr(err)
+	}
+	var chain *engine.Chain
+	for _, cp := range log {
+		if cp.Kind == engine.CheckpointStart && cp.Start != nil {
+			chain = cp.Start.Chain
+		}
+	}
+	if chain == nil {
+		return apiError(http.StatusNotFound, engine.CodeCheckpoint, fmt.Sprintf("run %q has no start checkpoint to re-run from", id), nil)
+	}
+	if chain.Node(body.FromNode) == nil {
+		return apiError(http.StatusUnprocessableEntity, "unknown_node", fmt.Sprintf("node %q is not in the run's chain", body.FromNode), map[string]any{"path": "from_node", "node_id": body.FromNode})
+	}
+	newID, err := s.runs.Rerun(ctx, id, body.FromNode, body.Input)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("run %q", id))
+	}
+	runLocation(c, newID)
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": newID, "status": engine.StatusRunning, "parent_run_id": id, "from_node": body.FromNode})
+}

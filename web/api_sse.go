@@ -1,0 +1,293 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/labstack/echo/v4"
+)
+
+// sseHeartbeat is how often an idle event stream sends a comment line, so
+// proxies and browsers keep the connection open.
+var sseHeartbeat = 15 * time.Second
+
+// sseFlushGap is the least time between two flushes of a live stream: a
+// burst of events goes out in one write instead of one per event, which is
+// what lets hundreds of watchers follow a fast run.
+const sseFlushGap = 10 * time.Millisecond
+
+// replayPage is how many stored events one replay query reads.
+const replayPage = 1000
+
+// sharedCalls runs one call per key at a time and gives its result to every
+// caller that asked while it ran: when a run ends, its hundreds of watchers
+// share one read of the run's result instead of each doing its own.
+type sharedCalls struct {
+	mu    sync.Mutex
+	calls map[string]*sharedCall
+}
+
+type sharedCall struct {
+	done chan struct{}
+	val  []byte
+	err  error
+}
+
+func (g *sharedCalls) do(key string, fn func() ([]byte, error)) ([]byte, error) {
+	g.mu.Lock()
+	if g.calls == nil {
+		g.calls = map[string]*sharedCall{}
+	}
+	if c, ok := g.calls[key]; ok {
+		g.mu.Unlock()
+		<-c.done
+		return c.val, c.err
+	}
+	c := &sharedCall{done: make(chan struct{})}
+	g.calls[key] = c
+	g.mu.Unlock()
+	c.val, c.err = fn()
+	g.mu.Lock()
+	delete(g.calls, key)
+	g.mu.Unlock()
+	close(c.done)
+	return c.val, c.err
+}
+
+// sseStream writes one run's events to one watcher.
+type sseStream struct {
+	s    *Server
+	c    echo.Context
+	w    *echo.Response
+	run  string
+	last int64 // the highest seq sent
+	buf  bytes.Buffer
+}
+
+// GET /v1/runs/{id}/events
+//
+// Ordering without gaps or duplicates: subscribe to the hub first, then
+// flush the event writer and replay the store after Last-Event-ID, then
+// stream live events, skipping any seq already sent. Events emitted between
+// the subscription and the replay are in both and sent once.
+func (s *Server) runEvents(c echo.Context) error {
+	id := c.Param("id")
+	ctx := c.Request().Context()
+	after := int64(0)
+	raw := c.Request().Header.Get("Last-Event-ID")
+	if raw == "" {
+		raw = c.QueryParam("after")
+	}
+	if raw != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+		if err != nil || n < 0 {
+			return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("Last-Event-ID (or after) must be an event seq, a non-negative integer; got %q", raw), map[string]any{"parameter": "after"})
+		}
+		after = n
+	}
+	if _, err := s.db.GetRun(ctx, id); err != nil {
+		return storeErr(err, fmt.Sprintf("run %q", id))
+	}
+
+	sub := s.hub.Subscribe(id)
+	defer s.hub.Unsubscribe(sub)
+
+	st := &sseStream{s: s, c: c, w: c.Response(), run: id, last: after}
+	h := st.w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	st.w.WriteHeader(http.StatusOK)
+	st.w.Flush()
+
+	if err := st.catchUp(ctx); err != nil {
+		return st.fail(err)
+	}
+	if !s.runs.Active(id) {
+		// Not executing here (finished, paused, or never started in this
+		// process): the store holds the whole run.
+		return st.finish(ctx)
+	}
+
+	tick := time.NewTicker(sseHeartbeat)
+	defer tick.Stop()
+	// Frames are written as they come, but the connection is flushed at most
+	// once per sseFlushGap: under a burst, one write carries many events.
+	lastFlush := time.Now()
+	flushTimer := time.NewTimer(time.Hour)
+	flushTimer.Stop()
+	defer flushTimer.Stop()
+	var flushC <-chan time.Time
+	flushNow := func() error {
+		flushC = nil
+		lastFlush = time.Now()
+		tick.Reset(sseHeartbeat)
+		return st.flush()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if flushC == nil {
+				st.buf.WriteString(": heartbeat\n\n")
+				if err := flushNow(); err != nil {
+					return nil
+				}
+			}
+		case <-flushC:
+			if err := flushNow(); err != nil {
+				return nil // the watcher went away
+			}
+		case ev, ok := <-sub.C:
+			if !ok {
+				if sub.Ended {
+					return st.finish(ctx)
+				}
+				// Dropped: this watcher fell behind. End the response; the
+				// client reconnects with Last-Event-ID and catches up from
+				// the store.
+				_ = st.flush()
+				return nil
+			}
+			if err := st.live(ctx, ev); err != nil {
+				return st.fail(err)
+			}
+			// Take what is already queued with this event.
+			for more := len(sub.C); more > 0; more-- {
+				ev, ok := <-sub.C
+				if !ok {
+					break
+				}
+				if err := st.live(ctx, ev); err != nil {
+					return st.fail(err)
+				}
+			}
+			if flushC == nil {
+				if wait := sseFlushGap - time.Since(lastFlush); wait > 0 {
+					flushTimer.Reset(wait)
+					flushC = flushTimer.C
+				} else if err := flushNow(); err != nil {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// live sends a live event unless it was already sent; a gap (which the
+// subscribe-then-replay order rules out) is filled from the store.
+func (st *sseStream) live(ctx context.Context, ev *LiveEvent) error {
+	if ev.Seq <= st.last {
+		return nil
+	}
+	if ev.Seq > st.last+1 {
+		if err := st.catchUp(ctx); err != nil {
+			return err
+		}
+		if ev.Seq <= st.last {
+			return nil
+		}
+	}
+	frame, err := ev.Frame()
+	if err != nil {
+		return err
+	}
+	st.buf.Write(frame)
+	st.last = ev.Seq
+	return nil
+}
+
+// catchUp flushes the event writer and sends every stored event after the
+// last one sent.
+func (st *sseStream) catchUp(ctx context.Context) error {
+	if err := st.s.events.Flush(ctx); err != nil && ctx.Err() == nil {
+		st.s.log.Warn("event stream: flushing the event writer failed; replaying what is stored", "run_id", st.run, "err", err)
+	}
+	for {
+		evs, err := st.s.db.EventsAfter(ctx, st.run, st.last, replayPage)
+		if err != nil {
+			return err
+		}
+		for i := range evs {
+			if err := st.event(&evs[i]); err != nil {
+				return err
+			}
+		}
+		if err := st.flush(); err != nil {
+			return err
+		}
+		if len(evs) < replayPage {
+			return nil
+		}
+	}
+}
+
+// finish replays what is left, sends the run's result and ends the stream.
+func (st *sseStream) finish(ctx context.Context) error {
+	if err := st.catchUp(ctx); err != nil {
+		return st.fail(err)
+	}
+	b, err := st.s.finals.do(st.run, func() ([]byte, error) {
+		r, err := st.s.db.GetRun(ctx, st.run)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(st.s.runView(r))
+	})
+	if err != nil {
+		return st.fail(err)
+	}
+	st.buf.WriteString("event: run\ndata: ")
+	st.buf.Write(b)
+	st.buf.WriteString("\n\n")
+	_ = st.flush()
+	return nil
+}
+
+// fail reports an error inside an open stream (the status line is gone).
+func (st *sseStream) fail(err error) error {
+	if st.c.Request().Context().Err() != nil {
+		return nil // the watcher left
+	}
+	st.s.log.Error("event stream failed", "run_id", st.run, "err", err)
+	b, _ := json.Marshal(map[string]any{"error": apiError(http.StatusInternalServerError, "internal", "the event stream failed; reconnect to resume", nil)})
+	st.buf.WriteString("event: error\ndata: ")
+	st.buf.Write(b)
+	st.buf.WriteString("\n\n")
+	_ = st.flush()
+	return nil
+}
+
+// event buffers one event frame: id = seq, event = phase, data = the event.
+func (st *sseStream) event(ev *engine.Event) error {
+	b, err := sseEventFrame(st.buf.AvailableBuffer(), ev)
+	if err != nil {
+		return err
+	}
+	st.buf.Write(b)
+	st.last = ev.Seq
+	return nil
+}
+
+// flush writes the buffered frames and flushes the connection.
+func (st *sseStream) flush() error {
+	if st.buf.Len() == 0 {
+		return nil
+	}
+	_, err := st.w.Write(st.buf.Bytes())
+	st.buf.Reset()
+	if err != nil {
+		return err
+	}
+	st.w.Flush()
+	return nil
+}

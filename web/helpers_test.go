@@ -1,0 +1,169 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/store"
+)
+
+// testLogger discards below warnings, so test output stays readable.
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func testRegistry() *engine.Registry {
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{}))
+	reg.SetInline(builtin.Inline...)
+	return reg
+}
+
+// newTestServer starts a studio on a real store in a temp folder behind an
+// httptest server.
+func newTestServer(t testing.TB) (*Server, *httptest.Server) {
+	return newTestServerWith(t, Config{}, testRegistry())
+}
+
+func newTestServerWith(t testing.TB, cfg Config, reg *engine.Registry) (*Server, *httptest.Server) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"), store.Options{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger()
+	}
+	srv, err := New(cfg, Deps{DB: db, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return srv, ts
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+// errCode returns error.code of a JSON error response.
+func (r resp) errCode(t testing.TB) string {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	if e == nil {
+		t.Fatalf("not an error response: %s", r.body)
+	}
+	code, _ := e["code"].(string)
+	return code
+}
+
+func (r resp) errDetails(t testing.TB) map[string]any {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	d, _ := e["details"].(map[string]any)
+	return d
+}
+
+func do(t testing.TB, ts *httptest.Server, method, path string, body any, headers ...string) resp {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = strings.NewReader(string(b))
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = strings.NewReader(string(j))
+	}
+	req, err := http.NewRequest(method, ts.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+func wantStatus(t testing.TB, r resp, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+}
+
+const linearDoc = `{"name":"%s","nodes":[
+	{"node_id":"a","kind":"tool","name":"echo","input_map":{"x":"input.x"}},
+	{"node_id":"b","kind":"tool","name":"echo"}],
+	"edges":[{"source":"a","target":"b"}]}`
+
+// createChain saves a chain and returns its id.
+func createChain(t testing.TB, ts *httptest.Server, doc string) string {
+	t.Helper()
+	r := do(t, ts, "POST", "/v1/chains", doc)
+	wantStatus(t, r, http.StatusCreated)
+	return r.json(t)["id"].(string)
+}
+
+// waitRun polls a run until it is no longer running.
+func waitRun(t testing.TB, ts *httptest.Server, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		r := do(t, ts, "GET", "/v1/runs/"+id, nil)
+		wantStatus(t, r, http.StatusOK)
+		m := r.json(t)
+		if m["status"] != "running" && m["active"] == false {
+			return m
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("run %s did not stop", id)
+	return nil
+}
