@@ -37,7 +37,7 @@ type Options struct {
 // Engine runs chains. It is safe for concurrent use; one Engine serves many runs.
 type Engine struct {
 	opts   Options
-	active sync.Map // run id → struct{}: runs executing in this process
+	active runSet // runs executing in this process
 }
 
 // New returns an engine.
@@ -56,6 +56,41 @@ func New(opts Options) *Engine {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	return &Engine{opts: opts}
+}
+
+// runSet is the set of run ids executing in this process.
+type runSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// Load reports whether id is in the set.
+func (s *runSet) Load(id string) (struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[id]
+	return struct{}{}, ok
+}
+
+// LoadOrStore adds id unless present; it reports whether it was present.
+func (s *runSet) LoadOrStore(id string, v struct{}) (struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[id]; ok {
+		return v, true
+	}
+	if s.m == nil {
+		s.m = map[string]struct{}{}
+	}
+	s.m[id] = v
+	return v, false
+}
+
+// Delete removes id.
+func (s *runSet) Delete(id string) {
+	s.mu.Lock()
+	delete(s.m, id)
+	s.mu.Unlock()
 }
 
 // Registry returns the engine's tool registry.

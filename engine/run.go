@@ -83,23 +83,26 @@ type run struct {
 	edgeIdx         map[string]int
 	reuse           map[string]*NodeRecord
 
-	firedBuf  []int // scratch lists for routing decisions (see newRouting)
-	prunedBuf []int
-	cpBusy    bool         // a checkpoint write is in flight
-	cpDone    chan cpWrite // its result
-	cpSpare   []Checkpoint // a written batch's array, reused for the next one
-	ready     []int
-	readyHead int // ready[readyHead:] are waiting to start
-	skipQueue []int
-	running   int
-	done      chan completion
-	quit      chan struct{}  // closed when the coordinator stops reading done
-	stopped   []bool         // ended with an error because the run stopped; resumable
-	invalid   bool           // refused by validation: no node ran, no events
-	timeout   time.Duration  // the chain's wall-clock limit
-	attRan    []atomic.Bool  // attached nodes (map bodies, branches) that ran at least once
-	attBusy   []atomic.Int32 // attached nodes' calls in flight
-	closed    bool           // under emitMu: the run returned; late events are dropped
+	firedBuf    []int // scratch lists for routing decisions (see newRouting)
+	prunedBuf   []int
+	cpBusy      bool         // a checkpoint write is in flight
+	cpDone      chan cpWrite // its result
+	cpSpare     []Checkpoint // a written batch's array, reused for the next one
+	ready       []int
+	readyHead   int // ready[readyHead:] are waiting to start
+	skipQueue   []int
+	running     int
+	done        chan completion
+	quit        chan struct{} // closed when the coordinator stops reading done
+	stopped     []bool        // ended with an error because the run stopped; resumable
+	invalid     bool          // refused by validation: no node ran, no events
+	timeout     time.Duration // the chain's wall-clock limit
+	timeoutSecs float64
+	deadlineC   <-chan time.Time // armed when the coordinator first waits
+	launches    int
+	attRan      []atomic.Bool  // attached nodes (map bodies, branches) that ran at least once
+	attBusy     []atomic.Int32 // attached nodes' calls in flight
+	closed      bool           // under emitMu: the run returned; late events are dropped
 
 	cps      []Checkpoint
 	handled  bool
@@ -119,8 +122,10 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	rctx, cancelTimeout := context.WithTimeoutCause(ctx, time.Duration(timeout*float64(time.Second)), errChainTimeout{timeout})
-	rctx, cancel := context.WithCancelCause(rctx)
+	// The chain timeout is a deadline the coordinator watches (a timer only
+	// while it waits for workers), not a context timer per run: most small
+	// runs never wait.
+	rctx, cancel := context.WithCancelCause(ctx)
 	maxConc := c.MaxConcurrency
 	if maxConc <= 0 {
 		maxConc = e.opts.MaxConcurrency
@@ -131,14 +136,14 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	}
 	r := &run{
 		e: e, p: p, g: p.g, c: c, id: id,
-		ctx: rctx, cancel: func(err error) { cancel(err); cancelTimeout() },
+		ctx: rctx, cancel: cancel,
 		started: time.Now(), maxConc: maxConc, strict: c.StrictConditions, sink: sink,
 		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
 		res: make([]NodeResult, n), status: make([]nodeStatus, n), activators: make([][]int, n),
 		pruneReason: make([]string, n), presetErr: make([]error, n),
 		loopCount: make([]int, len(c.Edges)),
 		quit:      make(chan struct{}), cpDone: make(chan cpWrite, 1), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
-		timeout: time.Duration(timeout * float64(time.Second)),
+		timeout: time.Duration(timeout * float64(time.Second)), timeoutSecs: timeout,
 	}
 	// Per-node counters share a few backing arrays: a small run pays a handful
 	// of allocations, not one per field.
@@ -341,6 +346,11 @@ func (r *run) loop() {
 			break
 		}
 		r.flushCheckpoints()
+		if r.deadlineC == nil {
+			t := time.NewTimer(time.Until(r.started.Add(r.timeout)))
+			defer t.Stop()
+			r.deadlineC = t.C
+		}
 		if r.stopping && grace == nil {
 			t := time.NewTimer(r.stopGrace())
 			defer t.Stop()
@@ -354,6 +364,8 @@ func (r *run) loop() {
 		case <-ctxDone:
 			ctxDone = nil
 			r.stopFromContext()
+		case <-r.deadlineC:
+			r.timedOut()
 		case <-grace:
 			r.abandonRunning()
 		}
@@ -387,6 +399,16 @@ func (r *run) report(c completion) {
 	}
 }
 
+// timedOut ends the run at the chain timeout: running nodes are cancelled
+// with the timeout as the cause.
+func (r *run) timedOut() {
+	if r.stopping {
+		return
+	}
+	r.cancel(errChainTimeout{r.timeoutSecs})
+	r.stopFromContext()
+}
+
 // stopFromContext handles the chain timeout and caller cancellation.
 func (r *run) stopFromContext() {
 	if r.stopping {
@@ -406,7 +428,11 @@ func (r *run) stopFromContext() {
 
 func (r *run) launchReady() {
 	for r.hasReady() && r.running < r.maxConc && !r.stopping {
-		r.drainSkips() // skips decided by the last node come before the next start: events follow cause
+		r.drainSkips()                                                             // skips decided by the last node come before the next start: events follow cause
+		if r.launches++; r.launches%32 == 0 && time.Since(r.started) > r.timeout { // a long stretch of inline nodes
+			r.timedOut()
+			return
+		}
 		i := r.ready[r.readyHead]
 		r.readyHead++
 		if r.status[i] != nsReady {
