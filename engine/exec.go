@@ -114,7 +114,7 @@ func (r *run) freeze(i int) frozenScope {
 // no goroutine, no channel hop. Retries of inline tools do not wait.
 func (r *run) runInline(i int, input any, started time.Time) {
 	nd := &r.c.Nodes[i]
-	fn, _ := r.e.opts.Registry.Get(nd.Name)
+	fn := r.p.plan.inlineFn[i]
 	in := toolInput(input)
 	var out any
 	var err error

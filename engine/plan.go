@@ -4,6 +4,7 @@ import (
 	"container/heap"
 
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/tool"
 )
 
 // plan is what a valid chain's runs share: computed once per Prepare.
@@ -17,8 +18,9 @@ type plan struct {
 	// workers evaluate against a snapshot of just those.
 	frozen    [][]string
 	frozenAll []bool
-	inline    []bool     // tool nodes the coordinator may run itself (see Registry.SetInline)
-	edgeID1   [][]string // per edge, []string{id}: shared by events and records, never modified
+	inline    []bool      // tool nodes the coordinator may run itself (see Registry.SetInline)
+	inlineFn  []tool.Func // their tools, resolved once at Prepare
+	edgeID1   [][]string  // per edge, []string{id}: shared by events and records, never modified
 }
 
 func newPlan(g *graph, reg *Registry) *plan {
@@ -50,6 +52,12 @@ func newPlan(g *graph, reg *Registry) *plan {
 		nd := &g.c.Nodes[i]
 		p.inline[i] = nd.Kind == KindTool && nd.Timeout == 0 && reg.IsInline(nd.Name) &&
 			(nd.Retry == nil || nd.Retry.InitialDelaySeconds == 0)
+		if p.inline[i] {
+			if p.inlineFn == nil {
+				p.inlineFn = make([]tool.Func, n)
+			}
+			p.inlineFn[i], p.inline[i] = reg.Get(nd.Name)
+		}
 	}
 	for i := 0; i < n; i++ {
 		nd := &g.c.Nodes[i]
