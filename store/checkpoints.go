@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
@@ -47,6 +48,10 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 	if len(cps) == 0 {
 		return nil
 	}
+	cps, err := preEncode(cps)
+	if err != nil {
+		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
+	}
 	bodies := make([]string, len(cps))
 	for i := range cps {
 		b, err := json.Marshal(&cps[i])
@@ -55,7 +60,7 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 		}
 		bodies[i] = string(b)
 	}
-	err := db.appendCommit(ctx, runID, cps, bodies)
+	err = db.appendCommit(ctx, runID, cps, bodies)
 	if err != nil {
 		if _, cached := db.lastN.Load(runID); cached {
 			// The cached position may be stale (another process appended):
@@ -68,6 +73,41 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// preEncode encodes each node record's input and output once, so the
+// checkpoint body and the run_nodes row share the bytes instead of encoding
+// the same values twice. It copies: the engine's records are never modified.
+func preEncode(cps []engine.Checkpoint) ([]engine.Checkpoint, error) {
+	out := make([]engine.Checkpoint, len(cps))
+	copy(out, cps)
+	for i := range out {
+		n := out[i].Node
+		if n == nil {
+			continue
+		}
+		nn := *n
+		var err error
+		if nn.Input, err = rawJSON(n.Input); err != nil {
+			return nil, fmt.Errorf("node %s input: %w", n.NodeID, err)
+		}
+		if nn.Output, err = rawJSON(n.Output); err != nil {
+			return nil, fmt.Errorf("node %s output: %w", n.NodeID, err)
+		}
+		out[i].Node = &nn
+	}
+	return out, nil
+}
+
+func rawJSON(v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(b), nil
 }
 
 // appendCommit appends in one transaction and maintains the lastN cache.
@@ -119,19 +159,90 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engi
 			return 0, err
 		}
 	}
-	for i := range cps {
-		cp := &cps[i]
-		n++
-		t := cpTime(cp, db.now)
-		if _, err := db.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, kind, event_seq, created_at, body) VALUES (?, ?, ?, ?, ?, ?)`,
-			runID, n, cp.Kind, cp.EventSeq, t, bodies[i]); err != nil {
+	// Rows go in with multi-row statements: one statement per group of
+	// entries instead of one per entry (most of a run's cost in SQLite).
+	for start := 0; start < len(cps); {
+		end := min(start+cpRowsPerStatement, len(cps))
+		args := make([]any, 0, 6*(end-start))
+		for i := start; i < end; i++ {
+			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cps[i].EventSeq, cpTime(&cps[i], db.now), bodies[i])
+		}
+		if _, err := db.exec(ctx, tx, checkpointInsertSQL(end-start), args...); err != nil {
 			return 0, err
 		}
-		if err := db.applyCheckpoint(ctx, tx, runID, n, t, cp); err != nil {
-			return 0, fmt.Errorf("%s entry %d: %w", cp.Kind, n, err)
+		// Node entries update run_nodes in groups too; other kinds one by one.
+		for i := start; i < end; {
+			cp := &cps[i]
+			ni := n + int64(i-start) + 1
+			if cp.Kind == engine.CheckpointNode && cp.Node != nil {
+				j := i
+				seen := map[string]bool{}
+				for j < end && cps[j].Kind == engine.CheckpointNode && cps[j].Node != nil && !seen[cps[j].Node.NodeID] {
+					seen[cps[j].Node.NodeID] = true
+					j++
+				}
+				if err := db.upsertNodes(ctx, tx, runID, ni, cps[i:j]); err != nil {
+					return 0, fmt.Errorf("node entries %d-%d: %w", ni, ni+int64(j-i)-1, err)
+				}
+				i = j
+				continue
+			}
+			if err := db.applyCheckpoint(ctx, tx, runID, ni, cpTime(cp, db.now), cp); err != nil {
+				return 0, fmt.Errorf("%s entry %d: %w", cp.Kind, ni, err)
+			}
+			i++
 		}
+		n += int64(end - start)
+		start = end
 	}
 	return n, nil
+}
+
+// cpRowsPerStatement bounds a multi-row insert (SQLite allows 32,766 parameters).
+const cpRowsPerStatement = 64
+
+var checkpointInsertSQLs, nodeUpsertSQLs [cpRowsPerStatement + 1]string
+
+func init() {
+	for k := 1; k <= cpRowsPerStatement; k++ {
+		checkpointInsertSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, event_seq, created_at, body) VALUES " + placeholders(k, 6)
+		nodeUpsertSQLs[k] = `INSERT INTO run_nodes (run_id, node_id, ord, status, input, output, error, error_code, reason, matched, attempts, iteration, started_at, ended_at, prompt) VALUES ` +
+			placeholders(k, 15) + `
+ON CONFLICT (run_id, node_id) DO UPDATE SET
+  status = excluded.status, input = excluded.input, output = excluded.output, error = excluded.error,
+  error_code = excluded.error_code, reason = excluded.reason, matched = excluded.matched,
+  attempts = excluded.attempts, iteration = excluded.iteration,
+  started_at = excluded.started_at, ended_at = excluded.ended_at, prompt = NULL`
+	}
+}
+
+func checkpointInsertSQL(rows int) string { return checkpointInsertSQLs[rows] }
+
+// placeholders returns "(?, …), (?, …)" for rows rows of cols columns.
+func placeholders(rows, cols int) string {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
+}
+
+// upsertNodes records node results (distinct node ids) in one statement;
+// first is the checkpoint number of the first entry.
+func (db *DB) upsertNodes(ctx context.Context, tx *sql.Tx, runID string, first int64, cps []engine.Checkpoint) error {
+	args := make([]any, 0, 15*len(cps))
+	for k := range cps {
+		r := cps[k].Node
+		input, err := jsonText(r.Input)
+		if err != nil {
+			return err
+		}
+		output, err := jsonText(r.Output)
+		if err != nil {
+			return err
+		}
+		args = append(args, runID, r.NodeID, first+int64(k), string(r.Status), input, output, r.Error, r.ErrorCode, r.Reason, r.Matched,
+			r.Attempts, r.Iteration, nullMicros(r.Started), nullMicros(r.Ended), nil)
+	}
+	_, err := db.exec(ctx, tx, nodeUpsertSQLs[len(cps)], args...)
+	return err
 }
 
 // applyCheckpoint updates the run row, node results and interrupts from one entry.

@@ -54,6 +54,9 @@ func jsonText(v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
+	if raw, ok := v.(json.RawMessage); ok { // encoded already (see preEncode)
+		return string(raw), nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
