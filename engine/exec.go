@@ -36,6 +36,9 @@ func (r *run) start(i int) {
 	}
 
 	sc := &scope{base: r, output: up, hasOut: true}
+	if d := r.dispatchers[i]; d != nil { // a sequential link: its input may read the links already run
+		sc.steps, sc.whens = d.steps, d.whens
+	}
 	if v, ok := r.resumeFor[i]; ok {
 		sc.resume, sc.hasRes = v, true
 		delete(r.resumeFor, i)

@@ -39,6 +39,8 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/runs/:id/rerun", s.rerunRun)
 
 	v1.POST("/a2e", s.a2eRun)
+
+	s.agentRoutes(e)
 }
 
 func (s *Server) healthz(c echo.Context) error {

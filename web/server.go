@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
@@ -34,6 +35,7 @@ type Deps struct {
 	DB       *store.DB
 	Registry *engine.Registry
 	Agent    engine.AgentRunner
+	Agents   *agent.Set // loaded agents (--agents); nil: no agent runtime unless Agent is set
 }
 
 // Server is the studio's HTTP server.
@@ -48,6 +50,7 @@ type Server struct {
 	log    *slog.Logger
 	http   *http.Server
 	finals sharedCalls // the final `run` event of event streams
+	agents *agent.Set  // loaded agents; nil when the host loaded none
 }
 
 // New builds the server: engine, live hub, event writer, routes.
@@ -64,14 +67,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := checkExposure(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: deps.DB, log: cfg.Logger, hub: NewHub(4096)}
+	s := &Server{cfg: cfg, db: deps.DB, log: cfg.Logger, hub: NewHub(4096), agents: deps.Agents}
 	s.events = store.NewEventWriter(deps.DB, store.EventWriterOptions{})
+	agentRunner, chains := s.agentHooks(deps)
 	s.eng = engine.New(engine.Options{
 		Registry:     deps.Registry,
 		Checkpointer: deps.DB,
 		Sink:         engine.MultiSink{s.events, s.hub},
-		Chains:       deps.DB.ResolveChain,
-		Agent:        deps.Agent,
+		Chains:       chains,
+		Agent:        agentRunner,
 		Limits:       cfg.Limits,
 	})
 	s.runs = newRunner(s.eng, deps.DB, s.hub, s.events, cfg.Logger)

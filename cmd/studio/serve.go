@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/store"
@@ -35,6 +36,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Var(&allowProc, "allow-proc", "executable proc nodes may run (repeatable; default: none)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
+	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "folder of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: studio serve [flags]\n\nStarts the studio: the designer in the browser, the JSON API and the A2E host.")
@@ -73,7 +75,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
 	reg.SetInline(builtin.Inline...)
-	srv, err := web.New(web.Config{Addr: *addr, Token: *token, Insecure: *insecure, Logger: log}, web.Deps{DB: db, Registry: reg})
+	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	if agents.Len() > 0 {
+		log.Info("loaded agents", "count", agents.Len(), "dir", *agentsDir)
+	}
+	srv, err := web.New(web.Config{Addr: *addr, Token: *token, Insecure: *insecure, Logger: log}, web.Deps{DB: db, Registry: reg, Agents: agents})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage

@@ -276,12 +276,12 @@ func (k *compiler) expand(parent *Definition, parentID string, path []string, de
 		}
 		full := append(clone(path), r.Agent)
 		if contains(path, r.Agent) {
-			k.fail("agent %q: cycle in spec.chain: %s (declared at %s %s)", k.root.Name, strings.Join(full, " -> "), parent.where(), ref)
+			k.fail("agent %q: cycle in spec.chain: %s (declared in %s, %s)", k.root.Name, strings.Join(full, " -> "), parent.where(), ref)
 			continue
 		}
 		d := depth + 1
 		if d > k.maxDepth {
-			k.fail("agent %q: spec.chain expands deeper than max_depth %d: %s is %d links deep (declared at %s %s)", k.root.Name, k.maxDepth, strings.Join(full, " -> "), d, parent.where(), ref)
+			k.fail("agent %q: spec.chain expands deeper than max_depth %d: %s is %d links deep (declared in %s, %s)", k.root.Name, k.maxDepth, strings.Join(full, " -> "), d, parent.where(), ref)
 			continue
 		}
 		if len(k.c.Nodes) >= maxCompiledNodes {

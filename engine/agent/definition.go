@@ -41,9 +41,9 @@ const (
 const DefaultMaxDepth = 5
 
 // InputReadsSteps says whether a rule's input may read `steps` and `when`
-// (seed 004 allows it under mode sequential). The engine gives input_map no
-// `steps` scope yet, so it is refused at load time until it does.
-var InputReadsSteps = false
+// (seed 004 allows it under mode sequential; the engine gives a sequential
+// link's input_map the links already run). Under parallel it is refused.
+var InputReadsSteps = true
 
 // DefaultInput is a rule's input when it declares none.
 const DefaultInput = "{{ output.answer }}"
@@ -393,7 +393,7 @@ func (d *Definition) checkChain(c *ChainSpec) []string {
 						continue
 					}
 					if mode == ModeParallel || !InputReadsSteps {
-						add("%s (%s).input reads %s.%s; an input can read output, trigger and the run's state, not earlier links (read them in when, or chain the agents)", at, r.Agent, ref.Root, ref.Field)
+						add("%s (%s).input reads %s.%s; under mode parallel every link starts at once, so an input cannot read its siblings: use mode: sequential", at, r.Agent, ref.Root, ref.Field)
 					}
 					break
 				}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,7 +39,8 @@ func newFakeLLM(t *testing.T, replies map[string]reply) *fakeLLM {
 			return
 		}
 		var req chatRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		body, _ := io.ReadAll(r.Body) // read it all, so a client that gives up cancels r.Context()
+		if err := json.Unmarshal(body, &req); err != nil {
 			http.Error(w, "bad json", http.StatusBadRequest)
 			return
 		}

@@ -80,7 +80,7 @@ func TestStartupErrors(t *testing.T) {
 			leafAgent("b"), leafAgent("c"),
 		}, []string{"reads when.b", "use mode: sequential"}},
 		{"input reads steps", []string{
-			"name: a\ntool: echo\nspec:\n  chain:\n    on_complete: [{agent: b}, {agent: c, input: '{{ steps.b.answer }}'}]\n", leafAgent("b"), leafAgent("c"),
+			"name: a\ntool: echo\nspec:\n  chain:\n    mode: parallel\n    on_complete: [{agent: b}, {agent: c, input: '{{ steps.b.answer }}'}]\n", leafAgent("b"), leafAgent("c"),
 		}, []string{"on_complete[1] (c).input reads steps.b"}},
 		{"duplicate rule", []string{
 			"name: a\ntool: echo\nspec:\n  chain:\n    on_complete: [{agent: b}, {agent: b, when: '{{ 1 }}'}]\n", leafAgent("b"),

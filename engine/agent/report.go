@@ -62,10 +62,10 @@ type Response struct {
 	HasSchema bool
 }
 
-// MarshalJSON lays the response out flat: {answer, data?, data_error?,
-// steps, trace, chain, error?}.
+// MarshalJSON lays the response out flat: {run_id, status, answer, data?,
+// data_error?, steps, trace, chain, error?}.
 func (r *Response) MarshalJSON() ([]byte, error) {
-	m := map[string]any{"answer": nil, "steps": []any{}, "trace": r.Trace, "chain": r.Chain}
+	m := map[string]any{"run_id": r.RunID, "status": r.Status, "answer": nil, "steps": []any{}, "trace": r.Trace, "chain": r.Chain}
 	if r.HasSchema {
 		m["data"], m["data_error"] = nil, nil
 	}

@@ -36,8 +36,10 @@ type Schema struct {
 var SchemaTypes = []string{"object", "string", "integer", "number", "boolean", "array", "null"}
 
 // CompileSchema compiles an output_schema. A top-level map is a full JSON
-// Schema when it has `type` (a type name or a list of them) or `properties`
-// (a map of schemas); anything else is the shorthand, a bare map of property
+// Schema when it has `type` (a type name or a list of them), `properties`
+// (a map of schemas), or a JSON Schema keyword such as enum, items, required,
+// $schema, $ref, allOf, anyOf, oneOf or not (with a non-map value, so that a
+// property may still be called "required"); anything else is the shorthand, a bare map of property
 // name → schema (like a tool's `parameters`), read as {type: object,
 // properties: <map>} with no property required. A full schema is used as
 // written, never rewritten.
@@ -92,6 +94,13 @@ func isFullSchema(m map[string]any) bool {
 			}
 		}
 		return true
+	}
+	for _, k := range []string{"enum", "items", "required", "$schema", "$ref", "allOf", "anyOf", "oneOf", "not"} {
+		if sub, ok := m[k]; ok {
+			if _, isMap := sub.(map[string]any); !isMap {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+// The example set in examples/agents loads and runs offline.
+func TestExampleAgents(t *testing.T) {
+	s, err := LoadDir("../../examples/agents", LoadOptions{Tools: func(n string) bool { _, ok := testRegistry().Get(n); return ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.Names(), " "); got != "crm-logger email-composer human-triage sales-qualifier" {
+		t.Fatalf("agents: %s", got)
+	}
+	_, r := runAgent(t, s, "sales-qualifier", "Ana at ACME", map[string]any{"budget": 60000, "timeline_days": 14})
+	if d := r.Result["data"].(map[string]any); d["score"] != float64(9) || d["urgent"] != true {
+		t.Fatalf("qualifier: %+v", r.Result)
+	}
+	e := wantLink(t, r, "email-composer", "success", "")
+	if !strings.HasPrefix(*e.Answer, "Hi Ana at ACME -- thanks") {
+		t.Fatalf("email: %q", *e.Answer)
+	}
+	c := wantLink(t, r, "crm-logger", "success", "")
+	if !strings.Contains(string(c.Data), `"logged":true`) || c.DataError != nil {
+		t.Fatalf("crm: %s %v", c.Data, c.DataError)
+	}
+	wantLink(t, r, "human-triage", "skipped", "condition_false")
+	if r.Chain.Status != "completed" {
+		t.Fatalf("status %s", r.Chain.Status)
+	}
+
+	_, r = runAgent(t, s, "sales-qualifier", "Bob at Tiny", map[string]any{"budget": 500, "timeline_days": 90})
+	if d := r.Result["data"].(map[string]any); d["score"] != float64(2) || d["urgent"] != false {
+		t.Fatalf("qualifier: %+v", r.Result)
+	}
+	wantLink(t, r, "email-composer", "skipped", "condition_false")
+	wantLink(t, r, "crm-logger", "success", "")
+	wantLink(t, r, "human-triage", "success", "")
+}
