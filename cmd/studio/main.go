@@ -29,6 +29,7 @@ func commands() []command {
 		{"validate", "check a chain file (studio or A2E chain/req JSON); exit 1 on any error", cmdValidate},
 		{"run", "run a chain file headless, printing events as they happen and the result", cmdRun},
 		{"a2e", "the A2E chain host on stdin/stdout: chain/req lines in, chain/event and chain/resp NDJSON out", cmdA2E},
+		{"backup", "write a consistent copy of the database (safe while the studio runs)", cmdBackup},
 		{"help", "show this list, or `studio help COMMAND` for a command's flags", nil},
 	}
 }

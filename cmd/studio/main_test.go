@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 // studio runs the CLI in-process and returns its exit code and output.
@@ -134,5 +137,32 @@ func TestUnknownCommandIsUsageError(t *testing.T) {
 	}
 	if code, out, _ := studio(t, "help"); code != exitOK || !strings.Contains(out, "validate") || !strings.Contains(out, "serve") {
 		t.Errorf("help: exit %d: %s", code, out)
+	}
+}
+
+func TestBackupWritesAUsableCopy(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "s.db"), filepath.Join(dir, "copy.db")
+	db, err := store.Open(context.Background(), src, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateChain(context.Background(), &engine.Chain{Name: "kept", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if code, out, errs := studio(t, "backup", "--db", src, dst); code != exitOK {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	if code, _, errs := studio(t, "backup", "--db", src, dst); code != exitFailed || !strings.Contains(errs, "exists") {
+		t.Errorf("second backup onto the same file: exit %d, %s", code, errs)
+	}
+	cp, err := store.Open(context.Background(), dst, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	if _, err := cp.GetChainByName(context.Background(), "kept"); err != nil {
+		t.Errorf("the copy lacks the chain: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
@@ -38,6 +39,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "folder of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
+	var keep retention
+	keep.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: studio serve [flags]\n\nStarts the studio: the designer in the browser, the JSON API and the A2E host.")
 		fs.PrintDefaults()
@@ -65,6 +68,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	} else if n > 0 {
 		log.Info("marked runs interrupted by the last stop as failed; resume them to continue", "runs", n)
+	}
+	if pol, ok := keep.policy(); ok {
+		go pruneRuns(ctx, db, pol, log)
 	}
 	if !*noExamples {
 		if err := loadExamples(ctx, db, log); err != nil {
@@ -96,6 +102,27 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	return exitOK
+}
+
+// pruneRuns applies the run-retention policy now and then daily. Chains and
+// their versions are never pruned.
+func pruneRuns(ctx context.Context, db *store.DB, pol store.Retention, log *slog.Logger) {
+	t := time.NewTicker(24 * time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := db.PruneRuns(ctx, pol); err != nil {
+			if ctx.Err() == nil {
+				log.Error("prune runs", "err", err)
+			}
+		} else if n > 0 {
+			log.Info("pruned old runs", "runs", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // loadExamples saves the example chains into an empty database.
