@@ -88,6 +88,8 @@ type run struct {
 	cpBusy      bool         // a checkpoint write is in flight
 	cpDone      chan cpWrite // its result
 	cpSpare     []Checkpoint // a written batch's array, reused for the next one
+	cpTimer     *time.Timer
+	cpDelayC    <-chan time.Time // armed while a small batch waits for company
 	ready       []int
 	readyHead   int // ready[readyHead:] are waiting to start
 	skipQueue   []int
@@ -270,6 +272,31 @@ func (r *run) flushCheckpoints() {
 	}()
 }
 
+// Group commit waits a little for company: a write of one or two entries
+// costs nearly what a write of fifty does (the commit dominates), so while
+// nodes are still running a small batch waits up to checkpointDelay.
+const (
+	checkpointEager = 32
+	checkpointDelay = time.Millisecond
+)
+
+// coalesceCheckpoints flushes a full enough batch now, or arms the delay.
+func (r *run) coalesceCheckpoints() {
+	if len(r.cps) == 0 || r.cpBusy || r.cpDelayC != nil {
+		return
+	}
+	if len(r.cps) >= checkpointEager || r.stopping {
+		r.flushCheckpoints()
+		return
+	}
+	if r.cpTimer == nil {
+		r.cpTimer = time.NewTimer(checkpointDelay)
+	} else {
+		r.cpTimer.Reset(checkpointDelay)
+	}
+	r.cpDelayC = r.cpTimer.C
+}
+
 // cpWrite is a finished background checkpoint write.
 type cpWrite struct {
 	batch []Checkpoint
@@ -345,7 +372,7 @@ func (r *run) loop() {
 			}
 			break
 		}
-		r.flushCheckpoints()
+		r.coalesceCheckpoints()
 		if r.deadlineC == nil {
 			t := time.NewTimer(time.Until(r.started.Add(r.timeout)))
 			defer t.Stop()
@@ -361,6 +388,9 @@ func (r *run) loop() {
 			r.complete(c)
 		case w := <-r.cpDone:
 			r.checkpointWritten(w)
+		case <-r.cpDelayC:
+			r.cpDelayC = nil
+			r.flushCheckpoints()
 		case <-ctxDone:
 			ctxDone = nil
 			r.stopFromContext()
