@@ -4,7 +4,7 @@ PKGS := ./...
 
 .PHONY: test vet unit race e2e bench generate run fuzz build
 
-test: vet unit
+test: vet unit e2e
 	@echo "make test: all checks passed"
 
 vet:
@@ -16,6 +16,11 @@ vet:
 # testdata/fuzz are replayed as ordinary tests.
 unit:
 	$(GO) test -race -count=1 $(PKGS)
+
+# Browser tests of the designer (Playwright + Debian Chromium); installs
+# Chromium and the npm devDependencies when missing. See scripts/e2e.sh.
+e2e:
+	GO=$(GO) bash scripts/e2e.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./engine/ ./engine/expr/ ./store/

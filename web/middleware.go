@@ -29,6 +29,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(s.recoverer)
 	e.Use(s.accessLog)
+	e.Use(s.metrics.middleware)
 	e.Use(securityHeaders)
 	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.BodyLimit)))
 	e.Use(s.sameOrigin)

@@ -1,7 +1,92 @@
 package web
 
-import "github.com/labstack/echo/v4"
+import (
+	"errors"
+	"net/http"
+	"net/url"
 
-// pageRoutes registers the designer's pages and their htmx fragments.
+	"github.com/a-h/templ"
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/labstack/echo/v4"
+)
+
+// pageRoutes registers the designer's pages and their htmx fragments. Pages
+// and fragments render HTML on the server (views/); the canvas gets JSON
+// from the …/data routes. Fragments answer 200 even when they show an error,
+// so the browser console stays clean; the error is in the fragment.
 func (s *Server) pageRoutes(e *echo.Echo) {
+	e.GET("/static/*", s.serveStatic)
+
+	e.GET("/", s.pageChains)
+	e.GET("/fragments/chains", s.fragChainRows)
+	e.POST("/chains/new", s.pageNewChain)
+	e.POST("/chains/import", s.pageImport)
+	e.POST("/chains/:id/delete", s.pageDeleteChain)
+
+	e.GET("/chains/:id", s.pageEditor)
+	e.GET("/chains/:id/data", s.pageChainData)
+	e.POST("/chains/:id/save", s.pageSave)
+	e.POST("/chains/:id/run", s.pageStartRun)
+	e.POST("/fragments/props", s.fragProps)
+	e.POST("/fragments/expr", s.fragExpr)
+
+	e.GET("/chains/:id/runs", s.pageRuns)
+	e.GET("/runs/:id", s.pageRun)
+	e.GET("/runs/:id/data", s.pageRunData)
+	e.GET("/runs/:id/controls", s.fragRunControls)
+	e.GET("/runs/:id/nodes/:node", s.fragNodeDrawer)
+	e.POST("/runs/:id/resume", s.pageResume)
+	e.POST("/runs/:id/rerun", s.pageRerun)
+	e.POST("/runs/:id/cancel", s.pageCancel)
+
+	e.GET("/chains/:id/versions", s.pageVersions)
+	e.GET("/chains/:id/versions/:v/data", s.pageVersionData)
+	e.POST("/chains/:id/versions/:v/restore", s.pageRestore)
+}
+
+// render writes a templ component as an HTML response.
+func renderPage(c echo.Context, status int, comp templ.Component) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(status)
+	return comp.Render(c.Request().Context(), c.Response())
+}
+
+// hxRedirect tells htmx to navigate to target (a full page load).
+func pageRedirect(c echo.Context, target string) error {
+	c.Response().Header().Set("HX-Redirect", target)
+	return c.NoContent(http.StatusOK)
+}
+
+// notFound maps a store "not found" to a 404 (an HTML page for browsers).
+func pageNotFound(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return apiError(http.StatusNotFound, "not_found", what+" not found", nil)
+	}
+	return err
+}
+
+func pageParam(c echo.Context, name string) string {
+	v, err := url.PathUnescape(c.Param(name))
+	if err != nil {
+		return c.Param(name)
+	}
+	return v
+}
+
+// validateOptions are the checks the editor shows: sub-chains resolved from
+// the store, tool names from the registry.
+func (s *Server) pageValidateOptions(c echo.Context) engine.ValidateOptions {
+	ctx := c.Request().Context()
+	reg := s.eng.Registry()
+	return engine.ValidateOptions{
+		Resolve: func(name string) (*engine.Chain, bool) {
+			ch, err := s.db.ResolveChain(ctx, name)
+			return ch, err == nil && ch != nil
+		},
+		Tools:  reg.Has,
+		Limits: s.cfg.Limits,
+	}
 }

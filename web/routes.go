@@ -11,6 +11,7 @@ import (
 // the OpenAPI test proves each /v1 route is described in openapi.json.
 func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
+	e.GET("/metrics", s.metrics.handler())
 	s.pageRoutes(e)
 
 	v1 := e.Group("/v1")

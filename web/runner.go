@@ -25,6 +25,8 @@ type Runner struct {
 	hub    *Hub
 	events *store.EventWriter
 	log    *slog.Logger
+	// metrics counts runs started and stopped; nil in hosts without metrics.
+	metrics *Metrics
 
 	base   context.Context
 	stop   context.CancelCauseFunc
@@ -46,11 +48,11 @@ func (r *Runner) Start(ctx context.Context, ch *store.Chain, input map[string]an
 	}
 	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun,
 		Input: input, Status: engine.StatusRunning, Started: time.Now()}
-	if _, err := r.db.CreateRun(ctx, run); err != nil {
+	if _, err := r.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
 	doc := ch.Doc
-	r.launch(id, func(ctx context.Context) (*engine.Result, error) {
+	r.launch(id, store.KindRun, func(ctx context.Context) (*engine.Result, error) {
 		return r.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
 	})
 	return id, nil
@@ -61,7 +63,7 @@ func (r *Runner) Start(ctx context.Context, ch *store.Chain, input map[string]an
 func (r *Runner) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error) {
 	id := uuid.NewString()
 	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: engine.StatusRunning, Started: time.Now()}
-	if _, err := r.db.CreateRun(ctx, run); err != nil {
+	if _, err := r.createRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
 	}
 	rctx, cancel := context.WithCancelCause(r.base)
@@ -72,14 +74,24 @@ func (r *Runner) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[stri
 		return nil, errShutdown
 	}
 	defer func() { r.untrack(id); r.hub.End(id) }() // not active before watchers hear the end
-	return r.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
+	if r.metrics != nil {
+		r.metrics.runStarted(kind)
+	}
+	log := r.log.With("run_id", id, "kind", kind)
+	log.Info("run started", "chain", doc.Name)
+	res, err := r.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
+	r.finished(log, id, res, err)
+	return res, err
 }
 
 // Resume checks a resume against the resume contract and, when it is
 // allowed, continues the run in the background. The error is the engine's
 // typed resume error (404/409/422 in the API).
 func (r *Runner) Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error {
-	if err := r.events.Flush(ctx); err != nil {
+	start := time.Now()
+	err := r.events.Flush(ctx)
+	r.observeStore("event_flush", start)
+	if err != nil {
 		return fmt.Errorf("flush events: %w", err)
 	}
 	maxSeq, err := r.db.MaxSeq(ctx, runID)
@@ -90,7 +102,7 @@ func (r *Runner) Resume(ctx context.Context, runID string, value *engine.ResumeV
 	if err != nil {
 		return err
 	}
-	if !r.launch(runID, rs.Run) {
+	if !r.launch(runID, store.KindResume, rs.Run) {
 		rs.Release()
 		return errShutdown
 	}
@@ -110,10 +122,10 @@ func (r *Runner) Rerun(ctx context.Context, runID, fromNode string, input map[st
 	}
 	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
 		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: engine.StatusRunning, Started: time.Now()}
-	if _, err := r.db.CreateRun(ctx, run); err != nil {
+	if _, err := r.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
-	r.launch(id, func(ctx context.Context) (*engine.Result, error) {
+	r.launch(id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
 		return r.eng.RerunFrom(ctx, runID, fromNode, input, engine.RunOptions{RunID: id, ParentRunID: runID})
 	})
 	return id, nil
@@ -156,21 +168,54 @@ func (r *Runner) untrack(id string) {
 	r.wg.Done()
 }
 
-// launch runs fn in the background under the runner's context.
-func (r *Runner) launch(id string, fn func(context.Context) (*engine.Result, error)) bool {
+// createRun records a run, timing the store call.
+func (r *Runner) createRun(ctx context.Context, run store.Run) (*store.Run, error) {
+	defer r.observeStore("create_run", time.Now())
+	return r.db.CreateRun(ctx, run)
+}
+
+func (r *Runner) observeStore(op string, start time.Time) {
+	if r.metrics != nil {
+		r.metrics.observeStore(op, start)
+	}
+}
+
+// ActiveCount returns how many runs are executing in this process.
+func (r *Runner) ActiveCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
+
+// finished logs a run's end (every line carries its run id) and counts it.
+func (r *Runner) finished(log *slog.Logger, id string, res *engine.Result, err error) {
+	if err != nil {
+		log.Error("run failed to execute", "err", err)
+	} else if res != nil {
+		log.Info("run stopped", "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
+	}
+	if r.metrics != nil {
+		r.metrics.runFinished(id, res, err)
+	}
+}
+
+// launch runs fn in the background under the runner's context. kind is
+// what started it (run, resume, rerun), for the logs and metrics.
+func (r *Runner) launch(id, kind string, fn func(context.Context) (*engine.Result, error)) bool {
 	ctx, cancel := context.WithCancelCause(r.base)
 	if !r.track(id, cancel) {
 		cancel(nil)
 		return false
 	}
+	if r.metrics != nil {
+		r.metrics.runStarted(kind)
+	}
+	log := r.log.With("run_id", id, "kind", kind)
+	log.Info("run started")
 	go func() {
 		res, err := fn(ctx)
 		cancel(nil)
-		if err != nil {
-			r.log.Error("run failed to execute", "run_id", id, "err", err)
-		} else if res != nil {
-			r.log.Info("run stopped", "run_id", id, "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
-		}
+		r.finished(log, id, res, err)
 		// Not active before the watchers hear the end, so that what they
 		// read next (Active, the run's JSON) says it stopped.
 		r.untrack(id)

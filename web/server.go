@@ -40,17 +40,18 @@ type Deps struct {
 
 // Server is the studio's HTTP server.
 type Server struct {
-	cfg    Config
-	db     *store.DB
-	eng    *engine.Engine
-	hub    *Hub
-	events *store.EventWriter
-	runs   *Runner
-	echo   *echo.Echo
-	log    *slog.Logger
-	http   *http.Server
-	finals sharedCalls // the final `run` event of event streams
-	agents *agent.Set  // loaded agents; nil when the host loaded none
+	cfg     Config
+	db      *store.DB
+	eng     *engine.Engine
+	hub     *Hub
+	events  *store.EventWriter
+	runs    *Runner
+	echo    *echo.Echo
+	log     *slog.Logger
+	http    *http.Server
+	finals  sharedCalls // the final `run` event of event streams
+	agents  *agent.Set  // loaded agents; nil when the host loaded none
+	metrics *Metrics    // Prometheus metrics, served at /metrics
 }
 
 // New builds the server: engine, live hub, event writer, routes.
@@ -69,16 +70,18 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, db: deps.DB, log: cfg.Logger, hub: NewHub(4096), agents: deps.Agents}
 	s.events = store.NewEventWriter(deps.DB, store.EventWriterOptions{})
+	s.metrics = newMetrics(s)
 	agentRunner, chains := s.agentHooks(deps)
 	s.eng = engine.New(engine.Options{
 		Registry:     deps.Registry,
-		Checkpointer: deps.DB,
-		Sink:         engine.MultiSink{s.events, s.hub},
+		Checkpointer: timedCheckpointer{deps.DB, s.metrics},
+		Sink:         engine.MultiSink{s.events, s.hub, s.metrics},
 		Chains:       chains,
 		Agent:        agentRunner,
 		Limits:       cfg.Limits,
 	})
 	s.runs = newRunner(s.eng, deps.DB, s.hub, s.events, cfg.Logger)
+	s.runs.metrics = s.metrics
 	s.echo = s.newEcho()
 	return s, nil
 }
@@ -88,6 +91,9 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Engine returns the engine the server runs chains on.
 func (s *Server) Engine() *engine.Engine { return s.eng }
+
+// Metrics returns the server's Prometheus metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // Runner returns the background run manager.
 func (s *Server) Runner() *Runner { return s.runs }

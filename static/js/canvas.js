@@ -1,0 +1,230 @@
+// The chain canvas shared by the editor, the run page and the versions page:
+// turns a chain document into Cytoscape elements and styles them from the
+// page's CSS variables (so dark and light themes follow the system).
+'use strict';
+(function () {
+  const Studio = (window.Studio = window.Studio || {});
+
+  const ICONS = { tool: '⚙', skill: '⊞', proc: '▶', branch: '◇', condition: '◈', map: '⋔', parallel: '⇉', interrupt: '⚑', agent: '✦' };
+  const SHAPES = { tool: 'round-rectangle', skill: 'round-rectangle', proc: 'rectangle', branch: 'diamond', condition: 'hexagon', map: 'round-tag', parallel: 'barrel', interrupt: 'octagon', agent: 'ellipse' };
+  Studio.ICONS = ICONS;
+
+  function cssVar(name, fallback) {
+    const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+  Studio.cssVar = cssVar;
+
+  function shorten(s, n) {
+    s = String(s);
+    return s.length > n ? s.slice(0, n - 1) + '…' : s;
+  }
+
+  // nodeDisplay is the text drawn in a node.
+  Studio.nodeDisplay = function (n, extra) {
+    const title = n.label || n.node_id;
+    let sub = n.kind;
+    if (n.kind === 'tool' && n.name) sub = n.name;
+    if (n.kind === 'skill' && n.name) sub = '⊞ ' + n.name;
+    let s = (ICONS[n.kind] || '') + ' ' + shorten(title, 22) + '\n' + shorten(sub, 24);
+    if (extra) s += '\n' + extra;
+    return s;
+  };
+
+  // edgeText is the text drawn on an edge: its label, its condition, default, loop cap.
+  Studio.edgeText = function (e) {
+    const parts = [];
+    if (e.label) parts.push(e.label);
+    if (e.condition) parts.push('if ' + shorten(e.condition, 40));
+    if (e.default && e.label !== 'default') parts.push('default');
+    if (e.max_iterations) parts.push('↻ ≤' + e.max_iterations);
+    return parts.join(' · ');
+  };
+
+  Studio.edgeClasses = function (e) {
+    const c = ['flow'];
+    if (Studio.edgeText(e)) c.push('has-text');
+    if (e.default || e.label === 'default') c.push('is-default');
+    if (e.condition) c.push('is-cond');
+    if (e.label) c.push('is-labelled');
+    if (e.max_iterations) c.push('is-loop');
+    return c.join(' ');
+  };
+
+  // attachLinks derives the links that are not edges in the document: map
+  // bodies, parallel branches, error handlers.
+  Studio.attachLinks = function (n, ids) {
+    const out = [];
+    const add = (target, kind, label) => {
+      if (!target || !ids.has(target)) return;
+      out.push({ group: 'edges', data: { id: 'attach:' + kind + ':' + n.node_id + ':' + target, source: n.node_id, target, text: label, owner: n.node_id, attach: kind }, classes: 'attach has-text attach-' + kind, selectable: false });
+    };
+    if (n.kind === 'map') add(n.map_node, 'map', 'each item');
+    if (n.kind === 'parallel') for (const b of n.branches || []) add(b, 'branch', 'branch');
+    const oe = n.on_error;
+    if (oe && !['abort', 'stop', 'skip', 'continue'].includes(oe)) add(oe, 'error', 'on error');
+    return out;
+  };
+
+  Studio.nodeElement = function (n, extraClasses) {
+    const big = n.kind === 'branch' || n.kind === 'condition';
+    const el = { group: 'nodes', data: { id: n.node_id, kind: n.kind, shape: SHAPES[n.kind] || 'round-rectangle', w: big ? 170 : 156, h: big ? 62 : 54, display: Studio.nodeDisplay(n) }, classes: 'kind-' + n.kind + (extraClasses ? ' ' + extraClasses : '') };
+    if (n.position) el.position = { x: n.position.x, y: n.position.y };
+    return el;
+  };
+
+  Studio.edgeElement = function (e, extraClasses) {
+    return { group: 'edges', data: { id: e.id, source: e.source, target: e.target, text: Studio.edgeText(e) }, classes: Studio.edgeClasses(e) + (extraClasses ? ' ' + extraClasses : '') };
+  };
+
+  // elements builds every element of a document (edges to missing nodes are
+  // left out: validation reports them).
+  Studio.elements = function (doc) {
+    const els = [];
+    const ids = new Set();
+    for (const n of doc.nodes || []) { ids.add(n.node_id); els.push(Studio.nodeElement(n)); }
+    for (const e of doc.edges || []) if (ids.has(e.source) && ids.has(e.target)) els.push(Studio.edgeElement(e));
+    for (const n of doc.nodes || []) els.push(...Studio.attachLinks(n, ids));
+    return els;
+  };
+
+  // style is the Cytoscape stylesheet for a mode (edit, run, diff); fewer
+  // selectors make the first render of a large chain much faster.
+  Studio.style = function (mode) {
+    const fg = cssVar('--fg', '#1d2330');
+    const bg = cssVar('--bg', '#ffffff');
+    const nodeBg = cssVar('--node-bg', '#f4f6fb');
+    const border = cssVar('--node-border', '#8a94a8');
+    const accent = cssVar('--accent', '#2f6fed');
+    const edge = cssVar('--edge', '#7c8699');
+    const cond = cssVar('--edge-cond', '#b45309');
+    const loop = cssVar('--edge-loop', '#7c3aed');
+    const attach = cssVar('--edge-attach', '#0e9f8f');
+    const err = cssVar('--error', '#d92d20');
+    const warn = cssVar('--warning', '#dc8a00');
+    const ok = cssVar('--ok', '#138a43');
+    const okBg = cssVar('--ok-bg', '#e3f6ea');
+    const errBg = cssVar('--error-bg', '#fde8e7');
+    const warnBg = cssVar('--warning-bg', '#fff3d6');
+    const runBg = cssVar('--run-bg', '#e4edff');
+    const muted = cssVar('--muted', '#7c8699');
+    const base = [
+      { selector: 'node', style: {
+        shape: 'data(shape)', 'min-zoomed-font-size': 7,
+        width: 'data(w)', height: 'data(h)', 'background-color': nodeBg, 'border-width': 1.5, 'border-color': border,
+        label: 'data(display)', 'text-wrap': 'wrap', 'text-max-width': 140, 'text-valign': 'center', 'text-halign': 'center',
+        color: fg, 'font-size': 11, 'font-family': 'system-ui, sans-serif', 'line-height': 1.25,
+      } },
+      { selector: 'node:selected', style: { 'border-width': 3, 'border-color': accent, 'underlay-color': accent, 'underlay-opacity': 0.15, 'underlay-padding': 6 } },
+      { selector: 'edge', style: {
+        width: 1.6, 'line-color': edge, 'target-arrow-color': edge, 'target-arrow-shape': 'triangle', 'curve-style': 'bezier', 'arrow-scale': 0.9,
+      } },
+      // only edges with text get a label: label styles are most of the cost of a large chain
+      { selector: 'edge.has-text', style: {
+        label: 'data(text)', 'font-size': 10, color: fg, 'text-background-color': bg, 'text-background-opacity': 0.9, 'text-background-padding': 2,
+        'text-rotation': 'none', 'font-family': 'system-ui, sans-serif', 'min-zoomed-font-size': 7,
+      } },
+      { selector: 'edge.is-default', style: { 'line-style': 'dashed', 'line-dash-pattern': [7, 4] } },
+      { selector: 'edge.is-cond', style: { 'line-color': cond, 'target-arrow-color': cond, color: cond } },
+      { selector: 'edge.is-loop', style: { 'line-color': loop, 'target-arrow-color': loop, 'curve-style': 'unbundled-bezier', 'control-point-distances': [60], 'control-point-weights': [0.5] } },
+      { selector: 'edge.attach', style: { 'line-style': 'dotted', 'line-color': attach, 'target-arrow-color': attach, 'target-arrow-shape': 'circle', color: attach, width: 2, 'font-style': 'italic' } },
+      { selector: 'edge:selected', style: { width: 3.5, 'line-color': accent, 'target-arrow-color': accent } },
+    ];
+    const edit = [
+      { selector: '.issue-warning', style: { 'border-color': warn, 'border-width': 3, 'background-color': warnBg } },
+      { selector: 'edge.issue-warning', style: { 'line-color': warn, 'target-arrow-color': warn, width: 3 } },
+      { selector: '.issue-error', style: { 'border-color': err, 'border-width': 3, 'background-color': errBg } },
+      { selector: 'edge.issue-error', style: { 'line-color': err, 'target-arrow-color': err, width: 3 } },
+      // edge drawing
+      { selector: '.eh-handle', style: { width: 14, height: 14, shape: 'ellipse', 'background-color': accent, 'border-width': 2, 'border-color': bg, label: '', 'overlay-opacity': 0 } },
+      { selector: '.eh-hover, .eh-source, .eh-target', style: { 'border-color': accent, 'border-width': 3 } },
+      { selector: '.eh-preview, .eh-ghost-edge', style: { 'line-color': accent, 'target-arrow-color': accent, 'line-style': 'dashed', label: '' } },
+      { selector: '.eh-ghost-edge.eh-preview-active', style: { opacity: 0 } },
+    ];
+    const run = [
+      { selector: 'node.ph-start', style: { 'border-color': accent, 'border-width': 3, 'background-color': runBg } },
+      { selector: 'node.ph-start.pulse', style: { 'border-width': 6, 'underlay-color': accent, 'underlay-opacity': 0.2, 'underlay-padding': 8 } },
+      { selector: 'node.ph-done', style: { 'border-color': ok, 'border-width': 2.5, 'background-color': okBg } },
+      { selector: 'node.ph-skip', style: { opacity: 0.5, 'border-style': 'dashed', 'background-color': bg } },
+      { selector: 'node.ph-error', style: { 'border-color': err, 'border-width': 3, 'background-color': errBg } },
+      { selector: 'node.ph-paused', style: { 'border-color': warn, 'border-width': 4, 'background-color': warnBg } },
+      { selector: 'edge.fired', style: { 'line-color': ok, 'target-arrow-color': ok, width: 3.5 } },
+      { selector: 'edge.pruned', style: { opacity: 0.25 } },
+    ];
+    const diff = [
+      { selector: '.diff-added', style: { 'border-color': ok, 'border-width': 3.5, 'line-color': ok, 'target-arrow-color': ok, 'background-color': okBg } },
+      { selector: '.diff-removed', style: { 'border-color': err, 'border-style': 'dashed', 'border-width': 3, opacity: 0.75, 'line-color': err, 'target-arrow-color': err, 'line-style': 'dashed', 'background-color': errBg } },
+      { selector: '.diff-changed', style: { 'border-color': warn, 'border-width': 3.5, 'line-color': warn, 'target-arrow-color': warn, 'background-color': warnBg } },
+      { selector: '.faded', style: { opacity: 0.35, color: muted } },
+    ];
+    const out = base.concat(mode === 'run' ? run : mode === 'diff' ? diff : edit);
+    return out;
+  };
+
+  // layout lays the document's nodes out left to right (dagre).
+  Studio.layout = function (cy, opts) {
+    const eles = cy.elements().not('.eh-handle, .eh-ghost, .eh-preview');
+    eles.layout(Object.assign({ name: 'dagre', rankDir: 'LR', nodeSep: 40, rankSep: 90, edgeSep: 20, fit: true, padding: 40, animate: false }, opts || {})).run();
+    if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(eles); }
+  };
+
+  // create makes a Cytoscape instance for a document. Saved positions are
+  // used as they are; a document with any node lacking one is laid out.
+  Studio.createCy = function (container, doc, opts) {
+    opts = opts || {};
+    const needsLayout = (doc.nodes || []).some((n) => !n.position);
+    const cy = window.cytoscape({
+      container,
+      elements: Studio.elements(doc),
+      style: Studio.style(opts.mode),
+      layout: { name: 'preset', fit: false },
+      minZoom: 0.05,
+      maxZoom: 3,
+      boxSelectionEnabled: !!opts.editable,
+      autoungrabify: !opts.editable,
+      selectionType: 'single',
+      textureOnViewport: (doc.nodes || []).length > 300,
+      hideEdgesOnViewport: (doc.nodes || []).length > 600,
+      pixelRatio: (doc.nodes || []).length > 300 ? 1 : 'auto',
+    });
+    performance.mark('studio:cy-constructed');
+    if (needsLayout && (doc.nodes || []).length > 0) {
+      Studio.layout(cy);
+      cy.__laidOut = true;
+    }
+    Studio.quickFit(cy);
+    // the page may still be settling (fonts, panels): fit again next frame
+    requestAnimationFrame(() => { if (!cy.destroyed()) { cy.resize(); Studio.quickFit(cy); } });
+    return cy;
+  };
+
+  // quickFit fits the nodes in view from their positions alone: cy.fit also
+  // measures every label, which costs seconds on a 1,000-node chain.
+  Studio.quickFit = function (cy) {
+    const nodes = cy.nodes();
+    if (nodes.empty()) return;
+    let x1 = Infinity, y1 = Infinity, x2 = -Infinity, y2 = -Infinity;
+    nodes.forEach((n) => {
+      const p = n.position();
+      if (p.x < x1) x1 = p.x; if (p.x > x2) x2 = p.x;
+      if (p.y < y1) y1 = p.y; if (p.y > y2) y2 = p.y;
+    });
+    x1 -= 90; x2 += 90; y1 -= 40; y2 += 40;
+    const w = cy.width(), h = cy.height(), pad = 30;
+    const zoom = Math.max(cy.minZoom(), Math.min(1.2, (w - 2 * pad) / (x2 - x1), (h - 2 * pad) / (y2 - y1)));
+    if (location.search.includes('exp=zoomin') && zoom < 0.5) { cy.viewport({ zoom: 0.6, pan: { x: pad - 0.6 * x1, y: pad - 0.6 * y1 } }); return; }
+    cy.viewport({ zoom, pan: { x: (w - zoom * (x1 + x2)) / 2, y: (h - zoom * (y1 + y2)) / 2 } });
+  };
+
+  Studio.fit = function (cy) {
+    const eles = cy.elements().not('.eh-handle');
+    if (eles.length === 0) return;
+    cy.fit(eles, 40);
+    if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(eles); }
+  };
+
+  Studio.focus = function (cy, ele) {
+    if (!ele || ele.empty()) return;
+    cy.animate({ center: { eles: ele }, zoom: Math.max(cy.zoom(), 0.9) }, { duration: 200 });
+  };
+})();

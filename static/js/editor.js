@@ -1,0 +1,869 @@
+// The designer. The page keeps the chain document (what the canvas needs);
+// every edit is sent to the server, which saves it as a new version and
+// answers with the validation panel (HTML). Undo/redo keep snapshots of the
+// document.
+'use strict';
+(function () {
+  const Studio = window.Studio;
+  const root = document.getElementById('editor');
+  if (!root) return;
+  const chainId = root.dataset.chainId;
+  let version = Number(root.dataset.version);
+
+  const $ = (id) => document.getElementById(id);
+  const propsEl = $('props');
+  const issuesEl = $('issues');
+  const saveStateEl = $('save-state');
+  const runBtn = $('btn-run');
+
+  let doc = null;
+  let cy = null;
+  let eh = null;
+  const undoStack = [];
+  const redoStack = [];
+  let saving = false;
+  let saveAgain = false;
+  let conflict = false;
+  let selOrder = [];
+  let rtts = [];
+  window.__studio = { rtts, get doc() { return doc; }, get cy() { return cy; }, get version() { return version; } };
+
+  // ---- document helpers -------------------------------------------------
+
+  const nodeById = (id) => doc.nodes.find((n) => n.node_id === id);
+  const edgeById = (id) => doc.edges.find((e) => e.id === id);
+  const nodeIds = () => doc.nodes.map((n) => n.node_id);
+
+  function uniqueNodeId(base) {
+    const taken = new Set(nodeIds());
+    base = base.replace(/[^A-Za-z0-9_-]+/g, '_') || 'node';
+    if (!taken.has(base) && !/^(input|state|node_results|output|steps|item|index|resume|error|trigger|when|chain|run)$/.test(base)) return base;
+    for (let i = 2; ; i++) if (!taken.has(base + '_' + i)) return base + '_' + i;
+  }
+
+  function uniqueEdgeId(src, dst) {
+    const taken = new Set(doc.edges.map((e) => e.id));
+    const base = src + '->' + dst;
+    if (!taken.has(base)) return base;
+    for (let i = 2; ; i++) if (!taken.has(base + '#' + i)) return base + '#' + i;
+  }
+
+  // ---- undo / redo --------------------------------------------------------
+
+  function snapshot() { return JSON.stringify(doc); }
+
+  function checkpoint() {
+    undoStack.push(snapshot());
+    if (undoStack.length > 200) undoStack.shift();
+    redoStack.length = 0;
+    updateUndoButtons();
+  }
+
+  function updateUndoButtons() {
+    $('btn-undo').disabled = undoStack.length === 0;
+    $('btn-redo').disabled = redoStack.length === 0;
+  }
+
+  function undo() {
+    if (!undoStack.length) return;
+    redoStack.push(snapshot());
+    doc = JSON.parse(undoStack.pop());
+    rebuild();
+    changed();
+    updateUndoButtons();
+  }
+
+  function redo() {
+    if (!redoStack.length) return;
+    undoStack.push(snapshot());
+    doc = JSON.parse(redoStack.pop());
+    rebuild();
+    changed();
+    updateUndoButtons();
+  }
+
+  // mutate applies one user edit: snapshot for undo, change, save.
+  function mutate(fn, opts) {
+    if (!opts || !opts.noCheckpoint) checkpoint();
+    fn();
+    changed();
+  }
+
+  function changed() {
+    scheduleNodeTable();
+    scheduleSaveWrapper();
+  }
+
+  // ---- saving and validation -----------------------------------------------
+
+  function setSaveState(state, text) {
+    saveStateEl.dataset.state = state;
+    saveStateEl.textContent = text;
+  }
+
+  const scheduleSave = Studio.debounce(() => save(), 300);
+  function scheduleSaveWrapper() {
+    if (conflict) return;
+    setSaveState('pending', 'Unsaved changes…');
+    scheduleSave();
+  }
+
+  async function save() {
+    if (conflict) return;
+    if (saving) { saveAgain = true; return; }
+    saving = true;
+    setSaveState('saving', 'Saving…');
+    const t0 = performance.now();
+    try {
+      const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/save', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'text/html' },
+        body: JSON.stringify({ base_version: version, doc }),
+      });
+      const html = await res.text();
+      const state = res.headers.get('X-Save-State');
+      if (!res.ok) {
+        setSaveState('error', 'Not saved: ' + res.status);
+      } else if (state === 'saved') {
+        version = Number(res.headers.get('X-Chain-Version'));
+        root.dataset.version = String(version);
+        issuesEl.innerHTML = html;
+        markIssues();
+        setSaveState('saved', 'Saved v' + version);
+      } else if (state === 'conflict') {
+        conflict = true;
+        $('conflict').hidden = false;
+        $('conflict-text').textContent = 'Another tab saved this chain first (it is at v' + res.headers.get('X-Chain-Version') + '). Your last change was not saved; nothing was overwritten.';
+        setSaveState('conflict', 'Conflict');
+      } else if (state === 'name_taken') {
+        issuesEl.innerHTML = html;
+        setSaveState('error', 'Not saved: name taken');
+      } else {
+        issuesEl.innerHTML = html;
+        markIssues();
+        setSaveState('error', 'Not saved: invalid');
+      }
+    } catch (err) {
+      setSaveState('error', 'Not saved: ' + err.message);
+    } finally {
+      saving = false;
+      const rtt = performance.now() - t0;
+      rtts.push(rtt);
+      root.dataset.rtt = rtt.toFixed(1);
+      root.dataset.saves = String(rtts.length);
+    }
+    if (saveAgain) { saveAgain = false; save(); }
+  }
+
+  // flush saves now if an edit is waiting, and waits for saving to finish.
+  async function flush() {
+    if (scheduleSave.pending()) { scheduleSave.cancel(); await save(); }
+    while (saving) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  function markIssues() {
+    const body = issuesEl.querySelector('#issues-body');
+    const errors = body ? Number(body.dataset.errors) : 0;
+    cy.batch(() => {
+      cy.elements('.issue-error, .issue-warning').removeClass('issue-error issue-warning');
+      for (const b of issuesEl.querySelectorAll('.issue-link')) {
+        const cls = b.dataset.severity === 'error' ? 'issue-error' : 'issue-warning';
+        const id = b.dataset.nodeId || b.dataset.edgeId;
+        if (!id) continue;
+        const ele = cy.getElementById(id);
+        if (ele.nonempty() && !(cls === 'issue-warning' && ele.hasClass('issue-error'))) {
+          ele.removeClass('issue-warning').addClass(cls);
+        }
+      }
+    });
+    const why = errors > 0 ? 'Cannot run: fix ' + errors + (errors === 1 ? ' error' : ' errors') + ' first (see Validation)' : 'Run the saved chain';
+    runBtn.disabled = errors > 0;
+    runBtn.title = why;
+    $('run-why').textContent = why;
+  }
+
+  // ---- canvas ------------------------------------------------------------
+
+  function rebuild() {
+    const selected = new Set(cy.$(':selected').map((e) => e.id()));
+    hideHandle();
+    cy.batch(() => {
+      cy.elements().remove();
+      cy.add(Studio.elements(doc));
+      for (const id of selected) cy.getElementById(id).select();
+    });
+    markIssues();
+    showProps();
+  }
+
+  function refreshNode(id) {
+    const n = nodeById(id);
+    const ele = cy.getElementById(id);
+    if (!n || ele.empty()) return;
+    ele.data('display', Studio.nodeDisplay(n));
+    ele.data('kind', n.kind);
+    refreshAttach(n);
+  }
+
+  function refreshAttach(n) {
+    const ids = new Set(nodeIds());
+    cy.batch(() => {
+      cy.edges('.attach').filter((e) => e.data('owner') === n.node_id).remove();
+      cy.add(Studio.attachLinks(n, ids));
+    });
+  }
+
+  function refreshEdge(id) {
+    const e = edgeById(id);
+    let ele = cy.getElementById(id);
+    if (!e || ele.empty()) return;
+    if (ele.data('source') !== e.source || ele.data('target') !== e.target) {
+      if (cy.getElementById(e.source).empty() || cy.getElementById(e.target).empty()) return;
+      const wasSelected = ele.selected();
+      ele = ele.move({ source: e.source, target: e.target });
+      if (wasSelected) ele.select();
+    }
+    ele.data('text', Studio.edgeText(e));
+    ele.classes(Studio.edgeClasses(e) + (ele.hasClass('issue-error') ? ' issue-error' : '') + (ele.hasClass('issue-warning') ? ' issue-warning' : ''));
+  }
+
+  const DEFAULTS = {
+    tool: () => ({ name: 'echo' }),
+    branch: () => ({ condition: '' }),
+    condition: () => ({ cases: [{ handle: 'yes', when: '' }] }),
+    map: () => ({ items_path: 'input.items' }),
+    interrupt: () => ({ config: { prompt: 'Approve?' } }),
+    proc: () => ({ config: { argv: [] } }),
+  };
+
+  function addNode(kind, pos) {
+    const id = uniqueNodeId(kind);
+    const n = Object.assign({ node_id: id, kind }, DEFAULTS[kind] ? DEFAULTS[kind]() : {});
+    if (!pos) pos = freeSpot();
+    n.position = { x: Math.round(pos.x), y: Math.round(pos.y) };
+    mutate(() => {
+      doc.nodes.push(n);
+      cy.add(Studio.nodeElement(n));
+    });
+    cy.$(':selected').unselect();
+    cy.getElementById(id).select();
+    return id;
+  }
+
+  // freeSpot finds a place near the middle of the view that no node covers.
+  function freeSpot() {
+    const ext = cy.extent();
+    const cx = (ext.x1 + ext.x2) / 2, cy0 = (ext.y1 + ext.y2) / 2;
+    const busy = (x, y) => doc.nodes.some((n) => n.position && Math.abs(n.position.x - x) < 180 && Math.abs(n.position.y - y) < 80);
+    for (let ring = 0; ring < 12; ring++) {
+      for (let k = 0; k <= ring * 2; k++) {
+        const cands = [[cx + ring * 200, cy0 + (k - ring) * 90], [cx + (k - ring) * 200, cy0 + ring * 90]];
+        for (const [x, y] of cands) if (!busy(x, y)) return { x, y };
+      }
+    }
+    return { x: cx, y: cy0 };
+  }
+
+  function addEdge(src, dst) {
+    if (src === dst) return null;
+    if (doc.edges.some((e) => e.source === src && e.target === dst && !e.label && !e.condition)) return null;
+    const e = { id: uniqueEdgeId(src, dst), source: src, target: dst };
+    const s = nodeById(src);
+    if (s && s.kind === 'branch') {
+      const used = new Set(doc.edges.filter((x) => x.source === src).map((x) => x.label));
+      if (!used.has('true')) e.label = 'true';
+      else if (!used.has('false')) e.label = 'false';
+    } else if (s && s.kind === 'condition') {
+      const used = new Set(doc.edges.filter((x) => x.source === src).map((x) => x.label));
+      const free = (s.cases || []).map((c) => c.handle).filter((h) => h && !used.has(h));
+      e.label = free.length ? free[0] : (used.has('default') ? undefined : 'default');
+      if (!e.label) delete e.label;
+    }
+    mutate(() => {
+      doc.edges.push(e);
+      cy.add(Studio.edgeElement(e));
+    });
+    return e.id;
+  }
+
+  function deleteSelection() {
+    const sel = cy.$(':selected').not('.eh-handle');
+    if (sel.empty()) return;
+    const nodes = new Set(sel.nodes().map((n) => n.id()));
+    const edges = new Set(sel.edges().not('.attach').map((e) => e.id()));
+    mutate(() => {
+      doc.nodes = doc.nodes.filter((n) => !nodes.has(n.node_id));
+      doc.edges = doc.edges.filter((e) => !edges.has(e.id) && !nodes.has(e.source) && !nodes.has(e.target));
+      for (const n of doc.nodes) {
+        if (nodes.has(n.map_node)) delete n.map_node;
+        if (n.branches) n.branches = n.branches.filter((b) => !nodes.has(b));
+        if (nodes.has(n.on_error)) delete n.on_error;
+      }
+      if (nodes.has(doc.entry_node)) delete doc.entry_node;
+      hideHandle();
+      cy.batch(() => sel.remove());
+      cy.batch(() => { for (const n of doc.nodes) refreshAttach(n); });
+    });
+    selOrder = [];
+    showProps();
+  }
+
+  function connectSelected() {
+    const ids = selOrder.filter((id) => cy.getElementById(id).selected() && cy.getElementById(id).isNode());
+    if (ids.length < 2) {
+      flash('Select two or more nodes (in order) to connect them.');
+      return;
+    }
+    for (let i = 0; i + 1 < ids.length; i++) addEdge(ids[i], ids[i + 1]);
+  }
+
+  function flash(msg) {
+    let f = $('flash');
+    if (!f) {
+      f = Studio.el('div', { id: 'flash', class: 'flash', role: 'status' });
+      root.append(f);
+    }
+    f.textContent = msg;
+    f.hidden = false;
+    clearTimeout(flash.t);
+    flash.t = setTimeout(() => { f.hidden = true; }, 3000);
+  }
+
+  // ---- edge drawing: a handle on the hovered node ------------------------------
+
+  let handle = null;
+  let handleOwner = null;
+  let drawing = false;
+
+  function placeHandle(n) {
+    if (drawing || n.hasClass('eh-handle')) return;
+    if (!handle || handle.removed()) {
+      handle = cy.add({ group: 'nodes', data: { id: '__handle__' }, classes: 'eh-handle', selectable: false, grabbable: false });
+    }
+    handleOwner = n;
+    const bb = n.boundingBox({ includeLabels: false, includeOverlays: false });
+    handle.position({ x: bb.x2 + 4, y: n.position('y') });
+    handle.style('display', 'element');
+  }
+
+  function hideHandle() {
+    if (handle && !handle.removed()) handle.style('display', 'none');
+    handleOwner = null;
+  }
+
+  // ---- copy / paste --------------------------------------------------------
+
+  function copySelection() {
+    const nodes = new Set(cy.$('node:selected').not('.eh-handle').map((n) => n.id()));
+    if (!nodes.size) return null;
+    return JSON.stringify({
+      name: 'clipboard',
+      nodes: doc.nodes.filter((n) => nodes.has(n.node_id)),
+      edges: doc.edges.filter((e) => nodes.has(e.source) && nodes.has(e.target)),
+    });
+  }
+
+  function paste(text) {
+    let data;
+    try { data = JSON.parse(text); } catch { return false; }
+    if (!data || !Array.isArray(data.nodes) || !data.nodes.length) return false;
+    const rename = new Map();
+    const newNodes = [];
+    const taken = new Set(nodeIds());
+    for (const src of data.nodes) {
+      if (!src || typeof src.node_id !== 'string') continue;
+      const n = JSON.parse(JSON.stringify(src));
+      let id = n.node_id;
+      if (taken.has(id)) id = uniqueNodeIdAvoid(id, taken);
+      taken.add(id);
+      rename.set(n.node_id, id);
+      n.node_id = id;
+      if (n.position) n.position = { x: n.position.x + 40, y: n.position.y + 40 };
+      newNodes.push(n);
+    }
+    const ref = (id) => (rename.has(id) ? rename.get(id) : undefined);
+    for (const n of newNodes) {
+      if (n.map_node) { const r = ref(n.map_node); if (r) n.map_node = r; else delete n.map_node; }
+      if (n.branches) n.branches = n.branches.map(ref).filter(Boolean);
+      if (n.on_error && rename.has(n.on_error)) n.on_error = rename.get(n.on_error);
+    }
+    mutate(() => {
+      doc.nodes.push(...newNodes);
+      const edges = [];
+      for (const e of data.edges || []) {
+        const s = ref(e.source), t = ref(e.target);
+        if (!s || !t) continue;
+        const ne = Object.assign({}, e, { source: s, target: t });
+        ne.id = uniqueEdgeId(s, t);
+        doc.edges.push(ne);
+        edges.push(ne);
+      }
+      const ids = new Set(nodeIds());
+      cy.batch(() => {
+        cy.$(':selected').unselect();
+        for (const n of newNodes) cy.add(Studio.nodeElement(n)).select();
+        for (const e of edges) cy.add(Studio.edgeElement(e));
+        for (const n of newNodes) cy.add(Studio.attachLinks(n, ids));
+      });
+    });
+    return true;
+  }
+
+  function uniqueNodeIdAvoid(base, taken) {
+    for (let i = 2; ; i++) {
+      const id = base.replace(/_\d+$/, '') + '_' + i;
+      if (!taken.has(id)) return id;
+    }
+  }
+
+  // ---- property panel --------------------------------------------------------
+
+  let propsSeq = 0;
+  async function showProps() {
+    const sel = cy.$(':selected').not('.eh-handle');
+    let body;
+    if (sel.length === 1 && sel.isNode()) {
+      const n = nodeById(sel.id());
+      if (!n) return;
+      body = { node: n, node_ids: nodeIds() };
+    } else if (sel.length === 1 && sel.isEdge() && !sel.hasClass('attach')) {
+      const e = edgeById(sel.id());
+      if (!e) return;
+      const s = nodeById(e.source);
+      const handles = s && s.kind === 'branch' ? ['true', 'false', 'default'] : s && s.kind === 'condition' ? (s.cases || []).map((c) => c.handle).concat(['default']) : [];
+      body = { edge: e, node_ids: nodeIds(), source_kind: s ? s.kind : '', handles };
+    } else if (sel.length > 1) {
+      propsEl.replaceChildren(Studio.el('div', { class: 'props' },
+        Studio.el('h2', { text: sel.length + ' selected' }),
+        Studio.el('p', { class: 'hint', text: 'Connect joins the selected nodes in the order you selected them. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too.' })));
+      return;
+    } else {
+      const c = Object.assign({}, doc, { nodes: [], edges: [] });
+      body = { chain: c, node_ids: nodeIds() };
+    }
+    const seq = ++propsSeq;
+    performance.mark('studio:props-start');
+    const res = await fetch('/fragments/props', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'text/html' }, body: JSON.stringify(body) });
+    const html = await res.text();
+    performance.mark('studio:props-fetched');
+    if (seq !== propsSeq) return; // a newer selection won
+    propsEl.innerHTML = html;
+    performance.mark('studio:props-html');
+    if (window.htmx) window.htmx.process(propsEl);
+  }
+  const scheduleProps = Studio.debounce(showProps, 30);
+
+  function readValue(el) {
+    const t = el.dataset.t;
+    switch (t) {
+      case 'bool': return el.checked ? true : undefined;
+      case 'num': { const v = parseFloat(el.value); return Number.isFinite(v) ? v : undefined; }
+      case 'int': { const v = parseInt(el.value, 10); return Number.isFinite(v) ? v : undefined; }
+      case 'json': {
+        if (el.value.trim() === '') return undefined;
+        try { el.classList.remove('invalid'); el.removeAttribute('aria-invalid'); return JSON.parse(el.value); } catch { el.classList.add('invalid'); el.setAttribute('aria-invalid', 'true'); return INVALID; }
+      }
+      case 'kv': case 'kvjson': {
+        const o = {};
+        for (const row of el.querySelectorAll(':scope > .kv-rows > .kv-row')) {
+          const k = row.querySelector('.k').value.trim();
+          const vEl = row.querySelector('.v-wrap input');
+          if (!k) continue;
+          let v = vEl.value;
+          if (t === 'kvjson') { try { v = JSON.parse(v); } catch { /* text */ } }
+          o[k] = v;
+        }
+        return Object.keys(o).length ? o : undefined;
+      }
+      case 'cases': {
+        const out = [];
+        for (const row of el.querySelectorAll(':scope > .kv-rows > .kv-row')) {
+          out.push({ handle: row.querySelector('.k').value.trim(), when: row.querySelector('.v-wrap input').value });
+        }
+        return out.length ? out : undefined;
+      }
+      case 'list': {
+        const out = [...el.querySelectorAll('input[type=checkbox]:checked')].map((c) => c.value);
+        return out.length ? out : undefined;
+      }
+      default: return el.value === '' ? undefined : el.value;
+    }
+  }
+  const INVALID = Symbol('invalid');
+
+  function setPath(obj, path, v) {
+    const parts = path.split('.');
+    let o = obj;
+    for (let i = 0; i < parts.length - 1; i++) {
+      if (v === undefined && (o[parts[i]] == null)) return;
+      if (o[parts[i]] == null || typeof o[parts[i]] !== 'object') o[parts[i]] = {};
+      o = o[parts[i]];
+    }
+    const last = parts[parts.length - 1];
+    if (v === undefined) delete o[last]; else o[last] = v;
+    // drop emptied parents (retry, config)
+    if (parts.length > 1 && v === undefined) {
+      const parent = parts.slice(0, -1).reduce((a, k) => (a ? a[k] : a), obj);
+      if (parent && typeof parent === 'object' && Object.keys(parent).length === 0) delete obj[parts[0]];
+    }
+  }
+
+  let lastPropCheckpoint = 0;
+  function applyProps(source) {
+    const panel = propsEl.querySelector('.props');
+    if (!panel) return;
+    const target = panel.dataset.target;
+    let obj;
+    if (target === 'node') obj = nodeById(panel.dataset.id);
+    else if (target === 'edge') obj = edgeById(panel.dataset.id);
+    else if (target === 'chain') obj = doc;
+    if (!obj) return;
+    const fields = [...panel.querySelectorAll('[data-f]')].filter((el) => el.dataset.f && el.dataset.t !== 'id');
+    const values = [];
+    for (const el of fields) {
+      const v = readValue(el);
+      if (v === INVALID) continue;
+      values.push([el.dataset.f, v]);
+    }
+    const now = Date.now();
+    const cp = now - lastPropCheckpoint > 1000 || source === 'change';
+    lastPropCheckpoint = now;
+    mutate(() => {
+      for (const [f, v] of values) setPath(obj, f, v);
+      if (target === 'chain' && !doc.name) doc.name = 'untitled';
+      if (target === 'node') refreshNode(obj.node_id);
+      if (target === 'edge') refreshEdge(obj.id);
+      if (target === 'chain') $('chain-title').textContent = doc.name;
+    }, { noCheckpoint: !cp });
+  }
+
+  function renameNode(input) {
+    const panel = input.closest('.props');
+    const old = panel.dataset.id;
+    const id = input.value.trim();
+    if (id === old) return;
+    if (!id || nodeById(id)) {
+      input.setCustomValidity(id ? 'another node has this id' : 'a node needs an id');
+      input.reportValidity();
+      input.value = old;
+      input.setCustomValidity('');
+      return;
+    }
+    mutate(() => {
+      const n = nodeById(old);
+      n.node_id = id;
+      for (const e of doc.edges) {
+        if (e.source === old) e.source = id;
+        if (e.target === old) e.target = id;
+      }
+      for (const m of doc.nodes) {
+        if (m.map_node === old) m.map_node = id;
+        if (m.on_error === old) m.on_error = id;
+        if (m.branches) m.branches = m.branches.map((b) => (b === old ? id : b));
+      }
+      if (doc.entry_node === old) doc.entry_node = id;
+      cy.batch(() => {
+        cy.$(':selected').unselect();
+        cy.elements().remove();
+        cy.add(Studio.elements(doc));
+        cy.getElementById(id).select();
+      });
+    });
+  }
+
+  propsEl.addEventListener('input', (e) => {
+    if (e.target.dataset.t === 'id') return;
+    if (e.target.matches('input[type=text], input[type=number], textarea, input.k, .v-wrap input')) applyProps('input');
+  });
+  propsEl.addEventListener('change', (e) => {
+    if (e.target.dataset.t === 'id') { renameNode(e.target); return; }
+    if (e.target.matches('select, input[type=checkbox]')) applyProps('change');
+  });
+  propsEl.addEventListener('click', (e) => {
+    const add = e.target.closest('.add-row');
+    if (add) {
+      const fs = add.closest('fieldset');
+      const tpl = fs.querySelector(':scope > template');
+      const row = tpl.content.firstElementChild.cloneNode(true);
+      fs.querySelector(':scope > .kv-rows').append(row);
+      if (window.htmx) window.htmx.process(row);
+      row.querySelector('input').focus();
+      return;
+    }
+    const rm = e.target.closest('.remove-row');
+    if (rm) {
+      rm.closest('.kv-row').remove();
+      applyProps('change');
+    }
+  });
+
+  // ---- node list (the canvas's text alternative) ----------------------------
+
+  const scheduleNodeTable = Studio.debounce(renderNodeTable, 120);
+  function renderNodeTable() {
+    const tbody = document.querySelector('#node-table tbody');
+    const next = new Map();
+    for (const e of doc.edges) {
+      if (!next.has(e.source)) next.set(e.source, []);
+      next.get(e.source).push(e.label ? e.target + ' (' + e.label + ')' : e.target);
+    }
+    const selected = new Set(cy ? cy.$('node:selected').map((n) => n.id()) : []);
+    // A large chain lists its first rows until asked for all (layout of
+    // thousands of rows would delay the canvas).
+    const all = tableShowAll || doc.nodes.length <= TABLE_ROWS;
+    const shown = all ? doc.nodes : doc.nodes.filter((n, i) => i < TABLE_ROWS || selected.has(n.node_id));
+    const rows = shown.map((n) => {
+      const tr = Studio.el('tr', { 'data-node-id': n.node_id, 'aria-selected': selected.has(n.node_id) ? 'true' : 'false' });
+      tr.append(
+        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': n.node_id, text: n.node_id, 'aria-label': 'Select node ' + n.node_id })),
+        Studio.el('td', { text: n.kind }),
+        Studio.el('td', { text: n.label || '' }),
+        Studio.el('td', { text: (next.get(n.node_id) || []).join(', ') }),
+      );
+      return tr;
+    });
+    if (!all) {
+      const more = Studio.el('button', { type: 'button', class: 'linklike', id: 'table-show-all', text: 'Show all ' + doc.nodes.length + ' nodes' });
+      more.addEventListener('click', () => { tableShowAll = true; renderNodeTable(); });
+      rows.push(Studio.el('tr', {}, Studio.el('td', { colspan: 4 }, more)));
+    }
+    tbody.replaceChildren(...rows);
+    $('node-count').textContent = String(doc.nodes.length);
+  }
+  const TABLE_ROWS = 200;
+  let tableShowAll = false;
+
+  function syncTableSelection() {
+    const selected = new Set(cy.$('node:selected').map((n) => n.id()));
+    for (const tr of document.querySelectorAll('#node-table tbody tr')) tr.setAttribute('aria-selected', selected.has(tr.dataset.nodeId) ? 'true' : 'false');
+  }
+
+  document.querySelector('#node-table').addEventListener('click', (e) => {
+    const b = e.target.closest('.select-node');
+    if (!b) return;
+    selectAndFocus(b.dataset.nodeId);
+  });
+
+  function selectAndFocus(id) {
+    const ele = cy.getElementById(id);
+    if (ele.empty()) return;
+    cy.$(':selected').unselect();
+    ele.select();
+    Studio.focus(cy, ele);
+  }
+
+  issuesEl.addEventListener('click', (e) => {
+    const b = e.target.closest('.issue-link');
+    if (!b) return;
+    const id = b.dataset.nodeId || b.dataset.edgeId;
+    if (id) selectAndFocus(id);
+  });
+
+  // ---- keyboard --------------------------------------------------------------
+
+  function typing(e) {
+    const t = e.target;
+    return t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+  }
+
+  document.addEventListener('keydown', (e) => {
+    if (typing(e) || document.querySelector('dialog[open]')) return;
+    const mod = e.ctrlKey || e.metaKey;
+    if (mod && (e.key === 'z' || e.key === 'Z')) { e.preventDefault(); if (e.shiftKey) redo(); else undo(); return; }
+    if (mod && (e.key === 'y' || e.key === 'Y')) { e.preventDefault(); redo(); return; }
+    if (mod && (e.key === 'a' || e.key === 'A')) { e.preventDefault(); cy.nodes().not('.eh-handle').select(); return; }
+    if (!mod && (e.key === 'Delete' || e.key === 'Backspace')) { e.preventDefault(); deleteSelection(); return; }
+    if (!mod && (e.key === 'c' || e.key === 'C') && !e.altKey) { connectSelected(); return; }
+    if (!mod && e.key === 'f') { Studio.fit(cy); }
+  });
+
+  document.addEventListener('copy', (e) => {
+    if (typing(e)) return;
+    const text = copySelection();
+    if (!text) return;
+    e.clipboardData.setData('text/plain', text);
+    e.preventDefault();
+    flash('Copied ' + cy.$('node:selected').not('.eh-handle').length + ' node(s)');
+  });
+  document.addEventListener('cut', (e) => {
+    if (typing(e)) return;
+    const text = copySelection();
+    if (!text) return;
+    e.clipboardData.setData('text/plain', text);
+    e.preventDefault();
+    deleteSelection();
+  });
+  document.addEventListener('paste', (e) => {
+    if (typing(e)) return;
+    const text = e.clipboardData.getData('text/plain');
+    if (text && paste(text)) e.preventDefault();
+  });
+
+  // ---- toolbar -----------------------------------------------------------------
+
+  $('btn-undo').addEventListener('click', undo);
+  $('btn-redo').addEventListener('click', redo);
+  $('btn-delete').addEventListener('click', deleteSelection);
+  $('btn-connect').addEventListener('click', connectSelected);
+  $('btn-fit').addEventListener('click', () => Studio.fit(cy));
+  $('btn-reload').addEventListener('click', () => location.reload());
+  $('btn-layout').addEventListener('click', () => {
+    hideHandle();
+    mutate(() => {
+      Studio.layout(cy);
+      for (const n of doc.nodes) {
+        const p = cy.getElementById(n.node_id).position();
+        n.position = { x: Math.round(p.x), y: Math.round(p.y) };
+      }
+    });
+  });
+
+  const runDialog = $('run-dialog');
+  const runInput = $('run-input');
+  runBtn.addEventListener('click', async () => {
+    await flush();
+    if (runBtn.disabled) return;
+    $('run-result').replaceChildren();
+    runDialog.showModal();
+    runInput.focus();
+  });
+  runInput.addEventListener('input', () => {
+    const check = $('run-input-check');
+    let err = '';
+    try {
+      const v = JSON.parse(runInput.value || '{}');
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) err = 'The input must be a JSON object, e.g. {"items": [1, 2]}.';
+    } catch (x) { err = 'Not JSON: ' + x.message; }
+    check.textContent = err;
+    check.classList.toggle('expr-err', !!err);
+    runInput.setAttribute('aria-invalid', err ? 'true' : 'false');
+    $('run-submit').disabled = !!err;
+  });
+
+  // palette: click to add, or drag onto the canvas
+  for (const b of document.querySelectorAll('.palette-item')) {
+    b.addEventListener('click', () => addNode(b.dataset.kind));
+    b.addEventListener('dragstart', (e) => {
+      e.dataTransfer.setData('application/x-studio-kind', b.dataset.kind);
+      e.dataTransfer.effectAllowed = 'copy';
+    });
+  }
+  const cyEl = $('cy');
+  cyEl.addEventListener('dragover', (e) => {
+    if ([...e.dataTransfer.types].includes('application/x-studio-kind')) { e.preventDefault(); e.dataTransfer.dropEffect = 'copy'; }
+  });
+  cyEl.addEventListener('drop', (e) => {
+    const kind = e.dataTransfer.getData('application/x-studio-kind');
+    if (!kind) return;
+    e.preventDefault();
+    const r = cyEl.getBoundingClientRect();
+    const pan = cy.pan(), zoom = cy.zoom();
+    addNode(kind, { x: (e.clientX - r.left - pan.x) / zoom, y: (e.clientY - r.top - pan.y) / zoom });
+  });
+
+  // ---- start -------------------------------------------------------------------
+
+  async function init() {
+    let data;
+    if (root.dataset.doc) {
+      data = { doc: JSON.parse(root.dataset.doc), version: Number(root.dataset.version) };
+      delete root.dataset.doc;
+    } else {
+      const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/data', { headers: { Accept: 'application/json' } });
+      data = await res.json();
+    }
+    performance.mark('studio:data');
+    doc = data.doc;
+    version = data.version;
+    doc.nodes = doc.nodes || [];
+    doc.edges = doc.edges || [];
+    cy = Studio.createCy(cyEl, doc, { editable: true });
+    performance.mark('studio:cy');
+    if (cy.__laidOut) {
+      for (const n of doc.nodes) {
+        const p = cy.getElementById(n.node_id).position();
+        n.position = { x: Math.round(p.x), y: Math.round(p.y) };
+      }
+    }
+    eh = cy.edgehandles({
+      canConnect: (s, t) => !s.same(t) && !s.hasClass('eh-handle') && !t.hasClass('eh-handle'),
+      edgeParams: () => ({}),
+      hoverDelay: 80,
+      snap: true,
+      snapThreshold: 30,
+    });
+
+    cy.on('mouseover', 'node', (e) => placeHandle(e.target));
+    cy.on('tapstart', 'node.eh-handle', () => {
+      if (!handleOwner) return;
+      drawing = true;
+      cy.userPanningEnabled(false);
+      cy.boxSelectionEnabled(false);
+      eh.start(handleOwner);
+    });
+    cy.on('ehstop', () => {
+      drawing = false;
+      cy.userPanningEnabled(true);
+      cy.boxSelectionEnabled(true);
+      hideHandle();
+    });
+    cy.on('ehcomplete', (evt, src, tgt, added) => {
+      added.remove();
+      const id = addEdge(src.id(), tgt.id());
+      if (id) { cy.$(':selected').unselect(); cy.getElementById(id).select(); }
+    });
+    cy.on('grab', 'node', () => hideHandle());
+    cy.on('tap', (e) => { if (e.target === cy) hideHandle(); });
+
+    // moves: one undo step per drag, saved once
+    let moved = new Set();
+    const applyMoves = Studio.debounce(() => {
+      const ids = moved;
+      moved = new Set();
+      mutate(() => {
+        for (const id of ids) {
+          const n = nodeById(id);
+          if (!n) continue;
+          const p = cy.getElementById(id).position();
+          n.position = { x: Math.round(p.x), y: Math.round(p.y) };
+        }
+      });
+    }, 30);
+    cy.on('dragfree', 'node', (e) => {
+      if (e.target.hasClass('eh-handle')) return;
+      moved.add(e.target.id());
+      applyMoves();
+    });
+
+    cy.on('select', (e) => {
+      if (e.target.isNode()) selOrder = selOrder.filter((x) => x !== e.target.id()).concat(e.target.id());
+      scheduleProps();
+      syncTableSelectionSoon();
+    });
+    cy.on('unselect', (e) => {
+      selOrder = selOrder.filter((x) => x !== e.target.id());
+      scheduleProps();
+      syncTableSelectionSoon();
+    });
+
+    renderNodeTable();
+    performance.mark('studio:table');
+    markIssues();
+    performance.mark('studio:issues');
+    await showProps();
+    performance.mark('studio:props');
+    root.dataset.ready = '1';
+    window.__studio.readyAt = performance.now();
+  }
+  const syncTableSelectionSoon = Studio.debounce(() => {
+    if (!tableShowAll && doc.nodes.length > TABLE_ROWS) renderNodeTable();
+    else syncTableSelection();
+  }, 50);
+
+  window.__studio.flush = flush;
+
+  init().catch((err) => {
+    setSaveState('error', 'Could not load: ' + err.message);
+    throw err;
+  });
+})();

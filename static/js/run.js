@@ -1,0 +1,288 @@
+// The run page: the chain in run mode, following the run's event stream
+// (GET /v1/runs/{id}/events). The timeline so far is rendered by the server;
+// events are applied once each, by seq, so a reload mid-run never duplicates.
+'use strict';
+(function () {
+  const Studio = window.Studio;
+  const root = document.getElementById('runpage');
+  if (!root) return;
+  const runId = root.dataset.runId;
+  const $ = (id) => document.getElementById(id);
+  const timeline = $('timeline');
+  const drawer = $('drawer');
+  const cyEl = $('cy');
+
+  let cy = null;
+  let doc = null;
+  let es = null;
+  let applied = 0; // highest seq applied to the canvas
+  let shown = Number(root.dataset.lastSeq || 0); // highest seq in the timeline
+  let selected = null;
+  const state = new Map(); // node id → {phase, reason, progress, iteration, error}
+  const phases = []; // [seq, node, phase] in arrival order, for tests
+  window.__run = { phases, get status() { return root.dataset.status; } };
+
+  const REASONS = {
+    condition_false: 'condition false: no incoming edge fired',
+    branch_not_taken: 'branch not taken: the router chose another edge',
+    upstream_stopped: 'upstream stopped: the run stopped before this node could run',
+    on_error_skip: 'on_error skip: the node failed and its error policy is skip',
+    not_needed: 'not needed: an error handler nobody needed',
+  };
+  const reasonText = (r) => REASONS[r] || r || '';
+
+  function progressText(p) {
+    if (p && typeof p === 'object' && 'done' in p && 'total' in p) return p.done + '/' + p.total;
+    if (p == null) return '';
+    return typeof p === 'string' ? p : JSON.stringify(p);
+  }
+
+  function clock(t) {
+    const d = new Date(t);
+    if (isNaN(d)) return '';
+    const pad = (n, w) => String(n).padStart(w || 2, '0');
+    return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds()) + '.' + pad(d.getMilliseconds(), 3);
+  }
+
+  function detail(ev) {
+    if (ev.error) return ev.error;
+    if (ev.reason) return reasonText(ev.reason);
+    if (ev.phase === 'progress') return progressText(ev.progress);
+    if (ev.matched) return 'matched ' + ev.matched;
+    if (ev.phase === 'paused') return 'waiting for a person';
+    return '';
+  }
+
+  function extra(ev) {
+    let s = '';
+    if (ev.attempt > 1) s += ' attempt ' + ev.attempt;
+    if (ev.iteration > 1) s += ' iteration ' + ev.iteration;
+    if (ev.item != null) s += ' item ' + ev.item;
+    return s;
+  }
+
+  function appendTimeline(ev) {
+    if (ev.seq <= shown) return;
+    shown = ev.seq;
+    const li = Studio.el('li', { class: 'ev ph-' + ev.phase, 'data-seq': String(ev.seq), 'data-node-id': ev.node_id },
+      Studio.el('span', { class: 't', text: clock(ev.time) }),
+      Studio.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, text: ev.node_id }),
+      Studio.el('span', { class: 'ph', text: ev.phase }),
+      Studio.el('span', { class: 'detail', text: detail(ev) + extra(ev) }));
+    const atBottom = timeline.parentElement.scrollTop + timeline.parentElement.clientHeight >= timeline.parentElement.scrollHeight - 30;
+    timeline.append(li);
+    if (atBottom) timeline.parentElement.scrollTop = timeline.parentElement.scrollHeight;
+  }
+
+  // ---- canvas state ---------------------------------------------------------
+
+  const PHASE_CLASSES = 'ph-start ph-done ph-skip ph-error ph-paused';
+
+  function ensureNode(id) {
+    if (!cy) return null;
+    let n = cy.getElementById(id);
+    if (n.empty() && !doc) {
+      // ad-hoc run without a saved document: draw nodes as they appear
+      n = cy.add({ group: 'nodes', data: { id, kind: 'tool', display: id } });
+      Studio.layout(cy, { animate: false });
+    }
+    return n.nonempty() ? n : null;
+  }
+
+  function nodeDoc(id) { return doc ? (doc.nodes || []).find((n) => n.node_id === id) : null; }
+
+  function redrawNode(id) {
+    const st = state.get(id) || {};
+    const ele = ensureNode(id);
+    if (!ele) return;
+    const d = nodeDoc(id);
+    let note = '';
+    if (st.progress) note = st.progress;
+    if (st.iteration > 1) note += (note ? ' · ' : '') + '×' + st.iteration;
+    ele.data('display', d ? Studio.nodeDisplay(d, note) : id + (note ? '\n' + note : ''));
+    ele.removeClass(PHASE_CLASSES);
+    if (st.phase) ele.addClass('ph-' + st.phase);
+    updateRow(id);
+  }
+
+  function apply(ev) {
+    if (ev.seq <= applied) return;
+    applied = ev.seq;
+    phases.push([ev.seq, ev.node_id, ev.phase]);
+    const id = ev.node_id;
+    if (!id) return;
+    const st = state.get(id) || {};
+    switch (ev.phase) {
+      case 'start':
+        st.phase = 'start';
+        st.reason = '';
+        st.error = '';
+        if (ev.iteration) st.iteration = ev.iteration;
+        break;
+      case 'progress':
+        st.progress = progressText(ev.progress);
+        break;
+      case 'done':
+      case 'skip':
+      case 'error':
+        if (ev.item == null || st.phase !== 'start') st.phase = ev.phase;
+        st.reason = ev.reason || '';
+        st.error = ev.error || '';
+        if (ev.iteration) st.iteration = ev.iteration;
+        markEdges(id, ev.edges || []);
+        break;
+      case 'paused':
+        st.phase = 'paused';
+        break;
+    }
+    state.set(id, st);
+    redrawNode(id);
+    if (selected === id) refreshDrawer();
+  }
+
+  function markEdges(src, fired) {
+    if (!cy) return;
+    const set = new Set(fired);
+    cy.batch(() => {
+      for (const e of cy.edges('.flow').filter((e) => e.data('source') === src)) {
+        if (set.has(e.id())) { e.addClass('fired').removeClass('pruned'); e.scratch('why', 'fired'); } else if (!e.hasClass('fired')) {
+          e.addClass('pruned');
+          const st = state.get(src);
+          e.scratch('why', st && st.phase === 'skip' ? 'not fired: ' + src + ' was skipped (' + reasonText(st.reason) + ')' : 'not fired: its condition or label was not chosen');
+        }
+      }
+    });
+  }
+
+  // running nodes pulse
+  setInterval(() => { if (cy) cy.nodes('.ph-start').toggleClass('pulse'); }, 500);
+
+  // ---- node list ---------------------------------------------------------------
+
+  const rows = new Map();
+  function buildNodeTable(ids) {
+    const tbody = document.querySelector('#node-table tbody');
+    const trs = ids.map((id) => {
+      const d = nodeDoc(id);
+      const tr = Studio.el('tr', { 'data-node-id': id, 'aria-selected': 'false' },
+        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id, text: id, 'aria-label': 'Show node ' + id })),
+        Studio.el('td', { text: d ? d.kind : '' }),
+        Studio.el('td', { class: 'phase-cell', text: '—' }),
+        Studio.el('td', { class: 'note-cell', text: '' }));
+      rows.set(id, tr);
+      return tr;
+    });
+    tbody.replaceChildren(...trs);
+  }
+
+  function updateRow(id) {
+    let tr = rows.get(id);
+    if (!tr) {
+      buildNodeTable([...rows.keys(), id]);
+      tr = rows.get(id);
+    }
+    const st = state.get(id) || {};
+    const ph = tr.querySelector('.phase-cell');
+    ph.textContent = st.phase === 'start' ? 'running' : (st.phase || '—');
+    ph.className = 'phase-cell phase ph-' + (st.phase || 'none');
+    tr.querySelector('.note-cell').textContent = [st.error, reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : ''].filter(Boolean).join(' · ');
+  }
+
+  // ---- drawer ------------------------------------------------------------------
+
+  async function refreshDrawer() {
+    if (!selected) return;
+    const id = selected;
+    const res = await fetch('/runs/' + encodeURIComponent(runId) + '/nodes/' + encodeURIComponent(id), { headers: { Accept: 'text/html' } });
+    const html = await res.text();
+    if (selected !== id) return;
+    drawer.innerHTML = html;
+    if (window.htmx) window.htmx.process(drawer);
+  }
+  const refreshDrawerSoon = Studio.debounce(refreshDrawer, 150);
+
+  function select(id) {
+    selected = id;
+    for (const [nid, tr] of rows) tr.setAttribute('aria-selected', nid === id ? 'true' : 'false');
+    if (cy) {
+      cy.$(':selected').unselect();
+      const n = cy.getElementById(id);
+      if (n.nonempty()) { n.select(); }
+    }
+    refreshDrawer();
+  }
+
+  document.addEventListener('click', (e) => {
+    const b = e.target.closest('.select-node, .ev-node');
+    if (b) {
+      select(b.dataset.nodeId);
+      if (cy) Studio.focus(cy, cy.getElementById(b.dataset.nodeId));
+    }
+  });
+
+  // ---- stream ------------------------------------------------------------------
+
+  async function refreshControls() {
+    const res = await fetch('/runs/' + encodeURIComponent(runId) + '/controls', { headers: { Accept: 'text/html' } });
+    const html = await res.text();
+    const status = res.headers.get('X-Run-Status') || '';
+    const ctl = $('run-controls');
+    ctl.innerHTML = html;
+    if (window.htmx) window.htmx.process(ctl);
+    setStatus(status, Number(res.headers.get('X-Run-Duration') || 0));
+  }
+
+  function setStatus(status, ms) {
+    root.dataset.status = status;
+    const s = $('run-status');
+    s.textContent = status.replace(/_/g, ' ');
+    s.className = 'status status-' + status;
+    if (ms) $('run-duration').textContent = ms < 1000 ? ms + ' ms' : (ms / 1000).toFixed(1) + ' s';
+  }
+
+  function onEvent(e) {
+    if (e.data === undefined) return; // a connection error, not an "error" phase
+    let ev;
+    try { ev = JSON.parse(e.data); } catch { return; }
+    apply(ev);
+    appendTimeline(ev);
+  }
+
+  function connect() {
+    if (es) es.close();
+    es = new EventSource('/v1/runs/' + encodeURIComponent(runId) + '/events?after=' + applied);
+    for (const ph of ['start', 'done', 'skip', 'error', 'paused', 'progress']) es.addEventListener(ph, onEvent);
+    es.addEventListener('run', () => {
+      es.close();
+      es = null;
+      refreshControls().then(() => { if (selected) refreshDrawerSoon(); });
+    });
+  }
+
+  // ---- start -------------------------------------------------------------------
+
+  async function init() {
+    const res = await fetch('/runs/' + encodeURIComponent(runId) + '/data', { headers: { Accept: 'application/json' } });
+    const data = await res.json();
+    doc = data.doc;
+    const seen = new Set();
+    let ids = [];
+    if (doc) ids = (doc.nodes || []).map((n) => n.node_id);
+    else for (const ev of data.events) if (ev.node_id && !seen.has(ev.node_id)) { seen.add(ev.node_id); ids.push(ev.node_id); }
+    cy = Studio.createCy(cyEl, doc || { nodes: ids.map((id) => ({ node_id: id, kind: 'tool' })), edges: [] }, { editable: false, mode: 'run' });
+    buildNodeTable(ids);
+    cy.batch(() => { for (const ev of data.events) { apply(ev); appendTimeline(ev); } });
+    cy.on('tap', 'node', (e) => select(e.target.id()));
+    cy.on('mouseover', 'node', (e) => {
+      const st = state.get(e.target.id()) || {};
+      cyEl.title = e.target.id() + ': ' + (st.phase === 'start' ? 'running' : st.phase || 'not reached') + (st.reason ? ' — ' + reasonText(st.reason) : '') + (st.error ? ' — ' + st.error : '');
+    });
+    cy.on('mouseover', 'edge', (e) => { cyEl.title = e.target.scratch('why') || ''; });
+    cy.on('mouseout', () => { cyEl.title = ''; });
+    $('btn-fit').addEventListener('click', () => Studio.fit(cy));
+    if (data.active) connect();
+    else if (data.run && data.run.status !== root.dataset.status) refreshControls();
+    root.dataset.ready = '1';
+  }
+  init();
+})();

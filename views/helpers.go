@@ -1,0 +1,263 @@
+// Package views holds the designer's HTML: templ components for pages and the
+// htmx fragments the pages swap in. Output is always escaped by templ; user
+// data never goes through templ.Raw.
+package views
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+	"github.com/chainstudio/studio/engine"
+)
+
+// AssetVersion is appended to static asset URLs as ?v=… so that they can be
+// cached for a year; web sets it to a hash of the embedded files.
+var AssetVersion = "dev"
+
+// Asset returns the URL of a file under static/.
+func Asset(path string) string { return "/static/" + path + "?v=" + AssetVersion }
+
+func assetURL(path string) templ.SafeURL { return templ.SafeURL(Asset(path)) }
+
+func u(format string, args ...any) templ.SafeURL {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = pathEscape(s)
+		}
+	}
+	return templ.SafeURL(fmt.Sprintf(format, args...))
+}
+
+// pathEscape escapes one path segment.
+func pathEscape(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func itoa(n int) string     { return strconv.Itoa(n) }
+func i64toa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// ago formats a time relative to now ("3 min ago"), with the exact time as
+// the title.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	case d < 30*24*time.Hour:
+		return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+	}
+	return t.Local().Format("2006-01-02")
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("15:04:05.000")
+}
+
+func duration(ms int64) string {
+	switch {
+	case ms <= 0:
+		return "—"
+	case ms < 1000:
+		return fmt.Sprintf("%d ms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%.1f s", float64(ms)/1000)
+	}
+	return fmt.Sprintf("%dm%02ds", ms/60_000, ms/1000%60)
+}
+
+func durationBetween(a, b time.Time) string {
+	if a.IsZero() || b.IsZero() {
+		return "—"
+	}
+	return duration(max(b.Sub(a).Milliseconds(), 1))
+}
+
+// pretty renders a JSON value indented; strings stay JSON-quoted so that the
+// type is visible.
+func pretty(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // templ escapes; keep <, > and & readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// jsonText renders a value for an input field: strings as they are, other
+// values as compact JSON.
+func jsonText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	if v == nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func num(f float64) string {
+	if f == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+func numInt(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// KV is one key → value row of an object field.
+type KV struct{ Key, Value string }
+
+func sortedKV[V any](m map[string]V, text func(V) string) []KV {
+	out := make([]KV, 0, len(m))
+	for k, v := range m {
+		out = append(out, KV{k, text(v)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func strKV(m map[string]string) []KV { return sortedKV(m, func(s string) string { return s }) }
+func anyKV(m map[string]any) []KV    { return sortedKV(m, jsonText) }
+
+func configString(n *engine.Node, key string) string {
+	if n.Config == nil {
+		return ""
+	}
+	return jsonText(n.Config[key])
+}
+
+func configJSON(n *engine.Node) string {
+	if len(n.Config) == 0 {
+		return ""
+	}
+	return pretty(n.Config)
+}
+
+func argvText(n *engine.Node) string {
+	if n.Config == nil || n.Config["argv"] == nil {
+		return ""
+	}
+	b, _ := json.Marshal(n.Config["argv"])
+	return string(b)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// caretLine returns spaces up to the rune column of byte offset pos in src
+// (the caret goes under that column).
+func caretLine(src string, pos int) string {
+	if pos < 0 {
+		pos = 0
+	}
+	if pos > len(src) {
+		pos = len(src)
+	}
+	line := src[:pos]
+	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	return strings.Repeat(" ", utf8.RuneCountInString(line)) + "^"
+}
+
+// caretSource returns the line of src that holds byte offset pos.
+func caretSource(src string, pos int) string {
+	if pos < 0 {
+		pos = 0
+	}
+	if pos > len(src) {
+		pos = len(src)
+	}
+	start := strings.LastIndexByte(src[:pos], '\n') + 1
+	end := strings.IndexByte(src[pos:], '\n')
+	if end < 0 {
+		return src[start:]
+	}
+	return src[start : pos+end]
+}
+
+func statusClass(s string) string {
+	if s == "" {
+		return "status status-none"
+	}
+	return "status status-" + s
+}
+
+func statusText(s string) string {
+	if s == "" {
+		return "never run"
+	}
+	return strings.ReplaceAll(s, "_", " ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// ReasonText explains a skip reason in words.
+func ReasonText(r string) string {
+	switch r {
+	case engine.ReasonConditionFalse:
+		return "condition false: no incoming edge fired"
+	case engine.ReasonBranchNotTaken:
+		return "branch not taken: the router chose another edge"
+	case engine.ReasonUpstreamStopped:
+		return "upstream stopped: the run stopped before this node could run"
+	case engine.ReasonOnErrorSkip:
+		return "on_error skip: the node failed and its error policy is skip"
+	case engine.ReasonNotNeeded:
+		return "not needed: an error handler nobody needed, or a node marked reachable: false"
+	}
+	return r
+}

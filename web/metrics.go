@@ -1,0 +1,199 @@
+package web
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the studio's Prometheus metrics, served at GET /metrics in the
+// text exposition format (behind the token like every other route). Each
+// server has its own registry, so tests can run several servers at once.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	runsStarted  *prometheus.CounterVec   // kind
+	runsFinished *prometheus.CounterVec   // status
+	nodes        *prometheus.CounterVec   // phase: done, error, skip
+	nodeSeconds  *prometheus.HistogramVec // phase
+	httpSeconds  *prometheus.HistogramVec // method, route, code class
+	storeSeconds *prometheus.HistogramVec // op
+
+	// Start time of every node attempt in flight, per run, so that the
+	// terminal event can observe the duration. A run's entries are dropped
+	// when it stops (runFinished), so cancelled nodes do not accumulate.
+	mu     sync.Mutex
+	starts map[string]map[nodeKey]time.Time
+}
+
+type nodeKey struct {
+	node string
+	item int // map item index, -1 outside map bodies
+}
+
+// maxTrackedStarts bounds the start-time table: sub-chain runs (which the
+// runner does not see end) could otherwise leave entries behind forever.
+const maxTrackedStarts = 200_000
+
+func newMetrics(s *Server) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), starts: map[string]map[nodeKey]time.Time{}}
+	m.runsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "studio_runs_started_total", Help: "Runs started (kind: run, resume, rerun, a2e).",
+	}, []string{"kind"})
+	m.runsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "studio_runs_finished_total", Help: "Runs that stopped, by final status (paused included; host_error when the run could not execute).",
+	}, []string{"status"})
+	m.nodes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "studio_node_executions_total", Help: "Node executions that ended, by phase (done, error, skip).",
+	}, []string{"phase"})
+	m.nodeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "studio_node_duration_seconds", Help: "Wall time of node executions, from the first start event to the terminal event (retries included).",
+		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5, 30, 120, 600},
+	}, []string{"phase"})
+	m.httpSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "studio_http_request_duration_seconds", Help: "HTTP request latency by route (store reads and writes included); event streams are observed when they close.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+	}, []string{"method", "route", "code"})
+	m.storeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "studio_store_duration_seconds", Help: "Latency of store calls: the engine's checkpoint append/load/claim, run creation, and the event-writer flush before a resume.",
+		Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1, 5},
+	}, []string{"op"})
+	m.reg.MustRegister(m.runsStarted, m.runsFinished, m.nodes, m.nodeSeconds, m.httpSeconds, m.storeSeconds,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "studio_sse_watchers", Help: "Live event-stream subscriptions (SSE watchers of runs).",
+		}, func() float64 { return float64(s.hub.Watchers()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "studio_runs_active", Help: "Runs executing in this process.",
+		}, func() float64 { return float64(s.runs.ActiveCount()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "studio_events_dropped_total", Help: "Events the event writer could not store after retries.",
+		}, func() float64 { return float64(s.events.Dropped()) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Emit implements engine.EventSink: node counts and durations.
+func (m *Metrics) Emit(ev engine.Event) {
+	key := nodeKey{node: ev.NodeID, item: -1}
+	if ev.Item != nil {
+		key.item = *ev.Item
+	}
+	switch ev.Phase {
+	case engine.PhaseStart:
+		m.mu.Lock()
+		run := m.starts[ev.RunID]
+		if run == nil {
+			if len(m.starts) >= maxTrackedStarts {
+				clear(m.starts)
+			}
+			run = map[nodeKey]time.Time{}
+			m.starts[ev.RunID] = run
+		}
+		if _, ok := run[key]; !ok { // a retry keeps the first attempt's start
+			run[key] = ev.Time
+		}
+		m.mu.Unlock()
+	case engine.PhaseDone, engine.PhaseError, engine.PhaseSkip:
+		if ev.Reason == "retrying" {
+			return
+		}
+		m.mu.Lock()
+		started, ok := m.starts[ev.RunID][key]
+		if ok {
+			delete(m.starts[ev.RunID], key)
+		}
+		m.mu.Unlock()
+		phase := string(ev.Phase)
+		m.nodes.WithLabelValues(phase).Inc()
+		if ok {
+			m.nodeSeconds.WithLabelValues(phase).Observe(ev.Time.Sub(started).Seconds())
+		}
+	}
+}
+
+func (m *Metrics) runStarted(kind string) { m.runsStarted.WithLabelValues(kind).Inc() }
+
+func (m *Metrics) runFinished(id string, res *engine.Result, err error) {
+	status := "host_error"
+	if err == nil && res != nil {
+		status = string(res.Status)
+	}
+	m.runsFinished.WithLabelValues(status).Inc()
+	m.mu.Lock()
+	delete(m.starts, id)
+	m.mu.Unlock()
+}
+
+func (m *Metrics) observeStore(op string, start time.Time) {
+	m.storeSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+// middleware observes every request's latency by route pattern (never the
+// raw path, so ids do not explode the label set).
+func (m *Metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		code := c.Response().Status
+		if err != nil && !c.Response().Committed {
+			code = errorStatus(err)
+		}
+		m.httpSeconds.WithLabelValues(c.Request().Method, route, strconv.Itoa(code/100)+"xx").Observe(time.Since(start).Seconds())
+		return err
+	}
+}
+
+// errorStatus is the status the error handler will answer err with.
+func errorStatus(err error) int {
+	switch e := err.(type) {
+	case *APIError:
+		return e.Status
+	case *echo.HTTPError:
+		return e.Code
+	}
+	return 500
+}
+
+// handler serves the registry in the Prometheus text format.
+func (m *Metrics) handler() echo.HandlerFunc {
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return echo.WrapHandler(h)
+}
+
+// Registry returns the server's metrics registry (for embedding hosts and tests).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// timedCheckpointer wraps the engine's checkpointer (the store) to observe
+// the latency of each call.
+type timedCheckpointer struct {
+	engine.Checkpointer
+	m *Metrics
+}
+
+func (t timedCheckpointer) Append(ctx context.Context, runID string, cps []engine.Checkpoint) error {
+	defer t.m.observeStore("checkpoint_append", time.Now())
+	return t.Checkpointer.Append(ctx, runID, cps)
+}
+
+func (t timedCheckpointer) Load(ctx context.Context, runID string) ([]engine.Checkpoint, error) {
+	defer t.m.observeStore("checkpoint_load", time.Now())
+	return t.Checkpointer.Load(ctx, runID)
+}
+
+func (t timedCheckpointer) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
+	defer t.m.observeStore("checkpoint_claim", time.Now())
+	return t.Checkpointer.ClaimInterrupt(ctx, runID)
+}

@@ -1,0 +1,212 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/views"
+	"github.com/labstack/echo/v4"
+)
+
+// pageEditor is the designer for one chain.
+func (s *Server) pageEditor(c echo.Context) error {
+	ch, err := s.db.GetChain(c.Request().Context(), pageParam(c, "id"))
+	if err != nil {
+		return pageNotFound(err, "chain")
+	}
+	return renderPage(c, http.StatusOK, views.EditorPage(ch, engine.ValidateWith(ch.Doc, s.pageValidateOptions(c))))
+}
+
+// editorData is what the canvas loads: the document at a version.
+type editorData struct {
+	ID      string        `json:"id"`
+	Name    string        `json:"name"`
+	Version int           `json:"version"`
+	Doc     *engine.Chain `json:"doc"`
+}
+
+func (s *Server) pageChainData(c echo.Context) error {
+	ch, err := s.db.GetChain(c.Request().Context(), pageParam(c, "id"))
+	if err != nil {
+		return pageNotFound(err, "chain")
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, editorData{ID: ch.ID, Name: ch.Name, Version: ch.Version, Doc: ch.Doc})
+}
+
+// Save states the editor reads from the X-Save-State header.
+const (
+	editorSaveSaved     = "saved"    // a new version was written (X-Chain-Version)
+	editorSaveInvalid   = "invalid"  // the document does not decode; nothing written
+	editorSaveConflict  = "conflict" // another tab saved first (X-Chain-Version: the current one)
+	editorSaveNameTaken = "name_taken"
+)
+
+type editorSaveRequest struct {
+	BaseVersion int             `json:"base_version"`
+	Doc         json.RawMessage `json:"doc"`
+	Message     string          `json:"message"`
+}
+
+// pageSave is the editor's auto-save: it stores the document as a new
+// version (optimistic concurrency on base_version) and answers with the
+// validation panel. Headers: X-Save-State, X-Chain-Version, X-Issue-Errors.
+func (s *Server) pageSave(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := pageParam(c, "id")
+	var req editorSaveRequest
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Doc) == 0 {
+		h.Set("X-Save-State", editorSaveInvalid)
+		msg := "the request is not {base_version, doc}"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return renderPage(c, http.StatusOK, views.Issues(nil, msg))
+	}
+	doc, err := engine.Decode(req.Doc, s.cfg.Limits)
+	if err != nil {
+		h.Set("X-Save-State", editorSaveInvalid)
+		return renderPage(c, http.StatusOK, views.Issues(nil, err.Error()))
+	}
+	msg := req.Message
+	if msg == "" {
+		msg = "edited in the designer"
+	}
+	ch, err := s.db.SaveChain(ctx, id, req.BaseVersion, doc, msg)
+	var vc *store.VersionConflictError
+	switch {
+	case errors.As(err, &vc):
+		h.Set("X-Save-State", editorSaveConflict)
+		h.Set("X-Chain-Version", strconv.Itoa(vc.Current))
+		return renderPage(c, http.StatusOK, views.FormError("Not saved: another tab saved first",
+			fmt.Sprintf("this page edits version %d but the chain is at version %d", vc.Base, vc.Current)))
+	case errors.Is(err, store.ErrNameTaken):
+		h.Set("X-Save-State", editorSaveNameTaken)
+		h.Set("X-Chain-Version", strconv.Itoa(req.BaseVersion))
+		return renderPage(c, http.StatusOK, views.FormError("Not saved: name taken",
+			fmt.Sprintf("another chain is named %q; choose another name", doc.Name)))
+	case err != nil:
+		return pageNotFound(err, "chain")
+	}
+	issues := engine.ValidateWith(doc, s.pageValidateOptions(c))
+	errs := 0
+	for _, is := range issues {
+		if is.Severity == engine.SeverityError {
+			errs++
+		}
+	}
+	h.Set("X-Save-State", editorSaveSaved)
+	h.Set("X-Chain-Version", strconv.Itoa(ch.Version))
+	h.Set("X-Issue-Errors", strconv.Itoa(errs))
+	return renderPage(c, http.StatusOK, views.Issues(issues, ""))
+}
+
+// pageStartRun checks the input and starts a run of the saved chain.
+func (s *Server) pageStartRun(c echo.Context) error {
+	ctx := c.Request().Context()
+	ch, err := s.db.GetChain(ctx, pageParam(c, "id"))
+	if err != nil {
+		return pageNotFound(err, "chain")
+	}
+	input := map[string]any{}
+	if raw := strings.TrimSpace(c.FormValue("input")); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &input); err != nil {
+			return renderPage(c, http.StatusOK, views.FormError("The input is not a JSON object", err.Error()))
+		}
+	}
+	if issues := engine.ValidateWith(ch.Doc, s.pageValidateOptions(c)); engine.HasErrors(issues) {
+		var lines []string
+		for _, is := range issues {
+			if is.Severity == engine.SeverityError {
+				lines = append(lines, is.String())
+			}
+		}
+		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", strings.Join(lines, "\n")))
+	}
+	runID, err := s.runs.Start(ctx, ch, input)
+	if err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Could not start the run", err.Error()))
+	}
+	return pageRedirect(c, "/runs/"+runID)
+}
+
+type editorPropsRequest struct {
+	Node       *engine.Node  `json:"node"`
+	Edge       *engine.Edge  `json:"edge"`
+	Chain      *engine.Chain `json:"chain"`
+	NodeIDs    []string      `json:"node_ids"`
+	SourceKind engine.Kind   `json:"source_kind"`
+	Handles    []string      `json:"handles"`
+}
+
+// toolOptions are the tools a tool node can call: the registry's, described
+// from the built-in catalog.
+func (s *Server) pageToolOptions() []views.ToolOption {
+	help := map[string]string{}
+	for _, t := range builtin.Catalog() {
+		help[t.Name] = t.Description
+	}
+	names := s.eng.Registry().Names()
+	sort.Strings(names)
+	out := make([]views.ToolOption, 0, len(names))
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+		out = append(out, views.ToolOption{Name: n, Help: help[n]})
+	}
+	for _, t := range builtin.Catalog() {
+		if !seen[t.Name] {
+			out = append(out, views.ToolOption{Name: t.Name, Help: t.Description + " (not enabled on this studio)"})
+		}
+	}
+	return out
+}
+
+// fragProps renders the property panel of the posted node, edge or chain.
+func (s *Server) fragProps(c echo.Context) error {
+	var req editorPropsRequest
+	if err := json.NewDecoder(c.Request().Body).Decode(&req); err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Cannot show properties", err.Error()))
+	}
+	pc := views.PropsCtx{NodeIDs: req.NodeIDs, SourceKind: req.SourceKind, Handles: req.Handles}
+	switch {
+	case req.Node != nil:
+		switch req.Node.Kind {
+		case engine.KindTool:
+			pc.Tools = s.pageToolOptions()
+		case engine.KindSkill:
+			rows, _, err := s.db.ListChains(c.Request().Context(), store.ChainFilter{Limit: 1000})
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				pc.Chains = append(pc.Chains, r.Name)
+			}
+		}
+		return renderPage(c, http.StatusOK, views.NodeProps(*req.Node, pc))
+	case req.Edge != nil:
+		return renderPage(c, http.StatusOK, views.EdgeProps(*req.Edge, pc))
+	case req.Chain != nil:
+		return renderPage(c, http.StatusOK, views.ChainProps(*req.Chain, pc))
+	}
+	return renderPage(c, http.StatusOK, views.FormError("Cannot show properties", "post {node}, {edge} or {chain}"))
+}
+
+// fragExpr checks one expression as it is typed.
+func (s *Server) fragExpr(c echo.Context) error {
+	return renderPage(c, http.StatusOK, views.ExprCheck(c.FormValue("src"), false))
+}

@@ -1,0 +1,199 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/views"
+	"github.com/labstack/echo/v4"
+)
+
+// maxPageEvents bounds the events a run page renders and replays.
+const maxPageEvents = 20_000
+
+// pageRuns is a chain's run history.
+func (s *Server) pageRuns(c echo.Context) error {
+	ctx := c.Request().Context()
+	ch, err := s.db.GetChain(ctx, pageParam(c, "id"))
+	if err != nil {
+		return pageNotFound(err, "chain")
+	}
+	runs, next, err := s.db.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: 100, Before: c.QueryParam("before")})
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return apiError(http.StatusBadRequest, "bad_cursor", err.Error(), nil)
+		}
+		return err
+	}
+	return renderPage(c, http.StatusOK, views.RunsPage(ch, runs, next))
+}
+
+// runEvents returns the stored events of a run (flushing the writer first so
+// the page is as fresh as the stream).
+func (s *Server) pageEventsSoFar(c echo.Context, id string) ([]engine.Event, error) {
+	ctx := c.Request().Context()
+	if err := s.events.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return s.db.EventsAfter(ctx, id, 0, maxPageEvents)
+}
+
+// pageRun shows one run; the timeline so far is rendered here and the page
+// then follows the live stream, skipping events it already has (by seq).
+func (s *Server) pageRun(c echo.Context) error {
+	id := pageParam(c, "id")
+	r, err := s.db.GetRun(c.Request().Context(), id)
+	if err != nil {
+		return pageNotFound(err, "run")
+	}
+	events, err := s.pageEventsSoFar(c, id)
+	if err != nil {
+		return err
+	}
+	return renderPage(c, http.StatusOK, views.RunPage(r, events))
+}
+
+// runCanvasData is what the run canvas loads.
+type runCanvasData struct {
+	Run     *store.Run     `json:"run"`
+	Doc     *engine.Chain  `json:"doc"`
+	Events  []engine.Event `json:"events"`
+	LastSeq int64          `json:"last_seq"`
+	Active  bool           `json:"active"` // executing in this process: follow the stream
+}
+
+func (s *Server) pageRunDoc(c echo.Context, r *store.Run) *engine.Chain {
+	if r.ChainID == "" || r.ChainVersion == 0 {
+		return nil
+	}
+	v, err := s.db.GetVersion(c.Request().Context(), r.ChainID, r.ChainVersion)
+	if err != nil {
+		return nil
+	}
+	return v.Doc
+}
+
+func (s *Server) pageRunData(c echo.Context) error {
+	id := pageParam(c, "id")
+	r, err := s.db.GetRun(c.Request().Context(), id)
+	if err != nil {
+		return pageNotFound(err, "run")
+	}
+	events, err := s.pageEventsSoFar(c, id)
+	if err != nil {
+		return err
+	}
+	d := runCanvasData{Run: r, Doc: s.pageRunDoc(c, r), Events: events, Active: s.runs.Active(id) || r.Status == engine.StatusRunning}
+	if len(events) > 0 {
+		d.LastSeq = events[len(events)-1].Seq
+	}
+	if d.Events == nil {
+		d.Events = []engine.Event{}
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, d)
+}
+
+// fragRunControls renders the actions for the run's current status (the page
+// fetches it again when the stream says the run stopped).
+func (s *Server) fragRunControls(c echo.Context) error {
+	r, err := s.db.GetRun(c.Request().Context(), pageParam(c, "id"))
+	if err != nil {
+		return pageNotFound(err, "run")
+	}
+	c.Response().Header().Set("X-Run-Status", string(r.Status))
+	c.Response().Header().Set("X-Run-Duration", strconv.FormatInt(r.DurationMS, 10))
+	return renderPage(c, http.StatusOK, views.RunControls(r))
+}
+
+// fragNodeDrawer shows what one node did.
+func (s *Server) fragNodeDrawer(c echo.Context) error {
+	id, nodeID := pageParam(c, "id"), pageParam(c, "node")
+	r, err := s.db.GetRun(c.Request().Context(), id)
+	if err != nil {
+		return pageNotFound(err, "run")
+	}
+	var nr *engine.NodeResult
+	for i := range r.Nodes {
+		if r.Nodes[i].NodeID == nodeID {
+			nr = &r.Nodes[i]
+			break
+		}
+	}
+	kind := ""
+	if doc := s.pageRunDoc(c, r); doc != nil {
+		if n := doc.Node(nodeID); n != nil {
+			kind = string(n.Kind)
+		}
+	}
+	reason := ""
+	if nr != nil {
+		reason = nr.Reason
+	}
+	canRerun := r.ChainID != "" && r.Status != engine.StatusRunning && kind != ""
+	return renderPage(c, http.StatusOK, views.NodeDrawer(r.ID, nodeID, kind, nr, reason, canRerun))
+}
+
+// pageResume resumes a paused run with a value (Approve, Reject, or the JSON
+// typed), or a failed one with an optional state patch.
+func (s *Server) pageResume(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := pageParam(c, "id")
+	var value *engine.ResumeValue
+	var modified map[string]any
+	switch c.FormValue("decision") {
+	case "approve":
+		value = &engine.ResumeValue{Value: map[string]any{"approved": true}}
+	case "reject":
+		value = &engine.ResumeValue{Value: map[string]any{"approved": false}}
+	case "value":
+		var v any
+		if err := json.Unmarshal([]byte(c.FormValue("value")), &v); err != nil {
+			return renderPage(c, http.StatusOK, views.FormError("The resume value is not JSON", err.Error()))
+		}
+		value = &engine.ResumeValue{Value: v}
+	default:
+		if raw := strings.TrimSpace(c.FormValue("modified_state")); raw != "" {
+			if err := json.Unmarshal([]byte(raw), &modified); err != nil {
+				return renderPage(c, http.StatusOK, views.FormError("The state patch is not a JSON object", err.Error()))
+			}
+		}
+	}
+	if err := s.runs.Resume(ctx, id, value, modified); err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
+	}
+	return pageRedirect(c, "/runs/"+id)
+}
+
+// pageRerun starts a new run that keeps the outputs upstream of a node.
+func (s *Server) pageRerun(c echo.Context) error {
+	id := pageParam(c, "id")
+	node := c.FormValue("node")
+	if node == "" {
+		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", "no node given"))
+	}
+	newID, err := s.runs.Rerun(c.Request().Context(), id, node, nil)
+	if err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", err.Error()))
+	}
+	return pageRedirect(c, "/runs/"+newID)
+}
+
+// pageCancel cancels a running run.
+func (s *Server) pageCancel(c echo.Context) error {
+	id := pageParam(c, "id")
+	if s.runs.Cancel(id) {
+		// Give the run a moment to checkpoint its end so the page shows it.
+		deadline := time.Now().Add(2 * time.Second)
+		for s.runs.Active(id) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return pageRedirect(c, "/runs/"+id)
+}

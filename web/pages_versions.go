@@ -1,0 +1,75 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/views"
+	"github.com/labstack/echo/v4"
+)
+
+// pageVersions lists a chain's versions; ?v=N shows version N drawn with its
+// differences from the current version.
+func (s *Server) pageVersions(c echo.Context) error {
+	ctx := c.Request().Context()
+	ch, err := s.db.GetChain(ctx, pageParam(c, "id"))
+	if err != nil {
+		return pageNotFound(err, "chain")
+	}
+	versions, err := s.db.ListVersions(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	var sel *store.ChainVersion
+	var diff *engine.ChainDiff
+	if v, err := strconv.Atoi(c.QueryParam("v")); err == nil {
+		if sel, err = s.db.GetVersion(ctx, ch.ID, v); err != nil {
+			return pageNotFound(err, "version")
+		}
+		if diff, err = s.db.DiffVersions(ctx, ch.ID, v, ch.Version); err != nil {
+			return err
+		}
+	}
+	return renderPage(c, http.StatusOK, views.VersionsPage(ch, versions, sel, diff))
+}
+
+type versionCanvasData struct {
+	Version int               `json:"version"`
+	Current int               `json:"current"`
+	Old     *engine.Chain     `json:"old"`
+	Cur     *engine.Chain     `json:"cur"`
+	Diff    *engine.ChainDiff `json:"diff"`
+}
+
+func (s *Server) pageVersionData(c echo.Context) error {
+	ctx := c.Request().Context()
+	ch, err := s.db.GetChain(ctx, pageParam(c, "id"))
+	if err != nil {
+		return pageNotFound(err, "chain")
+	}
+	v, err := strconv.Atoi(c.Param("v"))
+	if err != nil {
+		return apiError(http.StatusBadRequest, "bad_version", "version must be a number", nil)
+	}
+	old, err := s.db.GetVersion(ctx, ch.ID, v)
+	if err != nil {
+		return pageNotFound(err, "version")
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, versionCanvasData{Version: v, Current: ch.Version, Old: old.Doc, Cur: ch.Doc, Diff: engine.Diff(old.Doc, ch.Doc)})
+}
+
+// pageRestore saves version v's content as a new version and opens the editor.
+func (s *Server) pageRestore(c echo.Context) error {
+	v, err := strconv.Atoi(c.Param("v"))
+	if err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Cannot restore", "version must be a number"))
+	}
+	ch, err := s.db.RestoreVersion(c.Request().Context(), pageParam(c, "id"), v, "")
+	if err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Cannot restore", err.Error()))
+	}
+	return pageRedirect(c, "/chains/"+ch.ID)
+}
