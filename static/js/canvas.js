@@ -212,7 +212,6 @@
     x1 -= 90; x2 += 90; y1 -= 40; y2 += 40;
     const w = cy.width(), h = cy.height(), pad = 30;
     const zoom = Math.max(cy.minZoom(), Math.min(1.2, (w - 2 * pad) / (x2 - x1), (h - 2 * pad) / (y2 - y1)));
-    if (location.search.includes('exp=zoomin') && zoom < 0.5) { cy.viewport({ zoom: 0.6, pan: { x: pad - 0.6 * x1, y: pad - 0.6 * y1 } }); return; }
     cy.viewport({ zoom, pan: { x: (w - zoom * (x1 + x2)) / 2, y: (h - zoom * (y1 + y2)) / 2 } });
   };
 

@@ -114,6 +114,7 @@
     const st = state.get(id) || {};
     switch (ev.phase) {
       case 'start':
+        if (ev.item != null) (st.items = st.items || new Set()).add(ev.item);
         st.phase = 'start';
         st.reason = '';
         st.error = '';
@@ -125,7 +126,9 @@
       case 'done':
       case 'skip':
       case 'error':
-        if (ev.item == null || st.phase !== 'start') st.phase = ev.phase;
+        // a map body runs once per item: it is running while any item is
+        if (ev.item != null && st.items) st.items.delete(ev.item);
+        st.phase = st.items && st.items.size > 0 ? 'start' : ev.phase;
         st.reason = ev.reason || '';
         st.error = ev.error || '';
         if (ev.iteration) st.iteration = ev.iteration;
