@@ -208,10 +208,18 @@ func storeErr(err error, what string) error {
 	return err
 }
 
+// maxNameBytes bounds a chain's name (it is shown in every list and used by
+// skill nodes to call the chain).
+const maxNameBytes = 256
+
 // checkName enforces the rules on a chain's name.
 func checkName(name string) error {
 	if strings.TrimSpace(name) == "" {
 		return apiError(http.StatusUnprocessableEntity, "name_required", "the chain needs a name (the \"name\" field; chain_id for an A2E chain/req)", map[string]any{"path": "name"})
+	}
+	if len(name) > maxNameBytes {
+		return apiError(http.StatusUnprocessableEntity, "name_too_long",
+			fmt.Sprintf("the chain name is %d bytes, over the limit of %d", len(name), maxNameBytes), map[string]any{"path": "name"})
 	}
 	if strings.HasPrefix(name, reservedPrefix) {
 		return apiError(http.StatusUnprocessableEntity, "reserved_name",

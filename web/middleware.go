@@ -182,6 +182,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			msg = fmt.Sprintf("request body is over the %d-byte limit", s.cfg.BodyLimit)
 		}
 		ae = apiError(he.Code, code, msg, nil)
+	case diskFull(err):
+		s.log.Error("database disk full", "path", c.Request().URL.Path, "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		ae = apiError(http.StatusInsufficientStorage, "insufficient_storage",
+			"the database disk is full: nothing was saved; free space on the studio's disk and retry", nil)
 	default:
 		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
@@ -196,6 +201,16 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	_ = c.JSON(ae.Status, map[string]any{"error": ae})
+}
+
+// diskFull reports whether err is SQLite's SQLITE_FULL (the disk holding the
+// database, its WAL or its temporary files is full).
+func diskFull(err error) bool {
+	var c interface{ Code() int }
+	if errors.As(err, &c) && c.Code()&0xff == 13 {
+		return true
+	}
+	return strings.Contains(err.Error(), "database or disk is full")
 }
 
 func htmlEscape(s string) string {
