@@ -13,6 +13,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/metrics", s.metrics.handler())
 	s.pageRoutes(e)
+	s.loginRoutes(e)
 
 	v1 := e.Group("/v1")
 	v1.GET("/openapi.json", s.openAPI)
