@@ -97,6 +97,9 @@ func (s *Server) pageImport(c echo.Context) error {
 	if strings.TrimSpace(doc.Name) == "" {
 		doc.Name = "imported"
 	}
+	if err := checkName(doc.Name); err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Name not allowed; nothing was saved", err.Error()))
+	}
 	ch, err := s.db.CreateChain(c.Request().Context(), doc, "imported")
 	if errors.Is(err, store.ErrNameTaken) {
 		return renderPage(c, http.StatusOK, views.FormError("Name taken; nothing was saved",

@@ -82,6 +82,10 @@ func (s *Server) pageSave(c echo.Context) error {
 		h.Set("X-Save-State", editorSaveInvalid)
 		return renderPage(c, http.StatusOK, views.Issues(nil, err.Error()))
 	}
+	if err := checkName(doc.Name); err != nil {
+		h.Set("X-Save-State", editorSaveInvalid)
+		return renderPage(c, http.StatusOK, views.Issues(nil, "not saved: "+err.Error()))
+	}
 	msg := req.Message
 	if msg == "" {
 		msg = "edited in the designer"
