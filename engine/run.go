@@ -316,12 +316,18 @@ func (r *run) checkpointWritten(w cpWrite) {
 
 // syncCheckpoints waits until every collected entry is written.
 func (r *run) syncCheckpoints() {
-	for r.cpBusy || len(r.cps) > 0 {
-		if r.cpBusy {
-			r.checkpointWritten(<-r.cpDone)
-		}
-		r.flushCheckpoints()
+	if r.cpBusy {
+		r.checkpointWritten(<-r.cpDone)
 	}
+	if len(r.cps) == 0 {
+		return
+	}
+	// Nothing else to do but wait: write on this goroutine (a hand-off to
+	// another one would only add a wake-up on another core).
+	batch := r.cps
+	r.cps = r.cps[:0:0]
+	err := r.e.opts.Checkpointer.Append(context.WithoutCancel(r.ctx), r.id, batch)
+	r.checkpointWritten(cpWrite{batch, err})
 }
 
 // fail stops the run with an error; the first failure wins.
