@@ -363,6 +363,10 @@ func (r *run) stepDispatch(d *dispatcher) {
 		r.dispatchers[t] = d
 		d.waiting = t
 		d.link(t, r.stepKey(ei))
+		// The source's done event could not name this edge (it was decided
+		// later): say so now, so watchers can draw it as fired.
+		r.emit(Event{NodeID: r.c.Nodes[d.src].ID, Phase: PhaseProgress, Edges: r.edgeIDs([]int{ei}),
+			Progress: map[string]any{"dispatched": r.stepKey(ei)}})
 		r.deliverFired(ei)
 		return true
 	}

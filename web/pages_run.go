@@ -70,6 +70,17 @@ type runCanvasData struct {
 
 func (s *Server) pageRunDoc(c echo.Context, r *store.Run) *engine.Chain {
 	if r.ChainID == "" || r.ChainVersion == 0 {
+		// An ad-hoc run (A2E, an agent's compiled chain): the chain it ran is
+		// the first entry of its checkpoint log.
+		log, err := s.db.Load(c.Request().Context(), r.ID)
+		if err != nil {
+			return nil
+		}
+		for _, cp := range log {
+			if cp.Kind == engine.CheckpointStart && cp.Start != nil {
+				return cp.Start.Chain
+			}
+		}
 		return nil
 	}
 	v, err := s.db.GetVersion(c.Request().Context(), r.ChainID, r.ChainVersion)

@@ -14,6 +14,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/metrics", s.metrics.handler())
 	s.pageRoutes(e)
 	s.loginRoutes(e)
+	s.agentPageRoutes(e)
 
 	v1 := e.Group("/v1")
 	v1.GET("/openapi.json", s.openAPI)

@@ -121,6 +121,7 @@
         if (ev.iteration) st.iteration = ev.iteration;
         break;
       case 'progress':
+        if (ev.edges && ev.edges.length) { fireEdges(ev.edges); break; } // a sequential link dispatched
         st.progress = progressText(ev.progress);
         break;
       case 'done':
@@ -141,6 +142,16 @@
     state.set(id, st);
     redrawNode(id);
     if (selected === id) refreshDrawer();
+  }
+
+  function fireEdges(ids) {
+    if (!cy) return;
+    cy.batch(() => {
+      for (const id of ids) {
+        const e = cy.getElementById(id);
+        if (e.nonempty()) { e.addClass('fired').removeClass('pruned'); e.scratch('why', 'fired'); }
+      }
+    });
   }
 
   function markEdges(src, fired) {

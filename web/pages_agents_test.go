@@ -1,0 +1,77 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestAgentsPages(t *testing.T) {
+	_, ts := newAgentServer(t, exampleAgents())
+	client := *ts.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	get := func(path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Accept", "text/html")
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var b strings.Builder
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := res.Body.Read(buf)
+			b.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		return res.StatusCode, b.String()
+	}
+	code, body := get("/agents")
+	if code != 200 || !strings.Contains(body, `href="/agents/sales-qualifier"`) || !strings.Contains(body, "crm-logger") {
+		t.Fatalf("list: %d\n%s", code, body)
+	}
+	code, body = get("/agents/sales-qualifier")
+	for _, want := range []string{"__chain__sales-qualifier", "email-composer", "{{ output.data.score &gt; 7 }}", `data-doc="`, "Run agent"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("agent page lacks %q", want)
+		}
+	}
+	if code != 200 {
+		t.Fatalf("agent page: %d", code)
+	}
+	if code, _ := get("/agents/nobody"); code != http.StatusNotFound {
+		t.Errorf("unknown agent: %d, want 404", code)
+	}
+
+	post := func(form url.Values) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", ts.URL+"/agents/sales-qualifier/run", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", ts.URL)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	res := post(url.Values{"query": {"Ana at ACME"}, "context": {`{"budget": 60000, "timeline_days": 14}`}})
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/runs/") {
+		t.Fatalf("run: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	code, body = get(res.Header.Get("Location") + "/data")
+	if code != 200 || !strings.Contains(body, `"status":"completed"`) || !strings.Contains(body, `"name":"__chain__sales-qualifier"`) {
+		t.Errorf("the agent run's page data lacks the compiled chain or status: %d %.400s", code, body)
+	}
+	if res := post(url.Values{"query": {"x"}, "context": {"[1,2"}}); res.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("bad context: %d, want 422", res.StatusCode)
+	}
+	if res := post(url.Values{"query": {"  "}}); res.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("empty query: %d, want 422", res.StatusCode)
+	}
+}
