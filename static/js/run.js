@@ -33,6 +33,7 @@
 
   function progressText(p) {
     if (p && typeof p === 'object' && 'done' in p && 'total' in p) return p.done + '/' + p.total;
+    if (p && typeof p === 'object' && typeof p.dispatched === 'string') return 'dispatched ' + p.dispatched;
     if (p == null) return '';
     return typeof p === 'string' ? p : JSON.stringify(p);
   }
