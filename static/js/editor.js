@@ -129,7 +129,9 @@
         root.dataset.version = String(version);
         issuesEl.innerHTML = html;
         markIssues();
-        setSaveState('saved', 'Saved v' + version);
+        // an edit made while this save was in flight is not saved yet: say so
+        if (saveAgain || scheduleSave.pending()) setSaveState('pending', 'Unsaved changes…');
+        else setSaveState('saved', 'Saved v' + version);
       } else if (state === 'conflict') {
         conflict = true;
         $('conflict').hidden = false;
