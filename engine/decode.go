@@ -497,11 +497,11 @@ func jsonError(path string, err error, data []byte) error {
 	switch {
 	case errors.As(err, &syn):
 		if syn.Error() == "unexpected end of JSON input" {
-			line, col := lineCol(data, int(syn.Offset))
+			line, col := LineCol(data, int(syn.Offset))
 			return &DecodeError{Path: path, Msg: fmt.Sprintf("truncated JSON: the document ends at line %d, column %d before the value is complete", line, col)}
 		}
 		// Offset counts the bytes read, the offending one included.
-		line, col := lineCol(data, int(syn.Offset)-1)
+		line, col := LineCol(data, int(syn.Offset)-1)
 		return &DecodeError{Path: path, Msg: fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, syn.Error())}
 	case errors.As(err, &typ):
 		field := typ.Field
@@ -536,8 +536,9 @@ func goTypeName(t string) string {
 	return t
 }
 
-// lineCol returns the 1-based line and column (in characters) of byte offset off.
-func lineCol(data []byte, off int) (int, int) {
+// LineCol returns the 1-based line and column (in characters) of byte offset
+// off in data, for error messages about JSON documents.
+func LineCol(data []byte, off int) (int, int) {
 	off = max(0, min(off, len(data)))
 	line, col := 1, 1
 	for _, b := range data[:off] {

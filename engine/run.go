@@ -22,8 +22,6 @@ const (
 	nsSkip
 )
 
-func (s nodeStatus) finished() bool { return s >= nsDone }
-
 // completion is a worker's report to the coordinator.
 type completion struct {
 	i        int

@@ -127,7 +127,7 @@ func jsonBodyError(body []byte, err error) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		line, col := lineCol(body, int(syn.Offset)-1)
+		line, col := engine.LineCol(body, int(syn.Offset)-1)
 		return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, syn.Error()),
 			map[string]any{"line": line, "column": col})
 	case errors.As(err, &typ):
@@ -142,22 +142,6 @@ func jsonBodyError(body []byte, err error) error {
 		return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("unknown field %q", f), map[string]any{"path": f})
 	}
 	return apiError(http.StatusBadRequest, "bad_json", "malformed JSON: "+msg, nil)
-}
-
-// lineCol returns the 1-based line and column of byte offset off.
-func lineCol(data []byte, off int) (int, int) {
-	off = max(0, min(off, len(data)))
-	line, col := 1, 1
-	for _, b := range data[:off] {
-		switch {
-		case b == '\n':
-			line++
-			col = 1
-		case b&0xC0 != 0x80:
-			col++
-		}
-	}
-	return line, col
 }
 
 // intParam parses an integer query or path parameter; def when absent.

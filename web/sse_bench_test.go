@@ -89,7 +89,7 @@ func watch(ctx context.Context, client *http.Client, url string, connected *sync
 					st.gotRun = true // the run event's data is long
 				}
 				for err == bufio.ErrBufferFull { // a long data line: only its tail matters
-					raw, err = br.ReadSlice('\n')
+					_, err = br.ReadSlice('\n')
 				}
 				if err == nil {
 					continue
