@@ -174,3 +174,89 @@ func TestEnginePauseResumePersisted(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateFromSchema1 writes a finished run and a paused one under schema
+// version 1, reopens the file with the latest schema, and finds everything:
+// chain versions, run rows, node results, events, the checkpoint log, and a
+// pause that still resumes.
+func TestMigrateFromSchema1(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/v1.db"
+	db, err := Open(ctx, path, Options{schemaUpTo: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	db.r.QueryRow(`SELECT MAX(version) FROM schema_version`).Scan(&v)
+	if v != 1 {
+		t.Fatalf("built schema %d, want 1", v)
+	}
+	w := NewEventWriter(db, EventWriterOptions{})
+	eng := newPersistentEngine(db, w, nil)
+	doc := linearChain("old line", "echo", 5, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
+	ch, err := db.CreateChain(ctx, doc, "made under schema 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateRun(ctx, Run{ID: "done-run", ChainID: ch.ID, ChainVersion: ch.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := eng.Run(ctx, ch.Doc, nil, engine.RunOptions{RunID: "done-run"}); err != nil || res.Status != engine.StatusCompleted {
+		t.Fatalf("run: %v", err)
+	}
+	approval := &engine.Chain{Name: "approve", EntryNode: "a", Nodes: []engine.Node{
+		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
+		{ID: "ask", Kind: engine.KindInterrupt, Config: map[string]any{"prompt": "ok?"}},
+		{ID: "b", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 2.0}},
+	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "ask"}, {ID: "e2", Source: "ask", Target: "b"}}}
+	if res, err := eng.Run(ctx, approval, nil, engine.RunOptions{RunID: "paused-run"}); err != nil || res.Status != engine.StatusPaused {
+		t.Fatalf("approval run: %v", err)
+	}
+	eventsBefore, _ := db.EventsAfter(ctx, "done-run", 0, 1000)
+	logBefore, _ := db.Load(ctx, "done-run")
+	w.Close()
+	db.Close()
+
+	db2, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	db2.r.QueryRow(`SELECT MAX(version) FROM schema_version`).Scan(&v)
+	if v != SchemaVersion() {
+		t.Fatalf("migrated to %d, want %d", v, SchemaVersion())
+	}
+	var withoutRowid int
+	db2.r.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('run_nodes', 'events', 'checkpoints') AND sql LIKE '%WITHOUT ROWID%'`).Scan(&withoutRowid)
+	if withoutRowid != 0 {
+		t.Fatal("run tables are still WITHOUT ROWID after migration 2")
+	}
+	var ok string
+	db2.r.QueryRow(`PRAGMA integrity_check`).Scan(&ok)
+	var fkProblems int
+	db2.r.QueryRow(`SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fkProblems)
+	if ok != "ok" || fkProblems != 0 {
+		t.Fatalf("integrity %q, %d foreign key problems", ok, fkProblems)
+	}
+	got, err := db2.GetChain(ctx, ch.ID)
+	if err != nil || got.Doc.Name != "old line" || len(got.Doc.Nodes) != 5 {
+		t.Fatalf("chain after migration: %v", err)
+	}
+	r, err := db2.GetRun(ctx, "done-run")
+	if err != nil || r.Status != engine.StatusCompleted || len(r.Nodes) != 5 {
+		t.Fatalf("run after migration: %v %+v", err, r)
+	}
+	eventsAfter, _ := db2.EventsAfter(ctx, "done-run", 0, 1000)
+	jsonEqual(t, eventsAfter, eventsBefore)
+	logAfter, _ := db2.Load(ctx, "done-run")
+	jsonEqual(t, logAfter, logBefore)
+
+	w2 := NewEventWriter(db2, EventWriterOptions{})
+	defer w2.Close()
+	eng2 := newPersistentEngine(db2, w2, nil)
+	max, _ := db2.MaxSeq(ctx, "paused-run")
+	res, err := eng2.Resume(ctx, "paused-run", &engine.ResumeValue{Value: "yes"}, nil, engine.ResumeOptions{NextSeq: max + 1})
+	if err != nil || res.Status != engine.StatusCompleted {
+		t.Fatalf("resume after migration: %v %+v", err, res)
+	}
+}

@@ -46,6 +46,10 @@ type Options struct {
 	// Logger receives the few messages the store logs (event write failures).
 	// Default slog.Default().
 	Logger *slog.Logger
+
+	// schemaUpTo stops migrations at that version (tests build databases
+	// of an older schema with it); 0 means the latest.
+	schemaUpTo int
 }
 
 // DB is an open studio database.
@@ -155,7 +159,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db := &DB{w: w, path: path, log: opts.Logger, now: time.Now, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{},
 		docs: newDocCache(opts.DocCacheSize)}
-	if err := db.migrate(ctx); err != nil {
+	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -244,8 +248,11 @@ func migrations() []migration {
 
 // migrate applies every migration this binary knows that the database lacks,
 // each in its own transaction, and refuses a database from a newer studio.
-func (db *DB) migrate(ctx context.Context) error {
+func (db *DB) migrate(ctx context.Context, upTo int) error {
 	ms := migrations()
+	if upTo > 0 && upTo < len(ms) {
+		ms = ms[:upTo]
+	}
 	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
     version    INTEGER NOT NULL PRIMARY KEY,
     applied_at BIGINT  NOT NULL
