@@ -156,3 +156,24 @@ func benchRun1000(b *testing.B, persisted bool) {
 // every event and checkpoint (target: persisted ≤ 3× memory).
 func BenchmarkRun1000Memory(b *testing.B)    { benchRun1000(b, false) }
 func BenchmarkRun1000Persisted(b *testing.B) { benchRun1000(b, true) }
+
+// BenchmarkGetRun1000: reading a finished 1,000-node run with every node's
+// result, folded from its checkpoint log.
+func BenchmarkGetRun1000(b *testing.B) {
+	ctx := context.Background()
+	doc := linearChain("bench1000", "echo", 1000, func(i int) map[string]any { return map[string]any{"i": float64(i), "text": "hello"} })
+	db, _ := openTest(b)
+	w := NewEventWriter(db, EventWriterOptions{})
+	defer w.Close()
+	eng := newPersistentEngine(db, w, nil)
+	if res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: "big"}); err != nil || res.Status != engine.StatusCompleted {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := db.GetRun(ctx, "big")
+		if err != nil || len(r.Nodes) != 1000 || len(r.Outputs) != 1000 {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -175,10 +177,12 @@ func TestEnginePauseResumePersisted(t *testing.T) {
 	}
 }
 
-// TestMigrateFromSchema1 writes a finished run and a paused one under schema
-// version 1, reopens the file with the latest schema, and finds everything:
-// chain versions, run rows, node results, events, the checkpoint log, and a
-// pause that still resumes.
+// TestMigrateFromSchema1 fills a schema-1 database the way the schema-1
+// store did (a chain with versions, a finished run and a paused one, with
+// their run_nodes rows, events, checkpoint logs and pending interrupt),
+// reopens the file with the latest schema, and finds everything: chain
+// versions, run rows, node results (now folded from the log), events, the
+// checkpoint log, and a pause that still resumes.
 func TestMigrateFromSchema1(t *testing.T) {
 	ctx := context.Background()
 	path := t.TempDir() + "/v1.db"
@@ -191,30 +195,64 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if v != 1 {
 		t.Fatalf("built schema %d, want 1", v)
 	}
-	w := NewEventWriter(db, EventWriterOptions{})
-	eng := newPersistentEngine(db, w, nil)
 	doc := linearChain("old line", "echo", 5, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
 	ch, err := db.CreateChain(ctx, doc, "made under schema 1")
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := db.CreateRun(ctx, Run{ID: "done-run", ChainID: ch.ID, ChainVersion: ch.Version}); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := eng.Run(ctx, ch.Doc, nil, engine.RunOptions{RunID: "done-run"}); err != nil || res.Status != engine.StatusCompleted {
-		t.Fatalf("run: %v", err)
 	}
 	approval := &engine.Chain{Name: "approve", EntryNode: "a", Nodes: []engine.Node{
 		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
 		{ID: "ask", Kind: engine.KindInterrupt, Config: map[string]any{"prompt": "ok?"}},
 		{ID: "b", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 2.0}},
 	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "ask"}, {ID: "e2", Source: "ask", Target: "b"}}}
+
+	// Run both chains in memory, then store what they produced in the
+	// schema-1 tables, row for row as the schema-1 store wrote them.
+	mem := engine.NewMemoryCheckpointer()
+	sink := &engine.MemorySink{}
+	eng := engine.New(engine.Options{Registry: testTools(), Checkpointer: mem, Sink: sink})
+	if res, err := eng.Run(ctx, ch.Doc, nil, engine.RunOptions{RunID: "done-run"}); err != nil || res.Status != engine.StatusCompleted {
+		t.Fatalf("run: %v", err)
+	}
 	if res, err := eng.Run(ctx, approval, nil, engine.RunOptions{RunID: "paused-run"}); err != nil || res.Status != engine.StatusPaused {
 		t.Fatalf("approval run: %v", err)
 	}
+	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+		for _, run := range []struct{ id, status, chainID string }{{"done-run", "completed", ch.ID}, {"paused-run", "paused", ""}} {
+			if _, err := tx.Exec(`INSERT INTO runs (id, chain_id, chain_version, status, started_at) VALUES (?, NULLIF(?, ''), 1, ?, 1)`, run.id, run.chainID, run.status); err != nil {
+				return err
+			}
+			log, err := mem.Load(ctx, run.id)
+			if err != nil {
+				return err
+			}
+			for i, cp := range log {
+				b, _ := json.Marshal(cp)
+				if _, err := tx.Exec(`INSERT INTO checkpoints (run_id, n, kind, event_seq, created_at, body) VALUES (?, ?, ?, ?, 1, ?)`, run.id, i+1, cp.Kind, cp.EventSeq, string(b)); err != nil {
+					return err
+				}
+				if cp.Node != nil {
+					if _, err := tx.Exec(`INSERT INTO run_nodes (run_id, node_id, ord, status) VALUES (?, ?, ?, ?)`, run.id, cp.Node.NodeID, i+1, cp.Node.Status); err != nil {
+						return err
+					}
+				}
+				if cp.Pause != nil {
+					if _, err := tx.Exec(`INSERT INTO run_interrupts (run_id, n, node_id, created_at) VALUES (?, ?, ?, 1)`, run.id, i+1, cp.Pause.NodeID); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendEvents(ctx, sink.Events()); err != nil {
+		t.Fatal(err)
+	}
 	eventsBefore, _ := db.EventsAfter(ctx, "done-run", 0, 1000)
-	logBefore, _ := db.Load(ctx, "done-run")
-	w.Close()
+	logBefore, _ := mem.Load(ctx, "done-run")
 	db.Close()
 
 	db2, err := Open(ctx, path, Options{})
@@ -226,10 +264,11 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if v != SchemaVersion() {
 		t.Fatalf("migrated to %d, want %d", v, SchemaVersion())
 	}
-	var withoutRowid int
-	db2.r.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('run_nodes', 'events', 'checkpoints') AND sql LIKE '%WITHOUT ROWID%'`).Scan(&withoutRowid)
-	if withoutRowid != 0 {
-		t.Fatal("run tables are still WITHOUT ROWID after migration 2")
+	var withoutRowid, runNodesTables int
+	db2.r.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('events', 'checkpoints') AND sql LIKE '%WITHOUT ROWID%'`).Scan(&withoutRowid)
+	db2.r.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'run_nodes'`).Scan(&runNodesTables)
+	if withoutRowid != 0 || runNodesTables != 0 {
+		t.Fatalf("after migration 2: %d WITHOUT ROWID run tables, %d run_nodes tables", withoutRowid, runNodesTables)
 	}
 	var ok string
 	db2.r.QueryRow(`PRAGMA integrity_check`).Scan(&ok)
@@ -246,6 +285,14 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if err != nil || r.Status != engine.StatusCompleted || len(r.Nodes) != 5 {
 		t.Fatalf("run after migration: %v %+v", err, r)
 	}
+	for i, n := range r.Nodes {
+		if n.NodeID != fmt.Sprintf("n%d", i) || n.Status != engine.PhaseDone || n.Output.(map[string]any)["i"] != float64(i) {
+			t.Fatalf("node %d after migration: %+v", i, n)
+		}
+	}
+	if one, err := db2.GetRunNode(ctx, "done-run", "n3"); err != nil || one == nil || one.Output.(map[string]any)["i"] != 3.0 {
+		t.Fatalf("one node after migration: %v %+v", err, one)
+	}
 	eventsAfter, _ := db2.EventsAfter(ctx, "done-run", 0, 1000)
 	jsonEqual(t, eventsAfter, eventsBefore)
 	logAfter, _ := db2.Load(ctx, "done-run")
@@ -254,9 +301,16 @@ func TestMigrateFromSchema1(t *testing.T) {
 	w2 := NewEventWriter(db2, EventWriterOptions{})
 	defer w2.Close()
 	eng2 := newPersistentEngine(db2, w2, nil)
+	pr, _ := db2.GetRun(ctx, "paused-run")
+	if len(pr.Nodes) != 2 || pr.Nodes[1].NodeID != "ask" || pr.Nodes[1].Status != engine.PhasePaused || pr.Nodes[1].Prompt != "ok?" {
+		t.Fatalf("paused run's nodes after migration: %+v", pr.Nodes)
+	}
 	max, _ := db2.MaxSeq(ctx, "paused-run")
 	res, err := eng2.Resume(ctx, "paused-run", &engine.ResumeValue{Value: "yes"}, nil, engine.ResumeOptions{NextSeq: max + 1})
 	if err != nil || res.Status != engine.StatusCompleted {
 		t.Fatalf("resume after migration: %v %+v", err, res)
+	}
+	if pr, _ = db2.GetRun(ctx, "paused-run"); len(pr.Nodes) != 3 || pr.Nodes[1].Status != engine.PhaseDone || pr.Nodes[2].Status != engine.PhaseDone {
+		t.Fatalf("resumed run's nodes: %+v", pr.Nodes)
 	}
 }

@@ -56,9 +56,15 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 			if err := db.queryRow(ctx, tx, `SELECT MAX(seq) FROM events WHERE run_id = ?`, id).Scan(&seq); err != nil {
 				return err
 			}
-			var nodesRun int
-			if err := db.queryRow(ctx, tx, `SELECT COUNT(*) FROM run_nodes WHERE run_id = ? AND status IN ('done', 'error')`, id).Scan(&nodesRun); err != nil {
+			nodes, err := runNodes(ctx, tx, id, "")
+			if err != nil {
 				return err
+			}
+			nodesRun := 0
+			for _, nr := range nodes {
+				if nr.Status == engine.PhaseDone || nr.Status == engine.PhaseError {
+					nodesRun++
+				}
 			}
 			cp := engine.Checkpoint{
 				RunID: id, Kind: engine.CheckpointEnd, EventSeq: seq.Int64, Time: db.now().UTC(),

@@ -164,8 +164,13 @@ func (db *DB) GetRun(ctx context.Context, id string) (*Run, error) {
 		if err != nil {
 			return err
 		}
-		r.Nodes, err = runNodes(ctx, tx, id)
-		return err
+		if r.Nodes, err = runNodes(ctx, tx, id, ""); err != nil {
+			return err
+		}
+		if r.Outputs == nil {
+			r.Outputs = doneOutputs(r.Nodes)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: get run %s: %w", id, err)
@@ -173,37 +178,118 @@ func (db *DB) GetRun(ctx context.Context, id string) (*Run, error) {
 	return r, nil
 }
 
-func runNodes(ctx context.Context, tx *sql.Tx, runID string) ([]engine.NodeResult, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT node_id, status, input, output, error, reason, matched, attempts, iteration, started_at, ended_at, prompt
-FROM run_nodes WHERE run_id = ? ORDER BY ord, node_id`, runID)
+// GetRunInfo returns a run's row without its node results and outputs: what
+// existence checks, status checks and run headers need, at a fixed cost
+// however many nodes the run has.
+func (db *DB) GetRunInfo(ctx context.Context, id string) (*Run, error) {
+	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id), true)
+	if err != nil {
+		return nil, fmt.Errorf("store: get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// GetRunNode returns what one node of a run did, folded from that node's
+// checkpoint entries only; nil when the node has not finished or paused.
+func (db *DB) GetRunNode(ctx context.Context, runID, nodeID string) (*engine.NodeResult, error) {
+	var nodes []engine.NodeResult
+	err := db.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		nodes, err = runNodes(ctx, tx, runID, nodeID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: get node %s of run %s: %w", nodeID, runID, err)
+	}
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	return &nodes[0], nil
+}
+
+// doneOutputs is every done node's output by node id: a run's outputs. Runs
+// ended before schema 2 also kept a copy in runs.outputs, which is read
+// instead when present.
+func doneOutputs(nodes []engine.NodeResult) map[string]any {
+	out := map[string]any{}
+	for _, n := range nodes {
+		if n.Status == engine.PhaseDone {
+			out[n.NodeID] = n.Output
+		}
+	}
+	return out
+}
+
+// runNodes folds a run's node results from its checkpoint log, in the order
+// the nodes first finished or paused: a node entry replaces what the node
+// did before (a loop's last pass wins); a pause shows the node waiting, with
+// its prompt. node limits the fold to one node ("" for all).
+func runNodes(ctx context.Context, tx *sql.Tx, runID, node string) ([]engine.NodeResult, error) {
+	q := `SELECT n, kind, body FROM checkpoints WHERE run_id = ? AND kind IN ('node', 'pause') ORDER BY n`
+	args := []any{runID}
+	if node != "" {
+		q = `SELECT n, kind, body FROM checkpoints WHERE run_id = ? AND node_id = ? AND kind IN ('node', 'pause') ORDER BY n`
+		args = append(args, node)
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []engine.NodeResult
+	at := map[string]int{}
+	var body []byte
 	for rows.Next() {
-		var n engine.NodeResult
-		var status string
-		var input, output, prompt sql.NullString
-		var started, ended sql.NullInt64
-		if err := rows.Scan(&n.NodeID, &status, &input, &output, &n.Error, &n.Reason, &n.Matched, &n.Attempts, &n.Iteration, &started, &ended, &prompt); err != nil {
+		var n int64
+		var kind string
+		if err := rows.Scan(&n, &kind, &body); err != nil {
 			return nil, err
 		}
-		n.Status = engine.Phase(status)
-		n.Started, n.Ended = fromNullMicros(started), fromNullMicros(ended)
-		for _, f := range []struct {
-			s   sql.NullString
-			dst *any
-		}{{input, &n.Input}, {output, &n.Output}, {prompt, &n.Prompt}} {
-			if f.s.Valid {
-				if err := json.Unmarshal([]byte(f.s.String), f.dst); err != nil {
-					return nil, fmt.Errorf("node %s: stored value is corrupt: %w", n.NodeID, err)
-				}
-			}
+		var cp struct {
+			Node  *engine.NodeRecord  `json:"node"`
+			Pause *engine.PauseRecord `json:"pause"`
 		}
-		out = append(out, n)
+		if err := json.Unmarshal(body, &cp); err != nil {
+			return nil, fmt.Errorf("checkpoint %d is corrupt: %w", n, err)
+		}
+		var id string
+		switch {
+		case kind == engine.CheckpointNode && cp.Node != nil:
+			id = cp.Node.NodeID
+		case kind == engine.CheckpointPause && cp.Pause != nil:
+			id = cp.Pause.NodeID
+		default:
+			return nil, fmt.Errorf("checkpoint %d: a %s entry without its record", n, kind)
+		}
+		i, seen := at[id]
+		if !seen {
+			i = len(out)
+			at[id] = i
+			out = append(out, engine.NodeResult{NodeID: id})
+		}
+		foldEntry(&out[i], cp.Node, cp.Pause)
 	}
 	return out, rows.Err()
+}
+
+// foldEntry applies one node or pause entry to a node's result.
+func foldEntry(nr *engine.NodeResult, node *engine.NodeRecord, pause *engine.PauseRecord) {
+	if node != nil {
+		*nr = engine.NodeResult{
+			NodeID: node.NodeID, Status: node.Status, Input: node.Input, Output: node.Output,
+			Error: node.Error, Reason: node.Reason, Matched: node.Matched,
+			Attempts: node.Attempts, Iteration: node.Iteration, Started: node.Started, Ended: node.Ended,
+		}
+		return
+	}
+	// Waiting for a human: what it did before (a loop's earlier pass) is
+	// no longer its result; attempts, iteration and times stay.
+	nr.Status = engine.PhasePaused
+	if pause.Input != nil {
+		nr.Input = pause.Input
+	}
+	nr.Prompt = pause.Prompt
+	nr.Output, nr.Error, nr.Reason, nr.Matched = nil, "", "", ""
 }
 
 // encodeCursor makes an opaque keyset cursor from a run's (started_at, id).

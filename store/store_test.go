@@ -835,7 +835,7 @@ func TestPruneRuns(t *testing.T) {
 	if strings.Join(ids, ",") != "a0,a1,a2,a3,b1" {
 		t.Fatalf("left %v", ids)
 	}
-	for _, tbl := range []string{"events", "checkpoints", "run_nodes", "run_interrupts"} {
+	for _, tbl := range []string{"events", "checkpoints", "run_interrupts"} {
 		var c int
 		db.r.QueryRow(`SELECT COUNT(*) FROM ` + tbl + ` WHERE run_id IN ('a4', 'adhoc', 'b0')`).Scan(&c)
 		if c != 0 {

@@ -153,7 +153,7 @@ func (s *Server) cancelRun(c echo.Context) error {
 	if s.runs.Cancel(id) {
 		return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": "cancelling"})
 	}
-	r, err := s.db.GetRun(c.Request().Context(), id)
+	r, err := s.db.GetRunInfo(c.Request().Context(), id)
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
@@ -171,7 +171,7 @@ func (s *Server) rerunRun(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.db.GetRun(ctx, id); err != nil {
+	if _, err := s.db.GetRunInfo(ctx, id); err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 	if body.FromNode == "" {

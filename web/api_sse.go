@@ -93,7 +93,7 @@ func (s *Server) runEvents(c echo.Context) error {
 		}
 		after = n
 	}
-	if _, err := s.db.GetRun(ctx, id); err != nil {
+	if _, err := s.db.GetRunInfo(ctx, id); err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 

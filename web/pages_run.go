@@ -126,16 +126,13 @@ func (s *Server) fragRunControls(c echo.Context) error {
 // fragNodeDrawer shows what one node did.
 func (s *Server) fragNodeDrawer(c echo.Context) error {
 	id, nodeID := pageParam(c, "id"), pageParam(c, "node")
-	r, err := s.db.GetRun(c.Request().Context(), id)
+	r, err := s.db.GetRunInfo(c.Request().Context(), id)
 	if err != nil {
 		return pageNotFound(err, "run")
 	}
-	var nr *engine.NodeResult
-	for i := range r.Nodes {
-		if r.Nodes[i].NodeID == nodeID {
-			nr = &r.Nodes[i]
-			break
-		}
+	nr, err := s.db.GetRunNode(c.Request().Context(), id, nodeID)
+	if err != nil {
+		return err
 	}
 	kind := ""
 	if doc := s.pageRunDoc(c, r); doc != nil {

@@ -112,7 +112,7 @@ func (r *Runner) Resume(ctx context.Context, runID string, value *engine.ResumeV
 // Rerun starts a new run of runID's chain that keeps the outputs upstream of
 // fromNode and executes from there.
 func (r *Runner) Rerun(ctx context.Context, runID, fromNode string, input map[string]any) (string, error) {
-	orig, err := r.db.GetRun(ctx, runID)
+	orig, err := r.db.GetRunInfo(ctx, runID)
 	if err != nil {
 		return "", err
 	}

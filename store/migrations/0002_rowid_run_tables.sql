@@ -1,36 +1,21 @@
--- Rebuild three per-run tables (run_nodes, events, checkpoints) as ordinary rowid tables.
+-- Run storage, second shape.
 --
--- 0001 made them WITHOUT ROWID. SQLite's own guidance is that WITHOUT ROWID
--- suits rows well under a twentieth of a page; a run's rows are not: the start
--- checkpoint carries the whole chain (hundreds of KB for a large chain), and
--- node inputs and outputs, event bodies and checkpoint bodies are routinely
--- several KB. Every seek in such a b-tree that lands on an overflowing row
--- copies the whole row to compare keys: a 1,000-node run spent 6 ms of its
--- 50 ms doing that. As rowid tables, the (run_id, …) primary key lives in a
--- small separate index and big rows are never read to find a key
--- (docs/benchmarks.md: the persisted 1,000-node run went from 51 to 38 ms).
-
-CREATE TABLE run_nodes_new (
-    run_id      VARCHAR(64)  NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    node_id     VARCHAR(256) NOT NULL,
-    ord         BIGINT       NOT NULL,
-    status      VARCHAR(16)  NOT NULL,
-    input       TEXT,
-    output      TEXT,
-    error       TEXT         NOT NULL DEFAULT '',
-    error_code  VARCHAR(64)  NOT NULL DEFAULT '',
-    reason      VARCHAR(64)  NOT NULL DEFAULT '',
-    matched     VARCHAR(256) NOT NULL DEFAULT '',
-    attempts    INTEGER      NOT NULL DEFAULT 0,
-    iteration   INTEGER      NOT NULL DEFAULT 0,
-    started_at  BIGINT,
-    ended_at    BIGINT,
-    prompt      TEXT,
-    PRIMARY KEY (run_id, node_id)
-);
-INSERT INTO run_nodes_new (run_id, node_id, ord, status, input, output, error, error_code, reason, matched, attempts, iteration, started_at, ended_at, prompt) SELECT run_id, node_id, ord, status, input, output, error, error_code, reason, matched, attempts, iteration, started_at, ended_at, prompt FROM run_nodes;
-DROP TABLE run_nodes;
-ALTER TABLE run_nodes_new RENAME TO run_nodes;
+-- 1. events and checkpoints become ordinary rowid tables. 0001 made them
+--    WITHOUT ROWID, which SQLite recommends only for rows well under a
+--    twentieth of a page. A run's rows are not: the start checkpoint carries
+--    the whole chain (hundreds of KB for a large chain), and node inputs and
+--    outputs make event and checkpoint bodies several KB. Every key seek in
+--    such a b-tree that lands on an overflowing row copies the whole row to
+--    compare keys: a 1,000-node run spent 6 ms of its 50 ms doing that. As
+--    rowid tables the (run_id, …) key lives in a small separate index.
+--
+-- 2. run_nodes is dropped. It repeated, row by row, what the checkpoint log
+--    already holds (every node result and pause), and keeping it up to date
+--    was the largest single cost of persisting a run. Node results are now
+--    folded from the log when a run is read (store/runs.go); checkpoints gain
+--    a node_id column so one node's entries can be read on their own.
+--
+-- docs/benchmarks.md has the figures.
 
 CREATE TABLE events_new (
     run_id     VARCHAR(64)  NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -41,21 +26,30 @@ CREATE TABLE events_new (
     body       TEXT         NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
-INSERT INTO events_new (run_id, seq, node_id, phase, created_at, body) SELECT run_id, seq, node_id, phase, created_at, body FROM events;
+INSERT INTO events_new (run_id, seq, node_id, phase, created_at, body)
+    SELECT run_id, seq, node_id, phase, created_at, body FROM events;
 DROP TABLE events;
 ALTER TABLE events_new RENAME TO events;
 
 CREATE TABLE checkpoints_new (
-    run_id     VARCHAR(64) NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    n          BIGINT      NOT NULL,
-    kind       VARCHAR(16) NOT NULL,
-    event_seq  BIGINT      NOT NULL DEFAULT 0,
-    created_at BIGINT      NOT NULL,
-    body       TEXT        NOT NULL,
+    run_id     VARCHAR(64)  NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    n          BIGINT       NOT NULL,
+    kind       VARCHAR(16)  NOT NULL,
+    node_id    VARCHAR(256) NOT NULL DEFAULT '', -- node and pause entries
+    event_seq  BIGINT       NOT NULL DEFAULT 0,
+    created_at BIGINT       NOT NULL,
+    body       TEXT         NOT NULL,
     PRIMARY KEY (run_id, n)
 );
-INSERT INTO checkpoints_new (run_id, n, kind, event_seq, created_at, body) SELECT run_id, n, kind, event_seq, created_at, body FROM checkpoints;
+INSERT INTO checkpoints_new (run_id, n, kind, node_id, event_seq, created_at, body)
+    SELECT run_id, n, kind,
+           COALESCE(CASE kind WHEN 'node' THEN json_extract(body, '$.node.node_id')
+                              WHEN 'pause' THEN json_extract(body, '$.pause.node_id') END, ''),
+           event_seq, created_at, body
+    FROM checkpoints;
 DROP TABLE checkpoints;
 ALTER TABLE checkpoints_new RENAME TO checkpoints;
+
+DROP TABLE run_nodes;
 
 -- run_interrupts keeps WITHOUT ROWID: its rows are a few ids and times.
