@@ -248,10 +248,22 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.AppendEvents(ctx, sink.Events()); err != nil {
+	var eventsBefore []engine.Event
+	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+		for _, e := range sink.Events() {
+			b, _ := json.Marshal(e)
+			if _, err := tx.Exec(`INSERT INTO events (run_id, seq, node_id, phase, created_at, body) VALUES (?, ?, ?, ?, 1, ?)`, e.RunID, e.Seq, e.NodeID, e.Phase, string(b)); err != nil {
+				return err
+			}
+			if e.RunID == "done-run" {
+				eventsBefore = append(eventsBefore, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	eventsBefore, _ := db.EventsAfter(ctx, "done-run", 0, 1000)
 	logBefore, _ := mem.Load(ctx, "done-run")
 	db.Close()
 
@@ -264,11 +276,11 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if v != SchemaVersion() {
 		t.Fatalf("migrated to %d, want %d", v, SchemaVersion())
 	}
-	var withoutRowid, runNodesTables int
-	db2.r.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('events', 'checkpoints') AND sql LIKE '%WITHOUT ROWID%'`).Scan(&withoutRowid)
-	db2.r.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'run_nodes'`).Scan(&runNodesTables)
-	if withoutRowid != 0 || runNodesTables != 0 {
-		t.Fatalf("after migration 2: %d WITHOUT ROWID run tables, %d run_nodes tables", withoutRowid, runNodesTables)
+	var withoutRowid, oldTables int
+	db2.r.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'checkpoints' AND sql LIKE '%WITHOUT ROWID%'`).Scan(&withoutRowid)
+	db2.r.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('run_nodes', 'events')`).Scan(&oldTables)
+	if withoutRowid != 0 || oldTables != 0 {
+		t.Fatalf("after migration 2: checkpoints WITHOUT ROWID %d, %d of run_nodes and events left", withoutRowid, oldTables)
 	}
 	var ok string
 	db2.r.QueryRow(`PRAGMA integrity_check`).Scan(&ok)
@@ -295,6 +307,9 @@ func TestMigrateFromSchema1(t *testing.T) {
 	}
 	eventsAfter, _ := db2.EventsAfter(ctx, "done-run", 0, 1000)
 	jsonEqual(t, eventsAfter, eventsBefore)
+	if tail, _ := db2.EventsAfter(ctx, "done-run", 7, 2); len(tail) != 2 || tail[0].Seq != 8 || tail[1].Seq != 9 {
+		t.Fatalf("events after 7, limit 2: %+v", tail)
+	}
 	logAfter, _ := db2.Load(ctx, "done-run")
 	jsonEqual(t, logAfter, logBefore)
 

@@ -4,13 +4,24 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/chainstudio/studio/engine"
 )
 
-// AppendEvents stores events in one transaction. Events are append-only; a
-// (run, seq) that is already stored is an error and nothing is written.
+// Events are stored in batches: one row per run per write, holding a JSON
+// array of that run's events in seq order, keyed by the first seq and
+// labelled with the last. A busy run emits thousands of small events; one row
+// each made the per-row cost of SQLite the largest part of persisting a run,
+// while every reader wants a range of a run's events anyway (a stream from
+// Last-Event-ID, a run's timeline). Migration 2 converted the one-row-per-event
+// table of schema 1.
+
+// AppendEvents stores events in one transaction. A run's events must come in
+// increasing seq order, after every seq already stored for it: an event whose
+// seq is stored already is an error and nothing is written.
 func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -30,64 +41,70 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 	return nil
 }
 
-// eventInsertRows is how many events one INSERT statement carries.
-const eventInsertRows = 64
+// EventSeqError: an event's seq is not after the run's events already stored
+// (or before it in the same write).
+type EventSeqError struct {
+	RunID     string
+	Seq       int64
+	StoredMax int64
+}
 
+func (e *EventSeqError) Error() string {
+	return fmt.Sprintf("event seq %d of run %s is not after seq %d, already stored", e.Seq, e.RunID, e.StoredMax)
+}
+
+// appendEventsTx writes one batch row per run present in events (bodies are
+// the events' JSON).
 func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Event, bodies []string) error {
-	seen := map[string]bool{}
-	for i := range events {
-		id := events[i].RunID
-		if !seen[id] {
-			seen[id] = true
-			t := micros(events[i].Time)
-			if t == 0 {
-				t = micros(db.now())
-			}
-			if err := db.ensureRun(ctx, tx, id, t, nil); err != nil {
-				return err
-			}
-		}
+	type runBatch struct {
+		id          string
+		first, last int64
+		created     int64
+		body        strings.Builder
 	}
-	args := make([]any, 0, 6*eventInsertRows)
-	for start := 0; start < len(events); start += eventInsertRows {
-		end := min(start+eventInsertRows, len(events))
-		args = args[:0]
-		for i := start; i < end; i++ {
-			e := &events[i]
+	var order []*runBatch
+	byRun := map[string]*runBatch{}
+	for i := range events {
+		e := &events[i]
+		b := byRun[e.RunID]
+		if b == nil {
 			t := micros(e.Time)
 			if t == 0 {
 				t = micros(db.now())
 			}
-			args = append(args, e.RunID, e.Seq, e.NodeID, string(e.Phase), t, bodies[i])
+			b = &runBatch{id: e.RunID, first: e.Seq, last: e.Seq - 1, created: t}
+			b.body.WriteByte('[')
+			byRun[e.RunID] = b
+			order = append(order, b)
 		}
-		if _, err := db.exec(ctx, tx, eventInsertSQL(end-start), args...); err != nil {
+		if e.Seq <= b.last {
+			return &EventSeqError{RunID: e.RunID, Seq: e.Seq, StoredMax: b.last}
+		}
+		if b.body.Len() > 1 {
+			b.body.WriteByte(',')
+		}
+		b.body.WriteString(bodies[i])
+		b.last = e.Seq
+	}
+	for _, b := range order {
+		if err := db.ensureRun(ctx, tx, b.id, b.created, nil); err != nil {
+			return err
+		}
+		var stored sql.NullInt64
+		err := db.queryRow(ctx, tx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.id).Scan(&stored)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if stored.Valid && b.first <= stored.Int64 {
+			return &EventSeqError{RunID: b.id, Seq: b.first, StoredMax: stored.Int64}
+		}
+		b.body.WriteByte(']')
+		if _, err := db.exec(ctx, tx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
+			b.id, b.first, b.last, b.created, b.body.String()); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-var eventInsertSQLs [eventInsertRows + 1]string
-
-func init() {
-	for i := 1; i <= eventInsertRows; i++ {
-		eventInsertSQLs[i] = buildEventInsertSQL(i)
-	}
-}
-
-// eventInsertSQL is the INSERT of rows events (1..eventInsertRows).
-func eventInsertSQL(rows int) string { return eventInsertSQLs[rows] }
-
-func buildEventInsertSQL(rows int) string {
-	b := make([]byte, 0, 80+rows*20)
-	b = append(b, "INSERT INTO events (run_id, seq, node_id, phase, created_at, body) VALUES "...)
-	for i := 0; i < rows; i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, "(?, ?, ?, ?, ?, ?)"...)
-	}
-	return string(b)
 }
 
 // EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
@@ -96,22 +113,31 @@ func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, lim
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, limit)
+	// From the batch holding afterSeq+1 (the last one starting at or before
+	// it) onwards; both bounds use the (run_id, first_seq) key.
+	rows, err := db.r.QueryContext(ctx, `SELECT body FROM event_batches
+WHERE run_id = ?1 AND last_seq > ?2
+  AND first_seq >= COALESCE((SELECT MAX(first_seq) FROM event_batches WHERE run_id = ?1 AND first_seq <= ?2 + 1), 0)
+ORDER BY first_seq`, runID, afterSeq)
 	if err != nil {
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 	}
 	defer rows.Close()
 	var out []engine.Event
-	for rows.Next() {
-		var body []byte
+	var body []byte
+	for rows.Next() && len(out) < limit {
 		if err := rows.Scan(&body); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
-		var e engine.Event
-		if err := json.Unmarshal(body, &e); err != nil {
-			return nil, fmt.Errorf("store: events of run %s: stored event is corrupt: %w", runID, err)
+		var batch []engine.Event
+		if err := json.Unmarshal(body, &batch); err != nil {
+			return nil, fmt.Errorf("store: events of run %s: stored events are corrupt: %w", runID, err)
 		}
-		out = append(out, e)
+		for _, e := range batch {
+			if e.Seq > afterSeq && len(out) < limit {
+				out = append(out, e)
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
@@ -121,9 +147,18 @@ func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, lim
 
 // MaxSeq returns the highest stored event seq of a run (0 when none).
 func (db *DB) MaxSeq(ctx context.Context, runID string) (int64, error) {
-	var n sql.NullInt64
-	if err := db.r.QueryRowContext(ctx, `SELECT MAX(seq) FROM events WHERE run_id = ?`, runID).Scan(&n); err != nil {
+	n, err := maxSeq(ctx, db.r, runID)
+	if err != nil {
 		return 0, fmt.Errorf("store: max seq of run %s: %w", runID, err)
 	}
-	return n.Int64, nil
+	return n, nil
+}
+
+func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, runID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
 }

@@ -52,8 +52,8 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 			if status != string(engine.StatusRunning) {
 				return nil // changed since the scan
 			}
-			var seq sql.NullInt64
-			if err := db.queryRow(ctx, tx, `SELECT MAX(seq) FROM events WHERE run_id = ?`, id).Scan(&seq); err != nil {
+			seq, err := maxSeq(ctx, tx, id)
+			if err != nil {
 				return err
 			}
 			nodes, err := runNodes(ctx, tx, id, "")
@@ -67,7 +67,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 				}
 			}
 			cp := engine.Checkpoint{
-				RunID: id, Kind: engine.CheckpointEnd, EventSeq: seq.Int64, Time: db.now().UTC(),
+				RunID: id, Kind: engine.CheckpointEnd, EventSeq: seq, Time: db.now().UTC(),
 				End: &engine.EndRecord{
 					Status:   engine.StatusFailed,
 					Error:    &engine.RunError{Code: CodeInterruptedByRestart, Message: interruptedMessage},

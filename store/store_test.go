@@ -835,9 +835,11 @@ func TestPruneRuns(t *testing.T) {
 	if strings.Join(ids, ",") != "a0,a1,a2,a3,b1" {
 		t.Fatalf("left %v", ids)
 	}
-	for _, tbl := range []string{"events", "checkpoints", "run_interrupts"} {
+	for _, tbl := range []string{"event_batches", "checkpoints", "run_interrupts"} {
 		var c int
-		db.r.QueryRow(`SELECT COUNT(*) FROM ` + tbl + ` WHERE run_id IN ('a4', 'adhoc', 'b0')`).Scan(&c)
+		if err := db.r.QueryRow(`SELECT COUNT(*) FROM ` + tbl + ` WHERE run_id IN ('a4', 'adhoc', 'b0')`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
 		if c != 0 {
 			t.Fatalf("%s rows of pruned runs left: %d", tbl, c)
 		}

@@ -178,7 +178,10 @@ func committed(t *testing.T, db string) (versions map[string]string, events map[
 	}
 	rows.Close()
 	events = map[string]map[int64]string{}
-	rows, err = raw.Query(`SELECT run_id, seq, phase, node_id FROM events`)
+	// Events are stored in batches (a JSON array per row): SQLite's json_each
+	// spreads them out again, straight from the file.
+	rows, err = raw.Query(`SELECT b.run_id, json_extract(e.value, '$.seq'), json_extract(e.value, '$.phase'), json_extract(e.value, '$.node_id')
+FROM event_batches b, json_each(b.body) e`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,13 @@
--- Run storage, second shape.
+-- Run storage, second shape: cheaper to write, same content.
 --
--- 1. events and checkpoints become ordinary rowid tables. 0001 made them
---    WITHOUT ROWID, which SQLite recommends only for rows well under a
---    twentieth of a page. A run's rows are not: the start checkpoint carries
---    the whole chain (hundreds of KB for a large chain), and node inputs and
---    outputs make event and checkpoint bodies several KB. Every key seek in
---    such a b-tree that lands on an overflowing row copies the whole row to
---    compare keys: a 1,000-node run spent 6 ms of its 50 ms doing that. As
---    rowid tables the (run_id, …) key lives in a small separate index.
+-- 1. checkpoints becomes an ordinary rowid table. 0001 made it WITHOUT ROWID,
+--    which SQLite recommends only for rows well under a twentieth of a page.
+--    A run's rows are not: the start checkpoint carries the whole chain
+--    (hundreds of KB for a large chain), and node inputs and outputs make
+--    bodies several KB. Every key seek in such a b-tree that lands on an
+--    overflowing row copies the whole row to compare keys: a 1,000-node run
+--    spent 6 ms of its 50 ms doing that. As a rowid table the (run_id, n) key
+--    lives in a small separate index.
 --
 -- 2. run_nodes is dropped. It repeated, row by row, what the checkpoint log
 --    already holds (every node result and pause), and keeping it up to date
@@ -15,21 +15,22 @@
 --    folded from the log when a run is read (store/runs.go); checkpoints gain
 --    a node_id column so one node's entries can be read on their own.
 --
+-- 3. events become event_batches: one row per run per write, holding a JSON
+--    array of events (store/events.go says why).
+--
 -- docs/benchmarks.md has the figures.
 
-CREATE TABLE events_new (
-    run_id     VARCHAR(64)  NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    seq        BIGINT       NOT NULL,
-    node_id    VARCHAR(256) NOT NULL DEFAULT '',
-    phase      VARCHAR(16)  NOT NULL DEFAULT '',
-    created_at BIGINT       NOT NULL,
-    body       TEXT         NOT NULL,
-    PRIMARY KEY (run_id, seq)
+CREATE TABLE event_batches (
+    run_id     VARCHAR(64) NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    first_seq  BIGINT      NOT NULL,
+    last_seq   BIGINT      NOT NULL,
+    created_at BIGINT      NOT NULL,
+    body       TEXT        NOT NULL, -- JSON array of the run's events first_seq..last_seq, in seq order
+    PRIMARY KEY (run_id, first_seq)
 );
-INSERT INTO events_new (run_id, seq, node_id, phase, created_at, body)
-    SELECT run_id, seq, node_id, phase, created_at, body FROM events;
+INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body)
+    SELECT run_id, seq, seq, created_at, '[' || body || ']' FROM events;
 DROP TABLE events;
-ALTER TABLE events_new RENAME TO events;
 
 CREATE TABLE checkpoints_new (
     run_id     VARCHAR(64)  NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
