@@ -352,22 +352,41 @@ test('large chains: 1,000 nodes open interactive; validation round-trip at 500 n
   // interactive: a click selects a node and shows its properties
   await selectNode(page, 'n0');
   await page.waitForSelector('.props[data-id="n0"]');
-  figures.open1000 = { tti_ms: Math.round(tti), wall_ms: wall };
-  console.log(`FIGURE editor open, 1000 nodes: interactive after ${Math.round(tti)} ms (navigation start → ready), ${wall} ms wall clock; target 2000 ms: ${tti < 2000 ? 'met' : 'MISSED'}`);
+  // The canvas opened on the entry node at a readable zoom and fills in the
+  // rest behind: every node and edge arrives, with nothing left in the queue.
+  await page.waitForSelector('#editor[data-canvas-loaded="1"]', { timeout: 20000 });
+  const loaded = await page.evaluate(() => ({ at: window.__studio.canvasLoadedAt, nodes: window.__studio.cy.nodes().not('.eh-handle').length, edges: window.__studio.cy.edges().length, zoom: window.__studio.cy.zoom() }));
+  assert.deepEqual([loaded.nodes, loaded.edges], [1000, 999]);
+  assert.ok(loaded.zoom >= 0.5, 'a large chain opens at a readable zoom, was ' + loaded.zoom);
+  assert.ok(await page.isHidden('#cy-loading'));
+  await page.click('#btn-fit');
+  assert.ok(await page.evaluate(() => window.__studio.cy.zoom()) < 0.3, 'Fit shows the whole chain');
+  figures.open1000 = { tti_ms: Math.round(tti), wall_ms: wall, all_drawn_ms: Math.round(loaded.at) };
+  console.log(`FIGURE editor open, 1000 nodes: interactive after ${Math.round(tti)} ms (navigation start → ready), ${wall} ms wall clock, every node drawn after ${Math.round(loaded.at)} ms; target 2000 ms (interactive): ${tti < 2000 ? 'met' : 'MISSED'}`);
   // The target is 2 s; the suite fails only past a ceiling (E2E_TTI_MAX_MS,
   // default 5x the target) so that a loaded machine does not fail CI.
   assert.ok(tti < Number(process.env.E2E_TTI_MAX_MS || 10000), '1,000-node chain interactive within the ceiling, was ' + Math.round(tti) + ' ms');
+
+  // An edit while the canvas is still filling in finishes the load first, so
+  // the canvas and the document never disagree.
+  await page.reload();
+  await page.waitForSelector('#editor[data-ready="1"]', { timeout: 20000 });
+  assert.ok(await page.evaluate(() => window.Studio.loading(window.__studio.cy)), 'still loading right after ready');
+  const added = await addFromPalette(page, 'tool');
+  assert.deepEqual(await page.evaluate((id) => [window.__studio.cy.nodes().not('.eh-handle').length, window.__studio.cy.edges().length, window.__studio.cy.getElementById(id).nonempty(), window.Studio.loading(window.__studio.cy)], added), [1001, 999, true, false]);
+  assert.equal(await page.getAttribute('#editor', 'data-canvas-loaded'), '1');
+  await waitSaved(page);
   await page.done();
 
   const mid = await api('POST', '/v1/chains', bigChain('e2e-big-500-' + Date.now(), 500));
   const p = await open('/chains/' + mid.id);
   await p.waitForSelector('#editor[data-ready="1"]', { timeout: 20000 });
-  await selectNode(p, 'n10');
-  await p.waitForSelector('.props[data-id="n10"] input[data-f="label"]');
+  await selectNode(p, 'n2');
+  await p.waitForSelector('.props[data-id="n2"] input[data-f="label"]');
   const rtts = [];
   for (let i = 0; i < 40; i++) {
     const saves = Number((await p.getAttribute('#editor', 'data-saves')) || 0);
-    await p.fill('.props[data-id="n10"] input[data-f="label"]', 'Step 10 edit ' + i);
+    await p.fill('.props[data-id="n2"] input[data-f="label"]', 'Step 2 edit ' + i);
     await p.waitForFunction((n) => Number(document.getElementById('editor').dataset.saves || 0) > n && document.getElementById('save-state').dataset.state === 'saved', saves);
     rtts.push(Number(await p.getAttribute('#editor', 'data-rtt')));
   }

@@ -163,19 +163,39 @@
 
   // layout lays the document's nodes out left to right (dagre).
   Studio.layout = function (cy, opts) {
+    Studio.loadAll(cy);
     const eles = cy.elements().not('.eh-handle, .eh-ghost, .eh-preview');
     eles.layout(Object.assign({ name: 'dagre', rankDir: 'LR', nodeSep: 40, rankSep: 90, edgeSep: 20, fit: true, padding: 40, animate: false }, opts || {})).run();
     if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(eles); }
   };
 
-  // create makes a Cytoscape instance for a document. Saved positions are
-  // used as they are; a document with any node lacking one is laid out.
+  // Large chains load progressively. Cytoscape styles, measures and caches
+  // every element before its first frame, and on a machine without a GPU that
+  // costs about 1 ms per element: a 1,000-node chain would hold the page for
+  // two seconds or more whatever it shows. So a chain past PROGRESSIVE_NODES
+  // opens at a readable zoom on its entry node, with only the nodes in and
+  // around that view; the rest are added in small batches between frames, so
+  // the page answers clicks and keys at once and the canvas fills in behind.
+  // Studio.loadAll finishes the load at once, for anything that needs every
+  // element (fit, layout, an edit, selecting a node that is not there yet).
+  const PROGRESSIVE_NODES = 400;
+  const PROGRESSIVE_BATCH = 60; // nodes per step, with their links
+
   Studio.createCy = function (container, doc, opts) {
     opts = opts || {};
-    const needsLayout = (doc.nodes || []).some((n) => !n.position);
+    const nodes = doc.nodes || [];
+    const needsLayout = nodes.some((n) => !n.position);
+    const progressive = !!opts.progressive && !needsLayout && nodes.length > PROGRESSIVE_NODES;
+    const all = Studio.elements(doc);
+    let first = all;
+    let view = null;
+    if (progressive) {
+      view = readableView(container, doc);
+      first = elementsInside(all, view.box);
+    }
     const cy = window.cytoscape({
       container,
-      elements: Studio.elements(doc),
+      elements: first,
       style: Studio.style(opts.mode),
       layout: { name: 'preset', fit: false },
       minZoom: 0.05,
@@ -183,12 +203,25 @@
       boxSelectionEnabled: !!opts.editable,
       autoungrabify: !opts.editable,
       selectionType: 'single',
-      textureOnViewport: (doc.nodes || []).length > 300,
-      hideEdgesOnViewport: (doc.nodes || []).length > 600,
-      pixelRatio: (doc.nodes || []).length > 300 ? 1 : 'auto',
+      textureOnViewport: nodes.length > 300,
+      hideEdgesOnViewport: nodes.length > 600,
+      pixelRatio: nodes.length > 300 ? 1 : 'auto',
     });
     performance.mark('studio:cy-constructed');
-    if (needsLayout && (doc.nodes || []).length > 0) {
+    if (progressive) {
+      cy.viewport({ zoom: view.zoom, pan: view.pan });
+      // Cytoscape 3.35's canvas renderer draws every element into its layer
+      // textures on the first frame, visible or not (hundreds of ms here);
+      // after that it fills layers lazily between frames and draws what is in
+      // view meanwhile. Start in the lazy mode. (A private field: when a
+      // later Cytoscape lacks it, this does nothing and only costs speed.)
+      const r = cy.renderer && cy.renderer();
+      const layers = r && r.data && r.data.lyrTxrCache;
+      if (layers && layers.firstGet === true) layers.firstGet = false;
+      startProgressiveLoad(cy, all, first, opts.onProgress);
+      return cy;
+    }
+    if (needsLayout && nodes.length > 0) {
       Studio.layout(cy);
       cy.__laidOut = true;
     }
@@ -196,6 +229,131 @@
     // the page may still be settling (fonts, panels): fit again next frame
     requestAnimationFrame(() => { if (!cy.destroyed()) { cy.resize(); Studio.quickFit(cy); } });
     return cy;
+  };
+
+  // readableView is the opening view of a large chain: zoom 0.8 with the
+  // entry node (else the top-left node) a little in from the left edge, and
+  // the model-space box of that view, whose nodes load first.
+  function readableView(container, doc) {
+    const w = container.clientWidth || 1000, h = container.clientHeight || 700;
+    const zoom = 0.8;
+    const positioned = doc.nodes.filter((n) => n.position);
+    let anchor = positioned.find((n) => n.node_id === doc.entry_node);
+    if (!anchor) {
+      anchor = positioned.reduce((a, n) => (n.position.x + n.position.y < a.position.x + a.position.y ? n : a), positioned[0]);
+    }
+    const ax = anchor.position.x, ay = anchor.position.y;
+    const pan = { x: 120 - ax * zoom, y: Math.min(h / 2, 100) - ay * zoom };
+    const x1 = -pan.x / zoom, y1 = -pan.y / zoom;
+    const x2 = x1 + w / zoom, y2 = y1 + h / zoom;
+    const mx = 120, my = 60; // a node's half size: whatever shows even in part
+    return { zoom, pan, box: { x1: x1 - mx, y1: y1 - my, x2: x2 + mx, y2: y2 + my } };
+  }
+
+  // elementsInside: the nodes positioned inside box, and the links between them.
+  function elementsInside(all, box) {
+    const ids = new Set();
+    const out = [];
+    for (const el of all) {
+      if (el.group !== 'nodes') continue;
+      const p = el.position;
+      if (p && p.x >= box.x1 && p.x <= box.x2 && p.y >= box.y1 && p.y <= box.y2) { ids.add(el.data.id); out.push(el); }
+    }
+    for (const el of all) if (el.group === 'edges' && ids.has(el.data.source) && ids.has(el.data.target)) out.push(el);
+    return out;
+  }
+
+  function startProgressiveLoad(cy, all, first, onProgress) {
+    const loaded = new Set(first.map((el) => el.data.id));
+    const total = all.filter((el) => el.group === 'nodes').length;
+    // nodes nearest the view come first
+    const c = cy.extent();
+    const cx = (c.x1 + c.x2) / 2, cyy = (c.y1 + c.y2) / 2;
+    const nodes = all.filter((el) => el.group === 'nodes' && !loaded.has(el.data.id))
+      .sort((a, b) => dist(a) - dist(b));
+    function dist(el) { const p = el.position || { x: 0, y: 0 }; return Math.abs(p.x - cx) + Math.abs(p.y - cyy); }
+    let edges = all.filter((el) => el.group === 'edges' && !loaded.has(el.data.id));
+    let next = 0;
+    let timer = 0;
+    const state = { done: false };
+    cy.scratch('_studioLoad', state);
+
+    // step adds up to max nodes, then every link whose two ends are now there.
+    function step(max) {
+      const batch = [];
+      const end = Math.min(nodes.length, next + max);
+      for (; next < end; next++) {
+        const el = nodes[next];
+        // the editor may have deleted or added nodes since: follow the live graph
+        if (!cy.getElementById(el.data.id).empty()) continue;
+        batch.push(el);
+        loaded.add(el.data.id);
+      }
+      const rest = [];
+      for (const e of edges) {
+        if (loaded.has(e.data.source) && loaded.has(e.data.target)) batch.push(e);
+        else rest.push(e);
+      }
+      edges = rest;
+      if (batch.length) cy.batch(() => {
+        for (const el of batch) {
+          if (!cy.getElementById(el.data.id).empty()) continue;
+          if (el.group === 'edges' && (cy.getElementById(el.data.source).empty() || cy.getElementById(el.data.target).empty())) continue;
+          cy.add(el);
+        }
+      });
+      if (next >= nodes.length) {
+        state.done = true;
+        cy.scratch('_studioLoad', null);
+        if (onProgress) onProgress(total, total);
+        cy.emit('studio-loaded');
+        return;
+      }
+      if (onProgress) onProgress(Math.min(total, total - (nodes.length - next)), total);
+    }
+    // Each step runs as a background task where the browser has them
+    // (input, network and rendering go first), else as a timer.
+    let cancelled = false;
+    const later = window.scheduler && typeof window.scheduler.postTask === 'function'
+      ? (fn) => { window.scheduler.postTask(() => { if (!cancelled) fn(); }, { priority: 'background' }); }
+      : (fn) => { timer = setTimeout(() => { timer = 0; if (!cancelled) fn(); }, 0); };
+    function tick() {
+      if (state.done || cy.destroyed()) return;
+      step(PROGRESSIVE_BATCH);
+      if (!state.done) later(tick);
+    }
+    state.finish = () => {
+      if (state.done) return;
+      cancelled = true;
+      if (timer) clearTimeout(timer);
+      step(Infinity);
+    };
+    state.start = () => {
+      if (state.started) return;
+      state.started = true;
+      // after the next frame, so the page paints and answers input first
+      requestAnimationFrame(() => later(tick));
+    };
+    if (onProgress) onProgress(total - nodes.length, total);
+  }
+
+  // startLoading lets a large chain's remaining elements load: a page calls
+  // it once it is ready, so loading never competes with the page opening.
+  Studio.startLoading = function (cy) {
+    const st = cy && cy.scratch('_studioLoad');
+    if (st && !st.done) st.start();
+  };
+
+  // loading reports whether cy is still adding a large chain's elements.
+  Studio.loading = function (cy) {
+    const st = cy && cy.scratch('_studioLoad');
+    return !!(st && !st.done);
+  };
+
+  // loadAll adds every element not yet loaded, at once.
+  Studio.loadAll = function (cy) {
+    const st = cy && cy.scratch('_studioLoad');
+    if (st && !st.done) st.finish();
   };
 
   // quickFit fits the nodes in view from their positions alone: cy.fit also
@@ -216,6 +374,7 @@
   };
 
   Studio.fit = function (cy) {
+    Studio.loadAll(cy);
     const eles = cy.elements().not('.eh-handle');
     if (eles.length === 0) return;
     cy.fit(eles, 40);

@@ -66,6 +66,7 @@
 
   function undo() {
     if (!undoStack.length) return;
+    Studio.loadAll(cy);
     redoStack.push(snapshot());
     doc = JSON.parse(undoStack.pop());
     rebuild();
@@ -75,6 +76,7 @@
 
   function redo() {
     if (!redoStack.length) return;
+    Studio.loadAll(cy);
     undoStack.push(snapshot());
     doc = JSON.parse(redoStack.pop());
     rebuild();
@@ -84,6 +86,8 @@
 
   // mutate applies one user edit: snapshot for undo, change, save.
   function mutate(fn, opts) {
+    // an edit changes the document the canvas is loading from: finish first
+    Studio.loadAll(cy);
     if (!opts || !opts.noCheckpoint) checkpoint();
     fn();
     changed();
@@ -187,6 +191,7 @@
   // ---- canvas ------------------------------------------------------------
 
   function rebuild() {
+    Studio.loadAll(cy);
     const selected = new Set(cy.$(':selected').map((e) => e.id()));
     hideHandle();
     cy.batch(() => {
@@ -647,6 +652,7 @@
   });
 
   function selectAndFocus(id) {
+    if (cy.getElementById(id).empty()) Studio.loadAll(cy);
     const ele = cy.getElementById(id);
     if (ele.empty()) return;
     cy.$(':selected').unselect();
@@ -765,6 +771,16 @@
 
   // ---- start -------------------------------------------------------------------
 
+  // showLoadProgress: a large chain fills in after the page is usable.
+  function showLoadProgress(loaded, total) {
+    const el = $('cy-loading');
+    if (!el) return;
+    el.hidden = loaded >= total;
+    el.textContent = 'Drawing ' + loaded + ' of ' + total + ' nodes…';
+    root.dataset.canvasLoaded = loaded >= total ? '1' : '0';
+    if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
+  }
+
   async function init() {
     let data;
     if (root.dataset.doc) {
@@ -779,7 +795,8 @@
     version = data.version;
     doc.nodes = doc.nodes || [];
     doc.edges = doc.edges || [];
-    cy = Studio.createCy(cyEl, doc, { editable: true });
+    cy = Studio.createCy(cyEl, doc, { editable: true, progressive: true, onProgress: showLoadProgress });
+    cy.on('studio-loaded', () => { markIssues(); syncTableSelection(); });
     performance.mark('studio:cy');
     if (cy.__laidOut) {
       for (const n of doc.nodes) {
@@ -854,8 +871,12 @@
     performance.mark('studio:issues');
     await showProps();
     performance.mark('studio:props');
+    // ready once the canvas has painted its first frame, not just been built
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    performance.mark('studio:painted');
     root.dataset.ready = '1';
     window.__studio.readyAt = performance.now();
+    Studio.startLoading(cy);
   }
   const syncTableSelectionSoon = Studio.debounce(() => {
     if (!tableShowAll && doc.nodes.length > TABLE_ROWS) renderNodeTable();
