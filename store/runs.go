@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	jsonv2 "github.com/go-json-experiment/json"
 	"strconv"
 	"strings"
 	"time"
@@ -249,7 +250,7 @@ func runNodes(ctx context.Context, tx *sql.Tx, runID, node string) ([]engine.Nod
 			Node  *engine.NodeRecord  `json:"node"`
 			Pause *engine.PauseRecord `json:"pause"`
 		}
-		if err := json.Unmarshal(body, &cp); err != nil {
+		if err := jsonv2.Unmarshal(body, &cp); err != nil {
 			return nil, fmt.Errorf("checkpoint %d is corrupt: %w", n, err)
 		}
 		var id string
