@@ -150,6 +150,12 @@ func (s *Server) runEvents(c echo.Context) error {
 		case ev, ok := <-sub.C:
 			if !ok {
 				if sub.Ended {
+					// Send what arrived live before waiting on the store:
+					// finish flushes the event writer first, and the run's
+					// last events must not wait behind that.
+					if err := st.flush(); err != nil {
+						return nil
+					}
 					return st.finish(ctx)
 				}
 				// Dropped: this watcher fell behind. End the response; the
