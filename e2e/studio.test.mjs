@@ -378,6 +378,24 @@ test('large chains: 1,000 nodes open interactive; validation round-trip at 500 n
   await waitSaved(page);
   await page.done();
 
+  // The run page of a large chain opens the same way; nodes and edges drawn
+  // after the page is ready still show what the run did.
+  const runChain = await api('POST', '/v1/chains', bigChain('e2e-big-run-' + Date.now(), 1000));
+  const started = await api('POST', '/v1/chains/' + runChain.id + '/runs', { input: {} });
+  const rp = await open();
+  await rp.goto(BASE + '/runs/' + started.run_id);
+  await rp.waitForSelector('#runpage[data-ready="1"]', { timeout: 20000 });
+  const runReady = await rp.evaluate(() => window.__run.readyAt);
+  await rp.waitForSelector('#runpage[data-status="completed"]', { timeout: 20000 });
+  await rp.waitForSelector('#runpage[data-canvas-loaded="1"]', { timeout: 20000 });
+  const states = await rp.evaluate(() => {
+    const cy = window.__run.cy;
+    return { nodes: cy.nodes().length, done: cy.nodes('.ph-done').length, edges: cy.edges().length, fired: cy.edges('.fired').length };
+  });
+  assert.deepEqual(states, { nodes: 1000, done: 1000, edges: 999, fired: 999 });
+  console.log(`FIGURE run page, 1000 nodes: ready after ${Math.round(runReady)} ms`);
+  await rp.done();
+
   const mid = await api('POST', '/v1/chains', bigChain('e2e-big-500-' + Date.now(), 500));
   const p = await open('/chains/' + mid.id);
   await p.waitForSelector('#editor[data-ready="1"]', { timeout: 20000 });

@@ -19,8 +19,11 @@
   let shown = Number(root.dataset.lastSeq || 0); // highest seq in the timeline
   let selected = null;
   const state = new Map(); // node id → {phase, reason, progress, iteration, error}
+  // edge id → {fired: bool, why}: kept apart from the canvas, because a large
+  // chain's edges may be added to it after their events arrived
+  const edgeState = new Map();
   const phases = []; // [seq, node, phase] in arrival order, for tests
-  window.__run = { phases, get status() { return root.dataset.status; } };
+  window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
 
   const REASONS = {
     condition_false: 'condition false: no incoming edge fired',
@@ -145,27 +148,41 @@
     if (selected === id) refreshDrawer();
   }
 
+  function setEdge(id, fired, why) {
+    const prev = edgeState.get(id);
+    if (!fired && prev && prev.fired) return; // a fired edge stays fired
+    edgeState.set(id, { fired, why });
+    drawEdge(id);
+  }
+
+  function drawEdge(id) {
+    const st = edgeState.get(id);
+    const e = cy && st ? cy.getElementById(id) : null;
+    if (!e || e.empty()) return;
+    if (st.fired) e.addClass('fired').removeClass('pruned');
+    else e.addClass('pruned');
+    e.scratch('why', st.why);
+  }
+
   function fireEdges(ids) {
     if (!cy) return;
-    cy.batch(() => {
-      for (const id of ids) {
-        const e = cy.getElementById(id);
-        if (e.nonempty()) { e.addClass('fired').removeClass('pruned'); e.scratch('why', 'fired'); }
-      }
-    });
+    cy.batch(() => { for (const id of ids) setEdge(id, true, 'fired'); });
+  }
+
+  // outgoing flow edges of a node: from the document (the canvas may not
+  // have them all yet), else from the canvas
+  function flowEdgesFrom(src) {
+    if (doc) return (doc.edges || []).filter((e) => e.source === src && e.id).map((e) => e.id);
+    return cy.edges('.flow').filter((e) => e.data('source') === src).map((e) => e.id());
   }
 
   function markEdges(src, fired) {
     if (!cy) return;
     const set = new Set(fired);
+    const st = state.get(src);
+    const why = st && st.phase === 'skip' ? 'not fired: ' + src + ' was skipped (' + reasonText(st.reason) + ')' : 'not fired: its condition or label was not chosen';
     cy.batch(() => {
-      for (const e of cy.edges('.flow').filter((e) => e.data('source') === src)) {
-        if (set.has(e.id())) { e.addClass('fired').removeClass('pruned'); e.scratch('why', 'fired'); } else if (!e.hasClass('fired')) {
-          e.addClass('pruned');
-          const st = state.get(src);
-          e.scratch('why', st && st.phase === 'skip' ? 'not fired: ' + src + ' was skipped (' + reasonText(st.reason) + ')' : 'not fired: its condition or label was not chosen');
-        }
-      }
+      for (const id of flowEdgesFrom(src)) setEdge(id, set.has(id), set.has(id) ? 'fired' : why);
     });
   }
 
@@ -218,6 +235,7 @@
 
   function select(id) {
     selected = id;
+    if (cy && cy.getElementById(id).empty()) Studio.loadAll(cy);
     for (const [nid, tr] of rows) tr.setAttribute('aria-selected', nid === id ? 'true' : 'false');
     if (cy) {
       cy.$(':selected').unselect();
@@ -276,6 +294,14 @@
 
   // ---- start -------------------------------------------------------------------
 
+  function showLoadProgress(loaded, total) {
+    const el = $('cy-loading');
+    if (!el) return;
+    el.hidden = loaded >= total;
+    el.textContent = 'Drawing ' + loaded + ' of ' + total + ' nodes…';
+    root.dataset.canvasLoaded = loaded >= total ? '1' : '0';
+  }
+
   async function init() {
     const res = await fetch('/runs/' + encodeURIComponent(runId) + '/data', { headers: { Accept: 'application/json' } });
     const data = await res.json();
@@ -284,7 +310,11 @@
     let ids = [];
     if (doc) ids = (doc.nodes || []).map((n) => n.node_id);
     else for (const ev of data.events) if (ev.node_id && !seen.has(ev.node_id)) { seen.add(ev.node_id); ids.push(ev.node_id); }
-    cy = Studio.createCy(cyEl, doc || { nodes: ids.map((id) => ({ node_id: id, kind: 'tool' })), edges: [] }, { editable: false, mode: 'run' });
+    cy = Studio.createCy(cyEl, doc || { nodes: ids.map((id) => ({ node_id: id, kind: 'tool' })), edges: [] }, { editable: false, mode: 'run', progressive: true, onProgress: showLoadProgress });
+    // a large chain's elements arrive after the page is ready: draw each
+    // with what the events said about it so far
+    cy.on('add', 'node', (e) => { if (state.has(e.target.id())) redrawNode(e.target.id()); });
+    cy.on('add', 'edge', (e) => drawEdge(e.target.id()));
     buildNodeTable(ids);
     cy.batch(() => { for (const ev of data.events) { apply(ev); appendTimeline(ev); } });
     cy.on('tap', 'node', (e) => select(e.target.id()));
@@ -297,7 +327,10 @@
     $('btn-fit').addEventListener('click', () => Studio.fit(cy));
     if (data.active) connect();
     else if (data.run && data.run.status !== root.dataset.status) refreshControls();
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
     root.dataset.ready = '1';
+    window.__run.readyAt = performance.now();
+    Studio.startLoading(cy);
   }
   init();
 })();
