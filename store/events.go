@@ -54,8 +54,13 @@ func (e *EventSeqError) Error() string {
 	return fmt.Sprintf("event seq %d of run %s is not after seq %d, already stored", e.Seq, e.RunID, e.StoredMax)
 }
 
-// appendEventsTx writes one batch row per run present in events (bodies are
-// the events' JSON).
+// maxBatchBody bounds one stored batch: a reader wanting one event decodes
+// the whole row it sits in, so events with large outputs are spread over
+// more rows instead of making one huge one.
+const maxBatchBody = 256 << 10
+
+// appendEventsTx writes each run's events in events as batch rows (one per
+// run, more when they are large); bodies are the events' JSON.
 func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Event, bodies []string) error {
 	type runBatch struct {
 		id          string
@@ -63,41 +68,52 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 		created     int64
 		body        strings.Builder
 	}
-	var order []*runBatch
-	byRun := map[string]*runBatch{}
+	var order []*runBatch          // rows to insert, in order
+	open := map[string]*runBatch{} // each run's row being filled
+	lastSeq := map[string]int64{}  // each run's last seq in this write
 	for i := range events {
 		e := &events[i]
-		b := byRun[e.RunID]
+		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
+			return &EventSeqError{RunID: e.RunID, Seq: e.Seq, StoredMax: last}
+		}
+		lastSeq[e.RunID] = e.Seq
+		b := open[e.RunID]
+		if b != nil && b.body.Len()+len(bodies[i]) > maxBatchBody {
+			b = nil // full: start another row
+		}
 		if b == nil {
 			t := micros(e.Time)
 			if t == 0 {
 				t = micros(db.now())
 			}
-			b = &runBatch{id: e.RunID, first: e.Seq, last: e.Seq - 1, created: t}
+			b = &runBatch{id: e.RunID, first: e.Seq, created: t}
+			b.body.Grow(min(maxBatchBody, 64<<10))
 			b.body.WriteByte('[')
-			byRun[e.RunID] = b
+			open[e.RunID] = b
 			order = append(order, b)
-		}
-		if e.Seq <= b.last {
-			return &EventSeqError{RunID: e.RunID, Seq: e.Seq, StoredMax: b.last}
-		}
-		if b.body.Len() > 1 {
+		} else {
 			b.body.WriteByte(',')
 		}
 		b.body.WriteString(bodies[i])
 		b.last = e.Seq
 	}
+	checked := map[string]bool{}
 	for _, b := range order {
-		if err := db.ensureRun(ctx, tx, b.id, b.created, nil); err != nil {
-			return err
-		}
-		var stored sql.NullInt64
-		err := db.queryRow(ctx, tx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.id).Scan(&stored)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if stored.Valid && b.first <= stored.Int64 {
-			return &EventSeqError{RunID: b.id, Seq: b.first, StoredMax: stored.Int64}
+		if !checked[b.id] {
+			// The first row of each run in this write: the run must exist and
+			// its events must come after what is stored.
+			checked[b.id] = true
+			if err := db.ensureRun(ctx, tx, b.id, b.created, nil); err != nil {
+				return err
+			}
+			var stored sql.NullInt64
+			err := db.queryRow(ctx, tx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.id).Scan(&stored)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if stored.Valid && b.first <= stored.Int64 {
+				return &EventSeqError{RunID: b.id, Seq: b.first, StoredMax: stored.Int64}
+			}
 		}
 		b.body.WriteByte(']')
 		if _, err := db.exec(ctx, tx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,

@@ -413,6 +413,68 @@ func TestEvents(t *testing.T) {
 	}
 }
 
+// TestEventsLargeAndInterleaved: events of several runs in one write, some
+// with outputs of 100 KB, are stored in bounded rows and read back whole from
+// any seq; a write whose events go backwards for a run is refused whole.
+func TestEventsLargeAndInterleaved(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	big := strings.Repeat("x", 100<<10)
+	var all []engine.Event
+	for i := 0; i < 20; i++ {
+		for _, run := range []string{"a", "b"} {
+			e := mkEvents(run, i+1, 1)[0]
+			if run == "a" && i%2 == 0 {
+				e.Output = map[string]any{"blob": big, "i": float64(i)}
+			}
+			all = append(all, e)
+		}
+	}
+	if err := db.AppendEvents(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	var rows, largest int
+	db.r.QueryRow(`SELECT COUNT(*), MAX(LENGTH(body)) FROM event_batches WHERE run_id = 'a'`).Scan(&rows, &largest)
+	if rows < 4 || largest > maxBatchBody+110<<10 {
+		t.Fatalf("run a stored in %d rows, largest %d bytes", rows, largest)
+	}
+	var wantA []engine.Event
+	for _, e := range all {
+		if e.RunID == "a" {
+			wantA = append(wantA, e)
+		}
+	}
+	for _, after := range []int64{0, 1, 5, 6, 13, 19, 20} {
+		got, err := db.EventsAfter(ctx, "a", after, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := wantA[after:]; len(want) == 0 {
+			if len(got) != 0 {
+				t.Fatalf("after %d: %d events, want none", after, len(got))
+			}
+		} else {
+			jsonEqual(t, got, want)
+		}
+	}
+	if got, _ := db.EventsAfter(ctx, "a", 4, 3); len(got) != 3 || got[0].Seq != 5 || got[2].Seq != 7 {
+		t.Fatalf("a after 4, limit 3: %d events", len(got))
+	}
+	if n, _ := db.MaxSeq(ctx, "b"); n != 20 {
+		t.Fatalf("max seq of b %d", n)
+	}
+	// Backwards within one write: refused, nothing of it kept.
+	back := append(mkEvents("c", 5, 2), mkEvents("c", 3, 1)...)
+	err := db.AppendEvents(ctx, back)
+	var seqErr *EventSeqError
+	if !errors.As(err, &seqErr) || seqErr.Seq != 3 || !strings.Contains(err.Error(), "event seq 3 of run c is not after seq 6") {
+		t.Fatalf("backwards write: %v", err)
+	}
+	if n, _ := db.MaxSeq(ctx, "c"); n != 0 {
+		t.Fatalf("part of a refused write was kept: max seq %d", n)
+	}
+}
+
 func TestEventWriter(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTest(t)
