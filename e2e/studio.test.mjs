@@ -378,6 +378,19 @@ test('large chains: 1,000 nodes open interactive; validation round-trip at 500 n
   await waitSaved(page);
   await page.done();
 
+  // The versions page of a large chain opens on the first difference, drawn
+  // with its highlight, and fills in the rest.
+  const vp = await open('/chains/' + big.id + '/versions?v=1');
+  await vp.waitForSelector('#versions[data-ready="1"]', { timeout: 20000 });
+  const first = await vp.evaluate((id) => {
+    const cy = window.__versions.cy, n = cy.getElementById(id), ext = cy.extent(), p = n.position();
+    return { present: n.nonempty(), added: n.hasClass('diff-added'), inView: p.x >= ext.x1 && p.x <= ext.x2 && p.y >= ext.y1 && p.y <= ext.y2, loading: window.Studio.loading(cy) };
+  }, added);
+  assert.deepEqual(first, { present: true, added: true, inView: true, loading: true });
+  await vp.waitForFunction(() => !window.Studio.loading(window.__versions.cy), null, { timeout: 20000 });
+  assert.equal(await vp.evaluate(() => window.__versions.cy.nodes().length), 1001);
+  await vp.done();
+
   // The run page of a large chain opens the same way; nodes and edges drawn
   // after the page is ready still show what the run did.
   const runChain = await api('POST', '/v1/chains', bigChain('e2e-big-run-' + Date.now(), 1000));

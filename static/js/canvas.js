@@ -190,7 +190,7 @@
     let first = all;
     let view = null;
     if (progressive) {
-      view = readableView(container, doc);
+      view = readableView(container, doc, opts.anchor);
       first = elementsInside(all, view.box);
     }
     const cy = window.cytoscape({
@@ -232,13 +232,14 @@
   };
 
   // readableView is the opening view of a large chain: zoom 0.8 with the
-  // entry node (else the top-left node) a little in from the left edge, and
+  // anchor node (else the entry node, else the top-left node) a little in
+  // from the left edge, and
   // the model-space box of that view, whose nodes load first.
-  function readableView(container, doc) {
+  function readableView(container, doc, anchorId) {
     const w = container.clientWidth || 1000, h = container.clientHeight || 700;
     const zoom = 0.8;
     const positioned = doc.nodes.filter((n) => n.position);
-    let anchor = positioned.find((n) => n.node_id === doc.entry_node);
+    let anchor = positioned.find((n) => n.node_id === anchorId) || positioned.find((n) => n.node_id === doc.entry_node);
     if (!anchor) {
       anchor = positioned.reduce((a, n) => (n.position.x + n.position.y < a.position.x + a.position.y ? n : a), positioned[0]);
     }
@@ -342,6 +343,19 @@
   Studio.startLoading = function (cy) {
     const st = cy && cy.scratch('_studioLoad');
     if (st && !st.done) st.start();
+  };
+
+  // showLoading is the usual onProgress: a "Drawing N of M nodes…" note in
+  // the page's #cy-loading, and data-canvas-loaded on root when done.
+  Studio.showLoading = function (root) {
+    return function (loaded, total) {
+      const el = document.getElementById('cy-loading');
+      if (el) {
+        el.hidden = loaded >= total;
+        el.textContent = 'Drawing ' + loaded + ' of ' + total + ' nodes…';
+      }
+      if (root) root.dataset.canvasLoaded = loaded >= total ? '1' : '0';
+    };
   };
 
   // loading reports whether cy is still adding a large chain's elements.

@@ -771,15 +771,7 @@
 
   // ---- start -------------------------------------------------------------------
 
-  // showLoadProgress: a large chain fills in after the page is usable.
-  function showLoadProgress(loaded, total) {
-    const el = $('cy-loading');
-    if (!el) return;
-    el.hidden = loaded >= total;
-    el.textContent = 'Drawing ' + loaded + ' of ' + total + ' nodes…';
-    root.dataset.canvasLoaded = loaded >= total ? '1' : '0';
-    if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
-  }
+  const showLoading = Studio.showLoading(root);
 
   async function init() {
     let data;
@@ -795,7 +787,10 @@
     version = data.version;
     doc.nodes = doc.nodes || [];
     doc.edges = doc.edges || [];
-    cy = Studio.createCy(cyEl, doc, { editable: true, progressive: true, onProgress: showLoadProgress });
+    cy = Studio.createCy(cyEl, doc, { editable: true, progressive: true, onProgress: (loaded, total) => {
+      showLoading(loaded, total);
+      if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
+    } });
     cy.on('studio-loaded', () => { markIssues(); syncTableSelection(); });
     performance.mark('studio:cy');
     if (cy.__laidOut) {

@@ -294,13 +294,6 @@
 
   // ---- start -------------------------------------------------------------------
 
-  function showLoadProgress(loaded, total) {
-    const el = $('cy-loading');
-    if (!el) return;
-    el.hidden = loaded >= total;
-    el.textContent = 'Drawing ' + loaded + ' of ' + total + ' nodes…';
-    root.dataset.canvasLoaded = loaded >= total ? '1' : '0';
-  }
 
   async function init() {
     const res = await fetch('/runs/' + encodeURIComponent(runId) + '/data', { headers: { Accept: 'application/json' } });
@@ -310,7 +303,7 @@
     let ids = [];
     if (doc) ids = (doc.nodes || []).map((n) => n.node_id);
     else for (const ev of data.events) if (ev.node_id && !seen.has(ev.node_id)) { seen.add(ev.node_id); ids.push(ev.node_id); }
-    cy = Studio.createCy(cyEl, doc || { nodes: ids.map((id) => ({ node_id: id, kind: 'tool' })), edges: [] }, { editable: false, mode: 'run', progressive: true, onProgress: showLoadProgress });
+    cy = Studio.createCy(cyEl, doc || { nodes: ids.map((id) => ({ node_id: id, kind: 'tool' })), edges: [] }, { editable: false, mode: 'run', progressive: true, onProgress: Studio.showLoading(root) });
     // a large chain's elements arrive after the page is ready: draw each
     // with what the events said about it so far
     cy.on('add', 'node', (e) => { if (state.has(e.target.id())) redrawNode(e.target.id()); });

@@ -26,19 +26,24 @@
       nodes: (cur.nodes || []).concat((old.nodes || []).filter((n) => removed.has(n.node_id))),
       edges: (cur.edges || []).concat((old.edges || []).filter((e) => eRemoved.has(e.id))),
     };
-    const cy = Studio.createCy(cyEl, union, { editable: false, mode: 'diff' });
-    cy.batch(() => {
-      for (const id of added) cy.getElementById(id).addClass('diff-added');
-      for (const id of removed) cy.getElementById(id).addClass('diff-removed');
-      for (const id of changed) cy.getElementById(id).addClass('diff-changed');
-      for (const id of eAdded) cy.getElementById(id).addClass('diff-added');
-      for (const id of eRemoved) cy.getElementById(id).addClass('diff-removed');
-      for (const id of eChanged) cy.getElementById(id).addClass('diff-changed');
-    });
+    // A large chain opens progressively, on the first changed node; each
+    // element gets its highlight as it is drawn.
+    const anchor = [...changed, ...added, ...removed].find((id) => union.nodes.some((n) => n.node_id === id && n.position));
+    const cy = Studio.createCy(cyEl, union, { editable: false, mode: 'diff', progressive: true, anchor, onProgress: Studio.showLoading(root) });
+    const diffClass = (id, isEdge) => {
+      if ((isEdge ? eAdded : added).has(id)) return 'diff-added';
+      if ((isEdge ? eRemoved : removed).has(id)) return 'diff-removed';
+      if ((isEdge ? eChanged : changed).has(id)) return 'diff-changed';
+      return '';
+    };
+    const mark = (ele) => { const c = diffClass(ele.id(), ele.isEdge()); if (c) ele.addClass(c); };
+    cy.batch(() => cy.elements().forEach(mark));
+    cy.on('add', (e) => mark(e.target));
     const fit = document.getElementById('btn-fit');
     if (fit) fit.addEventListener('click', () => Studio.fit(cy));
     root.dataset.ready = '1';
     window.__versions = { cy };
+    Studio.startLoading(cy);
   }
   init();
 })();
