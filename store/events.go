@@ -42,16 +42,16 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 	return nil
 }
 
-// EventSeqError: an event's seq is not after the run's events already stored
-// (or before it in the same write).
+// EventSeqError: an event's seq does not come after After, the run's last seq
+// already stored or earlier in the same write. Nothing of the write is kept.
 type EventSeqError struct {
-	RunID     string
-	Seq       int64
-	StoredMax int64
+	RunID string
+	Seq   int64
+	After int64
 }
 
 func (e *EventSeqError) Error() string {
-	return fmt.Sprintf("event seq %d of run %s is not after seq %d, already stored", e.Seq, e.RunID, e.StoredMax)
+	return fmt.Sprintf("event seq %d of run %s does not come after seq %d: a run's events are stored once each, in seq order", e.Seq, e.RunID, e.After)
 }
 
 // maxBatchBody bounds one stored batch: a reader wanting one event decodes
@@ -74,7 +74,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 	for i := range events {
 		e := &events[i]
 		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
-			return &EventSeqError{RunID: e.RunID, Seq: e.Seq, StoredMax: last}
+			return &EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
 		}
 		lastSeq[e.RunID] = e.Seq
 		b := open[e.RunID]
@@ -112,7 +112,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 				return err
 			}
 			if stored.Valid && b.first <= stored.Int64 {
-				return &EventSeqError{RunID: b.id, Seq: b.first, StoredMax: stored.Int64}
+				return &EventSeqError{RunID: b.id, Seq: b.first, After: stored.Int64}
 			}
 		}
 		b.body.WriteByte(']')

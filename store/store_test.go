@@ -467,7 +467,7 @@ func TestEventsLargeAndInterleaved(t *testing.T) {
 	back := append(mkEvents("c", 5, 2), mkEvents("c", 3, 1)...)
 	err := db.AppendEvents(ctx, back)
 	var seqErr *EventSeqError
-	if !errors.As(err, &seqErr) || seqErr.Seq != 3 || !strings.Contains(err.Error(), "event seq 3 of run c is not after seq 6") {
+	if !errors.As(err, &seqErr) || seqErr.Seq != 3 || !strings.Contains(err.Error(), "event seq 3 of run c does not come after seq 6") {
 		t.Fatalf("backwards write: %v", err)
 	}
 	if n, _ := db.MaxSeq(ctx, "c"); n != 0 {
