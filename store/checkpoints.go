@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	jsonv2 "github.com/go-json-experiment/json"
@@ -50,21 +49,17 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 	if len(cps) == 0 {
 		return nil
 	}
-	bodies := make([]string, len(cps))
-	for i := range cps {
-		b, err := json.Marshal(&cps[i])
-		if err != nil {
-			return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
-		}
-		bodies[i] = string(b)
+	enc, err := encodeCheckpoints(cps)
+	if err != nil {
+		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
 	}
-	err := db.appendCommit(ctx, runID, cps, bodies)
+	err = db.appendCommit(ctx, runID, cps, enc)
 	if err != nil {
 		if _, cached := db.lastN.Load(runID); cached {
 			// The cached position may be stale (another process appended):
 			// retry once from the database.
 			db.lastN.Delete(runID)
-			err = db.appendCommit(ctx, runID, cps, bodies)
+			err = db.appendCommit(ctx, runID, cps, enc)
 		}
 	}
 	if err != nil {
@@ -74,11 +69,11 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 }
 
 // appendCommit appends in one transaction and maintains the lastN cache.
-func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Checkpoint, bodies []string) error {
+func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Checkpoint, enc *encodedCheckpoints) error {
 	var last int64
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		last, err = db.appendTx(ctx, tx, runID, cps, bodies)
+		last, err = db.appendTx(ctx, tx, runID, cps, enc)
 		return err
 	})
 	if err != nil {
@@ -110,7 +105,7 @@ func cpTime(cp *engine.Checkpoint, now func() time.Time) int64 {
 // appendTx appends entries inside tx and returns the last entry's number.
 // For a run this process is writing, the run row's existence and the log's
 // last entry number come from the lastN cache instead of two queries.
-func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engine.Checkpoint, bodies []string) (int64, error) {
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engine.Checkpoint, enc *encodedCheckpoints) (int64, error) {
 	var n int64
 	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
 		n = v.(int64)
@@ -122,13 +117,16 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engi
 			return 0, err
 		}
 	}
+	if err := db.storeRunChainsTx(ctx, tx, enc.chains); err != nil {
+		return 0, err
+	}
 	// Rows go in with multi-row statements: one statement per group of
 	// entries instead of one per entry (most of a run's cost in SQLite).
 	for start := 0; start < len(cps); {
 		end := min(start+cpRowsPerStatement, len(cps))
 		args := make([]any, 0, cpCols*(end-start))
 		for i := start; i < end; i++ {
-			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), cps[i].EventSeq, cpTime(&cps[i], db.now), bodies[i])
+			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.chainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.bodies[i])
 		}
 		if _, err := db.exec(ctx, tx, checkpointInsertSQLs[end-start], args...); err != nil {
 			return 0, err
@@ -154,14 +152,14 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engi
 // cpRowsPerStatement bounds a multi-row insert (SQLite allows 32,766 parameters).
 const (
 	cpRowsPerStatement = 64
-	cpCols             = 7
+	cpCols             = 8
 )
 
 var checkpointInsertSQLs [cpRowsPerStatement + 1]string
 
 func init() {
 	for k := 1; k <= cpRowsPerStatement; k++ {
-		checkpointInsertSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, node_id, event_seq, created_at, body) VALUES " + placeholders(k, cpCols)
+		checkpointInsertSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body) VALUES " + placeholders(k, cpCols)
 	}
 }
 
@@ -249,28 +247,55 @@ WHERE id = ?`, string(r.Status), errJSON, final, r.NodesRun, t, t, runID); err !
 	return nil
 }
 
-// Load returns a run's checkpoint log in order; a run without one is a
-// *engine.ChainCheckpointError.
+// Load returns a run's checkpoint log in order, each start entry with its
+// chain; a run without one is a *engine.ChainCheckpointError.
 func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT n, body FROM checkpoints WHERE run_id = ? ORDER BY n`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
-	}
-	defer rows.Close()
 	var out []engine.Checkpoint
-	for rows.Next() {
-		var n int64
-		var body string
-		if err := rows.Scan(&n, &body); err != nil {
-			return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
+	err := db.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT n, body FROM checkpoints WHERE run_id = ? ORDER BY n`, runID)
+		if err != nil {
+			return err
 		}
-		var cp engine.Checkpoint
-		if err := jsonv2.Unmarshal([]byte(body), &cp); err != nil {
-			return nil, &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d is corrupt: %v", n, err)}
+		defer rows.Close()
+		type pending struct {
+			at  int
+			n   int64
+			ref string
 		}
-		out = append(out, cp)
-	}
-	if err := rows.Err(); err != nil {
+		var refs []pending
+		var body []byte
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n, &body); err != nil {
+				return err
+			}
+			var cp storedCheckpoint
+			if err := jsonv2.Unmarshal(body, &cp); err != nil {
+				return &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d is corrupt: %v", n, err)}
+			}
+			if cp.ChainSHA256 != "" && cp.Start != nil && cp.Start.Chain == nil {
+				refs = append(refs, pending{len(out), n, cp.ChainSHA256})
+			}
+			out = append(out, cp.Checkpoint)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		for _, p := range refs {
+			chain, err := db.runChain(ctx, tx, p.ref)
+			if err != nil {
+				return &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d: %v", p.n, err)}
+			}
+			out[p.at].Start.Chain = chain
+		}
+		return nil
+	})
+	if err != nil {
+		var ce *engine.ChainCheckpointError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
 	}
 	if len(out) == 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"strings"
 	"fmt"
 	"os"
 	"testing"
@@ -327,5 +329,70 @@ func TestMigrateFromSchema1(t *testing.T) {
 	}
 	if pr, _ = db2.GetRun(ctx, "paused-run"); len(pr.Nodes) != 3 || pr.Nodes[1].Status != engine.PhaseDone || pr.Nodes[2].Status != engine.PhaseDone {
 		t.Fatalf("resumed run's nodes: %+v", pr.Nodes)
+	}
+}
+
+// TestRunChainsStoredOnce: runs of one chain share one stored copy of it;
+// each run's log still loads with its chain; pruning removes a copy only
+// with the last run that names it; a missing copy is a clear error.
+func TestRunChainsStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	w := NewEventWriter(db, EventWriterOptions{})
+	defer w.Close()
+	eng := newPersistentEngine(db, w, nil)
+	doc := linearChain("shared", "echo", 50, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
+	other := linearChain("other", "echo", 3, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
+	for _, run := range []struct {
+		id  string
+		doc *engine.Chain
+	}{{"r1", doc}, {"r2", doc}, {"r3", other}} {
+		if res, err := eng.Run(ctx, run.doc, nil, engine.RunOptions{RunID: run.id}); err != nil || res.Status != engine.StatusCompleted {
+			t.Fatalf("run %s: %v", run.id, err)
+		}
+	}
+	count := func() int {
+		var n int
+		if err := db.r.QueryRow(`SELECT COUNT(*) FROM run_chains`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d stored chains for 3 runs of 2 chains", n)
+	}
+	var body string
+	db.r.QueryRow(`SELECT body FROM checkpoints WHERE run_id = 'r2' AND kind = 'start'`).Scan(&body)
+	if strings.Contains(body, `"n49"`) || !strings.Contains(body, `"chain_sha256":"`) {
+		t.Fatalf("start entry still carries the chain: %.200s", body)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		log, err := db.Load(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log[0].Kind != engine.CheckpointStart || log[0].Start.Chain == nil {
+			t.Fatalf("run %s: start entry without its chain", id)
+		}
+		jsonEqual(t, log[0].Start.Chain, doc)
+	}
+	// r1 and r3 go (older than the cut-off); r2 still names the shared chain.
+	db.w.Exec(`UPDATE runs SET started_at = 0, status = 'completed' WHERE id IN ('r1', 'r3')`)
+	if n, err := db.PruneRuns(ctx, Retention{OlderThan: time.Hour}); err != nil || n != 2 {
+		t.Fatalf("pruned %d: %v", n, err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d stored chains after pruning the other chain's only run", n)
+	}
+	if _, err := db.Load(ctx, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	// A log whose chain is gone says so, naming the entry.
+	db.w.Exec(`DELETE FROM run_chains`)
+	db.docs = newDocCache(0)
+	_, err := db.Load(ctx, "r2")
+	var ce *engine.ChainCheckpointError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "entry 1: its chain (sha256 ") || !strings.Contains(err.Error(), ") is missing") {
+		t.Fatalf("load without the chain: %v", err)
 	}
 }

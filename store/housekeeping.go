@@ -80,7 +80,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 			}
 			marked = true
 			db.lastN.Delete(id)
-			_, err = db.appendTx(ctx, tx, id, []engine.Checkpoint{cp}, []string{string(b)})
+			_, err = db.appendTx(ctx, tx, id, []engine.Checkpoint{cp}, &encodedCheckpoints{bodies: []string{string(b)}, chainRefs: []any{nil}})
 			return err
 		})
 		if err != nil {
@@ -175,8 +175,12 @@ func (db *DB) PruneRuns(ctx context.Context, ret Retention) (int, error) {
 				return err
 			}
 			k, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
 			n = int(k)
-			return err
+			// The chains only these runs named go with them.
+			return db.pruneRunChainsTx(ctx, tx)
 		})
 		if err != nil {
 			return total, fmt.Errorf("store: prune runs: %w", err)

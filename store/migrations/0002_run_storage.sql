@@ -18,6 +18,12 @@
 -- 3. events become event_batches: one row per run per write, holding a JSON
 --    array of events (store/events.go says why).
 --
+-- 4. A run's start entry no longer carries its own copy of the chain: the
+--    document is stored once in run_chains, by the SHA-256 of its JSON, and
+--    the entry names it (chain_sha256). Every run of a chain version used to
+--    repeat the whole document (hundreds of KB for a large chain). Entries
+--    written by schema 1 keep their copy and read as before.
+--
 -- docs/benchmarks.md has the figures.
 
 CREATE TABLE event_batches (
@@ -37,6 +43,7 @@ CREATE TABLE checkpoints_new (
     n          BIGINT       NOT NULL,
     kind       VARCHAR(16)  NOT NULL,
     node_id    VARCHAR(256) NOT NULL DEFAULT '', -- node and pause entries
+    chain_sha256 VARCHAR(64),                     -- start entries: the run's chain in run_chains
     event_seq  BIGINT       NOT NULL DEFAULT 0,
     created_at BIGINT       NOT NULL,
     body       TEXT         NOT NULL,
@@ -50,6 +57,13 @@ INSERT INTO checkpoints_new (run_id, n, kind, node_id, event_seq, created_at, bo
     FROM checkpoints;
 DROP TABLE checkpoints;
 ALTER TABLE checkpoints_new RENAME TO checkpoints;
+CREATE INDEX checkpoints_chain ON checkpoints (chain_sha256) WHERE chain_sha256 IS NOT NULL;
+
+CREATE TABLE run_chains (
+    sha256     VARCHAR(64) NOT NULL PRIMARY KEY, -- of doc, hex
+    doc        TEXT        NOT NULL,
+    created_at BIGINT      NOT NULL
+);
 
 DROP TABLE run_nodes;
 
