@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
