@@ -347,14 +347,20 @@
 
   // showLoading is the usual onProgress: a "Drawing N of M nodes…" note in
   // the page's #cy-loading, and data-canvas-loaded on root when done.
+  // The note is a polite live region, so its text changes at most every
+  // half second: a screen reader hears progress, not a stream of numbers.
   Studio.showLoading = function (root) {
+    let shownAt = 0;
     return function (loaded, total) {
+      const done = loaded >= total;
       const el = document.getElementById('cy-loading');
-      if (el) {
-        el.hidden = loaded >= total;
+      const now = performance.now();
+      if (el && (done || now - shownAt >= 500)) {
+        shownAt = now;
+        el.hidden = done;
         el.textContent = 'Drawing ' + loaded + ' of ' + total + ' nodes…';
       }
-      if (root) root.dataset.canvasLoaded = loaded >= total ? '1' : '0';
+      if (root) root.dataset.canvasLoaded = done ? '1' : '0';
     };
   };
 
