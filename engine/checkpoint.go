@@ -76,9 +76,11 @@ type NodeRecord struct {
 
 // PauseRecord: a node is waiting for a resume value.
 type PauseRecord struct {
-	NodeID string `json:"node_id"`
-	Prompt any    `json:"prompt,omitempty"`
-	Input  any    `json:"input,omitempty"`
+	NodeID    string `json:"node_id"`
+	Prompt    any    `json:"prompt,omitempty"`
+	Input     any    `json:"input,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+	Iteration int    `json:"iteration,omitempty"`
 }
 
 // ResumeRecord: a resume claimed the run.
@@ -95,6 +97,21 @@ type EndRecord struct {
 	Error    *RunError `json:"error,omitempty"`
 	Final    any       `json:"final_output,omitempty"`
 	NodesRun int       `json:"nodes_run"`
+	// Unfinished: how the nodes that have no finished entry ended this leg:
+	// never reached (skip, with why) or stopped while running (error). It
+	// completes the run's record for readers; replay ignores it, so a resume
+	// runs them.
+	Unfinished []UnfinishedNode `json:"unfinished,omitempty"`
+}
+
+// UnfinishedNode is one node of EndRecord.Unfinished.
+type UnfinishedNode struct {
+	NodeID    string `json:"node_id"`
+	Status    Phase  `json:"status"` // skip | error
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+	Iteration int    `json:"iteration,omitempty"`
 }
 
 // Checkpointer persists runs' checkpoint logs.

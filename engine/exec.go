@@ -593,7 +593,7 @@ func (r *run) pauseNode(i int, prompt any, c completion) {
 	r.res[i].Status, r.res[i].Prompt = PhasePaused, prompt
 	r.pending = append(r.pending, Pending{NodeID: nd.ID, Prompt: prompt})
 	r.emit(Event{NodeID: nd.ID, Phase: PhasePaused, Prompt: prompt, Attempt: c.attempts, Iteration: r.iterations[i]})
-	r.addCheckpoint(Checkpoint{Kind: CheckpointPause, Pause: &PauseRecord{NodeID: nd.ID, Prompt: prompt, Input: c.input}})
+	r.addCheckpoint(Checkpoint{Kind: CheckpointPause, Pause: &PauseRecord{NodeID: nd.ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.iterations[i]}})
 }
 
 func (r *run) nodeDone(i int, c completion) {

@@ -673,13 +673,17 @@ func (r *run) finishRun() (*Result, error) {
 	case r.handled:
 		status = StatusPartial
 	}
+	var unfinished []UnfinishedNode
 	if status != StatusPaused && !r.invalid {
 		// Whatever never ran now never will: say so, so every node ends done, error or skip.
 		for i := range r.c.Nodes {
 			switch r.status[i] {
 			case nsIdle, nsWaitDeps, nsReady:
 				if r.stopped[i] {
-					continue // ended with an error when the run stopped
+					// ended with an error when the run stopped
+					unfinished = append(unfinished, UnfinishedNode{NodeID: r.c.Nodes[i].ID, Status: PhaseError, Reason: ReasonUpstreamStopped,
+						Error: r.res[i].Error, Attempts: r.res[i].Attempts, Iteration: r.iterations[i]})
+					continue
 				}
 				inner := r.g.attached(i) && !isHandlerOnly(r.g, i)
 				if inner && r.attRan[i].Load() {
@@ -692,6 +696,7 @@ func (r *run) finishRun() (*Result, error) {
 					r.res[i].Reason = ReasonNotNeeded
 				}
 				r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseSkip, Reason: r.res[i].Reason, Time: now})
+				unfinished = append(unfinished, UnfinishedNode{NodeID: r.c.Nodes[i].ID, Status: PhaseSkip, Reason: r.res[i].Reason})
 			}
 		}
 	}
@@ -701,7 +706,7 @@ func (r *run) finishRun() (*Result, error) {
 	r.closed = true
 	r.emitMu.Unlock()
 	res := r.result(status)
-	end := &EndRecord{Status: status, Error: r.runErr, Final: res.FinalOutput, NodesRun: r.nodesRun}
+	end := &EndRecord{Status: status, Error: r.runErr, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
 	r.syncCheckpoints()
 	for _, s := range flushers(r.sink) {

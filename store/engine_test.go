@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/tool"
+	"github.com/chainstudio/studio/examples"
 )
 
 // testTools are the tools the engine-backed tests register: echo returns its
@@ -394,5 +396,114 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	var ce *engine.ChainCheckpointError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "entry 1: its chain (sha256 ") || !strings.Contains(err.Error(), ") is missing") {
 		t.Fatalf("load without the chain: %v", err)
+	}
+}
+
+// TestFoldedNodesMatchTheEngine runs every example chain persisted (loops,
+// maps, branches, parallel groups, an approval) and checks that the node
+// results folded from the stored log are what the engine itself reports:
+// same nodes, phases, outputs, errors, reasons, attempts and iterations.
+func TestFoldedNodesMatchTheEngine(t *testing.T) {
+	ctx := context.Background()
+	all, err := examples.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _ := openTest(t)
+	w := NewEventWriter(db, EventWriterOptions{})
+	defer w.Close()
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{}))
+	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db, Sink: w, Chains: db.ResolveChain})
+	for _, ex := range all {
+		t.Run(ex.File, func(t *testing.T) {
+			doc, err := engine.Decode(ex.Data, engine.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := "fold-" + ex.File
+			res, err := eng.Run(ctx, doc, map[string]any{"items": []any{1.0, 2.0, 3.0}, "n": 3.0, "text": "hi"}, engine.RunOptions{RunID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := db.GetRun(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Nodes) != len(res.Nodes) {
+				t.Fatalf("%d folded nodes, the engine reports %d", len(r.Nodes), len(res.Nodes))
+			}
+			for _, got := range r.Nodes {
+				want := res.Nodes[got.NodeID]
+				if want == nil {
+					t.Fatalf("folded node %s the engine does not report", got.NodeID)
+				}
+				type view struct {
+					Status    engine.Phase
+					Output    any
+					Error     string
+					Reason    string
+					Matched   string
+					Attempts  int
+					Iteration int
+					Prompt    any
+				}
+				jsonEqual(t, view{got.Status, got.Output, got.Error, got.Reason, got.Matched, got.Attempts, got.Iteration, got.Prompt},
+					view{want.Status, want.Output, want.Error, want.Reason, want.Matched, want.Attempts, want.Iteration, want.Prompt})
+			}
+			if res.Status != engine.StatusPaused {
+				jsonEqual(t, r.Outputs, res.Outputs)
+			}
+		})
+	}
+}
+
+// TestFoldAcrossResume: a failed run's never-reached nodes read as skipped
+// (upstream stopped); once a resume runs them they read as done, once each.
+func TestFoldAcrossResume(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	reg := testTools()
+	calls := 0
+	reg.Register("flaky", func(ctx context.Context, input map[string]any, emit tool.Emitter) (any, error) {
+		calls++
+		if calls == 1 {
+			return nil, fmt.Errorf("first call fails")
+		}
+		return map[string]any{"ok": true}, nil
+	})
+	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db})
+	doc := &engine.Chain{Name: "flaky", EntryNode: "a", Nodes: []engine.Node{
+		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
+		{ID: "b", Kind: engine.KindTool, Name: "flaky"},
+		{ID: "c", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 3.0}},
+	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "b"}, {ID: "e2", Source: "b", Target: "c"}}}
+	res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: "flaky"})
+	if err != nil || res.Status != engine.StatusFailed {
+		t.Fatalf("first leg: %v %v", err, res.Status)
+	}
+	phases := func() string {
+		r, err := db.GetRun(ctx, "flaky")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []string
+		for _, n := range r.Nodes {
+			parts = append(parts, n.NodeID+":"+string(n.Status)+":"+n.Reason)
+		}
+		return strings.Join(parts, " ")
+	}
+	if got := phases(); got != "a:done: b:error: c:skip:upstream_stopped" {
+		t.Fatalf("after the failure: %s", got)
+	}
+	if one, err := db.GetRunNode(ctx, "flaky", "c"); err != nil || one == nil || one.Status != engine.PhaseSkip {
+		t.Fatalf("node c alone: %v %+v", err, one)
+	}
+	res, err = eng.Resume(ctx, "flaky", nil, nil, engine.ResumeOptions{})
+	if err != nil || res.Status != engine.StatusCompleted {
+		t.Fatalf("resume: %v %+v", err, res)
+	}
+	if got := phases(); got != "a:done: b:done: c:done:" {
+		t.Fatalf("after the resume: %s", got)
 	}
 }
