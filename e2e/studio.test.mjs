@@ -363,9 +363,10 @@ test('large chains: 1,000 nodes open interactive; validation round-trip at 500 n
   assert.ok(await page.evaluate(() => window.__studio.cy.zoom()) < 0.3, 'Fit shows the whole chain');
   figures.open1000 = { tti_ms: Math.round(tti), wall_ms: wall, all_drawn_ms: Math.round(loaded.at) };
   console.log(`FIGURE editor open, 1000 nodes: interactive after ${Math.round(tti)} ms (navigation start → ready), ${wall} ms wall clock, every node drawn after ${Math.round(loaded.at)} ms; target 2000 ms (interactive): ${tti < 2000 ? 'met' : 'MISSED'}`);
-  // The target is 2 s (1.5-1.8 s here); the suite fails past a ceiling
-  // (E2E_TTI_MAX_MS, default 3x the target) so that a loaded machine does
-  // not fail CI but losing the progressive opening (2.8-3.6 s) would.
+  // The target is 2 s (1.5-1.8 s here) and the FIGURE line says whether it
+  // was met; the suite fails only past a ceiling (E2E_TTI_MAX_MS, default 3x
+  // the target) so that a loaded machine does not fail CI. The progressive
+  // opening itself is asserted above (readable zoom, still loading at ready).
   assert.ok(tti < Number(process.env.E2E_TTI_MAX_MS || 6000), '1,000-node chain interactive within the ceiling, was ' + Math.round(tti) + ' ms');
 
   // An edit while the canvas is still filling in finishes the load first, so
