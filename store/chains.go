@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	jsonv2 "github.com/go-json-experiment/json"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/google/uuid"

@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	jsonv2 "github.com/go-json-experiment/json"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
 )

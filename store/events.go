@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	jsonv2 "github.com/go-json-experiment/json"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
 )

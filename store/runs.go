@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	jsonv2 "github.com/go-json-experiment/json"
 	"strconv"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
 )
