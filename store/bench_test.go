@@ -135,8 +135,9 @@ func benchRun1000(b *testing.B, persisted bool) {
 	ctx := context.Background()
 	doc := linearChain("bench1000", "echo", 1000, func(i int) map[string]any { return map[string]any{"i": float64(i), "text": "hello"} })
 	var eng *engine.Engine
+	var db *DB
 	if persisted {
-		db, _ := openTest(b)
+		db, _ = openTest(b)
 		w := NewEventWriter(db, EventWriterOptions{})
 		defer w.Close()
 		eng = newPersistentEngine(db, w, nil)
@@ -149,6 +150,14 @@ func benchRun1000(b *testing.B, persisted bool) {
 		if err != nil || res.Status != engine.StatusCompleted {
 			b.Fatalf("%v %v", err, res.Status)
 		}
+	}
+	if db != nil {
+		// What a run costs on disk: the database's pages per run (the
+		// events, the checkpoint log, the run row; the chain once).
+		var pages, size int64
+		db.r.QueryRow(`PRAGMA page_count`).Scan(&pages)
+		db.r.QueryRow(`PRAGMA page_size`).Scan(&size)
+		b.ReportMetric(float64(pages*size)/float64(b.N)/1024, "KB/run")
 	}
 }
 
