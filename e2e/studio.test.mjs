@@ -164,6 +164,11 @@ test('build a 4-node chain with a branch, with live validation, drag and connect
   assert.equal(doc.nodes.find((n) => n.node_id === b).condition, 'length(input.items) > `1`');
   assert.equal(await page.textContent('#node-count'), '4');
 
+  // the chain's own properties come with the page, and edits there save
+  await page.fill('#props [data-target="chain"] input[data-f="description"]', 'built in the browser');
+  await waitSaved(page);
+  assert.equal((await api('GET', '/v1/chains/' + id)).doc.description, 'built in the browser');
+
   // run it: phases arrive in order
   await page.click('#btn-run');
   await page.fill('#run-input', '{"items": [1, 2, 3]}');

@@ -261,3 +261,26 @@ func ReasonText(r string) string {
 	}
 	return r
 }
+
+// chainFields is the chain without its nodes and edges: what the chain's
+// property panel edits.
+func chainFields(c *engine.Chain) engine.Chain {
+	if c == nil {
+		return engine.Chain{}
+	}
+	cp := *c
+	cp.Nodes, cp.Edges = nil, nil
+	return cp
+}
+
+// nodeIDs lists the chain's node ids in document order.
+func nodeIDs(c *engine.Chain) []string {
+	if c == nil {
+		return nil
+	}
+	ids := make([]string, len(c.Nodes))
+	for i := range c.Nodes {
+		ids[i] = c.Nodes[i].ID
+	}
+	return ids
+}

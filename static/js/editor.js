@@ -445,9 +445,15 @@
         Studio.el('p', { class: 'hint', text: 'Connect joins the selected nodes in the order you selected them. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too.' })));
       return;
     } else {
+      if (propsEl.dataset.initial === 'chain') {
+        // the page came with the chain's properties: nothing to fetch
+        delete propsEl.dataset.initial;
+        return;
+      }
       const c = Object.assign({}, doc, { nodes: [], edges: [] });
       body = { chain: c, node_ids: nodeIds() };
     }
+    delete propsEl.dataset.initial;
     const seq = ++propsSeq;
     performance.mark('studio:props-start');
     const res = await fetch('/fragments/props', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'text/html' }, body: JSON.stringify(body) });
