@@ -564,6 +564,7 @@ func (r *run) complete(c completion) {
 	} else {
 		r.nodeDone(i, c)
 	}
+	r.releaseHeld(i)
 	if s := r.loopAct[i]; s >= 0 && !r.stopping {
 		r.loopAct[i] = -1
 		r.activators[i] = append(r.activators[i][:0], s)
@@ -615,12 +616,18 @@ func (r *run) nodeDone(i int, c completion) {
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched,
 		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes,
 		Fired: fired, Pruned: r.edgeIDs(rt.pruned), Held: rt.held, Sequential: rt.sequential, Failed: r.failedIDs(rt.failed)}
+	if rt.deferred > 0 {
+		rec.Deferred = r.c.Edges[rt.deferred-1].ID
+	}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 	if rt.err != nil {
 		r.failRouting(i, rt.err)
 		return
 	}
 	r.deliver(i, rt)
+	if rt.deferred > 0 {
+		r.holdDefault(i, rt.deferred-1, rt)
+	}
 	r.recycle(rt)
 	r.notifyDependants(i)
 	r.runPendingDispatch()
@@ -665,6 +672,9 @@ func (r *run) nodeFailed(i int, c completion) {
 		nr.Status, rec.Status = phase, phase
 		rt := r.route(i, nil, "")
 		rec.Fired, rec.Pruned, rec.Held, rec.Sequential, rec.Failed = r.edgeIDs(rt.fired), r.edgeIDs(rt.pruned), rt.held, rt.sequential, r.failedIDs(rt.failed)
+		if rt.deferred > 0 {
+			rec.Deferred = r.c.Edges[rt.deferred-1].ID
+		}
 		r.emit(Event{NodeID: nd.ID, Phase: phase, Error: msg, Reason: nr.Reason, Attempt: c.attempts, Iteration: r.iterations[i], Edges: rec.Fired})
 		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 		if rt.err != nil {
@@ -672,7 +682,9 @@ func (r *run) nodeFailed(i int, c completion) {
 			return
 		}
 		r.deliver(i, rt)
-		r.recycle(rt)
+		if rt.deferred > 0 {
+			r.holdDefault(i, rt.deferred-1, rt)
+		}
 		r.recycle(rt)
 		r.runPendingDispatch()
 	default: // jump to the handler node; this node's own edges are pruned

@@ -141,6 +141,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	if rs.rec.NodeID == "" {
 		r.restartFailed()
 	}
+	r.resumeHeld()
 	r.loop()
 	return r.finishRun()
 }
@@ -300,6 +301,11 @@ func (r *run) replayNode(rec *NodeRecord) {
 		}
 	} else {
 		r.deliver(i, rt)
+		if rec.Deferred != "" {
+			if k, ok := r.edgeIndex(rec.Deferred); ok {
+				r.holdDefault(i, k, rt)
+			}
+		}
 	}
 	r.notifyDependants(i)
 	if rec.Sequential {
@@ -361,6 +367,7 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 	}
 	for _, id := range rec.Fired {
 		if k, ok := r.edgeIndex(id); ok {
+			r.replayedHeldFired(src, k)
 			fire(k)
 		}
 	}

@@ -12,6 +12,7 @@ type routing struct {
 	failed     map[int]error // routing "all": edges whose guard failed; their targets fail without running
 	held       bool          // a loop edge fired: the other edges wait for the next pass
 	sequential bool          // dispatch sequential: edges are decided one by one later
+	deferred   int           // 1 + a default edge held until the fired targets finish (routing all, parallel); 0: none
 	err        error         // strict routing, a capped loop, a failing guard (routing first)
 }
 
@@ -43,6 +44,10 @@ func (r *run) route(i int, out any, matched string) routing {
 		if r.c.Edges[ei].IsLoop() {
 			rt.held = true
 		}
+	}
+	if rt.held && rt.deferred > 0 { // a loop goes round: no fan-out to wait for
+		rt.fired = append(rt.fired, rt.deferred-1)
+		rt.deferred = 0
 	}
 	if rt.held { // pruned non-loop edges are not final while the loop goes round
 		rt.pruned = slices.DeleteFunc(rt.pruned, func(ei int) bool { return !r.c.Edges[ei].IsLoop() })
@@ -228,7 +233,13 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 		if ok, err := r.canFire(def); err != nil {
 			return routing{err: err}
 		} else if !matched && ok {
-			rt.fired = append(rt.fired, def)
+			if len(rt.fired) > 0 || len(rt.failed) > 0 {
+				// Seed 004: the default runs as its own step after the
+				// fan-out (the links that fired), not alongside it.
+				rt.deferred = def + 1
+			} else {
+				rt.fired = append(rt.fired, def)
+			}
 		} else {
 			rt.pruned = append(rt.pruned, def)
 		}

@@ -420,3 +420,36 @@ func TestChainAgent(t *testing.T) {
 	_, err = rt2.Invoke(context.Background(), d, RunInput("q", "s", nil), nil)
 	wantErrContains(t, err, "nest more than 8 deep")
 }
+
+// Seed 004: under parallel mode the default link runs as its own step after
+// the links that fired (here the unguarded logger), not alongside them.
+func TestParallelDefaultRunsAfterTheFanOut(t *testing.T) {
+	var loggerEnd, triageStart atomic.Int64
+	f := newFakeLLM(t, map[string]reply{
+		"log": func(int, chatRequest, *http.Request) (int, string) {
+			time.Sleep(40 * time.Millisecond)
+			loggerEnd.Store(time.Now().UnixNano())
+			return http.StatusOK, "logged"
+		},
+		"tri": func(int, chatRequest, *http.Request) (int, string) {
+			triageStart.Store(time.Now().UnixNano())
+			return http.StatusOK, "triaged"
+		},
+	})
+	s := mustSet(t, f.url(),
+		scorer("    mode: parallel\n    on_complete:\n"+
+			"      - agent: hot\n        when: '{{ output.data.score > 7 }}'\n"+
+			"      - agent: logger\n"+
+			"      - agent: triage\n        default: true\n"),
+		echoAgent("hot"), "name: logger\nmodel: {url: '%URL%', name: log}\n", "name: triage\nmodel: {url: '%URL%', name: tri}\n")
+	res, r := runAgent(t, s, "scorer", "q", map[string]any{"score": 1})
+	if res.Status != engine.StatusCompleted {
+		t.Fatalf("status %s: %s", res.Status, dumpLinks(r))
+	}
+	wantLink(t, r, "hot", "skipped", "condition_false")
+	wantLink(t, r, "logger", "success", "")
+	wantLink(t, r, "triage", "success", "")
+	if triageStart.Load() < loggerEnd.Load() {
+		t.Fatalf("triage started %v before logger finished", time.Duration(loggerEnd.Load()-triageStart.Load()))
+	}
+}
