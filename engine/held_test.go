@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
 )
 
 // heldDoc: a routing "all" source with a guarded edge, an unguarded edge to
@@ -48,6 +49,14 @@ func TestHeldDefaultRunsAfterTheFanOut(t *testing.T) {
 	}
 	if !dispatched {
 		t.Fatal("no progress event fired edge d")
+	}
+	// The same with the fan-out run inline on the coordinator (pure tools).
+	hi := newHarness(t)
+	hi.e.Registry().SetInline(builtin.Inline...)
+	res = hi.run(heldDoc(`{"node_id":"fan","kind":"tool","name":"echo"}`), map[string]any{"score": 2.0})
+	wantNodes(t, res, map[string]string{"fan": "done", "def": "done"})
+	if evs := hi.sink.Events(); indexOf(evs, "def", engine.PhaseStart) < indexOf(evs, "fan", engine.PhaseDone) {
+		t.Fatalf("inline: def started before fan finished: %v", phases(evs))
 	}
 	// A guard that matched: the default is pruned at once, as before.
 	h2 := newHarness(t)
