@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // Under routing "all" with parallel dispatch, a default edge that fires
 // (no guarded edge matched) is held until the targets of the edges that fired
 // with it have finished: seed 004 runs the default "as its own step after the
@@ -8,19 +10,31 @@ package engine
 
 // heldDefault is one default edge waiting for the fan-out of its source.
 type heldDefault struct {
-	src, edge int
-	targets   []int        // the fan-out: targets of the edges that fired with it
-	waiting   map[int]bool // those not finished yet
+	src, edge  int
+	targets    []int        // the fan-out: targets of the edges that fired with it
+	waiting    map[int]bool // those not finished yet
+	unfinished []string     // fired without waiting for these (a ring of holds)
 }
 
-// holdDefault holds default edge ei of node src until targets finish.
+// holdDefault holds default edge ei of node src until the fan-out finishes:
+// the targets of the edges that fired with it, except those that themselves
+// wait for the default's target (it, or a node downstream of it by edge or
+// data dependency). Waiting for those would never end.
 func (r *run) holdDefault(src, ei int, rt routing) {
 	hd := &heldDefault{src: src, edge: ei}
+	dt := r.g.idx[r.c.Edges[ei].Target]
+	add := func(e int) {
+		t := r.g.idx[r.c.Edges[e].Target]
+		if t == dt || ancestors(r.g, t)[dt] {
+			return
+		}
+		hd.targets = append(hd.targets, t)
+	}
 	for _, e := range rt.fired {
-		hd.targets = append(hd.targets, r.g.idx[r.c.Edges[e].Target])
+		add(e)
 	}
 	for e := range rt.failed {
-		hd.targets = append(hd.targets, r.g.idx[r.c.Edges[e].Target])
+		add(e)
 	}
 	if r.replaying {
 		r.replayHeld = append(r.replayHeld, hd)
@@ -39,6 +53,7 @@ func (r *run) wait(hd *heldDefault, targets []int) {
 		r.fireHeld(hd)
 		return
 	}
+	r.holds = append(r.holds, hd)
 	if r.heldBy == nil {
 		r.heldBy = map[int][]*heldDefault{}
 	}
@@ -69,12 +84,54 @@ func (r *run) fireHeld(hd *heldDefault) {
 	if r.stopping {
 		return
 	}
+	if k := slices.Index(r.holds, hd); k >= 0 {
+		r.holds = slices.Delete(r.holds, k, k+1)
+	}
 	src := r.c.Nodes[hd.src].ID
 	id := r.c.Edges[hd.edge].ID
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEdges, Edges: &EdgesRecord{Source: src, Fired: []string{id}}})
 	// The source's done event could not name this edge: say so now.
-	r.emit(Event{NodeID: src, Phase: PhaseProgress, Edges: []string{id}, Progress: map[string]any{"dispatched": r.stepKey(hd.edge)}})
+	progress := map[string]any{"dispatched": r.stepKey(hd.edge)}
+	if len(hd.unfinished) > 0 {
+		progress["unfinished"] = hd.unfinished // it could not wait for these
+	}
+	r.emit(Event{NodeID: src, Phase: PhaseProgress, Edges: []string{id}, Progress: progress})
 	r.deliverFired(hd.edge)
+}
+
+// releaseStuckHold: nothing runs and nothing is ready, yet defaults are
+// held. Holds wait on joins, and joins may wait on other holds' targets, so
+// holds can wait on each other in a ring; the order they ask for is a
+// preference, never a reason to stop. The oldest hold whose fan-out is not
+// waiting for a human (a paused node, or one downstream of it) fires now.
+func (r *run) releaseStuckHold() bool {
+	for _, hd := range r.holds {
+		blocked := false
+		for t := range hd.waiting {
+			if r.status[t] == nsPaused {
+				blocked = true
+				break
+			}
+			for a, up := range ancestors(r.g, t) {
+				if up && r.status[a] == nsPaused {
+					blocked = true
+					break
+				}
+			}
+		}
+		if blocked {
+			continue
+		}
+		for t := range hd.waiting {
+			r.heldBy[t] = slices.DeleteFunc(r.heldBy[t], func(x *heldDefault) bool { return x == hd })
+			hd.unfinished = append(hd.unfinished, r.c.Nodes[t].ID)
+		}
+		slices.Sort(hd.unfinished)
+		hd.waiting = nil
+		r.fireHeld(hd)
+		return true
+	}
+	return false
 }
 
 // replayedHeldFired: an "edges" entry fired edge ei of src; it no longer waits.

@@ -75,6 +75,7 @@ type run struct {
 	handlerErr      map[int]map[string]any
 	dispatchers     map[int]*dispatcher    // waiting target → sequential dispatcher
 	heldBy          map[int][]*heldDefault // target → default edges waiting for it to finish
+	holds           []*heldDefault         // the held defaults not yet fired, oldest first
 	replayHeld      []*heldDefault         // held defaults found replaying, not yet fired
 	pendingDispatch []*dispatcher          // started by route, stepped once the node is recorded
 	replayDispatch  map[int]*dispatcher
@@ -371,6 +372,9 @@ func (r *run) loop() {
 		if r.running == 0 {
 			r.drainSkips()
 			if !r.stopping && r.hasReady() {
+				continue
+			}
+			if !r.stopping && r.releaseStuckHold() {
 				continue
 			}
 			if !r.stopping && r.resolveDead() {
