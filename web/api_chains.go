@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -23,26 +22,17 @@ const reservedPrefix = "__chain__"
 // maxImportSuffix bounds the " (n)" suffixes tried when an import's name is taken.
 const maxImportSuffix = 1000
 
-// chainJSON is a saved chain as the API shows it.
+// chainJSON is a saved chain as the API shows it: the stored chain and,
+// after a write, its validation findings.
 type chainJSON struct {
-	ID          string        `json:"id"`
-	Name        string        `json:"name"`
-	Description string        `json:"description,omitempty"`
-	Version     int           `json:"version"`
-	NodeCount   int           `json:"node_count"`
-	Created     time.Time     `json:"created"`
-	Updated     time.Time     `json:"updated"`
-	Doc         *engine.Chain `json:"doc"`
+	store.Chain
 	// Issues are the validation findings of the saved document (create,
 	// update, import, restore): a chain with errors can be saved but not run.
 	Issues []engine.Issue `json:"issues,omitempty"`
 	Valid  *bool          `json:"valid,omitempty"`
 }
 
-func toChainJSON(ch *store.Chain) chainJSON {
-	return chainJSON{ID: ch.ID, Name: ch.Name, Description: ch.Description, Version: ch.Version,
-		NodeCount: ch.NodeCount, Created: ch.Created, Updated: ch.Updated, Doc: ch.Doc}
-}
+func toChainJSON(ch *store.Chain) chainJSON { return chainJSON{Chain: *ch} }
 
 func (s *Server) withIssues(c echo.Context, out chainJSON) chainJSON {
 	out.Issues = s.validate(c, out.Doc)
