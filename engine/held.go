@@ -54,27 +54,23 @@ func (r *run) wait(hd *heldDefault, targets []int) {
 		return
 	}
 	r.holds = append(r.holds, hd)
-	if r.heldBy == nil {
-		r.heldBy = map[int][]*heldDefault{}
-	}
-	for t := range hd.waiting {
-		r.heldBy[t] = append(r.heldBy[t], hd)
-	}
 }
 
 // releaseHeld: node t finished; a held default whose fan-out has all
-// finished fires.
+// finished fires. (Holds are few and short-lived: a scan costs nothing when
+// there are none, which is every run without a parallel default.)
 func (r *run) releaseHeld(t int) {
-	hds := r.heldBy[t]
-	if len(hds) == 0 {
-		return
-	}
-	delete(r.heldBy, t)
-	for _, hd := range hds {
-		delete(hd.waiting, t)
-		if len(hd.waiting) == 0 {
-			r.fireHeld(hd)
+	var ready []*heldDefault
+	for _, hd := range r.holds {
+		if hd.waiting[t] {
+			delete(hd.waiting, t)
+			if len(hd.waiting) == 0 {
+				ready = append(ready, hd)
+			}
 		}
+	}
+	for _, hd := range ready {
+		r.fireHeld(hd)
 	}
 }
 
@@ -108,22 +104,18 @@ func (r *run) releaseStuckHold() bool {
 	for _, hd := range r.holds {
 		blocked := false
 		for t := range hd.waiting {
-			if r.status[t] == nsPaused {
-				blocked = true
-				break
-			}
+			blocked = r.status[t] == nsPaused
 			for a, up := range ancestors(r.g, t) {
-				if up && r.status[a] == nsPaused {
-					blocked = true
-					break
-				}
+				blocked = blocked || (up && r.status[a] == nsPaused)
+			}
+			if blocked {
+				break
 			}
 		}
 		if blocked {
 			continue
 		}
 		for t := range hd.waiting {
-			r.heldBy[t] = slices.DeleteFunc(r.heldBy[t], func(x *heldDefault) bool { return x == hd })
 			hd.unfinished = append(hd.unfinished, r.c.Nodes[t].ID)
 		}
 		slices.Sort(hd.unfinished)

@@ -73,11 +73,10 @@ type run struct {
 	loopCount       []int // per edge
 	resumeFor       map[int]any
 	handlerErr      map[int]map[string]any
-	dispatchers     map[int]*dispatcher    // waiting target → sequential dispatcher
-	heldBy          map[int][]*heldDefault // target → default edges waiting for it to finish
-	holds           []*heldDefault         // the held defaults not yet fired, oldest first
-	replayHeld      []*heldDefault         // held defaults found replaying, not yet fired
-	pendingDispatch []*dispatcher          // started by route, stepped once the node is recorded
+	dispatchers     map[int]*dispatcher // waiting target → sequential dispatcher
+	holds           []*heldDefault      // the held defaults not yet fired, oldest first
+	replayHeld      []*heldDefault      // held defaults found replaying, not yet fired
+	pendingDispatch []*dispatcher       // started by route, stepped once the node is recorded
 	replayDispatch  map[int]*dispatcher
 	replaying       bool   // rebuilding from a checkpoint log: no events, no checkpoints
 	fatal           []bool // replay: nodes whose failure stopped the run
