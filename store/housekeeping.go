@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,13 +73,14 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 					NodesRun: nodesRun,
 				},
 			}
-			b, err := json.Marshal(&cp)
+			cps := []engine.Checkpoint{cp}
+			enc, err := encodeCheckpoints(cps)
 			if err != nil {
 				return err
 			}
 			marked = true
 			db.lastN.Delete(id)
-			_, err = db.appendTx(ctx, tx, id, []engine.Checkpoint{cp}, &encodedCheckpoints{bodies: []string{string(b)}, chainRefs: []any{nil}})
+			_, err = db.appendTx(ctx, tx, id, cps, enc)
 			return err
 		})
 		if err != nil {
