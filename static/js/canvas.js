@@ -233,8 +233,8 @@
 
   // readableView is the opening view of a large chain: zoom 0.8 with the
   // anchor node (else the entry node, else the top-left node) a little in
-  // from the left edge, and
-  // the model-space box of that view, whose nodes load first.
+  // from the left edge, and the model-space box of that view, whose nodes
+  // load first.
   function readableView(container, doc, anchorId) {
     const w = container.clientWidth || 1000, h = container.clientHeight || 700;
     const zoom = 0.8;
@@ -275,49 +275,42 @@
     function dist(el) { const p = el.position || { x: 0, y: 0 }; return Math.abs(p.x - cx) + Math.abs(p.y - cyy); }
     let edges = all.filter((el) => el.group === 'edges' && !loaded.has(el.data.id));
     let next = 0;
-    let timer = 0;
     const state = { done: false };
     cy.scratch('_studioLoad', state);
 
     // step adds up to max nodes, then every link whose two ends are now there.
+    // (Pages finish the load before they change the graph, so the elements
+    // are the document's; an element already on the canvas is left as it is.)
     function step(max) {
-      const batch = [];
-      const end = Math.min(nodes.length, next + max);
-      for (; next < end; next++) {
-        const el = nodes[next];
-        // the editor may have deleted or added nodes since: follow the live graph
-        if (!cy.getElementById(el.data.id).empty()) continue;
-        batch.push(el);
-        loaded.add(el.data.id);
-      }
+      const batch = nodes.slice(next, next + max);
+      next += batch.length;
+      for (const el of batch) loaded.add(el.data.id);
       const rest = [];
       for (const e of edges) {
         if (loaded.has(e.data.source) && loaded.has(e.data.target)) batch.push(e);
         else rest.push(e);
       }
       edges = rest;
-      if (batch.length) cy.batch(() => {
-        for (const el of batch) {
-          if (!cy.getElementById(el.data.id).empty()) continue;
-          if (el.group === 'edges' && (cy.getElementById(el.data.source).empty() || cy.getElementById(el.data.target).empty())) continue;
-          cy.add(el);
-        }
-      });
+      if (batch.length) cy.batch(() => { for (const el of batch) if (cy.getElementById(el.data.id).empty()) cy.add(el); });
       if (next >= nodes.length) {
-        state.done = true;
-        cy.scratch('_studioLoad', null);
-        if (onProgress) onProgress(total, total);
-        cy.emit('studio-loaded');
+        end();
         return;
       }
-      if (onProgress) onProgress(Math.min(total, total - (nodes.length - next)), total);
+      if (onProgress) onProgress(total - (nodes.length - next), total);
     }
     // Each step runs as a background task where the browser has them
     // (input, network and rendering go first), else as a timer.
-    let cancelled = false;
+    let cancelled = false; // finish() ran: the queued step does nothing
     const later = window.scheduler && typeof window.scheduler.postTask === 'function'
       ? (fn) => { window.scheduler.postTask(() => { if (!cancelled) fn(); }, { priority: 'background' }); }
-      : (fn) => { timer = setTimeout(() => { timer = 0; if (!cancelled) fn(); }, 0); };
+      : (fn) => { setTimeout(() => { if (!cancelled) fn(); }, 0); };
+    function end() {
+      state.done = true;
+      cancelled = true;
+      cy.scratch('_studioLoad', null);
+      if (onProgress) onProgress(total, total);
+      cy.emit('studio-loaded');
+    }
     function tick() {
       if (state.done || cy.destroyed()) return;
       step(PROGRESSIVE_BATCH);
@@ -326,9 +319,9 @@
     state.finish = () => {
       if (state.done) return;
       cancelled = true;
-      if (timer) clearTimeout(timer);
       step(Infinity);
     };
+    state.stop = () => { if (!state.done) end(); };
     state.start = () => {
       if (state.started) return;
       state.started = true;
@@ -374,6 +367,13 @@
   Studio.loadAll = function (cy) {
     const st = cy && cy.scratch('_studioLoad');
     if (st && !st.done) st.finish();
+  };
+
+  // stopLoading drops what is not loaded yet, for a page about to redraw
+  // the whole graph itself.
+  Studio.stopLoading = function (cy) {
+    const st = cy && cy.scratch('_studioLoad');
+    if (st && !st.done) st.stop();
   };
 
   // quickFit fits the nodes in view from their positions alone: cy.fit also

@@ -66,7 +66,6 @@
 
   function undo() {
     if (!undoStack.length) return;
-    Studio.loadAll(cy);
     redoStack.push(snapshot());
     doc = JSON.parse(undoStack.pop());
     rebuild();
@@ -76,7 +75,6 @@
 
   function redo() {
     if (!redoStack.length) return;
-    Studio.loadAll(cy);
     undoStack.push(snapshot());
     doc = JSON.parse(redoStack.pop());
     rebuild();
@@ -191,7 +189,7 @@
   // ---- canvas ------------------------------------------------------------
 
   function rebuild() {
-    Studio.loadAll(cy);
+    Studio.stopLoading(cy); // everything is redrawn from the document below
     const selected = new Set(cy.$(':selected').map((e) => e.id()));
     hideHandle();
     cy.batch(() => {

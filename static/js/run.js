@@ -294,7 +294,6 @@
 
   // ---- start -------------------------------------------------------------------
 
-
   async function init() {
     const res = await fetch('/runs/' + encodeURIComponent(runId) + '/data', { headers: { Accept: 'application/json' } });
     const data = await res.json();
