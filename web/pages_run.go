@@ -48,7 +48,7 @@ func (s *Server) pageEventsSoFar(c echo.Context, id string) ([]engine.Event, err
 // then follows the live stream, skipping events it already has (by seq).
 func (s *Server) pageRun(c echo.Context) error {
 	id := pageParam(c, "id")
-	r, err := s.db.GetRun(c.Request().Context(), id)
+	r, err := s.runForControls(c, id)
 	if err != nil {
 		return pageNotFound(err, "run")
 	}
@@ -92,7 +92,9 @@ func (s *Server) pageRunDoc(c echo.Context, r *store.Run) *engine.Chain {
 
 func (s *Server) pageRunData(c echo.Context) error {
 	id := pageParam(c, "id")
-	r, err := s.db.GetRun(c.Request().Context(), id)
+	// The canvas rebuilds every node's state from the events: the run's row
+	// is all it needs besides (no node results, folded for nothing).
+	r, err := s.db.GetRunInfo(c.Request().Context(), id)
 	if err != nil {
 		return pageNotFound(err, "run")
 	}
@@ -111,10 +113,21 @@ func (s *Server) pageRunData(c echo.Context) error {
 	return c.JSON(http.StatusOK, d)
 }
 
+// runForControls reads what the run controls show: the run's row, and the
+// node results (folded from the log) only when it is paused, for each
+// waiting node's prompt.
+func (s *Server) runForControls(c echo.Context, id string) (*store.Run, error) {
+	r, err := s.db.GetRunInfo(c.Request().Context(), id)
+	if err == nil && r.Status == engine.StatusPaused {
+		r, err = s.db.GetRun(c.Request().Context(), id)
+	}
+	return r, err
+}
+
 // fragRunControls renders the actions for the run's current status (the page
 // fetches it again when the stream says the run stopped).
 func (s *Server) fragRunControls(c echo.Context) error {
-	r, err := s.db.GetRun(c.Request().Context(), pageParam(c, "id"))
+	r, err := s.runForControls(c, pageParam(c, "id"))
 	if err != nil {
 		return pageNotFound(err, "run")
 	}
