@@ -151,6 +151,8 @@ func (s *Server) fragNodeDrawer(c echo.Context) error {
 	if doc := s.pageRunDoc(c, r); doc != nil {
 		if n := doc.Node(nodeID); n != nil {
 			kind = string(n.Kind)
+		} else if nr == nil {
+			return pageNotFound(store.ErrNotFound, "node "+strconv.Quote(nodeID)+" of this run's chain")
 		}
 	}
 	reason := ""

@@ -177,6 +177,10 @@ func TestPageRunFlow(t *testing.T) {
 	if !strings.Contains(drawer, "&lt;b&gt;") || strings.Contains(drawer, `"<b>"`) || !strings.Contains(drawer, "Re-run from here") {
 		t.Errorf("drawer: %s", drawer)
 	}
+	// a node the run's chain does not have is a 404 naming it, not an empty drawer
+	if res, body := pageDo(t, ts.URL, "GET", target+"/nodes/%3Cnope%3E", "", ""); res.StatusCode != 404 || !strings.Contains(body, `node &#34;&lt;nope&gt;&#34; of this run&#39;s chain not found`) {
+		t.Errorf("drawer of an unknown node: %d %s", res.StatusCode, body)
+	}
 	res, _ = pageDo(t, ts.URL, "POST", target+"/rerun", "application/x-www-form-urlencoded", "node=a")
 	if r := res.Header.Get("HX-Redirect"); !strings.HasPrefix(r, "/runs/") || r == target {
 		t.Errorf("re-run should open a new run, got %q", r)
