@@ -80,8 +80,12 @@ type Chain struct {
 	Timeout          float64 `json:"timeout,omitempty"` // seconds; 0 = DefaultTimeout
 	MaxConcurrency   int     `json:"max_concurrency,omitempty"`
 	MaxDepth         int     `json:"max_depth,omitempty"` // sub-chain (skill) nesting; 0 = DefaultMaxDepth
-	Nodes            []Node  `json:"nodes"`
-	Edges            []Edge  `json:"edges,omitempty"`
+	// SampleInput is an example run input kept with the chain: the designer's
+	// run dialog starts from it and `studio run` uses it when no --input is
+	// given. It never changes how a run executes.
+	SampleInput map[string]any `json:"sample_input,omitempty"`
+	Nodes       []Node         `json:"nodes"`
+	Edges       []Edge         `json:"edges,omitempty"`
 }
 
 // Node is one step. The first block of fields is A2E's ChainNode, spelled as

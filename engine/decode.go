@@ -120,6 +120,7 @@ type chainFields struct {
 	Timeout          float64           `json:"timeout"`
 	MaxConcurrency   int               `json:"max_concurrency"`
 	MaxDepth         int               `json:"max_depth"`
+	SampleInput      map[string]any    `json:"sample_input"`
 	Nodes            []json.RawMessage `json:"nodes"`
 	Edges            []json.RawMessage `json:"edges"`
 }
@@ -136,6 +137,7 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 		Name: f.Name, Description: f.Description, EntryNode: f.EntryNode,
 		StrictRouting: f.StrictRouting, StrictConditions: f.StrictConditions,
 		Timeout: f.Timeout, MaxConcurrency: f.MaxConcurrency, MaxDepth: f.MaxDepth,
+		SampleInput: f.SampleInput,
 	}
 	if err := checkChainFields(c); err != nil {
 		return nil, err

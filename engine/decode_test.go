@@ -416,3 +416,21 @@ func TestNormalizeDuplicateExplicitEdgeID(t *testing.T) {
 		t.Fatalf("want a DecodeError at edges[1].id, got %v", err)
 	}
 }
+
+func TestDecodeSampleInput(t *testing.T) {
+	c, err := Decode([]byte(`{"name":"t","sample_input":{"name":"Ada","n":[1,2]},"nodes":[`+nodeA+`]}`), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SampleInput["name"] != "Ada" {
+		t.Fatalf("sample_input not kept: %#v", c.SampleInput)
+	}
+	out, _ := json.Marshal(c)
+	if !strings.Contains(string(out), `"sample_input":{"n":[1,2],"name":"Ada"}`) {
+		t.Fatalf("sample_input not written back: %s", out)
+	}
+	_, err = Decode([]byte(`{"name":"t","sample_input":[1],"nodes":[`+nodeA+`]}`), Limits{})
+	if err == nil || !strings.Contains(err.Error(), "sample_input") {
+		t.Fatalf("a non-object sample_input must be refused naming the field, got %v", err)
+	}
+}
