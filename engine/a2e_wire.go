@@ -111,7 +111,7 @@ func NewResponseMessage(req *Request, res *Result) ResponseMessage {
 	m.Success = Succeeded(res)
 	switch {
 	case res.Error != nil:
-		m.Error = &WireError{Code: res.Error.Code, Message: res.Error.Message, NodeID: res.Error.NodeID}
+		m.Error = wireError(res.Error)
 	case res.Status == StatusPaused:
 		we := &WireError{Code: CodePaused, Message: fmt.Sprintf("run %s is paused at an interrupt, waiting for a resume value", res.RunID)}
 		if len(res.Pending) > 0 {
@@ -123,4 +123,26 @@ func NewResponseMessage(req *Request, res *Result) ResponseMessage {
 		m.Error = &WireError{Code: "chain_" + string(res.Status), Message: fmt.Sprintf("run %s ended %s", res.RunID, res.Status)}
 	}
 	return m
+}
+
+// wireError is the chain/resp error of a run error. A2E's error table has
+// its own code for a graph that is not a DAG, so a run refused for a cycle
+// (through edges or through input_map reads) answers chain_cycle, naming
+// the node, instead of the generic chain_invalid; the message still lists
+// every issue.
+func wireError(e *RunError) *WireError {
+	we := &WireError{Code: e.Code, Message: e.Message, NodeID: e.NodeID}
+	if e.Code != CodeInvalid {
+		return we
+	}
+	for _, is := range e.Issues {
+		if is.Severity == SeverityError && (is.Rule == RuleChainCycle || is.Rule == RuleDataCycle) {
+			we.Code = CodeCycle
+			if we.NodeID == "" {
+				we.NodeID = is.NodeID
+			}
+			break
+		}
+	}
+	return we
 }

@@ -70,6 +70,7 @@ type NodeRecord struct {
 	Held       bool              `json:"held,omitempty"`       // a loop edge fired: un-fired edges wait for the next pass
 	Handled    string            `json:"handled,omitempty"`    // on_error handler node started instead of routing
 	Fatal      bool              `json:"fatal,omitempty"`      // the failure stopped the run (on_error abort)
+	Partial    bool              `json:"partial,omitempty"`    // done, but some map items or parallel branches failed and were handled: the run is partial
 	Sequential bool              `json:"sequential,omitempty"` // edges are decided one at a time by later "edges" entries
 	Deferred   string            `json:"deferred,omitempty"`   // routing all, parallel: a default edge held until the fired targets finish; an "edges" entry fires it
 	Failed     map[string]string `json:"failed,omitempty"`     // edge id → guard error (routing all): the target fails without running

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,7 @@ func (r *run) start(i int) {
 	if rec, ok := r.reuse[nd.ID]; ok { // re-run from a node: upstream outputs are kept
 		delete(r.reuse, nd.ID)
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now})
-		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, started: now, ended: time.Now()})
+		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: time.Now()})
 		return
 	}
 
@@ -393,22 +394,41 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 	if _, ok := tool.IsInterrupt(err); ok {
 		err = errors.New("interrupts are not supported inside map bodies or parallel branches")
 	}
+	// A failure the body's own on_error handles is not the owner's failure,
+	// but it is still a failure: the slot is marked handled, so the owner
+	// succeeds and the run ends partial.
 	switch pol := nd.OnErrorOrDefault(); pol {
 	case OnErrorSkip:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseSkip, Error: err.Error(), Reason: ReasonOnErrorSkip, Attempt: attempts, Item: item})
-		return nil, nil
+		return handledOut{nil}, nil
 	case OnErrorContinue:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
-		return nil, nil
+		return handledOut{map[string]any{"error": err.Error()}}, nil
 	case OnErrorAbort:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
 		return nil, err
 	default:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
 		h := r.g.idx[pol]
-		return r.execAttached(ctx, h, fs, up, item, errorScope(nd.ID, attempts, err))
+		out, err := r.execAttached(ctx, h, fs, up, item, errorScope(nd.ID, attempts, err))
+		if err != nil {
+			return nil, err
+		}
+		if ho, ok := out.(handledOut); ok {
+			out = ho.v
+		}
+		return handledOut{out}, nil
 	}
 }
+
+// handledOut is the output of a map item or parallel branch whose failure
+// was handled (the body's on_error, any_success), and of a map or parallel
+// node with such a slot: the node succeeds with v, and the run ends partial.
+// It never leaves the engine: complete() and fanOut unwrap it.
+type handledOut struct{ v any }
+
+// maxFailuresListed bounds how many failed items a fan-out error names.
+const maxFailuresListed = 5
 
 func errorScope(nodeID string, attempt int, err error) map[string]any {
 	code := CodeOf(err)
@@ -425,13 +445,16 @@ func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, er
 	if err != nil {
 		return nil, fmt.Errorf("items_path: %w", err)
 	}
-	items, ok := v.([]any)
-	if !ok {
-		if v == nil {
-			items = nil
-		} else {
-			return nil, fmt.Errorf("items_path %q gave %s, not a list", nd.ItemsPath, typeName(v))
-		}
+	// One rule for every shape: a list fans out item by item, null (a
+	// missing path) is no items, and any other value (a number, a string,
+	// an object) is one item.
+	var items []any
+	switch v := v.(type) {
+	case []any:
+		items = v
+	case nil:
+	default:
+		items = []any{v}
 	}
 	if max := r.e.opts.Limits.MaxMapItems; len(items) > max {
 		return nil, fmt.Errorf("items_path %q gave %d items, over the limit of %d", nd.ItemsPath, len(items), max)
@@ -508,42 +531,85 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 	if nd.Kind == KindMap {
 		label = "item"
 	}
+	partial := false
+	for k, o := range outs {
+		if ho, ok := o.(handledOut); ok {
+			outs[k], partial = ho.v, true
+		}
+	}
+	var failed []int
+	for k, err := range errs {
+		if err != nil {
+			failed = append(failed, k)
+		}
+	}
 	switch mode {
 	case FailFast:
-		for k, err := range errs {
-			if err != nil && !errors.Is(err, context.Canceled) {
-				return nil, fmt.Errorf("%s %d failed (fail_fast): %w", label, k, err)
+		for _, k := range failed {
+			if !errors.Is(errs[k], context.Canceled) {
+				return nil, fmt.Errorf("%s %d failed (fail_fast): %w", label, k, errs[k])
 			}
 		}
-		for k, err := range errs {
-			if err != nil {
-				return nil, fmt.Errorf("%s %d failed (fail_fast): %w", label, k, err)
-			}
+		if len(failed) > 0 {
+			return nil, fmt.Errorf("%s %d failed (fail_fast): %w", label, failed[0], errs[failed[0]])
 		}
-		return outs, nil
 	case FailAnySuccess:
-		var ok []any
-		var last error
-		for k := range outs {
-			if errs[k] == nil {
-				ok = append(ok, outs[k])
-			} else {
-				last = errs[k]
+		if len(failed) == n {
+			return nil, fmt.Errorf("every %s failed (any_success); last error: %w", label, errs[n-1])
+		}
+		if len(failed) > 0 {
+			// The failures are the price any_success accepts: filtered
+			// out, and the run ends partial rather than completed.
+			ok := make([]any, 0, n-len(failed))
+			for k := range outs {
+				if errs[k] == nil {
+					ok = append(ok, outs[k])
+				}
 			}
+			outs, partial = ok, true
 		}
-		if ok == nil {
-			return nil, fmt.Errorf("every %s failed (any_success); last error: %w", label, last)
+	default: // continue: every call ran to its end; an unhandled failure still fails the node
+		if len(failed) > 0 {
+			return nil, fanOutFailure(label, n, failed, errs)
 		}
-		return ok, nil
-	default: // continue
-		for k, err := range errs {
-			if err != nil {
-				outs[k] = map[string]any{"error": err.Error()}
-			}
-		}
-		return outs, nil
 	}
+	if partial {
+		return handledOut{outs}, nil
+	}
+	return outs, nil
 }
+
+// fanOutFailure names the failed items or branches of a continue fan-out
+// (the first few, then how many more).
+func fanOutFailure(label string, n int, failed []int, errs []error) error {
+	if len(failed) == 1 {
+		k := failed[0]
+		return fmt.Errorf("%s %d of %d failed: %w", label, k, n, errs[k])
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d %ss failed: ", len(failed), n, label)
+	for j, k := range failed {
+		if j == maxFailuresListed {
+			fmt.Fprintf(&b, "; and %d more", len(failed)-j)
+			break
+		}
+		if j > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s %d: %v", label, k, errs[k])
+	}
+	return &fanOutError{msg: b.String(), first: errs[failed[0]]}
+}
+
+// fanOutError lists several failures; it unwraps to the first, so its code
+// (and any typed cause) is the first failure's.
+type fanOutError struct {
+	msg   string
+	first error
+}
+
+func (e *fanOutError) Error() string { return e.msg }
+func (e *fanOutError) Unwrap() error { return e.first }
 
 // complete applies a node's outcome on the coordinator.
 func (r *run) complete(c completion) {
@@ -551,6 +617,9 @@ func (r *run) complete(c completion) {
 	i := c.i
 	nr := &r.res[i]
 	nr.Attempts, nr.Input, nr.Ended = c.attempts, c.input, c.ended
+	if ho, ok := c.out.(handledOut); ok {
+		c.out, c.partial = ho.v, true
+	}
 	if c.err != nil {
 		if ie, ok := tool.IsInterrupt(c.err); ok {
 			r.pauseNode(i, ie.Prompt, c)
@@ -608,13 +677,16 @@ func (r *run) nodeDone(i int, c completion) {
 	}
 	r.setOutput(i, out, true)
 	r.status[i] = nsDone
+	if c.partial {
+		r.handled = true
+	}
 	nr := &r.res[i]
 	nr.Status, nr.Output, nr.Matched = PhaseDone, out, c.matched
 	rt := r.route(i, out, c.matched)
 	fired := r.edgeIDs(rt.fired)
 	r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Matched: c.matched, Attempt: c.attempts, Iteration: r.iterations[i], Edges: fired, Time: c.ended})
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched,
-		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes,
+		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial,
 		Fired: fired, Pruned: r.edgeIDs(rt.pruned), Held: rt.held, Sequential: rt.sequential, Failed: r.failedIDs(rt.failed)}
 	if rt.deferred > 0 {
 		rec.Deferred = r.c.Edges[rt.deferred-1].ID

@@ -44,6 +44,7 @@ func TestExecMap(t *testing.T) {
 	items := map[string]any{"items": []any{
 		map[string]any{"u": 1.0, "msg": "x"}, map[string]any{"u": 2.0, "msg": "boom1"}, map[string]any{"u": 1.0, "msg": "y"},
 	}}
+	fail2 := func(msg string) any { return map[string]any{"u": 2.0, "msg": msg} }
 	allFail := map[string]any{"items": []any{map[string]any{"u": 2.0, "msg": "b1"}, map[string]any{"u": 2.0, "msg": "b2"}}}
 	runRouteCases(t, []routeCase{
 		{
@@ -68,9 +69,66 @@ func TestExecMap(t *testing.T) {
 			},
 		},
 		{
-			name:  "map_continue_errors_become_error_objects",
-			doc:   body("continue"),
-			input: items,
+			// A failed item is not a success: continue lets every item
+			// finish, then the unhandled failure fails the map and the run.
+			name:   "map_continue_unhandled_item_failure_fails_the_run",
+			doc:    body("continue"),
+			input:  items,
+			status: engine.StatusFailed,
+			nodes:  map[string]string{"m": "error"},
+			check: func(t *testing.T, res *engine.Result, evs []engine.Event) {
+				if res.Error == nil || res.Error.Code != engine.CodeNodeError || res.Error.NodeID != "m" || !strings.Contains(res.Error.Message, "item 1 of 3 failed: boom1") {
+					t.Errorf("error = %s", js(res.Error))
+				}
+				done := 0
+				for _, e := range evs {
+					if e.NodeID == "body" && e.Phase == engine.PhaseDone {
+						done++
+					}
+				}
+				if done != 2 {
+					t.Errorf("%d items done, want the other 2 to run to their end", done)
+				}
+			},
+		},
+		{
+			name:   "map_over_1_minus5_2_fails_on_minus5",
+			doc:    `{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},{"node_id":"body","kind":"tool","name":"delay","input_map":{"ms":"item"}}]}`,
+			input:  map[string]any{"xs": []any{1.0, -5.0, 2.0}},
+			status: engine.StatusFailed,
+			nodes:  map[string]string{"m": "error"},
+			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+				if _, ok := res.Outputs["m"]; ok || !strings.Contains(res.Nodes["m"].Error, "item 1 of 3 failed") {
+					t.Errorf("m = %s, error %q", js(res.Outputs["m"]), res.Nodes["m"].Error)
+				}
+			},
+		},
+		{
+			name:   "map_continue_names_every_failed_item_up_to_five",
+			doc:    body("continue"),
+			input:  map[string]any{"items": []any{fail2("a"), fail2("b"), fail2("c"), fail2("d"), fail2("e"), fail2("f"), fail2("g")}},
+			status: engine.StatusFailed,
+			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+				want := "7 of 7 items failed: item 0: a; item 1: b; item 2: c; item 3: d; item 4: e; and 2 more"
+				if !strings.Contains(res.Error.Message, want) {
+					t.Errorf("error = %s, want %q", res.Error.Message, want)
+				}
+			},
+		},
+		{
+			name:   "map_item_failure_handled_by_the_maps_on_error_is_partial",
+			doc:    strings.Replace(body("continue"), `"parallel_failure_mode":"continue"`, `"parallel_failure_mode":"continue","on_error":"continue"`, 1),
+			input:  items,
+			status: engine.StatusPartial,
+			nodes:  map[string]string{"m": "error"},
+		},
+		{
+			// spec'd continue shape: a body that records its error and carries on
+			name:   "map_body_on_error_continue_gives_error_objects_and_partial",
+			doc:    strings.Replace(body("continue"), `"name":"fail",`, `"name":"fail","on_error":"continue",`, 1),
+			input:  items,
+			status: engine.StatusPartial,
+			nodes:  map[string]string{"m": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},{"error":"boom1"},{"attempt":1,"ok":true}]` {
 					t.Errorf("m = %s", js(res.Outputs["m"]))
@@ -78,14 +136,53 @@ func TestExecMap(t *testing.T) {
 			},
 		},
 		{
-			name:  "map_any_success_filters_errors",
-			doc:   body("any_success"),
-			input: items,
+			name:   "map_body_on_error_skip_gives_null_and_partial",
+			doc:    strings.Replace(body("fail_fast"), `"name":"fail",`, `"name":"fail","on_error":"skip",`, 1),
+			input:  items,
+			status: engine.StatusPartial,
+			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},null,{"attempt":1,"ok":true}]` {
+					t.Errorf("m = %s", js(res.Outputs["m"]))
+				}
+			},
+		},
+		{
+			name: "map_body_error_handler_output_fills_the_slot_and_partial",
+			doc: `{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},
+			{"node_id":"body","kind":"tool","name":"fail","on_error":"fix","input_map":{"until_attempt":"item.u","message":"item.msg"}},
+			{"node_id":"fix","kind":"tool","name":"echo","input_map":{"fixed":"error.message"}}]}`,
+			input:  items,
+			status: engine.StatusPartial,
+			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},{"fixed":"boom1"},{"attempt":1,"ok":true}]` {
+					t.Errorf("m = %s", js(res.Outputs["m"]))
+				}
+			},
+		},
+		{
+			name:   "map_any_success_filters_errors_and_is_partial",
+			doc:    body("any_success"),
+			input:  items,
+			status: engine.StatusPartial,
+			nodes:  map[string]string{"m": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},{"attempt":1,"ok":true}]` {
 					t.Errorf("m = %s", js(res.Outputs["m"]))
 				}
 			},
+		},
+		{
+			name:  "map_any_success_without_failures_is_completed",
+			doc:   body("any_success"),
+			input: map[string]any{"items": []any{map[string]any{"u": 1.0, "msg": "x"}}},
+		},
+		{
+			name: "nested_handled_failure_makes_the_run_partial",
+			doc: `{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"p"},
+			{"node_id":"p","kind":"parallel","branches":["ok","bad"],"parallel_failure_mode":"any_success"},
+			{"node_id":"ok","kind":"tool","name":"echo"},{"node_id":"bad","kind":"tool","name":"fail"}]}`,
+			input:  map[string]any{"items": []any{1.0, 2.0}},
+			status: engine.StatusPartial,
 		},
 		{
 			name:   "map_any_success_all_failed_is_error",
@@ -103,6 +200,36 @@ func TestExecMap(t *testing.T) {
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if !strings.Contains(res.Error.Message, "boom1") {
 					t.Errorf("error = %s", js(res.Error))
+				}
+			},
+		},
+		{
+			name:  "map_over_a_scalar_is_one_item",
+			doc:   `{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.x","map_node":"body"},{"node_id":"body","kind":"tool","name":"echo","input_map":{"v":"item","i":"index"}}]}`,
+			input: map[string]any{"x": 7.0},
+			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+				if js(res.Outputs["m"]) != `[{"i":0,"v":7}]` {
+					t.Errorf("m = %s", js(res.Outputs["m"]))
+				}
+			},
+		},
+		{
+			name:  "map_over_an_object_is_one_item",
+			doc:   `{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.x","map_node":"body"},{"node_id":"body","kind":"tool","name":"echo","input_map":{"v":"item"}}]}`,
+			input: map[string]any{"x": map[string]any{"a": "b"}},
+			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+				if js(res.Outputs["m"]) != `[{"v":{"a":"b"}}]` {
+					t.Errorf("m = %s", js(res.Outputs["m"]))
+				}
+			},
+		},
+		{
+			name:  "map_over_a_missing_path_or_null_is_no_items",
+			doc:   `{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.missing","map_node":"body"},{"node_id":"n","kind":"map","items_path":"input.null","map_node":"body2"},{"node_id":"body","kind":"tool","name":"echo"},{"node_id":"body2","kind":"tool","name":"echo"}],"edges":[{"source":"m","target":"n"}]}`,
+			input: map[string]any{"null": nil},
+			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+				if js(res.Outputs["m"]) != `[]` || js(res.Outputs["n"]) != `[]` {
+					t.Errorf("m = %s, n = %s", js(res.Outputs["m"]), js(res.Outputs["n"]))
 				}
 			},
 		},
@@ -147,8 +274,35 @@ func TestExecParallel(t *testing.T) {
 	}
 	runRouteCases(t, []routeCase{
 		{
-			name: "parallel_continue_outputs_in_declaration_order_errors_as_objects",
-			doc:  par("continue", `["ok1","bad","ok2"]`, ""),
+			name:  "parallel_continue_outputs_in_declaration_order",
+			doc:   par("continue", `["ok1","ok2"]`, ""),
+			nodes: map[string]string{"p": "done"},
+			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+				if js(res.Outputs["p"]) != `[{"b":"ok1","ms":20},{"b":"ok2"}]` {
+					t.Errorf("p = %s", js(res.Outputs["p"]))
+				}
+			},
+		},
+		{
+			name:   "parallel_continue_unhandled_branch_failure_fails_after_siblings_finish",
+			doc:    par("continue", `["ok1","bad","ok2"]`, ""),
+			status: engine.StatusFailed,
+			nodes:  map[string]string{"p": "error"},
+			check: func(t *testing.T, res *engine.Result, evs []engine.Event) {
+				if !strings.Contains(res.Error.Message, "branch 1 of 3 failed: bad failed") {
+					t.Errorf("error = %s", js(res.Error))
+				}
+				for _, e := range evs {
+					if e.NodeID == "ok1" && e.Phase == engine.PhaseError {
+						t.Errorf("continue cancelled sibling ok1: %s", e.Error)
+					}
+				}
+			},
+		},
+		{
+			name:   "parallel_branch_on_error_continue_is_an_error_object_and_partial",
+			doc:    strings.Replace(par("continue", `["ok1","bad","ok2"]`, ""), `"name":"fail",`, `"name":"fail","on_error":"continue",`, 1),
+			status: engine.StatusPartial,
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["p"]) != `[{"b":"ok1","ms":20},{"error":"bad failed"},{"b":"ok2"}]` {
 					t.Errorf("p = %s", js(res.Outputs["p"]))
@@ -156,8 +310,10 @@ func TestExecParallel(t *testing.T) {
 			},
 		},
 		{
-			name: "parallel_any_success_filters_errors",
-			doc:  par("any_success", `["ok1","bad","ok2"]`, ""),
+			name:   "parallel_any_success_filters_errors_and_is_partial",
+			doc:    par("any_success", `["ok1","bad","ok2"]`, ""),
+			status: engine.StatusPartial,
+			nodes:  map[string]string{"p": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["p"]) != `[{"b":"ok1","ms":20},{"b":"ok2"}]` {
 					t.Errorf("p = %s", js(res.Outputs["p"]))

@@ -258,6 +258,9 @@ func (r *run) replayNode(rec *NodeRecord) {
 	case PhaseDone:
 		r.status[i] = nsDone
 		r.setOutput(i, rec.Output, true)
+		if rec.Partial {
+			r.handled = true
+		}
 	case PhaseSkip:
 		r.status[i] = nsSkip
 		r.setOutput(i, nil, rec.Reason == ReasonOnErrorSkip)

@@ -393,3 +393,19 @@ func TestResumeTwoInterrupts(t *testing.T) {
 		t.Errorf("final = %s", js(res.FinalOutput))
 	}
 }
+
+// A map whose handled item failure made the run partial keeps it partial
+// when the run pauses after it and is resumed: the checkpoint says so.
+func TestResumeKeepsAPartialMapPartial(t *testing.T) {
+	h := newHarness(t)
+	doc := `{"name":"a","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body","parallel_failure_mode":"any_success"},
+	{"node_id":"body","kind":"tool","name":"delay","input_map":{"ms":"item"}},
+	{"node_id":"ask","kind":"interrupt"}],"edges":[{"source":"m","target":"ask"}]}`
+	res := h.start(doc, map[string]any{"xs": []any{1.0, -5.0}})
+	wantStatus(t, res, engine.StatusPaused)
+	res2, err := h.resume(res.RunID, val("ok"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res2, engine.StatusPartial)
+}

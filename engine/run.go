@@ -32,6 +32,7 @@ type completion struct {
 	started  time.Time
 	ended    time.Time
 	matched  string
+	partial  bool // a map or parallel node succeeded with handled item/branch failures
 }
 
 // run is one execution of a prepared chain. Every field below the mutex is

@@ -1,0 +1,59 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// wireCodeCase is one row of testdata/a2e_wire_codes.json, shared with the
+// stdio and HTTP hosts' tests.
+type wireCodeCase struct {
+	Name    string          `json:"name"`
+	Request json.RawMessage `json:"request"`
+	Success bool            `json:"success"`
+	Code    string          `json:"code"`
+	NodeID  string          `json:"node_id"`
+	Message string          `json:"message"`
+}
+
+func TestA2EWireErrorCodes(t *testing.T) {
+	b, err := os.ReadFile("testdata/a2e_wire_codes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct{ Cases []wireCodeCase }
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	for _, tc := range file.Cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			c, req, err := engine.DecodeDocument(tc.Request, engine.Limits{})
+			if err != nil || req == nil {
+				t.Fatalf("decode: %v", err)
+			}
+			res, err := h.e.Run(context.Background(), c, req.InitialInput, engine.RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := engine.NewResponseMessage(req, res)
+			if m.Success != tc.Success {
+				t.Fatalf("success = %v, want %v (status %s, error %s)", m.Success, tc.Success, res.Status, js(m.Error))
+			}
+			if tc.Code == "" {
+				if m.Error != nil {
+					t.Fatalf("error = %s, want none", js(m.Error))
+				}
+				return
+			}
+			if m.Error == nil || m.Error.Code != tc.Code || !strings.Contains(m.Error.Message, tc.Message) || (tc.NodeID != "" && m.Error.NodeID != tc.NodeID) {
+				t.Fatalf("error = %s, want code %s, node %q, message containing %q", js(m.Error), tc.Code, tc.NodeID, tc.Message)
+			}
+		})
+	}
+}
