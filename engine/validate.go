@@ -938,7 +938,14 @@ func (v *validator) checkRouting(i int) {
 		}
 	}
 	if conditional > 0 && len(uncond) > 1 {
-		v.nodeIssue(i, RuleMultipleUnconditional, SeverityError, "", fmt.Sprintf("node %s has %s and %d unconditional edges (%s); with routing \"first\" only the first unconditional edge is the fallback and the others never fire; keep one unconditional edge, add conditions, or set routing: all", v.node(i), plural(conditional, "conditional edge", "conditional edges"), len(uncond), v.edgeList(uncond)))
+		def := uncond[0]
+		for _, k := range uncond {
+			if c.Edges[k].Default {
+				def = k
+				break
+			}
+		}
+		v.nodeIssue(i, RuleMultipleUnconditional, SeverityError, "", fmt.Sprintf("node %s has %s and %d unconditional edges (%s); with routing \"first\" only one unconditional edge is the default taken when no condition matches (here %q) and the others never fire; keep one unconditional edge, add conditions, or set routing: all", v.node(i), plural(conditional, "conditional edge", "conditional edges"), len(uncond), v.edgeList(uncond), c.Edges[def].ID))
 	}
 }
 

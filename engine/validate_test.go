@@ -188,7 +188,7 @@ func ruleCases() []ruleCase {
 		{name: "unknown_name", chain: vchain(vnodes(vtool("a"), vtool("b"), vtool("c")), vcond("a", "b", "{{ ghost.x == 1 }}"), vedge("a", "c")),
 			rule: RuleUnknownName, sev: SeverityWarning, edge: "a->b", field: "condition", phrase: "reads ghost"},
 		{name: "multiple_unconditional", chain: vchain(vnodes(vtool("a"), vtool("b"), vtool("c"), vtool("d")), vcond("a", "b", "input.x"), vedge("a", "c"), vedge("a", "d")),
-			rule: RuleMultipleUnconditional, sev: SeverityError, node: "a", phrase: `2 unconditional edges ("a->c", "a->d")`},
+			rule: RuleMultipleUnconditional, sev: SeverityError, node: "a", phrase: `2 unconditional edges ("a->c", "a->d"); with routing "first" only one unconditional edge is the default taken when no condition matches (here "a->c")`},
 		{name: "multiple_defaults", chain: vchain(vnodes(vnode("a", KindTool, func(n *Node) { n.Routing = RoutingAll }), vtool("b"), vtool("c")),
 			Edge{ID: "ab", Source: "a", Target: "b", Default: true}, Edge{ID: "ac", Source: "a", Target: "c", Default: true}),
 			rule: RuleMultipleDefaults, sev: SeverityError, node: "a", phrase: `2 default edges ("ab", "ac")`},
