@@ -25,6 +25,7 @@ const (
 	ReasonUpstreamStopped = "upstream_stopped" // the run stopped before the node could run
 	ReasonOnErrorSkip     = "on_error_skip"    // the node failed with on_error: skip
 	ReasonNotNeeded       = "not_needed"       // an error handler whose owners did not fail, or a node opted out with reachable: false
+	ReasonGuardFailed     = "guard_failed"     // routing all: the guard of the edge into the node could not be evaluated; the node never ran, its on_error applied
 )
 
 // Event is one phase change of one node in one run. Seq is monotonic per run.

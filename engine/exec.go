@@ -48,13 +48,14 @@ func (r *run) start(i int) {
 		sc.err = e
 		delete(r.handlerErr, i)
 	}
-	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now})
-
 	if err := r.presetErr[i]; err != nil {
+		// The guard into this node failed: it never starts (no start
+		// event), and nodeFailed records it as skipped with the error.
 		r.presetErr[i] = nil
-		r.complete(completion{i: i, err: err, attempts: 0, started: now, ended: now})
+		r.complete(completion{i: i, err: err, attempts: 0, guard: true, started: now, ended: now})
 		return
 	}
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now})
 	input, err := r.buildInput(i, sc, up)
 	if err != nil {
 		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: time.Now()})
@@ -723,22 +724,32 @@ func (r *run) nodeFailed(i int, c completion) {
 	rec := &NodeRecord{NodeID: nd.ID, Input: c.input, Error: msg, ErrorCode: CodeNodeError, Attempts: c.attempts,
 		Iteration: r.iterations[i], Started: c.started, Ended: c.ended}
 	pol := nd.OnErrorOrDefault()
+	// A node whose incoming guard failed never ran: it is reported skipped
+	// (reason guard_failed, with the error), never as an error of its own;
+	// its on_error still decides what the failure does to the run.
+	errPhase, errReason := PhaseError, ""
+	if c.guard {
+		errPhase, errReason = PhaseSkip, ReasonGuardFailed
+		nr.Reason, rec.Reason = errReason, errReason
+	}
 	switch pol {
 	case OnErrorAbort:
 		r.status[i] = nsError
-		nr.Status = PhaseError
-		rec.Status, rec.Fatal = PhaseError, true
-		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
+		nr.Status = errPhase
+		rec.Status, rec.Fatal = errPhase, true
+		r.emit(Event{NodeID: nd.ID, Phase: errPhase, Reason: errReason, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
 		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 		r.fail(&RunError{Code: CodeNodeError, Message: nerr.Error(), NodeID: nd.ID}, nerr)
 		return
 	case OnErrorSkip, OnErrorContinue:
 		r.handled = true
 		r.setOutput(i, nil, true)
-		phase, status := PhaseError, nsError
+		phase, status := errPhase, nsError
 		if pol == OnErrorSkip {
 			phase, status = PhaseSkip, nsSkip
-			nr.Reason, rec.Reason = ReasonOnErrorSkip, ReasonOnErrorSkip
+			if !c.guard {
+				nr.Reason, rec.Reason = ReasonOnErrorSkip, ReasonOnErrorSkip
+			}
 		}
 		r.status[i] = status
 		nr.Status, rec.Status = phase, phase
@@ -762,9 +773,9 @@ func (r *run) nodeFailed(i int, c completion) {
 	default: // jump to the handler node; this node's own edges are pruned
 		r.handled = true
 		r.status[i] = nsError
-		nr.Status, rec.Status, rec.Handled = PhaseError, PhaseError, pol
+		nr.Status, rec.Status, rec.Handled = errPhase, errPhase, pol
 		rec.Pruned = r.edgeIDs(r.g.out[i])
-		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
+		r.emit(Event{NodeID: nd.ID, Phase: errPhase, Reason: errReason, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
 		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 		r.setOutput(i, nil, true)
 		for _, ei := range r.g.out[i] {

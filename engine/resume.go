@@ -254,7 +254,11 @@ func (r *run) replayNode(rec *NodeRecord) {
 	if len(rec.State) > 0 {
 		r.writeState(rec.State)
 	}
-	switch rec.Status {
+	st := rec.Status
+	if rec.Reason == ReasonGuardFailed {
+		st = PhaseError // reported skipped, but it is a failure its on_error handled (or a fatal one)
+	}
+	switch st {
 	case PhaseDone:
 		r.status[i] = nsDone
 		r.setOutput(i, rec.Output, true)

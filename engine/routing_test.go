@@ -320,8 +320,13 @@ func TestRoutingAll(t *testing.T) {
 			{"node_id":"x","kind":"tool","name":"count","on_error":"continue"},{"node_id":"y","kind":"tool","name":"echo"}],
 			"edges":[{"source":"a","target":"x","condition":"{{ output.data.score > 7 }}"},{"source":"a","target":"y"}]}`,
 			status: engine.StatusPartial,
-			nodes:  map[string]string{"a": "done", "x": "error", "y": "done"},
-			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
+			nodes:  map[string]string{"a": "done", "x": "skip/guard_failed", "y": "done"},
+			check: func(t *testing.T, res *engine.Result, evs []engine.Event) {
+				for _, e := range evs {
+					if e.NodeID == "x" && (e.Phase == engine.PhaseStart || e.Phase == engine.PhaseError) {
+						t.Errorf("x never ran but has a %s event", e.Phase)
+					}
+				}
 				if !strings.Contains(res.Nodes["x"].Error, "output.data") {
 					t.Errorf("x error %q does not name the missing path", res.Nodes["x"].Error)
 				}
@@ -336,7 +341,7 @@ func TestRoutingAll(t *testing.T) {
 			{"node_id":"x","kind":"tool","name":"count"}],
 			"edges":[{"source":"a","target":"x","condition":"{{ output.nope == 1 }}"}]}`,
 			status: engine.StatusFailed,
-			nodes:  map[string]string{"x": "error"},
+			nodes:  map[string]string{"x": "skip/guard_failed"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if res.Error.Code != engine.CodeNodeError || res.Error.NodeID != "x" {
 					t.Errorf("error = %s", js(res.Error))
@@ -531,7 +536,7 @@ func TestRoutingAllSequentialGuardError(t *testing.T) {
 			{"node_id":"x","kind":"tool","name":"count","on_error":"continue"},{"node_id":"y","kind":"tool","name":"echo"},{"node_id":"d","kind":"tool","name":"echo"}],
 			"edges":[{"source":"a","target":"x","condition":"{{ steps.nothing.score > 7 }}"},{"source":"a","target":"y"},{"source":"a","target":"d","default":true}]}`,
 			status: engine.StatusPartial,
-			nodes:  map[string]string{"x": "error", "y": "done", "d": "done"},
+			nodes:  map[string]string{"x": "skip/guard_failed", "y": "done", "d": "done"},
 		},
 	})
 }

@@ -33,6 +33,7 @@ type completion struct {
 	ended    time.Time
 	matched  string
 	partial  bool // a map or parallel node succeeded with handled item/branch failures
+	guard    bool // the node never ran: the guard of the edge into it failed
 }
 
 // run is one execution of a prepared chain. Every field below the mutex is

@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 
 ${GO:-go} build -o "$tmp/studio" ./cmd/studio
-"$tmp/studio" serve --addr 127.0.0.1:0 --db "$tmp/e2e.db" >"$tmp/server.log" 2>&1 &
+"$tmp/studio" serve --addr 127.0.0.1:0 --db "$tmp/e2e.db" --agents examples/agents >"$tmp/server.log" 2>&1 &
 pid=$!
 
 url=""

@@ -38,4 +38,19 @@ func TestExampleAgents(t *testing.T) {
 	wantLink(t, r, "email-composer", "skipped", "condition_false")
 	wantLink(t, r, "crm-logger", "success", "")
 	wantLink(t, r, "human-triage", "success", "")
+
+	// The agent page's form sends a query and an empty context: the lead's
+	// facts are unknown, it scores low, and the chain completes all the same.
+	for _, ctx := range []map[string]any{{}, nil} {
+		_, r = runAgent(t, s, "sales-qualifier", "Carla at Unknown", ctx)
+		if d, _ := r.Result["data"].(map[string]any); d == nil || d["score"] != float64(2) || d["urgent"] != false || r.Result["data_error"] != nil {
+			t.Fatalf("context %v: qualifier: %+v", ctx, r.Result)
+		}
+		wantLink(t, r, "email-composer", "skipped", "condition_false")
+		wantLink(t, r, "crm-logger", "success", "")
+		wantLink(t, r, "human-triage", "success", "")
+		if r.Chain.Status != "completed" {
+			t.Fatalf("context %v: chain status %s", ctx, r.Chain.Status)
+		}
+	}
 }

@@ -163,6 +163,11 @@ func linkReport(l Link, nr *engine.NodeResult) LinkReport {
 			lr.Error = "failed"
 		}
 	case engine.PhaseSkip:
+		if nr.Reason == engine.ReasonGuardFailed {
+			// the link failed (its when could not be evaluated); the agent never ran
+			lr.Status, lr.Error = LinkError, nr.Error
+			break
+		}
 		lr.Status = LinkSkipped
 		switch nr.Reason {
 		case engine.ReasonConditionFalse, engine.ReasonBranchNotTaken:

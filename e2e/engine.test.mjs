@@ -1,0 +1,51 @@
+// The shipped agent example runs end to end, offline, from its page: the
+// chain completes and no node reads as an error (a node that never ran is
+// never an error). Needs the studio started with --agents examples/agents.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launch, close, open, api } from './lib.mjs';
+
+before(async () => { await launch(); });
+after(async () => { await close(); });
+
+async function runFromPage(context) {
+  const agents = await api('GET', '/v1/agents');
+  assert.ok(agents.agents.some((a) => a.name === 'sales-qualifier'), 'the example agents are loaded (serve --agents examples/agents)');
+  const page = await open('/agents/sales-qualifier');
+  await page.fill('textarea[name=query]', 'Ana at ACME');
+  if (context !== undefined) await page.fill('textarea[name=context]', context);
+  await Promise.all([page.waitForURL(/\/runs\/[0-9a-f-]+$/), page.click('form.agent-run button[type=submit]')]);
+  await page.waitForFunction(() => {
+    const s = document.getElementById('runpage')?.dataset.status;
+    return s && !['running', 'pending', 'queued'].includes(s);
+  }, null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelectorAll('#node-table tbody tr').length === 4, null, { timeout: 10000 });
+  const status = await page.getAttribute('#runpage', 'data-status');
+  const rows = await page.$$eval('#node-table tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent.trim())));
+  const timeline = await page.$$eval('#timeline li.ev, .timeline li.ev, li.ev', (lis) => lis.map((li) => li.className + ' ' + li.textContent.replace(/\s+/g, ' ').trim()));
+  return { page, status, rows: Object.fromEntries(rows.map((r) => [r[0], { phase: r[2].toLowerCase(), note: r[3] }])), timeline };
+}
+
+test('agent example: a lead with no known facts completes, the default link fires', async () => {
+  const { page, status, rows, timeline } = await runFromPage();
+  assert.equal(status, 'completed');
+  assert.equal(rows['sales-qualifier'].phase, 'done');
+  assert.equal(rows['crm-logger'].phase, 'done');
+  assert.equal(rows['human-triage'].phase, 'done');
+  assert.equal(rows['email-composer'].phase, 'skip', 'its guard was false: it never ran');
+  for (const [id, r] of Object.entries(rows)) assert.notEqual(r.phase, 'error', id + ' is not an error');
+  assert.ok(!timeline.some((t) => /ph-error/.test(t)), 'no error in the timeline: ' + timeline.join(' | '));
+  assert.ok(!timeline.some((t) => /ph-start/.test(t) && /email-composer/.test(t)), 'email-composer never started');
+  await page.screenshot({ path: '/tmp/engine/agent-run-default.png', fullPage: true });
+  await page.done();
+});
+
+test('agent example: a hot lead completes with every link that fired done', async () => {
+  const { page, status, rows, timeline } = await runFromPage('{"budget": 60000, "timeline_days": 14}');
+  assert.equal(status, 'completed');
+  assert.deepEqual(Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, v.phase])),
+    { 'sales-qualifier': 'done', 'email-composer': 'done', 'crm-logger': 'done', 'human-triage': 'skip' });
+  assert.ok(!timeline.some((t) => /ph-error/.test(t)), 'no error in the timeline');
+  await page.screenshot({ path: '/tmp/engine/agent-run-hot.png', fullPage: true });
+  await page.done();
+});
