@@ -215,6 +215,18 @@ func Parse(data []byte, file string) (*Definition, error) {
 	if err := noAliases(&root, 0); err != nil {
 		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
+	// Wrong types and unknown fields are reported with the agent and the
+	// field's path, all at once.
+	if errs := typeErrors(&root); len(errs) > 0 {
+		where := fmt.Sprintf("agent %q", nodeName(&root, file))
+		if file != "" {
+			where = file + ": " + where
+		}
+		for i := range errs {
+			errs[i] = where + ": " + errs[i]
+		}
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
 	// Second pass: strict decoding into the definition (safe now: no aliases).
 	var d Definition
 	strict := yaml.NewDecoder(bytes.NewReader(data))
@@ -230,6 +242,23 @@ func Parse(data []byte, file string) (*Definition, error) {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// nodeName is the agent's name for an error raised before decoding: its
+// name field when that is a plain string, else the file's base name.
+func nodeName(root *yaml.Node, file string) string {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k, v := n.Content[i], n.Content[i+1]; k.Value == "name" && v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" && v.Value != "" {
+				return v.Value
+			}
+		}
+	}
+	return strings.TrimSuffix(filepath.Base(file), FileSuffix)
 }
 
 // yamlErr makes a YAML error friendlier: a {{ template }} left unquoted is a

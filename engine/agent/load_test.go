@@ -70,7 +70,7 @@ func TestStartupErrors(t *testing.T) {
 		}, []string{"max_depth is 0; it must be an integer ≥ 1"}},
 		{"max_depth not an integer", []string{
 			"name: a\ntool: echo\nspec:\n  chain:\n    max_depth: 2.5\n    on_complete: [{agent: b}]\n", leafAgent("b"),
-		}, []string{"line 5: want an integer, got \"2.5\""}},
+		}, []string{`agent "a": spec.chain.max_depth: want an integer, got 2.5 (line 5)`}},
 		{"parallel sibling steps", []string{
 			"name: a\ntool: echo\nspec:\n  chain:\n    mode: parallel\n    on_complete:\n      - agent: b\n      - agent: c\n        when: '{{ steps.b.data.ok }}'\n",
 			leafAgent("b"), leafAgent("c"),
@@ -98,7 +98,7 @@ func TestStartupErrors(t *testing.T) {
 		{"unknown tool", []string{"name: a\ntool: teleport\n"}, []string{`tool "teleport" does not exist`}},
 		{"reserved name", []string{"name: output\ntool: echo\n"}, []string{`name "output" is reserved`}},
 		{"bad name", []string{"name: a/b\ntool: echo\n"}, []string{`"a/b" is not a valid agent name`}},
-		{"unknown field", []string{"name: a\ntool: echo\nspec:\n  chain:\n    on_compete: [{agent: b}]\n"}, []string{"field on_compete not found"}},
+		{"unknown field", []string{"name: a\ntool: echo\nspec:\n  chain:\n    on_compete: [{agent: b}]\n"}, []string{`agent "a": spec.chain.on_compete: unknown field (line 5); the fields here are max_depth, mode, on_complete`}},
 		{"unquoted template", []string{"name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - agent: b\n        when: {{ output.x }}\n"}, []string{"templates must be quoted"}},
 		{"bad schema type", []string{"name: a\ntool: echo\nspec:\n  output_schema:\n    score: {type: int}\n"}, []string{`spec.output_schema: score: type "int" is not a type this validator knows`}},
 		{"two documents", []string{"name: a\ntool: echo\n---\nname: b\ntool: echo\n"}, []string{"more than one YAML document"}},
@@ -264,4 +264,61 @@ func TestGraph(t *testing.T) {
 	if _, ok := s.Graph("c"); ok {
 		t.Fatal("c declares no chain")
 	}
+}
+
+// TestTypeErrorsNameFileAgentAndField: every typed field of the agent YAML,
+// given a value of the wrong type, is reported as "<file>: agent "<name>":
+// <field path>: want <type>, got <value> (line N)".
+func TestTypeErrorsNameFileAgentAndField(t *testing.T) {
+	chain := func(rule string) string {
+		return "name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - agent: b\n        " + rule + "\n"
+	}
+	cases := []struct{ doc, want string }{
+		{"name: [a]\ntool: echo\n", `agent "a": name: want a string, got a list (line 1)`},
+		{"name: a\ndescription: {x: 1}\ntool: echo\n", `agent "a": description: want a string, got a map (line 2)`},
+		{"name: a\nmodel: http://x/v1\n", `agent "a": model: want a map, got "http://x/v1" (line 2)`},
+		{"name: a\nmodel: {url: [x], name: m}\n", `agent "a": model.url: want a string, got a list (line 2)`},
+		{"name: a\nmodel: {url: 'http://x/v1', name: {m: 1}}\n", `agent "a": model.name: want a string, got a map (line 2)`},
+		{"name: a\nmodel: {url: 'http://x/v1', name: m, api_key_env: [K]}\n", `agent "a": model.api_key_env: want a string, got a list (line 2)`},
+		{"name: a\nmodel: {url: 'http://x/v1', name: m, temperature: warm}\n", `agent "a": model.temperature: want a number, got "warm" (line 2)`},
+		{"name: a\nmodel: {url: 'http://x/v1', name: m}\nsystem_prompt: [x]\n", `agent "a": system_prompt: want a string, got a list (line 3)`},
+		{"name: a\nmodel: {url: 'http://x/v1', name: m}\nprompt: {x: 1}\n", `agent "a": prompt: want a string, got a map (line 3)`},
+		{"name: a\ntool: [echo]\n", `agent "a": tool: want a string, got a list (line 2)`},
+		{"name: a\nchain: {x: 1}\n", `agent "a": chain: want a string, got a map (line 2)`},
+		{"name: a\ntool: echo\ninput: hello\n", `agent "a": input: want a map, got "hello" (line 3)`},
+		{"name: a\ntool: echo\nspec: [x]\n", `agent "a": spec: want a map, got a list (line 3)`},
+		{"name: a\ntool: echo\nspec:\n  chain: fire-b\n", `agent "a": spec.chain: want a map, got "fire-b" (line 4)`},
+		{"name: a\ntool: echo\nspec:\n  chain:\n    mode: [sequential]\n    on_complete: [{agent: b}]\n", `agent "a": spec.chain.mode: want a string, got a list (line 5)`},
+		{"name: a\ntool: echo\nspec:\n  chain:\n    max_depth: 2.5\n    on_complete: [{agent: b}]\n", `agent "a": spec.chain.max_depth: want an integer, got 2.5 (line 5)`},
+		{"name: a\ntool: echo\nspec:\n  chain:\n    max_depth: three\n    on_complete: [{agent: b}]\n", `agent "a": spec.chain.max_depth: want an integer, got "three" (line 5)`},
+		{"name: a\ntool: echo\nspec:\n  chain:\n    on_complete: {agent: b}\n", `agent "a": spec.chain.on_complete: want a list, got a map (line 5)`},
+		{"name: a\ntool: echo\nspec:\n  chain:\n    on_complete: [b]\n", `agent "a": spec.chain.on_complete[0]: want a map, got "b" (line 5)`},
+		{chain("when: [x]"), `agent "a": spec.chain.on_complete[0].when: want a string, got a list (line 7)`},
+		{chain("input: {x: 1}"), `agent "a": spec.chain.on_complete[0].input: want a string, got a map (line 7); templates must be quoted`},
+		{chain("timeout_seconds: 30s"), `agent "a": spec.chain.on_complete[0].timeout_seconds: want a number, got "30s" (line 7)`},
+		{chain("on_error: [continue]"), `agent "a": spec.chain.on_complete[0].on_error: want a string, got a list (line 7)`},
+		{chain("default: yes"), `agent "a": spec.chain.on_complete[0].default: want true or false, got "yes" (line 7)`},
+		{chain("default: 1"), `agent "a": spec.chain.on_complete[0].default: want true or false, got 1 (line 7)`},
+		{chain("retry: 3"), `agent "a": spec.chain.on_complete[0].retry: want a map, got 3 (line 7)`},
+		{chain("retry: {max_attempts: 2.5}"), `agent "a": spec.chain.on_complete[0].retry.max_attempts: want an integer, got 2.5 (line 7)`},
+		{chain("retry: {max_attempts: 2, backoff: 5}"), ``}, // a number is a valid string scalar; the backoff rule then rejects it
+		{chain("retry: {max_attempts: 2, initial_delay_seconds: soon}"), `agent "a": spec.chain.on_complete[0].retry.initial_delay_seconds: want a number, got "soon" (line 7)`},
+	}
+	for _, tc := range cases {
+		_, err := Parse([]byte(tc.doc), "agents/a.agent.yaml")
+		if tc.want == "" {
+			if err == nil || !strings.Contains(err.Error(), `retry.backoff "5" is not valid`) {
+				t.Errorf("%q: %v", tc.doc, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "agents/a.agent.yaml: "+tc.want) {
+			t.Errorf("%q:\n got %v\nwant agents/a.agent.yaml: %s", tc.doc, err, tc.want)
+		}
+	}
+	// Several mistakes are reported together; a name that is not a string
+	// falls back to the file's name.
+	_, err := Parse([]byte("name: 7.5\ntool: echo\nspec:\n  chain:\n    max_depth: 1.5\n    on_complete: [{agent: b, default: maybe}]\n"), "agents/lead.agent.yaml")
+	wantErrContains(t, err, `agents/lead.agent.yaml: agent "lead": spec.chain.max_depth: want an integer, got 1.5 (line 5)`,
+		`agents/lead.agent.yaml: agent "lead": spec.chain.on_complete[0].default: want true or false, got "maybe" (line 6)`)
 }
