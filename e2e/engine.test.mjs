@@ -49,3 +49,28 @@ test('agent example: a hot lead completes with every link that fired done', asyn
   await page.screenshot({ path: '/tmp/engine/agent-run-hot.png', fullPage: true });
   await page.done();
 });
+
+test('designer: a bare-word comparison is a warning in the validation panel, naming the edge and the fix', async () => {
+  const name = 'bare-word-' + Date.now();
+  const created = await api('POST', '/v1/chains', {
+    name,
+    nodes: [
+      { node_id: 'fetch', kind: 'tool', name: 'echo', position: { x: 0, y: 0 } },
+      { node_id: 'billing_desk', kind: 'tool', name: 'echo', position: { x: 0, y: 160 } },
+    ],
+    edges: [{ source: 'fetch', target: 'billing_desk', condition: 'category == billing' }],
+  });
+  const id = created.id || (created.chain && created.chain.id);
+  assert.ok(id, 'chain created: ' + JSON.stringify(created).slice(0, 200));
+  const page = await open('/chains/' + id);
+  await page.waitForSelector('#issues .issue-link[data-edge-id]', { timeout: 10000 });
+  const items = await page.$$eval('#issues .issue-link', (bs) => bs.map((b) => ({ edge: b.dataset.edgeId, field: b.dataset.field, sev: b.dataset.severity, text: b.textContent.replace(/\s+/g, ' ').trim() })));
+  const w = items.find((i) => /bare_word_comparison|always true/.test(i.text));
+  assert.ok(w, 'a bare-word warning is listed: ' + JSON.stringify(items));
+  assert.equal(w.sev, 'warning');
+  assert.equal(w.edge, 'fetch->billing_desk');
+  assert.equal(w.field, 'condition');
+  assert.match(w.text, /\{\{category\}\} == billing or category == 'billing'/);
+  await page.screenshot({ path: '/tmp/engine/bare-word.png', fullPage: false });
+  await page.done();
+});

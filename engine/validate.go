@@ -53,6 +53,9 @@ package engine
 //	attached_data_reference    error     input_map reads the output of a map body or parallel branch
 //	unknown_name               warning   another expression (condition, case, set_state, items_path,
 //	                                     edge condition) reads a name that is neither reserved nor a node
+//	bare_word_comparison       warning   a condition (edge, branch, case) compares with a bare word
+//	                                     that names nothing: JMESPath and {{ }} read it as a path
+//	                                     (null), not text, so category == billing is always true
 //	multiple_unconditional     error     routing "first": conditional edges with more than one
 //	                                     unconditional edge alongside
 //	multiple_defaults          error     routing "all": more than one edge with default: true
@@ -127,6 +130,7 @@ const (
 	RuleUnknownDataReference  = "unknown_data_reference"
 	RuleAttachedDataReference = "attached_data_reference"
 	RuleUnknownName           = "unknown_name"
+	RuleBareWordComparison    = "bare_word_comparison"
 	RuleMultipleUnconditional = "multiple_unconditional"
 	RuleMultipleDefaults      = "multiple_defaults"
 	RuleDefaultWithCondition  = "default_with_condition"
@@ -197,12 +201,13 @@ type validator struct {
 	lim  Limits
 
 	issues  []keyed
-	primary []bool  // the node is the first with its id (the one edges and references reach)
-	attach  []uint8 // relations the node is attached in (owner != itself), a bit per relation
-	owned   [][]int // attached nodes by owner (owner != attached)
-	readers [][]int // reverse of g.dataDeps
-	reached []bool  // forward reachability from the roots
-	tgt     []int32 // target node index per edge (-1: dangling)
+	primary []bool                         // the node is the first with its id (the one edges and references reach)
+	attach  []uint8                        // relations the node is attached in (owner != itself), a bit per relation
+	owned   [][]int                        // attached nodes by owner (owner != attached)
+	readers [][]int                        // reverse of g.dataDeps
+	reached []bool                         // forward reachability from the roots
+	tgt     []int32                        // target node index per edge (-1: dangling)
+	bare    map[*expr.Expr]map[string]bool // names bare_word_comparison already reported, per expression
 }
 
 const (
@@ -796,10 +801,12 @@ func (v *validator) checkDataRefs(i int) {
 	}
 	if v.primary[i] {
 		nd := &v.c.Nodes[i]
+		v.warnBareWords(i, -1, "condition", g.condition[i])
 		v.warnNames(i, -1, "condition", g.condition[i])
 		v.warnNames(i, -1, "items_path", g.items[i])
 		for k, e := range g.cases[i] {
 			if k < len(nd.Cases) {
+				v.warnBareWords(i, -1, "cases["+itoa(k)+"].when", e)
 				v.warnNames(i, -1, "cases["+itoa(k)+"].when", e)
 			}
 		}
@@ -828,9 +835,57 @@ func (v *validator) innerOwner(j int) (what, owner string) {
 func (v *validator) checkEdgeExprNames() {
 	for k := range v.c.Edges {
 		if v.g.edgeOK[k] {
+			v.warnBareWords(-1, k, "condition", v.g.edgeCond[k])
 			v.warnNames(-1, k, "condition", v.g.edgeCond[k])
 		}
 	}
+}
+
+// warnBareWords warns about a condition comparing with a bare word that
+// names nothing (category == billing): it reads null, not the text, and
+// says how to write the comparison.
+func (v *validator) warnBareWords(node, edge int, field string, e *expr.Expr) {
+	if e == nil {
+		return
+	}
+	for _, b := range expr.BareWords(e, v.knownName) {
+		if v.bare == nil {
+			v.bare = map[*expr.Expr]map[string]bool{}
+		}
+		if v.bare[e] == nil {
+			v.bare[e] = map[string]bool{}
+		}
+		v.bare[e][b.Word] = true
+		var what string
+		if b.Both {
+			v.bare[e][b.Other] = true
+			always := "false"
+			if b.Op == "==" {
+				always = "true" // null == null
+			}
+			what = fmt.Sprintf("%s %q compares two paths, %s and %s, that name nothing: both read null, so it is always %s", field, e.Source(), b.Other, b.Word, always)
+		} else {
+			what = fmt.Sprintf("%s %q reads %s as a path, which names nothing and is always null, not as the text %q", field, e.Source(), b.Word, b.Word)
+		}
+		msg := fmt.Sprintf("%s; to compare with the text, write %s", what, b.Fix())
+		if b.Both {
+			msg += fmt.Sprintf(" (%s names nothing either: read it from where it is, e.g. input.%s or state.%s)", b.Other, b.Other, b.Other)
+		}
+		if node >= 0 {
+			v.nodeIssue(node, RuleBareWordComparison, SeverityWarning, field, fmt.Sprintf("node %s: %s", v.node(node), msg))
+		} else {
+			v.edgeIssue(edge, RuleBareWordComparison, SeverityWarning, field, fmt.Sprintf("%s: %s", v.edge(edge), msg))
+		}
+	}
+}
+
+// knownName reports whether a bare name resolves: a context name or a node.
+func (v *validator) knownName(name string) bool {
+	if IsReserved(name) {
+		return true
+	}
+	_, ok := v.g.idx[name]
+	return ok
 }
 
 // warnNames warns about names an expression reads that resolve to nothing.
@@ -845,6 +900,9 @@ func (v *validator) warnNames(node, edge int, field string, e *expr.Expr) {
 		}
 		if _, ok := v.g.idx[id]; ok {
 			continue
+		}
+		if v.bare[e][r.Root] {
+			continue // already explained by bare_word_comparison
 		}
 		if node >= 0 {
 			v.nodeIssue(node, RuleUnknownName, SeverityWarning, field, fmt.Sprintf("node %s: %s reads %s, which is neither a node nor a context name (%s); it is always null", v.node(node), field, text, strings.Join(ReservedNames, ", ")))

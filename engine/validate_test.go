@@ -187,6 +187,12 @@ func ruleCases() []ruleCase {
 			rule: RuleAttachedDataReference, sev: SeverityError, node: "reader", field: "input_map.x", phrase: `"body" is the map body of "m" and runs only inside it`},
 		{name: "unknown_name", chain: vchain(vnodes(vtool("a"), vtool("b"), vtool("c")), vcond("a", "b", "{{ ghost.x == 1 }}"), vedge("a", "c")),
 			rule: RuleUnknownName, sev: SeverityWarning, edge: "a->b", field: "condition", phrase: "reads ghost"},
+		{name: "bare_word_comparison_edge_condition", chain: vchain(vnodes(vtool("a"), vtool("b"), vtool("c")), vcond("a", "b", "category == billing"), vedge("a", "c")),
+			rule: RuleBareWordComparison, sev: SeverityWarning, edge: "a->b", field: "condition", phrase: `condition "category == billing" compares two paths, category and billing, that name nothing: both read null, so it is always true; to compare with the text, write {{category}} == billing or category == 'billing'`},
+		{name: "bare_word_comparison_branch_condition", chain: vchain(vnodes(Node{ID: "br", Kind: KindBranch, Condition: "input.plan != gold"}, vtool("t"), vtool("f")), vlabel("br", "t", "true"), vlabel("br", "f", "false")),
+			rule: RuleBareWordComparison, sev: SeverityWarning, node: "br", field: "condition", phrase: `reads gold as a path, which names nothing and is always null, not as the text "gold"; to compare with the text, write {{input.plan}} != gold or input.plan != 'gold'`},
+		{name: "bare_word_comparison_case_when", chain: vchain(vnodes(Node{ID: "c", Kind: KindCondition, Cases: []Case{{Handle: "x", When: "{{ input.tier == silver }}"}}}, vtool("x"), vtool("d")), vlabel("c", "x", "x"), vlabel("c", "d", "default")),
+			rule: RuleBareWordComparison, sev: SeverityWarning, node: "c", field: "cases[0].when", phrase: `write {{input.tier}} == silver or input.tier == 'silver'`},
 		{name: "multiple_unconditional", chain: vchain(vnodes(vtool("a"), vtool("b"), vtool("c"), vtool("d")), vcond("a", "b", "input.x"), vedge("a", "c"), vedge("a", "d")),
 			rule: RuleMultipleUnconditional, sev: SeverityError, node: "a", phrase: `2 unconditional edges ("a->c", "a->d"); with routing "first" only one unconditional edge is the default taken when no condition matches (here "a->c")`},
 		{name: "multiple_defaults", chain: vchain(vnodes(vnode("a", KindTool, func(n *Node) { n.Routing = RoutingAll }), vtool("b"), vtool("c")),
@@ -273,7 +279,7 @@ func TestValidateRulesCovered(t *testing.T) {
 		RuleAttachedDataReference, RuleUnknownName, RuleMultipleUnconditional, RuleMultipleDefaults,
 		RuleDefaultWithCondition, RuleSiblingGuardParallel, RuleDispatchIgnored, RuleChainCycle, RuleDataCycle,
 		RuleLoopEdgeNotInCycle, RuleLoopContinueNoExit, RuleUnreachable, RuleUnknownEntryNode, RuleEntryNotRoot,
-		RuleUnknownChain, RuleSkillCycle, RuleMaxDepth,
+		RuleUnknownChain, RuleSkillCycle, RuleMaxDepth, RuleBareWordComparison,
 	} {
 		if !rows[r] {
 			t.Errorf("rule %s has no table row", r)
@@ -910,5 +916,25 @@ func BenchmarkValidate10kNodesGraphBuild(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		newGraph(c)
+	}
+}
+
+// A bare word that is a node id, a context name, or text in the template
+// comparison spelling is not reported; the word reported is not reported
+// again as unknown_name.
+func TestValidateBareWordsNotReported(t *testing.T) {
+	for _, cond := range []string{"{{input.category}} == billing", "input.category == 'billing'", "input.x == b", "output.ok == input.ok"} {
+		issues := Validate(vchain(vnodes(vtool("a"), vtool("b"), vtool("c")), vcond("a", "b", cond), vedge("a", "c")))
+		for _, is := range issues {
+			if is.Rule == RuleBareWordComparison || is.Rule == RuleUnknownName {
+				t.Errorf("%s: %s", cond, is.Message)
+			}
+		}
+	}
+	issues := Validate(vchain(vnodes(vtool("a"), vtool("b"), vtool("c")), vcond("a", "b", "category == billing"), vedge("a", "c")))
+	for _, is := range issues {
+		if is.Rule == RuleUnknownName {
+			t.Errorf("reported twice: %s", is.Message)
+		}
 	}
 }

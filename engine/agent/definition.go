@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/expr"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -401,6 +402,13 @@ func (d *Definition) checkChain(c *ChainSpec) []string {
 		}
 		if r.When != "" {
 			e, err := parseExpr(r.When)
+			if err == nil {
+				// Guards are strict: a bare word is a path that never
+				// exists, so the link would fail on every run.
+				for _, b := range expr.BareWords(e, engine.IsReserved) {
+					add("%s (%s).when %q reads %s as a path, not as the text %q: no such path exists, so the guard would fail on every run; write %s", at, r.Agent, r.When, b.Word, b.Word, b.Fix())
+				}
+			}
 			if err != nil {
 				add("%s (%s).when: %v", at, r.Agent, err)
 			} else if mode == ModeParallel {

@@ -89,6 +89,9 @@ func TestStartupErrors(t *testing.T) {
 		{"guard syntax", []string{
 			"name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - agent: b\n        when: '{{ output.data.score > }}'\n", leafAgent("b"),
 		}, []string{"on_complete[0] (b).when: syntax error"}},
+		{"guard compares with a bare word", []string{
+			"name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - agent: b\n        when: '{{ output.data.tier == gold }}'\n", leafAgent("b"),
+		}, []string{`agent "a": spec.chain.on_complete[0] (b).when "{{ output.data.tier == gold }}" reads gold as a path, not as the text "gold"`, `write {{output.data.tier}} == gold or output.data.tier == 'gold'`}},
 		{"bad retry", []string{
 			"name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - agent: b\n        retry: {max_attempts: 0, backoff: linear}\n", leafAgent("b"),
 		}, []string{"retry.max_attempts is 0", `retry.backoff "linear" is not valid`}},
