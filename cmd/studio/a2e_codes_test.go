@@ -76,3 +76,17 @@ func TestA2EStdioErrorCodes(t *testing.T) {
 		}
 	}
 }
+
+// `studio run` on a map whose item fails (no on_error) reports a failed
+// run and exits 1, naming the map and the item.
+func TestRunMapItemFailureFailsTheRun(t *testing.T) {
+	f := t.TempDir() + "/mapfail.json"
+	doc := `{"name":"mapfail","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},{"node_id":"body","kind":"tool","name":"delay","input_map":{"ms":"item"}}]}`
+	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := studio(t, "run", "--input", `{"xs":[1,-5,2]}`, f)
+	if code != exitFailed || !strings.Contains(out+errs, "failed") || !strings.Contains(out+errs, "item 1 of 3 failed") {
+		t.Fatalf("exit %d:\n%s\n%s", code, out, errs)
+	}
+}
