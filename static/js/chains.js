@@ -1,11 +1,31 @@
-// Chain list: the import dialog.
+// Chain list: the new-chain and import dialogs.
 'use strict';
 (function () {
   const open = document.getElementById('open-import');
   const dialog = document.getElementById('import-dialog');
-  if (!open || !dialog) return;
-  open.addEventListener('click', () => {
-    document.getElementById('import-result').replaceChildren();
-    dialog.showModal();
-  });
+  if (open && dialog) {
+    open.addEventListener('click', () => {
+      document.getElementById('import-result').replaceChildren();
+      dialog.showModal();
+    });
+  }
+  const newBtn = document.getElementById('new-chain');
+  const newDialog = document.getElementById('new-dialog');
+  if (newBtn && newDialog) {
+    const name = document.getElementById('new-name');
+    newBtn.addEventListener('click', () => {
+      document.getElementById('new-result').replaceChildren();
+      name.removeAttribute('aria-invalid');
+      newDialog.showModal();
+      name.focus();
+      name.select();
+    });
+    // the server's verdict marks the field; typing clears it
+    document.body.addEventListener('htmx:afterSwap', (e) => {
+      if (e.target.id !== 'new-result') return;
+      const bad = !!e.target.querySelector('[data-invalid]');
+      if (bad) { name.setAttribute('aria-invalid', 'true'); name.focus(); } else name.removeAttribute('aria-invalid');
+    });
+    name.addEventListener('input', () => name.removeAttribute('aria-invalid'));
+  }
 })();
