@@ -21,11 +21,10 @@
       name.select();
     });
     // the server's verdict marks the field; typing clears it
-    document.body.addEventListener('htmx:afterSwap', (e) => {
-      if (e.target.id !== 'new-result') return;
-      const bad = !!e.target.querySelector('[data-invalid]');
-      if (bad) { name.setAttribute('aria-invalid', 'true'); name.focus(); } else name.removeAttribute('aria-invalid');
-    });
+    const result = document.getElementById('new-result');
+    new MutationObserver(() => {
+      if (result.querySelector('[data-invalid]')) { name.setAttribute('aria-invalid', 'true'); name.focus(); } else name.removeAttribute('aria-invalid');
+    }).observe(result, { childList: true, subtree: true });
     name.addEventListener('input', () => name.removeAttribute('aria-invalid'));
   }
 })();
