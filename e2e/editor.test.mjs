@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launch, close, open, api, waitSaved, nodePos } from './lib.mjs';
+import { BASE, launch, close, open, api, waitSaved, nodePos } from './lib.mjs';
 
 const SHOTS = process.env.EDITOR_SHOTS || '/tmp/editor/shots';
 mkdirSync(SHOTS, { recursive: true });
@@ -79,11 +79,11 @@ test('import from the page: a taken name becomes "name (2)"; every problem of a 
   await page.waitForSelector('#import-problems li');
   const items = await page.$$eval('#import-problems li', (lis) => lis.map((li) => li.textContent.replace(/\s+/g, ' ').trim()));
   assert.equal(items.length, 5, 'five problems: ' + JSON.stringify(items));
-  assert.match(items[0], /^timeout line 3, column 14 wrong type/);
-  assert.match(items[1], /nodes\[0\] "a"\.retry\.max_attempts line 5, column \d+ wrong type/);
-  assert.match(items[2], /nodes\[1\] "b"\.kind line 6, column \d+ unknown kind "nope"/);
-  assert.match(items[3], /nodes\[2\] "c"\.labl line 7, column \d+ unknown field/);
-  assert.match(items[4], /edges\[0\] "a" -> "b"\.max_iterations line 9, column \d+ wrong type/);
+  assert.match(items[0], /^timeout line 3, column 14: wrong type/);
+  assert.match(items[1], /nodes\[0\] "a"\.retry\.max_attempts line 5, column \d+: wrong type/);
+  assert.match(items[2], /nodes\[1\] "b"\.kind line 6, column \d+: unknown kind "nope"/);
+  assert.match(items[3], /nodes\[2\] "c"\.labl line 7, column \d+: unknown field/);
+  assert.match(items[4], /edges\[0\] "a" -> "b"\.max_iterations line 9, column \d+: wrong type/);
   assert.match(await page.textContent('#import-result'), /5 problems/);
   await page.screenshot({ path: join(SHOTS, 'import-problems.png') });
 
@@ -333,5 +333,8 @@ test('the palette says in one line what each kind is for', async () => {
   assert.match(by.skill.help, /another saved chain/);
   assert.match(by.proc.help, /program/);
   assert.ok(!/seed/i.test(await page.textContent('body')), 'no "seed" on the page');
+  await page.goto(BASE + '/');
+  await page.waitForSelector('#chain-rows tr[data-chain-id]');
+  assert.ok(!/seed/i.test(await page.textContent('body')), 'no "seed" on the chain list');
   await page.done();
 });

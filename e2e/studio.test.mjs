@@ -63,6 +63,8 @@ test('chain list: examples, search, hostile names render as text', async () => {
 test('build a 4-node chain with a branch, with live validation, drag and connect', async () => {
   const page = await open('/');
   await page.click('#new-chain');
+  await page.fill('#new-name', 'e2e-new-' + Date.now());
+  await page.keyboard.press('Enter');
   await page.waitForSelector('#editor[data-ready="1"]');
   const a = await addFromPalette(page, 'tool');
   const b = await addFromPalette(page, 'branch');
