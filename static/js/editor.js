@@ -504,7 +504,7 @@
     } else if (sel.length > 1) {
       propsEl.replaceChildren(Studio.el('div', { class: 'props' },
         Studio.el('h2', { text: sel.length + ' selected' }),
-        Studio.el('p', { class: 'hint', text: 'Connect joins the selected nodes in the order you selected them. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too.' })));
+        Studio.el('p', { class: 'hint', text: 'Connect (C) joins the selected nodes one after another, in the order you selected them (Ctrl+A: list order), skipping pairs already connected and any edge that would close a cycle. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too. Each is one undo step.' })));
       return;
     } else {
       if (propsEl.dataset.initial === 'chain') {
