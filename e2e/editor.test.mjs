@@ -146,6 +146,16 @@ test('keyboard: Ctrl+A then C connects in order without duplicates, self-loops o
   await page.waitForFunction(() => window.__studio.doc.nodes.length === 5);
   assert.equal((await edgesOf(page)).length, after.length);
 
+  // pasting several nodes is one step
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: BASE });
+  await page.keyboard.press('Control+a');
+  await page.keyboard.press('Control+c');
+  await page.keyboard.press('Control+v');
+  await page.waitForFunction(() => window.__studio.doc.nodes.length === 10);
+  await page.keyboard.press('Control+z');
+  await page.waitForFunction(() => window.__studio.doc.nodes.length === 5);
+  await clickCanvasBlank(page);
+
   // auto-layout is one step
   const pos = () => page.evaluate(() => JSON.stringify(window.__studio.doc.nodes.map((n) => n.position)));
   const laid = await pos();
