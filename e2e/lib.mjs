@@ -1,5 +1,6 @@
 // Shared set-up of the end-to-end tests: one Chromium for the whole run, a
-// fresh page per test that fails the test on any console error or page error.
+// fresh page per test that fails the test on any console error, console
+// warning or page error.
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
@@ -21,19 +22,20 @@ export async function launch() {
 }
 export async function close() { if (browser) await browser.close(); }
 
-// open returns a page whose console errors are collected; call done() at the
+// open returns a page whose console errors and warnings are collected; call done() at the
 // end of the test to assert there were none.
 export async function open(path, opts = {}) {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true, colorScheme: opts.colorScheme || 'light' });
   const page = await context.newPage();
   const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
+  // a warning is a defect too (Cytoscape reports bad styles as warnings)
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') errors.push('console ' + m.type() + ': ' + m.text()); });
   page.on('pageerror', (e) => errors.push('pageerror: ' + e.message));
   page.on('dialog', (d) => d.accept());
   if (path) await page.goto(BASE + path);
   page.done = async () => {
     await context.close();
-    assert.deepEqual(errors, [], 'no console or page errors');
+    assert.deepEqual(errors, [], 'no console errors, warnings or page errors');
   };
   page.errors = errors;
   return page;

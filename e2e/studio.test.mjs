@@ -63,6 +63,8 @@ test('chain list: examples, search, hostile names render as text', async () => {
 test('build a 4-node chain with a branch, with live validation, drag and connect', async () => {
   const page = await open('/');
   await page.click('#new-chain');
+  await page.fill('#new-name', 'e2e-new-' + Date.now());
+  await page.keyboard.press('Enter');
   await page.waitForSelector('#editor[data-ready="1"]');
   const a = await addFromPalette(page, 'tool');
   const b = await addFromPalette(page, 'branch');
@@ -444,10 +446,12 @@ test('copy and paste nodes through the clipboard, across tabs', async () => {
   const copied = await a.evaluate(() => navigator.clipboard.readText());
   assert.match(copied, /"node_id":"tool"/);
   const b = await a.context().newPage();
-  b.on('console', (m) => { if (m.type() === 'error') a.errors.push('tab b console: ' + m.text()); });
+  b.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') a.errors.push('tab b console ' + m.type() + ': ' + m.text()); });
   b.on('pageerror', (e) => a.errors.push('tab b pageerror: ' + e.message));
   await b.goto(BASE + '/');
   await b.click('#new-chain');
+  await b.fill('#new-name', 'e2e-paste-' + Date.now());
+  await b.keyboard.press('Enter');
   await b.waitForSelector('#editor[data-ready="1"]');
   await b.locator('#cy').click({ position: { x: 20, y: 20 } });
   await b.keyboard.press('Control+v');

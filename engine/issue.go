@@ -19,7 +19,18 @@ type Issue struct {
 	EdgeID   string   `json:"edge_id,omitempty"`
 	Field    string   `json:"field,omitempty"`
 	Pos      *int     `json:"position,omitempty"` // byte offset in the field's expression
-	Message  string   `json:"message"`
+	// Line and Column (1-based, Column counted in characters) say the same
+	// place as Pos the way people read it: every page shows "line L, column C".
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Message string `json:"message"`
+}
+
+// ExprPlace returns the 1-based line and column (in characters) of byte
+// offset pos in an expression's source: the one convention for error
+// positions, in issues and in the designer's field checks alike.
+func ExprPlace(src string, pos int) (line, col int) {
+	return LineCol([]byte(src), pos)
 }
 
 func (i Issue) String() string {

@@ -237,6 +237,13 @@ func (v *validator) add(group, index int, rule string, sev Severity, nodeID, edg
 	})
 }
 
+// addAt is add for an expression error at byte offset pos of src.
+func (v *validator) addAt(group, index int, rule string, sev Severity, nodeID, edgeID, field, msg, src string, pos int) {
+	v.add(group, index, rule, sev, nodeID, edgeID, field, msg, &pos)
+	is := &v.issues[len(v.issues)-1].Issue
+	is.Line, is.Column = ExprPlace(src, pos)
+}
+
 func (v *validator) chainIssue(rule string, sev Severity, field, msg string) {
 	v.add(0, 0, rule, sev, "", "", field, msg, nil)
 }
@@ -733,25 +740,31 @@ func (v *validator) checkEdges() {
 func (v *validator) checkExprErrors() {
 	n, m := len(v.c.Nodes), len(v.c.Edges)
 	for _, xe := range v.g.exprErrs {
-		var pos *int
 		detail := ""
 		var se *expr.SyntaxError
-		if xe.err != nil && errors.As(xe.err, &se) {
-			p := se.Pos
-			pos = &p
-			detail = fmt.Sprintf("%s (at position %d)", se.Msg, se.Pos)
+		hasPos := xe.err != nil && errors.As(xe.err, &se)
+		if hasPos {
+			line, col := ExprPlace(se.Src, se.Pos)
+			detail = fmt.Sprintf("%s (at line %d, column %d)", se.Msg, line, col)
 		} else if xe.err != nil {
 			detail = xe.err.Error()
 		}
+		var group, index int
+		var nodeID, edgeID, msg string
 		switch {
 		case xe.edge >= 0 && xe.edge < m:
-			v.add(2, xe.edge, RuleExpressionSyntax, SeverityError, "", v.edgeID(xe.edge), xe.field,
-				fmt.Sprintf("%s: %s does not parse: %s", v.edge(xe.edge), xe.field, detail), pos)
+			group, index, edgeID = 2, xe.edge, v.edgeID(xe.edge)
+			msg = fmt.Sprintf("%s: %s does not parse: %s", v.edge(xe.edge), xe.field, detail)
 		case xe.node >= 0 && xe.node < n:
-			v.add(1, xe.node, RuleExpressionSyntax, SeverityError, v.c.Nodes[xe.node].ID, "", xe.field,
-				fmt.Sprintf("node %s: %s does not parse: %s", v.node(xe.node), xe.field, detail), pos)
+			group, index, nodeID = 1, xe.node, v.c.Nodes[xe.node].ID
+			msg = fmt.Sprintf("node %s: %s does not parse: %s", v.node(xe.node), xe.field, detail)
 		default:
-			v.add(0, 0, RuleExpressionSyntax, SeverityError, "", "", xe.field, fmt.Sprintf("%s does not parse: %s", xe.field, detail), pos)
+			msg = fmt.Sprintf("%s does not parse: %s", xe.field, detail)
+		}
+		if hasPos {
+			v.addAt(group, index, RuleExpressionSyntax, SeverityError, nodeID, edgeID, xe.field, msg, se.Src, se.Pos)
+		} else {
+			v.add(group, index, RuleExpressionSyntax, SeverityError, nodeID, edgeID, xe.field, msg, nil)
 		}
 	}
 }

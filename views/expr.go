@@ -2,8 +2,9 @@ package views
 
 import (
 	"errors"
-	"unicode/utf8"
+	"fmt"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/expr"
 )
 
@@ -11,9 +12,14 @@ import (
 type ExprError struct {
 	Msg    string
 	Pos    int // byte offset
-	Col    int // 1-based rune column
+	Line   int // 1-based
+	Col    int // 1-based, in characters
 	HasPos bool
 }
+
+// Place says where the error is the way the Validation panel does:
+// "line L, column C", both 1-based.
+func (e *ExprError) Place() string { return fmt.Sprintf("line %d, column %d", e.Line, e.Col) }
 
 func checkExpr(src string) *ExprError {
 	_, err := expr.Parse(src)
@@ -23,7 +29,8 @@ func checkExpr(src string) *ExprError {
 	var se *expr.SyntaxError
 	if errors.As(err, &se) {
 		pos := min(max(se.Pos, 0), len(src))
-		return &ExprError{Msg: se.Msg, Pos: pos, Col: utf8.RuneCountInString(src[:pos]) + 1, HasPos: true}
+		line, col := engine.ExprPlace(src, pos)
+		return &ExprError{Msg: se.Msg, Pos: pos, Line: line, Col: col, HasPos: true}
 	}
 	return &ExprError{Msg: err.Error()}
 }

@@ -510,8 +510,21 @@ func contentDisposition(name string) string {
 
 // POST /v1/chains/import[?validate=only]
 func (s *Server) importChain(c echo.Context) error {
-	doc, req, err := s.decodeDocument(c)
+	body, err := readBody(c)
 	if err != nil {
+		return err
+	}
+	doc, req, err := s.decodeDocumentBytes(body)
+	if err != nil {
+		// every problem found, not only the first (the import dialog lists the same)
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Code == engine.CodeDecode {
+			if d, ok := ae.Details.(map[string]any); ok {
+				d["problems"] = decodeProblems(body, s.cfg.Limits, nil)
+			} else {
+				ae.Details = map[string]any{"problems": decodeProblems(body, s.cfg.Limits, nil)}
+			}
+		}
 		return err
 	}
 	format := "studio"
@@ -526,28 +539,46 @@ func (s *Server) importChain(c echo.Context) error {
 	default:
 		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("validate must be \"only\" or absent, got %q", c.QueryParam("validate")), map[string]any{"parameter": "validate"})
 	}
-	if err := checkName(doc.Name); err != nil {
+	ch, err := s.importDoc(c, doc, req, c.QueryParam("message"))
+	if err != nil {
 		return err
 	}
-	base := doc.Name
-	message := c.QueryParam("message")
+	return s.chainCreated(c, ch)
+}
+
+// importDoc saves an imported document: the API's import and the chain
+// list's Import dialog share it. A name already in use becomes "name (2)",
+// "name (3)"…; the name rules are the same as for any chain.
+func (s *Server) importDoc(c echo.Context, doc *engine.Chain, req *engine.Request, message string) (*store.Chain, error) {
+	if err := checkName(doc.Name); err != nil {
+		return nil, err
+	}
+	format := "studio"
+	if req != nil {
+		format = "a2e"
+	}
 	if message == "" {
 		message = "imported (" + format + ")"
 	}
+	base := doc.Name
 	for n := 1; n <= maxImportSuffix; n++ {
 		if n > 1 {
 			doc.Name = fmt.Sprintf("%s (%d)", base, n)
+			if len(doc.Name) > maxNameBytes {
+				return nil, apiError(http.StatusConflict, "name_taken",
+					fmt.Sprintf("a chain named %q already exists, and %q is over the name limit of %d bytes", base, doc.Name, maxNameBytes), map[string]any{"name": base})
+			}
 		}
 		ch, err := s.db.CreateChain(c.Request().Context(), doc, message)
 		if errors.Is(err, store.ErrNameTaken) {
 			continue
 		}
 		if err != nil {
-			return storeErr(err, "chain")
+			return nil, storeErr(err, "chain")
 		}
-		return s.chainCreated(c, ch)
+		return ch, nil
 	}
-	return apiError(http.StatusConflict, "name_taken", fmt.Sprintf("%d chains are already named %q or %q (n)", maxImportSuffix, base, base), nil)
+	return nil, apiError(http.StatusConflict, "name_taken", fmt.Sprintf("%d chains are already named %q or %q (n)", maxImportSuffix, base, base), nil)
 }
 
 // POST /v1/validate

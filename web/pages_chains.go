@@ -35,43 +35,35 @@ func (s *Server) fragChainRows(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.ChainRows(rows, total, q))
 }
 
-// uniqueName returns base, or base-2, base-3… whichever no live chain has.
-func (s *Server) pageUniqueName(c echo.Context, base string) (string, error) {
-	name := base
-	for n := 2; n < 10_000; n++ {
-		_, err := s.db.GetChainByName(c.Request().Context(), name)
-		if errors.Is(err, store.ErrNotFound) {
-			return name, nil
-		}
-		if err != nil {
-			return "", err
-		}
-		name = fmt.Sprintf("%s-%d", base, n)
-	}
-	return "", fmt.Errorf("no free name for %q", base)
-}
-
-// pageNewChain creates an empty chain with a unique name and opens it.
+// pageNewChain creates an empty chain with the name the person typed and
+// opens it. A name that is empty, too long, reserved or taken is refused
+// inline and nothing is created.
 func (s *Server) pageNewChain(c echo.Context) error {
-	for attempt := 0; attempt < 5; attempt++ {
-		name, err := s.pageUniqueName(c, "untitled")
-		if err != nil {
-			return err
+	name := strings.TrimSpace(c.FormValue("name"))
+	if err := checkName(name); err != nil {
+		msg := err.Error()
+		switch {
+		case name == "":
+			msg = "Give the chain a name."
+		case len(name) > maxNameBytes:
+			msg = fmt.Sprintf("That name is %d bytes long; the limit is %d.", len(name), maxNameBytes)
 		}
-		ch, err := s.db.CreateChain(c.Request().Context(), &engine.Chain{Name: name, Nodes: []engine.Node{}}, "created in the designer")
-		if errors.Is(err, store.ErrNameTaken) {
-			continue // another tab took it
-		}
-		if err != nil {
-			return err
-		}
-		return c.Redirect(http.StatusSeeOther, "/chains/"+ch.ID)
+		return renderPage(c, http.StatusOK, views.NameError(msg))
 	}
-	return apiError(http.StatusConflict, "name_taken", "could not find a free name; try again", nil)
+	ch, err := s.db.CreateChain(c.Request().Context(), &engine.Chain{Name: name, Nodes: []engine.Node{}}, "created in the designer")
+	if errors.Is(err, store.ErrNameTaken) {
+		return renderPage(c, http.StatusOK, views.NameError(fmt.Sprintf("A chain named “%s” already exists; choose another name.", name)))
+	}
+	if err != nil {
+		return err
+	}
+	return pageRedirect(c, "/chains/"+ch.ID)
 }
 
 // pageImport decodes an uploaded or pasted chain (studio or A2E) and saves
-// it; decode errors are shown and nothing is saved.
+// it the way POST /v1/chains/import does (a taken name becomes "name (2)").
+// A document that does not decode is not saved; every problem found in it
+// is listed.
 func (s *Server) pageImport(c echo.Context) error {
 	var data []byte
 	if fh, err := c.FormFile("file"); err == nil && fh.Size > 0 {
@@ -90,23 +82,25 @@ func (s *Server) pageImport(c echo.Context) error {
 	if strings.TrimSpace(string(data)) == "" {
 		return renderPage(c, http.StatusOK, views.FormError("Nothing to import", "choose a JSON file or paste a chain document"))
 	}
-	doc, err := engine.Decode(data, s.cfg.Limits)
+	doc, req, err := engine.DecodeDocument(data, s.cfg.Limits)
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("The document does not decode; nothing was saved", err.Error()))
+		problems := decodeProblems(data, s.cfg.Limits, err)
+		out := make([]views.ImportProblem, len(problems))
+		for i, p := range problems {
+			out[i] = views.ImportProblem{Path: p.Path, Line: p.Line, Column: p.Column, Message: p.Message}
+		}
+		return renderPage(c, http.StatusOK, views.ImportProblems(out))
 	}
 	if strings.TrimSpace(doc.Name) == "" {
 		doc.Name = "imported"
 	}
-	if err := checkName(doc.Name); err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Name not allowed; nothing was saved", err.Error()))
-	}
-	ch, err := s.db.CreateChain(c.Request().Context(), doc, "imported")
-	if errors.Is(err, store.ErrNameTaken) {
-		return renderPage(c, http.StatusOK, views.FormError("Name taken; nothing was saved",
-			fmt.Sprintf("a chain named %q already exists: rename it in the document (\"name\") or delete the other chain", doc.Name)))
-	}
+	ch, err := s.importDoc(c, doc, req, "")
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not save", err.Error()))
+		var ae *APIError
+		if errors.As(err, &ae) {
+			return renderPage(c, http.StatusOK, views.FormError("Not imported; nothing was saved", ae.Message))
+		}
+		return err
 	}
 	return pageRedirect(c, "/chains/"+ch.ID)
 }

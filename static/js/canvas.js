@@ -6,7 +6,7 @@
   const Studio = (window.Studio = window.Studio || {});
 
   const ICONS = { tool: '⚙', skill: '⊞', proc: '▶', branch: '◇', condition: '◈', map: '⋔', parallel: '⇉', interrupt: '⚑', agent: '✦' };
-  const SHAPES = { tool: 'round-rectangle', skill: 'round-rectangle', proc: 'rectangle', branch: 'diamond', condition: 'hexagon', map: 'round-tag', parallel: 'barrel', interrupt: 'octagon', agent: 'ellipse' };
+  const SHAPES = { tool: 'round-rectangle', skill: 'round-rectangle', proc: 'rectangle', branch: 'polygon', condition: 'hexagon', map: 'round-tag', parallel: 'barrel', interrupt: 'octagon', agent: 'ellipse' };
   Studio.ICONS = ICONS;
 
   function cssVar(name, fallback) {
@@ -110,17 +110,25 @@
     const muted = cssVar('--muted', '#7c8699');
     const base = [
       { selector: 'node', style: {
-        shape: 'data(shape)', 'min-zoomed-font-size': 7,
-        width: 'data(w)', height: 'data(h)', 'background-color': nodeBg, 'border-width': 1.5, 'border-color': border,
-        label: 'data(display)', 'text-wrap': 'wrap', 'text-max-width': 140, 'text-valign': 'center', 'text-halign': 'center',
+        'min-zoomed-font-size': 7, 'background-color': nodeBg, 'border-width': 1.5, 'border-color': border,
+        'text-wrap': 'wrap', 'text-max-width': 140, 'text-valign': 'center', 'text-halign': 'center',
         color: fg, 'font-size': 11, 'font-family': 'system-ui, sans-serif', 'line-height': 1.25,
       } },
+      // Mappings only where the data is: the edge-drawing handle and
+      // edgehandles' ghost node carry none, and Cytoscape warns on every
+      // element a mapping cannot read.
+      { selector: 'node[display]', style: { shape: 'data(shape)', width: 'data(w)', height: 'data(h)', label: 'data(display)' } },
+      // A diamond whose top and bottom corners sit a hair off the centre line:
+      // Cytoscape's point-in-polygon test casts a vertical ray, and a ray
+      // through both corners (a click on the exact centre) counts them twice
+      // and misses the node.
+      { selector: 'node[kind = "branch"]', style: { 'shape-polygon-points': [-1, 0, 0.0001, -1, 1, 0, -0.0001, 1] } },
       { selector: 'node:selected', style: { 'border-width': 3, 'border-color': accent, 'underlay-color': accent, 'underlay-opacity': 0.15, 'underlay-padding': 6 } },
       { selector: 'edge', style: {
         width: 1.6, 'line-color': edge, 'target-arrow-color': edge, 'target-arrow-shape': 'triangle', 'curve-style': 'bezier', 'arrow-scale': 0.9,
       } },
       // only edges with text get a label: label styles are most of the cost of a large chain
-      { selector: 'edge.has-text', style: {
+      { selector: 'edge.has-text[text]', style: {
         label: 'data(text)', 'font-size': 10, color: fg, 'text-background-color': bg, 'text-background-opacity': 0.9, 'text-background-padding': 2,
         'text-rotation': 'none', 'font-family': 'system-ui, sans-serif', 'min-zoomed-font-size': 7,
       } },
@@ -140,6 +148,7 @@
       { selector: '.eh-hover, .eh-source, .eh-target', style: { 'border-color': accent, 'border-width': 3 } },
       { selector: '.eh-preview, .eh-ghost-edge', style: { 'line-color': accent, 'target-arrow-color': accent, 'line-style': 'dashed', label: '' } },
       { selector: '.eh-ghost-edge.eh-preview-active', style: { opacity: 0 } },
+      { selector: '.eh-ghost-node', style: { width: 1, height: 1, opacity: 0, label: '' } },
     ];
     const run = [
       { selector: 'node.ph-start', style: { 'border-color': accent, 'border-width': 3, 'background-color': runBg } },

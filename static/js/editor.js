@@ -65,6 +65,7 @@
   }
 
   function undo() {
+    lastPropField = '';
     if (!undoStack.length) return;
     redoStack.push(snapshot());
     doc = JSON.parse(undoStack.pop());
@@ -74,6 +75,7 @@
   }
 
   function redo() {
+    lastPropField = '';
     if (!redoStack.length) return;
     undoStack.push(snapshot());
     doc = JSON.parse(redoStack.pop());
@@ -269,26 +271,61 @@
     return { x: cx, y: cy0 };
   }
 
-  function addEdge(src, dst) {
-    if (src === dst) return null;
-    if (doc.edges.some((e) => e.source === src && e.target === dst && !e.label && !e.condition)) return null;
-    const e = { id: uniqueEdgeId(src, dst), source: src, target: dst };
+  // newEdge makes the edge src → dst as the designer draws it (a branch's
+  // first edge is labelled true, its second false; a condition's take its
+  // free case handles), or returns null with the reason it is not drawn:
+  // never a self-loop, never a second edge between the same two nodes.
+  // edges is the document's edges plus any planned in the same action.
+  function newEdge(src, dst, edges) {
+    if (src === dst) return { why: 'self' };
+    if (edges.some((e) => e.source === src && e.target === dst)) return { why: 'dup' };
+    const taken = new Set(edges.map((x) => x.id));
+    let id = src + '->' + dst;
+    for (let i = 2; taken.has(id); i++) id = src + '->' + dst + '#' + i;
+    const e = { id, source: src, target: dst };
     const s = nodeById(src);
+    const used = new Set(edges.filter((x) => x.source === src).map((x) => x.label));
     if (s && s.kind === 'branch') {
-      const used = new Set(doc.edges.filter((x) => x.source === src).map((x) => x.label));
       if (!used.has('true')) e.label = 'true';
       else if (!used.has('false')) e.label = 'false';
     } else if (s && s.kind === 'condition') {
-      const used = new Set(doc.edges.filter((x) => x.source === src).map((x) => x.label));
       const free = (s.cases || []).map((c) => c.handle).filter((h) => h && !used.has(h));
-      e.label = free.length ? free[0] : (used.has('default') ? undefined : 'default');
-      if (!e.label) delete e.label;
+      if (free.length) e.label = free[0];
+      else if (!used.has('default')) e.label = 'default';
+    }
+    return { edge: e };
+  }
+
+  // reaches reports whether dst can be reached from src along edges.
+  function reaches(edges, src, dst) {
+    const out = new Map();
+    for (const e of edges) {
+      if (!out.has(e.source)) out.set(e.source, []);
+      out.get(e.source).push(e.target);
+    }
+    const seen = new Set([src]);
+    const stack = [src];
+    while (stack.length) {
+      const n = stack.pop();
+      if (n === dst) return true;
+      for (const m of out.get(n) || []) if (!seen.has(m)) { seen.add(m); stack.push(m); }
+    }
+    return false;
+  }
+
+  // addEdge is one drawn edge (a drag from a node's handle). Drawing back to
+  // an earlier node is allowed here: that is how a loop is made on purpose.
+  function addEdge(src, dst) {
+    const r = newEdge(src, dst, doc.edges);
+    if (!r.edge) {
+      if (r.why === 'dup') flash(src + ' → ' + dst + ' is already connected.');
+      return null;
     }
     mutate(() => {
-      doc.edges.push(e);
-      cy.add(Studio.edgeElement(e));
+      doc.edges.push(r.edge);
+      cy.add(Studio.edgeElement(r.edge));
     });
-    return e.id;
+    return r.edge.id;
   }
 
   function deleteSelection() {
@@ -313,13 +350,40 @@
     showProps();
   }
 
+  // connectSelected joins the selected nodes as a path, in the order they
+  // were selected (Ctrl+A: document order), as ONE undo step. A pair already
+  // connected (either way round) is skipped, and so is a pair whose edge
+  // would close a cycle: a loop needs max_iterations, so it is drawn by hand.
   function connectSelected() {
-    const ids = selOrder.filter((id) => cy.getElementById(id).selected() && cy.getElementById(id).isNode());
+    const sel = cy.nodes(':selected').not('.eh-handle');
+    const ordered = selOrder.filter((id) => sel.some((n) => n.id() === id));
+    const rest = doc.nodes.map((n) => n.node_id).filter((id) => !ordered.includes(id) && cy.getElementById(id).selected());
+    const ids = ordered.concat(rest);
     if (ids.length < 2) {
       flash('Select two or more nodes (in order) to connect them.');
       return;
     }
-    for (let i = 0; i + 1 < ids.length; i++) addEdge(ids[i], ids[i + 1]);
+    const planned = [];
+    const skipped = { dup: 0, cycle: 0 };
+    const all = doc.edges.slice();
+    for (let i = 0; i + 1 < ids.length; i++) {
+      const src = ids[i], dst = ids[i + 1];
+      if (all.some((e) => (e.source === dst && e.target === src))) { skipped.dup++; continue; }
+      const r = newEdge(src, dst, all);
+      if (!r.edge) { skipped.dup++; continue; }
+      if (reaches(all, dst, src)) { skipped.cycle++; continue; }
+      all.push(r.edge);
+      planned.push(r.edge);
+    }
+    const parts = [planned.length ? 'Connected ' + planned.length + (planned.length === 1 ? ' pair' : ' pairs') : 'Nothing new to connect'];
+    if (skipped.dup) parts.push(skipped.dup + ' already connected');
+    if (skipped.cycle) parts.push(skipped.cycle + ' would close a cycle (draw a loop edge by hand and give it max iterations)');
+    flash(parts.join('; ') + '.');
+    if (!planned.length) return;
+    mutate(() => {
+      doc.edges.push(...planned);
+      cy.batch(() => { for (const e of planned) cy.add(Studio.edgeElement(e)); });
+    });
   }
 
   function flash(msg) {
@@ -440,7 +504,7 @@
     } else if (sel.length > 1) {
       propsEl.replaceChildren(Studio.el('div', { class: 'props' },
         Studio.el('h2', { text: sel.length + ' selected' }),
-        Studio.el('p', { class: 'hint', text: 'Connect joins the selected nodes in the order you selected them. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too.' })));
+        Studio.el('p', { class: 'hint', text: 'Connect (C) joins the selected nodes one after another, in the order you selected them (Ctrl+A: list order), skipping pairs already connected and any edge that would close a cycle. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too. Each is one undo step.' })));
       return;
     } else {
       if (propsEl.dataset.initial === 'chain') {
@@ -519,7 +583,12 @@
     }
   }
 
-  let lastPropCheckpoint = 0;
+  let lastPropField = '';
+  // fieldOf names the field an element edits (a key/value row counts as its field).
+  function fieldOf(el) {
+    const f = el.closest('[data-f]');
+    return f ? f.dataset.f : '';
+  }
   function applyProps(source) {
     const panel = propsEl.querySelector('.props');
     if (!panel) return;
@@ -536,9 +605,11 @@
       if (v === INVALID) continue;
       values.push([el.dataset.f, v]);
     }
-    const now = Date.now();
-    const cp = now - lastPropCheckpoint > 1000 || source === 'change';
-    lastPropCheckpoint = now;
+    // one undo step per field edited: typing a name letter by letter is one
+    // action; a new field (or a select, a checkbox, a row) is the next one
+    const fieldKey = (target === 'node' ? obj.node_id : target === 'edge' ? obj.id : '') + '|' + (source === 'input' && document.activeElement ? fieldOf(document.activeElement) : Math.random());
+    const cp = fieldKey !== lastPropField;
+    lastPropField = source === 'input' ? fieldKey : '';
     mutate(() => {
       for (const [f, v] of values) setPath(obj, f, v);
       if (target === 'chain' && !doc.name) doc.name = 'untitled';
@@ -548,31 +619,98 @@
     }, { noCheckpoint: !cp });
   }
 
+  // ---- renaming a node -------------------------------------------------------
+
+  const RESERVED = ['input', 'state', 'node_results', 'output', 'steps', 'item', 'index', 'resume', 'error', 'trigger', 'when', 'chain', 'run'];
+  const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+  // idProblem says why id cannot be a node's new id, or ''.
+  function idProblem(id, old) {
+    if (!id) return 'A node needs an id.';
+    if (id !== old && nodeById(id)) return 'Another node already has the id “' + id + '”.';
+    if (RESERVED.includes(id)) return '“' + id + '” is reserved for expressions (' + RESERVED.join(', ') + ').';
+    if (/[\u0000-\u001f\u007f]/.test(id)) return 'An id may not contain control characters.';
+    if (new TextEncoder().encode(id).length > 256) return 'An id is at most 256 bytes.';
+    return '';
+  }
+
+  // renameRefs rewrites the references to node old in an expression: the
+  // ones the engine resolves by id, `old.output…` and `node_results.old…`
+  // (plain or quoted). Text inside string literals is not looked at apart.
+  function renameRefs(src, old, id) {
+    if (typeof src !== 'string' || !src.includes(old)) return src;
+    const esc = old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const name = IDENT.test(id) ? id : JSON.stringify(id);
+    return src
+      .replace(new RegExp('(^|[^A-Za-z0-9_."\'])(' + esc + '|"' + esc + '")(?=\\.output\\b)', 'g'), (m, pre) => pre + name)
+      .replace(new RegExp('(\\bnode_results\\.)(' + esc + '(?![A-Za-z0-9_])|"' + esc + '")', 'g'), (m, pre) => pre + name);
+  }
+
+  // rename renames node old to id everywhere the engine looks a node up by
+  // id: edges' ends (and their automatic ids, "source->target"), the entry
+  // node, map bodies, parallel branches, error handlers, successor fields,
+  // and expressions reading the node's output.
+  function rename(old, id) {
+    const n = nodeById(old);
+    n.node_id = id;
+    const autoId = (e) => e.id === e.source + '->' + e.target || new RegExp('^' + (e.source + '->' + e.target).replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '#[1-9][0-9]*$').test(e.id);
+    const touched = [];
+    for (const e of doc.edges) {
+      if (e.source !== old && e.target !== old) continue;
+      const wasAuto = autoId(e);
+      if (e.source === old) e.source = id;
+      if (e.target === old) e.target = id;
+      if (wasAuto) touched.push(e);
+    }
+    // new automatic ids, unique among all the others
+    const taken = new Set(doc.edges.filter((e) => !touched.includes(e)).map((e) => e.id));
+    for (const e of touched) {
+      let eid = e.source + '->' + e.target;
+      for (let i = 2; taken.has(eid); i++) eid = e.source + '->' + e.target + '#' + i;
+      e.id = eid;
+      taken.add(eid);
+    }
+    for (const e of doc.edges) if (e.condition) e.condition = renameRefs(e.condition, old, id);
+    for (const m of doc.nodes) {
+      for (const f of ['map_node', 'on_error', 'true_node', 'false_node', 'next_node']) if (m[f] === old) m[f] = id;
+      if (m.branches) m.branches = m.branches.map((b) => (b === old ? id : b));
+      for (const f of ['condition', 'items_path']) if (m[f]) m[f] = renameRefs(m[f], old, id);
+      for (const f of ['input_map', 'set_state']) {
+        if (m[f]) for (const k of Object.keys(m[f])) m[f][k] = renameRefs(m[f][k], old, id);
+      }
+      if (m.cases) for (const c of m.cases) c.when = renameRefs(c.when, old, id);
+    }
+    if (doc.entry_node === old) doc.entry_node = id;
+  }
+
+  function showIdProblem(input, msg) {
+    const label = input.closest('label') || input;
+    let el = label.parentElement.querySelector('#node-id-error');
+    if (!msg) {
+      if (el) el.remove();
+      input.removeAttribute('aria-invalid');
+      return;
+    }
+    if (!el) {
+      el = Studio.el('p', { id: 'node-id-error', class: 'expr-err', role: 'alert' });
+      label.after(el);
+    }
+    el.textContent = msg;
+    input.setAttribute('aria-invalid', 'true');
+    input.setAttribute('aria-describedby', 'node-id-error');
+  }
+
   function renameNode(input) {
     const panel = input.closest('.props');
     const old = panel.dataset.id;
     const id = input.value.trim();
-    if (id === old) return;
-    if (!id || nodeById(id)) {
-      input.setCustomValidity(id ? 'another node has this id' : 'a node needs an id');
-      input.reportValidity();
-      input.value = old;
-      input.setCustomValidity('');
-      return;
-    }
+    if (id === old) { showIdProblem(input, ''); return; }
+    const problem = idProblem(id, old);
+    // the typed id stays in the field with the reason beside it; nothing changes
+    showIdProblem(input, problem);
+    if (problem) return;
     mutate(() => {
-      const n = nodeById(old);
-      n.node_id = id;
-      for (const e of doc.edges) {
-        if (e.source === old) e.source = id;
-        if (e.target === old) e.target = id;
-      }
-      for (const m of doc.nodes) {
-        if (m.map_node === old) m.map_node = id;
-        if (m.on_error === old) m.on_error = id;
-        if (m.branches) m.branches = m.branches.map((b) => (b === old ? id : b));
-      }
-      if (doc.entry_node === old) doc.entry_node = id;
+      rename(old, id);
       cy.batch(() => {
         cy.$(':selected').unselect();
         cy.elements().remove();
@@ -583,9 +721,16 @@
   }
 
   propsEl.addEventListener('input', (e) => {
-    if (e.target.dataset.t === 'id') return;
+    if (e.target.dataset.t === 'id') {
+      // say at once when the id being typed is taken or not allowed
+      const panel = e.target.closest('.props');
+      const id = e.target.value.trim();
+      showIdProblem(e.target, id === panel.dataset.id ? '' : idProblem(id, panel.dataset.id));
+      return;
+    }
     if (e.target.matches('input[type=text], input[type=number], textarea, input.k, .v-wrap input')) applyProps('input');
   });
+  propsEl.addEventListener('focusout', () => { lastPropField = ''; });
   propsEl.addEventListener('change', (e) => {
     if (e.target.dataset.t === 'id') { renameNode(e.target); return; }
     if (e.target.matches('select, input[type=checkbox]')) applyProps('change');
@@ -669,6 +814,22 @@
     if (!b) return;
     const id = b.dataset.nodeId || b.dataset.edgeId;
     if (id) selectAndFocus(id);
+  });
+
+  // The canvas row keeps the viewport's height less the toolbar and the node
+  // list's summary, whatever the list shows; the list's open state is kept.
+  const toolbarEl = root.querySelector('.toolbar');
+  const pane = $('node-list-pane');
+  const summaryEl = pane.querySelector('summary');
+  function measureChrome() {
+    root.style.setProperty('--editor-chrome', (toolbarEl.offsetHeight + summaryEl.offsetHeight + 2) + 'px');
+  }
+  measureChrome();
+  new ResizeObserver(measureChrome).observe(toolbarEl);
+  try { if (localStorage.getItem('studio.nodeList') === 'closed') pane.open = false; } catch { /* storage off */ }
+  pane.addEventListener('toggle', () => {
+    try { localStorage.setItem('studio.nodeList', pane.open ? 'open' : 'closed'); } catch { /* storage off */ }
+    if (pane.open) pane.scrollIntoView({ block: 'nearest' });
   });
 
   // ---- keyboard --------------------------------------------------------------
@@ -796,6 +957,8 @@
       if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
     } });
     cy.on('studio-loaded', () => { markIssues(); syncTableSelection(); });
+    // Cytoscape only notices window resizes: follow the container itself
+    new ResizeObserver(() => { if (!cy.destroyed()) cy.resize(); }).observe(cyEl);
     performance.mark('studio:cy');
     if (cy.__laidOut) {
       for (const n of doc.nodes) {
