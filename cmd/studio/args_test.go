@@ -183,3 +183,24 @@ func TestExamplesCarrySampleInput(t *testing.T) {
 		}
 	}
 }
+
+// An expression error names the node, the expression, the function and what
+// its argument was, in words, not go-jmespath's internals.
+func TestRunExpressionErrorInPlainWords(t *testing.T) {
+	code, out, errs := studio(t, "run", "../../examples/linear.json", "--input", "{}")
+	if code != exitFailed {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	for _, want := range []string{
+		`node "shape" failed`,
+		`"{name: name, langs: length(languages)}"`,
+		`length() needs an array, string or object; languages is missing (null)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "jpType") || strings.Contains(out, "<nil>") {
+		t.Errorf("go-jmespath's internals leak:\n%s", out)
+	}
+}
