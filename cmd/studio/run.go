@@ -258,6 +258,13 @@ func (p *eventPrinter) result(res *engine.Result) {
 	for _, pd := range res.Pending {
 		fmt.Fprintf(p.w, "waiting at %s: %s\n", pd.NodeID, compact(pd.Prompt, 200))
 	}
+	if len(res.Pending) > 0 {
+		// A headless run lives as long as the command: answers go in up front.
+		fmt.Fprintln(p.w, "to continue, run it again with --answer JSON (one per interrupt, in order)")
+	}
+	if res.FinalOutput == nil && res.Status != engine.StatusCompleted && res.Status != engine.StatusPartial {
+		return // "final_output: null" after a failure or a pause says nothing
+	}
 	b, _ := json.MarshalIndent(res.FinalOutput, "", "  ")
 	fmt.Fprintf(p.w, "final_output: %s\n", b)
 }
