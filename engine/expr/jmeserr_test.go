@@ -123,3 +123,21 @@ func TestSortByLeavesTheDataAlone(t *testing.T) {
 		t.Errorf("the input was sorted in place: %v", people)
 	}
 }
+
+// The guard spelling's errors read the same way.
+func TestGuardErrorsInPlainWords(t *testing.T) {
+	for src, want := range map[string]string{
+		"{{ n | length }}": "the length filter needs a string, list or object; it got a number 3",
+		"{{ -name }}":      `- needs a number; it got a string "Ada"`,
+	} {
+		e, err := Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Eval(MapScope{"n": 3.0, "name": "Ada"}, false)
+		var ee *EvalError
+		if !errors.As(err, &ee) || ee.Msg != want {
+			t.Errorf("%s: err = %v, want %q", src, err, want)
+		}
+	}
+}
