@@ -53,7 +53,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return exitFailed
 	}
-	in, from, err := runInput(*input, c, req)
+	inputSet := false
+	fs.Visit(func(f *flag.Flag) { inputSet = inputSet || f.Name == "input" })
+	in, from, err := runInput(*input, inputSet, c, req)
 	if err != nil {
 		fmt.Fprintf(stderr, "--input: %v\n", err)
 		return exitUsage
@@ -116,8 +118,8 @@ func loadDocument(path string) (*engine.Chain, *engine.Request, error) {
 // runInput picks the run's input: an explicit --input wins; without one an
 // A2E request's initial_input, else the chain's sample_input, else {}. from
 // names where a default came from ("" for --input or {}).
-func runInput(flagValue string, c *engine.Chain, req *engine.Request) (map[string]any, string, error) {
-	if flagValue != "" {
+func runInput(flagValue string, set bool, c *engine.Chain, req *engine.Request) (map[string]any, string, error) {
+	if set {
 		in, err := parseInput(flagValue)
 		if err != nil {
 			return nil, "", err
