@@ -30,23 +30,22 @@ func cmdA2E(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("a2e", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	workspace := fs.String("workspace", "", "folder read_file/write_file may use (default: file access disabled)")
+	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
 	var allowProc listFlag
-	fs.Var(&allowProc, "allow-proc", "executable proc nodes may run (repeatable; default: none)")
+	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
-	chains := fs.String("chains", "", "folder of saved chains (*.json) that skill nodes call by name (default: none)")
+	chains := fs.String("chains", "", "the folder `DIR` of saved chains (*.json) that skill nodes call by name (default: none)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: studio a2e [flags] < requests.ndjson\n\nThe A2E chain host on stdin/stdout: reads one chain/req JSON per line and writes\nNDJSON: the request's chain/event messages (unless streaming is false), then its chain/resp.\nA line that is not a chain/req gets a chain/resp with success false and error code chain_decode.")
-		fs.PrintDefaults()
+		printUsage(fs, "studio a2e [flags] < requests.ndjson",
+			"The A2E chain host on stdin/stdout: reads one chain/req JSON per line and writes\n"+
+				"NDJSON: the request's chain/event messages (unless streaming is false), then its chain/resp.\n"+
+				"A line that is not a chain/req gets a chain/resp with success false and error code chain_decode.")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	args, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
-	if fs.NArg() != 0 {
-		fs.Usage()
+	if !wantArgs(fs, args) {
 		return exitUsage
 	}
 	reg := engine.NewRegistry()

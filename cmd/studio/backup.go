@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,21 +15,19 @@ import (
 func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "SQLite database file to copy (env STUDIO_DB)")
+	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "SQLite database `FILE` to copy (env STUDIO_DB)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: studio backup [--db FILE] TARGET\n\nWrites a consistent copy of the database to TARGET (which must not exist),\nsafely while the studio is running.")
-		fs.PrintDefaults()
+		printUsage(fs, "studio backup TARGET [--db FILE]",
+			"Writes a consistent copy of the database to TARGET (which must not exist),\nsafely while the studio is running.")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
+	args, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if !wantArgs(fs, args, "TARGET") {
 		return exitUsage
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
+	target := args[0]
 	db, err := store.Open(ctx, *dbPath, store.Options{})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
@@ -38,11 +35,11 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer db.Close()
 	start := time.Now()
-	if err := db.Backup(ctx, fs.Arg(0)); err != nil {
+	if err := db.Backup(ctx, target); err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(stdout, "backed up %s to %s in %d ms\n", *dbPath, fs.Arg(0), time.Since(start).Milliseconds())
+	fmt.Fprintf(stdout, "backed up %s to %s in %d ms\n", *dbPath, target, time.Since(start).Milliseconds())
 	return exitOK
 }
 
@@ -53,8 +50,8 @@ type retention struct {
 }
 
 func (r *retention) register(fs *flag.FlagSet) {
-	fs.IntVar(&r.days, "retain-days", 0, "delete finished runs (and their events) older than this many days, at start-up and daily; 0 keeps them")
-	fs.IntVar(&r.keep, "retain-runs", 0, "keep at most this many finished runs per chain; 0 keeps them all")
+	fs.IntVar(&r.days, "retain-days", 0, "delete finished runs (and their events) older than this many `DAYS`, at start-up and daily; 0 keeps them")
+	fs.IntVar(&r.keep, "retain-runs", 0, "keep at most `N` finished runs per chain; 0 keeps them all")
 }
 
 func (r *retention) policy() (store.Retention, bool) {

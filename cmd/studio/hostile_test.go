@@ -47,6 +47,7 @@ func TestHostileCLI(t *testing.T) {
 		{"chain cycle", []string{"validate", write("cycle.json", `{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],"edges":[{"source":"a","target":"b"},{"source":"b","target":"a"}]}`)}, exitFailed, []string{"chain_cycle"}},
 		{"run input not JSON", []string{"run", "--input", `{"x":`, ok}, exitUsage, []string{"--input"}},
 		{"run input not an object", []string{"run", "--input", `[1]`, ok}, exitUsage, []string{"--input"}},
+		{"run input empty", []string{"run", ok, "--input="}, exitUsage, []string{"--input"}},
 		{"answer not JSON", []string{"run", "--answer", `{nope`, write("ask.json", `{"name":"ask","nodes":[{"node_id":"q","kind":"interrupt"}]}`)}, exitUsage, []string{"--answer"}},
 		{"read_file without a workspace", []string{"run", write("rf.json", `{"name":"rf","nodes":[{"node_id":"r","kind":"tool","name":"read_file","input":{"path":"/etc/passwd"}}]}`)}, exitFailed, []string{"file access is disabled"}},
 		{"read_file escaping the workspace", []string{"run", "--workspace", dir, write("rf2.json", `{"name":"rf2","nodes":[{"node_id":"r","kind":"tool","name":"read_file","input":{"path":"../../etc/passwd"}}]}`)}, exitFailed, []string{"escapes the workspace"}},

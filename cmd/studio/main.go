@@ -77,9 +77,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Chain Studio: design, validate, run and watch chains.")
-	fmt.Fprintln(w, "\nUsage: studio COMMAND [flags]\n\nCommands:")
+	fmt.Fprintln(w, "\nUsage: studio COMMAND [FILE] [flags]   (flags before or after FILE)\n\nCommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 invalid chain or failed run, 2 usage, 3 paused at an interrupt, 4 cancelled or timed out.")
+	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 invalid chain or failed run, 2 usage, 3 paused at an interrupt, 4 cancelled or timed out.\n(`go run` reports every failure as 1: build the binary when the code matters.)")
 }

@@ -23,41 +23,45 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	input := fs.String("input", "{}", "the run's initial input, a JSON object (or @FILE)")
+	input := fs.String("input", "", "the run's initial input, a `JSON` object or @FILE (default: the chain's sample_input, else {})")
 	asJSON := fs.Bool("json", false, "print one JSON object per line: each event, then the result")
-	workspace := fs.String("workspace", "", "folder read_file/write_file may use (default: file access disabled)")
+	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
 	var allowProc listFlag
-	fs.Var(&allowProc, "allow-proc", "executable proc nodes may run (repeatable; default: none)")
+	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
 	var answers listFlag
-	fs.Var(&answers, "answer", "JSON value to resume the run with when it pauses at an interrupt (repeatable, used in order)")
+	fs.Var(&answers, "answer", "`JSON` value to resume the run with when it pauses at an interrupt (repeatable, used in order)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: studio run [flags] FILE\n\nRuns a chain (studio format or an A2E chain/req) headless. Skill nodes call the chains\nsaved as *.json in the same folder, by name.")
-		fs.PrintDefaults()
+		printUsage(fs, "studio run FILE [--input JSON] [--answer JSON]... [--json] [flags]",
+			"Runs a chain (studio format or an A2E chain/req) headless, printing each event as it\n"+
+				"happens, then the result. Without --input the run starts from the chain's sample_input\n"+
+				"(an A2E request's initial_input), or {} when it has none. Skill nodes call the chains\n"+
+				"saved as *.json in the same folder, by name.\n\n"+
+				"Exit status: 0 completed or partial, 1 invalid chain or failed run, 2 usage,\n"+
+				"3 paused at an interrupt (answer it with --answer), 4 cancelled or timed out.")
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
+	args, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if !wantArgs(fs, args, "FILE") {
 		return exitUsage
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	path := fs.Arg(0)
+	path := args[0]
 	c, req, err := loadDocument(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", path, err)
 		return exitFailed
 	}
-	in, err := parseInput(*input)
+	inputSet := false
+	fs.Visit(func(f *flag.Flag) { inputSet = inputSet || f.Name == "input" })
+	in, from, err := runInput(*input, inputSet, c, req)
 	if err != nil {
 		fmt.Fprintf(stderr, "--input: %v\n", err)
 		return exitUsage
 	}
-	if req != nil && len(in) == 0 && req.InitialInput != nil {
-		in = req.InitialInput
+	if from != "" && !*asJSON {
+		fmt.Fprintf(stdout, "input (%s; --input replaces it): %s\n", from, compact(in, 200))
 	}
 
 	reg := engine.NewRegistry()
@@ -109,6 +113,39 @@ func loadDocument(path string) (*engine.Chain, *engine.Request, error) {
 		return nil, nil, err
 	}
 	return engine.DecodeDocument(data, engine.Limits{})
+}
+
+// runInput picks the run's input: an explicit --input wins; without one an
+// A2E request's initial_input, else the chain's sample_input, else {}. from
+// names where a default came from ("" for --input or {}).
+func runInput(flagValue string, set bool, c *engine.Chain, req *engine.Request) (map[string]any, string, error) {
+	if set {
+		in, err := parseInput(flagValue)
+		if err != nil {
+			return nil, "", err
+		}
+		// An empty --input on a request keeps its initial_input, as before.
+		if req != nil && len(in) == 0 && req.InitialInput != nil {
+			return req.InitialInput, "", nil
+		}
+		return in, "", nil
+	}
+	switch {
+	case req != nil && req.InitialInput != nil:
+		return req.InitialInput, "the request's initial_input", nil
+	case len(c.SampleInput) > 0:
+		// A copy: the run must not alias the chain's document.
+		b, err := json.Marshal(c.SampleInput)
+		if err != nil {
+			return nil, "", err
+		}
+		var in map[string]any
+		if err := json.Unmarshal(b, &in); err != nil {
+			return nil, "", err
+		}
+		return in, "the chain's sample_input", nil
+	}
+	return map[string]any{}, "", nil
 }
 
 func parseInput(s string) (map[string]any, error) {
@@ -222,6 +259,13 @@ func (p *eventPrinter) result(res *engine.Result) {
 	}
 	for _, pd := range res.Pending {
 		fmt.Fprintf(p.w, "waiting at %s: %s\n", pd.NodeID, compact(pd.Prompt, 200))
+	}
+	if len(res.Pending) > 0 {
+		// A headless run lives as long as the command: answers go in up front.
+		fmt.Fprintln(p.w, "to continue, run it again with --answer JSON (one per interrupt, in order)")
+	}
+	if res.FinalOutput == nil && res.Status != engine.StatusCompleted && res.Status != engine.StatusPartial {
+		return // "final_output: null" after a failure or a pause says nothing
 	}
 	b, _ := json.MarshalIndent(res.FinalOutput, "", "  ")
 	fmt.Fprintf(p.w, "final_output: %s\n", b)

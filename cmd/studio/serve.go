@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,27 +27,29 @@ func envOr(name, def string) string {
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", envOr("STUDIO_ADDR", "127.0.0.1:8080"), "listen address (env STUDIO_ADDR); anything but loopback needs --token or --insecure")
-	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "SQLite database file (env STUDIO_DB)")
-	token := fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer token required by the API and pages (env STUDIO_TOKEN)")
+	addr := fs.String("addr", envOr("STUDIO_ADDR", "127.0.0.1:8080"), "listen on `ADDR`, HOST:PORT (env STUDIO_ADDR); anything but loopback needs --token or --insecure")
+	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "SQLite database `FILE` (env STUDIO_DB)")
+	token := fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer `TOKEN` required by the API and pages (env STUDIO_TOKEN)")
 	insecure := fs.Bool("insecure", false, "allow listening off loopback without a token")
-	workspace := fs.String("workspace", "", "folder read_file/write_file may use (default: file access disabled)")
+	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
 	var allowProc listFlag
-	fs.Var(&allowProc, "allow-proc", "executable proc nodes may run (repeatable; default: none)")
+	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
-	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "folder of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
+	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
 	var keep retention
 	keep.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: studio serve [flags]\n\nStarts the studio: the designer in the browser, the JSON API and the A2E host.")
-		fs.PrintDefaults()
+		printUsage(fs, "studio [serve] [flags]",
+			"Starts the studio: the designer in the browser, the JSON API and the A2E host.\n"+
+				"It logs url=http://HOST:PORT once it listens; SIGINT or SIGTERM stops it cleanly.")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
+	args, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if !wantArgs(fs, args) {
 		return exitUsage
 	}
 	level := slog.LevelInfo

@@ -16,20 +16,18 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the issues as a JSON array")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: studio validate [--json] FILE\n\nChecks a chain document (studio format or an A2E chain/req) and prints every issue.\nExit status 1 when there is any error (warnings alone pass).")
-		fs.PrintDefaults()
+		printUsage(fs, "studio validate FILE [--json]",
+			"Checks a chain document (studio format or an A2E chain/req) and prints every issue.\n"+
+				"Exit status 1 when there is any error (warnings alone pass), 2 on a usage error.")
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
+	args, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if !wantArgs(fs, args, "FILE") {
 		return exitUsage
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	path := fs.Arg(0)
+	path := args[0]
 	c, err := loadChain(path)
 	if err != nil {
 		if *asJSON {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/jmespath/go-jmespath"
 )
@@ -74,14 +75,20 @@ func transformTool(_ context.Context, in map[string]any, _ tool.Emitter) (out an
 		return nil, err
 	}
 	data := dataOrInputWithout(in, "expression")
+	searched := data
+	if strings.Contains(src, "sort_by") {
+		// go-jmespath sorts sort_by's argument in place; data holds other
+		// nodes' outputs.
+		searched = expr.CloneJSON(data)
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("transform: evaluating expression %q failed: %v", src, r)
+			out, err = nil, fmt.Errorf("transform: evaluating expression %q failed: %s", src, expr.ExplainJMESPathError(src, data, r))
 		}
 	}()
-	res, err := c.Search(data)
+	res, err := c.Search(searched)
 	if err != nil {
-		return nil, fmt.Errorf("transform: evaluating expression %q failed: %v", src, err)
+		return nil, fmt.Errorf("transform: evaluating expression %q failed: %s", src, expr.ExplainJMESPathError(src, data, err))
 	}
 	return res, nil
 }

@@ -221,7 +221,7 @@ func (n *negNode) eval(s Scope, strict bool) (any, error) {
 	}
 	f, ok := toNumber(v, true)
 	if !ok {
-		return nil, &EvalError{Msg: "cannot negate " + typeName(v)}
+		return nil, &EvalError{Msg: "- needs a number; it got " + describe(v, false)}
 	}
 	return -f, nil
 }
@@ -261,7 +261,7 @@ func init() {
 			case map[string]any:
 				return float64(len(x)), nil
 			}
-			return nil, &EvalError{Msg: "length of " + typeName(v) + " is undefined"}
+			return nil, &EvalError{Msg: "the length filter needs a string, list or object; it got " + describe(v, false)}
 		},
 		"lower":  func(v any) (any, error) { return strings.ToLower(formatValue(v)), nil },
 		"upper":  func(v any) (any, error) { return strings.ToUpper(formatValue(v)), nil },

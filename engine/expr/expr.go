@@ -171,6 +171,7 @@ type Expr struct {
 	jpErr     error
 	roots     []string   // top-level names read
 	readsRoot bool       // reads "@"
+	sortsBy   bool       // calls sort_by, which go-jmespath runs in place on its argument
 	chains    [][]string // static field chains checked in strict mode
 	chainText []string   // chains as written, for MissingPathError
 }

@@ -199,12 +199,18 @@ func (e *Expr) validate(n jnode) *SyntaxError {
 			return &SyntaxError{Src: e.src, Pos: max(0, strings.IndexByte(e.src, '(')),
 				Msg: "only a function name can be called"}
 		}
+		if n.str == "sort_by" {
+			e.sortsBy = true
+		}
 		if !jmesFunctions[n.str] {
 			pos := strings.Index(e.src, n.str+"(")
 			if pos < 0 {
 				pos = max(0, strings.Index(e.src, n.str))
 			}
 			return &SyntaxError{Src: e.src, Pos: pos, Msg: "unknown function " + n.str + "()"}
+		}
+		if msg := arityError(n.str, len(n.children)); msg != "" {
+			return &SyntaxError{Src: e.src, Pos: max(0, strings.Index(e.src, n.str)), Msg: msg}
 		}
 	}
 	for _, c := range n.children {
@@ -389,7 +395,11 @@ func (e *Expr) evalJMESPath(s Scope, strict bool) (result any, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			result, err = nil, &EvalError{Src: e.src, Msg: "evaluation failed"}
+			msg := explainJMESPath(e.src, data)
+			if msg == "" {
+				msg = "evaluation failed"
+			}
+			result, err = nil, &EvalError{Src: e.src, Msg: msg}
 		}
 	}()
 	e.jpOnce.Do(func() {
@@ -400,9 +410,15 @@ func (e *Expr) evalJMESPath(s Scope, strict bool) (result any, err error) {
 	if e.jpErr != nil {
 		return nil, &EvalError{Src: e.src, Msg: e.jpErr.Error()}
 	}
-	v, err := e.jp.Search(data)
+	searched := data
+	if e.sortsBy || !jast.ok && strings.Contains(e.src, "sort_by") {
+		// go-jmespath's sort_by sorts the array it is given in place: give
+		// it a copy, not another node's output.
+		searched = CloneJSON(data).(map[string]any)
+	}
+	v, err := e.jp.Search(searched)
 	if err != nil {
-		return nil, &EvalError{Src: e.src, Msg: err.Error()}
+		return nil, &EvalError{Src: e.src, Msg: ExplainJMESPathError(e.src, data, err)}
 	}
 	return v, nil
 }

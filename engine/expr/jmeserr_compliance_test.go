@@ -1,0 +1,75 @@
+package expr
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/jmespath/go-jmespath"
+)
+
+// The interpreter behind the error messages mirrors go-jmespath: over the
+// JMESPath compliance suite (shipped with go-jmespath) it gives the same
+// result wherever go-jmespath succeeds, and explains every invalid-type case
+// in words.
+func TestDiagMirrorsGoJMESPath(t *testing.T) {
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jmespath/go-jmespath").Output()
+	if err != nil {
+		t.Skipf("go-jmespath's source is not at hand: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(dir)), "compliance", "*.json"))
+	if len(files) == 0 {
+		t.Skip("no compliance suite in go-jmespath's module")
+	}
+	same, typeErrs := 0, 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var suites []struct {
+			Given any
+			Cases []struct{ Expression, Error string }
+		}
+		if err := json.Unmarshal(b, &suites); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, s := range suites {
+			for _, c := range s.Cases {
+				if c.Error == "invalid-type" {
+					if msg := explainJMESPath(c.Expression, s.Given); !strings.Contains(msg, "() needs") {
+						t.Errorf("%s: %s: not explained: %q", filepath.Base(f), c.Expression, msg)
+					}
+					typeErrs++
+					continue
+				}
+				if c.Error != "" {
+					continue
+				}
+				want, err := jmespath.Search(c.Expression, s.Given)
+				if err != nil {
+					continue
+				}
+				ast, err := jmespath.NewParser().Parse(c.Expression)
+				if err != nil {
+					continue
+				}
+				got, _, err := (&diag{}).eval(toDNode(reflect.ValueOf(ast)), s.Given)
+				wj, _ := json.Marshal(want)
+				gj, _ := json.Marshal(got)
+				if err != nil || string(wj) != string(gj) {
+					t.Errorf("%s: %s:\n want %s\n  got %s %v", filepath.Base(f), c.Expression, wj, gj, err)
+					continue
+				}
+				same++
+			}
+		}
+	}
+	if same < 500 || typeErrs < 30 {
+		t.Errorf("only %d results and %d type errors compared: the suite moved?", same, typeErrs)
+	}
+}
