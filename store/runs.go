@@ -300,7 +300,7 @@ func (f *nodeFold) node(rec *engine.NodeRecord) {
 	*f.result(rec.NodeID) = engine.NodeResult{
 		NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output,
 		Error: rec.Error, Reason: rec.Reason, Matched: rec.Matched,
-		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended,
+		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused,
 	}
 }
 
