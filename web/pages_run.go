@@ -201,7 +201,28 @@ func (s *Server) pageRerun(c echo.Context) error {
 	if node == "" {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", "no node given"))
 	}
-	newID, err := s.runs.Rerun(c.Request().Context(), id, node, nil)
+	// Both fields are optional: empty keeps the run's input and its state.
+	var input, modified map[string]any
+	for _, f := range []struct {
+		name, what string
+		into       *map[string]any
+	}{{"input", "The input", &input}, {"modified_state", "The state patch (modified_state)", &modified}} {
+		raw := strings.TrimSpace(c.FormValue(f.name))
+		if raw == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(raw), f.into); err != nil || *f.into == nil {
+			msg := "expected a JSON object"
+			if err != nil {
+				msg = err.Error()
+			}
+			return renderPage(c, http.StatusOK, views.FormError(f.what+" is not a JSON object", msg))
+		}
+	}
+	if k, ok := blankKey(modified); ok {
+		return renderPage(c, http.StatusOK, views.FormError("The state patch (modified_state) has a blank key", strconv.Quote(k)))
+	}
+	newID, err := s.runs.Rerun(c.Request().Context(), id, node, input, modified)
 	if err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", err.Error()))
 	}

@@ -494,7 +494,13 @@
     if (sel.length === 1 && sel.isNode()) {
       const n = nodeById(sel.id());
       if (!n) return;
-      body = { node: n, node_ids: nodeIds() };
+      // the engine describes what the node will receive from its incoming
+      // edges and the nodes that may own it (map, parallel, error handler)
+      const inEdges = (doc.edges || []).filter((e) => e.target === n.node_id);
+      const srcs = new Set(inEdges.map((e) => e.source));
+      const nodes = doc.nodes.filter((x) => x.map_node || x.branches || x.on_error || srcs.has(x.node_id))
+        .map((x) => ({ node_id: x.node_id, kind: x.kind, map_node: x.map_node, branches: x.branches, on_error: x.on_error }));
+      body = { node: n, node_ids: nodeIds(), doc: { name: doc.name || 'x', nodes, edges: inEdges } };
     } else if (sel.length === 1 && sel.isEdge() && !sel.hasClass('attach')) {
       const e = edgeById(sel.id());
       if (!e) return;
