@@ -899,14 +899,41 @@
 
   const runDialog = $('run-dialog');
   const runInput = $('run-input');
+  // The run dialog starts with the last input this browser ran the chain
+  // with, else the chain's sample input, else {}; typing is kept until a run.
+  const lastInputKey = 'studio:last-input:' + chainId;
+  let runInputEdited = false;
+  function prefillRunInput() {
+    if (runInputEdited) return;
+    let text = null;
+    let from = '';
+    try { text = localStorage.getItem(lastInputKey); } catch { text = null; }
+    if (text) from = 'Pre-filled with the input of your last run of this chain.';
+    else if (doc && doc.sample_input && typeof doc.sample_input === 'object') {
+      text = JSON.stringify(doc.sample_input, null, 2);
+      from = 'Pre-filled with the chain\'s sample input.';
+    } else text = '{}';
+    runInput.value = text;
+    $('run-input-source').textContent = from;
+    runInput.dispatchEvent(new Event('input'));
+    runInputEdited = false;
+  }
   runBtn.addEventListener('click', async () => {
     await flush();
     if (runBtn.disabled) return;
     $('run-result').replaceChildren();
+    prefillRunInput();
     runDialog.showModal();
     runInput.focus();
   });
-  runInput.addEventListener('input', () => {
+  $('run-form').addEventListener('htmx:afterRequest', (e) => {
+    const xhr = e.detail && e.detail.xhr;
+    if (!xhr || !xhr.getResponseHeader('HX-Redirect')) return; // refused: nothing ran
+    try { localStorage.setItem(lastInputKey, runInput.value.trim() || '{}'); } catch { /* storage off: nothing to remember */ }
+    runInputEdited = false;
+  });
+  runInput.addEventListener('input', (e) => {
+    if (e.isTrusted) runInputEdited = true;
     const check = $('run-input-check');
     let err = '';
     try {
