@@ -926,12 +926,12 @@
     runDialog.showModal();
     runInput.focus();
   });
-  $('run-form').addEventListener('htmx:afterRequest', (e) => {
-    const xhr = e.detail && e.detail.xhr;
-    if (!xhr || !xhr.getResponseHeader('HX-Redirect')) return; // refused: nothing ran
+  // remembered when sent (the Run button is only enabled for a valid chain)
+  $('run-form').addEventListener('submit', () => {
+    if (runInput.getAttribute('aria-invalid') === 'true') return;
     try { localStorage.setItem(lastInputKey, runInput.value.trim() || '{}'); } catch { /* storage off: nothing to remember */ }
     runInputEdited = false;
-  });
+  }, true);
   runInput.addEventListener('input', (e) => {
     if (e.isTrusted) runInputEdited = true;
     const check = $('run-input-check');

@@ -320,10 +320,11 @@
   document.addEventListener('input', (e) => {
     if (e.target.matches && e.target.matches('#rerun-dialog [data-json-object]')) checkRerunForm(e.target.form);
   });
-  // htmx would post an invalid form: stop it here (the messages are shown)
-  document.addEventListener('htmx:confirm', (e) => {
-    if (e.target.id === 'rerun-form' && !checkRerunForm(e.target)) e.preventDefault();
-  });
+  // an invalid form is not sent (the messages are shown); capture runs
+  // before htmx's own submit handler
+  document.addEventListener('submit', (e) => {
+    if (e.target.id === 'rerun-form' && !checkRerunForm(e.target)) { e.preventDefault(); e.stopImmediatePropagation(); }
+  }, true);
   // keep Tab inside the open dialog (the page behind it is inert)
   document.addEventListener('keydown', (e) => {
     if (e.key !== 'Tab') return;
