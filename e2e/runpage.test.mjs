@@ -223,6 +223,7 @@ test('properties panel says what the selected node will receive', async () => {
   await page.waitForFunction(() => window.__studio && window.__studio.cy);
   await page.click('#node-table button.select-node[data-node-id="send"]');
   await page.waitForSelector('#receives');
+  await page.$eval('#receives', (e) => e.scrollIntoView());
   const text = await page.textContent('#receives');
   assert.match(text, /static input \{"to":"x"\}/);
   assert.match(text, /the output of `shape` is not passed because a static input is set/);

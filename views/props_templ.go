@@ -1382,16 +1382,6 @@ func NodeProps(n engine.Node, pc PropsCtx) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if n.Kind != engine.KindBranch && n.Kind != engine.KindCondition {
-			templ_7745c5c3_Err = kvRows("Input (static values)", "input", "kvjson", anyKV(n.Input), false, "values are JSON when they parse, text otherwise").Render(ctx, templ_7745c5c3_Buffer)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-			templ_7745c5c3_Err = kvRows("Input map (expressions)", "input_map", "kv", strKV(n.InputMap), true, "e.g. input.items, fetch.output").Render(ctx, templ_7745c5c3_Buffer)
-			if templ_7745c5c3_Err != nil {
-				return templ_7745c5c3_Err
-			}
-		}
 		if pc.Receives != nil {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 108, "<section class=\"receives\" id=\"receives\" aria-label=\"What this node will receive\"><p><strong>Receives:</strong> ")
 			if templ_7745c5c3_Err != nil {
@@ -1400,7 +1390,7 @@ func NodeProps(n engine.Node, pc PropsCtx) templ.Component {
 			var templ_7745c5c3_Var66 string
 			templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(strings.TrimPrefix(pc.Receives.Summary, "Receives "))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/props.templ`, Line: 288, Col: 88}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/props.templ`, Line: 284, Col: 88}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 			if templ_7745c5c3_Err != nil {
@@ -1423,7 +1413,7 @@ func NodeProps(n engine.Node, pc PropsCtx) templ.Component {
 					var templ_7745c5c3_Var67 string
 					templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(it)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/props.templ`, Line: 292, Col: 15}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/props.templ`, Line: 288, Col: 15}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 					if templ_7745c5c3_Err != nil {
@@ -1440,6 +1430,16 @@ func NodeProps(n engine.Node, pc PropsCtx) templ.Component {
 				}
 			}
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 114, "</section>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+		}
+		if n.Kind != engine.KindBranch && n.Kind != engine.KindCondition {
+			templ_7745c5c3_Err = kvRows("Input (static values)", "input", "kvjson", anyKV(n.Input), false, "values are JSON when they parse, text otherwise").Render(ctx, templ_7745c5c3_Buffer)
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = kvRows("Input map (expressions)", "input_map", "kv", strKV(n.InputMap), true, "e.g. input.items, fetch.output").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

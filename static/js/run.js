@@ -91,7 +91,7 @@
     shown = ev.seq;
     const li = Studio.el('li', { class: 'ev ph-' + ev.phase + (ev.reused ? ' reused' : ''), 'data-seq': String(ev.seq), 'data-node-id': ev.node_id },
       Studio.el('span', { class: 't', text: clock(ev.time) }),
-      Studio.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id }, ...nameEl(ev.node_id)),
+      Studio.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, title: label(ev.node_id) ? label(ev.node_id) + ' (' + ev.node_id + ')' : ev.node_id }, ...nameEl(ev.node_id)),
       Studio.el('span', { class: 'ph', text: ev.phase }),
       Studio.el('span', { class: 'detail', text: detail(ev) + extra(ev) }));
     const atBottom = timeline.parentElement.scrollTop + timeline.parentElement.clientHeight >= timeline.parentElement.scrollHeight - 30;
