@@ -114,7 +114,8 @@
     return n.nonempty() ? n : null;
   }
 
-  function nodeDoc(id) { return doc ? (doc.nodes || []).find((n) => n.node_id === id) : null; }
+  let byId = new Map(); // node id → node of doc: labels are looked up per event and row
+  function nodeDoc(id) { return byId.get(id) || null; }
 
   function redrawNode(id) {
     const st = state.get(id) || {};
@@ -382,6 +383,7 @@
     const res = await fetch('/runs/' + encodeURIComponent(runId) + '/data', { headers: { Accept: 'application/json' } });
     const data = await res.json();
     doc = data.doc;
+    byId = new Map(((doc && doc.nodes) || []).map((n) => [n.node_id, n]));
     const seen = new Set();
     let ids = [];
     if (doc) ids = (doc.nodes || []).map((n) => n.node_id);
