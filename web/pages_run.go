@@ -38,7 +38,7 @@ func (s *Server) pageRuns(c echo.Context) error {
 // newest first, one bounded page at a time.
 func (s *Server) pageAllRuns(c echo.Context) error {
 	ctx := c.Request().Context()
-	f, err := runsQuery(c, 50)
+	f, err := runsQuery(c, views.DefaultRunsPage)
 	if err != nil {
 		return err
 	}
