@@ -120,6 +120,7 @@ test('re-run from here: asks, checks JSON inline, and the new run marks reused a
   await page.fill('#rerun-state', '{"x": ');
   assert.match(await page.textContent('#rerun-state-err'), /Not JSON/);
   assert.ok(await page.isDisabled('#rerun-submit'));
+  await page.screenshot({ path: join(SHOTS, 'rerun-dialog.png') });
   await page.fill('#rerun-state', '[1]');
   assert.match(await page.textContent('#rerun-state-err'), /JSON object/);
   await page.fill('#rerun-state', '{"x": 42}');
@@ -137,6 +138,7 @@ test('re-run from here: asks, checks JSON inline, and the new run marks reused a
   const reusedEv = await page.$$eval('#timeline .ev.reused', (xs) => xs.map((x) => x.dataset.nodeId));
   assert.deepEqual([...new Set(reusedEv)], ['a']);
   assert.match(await page.textContent('#timeline .ev.reused.ph-done .detail'), /reused/);
+  assert.equal(await page.textContent('#timeline .ev.ph-start[data-node-id="b"] .detail'), 'ran again');
   // the patched state reached b
   await selectFromList(page, 'b');
   assert.match(await page.textContent('#drawer'), /"x": 42/);

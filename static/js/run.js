@@ -57,6 +57,7 @@
     if (ev.phase === 'paused') return 'waiting for a person';
     if (ev.reused && ev.phase === 'done') return 'reused: output kept from the earlier run';
     if (ev.reused) return 'reused';
+    if (rerun && ev.phase === 'start') return 'ran again';
     return '';
   }
 
