@@ -235,3 +235,20 @@ test('properties panel says what the selected node will receive', async () => {
   await page.waitForFunction(() => /Receives:\s*the output of `shape` as is/.test(document.getElementById('receives').textContent));
   await page.done();
 });
+
+test("an agent's run page is titled with the agent and links back to it", async (t) => {
+  const agents = await api('GET', '/v1/agents');
+  if (!agents.agents.some((a) => a.name === 'sales-qualifier')) { t.skip('needs serve --agents examples/agents'); return; }
+  const page = await open('/agents/sales-qualifier');
+  await page.fill('textarea[name=query]', 'Ana at ACME');
+  await Promise.all([page.waitForURL(/\/runs\/[0-9a-f-]+$/), page.click('form.agent-run button[type=submit]')]);
+  await page.waitForFunction(() => document.getElementById('runpage').dataset.ready === '1');
+  assert.equal(await page.title(), 'Run of agent sales-qualifier · Chain Studio');
+  assert.ok(!(await page.textContent('h1')).includes('__chain__'));
+  await Promise.all([page.waitForURL(/\/agents\/sales-qualifier$/), page.click('#run-agent-link')]);
+  // the runs list names the agent too
+  await page.goto(page.url().replace(/\/agents\/.*/, '/runs'));
+  assert.ok(await page.isVisible('#all-runs-table a[href="/agents/sales-qualifier"]'));
+  assert.ok(!(await page.textContent('#all-runs-table')).includes('__chain__'));
+  await page.done();
+});
