@@ -50,3 +50,30 @@ func TestRerunMarksReusedAndAppliesModifiedState(t *testing.T) {
 		t.Errorf("counts a=%d b=%d", h.cnt.get("a"), h.cnt.get("b"))
 	}
 }
+
+// A re-run that fails and is resumed keeps its state patch: the resume
+// rebuilds the state from the re-run's own log.
+func TestRerunStatePatchSurvivesResume(t *testing.T) {
+	h := newHarness(t)
+	doc := `{"name":"r","nodes":[
+	 {"node_id":"a","kind":"tool","name":"count","input":{"v":1},"set_state":{"x":"output.v"}},
+	 {"node_id":"b","kind":"tool","name":"flagfail","input_map":{"x":"state.x"}}],
+	 "edges":[{"source":"a","target":"b"}]}`
+	res := h.start(doc, nil)
+	wantStatus(t, res, engine.StatusCompleted)
+	h.flag.Store(true)
+	res2, err := h.e.RerunFrom(context.Background(), res.RunID, "b", nil, engine.RunOptions{ModifiedState: map[string]any{"x": 42}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res2, engine.StatusFailed)
+	h.flag.Store(false)
+	res3, err := h.resume(res2.RunID, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res3, engine.StatusCompleted)
+	if got := js(res3.Nodes["b"].Input); got != `{"x":42}` {
+		t.Errorf("b's input after the resume = %s; want the patched x", got)
+	}
+}
