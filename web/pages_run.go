@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,6 +181,16 @@ func (s *Server) fragNodeDrawer(c echo.Context) error {
 			if d.Label == nodeID {
 				d.Label = ""
 			}
+			// A map body or parallel branch runs only when its owner does:
+			// a re-run from it would reuse the owner and never run it.
+			for i := range doc.Nodes {
+				if o := &doc.Nodes[i]; o.MapNode == nodeID || slices.Contains(o.Branches, nodeID) {
+					d.RunsInside, d.RunsInsideLabel = o.ID, o.Label
+					if o.Label == o.ID {
+						d.RunsInsideLabel = ""
+					}
+				}
+			}
 		} else if nr == nil {
 			return pageNotFound(store.ErrNotFound, "node "+strconv.Quote(nodeID)+" of this run's chain")
 		}
@@ -193,7 +204,7 @@ func (s *Server) fragNodeDrawer(c echo.Context) error {
 		}
 		d.Result = nodeFromEvents(events, nodeID)
 	}
-	d.CanRerun = r.ChainID != "" && r.Status != engine.StatusRunning && d.Kind != ""
+	d.CanRerun = r.ChainID != "" && r.Status != engine.StatusRunning && d.Kind != "" && d.RunsInside == ""
 	return renderPage(c, http.StatusOK, views.NodeDrawer(d))
 }
 

@@ -114,6 +114,10 @@ func TestPageDrawerNestedFailedNode(t *testing.T) {
 	if strings.Contains(html, "Not reached") || !strings.Contains(html, "this source is down") || !strings.Contains(html, "ph-error") {
 		t.Fatalf("drawer of the failed branch: %s", html)
 	}
+	// a branch runs only with its parallel node: the re-run is offered there
+	if strings.Contains(html, `id="btn-rerun"`) || !strings.Contains(html, `id="rerun-owner"`) || !strings.Contains(html, `data-node-id="fan"`) {
+		t.Fatalf("a branch offers a re-run of its own: %s", html)
+	}
 }
 
 // Labels are what people read; the id is beside them.
