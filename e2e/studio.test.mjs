@@ -233,6 +233,7 @@ test('approval: the run pauses, Approve resumes it from the page; re-run from a 
   await page.click('#node-table .select-node[data-node-id="pay"]');
   await page.waitForSelector('#drawer .drawer[data-node-id="pay"] #btn-rerun');
   await page.click('#btn-rerun');
+  await page.click('#rerun-submit'); // the re-run asks first
   await page.waitForURL((u) => u.href !== pausedURL && /\/runs\//.test(u.href));
   await page.waitForFunction(() => document.getElementById('runpage') && document.getElementById('runpage').dataset.status === 'completed', null, { timeout: 15000 });
   const rerun = await page.evaluate(() => window.__run.phases);

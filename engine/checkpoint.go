@@ -48,6 +48,10 @@ type StartRecord struct {
 	Input       map[string]any `json:"input"`
 	ParentRunID string         `json:"parent_run_id,omitempty"`
 	Depth       int            `json:"depth,omitempty"` // sub-chain nesting
+	// A re-run: the node it re-runs from, and the state patch merged into
+	// the state before any node runs.
+	RerunFrom     string         `json:"rerun_from,omitempty"`
+	ModifiedState map[string]any `json:"modified_state,omitempty"`
 }
 
 // NodeRecord is a node's completion: everything the scheduler changed.
@@ -74,6 +78,7 @@ type NodeRecord struct {
 	Sequential bool              `json:"sequential,omitempty"` // edges are decided one at a time by later "edges" entries
 	Deferred   string            `json:"deferred,omitempty"`   // routing all, parallel: a default edge held until the fired targets finish; an "edges" entry fires it
 	Failed     map[string]string `json:"failed,omitempty"`     // edge id → guard error (routing all): the target fails without running
+	Reused     bool              `json:"reused,omitempty"`     // a re-run kept the output from the earlier run
 }
 
 // PauseRecord: a node is waiting for a resume value.

@@ -104,8 +104,12 @@ type RunOptions struct {
 	RunID       string    // default: a new UUID
 	ParentRunID string    // sub-chains
 	Sink        EventSink // extra sink for this run only (after the engine's)
-	depth       int
-	reuse       map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
+	// ModifiedState is merged into the run's state before any node runs; on
+	// a re-run it wins over the state writes of the reused nodes.
+	ModifiedState map[string]any
+	depth         int
+	rerunFrom     string
+	reuse         map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
 }
 
 // ResumeValue is the value a paused run is resumed with. A nil *ResumeValue
@@ -180,7 +184,13 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 
 	r := newRun(ctx, e, p, opts.RunID, normalizeMap(input), opts.Sink)
 	r.depth = opts.depth
-	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: &StartRecord{Chain: p.chain, Input: r.input, ParentRunID: opts.ParentRunID, Depth: opts.depth}})
+	sr := &StartRecord{Chain: p.chain, Input: r.input, ParentRunID: opts.ParentRunID, Depth: opts.depth, RerunFrom: opts.rerunFrom}
+	if len(opts.ModifiedState) > 0 {
+		sr.ModifiedState = normalizeMap(opts.ModifiedState)
+		r.statePatch = sr.ModifiedState
+		r.writeState(r.statePatch)
+	}
+	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: sr})
 	if p.plan == nil {
 		verr := &ValidationError{Issues: p.issues}
 		r.invalid = true

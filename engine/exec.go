@@ -31,8 +31,8 @@ func (r *run) start(i int) {
 
 	if rec, ok := r.reuse[nd.ID]; ok { // re-run from a node: upstream outputs are kept
 		delete(r.reuse, nd.ID)
-		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now})
-		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: time.Now()})
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now, Reused: true})
+		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: time.Now(), reused: true})
 		return
 	}
 
@@ -676,17 +676,25 @@ func (r *run) nodeDone(i int, c completion) {
 		r.nodeFailed(i, c)
 		return
 	}
+	if c.reused && len(writes) > 0 && len(r.statePatch) > 0 {
+		// the user's patch wins over what the kept outputs wrote; the record
+		// keeps only the writes that stand, so a replay gets the same state
+		for k := range r.statePatch {
+			delete(writes, k)
+		}
+		r.writeState(r.statePatch)
+	}
 	r.setOutput(i, out, true)
 	r.status[i] = nsDone
 	if c.partial {
 		r.handled = true
 	}
 	nr := &r.res[i]
-	nr.Status, nr.Output, nr.Matched = PhaseDone, out, c.matched
+	nr.Status, nr.Output, nr.Matched, nr.Reused = PhaseDone, out, c.matched, c.reused
 	rt := r.route(i, out, c.matched)
 	fired := r.edgeIDs(rt.fired)
-	r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Matched: c.matched, Attempt: c.attempts, Iteration: r.iterations[i], Edges: fired, Time: c.ended})
-	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched,
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Matched: c.matched, Attempt: c.attempts, Iteration: r.iterations[i], Edges: fired, Time: c.ended, Reused: c.reused})
+	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
 		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial,
 		Fired: fired, Pruned: r.edgeIDs(rt.pruned), Held: rt.held, Sequential: rt.sequential, Failed: r.failedIDs(rt.failed)}
 	if rt.deferred > 0 {

@@ -43,6 +43,7 @@ type NodeResult struct {
 	Started   time.Time `json:"started,omitzero"`
 	Ended     time.Time `json:"ended,omitzero"`
 	Prompt    any       `json:"prompt,omitempty"` // paused nodes
+	Reused    bool      `json:"reused,omitempty"` // a re-run kept this output from the earlier run
 }
 
 // Pending is an interrupt waiting for a resume value.

@@ -209,6 +209,11 @@ func (r *run) replay(log []Checkpoint) {
 			r.seq = cp.EventSeq
 		}
 		switch cp.Kind {
+		case CheckpointStart:
+			if cp.Start != nil && len(cp.Start.ModifiedState) > 0 {
+				r.statePatch = cp.Start.ModifiedState
+				r.writeState(r.statePatch)
+			}
 		case CheckpointNode:
 			r.replayNode(cp.Node)
 		case CheckpointPause:
@@ -250,7 +255,7 @@ func (r *run) replayNode(rec *NodeRecord) {
 		r.iterations[i] = rec.Iteration
 	}
 	r.res[i] = NodeResult{NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output, Error: rec.Error,
-		Reason: rec.Reason, Matched: rec.Matched, Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended}
+		Reason: rec.Reason, Matched: rec.Matched, Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused}
 	if len(rec.State) > 0 {
 		r.writeState(rec.State)
 	}
@@ -441,6 +446,7 @@ func (e *Engine) RerunFrom(ctx context.Context, runID, fromNode string, input ma
 		opts.ParentRunID = runID
 	}
 	opts.reuse = reuse
+	opts.rerunFrom = fromNode
 	return e.RunPrepared(ctx, p, input, opts)
 }
 

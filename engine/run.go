@@ -34,6 +34,7 @@ type completion struct {
 	matched  string
 	partial  bool // a map or parallel node succeeded with handled item/branch failures
 	guard    bool // the node never ran: the guard of the edge into it failed
+	reused   bool // a re-run kept the output from the earlier run
 }
 
 // run is one execution of a prepared chain. Every field below the mutex is
@@ -59,6 +60,7 @@ type run struct {
 
 	input           map[string]any
 	state           map[string]any // replaced on write, never mutated: workers may hold the old one
+	statePatch      map[string]any // a re-run's modified_state: reused nodes do not overwrite it
 	nodeResults     map[string]any
 	hasOut          []bool // the node has an output expressions can read as <id>.output
 	res             []NodeResult

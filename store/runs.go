@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,9 +48,19 @@ type Run struct {
 
 // RunFilter selects runs for ListRuns.
 type RunFilter struct {
-	ChainID string // "" = runs of every chain
-	Limit   int    // default 50, at most 1000
-	Before  string // cursor from a previous page; "" = newest
+	ChainID string           // "" = runs of every chain
+	Status  engine.RunStatus // "" = any status
+	Limit   int              // default 50, at most 1000
+	Before  string           // cursor from a previous page; "" = newest
+	After   string           // cursor of a page's first run: the page of runs just newer than it
+}
+
+// RunPage is one page of ListRunsPage: Older and Newer are the cursors of
+// the neighbouring pages (for RunFilter.Before and After), "" at either end.
+type RunPage struct {
+	Runs  []Run
+	Older string
+	Newer string
 }
 
 func jsonText(v any) (any, error) {
@@ -300,7 +311,7 @@ func (f *nodeFold) node(rec *engine.NodeRecord) {
 	*f.result(rec.NodeID) = engine.NodeResult{
 		NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output,
 		Error: rec.Error, Reason: rec.Reason, Matched: rec.Matched,
-		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended,
+		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused,
 	}
 }
 
@@ -387,11 +398,25 @@ func decodeCursor(c string) (int64, string, error) {
 // (started_at DESC, id)). next is the cursor for the following page, "" after the
 // last one. Inputs, outputs and node results are left out.
 func (db *DB) ListRuns(ctx context.Context, f RunFilter) (runs []Run, next string, err error) {
+	p, err := db.ListRunsPage(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.Runs, p.Older, nil
+}
+
+// ListRunsPage lists one page of runs newest first, filtered by chain and
+// status, with the cursors of the older and newer pages. f.After (mutually
+// exclusive with f.Before) walks back towards the newest runs.
+func (db *DB) ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
 	if f.Limit > 1000 {
 		f.Limit = 1000
+	}
+	if f.Before != "" && f.After != "" {
+		return RunPage{}, fmt.Errorf("store: list runs: %w: before and after together", ErrInvalid)
 	}
 	var where []string
 	var args []any
@@ -399,41 +424,75 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) (runs []Run, next strin
 		where = append(where, "chain_id = ?")
 		args = append(args, f.ChainID)
 	}
-	if f.Before != "" {
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(f.Status))
+	}
+	order := ` ORDER BY started_at DESC, id`
+	switch {
+	case f.Before != "":
 		started, id, err := decodeCursor(f.Before)
 		if err != nil {
-			return nil, "", fmt.Errorf("store: list runs: %w", err)
+			return RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
 		// Rows after the cursor in (started_at DESC, id ASC) order, with a
 		// plain range bound on started_at so that the index is used.
 		where = append(where, "started_at <= ? AND (started_at < ? OR id > ?)")
 		args = append(args, started, started, id)
+	case f.After != "":
+		started, id, err := decodeCursor(f.After)
+		if err != nil {
+			return RunPage{}, fmt.Errorf("store: list runs: %w", err)
+		}
+		// Rows before the cursor in that order, read backwards from it.
+		where = append(where, "started_at >= ? AND (started_at > ? OR id < ?)")
+		args = append(args, started, started, id)
+		order = ` ORDER BY started_at ASC, id DESC`
 	}
 	q := `SELECT ` + runCols + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY started_at DESC, id LIMIT ?`
+	q += order + ` LIMIT ?`
 	args = append(args, f.Limit+1)
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("store: list runs: %w", err)
+		return RunPage{}, fmt.Errorf("store: list runs: %w", err)
 	}
 	defer rows.Close()
+	var runs []Run
 	for rows.Next() {
 		r, err := scanRun(rows, false)
 		if err != nil {
-			return nil, "", fmt.Errorf("store: list runs: %w", err)
+			return RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
 		runs = append(runs, *r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("store: list runs: %w", err)
+		return RunPage{}, fmt.Errorf("store: list runs: %w", err)
 	}
-	if len(runs) > f.Limit {
+	more := len(runs) > f.Limit
+	if more {
 		runs = runs[:f.Limit]
-		last := runs[len(runs)-1]
-		next = encodeCursor(micros(last.Started), last.ID)
 	}
-	return runs, next, nil
+	var p RunPage
+	if f.After != "" {
+		slices.Reverse(runs)
+		if len(runs) > 0 {
+			// came back from an older page: there is one
+			p.Older = encodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			if more {
+				p.Newer = encodeCursor(micros(runs[0].Started), runs[0].ID)
+			}
+		}
+	} else if len(runs) > 0 {
+		if more {
+			p.Older = encodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+		}
+		if f.Before != "" {
+			p.Newer = encodeCursor(micros(runs[0].Started), runs[0].ID)
+		}
+	}
+	p.Runs = runs
+	return p, nil
 }

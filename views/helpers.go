@@ -93,7 +93,10 @@ func duration(ms int64) string {
 	case ms < 60_000:
 		return fmt.Sprintf("%.1f s", float64(ms)/1000)
 	}
-	return fmt.Sprintf("%dm%02ds", ms/60_000, ms/1000%60)
+	if ms < 3_600_000 { // for people: 2 min 3 s, 1 h 5 min
+		return fmt.Sprintf("%d min %d s", ms/60_000, ms/1000%60)
+	}
+	return fmt.Sprintf("%d h %d min", ms/3_600_000, ms/60_000%60)
 }
 
 func durationBetween(a, b time.Time) string {

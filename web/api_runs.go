@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -62,29 +64,91 @@ func (s *Server) startRun(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": engine.StatusRunning, "chain_id": ch.ID, "chain_version": ch.Version})
 }
 
-// GET /v1/runs?chain_id=&limit=&before=
-func (s *Server) listRuns(c echo.Context) error {
-	limit, err := intParam("limit", c.QueryParam("limit"), 50, 1, 1000)
+// maxRunsPage bounds a page of the runs list (API and page).
+const maxRunsPage = 100
+
+// runsQuery reads the runs list's filters and cursors (the API and the
+// /runs page take the same parameters): status, chain (a chain id; chain_id
+// is the older spelling), before / after (cursors), limit.
+func runsQuery(c echo.Context, defLimit int) (store.RunFilter, error) {
+	var f store.RunFilter
+	limit, err := intParam("limit", c.QueryParam("limit"), defLimit, 1, maxRunsPage)
 	if err != nil {
-		return err
+		return f, err
 	}
-	runs, next, err := s.db.ListRuns(c.Request().Context(), store.RunFilter{ChainID: c.QueryParam("chain_id"), Limit: limit, Before: c.QueryParam("before")})
-	if err != nil {
-		if errors.Is(err, store.ErrInvalid) {
-			return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("before is not a cursor from a previous page: %q", c.QueryParam("before")), map[string]any{"parameter": "before"})
+	f.Limit = limit
+	f.ChainID = c.QueryParam("chain")
+	if f.ChainID == "" {
+		f.ChainID = c.QueryParam("chain_id")
+	}
+	if st := c.QueryParam("status"); st != "" {
+		if !validRunStatus(engine.RunStatus(st)) {
+			return f, apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("status must be one of %s, got %q", strings.Join(runStatusNames(), ", "), st), map[string]any{"parameter": "status"})
 		}
+		f.Status = engine.RunStatus(st)
+	}
+	f.Before, f.After = c.QueryParam("before"), c.QueryParam("after")
+	if f.Before != "" && f.After != "" {
+		return f, apiError(http.StatusBadRequest, "bad_parameter", "before and after cannot be used together", map[string]any{"parameter": "after"})
+	}
+	return f, nil
+}
+
+var runStatuses = []engine.RunStatus{engine.StatusRunning, engine.StatusPaused, engine.StatusCompleted, engine.StatusPartial,
+	engine.StatusFailed, engine.StatusCancelled, engine.StatusTimedOut}
+
+func validRunStatus(s engine.RunStatus) bool { return slices.Contains(runStatuses, s) }
+
+func runStatusNames() []string {
+	out := make([]string, len(runStatuses))
+	for i, s := range runStatuses {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// runsCursorErr names the cursor a bad page request carried.
+func runsCursorErr(c echo.Context, err error) error {
+	if errors.Is(err, store.ErrInvalid) {
+		p := "before"
+		if c.QueryParam("after") != "" {
+			p = "after"
+		}
+		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("%s is not a cursor from a previous page: %q", p, c.QueryParam(p)), map[string]any{"parameter": p})
+	}
+	return err
+}
+
+// GET /v1/runs?status=&chain=&before=&after=&limit=
+func (s *Server) listRuns(c echo.Context) error {
+	f, err := runsQuery(c, 50)
+	if err != nil {
 		return err
 	}
+	page, err := s.db.ListRunsPage(c.Request().Context(), f)
+	if err != nil {
+		return runsCursorErr(c, err)
+	}
+	runs := page.Runs
 	if runs == nil {
 		runs = []store.Run{}
 	}
-	out := map[string]any{"runs": runs, "next": next}
-	if next != "" {
-		q := url.Values{"before": {next}, "limit": {fmt.Sprint(limit)}}
-		if cid := c.QueryParam("chain_id"); cid != "" {
-			q.Set("chain_id", cid)
+	out := map[string]any{"runs": runs, "next": page.Older, "prev": page.Newer}
+	link := func(key, cursor string) string {
+		q := url.Values{key: {cursor}, "limit": {fmt.Sprint(f.Limit)}}
+		if f.ChainID != "" {
+			q.Set("chain", f.ChainID)
 		}
-		out["next_url"] = "/v1/runs?" + q.Encode()
+		if f.Status != "" {
+			q.Set("status", string(f.Status))
+		}
+		return "/v1/runs?" + q.Encode()
+	}
+	if page.Older != "" {
+		out["next_url"] = link("before", page.Older)
+	}
+	if page.Newer != "" {
+		out["prev_url"] = link("after", page.Newer)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -160,12 +224,13 @@ func (s *Server) cancelRun(c echo.Context) error {
 	return apiError(http.StatusConflict, "not_running", fmt.Sprintf("run %q is not running (status %s)", id, r.Status), map[string]any{"status": r.Status})
 }
 
-// POST /v1/runs/{id}/rerun {from_node, input?}
+// POST /v1/runs/{id}/rerun {from_node, input?, modified_state?}
 func (s *Server) rerunRun(c echo.Context) error {
 	id := c.Param("id")
 	var body struct {
-		FromNode string         `json:"from_node"`
-		Input    map[string]any `json:"input"`
+		FromNode      string         `json:"from_node"`
+		Input         map[string]any `json:"input"`
+		ModifiedState map[string]any `json:"modified_state"`
 	}
 	if err := bindJSON(c, &body); err != nil {
 		return err
@@ -193,10 +258,23 @@ func (s *Server) rerunRun(c echo.Context) error {
 	if chain.Node(body.FromNode) == nil {
 		return apiError(http.StatusUnprocessableEntity, "unknown_node", fmt.Sprintf("node %q is not in the run's chain", body.FromNode), map[string]any{"path": "from_node", "node_id": body.FromNode})
 	}
-	newID, err := s.runs.Rerun(ctx, id, body.FromNode, body.Input)
+	if k, ok := blankKey(body.ModifiedState); ok {
+		return apiError(http.StatusUnprocessableEntity, "bad_state_patch", fmt.Sprintf("modified_state: key %q is not a state key (empty or blank)", k), map[string]any{"path": "modified_state"})
+	}
+	newID, err := s.runs.Rerun(ctx, id, body.FromNode, body.Input, body.ModifiedState)
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 	runLocation(c, newID)
 	return c.JSON(http.StatusAccepted, map[string]any{"run_id": newID, "status": engine.StatusRunning, "parent_run_id": id, "from_node": body.FromNode})
+}
+
+// blankKey finds a key no expression could read (state."" is not a path).
+func blankKey(m map[string]any) (string, bool) {
+	for k := range m {
+		if strings.TrimSpace(k) == "" {
+			return k, true
+		}
+	}
+	return "", false
 }

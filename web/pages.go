@@ -32,6 +32,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.POST("/fragments/expr", s.fragExpr)
 
 	e.GET("/chains/:id/runs", s.pageRuns)
+	e.GET("/runs", s.pageAllRuns)
 	e.GET("/runs/:id", s.pageRun)
 	e.GET("/runs/:id/data", s.pageRunData)
 	e.GET("/runs/:id/controls", s.fragRunControls)

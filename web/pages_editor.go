@@ -155,6 +155,9 @@ type editorPropsRequest struct {
 	NodeIDs    []string      `json:"node_ids"`
 	SourceKind engine.Kind   `json:"source_kind"`
 	Handles    []string      `json:"handles"`
+	// Doc is the rest of the chain a node's "what it will receive" needs
+	// (the node's incoming edges, the nodes that may own it).
+	Doc *engine.Chain `json:"doc"`
 }
 
 // toolOptions are the tools a tool node can call: the registry's, described
@@ -201,6 +204,9 @@ func (s *Server) fragProps(c echo.Context) error {
 				pc.Chains = append(pc.Chains, r.Name)
 			}
 		}
+		if req.Doc != nil {
+			pc.Receives = describeInput(req.Doc, *req.Node)
+		}
 		return renderPage(c, http.StatusOK, views.NodeProps(*req.Node, pc))
 	case req.Edge != nil:
 		return renderPage(c, http.StatusOK, views.EdgeProps(*req.Edge, pc))
@@ -213,4 +219,22 @@ func (s *Server) fragProps(c echo.Context) error {
 // fragExpr checks one expression as it is typed.
 func (s *Server) fragExpr(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.ExprCheck(c.FormValue("src"), false))
+}
+
+// describeInput says what the edited node will receive, by the engine's rule,
+// with the node as it is being edited.
+func describeInput(doc *engine.Chain, n engine.Node) *engine.InputDescription {
+	c := *doc
+	c.Nodes = append([]engine.Node(nil), doc.Nodes...)
+	found := false
+	for i := range c.Nodes {
+		if c.Nodes[i].ID == n.ID {
+			c.Nodes[i], found = n, true
+		}
+	}
+	if !found {
+		c.Nodes = append(c.Nodes, n)
+	}
+	d, _ := engine.DescribeInput(&c, n.ID)
+	return d
 }

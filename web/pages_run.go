@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,28 @@ func (s *Server) pageRuns(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.RunsPage(ch, runs, next))
 }
 
+// pageAllRuns lists runs across all chains, filtered by status and chain,
+// newest first, one bounded page at a time.
+func (s *Server) pageAllRuns(c echo.Context) error {
+	ctx := c.Request().Context()
+	f, err := runsQuery(c, views.DefaultRunsPage)
+	if err != nil {
+		return err
+	}
+	page, err := s.db.ListRunsPage(ctx, f)
+	if err != nil {
+		return runsCursorErr(c, err)
+	}
+	chains, _, err := s.db.ListChains(ctx, store.ChainFilter{Limit: 1000})
+	if err != nil {
+		return err
+	}
+	return renderPage(c, http.StatusOK, views.RunListPage(page.Runs, views.RunListFilter{
+		Status: string(f.Status), ChainID: f.ChainID, Limit: f.Limit, Older: page.Older, Newer: page.Newer,
+		Statuses: runStatusNames(), Chains: chains,
+	}))
+}
+
 // runEvents returns the stored events of a run (flushing the writer first so
 // the page is as fresh as the stream).
 func (s *Server) pageEventsSoFar(c echo.Context, id string) ([]engine.Event, error) {
@@ -56,7 +79,7 @@ func (s *Server) pageRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return renderPage(c, http.StatusOK, views.RunPage(r, events))
+	return renderPage(c, http.StatusOK, views.RunPage(r, events, views.NodeLabels(s.pageRunDoc(c, r))))
 }
 
 // runCanvasData is what the run canvas loads.
@@ -133,7 +156,11 @@ func (s *Server) fragRunControls(c echo.Context) error {
 	}
 	c.Response().Header().Set("X-Run-Status", string(r.Status))
 	c.Response().Header().Set("X-Run-Duration", strconv.FormatInt(r.DurationMS, 10))
-	return renderPage(c, http.StatusOK, views.RunControls(r))
+	var labels views.Labels
+	if r.Status == engine.StatusPaused { // only "Waiting at …" names nodes
+		labels = views.NodeLabels(s.pageRunDoc(c, r))
+	}
+	return renderPage(c, http.StatusOK, views.RunControls(r, labels))
 }
 
 // fragNodeDrawer shows what one node did.
@@ -147,20 +174,38 @@ func (s *Server) fragNodeDrawer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	kind := ""
+	d := views.DrawerData{Run: r, NodeID: nodeID, Result: nr}
 	if doc := s.pageRunDoc(c, r); doc != nil {
 		if n := doc.Node(nodeID); n != nil {
-			kind = string(n.Kind)
+			d.Kind, d.Label = string(n.Kind), n.Label
+			if d.Label == nodeID {
+				d.Label = ""
+			}
+			// A map body or parallel branch runs only when its owner does:
+			// a re-run from it would reuse the owner and never run it.
+			for i := range doc.Nodes {
+				if o := &doc.Nodes[i]; o.MapNode == nodeID || slices.Contains(o.Branches, nodeID) {
+					d.RunsInside, d.RunsInsideLabel = o.ID, o.Label
+					if o.Label == o.ID {
+						d.RunsInsideLabel = ""
+					}
+				}
+			}
 		} else if nr == nil {
 			return pageNotFound(store.ErrNotFound, "node "+strconv.Quote(nodeID)+" of this run's chain")
 		}
 	}
-	reason := ""
-	if nr != nil {
-		reason = nr.Reason
+	if nr == nil {
+		// Nodes run inside another (parallel branches, map bodies) have no
+		// checkpoint entry of their own: what they did is in their events.
+		events, err := s.pageEventsSoFar(c, id)
+		if err != nil {
+			return err
+		}
+		d.Result = nodeFromEvents(events, nodeID)
 	}
-	canRerun := r.ChainID != "" && r.Status != engine.StatusRunning && kind != ""
-	return renderPage(c, http.StatusOK, views.NodeDrawer(r.ID, nodeID, kind, nr, reason, canRerun))
+	d.CanRerun = r.ChainID != "" && r.Status != engine.StatusRunning && d.Kind != "" && d.RunsInside == ""
+	return renderPage(c, http.StatusOK, views.NodeDrawer(d))
 }
 
 // pageResume resumes a paused run with a value (Approve, Reject, or the JSON
@@ -201,7 +246,28 @@ func (s *Server) pageRerun(c echo.Context) error {
 	if node == "" {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", "no node given"))
 	}
-	newID, err := s.runs.Rerun(c.Request().Context(), id, node, nil)
+	// Both fields are optional: empty keeps the run's input and its state.
+	var input, modified map[string]any
+	for _, f := range []struct {
+		name, what string
+		into       *map[string]any
+	}{{"input", "The input", &input}, {"modified_state", "The state patch (modified_state)", &modified}} {
+		raw := strings.TrimSpace(c.FormValue(f.name))
+		if raw == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(raw), f.into); err != nil || *f.into == nil {
+			msg := "expected a JSON object"
+			if err != nil {
+				msg = err.Error()
+			}
+			return renderPage(c, http.StatusOK, views.FormError(f.what+" is not a JSON object", msg))
+		}
+	}
+	if k, ok := blankKey(modified); ok {
+		return renderPage(c, http.StatusOK, views.FormError("The state patch (modified_state) has a blank key", strconv.Quote(k)))
+	}
+	newID, err := s.runs.Rerun(c.Request().Context(), id, node, input, modified)
 	if err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", err.Error()))
 	}
@@ -219,4 +285,40 @@ func (s *Server) pageCancel(c echo.Context) error {
 		}
 	}
 	return pageRedirect(c, "/runs/"+id)
+}
+
+// nodeFromEvents folds what a node did from its events (the last run of it
+// wins; a map body's items fold into one line per phase): nil when it has
+// none.
+func nodeFromEvents(events []engine.Event, nodeID string) *engine.NodeResult {
+	var nr *engine.NodeResult
+	for _, e := range events {
+		if e.NodeID != nodeID {
+			continue
+		}
+		if nr == nil {
+			nr = &engine.NodeResult{NodeID: nodeID}
+		}
+		switch e.Phase {
+		case engine.PhaseStart:
+			if e.Item == nil || nr.Started.IsZero() {
+				nr.Started = e.Time
+			}
+			nr.Status = engine.PhaseStart
+			nr.Reused = e.Reused
+			if e.Iteration > 0 {
+				nr.Iteration = e.Iteration
+			}
+		case engine.PhaseDone, engine.PhaseError, engine.PhaseSkip:
+			nr.Status, nr.Ended = e.Phase, e.Time
+			nr.Output, nr.Error, nr.Reason, nr.Matched = e.Output, e.Error, e.Reason, e.Matched
+			if e.Attempt > 0 {
+				nr.Attempts = e.Attempt
+			}
+			nr.Reused = e.Reused
+		case engine.PhasePaused:
+			nr.Status, nr.Prompt = engine.PhasePaused, e.Prompt
+		}
+	}
+	return nr
 }

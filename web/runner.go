@@ -110,8 +110,8 @@ func (r *Runner) Resume(ctx context.Context, runID string, value *engine.ResumeV
 }
 
 // Rerun starts a new run of runID's chain that keeps the outputs upstream of
-// fromNode and executes from there.
-func (r *Runner) Rerun(ctx context.Context, runID, fromNode string, input map[string]any) (string, error) {
+// fromNode and executes from there, with modified merged into its state.
+func (r *Runner) Rerun(ctx context.Context, runID, fromNode string, input, modified map[string]any) (string, error) {
 	orig, err := r.db.GetRunInfo(ctx, runID)
 	if err != nil {
 		return "", err
@@ -126,7 +126,7 @@ func (r *Runner) Rerun(ctx context.Context, runID, fromNode string, input map[st
 		return "", fmt.Errorf("create run: %w", err)
 	}
 	r.launch(id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
-		return r.eng.RerunFrom(ctx, runID, fromNode, input, engine.RunOptions{RunID: id, ParentRunID: runID})
+		return r.eng.RerunFrom(ctx, runID, fromNode, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified})
 	})
 	return id, nil
 }

@@ -154,6 +154,7 @@
       { selector: 'node.ph-start', style: { 'border-color': accent, 'border-width': 3, 'background-color': runBg } },
       { selector: 'node.ph-start.pulse', style: { 'border-width': 6, 'underlay-color': accent, 'underlay-opacity': 0.2, 'underlay-padding': 8 } },
       { selector: 'node.ph-done', style: { 'border-color': ok, 'border-width': 2.5, 'background-color': okBg } },
+      { selector: 'node.ph-done.reused', style: { 'border-style': 'dashed', 'background-color': bg } },
       { selector: 'node.ph-skip', style: { opacity: 0.5, 'border-style': 'dashed', 'background-color': bg } },
       { selector: 'node.ph-error', style: { 'border-color': err, 'border-width': 3, 'background-color': errBg } },
       { selector: 'node.ph-paused', style: { 'border-color': warn, 'border-width': 4, 'background-color': warnBg } },

@@ -487,6 +487,28 @@
 
   // ---- property panel --------------------------------------------------------
 
+  // A node's panel request carries what the engine needs to say what the
+  // node will receive: its incoming edges and the nodes that may own it
+  // (map, parallel, error handler).
+  function nodePropsBody(n) {
+    const inEdges = (doc.edges || []).filter((e) => e.target === n.node_id);
+    const srcs = new Set(inEdges.map((e) => e.source));
+    const nodes = doc.nodes.filter((x) => x.map_node || x.branches || x.on_error || srcs.has(x.node_id))
+      .map((x) => ({ node_id: x.node_id, kind: x.kind, map_node: x.map_node, branches: x.branches, on_error: x.on_error }));
+    return { node: n, node_ids: nodeIds(), doc: { name: doc.name || 'x', nodes, edges: inEdges } };
+  }
+  // editing a node's input or input map changes what it receives: redraw
+  // that block only (the fields being typed in stay as they are)
+  const refreshReceives = Studio.debounce(async () => {
+    const panel = propsEl.querySelector('.props[data-target="node"]');
+    const n = panel && nodeById(panel.dataset.id);
+    if (!n) return;
+    const res = await fetch('/fragments/props', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'text/html' }, body: JSON.stringify(nodePropsBody(n)) });
+    const fresh = new DOMParser().parseFromString(await res.text(), 'text/html').getElementById('receives');
+    const cur = propsEl.querySelector('#receives');
+    if (fresh && cur && propsEl.querySelector('.props[data-target="node"]') === panel) cur.replaceWith(document.importNode(fresh, true));
+  }, 250);
+
   let propsSeq = 0;
   async function showProps() {
     const sel = cy.$(':selected').not('.eh-handle');
@@ -494,7 +516,7 @@
     if (sel.length === 1 && sel.isNode()) {
       const n = nodeById(sel.id());
       if (!n) return;
-      body = { node: n, node_ids: nodeIds() };
+      body = nodePropsBody(n);
     } else if (sel.length === 1 && sel.isEdge() && !sel.hasClass('attach')) {
       const e = edgeById(sel.id());
       if (!e) return;
@@ -617,6 +639,7 @@
       if (target === 'edge') refreshEdge(obj.id);
       if (target === 'chain') $('chain-title').textContent = doc.name;
     }, { noCheckpoint: !cp });
+    if (target === 'node') refreshReceives();
   }
 
   // ---- renaming a node -------------------------------------------------------
@@ -893,14 +916,41 @@
 
   const runDialog = $('run-dialog');
   const runInput = $('run-input');
+  // The run dialog starts with the last input this browser ran the chain
+  // with, else the chain's sample input, else {}; typing is kept until a run.
+  const lastInputKey = 'studio:last-input:' + chainId;
+  let runInputEdited = false;
+  function prefillRunInput() {
+    if (runInputEdited) return;
+    let text = null;
+    let from = '';
+    try { text = localStorage.getItem(lastInputKey); } catch { text = null; }
+    if (text) from = 'Pre-filled with the input of your last run of this chain.';
+    else if (doc && doc.sample_input && typeof doc.sample_input === 'object') {
+      text = JSON.stringify(doc.sample_input, null, 2);
+      from = 'Pre-filled with the chain\'s sample input.';
+    } else text = '{}';
+    runInput.value = text;
+    $('run-input-source').textContent = from;
+    runInput.dispatchEvent(new Event('input'));
+    runInputEdited = false;
+  }
   runBtn.addEventListener('click', async () => {
     await flush();
     if (runBtn.disabled) return;
     $('run-result').replaceChildren();
+    prefillRunInput();
     runDialog.showModal();
     runInput.focus();
   });
-  runInput.addEventListener('input', () => {
+  // remembered when sent (the Run button is only enabled for a valid chain)
+  $('run-form').addEventListener('submit', () => {
+    if (runInput.getAttribute('aria-invalid') === 'true') return;
+    try { localStorage.setItem(lastInputKey, runInput.value.trim() || '{}'); } catch { /* storage off: nothing to remember */ }
+    runInputEdited = false;
+  }, true);
+  runInput.addEventListener('input', (e) => {
+    if (e.isTrusted) runInputEdited = true;
     const check = $('run-input-check');
     let err = '';
     try {

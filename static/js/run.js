@@ -23,6 +23,7 @@
   // chain's edges may be added to it after their events arrived
   const edgeState = new Map();
   const phases = []; // [seq, node, phase] in arrival order, for tests
+  const rerun = root.dataset.kind === 'rerun'; // marks reused nodes and those that ran again
   window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
 
   const REASONS = {
@@ -54,7 +55,28 @@
     if (ev.phase === 'progress') return progressText(ev.progress);
     if (ev.matched) return 'matched ' + ev.matched;
     if (ev.phase === 'paused') return 'waiting for a person';
+    if (ev.reused && ev.phase === 'done') return 'reused: output kept from the earlier run';
+    if (ev.reused) return 'reused';
+    if (rerun && ev.phase === 'start') return 'ran again';
     return '';
+  }
+
+  // durations for people: 12 ms, 1.4 s, 2 min 3 s (as the server writes them)
+  function fmtDuration(ms) {
+    if (!(ms >= 0)) return '';
+    if (ms < 1000) return Math.max(Math.round(ms), 1) + ' ms';
+    if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+    if (ms < 3600000) return Math.floor(ms / 60000) + ' min ' + Math.floor(ms / 1000) % 60 + ' s';
+    return Math.floor(ms / 3600000) + ' h ' + Math.floor(ms / 60000) % 60 + ' min';
+  }
+  window.__run.fmtDuration = fmtDuration;
+
+  // a node's label with its id beside it, as the server renders it
+  function label(id) { const d = nodeDoc(id); return d && d.label && d.label !== id ? d.label : ''; }
+  function nameEl(id) {
+    const l = label(id);
+    if (!l) return [Studio.el('code', { class: 'node-name', text: id })];
+    return [Studio.el('span', { class: 'node-label', text: l }), ' ', Studio.el('code', { class: 'node-id', text: id })];
   }
 
   function extra(ev) {
@@ -68,9 +90,9 @@
   function appendTimeline(ev) {
     if (ev.seq <= shown) return;
     shown = ev.seq;
-    const li = Studio.el('li', { class: 'ev ph-' + ev.phase, 'data-seq': String(ev.seq), 'data-node-id': ev.node_id },
+    const li = Studio.el('li', { class: 'ev ph-' + ev.phase + (ev.reused ? ' reused' : ''), 'data-seq': String(ev.seq), 'data-node-id': ev.node_id },
       Studio.el('span', { class: 't', text: clock(ev.time) }),
-      Studio.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, text: ev.node_id }),
+      Studio.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, title: label(ev.node_id) ? label(ev.node_id) + ' (' + ev.node_id + ')' : ev.node_id }, ...nameEl(ev.node_id)),
       Studio.el('span', { class: 'ph', text: ev.phase }),
       Studio.el('span', { class: 'detail', text: detail(ev) + extra(ev) }));
     const atBottom = timeline.parentElement.scrollTop + timeline.parentElement.clientHeight >= timeline.parentElement.scrollHeight - 30;
@@ -93,7 +115,8 @@
     return n.nonempty() ? n : null;
   }
 
-  function nodeDoc(id) { return doc ? (doc.nodes || []).find((n) => n.node_id === id) : null; }
+  let byId = new Map(); // node id → node of doc: labels are looked up per event and row
+  function nodeDoc(id) { return byId.get(id) || null; }
 
   function redrawNode(id) {
     const st = state.get(id) || {};
@@ -103,9 +126,12 @@
     let note = '';
     if (st.progress) note = st.progress;
     if (st.iteration > 1) note += (note ? ' · ' : '') + '×' + st.iteration;
+    if (st.reused && st.phase === 'done') note = '↺ reused' + (note ? ' · ' + note : '');
+    else if (st.phase && st.phase !== 'start' && st.ms != null) note += (note ? ' · ' : '') + (rerun && st.phase !== 'skip' ? 'ran again · ' : '') + fmtDuration(st.ms);
     ele.data('display', d ? Studio.nodeDisplay(d, note) : id + (note ? '\n' + note : ''));
-    ele.removeClass(PHASE_CLASSES);
+    ele.removeClass(PHASE_CLASSES + ' reused');
     if (st.phase) ele.addClass('ph-' + st.phase);
+    if (st.reused) ele.addClass('reused');
     updateRow(id);
   }
 
@@ -119,6 +145,9 @@
     switch (ev.phase) {
       case 'start':
         if (ev.item != null) (st.items = st.items || new Set()).add(ev.item);
+        if (ev.item == null || !st.items || st.items.size === 1) st.startedAt = Date.parse(ev.time);
+        st.reused = !!ev.reused;
+        st.ms = null;
         st.phase = 'start';
         st.reason = '';
         st.error = '';
@@ -136,6 +165,9 @@
         st.phase = st.items && st.items.size > 0 ? 'start' : ev.phase;
         st.reason = ev.reason || '';
         st.error = ev.error || '';
+        st.reused = !!ev.reused;
+        // a skip decided before the node started has no duration
+        st.ms = st.startedAt && ev.phase !== 'skip' ? Math.max(Date.parse(ev.time) - st.startedAt, 0) : null;
         if (ev.iteration) st.iteration = ev.iteration;
         markEdges(id, ev.edges || []);
         break;
@@ -197,7 +229,7 @@
     const trs = ids.map((id) => {
       const d = nodeDoc(id);
       const tr = Studio.el('tr', { 'data-node-id': id, 'aria-selected': 'false' },
-        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id, text: id, 'aria-label': 'Show node ' + id })),
+        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id, 'aria-label': 'Show node ' + (label(id) ? label(id) + ' (' + id + ')' : id) }, ...nameEl(id))),
         Studio.el('td', { text: d ? d.kind : '' }),
         Studio.el('td', { class: 'phase-cell', text: '—' }),
         Studio.el('td', { class: 'note-cell', text: '' }));
@@ -217,7 +249,7 @@
     const ph = tr.querySelector('.phase-cell');
     ph.textContent = st.phase === 'start' ? 'running' : (st.phase || '—');
     ph.className = 'phase-cell phase ph-' + (st.phase || 'none');
-    tr.querySelector('.note-cell').textContent = [st.error, reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : ''].filter(Boolean).join(' · ');
+    tr.querySelector('.note-cell').textContent = [st.reused ? 'reused from the earlier run' : (rerun && st.phase && st.phase !== 'skip' ? 'ran again' : ''), st.error, reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : '', st.phase && st.phase !== 'start' && st.ms != null && !st.reused ? fmtDuration(st.ms) : ''].filter(Boolean).join(' · ');
   }
 
   // ---- drawer ------------------------------------------------------------------
@@ -253,6 +285,60 @@
     }
   });
 
+  // ---- re-run dialog ---------------------------------------------------------------
+
+  // "Re-run from here…" asks first: the input and the state patch are
+  // checked as JSON objects as they are typed, before anything is sent.
+  function checkJSONField(ta) {
+    const raw = ta.value.trim();
+    let err = '';
+    if (raw) {
+      try {
+        const v = JSON.parse(raw);
+        if (v === null || typeof v !== 'object' || Array.isArray(v)) err = 'Must be a JSON object, e.g. {"key": "value"}.';
+      } catch (x) { err = 'Not JSON: ' + x.message; }
+    }
+    const msg = document.getElementById(ta.getAttribute('aria-describedby'));
+    if (msg) msg.textContent = err;
+    ta.setAttribute('aria-invalid', err ? 'true' : 'false');
+    return !err;
+  }
+  function checkRerunForm(form) {
+    let ok = true;
+    for (const ta of form.querySelectorAll('[data-json-object]')) ok = checkJSONField(ta) && ok;
+    const b = form.querySelector('#rerun-submit');
+    if (b) b.disabled = !ok;
+    return ok;
+  }
+  document.addEventListener('click', (e) => {
+    if (!e.target.closest('#btn-rerun')) return;
+    const dlg = $('rerun-dialog');
+    if (!dlg) return;
+    $('rerun-result').replaceChildren();
+    checkRerunForm(dlg.querySelector('form'));
+    dlg.showModal();
+    $('rerun-input').focus();
+  });
+  document.addEventListener('input', (e) => {
+    if (e.target.matches && e.target.matches('#rerun-dialog [data-json-object]')) checkRerunForm(e.target.form);
+  });
+  // an invalid form is not sent (the messages are shown); capture runs
+  // before htmx's own submit handler
+  document.addEventListener('submit', (e) => {
+    if (e.target.id === 'rerun-form' && !checkRerunForm(e.target)) { e.preventDefault(); e.stopImmediatePropagation(); }
+  }, true);
+  // keep Tab inside the open dialog (the page behind it is inert)
+  document.addEventListener('keydown', (e) => {
+    if (e.key !== 'Tab') return;
+    const dlg = e.target.closest && e.target.closest('dialog[open]');
+    if (!dlg) return;
+    const f = [...dlg.querySelectorAll('button, textarea, input:not([type=hidden]), select, a[href]')].filter((x) => !x.disabled);
+    if (!f.length) return;
+    const first = f[0], last = f[f.length - 1];
+    if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
+    else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
+  });
+
   // ---- stream ------------------------------------------------------------------
 
   async function refreshControls() {
@@ -270,7 +356,7 @@
     const s = $('run-status');
     s.textContent = status.replace(/_/g, ' ');
     s.className = 'status status-' + status;
-    if (ms) $('run-duration').textContent = ms < 1000 ? ms + ' ms' : (ms / 1000).toFixed(1) + ' s';
+    if (ms) $('run-duration').textContent = fmtDuration(ms);
   }
 
   function onEvent(e) {
@@ -298,6 +384,7 @@
     const res = await fetch('/runs/' + encodeURIComponent(runId) + '/data', { headers: { Accept: 'application/json' } });
     const data = await res.json();
     doc = data.doc;
+    byId = new Map(((doc && doc.nodes) || []).map((n) => [n.node_id, n]));
     const seen = new Set();
     let ids = [];
     if (doc) ids = (doc.nodes || []).map((n) => n.node_id);

@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// InputDescription says, in plain words, what a node will receive as its
+// input. It states the rule buildInput and upstream apply (keep them in
+// step): the static input merged with the resolved input_map (the map wins);
+// with neither, the upstream data as is.
+type InputDescription struct {
+	NodeID string `json:"node_id"`
+	// Summary is one sentence; Items the details, one short line each.
+	Summary string   `json:"summary"`
+	Items   []string `json:"items"`
+	// PassesUpstream: the node's input is the upstream data itself.
+	PassesUpstream bool `json:"passes_upstream"`
+	// Upstream names the data the node is handed ("the run's input", "the
+	// output of `fetch`", …); input_map reads it as `output`.
+	Upstream string `json:"upstream"`
+}
+
+// DescribeInput describes what node nodeID of c will receive; false when c
+// has no such node.
+func DescribeInput(c *Chain, nodeID string) (*InputDescription, bool) {
+	g := newGraph(c)
+	i, ok := g.idx[nodeID]
+	if !ok {
+		return nil, false
+	}
+	nd := &c.Nodes[i]
+	d := &InputDescription{NodeID: nodeID, Upstream: upstreamText(g, i)}
+	if nd.Kind == KindBranch || nd.Kind == KindCondition {
+		// routers take no input of their own: they test what they receive and pass it on
+		d.PassesUpstream = true
+		d.Summary = "Receives " + d.Upstream + " and passes it on to the edge it chooses."
+		return d, true
+	}
+	keys := make([]string, 0, len(nd.InputMap))
+	for k := range nd.InputMap {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var mapped []string
+	for _, k := range keys {
+		mapped = append(mapped, "input_map adds `"+k+"` from `"+strings.TrimSpace(nd.InputMap[k])+"`")
+	}
+	switch {
+	case len(nd.Input) == 0 && len(nd.InputMap) == 0:
+		d.PassesUpstream = true
+		d.Summary = "Receives " + d.Upstream + " as is."
+		if nd.Kind == KindTool || nd.Kind == KindProc {
+			d.Items = append(d.Items, "a tool always gets an object: any other value arrives as {\"value\": …}")
+		}
+	case len(nd.InputMap) == 0:
+		d.Summary = "Receives its static input " + compactJSON(nd.Input) + "; " + d.Upstream + " is not passed because a static input is set."
+		d.Items = append(d.Items, "to pass upstream data too, add an input_map entry (its `output` is "+d.Upstream+")")
+	case len(nd.Input) == 0:
+		d.Summary = "Receives an object built by its input_map; " + d.Upstream + " is not passed as is (input_map reads it as `output`)."
+		d.Items = mapped
+	default:
+		d.Summary = "Receives its static input " + compactJSON(nd.Input) + " with the input_map entries added (an entry wins over a static key of the same name); " + d.Upstream + " is not passed as is."
+		d.Items = mapped
+		for _, k := range keys {
+			if _, dup := nd.Input[k]; dup {
+				d.Items = append(d.Items, "`"+k+"` is both static and mapped: the input_map value is used")
+			}
+		}
+	}
+	return d, true
+}
+
+// upstreamText names the data a node is handed, the way upstream and the
+// attached-node runners pick it.
+func upstreamText(g *graph, i int) string {
+	if len(g.owners[i]) > 0 {
+		a := g.owners[i][0]
+		owner := "`" + g.c.Nodes[a.owner].ID + "`"
+		switch a.rel {
+		case RelMapBody:
+			return "one item of " + owner + "'s list at a time (also `item` and `index`)"
+		case RelBranch:
+			return "the input of parallel node " + owner
+		case RelHandler:
+			return "the data of " + owner + " when it fails (the failure is in `error`)"
+		}
+	}
+	var srcs []string
+	add := func(ei int) {
+		s := "`" + g.c.Edges[ei].Source + "`"
+		if !slices.Contains(srcs, s) {
+			srcs = append(srcs, s)
+		}
+	}
+	for _, ei := range g.in[i] {
+		add(ei)
+	}
+	loops := len(srcs)
+	for _, ei := range g.loopIn[i] {
+		add(ei)
+	}
+	switch {
+	case len(srcs) == 0:
+		return "the run's input"
+	case len(srcs) == 1 && loops == 1:
+		return "the output of " + srcs[0]
+	case len(srcs) == 1:
+		return "the run's input on the first pass, then the output of " + srcs[0]
+	case loops == 0:
+		return "the run's input on the first pass, then the output of " + strings.Join(srcs, " or ")
+	}
+	return "the output of the node whose edge fired (" + strings.Join(srcs, " or ") + "; when several fire together, an object keyed by their node ids)"
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "{…}"
+	}
+	const max = 120
+	if len(b) > max {
+		return string(b[:max]) + "…}"
+	}
+	return string(b)
+}
