@@ -1088,6 +1088,9 @@
     performance.mark('studio:painted');
     root.dataset.ready = '1';
     window.__studio.readyAt = performance.now();
+    // how much of the canvas was drawn when the page became ready: the
+    // progressive opening is measured here, not raced from outside
+    window.__studio.nodesAtReady = cy.nodes().length;
     Studio.startLoading(cy);
   }
   const syncTableSelectionSoon = Studio.debounce(() => {

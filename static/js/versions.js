@@ -42,7 +42,7 @@
     const fit = document.getElementById('btn-fit');
     if (fit) fit.addEventListener('click', () => Studio.fit(cy));
     root.dataset.ready = '1';
-    window.__versions = { cy };
+    window.__versions = { cy, nodesAtReady: cy.nodes().length };
     Studio.startLoading(cy);
   }
   init();
