@@ -13,6 +13,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 )
 
@@ -486,14 +487,18 @@ func (s *Server) exportChain(c echo.Context) error {
 			}
 			return err
 		}
+		// The message is the file of this chain version: its id and ts come
+		// from the version, so exporting it again gives the same bytes.
+		req.ID = uuid.NewSHA1(uuid.NameSpaceURL, []byte(fmt.Sprintf("chainstudio:chain/%s/v%d", ch.ID, ch.Version))).String()
+		req.Ts = float64(ch.Updated.UnixMicro()) / 1e6
 		body, suffix = req, ".a2e.json"
 	}
-	b, err := json.MarshalIndent(body, "", "  ")
+	b, err := engine.MarshalExport(body)
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("Content-Disposition", contentDisposition(ch.Name+suffix))
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, append(b, '\n'))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
 // contentDisposition names an attachment: an ASCII fallback and the exact
