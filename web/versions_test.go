@@ -7,7 +7,6 @@ import (
 	"testing"
 )
 
-
 // POST /v1/chains/{id}/versions names the current version: a new version with
 // the same document, kind "named"; the designer's autosaves are kind
 // "autosave", API saves "save".
