@@ -330,7 +330,7 @@ func EditorPage(ch *store.Chain, issues []engine.Issue) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</aside><section class=\"canvas-wrap\" aria-label=\"Canvas\"><div id=\"cy\" class=\"cy\" role=\"img\" aria-label=\"Chain graph; the node list below has the same nodes for keyboard users\"></div><div id=\"cy-loading\" class=\"cy-loading\" role=\"status\" hidden></div><div class=\"legend\" aria-hidden=\"true\"><span class=\"lg lg-default\">default</span> <span class=\"lg lg-cond\">condition</span> <span class=\"lg lg-loop\">loop</span> <span class=\"lg lg-attach\">map / branch / on_error</span></div></section><aside class=\"side\"><section id=\"props\" class=\"panel\" aria-label=\"Properties\" aria-live=\"polite\" data-initial=\"chain\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "</aside><section class=\"canvas-wrap\" aria-label=\"Canvas\"><div id=\"cy\" class=\"cy\" role=\"img\" aria-label=\"Chain graph; the node list below has the same nodes for keyboard users\"></div><div id=\"cy-loading\" class=\"cy-loading\" role=\"status\" hidden></div><div class=\"legend\" aria-hidden=\"true\"><span class=\"lg lg-default\">default</span> <span class=\"lg lg-cond\">condition</span> <span class=\"lg lg-loop\">loop</span> <span class=\"lg lg-attach\">map / branch / on_error</span></div></section><aside class=\"side\"><section id=\"props\" class=\"panel\" aria-label=\"Properties\" data-initial=\"chain\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -372,20 +372,20 @@ func EditorPage(ch *store.Chain, issues []engine.Issue) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "</h2><label>Input (a JSON object) <textarea name=\"input\" id=\"run-input\" rows=\"8\" spellcheck=\"false\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "</h2><label>Input (a JSON object) <textarea name=\"input\" id=\"run-input\" rows=\"8\" spellcheck=\"false\" aria-describedby=\"run-input-check\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var23 string
 			templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs("{}")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/editor.templ`, Line: 124, Col: 78}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/editor.templ`, Line: 124, Col: 113}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "</textarea></label><div id=\"run-input-check\" class=\"hint\" aria-live=\"polite\"></div><div id=\"run-result\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" class=\"close-dialog\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"run-submit\">Start run</button></div></form></dialog> <dialog id=\"save-version-dialog\" aria-labelledby=\"save-version-title\"><form id=\"save-version-form\"><h2 id=\"save-version-title\">Save version</h2><p class=\"hint\">Every edit is already saved. A named version marks this point so it stands out in the history.</p><label>Name of this version <input type=\"text\" id=\"save-version-message\" name=\"message\" required maxlength=\"500\" autocomplete=\"off\" placeholder=\"e.g. Ready for review\"></label><div id=\"save-version-result\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" class=\"close-dialog\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"save-version-submit\">Save version</button></div></form></dialog></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "</textarea></label><div id=\"run-input-check\" class=\"hint\"></div><div id=\"run-result\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" class=\"close-dialog\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"run-submit\">Start run</button></div></form></dialog> <dialog id=\"save-version-dialog\" aria-labelledby=\"save-version-title\"><form id=\"save-version-form\"><h2 id=\"save-version-title\">Save version</h2><p class=\"hint\">Every edit is already saved. A named version marks this point so it stands out in the history.</p><label>Name of this version <input type=\"text\" id=\"save-version-message\" name=\"message\" required maxlength=\"500\" autocomplete=\"off\" placeholder=\"e.g. Ready for review\"></label><div id=\"save-version-result\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" class=\"close-dialog\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"save-version-submit\">Save version</button></div></form></dialog></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
