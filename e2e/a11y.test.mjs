@@ -4,7 +4,9 @@
 //
 // To cover a new page, add it to PAGES: `path` is a string, or a function of
 // the fixtures made in before() (chain, runs, agent) returning the path;
-// `ready` is a selector the page shows once it has drawn (optional).
+// `ready` is a selector the page shows once it has drawn, and `act` a
+// function of the page run before the check, e.g. to open a dialog (both
+// optional).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -14,6 +16,7 @@ import { launch, close, open, api } from './lib.mjs';
 export const PAGES = [
   { name: 'chains list', path: '/', ready: '#chain-rows tr[data-chain-id]' },
   { name: 'editor', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]' },
+  { name: 'editor, Save version dialog', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]', act: (page) => page.click('#btn-save-version').then(() => page.waitForSelector('#save-version-dialog[open]')) },
   { name: 'versions', path: (f) => '/chains/' + f.chain + '/versions' },
   { name: 'versions with a diff', path: (f) => '/chains/' + f.chain + '/versions?v=1', ready: '#versions[data-ready="1"]' },
   { name: 'runs of a chain', path: (f) => '/chains/' + f.chain + '/runs' },
@@ -117,6 +120,7 @@ for (const theme of THEMES) {
       assert.ok(res.ok(), `${p.name} ${path}: HTTP ${res.status()}`);
       if (p.ready) await page.waitForSelector(p.ready, { timeout: 15000 });
       await page.waitForLoadState('networkidle');
+      if (p.act) await p.act(page);
       assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), theme, 'the theme is applied');
       for (const v of await violations(page)) found.push(`${p.name} (${path}): ${v}`);
       // Only status regions are live: a live panel (properties, node

@@ -82,8 +82,11 @@ func span(d time.Duration) string {
 
 // versionWhat is a single version's row text.
 func versionWhat(v store.ChainVersion) string {
-	if v.Message != "" {
+	switch {
+	case v.Message != "":
 		return v.Message
+	case v.Version == 1:
+		return "created"
 	}
 	return "saved"
 }
