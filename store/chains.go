@@ -55,9 +55,26 @@ type ChainVersion struct {
 	Name      string        `json:"name"`
 	NodeCount int           `json:"node_count"`
 	Message   string        `json:"message,omitempty"`
+	Kind      VersionKind   `json:"kind"`
 	Created   time.Time     `json:"created"`
 	Doc       *engine.Chain `json:"doc,omitempty"`
 }
+
+// VersionKind says how a version was made (migrations/0003).
+type VersionKind string
+
+const (
+	// VersionAutosave: the designer saved an edit by itself. Runs of these
+	// are folded into one row of the history.
+	VersionAutosave VersionKind = "autosave"
+	// VersionNamed: a person saved the version with a name (NameVersion).
+	VersionNamed VersionKind = "named"
+	// VersionSave: any other write (create, update, import, restore).
+	VersionSave VersionKind = "save"
+)
+
+// MaxVersionMessage bounds a version's message (bytes).
+const MaxVersionMessage = 500
 
 func encodeDoc(doc *engine.Chain) (string, error) {
 	if doc == nil {
@@ -129,7 +146,7 @@ VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, mic
 			}
 			return err
 		}
-		return insertVersion(ctx, tx, ch.ID, 1, doc, body, message, now)
+		return insertVersion(ctx, tx, ch.ID, 1, doc, body, message, VersionSave, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create chain %q: %w", doc.Name, err)
@@ -138,9 +155,9 @@ VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, mic
 	return ch, nil
 }
 
-func insertVersion(ctx context.Context, tx *sql.Tx, id string, v int, doc *engine.Chain, body, message string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO chain_versions (chain_id, version, name, node_count, message, doc, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, body, micros(now))
+func insertVersion(ctx context.Context, tx *sql.Tx, id string, v int, doc *engine.Chain, body, message string, kind VersionKind, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO chain_versions (chain_id, version, name, node_count, message, kind, doc, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, string(kind), body, micros(now))
 	return err
 }
 
@@ -148,6 +165,12 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, body, m
 // version the edit started from: when the chain has moved on since, nothing is
 // written and a *VersionConflictError carries the current version.
 func (db *DB) SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*Chain, error) {
+	return db.SaveChainAs(ctx, id, baseVersion, doc, message, VersionSave)
+}
+
+// SaveChainAs is SaveChain recording how the version was made (the designer's
+// autosave says VersionAutosave).
+func (db *DB) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind VersionKind) (*Chain, error) {
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, fmt.Errorf("store: save chain %s: %w", id, err)
@@ -156,7 +179,7 @@ func (db *DB) SaveChain(ctx context.Context, id string, baseVersion int, doc *en
 	var ch *Chain
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		ch, err = saveVersion(ctx, tx, id, &baseVersion, doc, body, message, now)
+		ch, err = saveVersion(ctx, tx, id, &baseVersion, doc, body, message, kind, now)
 		return err
 	})
 	if err != nil {
@@ -168,7 +191,7 @@ func (db *DB) SaveChain(ctx context.Context, id string, baseVersion int, doc *en
 
 // saveVersion appends a version to a live chain. base == nil skips the
 // optimistic-concurrency check.
-func saveVersion(ctx context.Context, tx *sql.Tx, id string, base *int, doc *engine.Chain, body, message string, now time.Time) (*Chain, error) {
+func saveVersion(ctx context.Context, tx *sql.Tx, id string, base *int, doc *engine.Chain, body, message string, kind VersionKind, now time.Time) (*Chain, error) {
 	var cur int
 	var created int64
 	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at FROM chains WHERE id = ? AND deleted_at IS NULL`, id).Scan(&cur, &created)
@@ -189,7 +212,7 @@ func saveVersion(ctx context.Context, tx *sql.Tx, id string, base *int, doc *eng
 		return nil, &ConflictError{Name: doc.Name, ChainID: holder}
 	}
 	next := cur + 1
-	if err := insertVersion(ctx, tx, id, next, doc, body, message, now); err != nil {
+	if err := insertVersion(ctx, tx, id, next, doc, body, message, kind, now); err != nil {
 		return nil, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE chains SET name = ?, description = ?, current_version = ?, node_count = ?, updated_at = ?
@@ -389,7 +412,7 @@ func (db *DB) ListVersions(ctx context.Context, id string) ([]ChainVersion, erro
 			}
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT version, name, node_count, message, created_at FROM chain_versions
+		rows, err := tx.QueryContext(ctx, `SELECT version, name, node_count, message, kind, created_at FROM chain_versions
 WHERE chain_id = ? ORDER BY version DESC`, id)
 		if err != nil {
 			return err
@@ -398,7 +421,7 @@ WHERE chain_id = ? ORDER BY version DESC`, id)
 		for rows.Next() {
 			v := ChainVersion{ChainID: id}
 			var created int64
-			if err := rows.Scan(&v.Version, &v.Name, &v.NodeCount, &v.Message, &created); err != nil {
+			if err := rows.Scan(&v.Version, &v.Name, &v.NodeCount, &v.Message, &v.Kind, &created); err != nil {
 				return err
 			}
 			v.Created = fromMicros(created)
@@ -415,8 +438,8 @@ WHERE chain_id = ? ORDER BY version DESC`, id)
 func getVersionMeta(ctx context.Context, q querier, id string, v int) (*ChainVersion, error) {
 	cv := ChainVersion{ChainID: id, Version: v}
 	var created int64
-	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, created_at FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
-		Scan(&cv.Name, &cv.NodeCount, &cv.Message, &created)
+	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, kind, created_at FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
+		Scan(&cv.Name, &cv.NodeCount, &cv.Message, &cv.Kind, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -431,8 +454,8 @@ func getVersion(ctx context.Context, q querier, id string, v int) (*ChainVersion
 	cv := ChainVersion{ChainID: id, Version: v}
 	var created int64
 	var doc string
-	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, created_at, doc FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
-		Scan(&cv.Name, &cv.NodeCount, &cv.Message, &created, &doc)
+	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, kind, created_at, doc FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
+		Scan(&cv.Name, &cv.NodeCount, &cv.Message, &cv.Kind, &created, &doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", ErrNotFound
 	}
@@ -477,13 +500,60 @@ func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message stri
 		if doc, err = db.loadDoc(ctx, tx, id, v); err != nil {
 			return err
 		}
-		ch, err = saveVersion(ctx, tx, id, nil, doc, b, message, now)
+		ch, err = saveVersion(ctx, tx, id, nil, doc, b, message, VersionSave, now)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: restore version %d of chain %s: %w", v, id, err)
 	}
 	// The new version has the old one's content: cache it under both.
+	db.docs.put(id, ch.Version, doc)
+	ch.Doc = doc
+	return ch, nil
+}
+
+// NameVersion saves the chain's current document again as a new version
+// named message (VersionNamed): a point a person chose to mark, which the
+// history shows apart from the autosaves. History is never rewritten, so the
+// autosave it names stays as it was. baseVersion, when not 0, is the version
+// the person was looking at: if the chain has moved on since, nothing is
+// written and a *VersionConflictError says so.
+func (db *DB) NameVersion(ctx context.Context, id string, baseVersion int, message string) (*Chain, error) {
+	message = strings.TrimSpace(message)
+	switch {
+	case message == "":
+		return nil, fmt.Errorf("store: name a version of chain %s: %w: the message (the version's name) is empty", id, ErrInvalid)
+	case len(message) > MaxVersionMessage:
+		return nil, fmt.Errorf("store: name a version of chain %s: %w: the message is %d bytes, at most %d", id, ErrInvalid, len(message), MaxVersionMessage)
+	}
+	now := db.now().UTC()
+	var ch *Chain
+	var doc *engine.Chain
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		var cur int
+		err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`, id).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if baseVersion != 0 && baseVersion != cur {
+			return &VersionConflictError{ChainID: id, Base: baseVersion, Current: cur}
+		}
+		_, body, err := getVersion(ctx, tx, id, cur)
+		if err != nil {
+			return err
+		}
+		if doc, err = db.loadDoc(ctx, tx, id, cur); err != nil {
+			return err
+		}
+		ch, err = saveVersion(ctx, tx, id, &cur, doc, body, message, VersionNamed, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: name a version of chain %s: %w", id, err)
+	}
 	db.docs.put(id, ch.Version, doc)
 	ch.Doc = doc
 	return ch, nil

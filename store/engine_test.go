@@ -200,7 +200,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Fatalf("built schema %d, want 1", v)
 	}
 	doc := linearChain("old line", "echo", 5, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
-	ch, err := db.CreateChain(ctx, doc, "made under schema 1")
+	ch, err := createChainOldSchema(ctx, db, doc, "made under schema 1")
 	if err != nil {
 		t.Fatal(err)
 	}

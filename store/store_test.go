@@ -220,7 +220,10 @@ func TestChainLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonEqual(t, d, &engine.ChainDiff{NodesChanged: []engine.NodeChange{{NodeID: "n1", Fields: []string{"input"}}, {NodeID: "n2", Fields: []string{"position"}}}})
+	jsonEqual(t, d, &engine.ChainDiff{NodesChanged: []engine.NodeChange{
+		{NodeID: "n1", Fields: []string{"input"}, Changes: []engine.FieldChange{{Field: "input.text", Old: json.RawMessage(`"hello n1"`), New: json.RawMessage(`"changed"`)}}},
+		{NodeID: "n2", Fields: []string{"position"}, Changes: []engine.FieldChange{{Field: "position", Old: json.RawMessage(`{"x":20,"y":5}`), New: json.RawMessage(`{"x":99,"y":99}`)}}},
+	}})
 
 	// Restore v1 → v3 with v1's content.
 	ch3, err := db.RestoreVersion(ctx, ch.ID, 1, "")
