@@ -23,18 +23,6 @@ const reservedPrefix = "__chain__"
 // maxImportSuffix bounds the " (n)" suffixes tried when an import's name is taken.
 const maxImportSuffix = 1000
 
-// chainJSON is a saved chain as the API shows it: the stored chain and,
-// after a write, its validation findings.
-type chainJSON struct {
-	store.Chain
-	// Issues are the validation findings of the saved document (create,
-	// update, import, restore): a chain with errors can be saved but not run.
-	Issues []engine.Issue `json:"issues,omitempty"`
-	Valid  *bool          `json:"valid,omitempty"`
-}
-
-func toChainJSON(ch *store.Chain) chainJSON { return chainJSON{Chain: *ch} }
-
 func (s *Server) withIssues(c echo.Context, out chainJSON) chainJSON {
 	out.Issues = s.validate(c, out.Doc)
 	valid := !engine.HasErrors(out.Issues)
@@ -241,10 +229,7 @@ func (s *Server) listChains(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if rows == nil {
-		rows = []store.ChainSummary{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"chains": rows, "total": total, "limit": limit, "offset": offset})
+	return c.JSON(http.StatusOK, map[string]any{"chains": toChainSummariesJSON(rows), "total": total, "limit": limit, "offset": offset})
 }
 
 // POST /v1/chains
@@ -393,10 +378,7 @@ func (s *Server) listVersions(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
-	if vs == nil {
-		vs = []store.ChainVersion{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"chain_id": c.Param("id"), "versions": vs})
+	return c.JSON(http.StatusOK, map[string]any{"chain_id": c.Param("id"), "versions": toChainVersionsJSON(vs)})
 }
 
 // GET /v1/chains/{id}/versions/{v}
@@ -410,7 +392,7 @@ func (s *Server) getVersion(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
 	}
 	c.Response().Header().Set("ETag", etag(v))
-	return c.JSON(http.StatusOK, cv)
+	return c.JSON(http.StatusOK, toChainVersionJSON(cv))
 }
 
 // POST /v1/chains/{id}/versions/{v}/restore

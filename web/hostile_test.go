@@ -17,7 +17,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // The hostile-input suite (issue #7, docs/reliability.md "No input crashes
@@ -347,7 +347,7 @@ func TestHostileInput(t *testing.T) {
 	if n < 40 {
 		t.Fatalf("only %d cases", n)
 	}
-	checkIntegrity(t, srv.db.Path())
+	checkIntegrity(t, srv.db.(*sqlite.DB).Path())
 }
 
 // checkIntegrity opens the database file afresh (migrations included) and
@@ -355,7 +355,7 @@ func TestHostileInput(t *testing.T) {
 func checkIntegrity(t testing.TB, path string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, path, store.Options{Logger: testLogger()})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: testLogger()})
 	if err != nil {
 		t.Fatalf("reopen %s: %v", path, err)
 	}

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chainstudio/studio/store"
 	"os"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func newPersistentEngine(db *DB, w *EventWriter, extra engine.EventSink) *engine
 func TestEngineRunPersisted(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	mem := &engine.MemorySink{}
 	eng := newPersistentEngine(db, w, mem)
@@ -85,7 +86,7 @@ func TestEngineRunPersisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	const id = "run-echo5"
-	if _, err := db.CreateRun(ctx, Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, Input: map[string]any{"x": "y"}}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, Input: map[string]any{"x": "y"}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := eng.Run(ctx, ch.Doc, map[string]any{"x": "y"}, engine.RunOptions{RunID: id})
@@ -115,7 +116,7 @@ func TestEngineRunPersisted(t *testing.T) {
 			t.Fatalf("node %d: %+v", i, n)
 		}
 	}
-	if sums, _, _ := db.ListChains(ctx, ChainFilter{}); sums[0].LastRunStatus != engine.StatusCompleted {
+	if sums, _, _ := db.ListChains(ctx, store.ChainFilter{}); sums[0].LastRunStatus != engine.StatusCompleted {
 		t.Fatalf("last run status %q", sums[0].LastRunStatus)
 	}
 }
@@ -123,7 +124,7 @@ func TestEngineRunPersisted(t *testing.T) {
 func TestEnginePauseResumePersisted(t *testing.T) {
 	ctx := context.Background()
 	db, path := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	eng := newPersistentEngine(db, w, nil)
 
 	doc := &engine.Chain{Name: "approve", EntryNode: "a", Nodes: []engine.Node{
@@ -154,7 +155,7 @@ func TestEnginePauseResumePersisted(t *testing.T) {
 	if n, _ := db2.RecoverInterrupted(ctx); n != 0 {
 		t.Fatalf("paused run recovered as interrupted")
 	}
-	w2 := NewEventWriter(db2, EventWriterOptions{})
+	w2 := NewEventWriter(db2, store.EventWriterOptions{})
 	defer w2.Close()
 	eng2 := newPersistentEngine(db2, w2, nil)
 	max, _ := db2.MaxSeq(ctx, id)
@@ -317,7 +318,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	logAfter, _ := db2.Load(ctx, "done-run")
 	jsonEqual(t, logAfter, logBefore)
 
-	w2 := NewEventWriter(db2, EventWriterOptions{})
+	w2 := NewEventWriter(db2, store.EventWriterOptions{})
 	defer w2.Close()
 	eng2 := newPersistentEngine(db2, w2, nil)
 	pr, _ := db2.GetRun(ctx, "paused-run")
@@ -340,7 +341,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 func TestRunChainsStoredOnce(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	eng := newPersistentEngine(db, w, nil)
 	doc := linearChain("shared", "echo", 50, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
@@ -380,7 +381,7 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	}
 	// r1 and r3 go (older than the cut-off); r2 still names the shared chain.
 	db.w.Exec(`UPDATE runs SET started_at = 0, status = 'completed' WHERE id IN ('r1', 'r3')`)
-	if n, err := db.PruneRuns(ctx, Retention{OlderThan: time.Hour}); err != nil || n != 2 {
+	if n, err := db.PruneRuns(ctx, store.Retention{OlderThan: time.Hour}); err != nil || n != 2 {
 		t.Fatalf("pruned %d: %v", n, err)
 	}
 	if n := count(); n != 1 {
@@ -410,7 +411,7 @@ func TestFoldedNodesMatchTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, _ := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{}))

@@ -1,10 +1,11 @@
-package store
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"github.com/chainstudio/studio/store"
 	"path/filepath"
 	"testing"
 
@@ -15,8 +16,8 @@ import (
 // createChainOldSchema stores doc as a chain with one version per message,
 // row for row as a store before schema 3 wrote them (chain_versions had no
 // kind column).
-func createChainOldSchema(ctx context.Context, db *DB, doc *engine.Chain, messages ...string) (*Chain, error) {
-	ch := &Chain{ID: uuid.NewString(), Name: doc.Name, Version: len(messages), NodeCount: len(doc.Nodes), Doc: doc}
+func createChainOldSchema(ctx context.Context, db *DB, doc *engine.Chain, messages ...string) (*store.Chain, error) {
+	ch := &store.Chain{ID: uuid.NewString(), Name: doc.Name, Version: len(messages), NodeCount: len(doc.Nodes), Doc: doc}
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func TestMigrateVersionKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []VersionKind{VersionAutosave, VersionSave, VersionAutosave, VersionAutosave, VersionSave} // newest first
+	want := []store.VersionKind{store.VersionAutosave, store.VersionSave, store.VersionAutosave, store.VersionAutosave, store.VersionSave} // newest first
 	if len(vs) != len(want) {
 		t.Fatalf("%d versions, want %d", len(vs), len(want))
 	}
@@ -73,11 +74,11 @@ func TestMigrateVersionKinds(t *testing.T) {
 		}
 	}
 	got, err := db.GetVersion(ctx, ch.ID, 2)
-	if err != nil || got.Kind != VersionAutosave || len(got.Doc.Nodes) != 3 {
+	if err != nil || got.Kind != store.VersionAutosave || len(got.Doc.Nodes) != 3 {
 		t.Fatalf("GetVersion after migration: %+v %v", got, err)
 	}
 	// And the migrated chain takes new versions of every kind.
-	if _, err := db.SaveChainAs(ctx, ch.ID, 5, sampleChain("old history", 4), "edited in the designer", VersionAutosave); err != nil {
+	if _, err := db.SaveChainAs(ctx, ch.ID, 5, sampleChain("old history", 4), "edited in the designer", store.VersionAutosave); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := db.NameVersion(ctx, ch.ID, 6, "after the move"); err != nil || n.Version != 7 {
@@ -94,7 +95,7 @@ func TestNameVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SaveChainAs(ctx, ch.ID, 1, sampleChain("named", 3), "edited in the designer", VersionAutosave); err != nil {
+	if _, err := db.SaveChainAs(ctx, ch.ID, 1, sampleChain("named", 3), "edited in the designer", store.VersionAutosave); err != nil {
 		t.Fatal(err)
 	}
 	n, err := db.NameVersion(ctx, ch.ID, 2, "  Ready for review  ")
@@ -105,20 +106,20 @@ func TestNameVersion(t *testing.T) {
 		t.Fatalf("named: v%d with %d nodes", n.Version, len(n.Doc.Nodes))
 	}
 	vs, _ := db.ListVersions(ctx, ch.ID)
-	if vs[0].Kind != VersionNamed || vs[0].Message != "Ready for review" || vs[1].Kind != VersionAutosave || vs[2].Kind != VersionSave {
+	if vs[0].Kind != store.VersionNamed || vs[0].Message != "Ready for review" || vs[1].Kind != store.VersionAutosave || vs[2].Kind != store.VersionSave {
 		t.Fatalf("versions: %+v", vs)
 	}
 	d, err := db.DiffVersions(ctx, ch.ID, 2, 3)
 	if err != nil || !d.Empty() {
 		t.Fatalf("named version differs from the one it names: %+v %v", d, err)
 	}
-	if _, err := db.NameVersion(ctx, ch.ID, 2, "stale"); !errors.Is(err, ErrVersionConflict) {
+	if _, err := db.NameVersion(ctx, ch.ID, 2, "stale"); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("stale base: %v", err)
 	}
-	if _, err := db.NameVersion(ctx, ch.ID, 0, "   "); !errors.Is(err, ErrInvalid) {
+	if _, err := db.NameVersion(ctx, ch.ID, 0, "   "); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("empty message: %v", err)
 	}
-	if _, err := db.NameVersion(ctx, "nope", 0, "x"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.NameVersion(ctx, "nope", 0, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown chain: %v", err)
 	}
 }

@@ -1,10 +1,11 @@
-package store
+package sqlite
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chainstudio/studio/store"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -145,19 +146,19 @@ func TestChainLifecycle(t *testing.T) {
 	if err != nil || byName.ID != ch.ID {
 		t.Fatalf("by name: %v %v", byName, err)
 	}
-	if _, err := db.GetChain(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.GetChain(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing chain: %v", err)
 	}
-	if _, err := db.GetChainByName(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.GetChainByName(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing chain by name: %v", err)
 	}
 	// Name taken.
 	_, err = db.CreateChain(ctx, sampleChain("Fetch Report", 1), "")
-	var ce *ConflictError
-	if !errors.Is(err, ErrNameTaken) || !errors.As(err, &ce) || ce.ChainID != ch.ID {
+	var ce *store.ConflictError
+	if !errors.Is(err, store.ErrNameTaken) || !errors.As(err, &ce) || ce.ChainID != ch.ID {
 		t.Fatalf("duplicate name: %v", err)
 	}
-	if _, err := db.CreateChain(ctx, &engine.Chain{}, ""); !errors.Is(err, ErrInvalid) {
+	if _, err := db.CreateChain(ctx, &engine.Chain{}, ""); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("nameless chain: %v", err)
 	}
 
@@ -175,15 +176,15 @@ func TestChainLifecycle(t *testing.T) {
 	doc3 := doc.Clone()
 	doc3.Description = "stale"
 	_, err = db.SaveChain(ctx, ch.ID, 1, doc3, "stale edit")
-	var vc *VersionConflictError
-	if !errors.As(err, &vc) || vc.Current != 2 || !errors.Is(err, ErrVersionConflict) {
+	var vc *store.VersionConflictError
+	if !errors.As(err, &vc) || vc.Current != 2 || !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("stale save: %v", err)
 	}
 	cur, _ := db.GetChain(ctx, ch.ID)
 	if cur.Version != 2 || cur.Description != "a test chain" {
 		t.Fatalf("stale save overwrote: %+v", cur)
 	}
-	if _, err := db.SaveChain(ctx, "nope", 1, doc3, ""); !errors.Is(err, ErrNotFound) {
+	if _, err := db.SaveChain(ctx, "nope", 1, doc3, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("save of missing chain: %v", err)
 	}
 
@@ -194,7 +195,7 @@ func TestChainLifecycle(t *testing.T) {
 	}
 	ren := doc2.Clone()
 	ren.Name = "Other"
-	if _, err := db.SaveChain(ctx, ch.ID, 2, ren, ""); !errors.Is(err, ErrNameTaken) {
+	if _, err := db.SaveChain(ctx, ch.ID, 2, ren, ""); !errors.Is(err, store.ErrNameTaken) {
 		t.Fatalf("rename onto taken name: %v", err)
 	}
 
@@ -211,7 +212,7 @@ func TestChainLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonEqual(t, v1.Doc, doc)
-	if _, err := db.GetVersion(ctx, ch.ID, 9); !errors.Is(err, ErrNotFound) {
+	if _, err := db.GetVersion(ctx, ch.ID, 9); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing version: %v", err)
 	}
 
@@ -244,10 +245,10 @@ func TestChainLifecycle(t *testing.T) {
 	}
 
 	// Listing.
-	if _, err := db.CreateRun(ctx, Run{ID: "r1", ChainID: ch.ID, ChainVersion: 3, Status: engine.StatusCompleted}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: "r1", ChainID: ch.ID, ChainVersion: 3, Status: engine.StatusCompleted}); err != nil {
 		t.Fatal(err)
 	}
-	list, total, err := db.ListChains(ctx, ChainFilter{})
+	list, total, err := db.ListChains(ctx, store.ChainFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,15 +256,15 @@ func TestChainLifecycle(t *testing.T) {
 		list[0].NodeCount != 3 || list[0].Version != 3 || list[1].LastRunStatus != "" {
 		t.Fatalf("list %+v total %d", list, total)
 	}
-	list, total, _ = db.ListChains(ctx, ChainFilter{Query: "REPORT"})
+	list, total, _ = db.ListChains(ctx, store.ChainFilter{Query: "REPORT"})
 	if total != 1 || len(list) != 1 || list[0].ID != ch.ID {
 		t.Fatalf("query list %+v", list)
 	}
-	list, total, _ = db.ListChains(ctx, ChainFilter{Query: "%"})
+	list, total, _ = db.ListChains(ctx, store.ChainFilter{Query: "%"})
 	if total != 0 || len(list) != 0 {
 		t.Fatalf("LIKE wildcard not escaped: %+v", list)
 	}
-	list, total, _ = db.ListChains(ctx, ChainFilter{Limit: 1, Offset: 1})
+	list, total, _ = db.ListChains(ctx, store.ChainFilter{Limit: 1, Offset: 1})
 	if total != 2 || len(list) != 1 || list[0].ID != other.ID {
 		t.Fatalf("paged list %+v", list)
 	}
@@ -272,16 +273,16 @@ func TestChainLifecycle(t *testing.T) {
 	if err := db.DeleteChain(ctx, ch.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteChain(ctx, ch.ID); !errors.Is(err, ErrNotFound) {
+	if err := db.DeleteChain(ctx, ch.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	if _, err := db.GetChain(ctx, ch.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := db.GetChain(ctx, ch.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("deleted chain still visible: %v", err)
 	}
-	if _, err := db.SaveChain(ctx, ch.ID, 3, doc, ""); !errors.Is(err, ErrNotFound) {
+	if _, err := db.SaveChain(ctx, ch.ID, 3, doc, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("save to deleted chain: %v", err)
 	}
-	if _, total, _ := db.ListChains(ctx, ChainFilter{}); total != 1 {
+	if _, total, _ := db.ListChains(ctx, store.ChainFilter{}); total != 1 {
 		t.Fatalf("deleted chain listed")
 	}
 	if vs, err := db.ListVersions(ctx, ch.ID); err != nil || len(vs) != 3 {
@@ -308,13 +309,13 @@ func TestRunsKeysetPaging(t *testing.T) {
 	var want []string
 	for i := 0; i < 25; i++ {
 		// Several runs share a start time, to exercise the id tie-break.
-		r := Run{ID: fmt.Sprintf("run-%02d", i), ChainID: ch.ID, ChainVersion: 1, Input: map[string]any{"i": float64(i)},
+		r := store.Run{ID: fmt.Sprintf("run-%02d", i), ChainID: ch.ID, ChainVersion: 1, Input: map[string]any{"i": float64(i)},
 			Started: base.Add(time.Duration(i/3) * time.Second)}
 		if _, err := db.CreateRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.CreateRun(ctx, Run{ID: "adhoc", Kind: KindA2E, Started: base}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: "adhoc", Kind: store.KindA2E, Started: base}); err != nil {
 		t.Fatal(err)
 	}
 	// Expected order: started DESC, id ASC.
@@ -327,14 +328,14 @@ func TestRunsKeysetPaging(t *testing.T) {
 	cursor := ""
 	pages := 0
 	for {
-		runs, next, err := db.ListRuns(ctx, RunFilter{ChainID: ch.ID, Limit: 7, Before: cursor})
+		runs, next, err := db.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: 7, Before: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
 		pages++
 		for _, r := range runs {
 			got = append(got, r.ID)
-			if r.Status != engine.StatusRunning || r.Kind != KindRun || r.ChainVersion != 1 {
+			if r.Status != engine.StatusRunning || r.Kind != store.KindRun || r.ChainVersion != 1 {
 				t.Fatalf("run %+v", r)
 			}
 		}
@@ -346,11 +347,11 @@ func TestRunsKeysetPaging(t *testing.T) {
 	if !reflect.DeepEqual(got, want) || pages != 4 {
 		t.Fatalf("paged %d pages:\n%v\nwant\n%v", pages, got, want)
 	}
-	all, next, _ := db.ListRuns(ctx, RunFilter{Limit: 100})
+	all, next, _ := db.ListRuns(ctx, store.RunFilter{Limit: 100})
 	if len(all) != 26 || next != "" {
 		t.Fatalf("all runs: %d %q", len(all), next)
 	}
-	if _, _, err := db.ListRuns(ctx, RunFilter{Before: "!!"}); !errors.Is(err, ErrInvalid) {
+	if _, _, err := db.ListRuns(ctx, store.RunFilter{Before: "!!"}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("bad cursor: %v", err)
 	}
 	r, err := db.GetRun(ctx, "run-05")
@@ -360,7 +361,7 @@ func TestRunsKeysetPaging(t *testing.T) {
 	if r.Input["i"] != float64(5) || r.ChainID != ch.ID || !r.Started.Equal(base.Add(time.Second)) {
 		t.Fatalf("get run %+v", r)
 	}
-	if _, err := db.GetRun(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.GetRun(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing run: %v", err)
 	}
 }
@@ -469,7 +470,7 @@ func TestEventsLargeAndInterleaved(t *testing.T) {
 	// Backwards within one write: refused, nothing of it kept.
 	back := append(mkEvents("c", 5, 2), mkEvents("c", 3, 1)...)
 	err := db.AppendEvents(ctx, back)
-	var seqErr *EventSeqError
+	var seqErr *store.EventSeqError
 	if !errors.As(err, &seqErr) || seqErr.Seq != 3 || !strings.Contains(err.Error(), "event seq 3 of run c does not come after seq 6") {
 		t.Fatalf("backwards write: %v", err)
 	}
@@ -481,7 +482,7 @@ func TestEventsLargeAndInterleaved(t *testing.T) {
 func TestEventWriter(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	const runs, per = 4, 3000
 	var wg sync.WaitGroup
 	for r := 0; r < runs; r++ {
@@ -547,7 +548,7 @@ func TestEventWriterFailure(t *testing.T) {
 	if err := db.AppendEvents(ctx, mkEvents("r", 1, 5)); err != nil {
 		t.Fatal(err)
 	}
-	w := NewEventWriter(db, EventWriterOptions{Interval: time.Millisecond, MaxRetries: 2})
+	w := NewEventWriter(db, store.EventWriterOptions{Interval: time.Millisecond, MaxRetries: 2})
 	defer w.Close()
 	// seq 3 is already stored: this batch can never be written.
 	for _, e := range mkEvents("r", 3, 5) {
@@ -803,13 +804,13 @@ func TestRecoverInterrupted(t *testing.T) {
 		t.Fatalf("recovered %d, %v", n, err)
 	}
 	r, _ := db.GetRun(ctx, "mid")
-	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != CodeInterruptedByRestart ||
+	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart ||
 		!strings.Contains(r.Error.Message, "resume it to continue") || r.NodesRun != 1 {
 		t.Fatalf("recovered run %+v", r)
 	}
 	log, _ := db.Load(ctx, "mid")
 	last := log[len(log)-1]
-	if last.Kind != engine.CheckpointEnd || last.End.Status != engine.StatusFailed || last.EventSeq != 4 || last.End.Error.Code != CodeInterruptedByRestart {
+	if last.Kind != engine.CheckpointEnd || last.End.Status != engine.StatusFailed || last.EventSeq != 4 || last.End.Error.Code != store.CodeInterruptedByRestart {
 		t.Fatalf("end entry %+v", last)
 	}
 	if r, _ := db.GetRun(ctx, "paused"); r.Status != engine.StatusPaused {
@@ -860,7 +861,7 @@ func TestPruneRuns(t *testing.T) {
 	b, _ := db.CreateChain(ctx, sampleChain("b", 1), "")
 	mk := func(id, chain string, age time.Duration, status engine.RunStatus) {
 		t.Helper()
-		if _, err := db.CreateRun(ctx, Run{ID: id, ChainID: chain, Status: status, Started: now.Add(-age)}); err != nil {
+		if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: chain, Status: status, Started: now.Add(-age)}); err != nil {
 			t.Fatal(err)
 		}
 		db.AppendEvents(ctx, mkEvents(id, 1, 3))
@@ -876,12 +877,12 @@ func TestPruneRuns(t *testing.T) {
 	mk("b1", b.ID, 11*24*time.Hour, engine.StatusPaused)
 	mk("adhoc", "", 30*24*time.Hour, engine.StatusFailed)
 
-	if _, err := db.PruneRuns(ctx, Retention{}); !errors.Is(err, ErrInvalid) {
+	if _, err := db.PruneRuns(ctx, store.Retention{}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("unlimited prune: %v", err)
 	}
 	// Older than 2.5 days, but keep the newest 4 of each chain: only a4 goes
 	// (a3 is the 4th newest of a; b and the ad-hoc runs are within 4).
-	n, err := db.PruneRuns(ctx, Retention{OlderThan: 60 * time.Hour, KeepPerChain: 4})
+	n, err := db.PruneRuns(ctx, store.Retention{OlderThan: 60 * time.Hour, KeepPerChain: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -889,10 +890,10 @@ func TestPruneRuns(t *testing.T) {
 		t.Fatalf("pruned %d", n)
 	}
 	// Older than 5 days: b0 and adhoc go; b1 is paused and stays.
-	if n, err = db.PruneRuns(ctx, Retention{OlderThan: 5 * 24 * time.Hour}); err != nil || n != 2 {
+	if n, err = db.PruneRuns(ctx, store.Retention{OlderThan: 5 * 24 * time.Hour}); err != nil || n != 2 {
 		t.Fatalf("age prune: %d %v", n, err)
 	}
-	left, _, _ := db.ListRuns(ctx, RunFilter{Limit: 100})
+	left, _, _ := db.ListRuns(ctx, store.RunFilter{Limit: 100})
 	var ids []string
 	for _, r := range left {
 		ids = append(ids, r.ID)
@@ -909,7 +910,7 @@ func TestPruneRuns(t *testing.T) {
 			t.Fatalf("%s rows of pruned runs left: %d", tbl, c)
 		}
 	}
-	n, _ = db.PruneRuns(ctx, Retention{KeepPerChain: 1})
+	n, _ = db.PruneRuns(ctx, store.Retention{KeepPerChain: 1})
 	if n != 3 { // a1, a2, a3
 		t.Fatalf("keep-1 pruned %d", n)
 	}

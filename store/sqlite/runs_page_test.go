@@ -1,8 +1,9 @@
-package store
+package sqlite
 
 import (
 	"context"
 	"fmt"
+	"github.com/chainstudio/studio/store"
 	"testing"
 	"time"
 
@@ -20,47 +21,47 @@ func TestListRunsPageBothWaysWithStatus(t *testing.T) {
 		if i%2 == 1 {
 			st = engine.StatusFailed
 		}
-		if _, err := db.CreateRun(ctx, Run{ID: fmt.Sprintf("r%d", i), ChainName: "c", Status: st, Started: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+		if _, err := db.CreateRun(ctx, store.Run{ID: fmt.Sprintf("r%d", i), ChainName: "c", Status: st, Started: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ids := func(p RunPage) string {
+	ids := func(p store.RunPage) string {
 		s := ""
 		for _, r := range p.Runs {
 			s += r.ID + " "
 		}
 		return s
 	}
-	p1, err := db.ListRunsPage(ctx, RunFilter{Limit: 2})
+	p1, err := db.ListRunsPage(ctx, store.RunFilter{Limit: 2})
 	if err != nil || ids(p1) != "r6 r5 " || p1.Newer != "" || p1.Older == "" {
 		t.Fatalf("page 1 = %q newer %q older %q err %v", ids(p1), p1.Newer, p1.Older, err)
 	}
-	p2, _ := db.ListRunsPage(ctx, RunFilter{Limit: 2, Before: p1.Older})
+	p2, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Before: p1.Older})
 	if ids(p2) != "r4 r3 " || p2.Newer == "" || p2.Older == "" {
 		t.Fatalf("page 2 = %q", ids(p2))
 	}
-	back, _ := db.ListRunsPage(ctx, RunFilter{Limit: 2, After: p2.Newer})
+	back, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, After: p2.Newer})
 	if ids(back) != "r6 r5 " || back.Newer != "" || back.Older == "" {
 		t.Fatalf("newer than page 2 = %q newer %q", ids(back), back.Newer)
 	}
-	p3, _ := db.ListRunsPage(ctx, RunFilter{Limit: 2, Before: p2.Older})
-	p4, _ := db.ListRunsPage(ctx, RunFilter{Limit: 2, Before: p3.Older})
+	p3, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Before: p2.Older})
+	p4, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Before: p3.Older})
 	if ids(p4) != "r0 " || p4.Older != "" {
 		t.Fatalf("last page = %q older %q", ids(p4), p4.Older)
 	}
-	back3, _ := db.ListRunsPage(ctx, RunFilter{Limit: 2, After: p4.Newer})
+	back3, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, After: p4.Newer})
 	if ids(back3) != "r2 r1 " || back3.Newer == "" {
 		t.Fatalf("newer than the last page = %q", ids(back3))
 	}
-	failed, _ := db.ListRunsPage(ctx, RunFilter{Limit: 2, Status: engine.StatusFailed})
+	failed, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Status: engine.StatusFailed})
 	if ids(failed) != "r5 r3 " {
 		t.Fatalf("failed = %q", ids(failed))
 	}
-	failed2, _ := db.ListRunsPage(ctx, RunFilter{Limit: 2, Status: engine.StatusFailed, Before: failed.Older})
+	failed2, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Status: engine.StatusFailed, Before: failed.Older})
 	if ids(failed2) != "r1 " || failed2.Older != "" {
 		t.Fatalf("failed page 2 = %q", ids(failed2))
 	}
-	if _, err := db.ListRunsPage(ctx, RunFilter{Before: "x", After: "y"}); err == nil {
+	if _, err := db.ListRunsPage(ctx, store.RunFilter{Before: "x", After: "y"}); err == nil {
 		t.Fatal("before and after together accepted")
 	}
 }
