@@ -52,7 +52,7 @@ screenshots:
 	GO=$(GO) bash scripts/e2e.sh --screenshots
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./engine/ ./engine/expr/ ./store/
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./engine/ ./engine/expr/ ./store/sqlite/
 
 # Each fuzz target for FUZZTIME (default 5 minutes).
 FUZZTIME ?= 5m

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"github.com/chainstudio/studio/store"
 	"path/filepath"
 	"testing"
@@ -83,43 +82,5 @@ func TestMigrateVersionKinds(t *testing.T) {
 	}
 	if n, err := db.NameVersion(ctx, ch.ID, 6, "after the move"); err != nil || n.Version != 7 {
 		t.Fatalf("NameVersion: %+v %v", n, err)
-	}
-}
-
-// Naming a version writes a new version with the current document, marked
-// named; the autosave before it is kept as it was.
-func TestNameVersion(t *testing.T) {
-	db, _ := openTest(t)
-	ctx := context.Background()
-	ch, err := db.CreateChain(ctx, sampleChain("named", 2), "created")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.SaveChainAs(ctx, ch.ID, 1, sampleChain("named", 3), "edited in the designer", store.VersionAutosave); err != nil {
-		t.Fatal(err)
-	}
-	n, err := db.NameVersion(ctx, ch.ID, 2, "  Ready for review  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n.Version != 3 || len(n.Doc.Nodes) != 3 {
-		t.Fatalf("named: v%d with %d nodes", n.Version, len(n.Doc.Nodes))
-	}
-	vs, _ := db.ListVersions(ctx, ch.ID)
-	if vs[0].Kind != store.VersionNamed || vs[0].Message != "Ready for review" || vs[1].Kind != store.VersionAutosave || vs[2].Kind != store.VersionSave {
-		t.Fatalf("versions: %+v", vs)
-	}
-	d, err := db.DiffVersions(ctx, ch.ID, 2, 3)
-	if err != nil || !d.Empty() {
-		t.Fatalf("named version differs from the one it names: %+v %v", d, err)
-	}
-	if _, err := db.NameVersion(ctx, ch.ID, 2, "stale"); !errors.Is(err, store.ErrVersionConflict) {
-		t.Fatalf("stale base: %v", err)
-	}
-	if _, err := db.NameVersion(ctx, ch.ID, 0, "   "); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("empty message: %v", err)
-	}
-	if _, err := db.NameVersion(ctx, "nope", 0, "x"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("unknown chain: %v", err)
 	}
 }

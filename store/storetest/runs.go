@@ -1,19 +1,86 @@
-package sqlite
+package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/chainstudio/studio/store"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
+
+func testRunsKeysetPaging(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	ch, _ := db.CreateChain(ctx, SampleChain("c", 1), "")
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var want []string
+	for i := 0; i < 25; i++ {
+		// Several runs share a start time, to exercise the id tie-break.
+		r := store.Run{ID: fmt.Sprintf("run-%02d", i), ChainID: ch.ID, ChainVersion: 1, Input: map[string]any{"i": float64(i)},
+			Started: base.Add(time.Duration(i/3) * time.Second)}
+		if _, err := db.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.CreateRun(ctx, store.Run{ID: "adhoc", Kind: store.KindA2E, Started: base}); err != nil {
+		t.Fatal(err)
+	}
+	// Expected order: started DESC, id ASC.
+	for g := 8; g >= 0; g-- {
+		for i := g * 3; i < g*3+3 && i < 25; i++ {
+			want = append(want, fmt.Sprintf("run-%02d", i))
+		}
+	}
+	var got []string
+	cursor := ""
+	pages := 0
+	for {
+		runs, next, err := db.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: 7, Before: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range runs {
+			got = append(got, r.ID)
+			if r.Status != engine.StatusRunning || r.Kind != store.KindRun || r.ChainVersion != 1 {
+				t.Fatalf("run %+v", r)
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if !reflect.DeepEqual(got, want) || pages != 4 {
+		t.Fatalf("paged %d pages:\n%v\nwant\n%v", pages, got, want)
+	}
+	all, next, _ := db.ListRuns(ctx, store.RunFilter{Limit: 100})
+	if len(all) != 26 || next != "" {
+		t.Fatalf("all runs: %d %q", len(all), next)
+	}
+	if _, _, err := db.ListRuns(ctx, store.RunFilter{Before: "!!"}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("bad cursor: %v", err)
+	}
+	r, err := db.GetRun(ctx, "run-05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Input["i"] != float64(5) || r.ChainID != ch.ID || !r.Started.Equal(base.Add(time.Second)) {
+		t.Fatalf("get run %+v", r)
+	}
+	if _, err := db.GetRun(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing run: %v", err)
+	}
+}
 
 // Seven runs, pages of two: older and newer walk the same pages both ways,
 // and the status filter applies to every page.
-func TestListRunsPageBothWaysWithStatus(t *testing.T) {
-	db, _ := openTest(t)
+func testListRunsPageBothWaysWithStatus(t *testing.T, open Opener) {
+	db := open(t)
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 7; i++ {
