@@ -32,6 +32,8 @@ func Run(t *testing.T, open Opener) {
 		name string
 		fn   func(*testing.T, Opener)
 	}{
+		{"ErrorCodes", testErrorCodes},
+		{"RunInfo", testRunInfo},
 		{"ChainLifecycle", testChainLifecycle},
 		{"NameVersion", testNameVersion},
 		{"RunsKeysetPaging", testRunsKeysetPaging},
