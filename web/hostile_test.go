@@ -25,7 +25,7 @@ import (
 // whose message names the problem, or a validation issue, or a run that
 // fails the node with a message naming the cause. After every case the
 // server still answers /healthz; after the suite the database passes
-// PRAGMA integrity_check through a fresh store.Open on the same file.
+// PRAGMA integrity_check through a fresh sqlite.Open on the same file.
 //
 //	go test ./web -run TestHostile -v
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chainstudio/studio/store/sqlite"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // The load test (issue #7, docs/reliability.md "Under load"): for

@@ -4,15 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/chainstudio/studio/store"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
-// Run with: go test -run '^$' -bench . -benchtime 3x ./store   (or -benchtime 1s)
+// Run with: go test -run '^$' -bench . -benchtime 3x ./store/sqlite   (or -benchtime 1s)
 
 func benchEvents(runID string, from, n int) []engine.Event {
 	evs := mkEvents(runID, from, n)

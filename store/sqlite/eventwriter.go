@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/chainstudio/studio/store"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 // EventWriter is an engine.EventSink (and engine.Flusher) that stores events

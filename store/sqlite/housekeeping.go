@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/chainstudio/studio/store"
 	"os"
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 const interruptedMessage = "the studio stopped while this run was running; resume it to continue from its last checkpoint"

@@ -19,7 +19,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"github.com/chainstudio/studio/store"
 	"io/fs"
 	"log/slog"
 	"sort"
@@ -28,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chainstudio/studio/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 

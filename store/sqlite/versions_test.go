@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"github.com/chainstudio/studio/store"
 	"path/filepath"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
 )
 
