@@ -2,9 +2,21 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet vuln unit race e2e bench generate run fuzz build
+.PHONY: test vet vuln unit race e2e screenshots bench generate run fuzz build
 
-test: vet vuln unit e2e
+# The state of the tracked files (empty outside a git checkout): the tests
+# must leave it as they found it.
+TRACKED_STATE = if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git status --porcelain --untracked-files=no; git diff HEAD --binary 2>/dev/null | cksum; fi
+
+test:
+	@before=$$($(TRACKED_STATE)); \
+	  $(MAKE) --no-print-directory vet vuln unit e2e || exit $$?; \
+	  after=$$($(TRACKED_STATE)); \
+	  if [ "$$before" != "$$after" ]; then \
+	    echo "make test: the tests changed tracked files (they must not; README pictures are 'make screenshots'):"; \
+	    git status --porcelain --untracked-files=no; exit 1; \
+	  fi
 	@echo "make test: all checks passed"
 
 vet:
@@ -34,8 +46,13 @@ unit:
 e2e:
 	GO=$(GO) bash scripts/e2e.sh
 
+# The README pictures (docs/screenshots/*.png): the browser tests, run with
+# their screenshots written there. Nothing else writes into docs/.
+screenshots:
+	GO=$(GO) bash scripts/e2e.sh --screenshots
+
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./engine/ ./engine/expr/ ./store/
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./engine/ ./engine/expr/ ./store/sqlite/
 
 # Each fuzz target for FUZZTIME (default 5 minutes).
 FUZZTIME ?= 5m

@@ -4,12 +4,16 @@
 import { chromium } from 'playwright-core';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const BASE = process.env.STUDIO_URL || 'http://127.0.0.1:8080';
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const SHOTS = join(ROOT, 'docs', 'screenshots');
+// Where the tests' screenshots go: docs/screenshots only for `make
+// screenshots` (STUDIO_SHOTS set by scripts/e2e.sh --screenshots); a plain
+// test run must not touch a tracked file.
+export const SHOTS = process.env.STUDIO_SHOTS || join(tmpdir(), 'chain-studio-e2e-shots');
 mkdirSync(SHOTS, { recursive: true });
 
 let browser;

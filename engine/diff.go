@@ -14,26 +14,39 @@ import (
 // edge without an id by source, target and label). Every list is sorted, so a
 // diff is deterministic.
 type ChainDiff struct {
-	Chain        []string     `json:"chain,omitempty"` // chain-level fields that changed
-	NodesAdded   []string     `json:"nodes_added,omitempty"`
-	NodesRemoved []string     `json:"nodes_removed,omitempty"`
-	NodesChanged []NodeChange `json:"nodes_changed,omitempty"`
-	EdgesAdded   []string     `json:"edges_added,omitempty"`
-	EdgesRemoved []string     `json:"edges_removed,omitempty"`
-	EdgesChanged []EdgeChange `json:"edges_changed,omitempty"`
+	Chain        []string      `json:"chain,omitempty"`         // chain-level fields that changed
+	ChainChanges []FieldChange `json:"chain_changes,omitempty"` // and their values, old → new
+	NodesAdded   []string      `json:"nodes_added,omitempty"`
+	NodesRemoved []string      `json:"nodes_removed,omitempty"`
+	NodesChanged []NodeChange  `json:"nodes_changed,omitempty"`
+	EdgesAdded   []string      `json:"edges_added,omitempty"`
+	EdgesRemoved []string      `json:"edges_removed,omitempty"`
+	EdgesChanged []EdgeChange  `json:"edges_changed,omitempty"`
 }
 
 // NodeChange lists the fields of one node that changed. A move on the canvas
 // is the field "position".
 type NodeChange struct {
-	NodeID string   `json:"node_id"`
-	Fields []string `json:"fields"`
+	NodeID  string        `json:"node_id"`
+	Fields  []string      `json:"fields"`
+	Changes []FieldChange `json:"changes,omitempty"`
 }
 
 // EdgeChange lists the fields of one edge that changed.
 type EdgeChange struct {
-	EdgeID string   `json:"edge_id"`
-	Fields []string `json:"fields"`
+	EdgeID  string        `json:"edge_id"`
+	Fields  []string      `json:"fields"`
+	Changes []FieldChange `json:"changes,omitempty"`
+}
+
+// FieldChange is one changed value, old → new, as JSON; an absent value (a
+// field left out, a map key added or removed) is nil. A field holding a map
+// (input, input_map, set_state, config…) changes key by key: Field is then
+// "input_map.total", so each expression shows on its own.
+type FieldChange struct {
+	Field string          `json:"field"`
+	Old   json.RawMessage `json:"old,omitempty"`
+	New   json.RawMessage `json:"new,omitempty"`
 }
 
 // Empty reports whether the two documents are structurally equal.
@@ -52,7 +65,7 @@ func Diff(a, b *Chain) *ChainDiff {
 		b = &Chain{}
 	}
 	d := &ChainDiff{}
-	d.Chain = changedFields(reflect.ValueOf(*a), reflect.ValueOf(*b), "nodes", "edges")
+	d.Chain, d.ChainChanges = changedFields(reflect.ValueOf(*a), reflect.ValueOf(*b), "nodes", "edges")
 
 	an := make(map[string]*Node, len(a.Nodes))
 	for i := range a.Nodes {
@@ -68,8 +81,8 @@ func Diff(a, b *Chain) *ChainDiff {
 			d.NodesAdded = append(d.NodesAdded, id)
 			continue
 		}
-		if f := changedFields(reflect.ValueOf(*na), reflect.ValueOf(*nb), "node_id"); len(f) > 0 {
-			d.NodesChanged = append(d.NodesChanged, NodeChange{NodeID: id, Fields: f})
+		if f, ch := changedFields(reflect.ValueOf(*na), reflect.ValueOf(*nb), "node_id"); len(f) > 0 {
+			d.NodesChanged = append(d.NodesChanged, NodeChange{NodeID: id, Fields: f, Changes: ch})
 		}
 	}
 	for id := range an {
@@ -86,8 +99,8 @@ func Diff(a, b *Chain) *ChainDiff {
 			d.EdgesAdded = append(d.EdgesAdded, id)
 			continue
 		}
-		if f := changedFields(reflect.ValueOf(*ea), reflect.ValueOf(*eb), "id"); len(f) > 0 {
-			d.EdgesChanged = append(d.EdgesChanged, EdgeChange{EdgeID: id, Fields: f})
+		if f, ch := changedFields(reflect.ValueOf(*ea), reflect.ValueOf(*eb), "id"); len(f) > 0 {
+			d.EdgesChanged = append(d.EdgesChanged, EdgeChange{EdgeID: id, Fields: f, Changes: ch})
 		}
 	}
 	for id := range ae {
@@ -138,11 +151,13 @@ func edgeIndex(es []Edge) map[string]*Edge {
 
 // changedFields compares two structs of one type field by field, by the JSON
 // each field encodes to, and returns the JSON names of the fields that differ,
-// in declaration order. A field that omitempty would leave out compares equal
-// to any other such value (a nil map equals an empty one).
-func changedFields(a, b reflect.Value, skip ...string) []string {
+// in declaration order, with their values old → new. A field that omitempty
+// would leave out compares equal to any other such value (a nil map equals an
+// empty one).
+func changedFields(a, b reflect.Value, skip ...string) ([]string, []FieldChange) {
 	t := a.Type()
 	var out []string
+	var changes []FieldChange
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
 		if !sf.IsExported() {
@@ -159,11 +174,56 @@ func changedFields(a, b reflect.Value, skip ...string) []string {
 			continue
 		}
 		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
-		if !bytes.Equal(fieldJSON(a.Field(i), omit), fieldJSON(b.Field(i), omit)) {
+		aj, bj := fieldJSON(a.Field(i), omit), fieldJSON(b.Field(i), omit)
+		if !bytes.Equal(aj, bj) {
 			out = append(out, name)
+			changes = append(changes, valueChanges(name, a.Field(i), b.Field(i), aj, bj)...)
 		}
 	}
+	return out, changes
+}
+
+// valueChanges is the change of one field: key by key for a map of strings
+// or values (the keys sorted), else the whole value.
+func valueChanges(name string, a, b reflect.Value, aj, bj []byte) []FieldChange {
+	if a.Kind() != reflect.Map || a.Type().Key().Kind() != reflect.String {
+		return []FieldChange{{Field: name, Old: rawOrNil(aj), New: rawOrNil(bj)}}
+	}
+	keys := map[string]bool{}
+	for _, m := range []reflect.Value{a, b} {
+		for _, k := range m.MapKeys() {
+			keys[k.String()] = true
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var out []FieldChange
+	for _, k := range sorted {
+		var ka, kb []byte
+		if v := a.MapIndex(reflect.ValueOf(k).Convert(a.Type().Key())); v.IsValid() {
+			ka = fieldJSON(v, false)
+		}
+		if v := b.MapIndex(reflect.ValueOf(k).Convert(b.Type().Key())); v.IsValid() {
+			kb = fieldJSON(v, false)
+		}
+		if !bytes.Equal(ka, kb) {
+			out = append(out, FieldChange{Field: name + "." + k, Old: rawOrNil(ka), New: rawOrNil(kb)})
+		}
+	}
+	if len(out) == 0 { // equal content that encodes differently: show the whole value
+		return []FieldChange{{Field: name, Old: rawOrNil(aj), New: rawOrNil(bj)}}
+	}
 	return out
+}
+
+func rawOrNil(b []byte) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	return json.RawMessage(b)
 }
 
 func contains(list []string, s string) bool {
@@ -179,7 +239,7 @@ func fieldJSON(v reflect.Value, omit bool) []byte {
 	if omit && isEmptyValue(v) {
 		return nil
 	}
-	b, err := json.Marshal(v.Interface())
+	b, err := marshalLiteral(v.Interface())
 	if err != nil {
 		// Not JSON-safe: fall back to Go's formatting so a difference still shows.
 		return []byte(fmt.Sprintf("%#v", v.Interface()))

@@ -3,13 +3,26 @@ package engine_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
 )
 
-// diffJSON encodes without HTML escaping, so "->" reads as written.
+// diffJSON is the diff's field lists, encoded without HTML escaping so "->"
+// reads as written (the values, old → new, are checked by TestDiffValues).
 func diffJSON(d *engine.ChainDiff) string {
+	c := *d
+	c.ChainChanges = nil
+	c.NodesChanged = append([]engine.NodeChange(nil), d.NodesChanged...)
+	for i := range c.NodesChanged {
+		c.NodesChanged[i].Changes = nil
+	}
+	c.EdgesChanged = append([]engine.EdgeChange(nil), d.EdgesChanged...)
+	for i := range c.EdgesChanged {
+		c.EdgesChanged[i].Changes = nil
+	}
+	d = &c
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -109,5 +122,44 @@ func TestDiffNil(t *testing.T) {
 	}
 	if !engine.Diff(nil, nil).Empty() {
 		t.Fatal("nil vs nil not empty")
+	}
+}
+
+// Every changed field comes with its value old → new; a map changes key by
+// key, so an edited expression in input_map shows alone.
+func TestDiffValues(t *testing.T) {
+	a := diffBase()
+	a.Nodes[0].InputMap = map[string]string{"total": "input.x > 1", "same": "input.y"}
+	b := a.Clone()
+	b.Description = "new words"
+	b.Nodes[0].InputMap = map[string]string{"total": "input.x >= 2 && input.z", "same": "input.y", "added": "a.output"}
+	b.Nodes[0].Label = "Fetch"
+	b.Nodes[1].Retry.MaxAttempts = 7
+	b.Edges[0].Condition = "output.ok"
+	d := engine.Diff(a, b)
+	var got []string
+	for _, c := range d.ChainChanges {
+		got = append(got, "chain "+c.Field+": "+string(c.Old)+" -> "+string(c.New))
+	}
+	for _, n := range d.NodesChanged {
+		for _, c := range n.Changes {
+			got = append(got, n.NodeID+" "+c.Field+": "+string(c.Old)+" -> "+string(c.New))
+		}
+	}
+	for _, e := range d.EdgesChanged {
+		for _, c := range e.Changes {
+			got = append(got, e.EdgeID+" "+c.Field+": "+string(c.Old)+" -> "+string(c.New))
+		}
+	}
+	want := []string{
+		`chain description: "d" -> "new words"`,
+		`a input_map.added:  -> "a.output"`,
+		`a input_map.total: "input.x > 1" -> "input.x >= 2 && input.z"`,
+		`a label:  -> "Fetch"`,
+		`b retry: {"max_attempts":2} -> {"max_attempts":7}`,
+		`e1 condition:  -> "output.ok"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -9,7 +10,7 @@ import (
 )
 
 // ExportError says why a chain cannot be expressed as an A2E chain/req:
-// which node, edge or chain field uses something seed 000 has no words for.
+// which node, edge or chain field uses something A2E has no words for.
 type ExportError struct {
 	NodeID string `json:"node_id,omitempty"`
 	EdgeID string `json:"edge_id,omitempty"`
@@ -29,7 +30,7 @@ func (e *ExportError) Error() string {
 	return "cannot be expressed in A2E: " + e.Msg
 }
 
-// ExportA2E turns a chain into an A2E chain/req message (seed 000): edges
+// ExportA2E turns a chain into an A2E chain/req message: edges
 // become next_node / true_node / false_node on their source nodes, the name
 // becomes chain_id, the timeout the request timeout. It is the inverse of
 // Decode for every chain it accepts: Decode(json(ExportA2E(c))) has the same
@@ -124,7 +125,7 @@ func ExportA2E(c *Chain) (*Request, error) {
 	}
 	raws := make([]json.RawMessage, len(nodes))
 	for i := range nodes {
-		b, err := json.Marshal(&nodes[i])
+		b, err := marshalLiteral(&nodes[i])
 		if err != nil {
 			return nil, &ExportError{NodeID: nodes[i].ID, Msg: "node is not JSON-safe: " + err.Error()}
 		}
@@ -150,4 +151,33 @@ func ExportA2E(c *Chain) (*Request, error) {
 // unixSeconds is a time as float unix seconds, A2E's ts.
 func unixSeconds(t time.Time) float64 {
 	return float64(t.UnixNano()) / 1e9
+}
+
+// MarshalExport is the byte form of every exported file (a chain document or
+// an A2E chain/req), written for people and for git: 2-space indent, a final
+// newline, and <, > and & kept literal (encoding/json would write \u003e, an
+// expression's ">" unreadable in a diff). Struct fields come in the model's
+// declaration order and map keys sorted, so exporting the same chain twice
+// gives the same bytes.
+func MarshalExport(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// marshalLiteral is json.Marshal without HTML escaping: a RawMessage keeps
+// its bytes when re-encoded, so an escape written here would reach the file.
+func marshalLiteral(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

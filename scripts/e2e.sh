@@ -3,8 +3,20 @@
 # machine (Debian's Chromium, the npm devDependencies), builds the studio,
 # starts it on a free loopback port with a temporary database, runs the
 # Playwright tests (node --test), and stops the server.
+#
+#   scripts/e2e.sh                the tests; screenshots go to a temporary directory
+#   scripts/e2e.sh --screenshots  the same, writing the README pictures into
+#                                 docs/screenshots (make screenshots)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+shots=""
+for arg in "$@"; do
+  case "$arg" in
+    --screenshots) shots="$PWD/docs/screenshots" ;;
+    *) echo "e2e: unknown option $arg (known: --screenshots)"; exit 2 ;;
+  esac
+done
 
 if [ ! -x /usr/bin/chromium ]; then
   echo "e2e: installing chromium (Debian package)"
@@ -43,7 +55,7 @@ if [ -z "$url" ]; then echo "e2e: the studio did not report its address:"; cat "
 echo "e2e: studio at $url"
 
 status=0
-STUDIO_URL="$url" node --test --test-concurrency=1 --test-reporter=tap e2e/ || status=$?
+STUDIO_URL="$url" STUDIO_SHOTS="$shots" STUDIO_BIN="$tmp/studio" node --test --test-concurrency=1 --test-reporter=tap e2e/ || status=$?
 if [ "$status" -ne 0 ]; then
   echo "e2e: server log (last 40 lines):"; tail -40 "$tmp/server.log"
 fi

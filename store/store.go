@@ -1,445 +1,150 @@
-// Package store is Chain Studio's persistence: chains and their immutable
-// version history, runs, per-node results, events and checkpoint logs, in one
-// SQLite database file.
+// Package store holds Chain Studio's records (chains and their immutable
+// versions, runs, per-node results, events, checkpoint logs), the errors a
+// store returns (Error and its codes), and the interfaces a storage backend
+// implements. It holds no storage of its own: store/sqlite is the backend the
+// studio ships, and store/storetest is the contract suite every backend
+// passes.
 //
-// The database is opened with one writer connection and a separate pool of
-// read-only connections, in WAL mode, so that runs writing events never
-// starve page loads. Every write goes through the writer inside a
-// BEGIN IMMEDIATE transaction; WAL with synchronous=NORMAL keeps every
-// committed transaction across a process crash (kill -9).
-//
-// The SQL is kept portable (plain types, times as BIGINT unix microseconds,
-// JSON as TEXT) so that another backend can implement the same API.
+// Callers (web, views, the run service) depend on these interfaces and
+// records only; cmd/studio opens a backend and passes it in.
 package store
 
 import (
 	"context"
-	"database/sql"
-	"embed"
-	"errors"
-	"fmt"
-	"io/fs"
 	"log/slog"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"github.com/chainstudio/studio/engine"
 )
 
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// Options configure Open. The zero value is usable.
-type Options struct {
-	// ReadConns is the size of the read-only connection pool; default 4.
-	ReadConns int
-	// BusyTimeout bounds how long a connection waits for a lock held by
-	// another process; default 10s.
-	BusyTimeout time.Duration
-	// DocCacheSize is how many decoded chain versions are kept in memory
-	// (versions are immutable, so the cache is never stale); default 32,
-	// negative disables it.
-	DocCacheSize int
-	// Logger receives the few messages the store logs (event write failures).
-	// Default slog.Default().
-	Logger *slog.Logger
-
-	// schemaUpTo stops migrations at that version (tests build databases
-	// of an older schema with it); 0 means the latest.
-	schemaUpTo int
+// ChainStore keeps chains and their version history. Versions are immutable:
+// every write adds one, and restoring an old version adds a copy of it.
+type ChainStore interface {
+	// CreateChain stores doc as version 1 of a new chain named doc.Name; a
+	// name in use is a *ConflictError.
+	CreateChain(ctx context.Context, doc *engine.Chain, message string) (*Chain, error)
+	// SaveChain stores doc as a new version of chain id. baseVersion is the
+	// version the edit started from: when the chain has moved on since,
+	// nothing is written and a *VersionConflictError carries the current
+	// version.
+	SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*Chain, error)
+	// SaveChainAs is SaveChain recording how the version was made.
+	SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind VersionKind) (*Chain, error)
+	// GetChain returns a live chain at its current version.
+	GetChain(ctx context.Context, id string) (*Chain, error)
+	// GetChainByName returns the live chain with the given name.
+	GetChainByName(ctx context.Context, name string) (*Chain, error)
+	// ResolveChain returns the current document of the live chain named
+	// name: the lookup the engine uses for sub-chains (skill nodes).
+	ResolveChain(ctx context.Context, name string) (*engine.Chain, error)
+	// ListChains lists live chains by name, with the status of each one's
+	// latest run, and the total number of chains matching the filter.
+	ListChains(ctx context.Context, f ChainFilter) ([]ChainSummary, int, error)
+	// DeleteChain soft-deletes a chain: it leaves lists and lookups and its
+	// name becomes free; its versions and runs are kept.
+	DeleteChain(ctx context.Context, id string) error
+	// ListVersions lists a chain's versions newest first, without documents
+	// (deleted chains too, so that old runs can show their chain).
+	ListVersions(ctx context.Context, id string) ([]ChainVersion, error)
+	// GetVersion returns one version of a chain with its document.
+	GetVersion(ctx context.Context, id string, v int) (*ChainVersion, error)
+	// RestoreVersion saves the content of version v as a new version.
+	RestoreVersion(ctx context.Context, id string, v int, message string) (*Chain, error)
+	// NameVersion saves the current document again as a new version named
+	// message (VersionNamed); baseVersion, when not 0, must still be the
+	// current version (else a *VersionConflictError).
+	NameVersion(ctx context.Context, id string, baseVersion int, message string) (*Chain, error)
+	// DiffVersions compares two versions of a chain (from → to).
+	DiffVersions(ctx context.Context, id string, from, to int) (*engine.ChainDiff, error)
 }
 
-// DB is an open studio database.
-type DB struct {
-	w      *sql.DB // the one writer connection
-	r      *sql.DB // read-only pool
-	path   string
-	log    *slog.Logger
-	now    func() time.Time
-	closed bool
-
-	// Statements prepared once on the writer connection and reused by every
-	// transaction (parsing SQL costs more than running it in SQLite).
-	docs *docCache // decoded chain documents
-
-	// lastN caches, for runs this process is appending checkpoints to, the
-	// number of the run's last checkpoint (run id → int64).
-	lastN sync.Map
-
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt
-	wanted map[string]bool
+// RunStore keeps runs. A run's node results are not stored apart: they are
+// folded from its checkpoint log with the engine's fold.
+type RunStore interface {
+	// CreateRun records a run before the engine starts it (status defaults
+	// to running, Kind to "run", Started to now). When the run already
+	// exists (its first checkpoint or event got there first), its metadata
+	// is filled in from r.
+	CreateRun(ctx context.Context, r Run) (*Run, error)
+	// GetRun returns a run with its node results and outputs.
+	GetRun(ctx context.Context, id string) (*Run, error)
+	// GetRunInfo returns a run without node results and outputs, at a cost
+	// that does not grow with the run.
+	GetRunInfo(ctx context.Context, id string) (*Run, error)
+	// GetRunNode returns what one node of a run did; nil when the node has
+	// not finished or paused.
+	GetRunNode(ctx context.Context, runID, nodeID string) (*engine.NodeResult, error)
+	// ListRuns lists runs newest first; next is the cursor of the following
+	// page, "" after the last one.
+	ListRuns(ctx context.Context, f RunFilter) (runs []Run, next string, err error)
+	// ListRunsPage lists one page of runs with the cursors of its
+	// neighbours.
+	ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error)
 }
 
-// Sentinel errors; test with errors.Is.
-var (
-	ErrNotFound        = errors.New("not found")
-	ErrNameTaken       = errors.New("name taken")
-	ErrVersionConflict = errors.New("version conflict")
-	ErrInvalid         = errors.New("invalid")
-)
-
-// ConflictError: a chain name is already used by another (non-deleted) chain.
-// errors.Is(err, ErrNameTaken) is true.
-type ConflictError struct {
-	Name    string
-	ChainID string // the chain holding the name, when known
+// EventStore keeps each run's events, in seq order.
+type EventStore interface {
+	// AppendEvents stores events in one write. A run's events come in
+	// increasing seq order after every seq already stored for it; anything
+	// else is an *EventSeqError and nothing is written.
+	AppendEvents(ctx context.Context, events []engine.Event) error
+	// EventsAfter returns up to limit events of a run with seq > afterSeq,
+	// in seq order (limit <= 0: 1000).
+	EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error)
+	// MaxSeq returns the highest stored event seq of a run (0 when none).
+	MaxSeq(ctx context.Context, runID string) (int64, error)
+	// NewEventWriter starts a buffered writer of events into this store.
+	// Close it before closing the store.
+	NewEventWriter(opts EventWriterOptions) EventWriter
 }
 
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("chain name %q is already taken", e.Name)
+// EventWriter is the engine's event sink into a store: Emit only buffers, and
+// the events are written in batches in the background, in emit order.
+type EventWriter interface {
+	engine.EventSink
+	engine.Flusher
+	// Close writes what is buffered and stops the writer.
+	Close() error
+	// Dropped counts events given up on after repeated write failures.
+	Dropped() uint64
 }
 
-func (e *ConflictError) Is(target error) bool { return target == ErrNameTaken }
-
-// VersionConflictError: a save was based on a version that is no longer the
-// chain's current one. Nothing was written. errors.Is(err, ErrVersionConflict)
-// is true.
-type VersionConflictError struct {
-	ChainID string
-	Base    int
-	Current int
+// EventWriterOptions configure an EventWriter. The zero value is usable.
+type EventWriterOptions struct {
+	BatchSize  int           // write as soon as this many events are buffered; default 256
+	Interval   time.Duration // otherwise write buffered events after at most this long; default 20ms
+	MaxRetries int           // attempts to write one batch before giving up on it; default 5
+	Logger     *slog.Logger  // default: the store's logger
 }
 
-func (e *VersionConflictError) Error() string {
-	return fmt.Sprintf("chain %s was changed: the save is based on version %d but the current version is %d", e.ChainID, e.Base, e.Current)
+// CheckpointStore keeps each run's checkpoint log: engine.Checkpointer
+// (Append, Load, ClaimInterrupt), the log a resume replays.
+type CheckpointStore interface {
+	engine.Checkpointer
 }
 
-func (e *VersionConflictError) Is(target error) bool { return target == ErrVersionConflict }
-
-// SchemaVersionError: the database was written by a newer studio.
-type SchemaVersionError struct {
-	Have, Known int
+// Housekeeping is what the studio does to a store outside any request.
+type Housekeeping interface {
+	// RecoverInterrupted marks the runs a previous process left running as
+	// failed (CodeInterruptedByRestart) so that they can be resumed; call it
+	// at start-up. It returns how many it marked.
+	RecoverInterrupted(ctx context.Context) (int, error)
+	// PruneRuns deletes old runs with everything they stored, by ret; chains
+	// are never touched. It returns how many runs it deleted.
+	PruneRuns(ctx context.Context, ret Retention) (int, error)
+	// Backup writes a consistent copy of the store to path, which must not
+	// exist.
+	Backup(ctx context.Context, path string) error
 }
 
-func (e *SchemaVersionError) Error() string {
-	return fmt.Sprintf("database schema version %d is newer than this studio (knows up to %d); upgrade the studio", e.Have, e.Known)
-}
-
-// Open opens (creating if needed) the database at path and migrates it to the
-// latest schema.
-func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	if path == "" {
-		return nil, errors.New("store: open: empty path")
-	}
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("store: open %s: path may not contain '?' or '#'", path)
-	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
-	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.DocCacheSize == 0 {
-		opts.DocCacheSize = 32
-	}
-	busy := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
-	common := "_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	wdsn := path + "?" + common + "&_pragma=journal_mode(WAL)&_txlock=immediate"
-	rdsn := path + "?" + common + "&_pragma=query_only(1)"
-
-	w, err := sql.Open("sqlite", wdsn)
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	if err := w.PingContext(ctx); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	db := &DB{w: w, path: path, log: opts.Logger, now: time.Now, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{},
-		docs: newDocCache(opts.DocCacheSize)}
-	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	r, err := sql.Open("sqlite", rdsn)
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	r.SetMaxOpenConns(opts.ReadConns)
-	r.SetMaxIdleConns(opts.ReadConns)
-	r.SetConnMaxLifetime(0)
-	r.SetConnMaxIdleTime(0)
-	if err := r.PingContext(ctx); err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	db.r = r
-	return db, nil
-}
-
-// Close closes the database. Close any EventWriter on it first.
-func (db *DB) Close() error {
-	if db.closed {
-		return nil
-	}
-	db.closed = true
-	db.stmtMu.Lock()
-	for _, st := range db.stmts {
-		st.Close()
-	}
-	db.stmts = nil
-	db.stmtMu.Unlock()
-	err1 := db.r.Close()
-	// A checkpoint on close folds the WAL back into the main file.
-	_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
-	err2 := db.w.Close()
-	if err := errors.Join(err1, err2); err != nil {
-		return fmt.Errorf("store: close: %w", err)
-	}
-	return nil
-}
-
-// Path returns the database file's path.
-func (db *DB) Path() string { return db.path }
-
-// SchemaVersion returns the schema version this binary knows.
-func SchemaVersion() int { return len(migrations()) }
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() []migration {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		panic("store: embedded migrations: " + err.Error())
-	}
-	var out []migration
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".sql") {
-			continue
-		}
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			panic("store: migration file name must be NNNN_name.sql: " + name)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			panic("store: embedded migration " + name + ": " + err.Error())
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			panic(fmt.Sprintf("store: migrations are not numbered 1..n: %s is number %d", m.name, i+1))
-		}
-	}
-	return out
-}
-
-// migrate applies every migration this binary knows that the database lacks,
-// each in its own transaction, and refuses a database from a newer studio.
-func (db *DB) migrate(ctx context.Context, upTo int) error {
-	ms := migrations()
-	if upTo > 0 && upTo < len(ms) {
-		ms = ms[:upTo]
-	}
-	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-    version    INTEGER NOT NULL PRIMARY KEY,
-    applied_at BIGINT  NOT NULL
-)`); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	for {
-		done, err := db.migrateOne(ctx, ms)
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
-	}
-}
-
-func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
-	err = db.writeTx(ctx, func(tx *sql.Tx) error {
-		var have sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&have); err != nil {
-			return err
-		}
-		cur := int(have.Int64)
-		if cur > len(ms) {
-			return &SchemaVersionError{Have: cur, Known: len(ms)}
-		}
-		if cur == len(ms) {
-			done = true
-			return nil
-		}
-		m := ms[cur]
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, micros(db.now())); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
-		}
-		return nil
-	})
-	return done, err
-}
-
-// writeTx runs fn in a write transaction on the writer connection
-// (BEGIN IMMEDIATE, from the DSN's _txlock). fn must only use tx.
-func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		db.prepareWanted()
-		return err
-	}
-	err = tx.Commit()
-	db.prepareWanted()
-	return err
-}
-
-// stmt returns the cached prepared statement for q, or nil the first time
-// (q is then prepared after the current transaction, when the writer
-// connection is free).
-func (db *DB) stmt(q string) *sql.Stmt {
-	db.stmtMu.Lock()
-	defer db.stmtMu.Unlock()
-	if st := db.stmts[q]; st != nil {
-		return st
-	}
-	if db.wanted != nil {
-		db.wanted[q] = true
-	}
-	return nil
-}
-
-func (db *DB) prepareWanted() {
-	db.stmtMu.Lock()
-	if len(db.wanted) == 0 || db.stmts == nil {
-		db.stmtMu.Unlock()
-		return
-	}
-	var qs []string
-	for q := range db.wanted {
-		qs = append(qs, q)
-		delete(db.wanted, q)
-	}
-	db.stmtMu.Unlock()
-	// Prepare without holding stmtMu: preparing waits for the writer
-	// connection, which another transaction (that may call stmt) holds.
-	for _, q := range qs {
-		st, err := db.w.Prepare(q)
-		if err != nil {
-			continue
-		}
-		db.stmtMu.Lock()
-		if db.stmts == nil || db.stmts[q] != nil {
-			st.Close()
-		} else {
-			db.stmts[q] = st
-		}
-		db.stmtMu.Unlock()
-	}
-}
-
-// exec runs a write statement inside tx, through the statement cache.
-func (db *DB) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
-	if st := db.stmt(q); st != nil {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	return tx.ExecContext(ctx, q, args...)
-}
-
-// queryRow runs a one-row query inside tx, through the statement cache.
-func (db *DB) queryRow(ctx context.Context, tx *sql.Tx, q string, args ...any) *sql.Row {
-	if st := db.stmt(q); st != nil {
-		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-	}
-	return tx.QueryRowContext(ctx, q, args...)
-}
-
-// readTx runs fn in a read transaction on the reader pool, so that several
-// queries see one snapshot.
-func (db *DB) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	return fn(tx)
-}
-
-// micros converts a time to the stored form: unix microseconds, UTC.
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-func nullMicros(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
-func fromNullMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return fromMicros(v.Int64)
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullInt(v int) any {
-	if v == 0 {
-		return nil
-	}
-	return v
-}
-
-// isUniqueViolation reports whether err is a UNIQUE/PRIMARY KEY constraint
-// failure (SQLite extended codes 2067 and 1555; text match as a fallback).
-func isUniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	var c interface{ Code() int }
-	if errors.As(err, &c) {
-		switch c.Code() {
-		case 2067, 1555:
-			return true
-		}
-	}
-	s := err.Error()
-	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "PRIMARY KEY constraint failed")
+// Backend is a whole storage backend: what cmd/studio opens and hands to the
+// server and the run service.
+type Backend interface {
+	ChainStore
+	RunStore
+	EventStore
+	CheckpointStore
+	Housekeeping
+	// Close closes the store. Close every EventWriter on it first.
+	Close() error
 }

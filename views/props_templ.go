@@ -491,7 +491,7 @@ func exprInput(f, value, label string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "\" autocomplete=\"off\" spellcheck=\"false\" hx-post=\"/fragments/expr\" hx-trigger=\"input changed delay:150ms\" hx-target=\"next .expr-msg\" hx-swap=\"innerHTML\"><div class=\"expr-msg\" aria-live=\"polite\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "\" autocomplete=\"off\" spellcheck=\"false\" hx-post=\"/fragments/expr\" hx-trigger=\"input changed delay:150ms\" hx-target=\"next .expr-msg\" hx-swap=\"innerHTML\"><div class=\"expr-msg\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -558,7 +558,7 @@ func RunPage(r *store.Run, events []engine.Event, labels Labels) templ.Component
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "</div></section><aside class=\"side\"><section id=\"drawer\" class=\"panel\" aria-label=\"Node details\" aria-live=\"polite\"><p class=\"hint\">Select a node to see its input, output and error.</p></section><section class=\"panel timeline-panel\" aria-label=\"Timeline\"><h2>Timeline</h2><ol id=\"timeline\" class=\"timeline\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "</div></section><aside class=\"side\"><section id=\"drawer\" class=\"panel\" aria-label=\"Node details\"><p class=\"hint\">Select a node to see its input, output and error.</p></section><section class=\"panel timeline-panel\" aria-label=\"Timeline\"><h2>Timeline</h2><ol id=\"timeline\" class=\"timeline\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // newAgentServer starts a studio with the agents in dir (and the agent routes).
@@ -24,7 +24,7 @@ func newAgentServer(t *testing.T, dir string) (*Server, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), store.Options{Logger: testLogger()})
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 )
 
@@ -21,18 +22,6 @@ const reservedPrefix = "__chain__"
 
 // maxImportSuffix bounds the " (n)" suffixes tried when an import's name is taken.
 const maxImportSuffix = 1000
-
-// chainJSON is a saved chain as the API shows it: the stored chain and,
-// after a write, its validation findings.
-type chainJSON struct {
-	store.Chain
-	// Issues are the validation findings of the saved document (create,
-	// update, import, restore): a chain with errors can be saved but not run.
-	Issues []engine.Issue `json:"issues,omitempty"`
-	Valid  *bool          `json:"valid,omitempty"`
-}
-
-func toChainJSON(ch *store.Chain) chainJSON { return chainJSON{Chain: *ch} }
 
 func (s *Server) withIssues(c echo.Context, out chainJSON) chainJSON {
 	out.Issues = s.validate(c, out.Doc)
@@ -240,10 +229,7 @@ func (s *Server) listChains(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if rows == nil {
-		rows = []store.ChainSummary{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"chains": rows, "total": total, "limit": limit, "offset": offset})
+	return c.JSON(http.StatusOK, map[string]any{"chains": toChainSummariesJSON(rows), "total": total, "limit": limit, "offset": offset})
 }
 
 // POST /v1/chains
@@ -392,10 +378,7 @@ func (s *Server) listVersions(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
-	if vs == nil {
-		vs = []store.ChainVersion{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"chain_id": c.Param("id"), "versions": vs})
+	return c.JSON(http.StatusOK, map[string]any{"chain_id": c.Param("id"), "versions": toChainVersionsJSON(vs)})
 }
 
 // GET /v1/chains/{id}/versions/{v}
@@ -409,7 +392,7 @@ func (s *Server) getVersion(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
 	}
 	c.Response().Header().Set("ETag", etag(v))
-	return c.JSON(http.StatusOK, cv)
+	return c.JSON(http.StatusOK, toChainVersionJSON(cv))
 }
 
 // POST /v1/chains/{id}/versions/{v}/restore
@@ -424,6 +407,39 @@ func (s *Server) restoreVersion(c echo.Context) error {
 	}
 	c.Response().Header().Set("ETag", etag(ch.Version))
 	return c.JSON(http.StatusOK, s.withIssues(c, toChainJSON(ch)))
+}
+
+// nameVersionBody is the body of POST /v1/chains/{id}/versions.
+type nameVersionBody struct {
+	Message string `json:"message"`
+	Version int    `json:"version"` // the version being named; 0: whatever is current
+}
+
+// POST /v1/chains/{id}/versions {"message", "version"?}: save the current
+// document again as a new version named message ("Save version…"), shown
+// apart from the autosaves in the history.
+func (s *Server) nameVersion(c echo.Context) error {
+	var body nameVersionBody
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	msg := strings.TrimSpace(body.Message)
+	if msg == "" {
+		return apiError(http.StatusBadRequest, "message_required", `a named version needs a message: {"message": "what this version is"}`, map[string]any{"path": "message"})
+	}
+	if len(msg) > store.MaxVersionMessage {
+		return apiError(http.StatusBadRequest, "message_too_long",
+			fmt.Sprintf("the message is %d bytes, over the limit of %d", len(msg), store.MaxVersionMessage), map[string]any{"path": "message"})
+	}
+	if body.Version < 0 {
+		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("version must be a positive integer, got %d", body.Version), map[string]any{"path": "version"})
+	}
+	ch, err := s.db.NameVersion(c.Request().Context(), c.Param("id"), body.Version, msg)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	c.Response().Header().Set("ETag", etag(ch.Version))
+	return c.JSON(http.StatusCreated, s.withIssues(c, toChainJSON(ch)))
 }
 
 // GET /v1/chains/{id}/diff?from=&to=
@@ -486,14 +502,18 @@ func (s *Server) exportChain(c echo.Context) error {
 			}
 			return err
 		}
+		// The message is the file of this chain version: its id and ts come
+		// from the version, so exporting it again gives the same bytes.
+		req.ID = uuid.NewSHA1(uuid.NameSpaceURL, []byte(fmt.Sprintf("chainstudio:chain/%s/v%d", ch.ID, ch.Version))).String()
+		req.Ts = float64(ch.Updated.UnixMicro()) / 1e6
 		body, suffix = req, ".a2e.json"
 	}
-	b, err := json.MarshalIndent(body, "", "  ")
+	b, err := engine.MarshalExport(body)
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("Content-Disposition", contentDisposition(ch.Name+suffix))
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, append(b, '\n'))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
 // contentDisposition names an attachment: an ASCII fallback and the exact

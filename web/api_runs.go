@@ -14,15 +14,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// runJSON is a run as GET /v1/runs/{id} shows it.
-type runJSON struct {
-	*store.Run
-	Pending []engine.Pending `json:"pending"`
-	Active  bool             `json:"active"` // executing in this process now
-}
-
 func (s *Server) runView(r *store.Run) runJSON {
-	out := runJSON{Run: r, Pending: []engine.Pending{}, Active: s.runs.Active(r.ID)}
+	out := runJSON{runFields: toRunFields(r), Pending: []engine.Pending{}, Active: s.runs.Active(r.ID)}
 	if r.Status == engine.StatusPaused {
 		for _, n := range r.Nodes {
 			if n.Status == engine.PhasePaused {
@@ -129,11 +122,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return runsCursorErr(c, err)
 	}
-	runs := page.Runs
-	if runs == nil {
-		runs = []store.Run{}
-	}
-	out := map[string]any{"runs": runs, "next": page.Older, "prev": page.Newer}
+	out := map[string]any{"runs": toRunsJSON(page.Runs), "next": page.Older, "prev": page.Newer}
 	link := func(key, cursor string) string {
 		q := url.Values{key: {cursor}, "limit": {fmt.Sprint(f.Limit)}}
 		if f.ChainID != "" {

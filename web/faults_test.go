@@ -19,7 +19,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/tool"
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // settleGoroutines waits until the goroutine count is at most want, and
@@ -202,7 +202,7 @@ func TestFaultsDiskFull(t *testing.T) {
 	})
 	path := filepath.Join(dir, "s.db")
 	ctx := context.Background()
-	db, err := store.Open(ctx, path, store.Options{Logger: testLogger()})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // testLogger discards below warnings, so test output stays readable.
@@ -38,7 +38,7 @@ func newTestServer(t testing.TB) (*Server, *httptest.Server) {
 func newTestServerWith(t testing.TB, cfg Config, reg *engine.Registry) (*Server, *httptest.Server) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"), store.Options{Logger: testLogger()})
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

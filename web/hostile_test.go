@@ -17,7 +17,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // The hostile-input suite (issue #7, docs/reliability.md "No input crashes
@@ -25,7 +25,7 @@ import (
 // whose message names the problem, or a validation issue, or a run that
 // fails the node with a message naming the cause. After every case the
 // server still answers /healthz; after the suite the database passes
-// PRAGMA integrity_check through a fresh store.Open on the same file.
+// PRAGMA integrity_check through a fresh sqlite.Open on the same file.
 //
 //	go test ./web -run TestHostile -v
 
@@ -347,7 +347,7 @@ func TestHostileInput(t *testing.T) {
 	if n < 40 {
 		t.Fatalf("only %d cases", n)
 	}
-	checkIntegrity(t, srv.db.Path())
+	checkIntegrity(t, srv.db.(*sqlite.DB).Path())
 }
 
 // checkIntegrity opens the database file afresh (migrations included) and
@@ -355,7 +355,7 @@ func TestHostileInput(t *testing.T) {
 func checkIntegrity(t testing.TB, path string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, path, store.Options{Logger: testLogger()})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: testLogger()})
 	if err != nil {
 		t.Fatalf("reopen %s: %v", path, err)
 	}

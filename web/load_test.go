@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // The load test (issue #7, docs/reliability.md "Under load"): for
@@ -323,7 +325,7 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	var dbSize int64
-	if st, err := os.Stat(srv.db.Path()); err == nil {
+	if st, err := os.Stat(srv.db.(*sqlite.DB).Path()); err == nil {
 		dbSize = st.Size()
 	}
 	t.Logf("load for %v: %d runs of %d nodes completed (%.1f/s), %d events delivered to watchers (%.0f/s), peak %d SSE watchers, %d saves re-read",
@@ -337,5 +339,5 @@ func TestLoad(t *testing.T) {
 	if runsDone.Load() < runners || saves.Load() < editors {
 		t.Fatalf("too little work done: %d runs, %d saves", runsDone.Load(), saves.Load())
 	}
-	checkIntegrity(t, srv.db.Path())
+	checkIntegrity(t, srv.db.(*sqlite.DB).Path())
 }

@@ -90,7 +90,7 @@ func (s *Server) pageSave(c echo.Context) error {
 	if msg == "" {
 		msg = "edited in the designer"
 	}
-	ch, err := s.db.SaveChain(ctx, id, req.BaseVersion, doc, msg)
+	ch, err := s.db.SaveChainAs(ctx, id, req.BaseVersion, doc, msg, store.VersionAutosave)
 	var vc *store.VersionConflictError
 	switch {
 	case errors.As(err, &vc):

@@ -84,7 +84,7 @@ func (s *Server) pageRun(c echo.Context) error {
 
 // runCanvasData is what the run canvas loads.
 type runCanvasData struct {
-	Run     *store.Run     `json:"run"`
+	Run     *runFields     `json:"run"`
 	Doc     *engine.Chain  `json:"doc"`
 	Events  []engine.Event `json:"events"`
 	LastSeq int64          `json:"last_seq"`
@@ -125,7 +125,7 @@ func (s *Server) pageRunData(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := runCanvasData{Run: r, Doc: s.pageRunDoc(c, r), Events: events, Active: s.runs.Active(id) || r.Status == engine.StatusRunning}
+	d := runCanvasData{Run: toRunFields(r), Doc: s.pageRunDoc(c, r), Events: events, Active: s.runs.Active(id) || r.Status == engine.StatusRunning}
 	if len(events) > 0 {
 		d.LastSeq = events[len(events)-1].Seq
 	}

@@ -21,9 +21,9 @@ var errShutdown = errors.New("the studio is shutting down; resume the run after 
 // tells the hub when each one stops.
 type Runner struct {
 	eng    *engine.Engine
-	db     *store.DB
+	db     store.Backend
 	hub    *Hub
-	events *store.EventWriter
+	events store.EventWriter
 	log    *slog.Logger
 	// metrics counts runs started and stopped; nil in hosts without metrics.
 	metrics *Metrics
@@ -35,7 +35,7 @@ type Runner struct {
 	active map[string]context.CancelCauseFunc
 }
 
-func newRunner(eng *engine.Engine, db *store.DB, hub *Hub, events *store.EventWriter, log *slog.Logger) *Runner {
+func newRunner(eng *engine.Engine, db store.Backend, hub *Hub, events store.EventWriter, log *slog.Logger) *Runner {
 	base, stop := context.WithCancelCause(context.Background())
 	return &Runner{eng: eng, db: db, hub: hub, events: events, log: log, base: base, stop: stop, active: map[string]context.CancelCauseFunc{}}
 }

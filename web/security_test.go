@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // concretePath fills a route's parameters with placeholder values.
@@ -110,7 +110,7 @@ func TestSecurityHeadersAndJSONErrors(t *testing.T) {
 
 func TestOffLoopbackNeedsToken(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"), store.Options{Logger: testLogger()})
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

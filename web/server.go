@@ -32,7 +32,7 @@ type Config struct {
 // Deps are what the server runs on. The engine is built by New so that its
 // event sink and checkpointer are the store and the live hub.
 type Deps struct {
-	DB       *store.DB
+	DB       store.Backend
 	Registry *engine.Registry
 	Agent    engine.AgentRunner
 	Agents   *agent.Set // loaded agents (--agents); nil: no agent runtime unless Agent is set
@@ -41,10 +41,10 @@ type Deps struct {
 // Server is the studio's HTTP server.
 type Server struct {
 	cfg     Config
-	db      *store.DB
+	db      store.Backend
 	eng     *engine.Engine
 	hub     *Hub
-	events  *store.EventWriter
+	events  store.EventWriter
 	runs    *Runner
 	echo    *echo.Echo
 	log     *slog.Logger
@@ -69,7 +69,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, db: deps.DB, log: cfg.Logger, hub: NewHub(4096), agents: deps.Agents}
-	s.events = store.NewEventWriter(deps.DB, store.EventWriterOptions{})
+	s.events = deps.DB.NewEventWriter(store.EventWriterOptions{})
 	s.metrics = newMetrics(s)
 	agentRunner, chains := s.agentHooks(deps)
 	s.eng = engine.New(engine.Options{

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 func TestParseArgsInterleaved(t *testing.T) {
@@ -73,7 +73,7 @@ func TestParseArgsInterleaved(t *testing.T) {
 func TestEveryCommandTakesFlagsAnywhere(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "s.db")
-	db, err := store.Open(context.Background(), src, store.Options{})
+	db, err := sqlite.Open(context.Background(), src, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

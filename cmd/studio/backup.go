@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // cmdBackup writes a consistent copy of the database while the studio may be
@@ -28,7 +29,7 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	target := args[0]
-	db, err := store.Open(ctx, *dbPath, store.Options{})
+	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // studio runs the CLI in-process and returns its exit code and output.
@@ -148,7 +148,7 @@ func TestUnknownCommandIsUsageError(t *testing.T) {
 func TestBackupWritesAUsableCopy(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "s.db"), filepath.Join(dir, "copy.db")
-	db, err := store.Open(context.Background(), src, store.Options{})
+	db, err := sqlite.Open(context.Background(), src, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestBackupWritesAUsableCopy(t *testing.T) {
 	if code, _, errs := studio(t, "backup", "--db", src, dst); code != exitFailed || !strings.Contains(errs, "exists") {
 		t.Errorf("second backup onto the same file: exit %d, %s", code, errs)
 	}
-	cp, err := store.Open(context.Background(), dst, store.Options{})
+	cp, err := sqlite.Open(context.Background(), dst, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

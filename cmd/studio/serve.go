@@ -14,6 +14,7 @@ import (
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlite"
 	"github.com/chainstudio/studio/web"
 )
 
@@ -58,7 +59,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	db, err := store.Open(ctx, *dbPath, store.Options{Logger: log})
+	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -107,7 +108,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // pruneRuns applies the run-retention policy now and then daily. Chains and
 // their versions are never pruned.
-func pruneRuns(ctx context.Context, db *store.DB, pol store.Retention, log *slog.Logger) {
+func pruneRuns(ctx context.Context, db store.Housekeeping, pol store.Retention, log *slog.Logger) {
 	t := time.NewTicker(24 * time.Hour)
 	defer t.Stop()
 	for {
@@ -127,7 +128,7 @@ func pruneRuns(ctx context.Context, db *store.DB, pol store.Retention, log *slog
 }
 
 // loadExamples saves the example chains into an empty database.
-func loadExamples(ctx context.Context, db *store.DB, log *slog.Logger) error {
+func loadExamples(ctx context.Context, db store.ChainStore, log *slog.Logger) error {
 	_, total, err := db.ListChains(ctx, store.ChainFilter{Limit: 1})
 	if err != nil || total > 0 {
 		return err

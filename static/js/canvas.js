@@ -218,6 +218,11 @@
       pixelRatio: nodes.length > 300 ? 1 : 'auto',
     });
     performance.mark('studio:cy-constructed');
+    // The theme can change while the page is open: restyle from the new
+    // CSS variables (classes on the elements keep their meaning).
+    const restyle = () => { if (!cy.destroyed()) cy.style(Studio.style(opts.mode)); };
+    document.addEventListener('studio:theme', restyle);
+    cy.on('destroy', () => document.removeEventListener('studio:theme', restyle));
     if (progressive) {
       cy.viewport({ zoom: view.zoom, pan: view.pan });
       // Cytoscape 3.35's canvas renderer draws every element into its layer

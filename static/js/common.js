@@ -12,6 +12,39 @@
     }
   });
 
+  // Theme: "system" (the default) follows prefers-color-scheme; "light" and
+  // "dark" are remembered in localStorage (theme.js applies them before the
+  // first paint). A change fires "studio:theme" on document, so the canvas
+  // can restyle itself from the new CSS variables.
+  Studio.theme = function () {
+    const t = document.documentElement.dataset.theme;
+    return t === 'light' || t === 'dark' ? t : 'system';
+  };
+  Studio.setTheme = function (t) {
+    if (t === 'light' || t === 'dark') document.documentElement.dataset.theme = t;
+    else { delete document.documentElement.dataset.theme; t = 'system'; }
+    try {
+      if (t === 'system') localStorage.removeItem('studio-theme');
+      else localStorage.setItem('studio-theme', t);
+    } catch (e) { /* storage refused: the choice lasts for this page */ }
+    const sel = document.getElementById('theme-select');
+    if (sel) sel.value = t;
+    document.dispatchEvent(new CustomEvent('studio:theme', { detail: { theme: t } }));
+  };
+  const themeSelect = document.getElementById('theme-select');
+  if (themeSelect) {
+    themeSelect.value = Studio.theme();
+    themeSelect.addEventListener('change', () => Studio.setTheme(themeSelect.value));
+  }
+  // Another tab switched: follow it.
+  window.addEventListener('storage', (e) => {
+    if (e.key === 'studio-theme') Studio.setTheme(e.newValue || 'system');
+  });
+  const systemDark = window.matchMedia('(prefers-color-scheme: dark)');
+  systemDark.addEventListener('change', () => {
+    if (Studio.theme() === 'system') document.dispatchEvent(new CustomEvent('studio:theme', { detail: { theme: 'system' } }));
+  });
+
   // debounce returns fn delayed until calls stop for ms.
   Studio.debounce = function (fn, ms) {
     let t = null;

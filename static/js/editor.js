@@ -963,6 +963,40 @@
     $('run-submit').disabled = !!err;
   });
 
+  // "Save version…": the edits are saved already; this names the current
+  // version (the server writes it again as a named version).
+  const svDialog = $('save-version-dialog');
+  const svMessage = $('save-version-message');
+  $('btn-save-version').addEventListener('click', async () => {
+    await flush();
+    $('save-version-result').replaceChildren();
+    svMessage.value = '';
+    svDialog.showModal();
+    svMessage.focus();
+  });
+  $('save-version-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const out = $('save-version-result');
+    const message = svMessage.value.trim();
+    if (!message) { out.replaceChildren(Studio.el('div', { class: 'form-error', text: 'Give the version a name.' })); return; }
+    await flush();
+    const res = await fetch('/v1/chains/' + encodeURIComponent(chainId) + '/versions', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: JSON.stringify({ message, version }),
+    });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) {
+      const msg = (body.error && body.error.message) || ('HTTP ' + res.status);
+      out.replaceChildren(Studio.el('div', { class: 'form-error', text: 'Not saved: ' + msg }));
+      return;
+    }
+    version = body.version;
+    root.dataset.version = String(version);
+    setSaveState('saved', 'Saved v' + version + ' “' + message + '”');
+    svDialog.close();
+  });
+
   // palette: click to add, or drag onto the canvas
   for (const b of document.querySelectorAll('.palette-item')) {
     b.addEventListener('click', () => addNode(b.dataset.kind));

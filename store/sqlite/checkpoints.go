@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 // DB implements engine.Checkpointer.
@@ -21,7 +22,7 @@ var _ engine.Checkpointer = (*DB)(nil)
 // without, CreateRun. A start record, when given, supplies input, chain name
 // and parent.
 func (db *DB) ensureRun(ctx context.Context, tx *sql.Tx, runID string, started int64, start *engine.StartRecord) error {
-	kind := KindRun
+	kind := store.KindRun
 	var input any
 	var chainName string
 	var parent any
@@ -35,7 +36,7 @@ func (db *DB) ensureRun(ctx context.Context, tx *sql.Tx, runID string, started i
 		}
 		if start.ParentRunID != "" {
 			parent = start.ParentRunID
-			kind = KindSubchain
+			kind = store.KindSubchain
 		}
 	}
 	_, err := db.exec(ctx, tx, `INSERT INTO runs (id, chain_name, parent_run_id, kind, input, status, started_at)

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -6,47 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/builtin"
-	"github.com/chainstudio/studio/engine/tool"
-	"github.com/chainstudio/studio/examples"
+	"github.com/chainstudio/studio/store"
 )
-
-// testTools are the tools the engine-backed tests register: echo returns its
-// input; delay sleeps input.ms milliseconds and reports which process ran it.
-func testTools() *engine.Registry {
-	reg := engine.NewRegistry()
-	reg.Register("echo", func(ctx context.Context, input map[string]any, emit tool.Emitter) (any, error) {
-		return input, nil
-	})
-	reg.Register("delay", func(ctx context.Context, input map[string]any, emit tool.Emitter) (any, error) {
-		ms, _ := input["ms"].(float64)
-		select {
-		case <-time.After(time.Duration(ms) * time.Millisecond):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return map[string]any{"i": input["i"], "pid": float64(os.Getpid())}, nil
-	})
-	return reg
-}
-
-// linearChain is n tool nodes in a line.
-func linearChain(name, toolName string, n int, input func(i int) map[string]any) *engine.Chain {
-	c := &engine.Chain{Name: name, EntryNode: "n0"}
-	for i := 0; i < n; i++ {
-		c.Nodes = append(c.Nodes, engine.Node{ID: fmt.Sprintf("n%d", i), Kind: engine.KindTool, Name: toolName, Input: input(i)})
-		if i > 0 {
-			c.Edges = append(c.Edges, engine.Edge{ID: fmt.Sprintf("e%d", i), Source: fmt.Sprintf("n%d", i-1), Target: fmt.Sprintf("n%d", i)})
-		}
-	}
-	return c
-}
 
 // tee sends events to the writer and then to another sink, and flushes the
 // writer. (engine.MultiSink would do, but the engine's flushers() helper only
@@ -71,59 +37,10 @@ func newPersistentEngine(db *DB, w *EventWriter, extra engine.EventSink) *engine
 	return engine.New(engine.Options{Registry: testTools(), Checkpointer: db, Sink: sink, Chains: db.ResolveChain})
 }
 
-func TestEngineRunPersisted(t *testing.T) {
-	ctx := context.Background()
-	db, _ := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
-	defer w.Close()
-	mem := &engine.MemorySink{}
-	eng := newPersistentEngine(db, w, mem)
-
-	doc := linearChain("echo5", "echo", 5, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
-	ch, err := db.CreateChain(ctx, doc, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const id = "run-echo5"
-	if _, err := db.CreateRun(ctx, Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, Input: map[string]any{"x": "y"}}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := eng.Run(ctx, ch.Doc, map[string]any{"x": "y"}, engine.RunOptions{RunID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != engine.StatusCompleted {
-		t.Fatalf("status %s %+v", res.Status, res.Error)
-	}
-	// Run returned: the engine flushed the writer, so every event is stored.
-	stored, err := db.EventsAfter(ctx, id, 0, 10000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jsonEqual(t, stored, mem.Events())
-	r, err := db.GetRun(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != engine.StatusCompleted || r.ChainID != ch.ID || r.NodesRun != res.NodesRun || len(r.Nodes) != 5 || r.Ended.IsZero() {
-		t.Fatalf("stored run %+v", r)
-	}
-	jsonEqual(t, r.FinalOutput, res.FinalOutput)
-	jsonEqual(t, r.Outputs, res.Outputs)
-	for i, n := range r.Nodes {
-		if n.NodeID != fmt.Sprintf("n%d", i) || n.Status != engine.PhaseDone {
-			t.Fatalf("node %d: %+v", i, n)
-		}
-	}
-	if sums, _, _ := db.ListChains(ctx, ChainFilter{}); sums[0].LastRunStatus != engine.StatusCompleted {
-		t.Fatalf("last run status %q", sums[0].LastRunStatus)
-	}
-}
-
 func TestEnginePauseResumePersisted(t *testing.T) {
 	ctx := context.Background()
 	db, path := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	eng := newPersistentEngine(db, w, nil)
 
 	doc := &engine.Chain{Name: "approve", EntryNode: "a", Nodes: []engine.Node{
@@ -154,7 +71,7 @@ func TestEnginePauseResumePersisted(t *testing.T) {
 	if n, _ := db2.RecoverInterrupted(ctx); n != 0 {
 		t.Fatalf("paused run recovered as interrupted")
 	}
-	w2 := NewEventWriter(db2, EventWriterOptions{})
+	w2 := NewEventWriter(db2, store.EventWriterOptions{})
 	defer w2.Close()
 	eng2 := newPersistentEngine(db2, w2, nil)
 	max, _ := db2.MaxSeq(ctx, id)
@@ -200,7 +117,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Fatalf("built schema %d, want 1", v)
 	}
 	doc := linearChain("old line", "echo", 5, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
-	ch, err := db.CreateChain(ctx, doc, "made under schema 1")
+	ch, err := createChainOldSchema(ctx, db, doc, "made under schema 1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +234,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	logAfter, _ := db2.Load(ctx, "done-run")
 	jsonEqual(t, logAfter, logBefore)
 
-	w2 := NewEventWriter(db2, EventWriterOptions{})
+	w2 := NewEventWriter(db2, store.EventWriterOptions{})
 	defer w2.Close()
 	eng2 := newPersistentEngine(db2, w2, nil)
 	pr, _ := db2.GetRun(ctx, "paused-run")
@@ -340,7 +257,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 func TestRunChainsStoredOnce(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	eng := newPersistentEngine(db, w, nil)
 	doc := linearChain("shared", "echo", 50, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
@@ -380,7 +297,7 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	}
 	// r1 and r3 go (older than the cut-off); r2 still names the shared chain.
 	db.w.Exec(`UPDATE runs SET started_at = 0, status = 'completed' WHERE id IN ('r1', 'r3')`)
-	if n, err := db.PruneRuns(ctx, Retention{OlderThan: time.Hour}); err != nil || n != 2 {
+	if n, err := db.PruneRuns(ctx, store.Retention{OlderThan: time.Hour}); err != nil || n != 2 {
 		t.Fatalf("pruned %d: %v", n, err)
 	}
 	if n := count(); n != 1 {
@@ -396,114 +313,5 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	var ce *engine.ChainCheckpointError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "entry 1: its chain (sha256 ") || !strings.Contains(err.Error(), ") is missing") {
 		t.Fatalf("load without the chain: %v", err)
-	}
-}
-
-// TestFoldedNodesMatchTheEngine runs every example chain persisted (loops,
-// maps, branches, parallel groups, an approval) and checks that the node
-// results folded from the stored log are what the engine itself reports:
-// same nodes, phases, outputs, errors, reasons, attempts and iterations.
-func TestFoldedNodesMatchTheEngine(t *testing.T) {
-	ctx := context.Background()
-	all, err := examples.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, _ := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
-	defer w.Close()
-	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{}))
-	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db, Sink: w, Chains: db.ResolveChain})
-	for _, ex := range all {
-		t.Run(ex.File, func(t *testing.T) {
-			doc, err := engine.Decode(ex.Data, engine.Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := "fold-" + ex.File
-			res, err := eng.Run(ctx, doc, map[string]any{"items": []any{1.0, 2.0, 3.0}, "n": 3.0, "text": "hi"}, engine.RunOptions{RunID: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := db.GetRun(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(r.Nodes) != len(res.Nodes) {
-				t.Fatalf("%d folded nodes, the engine reports %d", len(r.Nodes), len(res.Nodes))
-			}
-			for _, got := range r.Nodes {
-				want := res.Nodes[got.NodeID]
-				if want == nil {
-					t.Fatalf("folded node %s the engine does not report", got.NodeID)
-				}
-				type view struct {
-					Status    engine.Phase
-					Output    any
-					Error     string
-					Reason    string
-					Matched   string
-					Attempts  int
-					Iteration int
-					Prompt    any
-				}
-				jsonEqual(t, view{got.Status, got.Output, got.Error, got.Reason, got.Matched, got.Attempts, got.Iteration, got.Prompt},
-					view{want.Status, want.Output, want.Error, want.Reason, want.Matched, want.Attempts, want.Iteration, want.Prompt})
-			}
-			if res.Status != engine.StatusPaused {
-				jsonEqual(t, r.Outputs, res.Outputs)
-			}
-		})
-	}
-}
-
-// TestFoldAcrossResume: a failed run's never-reached nodes read as skipped
-// (upstream stopped); once a resume runs them they read as done, once each.
-func TestFoldAcrossResume(t *testing.T) {
-	ctx := context.Background()
-	db, _ := openTest(t)
-	reg := testTools()
-	calls := 0
-	reg.Register("flaky", func(ctx context.Context, input map[string]any, emit tool.Emitter) (any, error) {
-		calls++
-		if calls == 1 {
-			return nil, fmt.Errorf("first call fails")
-		}
-		return map[string]any{"ok": true}, nil
-	})
-	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db})
-	doc := &engine.Chain{Name: "flaky", EntryNode: "a", Nodes: []engine.Node{
-		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
-		{ID: "b", Kind: engine.KindTool, Name: "flaky"},
-		{ID: "c", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 3.0}},
-	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "b"}, {ID: "e2", Source: "b", Target: "c"}}}
-	res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: "flaky"})
-	if err != nil || res.Status != engine.StatusFailed {
-		t.Fatalf("first leg: %v %v", err, res.Status)
-	}
-	phases := func() string {
-		r, err := db.GetRun(ctx, "flaky")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var parts []string
-		for _, n := range r.Nodes {
-			parts = append(parts, n.NodeID+":"+string(n.Status)+":"+n.Reason)
-		}
-		return strings.Join(parts, " ")
-	}
-	if got := phases(); got != "a:done: b:error: c:skip:upstream_stopped" {
-		t.Fatalf("after the failure: %s", got)
-	}
-	if one, err := db.GetRunNode(ctx, "flaky", "c"); err != nil || one == nil || one.Status != engine.PhaseSkip {
-		t.Fatalf("node c alone: %v %+v", err, one)
-	}
-	res, err = eng.Resume(ctx, "flaky", nil, nil, engine.ResumeOptions{})
-	if err != nil || res.Status != engine.StatusCompleted {
-		t.Fatalf("resume: %v %+v", err, res)
-	}
-	if got := phases(); got != "a:done: b:done: c:done:" {
-		t.Fatalf("after the resume: %s", got)
 	}
 }

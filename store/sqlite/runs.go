@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -15,53 +15,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
-
-// Run kinds.
-const (
-	KindRun      = "run"
-	KindResume   = "resume"
-	KindRerun    = "rerun"
-	KindSubchain = "subchain"
-	KindA2E      = "a2e"
-)
-
-// Run is one run of a chain. Nodes is filled by GetRun only.
-type Run struct {
-	ID           string              `json:"id"`
-	ChainID      string              `json:"chain_id,omitempty"`      // "" for ad-hoc and A2E runs
-	ChainVersion int                 `json:"chain_version,omitempty"` // the exact version run; 0 when ad-hoc
-	ChainName    string              `json:"chain_name,omitempty"`
-	ParentRunID  string              `json:"parent_run_id,omitempty"`
-	Kind         string              `json:"kind"`
-	Input        map[string]any      `json:"input,omitempty"`
-	Status       engine.RunStatus    `json:"status"`
-	Error        *engine.RunError    `json:"error,omitempty"`
-	FinalOutput  any                 `json:"final_output,omitempty"`
-	Outputs      map[string]any      `json:"outputs,omitempty"`
-	NodesRun     int                 `json:"nodes_run"`
-	Started      time.Time           `json:"started"`
-	Ended        time.Time           `json:"ended,omitzero"`
-	DurationMS   int64               `json:"duration_ms,omitempty"`
-	Nodes        []engine.NodeResult `json:"nodes,omitempty"`
-}
-
-// RunFilter selects runs for ListRuns.
-type RunFilter struct {
-	ChainID string           // "" = runs of every chain
-	Status  engine.RunStatus // "" = any status
-	Limit   int              // default 50, at most 1000
-	Before  string           // cursor from a previous page; "" = newest
-	After   string           // cursor of a page's first run: the page of runs just newer than it
-}
-
-// RunPage is one page of ListRunsPage: Older and Newer are the cursors of
-// the neighbouring pages (for RunFilter.Before and After), "" at either end.
-type RunPage struct {
-	Runs  []Run
-	Older string
-	Newer string
-}
 
 func jsonText(v any) (any, error) {
 	if v == nil {
@@ -88,12 +43,12 @@ func jsonMap(v map[string]any) (any, error) {
 // running, Kind to "run", Started to now. When the run row already exists
 // (the engine's first checkpoint or event got there first), its metadata is
 // filled in from r.
-func (db *DB) CreateRun(ctx context.Context, r Run) (*Run, error) {
+func (db *DB) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) {
 	if r.ID == "" {
-		return nil, fmt.Errorf("store: create run: %w: no run id", ErrInvalid)
+		return nil, fmt.Errorf("store: create run: %w: no run id", store.ErrInvalid)
 	}
 	if r.Kind == "" {
-		r.Kind = KindRun
+		r.Kind = store.KindRun
 	}
 	if r.Status == "" {
 		r.Status = engine.StatusRunning
@@ -125,8 +80,8 @@ ON CONFLICT (id) DO UPDATE SET
 
 const runCols = `id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, error, final_output, outputs, nodes_run, started_at, ended_at, duration_ms`
 
-func scanRun(row interface{ Scan(...any) error }, full bool) (*Run, error) {
-	var r Run
+func scanRun(row interface{ Scan(...any) error }, full bool) (*store.Run, error) {
+	var r store.Run
 	var chainID, parent, input, errJSON, final, outputs sql.NullString
 	var version, ended, dur sql.NullInt64
 	var started int64
@@ -134,7 +89,7 @@ func scanRun(row interface{ Scan(...any) error }, full bool) (*Run, error) {
 	if err := row.Scan(&r.ID, &chainID, &version, &r.ChainName, &parent, &r.Kind, &input, &status, &errJSON, &final, &outputs,
 		&r.NodesRun, &started, &ended, &dur); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrNotFound
+			return nil, store.ErrNotFound
 		}
 		return nil, err
 	}
@@ -169,8 +124,8 @@ func scanRun(row interface{ Scan(...any) error }, full bool) (*Run, error) {
 
 // GetRun returns a run with its per-node results (in the order the nodes
 // first finished or paused).
-func (db *DB) GetRun(ctx context.Context, id string) (*Run, error) {
-	var r *Run
+func (db *DB) GetRun(ctx context.Context, id string) (*store.Run, error) {
+	var r *store.Run
 	err := db.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id), true)
@@ -194,7 +149,7 @@ func (db *DB) GetRun(ctx context.Context, id string) (*Run, error) {
 // GetRunInfo returns a run's row without its node results and outputs: what
 // existence checks, status checks and run headers need, at a fixed cost
 // however many nodes the run has.
-func (db *DB) GetRunInfo(ctx context.Context, id string) (*Run, error) {
+func (db *DB) GetRunInfo(ctx context.Context, id string) (*store.Run, error) {
 	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id), true)
 	if err != nil {
 		return nil, fmt.Errorf("store: get run %s: %w", id, err)
@@ -384,12 +339,12 @@ func encodeCursor(started int64, id string) string {
 func decodeCursor(c string) (int64, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return 0, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+		return 0, "", fmt.Errorf("%w: bad cursor", store.ErrInvalid)
 	}
 	ts, id, ok := strings.Cut(string(b), ":")
 	started, err := strconv.ParseInt(ts, 10, 64)
 	if !ok || err != nil {
-		return 0, "", fmt.Errorf("%w: bad cursor", ErrInvalid)
+		return 0, "", fmt.Errorf("%w: bad cursor", store.ErrInvalid)
 	}
 	return started, id, nil
 }
@@ -397,7 +352,7 @@ func decodeCursor(c string) (int64, string, error) {
 // ListRuns lists runs newest first, one page at a time (keyset pagination on
 // (started_at DESC, id)). next is the cursor for the following page, "" after the
 // last one. Inputs, outputs and node results are left out.
-func (db *DB) ListRuns(ctx context.Context, f RunFilter) (runs []Run, next string, err error) {
+func (db *DB) ListRuns(ctx context.Context, f store.RunFilter) (runs []store.Run, next string, err error) {
 	p, err := db.ListRunsPage(ctx, f)
 	if err != nil {
 		return nil, "", err
@@ -408,7 +363,7 @@ func (db *DB) ListRuns(ctx context.Context, f RunFilter) (runs []Run, next strin
 // ListRunsPage lists one page of runs newest first, filtered by chain and
 // status, with the cursors of the older and newer pages. f.After (mutually
 // exclusive with f.Before) walks back towards the newest runs.
-func (db *DB) ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
+func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -416,7 +371,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 		f.Limit = 1000
 	}
 	if f.Before != "" && f.After != "" {
-		return RunPage{}, fmt.Errorf("store: list runs: %w: before and after together", ErrInvalid)
+		return store.RunPage{}, fmt.Errorf("store: list runs: %w: before and after together", store.ErrInvalid)
 	}
 	var where []string
 	var args []any
@@ -433,7 +388,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	case f.Before != "":
 		started, id, err := decodeCursor(f.Before)
 		if err != nil {
-			return RunPage{}, fmt.Errorf("store: list runs: %w", err)
+			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
 		// Rows after the cursor in (started_at DESC, id ASC) order, with a
 		// plain range bound on started_at so that the index is used.
@@ -442,7 +397,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	case f.After != "":
 		started, id, err := decodeCursor(f.After)
 		if err != nil {
-			return RunPage{}, fmt.Errorf("store: list runs: %w", err)
+			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
 		// Rows before the cursor in that order, read backwards from it.
 		where = append(where, "started_at >= ? AND (started_at > ? OR id < ?)")
@@ -457,25 +412,25 @@ func (db *DB) ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	args = append(args, f.Limit+1)
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("store: list runs: %w", err)
+		return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 	}
 	defer rows.Close()
-	var runs []Run
+	var runs []store.Run
 	for rows.Next() {
 		r, err := scanRun(rows, false)
 		if err != nil {
-			return RunPage{}, fmt.Errorf("store: list runs: %w", err)
+			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
 		runs = append(runs, *r)
 	}
 	if err := rows.Err(); err != nil {
-		return RunPage{}, fmt.Errorf("store: list runs: %w", err)
+		return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 	}
 	more := len(runs) > f.Limit
 	if more {
 		runs = runs[:f.Limit]
 	}
-	var p RunPage
+	var p store.RunPage
 	if f.After != "" {
 		slices.Reverse(runs)
 		if len(runs) > 0 {

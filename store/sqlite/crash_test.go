@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 const (
@@ -44,11 +45,11 @@ func TestCrashChild(t *testing.T) {
 	if ch, err = db.SaveChain(ctx, ch.ID, 1, doc, "v2"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateRun(ctx, Run{ID: crashRunID, ChainID: ch.ID, ChainVersion: ch.Version}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: crashRunID, ChainID: ch.ID, ChainVersion: ch.Version}); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("CHAIN %s\n", ch.ID)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	eng := newPersistentEngine(db, w, nil)
 	// The parent kills us long before this finishes.
 	res, err := eng.Run(ctx, ch.Doc, map[string]any{"from": "child"}, engine.RunOptions{RunID: crashRunID})
@@ -176,7 +177,7 @@ func TestCrashRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != CodeInterruptedByRestart {
+	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart {
 		t.Fatalf("run after recovery: %s %+v", r.Status, r.Error)
 	}
 	// Outputs of nodes that finished before the crash (from the child).
@@ -191,7 +192,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	t.Logf("killed after %d committed events, %d nodes done; %d events survived", len(before), len(doneBefore), len(after))
 
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	eng := newPersistentEngine(db, w, nil)
 	res, err := eng.Resume(ctx, crashRunID, nil, nil, engine.ResumeOptions{NextSeq: maxSeq + 1})

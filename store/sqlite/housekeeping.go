@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
-
-// CodeInterruptedByRestart is the error code of runs that were running when
-// the studio stopped.
-const CodeInterruptedByRestart = "interrupted_by_restart"
 
 const interruptedMessage = "the studio stopped while this run was running; resume it to continue from its last checkpoint"
 
@@ -69,7 +65,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 				RunID: id, Kind: engine.CheckpointEnd, EventSeq: seq, Time: db.now().UTC(),
 				End: &engine.EndRecord{
 					Status:   engine.StatusFailed,
-					Error:    &engine.RunError{Code: CodeInterruptedByRestart, Message: interruptedMessage},
+					Error:    &engine.RunError{Code: store.CodeInterruptedByRestart, Message: interruptedMessage},
 					NodesRun: nodesRun,
 				},
 			}
@@ -97,7 +93,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 // existing file is never overwritten.
 func (db *DB) Backup(ctx context.Context, path string) error {
 	if path == "" {
-		return fmt.Errorf("store: backup: %w: empty path", ErrInvalid)
+		return fmt.Errorf("store: backup: %w: empty path", store.ErrInvalid)
 	}
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("store: backup to %s: %w", path, os.ErrExist)
@@ -110,15 +106,6 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	return nil
 }
 
-// Retention says which runs PruneRuns deletes: runs that started more than
-// OlderThan ago (0: any age) and are not among the KeepPerChain newest runs of
-// their chain (0: keep none by count). At least one must be set. Running and
-// paused runs are never pruned; ad-hoc runs (no chain) count as one chain.
-type Retention struct {
-	OlderThan    time.Duration
-	KeepPerChain int
-}
-
 // pruneBatch bounds how many runs one delete transaction removes, so the
 // writer is never held for long.
 const pruneBatch = 500
@@ -126,9 +113,9 @@ const pruneBatch = 500
 // PruneRuns deletes old runs with their events, checkpoints, node results and
 // interrupts. Chains and their versions are never touched. It returns how many
 // runs it deleted.
-func (db *DB) PruneRuns(ctx context.Context, ret Retention) (int, error) {
+func (db *DB) PruneRuns(ctx context.Context, ret store.Retention) (int, error) {
 	if ret.OlderThan <= 0 && ret.KeepPerChain <= 0 {
-		return 0, fmt.Errorf("store: prune runs: %w: retention sets no limit", ErrInvalid)
+		return 0, fmt.Errorf("store: prune runs: %w: retention sets no limit", store.ErrInvalid)
 	}
 	var cond []string
 	var args []any

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -12,63 +12,20 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
 )
 
-// Chain is a saved chain at its current version.
-type Chain struct {
-	ID          string        `json:"id"`
-	Name        string        `json:"name"`
-	Description string        `json:"description,omitempty"`
-	Version     int           `json:"version"`
-	NodeCount   int           `json:"node_count"`
-	Created     time.Time     `json:"created"`
-	Updated     time.Time     `json:"updated"`
-	Doc         *engine.Chain `json:"doc"`
-}
-
-// ChainSummary is one row of ListChains.
-type ChainSummary struct {
-	ID            string           `json:"id"`
-	Name          string           `json:"name"`
-	Description   string           `json:"description,omitempty"`
-	Version       int              `json:"version"`
-	NodeCount     int              `json:"node_count"`
-	Created       time.Time        `json:"created"`
-	Updated       time.Time        `json:"updated"`
-	LastRunStatus engine.RunStatus `json:"last_run_status,omitempty"`
-	LastRunAt     time.Time        `json:"last_run_at,omitzero"`
-}
-
-// ChainFilter selects chains for ListChains.
-type ChainFilter struct {
-	Query  string // name substring, case-insensitive
-	Limit  int    // default 50, at most 1000
-	Offset int
-}
-
-// ChainVersion is one immutable saved version of a chain. Doc is nil in
-// ListVersions results.
-type ChainVersion struct {
-	ChainID   string        `json:"chain_id"`
-	Version   int           `json:"version"`
-	Name      string        `json:"name"`
-	NodeCount int           `json:"node_count"`
-	Message   string        `json:"message,omitempty"`
-	Created   time.Time     `json:"created"`
-	Doc       *engine.Chain `json:"doc,omitempty"`
-}
-
 func encodeDoc(doc *engine.Chain) (string, error) {
 	if doc == nil {
-		return "", fmt.Errorf("%w: no chain document", ErrInvalid)
+		return "", fmt.Errorf("%w: no chain document", store.ErrInvalid)
 	}
 	if strings.TrimSpace(doc.Name) == "" {
-		return "", fmt.Errorf("%w: the chain has no name", ErrInvalid)
+		return "", fmt.Errorf("%w: the chain has no name", store.ErrInvalid)
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return "", fmt.Errorf("%w: chain document is not JSON: %v", ErrInvalid, err)
+		return "", fmt.Errorf("%w: chain document is not JSON: %v", store.ErrInvalid, err)
 	}
 	return string(b), nil
 }
@@ -104,13 +61,13 @@ func nameHolder(ctx context.Context, tx *sql.Tx, name, except string) (string, e
 }
 
 // CreateChain stores doc as version 1 of a new chain named doc.Name.
-func (db *DB) CreateChain(ctx context.Context, doc *engine.Chain, message string) (*Chain, error) {
+func (db *DB) CreateChain(ctx context.Context, doc *engine.Chain, message string) (*store.Chain, error) {
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, fmt.Errorf("store: create chain: %w", err)
 	}
 	now := db.now().UTC()
-	ch := &Chain{
+	ch := &store.Chain{
 		ID: uuid.NewString(), Name: doc.Name, Description: doc.Description, Version: 1,
 		NodeCount: len(doc.Nodes), Created: fromMicros(micros(now)), Updated: fromMicros(micros(now)),
 	}
@@ -120,16 +77,16 @@ func (db *DB) CreateChain(ctx context.Context, doc *engine.Chain, message string
 			return err
 		}
 		if holder != "" {
-			return &ConflictError{Name: doc.Name, ChainID: holder}
+			return &store.ConflictError{Name: doc.Name, ChainID: holder}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO chains (id, name, description, current_version, node_count, created_at, updated_at)
 VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, micros(now), micros(now)); err != nil {
 			if isUniqueViolation(err) {
-				return &ConflictError{Name: doc.Name}
+				return &store.ConflictError{Name: doc.Name}
 			}
 			return err
 		}
-		return insertVersion(ctx, tx, ch.ID, 1, doc, body, message, now)
+		return insertVersion(ctx, tx, ch.ID, 1, doc, body, message, store.VersionSave, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: create chain %q: %w", doc.Name, err)
@@ -138,25 +95,31 @@ VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, mic
 	return ch, nil
 }
 
-func insertVersion(ctx context.Context, tx *sql.Tx, id string, v int, doc *engine.Chain, body, message string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO chain_versions (chain_id, version, name, node_count, message, doc, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, body, micros(now))
+func insertVersion(ctx context.Context, tx *sql.Tx, id string, v int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO chain_versions (chain_id, version, name, node_count, message, kind, doc, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, string(kind), body, micros(now))
 	return err
 }
 
 // SaveChain stores doc as a new version of chain id. baseVersion is the
 // version the edit started from: when the chain has moved on since, nothing is
 // written and a *VersionConflictError carries the current version.
-func (db *DB) SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*Chain, error) {
+func (db *DB) SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*store.Chain, error) {
+	return db.SaveChainAs(ctx, id, baseVersion, doc, message, store.VersionSave)
+}
+
+// SaveChainAs is SaveChain recording how the version was made (the designer's
+// autosave says VersionAutosave).
+func (db *DB) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind store.VersionKind) (*store.Chain, error) {
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, fmt.Errorf("store: save chain %s: %w", id, err)
 	}
 	now := db.now().UTC()
-	var ch *Chain
+	var ch *store.Chain
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		ch, err = saveVersion(ctx, tx, id, &baseVersion, doc, body, message, now)
+		ch, err = saveVersion(ctx, tx, id, &baseVersion, doc, body, message, kind, now)
 		return err
 	})
 	if err != nil {
@@ -168,44 +131,44 @@ func (db *DB) SaveChain(ctx context.Context, id string, baseVersion int, doc *en
 
 // saveVersion appends a version to a live chain. base == nil skips the
 // optimistic-concurrency check.
-func saveVersion(ctx context.Context, tx *sql.Tx, id string, base *int, doc *engine.Chain, body, message string, now time.Time) (*Chain, error) {
+func saveVersion(ctx context.Context, tx *sql.Tx, id string, base *int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time) (*store.Chain, error) {
 	var cur int
 	var created int64
 	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at FROM chains WHERE id = ? AND deleted_at IS NULL`, id).Scan(&cur, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
 	if base != nil && *base != cur {
-		return nil, &VersionConflictError{ChainID: id, Base: *base, Current: cur}
+		return nil, &store.VersionConflictError{ChainID: id, Base: *base, Current: cur}
 	}
 	holder, err := nameHolder(ctx, tx, doc.Name, id)
 	if err != nil {
 		return nil, err
 	}
 	if holder != "" {
-		return nil, &ConflictError{Name: doc.Name, ChainID: holder}
+		return nil, &store.ConflictError{Name: doc.Name, ChainID: holder}
 	}
 	next := cur + 1
-	if err := insertVersion(ctx, tx, id, next, doc, body, message, now); err != nil {
+	if err := insertVersion(ctx, tx, id, next, doc, body, message, kind, now); err != nil {
 		return nil, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE chains SET name = ?, description = ?, current_version = ?, node_count = ?, updated_at = ?
 WHERE id = ? AND current_version = ?`, doc.Name, doc.Description, next, len(doc.Nodes), micros(now), id, cur)
 	if err != nil {
 		if isUniqueViolation(err) {
-			return nil, &ConflictError{Name: doc.Name}
+			return nil, &store.ConflictError{Name: doc.Name}
 		}
 		return nil, err
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return nil, err
 	} else if n != 1 {
-		return nil, &VersionConflictError{ChainID: id, Base: cur, Current: -1}
+		return nil, &store.VersionConflictError{ChainID: id, Base: cur, Current: -1}
 	}
-	return &Chain{
+	return &store.Chain{
 		ID: id, Name: doc.Name, Description: doc.Description, Version: next, NodeCount: len(doc.Nodes),
 		Created: fromMicros(created), Updated: fromMicros(micros(now)),
 	}, nil
@@ -227,7 +190,7 @@ func (db *DB) loadDoc(ctx context.Context, q querier, id string, v int) (*engine
 	var nodes int
 	err := q.QueryRowContext(ctx, `SELECT doc, node_count FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).Scan(&body, &nodes)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -242,14 +205,14 @@ func (db *DB) loadDoc(ctx context.Context, q querier, id string, v int) (*engine
 
 // getChain reads a live chain's row (where is "id = ?" or "name = ?") and
 // its current document.
-func (db *DB) getChain(ctx context.Context, where string, arg any) (*Chain, error) {
-	var ch Chain
+func (db *DB) getChain(ctx context.Context, where string, arg any) (*store.Chain, error) {
+	var ch store.Chain
 	err := db.readTx(ctx, func(tx *sql.Tx) error {
 		var created, updated int64
 		err := tx.QueryRowContext(ctx, `SELECT `+chainCols+` FROM chains WHERE `+where+` AND deleted_at IS NULL`, arg).
 			Scan(&ch.ID, &ch.Name, &ch.Description, &ch.Version, &ch.NodeCount, &created, &updated)
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -265,7 +228,7 @@ func (db *DB) getChain(ctx context.Context, where string, arg any) (*Chain, erro
 }
 
 // GetChain returns a live chain at its current version.
-func (db *DB) GetChain(ctx context.Context, id string) (*Chain, error) {
+func (db *DB) GetChain(ctx context.Context, id string) (*store.Chain, error) {
 	ch, err := db.getChain(ctx, "id = ?", id)
 	if err != nil {
 		return nil, fmt.Errorf("store: get chain %s: %w", id, err)
@@ -274,7 +237,7 @@ func (db *DB) GetChain(ctx context.Context, id string) (*Chain, error) {
 }
 
 // GetChainByName returns the live chain with the given name.
-func (db *DB) GetChainByName(ctx context.Context, name string) (*Chain, error) {
+func (db *DB) GetChainByName(ctx context.Context, name string) (*store.Chain, error) {
 	ch, err := db.getChain(ctx, "name = ?", name)
 	if err != nil {
 		return nil, fmt.Errorf("store: get chain %q: %w", name, err)
@@ -300,7 +263,7 @@ func likePattern(q string) string {
 
 // ListChains lists live chains by name, with the status of each one's latest
 // run, and the total number of chains matching the filter.
-func (db *DB) ListChains(ctx context.Context, f ChainFilter) ([]ChainSummary, int, error) {
+func (db *DB) ListChains(ctx context.Context, f store.ChainFilter) ([]store.ChainSummary, int, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -316,7 +279,7 @@ func (db *DB) ListChains(ctx context.Context, f ChainFilter) ([]ChainSummary, in
 		where += ` AND LOWER(c.name) LIKE ? ESCAPE '\'`
 		args = append(args, likePattern(f.Query))
 	}
-	var out []ChainSummary
+	var out []store.ChainSummary
 	var total int
 	err := db.readTx(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM chains c WHERE `+where, args...).Scan(&total); err != nil {
@@ -333,7 +296,7 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var s ChainSummary
+			var s store.ChainSummary
 			var created, updated int64
 			var status sql.NullString
 			var lastAt sql.NullInt64
@@ -367,7 +330,7 @@ func (db *DB) DeleteChain(ctx context.Context, id string) error {
 			return err
 		}
 		if n == 0 {
-			return ErrNotFound
+			return store.ErrNotFound
 		}
 		return nil
 	})
@@ -379,26 +342,26 @@ func (db *DB) DeleteChain(ctx context.Context, id string) error {
 
 // ListVersions lists a chain's versions, newest first (documents omitted).
 // It works for deleted chains too, so that old runs can show their chain.
-func (db *DB) ListVersions(ctx context.Context, id string) ([]ChainVersion, error) {
-	var out []ChainVersion
+func (db *DB) ListVersions(ctx context.Context, id string) ([]store.ChainVersion, error) {
+	var out []store.ChainVersion
 	err := db.readTx(ctx, func(tx *sql.Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM chains WHERE id = ?`, id).Scan(&one); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return ErrNotFound
+				return store.ErrNotFound
 			}
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT version, name, node_count, message, created_at FROM chain_versions
+		rows, err := tx.QueryContext(ctx, `SELECT version, name, node_count, message, kind, created_at FROM chain_versions
 WHERE chain_id = ? ORDER BY version DESC`, id)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			v := ChainVersion{ChainID: id}
+			v := store.ChainVersion{ChainID: id}
 			var created int64
-			if err := rows.Scan(&v.Version, &v.Name, &v.NodeCount, &v.Message, &created); err != nil {
+			if err := rows.Scan(&v.Version, &v.Name, &v.NodeCount, &v.Message, &v.Kind, &created); err != nil {
 				return err
 			}
 			v.Created = fromMicros(created)
@@ -412,13 +375,13 @@ WHERE chain_id = ? ORDER BY version DESC`, id)
 	return out, nil
 }
 
-func getVersionMeta(ctx context.Context, q querier, id string, v int) (*ChainVersion, error) {
-	cv := ChainVersion{ChainID: id, Version: v}
+func getVersionMeta(ctx context.Context, q querier, id string, v int) (*store.ChainVersion, error) {
+	cv := store.ChainVersion{ChainID: id, Version: v}
 	var created int64
-	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, created_at FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
-		Scan(&cv.Name, &cv.NodeCount, &cv.Message, &created)
+	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, kind, created_at FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
+		Scan(&cv.Name, &cv.NodeCount, &cv.Message, &cv.Kind, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -427,14 +390,14 @@ func getVersionMeta(ctx context.Context, q querier, id string, v int) (*ChainVer
 	return &cv, nil
 }
 
-func getVersion(ctx context.Context, q querier, id string, v int) (*ChainVersion, string, error) {
-	cv := ChainVersion{ChainID: id, Version: v}
+func getVersion(ctx context.Context, q querier, id string, v int) (*store.ChainVersion, string, error) {
+	cv := store.ChainVersion{ChainID: id, Version: v}
 	var created int64
 	var doc string
-	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, created_at, doc FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
-		Scan(&cv.Name, &cv.NodeCount, &cv.Message, &created, &doc)
+	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, kind, created_at, doc FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
+		Scan(&cv.Name, &cv.NodeCount, &cv.Message, &cv.Kind, &created, &doc)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, "", ErrNotFound
+		return nil, "", store.ErrNotFound
 	}
 	if err != nil {
 		return nil, "", err
@@ -444,8 +407,8 @@ func getVersion(ctx context.Context, q querier, id string, v int) (*ChainVersion
 }
 
 // GetVersion returns one version of a chain with its document.
-func (db *DB) GetVersion(ctx context.Context, id string, v int) (*ChainVersion, error) {
-	var cv *ChainVersion
+func (db *DB) GetVersion(ctx context.Context, id string, v int) (*store.ChainVersion, error) {
+	var cv *store.ChainVersion
 	err := db.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if cv, err = getVersionMeta(ctx, tx, id, v); err != nil {
@@ -462,12 +425,12 @@ func (db *DB) GetVersion(ctx context.Context, id string, v int) (*ChainVersion, 
 
 // RestoreVersion saves the content of version v as a new version (history is
 // never rewritten). An empty message becomes "restored version v".
-func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message string) (*Chain, error) {
+func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message string) (*store.Chain, error) {
 	if message == "" {
 		message = fmt.Sprintf("restored version %d", v)
 	}
 	now := db.now().UTC()
-	var ch *Chain
+	var ch *store.Chain
 	var doc *engine.Chain
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
 		_, b, err := getVersion(ctx, tx, id, v)
@@ -477,13 +440,60 @@ func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message stri
 		if doc, err = db.loadDoc(ctx, tx, id, v); err != nil {
 			return err
 		}
-		ch, err = saveVersion(ctx, tx, id, nil, doc, b, message, now)
+		ch, err = saveVersion(ctx, tx, id, nil, doc, b, message, store.VersionSave, now)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: restore version %d of chain %s: %w", v, id, err)
 	}
 	// The new version has the old one's content: cache it under both.
+	db.docs.put(id, ch.Version, doc)
+	ch.Doc = doc
+	return ch, nil
+}
+
+// NameVersion saves the chain's current document again as a new version
+// named message (VersionNamed): a point a person chose to mark, which the
+// history shows apart from the autosaves. History is never rewritten, so the
+// autosave it names stays as it was. baseVersion, when not 0, is the version
+// the person was looking at: if the chain has moved on since, nothing is
+// written and a *VersionConflictError says so.
+func (db *DB) NameVersion(ctx context.Context, id string, baseVersion int, message string) (*store.Chain, error) {
+	message = strings.TrimSpace(message)
+	switch {
+	case message == "":
+		return nil, fmt.Errorf("store: name a version of chain %s: %w: the message (the version's name) is empty", id, store.ErrInvalid)
+	case len(message) > store.MaxVersionMessage:
+		return nil, fmt.Errorf("store: name a version of chain %s: %w: the message is %d bytes, at most %d", id, store.ErrInvalid, len(message), store.MaxVersionMessage)
+	}
+	now := db.now().UTC()
+	var ch *store.Chain
+	var doc *engine.Chain
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		var cur int
+		err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`, id).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if baseVersion != 0 && baseVersion != cur {
+			return &store.VersionConflictError{ChainID: id, Base: baseVersion, Current: cur}
+		}
+		_, body, err := getVersion(ctx, tx, id, cur)
+		if err != nil {
+			return err
+		}
+		if doc, err = db.loadDoc(ctx, tx, id, cur); err != nil {
+			return err
+		}
+		ch, err = saveVersion(ctx, tx, id, &cur, doc, body, message, store.VersionNamed, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: name a version of chain %s: %w", id, err)
+	}
 	db.docs.put(id, ch.Version, doc)
 	ch.Doc = doc
 	return ch, nil

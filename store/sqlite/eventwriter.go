@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -11,15 +11,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
-
-// EventWriterOptions configure an EventWriter. The zero value is usable.
-type EventWriterOptions struct {
-	BatchSize  int           // write as soon as this many events are buffered; default 256
-	Interval   time.Duration // otherwise write buffered events after at most this long; default 20ms
-	MaxRetries int           // attempts to write one batch before giving up on it; default 5
-	Logger     *slog.Logger  // default: the DB's logger
-}
 
 // EventWriter is an engine.EventSink (and engine.Flusher) that stores events
 // in the database without making the run wait for the disk: Emit appends to a
@@ -58,8 +51,14 @@ var (
 	_ engine.Flusher   = (*EventWriter)(nil)
 )
 
+// NewEventWriter starts an EventWriter on db: store.EventStore's
+// NewEventWriter.
+func (db *DB) NewEventWriter(opts store.EventWriterOptions) store.EventWriter {
+	return NewEventWriter(db, opts)
+}
+
 // NewEventWriter starts an EventWriter on db. Close it before closing db.
-func NewEventWriter(db *DB, opts EventWriterOptions) *EventWriter {
+func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 256
 	}

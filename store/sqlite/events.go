@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
@@ -43,18 +44,6 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 	return nil
 }
 
-// EventSeqError: an event's seq does not come after After, the run's last seq
-// already stored or earlier in the same write. Nothing of the write is kept.
-type EventSeqError struct {
-	RunID string
-	Seq   int64
-	After int64
-}
-
-func (e *EventSeqError) Error() string {
-	return fmt.Sprintf("event seq %d of run %s does not come after seq %d: a run's events are stored once each, in seq order", e.Seq, e.RunID, e.After)
-}
-
 // maxBatchBody bounds one stored batch: a reader wanting one event decodes
 // the whole row it sits in, so events with large outputs are spread over
 // more rows instead of making one huge one.
@@ -75,7 +64,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 	for i := range events {
 		e := &events[i]
 		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
-			return &EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
+			return &store.EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
 		}
 		lastSeq[e.RunID] = e.Seq
 		b := open[e.RunID]
@@ -113,7 +102,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 				return err
 			}
 			if stored.Valid && b.first <= stored.Int64 {
-				return &EventSeqError{RunID: b.id, Seq: b.first, After: stored.Int64}
+				return &store.EventSeqError{RunID: b.id, Seq: b.first, After: stored.Int64}
 			}
 		}
 		b.body.WriteByte(']')

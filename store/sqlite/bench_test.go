@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
-// Run with: go test -run '^$' -bench . -benchtime 3x ./store   (or -benchtime 1s)
+// Run with: go test -run '^$' -bench . -benchtime 3x ./store/sqlite   (or -benchtime 1s)
 
 func benchEvents(runID string, from, n int) []engine.Event {
 	evs := mkEvents(runID, from, n)
@@ -48,7 +49,7 @@ func BenchmarkAppendEvents(b *testing.B) {
 func BenchmarkEventWriter(b *testing.B) {
 	ctx := context.Background()
 	db, _ := openTest(b)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	const perOp = 10_000
 	evs := benchEvents("bench", 1, perOp)
@@ -123,7 +124,7 @@ VALUES (?, ?, 1, 'run', '{"q":"some input"}', 'completed', NULL, '{"answer":"som
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		runs, next, err := db.ListRuns(ctx, RunFilter{ChainID: ch.ID, Limit: 50})
+		runs, next, err := db.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: 50})
 		if err != nil || len(runs) != 50 || next == "" {
 			b.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func benchRun1000(b *testing.B, persisted bool) {
 	var db *DB
 	if persisted {
 		db, _ = openTest(b)
-		w := NewEventWriter(db, EventWriterOptions{})
+		w := NewEventWriter(db, store.EventWriterOptions{})
 		defer w.Close()
 		eng = newPersistentEngine(db, w, nil)
 	} else {
@@ -172,7 +173,7 @@ func BenchmarkGetRun1000(b *testing.B) {
 	ctx := context.Background()
 	doc := linearChain("bench1000", "echo", 1000, func(i int) map[string]any { return map[string]any{"i": float64(i), "text": "hello"} })
 	db, _ := openTest(b)
-	w := NewEventWriter(db, EventWriterOptions{})
+	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	eng := newPersistentEngine(db, w, nil)
 	if res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: "big"}); err != nil || res.Status != engine.StatusCompleted {

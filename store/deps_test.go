@@ -1,0 +1,93 @@
+package store_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/chainstudio/studio"
+
+// pkg is what `go list -json` says of one package.
+type pkg struct {
+	ImportPath   string
+	Deps         []string // every package it needs to build (tests excluded)
+	TestImports  []string
+	XTestImports []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = ".." // the module root
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+func under(path, pkg string) bool { return path == pkg || strings.HasPrefix(path, pkg+"/") }
+
+// TestOnlyTheWiringImportsTheSQLiteBackend: web, views and the run service
+// work on store's records and interfaces; only cmd/studio (which opens the
+// database) builds with store/sqlite. Among tests, web's need a real
+// database too.
+func TestOnlyTheWiringImportsTheSQLiteBackend(t *testing.T) {
+	sqlite := module + "/store/sqlite"
+	for _, p := range listPackages(t) {
+		if p.ImportPath == sqlite || under(p.ImportPath, sqlite) {
+			continue
+		}
+		if slices.Contains(p.Deps, sqlite) && p.ImportPath != module+"/cmd/studio" {
+			t.Errorf("%s depends on %s: take a store.Backend from cmd/studio instead", p.ImportPath, sqlite)
+		}
+		testOK := p.ImportPath == module+"/cmd/studio" || p.ImportPath == module+"/web"
+		if !testOK && (slices.Contains(p.TestImports, sqlite) || slices.Contains(p.XTestImports, sqlite)) {
+			t.Errorf("the tests of %s import %s: test against a store.Backend (store/storetest holds the contract)", p.ImportPath, sqlite)
+		}
+	}
+}
+
+// TestEngineImportsNoStudioLayer: the engine is pure Go; storage, HTTP and
+// pages depend on it, never the reverse.
+func TestEngineImportsNoStudioLayer(t *testing.T) {
+	above := []string{module + "/store", module + "/web", module + "/views", module + "/runs", module + "/cmd"}
+	for _, p := range listPackages(t) {
+		if !under(p.ImportPath, module+"/engine") {
+			continue
+		}
+		for _, d := range p.Deps {
+			for _, a := range above {
+				if under(d, a) {
+					t.Errorf("%s depends on %s", p.ImportPath, d)
+				}
+			}
+		}
+	}
+}

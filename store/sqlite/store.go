@@ -1,0 +1,414 @@
+// Package sqlite is the store backend the studio ships: the records of
+// package store (chains and their immutable version history, runs, per-node
+// results, events and checkpoint logs) in one SQLite database file.
+//
+// The database is opened with one writer connection and a separate pool of
+// read-only connections, in WAL mode, so that runs writing events never
+// starve page loads. Every write goes through the writer inside a
+// BEGIN IMMEDIATE transaction; WAL with synchronous=NORMAL keeps every
+// committed transaction across a process crash (kill -9).
+//
+// The SQL is kept portable (plain types, times as BIGINT unix microseconds,
+// JSON as TEXT) so that another backend can implement the same interfaces;
+// store/storetest is the contract both pass.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chainstudio/studio/store"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// ReadConns is the size of the read-only connection pool; default 4.
+	ReadConns int
+	// BusyTimeout bounds how long a connection waits for a lock held by
+	// another process; default 10s.
+	BusyTimeout time.Duration
+	// DocCacheSize is how many decoded chain versions are kept in memory
+	// (versions are immutable, so the cache is never stale); default 32,
+	// negative disables it.
+	DocCacheSize int
+	// Logger receives the few messages the store logs (event write failures).
+	// Default slog.Default().
+	Logger *slog.Logger
+
+	// schemaUpTo stops migrations at that version (tests build databases
+	// of an older schema with it); 0 means the latest.
+	schemaUpTo int
+}
+
+// DB is an open studio database.
+type DB struct {
+	w      *sql.DB // the one writer connection
+	r      *sql.DB // read-only pool
+	path   string
+	log    *slog.Logger
+	now    func() time.Time
+	closed bool
+
+	// Statements prepared once on the writer connection and reused by every
+	// transaction (parsing SQL costs more than running it in SQLite).
+	docs *docCache // decoded chain documents
+
+	// lastN caches, for runs this process is appending checkpoints to, the
+	// number of the run's last checkpoint (run id → int64).
+	lastN sync.Map
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+	wanted map[string]bool
+}
+
+// SchemaVersionError: the database was written by a newer studio.
+type SchemaVersionError struct {
+	Have, Known int
+}
+
+func (e *SchemaVersionError) Error() string {
+	return fmt.Sprintf("database schema version %d is newer than this studio (knows up to %d); upgrade the studio", e.Have, e.Known)
+}
+
+// Open opens (creating if needed) the database at path and migrates it to the
+// latest schema.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("store: open: empty path")
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("store: open %s: path may not contain '?' or '#'", path)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.DocCacheSize == 0 {
+		opts.DocCacheSize = 32
+	}
+	busy := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
+	common := "_pragma=busy_timeout(" + busy + ")&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	wdsn := path + "?" + common + "&_pragma=journal_mode(WAL)&_txlock=immediate"
+	rdsn := path + "?" + common + "&_pragma=query_only(1)"
+
+	w, err := sql.Open("sqlite", wdsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db := &DB{w: w, path: path, log: opts.Logger, now: time.Now, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{},
+		docs: newDocCache(opts.DocCacheSize)}
+	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", rdsn)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(0)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db.r = r
+	return db, nil
+}
+
+// Close closes the database. Close any EventWriter on it first.
+func (db *DB) Close() error {
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	db.stmtMu.Lock()
+	for _, st := range db.stmts {
+		st.Close()
+	}
+	db.stmts = nil
+	db.stmtMu.Unlock()
+	err1 := db.r.Close()
+	// A checkpoint on close folds the WAL back into the main file.
+	_, _ = db.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	err2 := db.w.Close()
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// Path returns the database file's path.
+func (db *DB) Path() string { return db.path }
+
+// SchemaVersion returns the schema version this binary knows.
+func SchemaVersion() int { return len(migrations()) }
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() []migration {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		panic("store: embedded migrations: " + err.Error())
+	}
+	var out []migration
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".sql") {
+			continue
+		}
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			panic("store: migration file name must be NNNN_name.sql: " + name)
+		}
+		b, err := migrationFS.ReadFile("migrations/" + name)
+		if err != nil {
+			panic("store: embedded migration " + name + ": " + err.Error())
+		}
+		out = append(out, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			panic(fmt.Sprintf("store: migrations are not numbered 1..n: %s is number %d", m.name, i+1))
+		}
+	}
+	return out
+}
+
+// migrate applies every migration this binary knows that the database lacks,
+// each in its own transaction, and refuses a database from a newer studio.
+func (db *DB) migrate(ctx context.Context, upTo int) error {
+	ms := migrations()
+	if upTo > 0 && upTo < len(ms) {
+		ms = ms[:upTo]
+	}
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+    version    INTEGER NOT NULL PRIMARY KEY,
+    applied_at BIGINT  NOT NULL
+)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for {
+		done, err := db.migrateOne(ctx, ms)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
+	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+		var have sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&have); err != nil {
+			return err
+		}
+		cur := int(have.Int64)
+		if cur > len(ms) {
+			return &SchemaVersionError{Have: cur, Known: len(ms)}
+		}
+		if cur == len(ms) {
+			done = true
+			return nil
+		}
+		m := ms[cur]
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, micros(db.now())); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		return nil
+	})
+	return done, err
+}
+
+// writeTx runs fn in a write transaction on the writer connection
+// (BEGIN IMMEDIATE, from the DSN's _txlock). fn must only use tx.
+func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		db.prepareWanted()
+		return err
+	}
+	err = tx.Commit()
+	db.prepareWanted()
+	return err
+}
+
+// stmt returns the cached prepared statement for q, or nil the first time
+// (q is then prepared after the current transaction, when the writer
+// connection is free).
+func (db *DB) stmt(q string) *sql.Stmt {
+	db.stmtMu.Lock()
+	defer db.stmtMu.Unlock()
+	if st := db.stmts[q]; st != nil {
+		return st
+	}
+	if db.wanted != nil {
+		db.wanted[q] = true
+	}
+	return nil
+}
+
+func (db *DB) prepareWanted() {
+	db.stmtMu.Lock()
+	if len(db.wanted) == 0 || db.stmts == nil {
+		db.stmtMu.Unlock()
+		return
+	}
+	var qs []string
+	for q := range db.wanted {
+		qs = append(qs, q)
+		delete(db.wanted, q)
+	}
+	db.stmtMu.Unlock()
+	// Prepare without holding stmtMu: preparing waits for the writer
+	// connection, which another transaction (that may call stmt) holds.
+	for _, q := range qs {
+		st, err := db.w.Prepare(q)
+		if err != nil {
+			continue
+		}
+		db.stmtMu.Lock()
+		if db.stmts == nil || db.stmts[q] != nil {
+			st.Close()
+		} else {
+			db.stmts[q] = st
+		}
+		db.stmtMu.Unlock()
+	}
+}
+
+// exec runs a write statement inside tx, through the statement cache.
+func (db *DB) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	if st := db.stmt(q); st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, q, args...)
+}
+
+// queryRow runs a one-row query inside tx, through the statement cache.
+func (db *DB) queryRow(ctx context.Context, tx *sql.Tx, q string, args ...any) *sql.Row {
+	if st := db.stmt(q); st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, q, args...)
+}
+
+// readTx runs fn in a read transaction on the reader pool, so that several
+// queries see one snapshot.
+func (db *DB) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// micros converts a time to the stored form: unix microseconds, UTC.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v).UTC()
+}
+
+func nullMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromNullMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(v int) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// isUniqueViolation reports whether err is a UNIQUE/PRIMARY KEY constraint
+// failure (SQLite extended codes 2067 and 1555; text match as a fallback).
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	var c interface{ Code() int }
+	if errors.As(err, &c) {
+		switch c.Code() {
+		case 2067, 1555:
+			return true
+		}
+	}
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "PRIMARY KEY constraint failed")
+}
+
+// The SQLite database is a whole store backend.
+var _ store.Backend = (*DB)(nil)

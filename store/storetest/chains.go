@@ -1,0 +1,228 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+func testChainLifecycle(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+
+	doc := SampleChain("Fetch Report", 3)
+	ch, err := db.CreateChain(ctx, doc, "initial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Version != 1 || ch.ID == "" || ch.NodeCount != 3 || ch.Created.IsZero() {
+		t.Fatalf("created %+v", ch)
+	}
+	got, err := db.GetChain(ctx, ch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	JSONEqual(t, got.Doc, doc)
+	if !got.Created.Equal(ch.Created) || got.Name != "Fetch Report" || got.Description != "a test chain" {
+		t.Fatalf("get %+v vs %+v", got, ch)
+	}
+	byName, err := db.GetChainByName(ctx, "Fetch Report")
+	if err != nil || byName.ID != ch.ID {
+		t.Fatalf("by name: %v %v", byName, err)
+	}
+	if _, err := db.GetChain(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing chain: %v", err)
+	}
+	if _, err := db.GetChainByName(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing chain by name: %v", err)
+	}
+	// Name taken.
+	_, err = db.CreateChain(ctx, SampleChain("Fetch Report", 1), "")
+	var ce *store.ConflictError
+	if !errors.Is(err, store.ErrNameTaken) || !errors.As(err, &ce) || ce.ChainID != ch.ID {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	if _, err := db.CreateChain(ctx, &engine.Chain{}, ""); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("nameless chain: %v", err)
+	}
+
+	// Save v2, then a stale save based on v1 conflicts and writes nothing.
+	doc2 := doc.Clone()
+	doc2.Nodes[1].Input["text"] = "changed"
+	doc2.Nodes[2].Position = &engine.Position{X: 99, Y: 99}
+	ch2, err := db.SaveChain(ctx, ch.ID, 1, doc2, "edit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch2.Version != 2 {
+		t.Fatalf("version %d", ch2.Version)
+	}
+	doc3 := doc.Clone()
+	doc3.Description = "stale"
+	_, err = db.SaveChain(ctx, ch.ID, 1, doc3, "stale edit")
+	var vc *store.VersionConflictError
+	if !errors.As(err, &vc) || vc.Current != 2 || !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("stale save: %v", err)
+	}
+	cur, _ := db.GetChain(ctx, ch.ID)
+	if cur.Version != 2 || cur.Description != "a test chain" {
+		t.Fatalf("stale save overwrote: %+v", cur)
+	}
+	if _, err := db.SaveChain(ctx, "nope", 1, doc3, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("save of missing chain: %v", err)
+	}
+
+	// Renaming onto another chain's name is refused.
+	other, err := db.CreateChain(ctx, SampleChain("Other", 1), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ren := doc2.Clone()
+	ren.Name = "Other"
+	if _, err := db.SaveChain(ctx, ch.ID, 2, ren, ""); !errors.Is(err, store.ErrNameTaken) {
+		t.Fatalf("rename onto taken name: %v", err)
+	}
+
+	// History.
+	vs, err := db.ListVersions(ctx, ch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 2 || vs[0].Version != 2 || vs[0].Message != "edit" || vs[1].Message != "initial" || vs[0].Doc != nil {
+		t.Fatalf("versions %+v", vs)
+	}
+	v1, err := db.GetVersion(ctx, ch.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	JSONEqual(t, v1.Doc, doc)
+	if _, err := db.GetVersion(ctx, ch.ID, 9); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing version: %v", err)
+	}
+
+	// Diff.
+	d, err := db.DiffVersions(ctx, ch.ID, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	JSONEqual(t, d, &engine.ChainDiff{NodesChanged: []engine.NodeChange{
+		{NodeID: "n1", Fields: []string{"input"}, Changes: []engine.FieldChange{{Field: "input.text", Old: json.RawMessage(`"hello n1"`), New: json.RawMessage(`"changed"`)}}},
+		{NodeID: "n2", Fields: []string{"position"}, Changes: []engine.FieldChange{{Field: "position", Old: json.RawMessage(`{"x":20,"y":5}`), New: json.RawMessage(`{"x":99,"y":99}`)}}},
+	}})
+
+	// Restore v1 → v3 with v1's content.
+	ch3, err := db.RestoreVersion(ctx, ch.ID, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch3.Version != 3 {
+		t.Fatalf("restore made version %d", ch3.Version)
+	}
+	cur, _ = db.GetChain(ctx, ch.ID)
+	JSONEqual(t, cur.Doc, doc)
+	vs, _ = db.ListVersions(ctx, ch.ID)
+	if len(vs) != 3 || vs[0].Message != "restored version 1" {
+		t.Fatalf("versions after restore %+v", vs)
+	}
+	if d, _ := db.DiffVersions(ctx, ch.ID, 1, 3); !d.Empty() {
+		t.Fatalf("restored version differs: %+v", d)
+	}
+
+	// Listing.
+	if _, err := db.CreateRun(ctx, store.Run{ID: "r1", ChainID: ch.ID, ChainVersion: 3, Status: engine.StatusCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	list, total, err := db.ListChains(ctx, store.ChainFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 2 || len(list) != 2 || list[0].Name != "Fetch Report" || list[0].LastRunStatus != engine.StatusCompleted ||
+		list[0].NodeCount != 3 || list[0].Version != 3 || list[1].LastRunStatus != "" {
+		t.Fatalf("list %+v total %d", list, total)
+	}
+	list, total, _ = db.ListChains(ctx, store.ChainFilter{Query: "REPORT"})
+	if total != 1 || len(list) != 1 || list[0].ID != ch.ID {
+		t.Fatalf("query list %+v", list)
+	}
+	list, total, _ = db.ListChains(ctx, store.ChainFilter{Query: "%"})
+	if total != 0 || len(list) != 0 {
+		t.Fatalf("LIKE wildcard not escaped: %+v", list)
+	}
+	list, total, _ = db.ListChains(ctx, store.ChainFilter{Limit: 1, Offset: 1})
+	if total != 2 || len(list) != 1 || list[0].ID != other.ID {
+		t.Fatalf("paged list %+v", list)
+	}
+
+	// Delete frees the name; history stays readable.
+	if err := db.DeleteChain(ctx, ch.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteChain(ctx, ch.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, err := db.GetChain(ctx, ch.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted chain still visible: %v", err)
+	}
+	if _, err := db.SaveChain(ctx, ch.ID, 3, doc, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("save to deleted chain: %v", err)
+	}
+	if _, total, _ := db.ListChains(ctx, store.ChainFilter{}); total != 1 {
+		t.Fatalf("deleted chain listed")
+	}
+	if vs, err := db.ListVersions(ctx, ch.ID); err != nil || len(vs) != 3 {
+		t.Fatalf("history of deleted chain: %v %v", vs, err)
+	}
+	again, err := db.CreateChain(ctx, SampleChain("Fetch Report", 1), "reuse")
+	if err != nil {
+		t.Fatalf("name not reusable after delete: %v", err)
+	}
+	if again.ID == ch.ID {
+		t.Fatal("same id")
+	}
+	res, err := db.ResolveChain(ctx, "Fetch Report")
+	if err != nil || len(res.Nodes) != 1 {
+		t.Fatalf("resolve: %v %v", res, err)
+	}
+}
+
+// Naming a version writes a new version with the current document, marked
+// named; the autosave before it is kept as it was.
+func testNameVersion(t *testing.T, open Opener) {
+	db := open(t)
+	ctx := context.Background()
+	ch, err := db.CreateChain(ctx, SampleChain("named", 2), "created")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SaveChainAs(ctx, ch.ID, 1, SampleChain("named", 3), "edited in the designer", store.VersionAutosave); err != nil {
+		t.Fatal(err)
+	}
+	n, err := db.NameVersion(ctx, ch.ID, 2, "  Ready for review  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Version != 3 || len(n.Doc.Nodes) != 3 {
+		t.Fatalf("named: v%d with %d nodes", n.Version, len(n.Doc.Nodes))
+	}
+	vs, _ := db.ListVersions(ctx, ch.ID)
+	if vs[0].Kind != store.VersionNamed || vs[0].Message != "Ready for review" || vs[1].Kind != store.VersionAutosave || vs[2].Kind != store.VersionSave {
+		t.Fatalf("versions: %+v", vs)
+	}
+	d, err := db.DiffVersions(ctx, ch.ID, 2, 3)
+	if err != nil || !d.Empty() {
+		t.Fatalf("named version differs from the one it names: %+v %v", d, err)
+	}
+	if _, err := db.NameVersion(ctx, ch.ID, 2, "stale"); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("stale base: %v", err)
+	}
+	if _, err := db.NameVersion(ctx, ch.ID, 0, "   "); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("empty message: %v", err)
+	}
+	if _, err := db.NameVersion(ctx, "nope", 0, "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown chain: %v", err)
+	}
+}

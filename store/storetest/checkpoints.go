@@ -1,0 +1,154 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+func testCheckpointRoundTrip(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	mem := engine.NewMemoryCheckpointer()
+	const id = "cp-run"
+	batches := CheckpointLog(id)
+
+	// Unknown run: both refuse the same way.
+	for _, cp := range []engine.Checkpointer{mem, db} {
+		var ce *engine.ChainCheckpointError
+		if _, err := cp.Load(ctx, id); !errors.As(err, &ce) {
+			t.Fatalf("%T load unknown: %v", cp, err)
+		}
+		if _, err := cp.ClaimInterrupt(ctx, id); !errors.As(err, &ce) {
+			t.Fatalf("%T claim unknown: %v", cp, err)
+		}
+	}
+	for i, b := range batches {
+		for _, cp := range []engine.Checkpointer{mem, db} {
+			if err := cp.Append(ctx, id, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i == 1 {
+			// Paused: the run row says so, and the node shows the prompt.
+			r, err := db.GetRun(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != engine.StatusPaused || len(r.Nodes) != 2 || r.Nodes[1].Status != engine.PhasePaused || r.Nodes[1].Prompt != "approve?" {
+				t.Fatalf("paused run %+v", r)
+			}
+			for _, cp := range []engine.Checkpointer{mem, db} {
+				n, err := cp.ClaimInterrupt(ctx, id)
+				if err != nil || n != "n1" {
+					t.Fatalf("%T claim: %q %v", cp, n, err)
+				}
+				_, err = cp.ClaimInterrupt(ctx, id)
+				if !errors.Is(err, engine.ErrAlreadyResumed) {
+					t.Fatalf("%T second claim: %v", cp, err)
+				}
+			}
+		}
+	}
+	ml, _ := mem.Load(ctx, id)
+	dl, err := db.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	JSONEqual(t, dl, ml)
+	if len(dl) != 8 {
+		t.Fatalf("%d entries", len(dl))
+	}
+
+	r, err := db.GetRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != engine.CodeNodeError || r.Error.NodeID != "n2" ||
+		r.NodesRun != 3 || r.ChainName != "cp chain" || r.Input["q"] != "x" || r.Ended.IsZero() || r.DurationMS != 3603000 {
+		t.Fatalf("ended run %+v", r)
+	}
+	JSONEqual(t, r.FinalOutput, map[string]any{"last": "yes"})
+	JSONEqual(t, r.Outputs, map[string]any{"n0": map[string]any{"echo": "a"}, "n1": "yes"})
+	if len(r.Nodes) != 3 {
+		t.Fatalf("nodes %+v", r.Nodes)
+	}
+	n0, n1, n2 := r.Nodes[0], r.Nodes[1], r.Nodes[2]
+	if n0.NodeID != "n0" || n0.Status != engine.PhaseDone || n0.Attempts != 1 || !n0.Ended.Equal(n0.Started.Add(time.Second)) {
+		t.Fatalf("n0 %+v", n0)
+	}
+	JSONEqual(t, n0.Input, map[string]any{"text": "a"})
+	if n1.Status != engine.PhaseDone || n1.Output != "yes" || n1.Prompt != nil {
+		t.Fatalf("n1 %+v", n1)
+	}
+	if n2.Status != engine.PhaseError || n2.Error != "boom" || n2.Attempts != 3 {
+		t.Fatalf("n2 %+v", n2)
+	}
+}
+
+func testEndClearsInterrupts(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	mem := engine.NewMemoryCheckpointer()
+	b := CheckpointLog("r")
+	// Two pauses, then the run is cancelled: nothing is left to claim.
+	extra := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointPause, Pause: &engine.PauseRecord{NodeID: "n2"}}
+	cancel := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, End: &engine.EndRecord{Status: engine.StatusCancelled}}
+	for _, cp := range []engine.Checkpointer{mem, db} {
+		cp.Append(ctx, "r", b[0])
+		cp.Append(ctx, "r", append(append([]engine.Checkpoint{}, b[1][:2]...), extra))
+		cp.Append(ctx, "r", []engine.Checkpoint{b[1][2]})
+	}
+	for _, cp := range []engine.Checkpointer{mem, db} {
+		if n, err := cp.ClaimInterrupt(ctx, "r"); err != nil || n != "n1" {
+			t.Fatalf("%T: oldest pause first: %q %v", cp, n, err)
+		}
+		cp.Append(ctx, "r", []engine.Checkpoint{cancel})
+		if _, err := cp.ClaimInterrupt(ctx, "r"); !errors.Is(err, engine.ErrAlreadyResumed) {
+			t.Fatalf("%T: claim after cancel: %v", cp, err)
+		}
+	}
+}
+
+func testClaimInterruptConcurrent(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	b := CheckpointLog("race")
+	for _, batch := range b[:2] {
+		if err := db.Append(ctx, "race", batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, already := 0, 0
+	start := make(chan struct{})
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			n, err := db.ClaimInterrupt(ctx, "race")
+			mu.Lock()
+			defer mu.Unlock()
+			var ae *engine.AlreadyResumedError
+			switch {
+			case err == nil && n == "n1":
+				wins++
+			case errors.As(err, &ae):
+				already++
+			default:
+				t.Errorf("claim: %q %v", n, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if wins != 1 || already != 19 {
+		t.Fatalf("wins %d, already resumed %d", wins, already)
+	}
+}

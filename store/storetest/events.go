@@ -1,0 +1,114 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+func testEvents(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	evs := Events("r1", 1, 200)
+	if err := db.AppendEvents(ctx, evs[:130]); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendEvents(ctx, evs[130:]); err != nil {
+		t.Fatal(err)
+	}
+	// A duplicate seq is refused, and nothing of that batch is written.
+	dup := append(Events("r1", 201, 3), evs[0])
+	if err := db.AppendEvents(ctx, dup); err == nil {
+		t.Fatal("duplicate seq accepted")
+	}
+	if n, _ := db.MaxSeq(ctx, "r1"); n != 200 {
+		t.Fatalf("max seq %d", n)
+	}
+	if n, _ := db.MaxSeq(ctx, "other"); n != 0 {
+		t.Fatalf("max seq of unknown run %d", n)
+	}
+	got, err := db.EventsAfter(ctx, "r1", 150, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	JSONEqual(t, got, evs[150:170])
+	got, _ = db.EventsAfter(ctx, "r1", 195, 0)
+	if len(got) != 5 || got[0].Seq != 196 {
+		t.Fatalf("tail %+v", got)
+	}
+	if !got[0].Time.Equal(evs[195].Time) {
+		t.Fatal("time not round-tripped")
+	}
+	// The run row was created for the events.
+	if r, err := db.GetRun(ctx, "r1"); err != nil || r.Status != engine.StatusRunning {
+		t.Fatalf("run row %v %v", r, err)
+	}
+}
+
+func testEventWriter(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	w := db.NewEventWriter(store.EventWriterOptions{})
+	const runs, per = 4, 3000
+	var wg sync.WaitGroup
+	for r := 0; r < runs; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, e := range Events(fmt.Sprintf("run%d", r), 1, per) {
+				w.Emit(e)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < runs; r++ {
+		id := fmt.Sprintf("run%d", r)
+		if n, _ := db.MaxSeq(ctx, id); n != per {
+			t.Fatalf("%s: max seq %d after Flush", id, n)
+		}
+		got, _ := db.EventsAfter(ctx, id, 0, per+10)
+		if len(got) != per {
+			t.Fatalf("%s: %d events", id, len(got))
+		}
+		for i, e := range got {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("%s: event %d has seq %d", id, i, e.Seq)
+			}
+		}
+	}
+	// A single event is written within the interval without a Flush.
+	w.Emit(Events("solo", 1, 1)[0])
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if n, _ := db.MaxSeq(ctx, "solo"); n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lone event not written by the timer")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Close writes what is buffered.
+	for _, e := range Events("last", 1, 10) {
+		w.Emit(e)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := db.MaxSeq(ctx, "last"); n != 10 {
+		t.Fatalf("close lost events: %d", n)
+	}
+	// After Close, Emit stores directly.
+	w.Emit(Events("last", 11, 1)[0])
+	if n, _ := db.MaxSeq(ctx, "last"); n != 11 {
+		t.Fatalf("late event: %d", n)
+	}
+}

@@ -1,0 +1,125 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+func testRecoverInterrupted(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	b := CheckpointLog("paused")
+	db.Append(ctx, "paused", b[0])
+	db.Append(ctx, "paused", b[1])
+	// A run that was mid-flight.
+	db.Append(ctx, "mid", CheckpointLog("mid")[0])
+	db.Append(ctx, "mid", CheckpointLog("mid")[1][:1])
+	db.AppendEvents(ctx, Events("mid", 1, 4))
+	// A finished one.
+	for _, bb := range CheckpointLog("done") {
+		db.Append(ctx, "done", bb)
+	}
+	n, err := db.RecoverInterrupted(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("recovered %d, %v", n, err)
+	}
+	r, _ := db.GetRun(ctx, "mid")
+	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart ||
+		!strings.Contains(r.Error.Message, "resume it to continue") || r.NodesRun != 1 {
+		t.Fatalf("recovered run %+v", r)
+	}
+	log, _ := db.Load(ctx, "mid")
+	last := log[len(log)-1]
+	if last.Kind != engine.CheckpointEnd || last.End.Status != engine.StatusFailed || last.EventSeq != 4 || last.End.Error.Code != store.CodeInterruptedByRestart {
+		t.Fatalf("end entry %+v", last)
+	}
+	if r, _ := db.GetRun(ctx, "paused"); r.Status != engine.StatusPaused {
+		t.Fatalf("paused run touched: %s", r.Status)
+	}
+	if n, err := db.ClaimInterrupt(ctx, "paused"); err != nil || n != "n1" {
+		t.Fatalf("paused run's interrupt: %q %v", n, err)
+	}
+	if r, _ := db.GetRun(ctx, "done"); r.Status != engine.StatusFailed || r.Error.Code != engine.CodeNodeError {
+		t.Fatalf("finished run touched: %+v", r)
+	}
+	if n, _ := db.RecoverInterrupted(ctx); n != 0 {
+		t.Fatalf("second recovery marked %d", n)
+	}
+}
+
+func testPruneRuns(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Now()
+	a, _ := db.CreateChain(ctx, SampleChain("a", 1), "")
+	b, _ := db.CreateChain(ctx, SampleChain("b", 1), "")
+	mk := func(id, chain string, age time.Duration, status engine.RunStatus) {
+		t.Helper()
+		if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: chain, Status: status, Started: now.Add(-age)}); err != nil {
+			t.Fatal(err)
+		}
+		db.AppendEvents(ctx, Events(id, 1, 3))
+		for _, bb := range CheckpointLog(id)[:2] {
+			db.Append(ctx, id, bb)
+		}
+		db.Append(ctx, id, []engine.Checkpoint{{RunID: id, Kind: engine.CheckpointEnd, End: &engine.EndRecord{Status: status}}})
+	}
+	for i := 0; i < 5; i++ {
+		mk(fmt.Sprintf("a%d", i), a.ID, time.Duration(i)*24*time.Hour, engine.StatusCompleted)
+	}
+	mk("b0", b.ID, 10*24*time.Hour, engine.StatusCompleted)
+	mk("b1", b.ID, 11*24*time.Hour, engine.StatusPaused)
+	mk("adhoc", "", 30*24*time.Hour, engine.StatusFailed)
+
+	if _, err := db.PruneRuns(ctx, store.Retention{}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("unlimited prune: %v", err)
+	}
+	// Older than 2.5 days, but keep the newest 4 of each chain: only a4 goes
+	// (a3 is the 4th newest of a; b and the ad-hoc runs are within 4).
+	n, err := db.PruneRuns(ctx, store.Retention{OlderThan: 60 * time.Hour, KeepPerChain: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("pruned %d", n)
+	}
+	// Older than 5 days: b0 and adhoc go; b1 is paused and stays.
+	if n, err = db.PruneRuns(ctx, store.Retention{OlderThan: 5 * 24 * time.Hour}); err != nil || n != 2 {
+		t.Fatalf("age prune: %d %v", n, err)
+	}
+	left, _, _ := db.ListRuns(ctx, store.RunFilter{Limit: 100})
+	var ids []string
+	for _, r := range left {
+		ids = append(ids, r.ID)
+	}
+	if strings.Join(ids, ",") != "a0,a1,a2,a3,b1" {
+		t.Fatalf("left %v", ids)
+	}
+	// Nothing of a pruned run is left: row, events, checkpoint log, pauses.
+	for _, id := range []string{"a4", "adhoc", "b0"} {
+		if _, err := db.GetRunInfo(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("pruned run %s: %v", id, err)
+		}
+		if n, err := db.MaxSeq(ctx, id); err != nil || n != 0 {
+			t.Fatalf("events of pruned run %s: max seq %d %v", id, n, err)
+		}
+		var ce *engine.ChainCheckpointError
+		if _, err := db.Load(ctx, id); !errors.As(err, &ce) {
+			t.Fatalf("checkpoint log of pruned run %s: %v", id, err)
+		}
+	}
+	n, _ = db.PruneRuns(ctx, store.Retention{KeepPerChain: 1})
+	if n != 3 { // a1, a2, a3
+		t.Fatalf("keep-1 pruned %d", n)
+	}
+	if _, err := db.GetChain(ctx, a.ID); err != nil {
+		t.Fatal("chain pruned")
+	}
+}

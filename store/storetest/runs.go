@@ -1,0 +1,134 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+func testRunsKeysetPaging(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	ch, _ := db.CreateChain(ctx, SampleChain("c", 1), "")
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var want []string
+	for i := 0; i < 25; i++ {
+		// Several runs share a start time, to exercise the id tie-break.
+		r := store.Run{ID: fmt.Sprintf("run-%02d", i), ChainID: ch.ID, ChainVersion: 1, Input: map[string]any{"i": float64(i)},
+			Started: base.Add(time.Duration(i/3) * time.Second)}
+		if _, err := db.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.CreateRun(ctx, store.Run{ID: "adhoc", Kind: store.KindA2E, Started: base}); err != nil {
+		t.Fatal(err)
+	}
+	// Expected order: started DESC, id ASC.
+	for g := 8; g >= 0; g-- {
+		for i := g * 3; i < g*3+3 && i < 25; i++ {
+			want = append(want, fmt.Sprintf("run-%02d", i))
+		}
+	}
+	var got []string
+	cursor := ""
+	pages := 0
+	for {
+		runs, next, err := db.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: 7, Before: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range runs {
+			got = append(got, r.ID)
+			if r.Status != engine.StatusRunning || r.Kind != store.KindRun || r.ChainVersion != 1 {
+				t.Fatalf("run %+v", r)
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if !reflect.DeepEqual(got, want) || pages != 4 {
+		t.Fatalf("paged %d pages:\n%v\nwant\n%v", pages, got, want)
+	}
+	all, next, _ := db.ListRuns(ctx, store.RunFilter{Limit: 100})
+	if len(all) != 26 || next != "" {
+		t.Fatalf("all runs: %d %q", len(all), next)
+	}
+	if _, _, err := db.ListRuns(ctx, store.RunFilter{Before: "!!"}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("bad cursor: %v", err)
+	}
+	r, err := db.GetRun(ctx, "run-05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Input["i"] != float64(5) || r.ChainID != ch.ID || !r.Started.Equal(base.Add(time.Second)) {
+		t.Fatalf("get run %+v", r)
+	}
+	if _, err := db.GetRun(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing run: %v", err)
+	}
+}
+
+// Seven runs, pages of two: older and newer walk the same pages both ways,
+// and the status filter applies to every page.
+func testListRunsPageBothWaysWithStatus(t *testing.T, open Opener) {
+	db := open(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 7; i++ {
+		st := engine.StatusCompleted
+		if i%2 == 1 {
+			st = engine.StatusFailed
+		}
+		if _, err := db.CreateRun(ctx, store.Run{ID: fmt.Sprintf("r%d", i), ChainName: "c", Status: st, Started: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(p store.RunPage) string {
+		s := ""
+		for _, r := range p.Runs {
+			s += r.ID + " "
+		}
+		return s
+	}
+	p1, err := db.ListRunsPage(ctx, store.RunFilter{Limit: 2})
+	if err != nil || ids(p1) != "r6 r5 " || p1.Newer != "" || p1.Older == "" {
+		t.Fatalf("page 1 = %q newer %q older %q err %v", ids(p1), p1.Newer, p1.Older, err)
+	}
+	p2, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Before: p1.Older})
+	if ids(p2) != "r4 r3 " || p2.Newer == "" || p2.Older == "" {
+		t.Fatalf("page 2 = %q", ids(p2))
+	}
+	back, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, After: p2.Newer})
+	if ids(back) != "r6 r5 " || back.Newer != "" || back.Older == "" {
+		t.Fatalf("newer than page 2 = %q newer %q", ids(back), back.Newer)
+	}
+	p3, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Before: p2.Older})
+	p4, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Before: p3.Older})
+	if ids(p4) != "r0 " || p4.Older != "" {
+		t.Fatalf("last page = %q older %q", ids(p4), p4.Older)
+	}
+	back3, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, After: p4.Newer})
+	if ids(back3) != "r2 r1 " || back3.Newer == "" {
+		t.Fatalf("newer than the last page = %q", ids(back3))
+	}
+	failed, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Status: engine.StatusFailed})
+	if ids(failed) != "r5 r3 " {
+		t.Fatalf("failed = %q", ids(failed))
+	}
+	failed2, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Status: engine.StatusFailed, Before: failed.Older})
+	if ids(failed2) != "r1 " || failed2.Older != "" {
+		t.Fatalf("failed page 2 = %q", ids(failed2))
+	}
+	if _, err := db.ListRunsPage(ctx, store.RunFilter{Before: "x", After: "y"}); err == nil {
+		t.Fatal("before and after together accepted")
+	}
+}
