@@ -38,9 +38,11 @@ type Options struct {
 	// (its `env` field). Empty: none. Dynamic-loader and C-library variables
 	// (LD_*, GCONV_PATH, ...; see LoaderEnv) are refused even when listed.
 	ProcAllowEnv []string
-	// HTTPAllowPrivate lets the http tool reach loopback, link-local,
-	// private, unspecified and multicast addresses. It is checked on the
-	// resolved IP of every connection (redirects included).
+	// HTTPAllowPrivate lets the http tool reach addresses that are not
+	// globally reachable unicast (loopback, private, link-local, shared,
+	// reserved, documentation, multicast, and IPv6 addresses embedding one;
+	// the table is specialRanges). The guard checks the resolved IP of every
+	// connection (redirects included).
 	HTTPAllowPrivate bool
 	// HTTPTimeout bounds every http call (default 30s); the per-call
 	// `timeout` input can only shorten it.

@@ -27,35 +27,6 @@ type policyError struct{ msg string }
 func (e *policyError) Error() string { return e.msg + ": " + tool.ErrDenied.Error() }
 func (e *policyError) Unwrap() error { return tool.ErrDenied }
 
-var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
-var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
-
-// forbiddenAddr says why ip may not be reached when private destinations are
-// disallowed, or "" when it may.
-func forbiddenAddr(ip netip.Addr) string {
-	ip = ip.Unmap().WithZone("")
-	if ip.Is6() && nat64Prefix.Contains(ip) {
-		// NAT64 addresses embed an IPv4 address in their last 4 bytes.
-		b := ip.As16()
-		if r := forbiddenAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})); r != "" {
-			return r + " (via NAT64)"
-		}
-	}
-	switch {
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsLinkLocalUnicast():
-		return "a link-local address (this includes cloud metadata endpoints)"
-	case ip.IsPrivate():
-		return "a private address"
-	case ip.IsUnspecified() || thisNetwork.Contains(ip):
-		return "an unspecified address"
-	case ip.IsMulticast():
-		return "a multicast address"
-	}
-	return ""
-}
-
 type httpTool struct {
 	allowPrivate bool
 	timeout      time.Duration
@@ -64,6 +35,7 @@ type httpTool struct {
 	// the private-address guard is otherwise on.
 	exempt func(netip.AddrPort) bool
 	client *http.Client
+	dialer *net.Dialer // its Control hook is the guard; tests wrap it so nothing connects
 }
 
 func newHTTPTool(opts Options, exempt func(netip.AddrPort) bool) *httpTool {
@@ -74,6 +46,7 @@ func newHTTPTool(opts Options, exempt func(netip.AddrPort) bool) *httpTool {
 		exempt:       exempt,
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: h.control}
+	h.dialer = dialer
 	transport := &http.Transport{
 		Proxy:                 nil, // a proxy would hide the real destination from the guard
 		DialContext:           dialer.DialContext,
@@ -112,7 +85,7 @@ func (h *httpTool) control(network, address string, _ syscall.RawConn) error {
 		return nil
 	}
 	if reason := forbiddenAddr(ap.Addr()); reason != "" {
-		return &policyError{fmt.Sprintf("destination %s is %s and the host does not allow private network destinations", ap.Addr().WithZone(""), reason)}
+		return &policyError{fmt.Sprintf("destination %s is %s and the host does not allow private network destinations (only globally reachable unicast addresses)", ap.Addr().WithZone(""), reason)}
 	}
 	return nil
 }
