@@ -41,3 +41,30 @@ func TestRunProcEnvNeedsAllowProcEnv(t *testing.T) {
 		}
 	}
 }
+
+// A token short enough to guess, and a --public-url that names no host, stop
+// the studio before it opens its database or listens.
+func TestServeRefusesShortTokenAndBadPublicURL(t *testing.T) {
+	t.Setenv("STUDIO_TOKEN", "")
+	db := filepath.Join(t.TempDir(), "s.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--token", "short-token"}, "the token (--token or STUDIO_TOKEN) has 11 characters; use at least 16"},
+		{[]string{"--token", "0123456789abcdef", "--public-url", "studio.example.org"}, `--public-url "studio.example.org": want an http:// or https:// URL with a host`},
+		{[]string{"--public-url", "ftp://x"}, "--public-url"},
+	} {
+		code, _, errb := studio(t, append([]string{"serve", "--db", db, "--no-examples", "--agents", t.TempDir(), "--addr", "127.0.0.1:0"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errb, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb, tc.want)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Fatalf("%v: the database was created before the refusal", tc.args)
+		}
+	}
+	t.Setenv("STUDIO_TOKEN", "tiny")
+	if code, _, errb := studio(t, "serve", "--db", db, "--no-examples", "--addr", "127.0.0.1:0"); code != exitUsage || !strings.Contains(errb, "has 4 characters") {
+		t.Errorf("STUDIO_TOKEN=tiny: exit %d, %s", code, errb)
+	}
+}

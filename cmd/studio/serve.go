@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"time"
 
@@ -31,6 +32,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "SQLite database `FILE` (env STUDIO_DB)")
 	token := fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer `TOKEN` required by the API and pages (env STUDIO_TOKEN)")
 	insecure := fs.Bool("insecure", false, "allow listening off loopback without a token")
+	publicURL := fs.String("public-url", os.Getenv("STUDIO_PUBLIC_URL"), "the `URL` people reach the studio at, behind a proxy (env STUDIO_PUBLIC_URL): its host is accepted besides the listen address and loopback names, and https makes the sign-in cookie Secure")
 	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
 	var allowProc listFlag
 	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
@@ -52,6 +54,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	if !wantArgs(fs, args) {
+		return exitUsage
+	}
+	if err := checkServeSecurity(*token, *publicURL); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
 	level := slog.LevelInfo
@@ -92,7 +98,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if agents.Len() > 0 {
 		log.Info("loaded agents", "count", agents.Len(), "dir", *agentsDir)
 	}
-	srv, err := web.New(web.Config{Addr: *addr, Token: *token, Insecure: *insecure, Logger: log}, web.Deps{DB: db, Registry: reg, Agents: agents})
+	srv, err := web.New(web.Config{Addr: *addr, Token: *token, Insecure: *insecure, PublicURL: *publicURL, Logger: log}, web.Deps{DB: db, Registry: reg, Agents: agents})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
@@ -105,6 +111,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	return exitOK
+}
+
+// checkServeSecurity refuses, before anything starts, a token short enough
+// to guess and a --public-url the studio could not match Host headers with.
+func checkServeSecurity(token, publicURL string) error {
+	if token != "" && len(token) < web.MinTokenLength {
+		return fmt.Errorf("the token (--token or STUDIO_TOKEN) has %d characters; use at least %d, for example the output of `openssl rand -hex 16`", len(token), web.MinTokenLength)
+	}
+	if publicURL != "" {
+		u, err := url.Parse(publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return fmt.Errorf("--public-url %q: want an http:// or https:// URL with a host, such as https://studio.example.org", publicURL)
+		}
+	}
+	return nil
 }
 
 // pruneRuns applies the run-retention policy now and then daily. Chains and
