@@ -336,3 +336,13 @@ func TestHTTPGuardStubDialer(t *testing.T) {
 		}
 	}
 }
+
+// Errors name the URL without its user info and query values.
+func TestHTTPErrorsRedactURL(t *testing.T) {
+	h := newHTTPTool(Options{}.withDefaults(), nil)
+	_, err := h.call(context.Background(), map[string]any{"url": "http://admin:hunter2@127.0.0.1:9/x?api_key=SECRET&q=1"}, nil)
+	if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "admin") ||
+		!strings.Contains(err.Error(), "http://***@127.0.0.1:9/x?api_key=***&q=***") {
+		t.Fatalf("err = %v", err)
+	}
+}
