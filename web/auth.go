@@ -208,6 +208,14 @@ func retryAfter(d time.Duration) string {
 	return fmt.Sprint(max(1, int(math.Ceil(d.Seconds()))))
 }
 
+// inSeconds says how long to wait in words: "1 second", "5 seconds".
+func inSeconds(d time.Duration) string {
+	if n := retryAfter(d); n != "1" {
+		return n + " seconds"
+	}
+	return "1 second"
+}
+
 // clientKey identifies a client for the limiter: its address as the TCP
 // connection shows it (forwarded headers are the client's to forge), an
 // IPv6 client by its /64, which one host usually owns whole.

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -55,7 +54,7 @@ func (s *Server) postLogin(c echo.Context) error {
 	if wait := s.auth.fails.blocked(client); wait > 0 {
 		c.Response().Header().Set("Retry-After", retryAfter(wait))
 		return renderPage(c, http.StatusTooManyRequests, views.Login(next,
-			fmt.Sprintf("Too many failed sign-ins from your address. Try again in %s seconds.", retryAfter(wait))))
+			"Too many failed sign-ins from your address. Try again in "+inSeconds(wait)+"."))
 	}
 	if !s.tokenMatches(c.FormValue("token")) {
 		s.auth.fails.fail(client)

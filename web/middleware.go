@@ -112,7 +112,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			if wait := s.auth.fails.blocked(client); wait > 0 {
 				c.Response().Header().Set("Retry-After", retryAfter(wait))
 				return apiError(http.StatusTooManyRequests, "too_many_requests",
-					fmt.Sprintf("too many wrong tokens from this address: retry in %s seconds", retryAfter(wait)), nil)
+					"too many wrong tokens from this address: retry in "+inSeconds(wait), nil)
 			}
 			if s.tokenMatches(bearer) {
 				return next(c)
