@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A proc node may set only the environment variables the operator named with
@@ -55,7 +58,7 @@ func TestServeRefusesShortTokenAndBadPublicURL(t *testing.T) {
 		{[]string{"--token", "0123456789abcdef", "--public-url", "studio.example.org"}, `--public-url "studio.example.org": want an http:// or https:// URL with a host`},
 		{[]string{"--public-url", "ftp://x"}, "--public-url"},
 	} {
-		code, _, errb := studio(t, append([]string{"serve", "--db", db, "--no-examples", "--agents", t.TempDir(), "--addr", "127.0.0.1:0"}, tc.args...)...)
+		code, errb := serveBriefly(t, append([]string{"serve", "--db", db, "--no-examples", "--agents", t.TempDir(), "--addr", "127.0.0.1:0"}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(errb, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb, tc.want)
 		}
@@ -64,7 +67,18 @@ func TestServeRefusesShortTokenAndBadPublicURL(t *testing.T) {
 		}
 	}
 	t.Setenv("STUDIO_TOKEN", "tiny")
-	if code, _, errb := studio(t, "serve", "--db", db, "--no-examples", "--addr", "127.0.0.1:0"); code != exitUsage || !strings.Contains(errb, "has 4 characters") {
+	if code, errb := serveBriefly(t, "serve", "--db", db, "--no-examples", "--addr", "127.0.0.1:0"); code != exitUsage || !strings.Contains(errb, "has 4 characters") {
 		t.Errorf("STUDIO_TOKEN=tiny: exit %d, %s", code, errb)
 	}
+}
+
+// serveBriefly runs the CLI with a deadline, so that a studio that starts
+// when it should have refused ends the test instead of serving on.
+func serveBriefly(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := dispatch(ctx, args, &out, &errb)
+	return code, errb.String()
 }
