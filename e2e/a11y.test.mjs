@@ -106,7 +106,7 @@ let tokenStudio = null;
 // returns its base URL.
 async function startTokenStudio() {
   const dir = mkdtempSync(join(tmpdir(), 'studio-a11y-'));
-  const proc = spawn(process.env.STUDIO_BIN, ['serve', '--addr', '127.0.0.1:0', '--db', join(dir, 'a.db'), '--token', 'a11y-test-token'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.env.STUDIO_BIN, ['serve', '--addr', '127.0.0.1:0', '--db', join(dir, 'a.db'), '--token', 'a11y-test-token-0123'], { stdio: ['ignore', 'pipe', 'pipe'] });
   proc.dir = dir;
   tokenStudio = proc;
   let log = '';

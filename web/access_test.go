@@ -53,7 +53,7 @@ func TestAccessWithToken(t *testing.T) {
 	if res := get("/metrics", "Authorization", "Bearer "+token); res.StatusCode != 200 {
 		t.Errorf("/metrics with the token: %d", res.StatusCode)
 	}
-	if res := get("/", "Cookie", cookieName+"="+token, "Accept", "text/html"); res.StatusCode != 200 {
+	if res := get("/", "Cookie", signIn(t, ts, token).String(), "Accept", "text/html"); res.StatusCode != 200 {
 		t.Errorf("GET / with the login cookie: %d", res.StatusCode)
 	}
 	// Paths that only look like public ones.

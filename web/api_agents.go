@@ -8,6 +8,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/redact"
 	"github.com/labstack/echo/v4"
 )
 
@@ -86,7 +87,7 @@ type agentJSON struct {
 func (s *Server) agentSummary(d *agent.Definition) agentJSON {
 	out := agentJSON{Name: d.Name, Description: d.Description, Kind: d.Kind(), Tool: d.Tool, Chain: d.Chain, HasChain: d.HasChain()}
 	if d.Model != nil {
-		out.Model, out.ModelURL = d.Model.Name, d.Model.URL
+		out.Model, out.ModelURL = d.Model.Name, redact.URL(d.Model.URL)
 	}
 	if sc := d.Schema(); sc != nil {
 		out.OutputSchema = sc.Raw()

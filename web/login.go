@@ -1,25 +1,37 @@
 package web
 
 import (
-	"crypto/subtle"
 	"net/http"
+	"net/url"
 	"strings"
-	"time"
+	"unicode"
 
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
 )
 
-// loginRoutes: the sign-in page that gives a browser the token cookie.
+// loginRoutes: the sign-in page that gives a browser a session cookie.
 func (s *Server) loginRoutes(e *echo.Echo) {
 	e.GET("/login", s.pageLogin)
 	e.POST("/login", s.postLogin)
 	e.POST("/logout", s.postLogout)
 }
 
-// safeNext keeps a post-login redirect on this studio: a local path only.
+// safeNext keeps a post-login redirect on this studio: a path of this site
+// only. Browsers drop tabs and newlines and read a backslash as a slash, so
+// "/\t/evil.example" or "/\evil.example" would be "//evil.example", another
+// host; anything that is not plainly a local path becomes "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if !strings.HasPrefix(next, "/") || len(next) > 1 && (next[1] == '/' || next[1] == '\\') {
+		return "/"
+	}
+	for _, r := range next {
+		if r == '\\' || unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return "/"
 	}
 	return next
@@ -27,7 +39,7 @@ func safeNext(next string) string {
 
 func (s *Server) pageLogin(c echo.Context) error {
 	next := safeNext(c.QueryParam("next"))
-	if s.cfg.Token == "" || s.validToken(c.Request()) {
+	if s.cfg.Token == "" || s.signedIn(c.Request()) {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	return renderPage(c, http.StatusOK, views.Login(next, ""))
@@ -38,21 +50,34 @@ func (s *Server) postLogin(c echo.Context) error {
 	if s.cfg.Token == "" {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
-	got := c.FormValue("token")
-	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
-		time.Sleep(300 * time.Millisecond) // slows guessing; the token is the only secret
+	client := clientKey(c.Request())
+	if wait := s.auth.fails.blocked(client); wait > 0 {
+		c.Response().Header().Set("Retry-After", retryAfter(wait))
+		return renderPage(c, http.StatusTooManyRequests, views.Login(next,
+			"Too many failed sign-ins from your address. Try again in "+inSeconds(wait)+"."))
+	}
+	if !s.tokenMatches(c.FormValue("token")) {
+		s.auth.fails.fail(client)
+		s.log.Warn("failed sign-in", "client", client,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		// 200 with the form again: a browser form, and a 401 would only add console noise
 		return renderPage(c, http.StatusOK, views.Login(next, "That token is not right."))
 	}
 	c.SetCookie(&http.Cookie{
-		Name: cookieName, Value: s.cfg.Token, Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.IsTLS(),
-		MaxAge: int((30 * 24 * time.Hour).Seconds()),
+		Name: cookieName, Value: s.auth.sessions.create(), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.auth.secure || c.IsTLS(),
+		MaxAge: int(sessionTTL.Seconds()),
 	})
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
+// postLogout ends the session on the server (a copied cookie is worthless
+// afterwards) and clears it in the browser.
 func (s *Server) postLogout(c echo.Context) error {
-	c.SetCookie(&http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	if ck, err := c.Request().Cookie(cookieName); err == nil {
+		s.auth.sessions.end(ck.Value)
+	}
+	c.SetCookie(&http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: s.auth.secure || c.IsTLS(), MaxAge: -1})
 	return c.Redirect(http.StatusSeeOther, "/login")
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 )
 
-// cookieName holds the token for browsers after login.
-const cookieName = "studio_token"
+// cookieName holds a browser's sign-in session id (never the token).
+const cookieName = "studio_session"
 
 // contentSecurityPolicy allows scripts, styles, images and connections only
 // from the studio itself (front-end libraries are vendored, never a CDN).
@@ -23,6 +23,7 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 func (s *Server) newEcho() *echo.Echo {
+	s.auth = newAuthState(s.cfg)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
@@ -31,6 +32,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(s.accessLog)
 	e.Use(s.metrics.middleware)
 	e.Use(securityHeaders)
+	e.Use(s.checkHost)
 	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.BodyLimit)))
 	e.Use(s.sameOrigin)
 	e.Use(s.authenticate)
@@ -48,6 +50,19 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+		return next(c)
+	}
+}
+
+// checkHost answers 421 to a request whose Host is not a name of this
+// studio: a DNS-rebinding page sends its own name, and the same-origin check
+// below would compare two values that page controls.
+func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if h := c.Request().Host; !s.auth.hosts.allows(h) {
+			return apiError(http.StatusMisdirectedRequest, "misdirected_request",
+				fmt.Sprintf("this studio does not answer to the host %q: use its listen address or a loopback name, or start it with --public-url naming this host", h), nil)
+		}
 		return next(c)
 	}
 }
@@ -83,31 +98,56 @@ func publicPath(p string) bool {
 }
 
 // authenticate requires the token on every other route when one is set:
-// `Authorization: Bearer <token>` for programs, the login cookie for browsers.
+// `Authorization: Bearer <token>` for programs, the sign-in session cookie
+// for browsers. A client that has sent too many wrong tokens is refused
+// (429) before its next one is compared.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.cfg.Token == "" || publicPath(c.Path()) || publicPath(c.Request().URL.Path) {
 			return next(c)
 		}
-		if s.validToken(c.Request()) {
+		req := c.Request()
+		if bearer, ok := bearerToken(req); ok {
+			client := clientKey(req)
+			if wait := s.auth.fails.blocked(client); wait > 0 {
+				c.Response().Header().Set("Retry-After", retryAfter(wait))
+				return apiError(http.StatusTooManyRequests, "too_many_requests",
+					"too many wrong tokens from this address: retry in "+inSeconds(wait), nil)
+			}
+			if s.tokenMatches(bearer) {
+				return next(c)
+			}
+			s.auth.fails.fail(client)
+			s.log.Warn("wrong bearer token", "client", client, "method", req.Method, "path", req.URL.Path,
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		} else if s.signedIn(req) {
 			return next(c)
 		}
-		if wantsHTML(c.Request()) {
-			return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+		if wantsHTML(req) {
+			return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(req.URL.RequestURI()))
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="studio"`)
 		return apiError(http.StatusUnauthorized, "unauthorized", "this studio needs a token: send Authorization: Bearer <token>", nil)
 	}
 }
 
-func (s *Server) validToken(req *http.Request) bool {
-	got := ""
-	if h := req.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		got = strings.TrimPrefix(h, "Bearer ")
-	} else if ck, err := req.Cookie(cookieName); err == nil {
-		got = ck.Value
+// bearerToken returns the request's `Authorization: Bearer` value, if any.
+func bearerToken(req *http.Request) (string, bool) {
+	h := req.Header.Get("Authorization")
+	if !strings.HasPrefix(h, "Bearer ") {
+		return "", false
 	}
+	return strings.TrimPrefix(h, "Bearer "), true
+}
+
+func (s *Server) tokenMatches(got string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+}
+
+// signedIn reports whether the request carries a live session cookie.
+func (s *Server) signedIn(req *http.Request) bool {
+	ck, err := req.Cookie(cookieName)
+	return err == nil && s.auth.sessions.valid(ck.Value)
 }
 
 // wantsHTML: a browser navigating to a page (not an API or htmx call).

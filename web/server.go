@@ -27,6 +27,13 @@ type Config struct {
 	BodyLimit int64  // request body limit in bytes; default 16 MiB
 	Logger    *slog.Logger
 	Limits    engine.Limits
+	// PublicURL is the address people reach the studio at behind a proxy
+	// (--public-url): its host is accepted in the Host header, and an https
+	// URL makes the sign-in cookie Secure.
+	PublicURL string
+	// AllowedHosts are further Host names to accept (tests use httptest's
+	// example.com); loopback names and the listen address always are.
+	AllowedHosts []string
 }
 
 // Deps are what the server runs on. The engine is built by New so that its
@@ -52,6 +59,7 @@ type Server struct {
 	finals  sharedCalls // the final `run` event of event streams
 	agents  *agent.Set  // loaded agents; nil when the host loaded none
 	metrics *Metrics    // Prometheus metrics, served at /metrics
+	auth    *authState  // sign-in sessions, failed-attempt limiter, accepted Host names
 }
 
 // New builds the server: engine, live hub, event writer, routes.

@@ -20,6 +20,22 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// envNameFlag collects --allow-proc-env names, refusing at start the ones
+// proc refuses always (a flag that could never take effect is a mistake).
+type envNameFlag []string
+
+func (l *envNameFlag) String() string { return strings.Join(*l, ",") }
+func (l *envNameFlag) Set(v string) error {
+	if v == "" || strings.ContainsAny(v, "=\x00") {
+		return fmt.Errorf("%q is not an environment variable name", v)
+	}
+	if why := builtin.LoaderEnv(v); why != "" {
+		return fmt.Errorf("%s is never allowed: %s", v, why)
+	}
+	*l = append(*l, v)
+	return nil
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -28,6 +44,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
 	var allowProc listFlag
 	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
+	var allowProcEnv envNameFlag
+	fs.Var(&allowProcEnv, "allow-proc-env", "let proc nodes set the environment variable `NAME` (repeatable; default: none; LD_* and other loader variables never)")
 	var answers listFlag
 	fs.Var(&answers, "answer", "`JSON` value to resume the run with when it pauses at an interrupt (repeatable, used in order)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
@@ -65,7 +83,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate}))
 	printer := &eventPrinter{w: stdout, json: *asJSON}
 	resolve := folderResolver(path)
 	eng := engine.New(engine.Options{

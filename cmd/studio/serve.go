@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"time"
 
@@ -32,9 +33,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "SQLite database `FILE` (env STUDIO_DB)")
 	token := fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer `TOKEN` required by the API and pages (env STUDIO_TOKEN)")
 	insecure := fs.Bool("insecure", false, "allow listening off loopback without a token")
+	publicURL := fs.String("public-url", os.Getenv("STUDIO_PUBLIC_URL"), "the `URL` people reach the studio at, behind a proxy (env STUDIO_PUBLIC_URL): its host is accepted besides the listen address and loopback names, and https makes the sign-in cookie Secure")
 	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
 	var allowProc listFlag
 	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
+	var allowProcEnv envNameFlag
+	fs.Var(&allowProcEnv, "allow-proc-env", "let proc nodes set the environment variable `NAME` (repeatable; default: none; LD_* and other loader variables never)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
@@ -51,6 +55,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	if !wantArgs(fs, args) {
+		return exitUsage
+	}
+	if err := checkServeSecurity(*token, *publicURL); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
 	level := slog.LevelInfo
@@ -81,7 +89,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate}))
 	reg.SetInline(builtin.Inline...)
 	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
 	if err != nil {
@@ -91,7 +99,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if agents.Len() > 0 {
 		log.Info("loaded agents", "count", agents.Len(), "dir", *agentsDir)
 	}
-	srv, err := web.New(web.Config{Addr: *addr, Token: *token, Insecure: *insecure, Logger: log}, web.Deps{DB: db, Registry: reg, Agents: agents})
+	srv, err := web.New(web.Config{Addr: *addr, Token: *token, Insecure: *insecure, PublicURL: *publicURL, Logger: log}, web.Deps{DB: db, Registry: reg, Agents: agents})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
@@ -104,6 +112,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	return exitOK
+}
+
+// checkServeSecurity refuses, before anything starts, a token short enough
+// to guess and a --public-url the studio could not match Host headers with.
+func checkServeSecurity(token, publicURL string) error {
+	if token != "" && len(token) < web.MinTokenLength {
+		return fmt.Errorf("the token (--token or STUDIO_TOKEN) has %d characters; use at least %d, for example the output of `openssl rand -hex 16`", len(token), web.MinTokenLength)
+	}
+	if publicURL != "" {
+		u, err := url.Parse(publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return fmt.Errorf("--public-url %q: want an http:// or https:// URL with a host, such as https://studio.example.org", publicURL)
+		}
+	}
+	return nil
 }
 
 // pruneRuns applies the run-retention policy now and then daily. Chains and

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/redact"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -76,6 +78,15 @@ type Model struct {
 	Name        string   `yaml:"name" json:"name"`
 	APIKeyEnv   string   `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty"`
 	Temperature *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+}
+
+// MarshalJSON shows the model with its URL redacted (no user info, no query
+// values): definitions are served by the API, and a URL may hold credentials.
+func (m Model) MarshalJSON() ([]byte, error) {
+	type plain Model
+	p := plain(m)
+	p.URL = redact.URL(m.URL)
+	return json.Marshal(p)
 }
 
 // Spec holds the structured-output and chaining declarations.
@@ -319,7 +330,7 @@ func (d *Definition) check() error {
 		if d.Model.URL == "" {
 			add("model.url is required (an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1)")
 		} else if !strings.HasPrefix(d.Model.URL, "http://") && !strings.HasPrefix(d.Model.URL, "https://") {
-			add("model.url %q must start with http:// or https://", d.Model.URL)
+			add("model.url %q must start with http:// or https://", redact.URL(d.Model.URL))
 		}
 		if d.Model.Name == "" {
 			add("model.name is required (the model the endpoint serves)")

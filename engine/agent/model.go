@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/chainstudio/studio/engine/redact"
 )
 
 // DefaultModelTimeout bounds one model call when the link sets no
@@ -65,10 +69,13 @@ func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Messag
 	if err != nil {
 		return "", err
 	}
-	url := Endpoint(m.URL)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	endpoint := Endpoint(m.URL)
+	// url is what errors show: the endpoint without its user info and query
+	// values, which may hold credentials (http://user:pass@host/v1?api_key=K).
+	url := redact.URL(endpoint)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("model %s: %w", m.Name, err)
+		return "", fmt.Errorf("model %s at %s: %w", m.Name, url, unwrapURLError(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -88,7 +95,7 @@ func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Messag
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			return "", cause
 		}
-		return "", fmt.Errorf("model %s at %s: %w", m.Name, url, err)
+		return "", fmt.Errorf("model %s at %s: %w", m.Name, url, unwrapURLError(err))
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, maxModelResponse+1))
@@ -112,6 +119,16 @@ func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Messag
 		return "", fmt.Errorf("model %s at %s: the response has no choices[0].message.content: %s", m.Name, url, snippet(raw))
 	}
 	return *cr.Choices[0].Message.Content, nil
+}
+
+// unwrapURLError drops net/http's *url.Error wrapper, whose message repeats
+// the full request URL (it hides a password, not a user or a query).
+func unwrapURLError(err error) error {
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 func (mc *ModelClient) getenv(name string) string {

@@ -34,9 +34,15 @@ type Options struct {
 	// ProcAllow lists the executables proc may run: absolute paths, or bare
 	// names resolved with exec.LookPath at call time. Empty disables proc.
 	ProcAllow []string
-	// HTTPAllowPrivate lets the http tool reach loopback, link-local,
-	// private, unspecified and multicast addresses. It is checked on the
-	// resolved IP of every connection (redirects included).
+	// ProcAllowEnv lists the environment variable names a proc node may set
+	// (its `env` field). Empty: none. Dynamic-loader and C-library variables
+	// (LD_*, GCONV_PATH, ...; see LoaderEnv) are refused even when listed.
+	ProcAllowEnv []string
+	// HTTPAllowPrivate lets the http tool reach addresses that are not
+	// globally reachable unicast (loopback, private, link-local, shared,
+	// reserved, documentation, multicast, and IPv6 addresses embedding one;
+	// the table is specialRanges). The guard checks the resolved IP of every
+	// connection (redirects included).
 	HTTPAllowPrivate bool
 	// HTTPTimeout bounds every http call (default 30s); the per-call
 	// `timeout` input can only shorten it.
@@ -58,6 +64,7 @@ func (o Options) withDefaults() Options {
 		o.MaxFileBytes = DefaultMaxFileBytes
 	}
 	o.ProcAllow = append([]string(nil), o.ProcAllow...)
+	o.ProcAllowEnv = append([]string(nil), o.ProcAllowEnv...)
 	return o
 }
 
@@ -75,7 +82,7 @@ func Tools(opts Options) map[string]tool.Func {
 		"interrupt":  interruptTool,
 		"read_file":  files.read,
 		"write_file": files.write,
-		"proc":       (&procTool{allow: opts.ProcAllow, workspace: opts.Workspace}).call,
+		"proc":       (&procTool{allow: opts.ProcAllow, allowEnv: opts.ProcAllowEnv, workspace: opts.Workspace}).call,
 	}
 }
 
@@ -120,7 +127,7 @@ func Catalog() []Info {
 			field{"mkdir", "boolean", "create missing parent folders"})},
 		{"proc", "Runs an allowed program (no shell); returns stdout, stderr and exit_code.", schema([]string{"argv"},
 			field{"argv", "array", "program and arguments; argv[0] must be allowed by the host"},
-			field{"env", "object", "extra environment variables (only PATH is inherited)"},
+			field{"env", "object", "extra environment variables, each allowed by name by the host (only PATH is inherited)"},
 			field{"dir", "string", "working folder inside the workspace"},
 			field{"timeout", "number", "seconds before the program is killed"},
 			field{"stdin", "string", "text fed to standard input"})},

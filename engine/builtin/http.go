@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chainstudio/studio/engine/redact"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -27,35 +28,6 @@ type policyError struct{ msg string }
 func (e *policyError) Error() string { return e.msg + ": " + tool.ErrDenied.Error() }
 func (e *policyError) Unwrap() error { return tool.ErrDenied }
 
-var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
-var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
-
-// forbiddenAddr says why ip may not be reached when private destinations are
-// disallowed, or "" when it may.
-func forbiddenAddr(ip netip.Addr) string {
-	ip = ip.Unmap().WithZone("")
-	if ip.Is6() && nat64Prefix.Contains(ip) {
-		// NAT64 addresses embed an IPv4 address in their last 4 bytes.
-		b := ip.As16()
-		if r := forbiddenAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})); r != "" {
-			return r + " (via NAT64)"
-		}
-	}
-	switch {
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsLinkLocalUnicast():
-		return "a link-local address (this includes cloud metadata endpoints)"
-	case ip.IsPrivate():
-		return "a private address"
-	case ip.IsUnspecified() || thisNetwork.Contains(ip):
-		return "an unspecified address"
-	case ip.IsMulticast():
-		return "a multicast address"
-	}
-	return ""
-}
-
 type httpTool struct {
 	allowPrivate bool
 	timeout      time.Duration
@@ -64,6 +36,7 @@ type httpTool struct {
 	// the private-address guard is otherwise on.
 	exempt func(netip.AddrPort) bool
 	client *http.Client
+	dialer *net.Dialer // its Control hook is the guard; tests wrap it so nothing connects
 }
 
 func newHTTPTool(opts Options, exempt func(netip.AddrPort) bool) *httpTool {
@@ -74,6 +47,7 @@ func newHTTPTool(opts Options, exempt func(netip.AddrPort) bool) *httpTool {
 		exempt:       exempt,
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: h.control}
+	h.dialer = dialer
 	transport := &http.Transport{
 		Proxy:                 nil, // a proxy would hide the real destination from the guard
 		DialContext:           dialer.DialContext,
@@ -90,7 +64,7 @@ func newHTTPTool(opts Options, exempt func(netip.AddrPort) bool) *httpTool {
 				return fmt.Errorf("stopped after %d redirects", maxRedirects)
 			}
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-				return fmt.Errorf("redirect to %q refused: only http and https are allowed", req.URL.String())
+				return fmt.Errorf("redirect to %q refused: only http and https are allowed", redact.URL(req.URL.String()))
 			}
 			return nil
 		},
@@ -112,7 +86,7 @@ func (h *httpTool) control(network, address string, _ syscall.RawConn) error {
 		return nil
 	}
 	if reason := forbiddenAddr(ap.Addr()); reason != "" {
-		return &policyError{fmt.Sprintf("destination %s is %s and the host does not allow private network destinations", ap.Addr().WithZone(""), reason)}
+		return &policyError{fmt.Sprintf("destination %s is %s and the host does not allow private network destinations (only globally reachable unicast addresses)", ap.Addr().WithZone(""), reason)}
 	}
 	return nil
 }
@@ -137,14 +111,21 @@ func (h *httpTool) call(ctx context.Context, in map[string]any, _ tool.Emitter) 
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err // its message repeats the URL, credentials and all
+		}
 		return nil, fmt.Errorf("http: field \"url\" is not a valid URL: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("http: field \"url\" must use http or https, got scheme %q in %q", u.Scheme, rawURL)
+		return nil, fmt.Errorf("http: field \"url\" must use http or https, got scheme %q in %q", u.Scheme, redact.URL(rawURL))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("http: field \"url\" has no host: %q", rawURL)
+		return nil, fmt.Errorf("http: field \"url\" has no host: %q", redact.URL(rawURL))
 	}
+
+	// shown is the URL as errors (run events, logs) show it: user info and
+	// query values may be credentials.
+	shown := redact.URL(rawURL)
 
 	headers, err := getStringMap("http", in, "headers")
 	if err != nil {
@@ -182,7 +163,7 @@ func (h *httpTool) call(ctx context.Context, in map[string]any, _ tool.Emitter) 
 	defer cancel()
 	req, err := http.NewRequestWithContext(cctx, method, u.String(), body)
 	if err != nil {
-		return nil, fmt.Errorf("http: cannot build request %s %s: %v", method, rawURL, err)
+		return nil, fmt.Errorf("http: cannot build request %s %s: %v", method, shown, err)
 	}
 	for k, v := range headers {
 		if !validHeaderName(k) {
@@ -204,19 +185,19 @@ func (h *httpTool) call(ctx context.Context, in map[string]any, _ tool.Emitter) 
 	fail := func(err error) error {
 		var pe *policyError
 		if errors.As(err, &pe) {
-			return fmt.Errorf("http: %s %s refused: %w", method, rawURL, pe)
+			return fmt.Errorf("http: %s %s refused: %w", method, shown, pe)
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return fmt.Errorf("http: %s %s: %w", method, rawURL, ctxErr)
+			return fmt.Errorf("http: %s %s: %w", method, shown, ctxErr)
 		}
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("http: %s %s timed out after %s: %w", method, rawURL, secondsString(timeout.Seconds()), context.DeadlineExceeded)
+			return fmt.Errorf("http: %s %s timed out after %s: %w", method, shown, secondsString(timeout.Seconds()), context.DeadlineExceeded)
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("http: %s %s failed: %w", method, rawURL, err)
+		return fmt.Errorf("http: %s %s failed: %w", method, shown, err)
 	}
 
 	resp, err := h.client.Do(req)
@@ -225,14 +206,14 @@ func (h *httpTool) call(ctx context.Context, in map[string]any, _ tool.Emitter) 
 	}
 	defer resp.Body.Close()
 	if resp.ContentLength > h.maxBytes {
-		return nil, fmt.Errorf("http: %s %s: response body of %d bytes exceeds the limit of %d bytes", method, rawURL, resp.ContentLength, h.maxBytes)
+		return nil, fmt.Errorf("http: %s %s: response body of %d bytes exceeds the limit of %d bytes", method, shown, resp.ContentLength, h.maxBytes)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, h.maxBytes+1))
 	if err != nil {
 		return nil, fail(err)
 	}
 	if int64(len(data)) > h.maxBytes {
-		return nil, fmt.Errorf("http: %s %s: response body exceeds the limit of %d bytes", method, rawURL, h.maxBytes)
+		return nil, fmt.Errorf("http: %s %s: response body exceeds the limit of %d bytes", method, shown, h.maxBytes)
 	}
 
 	outHeaders := make(map[string]any, len(resp.Header))

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -251,5 +252,97 @@ func TestForbiddenAddr(t *testing.T) {
 		if got := forbiddenAddr(netip.MustParseAddr(addr)) != ""; got != bad {
 			t.Errorf("forbiddenAddr(%s) = %v, want %v", addr, got, bad)
 		}
+	}
+}
+
+// TestForbiddenAddrSpecialRanges: everything that is not globally reachable
+// unicast is refused, embedded IPv4 addresses included; global unicast and
+// the registry's globally reachable special ranges pass.
+func TestForbiddenAddrSpecialRanges(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want string // a piece of the reason; "" means allowed
+	}{
+		{"100.64.0.1", "shared address space"}, {"100.100.100.200", "shared address space"}, {"100.127.255.255", "shared address space"},
+		{"198.18.0.1", "benchmarking"}, {"198.19.255.255", "benchmarking"},
+		{"192.0.0.1", "IETF protocol assignment"}, {"192.0.0.170", "IETF protocol assignment"},
+		{"240.0.0.1", "reserved"}, {"254.1.2.3", "reserved"}, {"255.255.255.255", "broadcast"},
+		{"192.0.2.7", "documentation"}, {"198.51.100.7", "documentation"}, {"203.0.113.7", "documentation"},
+		{"192.88.99.1", "6to4 relay"}, {"239.255.255.250", "multicast"},
+		{"fec0::1", "site-local"}, {"fe80::1%eth0", "link-local"}, {"fd00:ec2::254", "unique local"},
+		{"::a00:1", "IPv4-compatible"}, {"::127.0.0.1", "IPv4-compatible"},
+		{"::ffff:100.64.0.1", "shared address space (100.64.0.0/10"}, {"::ffff:127.0.0.1", "loopback"},
+		{"64:ff9b::a9fe:a9fe", "link-local address (this includes cloud metadata endpoints) (embedded in a NAT64 address"},
+		{"64:ff9b::6440:1", "shared address space"},
+		{"64:ff9b:1::808:808", "local-use NAT64"},
+		{"2002:a9fe:a9fe::1", "link-local address (this includes cloud metadata endpoints) (embedded in a 6to4 address"},
+		{"2002:7f00:1::", "loopback"},
+		// Teredo: server 65.54.227.120, client 127.0.0.1 (stored XOR 0xff: 80ff:fffe).
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback address (embedded in a Teredo address"},
+		{"2001:0:4136:e378:8000:63bf:f5ff:fffe", "private address (10.0.0.0/8) (embedded in a Teredo address"},
+		{"2001:0:a00:1:8000:63bf:f7f7:f7f7", "private address"}, // private Teredo server
+		{"2001:db8::1", "documentation"}, {"3fff::1", "documentation"}, {"2001:2::1", "benchmarking"},
+		{"100::1", "discard-only"}, {"5f00::1", "segment routing"}, {"2001:10::1", "ORCHID"},
+		{"ff05::2", "multicast"}, {"::", "unspecified"}, {"::1", "loopback"},
+		{"4000::1", "reserved IPv6"}, {"1::1", "reserved IPv6"}, {"e000::1", "reserved IPv6"},
+
+		{"8.8.8.8", ""}, {"1.1.1.1", ""}, {"100.63.255.255", ""}, {"100.128.0.0", ""}, {"198.17.255.255", ""}, {"198.20.0.0", ""},
+		{"192.0.0.9", ""}, {"192.0.0.10", ""}, {"192.31.196.1", ""}, {"223.255.255.255", ""},
+		{"2606:4700:4700::1111", ""}, {"2001:4860:4860::8888", ""}, {"2001:4:112::1", ""}, {"2001:20::1", ""},
+		{"::ffff:8.8.8.8", ""}, {"64:ff9b::808:808", ""}, {"2002:808:808::1", ""},
+		{"2001:0:4136:e378:8000:63bf:f7f7:f7f7", ""}, // Teredo client 8.8.8.8
+	} {
+		got := forbiddenAddr(netip.MustParseAddr(tc.addr))
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("forbiddenAddr(%s) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
+// errNotDialed stands for a connection the guard let through: the stubbed
+// Control hook returns it before connect(2), so no packet leaves the machine.
+var errNotDialed = errors.New("guard passed; stub dialer does not connect")
+
+// TestHTTPGuardStubDialer runs the tool's real dialer on special addresses
+// with its Control hook wrapped so that a connection the guard allows is
+// stopped before it is made: refused ones must fail with the policy error.
+func TestHTTPGuardStubDialer(t *testing.T) {
+	h := newHTTPTool(Options{}.withDefaults(), nil)
+	guard := h.dialer.Control
+	var reached []string
+	h.dialer.Control = func(network, address string, c syscall.RawConn) error {
+		if err := guard(network, address, c); err != nil {
+			return err
+		}
+		reached = append(reached, address)
+		return errNotDialed
+	}
+	for _, u := range []string{
+		"http://100.64.0.1/", "http://100.100.100.200/latest/meta-data/", "http://198.18.0.1/", "http://192.0.0.8/",
+		"http://240.0.0.1/", "http://255.255.255.255/", "http://[fec0::1]/", "http://[::a9fe:a9fe]/",
+		"http://[::ffff:100.64.0.1]/", "http://[64:ff9b::a9fe:a9fe]/", "http://[64:ff9b:1::a9fe:a9fe]/",
+		"http://[2002:a9fe:a9fe::1]/", "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "http://[2001:db8::1]/",
+	} {
+		_, err := h.call(context.Background(), map[string]any{"url": u, "timeout": 2.0}, nil)
+		wantDenied(t, err, "refused: destination", "does not allow private network destinations")
+	}
+	if len(reached) != 0 {
+		t.Fatalf("the guard let through %v", reached)
+	}
+	for _, u := range []string{"http://8.8.8.8/", "http://[2606:4700:4700::1111]/", "http://[64:ff9b::808:808]/"} {
+		_, err := h.call(context.Background(), map[string]any{"url": u, "timeout": 2.0}, nil)
+		if !errors.Is(err, errNotDialed) {
+			t.Errorf("%s: err = %v, want the stub's %v (the guard must allow it)", u, err, errNotDialed)
+		}
+	}
+}
+
+// Errors name the URL without its user info and query values.
+func TestHTTPErrorsRedactURL(t *testing.T) {
+	h := newHTTPTool(Options{}.withDefaults(), nil)
+	_, err := h.call(context.Background(), map[string]any{"url": "http://admin:hunter2@127.0.0.1:9/x?api_key=SECRET&q=1"}, nil)
+	if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "admin") ||
+		!strings.Contains(err.Error(), "http://***@127.0.0.1:9/x?api_key=***&q=***") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +17,48 @@ const maxProcOutput = 1 << 20
 // procTool runs allowed programs directly (never through a shell).
 type procTool struct {
 	allow     []string
+	allowEnv  []string // variable names the operator let chains set (--allow-proc-env)
 	workspace string
+}
+
+// loaderEnvPrefixes and loaderEnv are the variables that make the dynamic
+// loader or the C library load, run or read files of the caller's choosing.
+// A chain that can write a file (write_file) could otherwise turn any allowed
+// program into its own code. They are refused even when the operator allows
+// them by name. The set is glibc's "unsecure" list (the variables it drops
+// for set-user-ID programs, elf/unsecvars.h), every LD_* name (other loaders,
+// musl, Solaris, future glibc) and macOS's DYLD_*.
+var (
+	loaderEnvPrefixes = []string{"LD_", "DYLD_"}
+	loaderEnv         = map[string]string{
+		"GCONV_PATH":       "loads iconv modules (shared libraries) from the folder it names",
+		"GETCONF_DIR":      "makes getconf run programs from the folder it names",
+		"GLIBC_TUNABLES":   "tunes the C library's loader and allocator at start-up",
+		"HOSTALIASES":      "makes the resolver read a file of the caller's choosing",
+		"LOCALDOMAIN":      "changes how the resolver completes names",
+		"LOCPATH":          "loads locale data files from the folder it names",
+		"MALLOC_TRACE":     "makes the allocator write a trace to the file it names",
+		"NIS_PATH":         "changes where NIS+ lookups go",
+		"NLSPATH":          "loads message catalogs from the path it names",
+		"RESOLV_HOST_CONF": "makes the resolver read a file of the caller's choosing",
+		"RES_OPTIONS":      "changes the resolver's options",
+		"TZDIR":            "loads time-zone files from the folder it names",
+	}
+)
+
+// LoaderEnv reports whether name is a dynamic-loader or C-library variable
+// that proc always refuses, with the reason ("" when it is not).
+func LoaderEnv(name string) string {
+	up := strings.ToUpper(name) // Windows names are case-insensitive; refusing both spellings costs nothing
+	for _, p := range loaderEnvPrefixes {
+		if strings.HasPrefix(up, p) {
+			return "it is a dynamic-loader variable (it can make the program load code of the chain's choosing)"
+		}
+	}
+	if why, ok := loaderEnv[up]; ok {
+		return "it is a C-library variable that " + why
+	}
+	return ""
 }
 
 // procRequest is the validated input of one proc call.
@@ -123,12 +165,24 @@ func (t *procTool) check(in map[string]any) (*procRequest, error) {
 		return nil, err
 	}
 	envMap := map[string]string{"PATH": os.Getenv("PATH")}
-	for k, v := range extra {
+	names := make([]string, 0, len(extra))
+	for k := range extra {
+		names = append(names, k)
+	}
+	sort.Strings(names) // the first offending name is the same on every run
+	for _, k := range names {
+		v := extra[k]
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return nil, fmt.Errorf(`proc: field "env": %q is not a valid variable name`, k)
 		}
 		if strings.ContainsRune(v, 0) {
 			return nil, fmt.Errorf(`proc: field "env": value of %q contains a NUL byte`, k)
+		}
+		if why := LoaderEnv(k); why != "" {
+			return nil, denied("proc: field \"env\": variable %q is always refused: %s", k, why)
+		}
+		if !slices.Contains(t.allowEnv, k) {
+			return nil, denied("proc: field \"env\": variable %q is not allowed: start the studio with --allow-proc-env %s", k, k)
 		}
 		envMap[k] = v
 	}

@@ -25,7 +25,7 @@ func procFunc(opts Options) func(context.Context, map[string]any) (any, error) {
 func TestProcRuns(t *testing.T) {
 	ws := t.TempDir()
 	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
-	call := procFunc(Options{Workspace: ws, ProcAllow: []string{"/bin/echo", "echo", "sh", "cat"}})
+	call := procFunc(Options{Workspace: ws, ProcAllow: []string{"/bin/echo", "echo", "sh", "cat"}, ProcAllowEnv: []string{"FOO"}})
 	for _, tc := range []struct {
 		name string
 		in   map[string]any
@@ -83,7 +83,7 @@ func TestProcRefused(t *testing.T) {
 	ws := t.TempDir()
 	outside := t.TempDir()
 	must(t, os.Symlink(outside, filepath.Join(ws, "out-link")))
-	allowed := Options{Workspace: ws, ProcAllow: []string{"/bin/echo"}}
+	allowed := Options{Workspace: ws, ProcAllow: []string{"/bin/echo"}, ProcAllowEnv: []string{"A", "LD_PRELOAD", "GCONV_PATH"}}
 	for _, tc := range []struct {
 		name   string
 		opts   Options
@@ -112,6 +112,18 @@ func TestProcRefused(t *testing.T) {
 		{"relative program", allowed, map[string]any{"argv": []any{"./echo"}}, false, `proc: program "./echo": a relative path is not allowed`},
 		{"unknown program", allowed, map[string]any{"argv": []any{"no-such-program-xyz"}}, false, `proc: program "no-such-program-xyz": not found in PATH`},
 		{"bad env", allowed, map[string]any{"argv": []any{"/bin/echo"}, "env": map[string]any{"A=B": "c"}}, false, `proc: field "env": "A=B" is not a valid variable name`},
+		{"env not allowed", allowed, map[string]any{"argv": []any{"/bin/echo"}, "env": map[string]any{"HOME": "/"}}, true,
+			`proc: field "env": variable "HOME" is not allowed: start the studio with --allow-proc-env HOME`},
+		{"env none allowed", Options{ProcAllow: []string{"/bin/echo"}}, map[string]any{"argv": []any{"/bin/echo"}, "env": map[string]any{"A": "1"}}, true,
+			`proc: field "env": variable "A" is not allowed: start the studio with --allow-proc-env A`},
+		{"LD_PRELOAD even when allowed", allowed, map[string]any{"argv": []any{"/bin/echo"}, "env": map[string]any{"LD_PRELOAD": "./evil.so"}}, true,
+			`proc: field "env": variable "LD_PRELOAD" is always refused: it is a dynamic-loader variable`},
+		{"LD_AUDIT", allowed, map[string]any{"argv": []any{"/bin/echo"}, "env": map[string]any{"LD_AUDIT": "./evil.so"}}, true,
+			`variable "LD_AUDIT" is always refused`},
+		{"GCONV_PATH even when allowed", allowed, map[string]any{"argv": []any{"/bin/echo"}, "env": map[string]any{"GCONV_PATH": "."}}, true,
+			`proc: field "env": variable "GCONV_PATH" is always refused: it is a C-library variable that loads iconv modules`},
+		{"DYLD lower case", allowed, map[string]any{"argv": []any{"/bin/echo"}, "env": map[string]any{"dyld_insert_libraries": "x"}}, true,
+			`variable "dyld_insert_libraries" is always refused`},
 		{"env value type", allowed, map[string]any{"argv": []any{"/bin/echo"}, "env": map[string]any{"A": 1.0}}, false, `proc: field "env": value of "A" must be a string, got number`},
 		{"dir missing", allowed, map[string]any{"argv": []any{"/bin/echo"}, "dir": "nope"}, false, `proc: field "dir" ("nope") is not accessible`},
 		{"bad timeout", allowed, map[string]any{"argv": []any{"/bin/echo"}, "timeout": 0.0}, false, `proc: field "timeout" must be a positive number of seconds, got 0`},
@@ -234,5 +246,27 @@ func assertDead(t *testing.T, pid int) {
 			t.Fatalf("process %d is still alive", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestProcLoaderPreloadRefused is the attack end to end: a library written
+// into the workspace is named in LD_PRELOAD for an allowed program. The call
+// is refused before anything runs, so the library's constructor never runs
+// (the marker file it would create stays absent).
+func TestProcLoaderPreloadRefused(t *testing.T) {
+	ws := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(ws, "evil.so"), []byte("not really a library"), 0o644))
+	call := procFunc(Options{Workspace: ws, ProcAllow: []string{"/bin/echo"}, ProcAllowEnv: []string{"LD_PRELOAD"}})
+	_, err := call(context.Background(), map[string]any{"argv": []any{"/bin/echo", "hi"}, "env": map[string]any{"LD_PRELOAD": "./evil.so"}})
+	wantDenied(t, err, `variable "LD_PRELOAD" is always refused`)
+	for _, name := range []string{"LD_LIBRARY_PATH", "ld_preload", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH", "HOSTALIASES", "DYLD_LIBRARY_PATH"} {
+		if LoaderEnv(name) == "" {
+			t.Errorf("LoaderEnv(%q) = \"\", want a reason", name)
+		}
+	}
+	for _, name := range []string{"HOME", "LANG", "FOO", "PATH", "OLD_PRELOAD"} {
+		if r := LoaderEnv(name); r != "" {
+			t.Errorf("LoaderEnv(%q) = %q, want \"\"", name, r)
+		}
 	}
 }
