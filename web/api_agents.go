@@ -1,12 +1,10 @@
 package web
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/redact"
 	"github.com/labstack/echo/v4"
@@ -22,49 +20,6 @@ func (s *Server) agentRoutes(e *echo.Echo) {
 	v1.GET("/agents/:name", s.getAgent)
 	v1.GET("/agents/:name/chain", s.agentChain)
 	v1.POST("/agents/:name/run", s.runAgent)
-}
-
-// agentHooks returns the engine's agent runner and chain resolver: with
-// agents loaded, agent nodes run on the agent runtime and the compiled
-// chains (__chain__<agent>) resolve by name alongside the saved ones.
-func (s *Server) agentHooks(deps Deps) (engine.AgentRunner, engine.ChainResolver) {
-	chains := engine.ChainResolver(deps.DB.ResolveChain)
-	if s.agents == nil {
-		return deps.Agent, chains
-	}
-	chains = func(ctx context.Context, name string) (*engine.Chain, error) {
-		if agent.IsReservedName(name) {
-			if c, ok := s.agents.ResolveChain(name); ok {
-				return c, nil
-			}
-			return nil, fmt.Errorf("no agent declares the chain %q", name)
-		}
-		return deps.DB.ResolveChain(ctx, name)
-	}
-	if deps.Agent != nil {
-		return deps.Agent, chains
-	}
-	rt := &agent.Runtime{Set: s.agents, Registry: deps.Registry}
-	rt.RunChain = func(ctx context.Context, name string, input map[string]any) (any, error) {
-		c, err := chains(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.eng.Run(ctx, c, input, engine.RunOptions{})
-		if err != nil {
-			return nil, err
-		}
-		switch res.Status {
-		case engine.StatusCompleted, engine.StatusPartial:
-			return res.FinalOutput, nil
-		}
-		msg := string(res.Status)
-		if res.Error != nil {
-			msg += ": " + res.Error.Message
-		}
-		return nil, fmt.Errorf("run %s %s", res.RunID, msg)
-	}
-	return rt.RunNode, chains
 }
 
 // agentJSON is an agent as GET /v1/agents lists it.

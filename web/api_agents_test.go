@@ -13,6 +13,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
@@ -29,7 +30,7 @@ func newAgentServer(t *testing.T, dir string) (*Server, *httptest.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv, err := New(Config{Logger: testLogger()}, Deps{DB: db, Registry: reg, Agents: set})
+	srv, err := New(Config{Logger: testLogger()}, testDeps(t, db, reg, func(o *runs.Options) { o.Agents = set }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestAgentChainsResolve(t *testing.T) {
 	if link["status"] != "success" || link["answer"] != `{"q":"{\"context\":{},\"query\":\"hello\",\"session_id\":\"\"}"}` {
 		t.Fatalf("chain agent: %s", r.body)
 	}
-	res, err := srv.Engine().Run(context.Background(), &engine.Chain{Name: "caller", Nodes: []engine.Node{{ID: "call", Kind: engine.KindSkill, Name: "__chain__a"}}},
+	res, err := service(srv).Engine().Run(context.Background(), &engine.Chain{Name: "caller", Nodes: []engine.Node{{ID: "call", Kind: engine.KindSkill, Name: "__chain__a"}}},
 		map[string]any{"query": "q", "session_id": "", "context": map[string]any{}}, engine.RunOptions{})
 	if err != nil || res.Status != engine.StatusCompleted {
 		t.Fatalf("skill __chain__a: %v %+v", err, res.Error)

@@ -195,7 +195,7 @@ func checkName(name string) error {
 // the registry.
 func (s *Server) apiValidateOptions(c echo.Context) engine.ValidateOptions {
 	ctx := c.Request().Context()
-	reg := s.eng.Registry()
+	reg := s.reg
 	return engine.ValidateOptions{
 		Limits: s.cfg.Limits,
 		Resolve: func(name string) (*engine.Chain, bool) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
@@ -163,7 +164,7 @@ func resumeErr(err error) error {
 		return apiError(http.StatusConflict, engine.CodeAlreadyResumed, ae.Error(), nil)
 	case errors.As(err, &ce):
 		return apiError(http.StatusNotFound, engine.CodeCheckpoint, ce.Error(), nil)
-	case errors.Is(err, errShutdown):
+	case errors.Is(err, runs.ErrShutdown):
 		return apiError(http.StatusServiceUnavailable, "shutting_down", err.Error(), nil)
 	}
 	return err
@@ -231,18 +232,9 @@ func (s *Server) rerunRun(c echo.Context) error {
 	if body.FromNode == "" {
 		return apiError(http.StatusUnprocessableEntity, "from_node_required", "from_node is required: the node to re-run from", map[string]any{"path": "from_node"})
 	}
-	log, err := s.eng.Checkpointer().Load(ctx, id)
+	chain, err := s.runs.RunChain(ctx, id)
 	if err != nil {
 		return resumeErr(err)
-	}
-	var chain *engine.Chain
-	for _, cp := range log {
-		if cp.Kind == engine.CheckpointStart && cp.Start != nil {
-			chain = cp.Start.Chain
-		}
-	}
-	if chain == nil {
-		return apiError(http.StatusNotFound, engine.CodeCheckpoint, fmt.Sprintf("run %q has no start checkpoint to re-run from", id), nil)
 	}
 	if chain.Node(body.FromNode) == nil {
 		return apiError(http.StatusUnprocessableEntity, "unknown_node", fmt.Sprintf("node %q is not in the run's chain", body.FromNode), map[string]any{"path": "from_node", "node_id": body.FromNode})

@@ -8,16 +8,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
 	"github.com/labstack/echo/v4"
 )
-
-// sseHeartbeat is how often an idle event stream sends a comment line, so
-// proxies and browsers keep the connection open.
-var sseHeartbeat = 15 * time.Second
 
 // sseFlushGap is the least time between two flushes of a live stream: a
 // burst of events goes out in one write instead of one per event, which is
@@ -26,41 +22,6 @@ const sseFlushGap = 10 * time.Millisecond
 
 // replayPage is how many stored events one replay query reads.
 const replayPage = 1000
-
-// sharedCalls runs one call per key at a time and gives its result to every
-// caller that asked while it ran: when a run ends, its hundreds of watchers
-// share one read of the run's result instead of each doing its own.
-type sharedCalls struct {
-	mu    sync.Mutex
-	calls map[string]*sharedCall
-}
-
-type sharedCall struct {
-	done chan struct{}
-	val  []byte
-	err  error
-}
-
-func (g *sharedCalls) do(key string, fn func() ([]byte, error)) ([]byte, error) {
-	g.mu.Lock()
-	if g.calls == nil {
-		g.calls = map[string]*sharedCall{}
-	}
-	if c, ok := g.calls[key]; ok {
-		g.mu.Unlock()
-		<-c.done
-		return c.val, c.err
-	}
-	c := &sharedCall{done: make(chan struct{})}
-	g.calls[key] = c
-	g.mu.Unlock()
-	c.val, c.err = fn()
-	g.mu.Lock()
-	delete(g.calls, key)
-	g.mu.Unlock()
-	close(c.done)
-	return c.val, c.err
-}
 
 // sseStream writes one run's events to one watcher.
 type sseStream struct {
@@ -97,8 +58,8 @@ func (s *Server) runEvents(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 
-	sub := s.hub.Subscribe(id)
-	defer s.hub.Unsubscribe(sub)
+	sub := s.runs.Subscribe(id)
+	defer s.runs.Unsubscribe(sub)
 
 	st := &sseStream{s: s, c: c, w: c.Response(), run: id, last: after}
 	h := st.w.Header()
@@ -117,7 +78,7 @@ func (s *Server) runEvents(c echo.Context) error {
 		return st.finish(ctx)
 	}
 
-	tick := time.NewTicker(sseHeartbeat)
+	tick := time.NewTicker(s.cfg.SSEHeartbeat)
 	defer tick.Stop()
 	// Frames are written as they come, but the connection is flushed at most
 	// once per sseFlushGap: under a burst, one write carries many events.
@@ -129,7 +90,7 @@ func (s *Server) runEvents(c echo.Context) error {
 	flushNow := func() error {
 		flushC = nil
 		lastFlush = time.Now()
-		tick.Reset(sseHeartbeat)
+		tick.Reset(s.cfg.SSEHeartbeat)
 		return st.flush()
 	}
 	for {
@@ -191,7 +152,7 @@ func (s *Server) runEvents(c echo.Context) error {
 
 // live sends a live event unless it was already sent; a gap (which the
 // subscribe-then-replay order rules out) is filled from the store.
-func (st *sseStream) live(ctx context.Context, ev *LiveEvent) error {
+func (st *sseStream) live(ctx context.Context, ev *runs.LiveEvent) error {
 	if ev.Seq <= st.last {
 		return nil
 	}
@@ -203,7 +164,7 @@ func (st *sseStream) live(ctx context.Context, ev *LiveEvent) error {
 			return nil
 		}
 	}
-	frame, err := ev.Frame()
+	frame, err := ev.Encoded(encodeSSE)
 	if err != nil {
 		return err
 	}
@@ -215,7 +176,7 @@ func (st *sseStream) live(ctx context.Context, ev *LiveEvent) error {
 // catchUp flushes the event writer and sends every stored event after the
 // last one sent.
 func (st *sseStream) catchUp(ctx context.Context) error {
-	if err := st.s.events.Flush(ctx); err != nil && ctx.Err() == nil {
+	if err := st.s.runs.Flush(ctx); err != nil && ctx.Err() == nil {
 		st.s.log.Warn("event stream: flushing the event writer failed; replaying what is stored", "run_id", st.run, "err", err)
 	}
 	for {
@@ -242,7 +203,9 @@ func (st *sseStream) finish(ctx context.Context) error {
 	if err := st.catchUp(ctx); err != nil {
 		return st.fail(err)
 	}
-	b, err := st.s.finals.do(st.run, func() ([]byte, error) {
+	// When a run ends, its watchers (hundreds, under load) share one read
+	// of its result instead of each doing its own.
+	v, err, _ := st.s.finals.Do(st.run, func() (any, error) {
 		r, err := st.s.db.GetRun(ctx, st.run)
 		if err != nil {
 			return nil, err
@@ -253,7 +216,7 @@ func (st *sseStream) finish(ctx context.Context) error {
 		return st.fail(err)
 	}
 	st.buf.WriteString("event: run\ndata: ")
-	st.buf.Write(b)
+	st.buf.Write(v.([]byte))
 	st.buf.WriteString("\n\n")
 	_ = st.flush()
 	return nil
@@ -271,6 +234,25 @@ func (st *sseStream) fail(err error) error {
 	st.buf.WriteString("\n\n")
 	_ = st.flush()
 	return nil
+}
+
+// encodeSSE is an event's text/event-stream frame: id = seq, event = phase,
+// data = the event JSON.
+func encodeSSE(ev *engine.Event) ([]byte, error) { return sseEventFrame(nil, ev) }
+
+// sseEventFrame appends an event's SSE frame to buf.
+func sseEventFrame(buf []byte, ev *engine.Event) ([]byte, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, ev.Seq, 10)
+	buf = append(buf, "\nevent: "...)
+	buf = append(buf, ev.Phase...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, b...)
+	return append(buf, "\n\n"...), nil
 }
 
 // event buffers one event frame: id = seq, event = phase, data = the event.

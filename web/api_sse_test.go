@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
 )
 
 // delayChain is a linear chain of n delay nodes of ms milliseconds each.
@@ -202,8 +203,7 @@ func TestSSEManyWatchers(t *testing.T) {
 // A slow watcher is cut loose (the hub drops it); it ends without the run
 // event and catches up from the store when it reconnects.
 func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
-	srv, ts := newTestServer(t)
-	srv.hub.buffer = 1 // every burst overflows
+	_, ts := newTestServerOpts(t, Config{}, testRegistry(), func(o *runs.Options) { o.HubBuffer = 1 }) // every burst overflows
 	// A delay to let the watcher connect, then a burst of inline echo nodes.
 	var nodes, edges []string
 	nodes = append(nodes, `{"node_id":"n0","kind":"tool","name":"delay","input":{"ms":150}}`)
@@ -242,10 +242,7 @@ func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
 }
 
 func TestSSEPausedRunClosesAndHeartbeat(t *testing.T) {
-	old := sseHeartbeat
-	sseHeartbeat = 30 * time.Millisecond
-	defer func() { sseHeartbeat = old }()
-	_, ts := newTestServer(t)
+	_, ts := newTestServerWith(t, Config{SSEHeartbeat: 30 * time.Millisecond}, testRegistry())
 
 	runID := startChainRun(t, ts, approvalDoc)
 	waitRun(t, ts, runID)

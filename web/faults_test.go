@@ -206,7 +206,7 @@ func TestFaultsDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Logger: testLogger()}, Deps{DB: db, Registry: testRegistry()})
+	srv, err := New(Config{Logger: testLogger()}, testDeps(t, db, testRegistry(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +214,7 @@ func TestFaultsDiskFull(t *testing.T) {
 	defer func() {
 		ts.Close()
 		srv.Shutdown(ctx)
+		service(srv).Close()
 		db.Close()
 	}()
 	saved := createChain(t, ts, fmt.Sprintf(linearDoc, "before-full"))

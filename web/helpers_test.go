@@ -14,6 +14,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
@@ -36,6 +38,12 @@ func newTestServer(t testing.TB) (*Server, *httptest.Server) {
 }
 
 func newTestServerWith(t testing.TB, cfg Config, reg *engine.Registry) (*Server, *httptest.Server) {
+	return newTestServerOpts(t, cfg, reg, nil)
+}
+
+// newTestServerOpts is newTestServerWith with a say in the run service's
+// options (the hub's buffer, the agents).
+func newTestServerOpts(t testing.TB, cfg Config, reg *engine.Registry, tune func(*runs.Options)) (*Server, *httptest.Server) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Logger: testLogger()})
@@ -46,7 +54,12 @@ func newTestServerWith(t testing.TB, cfg Config, reg *engine.Registry) (*Server,
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}
-	srv, err := New(cfg, Deps{DB: db, Registry: reg})
+	srv, err := New(cfg, testDeps(t, db, reg, func(o *runs.Options) {
+		o.Logger = cfg.Logger // run lines go where request lines go
+		if tune != nil {
+			tune(o)
+		}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +72,34 @@ func newTestServerWith(t testing.TB, cfg Config, reg *engine.Registry) (*Server,
 	t.Cleanup(ts.Close)
 	return srv, ts
 }
+
+// testDeps wires a run service on db as cmd/studio does; it is closed when
+// the test ends (after the server's shutdown, before the store closes, when
+// those were registered earlier).
+func testDeps(t testing.TB, db store.Backend, reg *engine.Registry, tune func(*runs.Options)) Deps {
+	t.Helper()
+	metrics := NewMetrics()
+	opts := runs.Options{Store: db, Registry: reg, Logger: testLogger(), Observer: metrics}
+	if tune != nil {
+		tune(&opts)
+	}
+	svc, err := runs.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := svc.Shutdown(context.Background()); err != nil {
+			t.Errorf("runs shutdown: %v", err)
+		}
+		if err := svc.Close(); err != nil {
+			t.Errorf("runs close: %v", err)
+		}
+	})
+	return Deps{DB: db, Runs: svc, Registry: reg, Agents: opts.Agents, Metrics: metrics}
+}
+
+// service is the server's run service as the host built it.
+func service(srv *Server) *runs.Service { return srv.runs.(*runs.Service) }
 
 type resp struct {
 	status int

@@ -1,12 +1,13 @@
 package web
 
 import (
-	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -16,8 +17,12 @@ import (
 // Metrics are the studio's Prometheus metrics, served at GET /metrics in the
 // text exposition format (behind the token like every other route). Each
 // server has its own registry, so tests can run several servers at once.
+//
+// Metrics is the run service's observer (runs.Observer): the service reports
+// runs, node events and store latencies to it, and the server measures HTTP.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg     *prometheus.Registry
+	watched bool // the run service's gauges are registered
 
 	runsStarted  *prometheus.CounterVec   // kind
 	runsFinished *prometheus.CounterVec   // status
@@ -39,10 +44,13 @@ type nodeKey struct {
 }
 
 // maxTrackedStarts bounds the start-time table: sub-chain runs (which the
-// runner does not see end) could otherwise leave entries behind forever.
+// run service does not see end) could otherwise leave entries behind forever.
 const maxTrackedStarts = 200_000
 
-func newMetrics(s *Server) *Metrics {
+var _ runs.Observer = (*Metrics)(nil)
+
+// NewMetrics returns a fresh set of metrics on its own registry.
+func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), starts: map[string]map[nodeKey]time.Time{}}
 	m.runsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "studio_runs_started_total", Help: "Runs started (kind: run, resume, rerun, a2e).",
@@ -66,19 +74,37 @@ func newMetrics(s *Server) *Metrics {
 		Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1, 5},
 	}, []string{"op"})
 	m.reg.MustRegister(m.runsStarted, m.runsFinished, m.nodes, m.nodeSeconds, m.httpSeconds, m.storeSeconds,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "studio_sse_watchers", Help: "Live event-stream subscriptions (SSE watchers of runs).",
-		}, func() float64 { return float64(s.hub.Watchers()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "studio_runs_active", Help: "Runs executing in this process.",
-		}, func() float64 { return float64(s.runs.ActiveCount()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "studio_events_dropped_total", Help: "Events the event writer could not store after retries.",
-		}, func() float64 { return float64(s.events.Dropped()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// watch registers the gauges read from the run service. One set of metrics
+// serves one run service.
+func (m *Metrics) watch(svc RunService) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.watched {
+		return errors.New("web: these metrics already watch a run service")
+	}
+	m.watched = true
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "studio_sse_watchers", Help: "Live event-stream subscriptions (SSE watchers of runs).",
+		}, func() float64 { return float64(svc.Watchers()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "studio_runs_active", Help: "Runs executing in this process.",
+		}, func() float64 { return float64(svc.ActiveCount()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "studio_events_dropped_total", Help: "Events the event writer could not store after retries.",
+		}, func() float64 { return float64(svc.EventsDropped()) }),
+	} {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Emit implements engine.EventSink: node counts and durations.
@@ -120,9 +146,11 @@ func (m *Metrics) Emit(ev engine.Event) {
 	}
 }
 
-func (m *Metrics) runStarted(kind string) { m.runsStarted.WithLabelValues(kind).Inc() }
+// RunStarted implements runs.Observer.
+func (m *Metrics) RunStarted(kind string) { m.runsStarted.WithLabelValues(kind).Inc() }
 
-func (m *Metrics) runFinished(id string, res *engine.Result, err error) {
+// RunFinished implements runs.Observer.
+func (m *Metrics) RunFinished(id string, res *engine.Result, err error) {
 	status := "host_error"
 	if err == nil && res != nil {
 		status = string(res.Status)
@@ -133,8 +161,9 @@ func (m *Metrics) runFinished(id string, res *engine.Result, err error) {
 	m.mu.Unlock()
 }
 
-func (m *Metrics) observeStore(op string, start time.Time) {
-	m.storeSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+// StoreCall implements runs.Observer.
+func (m *Metrics) StoreCall(op string, took time.Duration) {
+	m.storeSeconds.WithLabelValues(op).Observe(took.Seconds())
 }
 
 // middleware observes every request's latency by route pattern (never the
@@ -175,25 +204,3 @@ func (m *Metrics) handler() echo.HandlerFunc {
 
 // Registry returns the server's metrics registry (for embedding hosts and tests).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
-// timedCheckpointer wraps the engine's checkpointer (the store) to observe
-// the latency of each call.
-type timedCheckpointer struct {
-	engine.Checkpointer
-	m *Metrics
-}
-
-func (t timedCheckpointer) Append(ctx context.Context, runID string, cps []engine.Checkpoint) error {
-	defer t.m.observeStore("checkpoint_append", time.Now())
-	return t.Checkpointer.Append(ctx, runID, cps)
-}
-
-func (t timedCheckpointer) Load(ctx context.Context, runID string) ([]engine.Checkpoint, error) {
-	defer t.m.observeStore("checkpoint_load", time.Now())
-	return t.Checkpointer.Load(ctx, runID)
-}
-
-func (t timedCheckpointer) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
-	defer t.m.observeStore("checkpoint_claim", time.Now())
-	return t.Checkpointer.ClaimInterrupt(ctx, runID)
-}

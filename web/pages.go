@@ -81,7 +81,7 @@ func pageParam(c echo.Context, name string) string {
 // the store, tool names from the registry.
 func (s *Server) pageValidateOptions(c echo.Context) engine.ValidateOptions {
 	ctx := c.Request().Context()
-	reg := s.eng.Registry()
+	reg := s.reg
 	return engine.ValidateOptions{
 		Resolve: func(name string) (*engine.Chain, bool) {
 			ch, err := s.db.ResolveChain(ctx, name)

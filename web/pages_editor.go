@@ -167,7 +167,7 @@ func (s *Server) pageToolOptions() []views.ToolOption {
 	for _, t := range builtin.Catalog() {
 		help[t.Name] = t.Description
 	}
-	names := s.eng.Registry().Names()
+	names := s.reg.Names()
 	sort.Strings(names)
 	out := make([]views.ToolOption, 0, len(names))
 	seen := map[string]bool{}

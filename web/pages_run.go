@@ -61,7 +61,7 @@ func (s *Server) pageAllRuns(c echo.Context) error {
 // the page is as fresh as the stream).
 func (s *Server) pageEventsSoFar(c echo.Context, id string) ([]engine.Event, error) {
 	ctx := c.Request().Context()
-	if err := s.events.Flush(ctx); err != nil {
+	if err := s.runs.Flush(ctx); err != nil {
 		return nil, err
 	}
 	return s.db.EventsAfter(ctx, id, 0, maxPageEvents)

@@ -227,7 +227,7 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 		t.Fatalf("resume: %v %s", res.Header, html)
 	}
 	waitRun()
-	if err := srv.events.Flush(context.Background()); err != nil {
+	if err := srv.runs.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	events, err := srv.db.EventsAfter(context.Background(), runID, 0, 100)

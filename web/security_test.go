@@ -116,16 +116,16 @@ func TestOffLoopbackNeedsToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := New(Config{Addr: "0.0.0.0:0", Logger: testLogger()}, Deps{DB: db, Registry: testRegistry()}); err == nil || !strings.Contains(err.Error(), "token") {
+	t.Cleanup(func() { db.Close() }) // after the run services close
+	if _, err := New(Config{Addr: "0.0.0.0:0", Logger: testLogger()}, testDeps(t, db, testRegistry(), nil)); err == nil || !strings.Contains(err.Error(), "token") {
 		t.Fatalf("off loopback without a token: %v", err)
 	}
-	srv, err := New(Config{Addr: "0.0.0.0:0", Token: "t", Logger: testLogger()}, Deps{DB: db, Registry: testRegistry()})
+	srv, err := New(Config{Addr: "0.0.0.0:0", Token: "t", Logger: testLogger()}, testDeps(t, db, testRegistry(), nil))
 	if err != nil {
 		t.Fatalf("off loopback with a token: %v", err)
 	}
 	srv.Shutdown(ctx)
-	srv, err = New(Config{Addr: "127.0.0.1:0", Logger: testLogger()}, Deps{DB: db, Registry: testRegistry()})
+	srv, err = New(Config{Addr: "127.0.0.1:0", Logger: testLogger()}, testDeps(t, db, testRegistry(), nil))
 	if err != nil {
 		t.Fatalf("loopback without a token: %v", err)
 	}

@@ -1,6 +1,7 @@
 // Package web is Chain Studio's HTTP face: the JSON API, the live run stream
-// (SSE), the A2E chain host endpoint and the designer's pages. It wires the
-// engine to the store; it holds no chain logic of its own.
+// (SSE), the A2E chain host endpoint and the designer's pages. It reads the
+// store and asks the run service (RunService) to execute runs; it holds no
+// chain logic and builds no engine of its own.
 package web
 
 import (
@@ -15,8 +16,10 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
 )
 
 // Config configures a Server.
@@ -34,35 +37,65 @@ type Config struct {
 	// AllowedHosts are further Host names to accept (tests use httptest's
 	// example.com); loopback names and the listen address always are.
 	AllowedHosts []string
+	// SSEHeartbeat is how often an idle event stream sends a comment line,
+	// so proxies and browsers keep the connection open; default 15s.
+	SSEHeartbeat time.Duration
 }
 
-// Deps are what the server runs on. The engine is built by New so that its
-// event sink and checkpointer are the store and the live hub.
+// RunService is what the HTTP layer asks of the run service (runs.Service):
+// it starts and steers runs, and hands out their live events. Reads of
+// finished runs go to the store directly.
+type RunService interface {
+	Start(ctx context.Context, ch *store.Chain, input map[string]any) (string, error)
+	// RunAdHoc runs an unsaved chain and blocks until it stops.
+	RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error)
+	Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error
+	Rerun(ctx context.Context, runID, fromNode string, input, modified map[string]any) (string, error)
+	// RunChain is the chain document a run executed (its start checkpoint).
+	RunChain(ctx context.Context, runID string) (*engine.Chain, error)
+	Cancel(runID string) bool
+	Active(runID string) bool
+	ActiveCount() int
+
+	Subscribe(runID string) *runs.Subscription
+	Unsubscribe(sub *runs.Subscription)
+	Watchers() int
+	// Flush makes every event emitted so far readable from the store.
+	Flush(ctx context.Context) error
+	EventsDropped() uint64
+
+	// Shutdown cancels the running runs (resumable) and waits for them.
+	Shutdown(ctx context.Context) error
+}
+
+// Deps are what the server runs on, built by the host (cmd/studio).
 type Deps struct {
 	DB       store.Backend
-	Registry *engine.Registry
-	Agent    engine.AgentRunner
-	Agents   *agent.Set // loaded agents (--agents); nil: no agent runtime unless Agent is set
+	Runs     RunService
+	Registry *engine.Registry // the tools chains are validated against
+	Agents   *agent.Set       // loaded agents (--agents); nil: none
+	// Metrics are served at /metrics; pass the same value to the run
+	// service as its observer so run and node metrics are counted. Nil: the
+	// server makes its own, with HTTP metrics only.
+	Metrics *Metrics
 }
 
 // Server is the studio's HTTP server.
 type Server struct {
 	cfg     Config
 	db      store.Backend
-	eng     *engine.Engine
-	hub     *Hub
-	events  store.EventWriter
-	runs    *Runner
+	reg     *engine.Registry
+	runs    RunService
 	echo    *echo.Echo
 	log     *slog.Logger
 	http    *http.Server
-	finals  sharedCalls // the final `run` event of event streams
-	agents  *agent.Set  // loaded agents; nil when the host loaded none
-	metrics *Metrics    // Prometheus metrics, served at /metrics
-	auth    *authState  // sign-in sessions, failed-attempt limiter, accepted Host names
+	finals  singleflight.Group // the final `run` event of event streams
+	agents  *agent.Set         // loaded agents; nil when the host loaded none
+	metrics *Metrics           // Prometheus metrics, served at /metrics
+	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
 }
 
-// New builds the server: engine, live hub, event writer, routes.
+// New builds the server's routes over its dependencies.
 func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
@@ -73,23 +106,27 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.SSEHeartbeat <= 0 {
+		cfg.SSEHeartbeat = 15 * time.Second
+	}
+	switch {
+	case deps.DB == nil:
+		return nil, errors.New("web: Deps.DB is required")
+	case deps.Runs == nil:
+		return nil, errors.New("web: Deps.Runs is required")
+	case deps.Registry == nil:
+		return nil, errors.New("web: Deps.Registry is required")
+	}
 	if err := checkExposure(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: deps.DB, log: cfg.Logger, hub: NewHub(4096), agents: deps.Agents}
-	s.events = deps.DB.NewEventWriter(store.EventWriterOptions{})
-	s.metrics = newMetrics(s)
-	agentRunner, chains := s.agentHooks(deps)
-	s.eng = engine.New(engine.Options{
-		Registry:     deps.Registry,
-		Checkpointer: timedCheckpointer{deps.DB, s.metrics},
-		Sink:         engine.MultiSink{s.events, s.hub, s.metrics},
-		Chains:       chains,
-		Agent:        agentRunner,
-		Limits:       cfg.Limits,
-	})
-	s.runs = newRunner(s.eng, deps.DB, s.hub, s.events, cfg.Logger)
-	s.runs.metrics = s.metrics
+	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if err := s.metrics.watch(deps.Runs); err != nil {
+		return nil, err
+	}
 	s.echo = s.newEcho()
 	return s, nil
 }
@@ -97,14 +134,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 // Handler returns the server's HTTP handler (for tests and embedding).
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Engine returns the engine the server runs chains on.
-func (s *Server) Engine() *engine.Engine { return s.eng }
-
 // Metrics returns the server's Prometheus metrics.
 func (s *Server) Metrics() *Metrics { return s.metrics }
-
-// Runner returns the background run manager.
-func (s *Server) Runner() *Runner { return s.runs }
 
 // isLoopback reports whether addr only listens on the loopback interface.
 func isLoopback(addr string) bool {
@@ -155,8 +186,9 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(url string)) err
 	return s.Shutdown(context.Background())
 }
 
-// Shutdown stops accepting requests, cancels running runs (they end
-// `cancelled`, resumable), and flushes every event to the store.
+// Shutdown cancels running runs (they end `cancelled`, resumable) and stops
+// serving. The run service's event log stays open for the host to close
+// after this returns, before the store closes.
 func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -168,9 +200,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if err := s.http.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
-	}
-	if err := s.events.Close(); err != nil {
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/examples"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlite"
 	"github.com/chainstudio/studio/web"
@@ -99,14 +101,39 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if agents.Len() > 0 {
 		log.Info("loaded agents", "count", agents.Len(), "dir", *agentsDir)
 	}
-	srv, err := web.New(web.Config{Addr: *addr, Token: *token, Insecure: *insecure, PublicURL: *publicURL, Logger: log}, web.Deps{DB: db, Registry: reg, Agents: agents})
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath}, db, reg, agents, log, stderr)
+}
+
+type serveConfig struct {
+	addr, token, publicURL, dbPath string
+	insecure                       bool
+}
+
+// serveRuns builds the run service (with its event writer on the store) and
+// the HTTP server on an open store, and serves until ctx ends. Stopping runs
+// in reverse: the runs are cancelled (resumable) and the server stops, then
+// the run service stores its last events; the caller closes the store after
+// that.
+func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engine.Registry, agents *agent.Set, log *slog.Logger, stderr io.Writer) int {
+	metrics := web.NewMetrics()
+	svc, err := runs.New(runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics})
 	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log},
+		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics})
+	if err != nil {
+		svc.Close()
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
 	err = srv.ListenAndServe(ctx, func(url string) {
-		log.Info("Chain Studio is running", "url", url, "db", *dbPath)
+		log.Info("Chain Studio is running", "url", url, "db", cfg.dbPath)
 	})
+	if cerr := svc.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("store the last events: %w", cerr))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed

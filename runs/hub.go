@@ -1,42 +1,26 @@
-package web
+package runs
 
 import (
-	"encoding/json"
-	"strconv"
 	"sync"
 
 	"github.com/chainstudio/studio/engine"
 )
 
 // LiveEvent is one event as the hub hands it to every subscriber of its run:
-// shared, read-only, with its SSE frame encoded once for all of them.
+// shared and read-only, with its wire encoding computed once for all of them.
 type LiveEvent struct {
 	engine.Event
-	once  sync.Once
-	frame []byte
-	err   error
+	once sync.Once
+	enc  []byte
+	err  error
 }
 
-// Frame returns the event's text/event-stream frame (id: seq, event: phase,
-// data: the event JSON), encoding it on first use.
-func (e *LiveEvent) Frame() ([]byte, error) {
-	e.once.Do(func() { e.frame, e.err = sseEventFrame(nil, &e.Event) })
-	return e.frame, e.err
-}
-
-// sseEventFrame appends an event's SSE frame to buf.
-func sseEventFrame(buf []byte, ev *engine.Event) ([]byte, error) {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return buf, err
-	}
-	buf = append(buf, "id: "...)
-	buf = strconv.AppendInt(buf, ev.Seq, 10)
-	buf = append(buf, "\nevent: "...)
-	buf = append(buf, ev.Phase...)
-	buf = append(buf, "\ndata: "...)
-	buf = append(buf, b...)
-	return append(buf, "\n\n"...), nil
+// Encoded returns enc(&e.Event), computed on first use and shared by every
+// watcher after that. All callers must pass the same encoder (a transport
+// has one wire format).
+func (e *LiveEvent) Encoded(enc func(*engine.Event) ([]byte, error)) ([]byte, error) {
+	e.once.Do(func() { e.enc, e.err = enc(&e.Event) })
+	return e.enc, e.err
 }
 
 // Hub delivers each run's live events to every subscriber, in order. It is
@@ -60,7 +44,8 @@ type Subscription struct {
 	Ended   bool
 }
 
-// NewHub returns a hub whose subscribers may fall `buffer` events behind.
+// NewHub returns a hub whose subscribers may fall `buffer` events behind
+// (1024 when buffer <= 0).
 func NewHub(buffer int) *Hub {
 	if buffer <= 0 {
 		buffer = 1024
@@ -112,9 +97,12 @@ func (h *Hub) Emit(ev engine.Event) {
 		case s.c <- le:
 		default:
 			s.Dropped = true
-			delete(h.topics[ev.RunID], s)
+			delete(t, s)
 			close(s.c)
 		}
+	}
+	if len(t) == 0 {
+		delete(h.topics, ev.RunID)
 	}
 }
 
@@ -130,7 +118,7 @@ func (h *Hub) End(runID string) {
 	delete(h.topics, runID)
 }
 
-// Watchers returns the number of live subscriptions (for /metrics).
+// Watchers returns the number of live subscriptions.
 func (h *Hub) Watchers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()

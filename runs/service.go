@@ -1,0 +1,416 @@
+// Package runs is the run service: it starts, resumes, re-runs, cancels and
+// tracks the runs of this process, and shuts them down. It owns how a run
+// executes: the engine with its sinks (the durable event log, the live hub,
+// an observer) and its checkpointer. Transports (the HTTP API, the A2E host,
+// a future queue worker) call the Service; none of them builds an engine.
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/store"
+	"github.com/google/uuid"
+)
+
+// ErrShutdown is the cause runs are cancelled with when the studio stops;
+// they are checkpointed and can be resumed after the restart. Start and
+// Resume return it once Shutdown has begun.
+var ErrShutdown = store.Errorf(store.EUNAVAILABLE, "the studio is shutting down; resume the run after restart")
+
+// Store is the part of a storage backend (store.Backend) the service uses:
+// it records runs, reads a run's row and highest event seq, resolves chains
+// by name, keeps checkpoint logs, and gives the buffered event writer every
+// event goes through.
+type Store interface {
+	CreateRun(ctx context.Context, r store.Run) (*store.Run, error)
+	GetRunInfo(ctx context.Context, id string) (*store.Run, error)
+	// MaxSeq is the highest event seq stored for a run (0 for none).
+	MaxSeq(ctx context.Context, runID string) (int64, error)
+	// ResolveChain finds a saved chain by name (skill nodes call chains).
+	ResolveChain(ctx context.Context, name string) (*engine.Chain, error)
+	NewEventWriter(opts store.EventWriterOptions) store.EventWriter
+	store.CheckpointStore
+}
+
+// Observer hears what the service does, for metrics. Its Emit sees every
+// event of every run.
+type Observer interface {
+	engine.EventSink
+	RunStarted(kind string)
+	// RunFinished is called once per run the service launched; err is set
+	// when the run could not execute at all.
+	RunFinished(runID string, res *engine.Result, err error)
+	// StoreCall reports the latency of one store call (op names it).
+	StoreCall(op string, took time.Duration)
+}
+
+// Options configure a Service. Store and Registry are required.
+type Options struct {
+	Store    Store
+	Registry *engine.Registry
+	// Agent runs agent nodes. When nil and Agents is set, agent nodes run on
+	// the agent runtime over the loaded agents.
+	Agent    engine.AgentRunner
+	Agents   *agent.Set // loaded agents; their compiled chains resolve by name
+	Limits   engine.Limits
+	Logger   *slog.Logger
+	Observer Observer // nil: nothing observes
+	// HubBuffer is how many events a live watcher may fall behind before it
+	// is cut loose; default 4096.
+	HubBuffer int
+	// Events configure the event writer the service opens on Store.
+	Events store.EventWriterOptions
+}
+
+// Service runs chains in the background and tells the hub's watchers when
+// each run stops.
+type Service struct {
+	eng    *engine.Engine
+	store  Store
+	hub    *Hub
+	events store.EventWriter
+	log    *slog.Logger
+	obs    Observer
+
+	base   context.Context
+	stop   context.CancelCauseFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	active map[string]context.CancelCauseFunc
+	closed sync.Once
+	cerr   error
+}
+
+// New opens the event writer on the store and builds the engine, its sinks
+// (event writer, live hub, observer) and its checkpointer (the store), and
+// returns the service that runs chains on them. Close the service before the
+// store.
+func New(opts Options) (*Service, error) {
+	switch {
+	case opts.Store == nil:
+		return nil, errors.New("runs: Options.Store is required")
+	case opts.Registry == nil:
+		return nil, errors.New("runs: Options.Registry is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.HubBuffer <= 0 {
+		opts.HubBuffer = 4096
+	}
+	base, stop := context.WithCancelCause(context.Background())
+	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), events: opts.Store.NewEventWriter(opts.Events),
+		log: opts.Logger, obs: opts.Observer, base: base, stop: stop, active: map[string]context.CancelCauseFunc{}}
+	sink := engine.MultiSink{s.events, s.hub}
+	var cp engine.Checkpointer = opts.Store
+	if s.obs != nil {
+		sink = append(sink, s.obs)
+		cp = timedCheckpointer{cp, s.obs}
+	}
+	agentRunner, chains := s.agentHooks(opts)
+	s.eng = engine.New(engine.Options{
+		Registry:     opts.Registry,
+		Checkpointer: cp,
+		Sink:         sink,
+		Chains:       chains,
+		Agent:        agentRunner,
+		Limits:       opts.Limits,
+	})
+	return s, nil
+}
+
+// Engine returns the engine runs execute on (for hosts and tests).
+func (s *Service) Engine() *engine.Engine { return s.eng }
+
+// Start runs a saved chain version in the background and returns the run id.
+func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]any) (string, error) {
+	if s.base.Err() != nil {
+		return "", ErrShutdown // recording it would leave a run that never starts
+	}
+	id := uuid.NewString()
+	if input == nil {
+		input = map[string]any{}
+	}
+	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun,
+		Input: input, Status: engine.StatusRunning, Started: time.Now()}
+	if _, err := s.createRun(ctx, run); err != nil {
+		return "", fmt.Errorf("create run: %w", err)
+	}
+	doc := ch.Doc
+	if !s.launch(id, store.KindRun, func(ctx context.Context) (*engine.Result, error) {
+		return s.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
+	}) {
+		return "", ErrShutdown
+	}
+	return id, nil
+}
+
+// RunAdHoc runs a chain that is not saved (A2E requests, agent runs), with an
+// extra sink for this run's events. It blocks until the run stops; it stops
+// early when ctx ends.
+func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error) {
+	id := uuid.NewString()
+	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: engine.StatusRunning, Started: time.Now()}
+	if _, err := s.createRun(ctx, run); err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	rctx, cancel := context.WithCancelCause(s.base)
+	defer cancel(nil)
+	stopWithCaller := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	defer stopWithCaller()
+	if !s.track(id, cancel) {
+		return nil, ErrShutdown
+	}
+	defer func() { s.untrack(id); s.hub.End(id) }() // not active before watchers hear the end
+	if s.obs != nil {
+		s.obs.RunStarted(kind)
+	}
+	log := s.log.With("run_id", id, "kind", kind)
+	log.Info("run started", "chain", doc.Name)
+	res, err := s.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
+	s.finished(log, id, res, err)
+	return res, err
+}
+
+// Resume checks a resume against the resume contract and, when it is
+// allowed, continues the run in the background. The error is the engine's
+// typed resume error, or ErrShutdown.
+func (s *Service) Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error {
+	start := time.Now()
+	err := s.events.Flush(ctx)
+	s.storeCall("event_flush", start)
+	if err != nil {
+		return fmt.Errorf("flush events: %w", err)
+	}
+	maxSeq, err := s.store.MaxSeq(ctx, runID)
+	if err != nil {
+		return err
+	}
+	rs, err := s.eng.StartResume(ctx, runID, value, modified, engine.ResumeOptions{NextSeq: maxSeq + 1})
+	if err != nil {
+		return err
+	}
+	if !s.launch(runID, store.KindResume, rs.Run) {
+		rs.Release()
+		return ErrShutdown
+	}
+	return nil
+}
+
+// RunChain returns the chain document a run executed, from its start
+// checkpoint (a re-run replays that document, not the chain's current one).
+func (s *Service) RunChain(ctx context.Context, runID string) (*engine.Chain, error) {
+	log, err := s.eng.Checkpointer().Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var chain *engine.Chain
+	for _, cp := range log {
+		if cp.Kind == engine.CheckpointStart && cp.Start != nil {
+			chain = cp.Start.Chain
+		}
+	}
+	if chain == nil {
+		return nil, &engine.ChainCheckpointError{RunID: runID, Msg: "the run has no start checkpoint to re-run from"}
+	}
+	return chain, nil
+}
+
+// Rerun starts a new run of runID's chain that keeps the outputs upstream of
+// fromNode and executes from there, with modified merged into its state.
+func (s *Service) Rerun(ctx context.Context, runID, fromNode string, input, modified map[string]any) (string, error) {
+	if s.base.Err() != nil {
+		return "", ErrShutdown
+	}
+	orig, err := s.store.GetRunInfo(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	id := uuid.NewString()
+	if input == nil {
+		input = orig.Input
+	}
+	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
+		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: engine.StatusRunning, Started: time.Now()}
+	if _, err := s.createRun(ctx, run); err != nil {
+		return "", fmt.Errorf("create run: %w", err)
+	}
+	if !s.launch(id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
+		return s.eng.RerunFrom(ctx, runID, fromNode, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified})
+	}) {
+		return "", ErrShutdown
+	}
+	return id, nil
+}
+
+// Cancel stops a running run; it ends `cancelled` and can be resumed. It
+// reports whether the run was executing in this process.
+func (s *Service) Cancel(runID string) bool {
+	s.mu.Lock()
+	cancel, ok := s.active[runID]
+	s.mu.Unlock()
+	if ok {
+		cancel(errors.New("cancelled by a user"))
+	}
+	return ok
+}
+
+// Active reports whether a run is executing in this process.
+func (s *Service) Active(runID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.active[runID]
+	return ok
+}
+
+// ActiveCount returns how many runs are executing in this process.
+func (s *Service) ActiveCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.active)
+}
+
+// Subscribe starts receiving a run's live events (see Hub).
+func (s *Service) Subscribe(runID string) *Subscription { return s.hub.Subscribe(runID) }
+
+// Unsubscribe stops a subscription.
+func (s *Service) Unsubscribe(sub *Subscription) { s.hub.Unsubscribe(sub) }
+
+// Watchers returns the number of live subscriptions.
+func (s *Service) Watchers() int { return s.hub.Watchers() }
+
+// Flush waits until every event emitted so far is stored, so that a read of
+// the store sees them.
+func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
+
+// EventsDropped counts events the event log could not store.
+func (s *Service) EventsDropped() uint64 { return s.events.Dropped() }
+
+// Shutdown cancels every running run (they are checkpointed and end
+// `cancelled`, resumable after restart) and waits for them to stop. New runs
+// are refused from the first call on. The event log stays open: watchers
+// still reading the store need it until Close.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.stop(ErrShutdown)
+	s.mu.Lock()
+	for _, cancel := range s.active {
+		cancel(ErrShutdown)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runs still stopping at shutdown: %w", ctx.Err())
+	}
+}
+
+// Close stops the service for good: it refuses new runs and closes the event
+// writer, storing every buffered event. Call it after Shutdown and before the
+// store closes; later calls return the first result.
+func (s *Service) Close() error {
+	s.closed.Do(func() {
+		s.stop(ErrShutdown)
+		s.cerr = s.events.Close()
+	})
+	return s.cerr
+}
+
+func (s *Service) track(id string, cancel context.CancelCauseFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.base.Err() != nil {
+		return false
+	}
+	s.active[id] = cancel
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Service) untrack(id string) {
+	s.mu.Lock()
+	delete(s.active, id)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// createRun records a run, timing the store call.
+func (s *Service) createRun(ctx context.Context, run store.Run) (*store.Run, error) {
+	defer s.storeCall("create_run", time.Now())
+	return s.store.CreateRun(ctx, run)
+}
+
+func (s *Service) storeCall(op string, start time.Time) {
+	if s.obs != nil {
+		s.obs.StoreCall(op, time.Since(start))
+	}
+}
+
+// finished logs a run's end (every line carries its run id) and reports it.
+func (s *Service) finished(log *slog.Logger, id string, res *engine.Result, err error) {
+	if err != nil {
+		log.Error("run failed to execute", "err", err)
+	} else if res != nil {
+		log.Info("run stopped", "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
+	}
+	if s.obs != nil {
+		s.obs.RunFinished(id, res, err)
+	}
+}
+
+// launch runs fn in the background under the service's context. kind is
+// what started it (run, resume, rerun), for the logs and the observer.
+func (s *Service) launch(id, kind string, fn func(context.Context) (*engine.Result, error)) bool {
+	ctx, cancel := context.WithCancelCause(s.base)
+	if !s.track(id, cancel) {
+		cancel(nil)
+		return false
+	}
+	if s.obs != nil {
+		s.obs.RunStarted(kind)
+	}
+	log := s.log.With("run_id", id, "kind", kind)
+	log.Info("run started")
+	go func() {
+		res, err := fn(ctx)
+		cancel(nil)
+		s.finished(log, id, res, err)
+		// Not active before the watchers hear the end, so that what they
+		// read next (Active, the run's JSON) says it stopped.
+		s.untrack(id)
+		s.hub.End(id)
+	}()
+	return true
+}
+
+// timedCheckpointer reports the latency of each checkpoint call.
+type timedCheckpointer struct {
+	engine.Checkpointer
+	obs Observer
+}
+
+func (t timedCheckpointer) Append(ctx context.Context, runID string, cps []engine.Checkpoint) error {
+	defer t.time("checkpoint_append", time.Now())
+	return t.Checkpointer.Append(ctx, runID, cps)
+}
+
+func (t timedCheckpointer) Load(ctx context.Context, runID string) ([]engine.Checkpoint, error) {
+	defer t.time("checkpoint_load", time.Now())
+	return t.Checkpointer.Load(ctx, runID)
+}
+
+func (t timedCheckpointer) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
+	defer t.time("checkpoint_claim", time.Now())
+	return t.Checkpointer.ClaimInterrupt(ctx, runID)
+}
+
+func (t timedCheckpointer) time(op string, start time.Time) { t.obs.StoreCall(op, time.Since(start)) }
