@@ -115,7 +115,7 @@ func (s *Server) a2eRun(c echo.Context) error {
 		return err
 	}
 	if req == nil {
-		return apiError(http.StatusBadRequest, engine.CodeDecode,
+		return apiError(EBADREQUEST, engine.CodeDecode,
 			`the body is a studio chain document, not an A2E message: send {"type": "chain/req", ...} (or run a saved chain with POST /v1/chains/{id}/runs)`, map[string]any{"path": "type"})
 	}
 	input := req.InitialInput
@@ -127,7 +127,7 @@ func (s *Server) a2eRun(c echo.Context) error {
 	if !req.IsStreaming() {
 		res, err := s.runs.RunAdHoc(ctx, doc, input, store.KindA2E, nil)
 		if res == nil {
-			return resumeErr(err)
+			return err
 		}
 		return c.JSON(http.StatusOK, engine.NewResponseMessage(req, res))
 	}
@@ -166,7 +166,7 @@ func (s *Server) a2eRun(c echo.Context) error {
 			}
 			if out.res == nil {
 				if !w.started {
-					return resumeErr(out.err)
+					return out.err
 				}
 				resp := engine.NewResponseMessage(req, nil)
 				resp.Error = &engine.WireError{Code: "host_error", Message: out.err.Error()}

@@ -72,7 +72,7 @@ func (s *Server) listAgents(c echo.Context) error {
 func (s *Server) lookupAgent(name string) (*agent.Definition, error) {
 	d, ok := s.agents.Get(name)
 	if !ok {
-		return nil, apiError(http.StatusNotFound, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), map[string]any{"name": name})
+		return nil, apiError(ENOTFOUND, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), map[string]any{"name": name})
 	}
 	return d, nil
 }
@@ -94,7 +94,7 @@ func (s *Server) agentChain(c echo.Context) error {
 	}
 	g, ok := s.agents.Graph(d.Name)
 	if !ok {
-		return apiError(http.StatusNotFound, "no_chain", fmt.Sprintf("agent %q declares no chain (spec.chain)", d.Name), map[string]any{"name": d.Name})
+		return apiError(ENOTFOUND, "no_chain", fmt.Sprintf("agent %q declares no chain (spec.chain)", d.Name), map[string]any{"name": d.Name})
 	}
 	return c.JSON(http.StatusOK, g)
 }
@@ -119,7 +119,7 @@ func (s *Server) runAgent(c echo.Context) error {
 		return err
 	}
 	if req.Query == nil {
-		return apiError(http.StatusBadRequest, "missing_query", `the body needs a query: {"query": "...", "session_id": "...", "context": {...}}`, map[string]any{"path": "query"})
+		return apiError(EBADREQUEST, "missing_query", `the body needs a query: {"query": "...", "session_id": "...", "context": {...}}`, map[string]any{"path": "query"})
 	}
 	doc, _ := s.agents.RunChain(d.Name)
 	res, err := s.runs.RunAdHoc(c.Request().Context(), doc, agent.RunInput(req.Query, req.SessionID, req.Context), runKindAgent, nil)
@@ -127,7 +127,7 @@ func (s *Server) runAgent(c echo.Context) error {
 		if err == nil {
 			err = errors.New("the run did not start")
 		}
-		return resumeErr(err)
+		return err
 	}
 	if err != nil {
 		s.log.Error("agent run: host error", "agent", d.Name, "run_id", res.RunID, "err", err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,30 +29,14 @@ func (s *Server) withIssues(c echo.Context, out chainJSON) chainJSON {
 	return out
 }
 
-func etag(version int) string { return fmt.Sprintf(`"v%d"`, version) }
-
-// readBody reads the whole request body. An over-limit body is the body
-// limit middleware's 413, passed through unchanged.
-func readBody(c echo.Context) ([]byte, error) {
-	b, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return nil, he
-		}
-		return nil, apiError(http.StatusBadRequest, "bad_body", "could not read the request body: "+err.Error(), nil)
-	}
-	return b, nil
-}
-
 // decodeErr turns a document decode failure into a 400 naming the place.
 func decodeErr(err error) error {
 	var de *engine.DecodeError
 	if errors.As(err, &de) {
-		return apiError(http.StatusBadRequest, engine.CodeDecode, "the body is not a valid chain document: "+de.Error(),
+		return apiError(EBADREQUEST, engine.CodeDecode, "the body is not a valid chain document: "+de.Error(),
 			map[string]any{"path": de.Path, "message": de.Msg})
 	}
-	return apiError(http.StatusBadRequest, engine.CodeDecode, "the body is not a valid chain document: "+err.Error(), nil)
+	return apiError(EBADREQUEST, engine.CodeDecode, "the body is not a valid chain document: "+err.Error(), nil)
 }
 
 // decodeDocument reads a chain document (studio or A2E chain/req) from the body.
@@ -67,108 +50,13 @@ func (s *Server) decodeDocument(c echo.Context) (*engine.Chain, *engine.Request,
 
 func (s *Server) decodeDocumentBytes(body []byte) (*engine.Chain, *engine.Request, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, nil, apiError(http.StatusBadRequest, engine.CodeDecode, "the body is empty: send a chain document or an A2E chain/req message", nil)
+		return nil, nil, apiError(EBADREQUEST, engine.CodeDecode, "the body is empty: send a chain document or an A2E chain/req message", nil)
 	}
 	doc, req, err := engine.DecodeDocument(body, s.cfg.Limits)
 	if err != nil {
 		return nil, nil, decodeErr(err)
 	}
 	return doc, req, nil
-}
-
-// bindJSON decodes a small JSON request body strictly into v. An empty body
-// leaves v as is. Malformed JSON names the line and column.
-func bindJSON(c echo.Context, v any) error {
-	body, err := readBody(c)
-	if err != nil {
-		return err
-	}
-	return bindJSONBytes(body, v)
-}
-
-func bindJSONBytes(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonBodyError(body, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return apiError(http.StatusBadRequest, "bad_json", "malformed JSON: unexpected data after the JSON value", nil)
-	}
-	return nil
-}
-
-func jsonBodyError(body []byte, err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		line, col := engine.LineCol(body, int(syn.Offset)-1)
-		return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, syn.Error()),
-			map[string]any{"line": line, "column": col})
-	case errors.As(err, &typ):
-		return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("wrong type for %s: got JSON %s", typ.Field, typ.Value),
-			map[string]any{"path": typ.Field})
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return apiError(http.StatusBadRequest, "bad_json", "malformed JSON: the body ends before the value is complete", nil)
-	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
-		f = strings.Trim(f, `"`)
-		return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("unknown field %q", f), map[string]any{"path": f})
-	}
-	return apiError(http.StatusBadRequest, "bad_json", "malformed JSON: "+msg, nil)
-}
-
-// intParam parses an integer query or path parameter; def when absent.
-func intParam(name, raw string, def, minimum, maximum int) (int, error) {
-	if raw == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil {
-		return 0, apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("%s must be an integer, got %q", name, raw), map[string]any{"parameter": name})
-	}
-	if n < minimum || n > maximum {
-		return 0, apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("%s must be between %d and %d, got %d", name, minimum, maximum, n), map[string]any{"parameter": name})
-	}
-	return n, nil
-}
-
-// versionParam parses the {v} path parameter.
-func versionParam(c echo.Context) (int, error) {
-	raw := c.Param("v")
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 {
-		return 0, apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("version must be a positive integer, got %q", raw), map[string]any{"parameter": "v"})
-	}
-	return n, nil
-}
-
-// storeErr maps store errors to API errors; what names the thing looked up.
-func storeErr(err error, what string) error {
-	var ce *store.ConflictError
-	var ve *store.VersionConflictError
-	switch {
-	case errors.As(err, &ce):
-		details := map[string]any{"name": ce.Name}
-		if ce.ChainID != "" {
-			details["chain_id"] = ce.ChainID
-		}
-		return apiError(http.StatusConflict, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", ce.Name), details)
-	case errors.As(err, &ve):
-		return apiError(http.StatusConflict, "version_conflict",
-			fmt.Sprintf("the chain was changed since version %d: it is at version %d; reload it and apply your edit again", ve.Base, ve.Current),
-			map[string]any{"current_version": ve.Current, "base_version": ve.Base})
-	case errors.Is(err, store.ErrNotFound):
-		return apiError(http.StatusNotFound, "not_found", what+" not found", nil)
-	case errors.Is(err, store.ErrInvalid):
-		return apiError(http.StatusUnprocessableEntity, "invalid", err.Error(), nil)
-	}
-	return err
 }
 
 // maxNameBytes bounds a chain's name (it is shown in every list and used by
@@ -178,14 +66,14 @@ const maxNameBytes = 256
 // checkName enforces the rules on a chain's name.
 func checkName(name string) error {
 	if strings.TrimSpace(name) == "" {
-		return apiError(http.StatusUnprocessableEntity, "name_required", "the chain needs a name (the \"name\" field; chain_id for an A2E chain/req)", map[string]any{"path": "name"})
+		return apiError(EINVALID, "name_required", "the chain needs a name (the \"name\" field; chain_id for an A2E chain/req)", map[string]any{"path": "name"})
 	}
 	if len(name) > maxNameBytes {
-		return apiError(http.StatusUnprocessableEntity, "name_too_long",
+		return apiError(EINVALID, "name_too_long",
 			fmt.Sprintf("the chain name is %d bytes, over the limit of %d", len(name), maxNameBytes), map[string]any{"path": "name"})
 	}
 	if strings.HasPrefix(name, reservedPrefix) {
-		return apiError(http.StatusUnprocessableEntity, "reserved_name",
+		return apiError(EINVALID, "reserved_name",
 			fmt.Sprintf("chain names starting %q are reserved for compiled agent chains", reservedPrefix), map[string]any{"path": "name", "name": name})
 	}
 	return nil
@@ -310,7 +198,7 @@ func (s *Server) updateChain(c echo.Context) error {
 	if im := c.Request().Header.Get("If-Match"); im != "" {
 		n, ok := parseETag(im)
 		if !ok {
-			return apiError(http.StatusBadRequest, "bad_precondition", fmt.Sprintf(`If-Match must be the chain's ETag, "v<version>"; got %s`, im), nil)
+			return apiError(EBADREQUEST, "bad_precondition", fmt.Sprintf(`If-Match must be the chain's ETag, "v<version>"; got %s`, im), nil)
 		}
 		base = n
 	}
@@ -344,7 +232,7 @@ func (s *Server) updateChain(c echo.Context) error {
 		if _, err := s.db.GetChain(c.Request().Context(), id); err != nil {
 			return storeErr(err, fmt.Sprintf("chain %q", id))
 		}
-		return apiError(http.StatusPreconditionRequired, "precondition_required",
+		return apiError(EPRECONDITION, "precondition_required",
 			`updating a chain needs the version the edit started from: send If-Match: "v<version>" (the ETag of GET), ?version=<n>, or {"version": n, "doc": {...}}`, nil)
 	}
 	if err := checkName(doc.Name); err != nil {
@@ -425,14 +313,14 @@ func (s *Server) nameVersion(c echo.Context) error {
 	}
 	msg := strings.TrimSpace(body.Message)
 	if msg == "" {
-		return apiError(http.StatusBadRequest, "message_required", `a named version needs a message: {"message": "what this version is"}`, map[string]any{"path": "message"})
+		return apiError(EBADREQUEST, "message_required", `a named version needs a message: {"message": "what this version is"}`, map[string]any{"path": "message"})
 	}
 	if len(msg) > store.MaxVersionMessage {
-		return apiError(http.StatusBadRequest, "message_too_long",
+		return apiError(EBADREQUEST, "message_too_long",
 			fmt.Sprintf("the message is %d bytes, over the limit of %d", len(msg), store.MaxVersionMessage), map[string]any{"path": "message"})
 	}
 	if body.Version < 0 {
-		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("version must be a positive integer, got %d", body.Version), map[string]any{"path": "version"})
+		return apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("version must be a positive integer, got %d", body.Version), map[string]any{"path": "version"})
 	}
 	ch, err := s.db.NameVersion(c.Request().Context(), c.Param("id"), body.Version, msg)
 	if err != nil {
@@ -485,7 +373,7 @@ func (s *Server) exportChain(c echo.Context) error {
 		format = "studio"
 	}
 	if format != "studio" && format != "a2e" {
-		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("format must be studio or a2e, got %q", format), map[string]any{"parameter": "format"})
+		return apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("format must be studio or a2e, got %q", format), map[string]any{"parameter": "format"})
 	}
 	ch, err := s.db.GetChain(c.Request().Context(), c.Param("id"))
 	if err != nil {
@@ -498,7 +386,7 @@ func (s *Server) exportChain(c echo.Context) error {
 		if err != nil {
 			var ee *engine.ExportError
 			if errors.As(err, &ee) {
-				return apiError(http.StatusUnprocessableEntity, "not_expressible", err.Error(), ee)
+				return apiError(EINVALID, "not_expressible", err.Error(), ee)
 			}
 			return err
 		}
@@ -557,7 +445,7 @@ func (s *Server) importChain(c echo.Context) error {
 		issues := s.validate(c, doc)
 		return c.JSON(http.StatusOK, map[string]any{"format": format, "doc": doc, "issues": issues, "valid": !engine.HasErrors(issues)})
 	default:
-		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("validate must be \"only\" or absent, got %q", c.QueryParam("validate")), map[string]any{"parameter": "validate"})
+		return apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("validate must be \"only\" or absent, got %q", c.QueryParam("validate")), map[string]any{"parameter": "validate"})
 	}
 	ch, err := s.importDoc(c, doc, req, c.QueryParam("message"))
 	if err != nil {
@@ -585,7 +473,7 @@ func (s *Server) importDoc(c echo.Context, doc *engine.Chain, req *engine.Reques
 		if n > 1 {
 			doc.Name = fmt.Sprintf("%s (%d)", base, n)
 			if len(doc.Name) > maxNameBytes {
-				return nil, apiError(http.StatusConflict, "name_taken",
+				return nil, apiError(ECONFLICT, "name_taken",
 					fmt.Sprintf("a chain named %q already exists, and %q is over the name limit of %d bytes", base, doc.Name, maxNameBytes), map[string]any{"name": base})
 			}
 		}
@@ -598,7 +486,7 @@ func (s *Server) importDoc(c echo.Context, doc *engine.Chain, req *engine.Reques
 		}
 		return ch, nil
 	}
-	return nil, apiError(http.StatusConflict, "name_taken", fmt.Sprintf("%d chains are already named %q or %q (n)", maxImportSuffix, base, base), nil)
+	return nil, apiError(ECONFLICT, "name_taken", fmt.Sprintf("%d chains are already named %q or %q (n)", maxImportSuffix, base, base), nil)
 }
 
 // POST /v1/validate

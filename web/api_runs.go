@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
@@ -46,7 +45,7 @@ func (s *Server) startRun(c echo.Context) error {
 	}
 	issues := s.validate(c, ch.Doc)
 	if engine.HasErrors(issues) {
-		return apiError(http.StatusUnprocessableEntity, engine.CodeInvalid,
+		return apiError(EINVALID, engine.CodeInvalid,
 			(&engine.ValidationError{Issues: issues}).Error()+" (a chain with errors can be saved but not run)",
 			map[string]any{"issues": issues})
 	}
@@ -77,13 +76,13 @@ func runsQuery(c echo.Context, defLimit int) (store.RunFilter, error) {
 	}
 	if st := c.QueryParam("status"); st != "" {
 		if !validRunStatus(engine.RunStatus(st)) {
-			return f, apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("status must be one of %s, got %q", strings.Join(runStatusNames(), ", "), st), map[string]any{"parameter": "status"})
+			return f, apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("status must be one of %s, got %q", strings.Join(runStatusNames(), ", "), st), map[string]any{"parameter": "status"})
 		}
 		f.Status = engine.RunStatus(st)
 	}
 	f.Before, f.After = c.QueryParam("before"), c.QueryParam("after")
 	if f.Before != "" && f.After != "" {
-		return f, apiError(http.StatusBadRequest, "bad_parameter", "before and after cannot be used together", map[string]any{"parameter": "after"})
+		return f, apiError(EBADREQUEST, "bad_parameter", "before and after cannot be used together", map[string]any{"parameter": "after"})
 	}
 	return f, nil
 }
@@ -108,7 +107,7 @@ func runsCursorErr(c echo.Context, err error) error {
 		if c.QueryParam("after") != "" {
 			p = "after"
 		}
-		return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("%s is not a cursor from a previous page: %q", p, c.QueryParam(p)), map[string]any{"parameter": p})
+		return apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("%s is not a cursor from a previous page: %q", p, c.QueryParam(p)), map[string]any{"parameter": p})
 	}
 	return err
 }
@@ -152,24 +151,6 @@ func (s *Server) getRun(c echo.Context) error {
 	return c.JSON(http.StatusOK, s.runView(r))
 }
 
-// resumeErr maps the engine's resume contract errors to statuses.
-func resumeErr(err error) error {
-	var re *engine.ChainResumeError
-	var ae *engine.AlreadyResumedError
-	var ce *engine.ChainCheckpointError
-	switch {
-	case errors.As(err, &re): // before ChainCheckpointError: a resume error is one too
-		return apiError(http.StatusUnprocessableEntity, engine.CodeResume, re.Error(), nil)
-	case errors.As(err, &ae):
-		return apiError(http.StatusConflict, engine.CodeAlreadyResumed, ae.Error(), nil)
-	case errors.As(err, &ce):
-		return apiError(http.StatusNotFound, engine.CodeCheckpoint, ce.Error(), nil)
-	case errors.Is(err, runs.ErrShutdown):
-		return apiError(http.StatusServiceUnavailable, "shutting_down", err.Error(), nil)
-	}
-	return err
-}
-
 // POST /v1/runs/{id}/resume {resume_value, modified_state}
 func (s *Server) resumeRun(c echo.Context) error {
 	id := c.Param("id")
@@ -184,19 +165,19 @@ func (s *Server) resumeRun(c echo.Context) error {
 		case "resume_value": // present, even as null, is a value
 			var x any
 			if err := json.Unmarshal(v, &x); err != nil {
-				return apiError(http.StatusBadRequest, "bad_json", "resume_value: "+err.Error(), map[string]any{"path": k})
+				return apiError(EBADREQUEST, "bad_json", "resume_value: "+err.Error(), map[string]any{"path": k})
 			}
 			value = &engine.ResumeValue{Value: x}
 		case "modified_state":
 			if err := json.Unmarshal(v, &modified); err != nil {
-				return apiError(http.StatusBadRequest, "bad_json", "modified_state must be a JSON object", map[string]any{"path": k})
+				return apiError(EBADREQUEST, "bad_json", "modified_state must be a JSON object", map[string]any{"path": k})
 			}
 		default:
-			return apiError(http.StatusBadRequest, "bad_json", fmt.Sprintf("unknown field %q (resume_value, modified_state)", k), map[string]any{"path": k})
+			return apiError(EBADREQUEST, "bad_json", fmt.Sprintf("unknown field %q (resume_value, modified_state)", k), map[string]any{"path": k})
 		}
 	}
 	if err := s.runs.Resume(c.Request().Context(), id, value, modified); err != nil {
-		return resumeErr(err)
+		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"run_id": id, "status": engine.StatusRunning})
 }
@@ -211,7 +192,7 @@ func (s *Server) cancelRun(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
-	return apiError(http.StatusConflict, "not_running", fmt.Sprintf("run %q is not running (status %s)", id, r.Status), map[string]any{"status": r.Status})
+	return apiError(ECONFLICT, "not_running", fmt.Sprintf("run %q is not running (status %s)", id, r.Status), map[string]any{"status": r.Status})
 }
 
 // POST /v1/runs/{id}/rerun {from_node, input?, modified_state?}
@@ -230,17 +211,17 @@ func (s *Server) rerunRun(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 	if body.FromNode == "" {
-		return apiError(http.StatusUnprocessableEntity, "from_node_required", "from_node is required: the node to re-run from", map[string]any{"path": "from_node"})
+		return apiError(EINVALID, "from_node_required", "from_node is required: the node to re-run from", map[string]any{"path": "from_node"})
 	}
 	chain, err := s.runs.RunChain(ctx, id)
 	if err != nil {
-		return resumeErr(err)
+		return err
 	}
 	if chain.Node(body.FromNode) == nil {
-		return apiError(http.StatusUnprocessableEntity, "unknown_node", fmt.Sprintf("node %q is not in the run's chain", body.FromNode), map[string]any{"path": "from_node", "node_id": body.FromNode})
+		return apiError(EINVALID, "unknown_node", fmt.Sprintf("node %q is not in the run's chain", body.FromNode), map[string]any{"path": "from_node", "node_id": body.FromNode})
 	}
 	if k, ok := blankKey(body.ModifiedState); ok {
-		return apiError(http.StatusUnprocessableEntity, "bad_state_patch", fmt.Sprintf("modified_state: key %q is not a state key (empty or blank)", k), map[string]any{"path": "modified_state"})
+		return apiError(EINVALID, "bad_state_patch", fmt.Sprintf("modified_state: key %q is not a state key (empty or blank)", k), map[string]any{"path": "modified_state"})
 	}
 	newID, err := s.runs.Rerun(ctx, id, body.FromNode, body.Input, body.ModifiedState)
 	if err != nil {

@@ -50,7 +50,7 @@ func (s *Server) runEvents(c echo.Context) error {
 	if raw != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
 		if err != nil || n < 0 {
-			return apiError(http.StatusBadRequest, "bad_parameter", fmt.Sprintf("Last-Event-ID (or after) must be an event seq, a non-negative integer; got %q", raw), map[string]any{"parameter": "after"})
+			return apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("Last-Event-ID (or after) must be an event seq, a non-negative integer; got %q", raw), map[string]any{"parameter": "after"})
 		}
 		after = n
 	}
@@ -228,7 +228,7 @@ func (st *sseStream) fail(err error) error {
 		return nil // the watcher left
 	}
 	st.s.log.Error("event stream failed", "run_id", st.run, "err", err)
-	b, _ := json.Marshal(map[string]any{"error": apiError(http.StatusInternalServerError, "internal", "the event stream failed; reconnect to resume", nil)})
+	b, _ := json.Marshal(map[string]any{"error": apiError(EINTERNAL, "internal", "the event stream failed; reconnect to resume", nil)})
 	st.buf.WriteString("event: error\ndata: ")
 	st.buf.Write(b)
 	st.buf.WriteString("\n\n")

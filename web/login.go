@@ -53,7 +53,7 @@ func (s *Server) postLogin(c echo.Context) error {
 	client := clientKey(c.Request())
 	if wait := s.auth.fails.blocked(client); wait > 0 {
 		c.Response().Header().Set("Retry-After", retryAfter(wait))
-		return renderPage(c, http.StatusTooManyRequests, views.Login(next,
+		return renderPage(c, ErrorStatusCode(ETOOMANY), views.Login(next,
 			"Too many failed sign-ins from your address. Try again in "+inSeconds(wait)+"."))
 	}
 	if !s.tokenMatches(c.FormValue("token")) {

@@ -167,33 +167,25 @@ func (m *Metrics) StoreCall(op string, took time.Duration) {
 }
 
 // middleware observes every request's latency by route pattern (never the
-// raw path, so ids do not explode the label set).
-func (m *Metrics) middleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
+// raw path, so ids do not explode the label set). status is the status the
+// error handler answers a returned error with.
+func (m *Metrics) middleware(status func(error) int) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			code := c.Response().Status
+			if err != nil && !c.Response().Committed {
+				code = status(err)
+			}
+			m.httpSeconds.WithLabelValues(c.Request().Method, route, strconv.Itoa(code/100)+"xx").Observe(time.Since(start).Seconds())
+			return err
 		}
-		code := c.Response().Status
-		if err != nil && !c.Response().Committed {
-			code = errorStatus(err)
-		}
-		m.httpSeconds.WithLabelValues(c.Request().Method, route, strconv.Itoa(code/100)+"xx").Observe(time.Since(start).Seconds())
-		return err
 	}
-}
-
-// errorStatus is the status the error handler will answer err with.
-func errorStatus(err error) int {
-	switch e := err.(type) {
-	case *APIError:
-		return e.Status
-	case *echo.HTTPError:
-		return e.Code
-	}
-	return 500
 }
 
 // handler serves the registry in the Prometheus text format.

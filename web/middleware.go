@@ -2,7 +2,6 @@ package web
 
 import (
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -30,7 +29,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(s.recoverer)
 	e.Use(s.accessLog)
-	e.Use(s.metrics.middleware)
+	e.Use(s.metrics.middleware(func(err error) int { return s.errorFor(err).Status() }))
 	e.Use(securityHeaders)
 	e.Use(s.checkHost)
 	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.BodyLimit)))
@@ -60,7 +59,7 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if h := c.Request().Host; !s.auth.hosts.allows(h) {
-			return apiError(http.StatusMisdirectedRequest, "misdirected_request",
+			return apiError(EMISDIRECTED, "misdirected_request",
 				fmt.Sprintf("this studio does not answer to the host %q: use its listen address or a loopback name, or start it with --public-url naming this host", h), nil)
 		}
 		return next(c)
@@ -80,12 +79,12 @@ func (s *Server) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 		if origin := req.Header.Get("Origin"); origin != "" {
 			u, err := url.Parse(origin)
 			if err != nil || u.Host != req.Host {
-				return apiError(http.StatusForbidden, "cross_site", fmt.Sprintf("cross-site request refused: Origin %q is not this studio (%s)", origin, req.Host), nil)
+				return apiError(EFORBIDDEN, "cross_site", fmt.Sprintf("cross-site request refused: Origin %q is not this studio (%s)", origin, req.Host), nil)
 			}
 			return next(c)
 		}
 		if site := req.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-			return apiError(http.StatusForbidden, "cross_site", "cross-site request refused", nil)
+			return apiError(EFORBIDDEN, "cross_site", "cross-site request refused", nil)
 		}
 		return next(c)
 	}
@@ -111,7 +110,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			client := clientKey(req)
 			if wait := s.auth.fails.blocked(client); wait > 0 {
 				c.Response().Header().Set("Retry-After", retryAfter(wait))
-				return apiError(http.StatusTooManyRequests, "too_many_requests",
+				return apiError(ETOOMANY, "too_many_requests",
 					"too many wrong tokens from this address: retry in "+inSeconds(wait), nil)
 			}
 			if s.tokenMatches(bearer) {
@@ -127,7 +126,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(req.URL.RequestURI()))
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="studio"`)
-		return apiError(http.StatusUnauthorized, "unauthorized", "this studio needs a token: send Authorization: Bearer <token>", nil)
+		return apiError(EUNAUTHORIZED, "unauthorized", "this studio needs a token: send Authorization: Bearer <token>", nil)
 	}
 }
 
@@ -163,7 +162,7 @@ func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 			if v := recover(); v != nil {
 				s.log.Error("panic in handler", "path", c.Request().URL.Path, "panic", fmt.Sprint(v),
 					"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-				err = apiError(http.StatusInternalServerError, "internal", "internal error (logged with the request id)", nil)
+				err = apiError(EINTERNAL, "internal", "internal error (logged with the request id)", nil)
 			}
 		}()
 		return next(c)
@@ -189,68 +188,6 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		return nil
 	}
-}
-
-// APIError is the JSON error every API route answers with:
-// {"error": {"code", "message", "details"}}.
-type APIError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details any    `json:"details,omitempty"`
-}
-
-func (e *APIError) Error() string { return e.Message }
-
-func apiError(status int, code, msg string, details any) *APIError {
-	return &APIError{Status: status, Code: code, Message: msg, Details: details}
-}
-
-// errorHandler renders every error as JSON (API) or a short page (browser).
-func (s *Server) errorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	var ae *APIError
-	var he *echo.HTTPError
-	switch {
-	case errors.As(err, &ae):
-	case errors.As(err, &he):
-		code := strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
-		msg := fmt.Sprint(he.Message)
-		if he.Code == http.StatusRequestEntityTooLarge {
-			msg = fmt.Sprintf("request body is over the %d-byte limit", s.cfg.BodyLimit)
-		}
-		ae = apiError(he.Code, code, msg, nil)
-	case diskFull(err):
-		s.log.Error("database disk full", "path", c.Request().URL.Path, "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-		ae = apiError(http.StatusInsufficientStorage, "insufficient_storage",
-			"the database disk is full: nothing was saved; free space on the studio's disk and retry", nil)
-	default:
-		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-		ae = apiError(http.StatusInternalServerError, "internal", "internal error (logged with the request id)", nil)
-	}
-	if c.Request().Method == http.MethodHead {
-		_ = c.NoContent(ae.Status)
-		return
-	}
-	if wantsHTML(c.Request()) {
-		_ = c.HTML(ae.Status, "<!doctype html><title>Error</title><p>"+htmlEscape(ae.Message)+"</p><p><a href=\"/\">Chains</a></p>")
-		return
-	}
-	_ = c.JSON(ae.Status, map[string]any{"error": ae})
-}
-
-// diskFull reports whether err is SQLite's SQLITE_FULL (the disk holding the
-// database, its WAL or its temporary files is full).
-func diskFull(err error) bool {
-	var c interface{ Code() int }
-	if errors.As(err, &c) && c.Code()&0xff == 13 {
-		return true
-	}
-	return strings.Contains(err.Error(), "database or disk is full")
 }
 
 func htmlEscape(s string) string {

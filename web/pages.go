@@ -64,7 +64,7 @@ func pageRedirect(c echo.Context, target string) error {
 // notFound maps a store "not found" to a 404 (an HTML page for browsers).
 func pageNotFound(err error, what string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return apiError(http.StatusNotFound, "not_found", what+" not found", nil)
+		return apiError(ENOTFOUND, "not_found", what+" not found", nil)
 	}
 	return err
 }

@@ -54,11 +54,11 @@ func (s *Server) pageAgent(c echo.Context) error {
 
 func (s *Server) renderAgent(c echo.Context, name, problem string) error {
 	if s.agents == nil {
-		return apiError(http.StatusNotFound, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), nil)
+		return apiError(ENOTFOUND, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), nil)
 	}
 	d, ok := s.agents.Get(name)
 	if !ok {
-		return apiError(http.StatusNotFound, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), nil)
+		return apiError(ENOTFOUND, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), nil)
 	}
 	g, _ := s.agents.Graph(name)
 	docJSON := ""
@@ -71,7 +71,7 @@ func (s *Server) renderAgent(c echo.Context, name, problem string) error {
 	}
 	status := http.StatusOK
 	if problem != "" {
-		status = http.StatusUnprocessableEntity
+		status = ErrorStatusCode(EINVALID) // the page shows the problem
 	}
 	return renderPage(c, status, views.AgentPage(agentRow(d, g), g, docJSON, problem))
 }
@@ -81,11 +81,11 @@ func (s *Server) renderAgent(c echo.Context, name, problem string) error {
 func (s *Server) pageRunAgent(c echo.Context) error {
 	name := c.Param("name")
 	if s.agents == nil {
-		return apiError(http.StatusNotFound, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), nil)
+		return apiError(ENOTFOUND, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), nil)
 	}
 	d, ok := s.agents.Get(name)
 	if !ok {
-		return apiError(http.StatusNotFound, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), nil)
+		return apiError(ENOTFOUND, "agent_not_found", fmt.Sprintf("no agent named %q is loaded", name), nil)
 	}
 	query := strings.TrimSpace(c.FormValue("query"))
 	if query == "" {

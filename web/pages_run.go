@@ -28,7 +28,7 @@ func (s *Server) pageRuns(c echo.Context) error {
 	runs, next, err := s.db.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: 100, Before: c.QueryParam("before")})
 	if err != nil {
 		if errors.Is(err, store.ErrInvalid) {
-			return apiError(http.StatusBadRequest, "bad_cursor", err.Error(), nil)
+			return apiError(EBADREQUEST, "bad_cursor", err.Error(), nil)
 		}
 		return err
 	}

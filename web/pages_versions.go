@@ -51,7 +51,7 @@ func (s *Server) pageVersionData(c echo.Context) error {
 	}
 	v, err := strconv.Atoi(c.Param("v"))
 	if err != nil {
-		return apiError(http.StatusBadRequest, "bad_version", "version must be a number", nil)
+		return apiError(EBADREQUEST, "bad_version", "version must be a number", nil)
 	}
 	old, err := s.db.GetVersion(ctx, ch.ID, v)
 	if err != nil {

@@ -1,0 +1,213 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/store"
+	"github.com/labstack/echo/v4"
+)
+
+// Error codes. The domain codes are the store's (one vocabulary for every
+// layer); the request codes describe what is wrong with an HTTP request
+// itself, which no layer below the API can know.
+const (
+	ENOTFOUND    = store.ENOTFOUND
+	ECONFLICT    = store.ECONFLICT
+	EINVALID     = store.EINVALID // well formed, but breaks a rule
+	ETOOLARGE    = store.ETOOLARGE
+	EUNAVAILABLE = store.EUNAVAILABLE
+	EINTERNAL    = store.EINTERNAL
+
+	EBADREQUEST   = "bad_request"  // the request cannot be read: bad JSON, a bad parameter
+	EUNAUTHORIZED = "unauthorized" // no valid token
+	EFORBIDDEN    = "forbidden"    // refused whoever asks (a cross-site write)
+	ENOTALLOWED   = "not_allowed"  // the route does not take this method
+	EPRECONDITION = "precondition" // a required If-Match is missing
+	EMISDIRECTED  = "misdirected"  // the Host header names another site (DNS rebinding)
+	ETOOMANY      = "too_many"     // too many failed attempts from one client; retry later
+	ENOSPACE      = "no_space"     // the database's disk is full
+)
+
+// errorStatus is the one table from error codes to HTTP statuses.
+var errorStatus = map[string]int{
+	EBADREQUEST:   http.StatusBadRequest,
+	EUNAUTHORIZED: http.StatusUnauthorized,
+	EFORBIDDEN:    http.StatusForbidden,
+	ENOTFOUND:     http.StatusNotFound,
+	ENOTALLOWED:   http.StatusMethodNotAllowed,
+	ECONFLICT:     http.StatusConflict,
+	ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	EINVALID:      http.StatusUnprocessableEntity,
+	EMISDIRECTED:  http.StatusMisdirectedRequest,
+	EPRECONDITION: http.StatusPreconditionRequired,
+	ETOOMANY:      http.StatusTooManyRequests,
+	EINTERNAL:     http.StatusInternalServerError,
+	EUNAVAILABLE:  http.StatusServiceUnavailable,
+	ENOSPACE:      http.StatusInsufficientStorage,
+}
+
+// ErrorStatusCode returns the HTTP status for an error code; unknown codes
+// are internal errors.
+func ErrorStatusCode(code string) int {
+	if s, ok := errorStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// codeForStatus is the table read backwards, for errors that arrive with a
+// status only (echo's own: unknown route, wrong method, body too large).
+func codeForStatus(status int) string {
+	for code, s := range errorStatus {
+		if s == status {
+			return code
+		}
+	}
+	if status < 500 {
+		return EBADREQUEST
+	}
+	return EINTERNAL
+}
+
+// APIError is the JSON error every API route answers with:
+// {"error": {"code", "message", "details"}}. Kind is the error code that
+// picks the HTTP status; Code is the precise reason clients branch on
+// ("bad_json", "unknown_node", "version_conflict" …).
+type APIError struct {
+	Kind    string `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// Status is the HTTP status the error is answered with.
+func (e *APIError) Status() int { return ErrorStatusCode(e.Kind) }
+
+// apiError returns an error of kind kind with the reason code.
+func apiError(kind, code, msg string, details any) *APIError {
+	return &APIError{Kind: kind, Code: code, Message: msg, Details: details}
+}
+
+// domainError maps the errors the layers below return (store, engine, run
+// service) to API errors, in this one place. It returns nil for an error it
+// does not know, which is then an internal error.
+func domainError(err error) *APIError {
+	var (
+		ae *APIError
+		ce *store.ConflictError
+		ve *store.VersionConflictError
+		se *store.Error
+		re *engine.ChainResumeError
+		ar *engine.AlreadyResumedError
+		cp *engine.ChainCheckpointError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &ce):
+		details := map[string]any{"name": ce.Name}
+		if ce.ChainID != "" {
+			details["chain_id"] = ce.ChainID
+		}
+		return apiError(ECONFLICT, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", ce.Name), details)
+	case errors.As(err, &ve):
+		return apiError(ECONFLICT, "version_conflict",
+			fmt.Sprintf("the chain was changed since version %d: it is at version %d; reload it and apply your edit again", ve.Base, ve.Current),
+			map[string]any{"current_version": ve.Current, "base_version": ve.Base})
+	case errors.Is(err, store.ErrNotFound):
+		return apiError(ENOTFOUND, "not_found", err.Error(), nil)
+	case errors.Is(err, store.ErrInvalid):
+		return apiError(EINVALID, "invalid", err.Error(), nil)
+	case errors.As(err, &re): // before ChainCheckpointError: a resume error is one too
+		return apiError(EINVALID, engine.CodeResume, re.Error(), nil)
+	case errors.As(err, &ar):
+		return apiError(ECONFLICT, engine.CodeAlreadyResumed, ar.Error(), nil)
+	case errors.As(err, &cp):
+		return apiError(ENOTFOUND, engine.CodeCheckpoint, cp.Error(), nil)
+	case errors.Is(err, runs.ErrShutdown):
+		return apiError(EUNAVAILABLE, "shutting_down", runs.ErrShutdown.Error(), nil)
+	case errors.As(err, &se):
+		return apiError(se.Code, se.Code, se.Message, nil)
+	case diskFull(err):
+		return apiError(ENOSPACE, "insufficient_storage",
+			"the database disk is full: nothing was saved; free space on the studio's disk and retry", nil)
+	}
+	return nil
+}
+
+// storeErr is domainError with the thing looked up named in a not-found
+// message ("chain \"x\" not found"); unknown errors pass through.
+func storeErr(err error, what string) error {
+	var se *store.Error
+	if errors.Is(err, store.ErrNotFound) || (errors.As(err, &se) && se.Code == ENOTFOUND) {
+		return apiError(ENOTFOUND, "not_found", what+" not found", nil)
+	}
+	if ae := domainError(err); ae != nil {
+		return ae
+	}
+	return err
+}
+
+// errorFor is the API error a handler's error is answered with.
+func (s *Server) errorFor(err error) *APIError {
+	if ae := domainError(err); ae != nil {
+		return ae
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code := strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
+		msg := fmt.Sprint(he.Message)
+		if he.Code == http.StatusRequestEntityTooLarge {
+			msg = fmt.Sprintf("request body is over the %d-byte limit", s.cfg.BodyLimit)
+		}
+		return apiError(codeForStatus(he.Code), code, msg, nil)
+	}
+	return apiError(EINTERNAL, "internal", "internal error (logged with the request id)", nil)
+}
+
+// errorHandler renders every error as JSON (API) or a short page (browser),
+// with the status from the error table. Internal errors and a full disk are
+// logged with the request id.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	ae := s.errorFor(err)
+	switch ae.Kind {
+	case ENOSPACE:
+		s.log.Error("database disk full", "path", c.Request().URL.Path, "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	case EINTERNAL:
+		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	}
+	status := ae.Status()
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	if wantsHTML(c.Request()) {
+		_ = c.HTML(status, "<!doctype html><title>Error</title><p>"+htmlEscape(ae.Message)+"</p><p><a href=\"/\">Chains</a></p>")
+		return
+	}
+	_ = c.JSON(status, map[string]any{"error": ae})
+}
+
+// diskFull reports whether err is SQLite's SQLITE_FULL (the disk holding the
+// database, its WAL or its temporary files is full).
+func diskFull(err error) bool {
+	var c interface{ Code() int }
+	if errors.As(err, &c) && c.Code()&0xff == 13 {
+		return true
+	}
+	return strings.Contains(err.Error(), "database or disk is full")
+}
