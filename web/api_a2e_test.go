@@ -18,12 +18,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// seedSimpleLinearChain is seed 000's "Simple Linear Chain" wire example, verbatim.
+// seedSimpleLinearChain is the A2E protocol's "Simple Linear Chain" wire example, verbatim.
 const seedSimpleLinearChain = `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"read_file","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"skill","name":"text_summarizer","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`
 
-// newA2EServer is a studio whose registry maps seed 000's tool names to
+// newA2EServer is a studio whose registry maps that example's tool names to
 // echo-like tools: read_file returns {"content": "contents of <path>"},
-// text_summarizer returns {"summary": <its input>}. The seed's summarize node
+// text_summarizer returns {"summary": <its input>}. The example's summarize node
 // is a skill (a saved chain called by name), so a chain text_summarizer that
 // calls the text_summarizer tool is saved too.
 func newA2EServer(t testing.TB) (*Server, *httptest.Server) {

@@ -35,10 +35,11 @@ type sseStream struct {
 
 // GET /v1/runs/{id}/events
 //
-// Ordering without gaps or duplicates: subscribe to the hub first, then
-// flush the event writer and replay the store after Last-Event-ID, then
-// stream live events, skipping any seq already sent. Events emitted between
-// the subscription and the replay are in both and sent once.
+// Ordering without gaps or duplicates: subscribe to the run service's live
+// hub first, then flush the event writer and replay the store after
+// Last-Event-ID, then stream live events, skipping any seq already sent.
+// Events emitted between the subscription and the replay are in both and
+// sent once.
 func (s *Server) runEvents(c echo.Context) error {
 	id := c.Param("id")
 	ctx := c.Request().Context()

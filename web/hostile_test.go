@@ -20,7 +20,7 @@ import (
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
-// The hostile-input suite (issue #7, docs/reliability.md "No input crashes
+// The hostile-input suite (docs/reliability.md "No input crashes
 // it"): every case goes through the real HTTP API and is answered with a 4xx
 // whose message names the problem, or a validation issue, or a run that
 // fails the node with a message naming the cause. After every case the

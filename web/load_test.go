@@ -20,7 +20,7 @@ import (
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
-// The load test (issue #7, docs/reliability.md "Under load"): for
+// The load test (docs/reliability.md "Under load"): for
 // STUDIO_LOAD_DURATION (default 10s; the documented figure is 2m), on
 // loopback,
 //

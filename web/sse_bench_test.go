@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Performance benchmarks of issue #4 (loopback only, bounded in count and
+// Performance benchmarks (docs/benchmarks.md; loopback only, bounded in count and
 // time). Run them with:
 //
 //	go test ./web -run '^$' -bench 'SSEFanout|GetChain' -benchtime 1x

@@ -66,7 +66,7 @@ func TestA2EStdio(t *testing.T) {
 	}
 }
 
-// Seed 000's wire example, verbatim: the host refuses read_file's absolute
+// The A2E protocol's "Simple Linear Chain" wire example, verbatim: the host refuses read_file's absolute
 // path, so the run fails at node "read" and says so.
 func TestA2EStdioSeedExample(t *testing.T) {
 	seed := `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"read_file","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"skill","name":"text_summarizer","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`
