@@ -136,7 +136,7 @@ func domainError(err error) *APIError {
 	case errors.Is(err, runs.ErrShutdown):
 		return apiError(EUNAVAILABLE, "shutting_down", runs.ErrShutdown.Error(), nil)
 	case errors.As(err, &se):
-		return apiError(se.Code, se.Code, se.Message, nil)
+		return apiError(se.Code, se.Code, store.ErrorMessage(err), nil)
 	case diskFull(err):
 		return apiError(ENOSPACE, "insufficient_storage",
 			"the database disk is full: nothing was saved; free space on the studio's disk and retry", nil)
@@ -147,8 +147,7 @@ func domainError(err error) *APIError {
 // storeErr is domainError with the thing looked up named in a not-found
 // message ("chain \"x\" not found"); unknown errors pass through.
 func storeErr(err error, what string) error {
-	var se *store.Error
-	if errors.Is(err, store.ErrNotFound) || (errors.As(err, &se) && se.Code == ENOTFOUND) {
+	if store.ErrorCode(err) == ENOTFOUND {
 		return apiError(ENOTFOUND, "not_found", what+" not found", nil)
 	}
 	if ae := domainError(err); ae != nil {
