@@ -229,8 +229,8 @@
     const trs = ids.map((id) => {
       const d = nodeDoc(id);
       const tr = Studio.el('tr', { 'data-node-id': id, 'aria-selected': 'false' },
-        // named by what it shows (WCAG 2.5.3), "Show node" read first
-        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id }, Studio.el('span', { class: 'visually-hidden', text: 'Show node ' }), ...nameEl(id))),
+        // named by what it shows, label and id (WCAG 2.5.3, label in name)
+        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id }, ...nameEl(id))),
         Studio.el('td', { text: d ? d.kind : '' }),
         Studio.el('td', { class: 'phase-cell', text: '—' }),
         Studio.el('td', { class: 'note-cell', text: '' }));
