@@ -19,14 +19,20 @@ import { BASE, launch, close, open, api } from './lib.mjs';
 
 export const PAGES = [
   { name: 'chains list', path: '/', ready: '#chain-rows tr[data-chain-id]' },
+  { name: 'chains list, New chain dialog', path: '/', ready: '#chain-rows tr[data-chain-id]', act: openDialog('#new-chain', '#new-dialog') },
+  { name: 'chains list, Import dialog', path: '/', ready: '#chain-rows tr[data-chain-id]', act: openDialog('#open-import', '#import-dialog') },
   { name: 'editor', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]' },
-  { name: 'editor, Save version dialog', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]', act: (page) => page.click('#btn-save-version').then(() => page.waitForSelector('#save-version-dialog[open]')) },
+  { name: 'editor, Run dialog', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]', act: openDialog('#btn-run', '#run-dialog') },
+  { name: 'editor, Save version dialog', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]', act: openDialog('#btn-save-version', '#save-version-dialog') },
   { name: 'versions', path: (f) => '/chains/' + f.chain + '/versions' },
   { name: 'versions with a diff', path: (f) => '/chains/' + f.chain + '/versions?v=1', ready: '#versions[data-ready="1"]' },
   { name: 'runs of a chain', path: (f) => '/chains/' + f.chain + '/runs' },
   { name: 'run completed', path: (f) => '/runs/' + f.completed, ready: '.runpage' },
   { name: 'run failed', path: (f) => '/runs/' + f.failed, ready: '.runpage' },
   { name: 'run paused', path: (f) => '/runs/' + f.paused, ready: '.runpage .approval, .runpage .resume' },
+  { name: 'run failed, node drawer', path: (f) => '/runs/' + f.failed, ready: '.runpage', act: async (page) => { await page.click('#node-table .select-node[data-node-id="boom"]'); await page.waitForSelector('#btn-rerun'); } },
+  { name: 'run failed, Re-run dialog', path: (f) => '/runs/' + f.failed, ready: '.runpage', act: async (page) => { await page.click('#node-table .select-node[data-node-id="boom"]'); await openDialog('#btn-rerun', '#rerun-dialog')(page); } },
+  { name: 'runs list', path: '/runs' },
   { name: 'agents list', path: '/agents' },
   { name: 'agent', path: (f) => (f.agent ? '/agents/' + encodeURIComponent(f.agent) : null) },
   { name: 'login', path: '/login' },
@@ -35,6 +41,14 @@ export const PAGES = [
   { name: 'login (token set)', path: (f) => f.loginURL || null, optional: !process.env.STUDIO_BIN },
 ];
 export const THEMES = ['light', 'dark'];
+
+// openDialog clicks button and waits for dialog to be open.
+function openDialog(button, dialog) {
+  return async (page) => {
+    await page.click(button);
+    await page.waitForSelector(dialog + '[open]');
+  };
+}
 const TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 
 const require = createRequire(import.meta.url);

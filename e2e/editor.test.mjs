@@ -329,15 +329,15 @@ test('the node list pane never covers the canvas; a branch diamond is selected b
 
 test('the palette says in one line what each kind is for', async () => {
   const { page } = await openEditor({ name: uniq('palette'), nodes: [] });
-  const items = await page.$$eval('.palette-item', (bs) => bs.map((b) => ({ kind: b.dataset.kind, label: b.getAttribute('aria-label'), help: b.querySelector('.help').textContent, shown: b.querySelector('.help').getBoundingClientRect().height > 0 })));
+  const items = await page.$$eval('.palette-item', (bs) => bs.map((b) => ({ kind: b.dataset.kind, label: b.querySelector('.kind-name').textContent.replace(/^\S+\s+/, ''), help: b.querySelector('.help').textContent, shown: b.querySelector('.help').getBoundingClientRect().height > 0 })));
   assert.equal(items.length, 9);
   for (const it of items) {
     assert.ok(it.shown && it.help.length > 20, 'help shown for ' + it.kind);
   }
   const by = Object.fromEntries(items.map((i) => [i.kind, i]));
-  assert.equal(by.interrupt.label, 'Add an interrupt node');
-  assert.equal(by.agent.label, 'Add an agent node');
-  assert.equal(by.tool.label, 'Add a tool node');
+  assert.equal(by.interrupt.label, 'Add an interrupt'); // read before the kind's help (the button's name is what it shows)
+  assert.equal(by.agent.label, 'Add an agent'); // read before the kind's help (the button's name is what it shows)
+  assert.equal(by.tool.label, 'Add a tool'); // read before the kind's help (the button's name is what it shows)
   assert.match(by.branch.help, /true or the false/);
   assert.match(by.condition.help, /first case/);
   assert.match(by.skill.help, /another saved chain/);

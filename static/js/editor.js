@@ -103,6 +103,7 @@
   function setSaveState(state, text) {
     saveStateEl.dataset.state = state;
     saveStateEl.textContent = text;
+    saveStateEl.removeAttribute('title');
   }
 
   const scheduleSave = Studio.debounce(() => save(), 300);
@@ -993,7 +994,8 @@
     }
     version = body.version;
     root.dataset.version = String(version);
-    setSaveState('saved', 'Saved v' + version + ' “' + message + '”');
+    setSaveState('saved', 'Saved v' + version + ', named'); // short: the toolbar stays on one line
+    saveStateEl.title = 'v' + version + ': ' + message;
     svDialog.close();
   });
 

@@ -229,7 +229,8 @@
     const trs = ids.map((id) => {
       const d = nodeDoc(id);
       const tr = Studio.el('tr', { 'data-node-id': id, 'aria-selected': 'false' },
-        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id, 'aria-label': 'Show node ' + (label(id) ? label(id) + ' (' + id + ')' : id) }, ...nameEl(id))),
+        // named by what it shows, label and id (WCAG 2.5.3, label in name)
+        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id }, ...nameEl(id))),
         Studio.el('td', { text: d ? d.kind : '' }),
         Studio.el('td', { class: 'phase-cell', text: '—' }),
         Studio.el('td', { class: 'note-cell', text: '' }));
