@@ -55,4 +55,13 @@
 // With strict=true a path that does not exist is a *MissingPathError naming
 // the path as written; a key that exists with the value null is not missing.
 // Without strict mode a missing path is nil.
+//
+// # Files, by stage
+//
+// As in text/template/parse: lex.go turns the inside of {{ ... }} into
+// tokens; parse.go (the guard spelling) and parse_comparison.go (the
+// comparison spelling) build the tree declared in node.go; eval.go evaluates
+// it. jmes.go runs the JMESPath spelling through go-jmespath and jmeserr.go
+// explains its type errors in plain words; expr.go is the public API (Parse,
+// Expr), template.go the text templates, lint.go the checks validation runs.
 package expr

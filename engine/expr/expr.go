@@ -195,7 +195,7 @@ func ParseWith(src string, lim Limits) (*Expr, error) {
 	switch {
 	case strings.HasPrefix(trimmed, "{{") && closeAt(src, start+2) == end-2:
 		e.spelling = Guard
-		p := newGParser(src, start+2, start, lim)
+		p := newParser(src, start+2, start, lim)
 		n, after, err := p.parseTemplateExpr()
 		if err != nil {
 			return nil, err

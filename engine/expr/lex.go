@@ -40,7 +40,7 @@ type token struct {
 	num  float64
 }
 
-type glexer struct {
+type lexer struct {
 	src string
 	pos int
 }
@@ -81,11 +81,11 @@ func isIdentChar(c byte) bool {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-func (l *glexer) errAt(pos int, msg string) *SyntaxError {
+func (l *lexer) errAt(pos int, msg string) *SyntaxError {
 	return &SyntaxError{Src: l.src, Pos: pos, Msg: msg}
 }
 
-func (l *glexer) next() (token, *SyntaxError) {
+func (l *lexer) next() (token, *SyntaxError) {
 	src := l.src
 	for l.pos < len(src) && isSpace(src[l.pos]) {
 		l.pos++

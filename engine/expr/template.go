@@ -46,7 +46,7 @@ func ParseTemplateWith(src string, lim Limits) (*Template, error) {
 				textOnlySpace = false
 			}
 		}
-		p := newGParser(src, open+2, open, lim)
+		p := newParser(src, open+2, open, lim)
 		n, next, err := p.parseTemplateExpr()
 		if err != nil {
 			return nil, err

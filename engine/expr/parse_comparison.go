@@ -13,14 +13,14 @@ import (
 //	op      := == != < <= > >= contains startswith
 //	operand := '{{' guard-expr '}}' | 'quoted' | "quoted" | bare-word
 
-type cparser struct {
+type comparisonParser struct {
 	src      string
 	pos, end int
 	lim      Limits
 }
 
 func parseComparison(src string, start, end int, lim Limits) (node, error) {
-	c := &cparser{src: src, pos: start, end: end, lim: lim}
+	c := &comparisonParser{src: src, pos: start, end: end, lim: lim}
 	n, err := c.parseOr()
 	if err != nil {
 		return nil, err
@@ -32,18 +32,18 @@ func parseComparison(src string, start, end int, lim Limits) (node, error) {
 	return n, nil
 }
 
-func (c *cparser) errAt(pos int, msg string) *SyntaxError {
+func (c *comparisonParser) errAt(pos int, msg string) *SyntaxError {
 	return &SyntaxError{Src: c.src, Pos: pos, Msg: msg}
 }
 
-func (c *cparser) skipWS() {
+func (c *comparisonParser) skipWS() {
 	for c.pos < c.end && isSpace(c.src[c.pos]) {
 		c.pos++
 	}
 }
 
 // describe quotes the text at the current position, up to the next space.
-func (c *cparser) describe() string {
+func (c *comparisonParser) describe() string {
 	if c.pos >= c.end {
 		return "end of input"
 	}
@@ -56,7 +56,7 @@ func (c *cparser) describe() string {
 
 // word returns the keyword at the current position if it is followed by a
 // boundary (space, end, '{', quote).
-func (c *cparser) word() string {
+func (c *comparisonParser) word() string {
 	i := c.pos
 	for i < c.end && (c.src[i] >= 'a' && c.src[i] <= 'z' || c.src[i] >= 'A' && c.src[i] <= 'Z' || c.src[i] == '_') {
 		i++
@@ -74,7 +74,7 @@ func (c *cparser) word() string {
 	return c.src[c.pos:i]
 }
 
-func (c *cparser) parseOr() (node, error) {
+func (c *comparisonParser) parseOr() (node, error) {
 	l, err := c.parseAnd()
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func (c *cparser) parseOr() (node, error) {
 	}
 }
 
-func (c *cparser) parseAndAfter(opPos, opLen int) (node, error) {
+func (c *comparisonParser) parseAndAfter(opPos, opLen int) (node, error) {
 	c.skipWS()
 	if c.pos >= c.end {
 		return nil, c.errAt(c.pos, "expected an operand after "+strconv.Quote(c.src[opPos:opPos+opLen]))
@@ -102,7 +102,7 @@ func (c *cparser) parseAndAfter(opPos, opLen int) (node, error) {
 	return c.parseAnd()
 }
 
-func (c *cparser) parseAnd() (node, error) {
+func (c *comparisonParser) parseAnd() (node, error) {
 	l, err := c.parseCmp()
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (c *cparser) parseAnd() (node, error) {
 	}
 }
 
-func (c *cparser) parseCmp() (node, error) {
+func (c *comparisonParser) parseCmp() (node, error) {
 	l, err := c.parseOperand("", 0)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (c *cparser) parseCmp() (node, error) {
 }
 
 // op recognises the operator at the current position and its length.
-func (c *cparser) op() (cmpOp, int) {
+func (c *comparisonParser) op() (cmpOp, int) {
 	s := c.src[c.pos:c.end]
 	switch {
 	case strings.HasPrefix(s, "=="):
@@ -179,7 +179,7 @@ func (c *cparser) op() (cmpOp, int) {
 }
 
 // atOpStart reports whether a bare word must stop at i.
-func (c *cparser) atOpStart(i int) bool {
+func (c *comparisonParser) atOpStart(i int) bool {
 	switch c.src[i] {
 	case '<', '>':
 		return true
@@ -191,7 +191,7 @@ func (c *cparser) atOpStart(i int) bool {
 	return isSpace(c.src[i])
 }
 
-func (c *cparser) parseOperand(after string, afterPos int) (node, error) {
+func (c *comparisonParser) parseOperand(after string, afterPos int) (node, error) {
 	c.skipWS()
 	expected := func() error {
 		if after == "" {
@@ -204,7 +204,7 @@ func (c *cparser) parseOperand(after string, afterPos int) (node, error) {
 	}
 	switch ch := c.src[c.pos]; {
 	case strings.HasPrefix(c.src[c.pos:c.end], "{{"):
-		p := newGParser(c.src, c.pos+2, c.pos, c.lim)
+		p := newParser(c.src, c.pos+2, c.pos, c.lim)
 		n, next, err := p.parseTemplateExpr()
 		if err != nil {
 			return nil, err

@@ -16,19 +16,19 @@ import (
 //	primary := literal | path | '(' expr ')' | '[' [expr (',' expr)*] ']'
 //	path    := ident ('.' ident | '[' (string | ['-'] integer) ']')*
 
-type gparser struct {
-	lx    glexer
+type parser struct {
+	lx    lexer
 	tok   token
 	lim   Limits
 	depth int
 	open  int // offset of the "{{" that started this expression
 }
 
-func newGParser(src string, pos, open int, lim Limits) *gparser {
-	return &gparser{lx: glexer{src: src, pos: pos}, lim: lim, open: open}
+func newParser(src string, pos, open int, lim Limits) *parser {
+	return &parser{lx: lexer{src: src, pos: pos}, lim: lim, open: open}
 }
 
-func (p *gparser) advance() *SyntaxError {
+func (p *parser) advance() *SyntaxError {
 	t, err := p.lx.next()
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (p *gparser) advance() *SyntaxError {
 }
 
 // peek returns the token after the current one without consuming it.
-func (p *gparser) peek() token {
+func (p *parser) peek() token {
 	save := p.lx
 	t, err := p.lx.next()
 	p.lx = save
@@ -48,15 +48,15 @@ func (p *gparser) peek() token {
 	return t
 }
 
-func (p *gparser) errAt(pos int, msg string) *SyntaxError {
+func (p *parser) errAt(pos int, msg string) *SyntaxError {
 	return &SyntaxError{Src: p.lx.src, Pos: pos, Msg: msg}
 }
 
-func (p *gparser) unterminated() *SyntaxError {
+func (p *parser) unterminated() *SyntaxError {
 	return p.errAt(p.open, `unterminated "{{" (missing "}}")`)
 }
 
-func (p *gparser) describe(t token) string {
+func (p *parser) describe(t token) string {
 	switch t.kind {
 	case tEOF:
 		return "end of input"
@@ -68,7 +68,7 @@ func (p *gparser) describe(t token) string {
 
 // unexpected reports the current token; at end of input the "{{" is
 // reported as unterminated.
-func (p *gparser) unexpected(what string) *SyntaxError {
+func (p *parser) unexpected(what string) *SyntaxError {
 	if p.tok.kind == tEOF {
 		return p.unterminated()
 	}
@@ -77,7 +77,7 @@ func (p *gparser) unexpected(what string) *SyntaxError {
 
 // parseTemplateExpr parses an expression followed by "}}" and returns the
 // node and the offset after the "}}".
-func (p *gparser) parseTemplateExpr() (node, int, error) {
+func (p *parser) parseTemplateExpr() (node, int, error) {
 	if err := p.advance(); err != nil {
 		return nil, 0, err
 	}
@@ -100,11 +100,11 @@ func (p *gparser) parseTemplateExpr() (node, int, error) {
 	return n, p.tok.end, nil
 }
 
-func (p *gparser) isKeyword(s string) bool {
+func (p *parser) isKeyword(s string) bool {
 	return p.tok.kind == tIdent && p.tok.str == s
 }
 
-func (p *gparser) parseOr() (node, *SyntaxError) {
+func (p *parser) parseOr() (node, *SyntaxError) {
 	l, err := p.parseAnd()
 	if err != nil {
 		return nil, err
@@ -123,14 +123,14 @@ func (p *gparser) parseOr() (node, *SyntaxError) {
 	return l, nil
 }
 
-func (p *gparser) parseAndAfter(op token) (node, *SyntaxError) {
+func (p *parser) parseAndAfter(op token) (node, *SyntaxError) {
 	if !p.startsOperand() {
 		return nil, p.expectedOperand(op)
 	}
 	return p.parseAnd()
 }
 
-func (p *gparser) parseAnd() (node, *SyntaxError) {
+func (p *parser) parseAnd() (node, *SyntaxError) {
 	l, err := p.parseNot()
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (p *gparser) parseAnd() (node, *SyntaxError) {
 	return l, nil
 }
 
-func (p *gparser) parseNot() (node, *SyntaxError) {
+func (p *parser) parseNot() (node, *SyntaxError) {
 	nots := 0
 	for p.isKeyword("not") {
 		op := p.tok
@@ -174,7 +174,7 @@ func (p *gparser) parseNot() (node, *SyntaxError) {
 	return n, nil
 }
 
-func (p *gparser) startsOperand() bool {
+func (p *parser) startsOperand() bool {
 	switch p.tok.kind {
 	case tIdent:
 		switch p.tok.str {
@@ -188,7 +188,7 @@ func (p *gparser) startsOperand() bool {
 	return false
 }
 
-func (p *gparser) expectedOperand(op token) *SyntaxError {
+func (p *parser) expectedOperand(op token) *SyntaxError {
 	if p.tok.kind == tEOF {
 		return p.unterminated()
 	}
@@ -213,7 +213,7 @@ func cmpOpOf(k tokKind) cmpOp {
 	return opNone
 }
 
-func (p *gparser) parseCmp() (node, *SyntaxError) {
+func (p *parser) parseCmp() (node, *SyntaxError) {
 	l, err := p.parseUnary()
 	if err != nil {
 		return nil, err
@@ -254,7 +254,7 @@ func (p *gparser) parseCmp() (node, *SyntaxError) {
 	return n, nil
 }
 
-func (p *gparser) parseUnary() (node, *SyntaxError) {
+func (p *parser) parseUnary() (node, *SyntaxError) {
 	negs := 0
 	for p.tok.kind == tMinus {
 		op := p.tok
@@ -281,7 +281,7 @@ func (p *gparser) parseUnary() (node, *SyntaxError) {
 	return n, nil
 }
 
-func (p *gparser) parsePostfix() (node, *SyntaxError) {
+func (p *parser) parsePostfix() (node, *SyntaxError) {
 	n, err := p.parsePrimary()
 	if err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func (p *gparser) parsePostfix() (node, *SyntaxError) {
 	return n, nil
 }
 
-func (p *gparser) enter(pos int) *SyntaxError {
+func (p *parser) enter(pos int) *SyntaxError {
 	p.depth++
 	if p.depth > p.lim.MaxDepth {
 		return p.errAt(pos, "nesting deeper than the limit of "+strconv.Itoa(p.lim.MaxDepth)+" (MaxDepth)")
@@ -313,7 +313,7 @@ func (p *gparser) enter(pos int) *SyntaxError {
 	return nil
 }
 
-func (p *gparser) parsePrimary() (node, *SyntaxError) {
+func (p *parser) parsePrimary() (node, *SyntaxError) {
 	t := p.tok
 	switch t.kind {
 	case tNum:
@@ -364,14 +364,14 @@ func (p *gparser) parsePrimary() (node, *SyntaxError) {
 	return nil, p.unexpected("expected an operand")
 }
 
-func (p *gparser) lit(v any) (node, *SyntaxError) {
+func (p *parser) lit(v any) (node, *SyntaxError) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
 	return &litNode{v: v}, nil
 }
 
-func (p *gparser) parseList() (node, *SyntaxError) {
+func (p *parser) parseList() (node, *SyntaxError) {
 	if err := p.enter(p.tok.pos); err != nil {
 		return nil, err
 	}
@@ -416,7 +416,7 @@ func (p *gparser) parseList() (node, *SyntaxError) {
 	return &litNode{v: vals}, nil
 }
 
-func (p *gparser) parsePath() (node, *SyntaxError) {
+func (p *parser) parsePath() (node, *SyntaxError) {
 	start := p.tok.pos
 	n := &pathNode{root: p.tok.str}
 	end := p.tok.end
