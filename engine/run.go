@@ -688,10 +688,13 @@ func (r *run) finishRun() (*Result, error) {
 		for i := range r.c.Nodes {
 			switch r.status[i] {
 			case nsIdle, nsWaitDeps, nsReady:
+				now := time.Now()
 				if r.stopped[i] {
 					// ended with an error when the run stopped
-					unfinished = append(unfinished, UnfinishedNode{NodeID: r.c.Nodes[i].ID, Status: PhaseError, Reason: ReasonUpstreamStopped,
-						Error: r.res[i].Error, Attempts: r.res[i].Attempts, Iteration: r.iterations[i]})
+					u := UnfinishedNode{NodeID: r.c.Nodes[i].ID, Status: PhaseError, Reason: ReasonUpstreamStopped,
+						Error: r.res[i].Error, Attempts: r.res[i].Attempts, Iteration: r.iterations[i]}
+					u.applyTo(&r.res[i], now)
+					unfinished = append(unfinished, u)
 					continue
 				}
 				inner := r.g.attached(i) && !isHandlerOnly(r.g, i)
@@ -699,13 +702,13 @@ func (r *run) finishRun() (*Result, error) {
 					continue // map bodies and branches report per call
 				}
 				r.status[i] = nsSkip
-				now := time.Now()
-				r.res[i].Status, r.res[i].Reason, r.res[i].Ended = PhaseSkip, ReasonUpstreamStopped, now
+				u := UnfinishedNode{NodeID: r.c.Nodes[i].ID, Status: PhaseSkip, Reason: ReasonUpstreamStopped}
 				if r.g.attached(i) && r.runErr == nil {
-					r.res[i].Reason = ReasonNotNeeded
+					u.Reason = ReasonNotNeeded
 				}
-				r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseSkip, Reason: r.res[i].Reason, Time: now})
-				unfinished = append(unfinished, UnfinishedNode{NodeID: r.c.Nodes[i].ID, Status: PhaseSkip, Reason: r.res[i].Reason})
+				u.applyTo(&r.res[i], now)
+				r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseSkip, Reason: u.Reason, Time: now})
+				unfinished = append(unfinished, u)
 			}
 		}
 	}

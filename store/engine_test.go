@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/tool"
-	"github.com/chainstudio/studio/examples"
 )
 
 // testTools are the tools the engine-backed tests register: echo returns its
@@ -396,65 +394,6 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	var ce *engine.ChainCheckpointError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "entry 1: its chain (sha256 ") || !strings.Contains(err.Error(), ") is missing") {
 		t.Fatalf("load without the chain: %v", err)
-	}
-}
-
-// TestFoldedNodesMatchTheEngine runs every example chain persisted (loops,
-// maps, branches, parallel groups, an approval) and checks that the node
-// results folded from the stored log are what the engine itself reports:
-// same nodes, phases, outputs, errors, reasons, attempts and iterations.
-func TestFoldedNodesMatchTheEngine(t *testing.T) {
-	ctx := context.Background()
-	all, err := examples.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, _ := openTest(t)
-	w := NewEventWriter(db, EventWriterOptions{})
-	defer w.Close()
-	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{}))
-	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db, Sink: w, Chains: db.ResolveChain})
-	for _, ex := range all {
-		t.Run(ex.File, func(t *testing.T) {
-			doc, err := engine.Decode(ex.Data, engine.Limits{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := "fold-" + ex.File
-			res, err := eng.Run(ctx, doc, map[string]any{"items": []any{1.0, 2.0, 3.0}, "n": 3.0, "text": "hi"}, engine.RunOptions{RunID: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := db.GetRun(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(r.Nodes) != len(res.Nodes) {
-				t.Fatalf("%d folded nodes, the engine reports %d", len(r.Nodes), len(res.Nodes))
-			}
-			for _, got := range r.Nodes {
-				want := res.Nodes[got.NodeID]
-				if want == nil {
-					t.Fatalf("folded node %s the engine does not report", got.NodeID)
-				}
-				type view struct {
-					Status    engine.Phase
-					Output    any
-					Error     string
-					Reason    string
-					Matched   string
-					Attempts  int
-					Iteration int
-					Prompt    any
-				}
-				jsonEqual(t, view{got.Status, got.Output, got.Error, got.Reason, got.Matched, got.Attempts, got.Iteration, got.Prompt},
-					view{want.Status, want.Output, want.Error, want.Reason, want.Matched, want.Attempts, want.Iteration, want.Prompt})
-			}
-			if res.Status != engine.StatusPaused {
-				jsonEqual(t, r.Outputs, res.Outputs)
-			}
-		})
 	}
 }
 
