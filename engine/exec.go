@@ -411,7 +411,7 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 	default:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
 		h := r.g.idx[pol]
-		out, err := r.execAttached(ctx, h, fs, up, item, errorScope(nd.ID, attempts, err))
+		out, err := r.execAttached(ctx, h, fs, up, item, errorScope(nd.ID, attempts, err.Error(), errorCode(err)))
 		if err != nil {
 			return nil, err
 		}
@@ -430,14 +430,6 @@ type handledOut struct{ v any }
 
 // maxFailuresListed bounds how many failed items a fan-out error names.
 const maxFailuresListed = 5
-
-func errorScope(nodeID string, attempt int, err error) map[string]any {
-	code := CodeOf(err)
-	if code == "" {
-		code = CodeNodeError
-	}
-	return map[string]any{"message": err.Error(), "code": code, "node_id": nodeID, "attempt": float64(attempt)}
-}
 
 // execMap fans the map body out over items_path, bounded by max_concurrency.
 func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, error) {
@@ -611,188 +603,6 @@ type fanOutError struct {
 
 func (e *fanOutError) Error() string { return e.msg }
 func (e *fanOutError) Unwrap() error { return e.first }
-
-// complete applies a node's outcome on the coordinator.
-func (r *run) complete(c completion) {
-	r.running--
-	i := c.i
-	nr := &r.res[i]
-	nr.Attempts, nr.Input, nr.Ended = c.attempts, c.input, c.ended
-	if ho, ok := c.out.(handledOut); ok {
-		c.out, c.partial = ho.v, true
-	}
-	if c.err != nil {
-		if ie, ok := tool.IsInterrupt(c.err); ok {
-			r.pauseNode(i, ie.Prompt, c)
-			return
-		}
-		if r.stopping {
-			r.stoppedNode(i, c)
-			return
-		}
-		r.nodeFailed(i, c)
-	} else {
-		r.nodeDone(i, c)
-	}
-	r.releaseHeld(i)
-	if s := r.loopAct[i]; s >= 0 && !r.stopping {
-		r.loopAct[i] = -1
-		r.activators[i] = append(r.activators[i][:0], s)
-		r.activate(i)
-	}
-	if d, ok := r.dispatchers[i]; ok {
-		delete(r.dispatchers, i)
-		d.steps[d.key(i, r)] = r.nodeResults[r.c.Nodes[i].ID]
-		r.stepDispatch(d)
-	}
-}
-
-// stoppedNode: the run was already stopping (another node failed, timeout,
-// cancel) when this node ended with an error. It is not checkpointed as
-// finished, so a resume runs it again.
-func (r *run) stoppedNode(i int, c completion) {
-	r.status[i] = nsIdle
-	r.stopped[i] = true
-	msg := "stopped: " + r.runErr.Message
-	r.res[i].Status, r.res[i].Error = PhaseError, msg
-	r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseError, Error: msg, Reason: ReasonUpstreamStopped, Attempt: c.attempts, Iteration: r.iterations[i]})
-}
-
-func (r *run) pauseNode(i int, prompt any, c completion) {
-	nd := &r.c.Nodes[i]
-	r.status[i] = nsPaused
-	r.res[i].Status, r.res[i].Prompt = PhasePaused, prompt
-	r.pending = append(r.pending, Pending{NodeID: nd.ID, Prompt: prompt})
-	r.emit(Event{NodeID: nd.ID, Phase: PhasePaused, Prompt: prompt, Attempt: c.attempts, Iteration: r.iterations[i]})
-	r.addCheckpoint(Checkpoint{Kind: CheckpointPause, Pause: &PauseRecord{NodeID: nd.ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.iterations[i]}})
-}
-
-func (r *run) nodeDone(i int, c completion) {
-	nd := &r.c.Nodes[i]
-	out := c.out
-	writes, err := r.applySetState(i, out)
-	if err != nil {
-		c.err = err
-		r.nodeFailed(i, c)
-		return
-	}
-	if c.reused && len(writes) > 0 && len(r.statePatch) > 0 {
-		// the user's patch wins over what the kept outputs wrote; the record
-		// keeps only the writes that stand, so a replay gets the same state
-		for k := range r.statePatch {
-			delete(writes, k)
-		}
-		r.writeState(r.statePatch)
-	}
-	r.setOutput(i, out, true)
-	r.status[i] = nsDone
-	if c.partial {
-		r.handled = true
-	}
-	nr := &r.res[i]
-	nr.Status, nr.Output, nr.Matched, nr.Reused = PhaseDone, out, c.matched, c.reused
-	rt := r.route(i, out, c.matched)
-	fired := r.edgeIDs(rt.fired)
-	r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Matched: c.matched, Attempt: c.attempts, Iteration: r.iterations[i], Edges: fired, Time: c.ended, Reused: c.reused})
-	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
-		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial,
-		Fired: fired, Pruned: r.edgeIDs(rt.pruned), Held: rt.held, Sequential: rt.sequential, Failed: r.failedIDs(rt.failed)}
-	if rt.deferred > 0 {
-		rec.Deferred = r.c.Edges[rt.deferred-1].ID
-	}
-	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
-	if rt.err != nil {
-		r.failRouting(i, rt.err)
-		return
-	}
-	r.deliver(i, rt)
-	if rt.deferred > 0 {
-		r.holdDefault(i, rt.deferred-1, rt)
-	}
-	r.recycle(rt)
-	r.notifyDependants(i)
-	r.runPendingDispatch()
-}
-
-func (r *run) runPendingDispatch() {
-	for len(r.pendingDispatch) > 0 {
-		d := r.pendingDispatch[0]
-		r.pendingDispatch = r.pendingDispatch[1:]
-		r.stepDispatch(d)
-	}
-}
-
-// nodeFailed applies the node's on_error policy to a failure.
-func (r *run) nodeFailed(i int, c completion) {
-	nd := &r.c.Nodes[i]
-	nerr := &ChainNodeError{NodeID: nd.ID, Attempt: c.attempts, Err: c.err}
-	msg := c.err.Error()
-	nr := &r.res[i]
-	nr.Error = msg
-	rec := &NodeRecord{NodeID: nd.ID, Input: c.input, Error: msg, ErrorCode: CodeNodeError, Attempts: c.attempts,
-		Iteration: r.iterations[i], Started: c.started, Ended: c.ended}
-	pol := nd.OnErrorOrDefault()
-	// A node whose incoming guard failed never ran: it is reported skipped
-	// (reason guard_failed, with the error), never as an error of its own;
-	// its on_error still decides what the failure does to the run.
-	errPhase, errReason := PhaseError, ""
-	if c.guard {
-		errPhase, errReason = PhaseSkip, ReasonGuardFailed
-		nr.Reason, rec.Reason = errReason, errReason
-	}
-	switch pol {
-	case OnErrorAbort:
-		r.status[i] = nsError
-		nr.Status = errPhase
-		rec.Status, rec.Fatal = errPhase, true
-		r.emit(Event{NodeID: nd.ID, Phase: errPhase, Reason: errReason, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
-		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
-		r.fail(&RunError{Code: CodeNodeError, Message: nerr.Error(), NodeID: nd.ID}, nerr)
-		return
-	case OnErrorSkip, OnErrorContinue:
-		r.handled = true
-		r.setOutput(i, nil, true)
-		phase, status := errPhase, nsError
-		if pol == OnErrorSkip {
-			phase, status = PhaseSkip, nsSkip
-			if !c.guard {
-				nr.Reason, rec.Reason = ReasonOnErrorSkip, ReasonOnErrorSkip
-			}
-		}
-		r.status[i] = status
-		nr.Status, rec.Status = phase, phase
-		rt := r.route(i, nil, "")
-		rec.Fired, rec.Pruned, rec.Held, rec.Sequential, rec.Failed = r.edgeIDs(rt.fired), r.edgeIDs(rt.pruned), rt.held, rt.sequential, r.failedIDs(rt.failed)
-		if rt.deferred > 0 {
-			rec.Deferred = r.c.Edges[rt.deferred-1].ID
-		}
-		r.emit(Event{NodeID: nd.ID, Phase: phase, Error: msg, Reason: nr.Reason, Attempt: c.attempts, Iteration: r.iterations[i], Edges: rec.Fired})
-		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
-		if rt.err != nil {
-			r.failRouting(i, rt.err)
-			return
-		}
-		r.deliver(i, rt)
-		if rt.deferred > 0 {
-			r.holdDefault(i, rt.deferred-1, rt)
-		}
-		r.recycle(rt)
-		r.runPendingDispatch()
-	default: // jump to the handler node; this node's own edges are pruned
-		r.handled = true
-		r.status[i] = nsError
-		nr.Status, rec.Status, rec.Handled = errPhase, errPhase, pol
-		rec.Pruned = r.edgeIDs(r.g.out[i])
-		r.emit(Event{NodeID: nd.ID, Phase: errPhase, Reason: errReason, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
-		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
-		r.setOutput(i, nil, true)
-		for _, ei := range r.g.out[i] {
-			r.deliverPruned(ei, ReasonUpstreamStopped)
-		}
-		r.startHandler(r.g.idx[pol], i, errorScope(nd.ID, c.attempts, c.err))
-	}
-	r.notifyDependants(i)
-}
 
 func (r *run) startHandler(h, from int, errScope map[string]any) {
 	if r.handlerErr == nil {

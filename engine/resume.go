@@ -201,7 +201,6 @@ func (r *run) restartFailed() {
 func (r *run) replay(log []Checkpoint) {
 	r.replaying = true
 	defer func() { r.replaying = false }()
-	r.fatal = make([]bool, len(r.c.Nodes))
 	r.seedRoots()
 	for k := range log {
 		cp := &log[k]
@@ -218,9 +217,7 @@ func (r *run) replay(log []Checkpoint) {
 			r.replayNode(cp.Node)
 		case CheckpointPause:
 			if i, ok := r.g.idx[cp.Pause.NodeID]; ok {
-				r.status[i] = nsPaused
-				r.res[i].Status, r.res[i].Prompt = PhasePaused, cp.Pause.Prompt
-				r.pending = append(r.pending, Pending{NodeID: cp.Pause.NodeID, Prompt: cp.Pause.Prompt})
+				r.applyPause(i, cp.Pause)
 			}
 		case CheckpointResume:
 			r.applyResume(cp.Resume)
@@ -241,99 +238,6 @@ func (r *run) edgeIndex(id string) (int, bool) {
 	}
 	k, ok := r.edgeIdx[id]
 	return k, ok
-}
-
-func (r *run) replayNode(rec *NodeRecord) {
-	i, ok := r.g.idx[rec.NodeID]
-	if !ok {
-		return
-	}
-	r.skipQueue = slices.DeleteFunc(r.skipQueue, func(t int) bool { return t == i })
-	r.decided[i], r.fired[i] = 0, 0
-	r.activators[i] = r.activators[i][:0]
-	if rec.Iteration > 0 {
-		r.iterations[i] = rec.Iteration
-	}
-	r.res[i] = NodeResult{NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output, Error: rec.Error,
-		Reason: rec.Reason, Matched: rec.Matched, Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused}
-	if len(rec.State) > 0 {
-		r.writeState(rec.State)
-	}
-	st := rec.Status
-	if rec.Reason == ReasonGuardFailed {
-		st = PhaseError // reported skipped, but it is a failure its on_error handled (or a fatal one)
-	}
-	switch st {
-	case PhaseDone:
-		r.status[i] = nsDone
-		r.setOutput(i, rec.Output, true)
-		if rec.Partial {
-			r.handled = true
-		}
-	case PhaseSkip:
-		r.status[i] = nsSkip
-		r.setOutput(i, nil, rec.Reason == ReasonOnErrorSkip)
-		if rec.Reason == ReasonOnErrorSkip {
-			r.handled = true
-		}
-	case PhaseError:
-		r.status[i] = nsError
-		if rec.Fatal {
-			r.fatal[i] = true
-			return // the run stopped here; a resume runs the node again
-		}
-		r.handled = true
-		r.setOutput(i, nil, true)
-	}
-	rt := routing{held: rec.Held}
-	for _, id := range rec.Fired {
-		if k, ok := r.edgeIndex(id); ok {
-			rt.fired = append(rt.fired, k)
-		}
-	}
-	for _, id := range rec.Pruned {
-		if k, ok := r.edgeIndex(id); ok {
-			rt.pruned = append(rt.pruned, k)
-		}
-	}
-	for id, msg := range rec.Failed {
-		if k, ok := r.edgeIndex(id); ok {
-			if rt.failed == nil {
-				rt.failed = map[int]error{}
-			}
-			rt.failed[k] = fmt.Errorf("%s", msg)
-		}
-	}
-	if rec.Handled != "" {
-		for _, ei := range rt.pruned {
-			r.deliverPruned(ei, ReasonUpstreamStopped)
-		}
-		if h, ok := r.g.idx[rec.Handled]; ok {
-			r.startHandler(h, i, map[string]any{"message": rec.Error, "code": CodeNodeError, "node_id": rec.NodeID, "attempt": float64(rec.Attempts)})
-		}
-	} else {
-		r.deliver(i, rt)
-		if rec.Deferred != "" {
-			if k, ok := r.edgeIndex(rec.Deferred); ok {
-				r.holdDefault(i, k, rt)
-			}
-		}
-	}
-	r.notifyDependants(i)
-	if rec.Sequential {
-		d := &dispatcher{src: i, out: rec.Output, def: -1, waiting: -1, steps: map[string]any{}, whens: map[string]any{}}
-		if r.replayDispatch == nil {
-			r.replayDispatch = map[int]*dispatcher{}
-		}
-		r.replayDispatch[i] = d
-	}
-	if d, ok := r.dispatchers[i]; ok { // a sequential link finished
-		delete(r.dispatchers, i)
-		d.steps[d.key(i, r)] = rec.Output
-		if d.waiting == i {
-			d.waiting = -1
-		}
-	}
 }
 
 // replayEdges applies decisions of a sequential dispatch and moves its

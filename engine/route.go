@@ -12,16 +12,26 @@ type routing struct {
 	failed     map[int]error // routing "all": edges whose guard failed; their targets fail without running
 	held       bool          // a loop edge fired: the other edges wait for the next pass
 	sequential bool          // dispatch sequential: edges are decided one by one later
-	deferred   int           // 1 + a default edge held until the fired targets finish (routing all, parallel); 0: none
+	deferred   int           // a default edge held until the fired targets finish (routing all, parallel); noEdge: none
 	err        error         // strict routing, a capped loop, a failing guard (routing first)
 }
+
+// noEdge and noNode mark "none" where an edge or node index is expected.
+const (
+	noEdge = -1
+	noNode = -1
+)
+
+// noRouting is a decision that fires and prunes nothing; err, when set,
+// fails the run.
+func noRouting(err error) routing { return routing{deferred: noEdge, err: err} }
 
 // route decides which outgoing edges of node i fire, reading the state the
 // node just wrote. matched is the handle a branch/condition node chose.
 func (r *run) route(i int, out any, matched string) routing {
 	outs := r.g.out[i]
 	if len(outs) == 0 {
-		return routing{}
+		return noRouting(nil)
 	}
 	nd := &r.c.Nodes[i]
 	var rt routing
@@ -29,9 +39,10 @@ func (r *run) route(i int, out any, matched string) routing {
 	case nd.Kind == KindBranch || nd.Kind == KindCondition:
 		rt = r.routeMatched(i, outs, matched)
 	case nd.RoutingOrDefault() == RoutingAll:
-		if nd.DispatchOrDefault() == DispatchSequential {
-			r.startDispatch(i, out)
-			return routing{sequential: true}
+		if nd.DispatchOrDefault() == DispatchSequential { // apply starts the dispatch
+			rt := noRouting(nil)
+			rt.sequential = true
+			return rt
 		}
 		rt = r.routeAll(i, outs, out)
 	default:
@@ -45,9 +56,9 @@ func (r *run) route(i int, out any, matched string) routing {
 			rt.held = true
 		}
 	}
-	if rt.held && rt.deferred > 0 { // a loop goes round: no fan-out to wait for
-		rt.fired = append(rt.fired, rt.deferred-1)
-		rt.deferred = 0
+	if rt.held && rt.deferred != noEdge { // a loop goes round: no fan-out to wait for
+		rt.fired = append(rt.fired, rt.deferred)
+		rt.deferred = noEdge
 	}
 	if rt.held { // pruned non-loop edges are not final while the loop goes round
 		rt.pruned = slices.DeleteFunc(rt.pruned, func(ei int) bool { return !r.c.Edges[ei].IsLoop() })
@@ -58,12 +69,15 @@ func (r *run) route(i int, out any, matched string) routing {
 // newRouting returns a routing whose lists reuse the run's scratch buffers
 // (a decision is consumed before the next one is taken).
 func (r *run) newRouting() routing {
-	return routing{fired: r.firedBuf[:0], pruned: r.prunedBuf[:0]}
+	return routing{fired: r.firedBuf[:0], pruned: r.prunedBuf[:0], deferred: noEdge}
 }
 
-// recycle keeps a consumed routing's buffers for the next decision.
+// recycle keeps a consumed routing's buffers for the next decision (only
+// for a routing from route: others may share the graph's lists).
 func (r *run) recycle(rt routing) {
-	r.firedBuf, r.prunedBuf = rt.fired[:0], rt.pruned[:0]
+	if rt.err == nil {
+		r.firedBuf, r.prunedBuf = rt.fired[:0], rt.pruned[:0]
+	}
 }
 
 // canFire checks a loop edge's cap: at the cap, on_max_reached "error" fails
@@ -104,7 +118,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	try(func(e *Edge) bool { return e.Label == "default" || e.Default })
 	try(func(e *Edge) bool { return e.Label == "" })
 	if err != nil {
-		return routing{err: err}
+		return noRouting(err)
 	}
 	rt := r.newRouting()
 	for _, ei := range outs {
@@ -132,7 +146,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 		for _, ei := range outs {
 			ok, err := r.canFire(ei)
 			if err != nil {
-				return routing{err: err}
+				return noRouting(err)
 			}
 			if ok {
 				rt.fired = append(rt.fired, ei)
@@ -150,11 +164,11 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 		}
 		ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
 		if err != nil {
-			return routing{err: fmt.Errorf("edge %q condition: %w", e.ID, err)}
+			return noRouting(fmt.Errorf("edge %q condition: %w", e.ID, err))
 		}
 		if ok {
 			if ok, err = r.canFire(ei); err != nil {
-				return routing{err: err}
+				return noRouting(err)
 			}
 			if ok {
 				pick = ei
@@ -171,7 +185,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 				}
 				ok, err := r.canFire(ei)
 				if err != nil {
-					return routing{err: err}
+					return noRouting(err)
 				}
 				if ok {
 					pick = ei
@@ -219,7 +233,7 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 		if fire {
 			ok, err := r.canFire(ei)
 			if err != nil {
-				return routing{err: err}
+				return noRouting(err)
 			}
 			fire = ok
 		}
@@ -231,12 +245,12 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 	}
 	if def >= 0 {
 		if ok, err := r.canFire(def); err != nil {
-			return routing{err: err}
+			return noRouting(err)
 		} else if !matched && ok {
 			if len(rt.fired) > 0 || len(rt.failed) > 0 {
 				// Seed 004: the default runs as its own step after the
 				// fan-out (the links that fired), not alongside it.
-				rt.deferred = def + 1
+				rt.deferred = def
 			} else {
 				rt.fired = append(rt.fired, def)
 			}
@@ -247,15 +261,9 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 	return rt
 }
 
-// deliver passes a routing decision to the targets.
-func (r *run) deliver(i int, rt routing) {
-	reason := ReasonConditionFalse
-	if k := r.c.Nodes[i].Kind; k == KindBranch || k == KindCondition {
-		reason = ReasonBranchNotTaken
-	}
-	if r.status[i] == nsSkip || r.status[i] == nsError {
-		reason = ReasonUpstreamStopped
-	}
+// deliver passes a routing decision to the targets; reason is why the
+// targets of pruned edges may be skipped.
+func (r *run) deliver(rt *routing, reason string) {
 	for _, ei := range rt.fired {
 		r.deliverFired(ei)
 	}
@@ -328,9 +336,27 @@ func (d *dispatcher) key(t int, r *run) string {
 	return r.c.Nodes[t].ID
 }
 
+// startDispatch begins the sequential dispatch of node i's edges: live it
+// steps once the node is applied; replaying, it waits for the log's "edges"
+// entries (and resumeDispatchers) to say how far it got.
 func (r *run) startDispatch(i int, out any) {
-	d := &dispatcher{src: i, out: out, def: -1, waiting: -1, steps: map[string]any{}, whens: map[string]any{}}
+	d := &dispatcher{src: i, out: out, def: noEdge, waiting: noNode, steps: map[string]any{}, whens: map[string]any{}}
+	if r.replaying {
+		if r.replayDispatch == nil {
+			r.replayDispatch = map[int]*dispatcher{}
+		}
+		r.replayDispatch[i] = d
+		return
+	}
 	r.pendingDispatch = append(r.pendingDispatch, d)
+}
+
+func (r *run) runPendingDispatch() {
+	for len(r.pendingDispatch) > 0 {
+		d := r.pendingDispatch[0]
+		r.pendingDispatch = r.pendingDispatch[1:]
+		r.stepDispatch(d)
+	}
 }
 
 // stepDispatch decides edges until one fires (then waits for its target).

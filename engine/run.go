@@ -162,8 +162,8 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		r.activators[i] = acts[i : i : i+1]
 	}
 	r.cps = make([]Checkpoint, 0, min(n+2, checkpointBatch))
-	bools := make([]bool, 3*n)
-	r.hasOut, r.depsDone, r.stopped = bools[:n:n], bools[n:2*n:2*n], bools[2*n:]
+	bools := make([]bool, 4*n)
+	r.hasOut, r.depsDone, r.stopped, r.fatal = bools[:n:n], bools[n:2*n:2*n], bools[2*n:3*n:3*n], bools[3*n:]
 	for i := range c.Nodes {
 		r.res[i].NodeID = c.Nodes[i].ID
 		r.loopAct[i] = -1
@@ -563,28 +563,8 @@ func (r *run) drainSkips() {
 		if reason == "" {
 			reason = ReasonConditionFalse
 		}
-		r.skipNode(t, reason, "")
+		r.skipNode(t, reason)
 	}
-}
-
-// skipNode records a skip and prunes the node's outgoing edges.
-func (r *run) skipNode(t int, reason, errMsg string) {
-	now := time.Now()
-	r.status[t] = nsSkip
-	nr := &r.res[t]
-	nr.Status, nr.Reason, nr.Error, nr.Output = PhaseSkip, reason, errMsg, nil
-	if nr.Started.IsZero() {
-		nr.Started = now
-	}
-	nr.Ended = now
-	r.setOutput(t, nil, false)
-	pruned := r.g.out[t]
-	r.emit(Event{NodeID: r.c.Nodes[t].ID, Phase: PhaseSkip, Reason: reason, Error: errMsg, Time: now})
-	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: &NodeRecord{NodeID: r.c.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Error: errMsg, Ended: now, Pruned: r.edgeIDs(pruned)}})
-	for _, ei := range pruned {
-		r.deliverPruned(ei, reason)
-	}
-	r.notifyDependants(t)
 }
 
 func (r *run) notifyDependants(i int) {
@@ -618,7 +598,7 @@ func (r *run) resolveDead() bool {
 		}
 		optedOut := !r.c.Nodes[i].IsReachableRequired() && len(r.g.in[i]) == 0 && !r.g.attached(i)
 		if (isHandler && len(r.g.out[i]) > 0) || optedOut {
-			r.skipNode(i, ReasonNotNeeded, "")
+			r.skipNode(i, ReasonNotNeeded)
 			changed = true
 		}
 	}
