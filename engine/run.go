@@ -89,11 +89,7 @@ type run struct {
 
 	firedBuf    []int // scratch lists for routing decisions (see newRouting)
 	prunedBuf   []int
-	cpBusy      bool         // a checkpoint write is in flight
-	cpDone      chan cpWrite // its result
-	cpSpare     []Checkpoint // a written batch's array, reused for the next one
-	cpTimer     *time.Timer
-	cpDelayC    <-chan time.Time // armed while a small batch waits for company
+	checkpoints checkpointBatcher
 	ready       []int
 	readyHead   int // ready[readyHead:] are waiting to start
 	skipQueue   []int
@@ -110,7 +106,6 @@ type run struct {
 	attBusy     []atomic.Int32 // attached nodes' calls in flight
 	closed      bool           // under emitMu: the run returned; late events are dropped
 
-	cps      []Checkpoint
 	handled  bool
 	stopping bool
 	runErr   *RunError
@@ -148,7 +143,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		res: make([]NodeResult, n), status: make([]nodeStatus, n), activators: make([][]int, n),
 		pruneReason: make([]string, n), presetErr: make([]error, n),
 		loopCount: make([]int, len(c.Edges)),
-		quit:      make(chan struct{}), cpDone: make(chan cpWrite, 1), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
+		quit:      make(chan struct{}), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
 		timeout: time.Duration(timeout * float64(time.Second)), timeoutSecs: timeout,
 	}
 	// Per-node counters share a few backing arrays: a small run pays a handful
@@ -161,7 +156,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	for i := range r.activators {
 		r.activators[i] = acts[i : i : i+1]
 	}
-	r.cps = make([]Checkpoint, 0, min(n+2, checkpointBatch))
+	r.checkpoints = newCheckpointBatcher(rctx, e.opts.Checkpointer, id, n)
 	bools := make([]bool, 4*n)
 	r.hasOut, r.depsDone, r.stopped, r.fatal = bools[:n:n], bools[n:2*n:2*n], bools[2*n:3*n:3*n], bools[3*n:]
 	for i := range c.Nodes {
@@ -232,6 +227,7 @@ func (r *run) lastSeq() int64 {
 	return r.seq
 }
 
+// addCheckpoint collects a log entry for the batcher (replay writes none).
 func (r *run) addCheckpoint(cp Checkpoint) {
 	if r.replaying {
 		return
@@ -239,99 +235,16 @@ func (r *run) addCheckpoint(cp Checkpoint) {
 	cp.RunID = r.id
 	cp.Time = time.Now()
 	cp.EventSeq = r.lastSeq()
-	r.cps = append(r.cps, cp)
-	if len(r.cps) >= checkpointBatch {
-		if r.cpBusy { // bound what waits in memory: let the write in flight finish
-			r.checkpointWritten(<-r.cpDone)
-		}
-		r.flushCheckpoints()
-	}
+	r.checkpointFailed(r.checkpoints.add(cp))
 }
 
-// checkpointBatch bounds how many checkpoints wait for one write.
-const checkpointBatch = 256
-
-// Checkpoints are written in the background, one batch at a time (group
-// commit): while a write is in flight the coordinator keeps running nodes
-// and collecting entries, and hands them over as the next batch when the
-// write returns. A run therefore pays one commit per batch, not per node.
-// A crash can lose the entries of the batch in flight; their nodes simply
-// run again on resume. Pauses and the run's end wait for every write.
-
-// flushCheckpoints hands the collected entries to the writer if it is idle.
-func (r *run) flushCheckpoints() {
-	if len(r.cps) == 0 || r.cpBusy {
-		return
-	}
-	batch := r.cps
-	r.cps, r.cpSpare = r.cpSpare[:0], nil // the batch written last time, now free
-	if cap(r.cps) == 0 {
-		r.cps = make([]Checkpoint, 0, min(2*len(batch), checkpointBatch))
-	}
-	r.cpBusy = true
-	ctx := context.WithoutCancel(r.ctx) // write even when the run is stopping: the final entries matter most
-	go func() {
-		err := r.e.opts.Checkpointer.Append(ctx, r.id, batch)
-		r.cpDone <- cpWrite{batch, err}
-	}()
-}
-
-// Group commit waits a little for company: a write of one or two entries
-// costs nearly what a write of fifty does (the commit dominates), so while
-// nodes are still running a small batch waits up to checkpointDelay.
-const (
-	checkpointEager = 32
-	checkpointDelay = time.Millisecond
-)
-
-// coalesceCheckpoints flushes a full enough batch now, or arms the delay.
-func (r *run) coalesceCheckpoints() {
-	if len(r.cps) == 0 || r.cpBusy || r.cpDelayC != nil {
-		return
-	}
-	if len(r.cps) >= checkpointEager || r.stopping {
-		r.flushCheckpoints()
-		return
-	}
-	if r.cpTimer == nil {
-		r.cpTimer = time.NewTimer(checkpointDelay)
-	} else {
-		r.cpTimer.Reset(checkpointDelay)
-	}
-	r.cpDelayC = r.cpTimer.C
-}
-
-// cpWrite is a finished background checkpoint write.
-type cpWrite struct {
-	batch []Checkpoint
-	err   error
-}
-
-// checkpointWritten handles the end of a background write.
-func (r *run) checkpointWritten(w cpWrite) {
-	r.cpBusy = false
-	clear(w.batch) // drop references to outputs before reusing the array
-	r.cpSpare = w.batch[:0]
-	if err := w.err; err != nil && r.infraErr == nil {
+// checkpointFailed fails the run on the first checkpoint write error: a run
+// that cannot record its progress must not go on.
+func (r *run) checkpointFailed(err error) {
+	if err != nil && r.infraErr == nil {
 		r.infraErr = fmt.Errorf("engine: checkpoint run %s: %w", r.id, err)
 		r.fail(&RunError{Code: CodeCheckpoint, Message: "checkpoint failed: " + err.Error()}, &ChainCheckpointError{RunID: r.id, Msg: err.Error()})
 	}
-}
-
-// syncCheckpoints waits until every collected entry is written.
-func (r *run) syncCheckpoints() {
-	if r.cpBusy {
-		r.checkpointWritten(<-r.cpDone)
-	}
-	if len(r.cps) == 0 {
-		return
-	}
-	// Nothing else to do but wait: write on this goroutine (a hand-off to
-	// another one would only add a wake-up on another core).
-	batch := r.cps
-	r.cps = r.cps[:0:0]
-	err := r.e.opts.Checkpointer.Append(context.WithoutCancel(r.ctx), r.id, batch)
-	r.checkpointWritten(cpWrite{batch, err})
 }
 
 // fail stops the run with an error; the first failure wins.
@@ -385,7 +298,7 @@ func (r *run) loop() {
 			}
 			break
 		}
-		r.coalesceCheckpoints()
+		r.checkpoints.coalesce(r.stopping)
 		if r.deadlineC == nil {
 			t := time.NewTimer(time.Until(r.started.Add(r.timeout)))
 			defer t.Stop()
@@ -399,11 +312,10 @@ func (r *run) loop() {
 		select {
 		case c := <-r.done:
 			r.complete(c)
-		case w := <-r.cpDone:
-			r.checkpointWritten(w)
-		case <-r.cpDelayC:
-			r.cpDelayC = nil
-			r.flushCheckpoints()
+		case w := <-r.checkpoints.done:
+			r.checkpointFailed(r.checkpoints.written(w))
+		case <-r.checkpoints.delayC:
+			r.checkpoints.delayed()
 		case <-ctxDone:
 			ctxDone = nil
 			r.stopFromContext()
@@ -413,7 +325,7 @@ func (r *run) loop() {
 			r.abandonRunning()
 		}
 	}
-	r.syncCheckpoints()
+	r.checkpointFailed(r.checkpoints.sync())
 }
 
 // abandonRunning gives up on nodes still running after the stop grace: they
@@ -700,7 +612,7 @@ func (r *run) finishRun() (*Result, error) {
 	res := r.result(status)
 	end := &EndRecord{Status: status, Error: r.runErr, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
-	r.syncCheckpoints()
+	r.checkpointFailed(r.checkpoints.sync())
 	for _, s := range flushers(r.sink) {
 		_ = s.Flush(context.WithoutCancel(r.ctx))
 	}
