@@ -193,7 +193,7 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: sr})
 	if p.plan == nil {
 		verr := &ValidationError{Issues: p.issues}
-		r.invalid = true
+		r.outcome.invalid = true
 		r.fail(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: errorsOnly(p.issues)}, verr)
 		return r.finishRun()
 	}

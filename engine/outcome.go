@@ -39,7 +39,7 @@ func (r *run) complete(c completion) {
 		r.pauseNode(i, ie.Prompt, c)
 		return
 	}
-	if r.stopping {
+	if r.outcome.stopping {
 		r.stoppedNode(i, c)
 		return
 	}
@@ -50,7 +50,7 @@ func (r *run) complete(c completion) {
 // (its edge conditions read the state it wrote), then its edges are routed.
 // A set_state that fails makes the node fail.
 func (r *run) nodeDone(i int, c completion) {
-	nd := &r.c.Nodes[i]
+	nd := &r.chain.Nodes[i]
 	out := c.out
 	writes, err := r.applySetState(i, out)
 	if err != nil {
@@ -69,7 +69,7 @@ func (r *run) nodeDone(i int, c completion) {
 	r.setOutput(i, out, true) // its edge conditions may read <id>.output
 	rt := r.route(i, out, c.matched)
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
-		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial}
+		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial}
 	r.recordRouting(rec, &rt)
 	r.commit(i, rec, &rt, nil)
 	r.recycle(rt)
@@ -80,9 +80,9 @@ func (r *run) nodeDone(i int, c completion) {
 // node's edges as if it had finished with no output; a handler node runs
 // instead of the node's edges, which are pruned.
 func (r *run) nodeFailed(i int, c completion) {
-	nd := &r.c.Nodes[i]
+	nd := &r.chain.Nodes[i]
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseError, Input: c.input, Error: c.err.Error(), ErrorCode: errorCode(c.err),
-		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended}
+		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended}
 	// A node whose incoming guard failed never ran: it is reported skipped
 	// (reason guard_failed, with the error), never as an error of its own;
 	// its on_error still decides what the failure does to the run.
@@ -110,7 +110,7 @@ func (r *run) nodeFailed(i int, c completion) {
 		return
 	default:
 		rec.Handled = pol
-		rec.Pruned = r.edgeIDs(r.g.out[i])
+		rec.Pruned = r.edgeIDs(r.graph.out[i])
 	}
 	r.commit(i, rec, &rt, nil)
 }
@@ -120,13 +120,13 @@ func (r *run) nodeFailed(i int, c completion) {
 // reason, so a pruned branch reads as one cause all the way down.
 func (r *run) skipNode(t int, reason string) {
 	now := time.Now()
-	started := r.res[t].Started
+	started := r.nodes.result[t].Started
 	if started.IsZero() {
 		started = now
 	}
 	rt := noRouting(nil)
-	rt.pruned = r.g.out[t]
-	rec := &NodeRecord{NodeID: r.c.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Started: started, Ended: now, Pruned: r.edgeIDs(rt.pruned)}
+	rt.pruned = r.graph.out[t]
+	rec := &NodeRecord{NodeID: r.chain.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Started: started, Ended: now, Pruned: r.edgeIDs(rt.pruned)}
 	r.commit(t, rec, &rt, nil)
 }
 
@@ -134,7 +134,7 @@ func (r *run) skipNode(t int, reason string) {
 func (r *run) recordRouting(rec *NodeRecord, rt *routing) {
 	rec.Fired, rec.Pruned, rec.Held, rec.Sequential, rec.Failed = r.edgeIDs(rt.fired), r.edgeIDs(rt.pruned), rt.held, rt.sequential, r.failedIDs(rt.failed)
 	if rt.deferred != noEdge {
-		rec.Deferred = r.c.Edges[rt.deferred].ID
+		rec.Deferred = r.chain.Edges[rt.deferred].ID
 	}
 }
 
@@ -155,9 +155,9 @@ func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
 // the record's routing as edge indices (rt.err: the routing failed live and
 // the run stops).
 func (r *run) apply(i int, rec *NodeRecord, rt *routing) {
-	r.res[i] = rec.result()
+	r.nodes.result[i] = rec.result()
 	if rec.Iteration > 0 {
-		r.iterations[i] = rec.Iteration
+		r.nodes.iterations[i] = rec.Iteration
 	}
 	st := rec.Status
 	if rec.Reason == ReasonGuardFailed {
@@ -165,24 +165,24 @@ func (r *run) apply(i int, rec *NodeRecord, rt *routing) {
 	}
 	switch st {
 	case PhaseDone:
-		r.status[i] = nsDone
+		r.nodes.status[i] = nsDone
 		r.setOutput(i, rec.Output, true)
 		if rec.Partial {
-			r.handled = true
+			r.outcome.handled = true
 		}
 	case PhaseSkip:
-		r.status[i] = nsSkip
+		r.nodes.status[i] = nsSkip
 		r.setOutput(i, nil, rec.Reason == ReasonOnErrorSkip)
 		if rec.Reason == ReasonOnErrorSkip {
-			r.handled = true
+			r.outcome.handled = true
 		}
 	case PhaseError:
-		r.status[i] = nsError
+		r.nodes.status[i] = nsError
 		if rec.Fatal { // the run stopped here; a resume runs the node again
-			r.fatal[i] = true
+			r.nodes.fatal[i] = true
 			return
 		}
-		r.handled = true
+		r.outcome.handled = true
 		r.setOutput(i, nil, true)
 	}
 	if rt.err != nil {
@@ -190,10 +190,10 @@ func (r *run) apply(i int, rec *NodeRecord, rt *routing) {
 		return
 	}
 	if rec.Handled != "" {
-		for _, ei := range r.g.out[i] {
+		for _, ei := range r.graph.out[i] {
 			r.deliverPruned(ei, ReasonUpstreamStopped)
 		}
-		if h, ok := r.g.idx[rec.Handled]; ok {
+		if h, ok := r.graph.idx[rec.Handled]; ok {
 			r.startHandler(h, i, errorScope(rec.NodeID, rec.Attempts, rec.Error, rec.ErrorCode))
 		}
 		r.notifyDependants(i)
@@ -222,7 +222,7 @@ func (r *run) pruneReasonOf(i int, rec *NodeRecord) string {
 	case rec.Status != PhaseDone:
 		return ReasonUpstreamStopped
 	}
-	if k := r.c.Nodes[i].Kind; k == KindBranch || k == KindCondition {
+	if k := r.chain.Nodes[i].Kind; k == KindBranch || k == KindCondition {
 		return ReasonBranchNotTaken
 	}
 	return ReasonConditionFalse
@@ -233,18 +233,18 @@ func (r *run) pruneReasonOf(i int, rec *NodeRecord) string {
 // dispatch whose current link it was.
 func (r *run) nodeFinished(i int, out any) {
 	r.releaseHeld(i)
-	if s := r.loopAct[i]; s >= 0 && !r.stopping {
-		r.loopAct[i] = -1
-		r.activators[i] = append(r.activators[i][:0], s)
+	if s := r.nodes.loopFrom[i]; s != noNode && !r.outcome.stopping {
+		r.nodes.loopFrom[i] = noNode
+		r.nodes.activators[i] = append(r.nodes.activators[i][:0], s)
 		r.activate(i)
 	}
-	if d, ok := r.dispatchers[i]; ok {
-		delete(r.dispatchers, i)
+	if d, ok := r.dispatch.byTarget[i]; ok {
+		delete(r.dispatch.byTarget, i)
 		d.steps[d.key(i, r)] = out
 		if d.waiting == i {
 			d.waiting = noNode
 		}
-		if !r.replaying {
+		if !r.replay.on {
 			r.stepDispatch(d)
 		}
 	}
@@ -253,8 +253,8 @@ func (r *run) nodeFinished(i int, out any) {
 // pauseNode: the node asked for a human (an interrupt). The run pauses once
 // nothing else runs.
 func (r *run) pauseNode(i int, prompt any, c completion) {
-	rec := &PauseRecord{NodeID: r.c.Nodes[i].ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.iterations[i]}
-	r.res[i].Ended = c.ended
+	rec := &PauseRecord{NodeID: r.chain.Nodes[i].ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.nodes.iterations[i]}
+	r.nodes.result[i].Ended = c.ended
 	r.emit(Event{NodeID: rec.NodeID, Phase: PhasePaused, Prompt: prompt, Attempt: rec.Attempts, Iteration: rec.Iteration})
 	r.addCheckpoint(Checkpoint{Kind: CheckpointPause, Pause: rec})
 	r.applyPause(i, rec)
@@ -262,8 +262,8 @@ func (r *run) pauseNode(i int, prompt any, c completion) {
 
 // applyPause marks node i waiting for a resume value, live and in replay.
 func (r *run) applyPause(i int, rec *PauseRecord) {
-	r.status[i] = nsPaused
-	rec.applyTo(&r.res[i])
+	r.nodes.status[i] = nsPaused
+	rec.applyTo(&r.nodes.result[i])
 	r.pending = append(r.pending, Pending{NodeID: rec.NodeID, Prompt: rec.Prompt})
 }
 
@@ -271,24 +271,24 @@ func (r *run) applyPause(i int, rec *PauseRecord) {
 // cancel) when this node ended with an error. It is not checkpointed as
 // finished, so a resume runs it again; the run's end entry lists it.
 func (r *run) stoppedNode(i int, c completion) {
-	r.status[i] = nsIdle
-	r.stopped[i] = true
-	msg := "stopped: " + r.runErr.Message
-	nr := &r.res[i]
+	r.nodes.status[i] = nsIdle
+	r.nodes.stopped[i] = true
+	msg := "stopped: " + r.outcome.err.Message
+	nr := &r.nodes.result[i]
 	nr.Status, nr.Error, nr.Attempts, nr.Input, nr.Ended = PhaseError, msg, c.attempts, c.input, c.ended
-	r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseError, Error: msg, Reason: ReasonUpstreamStopped, Attempt: c.attempts, Iteration: r.iterations[i]})
+	r.emit(Event{NodeID: r.chain.Nodes[i].ID, Phase: PhaseError, Error: msg, Reason: ReasonUpstreamStopped, Attempt: c.attempts, Iteration: r.nodes.iterations[i]})
 }
 
 // replayNode applies a logged node record, as commit applied it live.
 func (r *run) replayNode(rec *NodeRecord) {
-	i, ok := r.g.idx[rec.NodeID]
+	i, ok := r.graph.idx[rec.NodeID]
 	if !ok {
 		return
 	}
 	// The node's live start reset these; replay has no start.
-	r.skipQueue = slices.DeleteFunc(r.skipQueue, func(t int) bool { return t == i })
-	r.decided[i], r.fired[i] = 0, 0
-	r.activators[i] = r.activators[i][:0]
+	r.queue.skips = slices.DeleteFunc(r.queue.skips, func(t int) bool { return t == i })
+	r.nodes.decided[i], r.nodes.fired[i] = 0, 0
+	r.nodes.activators[i] = r.nodes.activators[i][:0]
 	if len(rec.State) > 0 { // live, nodeDone wrote them before routing
 		r.writeState(rec.State)
 	}

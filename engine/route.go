@@ -29,11 +29,11 @@ func noRouting(err error) routing { return routing{deferred: noEdge, err: err} }
 // route decides which outgoing edges of node i fire, reading the state the
 // node just wrote. matched is the handle a branch/condition node chose.
 func (r *run) route(i int, out any, matched string) routing {
-	outs := r.g.out[i]
+	outs := r.graph.out[i]
 	if len(outs) == 0 {
 		return noRouting(nil)
 	}
-	nd := &r.c.Nodes[i]
+	nd := &r.chain.Nodes[i]
 	var rt routing
 	switch {
 	case nd.Kind == KindBranch || nd.Kind == KindCondition:
@@ -48,11 +48,11 @@ func (r *run) route(i int, out any, matched string) routing {
 	default:
 		rt = r.routeFirst(i, outs, out)
 	}
-	if rt.err == nil && len(rt.fired) == 0 && len(rt.failed) == 0 && r.c.StrictRouting {
+	if rt.err == nil && len(rt.fired) == 0 && len(rt.failed) == 0 && r.chain.StrictRouting {
 		rt.err = &ChainRoutingError{NodeID: nd.ID, Matched: matched, Labels: r.labels(outs)}
 	}
 	for _, ei := range rt.fired {
-		if r.c.Edges[ei].IsLoop() {
+		if r.chain.Edges[ei].IsLoop() {
 			rt.held = true
 		}
 	}
@@ -61,7 +61,7 @@ func (r *run) route(i int, out any, matched string) routing {
 		rt.deferred = noEdge
 	}
 	if rt.held { // pruned non-loop edges are not final while the loop goes round
-		rt.pruned = slices.DeleteFunc(rt.pruned, func(ei int) bool { return !r.c.Edges[ei].IsLoop() })
+		rt.pruned = slices.DeleteFunc(rt.pruned, func(ei int) bool { return !r.chain.Edges[ei].IsLoop() })
 	}
 	return rt
 }
@@ -69,21 +69,21 @@ func (r *run) route(i int, out any, matched string) routing {
 // newRouting returns a routing whose lists reuse the run's scratch buffers
 // (a decision is consumed before the next one is taken).
 func (r *run) newRouting() routing {
-	return routing{fired: r.firedBuf[:0], pruned: r.prunedBuf[:0], deferred: noEdge}
+	return routing{fired: r.routeBufs.fired[:0], pruned: r.routeBufs.pruned[:0], deferred: noEdge}
 }
 
 // recycle keeps a consumed routing's buffers for the next decision (only
 // for a routing from route: others may share the graph's lists).
 func (r *run) recycle(rt routing) {
 	if rt.err == nil {
-		r.firedBuf, r.prunedBuf = rt.fired[:0], rt.pruned[:0]
+		r.routeBufs.fired, r.routeBufs.pruned = rt.fired[:0], rt.pruned[:0]
 	}
 }
 
 // canFire checks a loop edge's cap: at the cap, on_max_reached "error" fails
 // the run and "continue" prunes the edge (routing then falls back).
 func (r *run) canFire(ei int) (bool, error) {
-	e := &r.c.Edges[ei]
+	e := &r.chain.Edges[ei]
 	if !e.IsLoop() || r.loopCount[ei] < e.MaxIterations {
 		return true, nil
 	}
@@ -104,7 +104,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 			if pick >= 0 || err != nil {
 				return
 			}
-			if e := &r.c.Edges[ei]; pred(e) {
+			if e := &r.chain.Edges[ei]; pred(e) {
 				var ok bool
 				if ok, err = r.canFire(ei); ok {
 					pick = ei
@@ -136,7 +136,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 	sc := &scope{base: r, output: out, hasOut: true}
 	anyCond := false
 	for _, ei := range outs {
-		if r.c.Edges[ei].Condition != "" {
+		if r.chain.Edges[ei].Condition != "" {
 			anyCond = true
 			break
 		}
@@ -158,11 +158,11 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 	}
 	pick := -1
 	for _, ei := range outs {
-		e := &r.c.Edges[ei]
+		e := &r.chain.Edges[ei]
 		if e.Condition == "" {
 			continue
 		}
-		ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+		ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
 		if err != nil {
 			return noRouting(fmt.Errorf("edge %q condition: %w", e.ID, err))
 		}
@@ -179,7 +179,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 	if pick < 0 { // fallback: the default edge, else the first unconditional one
 		for pass := 0; pass < 2 && pick < 0; pass++ {
 			for _, ei := range outs {
-				e := &r.c.Edges[ei]
+				e := &r.chain.Edges[ei]
 				if e.Condition != "" || (pass == 0 && !e.Default) {
 					continue
 				}
@@ -212,14 +212,14 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 	matched := false
 	def := -1
 	for _, ei := range outs {
-		e := &r.c.Edges[ei]
+		e := &r.chain.Edges[ei]
 		if e.Default && e.Condition == "" {
 			def = ei
 			continue
 		}
 		fire := true
 		if e.Condition != "" {
-			ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+			ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
 			if err != nil {
 				if rt.failed == nil {
 					rt.failed = map[int]error{}
@@ -268,7 +268,7 @@ func (r *run) deliver(rt *routing, reason string) {
 		r.deliverFired(ei)
 	}
 	for ei, err := range rt.failed {
-		r.presetErr[r.g.idx[r.c.Edges[ei].Target]] = err
+		r.nodes.presetErr[r.graph.idx[r.chain.Edges[ei].Target]] = err
 		r.deliverFired(ei)
 	}
 	for _, ei := range rt.pruned {
@@ -282,7 +282,7 @@ func (r *run) failedIDs(m map[int]error) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for ei, err := range m {
-		out[r.c.Edges[ei].ID] = err.Error()
+		out[r.chain.Edges[ei].ID] = err.Error()
 	}
 	return out
 }
@@ -290,7 +290,7 @@ func (r *run) failedIDs(m map[int]error) map[string]string {
 func (r *run) labels(outs []int) []string {
 	var ls []string
 	for _, ei := range outs {
-		if l := r.c.Edges[ei].Label; l != "" {
+		if l := r.chain.Edges[ei].Label; l != "" {
 			ls = append(ls, l)
 		}
 	}
@@ -304,8 +304,8 @@ type dispatcher struct {
 	src     int
 	out     any
 	pos     int
-	def     int
-	waiting int // the target whose link runs now, -1 when none
+	def     int // the default edge, decided last; noEdge when none or decided
+	waiting int // the target whose link runs now, noNode when none
 	matched bool
 	steps   map[string]any // link outputs by step key (edge label, else target id)
 	whens   map[string]any // guard results by step key (seed 004's `when`)
@@ -315,10 +315,10 @@ type dispatcher struct {
 // stepKey names a link in `steps` and `when`: the edge's label (an agent
 // chain labels each link with the agent's name), else the target's id.
 func (r *run) stepKey(ei int) string {
-	if l := r.c.Edges[ei].Label; l != "" {
+	if l := r.chain.Edges[ei].Label; l != "" {
 		return l
 	}
-	return r.c.Edges[ei].Target
+	return r.chain.Edges[ei].Target
 }
 
 func (d *dispatcher) link(t int, key string) {
@@ -333,7 +333,7 @@ func (d *dispatcher) key(t int, r *run) string {
 	if k, ok := d.keys[t]; ok {
 		return k
 	}
-	return r.c.Nodes[t].ID
+	return r.chain.Nodes[t].ID
 }
 
 // startDispatch begins the sequential dispatch of node i's edges: live it
@@ -341,39 +341,39 @@ func (d *dispatcher) key(t int, r *run) string {
 // entries (and resumeDispatchers) to say how far it got.
 func (r *run) startDispatch(i int, out any) {
 	d := &dispatcher{src: i, out: out, def: noEdge, waiting: noNode, steps: map[string]any{}, whens: map[string]any{}}
-	if r.replaying {
-		if r.replayDispatch == nil {
-			r.replayDispatch = map[int]*dispatcher{}
+	if r.replay.on {
+		if r.replay.dispatch == nil {
+			r.replay.dispatch = map[int]*dispatcher{}
 		}
-		r.replayDispatch[i] = d
+		r.replay.dispatch[i] = d
 		return
 	}
-	r.pendingDispatch = append(r.pendingDispatch, d)
+	r.dispatch.pending = append(r.dispatch.pending, d)
 }
 
 func (r *run) runPendingDispatch() {
-	for len(r.pendingDispatch) > 0 {
-		d := r.pendingDispatch[0]
-		r.pendingDispatch = r.pendingDispatch[1:]
+	for len(r.dispatch.pending) > 0 {
+		d := r.dispatch.pending[0]
+		r.dispatch.pending = r.dispatch.pending[1:]
 		r.stepDispatch(d)
 	}
 }
 
 // stepDispatch decides edges until one fires (then waits for its target).
 func (r *run) stepDispatch(d *dispatcher) {
-	if r.stopping {
+	if r.outcome.stopping {
 		return
 	}
-	outs := r.g.out[d.src]
+	outs := r.graph.out[d.src]
 	sc := &scope{base: r, output: d.out, hasOut: true, steps: d.steps, whens: d.whens}
-	rec := &EdgesRecord{Source: r.c.Nodes[d.src].ID}
+	rec := &EdgesRecord{Source: r.chain.Nodes[d.src].ID}
 	defer func() {
 		if len(rec.Fired)+len(rec.Pruned)+len(rec.Failed) > 0 {
 			r.addCheckpoint(Checkpoint{Kind: CheckpointEdges, Edges: rec})
 		}
 	}()
 	fire := func(ei int, guardErr error) bool {
-		e := &r.c.Edges[ei]
+		e := &r.chain.Edges[ei]
 		ok, err := r.canFire(ei)
 		if err != nil {
 			r.failRouting(d.src, err)
@@ -384,25 +384,25 @@ func (r *run) stepDispatch(d *dispatcher) {
 			r.deliverPruned(ei, ReasonConditionFalse)
 			return false
 		}
-		t := r.g.idx[e.Target]
+		t := r.graph.idx[e.Target]
 		if guardErr != nil {
 			if rec.Failed == nil {
 				rec.Failed = map[string]string{}
 			}
 			rec.Failed[e.ID] = guardErr.Error()
-			r.presetErr[t] = guardErr
+			r.nodes.presetErr[t] = guardErr
 		} else {
 			rec.Fired = append(rec.Fired, e.ID)
 		}
-		if r.dispatchers == nil {
-			r.dispatchers = map[int]*dispatcher{}
+		if r.dispatch.byTarget == nil {
+			r.dispatch.byTarget = map[int]*dispatcher{}
 		}
-		r.dispatchers[t] = d
+		r.dispatch.byTarget[t] = d
 		d.waiting = t
 		d.link(t, r.stepKey(ei))
 		// The source's done event could not name this edge (it was decided
 		// later): say so now, so watchers can draw it as fired.
-		r.emit(Event{NodeID: r.c.Nodes[d.src].ID, Phase: PhaseProgress, Edges: r.edgeIDs([]int{ei}),
+		r.emit(Event{NodeID: r.chain.Nodes[d.src].ID, Phase: PhaseProgress, Edges: r.edgeIDs([]int{ei}),
 			Progress: map[string]any{"dispatched": r.stepKey(ei)}})
 		r.deliverFired(ei)
 		return true
@@ -410,7 +410,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 	for d.pos < len(outs) {
 		ei := outs[d.pos]
 		d.pos++
-		e := &r.c.Edges[ei]
+		e := &r.chain.Edges[ei]
 		if e.Default && e.Condition == "" {
 			d.def = ei
 			continue
@@ -421,7 +421,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 			}
 			continue
 		}
-		ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+		ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
 		if err != nil {
 			if fire(ei, fmt.Errorf("guard of edge %q: %w", e.ID, err)) {
 				return
@@ -439,15 +439,15 @@ func (r *run) stepDispatch(d *dispatcher) {
 		rec.Pruned = append(rec.Pruned, e.ID)
 		r.deliverPruned(ei, ReasonConditionFalse)
 	}
-	if d.def >= 0 {
+	if d.def != noEdge {
 		ei := d.def
-		d.def = -1
+		d.def = noEdge
 		if !d.matched {
 			if fire(ei, nil) {
 				return
 			}
 		} else {
-			rec.Pruned = append(rec.Pruned, r.c.Edges[ei].ID)
+			rec.Pruned = append(rec.Pruned, r.chain.Edges[ei].ID)
 			r.deliverPruned(ei, ReasonConditionFalse)
 		}
 	}
