@@ -9,7 +9,7 @@ import (
 )
 
 // ExportError says why a chain cannot be expressed as an A2E chain/req:
-// which node, edge or chain field uses something seed 000 has no words for.
+// which node, edge or chain field uses something A2E has no words for.
 type ExportError struct {
 	NodeID string `json:"node_id,omitempty"`
 	EdgeID string `json:"edge_id,omitempty"`
@@ -29,7 +29,7 @@ func (e *ExportError) Error() string {
 	return "cannot be expressed in A2E: " + e.Msg
 }
 
-// ExportA2E turns a chain into an A2E chain/req message (seed 000): edges
+// ExportA2E turns a chain into an A2E chain/req message: edges
 // become next_node / true_node / false_node on their source nodes, the name
 // becomes chain_id, the timeout the request timeout. It is the inverse of
 // Decode for every chain it accepts: Decode(json(ExportA2E(c))) has the same

@@ -4,8 +4,8 @@ import "slices"
 
 // Under routing "all" with parallel dispatch, a default edge that fires
 // (no guarded edge matched) is held until the targets of the edges that fired
-// with it have finished: seed 004 runs the default "as its own step after the
-// fan-out". The node's record names the held edge (Deferred); an "edges"
+// with it have finished: the default runs as its own step after the fan-out
+// (docs/chain-format.md, "Routing"). The node's record names the held edge (Deferred); an "edges"
 // entry records its firing, so a resume knows whether it still waits.
 
 // heldDefault is one default edge waiting for the fan-out of its source.

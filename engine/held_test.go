@@ -30,7 +30,7 @@ func indexOf(evs []engine.Event, node string, ph engine.Phase) int {
 }
 
 // The default of a parallel routing "all" node runs after the links that
-// fired with it have finished (seed 004), and says when it is dispatched.
+// fired with it have finished, and says when it is dispatched.
 func TestHeldDefaultRunsAfterTheFanOut(t *testing.T) {
 	h := newHarness(t)
 	res := h.run(heldDoc(`{"node_id":"fan","kind":"tool","name":"delay","input":{"ms":30}}`), map[string]any{"score": 2.0})

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Resume continues a run from its checkpoint log, following seed 001's
-// resume contract:
+// Resume continues a run from its checkpoint log, following the resume
+// table (docs/chain-format.md, "Interrupts and resume"):
 //
 //	latest status   value?  result
 //	paused          yes     the interrupted node re-runs with `resume` in scope
@@ -44,7 +44,7 @@ type Resumption struct {
 	started bool
 }
 
-// StartResume checks a resume against seed 001's table and claims the run
+// StartResume checks a resume against the resume table and claims the run
 // (and its interrupt, when resuming with a value). The caller must call Run
 // or Release on the returned Resumption.
 func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeValue, modifiedState map[string]any, opts ResumeOptions) (*Resumption, error) {

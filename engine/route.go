@@ -93,9 +93,9 @@ func (r *run) canFire(ei int) (bool, error) {
 	return false, &ChainCycleError{EdgeID: e.ID, MaxIterations: e.MaxIterations}
 }
 
-// routeMatched: seed 001's table for condition sources (and seed 000's
-// branch, whose handles are "true" and "false"): the edge labelled with the
-// handle, else "default", else an unlabelled edge.
+// routeMatched routes a condition or branch node (a branch's handles are
+// "true" and "false"): the edge labelled with the handle, else "default",
+// else an unlabelled edge (docs/chain-format.md, "Routing").
 func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	pick := -1
 	var err error
@@ -131,7 +131,10 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	return rt
 }
 
-// routeFirst: seed 001's table for non-condition sources.
+// routeFirst routes any other node under routing "first": every edge when
+// none is conditional (fan-out), else the first true conditional edge, else
+// the default, else the first unconditional edge (docs/chain-format.md,
+// "Routing").
 func (r *run) routeFirst(i int, outs []int, out any) routing {
 	sc := &scope{base: r, output: out, hasOut: true}
 	anyCond := false
@@ -204,8 +207,9 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 	return rt
 }
 
-// routeAll: seed 004's rules, every guard evaluated up front. Guarded edges
-// fire when true, unguarded ones always, the default only when no guard matched.
+// routeAll routes a routing "all" node with parallel dispatch, every guard
+// evaluated up front: guarded edges fire when true, unguarded ones always,
+// the default only when no guard matched (docs/chain-format.md, "Routing").
 func (r *run) routeAll(i int, outs []int, out any) routing {
 	sc := &scope{base: r, output: out, hasOut: true}
 	rt := r.newRouting()
@@ -248,7 +252,7 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 			return noRouting(err)
 		} else if !matched && ok {
 			if len(rt.fired) > 0 || len(rt.failed) > 0 {
-				// Seed 004: the default runs as its own step after the
+				// The default runs as its own step after the
 				// fan-out (the links that fired), not alongside it.
 				rt.deferred = def
 			} else {
@@ -308,7 +312,7 @@ type dispatcher struct {
 	waiting int // the target whose link runs now, noNode when none
 	matched bool
 	steps   map[string]any // link outputs by step key (edge label, else target id)
-	whens   map[string]any // guard results by step key (seed 004's `when`)
+	whens   map[string]any // guard results by step key (what `when` reads)
 	keys    map[int]string // target → its step key
 }
 

@@ -224,7 +224,7 @@ func (e errChainTimeout) Error() string {
 // coordinator.
 func (r *run) lookupBase(name string) (any, bool) {
 	switch name {
-	case "input", "trigger": // seed 004 calls the run's original payload `trigger`
+	case "input", "trigger": // agent chains call the run's original payload `trigger`
 		return r.input, true
 	case "state":
 		return r.state, true
