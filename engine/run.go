@@ -37,9 +37,10 @@ type completion struct {
 	reused   bool // a re-run kept the output from the earlier run
 }
 
-// run is one execution of a prepared chain. Every field outside the emit
-// group is owned by the coordinator goroutine (loop); workers only send
-// completions and emit events.
+// run is one execution of a prepared chain. Every field but the emit group
+// and the attached nodes' atomics (nodes.attRan, nodes.attBusy) is owned by
+// the coordinator goroutine (loop); workers only send completions and emit
+// events.
 type run struct {
 	engine   *Engine
 	prepared *Prepared
@@ -105,8 +106,8 @@ type nodeState struct {
 	iterations  []int
 	stopped     []bool // ended with an error because the run stopped; resumable
 	fatal       []bool // its failure stopped the run; a resume runs it again
-	attRan      []atomic.Bool
-	attBusy     []atomic.Int32         // attached nodes' (map bodies, branches) calls in flight
+	attRan      []atomic.Bool          // attached nodes (map bodies, branches) that ran at least once; set by workers
+	attBusy     []atomic.Int32         // attached nodes' calls in flight; set by workers
 	resumeValue map[int]any            // an interrupt's resume value, for its next start
 	handlerErr  map[int]map[string]any // an on_error handler's `error`, for its next start
 }
