@@ -104,8 +104,8 @@ type nodeState struct {
 	depsLeft    []int32 // input_map dependencies not finished yet
 	depsDone    []bool  // the node's dependants were told it finished
 	iterations  []int
-	stopped     []bool // ended with an error because the run stopped; resumable
-	fatal       []bool // its failure stopped the run; a resume runs it again
+	stopped     []bool                 // ended with an error because the run stopped; resumable
+	fatal       []bool                 // its failure stopped the run; a resume runs it again
 	attRan      []atomic.Bool          // attached nodes (map bodies, branches) that ran at least once; set by workers
 	attBusy     []atomic.Int32         // attached nodes' calls in flight; set by workers
 	resumeValue map[int]any            // an interrupt's resume value, for its next start
