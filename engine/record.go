@@ -220,13 +220,20 @@ func (f *NodeResultFold) result(id string) *NodeResult {
 }
 
 // Results returns the folded node results, in the order the nodes first
-// finished or paused.
+// finished or paused. The slice is the fold's own: a later Add may change it.
 func (f *NodeResultFold) Results() []NodeResult {
-	out := make([]NodeResult, 0, len(f.out))
+	if len(f.out) == len(f.at) { // nothing dropped
+		return f.out
+	}
+	out := f.out[:0]
 	for _, nr := range f.out {
 		if nr.NodeID != "" {
 			out = append(out, nr)
 		}
+	}
+	f.out = out
+	for k := range out {
+		f.at[out[k].NodeID] = k
 	}
 	return out
 }

@@ -256,12 +256,16 @@ func runNodes(ctx context.Context, tx *sql.Tx, runID, node string) ([]engine.Nod
 		if err := rows.Scan(&n, &kind, &body); err != nil {
 			return nil, err
 		}
-		var cp engine.Checkpoint
+		var cp struct { // the parts the fold reads
+			Time  time.Time           `json:"time"`
+			Node  *engine.NodeRecord  `json:"node"`
+			Pause *engine.PauseRecord `json:"pause"`
+			End   *engine.EndRecord   `json:"end"`
+		}
 		if err := jsonv2.Unmarshal(body, &cp); err != nil {
 			return nil, fmt.Errorf("checkpoint %d is corrupt: %w", n, err)
 		}
-		cp.Kind = kind
-		if err := f.Add(&cp); err != nil {
+		if err := f.Add(&engine.Checkpoint{Kind: kind, Time: cp.Time, Node: cp.Node, Pause: cp.Pause, End: cp.End}); err != nil {
 			return nil, fmt.Errorf("checkpoint %d: %w", n, err)
 		}
 	}
