@@ -63,7 +63,7 @@ func (r *run) start(i int) {
 	}
 	switch nd.Kind {
 	case KindBranch, KindCondition:
-		matched, err := r.decide(i, input, sc)
+		matched, err := r.matchHandle(i, input, sc)
 		r.complete(completion{i: i, out: input, input: input, err: err, matched: matched, attempts: 1, started: now, ended: time.Now()})
 		return
 	case KindInterrupt:
@@ -189,9 +189,9 @@ func toolInput(v any) map[string]any {
 	return map[string]any{"value": v}
 }
 
-// decide evaluates a branch's condition or a condition node's cases; `output`
+// matchHandle evaluates a branch's condition or a condition node's cases; `output`
 // is the data the router passes on.
-func (r *run) decide(i int, input any, sc *scope) (string, error) {
+func (r *run) matchHandle(i int, input any, sc *scope) (string, error) {
 	nd := &r.chain.Nodes[i]
 	dsc := *sc
 	dsc.output, dsc.hasOut = input, true
