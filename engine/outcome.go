@@ -118,15 +118,12 @@ func (r *run) nodeFailed(i int, c completion) {
 // skipNode decides a skip: the node never runs (every incoming edge was
 // pruned, or nothing needs it) and its own edges are pruned with the same
 // reason, so a pruned branch reads as one cause all the way down.
+//
+// A skip has no start time: it never ran, so it shows no duration.
 func (r *run) skipNode(t int, reason string) {
-	now := time.Now()
-	started := r.nodes.result[t].Started
-	if started.IsZero() {
-		started = now
-	}
 	rt := noRouting(nil)
 	rt.pruned = r.graph.out[t]
-	rec := &NodeRecord{NodeID: r.chain.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Started: started, Ended: now, Pruned: r.edgeIDs(rt.pruned)}
+	rec := &NodeRecord{NodeID: r.chain.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Ended: time.Now(), Pruned: r.edgeIDs(rt.pruned)}
 	r.commit(t, rec, &rt, nil)
 }
 
