@@ -12,17 +12,17 @@ import (
 //
 //  1. decide (nodeDone, nodeFailed, skipNode): on the coordinator, from a
 //     worker's completion, build the NodeRecord the log keeps and the
-//     routing of the node's outgoing edges (edge indices);
+//     routing of the node's outgoing edges (edge indices), publishing on the
+//     way what routing reads: the node's state writes and its output;
 //  2. commit: emit the node's event, append the record to the checkpoint
 //     log, then apply it;
-//  3. apply: change the run's state as the record says (the node's result,
-//     status and output, its edges delivered, a handler started, dependants
-//     told).
+//  3. apply: change the run's state as the record says (the node's result
+//     and status, its edges delivered, a handler started, dependants told).
 //
-// Replay (resume) rebuilds the run by applying each logged record through
-// the same apply, and readers of the log fold the same records
-// (NodeResultFold), so a new outcome or record field is handled once.
-// docs/design.md ("Node outcomes") has the overview.
+// Replay (resume) rebuilds the run from the log: it publishes each record's
+// state writes and output, then applies it through the same apply. Readers
+// of the log fold the same records (NodeResultFold), so a new outcome or
+// record field is handled once. docs/design.md has the overview.
 
 // complete applies a worker's completion on the coordinator.
 func (r *run) complete(c completion) {
@@ -66,10 +66,10 @@ func (r *run) nodeDone(i int, c completion) {
 		}
 		r.writeState(r.statePatch)
 	}
-	r.setOutput(i, out, true) // its edge conditions may read <id>.output
-	rt := r.route(i, out, c.matched)
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
 		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial}
+	r.publishOutput(i, rec)
+	rt := r.route(i, out, c.matched)
 	r.recordRouting(rec, &rt)
 	r.commit(i, rec, &rt, nil)
 	r.recycle(rt)
@@ -102,7 +102,7 @@ func (r *run) nodeFailed(i int, c completion) {
 				rec.Reason = ReasonOnErrorSkip
 			}
 		}
-		r.setOutput(i, nil, true) // its edge conditions see no output
+		r.publishOutput(i, rec)
 		rt = r.route(i, nil, "")
 		r.recordRouting(rec, &rt)
 		r.commit(i, rec, &rt, nil)
@@ -111,6 +111,7 @@ func (r *run) nodeFailed(i int, c completion) {
 	default:
 		rec.Handled = pol
 		rec.Pruned = r.edgeIDs(r.graph.out[i])
+		r.publishOutput(i, rec)
 	}
 	r.commit(i, rec, &rt, nil)
 }
@@ -124,6 +125,7 @@ func (r *run) skipNode(t int, reason string) {
 	rt := noRouting(nil)
 	rt.pruned = r.graph.out[t]
 	rec := &NodeRecord{NodeID: r.chain.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Ended: time.Now(), Pruned: r.edgeIDs(rt.pruned)}
+	r.publishOutput(t, rec)
 	r.commit(t, rec, &rt, nil)
 }
 
@@ -148,6 +150,32 @@ func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
 	r.apply(i, rec, rt)
 }
 
+// outcome is the record's phase as the scheduler sees it: a guard failure
+// is reported skipped, but it is a failure its on_error handled (or a fatal
+// one).
+func (rec *NodeRecord) outcome() Phase {
+	if rec.Reason == ReasonGuardFailed {
+		return PhaseError
+	}
+	return rec.Status
+}
+
+// publishOutput makes the node's output (or that it has none) readable by
+// expressions, as its record says. Deciding does it before routing (edge
+// conditions may read <id>.output); replay before apply.
+func (r *run) publishOutput(i int, rec *NodeRecord) {
+	switch rec.outcome() {
+	case PhaseDone:
+		r.setOutput(i, rec.Output, true)
+	case PhaseSkip:
+		r.setOutput(i, nil, rec.Reason == ReasonOnErrorSkip)
+	case PhaseError:
+		if !rec.Fatal {
+			r.setOutput(i, nil, true)
+		}
+	}
+}
+
 // apply changes the run as a node record says, live and in replay. rt is
 // the record's routing as edge indices (rt.err: the routing failed live and
 // the run stops).
@@ -156,20 +184,14 @@ func (r *run) apply(i int, rec *NodeRecord, rt *routing) {
 	if rec.Iteration > 0 {
 		r.nodes.iterations[i] = rec.Iteration
 	}
-	st := rec.Status
-	if rec.Reason == ReasonGuardFailed {
-		st = PhaseError // reported skipped, but a failure its on_error handled (or a fatal one)
-	}
-	switch st {
+	switch rec.outcome() {
 	case PhaseDone:
 		r.nodes.status[i] = nsDone
-		r.setOutput(i, rec.Output, true)
 		if rec.Partial {
 			r.outcome.handled = true
 		}
 	case PhaseSkip:
 		r.nodes.status[i] = nsSkip
-		r.setOutput(i, nil, rec.Reason == ReasonOnErrorSkip)
 		if rec.Reason == ReasonOnErrorSkip {
 			r.outcome.handled = true
 		}
@@ -180,7 +202,6 @@ func (r *run) apply(i int, rec *NodeRecord, rt *routing) {
 			return
 		}
 		r.outcome.handled = true
-		r.setOutput(i, nil, true)
 	}
 	if rt.err != nil {
 		r.failRouting(i, rt.err)
@@ -289,6 +310,7 @@ func (r *run) replayNode(rec *NodeRecord) {
 	if len(rec.State) > 0 { // live, nodeDone wrote them before routing
 		r.writeState(rec.State)
 	}
+	r.publishOutput(i, rec)
 	rt := r.recordedRouting(rec)
 	r.apply(i, rec, &rt)
 }
