@@ -9,7 +9,8 @@ import (
 // turns entries into node results. The live run, replay (resume) and the
 // store's read side all derive a node's result from these records through
 // the functions below, so a new record field or outcome is handled in one
-// place. docs/design.md ("Engine: node outcomes and the run's state") describes the path.
+// place. docs/design.md ("Engine: node outcomes and the run's state")
+// describes the path.
 
 // EdgesRecord: edges of a node decided after its completion (routing "all"
 // with dispatch "sequential" decides one link at a time).
