@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// A2E wire message types (seed 000).
+// A2E wire message types (docs/chain-format.md, "A2E compatibility").
 const (
 	TypeRequest  = "chain/req"
 	TypeEvent    = "chain/event"

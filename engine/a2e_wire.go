@@ -7,9 +7,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// EventMessage is an A2E chain/event message (seed 000), field for field.
+// EventMessage is an A2E chain/event message, field for field.
 // Output carries the node's output on "done"; Error the message on "error".
-// Phases beyond seed 000's four are passed through as is: on "progress"
+// Phases beyond A2E's four (start, done, error, skip) are passed through as is: on "progress"
 // Output carries the progress report, on "paused" the interrupt's prompt.
 type EventMessage struct {
 	Type    string  `json:"type"`
@@ -31,7 +31,7 @@ type WireError struct {
 	NodeID  string `json:"node_id"`
 }
 
-// ResponseMessage is an A2E chain/resp message (seed 000), field for field.
+// ResponseMessage is an A2E chain/resp message, field for field.
 type ResponseMessage struct {
 	Type        string         `json:"type"`
 	ID          string         `json:"id"`

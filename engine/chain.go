@@ -9,9 +9,9 @@ import "encoding/json"
 // Kind is a node's type.
 type Kind string
 
-// Node kinds. A2E (seed 000) defines tool, skill, proc, branch and map; the
-// routed-chain contract (seed 001) adds condition, parallel and interrupt;
-// agent chaining (seed 004) adds agent.
+// Node kinds (docs/chain-format.md, "Node kinds"). A2E defines tool, skill,
+// proc, branch and map; routed chains add condition, parallel and interrupt;
+// agent chaining adds agent.
 const (
 	KindTool      Kind = "tool"
 	KindSkill     Kind = "skill"
@@ -38,8 +38,8 @@ func (k Kind) valid() bool {
 
 // Routing policies for a node's outgoing edges.
 const (
-	RoutingFirst = "first" // seed 001: the first true conditional edge, else the first unconditional
-	RoutingAll   = "all"   // seed 004: every true edge, unconditional edges, default if none matched
+	RoutingFirst = "first" // the first true conditional edge, else the default, else the first unconditional
+	RoutingAll   = "all"   // every true edge and every unconditional edge; the default only if no guard matched
 )
 
 // Dispatch orders for edges fired under routing "all".
@@ -51,12 +51,13 @@ const (
 // Error policies (Node.OnError); any other value names a handler node.
 const (
 	OnErrorAbort    = "abort"
-	OnErrorStop     = "stop" // seed 004 spelling of abort
+	OnErrorStop     = "stop" // agent chains' spelling of abort
 	OnErrorSkip     = "skip"
 	OnErrorContinue = "continue"
 )
 
-// Parallel failure modes (seed 001).
+// Parallel failure modes: how a map or parallel node combines failed items
+// or branches (docs/chain-format.md, "Failed map items and parallel branches").
 const (
 	FailContinue   = "continue"
 	FailFast       = "fail_fast"
@@ -89,7 +90,7 @@ type Chain struct {
 }
 
 // Node is one step. The first block of fields is A2E's ChainNode, spelled as
-// in seed 000.
+// A2E spells them (docs/chain-format.md, "A2E compatibility").
 type Node struct {
 	ID        string            `json:"node_id"`
 	Kind      Kind              `json:"kind"`

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// seed000Request is the "Simple Linear Chain" wire example from seed 000, verbatim.
+// seed000Request is A2E's "Simple Linear Chain" wire example, verbatim.
 const seed000Request = `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"read_file","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"skill","name":"text_summarizer","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`
 
 // doc wraps node and edge JSON into a studio chain document.

@@ -12,7 +12,7 @@ import (
 
 // Defaults used when a chain or host sets none.
 const (
-	DefaultTimeout        = 300 // seconds, seed 000
+	DefaultTimeout        = 300 // seconds, as in A2E
 	DefaultMaxConcurrency = 64
 	DefaultMaxDepth       = 5
 )
@@ -113,7 +113,8 @@ type RunOptions struct {
 }
 
 // ResumeValue is the value a paused run is resumed with. A nil *ResumeValue
-// means "no value" (seed 001's resume table distinguishes the two).
+// means "no value" (the resume table in docs/chain-format.md, "Interrupts
+// and resume", treats the two differently).
 type ResumeValue struct {
 	Value any `json:"value"`
 }
@@ -193,7 +194,7 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: sr})
 	if p.plan == nil {
 		verr := &ValidationError{Issues: p.issues}
-		r.invalid = true
+		r.outcome.invalid = true
 		r.fail(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: errorsOnly(p.issues)}, verr)
 		return r.finishRun()
 	}

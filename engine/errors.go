@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Error codes, A2E style (seed 000's ChainErrorCode plus the ones this engine adds).
+// Error codes, A2E style: A2E's error table (chain_cycle, chain_node_error) plus the
+// ones this engine adds (docs/chain-format.md, "A2E compatibility").
 const (
 	CodeCycle          = "chain_cycle"
 	CodeNodeError      = "chain_node_error"
@@ -99,7 +100,7 @@ func (e *ChainCheckpointError) Error() string {
 
 // ChainResumeError: the run cannot be resumed as asked (an interrupted run
 // resumed without a value, a completed run resumed without one). It is a
-// ChainCheckpointError, as seed 001 requires for backward compatibility.
+// ChainCheckpointError, so callers that only know that type still catch it.
 type ChainResumeError struct {
 	ChainCheckpointError
 }

@@ -17,45 +17,45 @@ import (
 // whole context is consistent), emits "start", and hands the work to a
 // goroutine. Routers (branch, condition) and resumed interrupts finish inline.
 func (r *run) start(i int) {
-	nd := &r.c.Nodes[i]
+	nd := &r.chain.Nodes[i]
 	up := r.upstream(i)
-	r.activators[i] = r.activators[i][:0]
-	r.status[i] = nsRunning
-	r.decided[i], r.fired[i] = 0, 0
-	r.pruneReason[i] = ""
-	r.iterations[i]++
+	r.nodes.activators[i] = r.nodes.activators[i][:0]
+	r.nodes.status[i] = nsRunning
+	r.nodes.decided[i], r.nodes.fired[i] = 0, 0
+	r.nodes.pruneReason[i] = ""
+	r.nodes.iterations[i]++
 	r.nodesRun++
 	r.running++
 	now := time.Now()
-	r.res[i] = NodeResult{NodeID: nd.ID, Status: PhaseStart, Started: now, Iteration: r.iterations[i]}
+	r.nodes.result[i] = NodeResult{NodeID: nd.ID, Status: PhaseStart, Started: now, Iteration: r.nodes.iterations[i]}
 
 	if rec, ok := r.reuse[nd.ID]; ok { // re-run from a node: upstream outputs are kept
 		delete(r.reuse, nd.ID)
-		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now, Reused: true})
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now, Reused: true})
 		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: time.Now(), reused: true})
 		return
 	}
 
 	sc := &scope{base: r, output: up, hasOut: true}
-	if d := r.dispatchers[i]; d != nil { // a sequential link: its input may read the links already run
+	if d := r.dispatch.byTarget[i]; d != nil { // a sequential link: its input may read the links already run
 		sc.steps, sc.whens = d.steps, d.whens
 	}
-	if v, ok := r.resumeFor[i]; ok {
+	if v, ok := r.nodes.resumeValue[i]; ok {
 		sc.resume, sc.hasRes = v, true
-		delete(r.resumeFor, i)
+		delete(r.nodes.resumeValue, i)
 	}
-	if e, ok := r.handlerErr[i]; ok {
+	if e, ok := r.nodes.handlerErr[i]; ok {
 		sc.err = e
-		delete(r.handlerErr, i)
+		delete(r.nodes.handlerErr, i)
 	}
-	if err := r.presetErr[i]; err != nil {
+	if err := r.nodes.presetErr[i]; err != nil {
 		// The guard into this node failed: it never starts (no start
 		// event), and nodeFailed records it as skipped with the error.
-		r.presetErr[i] = nil
+		r.nodes.presetErr[i] = nil
 		r.complete(completion{i: i, err: err, attempts: 0, guard: true, started: now, ended: now})
 		return
 	}
-	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.iterations[i], Time: now})
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now})
 	input, err := r.buildInput(i, sc, up)
 	if err != nil {
 		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: time.Now()})
@@ -63,7 +63,7 @@ func (r *run) start(i int) {
 	}
 	switch nd.Kind {
 	case KindBranch, KindCondition:
-		matched, err := r.decide(i, input, sc)
+		matched, err := r.matchHandle(i, input, sc)
 		r.complete(completion{i: i, out: input, input: input, err: err, matched: matched, attempts: 1, started: now, ended: time.Now()})
 		return
 	case KindInterrupt:
@@ -74,16 +74,16 @@ func (r *run) start(i int) {
 		r.complete(completion{i: i, err: tool.Interrupt(r.prompt(nd, input)), input: input, attempts: 1, started: now, ended: time.Now()})
 		return
 	}
-	if r.p.plan.inline[i] && !sc.hasRes {
+	if r.prepared.plan.inline[i] && !sc.hasRes {
 		r.runInline(i, input, now)
 		return
 	}
 	var fs *scope
-	if r.p.plan.frozen[i] != nil || r.p.plan.frozenAll[i] {
+	if r.prepared.plan.frozen[i] != nil || r.prepared.plan.frozenAll[i] {
 		fs = &scope{base: r.freeze(i), output: input, hasOut: true, err: sc.err}
 	}
 	if r.done == nil { // made on first use: chains of inline tools never need it
-		r.done = make(chan completion, min(len(r.c.Nodes), 32)+1)
+		r.done = make(chan completion, min(len(r.chain.Nodes), 32)+1)
 	}
 	go r.work(i, input, sc.resume, sc.hasRes, fs, now)
 }
@@ -98,8 +98,8 @@ func (r *run) prompt(nd *Node, input any) any {
 
 // freeze snapshots the run-level names that node i's attached subtree reads.
 func (r *run) freeze(i int) frozenScope {
-	names := r.p.plan.frozen[i]
-	if r.p.plan.frozenAll[i] {
+	names := r.prepared.plan.frozen[i]
+	if r.prepared.plan.frozenAll[i] {
 		names = r.rootNames()
 	}
 	f := make(frozenScope, len(names)+2)
@@ -118,8 +118,8 @@ func (r *run) freeze(i int) frozenScope {
 // runInline runs a pure, quick tool (Registry.SetInline) on the coordinator:
 // no goroutine, no channel hop. Retries of inline tools do not wait.
 func (r *run) runInline(i int, input any, started time.Time) {
-	nd := &r.c.Nodes[i]
-	fn := r.p.plan.inlineFn[i]
+	nd := &r.chain.Nodes[i]
+	fn := r.prepared.plan.inlineFn[i]
 	in := toolInput(input)
 	var out any
 	var err error
@@ -158,8 +158,8 @@ func (r *run) work(i int, input any, resume any, resumed bool, fs *scope, starte
 // buildInput merges a node's static input with its resolved input_map (the
 // map wins). A node with neither receives its upstream data unchanged.
 func (r *run) buildInput(i int, sc *scope, up any) (any, error) {
-	nd := &r.c.Nodes[i]
-	ims := r.g.inputMap[i]
+	nd := &r.chain.Nodes[i]
+	ims := r.graph.inputMap[i]
 	if len(nd.Input) == 0 && len(ims) == 0 {
 		return up, nil
 	}
@@ -189,14 +189,14 @@ func toolInput(v any) map[string]any {
 	return map[string]any{"value": v}
 }
 
-// decide evaluates a branch's condition or a condition node's cases; `output`
+// matchHandle evaluates a branch's condition or a condition node's cases; `output`
 // is the data the router passes on.
-func (r *run) decide(i int, input any, sc *scope) (string, error) {
-	nd := &r.c.Nodes[i]
+func (r *run) matchHandle(i int, input any, sc *scope) (string, error) {
+	nd := &r.chain.Nodes[i]
 	dsc := *sc
 	dsc.output, dsc.hasOut = input, true
 	if nd.Kind == KindBranch {
-		ok, err := r.g.condition[i].Test(&dsc, r.strict)
+		ok, err := r.graph.condition[i].Test(&dsc, r.strict)
 		if err != nil {
 			return "", fmt.Errorf("condition: %w", err)
 		}
@@ -205,7 +205,7 @@ func (r *run) decide(i int, input any, sc *scope) (string, error) {
 		}
 		return "false", nil
 	}
-	for k, e := range r.g.cases[i] {
+	for k, e := range r.graph.cases[i] {
 		ok, err := e.Test(&dsc, r.strict)
 		if err != nil {
 			return "", fmt.Errorf("cases[%d] (%s): %w", k, nd.Cases[k].Handle, err)
@@ -224,7 +224,7 @@ func (e errNodeTimeout) Error() string { return fmt.Sprintf("timed out after %gs
 // attempts runs fn under the node's retry and timeout policy. item is the map
 // item index for map bodies (nil otherwise), for events.
 func (r *run) attempts(ctx context.Context, i int, item *int, fn func(context.Context) (any, error)) (any, int, error) {
-	nd := &r.c.Nodes[i]
+	nd := &r.chain.Nodes[i]
 	max, backoff, delay := 1, "fixed", 0.0
 	if nd.Retry != nil {
 		max, backoff, delay = nd.Retry.MaxAttempts, nd.Retry.Backoff, nd.Retry.InitialDelaySeconds
@@ -290,19 +290,19 @@ func (r *run) attempt(ctx context.Context, nd *Node, fn func(context.Context) (a
 // execNode performs one attempt of a node of any executable kind. fs is the
 // frozen scope for map and parallel nodes.
 func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, error) {
-	nd := &r.c.Nodes[i]
+	nd := &r.chain.Nodes[i]
 	ctx = tool.WithNode(ctx, nd.ID)
 	emit := func(p any) { r.emit(Event{NodeID: nd.ID, Phase: PhaseProgress, Progress: p}) }
 	switch nd.Kind {
 	case KindTool:
-		fn, ok := r.e.opts.Registry.Get(nd.Name)
+		fn, ok := r.engine.opts.Registry.Get(nd.Name)
 		if !ok {
-			return nil, fmt.Errorf("unknown tool %q (this host has: %v)", nd.Name, r.e.opts.Registry.Names())
+			return nil, fmt.Errorf("unknown tool %q (this host has: %v)", nd.Name, r.engine.opts.Registry.Names())
 		}
 		out, err := fn(ctx, toolInput(input), emit)
 		return normalizeValue(out), err
 	case KindProc:
-		fn, ok := r.e.opts.Registry.Get("proc")
+		fn, ok := r.engine.opts.Registry.Get("proc")
 		if !ok {
 			return nil, fmt.Errorf("proc nodes are disabled on this host: %w", tool.ErrDenied)
 		}
@@ -320,10 +320,10 @@ func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, e
 	case KindSkill:
 		return r.runSub(ctx, nd.Name, toolInput(input))
 	case KindAgent:
-		if r.e.opts.Agent == nil {
+		if r.engine.opts.Agent == nil {
 			return nil, errors.New("agent nodes need the agent runtime, which this host has not enabled")
 		}
-		out, err := r.e.opts.Agent(ctx, nd, toolInput(input), emit)
+		out, err := r.engine.opts.Agent(ctx, nd, toolInput(input), emit)
 		return normalizeValue(out), err
 	case KindMap:
 		return r.execMap(ctx, i, input, fs)
@@ -335,21 +335,21 @@ func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, e
 
 // runSub runs a saved chain as a sub-chain (skill node).
 func (r *run) runSub(ctx context.Context, name string, input map[string]any) (any, error) {
-	if r.e.opts.Chains == nil {
+	if r.engine.opts.Chains == nil {
 		return nil, fmt.Errorf("skill %q: this host has no chain library to run sub-chains from", name)
 	}
-	maxDepth := r.c.MaxDepth
+	maxDepth := r.chain.MaxDepth
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
 	if r.depth+1 > maxDepth {
 		return nil, fmt.Errorf("skill %q: sub-chain depth %d exceeds max_depth %d", name, r.depth+1, maxDepth)
 	}
-	c, err := r.e.opts.Chains(ctx, name)
+	c, err := r.engine.opts.Chains(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("skill %q: %w", name, err)
 	}
-	res, err := r.e.RunPrepared(ctx, r.e.Prepare(ctx, c), input, RunOptions{ParentRunID: r.id, depth: r.depth + 1})
+	res, err := r.engine.RunPrepared(ctx, r.engine.Prepare(ctx, c), input, RunOptions{ParentRunID: r.id, depth: r.depth + 1})
 	if err != nil {
 		return nil, fmt.Errorf("skill %q: %w", name, err)
 	}
@@ -367,10 +367,10 @@ func (r *run) runSub(ctx context.Context, name string, input map[string]any) (an
 // execAttached runs an attached node (map body, parallel branch) inside its
 // owner's goroutine, with its own input, retries, timeout and error policy.
 func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *int, errScope map[string]any) (any, error) {
-	nd := &r.c.Nodes[j]
-	r.attRan[j].Store(true)
-	r.attBusy[j].Add(1)
-	defer r.attBusy[j].Add(-1)
+	nd := &r.chain.Nodes[j]
+	r.nodes.attRan[j].Store(true)
+	r.nodes.attBusy[j].Add(1)
+	defer r.nodes.attBusy[j].Add(-1)
 	sc := *fs
 	sc.output, sc.hasOut = up, true
 	if item != nil {
@@ -410,8 +410,8 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 		return nil, err
 	default:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
-		h := r.g.idx[pol]
-		out, err := r.execAttached(ctx, h, fs, up, item, errorScope(nd.ID, attempts, err))
+		h := r.graph.idx[pol]
+		out, err := r.execAttached(ctx, h, fs, up, item, errorScope(nd.ID, attempts, err.Error(), errorCode(err)))
 		if err != nil {
 			return nil, err
 		}
@@ -431,18 +431,10 @@ type handledOut struct{ v any }
 // maxFailuresListed bounds how many failed items a fan-out error names.
 const maxFailuresListed = 5
 
-func errorScope(nodeID string, attempt int, err error) map[string]any {
-	code := CodeOf(err)
-	if code == "" {
-		code = CodeNodeError
-	}
-	return map[string]any{"message": err.Error(), "code": code, "node_id": nodeID, "attempt": float64(attempt)}
-}
-
 // execMap fans the map body out over items_path, bounded by max_concurrency.
 func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, error) {
-	nd := &r.c.Nodes[i]
-	v, err := r.g.items[i].Eval(fs, r.strict)
+	nd := &r.chain.Nodes[i]
+	v, err := r.graph.items[i].Eval(fs, r.strict)
 	if err != nil {
 		return nil, fmt.Errorf("items_path: %w", err)
 	}
@@ -457,10 +449,10 @@ func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, er
 	default:
 		items = []any{v}
 	}
-	if max := r.e.opts.Limits.MaxMapItems; len(items) > max {
+	if max := r.engine.opts.Limits.MaxMapItems; len(items) > max {
 		return nil, fmt.Errorf("items_path %q gave %d items, over the limit of %d", nd.ItemsPath, len(items), max)
 	}
-	body := r.g.idx[nd.MapNode]
+	body := r.graph.idx[nd.MapNode]
 	total := len(items)
 	calls := make([]func(context.Context) (any, error), total)
 	for k := range items {
@@ -479,10 +471,10 @@ func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, er
 
 // execParallel runs the parallel node's branches at once.
 func (r *run) execParallel(ctx context.Context, i int, input any, fs *scope) (any, error) {
-	nd := &r.c.Nodes[i]
+	nd := &r.chain.Nodes[i]
 	calls := make([]func(context.Context) (any, error), len(nd.Branches))
 	for k, b := range nd.Branches {
-		j := r.g.idx[b]
+		j := r.graph.idx[b]
 		calls[k] = func(ctx context.Context) (any, error) {
 			return r.execAttached(ctx, j, fs, input, nil, nil)
 		}
@@ -612,201 +604,19 @@ type fanOutError struct {
 func (e *fanOutError) Error() string { return e.msg }
 func (e *fanOutError) Unwrap() error { return e.first }
 
-// complete applies a node's outcome on the coordinator.
-func (r *run) complete(c completion) {
-	r.running--
-	i := c.i
-	nr := &r.res[i]
-	nr.Attempts, nr.Input, nr.Ended = c.attempts, c.input, c.ended
-	if ho, ok := c.out.(handledOut); ok {
-		c.out, c.partial = ho.v, true
-	}
-	if c.err != nil {
-		if ie, ok := tool.IsInterrupt(c.err); ok {
-			r.pauseNode(i, ie.Prompt, c)
-			return
-		}
-		if r.stopping {
-			r.stoppedNode(i, c)
-			return
-		}
-		r.nodeFailed(i, c)
-	} else {
-		r.nodeDone(i, c)
-	}
-	r.releaseHeld(i)
-	if s := r.loopAct[i]; s >= 0 && !r.stopping {
-		r.loopAct[i] = -1
-		r.activators[i] = append(r.activators[i][:0], s)
-		r.activate(i)
-	}
-	if d, ok := r.dispatchers[i]; ok {
-		delete(r.dispatchers, i)
-		d.steps[d.key(i, r)] = r.nodeResults[r.c.Nodes[i].ID]
-		r.stepDispatch(d)
-	}
-}
-
-// stoppedNode: the run was already stopping (another node failed, timeout,
-// cancel) when this node ended with an error. It is not checkpointed as
-// finished, so a resume runs it again.
-func (r *run) stoppedNode(i int, c completion) {
-	r.status[i] = nsIdle
-	r.stopped[i] = true
-	msg := "stopped: " + r.runErr.Message
-	r.res[i].Status, r.res[i].Error = PhaseError, msg
-	r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseError, Error: msg, Reason: ReasonUpstreamStopped, Attempt: c.attempts, Iteration: r.iterations[i]})
-}
-
-func (r *run) pauseNode(i int, prompt any, c completion) {
-	nd := &r.c.Nodes[i]
-	r.status[i] = nsPaused
-	r.res[i].Status, r.res[i].Prompt = PhasePaused, prompt
-	r.pending = append(r.pending, Pending{NodeID: nd.ID, Prompt: prompt})
-	r.emit(Event{NodeID: nd.ID, Phase: PhasePaused, Prompt: prompt, Attempt: c.attempts, Iteration: r.iterations[i]})
-	r.addCheckpoint(Checkpoint{Kind: CheckpointPause, Pause: &PauseRecord{NodeID: nd.ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.iterations[i]}})
-}
-
-func (r *run) nodeDone(i int, c completion) {
-	nd := &r.c.Nodes[i]
-	out := c.out
-	writes, err := r.applySetState(i, out)
-	if err != nil {
-		c.err = err
-		r.nodeFailed(i, c)
-		return
-	}
-	if c.reused && len(writes) > 0 && len(r.statePatch) > 0 {
-		// the user's patch wins over what the kept outputs wrote; the record
-		// keeps only the writes that stand, so a replay gets the same state
-		for k := range r.statePatch {
-			delete(writes, k)
-		}
-		r.writeState(r.statePatch)
-	}
-	r.setOutput(i, out, true)
-	r.status[i] = nsDone
-	if c.partial {
-		r.handled = true
-	}
-	nr := &r.res[i]
-	nr.Status, nr.Output, nr.Matched, nr.Reused = PhaseDone, out, c.matched, c.reused
-	rt := r.route(i, out, c.matched)
-	fired := r.edgeIDs(rt.fired)
-	r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Matched: c.matched, Attempt: c.attempts, Iteration: r.iterations[i], Edges: fired, Time: c.ended, Reused: c.reused})
-	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
-		Attempts: c.attempts, Iteration: r.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial,
-		Fired: fired, Pruned: r.edgeIDs(rt.pruned), Held: rt.held, Sequential: rt.sequential, Failed: r.failedIDs(rt.failed)}
-	if rt.deferred > 0 {
-		rec.Deferred = r.c.Edges[rt.deferred-1].ID
-	}
-	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
-	if rt.err != nil {
-		r.failRouting(i, rt.err)
-		return
-	}
-	r.deliver(i, rt)
-	if rt.deferred > 0 {
-		r.holdDefault(i, rt.deferred-1, rt)
-	}
-	r.recycle(rt)
-	r.notifyDependants(i)
-	r.runPendingDispatch()
-}
-
-func (r *run) runPendingDispatch() {
-	for len(r.pendingDispatch) > 0 {
-		d := r.pendingDispatch[0]
-		r.pendingDispatch = r.pendingDispatch[1:]
-		r.stepDispatch(d)
-	}
-}
-
-// nodeFailed applies the node's on_error policy to a failure.
-func (r *run) nodeFailed(i int, c completion) {
-	nd := &r.c.Nodes[i]
-	nerr := &ChainNodeError{NodeID: nd.ID, Attempt: c.attempts, Err: c.err}
-	msg := c.err.Error()
-	nr := &r.res[i]
-	nr.Error = msg
-	rec := &NodeRecord{NodeID: nd.ID, Input: c.input, Error: msg, ErrorCode: CodeNodeError, Attempts: c.attempts,
-		Iteration: r.iterations[i], Started: c.started, Ended: c.ended}
-	pol := nd.OnErrorOrDefault()
-	// A node whose incoming guard failed never ran: it is reported skipped
-	// (reason guard_failed, with the error), never as an error of its own;
-	// its on_error still decides what the failure does to the run.
-	errPhase, errReason := PhaseError, ""
-	if c.guard {
-		errPhase, errReason = PhaseSkip, ReasonGuardFailed
-		nr.Reason, rec.Reason = errReason, errReason
-	}
-	switch pol {
-	case OnErrorAbort:
-		r.status[i] = nsError
-		nr.Status = errPhase
-		rec.Status, rec.Fatal = errPhase, true
-		r.emit(Event{NodeID: nd.ID, Phase: errPhase, Reason: errReason, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
-		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
-		r.fail(&RunError{Code: CodeNodeError, Message: nerr.Error(), NodeID: nd.ID}, nerr)
-		return
-	case OnErrorSkip, OnErrorContinue:
-		r.handled = true
-		r.setOutput(i, nil, true)
-		phase, status := errPhase, nsError
-		if pol == OnErrorSkip {
-			phase, status = PhaseSkip, nsSkip
-			if !c.guard {
-				nr.Reason, rec.Reason = ReasonOnErrorSkip, ReasonOnErrorSkip
-			}
-		}
-		r.status[i] = status
-		nr.Status, rec.Status = phase, phase
-		rt := r.route(i, nil, "")
-		rec.Fired, rec.Pruned, rec.Held, rec.Sequential, rec.Failed = r.edgeIDs(rt.fired), r.edgeIDs(rt.pruned), rt.held, rt.sequential, r.failedIDs(rt.failed)
-		if rt.deferred > 0 {
-			rec.Deferred = r.c.Edges[rt.deferred-1].ID
-		}
-		r.emit(Event{NodeID: nd.ID, Phase: phase, Error: msg, Reason: nr.Reason, Attempt: c.attempts, Iteration: r.iterations[i], Edges: rec.Fired})
-		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
-		if rt.err != nil {
-			r.failRouting(i, rt.err)
-			return
-		}
-		r.deliver(i, rt)
-		if rt.deferred > 0 {
-			r.holdDefault(i, rt.deferred-1, rt)
-		}
-		r.recycle(rt)
-		r.runPendingDispatch()
-	default: // jump to the handler node; this node's own edges are pruned
-		r.handled = true
-		r.status[i] = nsError
-		nr.Status, rec.Status, rec.Handled = errPhase, errPhase, pol
-		rec.Pruned = r.edgeIDs(r.g.out[i])
-		r.emit(Event{NodeID: nd.ID, Phase: errPhase, Reason: errReason, Error: msg, Attempt: c.attempts, Iteration: r.iterations[i]})
-		r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
-		r.setOutput(i, nil, true)
-		for _, ei := range r.g.out[i] {
-			r.deliverPruned(ei, ReasonUpstreamStopped)
-		}
-		r.startHandler(r.g.idx[pol], i, errorScope(nd.ID, c.attempts, c.err))
-	}
-	r.notifyDependants(i)
-}
-
 func (r *run) startHandler(h, from int, errScope map[string]any) {
-	if r.handlerErr == nil {
-		r.handlerErr = map[int]map[string]any{}
+	if r.nodes.handlerErr == nil {
+		r.nodes.handlerErr = map[int]map[string]any{}
 	}
-	r.handlerErr[h] = errScope
-	switch r.status[h] {
+	r.nodes.handlerErr[h] = errScope
+	switch r.nodes.status[h] {
 	case nsReady, nsRunning, nsWaitDeps, nsPaused:
-		r.loopAct[h] = from
+		r.nodes.loopFrom[h] = from
 		return
 	}
-	r.activators[h] = append(r.activators[h][:0], from)
-	r.status[h] = nsReady // handlers do not wait for data dependencies
-	r.ready = append(r.ready, h)
+	r.nodes.activators[h] = append(r.nodes.activators[h][:0], from)
+	r.nodes.status[h] = nsReady // handlers do not wait for data dependencies
+	r.queue.push(h)
 }
 
 func (r *run) failRouting(i int, err error) {
@@ -816,13 +626,13 @@ func (r *run) failRouting(i int, err error) {
 	if errors.As(err, &cyc) {
 		code, edge = CodeCycle, cyc.EdgeID
 	}
-	r.fail(&RunError{Code: code, Message: err.Error(), NodeID: r.c.Nodes[i].ID, EdgeID: edge}, err)
+	r.fail(&RunError{Code: code, Message: err.Error(), NodeID: r.chain.Nodes[i].ID, EdgeID: edge}, err)
 }
 
 // applySetState evaluates set_state over the node's output and replaces the
 // state map (never mutating the old one, which workers may be reading).
 func (r *run) applySetState(i int, out any) (map[string]any, error) {
-	ss := r.g.setState[i]
+	ss := r.graph.setState[i]
 	if len(ss) == 0 {
 		return nil, nil
 	}

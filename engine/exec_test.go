@@ -359,7 +359,7 @@ func TestExecOnError(t *testing.T) {
 			doc: `{"name":"e","nodes":[{"node_id":"r","kind":"tool","name":"echo"},{"node_id":"bad","kind":"tool","name":"fail","input":{"message":"kaput"}},{"node_id":"slow","kind":"tool","name":"delay","input":{"ms":5000}},
 			{"node_id":"after","kind":"tool","name":"echo"}],"edges":[{"source":"r","target":"bad"},{"source":"r","target":"slow"},{"source":"bad","target":"after"}]}`,
 			status: engine.StatusFailed,
-			nodes:  map[string]string{"bad": "error", "slow": "error", "after": "skip/upstream_stopped"},
+			nodes:  map[string]string{"bad": "error", "slow": "error/upstream_stopped", "after": "skip/upstream_stopped"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if res.Error.Code != engine.CodeNodeError || res.Error.NodeID != "bad" {
 					t.Errorf("error = %s", js(res.Error))

@@ -4,8 +4,8 @@ import "slices"
 
 // Under routing "all" with parallel dispatch, a default edge that fires
 // (no guarded edge matched) is held until the targets of the edges that fired
-// with it have finished: seed 004 runs the default "as its own step after the
-// fan-out". The node's record names the held edge (Deferred); an "edges"
+// with it have finished: the default runs as its own step after the fan-out
+// (docs/chain-format.md, "Routing"). The node's record names the held edge (Deferred); an "edges"
 // entry records its firing, so a resume knows whether it still waits.
 
 // heldDefault is one default edge waiting for the fan-out of its source.
@@ -22,10 +22,10 @@ type heldDefault struct {
 // data dependency). Waiting for those would never end.
 func (r *run) holdDefault(src, ei int, rt routing) {
 	hd := &heldDefault{src: src, edge: ei}
-	dt := r.g.idx[r.c.Edges[ei].Target]
+	dt := r.graph.idx[r.chain.Edges[ei].Target]
 	add := func(e int) {
-		t := r.g.idx[r.c.Edges[e].Target]
-		if t == dt || ancestors(r.g, t)[dt] {
+		t := r.graph.idx[r.chain.Edges[e].Target]
+		if t == dt || ancestors(r.graph, t)[dt] {
 			return
 		}
 		hd.targets = append(hd.targets, t)
@@ -36,8 +36,8 @@ func (r *run) holdDefault(src, ei int, rt routing) {
 	for e := range rt.failed {
 		add(e)
 	}
-	if r.replaying {
-		r.replayHeld = append(r.replayHeld, hd)
+	if r.replay.on {
+		r.replay.held = append(r.replay.held, hd)
 		return
 	}
 	r.wait(hd, hd.targets)
@@ -77,14 +77,14 @@ func (r *run) releaseHeld(t int) {
 // fireHeld fires a held default edge now, unless the run is stopping (a
 // resume decides it again from the log).
 func (r *run) fireHeld(hd *heldDefault) {
-	if r.stopping {
+	if r.outcome.stopping {
 		return
 	}
 	if k := slices.Index(r.holds, hd); k >= 0 {
 		r.holds = slices.Delete(r.holds, k, k+1)
 	}
-	src := r.c.Nodes[hd.src].ID
-	id := r.c.Edges[hd.edge].ID
+	src := r.chain.Nodes[hd.src].ID
+	id := r.chain.Edges[hd.edge].ID
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEdges, Edges: &EdgesRecord{Source: src, Fired: []string{id}}})
 	// The source's done event could not name this edge: say so now.
 	progress := map[string]any{"dispatched": r.stepKey(hd.edge)}
@@ -104,9 +104,9 @@ func (r *run) releaseStuckHold() bool {
 	for _, hd := range r.holds {
 		blocked := false
 		for t := range hd.waiting {
-			blocked = r.status[t] == nsPaused
-			for a, up := range ancestors(r.g, t) {
-				blocked = blocked || (up && r.status[a] == nsPaused)
+			blocked = r.nodes.status[t] == nsPaused
+			for a, up := range ancestors(r.graph, t) {
+				blocked = blocked || (up && r.nodes.status[a] == nsPaused)
 			}
 			if blocked {
 				break
@@ -116,7 +116,7 @@ func (r *run) releaseStuckHold() bool {
 			continue
 		}
 		for t := range hd.waiting {
-			hd.unfinished = append(hd.unfinished, r.c.Nodes[t].ID)
+			hd.unfinished = append(hd.unfinished, r.chain.Nodes[t].ID)
 		}
 		slices.Sort(hd.unfinished)
 		hd.waiting = nil
@@ -128,9 +128,9 @@ func (r *run) releaseStuckHold() bool {
 
 // replayedHeldFired: an "edges" entry fired edge ei of src; it no longer waits.
 func (r *run) replayedHeldFired(src, ei int) {
-	for k, hd := range r.replayHeld {
+	for k, hd := range r.replay.held {
 		if hd.src == src && hd.edge == ei {
-			r.replayHeld = append(r.replayHeld[:k], r.replayHeld[k+1:]...)
+			r.replay.held = append(r.replay.held[:k], r.replay.held[k+1:]...)
 			return
 		}
 	}
@@ -140,12 +140,12 @@ func (r *run) replayedHeldFired(src, ei int) {
 // default not yet fired waits for the part of its fan-out that has not
 // finished, or fires now when all of it has.
 func (r *run) resumeHeld() {
-	held := r.replayHeld
-	r.replayHeld = nil
+	held := r.replay.held
+	r.replay.held = nil
 	for _, hd := range held {
 		var open []int
 		for _, t := range hd.targets {
-			switch r.status[t] {
+			switch r.nodes.status[t] {
 			case nsDone, nsSkip, nsError:
 			default:
 				open = append(open, t)

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Resume continues a run from its checkpoint log, following seed 001's
-// resume contract:
+// Resume continues a run from its checkpoint log, following the resume
+// table (docs/chain-format.md, "Interrupts and resume"):
 //
 //	latest status   value?  result
 //	paused          yes     the interrupted node re-runs with `resume` in scope
@@ -44,7 +44,7 @@ type Resumption struct {
 	started bool
 }
 
-// StartResume checks a resume against seed 001's table and claims the run
+// StartResume checks a resume against the resume table and claims the run
 // (and its interrupt, when resuming with a value). The caller must call Run
 // or Release on the returned Resumption.
 func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeValue, modifiedState map[string]any, opts ResumeOptions) (*Resumption, error) {
@@ -132,7 +132,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	defer rs.e.active.Delete(rs.runID)
 	r := newRun(ctx, rs.e, rs.p, rs.runID, rs.start.Input, rs.opts.Sink)
 	r.depth = rs.start.Depth
-	r.replay(rs.log)
+	r.replayLog(rs.log)
 	r.resumeDispatchers()
 	if rs.opts.NextSeq > 0 {
 		r.seq = rs.opts.NextSeq - 1
@@ -171,37 +171,36 @@ func (r *run) applyResume(rec *ResumeRecord) {
 	if rec.NodeID == "" {
 		return
 	}
-	i, ok := r.g.idx[rec.NodeID]
+	i, ok := r.graph.idx[rec.NodeID]
 	if !ok {
 		return
 	}
 	r.pending = slices.DeleteFunc(r.pending, func(p Pending) bool { return p.NodeID == rec.NodeID })
-	if r.resumeFor == nil {
-		r.resumeFor = map[int]any{}
+	if r.nodes.resumeValue == nil {
+		r.nodes.resumeValue = map[int]any{}
 	}
-	r.resumeFor[i] = rec.Value
-	r.status[i] = nsReady
-	r.ready = append(r.ready, i)
+	r.nodes.resumeValue[i] = rec.Value
+	r.nodes.status[i] = nsReady
+	r.queue.push(i)
 }
 
 // restartFailed queues the nodes a failed run did not finish: the node whose
 // failure stopped it and any node that was running or due.
 func (r *run) restartFailed() {
-	for i := range r.c.Nodes {
-		if r.status[i] == nsError && r.res[i].Status == PhaseError && r.fatal[i] {
-			r.fatal[i] = false
-			r.status[i] = nsReady
-			r.ready = append(r.ready, i)
+	for i := range r.chain.Nodes {
+		if r.nodes.status[i] == nsError && r.nodes.result[i].Status == PhaseError && r.nodes.fatal[i] {
+			r.nodes.fatal[i] = false
+			r.nodes.status[i] = nsReady
+			r.queue.push(i)
 		}
 	}
 }
 
-// replay rebuilds the run from its log by applying each entry through the
+// replayLog rebuilds the run from its log by applying each entry through the
 // same transitions the coordinator uses, without running or emitting.
-func (r *run) replay(log []Checkpoint) {
-	r.replaying = true
-	defer func() { r.replaying = false }()
-	r.fatal = make([]bool, len(r.c.Nodes))
+func (r *run) replayLog(log []Checkpoint) {
+	r.replay.on = true
+	defer func() { r.replay.on = false }()
 	r.seedRoots()
 	for k := range log {
 		cp := &log[k]
@@ -217,10 +216,8 @@ func (r *run) replay(log []Checkpoint) {
 		case CheckpointNode:
 			r.replayNode(cp.Node)
 		case CheckpointPause:
-			if i, ok := r.g.idx[cp.Pause.NodeID]; ok {
-				r.status[i] = nsPaused
-				r.res[i].Status, r.res[i].Prompt = PhasePaused, cp.Pause.Prompt
-				r.pending = append(r.pending, Pending{NodeID: cp.Pause.NodeID, Prompt: cp.Pause.Prompt})
+			if i, ok := r.graph.idx[cp.Pause.NodeID]; ok {
+				r.applyPause(i, cp.Pause)
 			}
 		case CheckpointResume:
 			r.applyResume(cp.Resume)
@@ -233,118 +230,25 @@ func (r *run) replay(log []Checkpoint) {
 }
 
 func (r *run) edgeIndex(id string) (int, bool) {
-	if r.edgeIdx == nil {
-		r.edgeIdx = make(map[string]int, len(r.c.Edges))
-		for k := range r.c.Edges {
-			r.edgeIdx[r.c.Edges[k].ID] = k
+	if r.replay.edgeIdx == nil {
+		r.replay.edgeIdx = make(map[string]int, len(r.chain.Edges))
+		for k := range r.chain.Edges {
+			r.replay.edgeIdx[r.chain.Edges[k].ID] = k
 		}
 	}
-	k, ok := r.edgeIdx[id]
+	k, ok := r.replay.edgeIdx[id]
 	return k, ok
-}
-
-func (r *run) replayNode(rec *NodeRecord) {
-	i, ok := r.g.idx[rec.NodeID]
-	if !ok {
-		return
-	}
-	r.skipQueue = slices.DeleteFunc(r.skipQueue, func(t int) bool { return t == i })
-	r.decided[i], r.fired[i] = 0, 0
-	r.activators[i] = r.activators[i][:0]
-	if rec.Iteration > 0 {
-		r.iterations[i] = rec.Iteration
-	}
-	r.res[i] = NodeResult{NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output, Error: rec.Error,
-		Reason: rec.Reason, Matched: rec.Matched, Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused}
-	if len(rec.State) > 0 {
-		r.writeState(rec.State)
-	}
-	st := rec.Status
-	if rec.Reason == ReasonGuardFailed {
-		st = PhaseError // reported skipped, but it is a failure its on_error handled (or a fatal one)
-	}
-	switch st {
-	case PhaseDone:
-		r.status[i] = nsDone
-		r.setOutput(i, rec.Output, true)
-		if rec.Partial {
-			r.handled = true
-		}
-	case PhaseSkip:
-		r.status[i] = nsSkip
-		r.setOutput(i, nil, rec.Reason == ReasonOnErrorSkip)
-		if rec.Reason == ReasonOnErrorSkip {
-			r.handled = true
-		}
-	case PhaseError:
-		r.status[i] = nsError
-		if rec.Fatal {
-			r.fatal[i] = true
-			return // the run stopped here; a resume runs the node again
-		}
-		r.handled = true
-		r.setOutput(i, nil, true)
-	}
-	rt := routing{held: rec.Held}
-	for _, id := range rec.Fired {
-		if k, ok := r.edgeIndex(id); ok {
-			rt.fired = append(rt.fired, k)
-		}
-	}
-	for _, id := range rec.Pruned {
-		if k, ok := r.edgeIndex(id); ok {
-			rt.pruned = append(rt.pruned, k)
-		}
-	}
-	for id, msg := range rec.Failed {
-		if k, ok := r.edgeIndex(id); ok {
-			if rt.failed == nil {
-				rt.failed = map[int]error{}
-			}
-			rt.failed[k] = fmt.Errorf("%s", msg)
-		}
-	}
-	if rec.Handled != "" {
-		for _, ei := range rt.pruned {
-			r.deliverPruned(ei, ReasonUpstreamStopped)
-		}
-		if h, ok := r.g.idx[rec.Handled]; ok {
-			r.startHandler(h, i, map[string]any{"message": rec.Error, "code": CodeNodeError, "node_id": rec.NodeID, "attempt": float64(rec.Attempts)})
-		}
-	} else {
-		r.deliver(i, rt)
-		if rec.Deferred != "" {
-			if k, ok := r.edgeIndex(rec.Deferred); ok {
-				r.holdDefault(i, k, rt)
-			}
-		}
-	}
-	r.notifyDependants(i)
-	if rec.Sequential {
-		d := &dispatcher{src: i, out: rec.Output, def: -1, waiting: -1, steps: map[string]any{}, whens: map[string]any{}}
-		if r.replayDispatch == nil {
-			r.replayDispatch = map[int]*dispatcher{}
-		}
-		r.replayDispatch[i] = d
-	}
-	if d, ok := r.dispatchers[i]; ok { // a sequential link finished
-		delete(r.dispatchers, i)
-		d.steps[d.key(i, r)] = rec.Output
-		if d.waiting == i {
-			d.waiting = -1
-		}
-	}
 }
 
 // replayEdges applies decisions of a sequential dispatch and moves its
 // dispatcher to where it was.
 func (r *run) replayEdges(rec *EdgesRecord) {
-	src, ok := r.g.idx[rec.Source]
+	src, ok := r.graph.idx[rec.Source]
 	if !ok {
 		return
 	}
-	d := r.replayDispatch[src]
-	outs := r.g.out[src]
+	d := r.replay.dispatch[src]
+	outs := r.graph.out[src]
 	advance := func(k int) {
 		if d == nil {
 			return
@@ -352,8 +256,8 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 		if p := slices.Index(outs, k); p >= d.pos {
 			d.pos = p + 1
 		}
-		if e := &r.c.Edges[k]; e.Default && e.Condition == "" {
-			d.def = -1
+		if e := &r.chain.Edges[k]; e.Default && e.Condition == "" {
+			d.def = noEdge
 		}
 	}
 	for _, id := range rec.Pruned {
@@ -364,15 +268,15 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 	}
 	fire := func(k int) {
 		advance(k)
-		t := r.g.idx[r.c.Edges[k].Target]
+		t := r.graph.idx[r.chain.Edges[k].Target]
 		if d != nil {
-			if r.c.Edges[k].Condition != "" {
+			if r.chain.Edges[k].Condition != "" {
 				d.matched = true
 			}
-			if r.dispatchers == nil {
-				r.dispatchers = map[int]*dispatcher{}
+			if r.dispatch.byTarget == nil {
+				r.dispatch.byTarget = map[int]*dispatcher{}
 			}
-			r.dispatchers[t] = d
+			r.dispatch.byTarget[t] = d
 			d.waiting = t
 		}
 		r.deliverFired(k)
@@ -385,7 +289,7 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 	}
 	for id, msg := range rec.Failed {
 		if k, ok := r.edgeIndex(id); ok {
-			r.presetErr[r.g.idx[r.c.Edges[k].Target]] = fmt.Errorf("%s", msg)
+			r.nodes.presetErr[r.graph.idx[r.chain.Edges[k].Target]] = fmt.Errorf("%s", msg)
 			fire(k)
 		}
 	}
@@ -394,20 +298,20 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 // resumeDispatchers continues sequential dispatches whose current link had
 // already finished when the log ended.
 func (r *run) resumeDispatchers() {
-	for _, d := range r.replayDispatch {
-		if d.waiting < 0 && d.pos <= len(r.g.out[d.src]) {
+	for _, d := range r.replay.dispatch {
+		if d.waiting == noNode && d.pos <= len(r.graph.out[d.src]) {
 			waiting := false
-			for _, dd := range r.dispatchers {
+			for _, dd := range r.dispatch.byTarget {
 				if dd == d {
 					waiting = true
 				}
 			}
 			if !waiting {
-				r.pendingDispatch = append(r.pendingDispatch, d)
+				r.dispatch.pending = append(r.dispatch.pending, d)
 			}
 		}
 	}
-	r.replayDispatch = nil
+	r.replay.dispatch = nil
 }
 
 // RerunFrom starts a new run of the chain of runID that keeps the outputs of

@@ -325,7 +325,7 @@ func TestResumeMore(t *testing.T) {
 		h.flag.Store(true)
 		res := h.start(doc, nil)
 		wantStatus(t, res, engine.StatusFailed)
-		wantNodes(t, res, map[string]string{"bad": "error", "slow": "error", "j": "skip/upstream_stopped"})
+		wantNodes(t, res, map[string]string{"bad": "error", "slow": "error/upstream_stopped", "j": "skip/upstream_stopped"})
 		h.flag.Store(false)
 		res2, err := h.resume(res.RunID, nil, nil)
 		if err != nil {
@@ -361,7 +361,7 @@ func TestResumeMore(t *testing.T) {
 		"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"}]}`
 		res := h.start(doc, nil)
 		wantStatus(t, res, engine.StatusTimedOut)
-		wantNodes(t, res, map[string]string{"a": "done", "b": "error", "c": "skip/upstream_stopped"})
+		wantNodes(t, res, map[string]string{"a": "done", "b": "error/upstream_stopped", "c": "skip/upstream_stopped"})
 		everyNodeEnded(t, mustDecode(t, doc), h.sink.Events())
 	})
 }

@@ -12,45 +12,56 @@ type routing struct {
 	failed     map[int]error // routing "all": edges whose guard failed; their targets fail without running
 	held       bool          // a loop edge fired: the other edges wait for the next pass
 	sequential bool          // dispatch sequential: edges are decided one by one later
-	deferred   int           // 1 + a default edge held until the fired targets finish (routing all, parallel); 0: none
+	deferred   int           // a default edge held until the fired targets finish (routing all, parallel); noEdge: none
 	err        error         // strict routing, a capped loop, a failing guard (routing first)
 }
+
+// noEdge and noNode mark "none" where an edge or node index is expected.
+const (
+	noEdge = -1
+	noNode = -1
+)
+
+// noRouting is a decision that fires and prunes nothing; err, when set,
+// fails the run.
+func noRouting(err error) routing { return routing{deferred: noEdge, err: err} }
 
 // route decides which outgoing edges of node i fire, reading the state the
 // node just wrote. matched is the handle a branch/condition node chose.
 func (r *run) route(i int, out any, matched string) routing {
-	outs := r.g.out[i]
+	outs := r.graph.out[i]
 	if len(outs) == 0 {
-		return routing{}
+		return noRouting(nil)
 	}
-	nd := &r.c.Nodes[i]
+	nd := &r.chain.Nodes[i]
 	var rt routing
 	switch {
 	case nd.Kind == KindBranch || nd.Kind == KindCondition:
 		rt = r.routeMatched(i, outs, matched)
 	case nd.RoutingOrDefault() == RoutingAll:
-		if nd.DispatchOrDefault() == DispatchSequential {
-			r.startDispatch(i, out)
-			return routing{sequential: true}
+		if nd.DispatchOrDefault() == DispatchSequential { // apply starts the dispatch
+			rt := noRouting(nil)
+			rt.sequential = true
+			return rt
 		}
 		rt = r.routeAll(i, outs, out)
 	default:
 		rt = r.routeFirst(i, outs, out)
 	}
-	if rt.err == nil && len(rt.fired) == 0 && len(rt.failed) == 0 && r.c.StrictRouting {
+	if rt.err == nil && len(rt.fired) == 0 && len(rt.failed) == 0 && r.chain.StrictRouting {
 		rt.err = &ChainRoutingError{NodeID: nd.ID, Matched: matched, Labels: r.labels(outs)}
 	}
 	for _, ei := range rt.fired {
-		if r.c.Edges[ei].IsLoop() {
+		if r.chain.Edges[ei].IsLoop() {
 			rt.held = true
 		}
 	}
-	if rt.held && rt.deferred > 0 { // a loop goes round: no fan-out to wait for
-		rt.fired = append(rt.fired, rt.deferred-1)
-		rt.deferred = 0
+	if rt.held && rt.deferred != noEdge { // a loop goes round: no fan-out to wait for
+		rt.fired = append(rt.fired, rt.deferred)
+		rt.deferred = noEdge
 	}
 	if rt.held { // pruned non-loop edges are not final while the loop goes round
-		rt.pruned = slices.DeleteFunc(rt.pruned, func(ei int) bool { return !r.c.Edges[ei].IsLoop() })
+		rt.pruned = slices.DeleteFunc(rt.pruned, func(ei int) bool { return !r.chain.Edges[ei].IsLoop() })
 	}
 	return rt
 }
@@ -58,18 +69,21 @@ func (r *run) route(i int, out any, matched string) routing {
 // newRouting returns a routing whose lists reuse the run's scratch buffers
 // (a decision is consumed before the next one is taken).
 func (r *run) newRouting() routing {
-	return routing{fired: r.firedBuf[:0], pruned: r.prunedBuf[:0]}
+	return routing{fired: r.routeBufs.fired[:0], pruned: r.routeBufs.pruned[:0], deferred: noEdge}
 }
 
-// recycle keeps a consumed routing's buffers for the next decision.
+// recycle keeps a consumed routing's buffers for the next decision (only
+// for a routing from route: others may share the graph's lists).
 func (r *run) recycle(rt routing) {
-	r.firedBuf, r.prunedBuf = rt.fired[:0], rt.pruned[:0]
+	if rt.err == nil {
+		r.routeBufs.fired, r.routeBufs.pruned = rt.fired[:0], rt.pruned[:0]
+	}
 }
 
 // canFire checks a loop edge's cap: at the cap, on_max_reached "error" fails
 // the run and "continue" prunes the edge (routing then falls back).
 func (r *run) canFire(ei int) (bool, error) {
-	e := &r.c.Edges[ei]
+	e := &r.chain.Edges[ei]
 	if !e.IsLoop() || r.loopCount[ei] < e.MaxIterations {
 		return true, nil
 	}
@@ -79,9 +93,9 @@ func (r *run) canFire(ei int) (bool, error) {
 	return false, &ChainCycleError{EdgeID: e.ID, MaxIterations: e.MaxIterations}
 }
 
-// routeMatched: seed 001's table for condition sources (and seed 000's
-// branch, whose handles are "true" and "false"): the edge labelled with the
-// handle, else "default", else an unlabelled edge.
+// routeMatched routes a condition or branch node (a branch's handles are
+// "true" and "false"): the edge labelled with the handle, else "default",
+// else an unlabelled edge (docs/chain-format.md, "Routing").
 func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	pick := -1
 	var err error
@@ -90,7 +104,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 			if pick >= 0 || err != nil {
 				return
 			}
-			if e := &r.c.Edges[ei]; pred(e) {
+			if e := &r.chain.Edges[ei]; pred(e) {
 				var ok bool
 				if ok, err = r.canFire(ei); ok {
 					pick = ei
@@ -104,7 +118,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	try(func(e *Edge) bool { return e.Label == "default" || e.Default })
 	try(func(e *Edge) bool { return e.Label == "" })
 	if err != nil {
-		return routing{err: err}
+		return noRouting(err)
 	}
 	rt := r.newRouting()
 	for _, ei := range outs {
@@ -117,12 +131,15 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	return rt
 }
 
-// routeFirst: seed 001's table for non-condition sources.
+// routeFirst routes any other node under routing "first": every edge when
+// none is conditional (fan-out), else the first true conditional edge, else
+// the default, else the first unconditional edge (docs/chain-format.md,
+// "Routing").
 func (r *run) routeFirst(i int, outs []int, out any) routing {
 	sc := &scope{base: r, output: out, hasOut: true}
 	anyCond := false
 	for _, ei := range outs {
-		if r.c.Edges[ei].Condition != "" {
+		if r.chain.Edges[ei].Condition != "" {
 			anyCond = true
 			break
 		}
@@ -132,7 +149,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 		for _, ei := range outs {
 			ok, err := r.canFire(ei)
 			if err != nil {
-				return routing{err: err}
+				return noRouting(err)
 			}
 			if ok {
 				rt.fired = append(rt.fired, ei)
@@ -144,17 +161,17 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 	}
 	pick := -1
 	for _, ei := range outs {
-		e := &r.c.Edges[ei]
+		e := &r.chain.Edges[ei]
 		if e.Condition == "" {
 			continue
 		}
-		ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+		ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
 		if err != nil {
-			return routing{err: fmt.Errorf("edge %q condition: %w", e.ID, err)}
+			return noRouting(fmt.Errorf("edge %q condition: %w", e.ID, err))
 		}
 		if ok {
 			if ok, err = r.canFire(ei); err != nil {
-				return routing{err: err}
+				return noRouting(err)
 			}
 			if ok {
 				pick = ei
@@ -165,13 +182,13 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 	if pick < 0 { // fallback: the default edge, else the first unconditional one
 		for pass := 0; pass < 2 && pick < 0; pass++ {
 			for _, ei := range outs {
-				e := &r.c.Edges[ei]
+				e := &r.chain.Edges[ei]
 				if e.Condition != "" || (pass == 0 && !e.Default) {
 					continue
 				}
 				ok, err := r.canFire(ei)
 				if err != nil {
-					return routing{err: err}
+					return noRouting(err)
 				}
 				if ok {
 					pick = ei
@@ -190,22 +207,23 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 	return rt
 }
 
-// routeAll: seed 004's rules, every guard evaluated up front. Guarded edges
-// fire when true, unguarded ones always, the default only when no guard matched.
+// routeAll routes a routing "all" node with parallel dispatch, every guard
+// evaluated up front: guarded edges fire when true, unguarded ones always,
+// the default only when no guard matched (docs/chain-format.md, "Routing").
 func (r *run) routeAll(i int, outs []int, out any) routing {
 	sc := &scope{base: r, output: out, hasOut: true}
 	rt := r.newRouting()
 	matched := false
 	def := -1
 	for _, ei := range outs {
-		e := &r.c.Edges[ei]
+		e := &r.chain.Edges[ei]
 		if e.Default && e.Condition == "" {
 			def = ei
 			continue
 		}
 		fire := true
 		if e.Condition != "" {
-			ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+			ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
 			if err != nil {
 				if rt.failed == nil {
 					rt.failed = map[int]error{}
@@ -219,7 +237,7 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 		if fire {
 			ok, err := r.canFire(ei)
 			if err != nil {
-				return routing{err: err}
+				return noRouting(err)
 			}
 			fire = ok
 		}
@@ -231,12 +249,12 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 	}
 	if def >= 0 {
 		if ok, err := r.canFire(def); err != nil {
-			return routing{err: err}
+			return noRouting(err)
 		} else if !matched && ok {
 			if len(rt.fired) > 0 || len(rt.failed) > 0 {
-				// Seed 004: the default runs as its own step after the
+				// The default runs as its own step after the
 				// fan-out (the links that fired), not alongside it.
-				rt.deferred = def + 1
+				rt.deferred = def
 			} else {
 				rt.fired = append(rt.fired, def)
 			}
@@ -247,20 +265,14 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 	return rt
 }
 
-// deliver passes a routing decision to the targets.
-func (r *run) deliver(i int, rt routing) {
-	reason := ReasonConditionFalse
-	if k := r.c.Nodes[i].Kind; k == KindBranch || k == KindCondition {
-		reason = ReasonBranchNotTaken
-	}
-	if r.status[i] == nsSkip || r.status[i] == nsError {
-		reason = ReasonUpstreamStopped
-	}
+// deliver passes a routing decision to the targets; reason is why the
+// targets of pruned edges may be skipped.
+func (r *run) deliver(rt *routing, reason string) {
 	for _, ei := range rt.fired {
 		r.deliverFired(ei)
 	}
 	for ei, err := range rt.failed {
-		r.presetErr[r.g.idx[r.c.Edges[ei].Target]] = err
+		r.nodes.presetErr[r.graph.idx[r.chain.Edges[ei].Target]] = err
 		r.deliverFired(ei)
 	}
 	for _, ei := range rt.pruned {
@@ -274,7 +286,7 @@ func (r *run) failedIDs(m map[int]error) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for ei, err := range m {
-		out[r.c.Edges[ei].ID] = err.Error()
+		out[r.chain.Edges[ei].ID] = err.Error()
 	}
 	return out
 }
@@ -282,7 +294,7 @@ func (r *run) failedIDs(m map[int]error) map[string]string {
 func (r *run) labels(outs []int) []string {
 	var ls []string
 	for _, ei := range outs {
-		if l := r.c.Edges[ei].Label; l != "" {
+		if l := r.chain.Edges[ei].Label; l != "" {
 			ls = append(ls, l)
 		}
 	}
@@ -296,21 +308,21 @@ type dispatcher struct {
 	src     int
 	out     any
 	pos     int
-	def     int
-	waiting int // the target whose link runs now, -1 when none
+	def     int // the default edge, decided last; noEdge when none or decided
+	waiting int // the target whose link runs now, noNode when none
 	matched bool
 	steps   map[string]any // link outputs by step key (edge label, else target id)
-	whens   map[string]any // guard results by step key (seed 004's `when`)
+	whens   map[string]any // guard results by step key (what `when` reads)
 	keys    map[int]string // target → its step key
 }
 
 // stepKey names a link in `steps` and `when`: the edge's label (an agent
 // chain labels each link with the agent's name), else the target's id.
 func (r *run) stepKey(ei int) string {
-	if l := r.c.Edges[ei].Label; l != "" {
+	if l := r.chain.Edges[ei].Label; l != "" {
 		return l
 	}
-	return r.c.Edges[ei].Target
+	return r.chain.Edges[ei].Target
 }
 
 func (d *dispatcher) link(t int, key string) {
@@ -325,29 +337,47 @@ func (d *dispatcher) key(t int, r *run) string {
 	if k, ok := d.keys[t]; ok {
 		return k
 	}
-	return r.c.Nodes[t].ID
+	return r.chain.Nodes[t].ID
 }
 
+// startDispatch begins the sequential dispatch of node i's edges: live it
+// steps once the node is applied; replaying, it waits for the log's "edges"
+// entries (and resumeDispatchers) to say how far it got.
 func (r *run) startDispatch(i int, out any) {
-	d := &dispatcher{src: i, out: out, def: -1, waiting: -1, steps: map[string]any{}, whens: map[string]any{}}
-	r.pendingDispatch = append(r.pendingDispatch, d)
+	d := &dispatcher{src: i, out: out, def: noEdge, waiting: noNode, steps: map[string]any{}, whens: map[string]any{}}
+	if r.replay.on {
+		if r.replay.dispatch == nil {
+			r.replay.dispatch = map[int]*dispatcher{}
+		}
+		r.replay.dispatch[i] = d
+		return
+	}
+	r.dispatch.pending = append(r.dispatch.pending, d)
+}
+
+func (r *run) runPendingDispatch() {
+	for len(r.dispatch.pending) > 0 {
+		d := r.dispatch.pending[0]
+		r.dispatch.pending = r.dispatch.pending[1:]
+		r.stepDispatch(d)
+	}
 }
 
 // stepDispatch decides edges until one fires (then waits for its target).
 func (r *run) stepDispatch(d *dispatcher) {
-	if r.stopping {
+	if r.outcome.stopping {
 		return
 	}
-	outs := r.g.out[d.src]
+	outs := r.graph.out[d.src]
 	sc := &scope{base: r, output: d.out, hasOut: true, steps: d.steps, whens: d.whens}
-	rec := &EdgesRecord{Source: r.c.Nodes[d.src].ID}
+	rec := &EdgesRecord{Source: r.chain.Nodes[d.src].ID}
 	defer func() {
 		if len(rec.Fired)+len(rec.Pruned)+len(rec.Failed) > 0 {
 			r.addCheckpoint(Checkpoint{Kind: CheckpointEdges, Edges: rec})
 		}
 	}()
 	fire := func(ei int, guardErr error) bool {
-		e := &r.c.Edges[ei]
+		e := &r.chain.Edges[ei]
 		ok, err := r.canFire(ei)
 		if err != nil {
 			r.failRouting(d.src, err)
@@ -358,25 +388,25 @@ func (r *run) stepDispatch(d *dispatcher) {
 			r.deliverPruned(ei, ReasonConditionFalse)
 			return false
 		}
-		t := r.g.idx[e.Target]
+		t := r.graph.idx[e.Target]
 		if guardErr != nil {
 			if rec.Failed == nil {
 				rec.Failed = map[string]string{}
 			}
 			rec.Failed[e.ID] = guardErr.Error()
-			r.presetErr[t] = guardErr
+			r.nodes.presetErr[t] = guardErr
 		} else {
 			rec.Fired = append(rec.Fired, e.ID)
 		}
-		if r.dispatchers == nil {
-			r.dispatchers = map[int]*dispatcher{}
+		if r.dispatch.byTarget == nil {
+			r.dispatch.byTarget = map[int]*dispatcher{}
 		}
-		r.dispatchers[t] = d
+		r.dispatch.byTarget[t] = d
 		d.waiting = t
 		d.link(t, r.stepKey(ei))
 		// The source's done event could not name this edge (it was decided
 		// later): say so now, so watchers can draw it as fired.
-		r.emit(Event{NodeID: r.c.Nodes[d.src].ID, Phase: PhaseProgress, Edges: r.edgeIDs([]int{ei}),
+		r.emit(Event{NodeID: r.chain.Nodes[d.src].ID, Phase: PhaseProgress, Edges: r.edgeIDs([]int{ei}),
 			Progress: map[string]any{"dispatched": r.stepKey(ei)}})
 		r.deliverFired(ei)
 		return true
@@ -384,7 +414,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 	for d.pos < len(outs) {
 		ei := outs[d.pos]
 		d.pos++
-		e := &r.c.Edges[ei]
+		e := &r.chain.Edges[ei]
 		if e.Default && e.Condition == "" {
 			d.def = ei
 			continue
@@ -395,7 +425,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 			}
 			continue
 		}
-		ok, err := r.g.edgeCond[ei].Test(sc, r.strict)
+		ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
 		if err != nil {
 			if fire(ei, fmt.Errorf("guard of edge %q: %w", e.ID, err)) {
 				return
@@ -413,15 +443,15 @@ func (r *run) stepDispatch(d *dispatcher) {
 		rec.Pruned = append(rec.Pruned, e.ID)
 		r.deliverPruned(ei, ReasonConditionFalse)
 	}
-	if d.def >= 0 {
+	if d.def != noEdge {
 		ei := d.def
-		d.def = -1
+		d.def = noEdge
 		if !d.matched {
 			if fire(ei, nil) {
 				return
 			}
 		} else {
-			rec.Pruned = append(rec.Pruned, r.c.Edges[ei].ID)
+			rec.Pruned = append(rec.Pruned, r.chain.Edges[ei].ID)
 			r.deliverPruned(ei, ReasonConditionFalse)
 		}
 	}

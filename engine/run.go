@@ -37,88 +37,129 @@ type completion struct {
 	reused   bool // a re-run kept the output from the earlier run
 }
 
-// run is one execution of a prepared chain. Every field below the mutex is
-// owned by the coordinator goroutine (loop); workers only send completions
-// and emit events.
+// run is one execution of a prepared chain. Every field but the emit group
+// and the attached nodes' atomics (nodes.attRan, nodes.attBusy) is owned by
+// the coordinator goroutine (loop); workers only send completions and emit
+// events.
 type run struct {
-	e     *Engine
-	p     *Prepared
-	g     *graph
-	c     *Chain
-	id    string
-	depth int
+	engine   *Engine
+	prepared *Prepared
+	graph    *graph
+	chain    *Chain
+	id       string
+	depth    int // sub-chain nesting
 
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	started time.Time
-	maxConc int
-	strict  bool
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	started  time.Time
+	maxConc  int
+	strict   bool          // strict_conditions: a condition on a missing value is an error
+	timeout  time.Duration // the chain's wall-clock limit
+	launches int           // nodes started: every 32nd checks the timeout
+	deadline <-chan time.Time
 
+	// Events: emitted from workers too, so under emitMu.
 	emitMu sync.Mutex
 	seq    int64
 	sink   EventSink
+	closed bool // the run returned; late events are dropped
 
-	input           map[string]any
-	state           map[string]any // replaced on write, never mutated: workers may hold the old one
-	statePatch      map[string]any // a re-run's modified_state: reused nodes do not overwrite it
-	nodeResults     map[string]any
-	hasOut          []bool // the node has an output expressions can read as <id>.output
-	res             []NodeResult
-	status          []nodeStatus
-	decided         []int32
-	fired           []int32
-	activators      [][]int
-	loopAct         []int // pending loop re-activation source, -1 if none
-	pruneReason     []string
-	presetErr       []error // routing "all": a guard failed, the node fails without running
-	depsLeft        []int32
-	depsDone        []bool // the node's dependants were told it finished
-	iterations      []int
-	loopCount       []int // per edge
-	resumeFor       map[int]any
-	handlerErr      map[int]map[string]any
-	dispatchers     map[int]*dispatcher // waiting target → sequential dispatcher
-	holds           []*heldDefault      // the held defaults not yet fired, oldest first
-	replayHeld      []*heldDefault      // held defaults found replaying, not yet fired
-	pendingDispatch []*dispatcher       // started by route, stepped once the node is recorded
-	replayDispatch  map[int]*dispatcher
-	replaying       bool   // rebuilding from a checkpoint log: no events, no checkpoints
-	fatal           []bool // replay: nodes whose failure stopped the run
-	edgeIdx         map[string]int
-	reuse           map[string]*NodeRecord
+	// What expressions read.
+	input       map[string]any
+	state       map[string]any // replaced on write, never mutated: workers may hold the old one
+	statePatch  map[string]any // a re-run's modified_state: reused nodes do not overwrite it
+	nodeResults map[string]any
 
-	firedBuf    []int // scratch lists for routing decisions (see newRouting)
-	prunedBuf   []int
-	cpBusy      bool         // a checkpoint write is in flight
-	cpDone      chan cpWrite // its result
-	cpSpare     []Checkpoint // a written batch's array, reused for the next one
-	cpTimer     *time.Timer
-	cpDelayC    <-chan time.Time // armed while a small batch waits for company
-	ready       []int
-	readyHead   int // ready[readyHead:] are waiting to start
-	skipQueue   []int
+	nodes       nodeState // per node
+	loopCount   []int     // per edge: times a loop edge fired
+	queue       readyQueue
 	running     int
 	done        chan completion
 	quit        chan struct{} // closed when the coordinator stops reading done
-	stopped     []bool        // ended with an error because the run stopped; resumable
-	invalid     bool          // refused by validation: no node ran, no events
-	timeout     time.Duration // the chain's wall-clock limit
-	timeoutSecs float64
-	deadlineC   <-chan time.Time // armed when the coordinator first waits
-	launches    int
-	attRan      []atomic.Bool  // attached nodes (map bodies, branches) that ran at least once
-	attBusy     []atomic.Int32 // attached nodes' calls in flight
-	closed      bool           // under emitMu: the run returned; late events are dropped
+	dispatch    dispatchState
+	holds       []*heldDefault // the held defaults not yet fired, oldest first
+	replay      replayState
+	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
+	routeBufs   routeBufs
+	checkpoints checkpointBatcher
 
-	cps      []Checkpoint
-	handled  bool
-	stopping bool
-	runErr   *RunError
-	typedErr error
-	status0  RunStatus // set when stopping: failed, cancelled, timed_out
-	pending  []Pending
+	outcome  runOutcome
+	pending  []Pending // interrupts waiting for a resume value
 	nodesRun int
-	infraErr error
+}
+
+// nodeState is the run's per-node state, one array per field indexed by
+// node (the coordinator's loops touch one field of many nodes; a few shared
+// backing arrays keep a small run's allocations few).
+type nodeState struct {
+	status      []nodeStatus
+	result      []NodeResult
+	hasOutput   []bool  // the node has an output expressions can read as <id>.output
+	decided     []int32 // incoming non-loop edges decided this pass
+	fired       []int32 // of those, the ones that fired
+	activators  [][]int // the sources whose edges activated the node this pass
+	loopFrom    []int   // a loop edge's source waiting for the current pass to end; noNode if none
+	pruneReason []string
+	presetErr   []error // routing "all": a guard failed, the node fails without running
+	depsLeft    []int32 // input_map dependencies not finished yet
+	depsDone    []bool  // the node's dependants were told it finished
+	iterations  []int
+	stopped     []bool                 // ended with an error because the run stopped; resumable
+	fatal       []bool                 // its failure stopped the run; a resume runs it again
+	attRan      []atomic.Bool          // attached nodes (map bodies, branches) that ran at least once; set by workers
+	attBusy     []atomic.Int32         // attached nodes' calls in flight; set by workers
+	resumeValue map[int]any            // an interrupt's resume value, for its next start
+	handlerErr  map[int]map[string]any // an on_error handler's `error`, for its next start
+}
+
+// readyQueue holds the nodes due to start, in order, and the skips decided
+// but not yet finished.
+type readyQueue struct {
+	ready []int
+	head  int // ready[head:] are waiting to start
+	skips []int
+}
+
+func (q *readyQueue) push(i int)     { q.ready = append(q.ready, i) }
+func (q *readyQueue) hasReady() bool { return q.head < len(q.ready) }
+
+// pop returns the next node due to start; the array is reused once empty.
+func (q *readyQueue) pop() int {
+	i := q.ready[q.head]
+	q.head++
+	if q.head == len(q.ready) {
+		q.ready, q.head = q.ready[:0], 0
+	}
+	return i
+}
+
+// dispatchState: the sequential dispatches of routing "all" nodes.
+type dispatchState struct {
+	byTarget map[int]*dispatcher // the target whose link runs now → its dispatcher
+	pending  []*dispatcher       // started by apply, stepped once the node is applied
+}
+
+// replayState is what a rebuild from the checkpoint log needs on top of the
+// live state.
+type replayState struct {
+	on       bool                // replaying: no events, no checkpoints
+	held     []*heldDefault      // held defaults found replaying, not yet fired
+	dispatch map[int]*dispatcher // sequential dispatches found replaying, by source
+	edgeIdx  map[string]int      // edge id → index, built on first use
+}
+
+// routeBufs are scratch lists for routing decisions (see newRouting).
+type routeBufs struct{ fired, pruned []int }
+
+// runOutcome is how the run is ending.
+type runOutcome struct {
+	stopping bool
+	status   RunStatus // set when stopping: failed, cancelled, timed_out
+	err      *RunError
+	typed    error // err as a typed error, for Result.Err
+	infra    error // a checkpoint write failed: returned to the host
+	handled  bool  // a failure was handled: the run ends partial
+	invalid  bool  // refused by validation: no node ran, no events
 }
 
 func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[string]any, extra EventSink) *run {
@@ -141,33 +182,35 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		sink = MultiSink{e.opts.Sink, extra}
 	}
 	r := &run{
-		e: e, p: p, g: p.g, c: c, id: id,
+		engine: e, prepared: p, graph: p.g, chain: c, id: id,
 		ctx: rctx, cancel: cancel,
 		started: time.Now(), maxConc: maxConc, strict: c.StrictConditions, sink: sink,
 		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
-		res: make([]NodeResult, n), status: make([]nodeStatus, n), activators: make([][]int, n),
-		pruneReason: make([]string, n), presetErr: make([]error, n),
 		loopCount: make([]int, len(c.Edges)),
-		quit:      make(chan struct{}), cpDone: make(chan cpWrite, 1), attRan: make([]atomic.Bool, n), attBusy: make([]atomic.Int32, n),
-		timeout: time.Duration(timeout * float64(time.Second)), timeoutSecs: timeout,
+		quit:      make(chan struct{}),
+		timeout:   time.Duration(timeout * float64(time.Second)),
 	}
+	ns := &r.nodes
+	ns.result, ns.status, ns.activators = make([]NodeResult, n), make([]nodeStatus, n), make([][]int, n)
+	ns.pruneReason, ns.presetErr = make([]string, n), make([]error, n)
+	ns.attRan, ns.attBusy = make([]atomic.Bool, n), make([]atomic.Int32, n)
 	// Per-node counters share a few backing arrays: a small run pays a handful
 	// of allocations, not one per field.
 	i32 := make([]int32, 3*n)
-	r.decided, r.fired, r.depsLeft = i32[:n:n], i32[n:2*n:2*n], i32[2*n:]
+	ns.decided, ns.fired, ns.depsLeft = i32[:n:n], i32[n:2*n:2*n], i32[2*n:]
 	ints := make([]int, 2*n)
-	r.loopAct, r.iterations = ints[:n:n], ints[n:]
+	ns.loopFrom, ns.iterations = ints[:n:n], ints[n:]
 	acts := make([]int, n) // room for one activator each: the common case allocates nothing
-	for i := range r.activators {
-		r.activators[i] = acts[i : i : i+1]
+	for i := range ns.activators {
+		ns.activators[i] = acts[i : i : i+1]
 	}
-	r.cps = make([]Checkpoint, 0, min(n+2, checkpointBatch))
-	bools := make([]bool, 3*n)
-	r.hasOut, r.depsDone, r.stopped = bools[:n:n], bools[n:2*n:2*n], bools[2*n:]
+	r.checkpoints = newCheckpointBatcher(rctx, e.opts.Checkpointer, id, n)
+	bools := make([]bool, 4*n)
+	ns.hasOutput, ns.depsDone, ns.stopped, ns.fatal = bools[:n:n], bools[n:2*n:2*n], bools[2*n:3*n:3*n], bools[3*n:]
 	for i := range c.Nodes {
-		r.res[i].NodeID = c.Nodes[i].ID
-		r.loopAct[i] = -1
-		r.depsLeft[i] = int32(len(r.g.dataDeps[i]))
+		ns.result[i].NodeID = c.Nodes[i].ID
+		ns.loopFrom[i] = noNode
+		ns.depsLeft[i] = int32(len(r.graph.dataDeps[i]))
 	}
 	return r
 }
@@ -182,15 +225,15 @@ func (e errChainTimeout) Error() string {
 // coordinator.
 func (r *run) lookupBase(name string) (any, bool) {
 	switch name {
-	case "input", "trigger": // seed 004 calls the run's original payload `trigger`
+	case "input", "trigger": // agent chains call the run's original payload `trigger`
 		return r.input, true
 	case "state":
 		return r.state, true
 	case "node_results":
 		return r.nodeResults, true
 	}
-	if i, ok := r.g.idx[name]; ok {
-		if r.hasOut[i] { // built on demand: few expressions read <id>.output, every node has one
+	if i, ok := r.graph.idx[name]; ok {
+		if r.nodes.hasOutput[i] { // built on demand: few expressions read <id>.output, every node has one
 			return map[string]any{"output": r.nodeResults[name]}, true
 		}
 	}
@@ -199,9 +242,9 @@ func (r *run) lookupBase(name string) (any, bool) {
 
 func (r *run) rootNames() []string {
 	names := []string{"input", "state", "node_results"}
-	for i, ok := range r.hasOut {
+	for i, ok := range r.nodes.hasOutput {
 		if ok {
-			names = append(names, r.c.Nodes[i].ID)
+			names = append(names, r.chain.Nodes[i].ID)
 		}
 	}
 	return names
@@ -209,7 +252,7 @@ func (r *run) rootNames() []string {
 
 // emit assigns the next seq and hands the event to the sinks, in order.
 func (r *run) emit(ev Event) {
-	if r.replaying {
+	if r.replay.on {
 		return
 	}
 	ev.RunID = r.id
@@ -232,116 +275,34 @@ func (r *run) lastSeq() int64 {
 	return r.seq
 }
 
+// addCheckpoint collects a log entry for the batcher (replay writes none).
 func (r *run) addCheckpoint(cp Checkpoint) {
-	if r.replaying {
+	if r.replay.on {
 		return
 	}
 	cp.RunID = r.id
 	cp.Time = time.Now()
 	cp.EventSeq = r.lastSeq()
-	r.cps = append(r.cps, cp)
-	if len(r.cps) >= checkpointBatch {
-		if r.cpBusy { // bound what waits in memory: let the write in flight finish
-			r.checkpointWritten(<-r.cpDone)
-		}
-		r.flushCheckpoints()
-	}
+	r.checkpointFailed(r.checkpoints.add(cp))
 }
 
-// checkpointBatch bounds how many checkpoints wait for one write.
-const checkpointBatch = 256
-
-// Checkpoints are written in the background, one batch at a time (group
-// commit): while a write is in flight the coordinator keeps running nodes
-// and collecting entries, and hands them over as the next batch when the
-// write returns. A run therefore pays one commit per batch, not per node.
-// A crash can lose the entries of the batch in flight; their nodes simply
-// run again on resume. Pauses and the run's end wait for every write.
-
-// flushCheckpoints hands the collected entries to the writer if it is idle.
-func (r *run) flushCheckpoints() {
-	if len(r.cps) == 0 || r.cpBusy {
-		return
-	}
-	batch := r.cps
-	r.cps, r.cpSpare = r.cpSpare[:0], nil // the batch written last time, now free
-	if cap(r.cps) == 0 {
-		r.cps = make([]Checkpoint, 0, min(2*len(batch), checkpointBatch))
-	}
-	r.cpBusy = true
-	ctx := context.WithoutCancel(r.ctx) // write even when the run is stopping: the final entries matter most
-	go func() {
-		err := r.e.opts.Checkpointer.Append(ctx, r.id, batch)
-		r.cpDone <- cpWrite{batch, err}
-	}()
-}
-
-// Group commit waits a little for company: a write of one or two entries
-// costs nearly what a write of fifty does (the commit dominates), so while
-// nodes are still running a small batch waits up to checkpointDelay.
-const (
-	checkpointEager = 32
-	checkpointDelay = time.Millisecond
-)
-
-// coalesceCheckpoints flushes a full enough batch now, or arms the delay.
-func (r *run) coalesceCheckpoints() {
-	if len(r.cps) == 0 || r.cpBusy || r.cpDelayC != nil {
-		return
-	}
-	if len(r.cps) >= checkpointEager || r.stopping {
-		r.flushCheckpoints()
-		return
-	}
-	if r.cpTimer == nil {
-		r.cpTimer = time.NewTimer(checkpointDelay)
-	} else {
-		r.cpTimer.Reset(checkpointDelay)
-	}
-	r.cpDelayC = r.cpTimer.C
-}
-
-// cpWrite is a finished background checkpoint write.
-type cpWrite struct {
-	batch []Checkpoint
-	err   error
-}
-
-// checkpointWritten handles the end of a background write.
-func (r *run) checkpointWritten(w cpWrite) {
-	r.cpBusy = false
-	clear(w.batch) // drop references to outputs before reusing the array
-	r.cpSpare = w.batch[:0]
-	if err := w.err; err != nil && r.infraErr == nil {
-		r.infraErr = fmt.Errorf("engine: checkpoint run %s: %w", r.id, err)
+// checkpointFailed fails the run on the first checkpoint write error: a run
+// that cannot record its progress must not go on.
+func (r *run) checkpointFailed(err error) {
+	if err != nil && r.outcome.infra == nil {
+		r.outcome.infra = fmt.Errorf("engine: checkpoint run %s: %w", r.id, err)
 		r.fail(&RunError{Code: CodeCheckpoint, Message: "checkpoint failed: " + err.Error()}, &ChainCheckpointError{RunID: r.id, Msg: err.Error()})
 	}
 }
 
-// syncCheckpoints waits until every collected entry is written.
-func (r *run) syncCheckpoints() {
-	if r.cpBusy {
-		r.checkpointWritten(<-r.cpDone)
-	}
-	if len(r.cps) == 0 {
-		return
-	}
-	// Nothing else to do but wait: write on this goroutine (a hand-off to
-	// another one would only add a wake-up on another core).
-	batch := r.cps
-	r.cps = r.cps[:0:0]
-	err := r.e.opts.Checkpointer.Append(context.WithoutCancel(r.ctx), r.id, batch)
-	r.checkpointWritten(cpWrite{batch, err})
-}
-
 // fail stops the run with an error; the first failure wins.
 func (r *run) fail(re *RunError, typed error) {
-	if r.runErr != nil {
+	if r.outcome.err != nil {
 		return
 	}
-	r.runErr, r.typedErr = re, typed
-	r.status0 = StatusFailed
-	r.stopping = true
+	r.outcome.err, r.outcome.typed = re, typed
+	r.outcome.status = StatusFailed
+	r.outcome.stopping = true
 	r.cancel(errRunStopped)
 }
 
@@ -349,7 +310,7 @@ var errRunStopped = errors.New("the run stopped")
 
 // seedRoots activates every root (and replays reused outputs for re-runs).
 func (r *run) seedRoots() {
-	for _, i := range r.p.plan.roots {
+	for _, i := range r.prepared.plan.roots {
 		r.activate(i)
 	}
 }
@@ -369,29 +330,29 @@ func (r *run) loop() {
 	var grace <-chan time.Time
 	for {
 		r.drainSkips()
-		if !r.stopping {
+		if !r.outcome.stopping {
 			r.launchReady()
 		}
 		if r.running == 0 {
 			r.drainSkips()
-			if !r.stopping && r.hasReady() {
+			if !r.outcome.stopping && r.queue.hasReady() {
 				continue
 			}
-			if !r.stopping && r.releaseStuckHold() {
+			if !r.outcome.stopping && r.releaseStuckHold() {
 				continue
 			}
-			if !r.stopping && r.resolveDead() {
+			if !r.outcome.stopping && r.resolveDead() {
 				continue
 			}
 			break
 		}
-		r.coalesceCheckpoints()
-		if r.deadlineC == nil {
+		r.checkpoints.coalesce(r.outcome.stopping)
+		if r.deadline == nil {
 			t := time.NewTimer(time.Until(r.started.Add(r.timeout)))
 			defer t.Stop()
-			r.deadlineC = t.C
+			r.deadline = t.C
 		}
-		if r.stopping && grace == nil {
+		if r.outcome.stopping && grace == nil {
 			t := time.NewTimer(r.stopGrace())
 			defer t.Stop()
 			grace = t.C
@@ -399,35 +360,34 @@ func (r *run) loop() {
 		select {
 		case c := <-r.done:
 			r.complete(c)
-		case w := <-r.cpDone:
-			r.checkpointWritten(w)
-		case <-r.cpDelayC:
-			r.cpDelayC = nil
-			r.flushCheckpoints()
+		case w := <-r.checkpoints.done:
+			r.checkpointFailed(r.checkpoints.written(w))
+		case <-r.checkpoints.delayC:
+			r.checkpoints.delayed()
 		case <-ctxDone:
 			ctxDone = nil
 			r.stopFromContext()
-		case <-r.deadlineC:
+		case <-r.deadline:
 			r.timedOut()
 		case <-grace:
 			r.abandonRunning()
 		}
 	}
-	r.syncCheckpoints()
+	r.checkpointFailed(r.checkpoints.sync())
 }
 
 // abandonRunning gives up on nodes still running after the stop grace: they
 // end with an error now (and run again on resume); whatever they report
 // later is dropped.
 func (r *run) abandonRunning() {
-	for i := range r.c.Nodes {
-		if r.status[i] == nsRunning {
-			r.stoppedNode(i, completion{i: i, attempts: r.res[i].Attempts})
+	for i := range r.chain.Nodes {
+		if r.nodes.status[i] == nsRunning {
+			r.stoppedNode(i, completion{i: i, attempts: r.nodes.result[i].Attempts})
 		}
 	}
-	for i := range r.c.Nodes { // map bodies and branches stuck inside them
-		if r.attBusy[i].Load() > 0 {
-			r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseError, Error: "stopped: " + r.runErr.Message, Reason: ReasonUpstreamStopped})
+	for i := range r.chain.Nodes { // map bodies and branches stuck inside them
+		if r.nodes.attBusy[i].Load() > 0 {
+			r.emit(Event{NodeID: r.chain.Nodes[i].ID, Phase: PhaseError, Error: "stopped: " + r.outcome.err.Message, Reason: ReasonUpstreamStopped})
 		}
 	}
 	r.running = 0
@@ -445,16 +405,16 @@ func (r *run) report(c completion) {
 // timedOut ends the run at the chain timeout: running nodes are cancelled
 // with the timeout as the cause.
 func (r *run) timedOut() {
-	if r.stopping {
+	if r.outcome.stopping {
 		return
 	}
-	r.cancel(errChainTimeout{r.timeoutSecs})
+	r.cancel(errChainTimeout{r.timeout.Seconds()})
 	r.stopFromContext()
 }
 
 // stopFromContext handles the chain timeout and caller cancellation.
 func (r *run) stopFromContext() {
-	if r.stopping {
+	if r.outcome.stopping {
 		return
 	}
 	cause := context.Cause(r.ctx)
@@ -462,141 +422,113 @@ func (r *run) stopFromContext() {
 	switch {
 	case errors.As(cause, &to):
 		r.fail(&RunError{Code: CodeTimeout, Message: to.Error()}, cause)
-		r.status0 = StatusTimedOut
+		r.outcome.status = StatusTimedOut
 	default:
 		r.fail(&RunError{Code: CodeCancelled, Message: "run cancelled: " + cause.Error()}, cause)
-		r.status0 = StatusCancelled
+		r.outcome.status = StatusCancelled
 	}
 }
 
 func (r *run) launchReady() {
-	for r.hasReady() && r.running < r.maxConc && !r.stopping {
+	for r.queue.hasReady() && r.running < r.maxConc && !r.outcome.stopping {
 		r.drainSkips()                                                             // skips decided by the last node come before the next start: events follow cause
 		if r.launches++; r.launches%32 == 0 && time.Since(r.started) > r.timeout { // a long stretch of inline nodes
 			r.timedOut()
 			return
 		}
-		i := r.ready[r.readyHead]
-		r.readyHead++
-		if r.status[i] != nsReady {
-			continue
+		if i := r.queue.pop(); r.nodes.status[i] == nsReady {
+			r.start(i)
 		}
-		r.start(i)
-	}
-	if !r.hasReady() { // reuse the queue's array
-		r.ready, r.readyHead = r.ready[:0], 0
 	}
 }
 
-func (r *run) hasReady() bool { return r.readyHead < len(r.ready) }
-
 // activate marks a node as due to run once its data dependencies finished.
 func (r *run) activate(i int) {
-	if r.depsLeft[i] > 0 {
-		r.status[i] = nsWaitDeps
+	if r.nodes.depsLeft[i] > 0 {
+		r.nodes.status[i] = nsWaitDeps
 		return
 	}
-	r.status[i] = nsReady
-	r.ready = append(r.ready, i)
+	r.nodes.status[i] = nsReady
+	r.queue.push(i)
 }
 
 // deliverFired / deliverPruned pass one edge decision to its target.
 func (r *run) deliverFired(ei int) {
-	e := &r.c.Edges[ei]
-	t := r.g.idx[e.Target]
-	s := r.g.idx[e.Source]
+	e := &r.chain.Edges[ei]
+	t := r.graph.idx[e.Target]
+	s := r.graph.idx[e.Source]
 	if e.IsLoop() {
 		r.loopCount[ei]++
-		switch r.status[t] {
+		switch r.nodes.status[t] {
 		case nsReady, nsRunning, nsWaitDeps, nsPaused:
-			r.loopAct[t] = s // runs again when the current pass ends
+			r.nodes.loopFrom[t] = s // runs again when the current pass ends
 		default:
-			r.activators[t] = append(r.activators[t][:0], s)
+			r.nodes.activators[t] = append(r.nodes.activators[t][:0], s)
 			r.activate(t)
 		}
 		return
 	}
-	r.decided[t]++
-	r.fired[t]++
-	r.activators[t] = append(r.activators[t], s)
+	r.nodes.decided[t]++
+	r.nodes.fired[t]++
+	r.nodes.activators[t] = append(r.nodes.activators[t], s)
 	r.checkJoin(t)
 }
 
 func (r *run) deliverPruned(ei int, reason string) {
-	e := &r.c.Edges[ei]
+	e := &r.chain.Edges[ei]
 	if e.IsLoop() {
 		return
 	}
-	t := r.g.idx[e.Target]
-	r.decided[t]++
+	t := r.graph.idx[e.Target]
+	r.nodes.decided[t]++
 	if reason != "" {
-		r.pruneReason[t] = reason
+		r.nodes.pruneReason[t] = reason
 	}
 	r.checkJoin(t)
 }
 
 // checkJoin runs or skips a node once every non-loop incoming edge is decided.
 func (r *run) checkJoin(t int) {
-	switch r.status[t] {
+	switch r.nodes.status[t] {
 	case nsReady, nsRunning, nsWaitDeps, nsPaused:
 		return
 	}
-	if int(r.decided[t]) < len(r.g.in[t]) {
+	if int(r.nodes.decided[t]) < len(r.graph.in[t]) {
 		return
 	}
-	if r.fired[t] > 0 {
+	if r.nodes.fired[t] > 0 {
 		r.activate(t)
 		return
 	}
-	r.decided[t] = 0
-	r.status[t] = nsSkip // claimed; finished by drainSkips
-	r.skipQueue = append(r.skipQueue, t)
+	r.nodes.decided[t] = 0
+	r.nodes.status[t] = nsSkip // claimed; finished by drainSkips
+	r.queue.skips = append(r.queue.skips, t)
 }
 
 // drainSkips finishes queued skips iteratively (a pruned branch can cascade
 // through thousands of nodes).
 func (r *run) drainSkips() {
-	for len(r.skipQueue) > 0 {
-		t := r.skipQueue[0]
-		r.skipQueue = r.skipQueue[1:]
-		reason := r.pruneReason[t]
+	for len(r.queue.skips) > 0 {
+		t := r.queue.skips[0]
+		r.queue.skips = r.queue.skips[1:]
+		reason := r.nodes.pruneReason[t]
 		if reason == "" {
 			reason = ReasonConditionFalse
 		}
-		r.skipNode(t, reason, "")
+		r.skipNode(t, reason)
 	}
-}
-
-// skipNode records a skip and prunes the node's outgoing edges.
-func (r *run) skipNode(t int, reason, errMsg string) {
-	now := time.Now()
-	r.status[t] = nsSkip
-	nr := &r.res[t]
-	nr.Status, nr.Reason, nr.Error, nr.Output = PhaseSkip, reason, errMsg, nil
-	if nr.Started.IsZero() {
-		nr.Started = now
-	}
-	nr.Ended = now
-	r.setOutput(t, nil, false)
-	pruned := r.g.out[t]
-	r.emit(Event{NodeID: r.c.Nodes[t].ID, Phase: PhaseSkip, Reason: reason, Error: errMsg, Time: now})
-	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: &NodeRecord{NodeID: r.c.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Error: errMsg, Ended: now, Pruned: r.edgeIDs(pruned)}})
-	for _, ei := range pruned {
-		r.deliverPruned(ei, reason)
-	}
-	r.notifyDependants(t)
 }
 
 func (r *run) notifyDependants(i int) {
-	if r.depsDone[i] {
+	if r.nodes.depsDone[i] {
 		return
 	}
-	r.depsDone[i] = true
-	for _, d := range r.p.plan.dependants[i] {
-		r.depsLeft[d]--
-		if r.depsLeft[d] == 0 && r.status[d] == nsWaitDeps {
-			r.status[d] = nsReady
-			r.ready = append(r.ready, d)
+	r.nodes.depsDone[i] = true
+	for _, d := range r.prepared.plan.dependants[i] {
+		r.nodes.depsLeft[d]--
+		if r.nodes.depsLeft[d] == 0 && r.nodes.status[d] == nsWaitDeps {
+			r.nodes.status[d] = nsReady
+			r.queue.push(d)
 		}
 	}
 }
@@ -606,36 +538,36 @@ func (r *run) notifyDependants(i int) {
 // joins waiting on them can go on. It reports whether anything changed.
 func (r *run) resolveDead() bool {
 	changed := false
-	for i := range r.c.Nodes {
-		if r.status[i] != nsIdle || r.decided[i] != 0 || r.iterations[i] > 0 {
+	for i := range r.chain.Nodes {
+		if r.nodes.status[i] != nsIdle || r.nodes.decided[i] != 0 || r.nodes.iterations[i] > 0 {
 			continue
 		}
 		isHandler := false
-		for _, a := range r.g.owners[i] {
+		for _, a := range r.graph.owners[i] {
 			if a.rel == RelHandler {
 				isHandler = true
 			}
 		}
-		optedOut := !r.c.Nodes[i].IsReachableRequired() && len(r.g.in[i]) == 0 && !r.g.attached(i)
-		if (isHandler && len(r.g.out[i]) > 0) || optedOut {
-			r.skipNode(i, ReasonNotNeeded, "")
+		optedOut := !r.chain.Nodes[i].IsReachableRequired() && len(r.graph.in[i]) == 0 && !r.graph.attached(i)
+		if (isHandler && len(r.graph.out[i]) > 0) || optedOut {
+			r.skipNode(i, ReasonNotNeeded)
 			changed = true
 		}
 	}
 	r.drainSkips()
-	return changed || r.hasReady()
+	return changed || r.queue.hasReady()
 }
 
 // setOutput records a node's output where expressions can read it.
 func (r *run) setOutput(i int, out any, ok bool) {
-	id := r.c.Nodes[i].ID
+	id := r.chain.Nodes[i].ID
 	if !ok {
 		delete(r.nodeResults, id)
-		r.hasOut[i] = true
+		r.nodes.hasOutput[i] = true
 		return
 	}
 	r.nodeResults[id] = out
-	r.hasOut[i] = true
+	r.nodes.hasOutput[i] = true
 }
 
 func (r *run) edgeIDs(idx []int) []string {
@@ -643,11 +575,11 @@ func (r *run) edgeIDs(idx []int) []string {
 		return nil
 	}
 	if len(idx) == 1 { // shared, read-only
-		return r.p.plan.edgeID1[idx[0]]
+		return r.prepared.plan.edgeID1[idx[0]]
 	}
 	out := make([]string, len(idx))
 	for k, ei := range idx {
-		out[k] = r.c.Edges[ei].ID
+		out[k] = r.chain.Edges[ei].ID
 	}
 	return out
 }
@@ -656,16 +588,16 @@ func (r *run) edgeIDs(idx []int) []string {
 // input_map: the output of the node whose edge activated it (an object keyed
 // by source id when several did), or the run's input for a root.
 func (r *run) upstream(i int) any {
-	acts := r.activators[i]
+	acts := r.nodes.activators[i]
 	switch len(acts) {
 	case 0:
 		return r.input
 	case 1:
-		return r.nodeResults[r.c.Nodes[acts[0]].ID]
+		return r.nodeResults[r.chain.Nodes[acts[0]].ID]
 	}
 	m := make(map[string]any, len(acts))
 	for _, s := range acts {
-		m[r.c.Nodes[s].ID] = r.nodeResults[r.c.Nodes[s].ID]
+		m[r.chain.Nodes[s].ID] = r.nodeResults[r.chain.Nodes[s].ID]
 	}
 	return m
 }
@@ -675,37 +607,40 @@ func (r *run) finishRun() (*Result, error) {
 	r.drainSkips()
 	status := StatusCompleted
 	switch {
-	case r.runErr != nil:
-		status = r.status0
+	case r.outcome.err != nil:
+		status = r.outcome.status
 	case len(r.pending) > 0:
 		status = StatusPaused
-	case r.handled:
+	case r.outcome.handled:
 		status = StatusPartial
 	}
 	var unfinished []UnfinishedNode
-	if status != StatusPaused && !r.invalid {
+	if status != StatusPaused && !r.outcome.invalid {
 		// Whatever never ran now never will: say so, so every node ends done, error or skip.
-		for i := range r.c.Nodes {
-			switch r.status[i] {
+		for i := range r.chain.Nodes {
+			switch r.nodes.status[i] {
 			case nsIdle, nsWaitDeps, nsReady:
-				if r.stopped[i] {
+				now := time.Now()
+				if r.nodes.stopped[i] {
 					// ended with an error when the run stopped
-					unfinished = append(unfinished, UnfinishedNode{NodeID: r.c.Nodes[i].ID, Status: PhaseError, Reason: ReasonUpstreamStopped,
-						Error: r.res[i].Error, Attempts: r.res[i].Attempts, Iteration: r.iterations[i]})
+					u := UnfinishedNode{NodeID: r.chain.Nodes[i].ID, Status: PhaseError, Reason: ReasonUpstreamStopped,
+						Error: r.nodes.result[i].Error, Attempts: r.nodes.result[i].Attempts, Iteration: r.nodes.iterations[i]}
+					u.applyTo(&r.nodes.result[i], now)
+					unfinished = append(unfinished, u)
 					continue
 				}
-				inner := r.g.attached(i) && !isHandlerOnly(r.g, i)
-				if inner && r.attRan[i].Load() {
+				inner := r.graph.attached(i) && !isHandlerOnly(r.graph, i)
+				if inner && r.nodes.attRan[i].Load() {
 					continue // map bodies and branches report per call
 				}
-				r.status[i] = nsSkip
-				now := time.Now()
-				r.res[i].Status, r.res[i].Reason, r.res[i].Ended = PhaseSkip, ReasonUpstreamStopped, now
-				if r.g.attached(i) && r.runErr == nil {
-					r.res[i].Reason = ReasonNotNeeded
+				r.nodes.status[i] = nsSkip
+				u := UnfinishedNode{NodeID: r.chain.Nodes[i].ID, Status: PhaseSkip, Reason: ReasonUpstreamStopped}
+				if r.graph.attached(i) && r.outcome.err == nil {
+					u.Reason = ReasonNotNeeded
 				}
-				r.emit(Event{NodeID: r.c.Nodes[i].ID, Phase: PhaseSkip, Reason: r.res[i].Reason, Time: now})
-				unfinished = append(unfinished, UnfinishedNode{NodeID: r.c.Nodes[i].ID, Status: PhaseSkip, Reason: r.res[i].Reason})
+				u.applyTo(&r.nodes.result[i], now)
+				r.emit(Event{NodeID: r.chain.Nodes[i].ID, Phase: PhaseSkip, Reason: u.Reason, Time: now})
+				unfinished = append(unfinished, u)
 			}
 		}
 	}
@@ -715,17 +650,17 @@ func (r *run) finishRun() (*Result, error) {
 	r.closed = true
 	r.emitMu.Unlock()
 	res := r.result(status)
-	end := &EndRecord{Status: status, Error: r.runErr, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
+	end := &EndRecord{Status: status, Error: r.outcome.err, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
-	r.syncCheckpoints()
+	r.checkpointFailed(r.checkpoints.sync())
 	for _, s := range flushers(r.sink) {
 		_ = s.Flush(context.WithoutCancel(r.ctx))
 	}
 	r.cancel(nil)
-	if r.infraErr != nil && res.Error == nil {
-		res.Error = &RunError{Code: CodeCheckpoint, Message: r.infraErr.Error()}
+	if r.outcome.infra != nil && res.Error == nil {
+		res.Error = &RunError{Code: CodeCheckpoint, Message: r.outcome.infra.Error()}
 	}
-	return res, r.infraErr
+	return res, r.outcome.infra
 }
 
 func isHandlerOnly(g *graph, i int) bool {
@@ -755,32 +690,32 @@ func (r *run) result(status RunStatus) *Result {
 	now := time.Now()
 	res := &Result{
 		RunID: r.id, Status: status, Outputs: make(map[string]any, len(r.nodeResults)),
-		Error: r.runErr, err: r.typedErr, NodesRun: r.nodesRun, State: r.state,
+		Error: r.outcome.err, err: r.outcome.typed, NodesRun: r.nodesRun, State: r.state,
 		Pending: r.pending, Started: r.started, Ended: now,
 		DurationMS: now.Sub(r.started).Milliseconds(),
-		Nodes:      make(map[string]*NodeResult, len(r.res)),
+		Nodes:      make(map[string]*NodeResult, len(r.nodes.result)),
 	}
-	for i := range r.res {
-		if r.status[i] == nsDone {
-			res.Outputs[r.c.Nodes[i].ID] = r.nodeResults[r.c.Nodes[i].ID]
+	for i := range r.nodes.result {
+		if r.nodes.status[i] == nsDone {
+			res.Outputs[r.chain.Nodes[i].ID] = r.nodeResults[r.chain.Nodes[i].ID]
 		}
-		if r.res[i].Status != "" {
-			res.Nodes[r.res[i].NodeID] = &r.res[i] // the run is over: r.res no longer changes
+		if r.nodes.result[i].Status != "" {
+			res.Nodes[r.nodes.result[i].NodeID] = &r.nodes.result[i] // the run is over: r.nodes.result no longer changes
 		}
 	}
 	// final_output: the last terminal node that completed, in topological order.
 	best := -1
 	var terminals []int
-	if r.p.plan != nil {
-		terminals = r.p.plan.terminals
+	if r.prepared.plan != nil {
+		terminals = r.prepared.plan.terminals
 	}
 	for _, i := range terminals {
-		if r.status[i] == nsDone && (best < 0 || r.p.plan.topoPos[i] > r.p.plan.topoPos[best]) {
+		if r.nodes.status[i] == nsDone && (best < 0 || r.prepared.plan.topoPos[i] > r.prepared.plan.topoPos[best]) {
 			best = i
 		}
 	}
 	if best >= 0 {
-		res.FinalOutput = r.nodeResults[r.c.Nodes[best].ID]
+		res.FinalOutput = r.nodeResults[r.chain.Nodes[best].ID]
 	}
 	return res
 }

@@ -58,9 +58,9 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 func TestSchemaAndDecodeAgree(t *testing.T) {
 	sch := compileChainSchema(t)
 	valid := map[string]string{
-		"seed 000 chain/req": seed000Request,
-		"minimal chain/req":  `{"type":"chain/req","nodes":[{"node_id":"a","kind":"tool"}]}`,
-		"empty chain":        `{"nodes":[]}`,
+		"A2E chain/req example": seed000Request,
+		"minimal chain/req":     `{"type":"chain/req","nodes":[{"node_id":"a","kind":"tool"}]}`,
+		"empty chain":           `{"nodes":[]}`,
 		"every field": `{"name":"n","description":"d","entry_node":"a","strict_routing":true,"strict_conditions":true,"timeout":1.5,"max_concurrency":2,"max_depth":3,
 			"nodes":[{"node_id":"a","kind":"condition","name":"x","input":{"k":[1]},"input_map":{"k":"input.k"},"condition":"c","true_node":"b","false_node":"b","items_path":"p","map_node":"b","next_node":"b",
 			"on_error":"skip","label":"L","description":"D","timeout":2,"retry":{"max_attempts":3,"backoff":"exponential","initial_delay_seconds":0.5},"routing":"all","dispatch":"sequential",

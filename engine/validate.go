@@ -1,7 +1,7 @@
 package engine
 
-// Chain validation: the structural checks of seed 001's Chain.validate() plus
-// the A2E (seed 000) and agent-chaining (seed 004) rules. Validate never
+// Chain validation: the rules of docs/chain-format.md ("Validation rules"):
+// structure, A2E compatibility and routing "all". Validate never
 // panics, whatever the chain holds (hand-built chains with duplicate ids, nil
 // fields or dangling edges included), and runs in O(nodes + edges).
 //

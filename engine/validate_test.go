@@ -287,7 +287,7 @@ func TestValidateRulesCovered(t *testing.T) {
 	}
 }
 
-// --- seed 001's validation table ---------------------------------------------
+// --- the validation table (docs/chain-format.md, "Validation rules") -------
 
 func TestValidateSeed001Table(t *testing.T) {
 	rows := []struct {
@@ -392,7 +392,7 @@ func TestValidateDecodedA2EExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if issues := Validate(c); len(issues) != 0 {
-		t.Fatalf("seed 000's example should be valid:%s", dump(issues))
+		t.Fatalf("A2E's linear example should be valid:%s", dump(issues))
 	}
 }
 

@@ -44,8 +44,8 @@ const (
 const DefaultMaxDepth = 5
 
 // InputReadsSteps says whether a rule's input may read `steps` and `when`
-// (seed 004 allows it under mode sequential; the engine gives a sequential
-// link's input_map the links already run). Under parallel it is refused.
+// (under mode sequential the engine gives a link's input_map the links
+// already run; under parallel no link has run yet, so it is refused).
 var InputReadsSteps = true
 
 // DefaultInput is a rule's input when it declares none.

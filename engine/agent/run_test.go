@@ -421,7 +421,7 @@ func TestChainAgent(t *testing.T) {
 	wantErrContains(t, err, "nest more than 8 deep")
 }
 
-// Seed 004: under parallel mode the default link runs as its own step after
+// Under parallel mode the default link runs as its own step after
 // the links that fired (here the unguarded logger), not alongside them.
 func TestParallelDefaultRunsAfterTheFanOut(t *testing.T) {
 	var loggerEnd, triageStart atomic.Int64

@@ -188,12 +188,9 @@ func doneOutputs(nodes []engine.NodeResult) map[string]any {
 	return out
 }
 
-// runNodes folds a run's node results from its checkpoint log, in the order
-// the nodes first finished or paused: a node entry replaces what the node
-// did before (a loop's last pass wins); a pause shows the node waiting, with
-// its prompt; a run's end adds the nodes that never finished (skipped, or
-// stopped with an error), until a resume makes them pending again. node
-// limits the fold to one node ("" for all).
+// runNodes feeds a run's checkpoint rows to the engine's fold
+// (engine.NodeResultFold), which owns what they mean. node limits the fold to
+// one node ("" for all).
 func runNodes(ctx context.Context, tx *sql.Tx, runID, node string) ([]engine.NodeResult, error) {
 	q := `SELECT n, kind, body FROM checkpoints WHERE run_id = ? AND kind IN ('node', 'pause', 'end', 'resume') ORDER BY n`
 	args := []any{runID}
@@ -206,7 +203,7 @@ func runNodes(ctx context.Context, tx *sql.Tx, runID, node string) ([]engine.Nod
 		return nil, err
 	}
 	defer rows.Close()
-	f := nodeFold{only: node, at: map[string]int{}}
+	f := engine.NodeResultFold{Only: node}
 	var body []byte
 	for rows.Next() {
 		var n int64
@@ -214,7 +211,7 @@ func runNodes(ctx context.Context, tx *sql.Tx, runID, node string) ([]engine.Nod
 		if err := rows.Scan(&n, &kind, &body); err != nil {
 			return nil, err
 		}
-		var cp struct {
+		var cp struct { // the parts the fold reads
 			Time  time.Time           `json:"time"`
 			Node  *engine.NodeRecord  `json:"node"`
 			Pause *engine.PauseRecord `json:"pause"`
@@ -223,112 +220,14 @@ func runNodes(ctx context.Context, tx *sql.Tx, runID, node string) ([]engine.Nod
 		if err := jsonv2.Unmarshal(body, &cp); err != nil {
 			return nil, fmt.Errorf("checkpoint %d is corrupt: %w", n, err)
 		}
-		switch {
-		case kind == engine.CheckpointNode && cp.Node != nil:
-			f.node(cp.Node)
-		case kind == engine.CheckpointPause && cp.Pause != nil:
-			f.pause(cp.Pause)
-		case kind == engine.CheckpointEnd && cp.End != nil:
-			f.end(cp.End, cp.Time)
-		case kind == engine.CheckpointResume:
-			f.resume()
-		default:
-			return nil, fmt.Errorf("checkpoint %d: a %s entry without its record", n, kind)
+		if err := f.Add(&engine.Checkpoint{Kind: kind, Time: cp.Time, Node: cp.Node, Pause: cp.Pause, End: cp.End}); err != nil {
+			return nil, fmt.Errorf("checkpoint %d: %w", n, err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return f.results(), nil
-}
-
-// nodeFold accumulates node results from log entries, in log order.
-type nodeFold struct {
-	only    string // fold this node only ("" for all)
-	out     []engine.NodeResult
-	at      map[string]int  // node id → index in out
-	fromEnd map[string]bool // results an end entry supplied (unfinished nodes)
-}
-
-// result is the node's entry, added at the end of the order the first time.
-func (f *nodeFold) result(id string) *engine.NodeResult {
-	i, ok := f.at[id]
-	if !ok {
-		i = len(f.out)
-		f.at[id] = i
-		f.out = append(f.out, engine.NodeResult{NodeID: id})
-	}
-	delete(f.fromEnd, id)
-	return &f.out[i]
-}
-
-func (f *nodeFold) node(rec *engine.NodeRecord) {
-	*f.result(rec.NodeID) = engine.NodeResult{
-		NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output,
-		Error: rec.Error, Reason: rec.Reason, Matched: rec.Matched,
-		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused,
-	}
-}
-
-// pause: waiting for a human. What the node did before (a loop's earlier
-// pass) is no longer its result; times stay.
-func (f *nodeFold) pause(rec *engine.PauseRecord) {
-	nr := f.result(rec.NodeID)
-	nr.Status = engine.PhasePaused
-	if rec.Input != nil {
-		nr.Input = rec.Input
-	}
-	if rec.Attempts > 0 {
-		nr.Attempts = rec.Attempts
-	}
-	if rec.Iteration > 0 {
-		nr.Iteration = rec.Iteration
-	}
-	nr.Prompt = rec.Prompt
-	nr.Output, nr.Error, nr.Reason, nr.Matched = nil, "", "", ""
-}
-
-func (f *nodeFold) end(rec *engine.EndRecord, t time.Time) {
-	for _, u := range rec.Unfinished {
-		if f.only != "" && u.NodeID != f.only {
-			continue
-		}
-		nr := f.result(u.NodeID)
-		nr.Status, nr.Reason, nr.Error = u.Status, u.Reason, u.Error
-		nr.Output, nr.Matched, nr.Prompt = nil, "", nil
-		if u.Attempts > 0 {
-			nr.Attempts = u.Attempts
-		}
-		if u.Iteration > 0 {
-			nr.Iteration = u.Iteration
-		}
-		if !t.IsZero() {
-			nr.Ended = t
-		}
-		if f.fromEnd == nil {
-			f.fromEnd = map[string]bool{}
-		}
-		f.fromEnd[u.NodeID] = true
-	}
-}
-
-// resume: the nodes the last end left unfinished are pending again.
-func (f *nodeFold) resume() {
-	for id := range f.fromEnd {
-		f.out[f.at[id]].NodeID = "" // dropped; a later entry adds it anew
-		delete(f.at, id)
-	}
-	f.fromEnd = nil
-}
-
-func (f *nodeFold) results() []engine.NodeResult {
-	out := f.out[:0]
-	for _, nr := range f.out {
-		if nr.NodeID != "" {
-			out = append(out, nr)
-		}
-	}
-	return out
+	return f.Results(), nil
 }
 
 // encodeCursor makes an opaque keyset cursor from a run's (started_at, id).

@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// The records of a run's checkpoint log, and the one reader of it that
+// turns entries into node results. The live run, replay (resume) and the
+// store's read side all derive a node's result from these records through
+// the functions below, so a new record field or outcome is handled in one
+// place. docs/design.md ("Engine: node outcomes and the run's state")
+// describes the path.
+
+// EdgesRecord: edges of a node decided after its completion (routing "all"
+// with dispatch "sequential" decides one link at a time).
+type EdgesRecord struct {
+	Source string            `json:"source"`
+	Fired  []string          `json:"fired,omitempty"`
+	Pruned []string          `json:"pruned,omitempty"`
+	Failed map[string]string `json:"failed,omitempty"` // edge id → guard error: the target fails without running
+}
+
+// StartRecord opens a run's log.
+type StartRecord struct {
+	Chain       *Chain         `json:"chain"`
+	Input       map[string]any `json:"input"`
+	ParentRunID string         `json:"parent_run_id,omitempty"`
+	Depth       int            `json:"depth,omitempty"` // sub-chain nesting
+	// A re-run: the node it re-runs from, and the state patch merged into
+	// the state before any node runs.
+	RerunFrom     string         `json:"rerun_from,omitempty"`
+	ModifiedState map[string]any `json:"modified_state,omitempty"`
+}
+
+// NodeRecord is a node's completion: everything the scheduler changed.
+type NodeRecord struct {
+	NodeID     string            `json:"node_id"`
+	Status     Phase             `json:"status"` // done | error | skip
+	Input      any               `json:"input,omitempty"`
+	Output     any               `json:"output,omitempty"`
+	Error      string            `json:"error,omitempty"`
+	ErrorCode  string            `json:"error_code,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+	Matched    string            `json:"matched,omitempty"`
+	Attempts   int               `json:"attempts,omitempty"`
+	Iteration  int               `json:"iteration,omitempty"`
+	Started    time.Time         `json:"started,omitzero"`
+	Ended      time.Time         `json:"ended,omitzero"`
+	State      map[string]any    `json:"state,omitempty"` // keys set by set_state (or a resume's modified_state)
+	Fired      []string          `json:"fired,omitempty"` // outgoing edge ids that fired
+	Pruned     []string          `json:"pruned,omitempty"`
+	Held       bool              `json:"held,omitempty"`       // a loop edge fired: un-fired edges wait for the next pass
+	Handled    string            `json:"handled,omitempty"`    // on_error handler node started instead of routing
+	Fatal      bool              `json:"fatal,omitempty"`      // the failure stopped the run (on_error abort)
+	Partial    bool              `json:"partial,omitempty"`    // done, but some map items or parallel branches failed and were handled: the run is partial
+	Sequential bool              `json:"sequential,omitempty"` // edges are decided one at a time by later "edges" entries
+	Deferred   string            `json:"deferred,omitempty"`   // routing all, parallel: a default edge held until the fired targets finish; an "edges" entry fires it
+	Failed     map[string]string `json:"failed,omitempty"`     // edge id → guard error (routing all): the target fails without running
+	Reused     bool              `json:"reused,omitempty"`     // a re-run kept the output from the earlier run
+}
+
+// PauseRecord: a node is waiting for a resume value.
+type PauseRecord struct {
+	NodeID    string `json:"node_id"`
+	Prompt    any    `json:"prompt,omitempty"`
+	Input     any    `json:"input,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+	Iteration int    `json:"iteration,omitempty"`
+}
+
+// ResumeRecord: a resume claimed the run.
+type ResumeRecord struct {
+	NodeID        string         `json:"node_id,omitempty"` // the interrupted node, when resuming one
+	Value         any            `json:"value,omitempty"`
+	HasValue      bool           `json:"has_value"`
+	ModifiedState map[string]any `json:"modified_state,omitempty"`
+}
+
+// EndRecord closes a run (or one leg of it, before a resume).
+type EndRecord struct {
+	Status   RunStatus `json:"status"`
+	Error    *RunError `json:"error,omitempty"`
+	Final    any       `json:"final_output,omitempty"`
+	NodesRun int       `json:"nodes_run"`
+	// Unfinished: how the nodes that have no finished entry ended this leg:
+	// never reached (skip, with why) or stopped while running (error). It
+	// completes the run's record for readers; replay ignores it, so a resume
+	// runs them.
+	Unfinished []UnfinishedNode `json:"unfinished,omitempty"`
+}
+
+// UnfinishedNode is one node of EndRecord.Unfinished.
+type UnfinishedNode struct {
+	NodeID    string `json:"node_id"`
+	Status    Phase  `json:"status"` // skip | error
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+	Iteration int    `json:"iteration,omitempty"`
+}
+
+// result is what a finished node's record says about it.
+func (rec *NodeRecord) result() NodeResult {
+	return NodeResult{
+		NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output,
+		Error: rec.Error, Reason: rec.Reason, Matched: rec.Matched,
+		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused,
+	}
+}
+
+// applyTo shows nr waiting for a human. What the node did before (a loop's
+// earlier pass) is no longer its result; its times stay.
+func (rec *PauseRecord) applyTo(nr *NodeResult) {
+	nr.Status = PhasePaused
+	if rec.Input != nil {
+		nr.Input = rec.Input
+	}
+	if rec.Attempts > 0 {
+		nr.Attempts = rec.Attempts
+	}
+	if rec.Iteration > 0 {
+		nr.Iteration = rec.Iteration
+	}
+	nr.Prompt = rec.Prompt
+	nr.Output, nr.Error, nr.Reason, nr.Matched = nil, "", "", ""
+}
+
+// applyTo shows how a node without a finished entry ended a run's leg;
+// ended is the end entry's time (zero keeps nr's). Input and output of an
+// earlier pass are not this pass's, so they go.
+func (u *UnfinishedNode) applyTo(nr *NodeResult, ended time.Time) {
+	nr.Status, nr.Reason, nr.Error = u.Status, u.Reason, u.Error
+	nr.Input, nr.Output, nr.Matched, nr.Prompt = nil, nil, "", nil
+	if u.Attempts > 0 {
+		nr.Attempts = u.Attempts
+	}
+	if u.Iteration > 0 {
+		nr.Iteration = u.Iteration
+	}
+	if !ended.IsZero() {
+		nr.Ended = ended
+	}
+}
+
+// NodeResultFold rebuilds a run's node results from its checkpoint log, in
+// the order the nodes first finished or paused: a node entry replaces what
+// the node did before (a loop's last pass wins); a pause shows the node
+// waiting, with its prompt; a run's end adds the nodes that never finished
+// (skipped, or stopped with an error), until a resume makes them pending
+// again. Entries of other kinds are ignored, so a reader may feed it the
+// node, pause, end and resume entries only. The zero value is ready to use.
+type NodeResultFold struct {
+	// Only limits the fold to one node ("" for all). The reader may then
+	// feed only that node's entries plus every end and resume entry.
+	Only string
+
+	out     []NodeResult
+	at      map[string]int  // node id → index in out
+	fromEnd map[string]bool // results an end entry supplied (unfinished nodes)
+}
+
+// Add folds the next log entry in. An entry without the record its kind
+// names is an error (a corrupt log).
+func (f *NodeResultFold) Add(cp *Checkpoint) error {
+	switch cp.Kind {
+	case CheckpointNode:
+		if cp.Node == nil {
+			break
+		}
+		*f.result(cp.Node.NodeID) = cp.Node.result()
+		return nil
+	case CheckpointPause:
+		if cp.Pause == nil {
+			break
+		}
+		cp.Pause.applyTo(f.result(cp.Pause.NodeID))
+		return nil
+	case CheckpointEnd:
+		if cp.End == nil {
+			break
+		}
+		for k := range cp.End.Unfinished {
+			u := &cp.End.Unfinished[k]
+			if f.Only != "" && u.NodeID != f.Only {
+				continue
+			}
+			u.applyTo(f.result(u.NodeID), cp.Time)
+			if f.fromEnd == nil {
+				f.fromEnd = map[string]bool{}
+			}
+			f.fromEnd[u.NodeID] = true
+		}
+		return nil
+	case CheckpointResume: // the nodes the last end left unfinished are pending again
+		for id := range f.fromEnd {
+			f.out[f.at[id]].NodeID = "" // dropped; a later entry adds it anew
+			delete(f.at, id)
+		}
+		f.fromEnd = nil
+		return nil
+	default:
+		return nil
+	}
+	return fmt.Errorf("a %s entry without its record", cp.Kind)
+}
+
+// result is the node's entry, added at the end of the order the first time.
+func (f *NodeResultFold) result(id string) *NodeResult {
+	i, ok := f.at[id]
+	if !ok {
+		if f.at == nil {
+			f.at = map[string]int{}
+		}
+		i = len(f.out)
+		f.at[id] = i
+		f.out = append(f.out, NodeResult{NodeID: id})
+	}
+	delete(f.fromEnd, id)
+	return &f.out[i]
+}
+
+// Results returns the folded node results, in the order the nodes first
+// finished or paused. The slice is the fold's own: a later Add may change it.
+func (f *NodeResultFold) Results() []NodeResult {
+	if len(f.out) == len(f.at) { // nothing dropped
+		return f.out
+	}
+	out := f.out[:0]
+	for _, nr := range f.out {
+		if nr.NodeID != "" {
+			out = append(out, nr)
+		}
+	}
+	f.out = out
+	for k := range out {
+		f.at[out[k].NodeID] = k
+	}
+	return out
+}
+
+// FoldNodeResults folds a whole checkpoint log (see NodeResultFold).
+func FoldNodeResults(log []Checkpoint) ([]NodeResult, error) {
+	var f NodeResultFold
+	for k := range log {
+		if err := f.Add(&log[k]); err != nil {
+			return nil, fmt.Errorf("checkpoint entry %d: %w", k, err)
+		}
+	}
+	return f.Results(), nil
+}
