@@ -851,9 +851,16 @@
   measureChrome();
   new ResizeObserver(measureChrome).observe(toolbarEl);
   try { if (localStorage.getItem('studio.nodeList') === 'closed') pane.open = false; } catch { /* storage off */ }
+  // A details element that is open in the page's HTML fires 'toggle' once
+  // on its own after loading; only a person opening the list brings it into
+  // view (scrolling on that first event moved the canvas off screen under
+  // the pointer, at a moment that depended on the machine's speed).
+  let listToggledByUser = false;
+  summaryEl.addEventListener('click', () => { listToggledByUser = true; });
   pane.addEventListener('toggle', () => {
     try { localStorage.setItem('studio.nodeList', pane.open ? 'open' : 'closed'); } catch { /* storage off */ }
-    if (pane.open) pane.scrollIntoView({ block: 'nearest' });
+    if (pane.open && listToggledByUser) pane.scrollIntoView({ block: 'nearest' });
+    listToggledByUser = false;
   });
 
   // ---- keyboard --------------------------------------------------------------
