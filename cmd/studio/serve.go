@@ -67,6 +67,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	// One server per database, taken before start-up recovery, which would
+	// otherwise fail another server's live runs.
+	owner, err := sqlite.Lock(*dbPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	defer owner.Close()
 	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
@@ -105,6 +113,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	err = srv.ListenAndServe(ctx, func(url string) {
+		if err := owner.SetAddress(url); err != nil {
+			log.Warn("could not record the address in the database lock file", "err", err)
+		}
 		log.Info("Chain Studio is running", "url", url, "db", *dbPath)
 	})
 	if err != nil {
