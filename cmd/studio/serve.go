@@ -13,6 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlite"
@@ -43,6 +44,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
+	exprElems := fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)")
+	exprBytes := fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)")
+	tplSteps := fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)")
+	tplBytes := fs.Int64("template-max-bytes", builtin.DefaultTemplateBudget.Bytes, "stop a template rendering whose functions build more than `BYTES` in all (budget template_bytes)")
 	var keep retention
 	keep.register(fs)
 	fs.Usage = func() {
@@ -61,6 +66,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
+	if *exprElems <= 0 || *exprBytes <= 0 || *tplSteps <= 0 || *tplBytes <= 0 {
+		fmt.Fprintln(stderr, "studio: --expr-max-elements, --expr-max-bytes, --template-max-steps and --template-max-bytes must be positive")
+		return exitUsage
+	}
+	expr.DefaultBudget = expr.Budget{MaxElements: *exprElems, MaxBytes: *exprBytes}
+	builtin.DefaultTemplateBudget = builtin.TemplateBudget{Steps: *tplSteps, Bytes: *tplBytes}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
