@@ -57,6 +57,7 @@ func settle(t *testing.T, before int) {
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	t.Logf("goroutines back to %d, %v after the run returned", runtime.NumGoroutine(), time.Until(deadline.Add(-time.Second)).Abs().Round(time.Millisecond))
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines left running (was %d):\n%s", n, before, buf[:runtime.Stack(buf, true)])
@@ -136,6 +137,7 @@ func TestRunawayWorkStops(t *testing.T) {
 			start := time.Now()
 			res, _ := e.Run(ctx, decode(t, tc.doc), map[string]any{"x": "x"}, engine.RunOptions{})
 			took := time.Since(start)
+			t.Logf("run returned after %v: %s", took.Round(time.Millisecond), res.Error.Message)
 			if res == nil || res.Status != tc.status {
 				t.Fatalf("status = %+v, want %s", res, tc.status)
 			}
@@ -151,4 +153,28 @@ func TestRunawayWorkStops(t *testing.T) {
 			settle(t, before)
 		})
 	}
+}
+
+// The node timeout covers building the node's input: an input_map that
+// takes longer than the node's timeout (though within the budget) ends as
+// the node timing out, on time.
+func TestNodeTimeoutCoversInputMap(t *testing.T) {
+	items := make([]any, 4_000_000)
+	for i := range items {
+		items[i] = float64(i)
+	}
+	doc := `{"name":"t","nodes":[{"node_id":"e","kind":"tool","name":"echo","timeout":0.05,
+		"input_map":{"n":"length(input.items[?@ < ` + "`0`" + `] || input.items[?@ < ` + "`0`" + `] || input.items[?@ < ` + "`0`" + `])"}}]}`
+	before := runtime.NumGoroutine()
+	start := time.Now()
+	res, _ := runawayEngine().Run(context.Background(), decode(t, doc), map[string]any{"items": items}, engine.RunOptions{})
+	took := time.Since(start)
+	t.Logf("run returned after %v: %+v", took.Round(time.Millisecond), res.Error)
+	if res.Status != engine.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, "timed out after 0.05s") {
+		t.Fatalf("status %s, error %+v: want the node's timeout", res.Status, res.Error)
+	}
+	if took > 150*time.Millisecond {
+		t.Errorf("run returned after %v, want within 100 ms of the 50 ms timeout", took)
+	}
+	settle(t, before)
 }
