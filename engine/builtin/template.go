@@ -47,8 +47,8 @@ type tplMeter struct {
 }
 
 func (m *tplMeter) step() error {
-	if err := m.ctx.Err(); err != nil {
-		return context.Cause(m.ctx)
+	if err := expr.ContextError(m.ctx); err != nil {
+		return err
 	}
 	if m.steps++; m.steps > m.b.Steps {
 		return &expr.BudgetError{Budget: "template_steps", Limit: m.b.Steps}
@@ -339,8 +339,8 @@ func templateTool(ctx context.Context, in map[string]any, _ tool.Emitter) (any, 
 		if errors.Is(err, errTemplateTooLarge) {
 			return nil, fmt.Errorf("template: %w", errTemplateTooLarge)
 		}
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+		if err := expr.ContextError(ctx); err != nil {
+			return nil, err
 		}
 		var be *expr.BudgetError
 		if errors.As(err, &be) {

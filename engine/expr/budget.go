@@ -95,10 +95,7 @@ func (m *meter) step() error {
 	}
 	m.steps++
 	if m.steps%checkEvery == 0 && m.ctx != nil {
-		if err := m.ctx.Err(); err != nil {
-			if c := context.Cause(m.ctx); c != nil {
-				err = c
-			}
+		if err := ContextError(m.ctx); err != nil {
 			m.err = err
 		}
 	}
@@ -209,3 +206,22 @@ func (m *meter) equal(a, b any) bool {
 	}
 	return reflect.DeepEqual(a, b)
 }
+
+// ContextError returns nil while ctx is live, then its cause (which says
+// why: "cancelled by a user", "timed out after 1s"), still matching
+// context.Canceled or context.DeadlineExceeded with errors.Is.
+func ContextError(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if c := context.Cause(ctx); c != nil && c != err {
+		return &ctxError{cause: c, err: err}
+	}
+	return err
+}
+
+type ctxError struct{ cause, err error }
+
+func (e *ctxError) Error() string   { return e.cause.Error() }
+func (e *ctxError) Unwrap() []error { return []error{e.cause, e.err} }

@@ -108,3 +108,16 @@ func TestEqualWatchesContext(t *testing.T) {
 		t.Fatal("equal differs from reflect.DeepEqual")
 	}
 }
+
+func TestContextErrorKeepsCauseAndKind(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	if ContextError(ctx) != nil {
+		t.Fatal("live context has an error")
+	}
+	why := errors.New("cancelled by a user")
+	cancel(why)
+	err := ContextError(ctx)
+	if err.Error() != "cancelled by a user" || !errors.Is(err, why) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}
