@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,10 +45,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
-	exprElems := fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)")
-	exprBytes := fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)")
-	tplSteps := fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)")
-	tplBytes := fs.Int64("template-max-bytes", builtin.DefaultTemplateBudget.Bytes, "stop a template rendering whose functions build more than `BYTES` in all (budget template_bytes)")
+	budgets := registerBudgets(fs)
 	var keep retention
 	keep.register(fs)
 	fs.Usage = func() {
@@ -66,12 +64,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
-	if *exprElems <= 0 || *exprBytes <= 0 || *tplSteps <= 0 || *tplBytes <= 0 {
-		fmt.Fprintln(stderr, "studio: --expr-max-elements, --expr-max-bytes, --template-max-steps and --template-max-bytes must be positive")
+	if err := budgets.apply(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
-	expr.DefaultBudget = expr.Budget{MaxElements: *exprElems, MaxBytes: *exprBytes}
-	builtin.DefaultTemplateBudget = builtin.TemplateBudget{Steps: *tplSteps, Bytes: *tplBytes}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -192,5 +188,29 @@ func loadExamples(ctx context.Context, db store.ChainStore, log *slog.Logger) er
 		}
 	}
 	log.Info("loaded example chains", "count", len(all))
+	return nil
+}
+
+// budgetFlags are the runaway-work budgets, shared by serve and run.
+type budgetFlags struct {
+	exprElems, exprBytes, tplSteps, tplBytes *int64
+}
+
+func registerBudgets(fs *flag.FlagSet) budgetFlags {
+	return budgetFlags{
+		exprElems: fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)"),
+		exprBytes: fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)"),
+		tplSteps:  fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)"),
+		tplBytes:  fs.Int64("template-max-bytes", builtin.DefaultTemplateBudget.Bytes, "stop a template rendering whose functions build more than `BYTES` in all (budget template_bytes)"),
+	}
+}
+
+// apply sets the process-wide budgets; it runs once, before any chain.
+func (b budgetFlags) apply() error {
+	if *b.exprElems <= 0 || *b.exprBytes <= 0 || *b.tplSteps <= 0 || *b.tplBytes <= 0 {
+		return errors.New("--expr-max-elements, --expr-max-bytes, --template-max-steps and --template-max-bytes must be positive")
+	}
+	expr.DefaultBudget = expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}
+	builtin.DefaultTemplateBudget = builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}
 	return nil
 }
