@@ -44,7 +44,12 @@ type tplMeter struct {
 	ctx          context.Context
 	b            TemplateBudget
 	steps, bytes int64
+	depth        int
 }
+
+// maxTemplateDepth bounds nested template calls; text/template's own
+// limit (100,000) lets one rendering take about 64 MiB of stack.
+const maxTemplateDepth = 1000
 
 func (m *tplMeter) step() error {
 	if err := expr.ContextError(m.ctx); err != nil {
@@ -143,6 +148,13 @@ func templateFuncs(m *tplMeter) template.FuncMap {
 	}
 	return template.FuncMap{
 		hiddenStep: func() (string, error) { return "", m.step() },
+		hiddenEnter: func() (string, error) {
+			if m.depth++; m.depth > maxTemplateDepth {
+				return "", &expr.BudgetError{Budget: "template_depth", Limit: maxTemplateDepth}
+			}
+			return "", m.step()
+		},
+		hiddenLeave: func() string { m.depth--; return "" },
 		"printf": func(format string, args ...any) (string, error) {
 			if err := m.step(); err != nil {
 				return "", err
@@ -226,9 +238,13 @@ func templateFuncs(m *tplMeter) template.FuncMap {
 	}
 }
 
-// hiddenStep is the function the rewritten template calls at the start of
-// every range iteration and template call.
-const hiddenStep = "__studio_step"
+// The functions the rewritten template calls: a step at the start of every
+// range iteration, and entering and leaving every template.
+const (
+	hiddenStep  = "__studio_step"
+	hiddenEnter = "__studio_enter"
+	hiddenLeave = "__studio_leave"
+)
 
 // addSteps puts a hidden step at the start of every template body and
 // every range body of t.
@@ -255,7 +271,7 @@ func addSteps(t *template.Template) {
 					walk(x.List)
 					walk(x.ElseList)
 					if x.List != nil {
-						x.List.Nodes = append([]parse.Node{stepNode(tr, x.Position())}, x.List.Nodes...)
+						x.List.Nodes = append([]parse.Node{stepNode(tr, x.Position(), hiddenStep)}, x.List.Nodes...)
 					}
 				case *parse.ListNode:
 					walk(x)
@@ -263,13 +279,16 @@ func addSteps(t *template.Template) {
 			}
 		}
 		walk(tr.Root)
-		tr.Root.Nodes = append([]parse.Node{stepNode(tr, tr.Root.Position())}, tr.Root.Nodes...)
+		// A template body runs to its end unless the rendering fails, so
+		// enter and leave pair up.
+		pos := tr.Root.Position()
+		tr.Root.Nodes = append(append([]parse.Node{stepNode(tr, pos, hiddenEnter)}, tr.Root.Nodes...), stepNode(tr, pos, hiddenLeave))
 	}
 }
 
-// stepNode is {{__studio_step}}, which prints nothing.
-func stepNode(tr *parse.Tree, pos parse.Pos) parse.Node {
-	id := parse.NewIdentifier(hiddenStep).SetTree(tr).SetPos(pos)
+// stepNode is {{fn}}, which prints nothing.
+func stepNode(tr *parse.Tree, pos parse.Pos, fn string) parse.Node {
+	id := parse.NewIdentifier(fn).SetTree(tr).SetPos(pos)
 	cmd := &parse.CommandNode{NodeType: parse.NodeCommand, Pos: pos, Args: []parse.Node{id}}
 	pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Cmds: []*parse.CommandNode{cmd}}
 	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Pipe: pipe}

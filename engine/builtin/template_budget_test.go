@@ -28,6 +28,7 @@ func TestTemplateBudgets(t *testing.T) {
 		{"many_values", `{{$x := printf "%0300000d" 1}}{{range 100}}{{$y := upper $x}}{{end}}`, "template_bytes"},
 		{"empty_nested_range", `{{range 100000}}{{range 100000}}{{range 100000}}{{end}}{{end}}{{end}}`, "template_steps"},
 		{"recursive_define", `{{define "a"}}{{if lt (len .) 40}}{{template "a" (print . "x")}}{{template "a" (print . "x")}}{{end}}{{end}}{{template "a" ""}}`, "template_steps"},
+		{"deep_recursion", `{{define "a"}}{{template "a" .}}{{end}}{{template "a" .}}`, "template_depth"},
 		{"range_in_if_in_with", `{{with 1}}{{if 1}}{{range 100000000}}{{end}}{{end}}{{end}}`, "template_steps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,6 +81,17 @@ func TestTemplateStepsInvisible(t *testing.T) {
 		"data":     []any{"a", "b"},
 	}, nil)
 	if err != nil || out.(map[string]any)["text"] != "<a>,<b>" {
+		t.Fatalf("out = %v, %v", out, err)
+	}
+}
+
+// Depth counts nesting, not calls: 5,000 calls one after another pass.
+func TestTemplateDepthIsNesting(t *testing.T) {
+	tpl := Tools(Options{})["template"]
+	out, err := tpl(context.Background(), map[string]any{
+		"template": `{{define "x"}}{{if .}}.{{end}}{{end}}{{range 5000}}{{template "x" 1}}{{end}}`,
+	}, nil)
+	if err != nil || len(out.(map[string]any)["text"].(string)) != 5000 {
 		t.Fatalf("out = %v, %v", out, err)
 	}
 }

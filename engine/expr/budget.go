@@ -64,6 +64,8 @@ func (e *BudgetError) Error() string {
 	case "template_bytes":
 		return "template built more than " + strconv.FormatInt(e.Limit, 10) +
 			" bytes of values (budget template_bytes, flag --template-max-bytes)"
+	case "template_depth":
+		return "template calls nested deeper than " + strconv.FormatInt(e.Limit, 10) + " (budget template_depth)"
 	case "template_value":
 		return "template would build a value over the " + strconv.FormatInt(e.Limit, 10) +
 			"-byte output cap (budget template_value)"
