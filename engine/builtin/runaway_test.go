@@ -182,3 +182,18 @@ func TestNodeTimeoutCoversInputMap(t *testing.T) {
 	}
 	settle(t, before)
 }
+
+// An error handler sees a budget stop as error.code "budget_exceeded".
+func TestBudgetErrorCodeReachesHandler(t *testing.T) {
+	for _, n := range []string{
+		`{"node_id":"t","kind":"tool","name":"template","on_error":"h","input":{"template":"{{$x := \"aaaaaaaaaaaaaaaa\"}}{{range 40}}{{$x = printf \"%s%s\" $x $x}}{{end}}"}}`,
+		`{"node_id":"t","kind":"tool","name":"transform","on_error":"h","input":{"expression":"@` + strings.Repeat(" | [@,@]", 27) + `","data":"x"}}`,
+		`{"node_id":"t","kind":"tool","name":"echo","on_error":"h","input_map":{"v":"input` + strings.Repeat(" | [@,@]", 27) + `"}}`,
+	} {
+		doc := `{"name":"t","nodes":[` + n + `,{"node_id":"h","kind":"tool","name":"echo","input_map":{"code":"error.code"}}]}`
+		res, _ := runawayEngine().Run(context.Background(), decode(t, doc), map[string]any{}, engine.RunOptions{})
+		if got := res.Outputs["h"]; got == nil || got.(map[string]any)["code"] != "budget_exceeded" {
+			t.Errorf("%s: handler got %v (run %s %+v)", n[:40], got, res.Status, res.Error)
+		}
+	}
+}
