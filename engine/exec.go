@@ -163,6 +163,14 @@ func (r *run) buildInput(i int, sc *scope, up any) (any, error) {
 	if len(nd.Input) == 0 && len(ims) == 0 {
 		return up, nil
 	}
+	if nd.Timeout > 0 && sc.ctx == nil {
+		// The node's timeout covers building its input, not only its tool.
+		ctx, cancel := context.WithTimeoutCause(r.ctx, time.Duration(nd.Timeout*float64(time.Second)), errNodeTimeout{nd.Timeout})
+		defer cancel()
+		isc := *sc
+		isc.ctx = ctx
+		sc = &isc
+	}
 	in := make(map[string]any, len(nd.Input)+len(ims))
 	for k, v := range nd.Input {
 		in[k] = v

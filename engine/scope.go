@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/chainstudio/studio/engine/expr"
+import (
+	"context"
+
+	"github.com/chainstudio/studio/engine/expr"
+)
 
 // scope is what an expression sees. The run-level names (input, state,
 // node_results, <id>) come from base; the rest are local to one evaluation.
@@ -20,6 +24,7 @@ type scope struct {
 	resume any
 	hasRes bool
 	err    map[string]any
+	ctx    context.Context // bounds the evaluation (the node's input under its timeout); nil: the run's
 }
 
 // baseScope resolves run-level names.
@@ -27,7 +32,23 @@ type baseScope interface {
 	lookupBase(name string) (any, bool)
 }
 
-var _ expr.Scope = (*scope)(nil)
+var (
+	_ expr.Scope     = (*scope)(nil)
+	_ expr.Contexter = (*scope)(nil)
+)
+
+// Context is what stops a long evaluation: the scope's own context, else
+// the run's (cancel, chain timeout). A frozen scope has neither; the
+// expression budget still bounds it.
+func (s *scope) Context() context.Context {
+	if s.ctx != nil {
+		return s.ctx
+	}
+	if r, ok := s.base.(*run); ok {
+		return r.ctx
+	}
+	return nil
+}
 
 func (s *scope) Lookup(name string) (any, bool) {
 	switch name {

@@ -49,6 +49,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var answers listFlag
 	fs.Var(&answers, "answer", "`JSON` value to resume the run with when it pauses at an interrupt (repeatable, used in order)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
+	budgets := registerBudgets(fs)
 	fs.Usage = func() {
 		printUsage(fs, "studio run FILE [--input JSON] [--answer JSON]... [--json] [flags]",
 			"Runs a chain (studio format or an A2E chain/req) headless, printing each event as it\n"+
@@ -63,6 +64,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if !wantArgs(fs, args, "FILE") {
+		return exitUsage
+	}
+	if err := budgets.apply(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
 	path := args[0]

@@ -14,6 +14,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
@@ -45,6 +46,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
+	budgets := registerBudgets(fs)
 	var keep retention
 	keep.register(fs)
 	fs.Usage = func() {
@@ -63,12 +65,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
+	if err := budgets.apply(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	// One server per database, taken before start-up recovery, which would
+	// otherwise fail another server's live runs.
+	owner, err := sqlite.Lock(*dbPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	defer owner.Close()
 	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
@@ -101,12 +115,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if agents.Len() > 0 {
 		log.Info("loaded agents", "count", agents.Len(), "dir", *agentsDir)
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath}, db, reg, agents, log, stderr)
+	recordAddress := func(url string) {
+		if err := owner.SetAddress(url); err != nil {
+			log.Warn("could not record the address in the database lock file", "err", err)
+		}
+	}
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
 	addr, token, publicURL, dbPath string
 	insecure                       bool
+	listening                      func(url string) // called once the server listens
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -129,6 +149,9 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		return exitUsage
 	}
 	err = srv.ListenAndServe(ctx, func(url string) {
+		if cfg.listening != nil {
+			cfg.listening(url)
+		}
 		log.Info("Chain Studio is running", "url", url, "db", cfg.dbPath)
 	})
 	if cerr := svc.Close(); cerr != nil {
@@ -197,5 +220,29 @@ func loadExamples(ctx context.Context, db store.ChainStore, log *slog.Logger) er
 		}
 	}
 	log.Info("loaded example chains", "count", len(all))
+	return nil
+}
+
+// budgetFlags are the runaway-work budgets, shared by serve and run.
+type budgetFlags struct {
+	exprElems, exprBytes, tplSteps, tplBytes *int64
+}
+
+func registerBudgets(fs *flag.FlagSet) budgetFlags {
+	return budgetFlags{
+		exprElems: fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)"),
+		exprBytes: fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)"),
+		tplSteps:  fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)"),
+		tplBytes:  fs.Int64("template-max-bytes", builtin.DefaultTemplateBudget.Bytes, "stop a template rendering whose functions build more than `BYTES` in all (budget template_bytes)"),
+	}
+}
+
+// apply sets the process-wide budgets; it runs once, before any chain.
+func (b budgetFlags) apply() error {
+	if *b.exprElems <= 0 || *b.exprBytes <= 0 || *b.tplSteps <= 0 || *b.tplBytes <= 0 {
+		return errors.New("--expr-max-elements, --expr-max-bytes, --template-max-steps and --template-max-bytes must be positive")
+	}
+	expr.DefaultBudget = expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}
+	builtin.DefaultTemplateBudget = builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}
 	return nil
 }

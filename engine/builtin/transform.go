@@ -64,31 +64,26 @@ func compileSafely(src string) (c *jmespath.JMESPath, err error) {
 }
 
 // transformTool evaluates the JMESPath `expression` over `data` (or the whole
-// input without `expression`).
-func transformTool(_ context.Context, in map[string]any, _ tool.Emitter) (out any, err error) {
+// input without `expression`) under the expression budget, stopping when
+// the node's context ends. go-jmespath checks the syntax.
+func transformTool(ctx context.Context, in map[string]any, _ tool.Emitter) (out any, err error) {
 	src, err := requireString("transform", in, "expression")
 	if err != nil {
 		return nil, err
 	}
-	c, err := compileExpr(src)
-	if err != nil {
+	if _, err := compileExpr(src); err != nil {
 		return nil, err
 	}
-	data := dataOrInputWithout(in, "expression")
-	searched := data
-	if strings.Contains(src, "sort_by") {
-		// go-jmespath sorts sort_by's argument in place; data holds other
-		// nodes' outputs.
-		searched = expr.CloneJSON(data)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("transform: evaluating expression %q failed: %s", src, expr.ExplainJMESPathError(src, data, r))
-		}
-	}()
-	res, err := c.Search(searched)
+	res, err := expr.Search(ctx, src, dataOrInputWithout(in, "expression"))
 	if err != nil {
-		return nil, fmt.Errorf("transform: evaluating expression %q failed: %s", src, expr.ExplainJMESPathError(src, data, err))
+		var ee *expr.EvalError
+		if errors.As(err, &ee) {
+			if ee.Err != nil {
+				return nil, fmt.Errorf("transform: evaluating expression %q failed: %w", src, ee.Err)
+			}
+			return nil, fmt.Errorf("transform: evaluating expression %q failed: %s", src, ee.Msg)
+		}
+		return nil, err
 	}
 	return res, nil
 }

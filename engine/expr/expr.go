@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,11 +114,14 @@ func (e *MissingPathError) Error() string {
 type EvalError struct {
 	Src string
 	Msg string
+	Err error // the cause when it has a type of its own (a *BudgetError)
 }
 
 func (e *EvalError) Error() string {
 	return "cannot evaluate " + quoteSrc(e.Src, 0) + ": " + e.Msg
 }
+
+func (e *EvalError) Unwrap() error { return e.Err }
 
 // quoteSrc quotes src, shortening it to about 80 bytes around pos.
 func quoteSrc(src string, pos int) string {
@@ -169,6 +173,9 @@ type Expr struct {
 	jp        *jmespath.JMESPath // compiled on first evaluation: validation only parses
 	jpOnce    sync.Once
 	jpErr     error
+	dnOnce    sync.Once
+	dn        *dnode     // the tree the budgeted evaluator walks; nil if it cannot be built
+	dcalls    []srcCall  // the calls as written, for error messages
 	roots     []string   // top-level names read
 	readsRoot bool       // reads "@"
 	sortsBy   bool       // calls sort_by, which go-jmespath runs in place on its argument
@@ -234,14 +241,32 @@ func (e *Expr) Spelling() Spelling { return e.spelling }
 // unique. The caller must not modify the result.
 func (e *Expr) Refs() []Ref { return e.refs }
 
+// Contexter is optionally implemented by a Scope whose evaluations belong
+// to a run or a node: evaluation stops when the context ends.
+type Contexter interface {
+	Context() context.Context
+}
+
 // Eval evaluates the expression against s. In strict mode a missing path is
-// a *MissingPathError; otherwise it reads as nil.
+// a *MissingPathError; otherwise it reads as nil. A JMESPath evaluation runs
+// under DefaultBudget (a *BudgetError past it) and stops when the context of
+// a Contexter scope ends.
 func (e *Expr) Eval(s Scope, strict bool) (any, error) {
+	var ctx context.Context
+	if c, ok := s.(Contexter); ok {
+		ctx = c.Context()
+	}
+	return e.EvalContext(ctx, s, strict)
+}
+
+// EvalContext is Eval under ctx (nil means none): a JMESPath evaluation
+// returns the context's cause once it ends.
+func (e *Expr) EvalContext(ctx context.Context, s Scope, strict bool) (any, error) {
 	if s == nil {
 		s = MapScope(nil)
 	}
 	if e.spelling == JMESPath {
-		return e.evalJMESPath(s, strict)
+		return e.evalJMESPath(ctx, s, strict)
 	}
 	v, err := e.root.eval(s, strict)
 	if err != nil {

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strconv"
@@ -356,7 +357,7 @@ func jmesPathText(names []string) string {
 
 var dataPool = sync.Pool{New: func() any { return make(map[string]any, 8) }}
 
-func (e *Expr) evalJMESPath(s Scope, strict bool) (result any, err error) {
+func (e *Expr) evalJMESPath(ctx context.Context, s Scope, strict bool) (result any, err error) {
 	var data map[string]any
 	pooled := false
 	switch sc := s.(type) {
@@ -392,6 +393,10 @@ func (e *Expr) evalJMESPath(s Scope, strict bool) (result any, err error) {
 				return nil, &MissingPathError{Path: e.chainText[i]}
 			}
 		}
+	}
+	e.dnOnce.Do(func() { e.dn, e.dcalls = compileDiag(e.src) })
+	if e.dn != nil {
+		return evalBudgeted(ctx, e.src, e.dn, e.dcalls, data)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -442,4 +447,90 @@ func chainExists(data map[string]any, names []string) bool {
 		}
 	}
 	return true
+}
+
+// compileDiag builds the tree the budgeted evaluator walks, or nil when
+// go-jmespath's tree cannot be read (evaluation then falls back to it).
+func compileDiag(src string) (root *dnode, calls []srcCall) {
+	defer func() {
+		if r := recover(); r != nil {
+			root, calls = nil, nil
+		}
+	}()
+	if !jast.ok {
+		return nil, nil
+	}
+	ast, err := jmespath.NewParser().Parse(src)
+	if err != nil {
+		return nil, nil
+	}
+	root = toDNode(reflect.ValueOf(ast))
+	var fns []*dnode
+	next := 0
+	numberCalls(root, &next, &fns)
+	calls = scanCalls(src)
+	if len(calls) != len(fns) {
+		calls = nil
+	}
+	return root, calls
+}
+
+// evalBudgeted evaluates a compiled tree over data under DefaultBudget,
+// stopping when ctx ends. It gives go-jmespath's results (the compliance
+// suite checks it) with errors that name the function and argument.
+func evalBudgeted(ctx context.Context, src string, root *dnode, calls []srcCall, data any) (result any, err error) {
+	d := &diag{calls: calls, m: newMeter(ctx, DefaultBudget)}
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, &EvalError{Src: src, Msg: "evaluation failed"}
+		}
+	}()
+	v, _, err := d.eval(root, data)
+	if d.m.err != nil {
+		var be *BudgetError
+		if errors.As(d.m.err, &be) {
+			return nil, &EvalError{Src: src, Msg: be.Error(), Err: be}
+		}
+		return nil, d.m.err
+	}
+	if err != nil {
+		return nil, &EvalError{Src: src, Msg: err.Error()}
+	}
+	return v, nil
+}
+
+// searchCache holds compiled trees for Search, bounded like the transform
+// tool's cache was.
+var (
+	searchCache     sync.Map // src → *searchEntry
+	searchCacheSize int64
+	searchCacheMu   sync.Mutex
+)
+
+type searchEntry struct {
+	root  *dnode
+	calls []srcCall
+}
+
+// Search evaluates the JMESPath src over data under DefaultBudget, stopping
+// when ctx ends. The caller has checked src's syntax (jmespath.Compile).
+func Search(ctx context.Context, src string, data any) (any, error) {
+	var ent *searchEntry
+	if c, ok := searchCache.Load(src); ok {
+		ent = c.(*searchEntry)
+	} else {
+		root, calls := compileDiag(src)
+		if root == nil {
+			return nil, &EvalError{Src: src, Msg: "expression could not be compiled"}
+		}
+		ent = &searchEntry{root: root, calls: calls}
+		searchCacheMu.Lock()
+		if searchCacheSize < 1024 {
+			if _, loaded := searchCache.LoadOrStore(src, ent); !loaded {
+				searchCacheSize++
+			}
+		}
+		searchCacheMu.Unlock()
+	}
+	return evalBudgeted(ctx, src, ent.root, ent.calls, data)
 }

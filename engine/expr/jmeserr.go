@@ -394,6 +394,30 @@ func splitArgs(src string, start int, skipQuoted func(int) int) []string {
 type diag struct {
 	calls []srcCall // nil when the source could not be matched to the AST
 	steps int
+	m     *meter // set when evaluating for a result: charges sizes, watches the context
+}
+
+// take charges x, about to be put into a value being built.
+func (d *diag) take(x any) error {
+	if d.m == nil {
+		return nil
+	}
+	return d.m.charge(x)
+}
+
+// built charges the container just built around values already taken.
+func (d *diag) built() error {
+	if d.m == nil {
+		return nil
+	}
+	return d.m.add(1, 2)
+}
+
+func (d *diag) equal(a, b any) bool {
+	if d.m == nil {
+		return reflect.DeepEqual(a, b)
+	}
+	return d.m.equal(a, b)
 }
 
 var errDiagBudget = errors.New("diagnosis budget exhausted")
@@ -445,7 +469,11 @@ func isFalsy(v any) bool {
 // eval returns the value, whether it is a missing field, and the first
 // error.
 func (d *diag) eval(n *dnode, v any) (any, bool, error) {
-	if d.steps++; d.steps > 1_000_000 {
+	if d.m != nil {
+		if err := d.m.step(); err != nil {
+			return nil, false, err
+		}
+	} else if d.steps++; d.steps > 1_000_000 {
 		return nil, false, errDiagBudget
 	}
 	switch n.typ {
@@ -461,9 +489,9 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 		op := cmpOps()[n.num]
 		switch op {
 		case "==":
-			return reflect.DeepEqual(l, r), false, nil
+			return d.equal(l, r), false, nil
 		case "!=":
-			return !reflect.DeepEqual(l, r), false, nil
+			return !d.equal(l, r), false, nil
 		}
 		ln, ok1 := l.(float64)
 		rn, ok2 := r.(float64)
@@ -516,11 +544,14 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 					return nil, false, err
 				}
 				if x != nil {
+					if err := d.take(x); err != nil {
+						return nil, false, err
+					}
 					out = append(out, x)
 				}
 			}
 		}
-		return out, false, nil
+		return out, false, d.built()
 	case int(jmespath.ASTFlatten):
 		left, _, err := d.eval(n.kids[0], v)
 		if err != nil {
@@ -533,12 +564,20 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 		out := []any{}
 		for _, el := range arr {
 			if a, ok := el.([]any); ok {
+				for _, x := range a {
+					if err := d.take(x); err != nil {
+						return nil, false, err
+					}
+				}
 				out = append(out, a...)
 			} else {
+				if err := d.take(el); err != nil {
+					return nil, false, err
+				}
 				out = append(out, el)
 			}
 		}
-		return out, false, nil
+		return out, false, d.built()
 	case int(jmespath.ASTIdentity), int(jmespath.ASTCurrentNode):
 		return v, false, nil
 	case int(jmespath.ASTIndex):
@@ -568,9 +607,12 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 			if err != nil {
 				return nil, false, err
 			}
+			if err := d.take(x); err != nil {
+				return nil, false, err
+			}
 			out[k.str] = x
 		}
-		return out, false, nil
+		return out, false, d.built()
 	case int(jmespath.ASTMultiSelectList):
 		if v == nil {
 			return nil, false, nil
@@ -581,9 +623,12 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 			if err != nil {
 				return nil, false, err
 			}
+			if err := d.take(x); err != nil {
+				return nil, false, err
+			}
 			out = append(out, x)
 		}
-		return out, false, nil
+		return out, false, d.built()
 	case int(jmespath.ASTOrExpression):
 		l, abs, err := d.eval(n.kids[0], v)
 		if err != nil || !isFalsy(l) {
@@ -627,10 +672,13 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 				return nil, false, err
 			}
 			if x != nil {
+				if err := d.take(x); err != nil {
+					return nil, false, err
+				}
 				out = append(out, x)
 			}
 		}
-		return out, false, nil
+		return out, false, d.built()
 	case int(jmespath.ASTSubexpression), int(jmespath.ASTIndexExpression):
 		l, abs, err := d.eval(n.kids[0], v)
 		if err != nil {
@@ -645,7 +693,13 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 		if !ok {
 			return nil, false, nil
 		}
-		return sliceOf(arr, n.slice), false, nil
+		out := sliceOf(arr, n.slice)
+		for _, x := range out {
+			if err := d.take(x); err != nil {
+				return nil, false, err
+			}
+		}
+		return out, false, d.built()
 	case int(jmespath.ASTValueProjection):
 		left, _, err := d.eval(n.kids[0], v)
 		if err != nil {
@@ -662,10 +716,13 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 				return nil, false, err
 			}
 			if x != nil {
+				if err := d.take(x); err != nil {
+					return nil, false, err
+				}
 				out = append(out, x)
 			}
 		}
-		return out, false, nil
+		return out, false, d.built()
 	}
 	return nil, false, fmt.Errorf("unknown expression node %d", n.typ)
 }
@@ -746,20 +803,27 @@ func (d *diag) call(n *dnode, v any) (any, bool, error) {
 			if err != nil {
 				return nil, false, err
 			}
+			if err := d.take(x); err != nil {
+				return nil, false, err
+			}
 			out = append(out, x)
 		}
-		return out, false, nil
+		return out, false, d.built()
 	case "sort_by", "max_by", "min_by":
 		return d.byKey(n, args[0].([]any), args[1].(expref))
 	}
 	// The rest have no expression arguments: go-jmespath computes them.
-	src := make([]string, len(args))
-	for i := range args {
-		src[i] = "@[" + strconv.Itoa(i) + "]"
-	}
-	x, err := jmespath.Search(n.str+"("+strings.Join(src, ", ")+")", args)
+	x, err := callFn(n.str, len(args), args)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s(): %v", n.str, err)
+	}
+	if d.m != nil {
+		switch n.str {
+		case "keys", "values", "sort", "reverse", "merge", "to_array", "join", "to_string":
+			if err := d.take(x); err != nil {
+				return nil, false, err
+			}
+		}
 	}
 	return x, false, nil
 }
@@ -811,9 +875,12 @@ func (d *diag) byKey(n *dnode, arr []any, e expref) (any, bool, error) {
 		sort.SliceStable(idx, func(a, b int) bool { return less(idx[a], idx[b]) })
 		out := make([]any, len(arr))
 		for i, k := range idx {
+			if err := d.take(arr[k]); err != nil {
+				return nil, false, err
+			}
 			out[i] = arr[k]
 		}
-		return out, false, nil
+		return out, false, d.built()
 	case "max_by":
 		best := 0
 		for i := range arr {
@@ -899,4 +966,26 @@ func CloneJSON(v any) any {
 		return out
 	}
 	return v
+}
+
+// fnCalls caches go-jmespath compiled as name(@[0], @[1], ...), one per
+// function and argument count: compiling builds a function table.
+var fnCalls sync.Map // "name/n" → *jmespath.JMESPath
+
+// callFn runs go-jmespath's built-in name over already evaluated args.
+func callFn(name string, n int, args []any) (any, error) {
+	key := name + "/" + strconv.Itoa(n)
+	c, ok := fnCalls.Load(key)
+	if !ok {
+		src := make([]string, n)
+		for i := range src {
+			src[i] = "@[" + strconv.Itoa(i) + "]"
+		}
+		jp, err := jmespath.Compile(name + "(" + strings.Join(src, ", ") + ")")
+		if err != nil {
+			return nil, err
+		}
+		c, _ = fnCalls.LoadOrStore(key, jp)
+	}
+	return c.(*jmespath.JMESPath).Search(args)
 }

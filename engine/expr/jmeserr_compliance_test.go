@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -44,6 +45,9 @@ func TestDiagMirrorsGoJMESPath(t *testing.T) {
 					if msg := explainJMESPath(c.Expression, s.Given); !strings.Contains(msg, "() needs") {
 						t.Errorf("%s: %s: not explained: %q", filepath.Base(f), c.Expression, msg)
 					}
+					if _, err := Search(context.Background(), c.Expression, s.Given); err == nil || !strings.Contains(err.Error(), "() needs") {
+						t.Errorf("budgeted: %s: %s: want a type error, got %v", filepath.Base(f), c.Expression, err)
+					}
 					typeErrs++
 					continue
 				}
@@ -63,6 +67,13 @@ func TestDiagMirrorsGoJMESPath(t *testing.T) {
 				gj, _ := json.Marshal(got)
 				if err != nil || string(wj) != string(gj) {
 					t.Errorf("%s: %s:\n want %s\n  got %s %v", filepath.Base(f), c.Expression, wj, gj, err)
+					continue
+				}
+				// The evaluator every run uses: the same walk, budgeted.
+				got, err = Search(context.Background(), c.Expression, s.Given)
+				gj, _ = json.Marshal(got)
+				if err != nil || string(wj) != string(gj) {
+					t.Errorf("budgeted: %s: %s:\n want %s\n  got %s %v", filepath.Base(f), c.Expression, wj, gj, err)
 					continue
 				}
 				same++

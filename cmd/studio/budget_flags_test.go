@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chainstudio/studio/engine/expr"
+)
+
+func TestServeAndRunRefuseNonPositiveBudgets(t *testing.T) {
+	for _, flag := range []string{"--expr-max-elements", "--expr-max-bytes", "--template-max-steps", "--template-max-bytes"} {
+		var out, errb bytes.Buffer
+		code := cmdServe(context.Background(), []string{flag, "0", "--db", t.TempDir() + "/x.db"}, &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), "must be positive") {
+			t.Errorf("serve %s 0: exit %d, %q", flag, code, errb.String())
+		}
+		errb.Reset()
+		code = cmdRun(context.Background(), []string{flag, "-1", "x.json"}, &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), "must be positive") {
+			t.Errorf("run %s -1: exit %d, %q", flag, code, errb.String())
+		}
+	}
+}
+
+// studio run takes the budgets too: a lower one stops a chain the default
+// lets through, with the budget and flag named.
+func TestRunAppliesExpressionBudget(t *testing.T) {
+	old := expr.DefaultBudget
+	defer func() { expr.DefaultBudget = old }()
+	doc := filepath.Join(t.TempDir(), "c.json")
+	os.WriteFile(doc, []byte(`{"name":"b","nodes":[{"node_id":"t","kind":"tool","name":"transform","input":{"expression":"@ | [@,@] | [@,@] | [@,@]","data":"x"}}]}`), 0o644)
+	var out, errb bytes.Buffer
+	if code := cmdRun(context.Background(), []string{doc}, &out, &errb); code != exitOK {
+		t.Fatalf("default budget: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	code := cmdRun(context.Background(), []string{"--expr-max-elements", "10", doc}, &out, &errb)
+	if code == exitOK || !strings.Contains(out.String()+errb.String(), "expression built more than 10 elements (budget expr_elements, flag --expr-max-elements)") {
+		t.Fatalf("--expr-max-elements 10: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
