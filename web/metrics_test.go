@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/internal/testutil"
 )
 
 // metricValue returns the value of the sample `name{labels}` in a Prometheus
@@ -48,17 +50,13 @@ func TestMetricsNeedTheTokenAndCountRuns(t *testing.T) {
 	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":1}}`, auth...)
 	wantStatus(t, r, http.StatusAccepted)
 	run := r.json(t)["run_id"].(string)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		m := do(t, ts, "GET", "/v1/runs/"+run, nil, auth...).json(t)
-		if m["status"] == "completed" && m["active"] == false {
-			break
+		if m["status"] != "completed" || m["active"] != false {
+			return fmt.Errorf("run %s is %v (active %v), want completed", run, m["status"], m["active"])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run did not complete: %v", m)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	r = do(t, ts, "GET", "/metrics", nil, auth...)
 	wantStatus(t, r, http.StatusOK)
@@ -112,14 +110,12 @@ func TestMetricsWatchersGauge(t *testing.T) {
 	if _, err := br.ReadString('\n'); err != nil { // the stream is open
 		t.Fatal(err)
 	}
-	got := -1.0
-	for i := 0; i < 100 && got != 1; i++ {
-		got = metricValue(t, string(do(t, ts, "GET", "/metrics", nil).body), "studio_sse_watchers")
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got != 1 {
-		t.Fatalf("studio_sse_watchers = %v with one stream open", got)
-	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := metricValue(t, string(do(t, ts, "GET", "/metrics", nil).body), "studio_sse_watchers"); got != 1 {
+			return fmt.Errorf("studio_sse_watchers = %v with one stream open", got)
+		}
+		return nil
+	})
 }
 
 // syncBuffer is a goroutine-safe log sink.

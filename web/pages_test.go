@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -165,10 +164,7 @@ func TestPageRunFlow(t *testing.T) {
 		t.Fatalf("run should redirect to the run page, got %q", target)
 	}
 	runID := strings.TrimPrefix(target, "/runs/")
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.runs.Active(runID) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitIdle(t, srv, runID)
 	res, html = pageDo(t, ts.URL, "GET", target, "", "")
 	if res.StatusCode != 200 || !strings.Contains(html, `data-status="completed"`) || !strings.Contains(html, `class="ev ph-done"`) {
 		t.Errorf("run page: %d %s", res.StatusCode, html)
@@ -207,13 +203,7 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 	res, _ := pageDo(t, ts.URL, "POST", "/chains/"+ch.ID+"/run", "application/x-www-form-urlencoded", "input={}")
 	target := res.Header.Get("HX-Redirect")
 	runID := strings.TrimPrefix(target, "/runs/")
-	waitRun := func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.runs.Active(runID) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitRun()
+	waitIdle(t, srv, runID)
 	_, html := pageDo(t, ts.URL, "GET", target+"/controls", "", "")
 	if !strings.Contains(html, `id="btn-resume"`) || !strings.Contains(html, "boom") {
 		t.Fatalf("a failed run offers Resume with its error: %s", html)
@@ -226,7 +216,7 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 	if res.Header.Get("HX-Redirect") != target {
 		t.Fatalf("resume: %v %s", res.Header, html)
 	}
-	waitRun()
+	waitIdle(t, srv, runID)
 	if err := srv.runs.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
