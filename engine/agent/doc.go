@@ -1,4 +1,4 @@
-// Package agent is Chain Studio's agent-chaining runtime (seed 004, issue #6).
+// Package agent is Chain Studio's agent-chaining runtime (docs/agents.md).
 //
 // An agent is defined in YAML (one `*.agent.yaml` file per agent, loaded from
 // a folder at start-up). It either calls an OpenAI-compatible chat-completions

@@ -146,6 +146,8 @@ func TestSequentialLinksDoNotOverlap(t *testing.T) {
 		if c > peak.Load() {
 			peak.Store(c)
 		}
+		// A call that takes time, not a wait: overlapping links would
+		// show as a peak above 1.
 		time.Sleep(30 * time.Millisecond)
 		cur.Add(-1)
 		return http.StatusOK, "ok"
@@ -421,12 +423,14 @@ func TestChainAgent(t *testing.T) {
 	wantErrContains(t, err, "nest more than 8 deep")
 }
 
-// Seed 004: under parallel mode the default link runs as its own step after
-// the links that fired (here the unguarded logger), not alongside them.
+// Under parallel mode the default link runs as its own step after the links
+// that fired (here the unguarded logger), not alongside them.
 func TestParallelDefaultRunsAfterTheFanOut(t *testing.T) {
 	var loggerEnd, triageStart atomic.Int64
 	f := newFakeLLM(t, map[string]reply{
 		"log": func(int, chatRequest, *http.Request) (int, string) {
+			// A slow logger, not a wait: were the default link run
+			// alongside it, triage would start before this ends.
 			time.Sleep(40 * time.Millisecond)
 			loggerEnd.Store(time.Now().UnixNano())
 			return http.StatusOK, "logged"
