@@ -59,6 +59,7 @@ func under(path, pkg string) bool { return path == pkg || strings.HasPrefix(path
 // database) builds with store/sqlite. Among tests, web's need a real
 // database too.
 func TestOnlyTheWiringImportsTheSQLiteBackend(t *testing.T) {
+	t.Parallel()
 	sqlite := module + "/store/sqlite"
 	for _, p := range listPackages(t) {
 		if p.ImportPath == sqlite || under(p.ImportPath, sqlite) {
@@ -77,6 +78,7 @@ func TestOnlyTheWiringImportsTheSQLiteBackend(t *testing.T) {
 // TestEngineImportsNoStudioLayer: the engine is pure Go; storage, HTTP and
 // pages depend on it, never the reverse.
 func TestEngineImportsNoStudioLayer(t *testing.T) {
+	t.Parallel()
 	above := []string{module + "/store", module + "/web", module + "/views", module + "/runs", module + "/cmd"}
 	for _, p := range listPackages(t) {
 		if !under(p.ImportPath, module+"/engine") {

@@ -21,6 +21,7 @@ const approvalDoc = `{"name":"approval","nodes":[
 const slowDoc = `{"name":"slow","nodes":[{"node_id":"wait","kind":"tool","name":"delay","input":{"ms":10000}}]}`
 
 func TestStartAndGetRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "lin"))
 
@@ -130,6 +131,7 @@ func TestListRunsKeyset(t *testing.T) {
 }
 
 func TestResumeRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, approvalDoc)
 	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":1}}`)
@@ -178,6 +180,7 @@ func TestResumeRun(t *testing.T) {
 }
 
 func TestResumeFailedRunWithModifiedState(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, `{"name":"f","nodes":[
 		{"node_id":"a","kind":"tool","name":"echo"},
@@ -196,6 +199,7 @@ func TestResumeFailedRunWithModifiedState(t *testing.T) {
 }
 
 func TestCancelRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, slowDoc)
 	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{}`)
@@ -214,6 +218,7 @@ func TestCancelRun(t *testing.T) {
 }
 
 func TestRerunRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "lin"))
 	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":7}}`)

@@ -135,6 +135,7 @@ func checkSeqs(t testing.TB, evs []engine.Event) {
 }
 
 func TestSSEStreamsRunAndCloses(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	runID := startChainRun(t, ts, delayChain("sse", 5, 20))
 	res, err := openSSE(context.Background(), ts.Client(), ts.URL+"/v1/runs/"+runID+"/events")

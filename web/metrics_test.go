@@ -34,6 +34,7 @@ func metricValue(t testing.TB, text, sample string) float64 {
 }
 
 func TestMetricsNeedTheTokenAndCountRuns(t *testing.T) {
+	t.Parallel()
 	const token = "metrics-token"
 	_, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
 	auth := []string{"Authorization", "Bearer " + token}
@@ -93,6 +94,7 @@ func TestMetricsNeedTheTokenAndCountRuns(t *testing.T) {
 
 // The watchers gauge follows open event streams.
 func TestMetricsWatchersGauge(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, `{"name":"w","nodes":[{"node_id":"ask","kind":"interrupt","config":{"prompt":"ok?"}},
 		{"node_id":"wait","kind":"tool","name":"delay","input":{"ms":2000}}],"edges":[{"source":"ask","target":"wait"}]}`)
@@ -138,6 +140,7 @@ func (s *syncBuffer) String() string {
 
 // Every request line carries a request id, every run line its run id.
 func TestLogsCarryRequestAndRunIDs(t *testing.T) {
+	t.Parallel()
 	var buf syncBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, ts := newTestServerWith(t, Config{Logger: log}, testRegistry())

@@ -38,6 +38,7 @@ func pageDo(t *testing.T, base, method, path, contentType, body string) (*http.R
 }
 
 func TestPageExprFragment(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	_, ok := pageDo(t, ts.URL, "POST", "/fragments/expr", "application/x-www-form-urlencoded", "src="+url.QueryEscape("length(output.items) > `0`"))
 	if !strings.Contains(ok, "✓ JMESPath") {
@@ -58,6 +59,7 @@ func TestPageExprFragment(t *testing.T) {
 }
 
 func TestPagePropsPerKind(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	want := map[engine.Kind][]string{
 		engine.KindTool:      {`data-f="name"`, `value="echo"`, `data-f="input_map"`},
@@ -95,6 +97,7 @@ func TestPagePropsPerKind(t *testing.T) {
 }
 
 func TestPageChainListEscapesHostileNames(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	hostile := `<script>alert("x")</script>`
 	_, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: hostile, Description: "<img src=x onerror=alert(1)>",
@@ -122,6 +125,7 @@ func TestPageChainListEscapesHostileNames(t *testing.T) {
 }
 
 func TestPageSaveValidatesAndDetectsConflicts(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	ch, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, "")
 	if err != nil {
@@ -149,6 +153,7 @@ func TestPageSaveValidatesAndDetectsConflicts(t *testing.T) {
 }
 
 func TestPageRunFlow(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	ch, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "r", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, "")
 	if err != nil {
@@ -192,6 +197,7 @@ func TestPageRunFlow(t *testing.T) {
 }
 
 func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	doc := &engine.Chain{Name: "f", Nodes: []engine.Node{
 		{ID: "a", Kind: engine.KindTool, Name: "fail", Input: map[string]any{"message": "boom", "until_attempt": 2}},
@@ -236,6 +242,7 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 }
 
 func TestPageStaticAssetsAreCached(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	res, body := pageDo(t, ts.URL, "GET", "/static/js/editor.js?v="+assetHash, "", "")
 	if res.StatusCode != 200 || !strings.Contains(res.Header.Get("Cache-Control"), "immutable") || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") || len(body) == 0 {

@@ -131,6 +131,7 @@ func shellWords(s string) (words []string, comment string, err error) {
 }
 
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in      string
 		words   []string
@@ -179,6 +180,7 @@ func studioArgs(words []string) (args []string, goRun, ok bool) {
 // starts the studio is started on a free port with a temporary database,
 // probed at /healthz and stopped with SIGTERM.
 func TestReadmeCommands(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

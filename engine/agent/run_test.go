@@ -23,6 +23,7 @@ func echoAgent(name string) string {
 }
 
 func TestFiringTable(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"sequential", "parallel"} {
 		s := mustSet(t, "",
 			scorer("    mode: "+mode+"\n    on_complete:\n"+
@@ -56,6 +57,7 @@ func TestFiringTable(t *testing.T) {
 }
 
 func TestGuardsAreStrict(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		scorer("    on_complete:\n      - agent: hot\n        when: '{{ output.data.scroe > 7 }}'\n        on_error: continue\n      - agent: logger\n"),
 		echoAgent("hot"), echoAgent("logger"))
@@ -71,6 +73,7 @@ func TestGuardsAreStrict(t *testing.T) {
 }
 
 func TestSequentialGuardsReadSteps(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		scorer("    on_complete:\n"+
 			"      - agent: enrich\n"+
@@ -120,6 +123,7 @@ func barrier(n int, content string) (reply, *atomic.Int32) {
 }
 
 func TestParallelLinksOverlap(t *testing.T) {
+	t.Parallel()
 	rep, peak := barrier(3, "done")
 	f := newFakeLLM(t, map[string]reply{"slow": rep})
 	model := "model: {url: '%URL%', name: slow}\n"
@@ -140,6 +144,7 @@ func TestParallelLinksOverlap(t *testing.T) {
 }
 
 func TestSequentialLinksDoNotOverlap(t *testing.T) {
+	t.Parallel()
 	var cur, peak atomic.Int32
 	rep := func(int, chatRequest, *http.Request) (int, string) {
 		c := cur.Add(1)
@@ -164,6 +169,7 @@ func TestSequentialLinksDoNotOverlap(t *testing.T) {
 }
 
 func TestRetryThenSuccess(t *testing.T) {
+	t.Parallel()
 	f := newFakeLLM(t, map[string]reply{"flaky": func(n int, _ chatRequest, _ *http.Request) (int, string) {
 		if n < 3 {
 			return http.StatusInternalServerError, `{"error":"overloaded"}`
@@ -193,6 +199,7 @@ func TestRetryThenSuccess(t *testing.T) {
 }
 
 func TestTimeoutNamesSeconds(t *testing.T) {
+	t.Parallel()
 	f := newFakeLLM(t, map[string]reply{"sleepy": func(_ int, _ chatRequest, r *http.Request) (int, string) {
 		select {
 		case <-r.Context().Done():
@@ -216,6 +223,7 @@ func TestTimeoutNamesSeconds(t *testing.T) {
 }
 
 func TestOnError(t *testing.T) {
+	t.Parallel()
 	failing := "name: broken\ntool: fail\ninput: {message: 'CRM is down'}\n"
 	failingWithChain := failing + "spec:\n  chain:\n    on_complete: [{agent: child}]\n"
 	t.Run("stop", func(t *testing.T) {
@@ -279,6 +287,7 @@ func TestOnError(t *testing.T) {
 }
 
 func TestDepthGuardsReadTheirParent(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		scorer("    on_complete:\n      - {agent: b, when: '{{ output.data.score > 7 }}'}\n"),
 		toolAgent("b", "{level: `2`}", "    on_complete:\n      - {agent: c, when: '{{ output.data.level == 2 }}'}\n      - {agent: no, when: '{{ output.data.level == 1 }}'}\n      - {agent: strict, when: '{{ output.data.score > 7 }}', on_error: continue}\n"),
@@ -370,6 +379,7 @@ func TestModelAgentStructuredOutput(t *testing.T) {
 }
 
 func TestToolAgentResults(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		"name: words\ntool: transform\ninput: {expression: 'query'}\n",
 		"name: words-json\ntool: transform\ninput: {expression: 'query'}\nspec:\n  output_schema:\n    n: {type: integer}\n",
@@ -402,6 +412,7 @@ func TestToolAgentResults(t *testing.T) {
 }
 
 func TestChainAgent(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "", "name: saved\nchain: my-chain\ninput: {extra: 1}\n")
 	reg := testRegistry()
 	var got map[string]any
@@ -426,6 +437,7 @@ func TestChainAgent(t *testing.T) {
 // Under parallel mode the default link runs as its own step after the links
 // that fired (here the unguarded logger), not alongside them.
 func TestParallelDefaultRunsAfterTheFanOut(t *testing.T) {
+	t.Parallel()
 	var loggerEnd, triageStart atomic.Int64
 	f := newFakeLLM(t, map[string]reply{
 		"log": func(int, chatRequest, *http.Request) (int, string) {
