@@ -35,20 +35,28 @@ func liveProgress(t testing.TB, srv *Server, runID string) func() int64 {
 }
 
 // gatedRegistry is the test registry plus a "gate" tool that returns once
-// open is called (open may be called more than once).
+// open is called.
 func gatedRegistry() (reg *engine.Registry, open func()) {
+	reg = testRegistry()
+	gate, open := gateTool()
+	reg.Register("gate", gate)
+	return reg, open
+}
+
+// gateTool is a tool that returns once open is called (open may be called
+// more than once): a run that waits for the test, not for the clock.
+func gateTool() (fn tool.Func, open func()) {
 	gate := make(chan struct{})
 	var once sync.Once
-	reg = testRegistry()
-	reg.Register("gate", func(ctx context.Context, _ map[string]any, _ tool.Emitter) (any, error) {
+	fn = func(ctx context.Context, _ map[string]any, _ tool.Emitter) (any, error) {
 		select {
 		case <-gate:
 			return "open", nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	})
-	return reg, func() { once.Do(func() { close(gate) }) }
+	}
+	return fn, func() { once.Do(func() { close(gate) }) }
 }
 
 // delayChain is a linear chain of n delay nodes of ms milliseconds each.
@@ -259,16 +267,24 @@ func TestSSEManyWatchers(t *testing.T) {
 func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
 	t.Parallel()
 	reg, open := gatedRegistry()
-	_, ts := newTestServerOpts(t, Config{}, reg, func(o *runs.Options) { o.HubBuffer = 1 }) // every burst overflows
-	// A gate that opens once the watcher is connected, then a burst of
-	// inline echo nodes.
-	var nodes, edges []string
-	nodes = append(nodes, `{"node_id":"n0","kind":"tool","name":"gate"}`)
-	for i := 1; i < 30; i++ {
-		nodes = append(nodes, fmt.Sprintf(`{"node_id":"n%d","kind":"tool","name":"echo"}`, i))
-		edges = append(edges, fmt.Sprintf(`{"source":"n%d","target":"n%d"}`, i-1, i))
-	}
-	runID := startChainRun(t, ts, `{"name":"drop","nodes":[`+strings.Join(nodes, ",")+`],"edges":[`+strings.Join(edges, ",")+`]}`)
+	// A burst of progress events in a tight loop: no watcher drains a
+	// one-event buffer that fast, so the hub cuts it loose.
+	const burst = 2000
+	reg.Register("burst", func(_ context.Context, _ map[string]any, emit tool.Emitter) (any, error) {
+		for i := range burst {
+			emit(i)
+		}
+		return burst, nil
+	})
+	// The run stays active after the burst, until the first stream ended:
+	// the watcher is dropped, not merely replayed a finished run.
+	hold, release := gateTool()
+	reg.Register("hold", hold)
+	_, ts := newTestServerOpts(t, Config{}, reg, func(o *runs.Options) { o.HubBuffer = 1 })
+	// A gate that opens once the watcher is connected, the burst, the hold.
+	runID := startChainRun(t, ts, `{"name":"drop","nodes":[{"node_id":"gate","kind":"tool","name":"gate"},
+		{"node_id":"burst","kind":"tool","name":"burst"},{"node_id":"hold","kind":"tool","name":"hold"}],
+		"edges":[{"source":"gate","target":"burst"},{"source":"burst","target":"hold"}]}`)
 	var all []engine.Event
 	dropped := 0
 	for attempt := 0; attempt < 100; attempt++ {
@@ -283,10 +299,9 @@ func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
 		if attempt == 0 {
 			open() // the stream is subscribed once its headers are here
 		}
-		// A slow reader is what this test is about, not a wait: the hub
-		// must cut it loose.
-		out := readStream(t, res.Body, func(engine.Event) bool { time.Sleep(2 * time.Millisecond); return false })
+		out := readStream(t, res.Body, nil)
 		res.Body.Close()
+		release()
 		all = append(all, out.events...)
 		if out.run != nil {
 			break
@@ -294,8 +309,8 @@ func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
 		dropped++
 	}
 	checkSeqs(t, all)
-	if len(all) != 60 {
-		t.Fatalf("%d events after %d reconnects", len(all), dropped)
+	if want := 2 + 2 + burst + 2; len(all) != want {
+		t.Fatalf("%d events after %d reconnects, want %d", len(all), dropped, want)
 	}
 	if dropped == 0 {
 		t.Fatalf("the watcher was never dropped; the test proves nothing")

@@ -55,6 +55,9 @@ func alive(pid int) bool {
 // (the one goroutine still inside the tool that ignores cancellation ends
 // as soon as the tool returns).
 func TestFaultsTimeoutsFreeEverything(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real child processes and seven timeouts, about 4 s (make test runs it)")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}

@@ -181,6 +181,9 @@ func studioArgs(words []string) (args []string, goRun, ok bool) {
 // probed at /healthz and stopped with SIGTERM.
 func TestReadmeCommands(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the studio binary and runs every README command (make test runs it)")
+	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
