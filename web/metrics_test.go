@@ -95,9 +95,12 @@ func TestMetricsNeedTheTokenAndCountRuns(t *testing.T) {
 // The watchers gauge follows open event streams.
 func TestMetricsWatchersGauge(t *testing.T) {
 	t.Parallel()
-	_, ts := newTestServer(t)
+	reg, open := gatedRegistry()
+	_, ts := newTestServerWith(t, Config{}, reg)
+	// The run waits at its gate, with the stream open, until the gauge is read.
+	defer open()
 	id := createChain(t, ts, `{"name":"w","nodes":[{"node_id":"ask","kind":"interrupt","config":{"prompt":"ok?"}},
-		{"node_id":"wait","kind":"tool","name":"delay","input":{"ms":2000}}],"edges":[{"source":"ask","target":"wait"}]}`)
+		{"node_id":"wait","kind":"tool","name":"gate"}],"edges":[{"source":"ask","target":"wait"}]}`)
 	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", nil)
 	wantStatus(t, r, http.StatusAccepted)
 	run := r.json(t)["run_id"].(string)
