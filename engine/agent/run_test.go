@@ -315,6 +315,7 @@ func TestDepthGuardsReadTheirParent(t *testing.T) {
 }
 
 func TestModelAgentStructuredOutput(t *testing.T) {
+	t.Parallel()
 	f := newFakeLLM(t, map[string]reply{
 		"good":  say("Lead qualified 8/10 -- budget confirmed.\n\n```json\n{\"score\": 1}\n```\nActually:\n```json\n{\"score\": 8, \"urgent\": true}\n```\n"),
 		"bare":  say(`{"score": 3, "urgent": false}`),
@@ -327,9 +328,17 @@ func TestModelAgentStructuredOutput(t *testing.T) {
 		return "name: " + name + "\nsystem_prompt: You qualify leads.\nprompt: 'Qualify: {{ query }} (budget {{ context.budget }})'\nmodel: {url: '%URL%', name: " + name + ", api_key_env: TEST_AGENT_KEY, temperature: 0}\n" + schema
 	}
 	s := mustSet(t, f.url(), mk("good"), mk("bare"), mk("prose"), mk("wrong"), "name: plain\nmodel: {url: '%URL%', name: plain}\n")
-	t.Setenv("TEST_AGENT_KEY", "sk-test")
+	// The model client's environment, not the process's: the test runs in
+	// parallel with others.
+	key := "sk-test"
+	rt := &Runtime{Set: s, Model: ModelClient{Getenv: func(name string) string {
+		if name == "TEST_AGENT_KEY" {
+			return key
+		}
+		return ""
+	}}}
 
-	_, r := runAgent(t, s, "good", "ACME", map[string]any{"budget": 5000})
+	_, r := runAgentOn(t, rt, "good", "ACME", map[string]any{"budget": 5000})
 	if r.Chain != nil || r.Result["answer"] != "Lead qualified 8/10 -- budget confirmed.\n\n```json\n{\"score\": 1}\n```\nActually:\n```json\n{\"score\": 8, \"urgent\": true}\n```\n" {
 		t.Fatalf("the answer is never altered: %q", r.Result["answer"])
 	}
@@ -346,19 +355,19 @@ func TestModelAgentStructuredOutput(t *testing.T) {
 		t.Fatalf("authorization %q", h)
 	}
 
-	_, r = runAgent(t, s, "bare", "x", nil)
+	_, r = runAgentOn(t, rt, "bare", "x", nil)
 	if d := r.Result["data"].(map[string]any); d["score"] != float64(3) {
 		t.Fatalf("bare JSON: %+v", r.Result)
 	}
-	_, r = runAgent(t, s, "prose", "x", nil)
+	_, r = runAgentOn(t, rt, "prose", "x", nil)
 	if r.Result["data"] != nil || !strings.Contains(r.Result["data_error"].(string), "no ```json block") {
 		t.Fatalf("no JSON: %+v", r.Result)
 	}
-	_, r = runAgent(t, s, "wrong", "x", nil)
+	_, r = runAgentOn(t, rt, "wrong", "x", nil)
 	if r.Result["data"] != nil || r.Result["data_error"] != "data does not match output_schema: score: want integer, got boolean true; urgent: want boolean, got string \"yes\"" {
 		t.Fatalf("invalid data: %+v", r.Result)
 	}
-	_, r = runAgent(t, s, "plain", "hello", nil)
+	_, r = runAgentOn(t, rt, "plain", "hello", nil)
 	if _, has := r.Result["data"]; has || r.Result["answer"] != "Just prose." {
 		t.Fatalf("no schema, no data keys: %+v", r.Result)
 	}
@@ -371,8 +380,8 @@ func TestModelAgentStructuredOutput(t *testing.T) {
 	}
 
 	// The key's variable is not set: a clear error, no request.
-	t.Setenv("TEST_AGENT_KEY", "")
-	_, r = runAgent(t, s, "good", "x", nil)
+	key = ""
+	_, r = runAgentOn(t, rt, "good", "x", nil)
 	if !strings.Contains(r.Error, "model.api_key_env names TEST_AGENT_KEY, which is not set") {
 		t.Fatalf("error %q", r.Error)
 	}
