@@ -93,3 +93,17 @@ func TestEngineImportsNoStudioLayer(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTestsImportTestutil: internal/testutil is for tests; no package
+// the studio is built from links it (nor the testing package it brings).
+// Test-support packages (store/storetest) may.
+func TestOnlyTestsImportTestutil(t *testing.T) {
+	t.Parallel()
+	testutil := module + "/internal/testutil"
+	for _, p := range listPackages(t) {
+		support := p.ImportPath == testutil || strings.HasSuffix(p.ImportPath, "test")
+		if !support && slices.Contains(p.Deps, testutil) {
+			t.Errorf("%s depends on %s: only _test.go files may import it", p.ImportPath, testutil)
+		}
+	}
+}
