@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -21,7 +22,8 @@ import (
 )
 
 // liveProgress follows runID on the run service's live hub and returns the
-// highest seq seen so far: tests wait on the run's own events, not on time.
+// highest seq seen so far (math.MaxInt64 once the run stopped): tests wait
+// on the run's own events, not on time. Call it right after the start.
 func liveProgress(t testing.TB, srv *Server, runID string) func() int64 {
 	var seq atomic.Int64
 	sub := service(srv).Subscribe(runID)
@@ -30,6 +32,7 @@ func liveProgress(t testing.TB, srv *Server, runID string) func() int64 {
 		for ev := range sub.C {
 			seq.Store(max(seq.Load(), ev.Seq))
 		}
+		seq.Store(math.MaxInt64)
 	}()
 	return seq.Load
 }
