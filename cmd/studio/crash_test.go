@@ -211,14 +211,10 @@ FROM event_batches b, json_each(b.body) e`)
 //	go test ./cmd/studio -run TestKillNineAndRestart -v
 func TestKillNineAndRestart(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the studio binary")
+		t.Skip("builds the studio and kills it mid-run (make test runs it)")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "studio")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtStudio(t)
 	db := filepath.Join(dir, "studio.db")
 	p := startStudio(t, bin, db)
 	killed := false

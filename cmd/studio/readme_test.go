@@ -193,11 +193,7 @@ func TestReadmeCommands(t *testing.T) {
 		t.Fatalf("found %d shell lines in README.md; the code blocks moved?", len(lines))
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "studio")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtStudio(t)
 	// Nothing a README line does may touch the developer's database, port
 	// or agents.
 	env := append(os.Environ(), "STUDIO_DB="+filepath.Join(tmp, "studio.db"), "STUDIO_ADDR=127.0.0.1:0",
