@@ -49,22 +49,3 @@ func Poll(timeout time.Duration, cond func() error) error {
 		wait = min(2*wait, 50*time.Millisecond)
 	}
 }
-
-// Receive waits up to timeout for a value on ch, failing the test with
-// what was awaited when none comes (or ch is closed).
-func Receive[T any](t testing.TB, ch <-chan T, timeout time.Duration, what string) T {
-	t.Helper()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case v, ok := <-ch:
-		if !ok {
-			t.Fatalf("%s: the channel closed", what)
-		}
-		return v
-	case <-timer.C:
-		t.Fatalf("%s: nothing within %v", what, timeout)
-	}
-	var zero T
-	return zero
-}

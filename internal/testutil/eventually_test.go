@@ -58,17 +58,3 @@ func TestEventuallyFailsWithTheConditionsMessage(t *testing.T) {
 		t.Fatalf("message %q does not say what was still wrong", f.msg)
 	}
 }
-
-func TestReceive(t *testing.T) {
-	t.Parallel()
-	ch := make(chan int, 1)
-	ch <- 7
-	if v := Receive(t, ch, time.Second, "a value"); v != 7 {
-		t.Fatalf("got %d", v)
-	}
-	f := &fakeT{}
-	Receive(f, make(chan int), 10*time.Millisecond, "the run's end")
-	if !strings.Contains(f.msg, "the run's end") {
-		t.Fatalf("message %q", f.msg)
-	}
-}
