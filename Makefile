@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet vuln unit race e2e screenshots bench generate run fuzz build
+.PHONY: test vet vuln unit short race e2e screenshots bench generate run fuzz build
 
 # The state of the tracked files (empty outside a git checkout): the tests
 # must leave it as they found it.
@@ -40,6 +40,13 @@ vuln:
 # testdata/fuzz are replayed as ordinary tests.
 unit:
 	$(GO) test -race -count=1 $(PKGS)
+
+# The inner loop while editing: every package's tests with -short, which
+# skips the slow ones (child processes killed mid-run, the README commands
+# against a built binary, the load test, the fault-timeout test); well under
+# 15 s. No race detector, no cache bypass: `make test` runs everything.
+short:
+	$(GO) test -short $(PKGS)
 
 # Browser tests of the designer (Playwright + Debian Chromium); installs
 # Chromium and the npm devDependencies when missing. See scripts/e2e.sh.

@@ -67,6 +67,9 @@ type Options struct {
 	HubBuffer int
 	// Events configure the event writer the service opens on Store.
 	Events store.EventWriterOptions
+	// Now stamps the runs the service creates (Run.Started); default
+	// time.Now. Tests set it to order runs without waiting for the clock.
+	Now func() time.Time
 }
 
 // Service runs chains in the background and tells the hub's watchers when
@@ -78,6 +81,7 @@ type Service struct {
 	events store.EventWriter
 	log    *slog.Logger
 	obs    Observer
+	now    func() time.Time
 
 	base   context.Context
 	stop   context.CancelCauseFunc
@@ -105,9 +109,12 @@ func New(opts Options) (*Service, error) {
 	if opts.HubBuffer <= 0 {
 		opts.HubBuffer = 4096
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	base, stop := context.WithCancelCause(context.Background())
 	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), events: opts.Store.NewEventWriter(opts.Events),
-		log: opts.Logger, obs: opts.Observer, base: base, stop: stop, active: map[string]context.CancelCauseFunc{}}
+		log: opts.Logger, obs: opts.Observer, now: opts.Now, base: base, stop: stop, active: map[string]context.CancelCauseFunc{}}
 	sink := engine.MultiSink{s.events, s.hub}
 	var cp engine.Checkpointer = opts.Store
 	if s.obs != nil {
@@ -139,7 +146,7 @@ func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]a
 		input = map[string]any{}
 	}
 	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun,
-		Input: input, Status: engine.StatusRunning, Started: time.Now()}
+		Input: input, Status: engine.StatusRunning, Started: s.now()}
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
@@ -157,7 +164,7 @@ func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]a
 // early when ctx ends.
 func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error) {
 	id := uuid.NewString()
-	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: engine.StatusRunning, Started: time.Now()}
+	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: engine.StatusRunning, Started: s.now()}
 	if _, err := s.createRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
 	}
@@ -238,7 +245,7 @@ func (s *Service) Rerun(ctx context.Context, runID, fromNode string, input, modi
 		input = orig.Input
 	}
 	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
-		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: engine.StatusRunning, Started: time.Now()}
+		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: engine.StatusRunning, Started: s.now()}
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}

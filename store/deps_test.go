@@ -59,6 +59,7 @@ func under(path, pkg string) bool { return path == pkg || strings.HasPrefix(path
 // database) builds with store/sqlite. Among tests, web's need a real
 // database too.
 func TestOnlyTheWiringImportsTheSQLiteBackend(t *testing.T) {
+	t.Parallel()
 	sqlite := module + "/store/sqlite"
 	for _, p := range listPackages(t) {
 		if p.ImportPath == sqlite || under(p.ImportPath, sqlite) {
@@ -77,6 +78,7 @@ func TestOnlyTheWiringImportsTheSQLiteBackend(t *testing.T) {
 // TestEngineImportsNoStudioLayer: the engine is pure Go; storage, HTTP and
 // pages depend on it, never the reverse.
 func TestEngineImportsNoStudioLayer(t *testing.T) {
+	t.Parallel()
 	above := []string{module + "/store", module + "/web", module + "/views", module + "/runs", module + "/cmd"}
 	for _, p := range listPackages(t) {
 		if !under(p.ImportPath, module+"/engine") {
@@ -88,6 +90,20 @@ func TestEngineImportsNoStudioLayer(t *testing.T) {
 					t.Errorf("%s depends on %s", p.ImportPath, d)
 				}
 			}
+		}
+	}
+}
+
+// TestOnlyTestsImportTestutil: internal/testutil is for tests; no package
+// the studio is built from links it (nor the testing package it brings).
+// Test-support packages (store/storetest) may.
+func TestOnlyTestsImportTestutil(t *testing.T) {
+	t.Parallel()
+	testutil := module + "/internal/testutil"
+	for _, p := range listPackages(t) {
+		support := p.ImportPath == testutil || strings.HasSuffix(p.ImportPath, "test")
+		if !support && slices.Contains(p.Deps, testutil) {
+			t.Errorf("%s depends on %s: only _test.go files may import it", p.ImportPath, testutil)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 )
 
 func TestErrorCodeAndMessage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		err       error
@@ -34,6 +35,7 @@ func TestErrorCodeAndMessage(t *testing.T) {
 
 // The typed errors still answer errors.Is for their kind, and only for it.
 func TestTypedErrorsUnwrapToTheirKind(t *testing.T) {
+	t.Parallel()
 	name := fmt.Errorf("create: %w", &ConflictError{Name: "a"})
 	if !errors.Is(name, ErrNameTaken) || errors.Is(name, ErrVersionConflict) {
 		t.Errorf("name conflict: Is(ErrNameTaken)=%v Is(ErrVersionConflict)=%v", errors.Is(name, ErrNameTaken), errors.Is(name, ErrVersionConflict))

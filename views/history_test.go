@@ -10,6 +10,7 @@ import (
 )
 
 func TestGroupVersions(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	var vs []store.ChainVersion
 	add := func(kind store.VersionKind, at time.Duration, msg string) {
@@ -48,6 +49,7 @@ func TestGroupVersions(t *testing.T) {
 }
 
 func TestDiffValue(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]string{
 		`"input.x > 1 && y"`: "input.x > 1 && y",
 		`{"b":1,"a":"<x>"}`:  "{\n  \"a\": \"<x>\",\n  \"b\": 1\n}",

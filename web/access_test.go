@@ -10,6 +10,7 @@ import (
 // and the API answer 401, and nothing but /healthz, /login and /static/*
 // is served; a path that only looks public gets nothing else.
 func TestAccessWithToken(t *testing.T) {
+	t.Parallel()
 	const token = "access-token"
 	srv, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
 	client := *ts.Client()
@@ -75,6 +76,7 @@ func TestAccessWithToken(t *testing.T) {
 // Every state-changing route (API and pages) refuses a cross-site browser
 // request, with or without the token.
 func TestEveryStateChangeRefusesCrossSite(t *testing.T) {
+	t.Parallel()
 	const token = "csrf-token"
 	srv, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
 	n := 0
@@ -111,6 +113,7 @@ func TestEveryStateChangeRefusesCrossSite(t *testing.T) {
 // Every kind of response carries the security headers: API, pages, static
 // files, /metrics, and the errors the middleware answers (401, 403, 404, 413).
 func TestSecurityHeadersEverywhere(t *testing.T) {
+	t.Parallel()
 	const token = "hdr-token"
 	_, ts := newTestServerWith(t, Config{Token: token, BodyLimit: 1024}, testRegistry())
 	auth := []string{"Authorization", "Bearer " + token}
@@ -153,6 +156,7 @@ func TestSecurityHeadersEverywhere(t *testing.T) {
 // The login flow: the pages redirect to /login, which must exist and set an
 // HttpOnly, SameSite cookie. Skipped (and reported) while /login is missing.
 func TestLoginCookie(t *testing.T) {
+	t.Parallel()
 	const token = "login-token"
 	srv, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
 	has := false

@@ -13,6 +13,7 @@ import (
 // table (engine/testdata/a2e_wire_codes.json) with that code in
 // error.code, as one chain/resp and at the end of an NDJSON stream.
 func TestA2EHTTPErrorCodes(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../engine/testdata/a2e_wire_codes.json")
 	if err != nil {
 		t.Fatal(err)

@@ -129,6 +129,7 @@ func jsonEqual(a, b any) bool {
 }
 
 func TestA2ESeedExampleSSE(t *testing.T) {
+	t.Parallel()
 	_, ts := newA2EServer(t)
 	start := time.Now()
 	res := postA2E(t, ts, seedSimpleLinearChain, "")
@@ -162,6 +163,7 @@ func TestA2ESeedExampleSSE(t *testing.T) {
 }
 
 func TestA2ESeedExampleNDJSON(t *testing.T) {
+	t.Parallel()
 	_, ts := newA2EServer(t)
 	start := time.Now()
 	res := postA2E(t, ts, seedSimpleLinearChain, "application/x-ndjson")
@@ -182,6 +184,7 @@ func TestA2ESeedExampleNDJSON(t *testing.T) {
 }
 
 func TestA2ENotStreaming(t *testing.T) {
+	t.Parallel()
 	_, ts := newA2EServer(t)
 	body := strings.Replace(seedSimpleLinearChain, `"streaming":true`, `"streaming":false`, 1)
 	r := do(t, ts, "POST", "/v1/a2e", body)
@@ -196,6 +199,7 @@ func TestA2ENotStreaming(t *testing.T) {
 }
 
 func TestA2EErrors(t *testing.T) {
+	t.Parallel()
 	_, ts := newA2EServer(t)
 	// Not decodable: 400 with the path.
 	r := do(t, ts, "POST", "/v1/a2e", `{"type":"chain/req","nodes":[{"node_id":"a","kind":"tool","bogus":1}]}`)

@@ -56,6 +56,7 @@ func newAgentServer(t *testing.T, dir string) (*Server, *httptest.Server) {
 func exampleAgents() string { return filepath.Join("..", "examples", "agents") }
 
 func TestAgentList(t *testing.T) {
+	t.Parallel()
 	_, ts := newAgentServer(t, exampleAgents())
 	r := do(t, ts, "GET", "/v1/agents", nil)
 	wantStatus(t, r, http.StatusOK)
@@ -91,6 +92,7 @@ func TestAgentList(t *testing.T) {
 }
 
 func TestAgentChainGraph(t *testing.T) {
+	t.Parallel()
 	_, ts := newAgentServer(t, exampleAgents())
 	r := do(t, ts, "GET", "/v1/agents/sales-qualifier/chain", nil)
 	wantStatus(t, r, http.StatusOK)
@@ -123,6 +125,7 @@ func TestAgentChainGraph(t *testing.T) {
 }
 
 func TestAgentRunIsAStudioRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newAgentServer(t, exampleAgents())
 	r := do(t, ts, "POST", "/v1/agents/sales-qualifier/run", map[string]any{
 		"query": "Ana at ACME", "session_id": "s-1", "context": map[string]any{"budget": 75000, "timeline_days": 10}})
@@ -164,6 +167,7 @@ func TestAgentRunIsAStudioRun(t *testing.T) {
 }
 
 func TestAgentRunWithModel(t *testing.T) {
+	t.Parallel()
 	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Model string `json:"model"`
@@ -220,6 +224,7 @@ func TestAgentRunWithModel(t *testing.T) {
 }
 
 func TestAgentRunErrors(t *testing.T) {
+	t.Parallel()
 	_, ts := newAgentServer(t, exampleAgents())
 	r := do(t, ts, "POST", "/v1/agents/ghost/run", map[string]any{"query": "x"})
 	wantStatus(t, r, http.StatusNotFound)
@@ -235,6 +240,7 @@ func TestAgentRunErrors(t *testing.T) {
 // A skill node may call an agent's compiled chain by its reserved name, and a
 // chain: agent runs a saved chain.
 func TestAgentChainsResolve(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(dir, "saved.agent.yaml"), []byte("name: saved\nchain: linear-x\n"), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "a.agent.yaml"), []byte("name: a\ntool: echo\nspec:\n  chain:\n    on_complete: [{agent: saved}]\n"), 0o644)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCreateChain(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 
 	r := do(t, ts, "POST", "/v1/chains", fmt.Sprintf(linearDoc, "first"))
@@ -70,6 +71,7 @@ func TestCreateChain(t *testing.T) {
 }
 
 func TestListChains(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	for _, n := range []string{"alpha", "beta", "alphabet", "gamma"} {
 		createChain(t, ts, fmt.Sprintf(linearDoc, n))
@@ -114,6 +116,7 @@ func TestListChains(t *testing.T) {
 }
 
 func TestGetUpdateDeleteChain(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "c"))
 
@@ -173,6 +176,7 @@ func TestGetUpdateDeleteChain(t *testing.T) {
 }
 
 func TestVersionsRestoreDiff(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "v"))
 	three := `{"name":"v","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"}],
@@ -229,6 +233,7 @@ func TestVersionsRestoreDiff(t *testing.T) {
 }
 
 func TestValidateEndpoint(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	createChain(t, ts, `{"name":"sub","nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`)
 
@@ -261,6 +266,7 @@ func TestValidateEndpoint(t *testing.T) {
 }
 
 func TestExportImport(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, `My \"chain\"`))
 
@@ -321,6 +327,7 @@ func TestExportImport(t *testing.T) {
 }
 
 func TestBodyLimitIs413JSON(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServerWith(t, Config{BodyLimit: 1024}, testRegistry())
 	big := `{"name":"x","description":"` + strings.Repeat("a", 4096) + `","nodes":[]}`
 	r := do(t, ts, "POST", "/v1/chains", big)

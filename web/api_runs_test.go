@@ -3,9 +3,13 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/runs"
 )
 
 const approvalDoc = `{"name":"approval","nodes":[
@@ -17,6 +21,7 @@ const approvalDoc = `{"name":"approval","nodes":[
 const slowDoc = `{"name":"slow","nodes":[{"node_id":"wait","kind":"tool","name":"delay","input":{"ms":10000}}]}`
 
 func TestStartAndGetRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "lin"))
 
@@ -69,14 +74,19 @@ func TestStartAndGetRun(t *testing.T) {
 }
 
 func TestListRunsKeyset(t *testing.T) {
-	_, ts := newTestServer(t)
+	t.Parallel()
+	// Each run starts 1 ms after the previous one, on the service's clock.
+	var ticks atomic.Int64
+	epoch := time.Now()
+	_, ts := newTestServerOpts(t, Config{}, testRegistry(), func(o *runs.Options) {
+		o.Now = func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+	})
 	a := createChain(t, ts, fmt.Sprintf(linearDoc, "a"))
 	b := createChain(t, ts, fmt.Sprintf(linearDoc, "b"))
 	var ids []string
 	for i := 0; i < 3; i++ {
 		r := do(t, ts, "POST", "/v1/chains/"+a+"/runs", `{}`)
 		ids = append(ids, r.json(t)["run_id"].(string))
-		time.Sleep(2 * time.Millisecond) // distinct start times
 	}
 	r := do(t, ts, "POST", "/v1/chains/"+b+"/runs", `{}`)
 	ids = append(ids, r.json(t)["run_id"].(string))
@@ -108,8 +118,12 @@ func TestListRunsKeyset(t *testing.T) {
 		t.Fatalf("paging: %d runs in %d pages", len(seen), pages)
 	}
 	r = do(t, ts, "GET", "/v1/runs", nil)
-	if len(r.json(t)["runs"].([]any)) != 4 {
-		t.Fatalf("all runs: %s", r.body)
+	var newest []string
+	for _, x := range r.json(t)["runs"].([]any) {
+		newest = append(newest, x.(map[string]any)["id"].(string))
+	}
+	if want := []string{ids[3], ids[2], ids[1], ids[0]}; !slices.Equal(newest, want) {
+		t.Fatalf("all runs, newest first: %v, want %v", newest, want)
 	}
 	wantStatus(t, do(t, ts, "GET", "/v1/runs?before=!!!", nil), 400)
 	wantStatus(t, do(t, ts, "GET", "/v1/runs?before=bm90LWEtY3Vyc29y", nil), 400)
@@ -117,6 +131,7 @@ func TestListRunsKeyset(t *testing.T) {
 }
 
 func TestResumeRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, approvalDoc)
 	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":1}}`)
@@ -165,6 +180,7 @@ func TestResumeRun(t *testing.T) {
 }
 
 func TestResumeFailedRunWithModifiedState(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, `{"name":"f","nodes":[
 		{"node_id":"a","kind":"tool","name":"echo"},
@@ -183,6 +199,7 @@ func TestResumeFailedRunWithModifiedState(t *testing.T) {
 }
 
 func TestCancelRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, slowDoc)
 	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{}`)
@@ -201,6 +218,7 @@ func TestCancelRun(t *testing.T) {
 }
 
 func TestRerunRun(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "lin"))
 	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":7}}`)

@@ -5,17 +5,62 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/tool"
+	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/runs"
 )
+
+// liveProgress follows runID on the run service's live hub and returns the
+// highest seq seen so far (math.MaxInt64 once the run stopped): tests wait
+// on the run's own events, not on time. Call it right after the start.
+func liveProgress(t testing.TB, srv *Server, runID string) func() int64 {
+	var seq atomic.Int64
+	sub := service(srv).Subscribe(runID)
+	t.Cleanup(func() { service(srv).Unsubscribe(sub) })
+	go func() {
+		for ev := range sub.C {
+			seq.Store(max(seq.Load(), ev.Seq))
+		}
+		seq.Store(math.MaxInt64)
+	}()
+	return seq.Load
+}
+
+// gatedRegistry is the test registry plus a "gate" tool that returns once
+// open is called.
+func gatedRegistry() (reg *engine.Registry, open func()) {
+	reg = testRegistry()
+	gate, open := gateTool()
+	reg.Register("gate", gate)
+	return reg, open
+}
+
+// gateTool is a tool that returns once open is called (open may be called
+// more than once): a run that waits for the test, not for the clock.
+func gateTool() (fn tool.Func, open func()) {
+	gate := make(chan struct{})
+	var once sync.Once
+	fn = func(ctx context.Context, _ map[string]any, _ tool.Emitter) (any, error) {
+		select {
+		case <-gate:
+			return "open", nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return fn, func() { once.Do(func() { close(gate) }) }
+}
 
 // delayChain is a linear chain of n delay nodes of ms milliseconds each.
 func delayChain(name string, n int, ms int) string {
@@ -101,6 +146,7 @@ func checkSeqs(t testing.TB, evs []engine.Event) {
 }
 
 func TestSSEStreamsRunAndCloses(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	runID := startChainRun(t, ts, delayChain("sse", 5, 20))
 	res, err := openSSE(context.Background(), ts.Client(), ts.URL+"/v1/runs/"+runID+"/events")
@@ -140,8 +186,10 @@ func TestSSEStreamsRunAndCloses(t *testing.T) {
 // A watcher that disconnects mid-run and reconnects with Last-Event-ID gets
 // every event exactly once.
 func TestSSEReconnectWithLastEventID(t *testing.T) {
-	_, ts := newTestServer(t)
+	t.Parallel()
+	srv, ts := newTestServer(t)
 	runID := startChainRun(t, ts, delayChain("reconnect", 20, 15))
+	seen := liveProgress(t, srv, runID)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	res, err := openSSE(ctx, ts.Client(), ts.URL+"/v1/runs/"+runID+"/events")
@@ -156,7 +204,13 @@ func TestSSEReconnectWithLastEventID(t *testing.T) {
 	}
 	last := first.events[len(first.events)-1].Seq
 
-	time.Sleep(40 * time.Millisecond) // events go on while the watcher is away
+	// Events go on while the watcher is away.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := seen(); n < last+3 {
+			return fmt.Errorf("the run is at seq %d; want a few past %d while the watcher is away", n, last)
+		}
+		return nil
+	})
 	res, err = openSSE(context.Background(), ts.Client(), ts.URL+"/v1/runs/"+runID+"/events", "Last-Event-ID", strconv.FormatInt(last, 10))
 	if err != nil {
 		t.Fatal(err)
@@ -173,15 +227,26 @@ func TestSSEReconnectWithLastEventID(t *testing.T) {
 // Several watchers at once, one of them joining late: each gets every event
 // once, in order.
 func TestSSEManyWatchers(t *testing.T) {
-	_, ts := newTestServer(t)
+	t.Parallel()
+	srv, ts := newTestServer(t)
 	runID := startChainRun(t, ts, delayChain("many", 10, 10))
+	seen := liveProgress(t, srv, runID)
 	var wg sync.WaitGroup
 	results := make([]streamResult, 8)
 	for i := range results {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			time.Sleep(time.Duration(i*10) * time.Millisecond)
+			// Watcher i joins once the run is past seq 2i.
+			if err := testutil.Poll(10*time.Second, func() error {
+				if seen() < int64(2*i) {
+					return fmt.Errorf("watcher %d: the run is not past seq %d", i, 2*i)
+				}
+				return nil
+			}); err != nil {
+				t.Error(err)
+				return
+			}
 			res, err := openSSE(context.Background(), ts.Client(), ts.URL+"/v1/runs/"+runID+"/events")
 			if err != nil {
 				t.Error(err)
@@ -203,15 +268,26 @@ func TestSSEManyWatchers(t *testing.T) {
 // A slow watcher is cut loose (the hub drops it); it ends without the run
 // event and catches up from the store when it reconnects.
 func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
-	_, ts := newTestServerOpts(t, Config{}, testRegistry(), func(o *runs.Options) { o.HubBuffer = 1 }) // every burst overflows
-	// A delay to let the watcher connect, then a burst of inline echo nodes.
-	var nodes, edges []string
-	nodes = append(nodes, `{"node_id":"n0","kind":"tool","name":"delay","input":{"ms":150}}`)
-	for i := 1; i < 30; i++ {
-		nodes = append(nodes, fmt.Sprintf(`{"node_id":"n%d","kind":"tool","name":"echo"}`, i))
-		edges = append(edges, fmt.Sprintf(`{"source":"n%d","target":"n%d"}`, i-1, i))
-	}
-	runID := startChainRun(t, ts, `{"name":"drop","nodes":[`+strings.Join(nodes, ",")+`],"edges":[`+strings.Join(edges, ",")+`]}`)
+	t.Parallel()
+	reg, open := gatedRegistry()
+	// A burst of progress events in a tight loop: no watcher drains a
+	// one-event buffer that fast, so the hub cuts it loose.
+	const burst = 2000
+	reg.Register("burst", func(_ context.Context, _ map[string]any, emit tool.Emitter) (any, error) {
+		for i := range burst {
+			emit(i)
+		}
+		return burst, nil
+	})
+	// The run stays active after the burst, until the first stream ended:
+	// the watcher is dropped, not merely replayed a finished run.
+	hold, release := gateTool()
+	reg.Register("hold", hold)
+	_, ts := newTestServerOpts(t, Config{}, reg, func(o *runs.Options) { o.HubBuffer = 1 })
+	// A gate that opens once the watcher is connected, the burst, the hold.
+	runID := startChainRun(t, ts, `{"name":"drop","nodes":[{"node_id":"gate","kind":"tool","name":"gate"},
+		{"node_id":"burst","kind":"tool","name":"burst"},{"node_id":"hold","kind":"tool","name":"hold"}],
+		"edges":[{"source":"gate","target":"burst"},{"source":"burst","target":"hold"}]}`)
 	var all []engine.Event
 	dropped := 0
 	for attempt := 0; attempt < 100; attempt++ {
@@ -223,8 +299,12 @@ func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := readStream(t, res.Body, func(engine.Event) bool { time.Sleep(2 * time.Millisecond); return false })
+		if attempt == 0 {
+			open() // the stream is subscribed once its headers are here
+		}
+		out := readStream(t, res.Body, nil)
 		res.Body.Close()
+		release()
 		all = append(all, out.events...)
 		if out.run != nil {
 			break
@@ -232,8 +312,8 @@ func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
 		dropped++
 	}
 	checkSeqs(t, all)
-	if len(all) != 60 {
-		t.Fatalf("%d events after %d reconnects", len(all), dropped)
+	if want := 2 + 2 + burst + 2; len(all) != want {
+		t.Fatalf("%d events after %d reconnects, want %d", len(all), dropped, want)
 	}
 	if dropped == 0 {
 		t.Fatalf("the watcher was never dropped; the test proves nothing")
@@ -242,7 +322,9 @@ func TestSSEDroppedWatcherCatchesUp(t *testing.T) {
 }
 
 func TestSSEPausedRunClosesAndHeartbeat(t *testing.T) {
-	_, ts := newTestServerWith(t, Config{SSEHeartbeat: 30 * time.Millisecond}, testRegistry())
+	t.Parallel()
+	reg, open := gatedRegistry()
+	_, ts := newTestServerWith(t, Config{SSEHeartbeat: 30 * time.Millisecond}, reg)
 
 	runID := startChainRun(t, ts, approvalDoc)
 	waitRun(t, ts, runID)
@@ -259,21 +341,31 @@ func TestSSEPausedRunClosesAndHeartbeat(t *testing.T) {
 		t.Fatalf("last event %v", out.events[len(out.events)-1])
 	}
 
-	// Idle stream: heartbeats.
-	runID = startChainRun(t, ts, delayChain("idle", 1, 200))
+	// Idle stream: heartbeats. The run waits at its gate until two have
+	// come, then finishes and the stream ends with the run event.
+	runID = startChainRun(t, ts, `{"name":"idle","nodes":[{"node_id":"g","kind":"tool","name":"gate"}]}`)
 	res, err = openSSE(context.Background(), ts.Client(), ts.URL+"/v1/runs/"+runID+"/events")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	out = readStream(t, res.Body, nil)
-	beats := 0
-	for _, f := range out.frames {
-		if f.Comment && f.Data == "heartbeat" {
-			beats++
+	rd := newSSEReader(res.Body)
+	beats, ended := 0, false
+	for !ended {
+		f, err := rd.next()
+		if err != nil {
+			t.Fatalf("the stream ended after %d heartbeats without the run event: %v", beats, err)
+		}
+		switch {
+		case f.Comment && f.Data == "heartbeat":
+			if beats++; beats == 2 {
+				open()
+			}
+		case f.Event == "run":
+			ended = true
 		}
 	}
-	if beats < 2 || out.run == nil {
-		t.Fatalf("%d heartbeats, run %v", beats, out.run != nil)
+	if beats < 2 {
+		t.Fatalf("%d heartbeats before the run ended", beats)
 	}
 }

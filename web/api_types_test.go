@@ -12,6 +12,7 @@ import (
 // The API's JSON is web's own: these are the exact bytes clients read for
 // full records (docs/api.md), whatever the store's records look like.
 func TestAPIShapesOfRecords(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	doc := &engine.Chain{Name: "c"}
 	enc := func(v any) string {

@@ -49,6 +49,7 @@ func postForm(t testing.TB, ts *httptest.Server, path string, form url.Values, h
 }
 
 func TestSafeNext(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"/ok/path?x=1":       "/ok/path?x=1",
 		"/":                  "/",
@@ -78,6 +79,7 @@ func TestSafeNext(t *testing.T) {
 // which browsers read as //evil.example) sent a signed-in browser, or one that
 // just signed in, to another site.
 func TestLoginNextStaysOnSite(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServerWith(t, Config{Token: authToken}, testRegistry())
 	ck := signIn(t, ts, authToken)
 	client := *ts.Client()
@@ -108,6 +110,7 @@ func TestLoginNextStaysOnSite(t *testing.T) {
 // DNS rebinding: a page on rebind.attacker.example, re-pointed at the studio,
 // sends its own name as Host and as Origin. Only the studio's own names pass.
 func TestHostMustNameTheStudio(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServerWith(t, Config{PublicURL: "https://studio.example.org", AllowedHosts: []string{"Extra.Example:1234"}}, testRegistry())
 	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
 	post := func(host string) resp {
@@ -141,6 +144,7 @@ func TestHostMustNameTheStudio(t *testing.T) {
 }
 
 func TestHostPolicy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		addr  string
 		host  string
@@ -188,6 +192,7 @@ func (l *lockedBuffer) String() string {
 // burst, 429 with Retry-After, even for the right token (it is not compared),
 // each failure logged at warn; a client whose bucket refilled may try again.
 func TestFailedSignInsLimited(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	srv, ts := newTestServerWith(t, Config{Token: authToken, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, testRegistry())
 	var mu sync.Mutex
@@ -239,9 +244,12 @@ func TestFailedSignInsLimited(t *testing.T) {
 }
 
 func TestBearerGuessesLimited(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
-	_, ts := newTestServerWith(t, Config{Token: authToken, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, testRegistry())
+	srv, ts := newTestServerWith(t, Config{Token: authToken, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, testRegistry())
+	// A stopped clock: however slow the machine, no token refills mid-test.
 	start := time.Now()
+	srv.auth.fails.now = func() time.Time { return start }
 	statuses := map[int]int{}
 	for i := 0; i < 200; i++ {
 		statuses[do(t, ts, "GET", "/v1/chains", nil, "Authorization", fmt.Sprint("Bearer guess-", i)).status]++
@@ -260,6 +268,7 @@ func TestBearerGuessesLimited(t *testing.T) {
 // session on the server, so a copy of the cookie stops working; Secure
 // follows an https --public-url.
 func TestSessionCookie(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServerWith(t, Config{Token: authToken}, testRegistry())
 	res := postForm(t, ts, "/login", url.Values{"token": {authToken}})
 	var ck *http.Cookie
@@ -296,6 +305,7 @@ func TestSessionCookie(t *testing.T) {
 
 // Neither the sessions nor the limiter grow without bound.
 func TestAuthMapsBounded(t *testing.T) {
+	t.Parallel()
 	s := &sessionStore{m: map[string]time.Time{}, max: 100, ttl: time.Hour, now: time.Now}
 	first := s.create()
 	for i := 0; i < 1000; i++ {

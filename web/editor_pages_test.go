@@ -23,6 +23,7 @@ func form(kv ...string) string {
 // New chain asks for the name: empty, too long, reserved and taken names are
 // refused inline and nothing is created; a good one opens the new chain.
 func TestPageNewChainAsksForName(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	ctx := context.Background()
 	createChain(t, ts, fmt.Sprintf(linearDoc, "taken"))
@@ -65,6 +66,7 @@ func TestPageNewChainAsksForName(t *testing.T) {
 
 // The Import dialog takes a taken name the way the API does: "name (2)".
 func TestPageImportTakenNameLikeAPI(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	ctx := context.Background()
 	doc := fmt.Sprintf(linearDoc, "dup")
@@ -95,6 +97,7 @@ func TestPageImportTakenNameLikeAPI(t *testing.T) {
 // A document with several bad nodes, a bad edge and a bad top-level field:
 // every one is reported, each with its path and line:column; nothing saved.
 func TestImportReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	doc := `{
   "name": "broken",
@@ -162,6 +165,7 @@ func TestImportReportsEveryProblem(t *testing.T) {
 
 // JSON that does not parse: one problem, its line and column in the fields.
 func TestImportProblemsSyntax(t *testing.T) {
+	t.Parallel()
 	srv, _ := newTestServer(t)
 	got := decodeProblems([]byte("{\n  \"name\": \"x\",\n  \"nodes\": [}\n"), srv.cfg.Limits, nil)
 	if len(got) != 1 || got[0].Line != 3 || got[0].Column != 13 || strings.Contains(got[0].Message, "line") {
@@ -182,6 +186,7 @@ func TestImportProblemsSyntax(t *testing.T) {
 // The field check and the Validation panel say where an expression is wrong
 // the same way: line and column, 1-based.
 func TestExprErrorPlaceSameInFieldAndPanel(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	src := "length(input.items"
 	_, field := pageDo(t, ts.URL, "POST", "/fragments/expr", "application/x-www-form-urlencoded", form("src", src))

@@ -10,6 +10,7 @@ import (
 // indent, and exporting twice gives the same bytes (chain fields in the
 // model's order, map keys sorted).
 func TestExportReadableAndStable(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, `{"name":"a <b> & c","description":"x > 1 && y < 2",
 		"sample_input":{"zeta":1,"alpha":"<&>","mid":{"z":1,"a":2}},

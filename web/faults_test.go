@@ -19,19 +19,21 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/tool"
+	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
 // settleGoroutines waits until the goroutine count is at most want, and
 // returns the last count seen.
 func settleGoroutines(want int, within time.Duration) int {
-	deadline := time.Now().Add(within)
 	n := runtime.NumGoroutine()
-	for n > want && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	testutil.Poll(within, func() error {
 		runtime.GC()
-		n = runtime.NumGoroutine()
-	}
+		if n = runtime.NumGoroutine(); n > want {
+			return fmt.Errorf("%d goroutines, want at most %d", n, want)
+		}
+		return nil
+	})
 	return n
 }
 
@@ -53,6 +55,9 @@ func alive(pid int) bool {
 // (the one goroutine still inside the tool that ignores cancellation ends
 // as soon as the tool returns).
 func TestFaultsTimeoutsFreeEverything(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real child processes and seven timeouts, about 4 s (make test runs it)")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
@@ -156,14 +161,20 @@ func TestFaultsTimeoutsFreeEverything(t *testing.T) {
 	if len(pids) < 6 {
 		t.Errorf("only %d child pids recorded", len(pids))
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
+	err = testutil.Poll(3*time.Second, func() error {
+		for _, pid := range pids {
+			if alive(pid) {
+				return fmt.Errorf("child process %d outlived its run", pid)
+			}
 		}
-		if alive(pid) {
-			t.Errorf("child process %d outlived its run", pid)
-			syscall.Kill(pid, syscall.SIGKILL)
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+		for _, pid := range pids {
+			if alive(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	}
 	if hangCancelled.Load() != 2 {
@@ -283,17 +294,12 @@ func TestFaultsDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	var ok bool
-	for i := 0; i < 50 && !ok; i++ {
-		r := do(t, ts, "POST", "/v1/chains", fmt.Sprintf(linearDoc, "after-full"))
-		ok = r.status == http.StatusCreated
-		if !ok {
-			time.Sleep(50 * time.Millisecond)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if r := do(t, ts, "POST", "/v1/chains", fmt.Sprintf(linearDoc, "after-full")); r.status != http.StatusCreated {
+			return fmt.Errorf("writes did not recover once space was freed: %d %s", r.status, r.body)
 		}
-	}
-	if !ok {
-		t.Fatal("writes did not recover once space was freed")
-	}
+		return nil
+	})
 	r = do(t, ts, "POST", "/v1/chains/"+saved+"/runs", `{"input":{"x":2}}`)
 	wantStatus(t, r, http.StatusAccepted)
 	if run := waitRun(t, ts, r.json(t)["run_id"].(string)); run["status"] != "completed" {

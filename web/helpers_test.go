@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlite"
@@ -192,19 +194,30 @@ func createChain(t testing.TB, ts *httptest.Server, doc string) string {
 	return r.json(t)["id"].(string)
 }
 
-// waitRun polls a run until it is no longer running.
+// waitRun waits until a run is no longer running, as the API reports it,
+// and returns the API's run.
 func waitRun(t testing.TB, ts *httptest.Server, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var m map[string]any
+	testutil.Eventually(t, 20*time.Second, func() error {
 		r := do(t, ts, "GET", "/v1/runs/"+id, nil)
 		wantStatus(t, r, http.StatusOK)
-		m := r.json(t)
-		if m["status"] != "running" && m["active"] == false {
-			return m
+		m = r.json(t)
+		if m["status"] == "running" || m["active"] != false {
+			return fmt.Errorf("run %s is still %v (active %v)", id, m["status"], m["active"])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("run %s did not stop", id)
-	return nil
+		return nil
+	})
+	return m
+}
+
+// waitIdle waits until the run service no longer runs runID.
+func waitIdle(t testing.TB, srv *Server, runID string) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if srv.runs.Active(runID) {
+			return fmt.Errorf("run %s is still active", runID)
+		}
+		return nil
+	})
 }

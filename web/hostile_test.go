@@ -117,6 +117,7 @@ func hostileServer(t *testing.T) (*Server, *httptest.Server, string) {
 }
 
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	srv, ts, outside := hostileServer(t)
 	chainID := createChain(t, ts, fmt.Sprintf(linearDoc, "target"))
 	r := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", nil)
@@ -377,6 +378,7 @@ func checkIntegrity(t testing.TB, path string) {
 // Agent YAML: anchors and aliases (the "billion laughs" bomb) are refused
 // before anything expands, with a message naming them.
 func TestHostileAgentYAML(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		yaml string
 		msg  string
@@ -423,6 +425,7 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 // HTML and script in every name, label, description and output are shown
 // escaped by the pages.
 func TestHostileMarkupIsEscaped(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	doc := map[string]any{
 		"name": "chain " + xss, "description": "desc " + xss,

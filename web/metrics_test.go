@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/internal/testutil"
 )
 
 // metricValue returns the value of the sample `name{labels}` in a Prometheus
@@ -32,6 +34,7 @@ func metricValue(t testing.TB, text, sample string) float64 {
 }
 
 func TestMetricsNeedTheTokenAndCountRuns(t *testing.T) {
+	t.Parallel()
 	const token = "metrics-token"
 	_, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
 	auth := []string{"Authorization", "Bearer " + token}
@@ -48,17 +51,13 @@ func TestMetricsNeedTheTokenAndCountRuns(t *testing.T) {
 	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":1}}`, auth...)
 	wantStatus(t, r, http.StatusAccepted)
 	run := r.json(t)["run_id"].(string)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		m := do(t, ts, "GET", "/v1/runs/"+run, nil, auth...).json(t)
-		if m["status"] == "completed" && m["active"] == false {
-			break
+		if m["status"] != "completed" || m["active"] != false {
+			return fmt.Errorf("run %s is %v (active %v), want completed", run, m["status"], m["active"])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run did not complete: %v", m)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	r = do(t, ts, "GET", "/metrics", nil, auth...)
 	wantStatus(t, r, http.StatusOK)
@@ -95,9 +94,13 @@ func TestMetricsNeedTheTokenAndCountRuns(t *testing.T) {
 
 // The watchers gauge follows open event streams.
 func TestMetricsWatchersGauge(t *testing.T) {
-	_, ts := newTestServer(t)
+	t.Parallel()
+	reg, open := gatedRegistry()
+	_, ts := newTestServerWith(t, Config{}, reg)
+	// The run waits at its gate, with the stream open, until the gauge is read.
+	defer open()
 	id := createChain(t, ts, `{"name":"w","nodes":[{"node_id":"ask","kind":"interrupt","config":{"prompt":"ok?"}},
-		{"node_id":"wait","kind":"tool","name":"delay","input":{"ms":2000}}],"edges":[{"source":"ask","target":"wait"}]}`)
+		{"node_id":"wait","kind":"tool","name":"gate"}],"edges":[{"source":"ask","target":"wait"}]}`)
 	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", nil)
 	wantStatus(t, r, http.StatusAccepted)
 	run := r.json(t)["run_id"].(string)
@@ -112,14 +115,12 @@ func TestMetricsWatchersGauge(t *testing.T) {
 	if _, err := br.ReadString('\n'); err != nil { // the stream is open
 		t.Fatal(err)
 	}
-	got := -1.0
-	for i := 0; i < 100 && got != 1; i++ {
-		got = metricValue(t, string(do(t, ts, "GET", "/metrics", nil).body), "studio_sse_watchers")
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got != 1 {
-		t.Fatalf("studio_sse_watchers = %v with one stream open", got)
-	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := metricValue(t, string(do(t, ts, "GET", "/metrics", nil).body), "studio_sse_watchers"); got != 1 {
+			return fmt.Errorf("studio_sse_watchers = %v with one stream open", got)
+		}
+		return nil
+	})
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -142,6 +143,7 @@ func (s *syncBuffer) String() string {
 
 // Every request line carries a request id, every run line its run id.
 func TestLogsCarryRequestAndRunIDs(t *testing.T) {
+	t.Parallel()
 	var buf syncBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, ts := newTestServerWith(t, Config{Logger: log}, testRegistry())

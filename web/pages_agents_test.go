@@ -8,6 +8,7 @@ import (
 )
 
 func TestAgentsPages(t *testing.T) {
+	t.Parallel()
 	_, ts := newAgentServer(t, exampleAgents())
 	client := *ts.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -39,6 +38,7 @@ func pageDo(t *testing.T, base, method, path, contentType, body string) (*http.R
 }
 
 func TestPageExprFragment(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	_, ok := pageDo(t, ts.URL, "POST", "/fragments/expr", "application/x-www-form-urlencoded", "src="+url.QueryEscape("length(output.items) > `0`"))
 	if !strings.Contains(ok, "✓ JMESPath") {
@@ -59,6 +59,7 @@ func TestPageExprFragment(t *testing.T) {
 }
 
 func TestPagePropsPerKind(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	want := map[engine.Kind][]string{
 		engine.KindTool:      {`data-f="name"`, `value="echo"`, `data-f="input_map"`},
@@ -96,6 +97,7 @@ func TestPagePropsPerKind(t *testing.T) {
 }
 
 func TestPageChainListEscapesHostileNames(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	hostile := `<script>alert("x")</script>`
 	_, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: hostile, Description: "<img src=x onerror=alert(1)>",
@@ -123,6 +125,7 @@ func TestPageChainListEscapesHostileNames(t *testing.T) {
 }
 
 func TestPageSaveValidatesAndDetectsConflicts(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	ch, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, "")
 	if err != nil {
@@ -150,6 +153,7 @@ func TestPageSaveValidatesAndDetectsConflicts(t *testing.T) {
 }
 
 func TestPageRunFlow(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	ch, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "r", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, "")
 	if err != nil {
@@ -165,10 +169,7 @@ func TestPageRunFlow(t *testing.T) {
 		t.Fatalf("run should redirect to the run page, got %q", target)
 	}
 	runID := strings.TrimPrefix(target, "/runs/")
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.runs.Active(runID) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitIdle(t, srv, runID)
 	res, html = pageDo(t, ts.URL, "GET", target, "", "")
 	if res.StatusCode != 200 || !strings.Contains(html, `data-status="completed"`) || !strings.Contains(html, `class="ev ph-done"`) {
 		t.Errorf("run page: %d %s", res.StatusCode, html)
@@ -196,6 +197,7 @@ func TestPageRunFlow(t *testing.T) {
 }
 
 func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	doc := &engine.Chain{Name: "f", Nodes: []engine.Node{
 		{ID: "a", Kind: engine.KindTool, Name: "fail", Input: map[string]any{"message": "boom", "until_attempt": 2}},
@@ -207,13 +209,7 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 	res, _ := pageDo(t, ts.URL, "POST", "/chains/"+ch.ID+"/run", "application/x-www-form-urlencoded", "input={}")
 	target := res.Header.Get("HX-Redirect")
 	runID := strings.TrimPrefix(target, "/runs/")
-	waitRun := func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for srv.runs.Active(runID) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitRun()
+	waitIdle(t, srv, runID)
 	_, html := pageDo(t, ts.URL, "GET", target+"/controls", "", "")
 	if !strings.Contains(html, `id="btn-resume"`) || !strings.Contains(html, "boom") {
 		t.Fatalf("a failed run offers Resume with its error: %s", html)
@@ -226,7 +222,7 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 	if res.Header.Get("HX-Redirect") != target {
 		t.Fatalf("resume: %v %s", res.Header, html)
 	}
-	waitRun()
+	waitIdle(t, srv, runID)
 	if err := srv.runs.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -246,6 +242,7 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 }
 
 func TestPageStaticAssetsAreCached(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	res, body := pageDo(t, ts.URL, "GET", "/static/js/editor.js?v="+assetHash, "", "")
 	if res.StatusCode != 200 || !strings.Contains(res.Header.Get("Cache-Control"), "immutable") || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") || len(body) == 0 {

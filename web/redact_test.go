@@ -16,6 +16,7 @@ import (
 // query). They are never shown: not by GET /v1/agents or /v1/agents/{name},
 // not in model-call errors, run events, agent or A2E answers, nor logs.
 func TestModelURLCredentialsRedacted(t *testing.T) {
+	t.Parallel()
 	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte("model exploded"))

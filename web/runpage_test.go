@@ -23,6 +23,7 @@ const stateDoc = `{"name":"%s","nodes":[
 // A re-run takes a state patch and records which nodes it reused: on the
 // run's node results and on its events.
 func TestRerunModifiedStateMarksReused(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(stateDoc, "st"))
 	runID := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{}`).json(t)["run_id"].(string)
@@ -76,6 +77,7 @@ func TestRerunModifiedStateMarksReused(t *testing.T) {
 // The page form re-runs with the edited input and state patch, and refuses
 // what is not a JSON object, naming the field.
 func TestPageRerunForm(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(stateDoc, "pf"))
 	runID := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{}`).json(t)["run_id"].(string)
@@ -103,6 +105,7 @@ func TestPageRerunForm(t *testing.T) {
 // A node run inside another (a parallel branch) that failed shows its
 // error in the drawer, not "Not reached".
 func TestPageDrawerNestedFailedNode(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, `{"name":"par","nodes":[
 	{"node_id":"fan","kind":"parallel","branches":["ok","broken"],"parallel_failure_mode":"any_success"},
@@ -122,6 +125,7 @@ func TestPageDrawerNestedFailedNode(t *testing.T) {
 
 // Labels are what people read; the id is beside them.
 func TestPageRunLabels(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(stateDoc, "lb"))
 	runID := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{}`).json(t)["run_id"].(string)
@@ -138,6 +142,7 @@ func TestPageRunLabels(t *testing.T) {
 
 // An agent's run page is titled with the agent's name and links back to it.
 func TestPageAgentRunTitle(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	ctx := context.Background()
 	if _, err := srv.db.CreateRun(ctx, store.Run{ID: "ag1", ChainName: "__chain__sales-qualifier", Kind: "agent", Status: engine.StatusCompleted, Started: time.Now()}); err != nil {
@@ -156,6 +161,7 @@ func TestPageAgentRunTitle(t *testing.T) {
 // GET /v1/runs filters by status and chain, pages both ways, and names a bad
 // parameter.
 func TestListRunsFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	ctx := context.Background()
 	a := createChain(t, ts, fmt.Sprintf(linearDoc, "a"))
@@ -208,6 +214,7 @@ func TestListRunsFiltersAndPages(t *testing.T) {
 
 // The properties panel says what the selected node will receive.
 func TestPagePropsReceives(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	body := `{"node":{"node_id":"send","kind":"tool","name":"echo","input":{"to":"x"}},"node_ids":["shape","send"],
 	 "doc":{"name":"x","nodes":[{"node_id":"shape","kind":"tool"}],"edges":[{"source":"shape","target":"send"}]}}`

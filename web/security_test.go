@@ -28,6 +28,7 @@ func concretePath(p string) string {
 // With a token, every route but /healthz, /login and /static/* answers 401
 // without it and something else with it.
 func TestEveryRouteNeedsTheToken(t *testing.T) {
+	t.Parallel()
 	const token = "s3cret-token-0123456789"
 	srv, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
 	srv.auth.fails.burst = 1e9 // one wrong token per route: more than the limiter lets through
@@ -69,6 +70,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 }
 
 func TestCrossOriginPostRefused(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	r := do(t, ts, "POST", "/v1/chains", `{"name":"x","nodes":[]}`, "Origin", "http://evil.example")
 	wantStatus(t, r, http.StatusForbidden)
@@ -84,6 +86,7 @@ func TestCrossOriginPostRefused(t *testing.T) {
 }
 
 func TestSecurityHeadersAndJSONErrors(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	for _, p := range []string{"/v1/chains", "/v1/no-such-route", "/v1/runs/nope"} {
 		r := do(t, ts, "GET", p, nil)
@@ -111,6 +114,7 @@ func TestSecurityHeadersAndJSONErrors(t *testing.T) {
 }
 
 func TestOffLoopbackNeedsToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Logger: testLogger()})
 	if err != nil {
@@ -134,6 +138,7 @@ func TestOffLoopbackNeedsToken(t *testing.T) {
 
 // The OpenAPI description is served and names every /v1 route.
 func TestOpenAPICoversEveryRoute(t *testing.T) {
+	t.Parallel()
 	srv, ts := newTestServer(t)
 	r := do(t, ts, "GET", "/v1/openapi.json", nil)
 	wantStatus(t, r, 200)

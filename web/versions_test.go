@@ -11,6 +11,7 @@ import (
 // the same document, kind "named"; the designer's autosaves are kind
 // "autosave", API saves "save".
 func TestNameVersionAPI(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "named versions"))
 	for v := 1; v <= 3; v++ {
@@ -67,6 +68,7 @@ func TestNameVersionAPI(t *testing.T) {
 // The history folds a burst of autosaves into one row ("3 edits, …") and
 // shows a named version apart; the diff shows each changed value old → new.
 func TestVersionsPageBurstsAndDiff(t *testing.T) {
+	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "history page"))
 	for v := 1; v <= 3; v++ {

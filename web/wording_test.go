@@ -23,6 +23,7 @@ var seedWords = regexp.MustCompile(`(?i)seeds?\s+0\d`)
 // builds pages, API answers, validation issues, errors and the CLI's help
 // (comments are not read by users and are not checked).
 func TestNoSeedWordsForUsers(t *testing.T) {
+	t.Parallel()
 	root := ".."
 	var files []string
 	for _, glob := range []string{"views/*.templ", "web/openapi.json", "docs/*.md", "docs/*.json", "examples/*.json", "README.md"} {

@@ -40,6 +40,7 @@ func wireCodeCases(t *testing.T) []struct {
 }
 
 func TestA2EStdioErrorCodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range wireCodeCases(t) {
 		for _, streaming := range []bool{false, true} {
 			name := tc.Name
@@ -80,6 +81,7 @@ func TestA2EStdioErrorCodes(t *testing.T) {
 // `studio run` on a map whose item fails (no on_error) reports a failed
 // run and exits 1, naming the map and the item.
 func TestRunMapItemFailureFailsTheRun(t *testing.T) {
+	t.Parallel()
 	f := t.TempDir() + "/mapfail.json"
 	doc := `{"name":"mapfail","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},{"node_id":"body","kind":"tool","name":"delay","input_map":{"ms":"item"}}]}`
 	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {

@@ -31,6 +31,7 @@ func a2eExchange(t *testing.T, input string, args ...string) []map[string]any {
 }
 
 func TestA2EStdio(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sub := `{"name":"text_summarizer","nodes":[{"node_id":"s","kind":"tool","name":"echo","input_map":{"summary":"input.text"}}]}`
 	if err := os.WriteFile(filepath.Join(dir, "text_summarizer.json"), []byte(sub), 0o644); err != nil {
@@ -69,6 +70,7 @@ func TestA2EStdio(t *testing.T) {
 // The A2E protocol's "Simple Linear Chain" wire example, verbatim: the host refuses read_file's absolute
 // path, so the run fails at node "read" and says so.
 func TestA2EStdioSeedExample(t *testing.T) {
+	t.Parallel()
 	seed := `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"read_file","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"skill","name":"text_summarizer","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`
 	msgs := a2eExchange(t, seed+"\n", "--workspace", t.TempDir())
 	resp := msgs[len(msgs)-1]

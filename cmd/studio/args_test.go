@@ -15,6 +15,7 @@ import (
 )
 
 func TestParseArgsInterleaved(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		args  []string
@@ -71,6 +72,7 @@ func TestParseArgsInterleaved(t *testing.T) {
 
 // Every subcommand takes its flags before or after its arguments.
 func TestEveryCommandTakesFlagsAnywhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "s.db")
 	db, err := sqlite.Open(context.Background(), src, sqlite.Options{})
@@ -118,6 +120,7 @@ func TestEveryCommandTakesFlagsAnywhere(t *testing.T) {
 }
 
 func TestHelpShowsTheOrderPeopleType(t *testing.T) {
+	t.Parallel()
 	for cmd, synopsis := range map[string]string{
 		"run":      "Usage: studio run FILE [--input JSON]",
 		"validate": "Usage: studio validate FILE [--json]",
@@ -137,6 +140,7 @@ func TestHelpShowsTheOrderPeopleType(t *testing.T) {
 
 // Without --input a run starts from the chain's sample_input; --input wins.
 func TestRunUsesSampleInput(t *testing.T) {
+	t.Parallel()
 	code, out, errs := studio(t, "run", "../../examples/linear.json", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
@@ -167,6 +171,7 @@ func TestRunUsesSampleInput(t *testing.T) {
 
 // The examples whose README command needs an input carry one.
 func TestExamplesCarrySampleInput(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"linear.json", "branch.json", "map.json", "approval.json"} {
 		c, err := loadChain(filepath.Join("../../examples", name))
 		if err != nil {
@@ -187,6 +192,7 @@ func TestExamplesCarrySampleInput(t *testing.T) {
 // An expression error names the node, the expression, the function and what
 // its argument was, in words, not go-jmespath's internals.
 func TestRunExpressionErrorInPlainWords(t *testing.T) {
+	t.Parallel()
 	code, out, errs := studio(t, "run", "../../examples/linear.json", "--input", "{}")
 	if code != exitFailed {
 		t.Fatalf("exit %d: %s %s", code, out, errs)

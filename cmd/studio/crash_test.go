@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -139,19 +142,18 @@ func (p *studioProc) events(t *testing.T, runID string) []map[string]any {
 
 func (p *studioProc) waitStatus(t *testing.T, runID string, want ...string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	var m map[string]any
-	for time.Now().Before(deadline) {
+	err := testutil.Poll(60*time.Second, func() error {
 		_, m = p.do(t, "GET", "/v1/runs/"+runID, nil)
-		for _, w := range want {
-			if m["status"] == w && m["active"] == false {
-				return m
-			}
+		if m["active"] == false && slices.Contains(want, fmt.Sprint(m["status"])) {
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		return fmt.Errorf("status %v (active %v), want %v", m["status"], m["active"], want)
+	})
+	if err != nil {
+		t.Fatalf("run %s: %v\n%s", runID, err, p.logs())
 	}
-	t.Fatalf("run %s: status %v, want %v\n%s", runID, m["status"], want, p.logs())
-	return nil
+	return m
 }
 
 // committed reads, from the database file itself, every saved chain version
@@ -209,14 +211,10 @@ FROM event_batches b, json_each(b.body) e`)
 //	go test ./cmd/studio -run TestKillNineAndRestart -v
 func TestKillNineAndRestart(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the studio binary")
+		t.Skip("builds the studio and kills it mid-run (make test runs it)")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "studio")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtStudio(t)
 	db := filepath.Join(dir, "studio.db")
 	p := startStudio(t, bin, db)
 	killed := false
@@ -293,7 +291,23 @@ func TestKillNineAndRestart(t *testing.T) {
 		start("linear", map[string]any{"n": 1}):                          "linear",
 		start("linear", map[string]any{"n": 2}):                          "linear",
 	}
-	time.Sleep(800 * time.Millisecond) // well inside the delays
+	// Kill once every run is inside its delay: its delay node's start
+	// event is committed to the file (the delays outlast this by far).
+	delayNodes := map[string]bool{"b1": true, "b2": true, "body": true, "wait": true}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		_, evs := committed(t, db)
+		for id, name := range interrupted {
+			started := false
+			for _, what := range evs[id] {
+				phase, node, _ := strings.Cut(what, "/")
+				started = started || (phase == string(engine.PhaseStart) && delayNodes[node])
+			}
+			if !started {
+				return fmt.Errorf("the %s run %s has not committed the start of a delay node", name, id)
+			}
+		}
+		return nil
+	})
 	for id := range interrupted {
 		if _, m := p.do(t, "GET", "/v1/runs/"+id, nil); m["status"] != "running" {
 			t.Fatalf("run %s is %v before the kill", id, m["status"])

@@ -12,6 +12,7 @@ import (
 // Hostile input through the CLI: every case exits non-zero with a message
 // naming the problem, and nothing panics.
 func TestHostileCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -81,6 +82,7 @@ func TestHostileCLI(t *testing.T) {
 // A2E host on stdin: a hostile line gets a chain/resp with chain_decode and
 // the host goes on with the next line.
 func TestHostileA2ELines(t *testing.T) {
+	t.Parallel()
 	in := strings.Join([]string{
 		`{"type":"chain/req","id":"1","chain_id":"x","nodes":[`,
 		"\xff\xfe",

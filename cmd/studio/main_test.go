@@ -36,6 +36,7 @@ var exampleInputs = map[string]struct {
 }
 
 func TestEveryExampleValidatesAndRuns(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("../../examples/*.json")
 	if len(files) < 6 {
 		t.Fatalf("want at least 6 examples, found %d", len(files))
@@ -79,6 +80,7 @@ func TestEveryExampleValidatesAndRuns(t *testing.T) {
 }
 
 func TestRunPrintsEventsThenResult(t *testing.T) {
+	t.Parallel()
 	code, out, _ := studio(t, "run", "--json", "--input", `{"items":[]}`, "../../examples/branch.json")
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
@@ -103,6 +105,7 @@ func TestRunPrintsEventsThenResult(t *testing.T) {
 }
 
 func TestApprovalWithoutAnswerPauses(t *testing.T) {
+	t.Parallel()
 	code, out, _ := studio(t, "run", "--input", `{"amount":1,"customer":"x"}`, "../../examples/approval.json")
 	if code != exitPaused || !strings.Contains(out, "waiting at approve") {
 		t.Fatalf("exit %d, out %s", code, out)
@@ -110,6 +113,7 @@ func TestApprovalWithoutAnswerPauses(t *testing.T) {
 }
 
 func TestValidateReportsIssuesAndExitsOne(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	doc := `{"name":"bad","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"lonely","kind":"tool","name":"echo"}]}`
@@ -137,6 +141,7 @@ func TestValidateReportsIssuesAndExitsOne(t *testing.T) {
 }
 
 func TestUnknownCommandIsUsageError(t *testing.T) {
+	t.Parallel()
 	if code, _, errs := studio(t, "frobnicate"); code != exitUsage || !strings.Contains(errs, "unknown command") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
@@ -146,6 +151,7 @@ func TestUnknownCommandIsUsageError(t *testing.T) {
 }
 
 func TestBackupWritesAUsableCopy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "s.db"), filepath.Join(dir, "copy.db")
 	db, err := sqlite.Open(context.Background(), src, sqlite.Options{})

@@ -131,6 +131,7 @@ func shellWords(s string) (words []string, comment string, err error) {
 }
 
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in      string
 		words   []string
@@ -179,6 +180,10 @@ func studioArgs(words []string) (args []string, goRun, ok bool) {
 // starts the studio is started on a free port with a temporary database,
 // probed at /healthz and stopped with SIGTERM.
 func TestReadmeCommands(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the studio binary and runs every README command (make test runs it)")
+	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -188,11 +193,7 @@ func TestReadmeCommands(t *testing.T) {
 		t.Fatalf("found %d shell lines in README.md; the code blocks moved?", len(lines))
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "studio")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtStudio(t)
 	// Nothing a README line does may touch the developer's database, port
 	// or agents.
 	env := append(os.Environ(), "STUDIO_DB="+filepath.Join(tmp, "studio.db"), "STUDIO_ADDR=127.0.0.1:0",

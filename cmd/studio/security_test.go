@@ -15,6 +15,7 @@ import (
 // the flag and at run time (as the node's error, naming node and variable)
 // for the chain.
 func TestRunProcEnvNeedsAllowProcEnv(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	chain := func(name, val string) string {
 		p := filepath.Join(dir, "proc-"+name+".json")

@@ -44,8 +44,9 @@ const (
 const DefaultMaxDepth = 5
 
 // InputReadsSteps says whether a rule's input may read `steps` and `when`
-// (under mode sequential the engine gives a link's input_map the links
-// already run; under parallel no link has run yet, so it is refused).
+// (allowed under mode sequential, where the engine gives a sequential link's
+// input_map the links already run; refused under parallel, where no link
+// has run yet when the others start).
 var InputReadsSteps = true
 
 // DefaultInput is a rule's input when it declares none.

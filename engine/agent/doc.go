@@ -1,5 +1,4 @@
-// Package agent is Chain Studio's agent-chaining runtime: agents chained by
-// routing "all" rules (docs/chain-format.md, "Routing").
+// Package agent is Chain Studio's agent-chaining runtime (docs/agents.md).
 //
 // An agent is defined in YAML (one `*.agent.yaml` file per agent, loaded from
 // a folder at start-up). It either calls an OpenAI-compatible chat-completions

@@ -7,6 +7,7 @@ import (
 
 // The example set in examples/agents loads and runs offline.
 func TestExampleAgents(t *testing.T) {
+	t.Parallel()
 	s, err := LoadDir("../../examples/agents", LoadOptions{Tools: func(n string) bool { _, ok := testRegistry().Get(n); return ok }})
 	if err != nil {
 		t.Fatal(err)

@@ -130,8 +130,16 @@ func testRegistry() *engine.Registry {
 // result and the API response.
 func runAgent(t *testing.T, s *Set, name string, query any, ctxv map[string]any) (*engine.Result, *Response) {
 	t.Helper()
+	return runAgentOn(t, &Runtime{Set: s}, name, query, ctxv)
+}
+
+// runAgentOn is runAgent on a runtime the test configured (its model
+// client's environment, say); the registry is the test registry.
+func runAgentOn(t *testing.T, rt *Runtime, name string, query any, ctxv map[string]any) (*engine.Result, *Response) {
+	t.Helper()
+	s := rt.Set
 	reg := testRegistry()
-	rt := &Runtime{Set: s, Registry: reg}
+	rt.Registry = reg
 	eng := engine.New(engine.Options{Registry: reg, Agent: rt.RunNode})
 	c, ok := s.RunChain(name)
 	if !ok {

@@ -12,6 +12,7 @@ const leaf = "name: %s\ntool: echo\n"
 func leafAgent(name string) string { return fmt.Sprintf(leaf, name) }
 
 func TestStartupErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		docs []string
@@ -115,6 +116,7 @@ func TestStartupErrors(t *testing.T) {
 }
 
 func TestLoadDirNamesFiles(t *testing.T) {
+	t.Parallel()
 	dir := writeDir(t, map[string]string{
 		"a.agent.yaml":       "name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - agent: ghost\n",
 		"b.agent.yaml":       "name: b\ntool: echo\nspec:\n  chain:\n    on_complete: [{agent: c, default: true, when: '{{ 1 }}'}]\n",
@@ -139,6 +141,7 @@ func TestLoadDirNamesFiles(t *testing.T) {
 }
 
 func TestLoadDirMissingIsEmpty(t *testing.T) {
+	t.Parallel()
 	s, err := LoadDir(t.TempDir()+"/nope", LoadOptions{})
 	if err != nil || s.Len() != 0 {
 		t.Fatalf("missing folder: %v, %d agents", err, s.Len())
@@ -154,6 +157,7 @@ func TestLoadDirMissingIsEmpty(t *testing.T) {
 }
 
 func TestYAMLAliasBomb(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("name: bomb\ntool: echo\ninput:\n  a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n")
 	for i := 1; i < 10; i++ {
@@ -171,6 +175,7 @@ func TestYAMLAliasBomb(t *testing.T) {
 }
 
 func TestYAMLSizeCap(t *testing.T) {
+	t.Parallel()
 	big := "name: big\ntool: echo\ndescription: '" + strings.Repeat("x", MaxFileSize) + "'\n"
 	_, err := Parse([]byte(big), "big.agent.yaml")
 	wantErrContains(t, err, "over the limit of 1048576 (1 MiB)")
@@ -180,6 +185,7 @@ func TestYAMLSizeCap(t *testing.T) {
 }
 
 func TestCompiledChainShape(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		"name: a\ntool: echo\nspec:\n  chain:\n    mode: parallel\n    on_complete:\n"+
 			"      - {agent: b, when: '{{ output.data.x > 1 }}', on_error: h, timeout_seconds: 3, retry: {max_attempts: 2, backoff: exponential, initial_delay_seconds: 0.5}}\n"+
@@ -232,6 +238,7 @@ func TestCompiledChainShape(t *testing.T) {
 }
 
 func TestGraph(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		"name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - {agent: b, when: '{{ output.data.x > 1 }}'}\n      - {agent: d, default: true}\n",
 		"name: b\ntool: echo\nspec:\n  chain:\n    mode: parallel\n    max_depth: 1\n    on_complete: [{agent: c, on_error: d}]\n",
@@ -273,6 +280,7 @@ func TestGraph(t *testing.T) {
 // given a value of the wrong type, is reported as "<file>: agent "<name>":
 // <field path>: want <type>, got <value> (line N)".
 func TestTypeErrorsNameFileAgentAndField(t *testing.T) {
+	t.Parallel()
 	chain := func(rule string) string {
 		return "name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - agent: b\n        " + rule + "\n"
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	neturl "net/url"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -135,7 +136,7 @@ func (mc *ModelClient) getenv(name string) string {
 	if mc.Getenv != nil {
 		return mc.Getenv(name)
 	}
-	return osGetenv(name)
+	return os.Getenv(name)
 }
 
 // snippet is the start of a body for an error message.

@@ -23,6 +23,7 @@ func echoAgent(name string) string {
 }
 
 func TestFiringTable(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"sequential", "parallel"} {
 		s := mustSet(t, "",
 			scorer("    mode: "+mode+"\n    on_complete:\n"+
@@ -56,6 +57,7 @@ func TestFiringTable(t *testing.T) {
 }
 
 func TestGuardsAreStrict(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		scorer("    on_complete:\n      - agent: hot\n        when: '{{ output.data.scroe > 7 }}'\n        on_error: continue\n      - agent: logger\n"),
 		echoAgent("hot"), echoAgent("logger"))
@@ -71,6 +73,7 @@ func TestGuardsAreStrict(t *testing.T) {
 }
 
 func TestSequentialGuardsReadSteps(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		scorer("    on_complete:\n"+
 			"      - agent: enrich\n"+
@@ -120,6 +123,7 @@ func barrier(n int, content string) (reply, *atomic.Int32) {
 }
 
 func TestParallelLinksOverlap(t *testing.T) {
+	t.Parallel()
 	rep, peak := barrier(3, "done")
 	f := newFakeLLM(t, map[string]reply{"slow": rep})
 	model := "model: {url: '%URL%', name: slow}\n"
@@ -140,12 +144,15 @@ func TestParallelLinksOverlap(t *testing.T) {
 }
 
 func TestSequentialLinksDoNotOverlap(t *testing.T) {
+	t.Parallel()
 	var cur, peak atomic.Int32
 	rep := func(int, chatRequest, *http.Request) (int, string) {
 		c := cur.Add(1)
 		if c > peak.Load() {
 			peak.Store(c)
 		}
+		// A call that takes time, not a wait: overlapping links would
+		// show as a peak above 1.
 		time.Sleep(30 * time.Millisecond)
 		cur.Add(-1)
 		return http.StatusOK, "ok"
@@ -162,6 +169,7 @@ func TestSequentialLinksDoNotOverlap(t *testing.T) {
 }
 
 func TestRetryThenSuccess(t *testing.T) {
+	t.Parallel()
 	f := newFakeLLM(t, map[string]reply{"flaky": func(n int, _ chatRequest, _ *http.Request) (int, string) {
 		if n < 3 {
 			return http.StatusInternalServerError, `{"error":"overloaded"}`
@@ -191,6 +199,7 @@ func TestRetryThenSuccess(t *testing.T) {
 }
 
 func TestTimeoutNamesSeconds(t *testing.T) {
+	t.Parallel()
 	f := newFakeLLM(t, map[string]reply{"sleepy": func(_ int, _ chatRequest, r *http.Request) (int, string) {
 		select {
 		case <-r.Context().Done():
@@ -214,6 +223,7 @@ func TestTimeoutNamesSeconds(t *testing.T) {
 }
 
 func TestOnError(t *testing.T) {
+	t.Parallel()
 	failing := "name: broken\ntool: fail\ninput: {message: 'CRM is down'}\n"
 	failingWithChain := failing + "spec:\n  chain:\n    on_complete: [{agent: child}]\n"
 	t.Run("stop", func(t *testing.T) {
@@ -277,6 +287,7 @@ func TestOnError(t *testing.T) {
 }
 
 func TestDepthGuardsReadTheirParent(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		scorer("    on_complete:\n      - {agent: b, when: '{{ output.data.score > 7 }}'}\n"),
 		toolAgent("b", "{level: `2`}", "    on_complete:\n      - {agent: c, when: '{{ output.data.level == 2 }}'}\n      - {agent: no, when: '{{ output.data.level == 1 }}'}\n      - {agent: strict, when: '{{ output.data.score > 7 }}', on_error: continue}\n"),
@@ -304,6 +315,7 @@ func TestDepthGuardsReadTheirParent(t *testing.T) {
 }
 
 func TestModelAgentStructuredOutput(t *testing.T) {
+	t.Parallel()
 	f := newFakeLLM(t, map[string]reply{
 		"good":  say("Lead qualified 8/10 -- budget confirmed.\n\n```json\n{\"score\": 1}\n```\nActually:\n```json\n{\"score\": 8, \"urgent\": true}\n```\n"),
 		"bare":  say(`{"score": 3, "urgent": false}`),
@@ -316,9 +328,17 @@ func TestModelAgentStructuredOutput(t *testing.T) {
 		return "name: " + name + "\nsystem_prompt: You qualify leads.\nprompt: 'Qualify: {{ query }} (budget {{ context.budget }})'\nmodel: {url: '%URL%', name: " + name + ", api_key_env: TEST_AGENT_KEY, temperature: 0}\n" + schema
 	}
 	s := mustSet(t, f.url(), mk("good"), mk("bare"), mk("prose"), mk("wrong"), "name: plain\nmodel: {url: '%URL%', name: plain}\n")
-	t.Setenv("TEST_AGENT_KEY", "sk-test")
+	// The model client's environment, not the process's: the test runs in
+	// parallel with others.
+	key := "sk-test"
+	rt := &Runtime{Set: s, Model: ModelClient{Getenv: func(name string) string {
+		if name == "TEST_AGENT_KEY" {
+			return key
+		}
+		return ""
+	}}}
 
-	_, r := runAgent(t, s, "good", "ACME", map[string]any{"budget": 5000})
+	_, r := runAgentOn(t, rt, "good", "ACME", map[string]any{"budget": 5000})
 	if r.Chain != nil || r.Result["answer"] != "Lead qualified 8/10 -- budget confirmed.\n\n```json\n{\"score\": 1}\n```\nActually:\n```json\n{\"score\": 8, \"urgent\": true}\n```\n" {
 		t.Fatalf("the answer is never altered: %q", r.Result["answer"])
 	}
@@ -335,19 +355,19 @@ func TestModelAgentStructuredOutput(t *testing.T) {
 		t.Fatalf("authorization %q", h)
 	}
 
-	_, r = runAgent(t, s, "bare", "x", nil)
+	_, r = runAgentOn(t, rt, "bare", "x", nil)
 	if d := r.Result["data"].(map[string]any); d["score"] != float64(3) {
 		t.Fatalf("bare JSON: %+v", r.Result)
 	}
-	_, r = runAgent(t, s, "prose", "x", nil)
+	_, r = runAgentOn(t, rt, "prose", "x", nil)
 	if r.Result["data"] != nil || !strings.Contains(r.Result["data_error"].(string), "no ```json block") {
 		t.Fatalf("no JSON: %+v", r.Result)
 	}
-	_, r = runAgent(t, s, "wrong", "x", nil)
+	_, r = runAgentOn(t, rt, "wrong", "x", nil)
 	if r.Result["data"] != nil || r.Result["data_error"] != "data does not match output_schema: score: want integer, got boolean true; urgent: want boolean, got string \"yes\"" {
 		t.Fatalf("invalid data: %+v", r.Result)
 	}
-	_, r = runAgent(t, s, "plain", "hello", nil)
+	_, r = runAgentOn(t, rt, "plain", "hello", nil)
 	if _, has := r.Result["data"]; has || r.Result["answer"] != "Just prose." {
 		t.Fatalf("no schema, no data keys: %+v", r.Result)
 	}
@@ -360,14 +380,15 @@ func TestModelAgentStructuredOutput(t *testing.T) {
 	}
 
 	// The key's variable is not set: a clear error, no request.
-	t.Setenv("TEST_AGENT_KEY", "")
-	_, r = runAgent(t, s, "good", "x", nil)
+	key = ""
+	_, r = runAgentOn(t, rt, "good", "x", nil)
 	if !strings.Contains(r.Error, "model.api_key_env names TEST_AGENT_KEY, which is not set") {
 		t.Fatalf("error %q", r.Error)
 	}
 }
 
 func TestToolAgentResults(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "",
 		"name: words\ntool: transform\ninput: {expression: 'query'}\n",
 		"name: words-json\ntool: transform\ninput: {expression: 'query'}\nspec:\n  output_schema:\n    n: {type: integer}\n",
@@ -400,6 +421,7 @@ func TestToolAgentResults(t *testing.T) {
 }
 
 func TestChainAgent(t *testing.T) {
+	t.Parallel()
 	s := mustSet(t, "", "name: saved\nchain: my-chain\ninput: {extra: 1}\n")
 	reg := testRegistry()
 	var got map[string]any
@@ -421,12 +443,15 @@ func TestChainAgent(t *testing.T) {
 	wantErrContains(t, err, "nest more than 8 deep")
 }
 
-// Under parallel mode the default link runs as its own step after
-// the links that fired (here the unguarded logger), not alongside them.
+// Under parallel mode the default link runs as its own step after the links
+// that fired (here the unguarded logger), not alongside them.
 func TestParallelDefaultRunsAfterTheFanOut(t *testing.T) {
+	t.Parallel()
 	var loggerEnd, triageStart atomic.Int64
 	f := newFakeLLM(t, map[string]reply{
 		"log": func(int, chatRequest, *http.Request) (int, string) {
+			// A slow logger, not a wait: were the default link run
+			// alongside it, triage would start before this ends.
 			time.Sleep(40 * time.Millisecond)
 			loggerEnd.Store(time.Now().UnixNano())
 			return http.StatusOK, "logged"

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 )
-
-var osGetenv = os.Getenv
 
 // MaxChainNesting bounds chain: agents running chains that run chain: agents.
 const MaxChainNesting = 8

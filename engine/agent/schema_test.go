@@ -22,6 +22,7 @@ func jsonOf(t *testing.T, s string) any {
 }
 
 func TestSchemaValidator(t *testing.T) {
+	t.Parallel()
 	full := `{"type":"object","required":["lead","tags"],"properties":{
 		"lead":{"type":"object","required":["score"],"properties":{"score":{"type":"integer"},"tier":{"enum":["gold","silver",3]}}},
 		"tags":{"type":"array","items":{"type":"string"}},
@@ -82,6 +83,7 @@ func TestSchemaValidator(t *testing.T) {
 }
 
 func TestSchemaNeverRewritten(t *testing.T) {
+	t.Parallel()
 	full := jsonOf(t, `{"type":"object","properties":{"a":{"type":"integer"}},"oneOf":[{}]}`)
 	s, err := CompileSchema(full)
 	if err != nil {
@@ -101,6 +103,7 @@ func TestSchemaNeverRewritten(t *testing.T) {
 }
 
 func TestSchemaCompileErrors(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		`[1]`: "must be a map",
 		`{"type":"object","properties":{"a":{"type":"int"}}}`:                      `a: type "int" is not a type this validator knows`,
@@ -115,6 +118,7 @@ func TestSchemaCompileErrors(t *testing.T) {
 }
 
 func TestExtractJSON(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		answer string
 		want   string // JSON, or "error: fragment"
@@ -153,6 +157,7 @@ func TestExtractJSON(t *testing.T) {
 }
 
 func TestModelClient(t *testing.T) {
+	t.Parallel()
 	if Endpoint("http://h:8080/v1") != "http://h:8080/v1/chat/completions" || Endpoint("http://h/v1/") != "http://h/v1/chat/completions" ||
 		Endpoint("http://h/openai/deployments/x/chat/completions?api-version=1") != "http://h/openai/deployments/x/chat/completions?api-version=1" {
 		t.Fatal("Endpoint")

@@ -23,6 +23,7 @@ var (
 
 // TestContract: the SQLite backend passes the contract every backend passes.
 func TestContract(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Backend {
 		db, _ := openTest(t)
 		return db
@@ -32,6 +33,7 @@ func TestContract(t *testing.T) {
 // TestPruneRunsLeavesNoRows: a prune deletes every row of the runs it prunes,
 // in every table, and leaves the file consistent.
 func TestPruneRunsLeavesNoRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openTest(t)
 	for i := range 3 {

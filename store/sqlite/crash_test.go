@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -108,20 +109,16 @@ func TestCrashRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		n, err := watch.MaxSeq(ctx, crashRunID)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if n >= 60 {
-			break
+		if n < 60 {
+			return fmt.Errorf("the child made too little progress: max seq %d, want 60", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child made no progress (max seq %d)", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	before, err := watch.EventsAfter(ctx, crashRunID, 0, 1_000_000)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // TestCloneNodeCoversEveryField fails when engine.Node gains a map, slice or
 // pointer field that cloneNode does not copy (the cache would then share it).
 func TestCloneNodeCoversEveryField(t *testing.T) {
+	t.Parallel()
 	yes := true
 	n := engine.Node{
 		ID: "a", Input: map[string]any{"m": map[string]any{"k": []any{1.0}}}, InputMap: map[string]string{"a": "b"},
@@ -45,6 +46,7 @@ func TestCloneNodeCoversEveryField(t *testing.T) {
 }
 
 func TestDocCacheReturnsCopies(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openTest(t)
 	ch, _ := db.CreateChain(ctx, sampleChain("c", 3), "")

@@ -39,6 +39,7 @@ func newPersistentEngine(db *DB, w *EventWriter, extra engine.EventSink) *engine
 }
 
 func TestEnginePauseResumePersisted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, path := openTest(t)
 	w := NewEventWriter(db, store.EventWriterOptions{})
@@ -106,6 +107,7 @@ func TestEnginePauseResumePersisted(t *testing.T) {
 // versions, run rows, node results (now folded from the log), events, the
 // checkpoint log, and a pause that still resumes.
 func TestMigrateFromSchema1(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := t.TempDir() + "/v1.db"
 	db, err := Open(ctx, path, Options{schemaUpTo: 1})
@@ -256,6 +258,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 // each run's log still loads with its chain; pruning removes a copy only
 // with the last run that names it; a missing copy is a clear error.
 func TestRunChainsStoredOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openTest(t)
 	w := NewEventWriter(db, store.EventWriterOptions{})

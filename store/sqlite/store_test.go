@@ -38,6 +38,7 @@ func integrityCheck(t testing.TB, db *DB) {
 }
 
 func TestOpenMigrations(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, path := openTest(t)
 	var v int
@@ -99,6 +100,7 @@ func TestOpenMigrations(t *testing.T) {
 // with outputs of 100 KB, are stored in bounded rows and read back whole from
 // any seq; a write whose events go backwards for a run is refused whole.
 func TestEventsLargeAndInterleaved(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openTest(t)
 	big := strings.Repeat("x", 100<<10)
@@ -158,6 +160,7 @@ func TestEventsLargeAndInterleaved(t *testing.T) {
 }
 
 func TestEventWriterFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openTest(t)
 	if err := db.AppendEvents(ctx, mkEvents("r", 1, 5)); err != nil {
@@ -189,6 +192,7 @@ func TestEventWriterFailure(t *testing.T) {
 }
 
 func TestClaimInterruptTwoProcessesWorth(t *testing.T) {
+	t.Parallel()
 	// Two DB handles on one file (as two studio processes would have): the
 	// conditional UPDATE still lets exactly one claim win.
 	ctx := context.Background()
@@ -229,6 +233,7 @@ func TestClaimInterruptTwoProcessesWorth(t *testing.T) {
 }
 
 func TestBackup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openTest(t)
 	ch, _ := db.CreateChain(ctx, sampleChain("b", 5), "")

@@ -41,6 +41,7 @@ func createChainOldSchema(ctx context.Context, db *DB, doc *engine.Chain, messag
 // (told apart then only by their message) become kind autosave, every other
 // version kind save, and nothing else changes.
 func TestMigrateVersionKinds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v2.db")
 	db, err := Open(ctx, path, Options{schemaUpTo: 2})
