@@ -310,7 +310,11 @@ test('the node list pane never covers the canvas; a branch diamond is selected b
   await page.reload();
   await page.waitForSelector('#editor[data-ready="1"]');
   assert.equal(await page.evaluate(() => document.getElementById('node-list-pane').open), false);
+  // opening the list scrolls it into view when its toggle event arrives (a
+  // task after the click): wait for that before measuring the canvas
+  const toggled = page.evaluate(() => new Promise((r) => document.getElementById('node-list-pane').addEventListener('toggle', () => requestAnimationFrame(() => r()), { once: true })));
   await page.click('#node-list-pane summary');
+  await toggled;
 
   // the exact centre of the diamond (integer view so the click lands on it)
   await page.evaluate(() => window.scrollTo(0, 0));
