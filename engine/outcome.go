@@ -40,6 +40,12 @@ func (r *run) complete(c completion) {
 		r.pauseNode(i, ie.Prompt, c)
 		return
 	}
+	if !r.outcome.stopping && r.ctx.Err() != nil {
+		// The run was cancelled (or timed out) and this node's error came
+		// from that: the coordinator may read the node's report before the
+		// context's, but the run stopped, the node did not fail.
+		r.stopFromContext()
+	}
 	if r.outcome.stopping {
 		r.stoppedNode(i, c)
 		return
