@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// seed000Request is A2E's "Simple Linear Chain" wire example, verbatim.
-const seed000Request = `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"read_file","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"skill","name":"text_summarizer","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`
+// a2eLinearRequest is A2E's "Simple Linear Chain" wire example, verbatim.
+const a2eLinearRequest = `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"read_file","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"skill","name":"text_summarizer","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`
 
 // doc wraps node and edge JSON into a studio chain document.
 func doc(nodes string, edges ...string) string {
@@ -246,8 +246,8 @@ func TestDecodeErrorMessageIsRuneSafe(t *testing.T) {
 
 // --- A2E --------------------------------------------------------------------
 
-func TestA2ESeed000Example(t *testing.T) {
-	c, r, err := DecodeDocument([]byte(seed000Request), Limits{})
+func TestA2ELinearExample(t *testing.T) {
+	c, r, err := DecodeDocument([]byte(a2eLinearRequest), Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 //	go test ./engine -run '^$' -fuzz '^FuzzA2EMessage$' -fuzztime 3m
 func FuzzA2EMessage(f *testing.F) {
 	for _, s := range []string{
-		seed000Request,
+		a2eLinearRequest,
 		`{"type":"chain/req","id":"r","chain_id":"x","initial_input":{"a":[1,2,{"b":null}]},"nodes":[{"node_id":"a","kind":"tool","name":"echo","next_node":"b"},{"node_id":"b","kind":"branch","condition":"input.a","true_node":"c","false_node":"d"},{"node_id":"c","kind":"tool"},{"node_id":"d","kind":"tool"}],"streaming":false,"timeout":0.5}`,
 		`{"type":"chain/req","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},{"node_id":"body","kind":"tool","name":"echo"}]}`,
 		`{"type":"chain/req","version":"2.0","nodes":[{"node_id":"a","kind":"tool"}]}`,

@@ -28,7 +28,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 	}
 	for _, s := range []string{
-		seed000Request,
+		a2eLinearRequest,
 		`{"type":"chain/req","nodes":[{"node_id":"check","kind":"branch","condition":"length(output.items) > ` + "`0`" + `","true_node":"process","false_node":"skip_log"},{"node_id":"process","kind":"tool"},{"node_id":"skip_log","kind":"tool"}]}`,
 		`{"type":"chain/req","entry_node":"batch","nodes":[{"node_id":"batch","kind":"map","items_path":"input.files","map_node":"process_file"},{"node_id":"process_file","kind":"tool","next_node":"process_file"}],"timeout":1.5,"streaming":false}`,
 		`{"nodes":[{"node_id":"a","kind":"tool","next_node":"b","retry":{"max_attempts":2,"backoff":"exponential"}},{"node_id":"b","kind":"condition","cases":[{"handle":"h","when":"x"}]}],"edges":[{"source":"a","target":"b"},{"source":"a","target":"b","label":"l"},{"id":"a->b#3","source":"b","target":"a","max_iterations":2,"on_max_reached":"continue"}]}`,

@@ -58,7 +58,7 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 func TestSchemaAndDecodeAgree(t *testing.T) {
 	sch := compileChainSchema(t)
 	valid := map[string]string{
-		"A2E chain/req example": seed000Request,
+		"A2E chain/req example": a2eLinearRequest,
 		"minimal chain/req":     `{"type":"chain/req","nodes":[{"node_id":"a","kind":"tool"}]}`,
 		"empty chain":           `{"nodes":[]}`,
 		"every field": `{"name":"n","description":"d","entry_node":"a","strict_routing":true,"strict_conditions":true,"timeout":1.5,"max_concurrency":2,"max_depth":3,

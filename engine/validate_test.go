@@ -289,7 +289,7 @@ func TestValidateRulesCovered(t *testing.T) {
 
 // --- the validation table (docs/chain-format.md, "Validation rules") -------
 
-func TestValidateSeed001Table(t *testing.T) {
+func TestValidateRoutedChainTable(t *testing.T) {
 	rows := []struct {
 		rule  string // the seed's row
 		chain *Chain
