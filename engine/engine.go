@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/google/uuid"
 )
@@ -32,6 +33,9 @@ type Options struct {
 	Agent          AgentRunner
 	Limits         Limits
 	MaxConcurrency int // per run, when the chain sets none
+	// ExprBudget bounds each expression evaluation of a run (zero fields:
+	// expr.DefaultBudget); it reaches tools through the run's context.
+	ExprBudget expr.Budget
 }
 
 // Engine runs chains. It is safe for concurrent use; one Engine serves many runs.

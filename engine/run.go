@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chainstudio/studio/engine/expr"
 )
 
 type nodeStatus uint8
@@ -172,6 +174,9 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	// The chain timeout is a deadline the coordinator watches (a timer only
 	// while it waits for workers), not a context timer per run: most small
 	// runs never wait.
+	if e.opts.ExprBudget != (expr.Budget{}) {
+		ctx = expr.WithBudget(ctx, e.opts.ExprBudget)
+	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	maxConc := c.MaxConcurrency
 	if maxConc <= 0 {

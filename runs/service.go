@@ -15,6 +15,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
 )
@@ -57,11 +58,13 @@ type Options struct {
 	Registry *engine.Registry
 	// Agent runs agent nodes. When nil and Agents is set, agent nodes run on
 	// the agent runtime over the loaded agents.
-	Agent    engine.AgentRunner
-	Agents   *agent.Set // loaded agents; their compiled chains resolve by name
-	Limits   engine.Limits
-	Logger   *slog.Logger
-	Observer Observer // nil: nothing observes
+	Agent  engine.AgentRunner
+	Agents *agent.Set // loaded agents; their compiled chains resolve by name
+	Limits engine.Limits
+	// ExprBudget bounds each expression evaluation (zero: the default).
+	ExprBudget expr.Budget
+	Logger     *slog.Logger
+	Observer   Observer // nil: nothing observes
 	// HubBuffer is how many events a live watcher may fall behind before it
 	// is cut loose; default 4096.
 	HubBuffer int
@@ -129,6 +132,7 @@ func New(opts Options) (*Service, error) {
 		Chains:       chains,
 		Agent:        agentRunner,
 		Limits:       opts.Limits,
+		ExprBudget:   opts.ExprBudget,
 	})
 	return s, nil
 }

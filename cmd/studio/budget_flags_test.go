@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/chainstudio/studio/engine/expr"
 )
 
 func TestServeAndRunRefuseNonPositiveBudgets(t *testing.T) {
@@ -27,10 +25,10 @@ func TestServeAndRunRefuseNonPositiveBudgets(t *testing.T) {
 }
 
 // studio run takes the budgets too: a lower one stops a chain the default
-// lets through, with the budget and flag named.
+// lets through, with the budget and flag named, and it is that run's budget
+// only (the next run without the flag passes again).
 func TestRunAppliesExpressionBudget(t *testing.T) {
-	old := expr.DefaultBudget
-	defer func() { expr.DefaultBudget = old }()
+	t.Parallel()
 	doc := filepath.Join(t.TempDir(), "c.json")
 	os.WriteFile(doc, []byte(`{"name":"b","nodes":[{"node_id":"t","kind":"tool","name":"transform","input":{"expression":"@ | [@,@] | [@,@] | [@,@]","data":"x"}}]}`), 0o644)
 	var out, errb bytes.Buffer
@@ -42,5 +40,10 @@ func TestRunAppliesExpressionBudget(t *testing.T) {
 	code := cmdRun(context.Background(), []string{"--expr-max-elements", "10", doc}, &out, &errb)
 	if code == exitOK || !strings.Contains(out.String()+errb.String(), "expression built more than 10 elements (budget expr_elements, flag --expr-max-elements)") {
 		t.Fatalf("--expr-max-elements 10: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := cmdRun(context.Background(), []string{doc}, &out, &errb); code != exitOK {
+		t.Fatalf("the lower budget outlived its run: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }

@@ -66,7 +66,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !wantArgs(fs, args, "FILE") {
 		return exitUsage
 	}
-	if err := budgets.apply(); err != nil {
+	exprBudget, tplBudget, err := budgets.values()
+	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
@@ -88,12 +89,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate}))
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget}))
 	printer := &eventPrinter{w: stdout, json: *asJSON}
 	resolve := folderResolver(path)
 	eng := engine.New(engine.Options{
-		Registry: reg,
-		Sink:     printer,
+		Registry:   reg,
+		Sink:       printer,
+		ExprBudget: exprBudget,
 		Chains: func(_ context.Context, name string) (*engine.Chain, error) {
 			if c, ok := resolve(name); ok {
 				return c, nil

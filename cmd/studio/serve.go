@@ -65,7 +65,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
-	if err := budgets.apply(); err != nil {
+	exprBudget, tplBudget, err := budgets.values()
+	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
@@ -105,7 +106,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate}))
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget}))
 	reg.SetInline(builtin.Inline...)
 	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
 	if err != nil {
@@ -120,13 +121,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress, exprBudget: exprBudget}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
 	addr, token, publicURL, dbPath string
 	insecure                       bool
 	listening                      func(url string) // called once the server listens
+	exprBudget                     expr.Budget
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -136,7 +138,7 @@ type serveConfig struct {
 // that.
 func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engine.Registry, agents *agent.Set, log *slog.Logger, stderr io.Writer) int {
 	metrics := web.NewMetrics()
-	svc, err := runs.New(runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics})
+	svc, err := runs.New(runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, ExprBudget: cfg.exprBudget})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -237,12 +239,12 @@ func registerBudgets(fs *flag.FlagSet) budgetFlags {
 	}
 }
 
-// apply sets the process-wide budgets; it runs once, before any chain.
-func (b budgetFlags) apply() error {
+// values checks the flags and returns the budgets for the engine and the
+// template tool (options, not process-wide settings: tests run several
+// hosts with different budgets in one process).
+func (b budgetFlags) values() (expr.Budget, builtin.TemplateBudget, error) {
 	if *b.exprElems <= 0 || *b.exprBytes <= 0 || *b.tplSteps <= 0 || *b.tplBytes <= 0 {
-		return errors.New("--expr-max-elements, --expr-max-bytes, --template-max-steps and --template-max-bytes must be positive")
+		return expr.Budget{}, builtin.TemplateBudget{}, errors.New("--expr-max-elements, --expr-max-bytes, --template-max-steps and --template-max-bytes must be positive")
 	}
-	expr.DefaultBudget = expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}
-	builtin.DefaultTemplateBudget = builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}
-	return nil
+	return expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}, builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}, nil
 }

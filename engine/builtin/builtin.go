@@ -44,6 +44,9 @@ type Options struct {
 	// the table is specialRanges). The guard checks the resolved IP of every
 	// connection (redirects included).
 	HTTPAllowPrivate bool
+	// TemplateBudget bounds each template rendering (zero fields:
+	// DefaultTemplateBudget).
+	TemplateBudget TemplateBudget
 	// HTTPTimeout bounds every http call (default 30s); the per-call
 	// `timeout` input can only shorten it.
 	HTTPTimeout time.Duration
@@ -75,7 +78,7 @@ func Tools(opts Options) map[string]tool.Func {
 	return map[string]tool.Func{
 		"echo":       echoTool,
 		"transform":  transformTool,
-		"template":   templateTool,
+		"template":   templateTool(opts.TemplateBudget),
 		"http":       newHTTPTool(opts, nil).call,
 		"delay":      delayTool,
 		"fail":       failTool,

@@ -35,9 +35,20 @@ type TemplateBudget struct {
 }
 
 // DefaultTemplateBudget is the budget the template tool uses unless the
-// host sets another (studio serve's --template-max-steps and
-// --template-max-bytes).
+// host gives another in Options.TemplateBudget (studio's
+// --template-max-steps and --template-max-bytes). It is never changed at
+// run time.
 var DefaultTemplateBudget = TemplateBudget{Steps: 5_000_000, Bytes: 64 << 20}
+
+func (b TemplateBudget) norm() TemplateBudget {
+	if b.Steps <= 0 {
+		b.Steps = DefaultTemplateBudget.Steps
+	}
+	if b.Bytes <= 0 {
+		b.Bytes = DefaultTemplateBudget.Bytes
+	}
+	return b
+}
 
 // tplMeter is one rendering's account.
 type tplMeter struct {
@@ -331,21 +342,21 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 }
 
 // templateTool renders the Go text/template `template` with `data` (or the
-// whole input without `template`) and returns {"text": ...}.
-func templateTool(ctx context.Context, in map[string]any, _ tool.Emitter) (any, error) {
+// whole input without `template`) and returns {"text": ...}, under budget b.
+func templateTool(b TemplateBudget) tool.Func {
+	b = b.norm()
+	return func(ctx context.Context, in map[string]any, _ tool.Emitter) (any, error) {
+		return renderTemplate(ctx, b, in)
+	}
+}
+
+func renderTemplate(ctx context.Context, b TemplateBudget, in map[string]any) (any, error) {
 	src, ok, err := getString("template", in, "template")
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, errors.New(`template: field "template" is required`)
-	}
-	b := DefaultTemplateBudget
-	if b.Steps <= 0 {
-		b.Steps = 5_000_000
-	}
-	if b.Bytes <= 0 {
-		b.Bytes = 64 << 20
 	}
 	m := &tplMeter{ctx: ctx, b: b}
 	t, err := template.New("template").Funcs(templateFuncs(m)).Parse(src)

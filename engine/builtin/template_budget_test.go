@@ -13,10 +13,7 @@ import (
 // Every way a template can build a large value or loop without writing is
 // refused by a named budget, quickly.
 func TestTemplateBudgets(t *testing.T) {
-	tpl := Tools(Options{})["template"]
-	old := DefaultTemplateBudget
-	DefaultTemplateBudget = TemplateBudget{Steps: 50_000, Bytes: 8 << 20}
-	defer func() { DefaultTemplateBudget = old }()
+	tpl := Tools(Options{TemplateBudget: TemplateBudget{Steps: 50_000, Bytes: 8 << 20}})["template"]
 	for _, tc := range []struct {
 		name, src, budget string
 	}{
@@ -50,20 +47,17 @@ func TestTemplateBudgets(t *testing.T) {
 
 // A deadline stops a rendering within 100 ms, whatever it is doing.
 func TestTemplateStopsAtDeadline(t *testing.T) {
-	tpl := Tools(Options{})["template"]
+	tpl := Tools(Options{TemplateBudget: TemplateBudget{Steps: 1 << 62, Bytes: 1 << 30}})["template"]
 	for _, src := range []string{
 		`{{range 100000}}{{range 100000}}{{range 100000}}{{end}}{{end}}{{end}}`,
 		`{{range 100000}}{{range 100000}}{{range 100000}}x{{end}}{{end}}{{end}}`,
 		`{{range 100000}}{{range 100000}}{{$y := len "abc"}}{{end}}{{end}}`,
 	} {
-		old := DefaultTemplateBudget
-		DefaultTemplateBudget = TemplateBudget{Steps: 1 << 62, Bytes: 1 << 30}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		start := time.Now()
 		_, err := tpl(ctx, map[string]any{"template": src}, nil)
 		late := time.Since(start) - 200*time.Millisecond
 		cancel()
-		DefaultTemplateBudget = old
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%s: want the deadline, got %v", src, err)
 		}

@@ -23,9 +23,29 @@ type Budget struct {
 	MaxBytes    int64 // approximate JSON bytes of the values built
 }
 
-// DefaultBudget is the budget evaluations use unless the host sets another
-// (studio serve's --expr-max-elements and --expr-max-bytes).
+// DefaultBudget is the budget evaluations use unless their context carries
+// another (WithBudget; studio's --expr-max-elements and --expr-max-bytes).
+// It is never changed at run time: two hosts in one process may choose
+// different budgets.
 var DefaultBudget = Budget{MaxElements: 1 << 22, MaxBytes: 64 << 20}
+
+type budgetKey struct{}
+
+// WithBudget returns a context under which expression evaluations use b (its
+// zero fields: the default) instead of DefaultBudget.
+func WithBudget(ctx context.Context, b Budget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b.norm())
+}
+
+// budgetOf is the budget an evaluation under ctx uses.
+func budgetOf(ctx context.Context) Budget {
+	if ctx != nil {
+		if b, ok := ctx.Value(budgetKey{}).(Budget); ok {
+			return b
+		}
+	}
+	return DefaultBudget
+}
 
 func (b Budget) norm() Budget {
 	if b.MaxElements <= 0 {

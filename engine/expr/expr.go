@@ -249,7 +249,7 @@ type Contexter interface {
 
 // Eval evaluates the expression against s. In strict mode a missing path is
 // a *MissingPathError; otherwise it reads as nil. A JMESPath evaluation runs
-// under DefaultBudget (a *BudgetError past it) and stops when the context of
+// under its context's budget (WithBudget; a *BudgetError past it) and stops when the context of
 // a Contexter scope ends.
 func (e *Expr) Eval(s Scope, strict bool) (any, error) {
 	var ctx context.Context

@@ -475,11 +475,11 @@ func compileDiag(src string) (root *dnode, calls []srcCall) {
 	return root, calls
 }
 
-// evalBudgeted evaluates a compiled tree over data under DefaultBudget,
+// evalBudgeted evaluates a compiled tree over data under ctx's budget,
 // stopping when ctx ends. It gives go-jmespath's results (the compliance
 // suite checks it) with errors that name the function and argument.
 func evalBudgeted(ctx context.Context, src string, root *dnode, calls []srcCall, data any) (result any, err error) {
-	d := &diag{calls: calls, m: newMeter(ctx, DefaultBudget)}
+	d := &diag{calls: calls, m: newMeter(ctx, budgetOf(ctx))}
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = nil, &EvalError{Src: src, Msg: "evaluation failed"}
@@ -512,7 +512,7 @@ type searchEntry struct {
 	calls []srcCall
 }
 
-// Search evaluates the JMESPath src over data under DefaultBudget, stopping
+// Search evaluates the JMESPath src over data under ctx's budget, stopping
 // when ctx ends. The caller has checked src's syntax (jmespath.Compile).
 func Search(ctx context.Context, src string, data any) (any, error) {
 	var ent *searchEntry
