@@ -3,7 +3,8 @@
 // never an error). Needs the studio started with --agents examples/agents.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, close, open, api } from './lib.mjs';
+import { join } from 'node:path';
+import { launch, close, open, api, SHOTS } from './lib.mjs';
 
 before(async () => { await launch(); });
 after(async () => { await close(); });
@@ -12,6 +13,10 @@ async function runFromPage(context) {
   const agents = await api('GET', '/v1/agents');
   assert.ok(agents.agents.some((a) => a.name === 'sales-qualifier'), 'the example agents are loaded (serve --agents examples/agents)');
   const page = await open('/agents/sales-qualifier');
+  if (context === undefined) { // the README's picture of an agent's expanded chain
+    await page.waitForSelector('[data-ready="1"]');
+    await page.screenshot({ path: join(SHOTS, 'agent.png') });
+  }
   await page.fill('textarea[name=query]', 'Ana at ACME');
   if (context !== undefined) await page.fill('textarea[name=context]', context);
   await Promise.all([page.waitForURL(/\/runs\/[0-9a-f-]+$/), page.click('form.agent-run button[type=submit]')]);
@@ -36,7 +41,7 @@ test('agent example: a lead with no known facts completes, the default link fire
   for (const [id, r] of Object.entries(rows)) assert.notEqual(r.phase, 'error', id + ' is not an error');
   assert.ok(!timeline.some((t) => /ph-error/.test(t)), 'no error in the timeline: ' + timeline.join(' | '));
   assert.ok(!timeline.some((t) => /ph-start/.test(t) && /email-composer/.test(t)), 'email-composer never started');
-  await page.screenshot({ path: '/tmp/engine/agent-run-default.png', fullPage: true });
+  await page.screenshot({ path: join(SHOTS, 'agent-run-default.png'), fullPage: true });
   await page.done();
 });
 
@@ -46,7 +51,7 @@ test('agent example: a hot lead completes with every link that fired done', asyn
   assert.deepEqual(Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, v.phase])),
     { 'sales-qualifier': 'done', 'email-composer': 'done', 'crm-logger': 'done', 'human-triage': 'skip' });
   assert.ok(!timeline.some((t) => /ph-error/.test(t)), 'no error in the timeline');
-  await page.screenshot({ path: '/tmp/engine/agent-run-hot.png', fullPage: true });
+  await page.screenshot({ path: join(SHOTS, 'agent-run-hot.png'), fullPage: true });
   await page.done();
 });
 
@@ -71,6 +76,6 @@ test('designer: a bare-word comparison is a warning in the validation panel, nam
   assert.equal(w.edge, 'fetch->billing_desk');
   assert.equal(w.field, 'condition');
   assert.match(w.text, /\{\{category\}\} == billing or category == 'billing'/);
-  await page.screenshot({ path: '/tmp/engine/bare-word.png', fullPage: false });
+  await page.screenshot({ path: join(SHOTS, 'bare-word.png'), fullPage: false });
   await page.done();
 });
