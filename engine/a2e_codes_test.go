@@ -22,6 +22,7 @@ type wireCodeCase struct {
 }
 
 func TestA2EWireErrorCodes(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("testdata/a2e_wire_codes.json")
 	if err != nil {
 		t.Fatal(err)

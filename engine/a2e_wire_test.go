@@ -9,6 +9,7 @@ import (
 )
 
 func TestNewEventMessage(t *testing.T) {
+	t.Parallel()
 	at := time.Unix(1716123456, 789000000)
 	cases := []struct {
 		ev         engine.Event
@@ -37,6 +38,7 @@ func TestNewEventMessage(t *testing.T) {
 }
 
 func TestNewResponseMessage(t *testing.T) {
+	t.Parallel()
 	req := &engine.Request{ID: "r", ChainID: "c"}
 	for _, c := range []struct {
 		res     engine.Result

@@ -38,6 +38,7 @@ func nested(depth int) string {
 }
 
 func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 20)
 	cases := []struct {
 		name   string
@@ -178,6 +179,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestDecodeValidDocuments(t *testing.T) {
+	t.Parallel()
 	for name, d := range map[string]string{
 		"empty nodes": `{"nodes":[]}`,
 		"every field": `{"name":"n","description":"d","entry_node":"a","strict_routing":true,"strict_conditions":true,"timeout":1.5,"max_concurrency":2,"max_depth":3,
@@ -216,6 +218,7 @@ func TestDecodeValidDocuments(t *testing.T) {
 }
 
 func TestDecodeEdgeIDOverLimitUnlessAuto(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxIDLength: 4}
 	nodes := `{"node_id":"abcd","kind":"tool"},{"node_id":"efgh","kind":"tool"}`
 	for _, id := range []string{"abcd->efgh", "abcd->efgh#2", "abcd->efgh#17"} {
@@ -231,6 +234,7 @@ func TestDecodeEdgeIDOverLimitUnlessAuto(t *testing.T) {
 }
 
 func TestDecodeErrorMessageIsRuneSafe(t *testing.T) {
+	t.Parallel()
 	id := strings.Repeat("é", 40) // 80 bytes: the path truncates it to 64
 	_, err := Decode([]byte(doc(`{"node_id":"`+id+`","kind":"nope"}`)), Limits{})
 	if err == nil {
@@ -247,6 +251,7 @@ func TestDecodeErrorMessageIsRuneSafe(t *testing.T) {
 // --- A2E --------------------------------------------------------------------
 
 func TestA2ELinearExample(t *testing.T) {
+	t.Parallel()
 	c, r, err := DecodeDocument([]byte(a2eLinearRequest), Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +281,7 @@ func TestA2ELinearExample(t *testing.T) {
 }
 
 func TestA2EBranchBecomesLabelledEdges(t *testing.T) {
+	t.Parallel()
 	c, err := Decode([]byte(req(`{"node_id":"a","kind":"branch","condition":"x","true_node":"yes","false_node":"no"},{"node_id":"yes","kind":"tool"},{"node_id":"no","kind":"tool"}`, "")), Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -293,6 +299,7 @@ func TestA2EBranchBecomesLabelledEdges(t *testing.T) {
 }
 
 func TestA2EDefaultsAndErrors(t *testing.T) {
+	t.Parallel()
 	t.Run("defaults", func(t *testing.T) {
 		_, r, err := DecodeDocument([]byte(`{"type":"chain/req","nodes":[`+nodeA+`]}`), Limits{})
 		if err != nil {
@@ -328,6 +335,7 @@ func TestA2EDefaultsAndErrors(t *testing.T) {
 // --- Normalize -----------------------------------------------------------------
 
 func TestNormalizeNextNodeNotDuplicated(t *testing.T) {
+	t.Parallel()
 	c, err := Decode([]byte(doc(`{"node_id":"a","kind":"tool","next_node":"b"},`+nodeB, `{"source":"a","target":"b"}`)), Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -347,6 +355,7 @@ func TestNormalizeNextNodeNotDuplicated(t *testing.T) {
 }
 
 func TestNormalizeConditionalEdgeDoesNotAbsorbNextNode(t *testing.T) {
+	t.Parallel()
 	c, err := Decode([]byte(doc(`{"node_id":"a","kind":"tool","next_node":"b"},`+nodeB, `{"source":"a","target":"b","condition":"x"}`)), Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -361,6 +370,7 @@ func TestNormalizeConditionalEdgeDoesNotAbsorbNextNode(t *testing.T) {
 }
 
 func TestNormalizeEdgeIDs(t *testing.T) {
+	t.Parallel()
 	c := &Chain{
 		Nodes: []Node{{ID: "a", Kind: KindTool}, {ID: "b", Kind: KindTool}},
 		Edges: []Edge{
@@ -385,6 +395,7 @@ func TestNormalizeEdgeIDs(t *testing.T) {
 }
 
 func TestNormalizeIdempotent(t *testing.T) {
+	t.Parallel()
 	c := &Chain{
 		Nodes: []Node{
 			{ID: "a", Kind: KindBranch, Condition: "x", TrueNode: "b", FalseNode: "c"},
@@ -409,6 +420,7 @@ func TestNormalizeIdempotent(t *testing.T) {
 }
 
 func TestNormalizeDuplicateExplicitEdgeID(t *testing.T) {
+	t.Parallel()
 	c := &Chain{Edges: []Edge{{ID: "e", Source: "a", Target: "b"}, {ID: "e", Source: "b", Target: "a"}}}
 	err := Normalize(c)
 	var de *DecodeError
@@ -418,6 +430,7 @@ func TestNormalizeDuplicateExplicitEdgeID(t *testing.T) {
 }
 
 func TestDecodeSampleInput(t *testing.T) {
+	t.Parallel()
 	c, err := Decode([]byte(`{"name":"t","sample_input":{"name":"Ada","n":[1,2]},"nodes":[`+nodeA+`]}`), Limits{})
 	if err != nil {
 		t.Fatal(err)

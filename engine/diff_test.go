@@ -49,6 +49,7 @@ func diffBase() *engine.Chain {
 }
 
 func TestDiff(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		edit func(c *engine.Chain)
@@ -114,6 +115,7 @@ func TestDiff(t *testing.T) {
 }
 
 func TestDiffNil(t *testing.T) {
+	t.Parallel()
 	d := engine.Diff(nil, diffBase())
 	got := diffJSON(d)
 	want := `{"chain":["name","description","entry_node"],"nodes_added":["a","b","c"],"edges_added":["c->a[yes]","e1","e2"]}`
@@ -128,6 +130,7 @@ func TestDiffNil(t *testing.T) {
 // Every changed field comes with its value old → new; a map changes key by
 // key, so an edited expression in input_map shows alone.
 func TestDiffValues(t *testing.T) {
+	t.Parallel()
 	a := diffBase()
 	a.Nodes[0].InputMap = map[string]string{"total": "input.x > 1", "same": "input.y"}
 	b := a.Clone()

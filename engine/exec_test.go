@@ -11,6 +11,7 @@ import (
 )
 
 func TestExecInput(t *testing.T) {
+	t.Parallel()
 	runRouteCases(t, []routeCase{
 		{
 			name:  "static_input_merged_with_input_map_map_wins",
@@ -37,6 +38,7 @@ func TestExecInput(t *testing.T) {
 }
 
 func TestExecMap(t *testing.T) {
+	t.Parallel()
 	body := func(mode string) string {
 		return `{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body","parallel_failure_mode":"` + mode + `"},
 		{"node_id":"body","kind":"tool","name":"fail","input_map":{"until_attempt":"item.u","message":"item.msg"}}]}`
@@ -247,6 +249,7 @@ func TestExecMap(t *testing.T) {
 }
 
 func TestExecMapLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(o *engine.Options) { o.Limits.MaxMapItems = 3 })
 	res := h.run(`{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},{"node_id":"body","kind":"tool","name":"echo"}]}`,
 		map[string]any{"items": []any{1.0, 2.0, 3.0, 4.0}})
@@ -257,6 +260,7 @@ func TestExecMapLimit(t *testing.T) {
 }
 
 func TestExecParallel(t *testing.T) {
+	t.Parallel()
 	defs := map[string]string{
 		"ok1":  `{"node_id":"ok1","kind":"tool","name":"delay","input":{"ms":20,"b":"ok1"}}`,
 		"bad":  `{"node_id":"bad","kind":"tool","name":"fail","input":{"message":"bad failed"}}`,
@@ -353,6 +357,7 @@ func TestExecParallel(t *testing.T) {
 }
 
 func TestExecOnError(t *testing.T) {
+	t.Parallel()
 	runRouteCases(t, []routeCase{
 		{
 			name: "abort_fails_run_and_cancels_running_nodes",
@@ -432,6 +437,7 @@ func TestExecOnError(t *testing.T) {
 }
 
 func TestExecRetry(t *testing.T) {
+	t.Parallel()
 	runRouteCases(t, []routeCase{
 		{
 			name: "retry_until_success",
@@ -538,6 +544,7 @@ func TestExecTimeouts(t *testing.T) {
 }
 
 func TestExecEvents(t *testing.T) {
+	t.Parallel()
 	t.Run("seq_monotonic_from_1_and_every_node_ends", func(t *testing.T) {
 		h := newHarness(t)
 		doc := `{"name":"e","nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all"},{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},{"node_id":"body","kind":"tool","name":"echo"},
@@ -561,6 +568,7 @@ func TestExecEvents(t *testing.T) {
 }
 
 func TestExecFinalOutput(t *testing.T) {
+	t.Parallel()
 	runRouteCases(t, []routeCase{
 		{
 			name: "last_terminal_in_topological_order_ties_by_declaration",
@@ -596,6 +604,7 @@ func TestExecFinalOutput(t *testing.T) {
 }
 
 func TestExecValidationErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	doc := `{"name":"v","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],"edges":[{"source":"a","target":"b"},{"source":"b","target":"a"}]}`
 	res := h.run(doc, nil)

@@ -19,6 +19,7 @@ func exportDecode(t *testing.T, doc string) *engine.Chain {
 }
 
 func TestExportA2ERoundTrip(t *testing.T) {
+	t.Parallel()
 	docs := map[string]string{
 		"linear": `{"name":"lin","description":"dropped","entry_node":"a","timeout":12,"nodes":[
 			{"node_id":"a","kind":"tool","name":"echo","input":{"x":1}},
@@ -76,6 +77,7 @@ func TestExportA2ERoundTrip(t *testing.T) {
 }
 
 func TestExportA2ESuccessorFields(t *testing.T) {
+	t.Parallel()
 	c := exportDecode(t, `{"name":"br","nodes":[
 		{"node_id":"a","kind":"tool","name":"echo"},
 		{"node_id":"check","kind":"branch","condition":"output"},
@@ -103,6 +105,7 @@ func TestExportA2ESuccessorFields(t *testing.T) {
 }
 
 func TestExportA2ERefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, doc string
 		want      engine.ExportError

@@ -59,6 +59,7 @@ func wantFoldEqualsResult(t *testing.T, cp *engine.MemoryCheckpointer, res *engi
 // branches, parallel groups, an approval) and checks fold(log) against the
 // engine's own node results.
 func TestFoldEqualsEngineOnExamples(t *testing.T) {
+	t.Parallel()
 	all, err := examples.All()
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +92,7 @@ func TestFoldEqualsEngineOnExamples(t *testing.T) {
 // under every on_error policy but a handler, inline and on goroutines, and
 // over the resume of those that failed.
 func TestFoldEqualsEngineOnRandomChains(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(12, 7))
 	failed := 0
 	for k := 0; k < 300; k++ {
@@ -127,6 +129,7 @@ func TestFoldEqualsEngineOnRandomChains(t *testing.T) {
 // and random routing "all" graphs with held defaults, guards and handled
 // failures. The tools are deterministic.
 func TestReplayOfAnyPrefixFinishesLikeTheRun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	all, err := examples.All()
 	if err != nil {
@@ -231,6 +234,7 @@ func resumeAfter(t *testing.T, h *harness, id, node string, tools map[string]too
 // own reason down a pruned branch, and a handler started from a replayed
 // failure reads the failure's own error code.
 func TestReplayAppliesRecordsAsTheRunDid(t *testing.T) {
+	t.Parallel()
 	t.Run("skip_reason_cascades", func(t *testing.T) {
 		h := newHarness(t)
 		doc := `{"name":"s","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"}],

@@ -32,6 +32,7 @@ func indexOf(evs []engine.Event, node string, ph engine.Phase) int {
 // The default of a parallel routing "all" node runs after the links that
 // fired with it have finished, and says when it is dispatched.
 func TestHeldDefaultRunsAfterTheFanOut(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	res := h.run(heldDoc(`{"node_id":"fan","kind":"tool","name":"delay","input":{"ms":30}}`), map[string]any{"score": 2.0})
 	wantStatus(t, res, engine.StatusCompleted)
@@ -71,6 +72,7 @@ func TestHeldDefaultRunsAfterTheFanOut(t *testing.T) {
 // A fan-out target that pauses holds the default until it is resumed and
 // finishes; the held edge survives the checkpoint log.
 func TestHeldDefaultAcrossAPause(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	res := h.run(heldDoc(`{"node_id":"fan","kind":"interrupt","config":{"prompt":"ok?"}}`), map[string]any{"score": 2.0})
 	wantStatus(t, res, engine.StatusPaused)
@@ -95,6 +97,7 @@ func TestHeldDefaultAcrossAPause(t *testing.T) {
 // A fan-out target that fails stops the run before the default fires; a
 // resume runs the failed target again and then the default.
 func TestHeldDefaultAfterAFailedFanOut(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.flag.Store(true)
 	res := h.run(heldDoc(`{"node_id":"fan","kind":"tool","name":"flagfail"}`), map[string]any{"score": 2.0})
@@ -116,6 +119,7 @@ func TestHeldDefaultAfterAFailedFanOut(t *testing.T) {
 // node is left "upstream stopped" (a held default never released), and each
 // default that fired with others started after all of them finished.
 func TestHeldDefaultRandomChains(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(4, 2))
 	held, rings := 0, 0
 	defer func() {

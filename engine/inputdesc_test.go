@@ -8,6 +8,7 @@ import (
 )
 
 func TestDescribeInput(t *testing.T) {
+	t.Parallel()
 	doc := `{"name":"d","nodes":[
 	 {"node_id":"shape","kind":"tool","name":"echo"},
 	 {"node_id":"static","kind":"tool","name":"echo","input":{"k":1}},
@@ -52,6 +53,7 @@ func TestDescribeInput(t *testing.T) {
 
 // The description agrees with what the engine hands the node.
 func TestDescribeInputMatchesRun(t *testing.T) {
+	t.Parallel()
 	doc := `{"name":"d","nodes":[{"node_id":"a","kind":"tool","name":"echo","input":{"v":1}},
 	 {"node_id":"b","kind":"tool","name":"echo","input":{"k":2}},
 	 {"node_id":"c","kind":"tool","name":"echo"}],

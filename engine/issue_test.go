@@ -8,6 +8,7 @@ import (
 // An expression error says where in line:column form (1-based, characters),
 // in the issue's fields and in its message, like the designer's field check.
 func TestExpressionIssuePlaceIsLineColumn(t *testing.T) {
+	t.Parallel()
 	c := &Chain{Name: "p", Nodes: []Node{
 		{ID: "a", Kind: KindTool, Name: "echo", InputMap: map[string]string{"x": "'é' ==\n  +"}},
 	}}
@@ -30,6 +31,7 @@ func TestExpressionIssuePlaceIsLineColumn(t *testing.T) {
 }
 
 func TestExprPlace(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		src       string
 		pos       int

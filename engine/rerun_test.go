@@ -10,6 +10,7 @@ import (
 // A re-run records which nodes it reused and which ran again, on their
 // events and results, and its state patch wins over the reused writes.
 func TestRerunMarksReusedAndAppliesModifiedState(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	doc := `{"name":"r","nodes":[
 	 {"node_id":"a","kind":"tool","name":"count","input":{"v":1},"set_state":{"x":"output.v","y":"output.v"}},
@@ -54,6 +55,7 @@ func TestRerunMarksReusedAndAppliesModifiedState(t *testing.T) {
 // A re-run that fails and is resumed keeps its state patch: the resume
 // rebuilds the state from the re-run's own log.
 func TestRerunStatePatchSurvivesResume(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	doc := `{"name":"r","nodes":[
 	 {"node_id":"a","kind":"tool","name":"count","input":{"v":1},"set_state":{"x":"output.v"}},

@@ -32,6 +32,7 @@ const approvalDoc = `{"name":"a","nodes":[{"node_id":"r","kind":"tool","name":"e
 "edges":[{"source":"r","target":"ask"},{"source":"r","target":"other"},{"source":"ask","target":"after"},{"source":"other","target":"after"}]}`
 
 func TestResumeInterrupt(t *testing.T) {
+	t.Parallel()
 	t.Run("interrupt_node_pauses_with_prompt_other_branches_finish_first", func(t *testing.T) {
 		h := newHarness(t)
 		res := h.start(approvalDoc, nil)
@@ -125,6 +126,7 @@ func TestResumeInterrupt(t *testing.T) {
 }
 
 func TestResumeContract(t *testing.T) {
+	t.Parallel()
 	t.Run("paused_without_value_is_ChainResumeError_and_ChainCheckpointError", func(t *testing.T) {
 		h := newHarness(t)
 		res := h.start(approvalDoc, nil)
@@ -246,6 +248,7 @@ func TestResumeContract(t *testing.T) {
 }
 
 func TestResumeLoops(t *testing.T) {
+	t.Parallel()
 	t.Run("loop_counters_survive_pause_and_resume_and_reinterrupt_pauses_again", func(t *testing.T) {
 		h := newHarness(t)
 		doc := `{"name":"l","nodes":[{"node_id":"ask","kind":"interrupt","config":{"prompt":"more?"}},{"node_id":"exit","kind":"tool","name":"echo"}],
@@ -283,6 +286,7 @@ func TestResumeLoops(t *testing.T) {
 }
 
 func TestRerunFrom(t *testing.T) {
+	t.Parallel()
 	t.Run("upstream_outputs_reused_from_node_and_downstream_execute", func(t *testing.T) {
 		h := newHarness(t)
 		doc := `{"name":"r","nodes":[{"node_id":"a","kind":"tool","name":"count","input":{"v":1}},{"node_id":"b","kind":"tool","name":"count"},{"node_id":"c","kind":"tool","name":"count"}],
@@ -317,6 +321,7 @@ func TestRerunFrom(t *testing.T) {
 }
 
 func TestResumeMore(t *testing.T) {
+	t.Parallel()
 	t.Run("failed_resume_reruns_siblings_cancelled_by_the_abort", func(t *testing.T) {
 		h := newHarness(t)
 		doc := `{"name":"f","nodes":[{"node_id":"r","kind":"tool","name":"count"},{"node_id":"bad","kind":"tool","name":"flagfail"},{"node_id":"slow","kind":"tool","name":"delay","input":{"ms":150}},
@@ -367,6 +372,7 @@ func TestResumeMore(t *testing.T) {
 }
 
 func TestResumeTwoInterrupts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	doc := `{"name":"two","nodes":[{"node_id":"r","kind":"tool","name":"echo"},{"node_id":"i1","kind":"interrupt","config":{"prompt":"one"}},{"node_id":"i2","kind":"interrupt","config":{"prompt":"two"}},
 	{"node_id":"j","kind":"tool","name":"echo"}],
@@ -397,6 +403,7 @@ func TestResumeTwoInterrupts(t *testing.T) {
 // A map whose handled item failure made the run partial keeps it partial
 // when the run pauses after it and is resumed: the checkpoint says so.
 func TestResumeKeepsAPartialMapPartial(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	doc := `{"name":"a","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body","parallel_failure_mode":"any_success"},
 	{"node_id":"body","kind":"tool","name":"delay","input_map":{"ms":"item"}},

@@ -48,6 +48,7 @@ func runRouteCases(t *testing.T, cases []routeCase) {
 }
 
 func TestRoutingFirst(t *testing.T) {
+	t.Parallel()
 	runRouteCases(t, []routeCase{
 		{
 			name: "all_unconditional_edges_fan_out",
@@ -141,6 +142,7 @@ func TestRoutingFirst(t *testing.T) {
 }
 
 func TestRoutingConditionNode(t *testing.T) {
+	t.Parallel()
 	cond := func(v string, edges string) routeCase {
 		return routeCase{
 			doc: `{"name":"r","nodes":[{"node_id":"c","kind":"condition","cases":[{"handle":"hi","when":"input.v > ` + "`10`" + `"},{"handle":"mid","when":"input.v > ` + "`5`" + `"}]},
@@ -189,6 +191,7 @@ func TestRoutingConditionNode(t *testing.T) {
 }
 
 func TestRoutingBranchNode(t *testing.T) {
+	t.Parallel()
 	a2e := func(items string) string {
 		return `{"type":"chain/req","id":"c1","version":"1.0","session_id":"s","nodes":[
 		{"node_id":"start","kind":"tool","name":"echo","input":{"items":` + items + `},"next_node":"check"},
@@ -243,6 +246,7 @@ func TestRoutingBranchNode(t *testing.T) {
 }
 
 func TestRoutingAll(t *testing.T) {
+	t.Parallel()
 	doc := func(extra string) string {
 		return `{"name":"r","nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all"` + extra + `},
 		{"node_id":"email","kind":"tool","name":"echo"},{"node_id":"crm","kind":"tool","name":"echo"},{"node_id":"triage","kind":"tool","name":"echo"},{"node_id":"vip","kind":"tool","name":"echo"}],
@@ -352,6 +356,7 @@ func TestRoutingAll(t *testing.T) {
 }
 
 func TestRoutingJoins(t *testing.T) {
+	t.Parallel()
 	diamond := func(condB, condC string) string {
 		return `{"name":"r","nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all"},{"node_id":"b","kind":"tool","name":"echo","input":{"from":"b"}},{"node_id":"c","kind":"tool","name":"echo","input":{"from":"c"}},{"node_id":"j","kind":"tool","name":"echo"},{"node_id":"k","kind":"tool","name":"echo"}],
 		"edges":[{"source":"a","target":"b","condition":"` + condB + `"},{"source":"a","target":"c","condition":"` + condC + `"},{"source":"b","target":"j"},{"source":"c","target":"j"},{"source":"j","target":"k"}]}`
@@ -427,6 +432,7 @@ func TestRoutingJoins(t *testing.T) {
 }
 
 func TestRoutingDataDeps(t *testing.T) {
+	t.Parallel()
 	runRouteCases(t, []routeCase{
 		{
 			name: "node_waits_for_input_map_dependency",
@@ -456,6 +462,7 @@ func TestRoutingDataDeps(t *testing.T) {
 }
 
 func TestRoutingLoops(t *testing.T) {
+	t.Parallel()
 	loop := func(max int, onMax string, cond string) string {
 		return `{"name":"r","nodes":[{"node_id":"body","kind":"tool","name":"inc","input_map":{"n":"state.n"},"set_state":{"n":"output.n"}},{"node_id":"exit","kind":"tool","name":"echo"}],
 		"edges":[{"id":"again","source":"body","target":"body","condition":"` + cond + `","max_iterations":` + itoa(max) + `,"on_max_reached":"` + onMax + `"},{"source":"body","target":"exit"}]}`
@@ -529,6 +536,7 @@ func TestRoutingLoops(t *testing.T) {
 }
 
 func TestRoutingAllSequentialGuardError(t *testing.T) {
+	t.Parallel()
 	runRouteCases(t, []routeCase{
 		{
 			name: "sequential_guard_error_fails_that_target_and_dispatch_goes_on",
@@ -542,6 +550,7 @@ func TestRoutingAllSequentialGuardError(t *testing.T) {
 }
 
 func TestRoutingConditionDefaultFlag(t *testing.T) {
+	t.Parallel()
 	runRouteCases(t, []routeCase{
 		{
 			name: "default_flag_edge_preferred_over_earlier_unlabelled_edge",
@@ -557,6 +566,7 @@ func TestRoutingConditionDefaultFlag(t *testing.T) {
 // TestRaceFrozenScope: map and parallel workers read a frozen scope while
 // the coordinator keeps writing state and outputs (run with -race).
 func TestRaceFrozenScope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	doc := `{"name":"race","nodes":[{"node_id":"root","kind":"tool","name":"echo","set_state":{"s":"output.items"}},
 	{"node_id":"m","kind":"map","items_path":"state.s","map_node":"body"},

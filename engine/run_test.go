@@ -65,6 +65,7 @@ func js(v any) string {
 }
 
 func TestA2ELinearChainRuns(t *testing.T) {
+	t.Parallel()
 	res, evs := run(t, `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"echo","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"tool","name":"echo","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`, nil)
 	if res.Status != engine.StatusCompleted {
 		t.Fatalf("status %s: %v", res.Status, js(res.Error))

@@ -32,6 +32,7 @@ func schemaValidate(t *testing.T, sch *jsonschema.Schema, doc []byte) error {
 }
 
 func TestSchemaAcceptsExamples(t *testing.T) {
+	t.Parallel()
 	sch := compileChainSchema(t)
 	files, err := filepath.Glob(filepath.Join("..", "examples", "*.json"))
 	if err != nil || len(files) == 0 {
@@ -56,6 +57,7 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 // TestSchemaAndDecodeAgree keeps docs/chain.schema.json and the decoder in
 // step: each document is accepted by both or rejected by both.
 func TestSchemaAndDecodeAgree(t *testing.T) {
+	t.Parallel()
 	sch := compileChainSchema(t)
 	valid := map[string]string{
 		"A2E chain/req example": a2eLinearRequest,
@@ -132,6 +134,7 @@ func TestSchemaAndDecodeAgree(t *testing.T) {
 // TestSchemaCoversModel fails when a JSON field is added to the model
 // without being described in the schema.
 func TestSchemaCoversModel(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "docs", "chain.schema.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -236,6 +236,7 @@ func ruleCases() []ruleCase {
 }
 
 func TestValidateRules(t *testing.T) {
+	t.Parallel()
 	for _, tc := range ruleCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			issues := ValidateWith(tc.chain, tc.opts)
@@ -264,6 +265,7 @@ func TestValidateRules(t *testing.T) {
 
 // Every rule in the table at the top of validate.go has a row.
 func TestValidateRulesCovered(t *testing.T) {
+	t.Parallel()
 	rows := map[string]bool{}
 	for _, tc := range ruleCases() {
 		rows[tc.rule] = true
@@ -290,6 +292,7 @@ func TestValidateRulesCovered(t *testing.T) {
 // --- the validation table (docs/chain-format.md, "Validation rules") -------
 
 func TestValidateRoutedChainTable(t *testing.T) {
+	t.Parallel()
 	rows := []struct {
 		rule  string // the seed's row
 		chain *Chain
@@ -329,6 +332,7 @@ func TestValidateRoutedChainTable(t *testing.T) {
 // --- valid chains ----------------------------------------------------------
 
 func TestValidateValidChains(t *testing.T) {
+	t.Parallel()
 	f := false
 	cases := map[string]*Chain{
 		"single node": vchain(vnodes(vtool("only"))),
@@ -386,6 +390,7 @@ func TestValidateValidChains(t *testing.T) {
 }
 
 func TestValidateDecodedA2EExample(t *testing.T) {
+	t.Parallel()
 	doc := `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"read_file","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"skill","name":"text_summarizer","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`
 	c, err := Decode([]byte(doc), Limits{})
 	if err != nil {
@@ -399,6 +404,7 @@ func TestValidateDecodedA2EExample(t *testing.T) {
 // --- specific behaviours ------------------------------------------------------
 
 func TestValidateCycleWithAndWithoutMaxIterations(t *testing.T) {
+	t.Parallel()
 	capped := vchain(vnodes(vtool("a"), vtool("b"), vtool("c"), vtool("out")),
 		vedge("a", "b"), vedge("b", "c"), vloop("c", "a", 5), vcond("c", "out", "{{ output.done }}"))
 	if issues := Validate(capped); len(issues) != 0 {
@@ -413,6 +419,7 @@ func TestValidateCycleWithAndWithoutMaxIterations(t *testing.T) {
 }
 
 func TestValidateSelfLoop(t *testing.T) {
+	t.Parallel()
 	issues := Validate(vchain(vnodes(vtool("r"), vtool("a")), vedge("r", "a"), vedge("a", "a")))
 	errs := errorsIn(issues)
 	if len(errs) != 1 || errs[0].Rule != RuleChainCycle || !strings.Contains(errs[0].Message, "a -> a") {
@@ -424,6 +431,7 @@ func TestValidateSelfLoop(t *testing.T) {
 }
 
 func TestValidateCycleReportedOncePerComponent(t *testing.T) {
+	t.Parallel()
 	// two overlapping cycles in one component, plus a separate one
 	c := vchain(vnodes(vtool("r"), vtool("a"), vtool("b"), vtool("c"), vtool("x"), vtool("y")),
 		vedge("r", "a"), vedge("a", "b"), vedge("b", "a"), vedge("b", "c"), vedge("c", "a"),
@@ -443,6 +451,7 @@ func TestValidateCycleReportedOncePerComponent(t *testing.T) {
 }
 
 func TestValidateNodesOnlyOnACycleAreUnreachable(t *testing.T) {
+	t.Parallel()
 	c := vchain(vnodes(vtool("r"), vtool("s"), vtool("x"), vtool("y")), vedge("r", "s"), vedge("x", "y"), vedge("y", "x"))
 	got := map[string]bool{}
 	for _, is := range Validate(c) {
@@ -459,6 +468,7 @@ func TestValidateNodesOnlyOnACycleAreUnreachable(t *testing.T) {
 }
 
 func TestValidateReachableFalseExemptsOrphan(t *testing.T) {
+	t.Parallel()
 	f := false
 	c := vchain(vnodes(vtool("a"), vtool("b"), vnode("diag", KindTool, func(n *Node) { n.Reachable = &f })), vedge("a", "b"))
 	if issues := Validate(c); len(issues) != 0 {
@@ -472,6 +482,7 @@ func TestValidateReachableFalseExemptsOrphan(t *testing.T) {
 }
 
 func TestValidateDataOnlyNodesAreNotOrphans(t *testing.T) {
+	t.Parallel()
 	// b has no edges but reads a; c has no edges but is read by d, which hangs off a.
 	c := vchain(vnodes(vtool("a"), vnode("b", KindTool, func(n *Node) { n.InputMap = map[string]string{"x": "a.output"} }),
 		vtool("c"), vnode("d", KindTool, func(n *Node) { n.InputMap = map[string]string{"y": "{{ c.output }}"} })),
@@ -482,6 +493,7 @@ func TestValidateDataOnlyNodesAreNotOrphans(t *testing.T) {
 }
 
 func TestValidateAttachedNodesReachableThroughOwner(t *testing.T) {
+	t.Parallel()
 	c := vchain(vnodes(
 		Node{ID: "m", Kind: KindMap, ItemsPath: "input.xs", MapNode: "body"},
 		Node{ID: "body", Kind: KindMap, ItemsPath: "item.ys", MapNode: "inner"}, // nested map
@@ -494,6 +506,7 @@ func TestValidateAttachedNodesReachableThroughOwner(t *testing.T) {
 }
 
 func TestValidateAttachmentCycleUnreachable(t *testing.T) {
+	t.Parallel()
 	c := vchain(vnodes(vtool("r"),
 		Node{ID: "m1", Kind: KindMap, ItemsPath: "input.xs", MapNode: "m2"},
 		Node{ID: "m2", Kind: KindMap, ItemsPath: "input.xs", MapNode: "m1"}))
@@ -509,6 +522,7 @@ func TestValidateAttachmentCycleUnreachable(t *testing.T) {
 }
 
 func TestValidateDataCycleThroughLoop(t *testing.T) {
+	t.Parallel()
 	// a waits for c's output, but c runs only after a (the loop edge is not waited for).
 	c := vchain(vnodes(vnode("a", KindTool, func(n *Node) { n.InputMap = map[string]string{"prev": "c.output"} }), vtool("b"), vtool("c"), vtool("out")),
 		vedge("a", "b"), vedge("b", "c"), vloop("c", "a", 3), vcond("c", "out", "{{ output.done }}"))
@@ -519,6 +533,7 @@ func TestValidateDataCycleThroughLoop(t *testing.T) {
 }
 
 func TestValidateDataCycleNotDoubledWithChainCycle(t *testing.T) {
+	t.Parallel()
 	// b reads a, and a -> b -> a is a control cycle: one chain_cycle, no data_cycle.
 	c := vchain(vnodes(vtool("r"), vtool("a"), vnode("b", KindTool, func(n *Node) { n.InputMap = map[string]string{"x": "a.output"} })),
 		vedge("r", "a"), vedge("a", "b"), vedge("b", "a"))
@@ -529,6 +544,7 @@ func TestValidateDataCycleNotDoubledWithChainCycle(t *testing.T) {
 }
 
 func TestValidateConditionUnlabelledEdgeIsDefault(t *testing.T) {
+	t.Parallel()
 	c := vchain(vnodes(Node{ID: "route", Kind: KindCondition, Cases: []Case{{Handle: "a", When: "input.a"}}}, vtool("x"), vtool("y")),
 		vlabel("route", "x", "a"), vedge("route", "y"))
 	if issues := Validate(c); len(issues) != 0 {
@@ -537,6 +553,7 @@ func TestValidateConditionUnlabelledEdgeIsDefault(t *testing.T) {
 }
 
 func TestValidateConditionEachMissingHandleIsOwnError(t *testing.T) {
+	t.Parallel()
 	c := vchain(vnodes(Node{ID: "route", Kind: KindCondition, Cases: []Case{{Handle: "a", When: "input.a"}, {Handle: "b", When: "input.b"}}}))
 	var msgs []string
 	for _, is := range Validate(c) {
@@ -550,6 +567,7 @@ func TestValidateConditionEachMissingHandleIsOwnError(t *testing.T) {
 }
 
 func TestValidateEntryAttached(t *testing.T) {
+	t.Parallel()
 	c := &Chain{Name: "x", EntryNode: "body", Nodes: vnodes(Node{ID: "m", Kind: KindMap, ItemsPath: "input.xs", MapNode: "body"}, vtool("body"))}
 	errs := errorsIn(Validate(c))
 	if len(errs) != 1 || errs[0].Rule != RuleEntryNotRoot || !strings.Contains(errs[0].Message, "attached") {
@@ -558,6 +576,7 @@ func TestValidateEntryAttached(t *testing.T) {
 }
 
 func TestValidateSkillDepthOK(t *testing.T) {
+	t.Parallel()
 	// exactly MaxDepth levels is fine; a diamond is not a cycle.
 	opts := ValidateOptions{MaxDepth: 3, Resolve: resolverOf(skillChain("a", "b", "c"), skillChain("b", "d"), skillChain("c", "d"), skillChain("d"))}
 	if issues := ValidateWith(skillChain("main", "a"), opts); len(issues) != 0 {
@@ -571,6 +590,7 @@ func TestValidateSkillDepthOK(t *testing.T) {
 }
 
 func TestValidateSkillCycleThroughTopAndNestedUnknown(t *testing.T) {
+	t.Parallel()
 	opts := ValidateOptions{Resolve: resolverOf(skillChain("a", "main"), skillChain("b", "nowhere"))}
 	issues := ValidateWith(skillChain("main", "a", "b"), opts)
 	if len(issues) != 2 {
@@ -585,6 +605,7 @@ func TestValidateSkillCycleThroughTopAndNestedUnknown(t *testing.T) {
 }
 
 func TestValidateCompiledAgentChainNameAccepted(t *testing.T) {
+	t.Parallel()
 	c := vchain(vnodes(vtool("a")))
 	c.Name = "__chain__sales-qualifier"
 	if issues := ValidateWith(c, ValidateOptions{Resolve: resolverOf()}); len(issues) != 0 {
@@ -593,6 +614,7 @@ func TestValidateCompiledAgentChainNameAccepted(t *testing.T) {
 }
 
 func TestValidateSkillChainMaxDepthField(t *testing.T) {
+	t.Parallel()
 	c := skillChain("main", "c1")
 	c.MaxDepth = 1
 	opts := ValidateOptions{Resolve: resolverOf(skillChain("c1", "c2"), skillChain("c2"))}
@@ -603,6 +625,7 @@ func TestValidateSkillChainMaxDepthField(t *testing.T) {
 }
 
 func TestValidateSkillResolveCalledOncePerName(t *testing.T) {
+	t.Parallel()
 	calls := map[string]int{}
 	chains := map[string]*Chain{}
 	// a wide diamond-heavy call graph: every level calls every chain of the next
@@ -635,6 +658,7 @@ func TestValidateSkillResolveCalledOncePerName(t *testing.T) {
 }
 
 func TestValidateSortedErrorsFirst(t *testing.T) {
+	t.Parallel()
 	c := vchain(vnodes(vnode("a", KindTool, func(n *Node) { n.Dispatch = DispatchSequential }), vtool("b"), Node{ID: "c", Kind: KindTool}),
 		vedge("a", "b"), vedge("b", "c"), vedge("c", "ghost"))
 	issues := Validate(c)
@@ -659,6 +683,7 @@ func TestValidateSortedErrorsFirst(t *testing.T) {
 }
 
 func TestValidateHandBuiltGarbage(t *testing.T) {
+	t.Parallel()
 	f := false
 	chains := []*Chain{
 		nil,
@@ -923,6 +948,7 @@ func BenchmarkValidate10kNodesGraphBuild(b *testing.B) {
 // comparison spelling is not reported; the word reported is not reported
 // again as unknown_name.
 func TestValidateBareWordsNotReported(t *testing.T) {
+	t.Parallel()
 	for _, cond := range []string{"{{input.category}} == billing", "input.category == 'billing'", "input.x == b", "output.ok == input.ok"} {
 		issues := Validate(vchain(vnodes(vtool("a"), vtool("b"), vtool("c")), vcond("a", "b", cond), vedge("a", "c")))
 		for _, is := range issues {

@@ -34,6 +34,7 @@ func wantDenied(t *testing.T, err error, fragments ...string) {
 }
 
 func TestCatalogMatchesTools(t *testing.T) {
+	t.Parallel()
 	cat := Catalog()
 	tools := Tools(Options{})
 	if len(cat) != len(tools) {
@@ -66,6 +67,7 @@ func TestCatalogMatchesTools(t *testing.T) {
 }
 
 func TestOptionsDefaults(t *testing.T) {
+	t.Parallel()
 	o := Options{ProcAllow: []string{"echo"}}.withDefaults()
 	if o.HTTPTimeout != 30*time.Second || o.MaxResponseBytes != 10<<20 || o.MaxFileBytes != 10<<20 {
 		t.Fatalf("defaults not applied: %+v", o)
@@ -79,6 +81,7 @@ func TestOptionsDefaults(t *testing.T) {
 }
 
 func TestEcho(t *testing.T) {
+	t.Parallel()
 	in := map[string]any{"a": 1.0, "b": []any{"x"}}
 	out, err := Tools(Options{})["echo"](context.Background(), in, nil)
 	if err != nil {
@@ -141,6 +144,7 @@ func TestDelay(t *testing.T) {
 }
 
 func TestFail(t *testing.T) {
+	t.Parallel()
 	fail := Tools(Options{})["fail"]
 	for _, tc := range []struct {
 		name    string
@@ -183,6 +187,7 @@ func TestFail(t *testing.T) {
 }
 
 func TestInterrupt(t *testing.T) {
+	t.Parallel()
 	interrupt := Tools(Options{})["interrupt"]
 	t.Run("prompt", func(t *testing.T) {
 		_, err := interrupt(context.Background(), map[string]any{"prompt": "approve?", "x": 1.0}, nil)

@@ -19,6 +19,7 @@ func fileFuncs(t *testing.T, maxBytes int64) (ws string, read, write func(map[st
 }
 
 func TestFilesDisabledWithoutWorkspace(t *testing.T) {
+	t.Parallel()
 	tools := Tools(Options{})
 	for _, name := range []string{"read_file", "write_file"} {
 		_, err := tools[name](context.Background(), map[string]any{"path": "a.txt", "content": "x"}, nil)
@@ -27,6 +28,7 @@ func TestFilesDisabledWithoutWorkspace(t *testing.T) {
 }
 
 func TestReadWriteFile(t *testing.T) {
+	t.Parallel()
 	ws, read, write := fileFuncs(t, 100)
 	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hi there"), 0o644); err != nil {
 		t.Fatal(err)
@@ -129,6 +131,7 @@ func TestReadWriteFile(t *testing.T) {
 }
 
 func TestFilesContainment(t *testing.T) {
+	t.Parallel()
 	ws, read, write := fileFuncs(t, 0)
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestFilesRefuseFIFO(t *testing.T) {
+	t.Parallel()
 	ws, read, write := fileFuncs(t, 0)
 	must(t, syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644))
 	_, err := read(map[string]any{"path": "fifo"})

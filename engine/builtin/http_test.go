@@ -176,6 +176,7 @@ func TestHTTP(t *testing.T) {
 }
 
 func TestHTTPPrivateAddressesRefused(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "should not be reached")
 	}))
@@ -202,6 +203,7 @@ func TestHTTPPrivateAddressesRefused(t *testing.T) {
 }
 
 func TestHTTPRedirectToPrivateRefused(t *testing.T) {
+	t.Parallel()
 	// The "public" server is exempted from the guard; the redirect targets are not.
 	private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "secret")
@@ -240,6 +242,7 @@ func TestHTTPRedirectToPrivateRefused(t *testing.T) {
 }
 
 func TestForbiddenAddr(t *testing.T) {
+	t.Parallel()
 	for addr, bad := range map[string]bool{
 		"127.0.0.1": true, "127.9.9.9": true, "::1": true,
 		"169.254.169.254": true, "fe80::1": true, "fe80::1%eth0": true,
@@ -259,6 +262,7 @@ func TestForbiddenAddr(t *testing.T) {
 // unicast is refused, embedded IPv4 addresses included; global unicast and
 // the registry's globally reachable special ranges pass.
 func TestForbiddenAddrSpecialRanges(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		addr string
 		want string // a piece of the reason; "" means allowed
@@ -307,6 +311,7 @@ var errNotDialed = errors.New("guard passed; stub dialer does not connect")
 // with its Control hook wrapped so that a connection the guard allows is
 // stopped before it is made: refused ones must fail with the policy error.
 func TestHTTPGuardStubDialer(t *testing.T) {
+	t.Parallel()
 	h := newHTTPTool(Options{}.withDefaults(), nil)
 	guard := h.dialer.Control
 	var reached []string
@@ -339,6 +344,7 @@ func TestHTTPGuardStubDialer(t *testing.T) {
 
 // Errors name the URL without its user info and query values.
 func TestHTTPErrorsRedactURL(t *testing.T) {
+	t.Parallel()
 	h := newHTTPTool(Options{}.withDefaults(), nil)
 	_, err := h.call(context.Background(), map[string]any{"url": "http://admin:hunter2@127.0.0.1:9/x?api_key=SECRET&q=1"}, nil)
 	if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "admin") ||

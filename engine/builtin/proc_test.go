@@ -5,6 +5,7 @@ package builtin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine/tool"
+	"github.com/chainstudio/studio/internal/testutil"
 )
 
 func procFunc(opts Options) func(context.Context, map[string]any) (any, error) {
@@ -23,6 +25,7 @@ func procFunc(opts Options) func(context.Context, map[string]any) (any, error) {
 }
 
 func TestProcRuns(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
 	call := procFunc(Options{Workspace: ws, ProcAllow: []string{"/bin/echo", "echo", "sh", "cat"}, ProcAllowEnv: []string{"FOO"}})
@@ -80,6 +83,7 @@ func realPath(t *testing.T, p string) string {
 }
 
 func TestProcRefused(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	outside := t.TempDir()
 	must(t, os.Symlink(outside, filepath.Join(ws, "out-link")))
@@ -174,14 +178,14 @@ func TestProcKillsGrandchildren(t *testing.T) {
 	call := procFunc(Options{Workspace: ws, ProcAllow: []string{"sh", "sleep"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		// Cancel once the shell has written the child's pid.
-		deadline := time.Now().Add(2 * time.Second)
-		for time.Now().Before(deadline) {
-			if b, err := os.ReadFile(filepath.Join(ws, "pid")); err == nil && strings.HasSuffix(string(b), "\n") {
-				break
+		// Cancel once the shell has written the child's pid (or after 2 s:
+		// the call then fails the checks below).
+		_ = testutil.Poll(2*time.Second, func() error {
+			if b, err := os.ReadFile(filepath.Join(ws, "pid")); err != nil || !strings.HasSuffix(string(b), "\n") {
+				return errors.New("no pid yet")
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 		cancel()
 	}()
 	start := time.Now()
@@ -231,22 +235,18 @@ func assertDead(t *testing.T, pid int) {
 	if pid <= 0 {
 		t.Fatalf("bad pid %d", pid)
 	}
-	deadline := time.Now().Add(time.Second)
-	for {
+	testutil.Eventually(t, time.Second, func() error {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
+			return nil
 		}
 		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
 			// Field 3 is the state; Z means it is dead and only awaiting reaping.
 			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z") {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d is still alive", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("process %d is still alive", pid)
+	})
 }
 
 // TestProcLoaderPreloadRefused is the attack end to end: a library written
@@ -254,6 +254,7 @@ func assertDead(t *testing.T, pid int) {
 // is refused before anything runs, so the library's constructor never runs
 // (the marker file it would create stays absent).
 func TestProcLoaderPreloadRefused(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(ws, "evil.so"), []byte("not really a library"), 0o644))
 	call := procFunc(Options{Workspace: ws, ProcAllow: []string{"/bin/echo"}, ProcAllowEnv: []string{"LD_PRELOAD"}})

@@ -189,6 +189,7 @@ func TestNodeTimeoutCoversInputMap(t *testing.T) {
 
 // An error handler sees a budget stop as error.code "budget_exceeded".
 func TestBudgetErrorCodeReachesHandler(t *testing.T) {
+	t.Parallel()
 	for _, n := range []string{
 		`{"node_id":"t","kind":"tool","name":"template","on_error":"h","input":{"template":"{{$x := \"aaaaaaaaaaaaaaaa\"}}{{range 40}}{{$x = printf \"%s%s\" $x $x}}{{end}}"}}`,
 		`{"node_id":"t","kind":"tool","name":"transform","on_error":"h","input":{"expression":"@` + strings.Repeat(" | [@,@]", 27) + `","data":"x"}}`,

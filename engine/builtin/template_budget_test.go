@@ -70,6 +70,7 @@ func TestTemplateStopsAtDeadline(t *testing.T) {
 
 // The hidden steps print nothing and change no output.
 func TestTemplateStepsInvisible(t *testing.T) {
+	t.Parallel()
 	tpl := Tools(Options{})["template"]
 	out, err := tpl(context.Background(), map[string]any{
 		"template": `{{define "x"}}<{{.}}>{{end}}{{range $i, $e := .}}{{if $i}},{{end}}{{template "x" $e}}{{else}}none{{end}}{{range 2}}{{break}}{{end}}`,
@@ -82,6 +83,7 @@ func TestTemplateStepsInvisible(t *testing.T) {
 
 // Depth counts nesting, not calls: 5,000 calls one after another pass.
 func TestTemplateDepthIsNesting(t *testing.T) {
+	t.Parallel()
 	tpl := Tools(Options{})["template"]
 	out, err := tpl(context.Background(), map[string]any{
 		"template": `{{define "x"}}{{if .}}.{{end}}{{end}}{{range 5000}}{{template "x" 1}}{{end}}`,

@@ -9,6 +9,7 @@ import (
 )
 
 func TestTemplate(t *testing.T) {
+	t.Parallel()
 	tpl := Tools(Options{})["template"]
 	for _, tc := range []struct {
 		name string

@@ -8,6 +8,7 @@ import (
 )
 
 func TestTransform(t *testing.T) {
+	t.Parallel()
 	transform := Tools(Options{})["transform"]
 	people := []any{
 		map[string]any{"name": "ann", "age": 31.0},
@@ -60,6 +61,7 @@ func TestTransform(t *testing.T) {
 }
 
 func TestTransformCacheBounded(t *testing.T) {
+	t.Parallel()
 	for i := 0; i < exprCacheLimit+50; i++ {
 		if _, err := compileExpr(fmt.Sprintf("a%d", i)); err != nil {
 			t.Fatal(err)

@@ -35,6 +35,7 @@ func TestSearchStopsAtElementBudget(t *testing.T) {
 }
 
 func TestSearchStopsAtByteBudget(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 1<<20)
 	_, err := Search(context.Background(), doubling(8), big) // 256 MiB of text
 	var be *BudgetError
@@ -46,6 +47,7 @@ func TestSearchStopsAtByteBudget(t *testing.T) {
 // A cancelled context stops a long evaluation: a filter over a large input
 // that builds nothing still looks at the context.
 func TestSearchStopsOnCancel(t *testing.T) {
+	t.Parallel()
 	items := make([]any, 3_000_000)
 	for i := range items {
 		items[i] = float64(i)
@@ -68,6 +70,7 @@ type ctxScope struct {
 func (s ctxScope) Context() context.Context { return s.ctx }
 
 func TestEvalBudgetAndScopeContext(t *testing.T) {
+	t.Parallel()
 	e, err := Parse(strings.Replace(doubling(40), "@", "input", 1))
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +113,7 @@ func TestEqualWatchesContext(t *testing.T) {
 }
 
 func TestContextErrorKeepsCauseAndKind(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	if ContextError(ctx) != nil {
 		t.Fatal("live context has an error")

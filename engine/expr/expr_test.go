@@ -30,6 +30,7 @@ func testScope() MapScope {
 }
 
 func TestEachSpellingParsesAndEvaluates(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		src      string
 		spelling Spelling
@@ -118,6 +119,7 @@ func TestEachSpellingParsesAndEvaluates(t *testing.T) {
 }
 
 func TestSpellingString(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[Spelling]string{JMESPath: "jmespath", Comparison: "comparison", Guard: "guard", 9: "Spelling(9)"} {
 		if s.String() != want {
 			t.Errorf("%d.String() = %q, want %q", int(s), s.String(), want)
@@ -126,6 +128,7 @@ func TestSpellingString(t *testing.T) {
 }
 
 func TestTruthy(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		v    any
 		want bool
@@ -145,6 +148,7 @@ func TestTruthy(t *testing.T) {
 }
 
 func TestTestUsesTruthy(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]bool{
 		"{{ state.flag }}":    true,
 		"{{ output.answer }}": false, // other strings are not truthy
@@ -164,6 +168,7 @@ func TestTestUsesTruthy(t *testing.T) {
 }
 
 func TestNumbersCompareAsNumbers(t *testing.T) {
+	t.Parallel()
 	s := MapScope{"v": map[string]any{"f": 0.8, "s": "10", "i": 10, "nine": "9", "ten": "10", "pad": " 7 ", "word": "abc"}}
 	tests := []struct {
 		src  string
@@ -198,6 +203,7 @@ func TestNumbersCompareAsNumbers(t *testing.T) {
 }
 
 func TestBareVsQuotedLiterals(t *testing.T) {
+	t.Parallel()
 	s := MapScope{"v": map[string]any{"zip": "02134", "t": true, "ts": "true", "n": nil, "ns": "null", "num": 2134.0, "sp": "a b"}}
 	tests := []struct {
 		src  string
@@ -230,6 +236,7 @@ func TestBareVsQuotedLiterals(t *testing.T) {
 }
 
 func TestSyntaxErrorsCarryPosition(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		src     string
 		pos     int
@@ -285,6 +292,7 @@ func TestSyntaxErrorsCarryPosition(t *testing.T) {
 }
 
 func TestSyntaxErrorMessage(t *testing.T) {
+	t.Parallel()
 	_, err := Parse("{{ a > }}")
 	want := `syntax error at position 7 in "{{ a > }}": expected an operand after ">"`
 	if err == nil || err.Error() != want {
@@ -352,6 +360,7 @@ func TestLimits(t *testing.T) {
 }
 
 func TestStrictMode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		src  string
 		path string // "" = no error in strict mode
@@ -414,6 +423,7 @@ func TestStrictMode(t *testing.T) {
 }
 
 func TestRefs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		src  string
 		want []Ref
@@ -479,6 +489,7 @@ type rootScope struct{ countingScope }
 func (r *rootScope) Root() map[string]any { return r.m }
 
 func TestJMESPathLooksUpOnlyReferencedRoots(t *testing.T) {
+	t.Parallel()
 	big := map[string]any{}
 	for i := 0; i < 10000; i++ {
 		big["node"+strings.Repeat("x", i%7)+string(rune('a'+i%26))] = i
@@ -514,6 +525,7 @@ func TestJMESPathLooksUpOnlyReferencedRoots(t *testing.T) {
 }
 
 func TestEvalErrors(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{
 		"length(output.score)",      // JMESPath type error
 		"{{ output.score|length }}", // filter on a number
@@ -540,6 +552,7 @@ func TestEvalErrors(t *testing.T) {
 }
 
 func TestTemplateRender(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		src  string
 		want any
@@ -590,6 +603,7 @@ func TestTemplateRender(t *testing.T) {
 }
 
 func TestConcurrentEval(t *testing.T) {
+	t.Parallel()
 	srcs := []string{"length(output.items) > `0`", "{{state.x}} == billing", "{{ output.data.score > 7 }}", "output.score"}
 	var exprs []*Expr
 	for _, s := range srcs {

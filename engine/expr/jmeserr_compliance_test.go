@@ -18,6 +18,7 @@ import (
 // result wherever go-jmespath succeeds, and explains every invalid-type case
 // in words.
 func TestDiagMirrorsGoJMESPath(t *testing.T) {
+	t.Parallel()
 	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jmespath/go-jmespath").Output()
 	if err != nil {
 		t.Skipf("go-jmespath's source is not at hand: %v", err)

@@ -11,6 +11,7 @@ import (
 // A function given the wrong type is explained in plain words: the
 // function, what it accepts, the argument as written and what it was.
 func TestJMESPathTypeErrorsInPlainWords(t *testing.T) {
+	t.Parallel()
 	data := `{"name":"Ada","n":3,"langs":["en","fr"],"mixed":[1,"a"],"obj":{"a":1},"people":[{"age":3},{"age":"x"}],"nul":null}`
 	cases := []struct{ src, want string }{
 		{"{name: name, langs: length(languages)}", `length() needs an array, string or object; languages is missing (null)`},
@@ -83,6 +84,7 @@ func TestJMESPathTypeErrorsInPlainWords(t *testing.T) {
 }
 
 func TestJMESPathArityIsASyntaxError(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		"length(a, b)": "length() takes 1 argument, got 2",
 		"join(a)":      "join() takes 2 arguments, got 1",
@@ -98,6 +100,7 @@ func TestJMESPathArityIsASyntaxError(t *testing.T) {
 
 // The transform tool's entry point explains errors over any data.
 func TestExplainJMESPathError(t *testing.T) {
+	t.Parallel()
 	got := ExplainJMESPathError("[0].length(x)", []any{map[string]any{"x": 1.0}}, errors.New("Invalid type for: 1"))
 	if got != "length() needs an array, string or object; x is a number 1" {
 		t.Errorf("got %s", got)
@@ -110,6 +113,7 @@ func TestExplainJMESPathError(t *testing.T) {
 // go-jmespath sorts sort_by's argument in place; the caller's data (another
 // node's output) must not be reordered.
 func TestSortByLeavesTheDataAlone(t *testing.T) {
+	t.Parallel()
 	e, err := Parse("sort_by(people, &age)[0].age")
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +130,7 @@ func TestSortByLeavesTheDataAlone(t *testing.T) {
 
 // The guard spelling's errors read the same way.
 func TestGuardErrorsInPlainWords(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		"{{ n | length }}": "the length filter needs a string, list or object; it got a number 3",
 		"{{ -name }}":      `- needs a number; it got a string "Ada"`,

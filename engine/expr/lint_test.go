@@ -6,6 +6,7 @@ import (
 )
 
 func TestBareWords(t *testing.T) {
+	t.Parallel()
 	known := func(n string) bool { return n == "input" || n == "output" || n == "state" || n == "fetch" }
 	for _, c := range []struct{ src, want string }{
 		{"category == billing", "[{billing category == true}]"},
@@ -39,6 +40,7 @@ func TestBareWords(t *testing.T) {
 // == compares text exactly as it is: surrounding spaces are not trimmed
 // (documented in docs/chain-format.md).
 func TestEqualityIsUntrimmed(t *testing.T) {
+	t.Parallel()
 	s := MapScope{"state": map[string]any{"x": "billing "}}
 	for _, src := range []string{"{{state.x}} == billing", "{{state.x}} == 'billing'", "{{ state.x == 'billing' }}", "state.x == 'billing'"} {
 		e, err := Parse(src)
