@@ -23,10 +23,7 @@ func TestSecondServerRefused(t *testing.T) {
 		t.Skip("builds the studio binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "studio")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtStudio(t)
 	db := filepath.Join(dir, "studio.db")
 	first := startStudio(t, bin, db)
 	stopped := false
