@@ -47,6 +47,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
 	budgets := registerBudgets(fs)
+	gov := registerGovernor(fs)
 	var keep retention
 	keep.register(fs)
 	fs.Usage = func() {
@@ -66,6 +67,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	if err := budgets.apply(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	if err := gov.check(); err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
@@ -120,13 +125,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress, gov: gov}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
 	addr, token, publicURL, dbPath string
 	insecure                       bool
 	listening                      func(url string) // called once the server listens
+	gov                            governorFlags
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -136,7 +142,9 @@ type serveConfig struct {
 // that.
 func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engine.Registry, agents *agent.Set, log *slog.Logger, stderr io.Writer) int {
 	metrics := web.NewMetrics()
-	svc, err := runs.New(runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics})
+	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics}
+	cfg.gov.applyTo(&opts)
+	svc, err := runs.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -245,4 +253,40 @@ func (b budgetFlags) apply() error {
 	expr.DefaultBudget = expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}
 	builtin.DefaultTemplateBudget = builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}
 	return nil
+}
+
+// governorFlags bound what runs and watchers may hold at once (serve only).
+// A nil field (a test's serveConfig) keeps the run service's default.
+type governorFlags struct {
+	maxRunning, maxQueued, maxWatchers, maxWatchersPerRun *int
+}
+
+func registerGovernor(fs *flag.FlagSet) governorFlags {
+	return governorFlags{
+		maxRunning:        fs.Int("max-running-runs", runs.DefaultMaxRunning(), "execute at most `N` runs at once; the others wait in line as queued (default: 8 per core)"),
+		maxQueued:         fs.Int("max-queued-runs", 1000, "let at most `N` runs wait for a slot; more are refused with 429 and Retry-After"),
+		maxWatchers:       fs.Int("max-watchers", 2000, "stream live events to at most `N` watchers in all; more are refused with 503 and Retry-After"),
+		maxWatchersPerRun: fs.Int("max-watchers-per-run", 200, "stream one run's live events to at most `N` watchers"),
+	}
+}
+
+func (g governorFlags) check() error {
+	for name, v := range map[string]*int{"--max-running-runs": g.maxRunning, "--max-queued-runs": g.maxQueued, "--max-watchers": g.maxWatchers, "--max-watchers-per-run": g.maxWatchersPerRun} {
+		if v != nil && *v <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", name, *v)
+		}
+	}
+	return nil
+}
+
+func (g governorFlags) applyTo(o *runs.Options) {
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&o.MaxRunning, g.maxRunning)
+	set(&o.MaxQueued, g.maxQueued)
+	set(&o.MaxWatchers, g.maxWatchers)
+	set(&o.MaxWatchersPerRun, g.maxWatchersPerRun)
 }
