@@ -1,0 +1,89 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/chainstudio/studio/runs"
+)
+
+const gateDoc = `{"name":"held","nodes":[{"node_id":"g","kind":"tool","name":"gate"}]}`
+
+// With one slot, a second run waits as queued (the start answer, the run's
+// JSON, the runs filter and its event stream say so, with its place in
+// line), a third is refused with 429 and Retry-After, and cancelling the
+// queued run ends it cancelled at once.
+func TestAPIRunQueue(t *testing.T) {
+	t.Parallel()
+	reg, open := gatedRegistry()
+	defer open()
+	_, ts := newTestServerOpts(t, Config{}, reg, func(o *runs.Options) { o.MaxRunning, o.MaxQueued = 1, 1 })
+	chainID := createChain(t, ts, gateDoc)
+	first := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{}`)
+	wantStatus(t, first, http.StatusAccepted)
+	if st := first.json(t)["status"]; st != "running" {
+		t.Fatalf("first run: %v, want running", st)
+	}
+	second := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{}`)
+	wantStatus(t, second, http.StatusAccepted)
+	if st := second.json(t)["status"]; st != "queued" {
+		t.Fatalf("second run: %v, want queued", st)
+	}
+	id := second.json(t)["run_id"].(string)
+	m := do(t, ts, "GET", "/v1/runs/"+id, nil).json(t)
+	if m["status"] != "queued" || m["queue_position"] != float64(1) || m["active"] != true {
+		t.Fatalf("queued run: status %v position %v active %v", m["status"], m["queue_position"], m["active"])
+	}
+	list := do(t, ts, "GET", "/v1/runs?status=queued", nil).json(t)["runs"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["id"] != id {
+		t.Fatalf("runs?status=queued: %v", list)
+	}
+
+	full := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{}`)
+	wantStatus(t, full, http.StatusTooManyRequests)
+	if full.errCode(t) != "queue_full" || full.header.Get("Retry-After") == "" {
+		t.Fatalf("full queue: %s, Retry-After %q", full.body, full.header.Get("Retry-After"))
+	}
+
+	res, err := openSSE(context.Background(), ts.Client(), ts.URL+"/v1/runs/"+id+"/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := newSSEReader(res.Body).next()
+	res.Body.Close()
+	if err != nil || f.Event != "queued" {
+		t.Fatalf("first frame of a queued run's stream: %+v %v, want event queued", f, err)
+	}
+
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+id+"/cancel", nil), http.StatusAccepted)
+	if m := waitRun(t, ts, id); m["status"] != "cancelled" {
+		t.Fatalf("cancelled queued run: %v", m["status"])
+	}
+	open()
+	if m := waitRun(t, ts, first.json(t)["run_id"].(string)); m["status"] != "completed" {
+		t.Fatalf("first run: %v", m["status"])
+	}
+}
+
+// A run's event stream takes so many watchers, then answers 503 with
+// Retry-After naming the limit.
+func TestAPIWatcherLimit(t *testing.T) {
+	t.Parallel()
+	reg, open := gatedRegistry()
+	defer open()
+	_, ts := newTestServerOpts(t, Config{}, reg, func(o *runs.Options) { o.MaxWatchersPerRun = 1 })
+	id := startChainRun(t, ts, gateDoc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := openSSE(ctx, ts.Client(), ts.URL+"/v1/runs/"+id+"/events")
+	if err != nil || first.StatusCode != http.StatusOK {
+		t.Fatalf("first watcher: %v %v", first, err)
+	}
+	defer first.Body.Close()
+	r := do(t, ts, "GET", "/v1/runs/"+id+"/events", nil, "Accept", "text/event-stream")
+	wantStatus(t, r, http.StatusServiceUnavailable)
+	if r.errCode(t) != "too_many_watchers" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("second watcher: %s, Retry-After %q", r.body, r.header.Get("Retry-After"))
+	}
+}
