@@ -26,6 +26,9 @@ type RunError struct {
 	NodeID  string  `json:"node_id,omitempty"`
 	EdgeID  string  `json:"edge_id,omitempty"`
 	Issues  []Issue `json:"issues,omitempty"`
+	// Details say more for some codes: budget_exceeded names the budget
+	// ({"budget": "node_executions", "limit": 1000000}).
+	Details map[string]any `json:"details,omitempty"`
 }
 
 func (e *RunError) Error() string { return e.Message }
