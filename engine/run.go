@@ -442,6 +442,10 @@ func (r *run) launchReady() {
 			r.timedOut()
 			return
 		}
+		if r.ctx.Err() != nil { // a budget ran out (inline nodes never let the loop wait and see it)
+			r.stopFromContext()
+			return
+		}
 		if i := r.queue.pop(); r.nodes.status[i] == nsReady {
 			r.start(i)
 		}

@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
 )
 
@@ -86,4 +88,34 @@ func TestAPIWatcherLimit(t *testing.T) {
 	if r.errCode(t) != "too_many_watchers" || r.header.Get("Retry-After") == "" {
 		t.Fatalf("second watcher: %s, Retry-After %q", r.body, r.header.Get("Retry-After"))
 	}
+}
+
+// A run over a budget ends failed with budget_exceeded naming the budget,
+// and the server keeps serving; a chain over a ceiling is refused with the
+// ceiling and its flag named.
+func TestAPIRunBudgetsAndCeilings(t *testing.T) {
+	t.Parallel()
+	lim := engine.Limits{MaxNodeExecutions: 20, MaxIterations: 1000}
+	_, ts := newTestServerOpts(t, Config{Limits: lim}, testRegistry(), func(o *runs.Options) { o.Limits = lim })
+	loop := `{"name":"loop","nodes":[
+		{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],
+		"edges":[{"source":"a","target":"b"},{"source":"b","target":"a","max_iterations":MAX}]}`
+	id := startChainRun(t, ts, strings.Replace(loop, "MAX", "500", 1))
+	m := waitRun(t, ts, id)
+	e, _ := m["error"].(map[string]any)
+	d, _ := e["details"].(map[string]any)
+	if m["status"] != "failed" || e["code"] != engine.CodeBudget || d["budget"] != "node_executions" {
+		t.Fatalf("run over its node budget: status %v error %v", m["status"], e)
+	}
+	if n := m["nodes_run"].(float64); n > 22 {
+		t.Fatalf("%v nodes ran with a budget of 20", n)
+	}
+
+	chainID := createChain(t, ts, strings.Replace(strings.Replace(loop, "MAX", "2000000000", 1), `"loop"`, `"greedy"`, 1))
+	r := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{}`)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(r.body), "over_ceiling") || !strings.Contains(string(r.body), "--max-iterations") {
+		t.Fatalf("a chain over the max_iterations ceiling: %s", r.body)
+	}
+	wantStatus(t, do(t, ts, "GET", "/v1/runs/"+id, nil), http.StatusOK) // still serving
 }

@@ -125,7 +125,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress, gov: gov}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress, gov: gov, limits: budgets.limits}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
@@ -133,6 +133,7 @@ type serveConfig struct {
 	insecure                       bool
 	listening                      func(url string) // called once the server listens
 	gov                            governorFlags
+	limits                         engine.Limits // run budgets and ceilings; zero fields: defaults
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -142,14 +143,14 @@ type serveConfig struct {
 // that.
 func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engine.Registry, agents *agent.Set, log *slog.Logger, stderr io.Writer) int {
 	metrics := web.NewMetrics()
-	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics}
+	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, Limits: cfg.limits}
 	cfg.gov.applyTo(&opts)
 	svc, err := runs.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
-	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log},
+	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics})
 	if err != nil {
 		svc.Close()
@@ -231,13 +232,26 @@ func loadExamples(ctx context.Context, db store.ChainStore, log *slog.Logger) er
 	return nil
 }
 
-// budgetFlags are the runaway-work budgets, shared by serve and run.
+// budgetFlags are the runaway-work budgets, shared by serve and run: the
+// expression and template budgets, and each run's budgets and ceilings.
 type budgetFlags struct {
 	exprElems, exprBytes, tplSteps, tplBytes *int64
+	nodeExecs, mapItems, iterations, depth   *int
+	outputBytes, storedBytes                 *int64
+	chainTimeout                             *float64
+	limits                                   engine.Limits // set by apply
 }
 
 func registerBudgets(fs *flag.FlagSet) budgetFlags {
+	d := engine.DefaultLimits
 	return budgetFlags{
+		nodeExecs:    fs.Int("max-node-executions", d.MaxNodeExecutions, "end a run that starts more than `N` nodes, map items and branches included (budget node_executions)"),
+		outputBytes:  fs.Int64("max-output-bytes", d.MaxOutputBytes, "end a run whose node outputs held in memory pass `BYTES` (budget output_bytes)"),
+		storedBytes:  fs.Int64("max-stored-bytes", d.MaxStoredBytes, "end a run whose events and checkpoints pass `BYTES` (budget stored_bytes)"),
+		mapItems:     fs.Int("max-map-items", d.MaxMapItems, "end a run whose map node fans out over more than `N` items (budget map_items)"),
+		chainTimeout: fs.Float64("max-chain-timeout", d.MaxChainTimeout, "refuse chains whose timeout is over `SECONDS`; it also bounds the default timeout"),
+		iterations:   fs.Int("max-iterations", d.MaxIterations, "refuse chains with a loop edge whose max_iterations is over `N`"),
+		depth:        fs.Int("max-depth", d.MaxDepth, "refuse chains whose max_depth (sub-chain nesting) is over `N`"),
 		exprElems: fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)"),
 		exprBytes: fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)"),
 		tplSteps:  fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)"),
@@ -245,11 +259,17 @@ func registerBudgets(fs *flag.FlagSet) budgetFlags {
 	}
 }
 
-// apply sets the process-wide budgets; it runs once, before any chain.
-func (b budgetFlags) apply() error {
+// apply sets the process-wide budgets and the run limits; it runs once,
+// before any chain.
+func (b *budgetFlags) apply() error {
 	if *b.exprElems <= 0 || *b.exprBytes <= 0 || *b.tplSteps <= 0 || *b.tplBytes <= 0 {
 		return errors.New("--expr-max-elements, --expr-max-bytes, --template-max-steps and --template-max-bytes must be positive")
 	}
+	if *b.nodeExecs <= 0 || *b.mapItems <= 0 || *b.iterations <= 0 || *b.depth <= 0 || *b.outputBytes <= 0 || *b.storedBytes <= 0 || !(*b.chainTimeout > 0) {
+		return errors.New("--max-node-executions, --max-output-bytes, --max-stored-bytes, --max-map-items, --max-chain-timeout, --max-iterations and --max-depth must be positive")
+	}
+	b.limits = engine.Limits{MaxNodeExecutions: *b.nodeExecs, MaxOutputBytes: *b.outputBytes, MaxStoredBytes: *b.storedBytes,
+		MaxMapItems: *b.mapItems, MaxChainTimeout: *b.chainTimeout, MaxIterations: *b.iterations, MaxDepth: *b.depth}
 	expr.DefaultBudget = expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}
 	builtin.DefaultTemplateBudget = builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}
 	return nil
