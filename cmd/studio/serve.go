@@ -252,10 +252,10 @@ func registerBudgets(fs *flag.FlagSet) budgetFlags {
 		chainTimeout: fs.Float64("max-chain-timeout", d.MaxChainTimeout, "refuse chains whose timeout is over `SECONDS`; it also bounds the default timeout"),
 		iterations:   fs.Int("max-iterations", d.MaxIterations, "refuse chains with a loop edge whose max_iterations is over `N`"),
 		depth:        fs.Int("max-depth", d.MaxDepth, "refuse chains whose max_depth (sub-chain nesting) is over `N`"),
-		exprElems: fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)"),
-		exprBytes: fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)"),
-		tplSteps:  fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)"),
-		tplBytes:  fs.Int64("template-max-bytes", builtin.DefaultTemplateBudget.Bytes, "stop a template rendering whose functions build more than `BYTES` in all (budget template_bytes)"),
+		exprElems:    fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)"),
+		exprBytes:    fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)"),
+		tplSteps:     fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)"),
+		tplBytes:     fs.Int64("template-max-bytes", builtin.DefaultTemplateBudget.Bytes, "stop a template rendering whose functions build more than `BYTES` in all (budget template_bytes)"),
 	}
 }
 
