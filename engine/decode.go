@@ -26,8 +26,8 @@ type Limits struct {
 
 	// Per-run budgets: a run that uses more ends budget_exceeded.
 	MaxNodeExecutions int   // node starts, map items and branches included; default 1,000,000
-	MaxOutputBytes    int64 // outputs held in memory (approximate JSON bytes); default 256 MiB
-	MaxStoredBytes    int64 // events and checkpoints written (approximate); default 1 GiB
+	MaxOutputBytes    int64 // outputs held in memory (approximate JSON bytes); default 128 MiB
+	MaxStoredBytes    int64 // events and checkpoints written (approximate); default 256 MiB
 
 	// Ceilings: a chain asking for more fails validation.
 	MaxChainTimeout float64 // seconds; default 86,400 (a day)
@@ -44,8 +44,8 @@ var DefaultLimits = Limits{
 	MaxMapItems:         10_000,
 	MaxIDLength:         256,
 	MaxNodeExecutions:   1_000_000,
-	MaxOutputBytes:      256 << 20,
-	MaxStoredBytes:      1 << 30,
+	MaxOutputBytes:      128 << 20,
+	MaxStoredBytes:      256 << 20,
 	MaxChainTimeout:     86_400,
 	MaxIterations:       1_000_000,
 	MaxDepth:            10,

@@ -217,3 +217,66 @@ func TestBurstFigures(t *testing.T) {
 		t.Errorf("server not serving after the bursts: %d", code)
 	}
 }
+
+// The two runaway runs of the issue's budget finding, against a built
+// studio with its defaults: a loop of a 100 KB template and an echo, and a
+// map of 2,500 items of 1 MB each. Each ends budget_exceeded; the figures
+// (database growth, time, peak RSS) go to docs/reliability.md.
+//
+//	STUDIO_BURST=1 go test ./cmd/studio -run TestBudgetFigures -v
+func TestBudgetFigures(t *testing.T) {
+	if os.Getenv("STUDIO_BURST") == "" {
+		t.Skip("set STUDIO_BURST=1: runs a built studio")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "studio")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	db := filepath.Join(dir, "studio.db")
+	p := startStudio(t, bin, db)
+	defer func() { p.cmd.Process.Kill(); p.cmd.Wait() }()
+	size := func() int64 {
+		var n int64
+		for _, f := range []string{db, db + "-wal"} {
+			if st, err := os.Stat(f); err == nil {
+				n += st.Size()
+			}
+		}
+		return n
+	}
+	loop := func(iterations string) string {
+		return `{"name":"grow` + iterations + `","timeout":15,"nodes":[
+			{"node_id":"t","kind":"tool","name":"template","input":{"template":"{{printf \"%100000d\" 1}}"}},
+			{"node_id":"e","kind":"tool","name":"echo","input_map":{"x":"t.output"}}],
+			"edges":[{"source":"t","target":"e"},{"source":"e","target":"t","max_iterations":` + iterations + `}]}`
+	}
+	for _, tc := range []struct{ name, doc string }{
+		{"loop, max_iterations 2,000,000,000", loop("2000000000")},
+		{"loop, max_iterations 1,000,000", loop("1000000")},
+		{"map of 2,500 items of 1 MB", `{"name":"wide map","nodes":[
+			{"node_id":"m","kind":"map","items_path":"input.items","map_node":"big"},
+			{"node_id":"big","kind":"tool","name":"template","input":{"template":"{{printf \"%1000000d\" 1}}"}}]}`},
+	} {
+		code, ch := p.do(t, "POST", "/v1/chains", json.RawMessage(tc.doc))
+		if code != http.StatusCreated {
+			t.Fatalf("%s: create %d %v", tc.name, code, ch)
+		}
+		items := make([]any, 2500)
+		for k := range items {
+			items[k] = k
+		}
+		before, start := size(), time.Now()
+		code, m := p.do(t, "POST", "/v1/chains/"+ch["id"].(string)+"/runs", map[string]any{"input": map[string]any{"items": items}})
+		if code != http.StatusAccepted {
+			t.Logf("%s: refused %d %v", tc.name, code, m["error"])
+			continue
+		}
+		end := p.waitStatus(t, m["run_id"].(string), "failed", "completed", "timed_out", "partial")
+		t.Logf("%s: ended %v %v after %v; database grew %d MiB; server peak RSS %d MiB",
+			tc.name, end["status"], end["error"], time.Since(start).Round(time.Millisecond), (size()-before)>>20, procPeakRSS(t, p.cmd.Process.Pid)>>20)
+	}
+	if code, _ := p.do(t, "GET", "/healthz", nil); code != 200 {
+		t.Fatal("server not serving")
+	}
+}
