@@ -35,9 +35,13 @@ var budgetFlags = map[string]string{
 type BudgetError struct {
 	Budget string
 	Limit  int64
+	What   string // what went over, when more precise than the budget's name
 }
 
 func (e *BudgetError) Error() string {
+	if e.What != "" {
+		return fmt.Sprintf("%s (budget %s, flag %s)", e.What, e.Budget, budgetFlags[e.Budget])
+	}
 	what := map[string]string{
 		BudgetNodeExecutions: "node executions",
 		BudgetOutputBytes:    "bytes of outputs held in memory",
@@ -63,6 +67,13 @@ type runBudget struct {
 // coordinator sees the cause on the run's context).
 func (r *run) over(budget string, limit int64) {
 	r.cancel(&BudgetError{Budget: budget, Limit: limit})
+}
+
+// overWith is over with a precise account of what went over.
+func (r *run) overWith(budget string, limit int64, what string) *BudgetError {
+	be := &BudgetError{Budget: budget, Limit: limit, What: what}
+	r.cancel(be)
+	return be
 }
 
 // chargeNode counts one node execution.

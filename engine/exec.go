@@ -460,8 +460,7 @@ func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, er
 		items = []any{v}
 	}
 	if max := r.engine.opts.Limits.MaxMapItems; len(items) > max {
-		r.over(BudgetMapItems, int64(max))
-		return nil, fmt.Errorf("items_path %q gave %d items, over the limit of %d (budget %s, flag %s)", nd.ItemsPath, len(items), max, BudgetMapItems, budgetFlags[BudgetMapItems])
+		return nil, r.overWith(BudgetMapItems, int64(max), fmt.Sprintf("items_path %q gave %d items, over the limit of %d", nd.ItemsPath, len(items), max))
 	}
 	body := r.graph.idx[nd.MapNode]
 	total := len(items)

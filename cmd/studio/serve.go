@@ -270,8 +270,14 @@ func (b *budgetFlags) apply() error {
 	}
 	b.limits = engine.Limits{MaxNodeExecutions: *b.nodeExecs, MaxOutputBytes: *b.outputBytes, MaxStoredBytes: *b.storedBytes,
 		MaxMapItems: *b.mapItems, MaxChainTimeout: *b.chainTimeout, MaxIterations: *b.iterations, MaxDepth: *b.depth}
-	expr.DefaultBudget = expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}
-	builtin.DefaultTemplateBudget = builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}
+	// Written only when they change: in-process callers (tests) running
+	// chains in parallel with the default budgets then only read them.
+	if nb := (expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}); nb != expr.DefaultBudget {
+		expr.DefaultBudget = nb
+	}
+	if nb := (builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}); nb != builtin.DefaultTemplateBudget {
+		builtin.DefaultTemplateBudget = nb
+	}
 	return nil
 }
 
