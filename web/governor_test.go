@@ -42,6 +42,9 @@ func TestAPIRunQueue(t *testing.T) {
 		t.Fatalf("runs?status=queued: %v", list)
 	}
 
+	if mt := string(do(t, ts, "GET", "/metrics", nil).body); !strings.Contains(mt, "studio_runs_queued 1") || !strings.Contains(mt, "studio_runs_active 1") {
+		t.Errorf("metrics do not show 1 running and 1 queued run")
+	}
 	full := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{}`)
 	wantStatus(t, full, http.StatusTooManyRequests)
 	if full.errCode(t) != "queue_full" || full.header.Get("Retry-After") == "" {
