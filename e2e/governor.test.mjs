@@ -42,7 +42,15 @@ test('a queued run shows as queued on its page and in the runs list filter', asy
     await list.screenshot({ path: join(SHOTS, 'governor-runs-queued.png') });
     await list.done();
 
-    // Cancelling it from its page ends it cancelled at once.
+    // Once the run ahead of it ends, the page follows it into running.
+    const follow = await open('/runs/' + queued);
+    await follow.waitForFunction(() => document.getElementById('runpage').dataset.ready === '1');
+    for (const r of started) if (r !== queued) await api('POST', '/v1/runs/' + r + '/cancel');
+    await follow.waitForFunction(() => document.getElementById('run-status').textContent.trim() === 'running', null, { timeout: 10000 });
+    assert.equal(await follow.$('#queue-wait'), null, 'no waiting note once it runs');
+    await follow.done();
+
+    // Cancel from its page.
     const again = await open('/runs/' + queued);
     await again.waitForFunction(() => document.getElementById('runpage').dataset.ready === '1');
     await again.click('#btn-cancel');
