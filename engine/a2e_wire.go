@@ -29,6 +29,9 @@ type WireError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	NodeID  string `json:"node_id"`
+	// Details is the studio's addition (budget_exceeded names its budget);
+	// absent otherwise, so the message stays A2E's field for field.
+	Details map[string]any `json:"details,omitempty"`
 }
 
 // ResponseMessage is an A2E chain/resp message, field for field.
@@ -131,7 +134,7 @@ func NewResponseMessage(req *Request, res *Result) ResponseMessage {
 // the node, instead of the generic chain_invalid; the message still lists
 // every issue.
 func wireError(e *RunError) *WireError {
-	we := &WireError{Code: e.Code, Message: e.Message, NodeID: e.NodeID}
+	we := &WireError{Code: e.Code, Message: e.Message, NodeID: e.NodeID, Details: e.Details}
 	if e.Code != CodeInvalid {
 		return we
 	}

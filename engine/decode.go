@@ -23,6 +23,16 @@ type Limits struct {
 	MaxExpressionLength int // any one expression; default 16 KiB
 	MaxMapItems         int // items one map node may fan out over; default 10,000
 	MaxIDLength         int // node and edge ids; default 256
+
+	// Per-run budgets: a run that uses more ends budget_exceeded.
+	MaxNodeExecutions int   // node starts, map items and branches included; default 1,000,000
+	MaxOutputBytes    int64 // outputs held in memory (approximate JSON bytes); default 128 MiB
+	MaxStoredBytes    int64 // events and checkpoints written (approximate); default 256 MiB
+
+	// Ceilings: a chain asking for more fails validation.
+	MaxChainTimeout float64 // seconds; default 86,400 (a day)
+	MaxIterations   int     // any loop edge's max_iterations; default 1,000,000
+	MaxDepth        int     // sub-chain nesting (max_depth); default 10
 }
 
 // DefaultLimits are the limits used when a host sets none.
@@ -33,6 +43,12 @@ var DefaultLimits = Limits{
 	MaxExpressionLength: 16 << 10,
 	MaxMapItems:         10_000,
 	MaxIDLength:         256,
+	MaxNodeExecutions:   1_000_000,
+	MaxOutputBytes:      128 << 20,
+	MaxStoredBytes:      256 << 20,
+	MaxChainTimeout:     86_400,
+	MaxIterations:       1_000_000,
+	MaxDepth:            10,
 }
 
 // withDefaults fills zero fields from DefaultLimits.
@@ -55,6 +71,24 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxIDLength > 0 {
 		d.MaxIDLength = l.MaxIDLength
+	}
+	if l.MaxNodeExecutions > 0 {
+		d.MaxNodeExecutions = l.MaxNodeExecutions
+	}
+	if l.MaxOutputBytes > 0 {
+		d.MaxOutputBytes = l.MaxOutputBytes
+	}
+	if l.MaxStoredBytes > 0 {
+		d.MaxStoredBytes = l.MaxStoredBytes
+	}
+	if l.MaxChainTimeout > 0 {
+		d.MaxChainTimeout = l.MaxChainTimeout
+	}
+	if l.MaxIterations > 0 {
+		d.MaxIterations = l.MaxIterations
+	}
+	if l.MaxDepth > 0 {
+		d.MaxDepth = l.MaxDepth
 	}
 	return d
 }

@@ -205,7 +205,14 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	if opts.reuse != nil {
 		r.reuse = opts.reuse
 	}
-	r.seedRoots()
+	if r.ctx.Err() != nil {
+		// Cancelled before it started (a queued run cancelled while it
+		// waited, or the studio stopping): recorded, no node runs, it ends
+		// cancelled and can be resumed.
+		r.stopFromContext()
+	} else {
+		r.seedRoots()
+	}
 	r.loop()
 	return r.finishRun()
 }

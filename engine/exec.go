@@ -26,6 +26,7 @@ func (r *run) start(i int) {
 	r.nodes.iterations[i]++
 	r.nodesRun++
 	r.running++
+	r.chargeNode()
 	now := time.Now()
 	r.nodes.result[i] = NodeResult{NodeID: nd.ID, Status: PhaseStart, Started: now, Iteration: r.nodes.iterations[i]}
 
@@ -377,6 +378,7 @@ func (r *run) runSub(ctx context.Context, name string, input map[string]any) (an
 func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *int, errScope map[string]any) (any, error) {
 	nd := &r.chain.Nodes[j]
 	r.nodes.attRan[j].Store(true)
+	r.chargeNode()
 	r.nodes.attBusy[j].Add(1)
 	defer r.nodes.attBusy[j].Add(-1)
 	sc := *fs
@@ -458,7 +460,7 @@ func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, er
 		items = []any{v}
 	}
 	if max := r.engine.opts.Limits.MaxMapItems; len(items) > max {
-		return nil, fmt.Errorf("items_path %q gave %d items, over the limit of %d", nd.ItemsPath, len(items), max)
+		return nil, r.overWith(BudgetMapItems, int64(max), fmt.Sprintf("items_path %q gave %d items, over the limit of %d", nd.ItemsPath, len(items), max))
 	}
 	body := r.graph.idx[nd.MapNode]
 	total := len(items)
@@ -505,6 +507,10 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 	conc := min(n, r.maxConc)
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	// The items' outputs are held until the node's output replaces them.
+	var held atomic.Int64
+	defer func() { r.chargeOutput(-held.Load(), 0) }()
+	sizeLimit := r.engine.opts.Limits.MaxOutputBytes
 	for w := 0; w < conc; w++ {
 		wg.Add(1)
 		go func() {
@@ -515,6 +521,11 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 					return
 				}
 				outs[k], errs[k] = calls[k](fctx)
+				if errs[k] == nil {
+					sz := valueSize(outs[k], sizeLimit)
+					held.Add(sz)
+					r.chargeOutput(sz, sz) // its done event
+				}
 				if errs[k] != nil && mode == FailFast {
 					cancel(fmt.Errorf("cancelled: sibling %d failed", k))
 				}

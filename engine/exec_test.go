@@ -254,8 +254,8 @@ func TestExecMapLimit(t *testing.T) {
 	res := h.run(`{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},{"node_id":"body","kind":"tool","name":"echo"}]}`,
 		map[string]any{"items": []any{1.0, 2.0, 3.0, 4.0}})
 	wantStatus(t, res, engine.StatusFailed)
-	if !strings.Contains(res.Nodes["m"].Error, "limit of 3") {
-		t.Errorf("error %q does not name the limit", res.Nodes["m"].Error)
+	if res.Error.Code != engine.CodeBudget || res.Error.Details["budget"] != engine.BudgetMapItems || !strings.Contains(res.Error.Message, "4 items, over the limit of 3") {
+		t.Errorf("error %+v does not name the map_items budget", res.Error)
 	}
 }
 

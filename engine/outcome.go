@@ -29,6 +29,9 @@ import (
 func (r *run) complete(c completion) {
 	r.running--
 	i := c.i
+	if c.input != nil && !c.reused { // the node's checkpoint keeps its input
+		r.chargeOutput(0, valueSize(c.input, r.engine.opts.Limits.MaxStoredBytes))
+	}
 	if ho, ok := c.out.(handledOut); ok {
 		c.out, c.partial = ho.v, true
 	}

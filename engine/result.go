@@ -7,6 +7,7 @@ type RunStatus string
 
 const (
 	StatusRunning   RunStatus = "running"
+	StatusQueued    RunStatus = "queued"    // recorded, waiting for a free slot; the engine never reports it
 	StatusCompleted RunStatus = "completed" // every node that ran finished cleanly
 	StatusPartial   RunStatus = "partial"   // errors were handled (skip, continue, handler) and the run went on
 	StatusFailed    RunStatus = "failed"
@@ -16,7 +17,7 @@ const (
 )
 
 // Terminal reports whether the run will not continue without a resume.
-func (s RunStatus) Terminal() bool { return s != StatusRunning }
+func (s RunStatus) Terminal() bool { return s != StatusRunning && s != StatusQueued }
 
 // RunError describes why a run failed.
 type RunError struct {
@@ -25,6 +26,9 @@ type RunError struct {
 	NodeID  string  `json:"node_id,omitempty"`
 	EdgeID  string  `json:"edge_id,omitempty"`
 	Issues  []Issue `json:"issues,omitempty"`
+	// Details say more for some codes: budget_exceeded names the budget
+	// ({"budget": "node_executions", "limit": 1000000}).
+	Details map[string]any `json:"details,omitempty"`
 }
 
 func (e *RunError) Error() string { return e.Message }

@@ -142,6 +142,9 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 		r.restartFailed()
 	}
 	r.resumeHeld()
+	if r.ctx.Err() != nil { // cancelled while it waited for a slot
+		r.stopFromContext()
+	}
 	r.loop()
 	return r.finishRun()
 }

@@ -88,6 +88,7 @@ type run struct {
 	outcome  runOutcome
 	pending  []Pending // interrupts waiting for a resume value
 	nodesRun int
+	budget   runBudget
 }
 
 // nodeState is the run's per-node state, one array per field indexed by
@@ -171,6 +172,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	timeout = min(timeout, e.opts.Limits.MaxChainTimeout) // a lower ceiling bounds the default too
 	// The chain timeout is a deadline the coordinator watches (a timer only
 	// while it waits for workers), not a context timer per run: most small
 	// runs never wait.
@@ -195,6 +197,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		quit:      make(chan struct{}),
 		timeout:   time.Duration(timeout * float64(time.Second)),
 	}
+	r.budget.outSize = make([]int64, n)
 	ns := &r.nodes
 	ns.result, ns.status, ns.activators = make([]NodeResult, n), make([]nodeStatus, n), make([][]int, n)
 	ns.pruneReason, ns.presetErr = make([]string, n), make([]error, n)
@@ -424,7 +427,10 @@ func (r *run) stopFromContext() {
 	}
 	cause := context.Cause(r.ctx)
 	var to errChainTimeout
+	var be *BudgetError
 	switch {
+	case errors.As(cause, &be):
+		r.fail(&RunError{Code: CodeBudget, Message: be.Error(), Details: map[string]any{"budget": be.Budget, "limit": be.Limit}}, be)
 	case errors.As(cause, &to):
 		r.fail(&RunError{Code: CodeTimeout, Message: to.Error()}, cause)
 		r.outcome.status = StatusTimedOut
@@ -439,6 +445,10 @@ func (r *run) launchReady() {
 		r.drainSkips()                                                             // skips decided by the last node come before the next start: events follow cause
 		if r.launches++; r.launches%32 == 0 && time.Since(r.started) > r.timeout { // a long stretch of inline nodes
 			r.timedOut()
+			return
+		}
+		if r.ctx.Err() != nil { // a budget ran out (inline nodes never let the loop wait and see it)
+			r.stopFromContext()
 			return
 		}
 		if i := r.queue.pop(); r.nodes.status[i] == nsReady {
@@ -569,10 +579,22 @@ func (r *run) setOutput(i int, out any, ok bool) {
 	if !ok {
 		delete(r.nodeResults, id)
 		r.nodes.hasOutput[i] = true
+		r.chargeOutput(-r.budget.outSize[i], 0)
+		r.budget.outSize[i] = 0
 		return
 	}
 	r.nodeResults[id] = out
 	r.nodes.hasOutput[i] = true
+	// Held: this output replaces the node's last one. Stored: it goes into
+	// a done event and a checkpoint (a replay wrote neither).
+	lim := r.engine.opts.Limits.MaxOutputBytes
+	size := valueSize(out, lim)
+	stored := 2 * size
+	if r.replay.on {
+		stored = 0
+	}
+	r.chargeOutput(size-r.budget.outSize[i], stored)
+	r.budget.outSize[i] = size
 }
 
 func (r *run) edgeIDs(idx []int) []string {

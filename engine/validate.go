@@ -146,6 +146,7 @@ const (
 	RuleUnknownChain          = "unknown_chain"
 	RuleSkillCycle            = "skill_cycle"
 	RuleMaxDepth              = "max_depth"
+	RuleOverCeiling           = "over_ceiling"
 	maxListed                 = 5    // edges/handles named in one message before "and N more"
 	maxSkillVisits            = 4096 // sub-chain expansions one ValidateWith may do
 	maxSkillRecursion         = 256  // hard bound on sub-chain nesting explored
@@ -405,6 +406,12 @@ func (v *validator) checkChain() {
 	}
 	if c.MaxDepth < 0 {
 		v.chainIssue(RuleInvalidValue, SeverityError, "max_depth", fmt.Sprintf("max_depth is %d; it must be ≥ 1 (0 means the default of %d)", c.MaxDepth, DefaultMaxDepth))
+	}
+	if c.Timeout > v.lim.MaxChainTimeout {
+		v.chainIssue(RuleOverCeiling, SeverityError, "timeout", fmt.Sprintf("the chain timeout is %gs, over this server's ceiling of %gs (ceiling max_chain_timeout, flag %s)", c.Timeout, v.lim.MaxChainTimeout, budgetFlags["timeout"]))
+	}
+	if c.MaxDepth > v.lim.MaxDepth {
+		v.chainIssue(RuleOverCeiling, SeverityError, "max_depth", fmt.Sprintf("max_depth is %d, over this server's ceiling of %d (ceiling max_depth, flag %s)", c.MaxDepth, v.lim.MaxDepth, budgetFlags["max_depth"]))
 	}
 }
 
@@ -718,6 +725,9 @@ func (v *validator) checkEdges() {
 		}
 		if e.MaxIterations < 0 {
 			v.edgeIssue(k, RuleInvalidMaxIterations, SeverityError, "max_iterations", fmt.Sprintf("%s has max_iterations %d; a loop edge needs max_iterations ≥ 1 (0 or absent on other edges)", v.edge(k), e.MaxIterations))
+		}
+		if e.MaxIterations > v.lim.MaxIterations {
+			v.edgeIssue(k, RuleOverCeiling, SeverityError, "max_iterations", fmt.Sprintf("%s has max_iterations %d, over this server's ceiling of %d (ceiling max_iterations, flag %s)", v.edge(k), e.MaxIterations, v.lim.MaxIterations, budgetFlags["max_iterations"]))
 		}
 		switch e.OnMaxReached {
 		case "", OnMaxError, OnMaxContinue:

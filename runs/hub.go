@@ -1,7 +1,9 @@
 package runs
 
 import (
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 )
@@ -24,24 +26,81 @@ func (e *LiveEvent) Encoded(enc func(*engine.Event) ([]byte, error)) ([]byte, er
 }
 
 // Hub delivers each run's live events to every subscriber, in order. It is
-// an engine.EventSink. A subscriber that falls behind is cut loose (its
-// channel is closed with Dropped set) instead of slowing the run or the other
-// watchers; it catches up from the store when it reconnects.
+// an engine.EventSink. A subscriber that falls behind is cut loose (C is
+// closed with Dropped set) instead of slowing the run or the other
+// watchers; it catches up from the store when it reconnects. A watcher's
+// buffer grows only as events wait in it: an idle watcher costs a few
+// hundred bytes, not a channel of `buffer` slots.
 type Hub struct {
-	mu     sync.Mutex
-	topics map[string]map[*Subscription]struct{}
-	buffer int
+	mu        sync.Mutex
+	topics    map[string]map[*Subscription]struct{}
+	n         int // subscriptions
+	buffer    int
+	maxTotal  int
+	maxPerRun int
 }
 
-// Subscription is one watcher of one run.
+// Subscription is one watcher of one run. C receives a signal when events
+// are waiting (take them with Take) and is closed when the subscription
+// ends; the events queued before that are still there to Take.
 type Subscription struct {
 	RunID string
-	C     <-chan *LiveEvent
-	c     chan *LiveEvent
+	C     <-chan struct{}
+	c     chan struct{}
+	mu    sync.Mutex
+	queue []*LiveEvent
 	// Set before C is closed: Dropped when the watcher fell behind, Ended
 	// when the run finished (or paused).
 	Dropped bool
 	Ended   bool
+}
+
+// Take appends the waiting events to dst, oldest first, and empties the
+// subscription's queue.
+func (s *Subscription) Take(dst []*LiveEvent) []*LiveEvent {
+	s.mu.Lock()
+	dst = append(dst, s.queue...)
+	if cap(s.queue) > 64 {
+		s.queue = nil // a burst is over: give its memory back
+	} else {
+		clear(s.queue)
+		s.queue = s.queue[:0]
+	}
+	s.mu.Unlock()
+	return dst
+}
+
+// Next waits for the next event, one at a time; false once the
+// subscription closed and every event was taken.
+func (s *Subscription) Next() (*LiveEvent, bool) {
+	for {
+		if ev := s.pop(); ev != nil {
+			return ev, true
+		}
+		if _, ok := <-s.C; !ok {
+			ev := s.pop()
+			return ev, ev != nil
+		}
+	}
+}
+
+func (s *Subscription) pop() *LiveEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return nil
+	}
+	ev := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	return ev
+}
+
+// Len is how many events wait to be taken.
+func (s *Subscription) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
 }
 
 // NewHub returns a hub whose subscribers may fall `buffer` events behind
@@ -50,22 +109,45 @@ func NewHub(buffer int) *Hub {
 	if buffer <= 0 {
 		buffer = 1024
 	}
-	return &Hub{topics: map[string]map[*Subscription]struct{}{}, buffer: buffer}
+	return &Hub{topics: map[string]map[*Subscription]struct{}{}, buffer: buffer, maxTotal: 2000, maxPerRun: 200}
 }
 
-// Subscribe starts receiving a run's events from now on.
-func (h *Hub) Subscribe(runID string) *Subscription {
-	c := make(chan *LiveEvent, h.buffer)
+// SetLimits caps the subscriptions in all and per run (<= 0: keep the
+// default, 2000 and 200).
+func (h *Hub) SetLimits(total, perRun int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if total > 0 {
+		h.maxTotal = total
+	}
+	if perRun > 0 {
+		h.maxPerRun = perRun
+	}
+}
+
+// Subscribe starts receiving a run's events from now on. Over a limit it
+// answers a *BusyError naming it.
+func (h *Hub) Subscribe(runID string) (*Subscription, error) {
+	c := make(chan struct{}, 1)
 	s := &Subscription{RunID: runID, C: c, c: c}
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	t := h.topics[runID]
+	switch {
+	case h.n >= h.maxTotal:
+		return nil, &BusyError{Code: "too_many_watchers", RetryAfter: 10 * time.Second,
+			Message: fmt.Sprintf("the studio already streams events to %d watchers, its limit (flag --max-watchers); try again later", h.maxTotal)}
+	case len(t) >= h.maxPerRun:
+		return nil, &BusyError{Code: "too_many_watchers", RetryAfter: 10 * time.Second,
+			Message: fmt.Sprintf("run %s already has %d event-stream watchers, its limit (flag --max-watchers-per-run); try again later", runID, h.maxPerRun)}
+	}
 	if t == nil {
 		t = map[*Subscription]struct{}{}
 		h.topics[runID] = t
 	}
 	t[s] = struct{}{}
-	h.mu.Unlock()
-	return s
+	h.n++
+	return s, nil
 }
 
 // Unsubscribe stops a subscription (safe to call more than once).
@@ -75,6 +157,7 @@ func (h *Hub) Unsubscribe(s *Subscription) {
 	if t := h.topics[s.RunID]; t != nil {
 		if _, ok := t[s]; ok {
 			delete(t, s)
+			h.n--
 			close(s.c)
 		}
 		if len(t) == 0 {
@@ -93,12 +176,22 @@ func (h *Hub) Emit(ev engine.Event) {
 	}
 	le := &LiveEvent{Event: ev}
 	for s := range t {
-		select {
-		case s.c <- le:
-		default:
+		s.mu.Lock()
+		full := len(s.queue) >= h.buffer
+		if !full {
+			s.queue = append(s.queue, le)
+		}
+		s.mu.Unlock()
+		if full {
 			s.Dropped = true
 			delete(t, s)
+			h.n--
 			close(s.c)
+			continue
+		}
+		select {
+		case s.c <- struct{}{}:
+		default: // already signalled
 		}
 	}
 	if len(t) == 0 {
@@ -107,12 +200,13 @@ func (h *Hub) Emit(ev engine.Event) {
 }
 
 // End tells a run's subscribers that the run stopped (finished or paused):
-// their channels close after the events already queued.
+// C closes, after the events already queued.
 func (h *Hub) End(runID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.topics[runID] {
 		s.Ended = true
+		h.n--
 		close(s.c)
 	}
 	delete(h.topics, runID)
@@ -122,9 +216,5 @@ func (h *Hub) End(runID string) {
 func (h *Hub) Watchers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
-	for _, t := range h.topics {
-		n += len(t)
-	}
-	return n
+	return h.n
 }

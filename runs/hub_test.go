@@ -6,10 +6,19 @@ import (
 	"github.com/chainstudio/studio/engine"
 )
 
+func sub(t *testing.T, h *Hub, runID string) *Subscription {
+	t.Helper()
+	s, err := h.Subscribe(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func recv(t *testing.T, s *Subscription) []int64 {
 	t.Helper()
 	var seqs []int64
-	for ev := range s.C {
+	for ev, ok := s.Next(); ok; ev, ok = s.Next() {
 		seqs = append(seqs, ev.Seq)
 	}
 	return seqs
@@ -20,7 +29,7 @@ func recv(t *testing.T, s *Subscription) []int64 {
 func TestHubFanOutInOrderThenEnd(t *testing.T) {
 	t.Parallel()
 	h := NewHub(16)
-	a, b, other := h.Subscribe("r1"), h.Subscribe("r1"), h.Subscribe("r2")
+	a, b, other := sub(t, h, "r1"), sub(t, h, "r1"), sub(t, h, "r2")
 	if n := h.Watchers(); n != 3 {
 		t.Fatalf("%d watchers, want 3", n)
 	}
@@ -36,8 +45,8 @@ func TestHubFanOutInOrderThenEnd(t *testing.T) {
 			t.Fatalf("ended %v dropped %v, want ended", s.Ended, s.Dropped)
 		}
 	}
-	if len(other.C) != 0 {
-		t.Fatalf("a watcher of another run heard %d events", len(other.C))
+	if other.Len() != 0 {
+		t.Fatalf("a watcher of another run heard %d events", other.Len())
 	}
 	if n := h.Watchers(); n != 1 {
 		t.Fatalf("%d watchers after the end, want 1", n)
@@ -53,11 +62,12 @@ func TestHubFanOutInOrderThenEnd(t *testing.T) {
 func TestHubDropsSlowWatcherOnly(t *testing.T) {
 	t.Parallel()
 	h := NewHub(2)
-	slow, fast := h.Subscribe("r"), h.Subscribe("r")
+	slow, fast := sub(t, h, "r"), sub(t, h, "r")
 	var heard []int64
 	for seq := int64(1); seq <= 3; seq++ {
 		h.Emit(engine.Event{RunID: "r", Seq: seq})
-		heard = append(heard, (<-fast.C).Seq) // the fast watcher keeps up
+		ev, _ := fast.Next() // the fast watcher keeps up
+		heard = append(heard, ev.Seq)
 	}
 	h.End("r")
 	if seqs := recv(t, slow); len(seqs) != 2 || !slow.Dropped || slow.Ended {
@@ -76,11 +86,12 @@ func TestHubDropsSlowWatcherOnly(t *testing.T) {
 func TestLiveEventEncodedOnce(t *testing.T) {
 	t.Parallel()
 	h := NewHub(4)
-	a, b := h.Subscribe("r"), h.Subscribe("r")
+	a, b := sub(t, h, "r"), sub(t, h, "r")
 	h.Emit(engine.Event{RunID: "r", Seq: 7})
 	calls := 0
 	enc := func(ev *engine.Event) ([]byte, error) { calls++; return []byte{byte(ev.Seq)}, nil }
-	ea, eb := <-a.C, <-b.C
+	ea, _ := a.Next()
+	eb, _ := b.Next()
 	x, _ := ea.Encoded(enc)
 	y, _ := eb.Encoded(enc)
 	if calls != 1 || x[0] != 7 || y[0] != 7 {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -73,7 +74,23 @@ type Options struct {
 	// Now stamps the runs the service creates (Run.Started); default
 	// time.Now. Tests set it to order runs without waiting for the clock.
 	Now func() time.Time
+	// Queue decides when recorded runs execute; default a FIFO of
+	// MaxRunning slots and MaxQueued waiting places.
+	Queue Queue
+	// MaxRunning is how many runs execute at once (default
+	// DefaultMaxRunning()); MaxQueued how many more may wait (default 1000).
+	MaxRunning int
+	MaxQueued  int
+	// MaxWatchers and MaxWatchersPerRun cap the live event subscriptions,
+	// in all and per run (defaults 2000 and 200).
+	MaxWatchers       int
+	MaxWatchersPerRun int
 }
+
+// DefaultMaxRunning is how many runs execute at once when no flag says:
+// eight per core, at least 8. A run mostly waits (on models, HTTP, delays),
+// so a slot is cheap, but each holds its goroutines and outputs.
+func DefaultMaxRunning() int { return max(8, 8*runtime.NumCPU()) }
 
 // Service runs chains in the background and tells the hub's watchers when
 // each run stops.
@@ -86,11 +103,13 @@ type Service struct {
 	obs    Observer
 	now    func() time.Time
 
+	queue Queue
+
 	base   context.Context
 	stop   context.CancelCauseFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	active map[string]context.CancelCauseFunc
+	active map[string]context.CancelCauseFunc // running and queued runs
 	closed sync.Once
 	cerr   error
 }
@@ -115,8 +134,17 @@ func New(opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxRunning <= 0 {
+		opts.MaxRunning = DefaultMaxRunning()
+	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = 1000
+	}
+	if opts.Queue == nil {
+		opts.Queue = NewFIFO(opts.MaxRunning, opts.MaxQueued)
+	}
 	base, stop := context.WithCancelCause(context.Background())
-	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), events: opts.Store.NewEventWriter(opts.Events),
+	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), queue: opts.Queue, events: opts.Store.NewEventWriter(opts.Events),
 		log: opts.Logger, obs: opts.Observer, now: opts.Now, base: base, stop: stop, active: map[string]context.CancelCauseFunc{}}
 	sink := engine.MultiSink{s.events, s.hub}
 	var cp engine.Checkpointer = opts.Store
@@ -125,6 +153,7 @@ func New(opts Options) (*Service, error) {
 		cp = timedCheckpointer{cp, s.obs}
 	}
 	agentRunner, chains := s.agentHooks(opts)
+	s.hub.SetLimits(opts.MaxWatchers, opts.MaxWatchersPerRun)
 	s.eng = engine.New(engine.Options{
 		Registry:     opts.Registry,
 		Checkpointer: cp,
@@ -145,20 +174,24 @@ func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]a
 	if s.base.Err() != nil {
 		return "", ErrShutdown // recording it would leave a run that never starts
 	}
+	status, err := s.admit()
+	if err != nil {
+		return "", err
+	}
 	id := uuid.NewString()
 	if input == nil {
 		input = map[string]any{}
 	}
 	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun,
-		Input: input, Status: engine.StatusRunning, Started: s.now()}
+		Input: input, Status: status, Started: s.now()}
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
 	doc := ch.Doc
-	if !s.launch(id, store.KindRun, func(ctx context.Context) (*engine.Result, error) {
+	if _, err := s.launch(id, store.KindRun, func(ctx context.Context) (*engine.Result, error) {
 		return s.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
-	}) {
-		return "", ErrShutdown
+	}); err != nil {
+		return "", err
 	}
 	return id, nil
 }
@@ -167,33 +200,38 @@ func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]a
 // extra sink for this run's events. It blocks until the run stops; it stops
 // early when ctx ends.
 func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error) {
+	status, err := s.admit()
+	if err != nil {
+		return nil, err
+	}
 	id := uuid.NewString()
-	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: engine.StatusRunning, Started: s.now()}
+	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: status, Started: s.now()}
 	if _, err := s.createRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
 	}
-	rctx, cancel := context.WithCancelCause(s.base)
-	defer cancel(nil)
-	stopWithCaller := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	var res *engine.Result
+	t, err := s.launch(id, kind, func(rctx context.Context) (*engine.Result, error) {
+		var err error
+		res, err = s.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
+		return res, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The caller going away cancels the run, waiting or executing.
+	stopWithCaller := context.AfterFunc(ctx, func() { s.cancelRun(id, context.Cause(ctx)) })
 	defer stopWithCaller()
-	if !s.track(id, cancel) {
-		return nil, ErrShutdown
-	}
-	defer func() { s.untrack(id); s.hub.End(id) }() // not active before watchers hear the end
-	if s.obs != nil {
-		s.obs.RunStarted(kind)
-	}
-	log := s.log.With("run_id", id, "kind", kind)
-	log.Info("run started", "chain", doc.Name)
-	res, err := s.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
-	s.finished(log, id, res, err)
-	return res, err
+	<-t.done
+	return res, t.err
 }
 
 // Resume checks a resume against the resume contract and, when it is
 // allowed, continues the run in the background. The error is the engine's
 // typed resume error, or ErrShutdown.
 func (s *Service) Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error {
+	if _, err := s.admit(); err != nil {
+		return err
+	}
 	start := time.Now()
 	err := s.events.Flush(ctx)
 	s.storeCall("event_flush", start)
@@ -208,9 +246,11 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 	if err != nil {
 		return err
 	}
-	if !s.launch(runID, store.KindResume, rs.Run) {
-		rs.Release()
-		return ErrShutdown
+	if t, err := s.launch(runID, store.KindResume, rs.Run); err != nil {
+		if t == nil {
+			rs.Release()
+		}
+		return err
 	}
 	return nil
 }
@@ -244,36 +284,78 @@ func (s *Service) Rerun(ctx context.Context, runID, fromNode string, input, modi
 	if err != nil {
 		return "", err
 	}
+	status, err := s.admit()
+	if err != nil {
+		return "", err
+	}
 	id := uuid.NewString()
 	if input == nil {
 		input = orig.Input
 	}
 	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
-		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: engine.StatusRunning, Started: s.now()}
+		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: status, Started: s.now()}
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
-	if !s.launch(id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
+	if _, err := s.launch(id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
 		return s.eng.RerunFrom(ctx, runID, fromNode, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified})
-	}) {
-		return "", ErrShutdown
+	}); err != nil {
+		return "", err
 	}
 	return id, nil
 }
 
-// Cancel stops a running run; it ends `cancelled` and can be resumed. It
-// reports whether the run was executing in this process.
+// Cancel stops a running or queued run; it ends `cancelled` and can be
+// resumed. A queued run leaves the queue at once. It reports whether the run
+// was executing or waiting in this process.
 func (s *Service) Cancel(runID string) bool {
+	return s.cancelRun(runID, errors.New("cancelled by a user"))
+}
+
+func (s *Service) cancelRun(runID string, cause error) bool {
 	s.mu.Lock()
 	cancel, ok := s.active[runID]
 	s.mu.Unlock()
-	if ok {
-		cancel(errors.New("cancelled by a user"))
+	if !ok {
+		return false
 	}
-	return ok
+	cancel(cause)
+	if j, waiting := s.queue.Remove(runID); waiting {
+		// Out of line, without a slot: with its context cancelled the
+		// engine records it and ends it cancelled before any node runs.
+		go j.Run()
+	}
+	return true
 }
 
-// Active reports whether a run is executing in this process.
+// QueuePosition is a queued run's place in line (1 is next), 0 when it is
+// not waiting.
+func (s *Service) QueuePosition(runID string) int { return s.queue.Position(runID) }
+
+// QueueStats returns what the run queue holds now.
+func (s *Service) QueueStats() QueueStats { return s.queue.Stats() }
+
+// admit refuses a new run when the queue is full, before anything is
+// recorded, and says which status the run starts in: running when a slot is
+// free, queued otherwise.
+func (s *Service) admit() (engine.RunStatus, error) {
+	if s.base.Err() != nil {
+		return "", ErrShutdown // recording it would leave a run that never starts
+	}
+	st := s.queue.Stats()
+	switch {
+	case st.Waiting >= st.MaxWaiting:
+		if f, ok := s.queue.(*FIFO); ok {
+			return "", f.full()
+		}
+		return "", &BusyError{Code: "queue_full", RetryAfter: 5 * time.Second, Message: "the run queue is full; try again later"}
+	case st.Running < st.Slots && st.Waiting == 0:
+		return engine.StatusRunning, nil
+	}
+	return engine.StatusQueued, nil
+}
+
+// Active reports whether a run is executing or queued in this process.
 func (s *Service) Active(runID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -281,15 +363,14 @@ func (s *Service) Active(runID string) bool {
 	return ok
 }
 
-// ActiveCount returns how many runs are executing in this process.
-func (s *Service) ActiveCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.active)
-}
+// ActiveCount returns how many runs are executing in this process (queued
+// ones not counted).
+func (s *Service) ActiveCount() int { return s.queue.Stats().Running }
 
 // Subscribe starts receiving a run's live events (see Hub).
-func (s *Service) Subscribe(runID string) *Subscription { return s.hub.Subscribe(runID) }
+// It answers a *BusyError when the run or the studio has as many watchers
+// as allowed.
+func (s *Service) Subscribe(runID string) (*Subscription, error) { return s.hub.Subscribe(runID) }
 
 // Unsubscribe stops a subscription.
 func (s *Service) Unsubscribe(sub *Subscription) { s.hub.Unsubscribe(sub) }
@@ -308,6 +389,10 @@ func (s *Service) EventsDropped() uint64 { return s.events.Dropped() }
 // `cancelled`, resumable after restart) and waits for them to stop. New runs
 // are refused from the first call on. The event log stays open: watchers
 // still reading the store need it until Close.
+//
+// Queued runs leave the queue and end `cancelled` the same way, recorded
+// with their start checkpoint, so that a resume after the restart runs them
+// from the start.
 func (s *Service) Shutdown(ctx context.Context) error {
 	s.stop(ErrShutdown)
 	s.mu.Lock()
@@ -315,6 +400,9 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		cancel(ErrShutdown)
 	}
 	s.mu.Unlock()
+	for _, j := range s.queue.Close() {
+		go j.Run()
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -378,29 +466,49 @@ func (s *Service) finished(log *slog.Logger, id string, res *engine.Result, err 
 	}
 }
 
-// launch runs fn in the background under the service's context. kind is
-// what started it (run, resume, rerun), for the logs and the observer.
-func (s *Service) launch(id, kind string, fn func(context.Context) (*engine.Result, error)) bool {
+// ticket is a launched run: done closes when it stopped, err is set when
+// it could not execute at all.
+type ticket struct {
+	done chan struct{}
+	err  error
+}
+
+// launch hands a recorded run to the queue; it executes under the
+// service's context as soon as a slot is free. kind is what started it
+// (run, resume, rerun, a2e, agent), for the logs and the observer. A queued
+// run is active (Active, Cancel see it) from now on. fn is called (and the
+// ticket returned) unless the service is shut down.
+func (s *Service) launch(id, kind string, fn func(context.Context) (*engine.Result, error)) (*ticket, error) {
 	ctx, cancel := context.WithCancelCause(s.base)
 	if !s.track(id, cancel) {
 		cancel(nil)
-		return false
+		return nil, ErrShutdown
 	}
-	if s.obs != nil {
-		s.obs.RunStarted(kind)
-	}
-	log := s.log.With("run_id", id, "kind", kind)
-	log.Info("run started")
-	go func() {
+	t := &ticket{done: make(chan struct{})}
+	run := func() {
+		if s.obs != nil {
+			s.obs.RunStarted(kind)
+		}
+		log := s.log.With("run_id", id, "kind", kind)
+		log.Info("run started")
 		res, err := fn(ctx)
 		cancel(nil)
+		t.err = err
 		s.finished(log, id, res, err)
 		// Not active before the watchers hear the end, so that what they
 		// read next (Active, the run's JSON) says it stopped.
 		s.untrack(id)
 		s.hub.End(id)
-	}()
-	return true
+		close(t.done)
+	}
+	if err := s.queue.Enqueue(Job{RunID: id, Kind: kind, Run: run}); err != nil {
+		// Filled up since admit: the run is recorded, so it ends cancelled
+		// with the reason rather than staying queued for ever.
+		cancel(err)
+		go run()
+		return t, err
+	}
+	return t, nil
 }
 
 // timedCheckpointer reports the latency of each checkpoint call.

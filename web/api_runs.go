@@ -16,6 +16,9 @@ import (
 
 func (s *Server) runView(r *store.Run) runJSON {
 	out := runJSON{runFields: toRunFields(r), Pending: []engine.Pending{}, Active: s.runs.Active(r.ID)}
+	if r.Status == engine.StatusQueued {
+		out.QueuePosition = s.runs.QueuePosition(r.ID)
+	}
 	if r.Status == engine.StatusPaused {
 		for _, n := range r.Nodes {
 			if n.Status == engine.PhasePaused {
@@ -24,6 +27,15 @@ func (s *Server) runView(r *store.Run) runJSON {
 		}
 	}
 	return out
+}
+
+// startedStatus is what a run just handed to the run service is doing:
+// queued while it waits for a slot, running otherwise.
+func (s *Server) startedStatus(id string) engine.RunStatus {
+	if s.runs.QueuePosition(id) > 0 {
+		return engine.StatusQueued
+	}
+	return engine.StatusRunning
 }
 
 func runLocation(c echo.Context, id string) {
@@ -54,7 +66,7 @@ func (s *Server) startRun(c echo.Context) error {
 		return err
 	}
 	runLocation(c, id)
-	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": engine.StatusRunning, "chain_id": ch.ID, "chain_version": ch.Version})
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id), "chain_id": ch.ID, "chain_version": ch.Version})
 }
 
 // maxRunsPage bounds a page of the runs list (API and page).
@@ -87,7 +99,7 @@ func runsQuery(c echo.Context, defLimit int) (store.RunFilter, error) {
 	return f, nil
 }
 
-var runStatuses = []engine.RunStatus{engine.StatusRunning, engine.StatusPaused, engine.StatusCompleted, engine.StatusPartial,
+var runStatuses = []engine.RunStatus{engine.StatusQueued, engine.StatusRunning, engine.StatusPaused, engine.StatusCompleted, engine.StatusPartial,
 	engine.StatusFailed, engine.StatusCancelled, engine.StatusTimedOut}
 
 func validRunStatus(s engine.RunStatus) bool { return slices.Contains(runStatuses, s) }
@@ -179,7 +191,7 @@ func (s *Server) resumeRun(c echo.Context) error {
 	if err := s.runs.Resume(c.Request().Context(), id, value, modified); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"run_id": id, "status": engine.StatusRunning})
+	return c.JSON(http.StatusOK, map[string]any{"run_id": id, "status": s.startedStatus(id)})
 }
 
 // POST /v1/runs/{id}/cancel
@@ -228,7 +240,7 @@ func (s *Server) rerunRun(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 	runLocation(c, newID)
-	return c.JSON(http.StatusAccepted, map[string]any{"run_id": newID, "status": engine.StatusRunning, "parent_run_id": id, "from_node": body.FromNode})
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": newID, "status": s.startedStatus(newID), "parent_run_id": id, "from_node": body.FromNode})
 }
 
 // blankKey finds a key no expression could read (state."" is not a path).

@@ -59,7 +59,10 @@ func (s *Server) runEvents(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 
-	sub := s.runs.Subscribe(id)
+	sub, err := s.runs.Subscribe(id)
+	if err != nil {
+		return err // a watcher limit: 503 with Retry-After
+	}
 	defer s.runs.Unsubscribe(sub)
 
 	st := &sseStream{s: s, c: c, w: c.Response(), run: id, last: after}
@@ -94,6 +97,14 @@ func (s *Server) runEvents(c echo.Context) error {
 		tick.Reset(s.cfg.SSEHeartbeat)
 		return st.flush()
 	}
+	if pos := s.runs.QueuePosition(id); pos > 0 {
+		// Waiting for a slot: say so now; its events follow once it starts.
+		fmt.Fprintf(&st.buf, "event: queued\ndata: {\"run_id\":%q,\"status\":\"queued\",\"position\":%d}\n\n", id, pos)
+		if err := st.flush(); err != nil {
+			return nil
+		}
+	}
+	var pending []*runs.LiveEvent
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,7 +120,15 @@ func (s *Server) runEvents(c echo.Context) error {
 			if err := flushNow(); err != nil {
 				return nil // the watcher went away
 			}
-		case ev, ok := <-sub.C:
+		case _, ok := <-sub.C:
+			// Take what is queued: the events before a close are still there.
+			pending = sub.Take(pending[:0])
+			for _, ev := range pending {
+				if err := st.live(ctx, ev); err != nil {
+					return st.fail(err)
+				}
+			}
+			clear(pending)
 			if !ok {
 				if sub.Ended {
 					// Send what arrived live before waiting on the store:
@@ -125,19 +144,6 @@ func (s *Server) runEvents(c echo.Context) error {
 				// the store.
 				_ = st.flush()
 				return nil
-			}
-			if err := st.live(ctx, ev); err != nil {
-				return st.fail(err)
-			}
-			// Take what is already queued with this event.
-			for more := len(sub.C); more > 0; more-- {
-				ev, ok := <-sub.C
-				if !ok {
-					break
-				}
-				if err := st.live(ctx, ev); err != nil {
-					return st.fail(err)
-				}
 			}
 			if flushC == nil {
 				if wait := sseFlushGap - time.Since(lastFlush); wait > 0 {

@@ -26,10 +26,13 @@ import (
 // on the run's own events, not on time. Call it right after the start.
 func liveProgress(t testing.TB, srv *Server, runID string) func() int64 {
 	var seq atomic.Int64
-	sub := service(srv).Subscribe(runID)
+	sub, err := service(srv).Subscribe(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { service(srv).Unsubscribe(sub) })
 	go func() {
-		for ev := range sub.C {
+		for ev, ok := sub.Next(); ok; ev, ok = sub.Next() {
 			seq.Store(max(seq.Load(), ev.Seq))
 		}
 		seq.Store(math.MaxInt64)

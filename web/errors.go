@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
@@ -83,6 +84,8 @@ type APIError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Details any    `json:"details,omitempty"`
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -100,13 +103,14 @@ func apiError(kind, code, msg string, details any) *APIError {
 // does not know, which is then an internal error.
 func domainError(err error) *APIError {
 	var (
-		ae *APIError
-		ce *store.ConflictError
-		ve *store.VersionConflictError
-		se *store.Error
-		re *engine.ChainResumeError
-		ar *engine.AlreadyResumedError
-		cp *engine.ChainCheckpointError
+		ae   *APIError
+		ce   *store.ConflictError
+		ve   *store.VersionConflictError
+		se   *store.Error
+		re   *engine.ChainResumeError
+		ar   *engine.AlreadyResumedError
+		cp   *engine.ChainCheckpointError
+		busy *runs.BusyError
 	)
 	switch {
 	case err == nil:
@@ -133,6 +137,14 @@ func domainError(err error) *APIError {
 		return apiError(ECONFLICT, engine.CodeAlreadyResumed, ar.Error(), nil)
 	case errors.As(err, &cp):
 		return apiError(ENOTFOUND, engine.CodeCheckpoint, cp.Error(), nil)
+	case errors.As(err, &busy):
+		kind := EUNAVAILABLE
+		if busy.Code == "queue_full" {
+			kind = ETOOMANY
+		}
+		ae := apiError(kind, busy.Code, busy.Message, map[string]any{"retry_after": int(busy.RetryAfter.Seconds())})
+		ae.RetryAfter = busy.RetryAfter
+		return ae
 	case errors.Is(err, runs.ErrShutdown):
 		return apiError(EUNAVAILABLE, "shutting_down", runs.ErrShutdown.Error(), nil)
 	case errors.As(err, &se):
@@ -190,6 +202,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 	}
 	status := ae.Status()
+	if ae.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", retryAfter(ae.RetryAfter))
+	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
 		return

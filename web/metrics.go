@@ -96,6 +96,9 @@ func (m *Metrics) watch(svc RunService) error {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "studio_runs_active", Help: "Runs executing in this process.",
 		}, func() float64 { return float64(svc.ActiveCount()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "studio_runs_queued", Help: "Runs waiting for a free slot (--max-running-runs).",
+		}, func() float64 { return float64(svc.QueueStats().Waiting) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "studio_events_dropped_total", Help: "Events the event writer could not store after retries.",
 		}, func() float64 { return float64(svc.EventsDropped()) }),

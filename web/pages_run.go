@@ -79,7 +79,7 @@ func (s *Server) pageRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return renderPage(c, http.StatusOK, views.RunPage(r, events, views.NodeLabels(s.pageRunDoc(c, r))))
+	return renderPage(c, http.StatusOK, views.RunPage(r, events, views.NodeLabels(s.pageRunDoc(c, r)), s.runs.QueuePosition(id)))
 }
 
 // runCanvasData is what the run canvas loads.
@@ -125,7 +125,7 @@ func (s *Server) pageRunData(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := runCanvasData{Run: toRunFields(r), Doc: s.pageRunDoc(c, r), Events: events, Active: s.runs.Active(id) || r.Status == engine.StatusRunning}
+	d := runCanvasData{Run: toRunFields(r), Doc: s.pageRunDoc(c, r), Events: events, Active: s.runs.Active(id) || r.Status == engine.StatusRunning || r.Status == engine.StatusQueued}
 	if len(events) > 0 {
 		d.LastSeq = events[len(events)-1].Seq
 	}
@@ -160,7 +160,7 @@ func (s *Server) fragRunControls(c echo.Context) error {
 	if r.Status == engine.StatusPaused { // only "Waiting at …" names nodes
 		labels = views.NodeLabels(s.pageRunDoc(c, r))
 	}
-	return renderPage(c, http.StatusOK, views.RunControls(r, labels))
+	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID)))
 }
 
 // fragNodeDrawer shows what one node did.

@@ -57,7 +57,13 @@ type RunService interface {
 	Active(runID string) bool
 	ActiveCount() int
 
-	Subscribe(runID string) *runs.Subscription
+	// QueuePosition is a queued run's place in line (1 is next), 0 when
+	// it is not waiting.
+	QueuePosition(runID string) int
+	QueueStats() runs.QueueStats
+
+	// Subscribe answers a *runs.BusyError over a watcher limit.
+	Subscribe(runID string) (*runs.Subscription, error)
 	Unsubscribe(sub *runs.Subscription)
 	Watchers() int
 	// Flush makes every event emitted so far readable from the store.

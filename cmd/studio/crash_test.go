@@ -36,11 +36,12 @@ type studioProc struct {
 
 var runningRE = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
 
-// startStudio starts bin on a free loopback port with the database db and
-// waits until it listens.
-func startStudio(t *testing.T, bin, db string) *studioProc {
+// startStudio starts bin on a free loopback port with the database db (and
+// extra flags) and waits until it listens.
+func startStudio(t *testing.T, bin, db string, extra ...string) *studioProc {
 	t.Helper()
-	p := &studioProc{cmd: exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--no-examples", "--agents", filepath.Join(filepath.Dir(db), "no-agents"))}
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--no-examples", "--agents", filepath.Join(filepath.Dir(db), "no-agents")}, extra...)
+	p := &studioProc{cmd: exec.Command(bin, args...)}
 	p.cmd.Env = append(os.Environ(), "STUDIO_TOKEN=")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

@@ -94,6 +94,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	resolve := folderResolver(path)
 	eng := engine.New(engine.Options{
 		Registry:   reg,
+		Limits:     budgets.limits,
 		Sink:       printer,
 		ExprBudget: exprBudget,
 		Chains: func(_ context.Context, name string) (*engine.Chain, error) {
@@ -278,6 +279,9 @@ func (p *eventPrinter) result(res *engine.Result) {
 	fmt.Fprintf(p.w, "\nrun %s %s in %d ms (%d nodes run)\n", res.RunID, res.Status, res.DurationMS, res.NodesRun)
 	if res.Error != nil {
 		fmt.Fprintf(p.w, "error [%s]: %s\n", res.Error.Code, res.Error.Message)
+		if b, ok := res.Error.Details["budget"]; ok {
+			fmt.Fprintf(p.w, "budget: %v (limit %v)\n", b, res.Error.Details["limit"])
+		}
 		for _, is := range res.Error.Issues {
 			fmt.Fprintf(p.w, "  %s\n", is.String())
 		}

@@ -47,6 +47,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
 	budgets := registerBudgets(fs)
+	gov := registerGovernor(fs)
 	var keep retention
 	keep.register(fs)
 	fs.Usage = func() {
@@ -67,6 +68,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	exprBudget, tplBudget, err := budgets.values()
 	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	if err := gov.check(); err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
@@ -121,13 +126,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress, exprBudget: exprBudget}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
 	addr, token, publicURL, dbPath string
 	insecure                       bool
 	listening                      func(url string) // called once the server listens
+	gov                            governorFlags
+	limits                         engine.Limits // run budgets and ceilings; zero fields: defaults
 	exprBudget                     expr.Budget
 }
 
@@ -138,12 +145,14 @@ type serveConfig struct {
 // that.
 func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engine.Registry, agents *agent.Set, log *slog.Logger, stderr io.Writer) int {
 	metrics := web.NewMetrics()
-	svc, err := runs.New(runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, ExprBudget: cfg.exprBudget})
+	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, Limits: cfg.limits, ExprBudget: cfg.exprBudget}
+	cfg.gov.applyTo(&opts)
+	svc, err := runs.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
-	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log},
+	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics})
 	if err != nil {
 		svc.Close()
@@ -225,26 +234,81 @@ func loadExamples(ctx context.Context, db store.ChainStore, log *slog.Logger) er
 	return nil
 }
 
-// budgetFlags are the runaway-work budgets, shared by serve and run.
+// budgetFlags are the runaway-work budgets, shared by serve and run: the
+// expression and template budgets, and each run's budgets and ceilings.
 type budgetFlags struct {
 	exprElems, exprBytes, tplSteps, tplBytes *int64
+	nodeExecs, mapItems, iterations, depth   *int
+	outputBytes, storedBytes                 *int64
+	chainTimeout                             *float64
+	limits                                   engine.Limits // set by values
 }
 
 func registerBudgets(fs *flag.FlagSet) budgetFlags {
+	d := engine.DefaultLimits
 	return budgetFlags{
-		exprElems: fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)"),
-		exprBytes: fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)"),
-		tplSteps:  fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)"),
-		tplBytes:  fs.Int64("template-max-bytes", builtin.DefaultTemplateBudget.Bytes, "stop a template rendering whose functions build more than `BYTES` in all (budget template_bytes)"),
+		nodeExecs:    fs.Int("max-node-executions", d.MaxNodeExecutions, "end a run that starts more than `N` nodes, map items and branches included (budget node_executions)"),
+		outputBytes:  fs.Int64("max-output-bytes", d.MaxOutputBytes, "end a run whose node outputs held in memory pass `BYTES` (budget output_bytes)"),
+		storedBytes:  fs.Int64("max-stored-bytes", d.MaxStoredBytes, "end a run whose events and checkpoints pass `BYTES` (budget stored_bytes)"),
+		mapItems:     fs.Int("max-map-items", d.MaxMapItems, "end a run whose map node fans out over more than `N` items (budget map_items)"),
+		chainTimeout: fs.Float64("max-chain-timeout", d.MaxChainTimeout, "refuse chains whose timeout is over `SECONDS`; it also bounds the default timeout"),
+		iterations:   fs.Int("max-iterations", d.MaxIterations, "refuse chains with a loop edge whose max_iterations is over `N`"),
+		depth:        fs.Int("max-depth", d.MaxDepth, "refuse chains whose max_depth (sub-chain nesting) is over `N`"),
+		exprElems:    fs.Int64("expr-max-elements", expr.DefaultBudget.MaxElements, "stop an expression evaluation that builds more than `N` values (budget expr_elements)"),
+		exprBytes:    fs.Int64("expr-max-bytes", expr.DefaultBudget.MaxBytes, "stop an expression evaluation that builds more than `BYTES` of values (budget expr_bytes)"),
+		tplSteps:     fs.Int64("template-max-steps", builtin.DefaultTemplateBudget.Steps, "stop a template rendering after `N` loop iterations, template calls and function calls (budget template_steps)"),
+		tplBytes:     fs.Int64("template-max-bytes", builtin.DefaultTemplateBudget.Bytes, "stop a template rendering whose functions build more than `BYTES` in all (budget template_bytes)"),
 	}
 }
 
-// values checks the flags and returns the budgets for the engine and the
-// template tool (options, not process-wide settings: tests run several
-// hosts with different budgets in one process).
-func (b budgetFlags) values() (expr.Budget, builtin.TemplateBudget, error) {
+// values checks the flags, keeps the run limits in b.limits and returns
+// the budgets for the engine and the template tool (options, not
+// process-wide settings: tests run several hosts with different budgets in
+// one process).
+func (b *budgetFlags) values() (expr.Budget, builtin.TemplateBudget, error) {
 	if *b.exprElems <= 0 || *b.exprBytes <= 0 || *b.tplSteps <= 0 || *b.tplBytes <= 0 {
 		return expr.Budget{}, builtin.TemplateBudget{}, errors.New("--expr-max-elements, --expr-max-bytes, --template-max-steps and --template-max-bytes must be positive")
 	}
+	if *b.nodeExecs <= 0 || *b.mapItems <= 0 || *b.iterations <= 0 || *b.depth <= 0 || *b.outputBytes <= 0 || *b.storedBytes <= 0 || !(*b.chainTimeout > 0) {
+		return expr.Budget{}, builtin.TemplateBudget{}, errors.New("--max-node-executions, --max-output-bytes, --max-stored-bytes, --max-map-items, --max-chain-timeout, --max-iterations and --max-depth must be positive")
+	}
+	b.limits = engine.Limits{MaxNodeExecutions: *b.nodeExecs, MaxOutputBytes: *b.outputBytes, MaxStoredBytes: *b.storedBytes,
+		MaxMapItems: *b.mapItems, MaxChainTimeout: *b.chainTimeout, MaxIterations: *b.iterations, MaxDepth: *b.depth}
 	return expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}, builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}, nil
+}
+
+// governorFlags bound what runs and watchers may hold at once (serve only).
+// A nil field (a test's serveConfig) keeps the run service's default.
+type governorFlags struct {
+	maxRunning, maxQueued, maxWatchers, maxWatchersPerRun *int
+}
+
+func registerGovernor(fs *flag.FlagSet) governorFlags {
+	return governorFlags{
+		maxRunning:        fs.Int("max-running-runs", runs.DefaultMaxRunning(), "execute at most `N` runs at once; the others wait in line as queued (default: 8 per core)"),
+		maxQueued:         fs.Int("max-queued-runs", 1000, "let at most `N` runs wait for a slot; more are refused with 429 and Retry-After"),
+		maxWatchers:       fs.Int("max-watchers", 2000, "stream live events to at most `N` watchers in all; more are refused with 503 and Retry-After"),
+		maxWatchersPerRun: fs.Int("max-watchers-per-run", 200, "stream one run's live events to at most `N` watchers"),
+	}
+}
+
+func (g governorFlags) check() error {
+	for name, v := range map[string]*int{"--max-running-runs": g.maxRunning, "--max-queued-runs": g.maxQueued, "--max-watchers": g.maxWatchers, "--max-watchers-per-run": g.maxWatchersPerRun} {
+		if v != nil && *v <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", name, *v)
+		}
+	}
+	return nil
+}
+
+func (g governorFlags) applyTo(o *runs.Options) {
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&o.MaxRunning, g.maxRunning)
+	set(&o.MaxQueued, g.maxQueued)
+	set(&o.MaxWatchers, g.maxWatchers)
+	set(&o.MaxWatchersPerRun, g.maxWatchersPerRun)
 }

@@ -364,6 +364,7 @@
     if (e.data === undefined) return; // a connection error, not an "error" phase
     let ev;
     try { ev = JSON.parse(e.data); } catch { return; }
+    if (root.dataset.status === 'queued') { root.dataset.status = 'running'; refreshControls(); } // it got its slot
     apply(ev);
     appendTimeline(ev);
   }
@@ -372,6 +373,12 @@
     if (es) es.close();
     es = new EventSource('/v1/runs/' + encodeURIComponent(runId) + '/events?after=' + applied);
     for (const ph of ['start', 'done', 'skip', 'error', 'paused', 'progress']) es.addEventListener(ph, onEvent);
+    es.addEventListener('queued', (e) => {
+      let q;
+      try { q = JSON.parse(e.data); } catch { return; }
+      const p = $('queue-position');
+      if (p && q.position) p.textContent = String(q.position);
+    });
     es.addEventListener('run', () => {
       es.close();
       es = null;

@@ -26,9 +26,20 @@ func testRecoverInterrupted(t *testing.T, open Opener) {
 	for _, bb := range CheckpointLog("done") {
 		db.Append(ctx, "done", bb)
 	}
+	// A run still waiting in the queue when the process died: the store
+	// keeps the status queued, and recovery fails it too.
+	if _, err := db.CreateRun(ctx, store.Run{ID: "waiting", Status: engine.StatusQueued}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := db.GetRunInfo(ctx, "waiting"); r == nil || r.Status != engine.StatusQueued {
+		t.Fatalf("queued run stored as %+v", r)
+	}
 	n, err := db.RecoverInterrupted(ctx)
-	if err != nil || n != 1 {
+	if err != nil || n != 2 {
 		t.Fatalf("recovered %d, %v", n, err)
+	}
+	if r, _ := db.GetRunInfo(ctx, "waiting"); r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart {
+		t.Fatalf("queued run after recovery: %+v", r)
 	}
 	r, _ := db.GetRun(ctx, "mid")
 	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart ||

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// CodeBudget is the code of a run stopped by one of its budgets; the
+// RunError's details name the budget.
+const CodeBudget = "budget_exceeded"
+
+// The per-run budgets, as named in RunError details ("budget") and by the
+// server's flags.
+const (
+	BudgetNodeExecutions = "node_executions"
+	BudgetOutputBytes    = "output_bytes"
+	BudgetStoredBytes    = "stored_bytes"
+	BudgetMapItems       = "map_items"
+)
+
+// budgetFlags are the flags of `studio serve` and `studio run` that set each
+// budget and ceiling, named in messages so that an operator knows what to
+// raise.
+var budgetFlags = map[string]string{
+	BudgetNodeExecutions: "--max-node-executions",
+	BudgetOutputBytes:    "--max-output-bytes",
+	BudgetStoredBytes:    "--max-stored-bytes",
+	BudgetMapItems:       "--max-map-items",
+	"timeout":            "--max-chain-timeout",
+	"max_iterations":     "--max-iterations",
+	"max_depth":          "--max-depth",
+}
+
+// BudgetError stops a run that used up one of its budgets.
+type BudgetError struct {
+	Budget string
+	Limit  int64
+	What   string // what went over, when more precise than the budget's name
+}
+
+func (e *BudgetError) Error() string {
+	if e.What != "" {
+		return fmt.Sprintf("%s (budget %s, flag %s)", e.What, e.Budget, budgetFlags[e.Budget])
+	}
+	what := map[string]string{
+		BudgetNodeExecutions: "node executions",
+		BudgetOutputBytes:    "bytes of outputs held in memory",
+		BudgetStoredBytes:    "bytes of events and checkpoints",
+		BudgetMapItems:       "map items",
+	}[e.Budget]
+	return fmt.Sprintf("the run used more than its budget of %d %s (budget %s, flag %s)", e.Limit, what, e.Budget, budgetFlags[e.Budget])
+}
+
+// Code implements Coded.
+func (e *BudgetError) Code() string { return CodeBudget }
+
+// runBudget counts what a run uses. The counters are atomics: workers
+// (map items, parallel branches) charge them too.
+type runBudget struct {
+	nodes   atomic.Int64
+	held    atomic.Int64 // approximate bytes of the outputs expressions can read
+	stored  atomic.Int64 // approximate bytes of the events and checkpoints written
+	outSize []int64      // per node: the size charged to held for its output (coordinator only)
+}
+
+// over stops the run with a budget error; any goroutine may call it (the
+// coordinator sees the cause on the run's context).
+func (r *run) over(budget string, limit int64) {
+	r.cancel(&BudgetError{Budget: budget, Limit: limit})
+}
+
+// overWith is over with a precise account of what went over.
+func (r *run) overWith(budget string, limit int64, what string) *BudgetError {
+	be := &BudgetError{Budget: budget, Limit: limit, What: what}
+	r.cancel(be)
+	return be
+}
+
+// chargeNode counts one node execution.
+func (r *run) chargeNode() {
+	if lim := r.engine.opts.Limits.MaxNodeExecutions; r.budget.nodes.Add(1) > int64(lim) {
+		r.over(BudgetNodeExecutions, int64(lim))
+	}
+}
+
+// chargeOutput counts bytes of output held (held, may be negative when an
+// output is replaced or released) and written to events and checkpoints
+// (stored).
+func (r *run) chargeOutput(held, stored int64) {
+	lim := &r.engine.opts.Limits
+	if h := r.budget.held.Add(held); held > 0 && h > lim.MaxOutputBytes {
+		r.over(BudgetOutputBytes, lim.MaxOutputBytes)
+	}
+	if s := r.budget.stored.Add(stored); stored > 0 && s > lim.MaxStoredBytes {
+		r.over(BudgetStoredBytes, lim.MaxStoredBytes)
+	}
+}
+
+// valueSize is about how many bytes v takes as JSON; it stops counting once
+// past limit (the caller only needs to know it is over).
+func valueSize(v any, limit int64) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x)) + 2
+	case map[string]any:
+		n := int64(2)
+		for k, e := range x {
+			n += int64(len(k)) + 4 + valueSize(e, limit-n)
+			if n > limit {
+				return n
+			}
+		}
+		return n
+	case []any:
+		n := int64(2)
+		for _, e := range x {
+			n += 1 + valueSize(e, limit-n)
+			if n > limit {
+				return n
+			}
+		}
+		return n
+	case []byte:
+		return int64(len(x))*4/3 + 2
+	}
+	return 8
+}
