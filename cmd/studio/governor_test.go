@@ -12,10 +12,8 @@ import (
 // studio run takes the run budgets: a loop over --max-node-executions ends
 // budget_exceeded with the budget named, and a chain over a ceiling is
 // refused naming the flag.
-//
-// Not parallel: studio run sets the process-wide expression budgets, which
-// other tests' runs read.
 func TestRunAppliesRunBudgetsAndCeilings(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "loop.json")
 	os.WriteFile(doc, []byte(`{"name":"loop","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],
