@@ -45,8 +45,8 @@ test('a queued run shows as queued on its page and in the runs list filter', asy
     // Once the run ahead of it ends, the page follows it into running.
     const follow = await open('/runs/' + queued);
     await follow.waitForFunction(() => document.getElementById('runpage').dataset.ready === '1');
-    for (const r of started) if (r !== queued) await api('POST', '/v1/runs/' + r + '/cancel');
-    await follow.waitForFunction(() => document.getElementById('run-status').textContent.trim() === 'running', null, { timeout: 10000 });
+    await Promise.all(started.filter((r) => r !== queued).map((r) => api('POST', '/v1/runs/' + r + '/cancel')));
+    await follow.waitForFunction(() => document.getElementById('run-status').textContent.trim() === 'running', null, { timeout: 30000 });
     assert.equal(await follow.$('#queue-wait'), null, 'no waiting note once it runs');
     await follow.done();
 
