@@ -1,0 +1,194 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/postgres/pgtest"
+	"github.com/chainstudio/studio/store/storetest"
+)
+
+// Processes starting at once against one new database migrate it once: the
+// advisory lock makes the others wait and then find the schema current.
+func TestMigrateConcurrentOpens(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	const n = 6
+	errs := make([]error, n)
+	dbs := make([]*DB, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dbs[i], errs[i] = Open(ctx, dsn, Options{MaxConns: 2})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		defer dbs[i].Close()
+	}
+	var rows, max int
+	if err := dbs[0].r.QueryRowContext(ctx, `SELECT COUNT(*), MAX(version) FROM schema_version`).Scan(&rows, &max); err != nil {
+		t.Fatal(err)
+	}
+	if rows != SchemaVersion() || max != SchemaVersion() {
+		t.Fatalf("schema_version has %d rows up to %d, want %d once each", rows, max, SchemaVersion())
+	}
+}
+
+// A database written by a newer studio is refused, with a message that says
+// to upgrade, and is left as it was.
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	db, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := SchemaVersion() + 1
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, 0)`, newer); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(ctx, dsn, Options{})
+	var sv *SchemaVersionError
+	if !errors.As(err, &sv) || sv.Have != newer || sv.Known != SchemaVersion() {
+		t.Fatalf("open of a newer database: %v, want a SchemaVersionError", err)
+	}
+	if !strings.Contains(err.Error(), "upgrade the studio") {
+		t.Fatalf("message %q does not say to upgrade", err)
+	}
+}
+
+// Concurrent saves based on one version: exactly one is stored, every other
+// is a version conflict naming the new current version (SQLite gets this
+// from its single writer; here the chain's row lock does it).
+func TestConcurrentSavesOneWins(t *testing.T) {
+	t.Parallel()
+	db := openTest(t, Options{MaxConns: 8})
+	ctx := context.Background()
+	ch, err := db.CreateChain(ctx, storetest.SampleChain("race", 2), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			doc := storetest.SampleChain("race", 2)
+			doc.Description = fmt.Sprint("edit ", i)
+			_, errs[i] = db.SaveChain(ctx, ch.ID, 1, doc, "")
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		var vc *store.VersionConflictError
+		switch {
+		case err == nil:
+			ok++
+		case errors.As(err, &vc) && vc.Current == 2:
+		default:
+			t.Fatalf("save: %v, want success or a conflict at version 2", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d saves succeeded, want exactly 1", ok)
+	}
+	got, err := db.GetChain(ctx, ch.ID)
+	if err != nil || got.Version != 2 {
+		t.Fatalf("chain at version %v, %v; want 2", got, err)
+	}
+}
+
+// Writers appending the same seqs of one run at once: one write is stored,
+// the others are seq conflicts, and the run's events read back once each.
+func TestConcurrentAppendEventsOneRun(t *testing.T) {
+	t.Parallel()
+	db := openTest(t, Options{MaxConns: 8})
+	ctx := context.Background()
+	const n = 6
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.AppendEvents(ctx, storetest.Events("r1", 1, 20))
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, store.ErrSeqConflict):
+		default:
+			t.Fatalf("append: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d appends succeeded, want 1", ok)
+	}
+	evs, err := db.EventsAfter(ctx, "r1", 0, 0)
+	if err != nil || len(evs) != 20 {
+		t.Fatalf("read back %d events, %v; want 20", len(evs), err)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+}
+
+// Backup on PostgreSQL is refused with a message that names pg_dump.
+func TestBackupSaysPgDump(t *testing.T) {
+	t.Parallel()
+	db := openTest(t, Options{})
+	err := db.Backup(context.Background(), t.TempDir()+"/copy.db")
+	if store.ErrorCode(err) != store.EINVALID || !strings.Contains(err.Error(), "pg_dump") {
+		t.Fatalf("backup: %v (code %q), want an invalid error naming pg_dump", err, store.ErrorCode(err))
+	}
+	if strings.Contains(err.Error(), "postgres@") {
+		t.Fatalf("backup message %q shows the DSN's credentials", err)
+	}
+}
+
+// A DSN that is not a URL pgx understands is refused without quoting it
+// (it may hold a password).
+func TestOpenBadDSN(t *testing.T) {
+	t.Parallel()
+	_, err := Open(context.Background(), "postgres://u:secret@[::1/x", Options{})
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("open: %v", err)
+	}
+}
+
+func TestRebind(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`a = ? AND b = ?`:                   `a = $1 AND b = $2`,
+		`x LIKE ? ESCAPE '\' AND y = '?'`:   `x LIKE $1 ESCAPE '\' AND y = '?'`,
+		`run_id = ?1 AND seq <= ?2 + 1, ?1`: `run_id = $1 AND seq <= $2 + 1, $1`,
+	} {
+		if got := rebind(in); got != want {
+			t.Errorf("rebind(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
