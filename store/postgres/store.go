@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -62,7 +63,7 @@ type DB struct {
 	dsn    string
 	log    *slog.Logger
 	now    func() time.Time
-	closed bool
+	closed atomic.Bool
 
 	docs *docCache
 
@@ -125,10 +126,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 
 // Close closes the pool. Close any EventWriter on it first.
 func (db *DB) Close() error {
-	if db.closed {
+	if db.closed.Swap(true) {
 		return nil
 	}
-	db.closed = true
 	err := db.sql.Close()
 	db.pool.Close()
 	if err != nil {
@@ -224,12 +224,12 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 
 // writeTx runs fn in a read-write transaction.
 func (db *DB) writeTx(ctx context.Context, fn func(tx *Tx) error) error {
-	if db.closed {
-		return store.ErrUnavailable
+	if db.closed.Load() {
+		return errClosed
 	}
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return unavailable(err)
 	}
 	if err := fn(&Tx{tx}); err != nil {
 		_ = tx.Rollback()
@@ -241,15 +241,32 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *Tx) error) error {
 // readTx runs fn in a read-only transaction, so that several queries see
 // one snapshot.
 func (db *DB) readTx(ctx context.Context, fn func(tx *Tx) error) error {
-	if db.closed {
-		return store.ErrUnavailable
+	if db.closed.Load() {
+		return errClosed
 	}
 	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
 	if err != nil {
-		return err
+		return unavailable(err)
 	}
 	defer tx.Rollback()
 	return fn(&Tx{tx})
+}
+
+var errClosed = fmt.Errorf("%w: the store is closed", store.ErrUnavailable)
+
+// errUnreachable is what clients read when the server cannot be reached:
+// the cause (host, user, network error) goes to the log only.
+var errUnreachable = fmt.Errorf("%w: the database server cannot be reached; try again later", store.ErrUnavailable)
+
+// unavailable marks a failure to reach the server as EUNAVAILABLE (the
+// API answers 503, try again), not as an internal fault.
+func unavailable(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		slog.Warn("store: PostgreSQL unreachable", "err", err)
+		return errUnreachable
+	}
+	return err
 }
 
 // exec runs a write statement inside tx.
@@ -286,7 +303,8 @@ func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Resu
 }
 
 func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return c.db.QueryContext(ctx, rebind(q), args...)
+	rows, err := c.db.QueryContext(ctx, rebind(q), args...)
+	return rows, unavailable(err)
 }
 
 func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {

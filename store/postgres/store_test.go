@@ -7,6 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres/pgtest"
@@ -192,3 +196,39 @@ func TestRebind(t *testing.T) {
 	}
 }
 
+// When the server cannot be reached, reads and writes fail as unavailable
+// (the API answers 503, try again), not as internal faults.
+func TestServerGoneIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A pool on a loopback port nothing listens on: every connection fails
+	// as it would once the server went away.
+	cfg, err := pgxpool.ParseConfig("postgres://postgres@127.0.0.1:1/gone?sslmode=disable&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdb := stdlib.OpenDBFromPool(pool)
+	c := &conn{sdb}
+	db := &DB{pool: pool, sql: sdb, w: c, r: c, now: time.Now, docs: newDocCache(0)}
+	defer db.Close()
+	_, err = db.GetChain(ctx, "x")
+	if store.ErrorCode(err) != store.EUNAVAILABLE {
+		t.Errorf("get chain: %v (code %q), want unavailable", err, store.ErrorCode(err))
+	}
+	_, err = db.CreateChain(ctx, storetest.SampleChain("c", 1), "")
+	if store.ErrorCode(err) != store.EUNAVAILABLE {
+		t.Errorf("create chain: %v (code %q), want unavailable", err, store.ErrorCode(err))
+	}
+	_, _, err = db.ListRuns(ctx, store.RunFilter{})
+	if store.ErrorCode(err) != store.EUNAVAILABLE {
+		t.Errorf("list runs: %v (code %q), want unavailable", err, store.ErrorCode(err))
+	}
+	db.Close()
+	if _, err := db.GetChain(ctx, "x"); store.ErrorCode(err) != store.EUNAVAILABLE {
+		t.Errorf("get chain after close: %v, want unavailable", err)
+	}
+}
