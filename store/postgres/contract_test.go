@@ -9,7 +9,7 @@ import (
 	"github.com/chainstudio/studio/store/storetest"
 )
 
-func openTest(t *testing.T, opts Options) *DB {
+func openTest(t testing.TB, opts Options) *DB {
 	t.Helper()
 	dsn := pgtest.Schema(t)
 	db, err := Open(context.Background(), dsn, opts)

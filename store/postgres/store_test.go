@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres/pgtest"
 	"github.com/chainstudio/studio/store/storetest"
@@ -230,5 +231,60 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	db.Close()
 	if _, err := db.GetChain(ctx, "x"); store.ErrorCode(err) != store.EUNAVAILABLE {
 		t.Errorf("get chain after close: %v, want unavailable", err)
+	}
+}
+
+// A node result goes in with one INSERT when this process knows the run's
+// last entry; when another process appended meanwhile, that INSERT is
+// refused by the entry key and the append is redone from the database: the
+// log has every entry once, in order.
+func TestNodeAppendAfterAnotherWriter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.Schema(t)
+	a, err := Open(ctx, dsn, Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, dsn, Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	t0 := time.Now().UTC()
+	node := func(id string, seq int64) []engine.Checkpoint {
+		return []engine.Checkpoint{{RunID: "r", Kind: engine.CheckpointNode, EventSeq: seq, Time: t0, Node: &engine.NodeRecord{
+			NodeID: id, Status: engine.PhaseDone, Output: id, Attempts: 1, Started: t0, Ended: t0}}}
+	}
+	start := storetest.CheckpointLog("r")[0]
+	if err := a.Append(ctx, "r", start); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, "r", node("n0", 2)); err != nil { // a now caches entry 2
+		t.Fatal(err)
+	}
+	if err := b.Append(ctx, "r", node("n1", 3)); err != nil { // b takes entry 3
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, "r", node("n2", 4)); err != nil { // a's cache is stale
+		t.Fatal(err)
+	}
+	log, err := a.Load(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cp := range log {
+		if cp.Node != nil {
+			got = append(got, cp.Node.NodeID)
+		}
+	}
+	if fmt.Sprint(got) != "[n0 n1 n2]" || len(log) != 4 {
+		t.Fatalf("log has %d entries, nodes %v; want start + n0 n1 n2", len(log), got)
+	}
+	r, err := b.GetRun(ctx, "r")
+	if err != nil || len(r.Nodes) != 3 {
+		t.Fatalf("run: %v, %v", r, err)
 	}
 }
