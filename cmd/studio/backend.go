@@ -23,17 +23,23 @@ type backend struct {
 }
 
 // openBackend opens the database dsn names: PostgreSQL for a postgres:// or
-// postgresql:// URL, else the SQLite file at that path. The SQLite file gets
-// its single-owner lock first, taken before start-up recovery, which would
-// otherwise fail another server's live runs. PostgreSQL has no such lock: in
-// this version one studio process per PostgreSQL database (docs/deploy.md).
+// postgresql:// URL, else the SQLite file at that path. Either way one
+// process owns it (a lock file next to SQLite's, a session advisory lock in
+// PostgreSQL), taken before start-up recovery, which would otherwise fail
+// another server's live runs. Several processes on one PostgreSQL database
+// come with River workers (docs/deploy.md).
 func openBackend(ctx context.Context, dsn string, log *slog.Logger) (*backend, error) {
 	if postgres.IsDSN(dsn) {
 		db, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log})
 		if err != nil {
 			return nil, err
 		}
-		return &backend{Backend: db, name: redactDSN(dsn), release: func() {}}, nil
+		owner, err := db.Lock(ctx)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return &backend{Backend: db, name: redactDSN(dsn), release: func() { owner.Close() }}, nil
 	}
 	owner, err := sqlite.Lock(dsn)
 	if err != nil {
