@@ -11,12 +11,12 @@ import (
 
 const interruptedMessage = "the studio stopped while this run was running; resume it to continue from its last checkpoint"
 
-// RecoverInterrupted marks every run left "running" by a previous process as
+// RecoverInterrupted marks every run left "running" or "queued" by a previous process as
 // failed with code interrupted_by_restart, appending an "end" checkpoint so
 // that a resume sees a failed run. Call it at startup, before starting runs.
 // Paused runs are left alone. It returns how many runs it marked.
 func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE status = 'running' ORDER BY started_at, id`)
+	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN ('running', 'queued') ORDER BY started_at, id`)
 	if err != nil {
 		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
 	}
@@ -41,7 +41,9 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 			if err := db.queryRow(ctx, tx, `SELECT status FROM runs WHERE id = ? FOR UPDATE`, id).Scan(&status); err != nil {
 				return err
 			}
-			if status != string(engine.StatusRunning) {
+			// "queued": a run waiting for a slot when the process died (a
+			// clean stop cancels them).
+			if status != string(engine.StatusRunning) && status != "queued" {
 				return nil // changed since the scan
 			}
 			seq, err := maxSeq(ctx, tx, id)
