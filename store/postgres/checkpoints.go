@@ -163,7 +163,7 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 		return 0, err
 	}
 	// Rows go in with multi-row statements: one statement per group of
-	// entries instead of one per entry (most of a run's cost in SQLite).
+	// entries instead of one per entry (one round trip per group).
 	for start := 0; start < len(cps); {
 		end := min(start+cpRowsPerStatement, len(cps))
 		args := make([]any, 0, cpCols*(end-start))
@@ -191,7 +191,8 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 	return n, nil
 }
 
-// cpRowsPerStatement bounds a multi-row insert (SQLite allows 32,766 parameters).
+// cpRowsPerStatement bounds a multi-row insert (PostgreSQL allows 65,535
+// parameters).
 const (
 	cpRowsPerStatement = 64
 	cpCols             = 8

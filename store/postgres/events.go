@@ -17,11 +17,10 @@ import (
 
 // Events are stored in batches: one row per run per write, holding a JSON
 // array of that run's events in seq order, keyed by the first seq and
-// labelled with the last. A busy run emits thousands of small events; one row
-// each made the per-row cost of SQLite the largest part of persisting a run,
-// while every reader wants a range of a run's events anyway (a stream from
-// Last-Event-ID, a run's timeline). Migration 2 converted the one-row-per-event
-// table of schema 1.
+// labelled with the last, as in the SQLite backend: a busy run emits
+// thousands of small events, a row each would make the per-row cost the
+// largest part of persisting a run, and every reader wants a range of a
+// run's events anyway (a stream from Last-Event-ID, a run's timeline).
 
 // AppendEvents stores events in one transaction. A run's events must come in
 // increasing seq order, after every seq already stored for it: an event whose
