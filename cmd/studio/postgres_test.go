@@ -190,3 +190,18 @@ func TestBackupPostgresSaysPgDump(t *testing.T) {
 		t.Fatal("backup wrote a file")
 	}
 }
+
+// serve on a PostgreSQL server that cannot be reached exits 1 at once with
+// the reason, and never prints the password.
+func TestServePostgresUnreachable(t *testing.T) {
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := cmdServe(context.Background(), []string{"--addr", "127.0.0.1:0", "--no-examples", "--db", "postgres://studio:hunter2@127.0.0.1:1/studio?sslmode=disable"}, &out, &errb)
+	msg := errb.String()
+	if code != exitFailed || !strings.Contains(msg, "127.0.0.1:1/studio") || !strings.Contains(msg, "connection refused") || strings.Contains(msg, "hunter2") {
+		t.Fatalf("exit %d, stderr %q", code, msg)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}

@@ -104,6 +104,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open postgres: %w: the database URL is not valid", store.ErrInvalid)
 	}
 	cfg.MaxConns = int32(opts.MaxConns)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Without one, a server that drops packets holds start-up (and
+		// every new connection) for the operating system's TCP timeout.
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
 	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
 		cfg.ConnConfig.RuntimeParams["application_name"] = appName()
 	}
