@@ -38,7 +38,15 @@ if [ -n "${STUDIO_TEST_POSTGRES:-}" ]; then
   exit 0
 fi
 
-ready() { command -v pg_isready >/dev/null && pg_isready -q -h "$host" -p "$port"; }
+# pg_isready when the client tools are here; else whether the port accepts
+# a connection (a server in a container, no tools on this machine).
+ready() {
+  if command -v pg_isready >/dev/null; then
+    pg_isready -q -h "$host" -p "$port"
+  else
+    (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null
+  fi
+}
 
 wait_ready() {
   for _ in $(seq 1 60); do
