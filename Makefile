@@ -37,9 +37,13 @@ vuln:
 	  exit $$rc
 
 # Unit and integration tests, with the race detector. Fuzz corpora under
-# testdata/fuzz are replayed as ordinary tests.
+# testdata/fuzz are replayed as ordinary tests. scripts/postgres.sh makes
+# sure a PostgreSQL answers on loopback (starting or installing it) for the
+# PostgreSQL backend's tests and prints the URL they use.
 unit:
-	$(GO) test -race -count=1 $(PKGS)
+	@dsn=$$(bash scripts/postgres.sh) || exit $$?; \
+	  echo "STUDIO_TEST_POSTGRES=$$dsn $(GO) test -race -count=1 $(PKGS)"; \
+	  STUDIO_TEST_POSTGRES="$$dsn" $(GO) test -race -count=1 $(PKGS)
 
 # The inner loop while editing: every package's tests with -short, which
 # skips the slow ones (child processes killed mid-run, the README commands

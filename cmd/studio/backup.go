@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/postgres"
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
@@ -29,6 +30,10 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	target := args[0]
+	if postgres.IsDSN(*dbPath) {
+		fmt.Fprintf(stderr, "studio: the database is on PostgreSQL (%s): back it up with pg_dump, e.g. pg_dump --format=custom --file=studio.dump DATABASE_URL (docs/deploy.md); studio backup copies SQLite files only\n", redactDSN(*dbPath))
+		return exitFailed
+	}
 	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)

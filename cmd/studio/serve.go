@@ -18,7 +18,6 @@ import (
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/sqlite"
 	"github.com/chainstudio/studio/web"
 )
 
@@ -33,7 +32,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", envOr("STUDIO_ADDR", "127.0.0.1:8080"), "listen on `ADDR`, HOST:PORT (env STUDIO_ADDR); anything but loopback needs --token or --insecure")
-	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "SQLite database `FILE` (env STUDIO_DB)")
+	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "the database: a SQLite `FILE`, or a postgres:// URL (env STUDIO_DB)")
 	token := fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer `TOKEN` required by the API and pages (env STUDIO_TOKEN)")
 	insecure := fs.Bool("insecure", false, "allow listening off loopback without a token")
 	publicURL := fs.String("public-url", os.Getenv("STUDIO_PUBLIC_URL"), "the `URL` people reach the studio at, behind a proxy (env STUDIO_PUBLIC_URL): its host is accepted besides the listen address and loopback names, and https makes the sign-in cookie Secure")
@@ -81,15 +80,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	// One server per database, taken before start-up recovery, which would
-	// otherwise fail another server's live runs.
-	owner, err := sqlite.Lock(*dbPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
-	}
-	defer owner.Close()
-	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{Logger: log})
+	db, err := openBackend(ctx, *dbPath, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -122,11 +113,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		log.Info("loaded agents", "count", agents.Len(), "dir", *agentsDir)
 	}
 	recordAddress := func(url string) {
-		if err := owner.SetAddress(url); err != nil {
+		if db.listening == nil {
+			return
+		}
+		if err := db.listening(url); err != nil {
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: *dbPath, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {

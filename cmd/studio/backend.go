@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/postgres"
+	"github.com/chainstudio/studio/store/sqlite"
+)
+
+// backend is an open store with what serve does around it.
+type backend struct {
+	store.Backend
+	// name is the database as logs show it: the file, or the URL without
+	// its password.
+	name string
+	// listening records the server's address where other commands look for
+	// it (the SQLite lock file); nil when there is no such place.
+	listening func(url string) error
+	release   func() // after Close: drops the SQLite single-owner lock
+}
+
+// openBackend opens the database dsn names: PostgreSQL for a postgres:// or
+// postgresql:// URL, else the SQLite file at that path. Either way one
+// process owns it (a lock file next to SQLite's, a session advisory lock in
+// PostgreSQL), taken before start-up recovery, which would otherwise fail
+// another server's live runs. Several processes on one PostgreSQL database
+// come with River workers (docs/deploy.md).
+func openBackend(ctx context.Context, dsn string, log *slog.Logger) (*backend, error) {
+	if postgres.IsDSN(dsn) {
+		db, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		owner, err := db.Lock(ctx)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return &backend{Backend: db, name: redactDSN(dsn), release: func() { owner.Close() }}, nil
+	}
+	owner, err := sqlite.Lock(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.Open(ctx, dsn, sqlite.Options{Logger: log})
+	if err != nil {
+		owner.Close()
+		return nil, err
+	}
+	return &backend{Backend: db, name: dsn, listening: owner.SetAddress, release: func() { owner.Close() }}, nil
+}
+
+// Close closes the store, then releases what openBackend took.
+func (b *backend) Close() error {
+	err := b.Backend.Close()
+	b.release()
+	return err
+}
+
+// redactDSN is a PostgreSQL URL without its password.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	return u.Redacted()
+}

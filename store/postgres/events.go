@@ -1,0 +1,197 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+// Events are stored in batches: one row per run per write, holding a JSON
+// array of that run's events in seq order, keyed by the first seq and
+// labelled with the last, as in the SQLite backend: a busy run emits
+// thousands of small events, a row each would make the per-row cost the
+// largest part of persisting a run, and every reader wants a range of a
+// run's events anyway (a stream from Last-Event-ID, a run's timeline).
+
+// AppendEvents stores events in one transaction. A run's events must come in
+// increasing seq order, after every seq already stored for it: an event whose
+// seq is stored already is an error and nothing is written.
+func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	bodies := make([]string, len(events))
+	for i := range events {
+		b, err := json.Marshal(&events[i])
+		if err != nil {
+			return fmt.Errorf("store: append events of run %s: event %d: %w", events[i].RunID, events[i].Seq, err)
+		}
+		bodies[i] = string(b)
+	}
+	err := db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies) })
+	if err != nil {
+		return fmt.Errorf("store: append events of run %s: %w", events[0].RunID, err)
+	}
+	return nil
+}
+
+// maxBatchBody bounds one stored batch: a reader wanting one event decodes
+// the whole row it sits in, so events with large outputs are spread over
+// more rows instead of making one huge one.
+const maxBatchBody = 256 << 10
+
+// appendEventsTx writes each run's events in events as batch rows (one per
+// run, more when they are large); bodies are the events' JSON.
+func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event, bodies []string) error {
+	type runBatch struct {
+		id          string
+		first, last int64
+		created     int64
+		body        strings.Builder
+	}
+	var order []*runBatch          // rows to insert, in order
+	open := map[string]*runBatch{} // each run's row being filled
+	lastSeq := map[string]int64{}  // each run's last seq in this write
+	for i := range events {
+		e := &events[i]
+		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
+			return &store.EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
+		}
+		lastSeq[e.RunID] = e.Seq
+		b := open[e.RunID]
+		if b != nil && b.body.Len()+len(bodies[i]) > maxBatchBody {
+			b = nil // full: start another row
+		}
+		if b == nil {
+			t := micros(e.Time)
+			if t == 0 {
+				t = micros(db.now())
+			}
+			b = &runBatch{id: e.RunID, first: e.Seq, created: t}
+			b.body.Grow(min(maxBatchBody, 64<<10))
+			b.body.WriteByte('[')
+			open[e.RunID] = b
+			order = append(order, b)
+		} else {
+			b.body.WriteByte(',')
+		}
+		b.body.WriteString(bodies[i])
+		b.last = e.Seq
+	}
+	// Each run must exist, and is locked (in id order, so that two writers
+	// never wait for each other) so that its stored last seq cannot change
+	// before this write commits.
+	firsts := map[string]int64{}
+	for _, b := range order {
+		if _, ok := firsts[b.id]; !ok {
+			firsts[b.id] = b.created
+		}
+	}
+	ids := make([]string, 0, len(firsts))
+	for id := range firsts {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := db.ensureRun(ctx, tx, id, firsts[id], nil); err != nil {
+			return err
+		}
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	checked := map[string]bool{}
+	for _, b := range order {
+		if !checked[b.id] {
+			// The first row of each run in this write: its events must come
+			// after what is stored.
+			checked[b.id] = true
+			var stored sql.NullInt64
+			err := db.queryRow(ctx, tx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.id).Scan(&stored)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if stored.Valid && b.first <= stored.Int64 {
+				return &store.EventSeqError{RunID: b.id, Seq: b.first, After: stored.Int64}
+			}
+		}
+		b.body.WriteByte(']')
+		if _, err := db.exec(ctx, tx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
+			b.id, b.first, b.last, b.created, b.body.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
+// order (limit <= 0: 1000).
+func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	// From the batch holding afterSeq+1 (the last one starting at or before
+	// it) onwards; both bounds use the (run_id, first_seq) key.
+	rows, err := db.r.QueryContext(ctx, `SELECT body FROM event_batches
+WHERE run_id = ?1 AND last_seq > ?2
+  AND first_seq >= COALESCE((SELECT MAX(first_seq) FROM event_batches WHERE run_id = ?1 AND first_seq <= ?2 + 1), 0)
+ORDER BY first_seq`, runID, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []engine.Event
+	var body []byte
+	for rows.Next() && len(out) < limit {
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+		}
+		var batch []engine.Event
+		if err := jsonv2.Unmarshal(body, &batch); err != nil {
+			return nil, fmt.Errorf("store: events of run %s: stored events are corrupt: %w", runID, err)
+		}
+		for _, e := range batch {
+			if e.Seq > afterSeq && len(out) < limit {
+				out = append(out, e)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// MaxSeq returns the highest stored event seq of a run (0 when none).
+func (db *DB) MaxSeq(ctx context.Context, runID string) (int64, error) {
+	n, err := maxSeq(ctx, db.r, runID)
+	if err != nil {
+		return 0, fmt.Errorf("store: max seq of run %s: %w", runID, err)
+	}
+	return n, nil
+}
+
+func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, runID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// lockRun locks a run's row until the transaction ends: the writes that
+// read the run's log or events before appending to them take it first.
+func lockRun(ctx context.Context, tx *Tx, runID string) error {
+	var one int
+	return tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? FOR UPDATE`, runID).Scan(&one)
+}

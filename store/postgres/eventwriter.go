@@ -1,0 +1,327 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+// EventWriter is an engine.EventSink (and engine.Flusher) that stores events
+// in the database without making the run wait for the disk: Emit appends to a
+// buffer, and a background goroutine writes the buffer in batches, each in one
+// transaction, in emit order.
+//
+// A batch that cannot be written is retried with backoff; after MaxRetries
+// failed attempts its events are dropped, the failure is logged and the next
+// Flush returns it. Flush and Close report every failure.
+type EventWriter struct {
+	db       *DB
+	batch    int
+	interval time.Duration
+	retries  int
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	buf      []engine.Event
+	spare    []engine.Event
+	emitted  uint64 // events accepted by Emit
+	settled  uint64 // events committed, or dropped after retries
+	dropped  uint64
+	err      error // a loss not yet reported by Flush
+	failing  bool  // inside a run of failed attempts (log once)
+	flushing int   // Flush calls waiting
+	changed  chan struct{}
+	closed   bool
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+var (
+	_ engine.EventSink = (*EventWriter)(nil)
+	_ engine.Flusher   = (*EventWriter)(nil)
+)
+
+// NewEventWriter starts an EventWriter on db: store.EventStore's
+// NewEventWriter.
+func (db *DB) NewEventWriter(opts store.EventWriterOptions) store.EventWriter {
+	return NewEventWriter(db, opts)
+}
+
+// NewEventWriter starts an EventWriter on db. Close it before closing db.
+func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 256
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 20 * time.Millisecond
+	}
+	if opts.MaxRetries <= 0 {
+		opts.MaxRetries = 5
+	}
+	if opts.Logger == nil {
+		opts.Logger = db.log
+	}
+	w := &EventWriter{
+		db: db, batch: opts.BatchSize, interval: opts.Interval, retries: opts.MaxRetries, log: opts.Logger,
+		changed: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go w.loop()
+	return w
+}
+
+func (w *EventWriter) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Emit buffers an event. It never waits for the disk.
+func (w *EventWriter) Emit(e engine.Event) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		// Late event after Close: store it directly rather than lose it.
+		if err := w.db.AppendEvents(context.Background(), []engine.Event{e}); err != nil {
+			w.log.Error("store: event after the event writer was closed was not stored", "run_id", e.RunID, "seq", e.Seq, "err", err)
+		}
+		return
+	}
+	w.buf = append(w.buf, e)
+	w.emitted++
+	n := len(w.buf)
+	w.mu.Unlock()
+	if n == 1 || n >= w.batch {
+		w.wake()
+	}
+}
+
+// Flush waits until every event emitted before the call is committed (or
+// given up on), and returns any write failure not yet reported.
+func (w *EventWriter) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	target := w.emitted
+	w.flushing++
+	defer func() {
+		w.mu.Lock()
+		w.flushing--
+		w.mu.Unlock()
+	}()
+	for w.settled < target {
+		ch := w.changed
+		w.mu.Unlock()
+		w.wake()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("store: flush events: %w", ctx.Err())
+		}
+		w.mu.Lock()
+	}
+	err := w.err
+	w.err = nil
+	w.mu.Unlock()
+	return err
+}
+
+// Close writes everything buffered and stops the writer. It returns any
+// failure not yet reported by Flush.
+func (w *EventWriter) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	w.err = nil
+	return err
+}
+
+// Dropped returns how many events were given up on after failed writes.
+func (w *EventWriter) Dropped() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dropped
+}
+
+func (w *EventWriter) loop() {
+	defer close(w.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	var retryAt time.Time
+	attempts := 0
+	for {
+		fired := false
+		select {
+		case <-w.kick:
+		case <-timer.C:
+			armed, fired = false, true
+		case <-w.stop:
+			timer.Stop()
+			w.drain(attempts)
+			return
+		}
+		w.mu.Lock()
+		n, urgent := len(w.buf), len(w.buf) >= w.batch || w.flushing > 0
+		w.mu.Unlock()
+		if n == 0 {
+			continue
+		}
+		if wait := time.Until(retryAt); wait > 0 {
+			if !armed {
+				timer.Reset(wait)
+				armed = true
+			}
+			continue
+		}
+		if !urgent && !fired {
+			if !armed {
+				timer.Reset(w.interval)
+				armed = true
+			}
+			continue
+		}
+		if armed {
+			timer.Stop()
+			armed = false
+		}
+		if err := w.writeOnce(); err != nil {
+			attempts++
+			if w.giveUp(attempts, err) {
+				attempts = 0
+				retryAt = time.Time{}
+			} else {
+				retryAt = time.Now().Add(w.interval << min(attempts, 6))
+			}
+		} else {
+			attempts = 0
+			retryAt = time.Time{}
+		}
+		w.wake() // more may have arrived meanwhile
+	}
+}
+
+// writeOnce writes everything buffered in one transaction. On failure the
+// events go back to the front of the buffer.
+func (w *EventWriter) writeOnce() error {
+	w.mu.Lock()
+	batch := w.buf
+	w.buf = w.spare[:0]
+	w.spare = nil
+	w.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	err := w.write(batch)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.buf = append(batch, w.buf...)
+		return err
+	}
+	if w.failing {
+		w.failing = false
+		w.log.Info("store: event writes recovered")
+	}
+	w.settled += uint64(len(batch))
+	clear(batch)
+	w.spare = batch[:0]
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return nil
+}
+
+// giveUp logs a failed attempt (once per run of failures) and, after the
+// last attempt, drops the events that were being written. It reports whether
+// it dropped them.
+func (w *EventWriter) giveUp(attempts int, err error) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.failing {
+		w.failing = true
+		w.log.Error("store: writing events failed; retrying", "err", err)
+	}
+	if attempts < w.retries {
+		return false
+	}
+	n := len(w.buf)
+	var runID string
+	if n > 0 {
+		runID = w.buf[0].RunID
+	}
+	w.log.Error("store: events dropped after repeated write failures", "events", n, "run_id", runID, "err", err)
+	lost := fmt.Errorf("store: %d events (run %s, seq %d..) were not stored: %w", n, runID, firstSeq(w.buf), err)
+	w.err = errors.Join(w.err, lost)
+	clear(w.buf)
+	w.buf = w.buf[:0]
+	w.dropped += uint64(n)
+	w.settled += uint64(n)
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return true
+}
+
+func firstSeq(es []engine.Event) int64 {
+	if len(es) == 0 {
+		return 0
+	}
+	return es[0].Seq
+}
+
+// drain writes what is left at Close, retrying without long waits.
+func (w *EventWriter) drain(attempts int) {
+	for {
+		w.mu.Lock()
+		n := len(w.buf)
+		w.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if err := w.writeOnce(); err != nil {
+			attempts++
+			if !w.giveUp(attempts, err) {
+				time.Sleep(w.interval)
+			}
+			continue
+		}
+		attempts = 0
+	}
+}
+
+// write stores a batch in one transaction.
+func (w *EventWriter) write(batch []engine.Event) error {
+	bodies := make([]string, len(batch))
+	for i := range batch {
+		b, err := json.Marshal(&batch[i])
+		if err != nil {
+			// An event that is not JSON-safe is stored with its output replaced,
+			// rather than blocking every event after it.
+			e := batch[i]
+			e.Output = map[string]any{"unencodable": err.Error()}
+			e.Progress = nil
+			b, _ = json.Marshal(&e)
+		}
+		bodies[i] = string(b)
+	}
+	ctx := context.Background()
+	return w.db.writeTx(ctx, func(tx *Tx) error { return w.db.appendEventsTx(ctx, tx, batch, bodies) })
+}

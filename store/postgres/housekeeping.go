@@ -1,0 +1,170 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+const interruptedMessage = "the studio stopped while this run was running; resume it to continue from its last checkpoint"
+
+// RecoverInterrupted marks every run left "running" or "queued" by a previous process as
+// failed with code interrupted_by_restart, appending an "end" checkpoint so
+// that a resume sees a failed run. Call it at startup, before starting runs.
+// Paused runs are left alone. It returns how many runs it marked.
+func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN ('running', 'queued') ORDER BY started_at, id`)
+	if err != nil {
+		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		marked := false
+		err := db.writeTx(ctx, func(tx *Tx) error {
+			var status string
+			if err := db.queryRow(ctx, tx, `SELECT status FROM runs WHERE id = ? FOR UPDATE`, id).Scan(&status); err != nil {
+				return err
+			}
+			// "queued": a run waiting for a slot when the process died (a
+			// clean stop cancels them).
+			if status != string(engine.StatusRunning) && status != "queued" {
+				return nil // changed since the scan
+			}
+			seq, err := maxSeq(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			nodes, err := runNodes(ctx, tx, id, "")
+			if err != nil {
+				return err
+			}
+			nodesRun := 0
+			for _, nr := range nodes {
+				if nr.Status == engine.PhaseDone || nr.Status == engine.PhaseError {
+					nodesRun++
+				}
+			}
+			cp := engine.Checkpoint{
+				RunID: id, Kind: engine.CheckpointEnd, EventSeq: seq, Time: db.now().UTC(),
+				End: &engine.EndRecord{
+					Status:   engine.StatusFailed,
+					Error:    &engine.RunError{Code: store.CodeInterruptedByRestart, Message: interruptedMessage},
+					NodesRun: nodesRun,
+				},
+			}
+			cps := []engine.Checkpoint{cp}
+			enc, err := encodeCheckpoints(cps)
+			if err != nil {
+				return err
+			}
+			marked = true
+			db.lastN.Delete(id)
+			_, err = db.appendTx(ctx, tx, id, cps, enc)
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("store: recover interrupted run %s: %w", id, err)
+		}
+		if marked {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Backup is not done by the studio on PostgreSQL: the server's own tools
+// make consistent copies of a live database (pg_dump, or a base backup with
+// WAL archiving), and a studio process has no business writing its server's
+// files. It returns an EINVALID store.Error that says so.
+func (db *DB) Backup(ctx context.Context, path string) error {
+	return store.Errorf(store.EINVALID, "store: backup: the database is on PostgreSQL (%s): back it up with pg_dump (pg_dump --format=custom --file=studio.dump DATABASE_URL), not with studio backup", db.dsn)
+}
+
+// pruneBatch bounds how many runs one delete transaction removes, so the
+// writer is never held for long.
+const pruneBatch = 500
+
+// PruneRuns deletes old runs with their events, checkpoints, node results and
+// interrupts. Chains and their versions are never touched. It returns how many
+// runs it deleted.
+func (db *DB) PruneRuns(ctx context.Context, ret store.Retention) (int, error) {
+	if ret.OlderThan <= 0 && ret.KeepPerChain <= 0 {
+		return 0, fmt.Errorf("store: prune runs: %w: retention sets no limit", store.ErrInvalid)
+	}
+	var cond []string
+	var args []any
+	cond = append(cond, "status NOT IN ('running', 'paused')")
+	if ret.OlderThan > 0 {
+		cond = append(cond, "started_at < ?")
+		args = append(args, micros(db.now().Add(-ret.OlderThan)))
+	}
+	if ret.KeepPerChain > 0 {
+		cond = append(cond, "rn > ?")
+		args = append(args, ret.KeepPerChain)
+	}
+	q := `SELECT id FROM (
+  SELECT id, status, started_at,
+         ROW_NUMBER() OVER (PARTITION BY COALESCE(chain_id, '') ORDER BY started_at DESC, id) AS rn
+  FROM runs
+) ranked WHERE ` + strings.Join(cond, " AND ") + ` LIMIT ?`
+	total := 0
+	for {
+		var n int
+		err := db.writeTx(ctx, func(tx *Tx) error {
+			rows, err := tx.QueryContext(ctx, q, append(args, pruneBatch)...)
+			if err != nil {
+				return err
+			}
+			var ids []any
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				ids = append(ids, id)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			res, err := db.exec(ctx, tx, `DELETE FROM runs WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, ids...)
+			if err != nil {
+				return err
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			n = int(k)
+			// The chains only these runs named go with them.
+			return db.pruneRunChainsTx(ctx, tx)
+		})
+		if err != nil {
+			return total, fmt.Errorf("store: prune runs: %w", err)
+		}
+		total += n
+		if n < pruneBatch {
+			return total, nil
+		}
+	}
+}

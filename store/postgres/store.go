@@ -1,0 +1,407 @@
+// Package postgres is the store backend on PostgreSQL: the same records and
+// the same contract (store/storetest) as store/sqlite, for a studio whose
+// database is a PostgreSQL server (studio serve --db postgres://…).
+//
+// The SQL is explicit and close to SQLite's: times are BIGINT unix
+// microseconds, documents are TEXT holding JSON. Every read path decodes a
+// whole document in Go, so jsonb would only add a parse on each write and a
+// re-serialisation on each read. Connections come from a pgxpool.Pool, used
+// through database/sql (pgx's stdlib adapter) so that the queries read as in
+// the SQLite backend; pgx caches each statement's plan per connection.
+//
+// Unlike SQLite, several transactions write at once: writes that read then
+// write lock the row they depend on (SELECT … FOR UPDATE) or write
+// conditionally (UPDATE … WHERE claimed_at IS NULL), so that two writers
+// never both succeed where one must lose.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/chainstudio/studio/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// MaxConns bounds the connection pool; default 10. Keep the sum over
+	// every process below the server's max_connections.
+	MaxConns int
+	// DocCacheSize is how many decoded chain versions are kept in memory;
+	// default 32, negative disables it.
+	DocCacheSize int
+	// Logger receives the few messages the store logs. Default slog.Default().
+	Logger *slog.Logger
+
+	// schemaUpTo stops migrations at that version (tests); 0 means the latest.
+	schemaUpTo int
+}
+
+// DB is an open studio database on PostgreSQL.
+type DB struct {
+	pool   *pgxpool.Pool
+	sql    *sql.DB
+	w, r   *conn // both the pool: named as in the SQLite backend
+	dsn    string
+	log    *slog.Logger
+	now    func() time.Time
+	closed atomic.Bool
+
+	docs *docCache
+
+	// lastN caches, for runs this process is appending checkpoints to, the
+	// number of the run's last checkpoint (run id → int64).
+	lastN sync.Map
+}
+
+// SchemaVersionError: the database was written by a newer studio.
+type SchemaVersionError struct {
+	Have, Known int
+}
+
+func (e *SchemaVersionError) Error() string {
+	return fmt.Sprintf("database schema version %d is newer than this studio (knows up to %d); upgrade the studio", e.Have, e.Known)
+}
+
+// IsDSN reports whether s names a PostgreSQL database (a postgres:// or
+// postgresql:// URL) rather than a SQLite file.
+func IsDSN(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Open connects to the database at dsn and migrates it to the latest schema.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 10
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.DocCacheSize == 0 {
+		opts.DocCacheSize = 32
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message may quote the DSN with its password: keep it out.
+		return nil, fmt.Errorf("store: open postgres: %w: the database URL is not valid", store.ErrInvalid)
+	}
+	cfg.MaxConns = int32(opts.MaxConns)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Without one, a server that drops packets holds start-up (and
+		// every new connection) for the operating system's TCP timeout.
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
+		cfg.ConnConfig.RuntimeParams["application_name"] = appName()
+	}
+	where := cfg.ConnConfig.Host + ":" + strconv.Itoa(int(cfg.ConnConfig.Port)) + "/" + cfg.ConnConfig.Database
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
+	}
+	sdb := stdlib.OpenDBFromPool(pool)
+	c := &conn{sdb}
+	db := &DB{pool: pool, sql: sdb, w: c, r: c, dsn: where, log: opts.Logger, now: time.Now, docs: newDocCache(opts.DocCacheSize)}
+	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
+		sdb.Close()
+		pool.Close()
+		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
+	}
+	return db, nil
+}
+
+// Close closes the pool. Close any EventWriter on it first.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
+	err := db.sql.Close()
+	db.pool.Close()
+	if err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// Where returns host:port/database, without credentials.
+func (db *DB) Where() string { return db.dsn }
+
+// SchemaVersion returns the schema version this binary knows.
+func SchemaVersion() int { return len(migrations()) }
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() []migration {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		panic("store: embedded migrations: " + err.Error())
+	}
+	var out []migration
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".sql") {
+			continue
+		}
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			panic("store: migration file name must be NNNN_name.sql: " + name)
+		}
+		b, err := migrationFS.ReadFile("migrations/" + name)
+		if err != nil {
+			panic("store: embedded migration " + name + ": " + err.Error())
+		}
+		out = append(out, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			panic(fmt.Sprintf("store: migrations are not numbered 1..n: %s is number %d", m.name, i+1))
+		}
+	}
+	return out
+}
+
+// migrationLock is the key of the advisory lock migrations hold, so that
+// processes starting at once against one database migrate it once.
+const migrationLock = 0x5354_5544_494f // "STUDIO"
+
+// migrate applies, in one transaction under a transaction-scoped advisory
+// lock, every migration this binary knows that the database lacks, and
+// refuses a database from a newer studio.
+func (db *DB) migrate(ctx context.Context, upTo int) error {
+	ms := migrations()
+	if upTo > 0 && upTo < len(ms) {
+		ms = ms[:upTo]
+	}
+	return db.writeTx(ctx, func(tx *Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrationLock)); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+    version    INTEGER NOT NULL PRIMARY KEY,
+    applied_at BIGINT  NOT NULL
+)`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		var have sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&have); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		cur := int(have.Int64)
+		if cur > len(ms) {
+			return &SchemaVersionError{Have: cur, Known: len(ms)}
+		}
+		for _, m := range ms[cur:] {
+			if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, micros(db.now())); err != nil {
+				return fmt.Errorf("migration %s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// writeTx runs fn in a read-write transaction.
+func (db *DB) writeTx(ctx context.Context, fn func(tx *Tx) error) error {
+	if db.closed.Load() {
+		return errClosed
+	}
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable(err)
+	}
+	if err := fn(&Tx{tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// readTx runs fn in a read-only transaction, so that several queries see
+// one snapshot.
+func (db *DB) readTx(ctx context.Context, fn func(tx *Tx) error) error {
+	if db.closed.Load() {
+		return errClosed
+	}
+	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return unavailable(err)
+	}
+	defer tx.Rollback()
+	return fn(&Tx{tx})
+}
+
+var errClosed = fmt.Errorf("%w: the store is closed", store.ErrUnavailable)
+
+// errUnreachable is what clients read when the server cannot be reached:
+// the cause (host, user, network error) goes to the log only.
+var errUnreachable = fmt.Errorf("%w: the database server cannot be reached; try again later", store.ErrUnavailable)
+
+// unavailable marks a failure to reach the server as EUNAVAILABLE (the
+// API answers 503, try again), not as an internal fault.
+func unavailable(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		slog.Warn("store: PostgreSQL unreachable", "err", err)
+		return errUnreachable
+	}
+	return err
+}
+
+// exec runs a write statement inside tx.
+func (db *DB) exec(ctx context.Context, tx *Tx, q string, args ...any) (sql.Result, error) {
+	return tx.ExecContext(ctx, q, args...)
+}
+
+// queryRow runs a one-row query inside tx.
+func (db *DB) queryRow(ctx context.Context, tx *Tx, q string, args ...any) *sql.Row {
+	return tx.QueryRowContext(ctx, q, args...)
+}
+
+// Tx is a transaction whose queries are written with SQLite's '?'
+// placeholders (as in the SQLite backend) and rebound to PostgreSQL's $n.
+type Tx struct{ *sql.Tx }
+
+func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.Tx.ExecContext(ctx, rebind(q), args...)
+}
+
+func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.Tx.QueryContext(ctx, rebind(q), args...)
+}
+
+func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.Tx.QueryRowContext(ctx, rebind(q), args...)
+}
+
+// conn is the pool with the same rebinding.
+type conn struct{ db *sql.DB }
+
+func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return c.db.ExecContext(ctx, rebind(q), args...)
+}
+
+func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	rows, err := c.db.QueryContext(ctx, rebind(q), args...)
+	return rows, unavailable(err)
+}
+
+func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return c.db.QueryRowContext(ctx, rebind(q), args...)
+}
+
+var rebound sync.Map // query → rebound query
+
+// rebind turns '?' placeholders into $1, $2, … in order, and '?N' into $N;
+// quoted strings are left alone.
+func rebind(q string) string {
+	if v, ok := rebound.Load(q); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 16)
+	n := 0
+	inStr := false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'':
+			inStr = !inStr
+			b.WriteByte(c)
+		case c == '?' && !inStr:
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				b.WriteString("$" + q[i+1:j])
+				i = j - 1
+			} else {
+				n++
+				b.WriteString("$" + strconv.Itoa(n))
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	out := b.String()
+	if len(q) < 4096 { // the queries built with many ids are not worth keeping
+		rebound.Store(q, out)
+	}
+	return out
+}
+
+// micros converts a time to the stored form: unix microseconds, UTC.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(v).UTC()
+}
+
+func fromNullMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(v int) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// isUniqueViolation reports whether err is a unique or primary key
+// violation (SQLSTATE 23505).
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// The PostgreSQL database is a whole store backend.
+var _ store.Backend = (*DB)(nil)
