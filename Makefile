@@ -42,8 +42,8 @@ vuln:
 # PostgreSQL backend's tests and prints the URL they use.
 unit:
 	@dsn=$$(bash scripts/postgres.sh) || exit $$?; \
-	  echo "STUDIO_TEST_POSTGRES=$$dsn $(GO) test -race -count=1 $(PKGS)"; \
-	  STUDIO_TEST_POSTGRES="$$dsn" $(GO) test -race -count=1 $(PKGS)
+	  echo "STUDIO_TEST_PG=$$dsn $(GO) test -race -count=1 $(PKGS)"; \
+	  STUDIO_TEST_PG="$$dsn" $(GO) test -race -count=1 $(PKGS)
 
 # The inner loop while editing: every package's tests with -short, which
 # skips the slow ones (child processes killed mid-run, the README commands

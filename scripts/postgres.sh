@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure a PostgreSQL server answers on loopback for the Go tests of the
 # PostgreSQL backend, and prints the URL they should use (make unit passes it
-# as STUDIO_TEST_POSTGRES). Messages go to stderr; stdout is the URL only.
+# as STUDIO_TEST_PG). Messages go to stderr; stdout is the URL only.
 #
-#   1. STUDIO_TEST_POSTGRES set: that server; nothing is started or installed.
+#   1. STUDIO_TEST_PG set: that server; nothing is started or installed.
 #   2. A server answering on 127.0.0.1:$STUDIO_PG_PORT (default 5432).
 #   3. Else the local cluster on that port is started (pg_ctlcluster).
 #   4. Else, when no PostgreSQL is installed at all, Debian's package is
@@ -33,8 +33,8 @@ give_up() {
   exit 0
 }
 
-if [ -n "${STUDIO_TEST_POSTGRES:-}" ]; then
-  echo "$STUDIO_TEST_POSTGRES"
+if [ -n "${STUDIO_TEST_PG:-}" ]; then
+  echo "$STUDIO_TEST_PG"
   exit 0
 fi
 

@@ -12,7 +12,7 @@ import (
 )
 
 // The SQLite backend's benchmarks, on PostgreSQL (a throwaway schema on
-// STUDIO_TEST_POSTGRES):
+// STUDIO_TEST_PG):
 //
 //	go test -run '^$' -bench . -benchtime 3x ./store/postgres
 

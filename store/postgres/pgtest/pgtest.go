@@ -1,5 +1,5 @@
 // Package pgtest gives tests a throwaway PostgreSQL schema: the server is
-// named by STUDIO_TEST_POSTGRES (default
+// named by STUDIO_TEST_PG (default
 // postgres://postgres@127.0.0.1:5432/test?sslmode=disable). When it cannot be
 // reached the test is skipped, except under CI=true, where it fails: CI must
 // never pass by skipping the PostgreSQL tests.
@@ -18,13 +18,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// DefaultDSN is the server the tests use when STUDIO_TEST_POSTGRES is unset:
+// DefaultDSN is the server the tests use when STUDIO_TEST_PG is unset:
 // the one scripts/postgres.sh makes sure is running (make unit).
 const DefaultDSN = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // ServerDSN returns the DSN of the test server.
 func ServerDSN() string {
-	if v := os.Getenv("STUDIO_TEST_POSTGRES"); v != "" {
+	if v := os.Getenv("STUDIO_TEST_PG"); v != "" {
 		return v
 	}
 	return DefaultDSN
@@ -52,8 +52,8 @@ func Require(t testing.TB) string {
 		c.Close(ctx)
 	})
 	if reachErr != nil {
-		msg := "PostgreSQL at STUDIO_TEST_POSTGRES (default " + DefaultDSN + ") cannot be reached: " + reachErr.Error() +
-			"; run scripts/postgres.sh (make unit does) or set STUDIO_TEST_POSTGRES"
+		msg := "PostgreSQL at STUDIO_TEST_PG (default " + DefaultDSN + ") cannot be reached: " + reachErr.Error() +
+			"; run scripts/postgres.sh (make unit does) or set STUDIO_TEST_PG"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}

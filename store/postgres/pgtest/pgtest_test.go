@@ -21,7 +21,7 @@ func TestUnreachable(t *testing.T) {
 	for _, ci := range []string{"", "true"} {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestRequireProbe$", "-test.v")
 		cmd.Env = append(os.Environ(), "PGTEST_PROBE=1", "CI="+ci,
-			"STUDIO_TEST_POSTGRES=postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
+			"STUDIO_TEST_PG=postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
 		out, err := cmd.CombinedOutput()
 		s := string(out)
 		if !strings.Contains(s, "cannot be reached") || !strings.Contains(s, "scripts/postgres.sh") {
