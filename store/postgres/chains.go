@@ -13,6 +13,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/doccache"
 	"github.com/google/uuid"
 )
 
@@ -91,7 +92,7 @@ VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, mic
 	if err != nil {
 		return nil, fmt.Errorf("store: create chain %q: %w", doc.Name, err)
 	}
-	ch.Doc = cloneChain(doc)
+	ch.Doc = doccache.Clone(doc)
 	return ch, nil
 }
 
@@ -125,7 +126,7 @@ func (db *DB) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *
 	if err != nil {
 		return nil, fmt.Errorf("store: save chain %s: %w", id, err)
 	}
-	ch.Doc = cloneChain(doc)
+	ch.Doc = doccache.Clone(doc)
 	return ch, nil
 }
 
@@ -183,7 +184,7 @@ type querier interface {
 // loadDoc returns version v of chain id's document, from the cache of
 // decoded documents when it is there.
 func (db *DB) loadDoc(ctx context.Context, q querier, id string, v int) (*engine.Chain, error) {
-	if d := db.docs.get(id, v); d != nil {
+	if d := db.docs.Get(id, v); d != nil {
 		return d, nil
 	}
 	var body string
@@ -199,7 +200,7 @@ func (db *DB) loadDoc(ctx context.Context, q querier, id string, v int) (*engine
 	if err != nil {
 		return nil, err
 	}
-	db.docs.put(id, v, d)
+	db.docs.Put(id, v, d)
 	return d, nil
 }
 
@@ -447,7 +448,7 @@ func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message stri
 		return nil, fmt.Errorf("store: restore version %d of chain %s: %w", v, id, err)
 	}
 	// The new version has the old one's content: cache it under both.
-	db.docs.put(id, ch.Version, doc)
+	db.docs.Put(id, ch.Version, doc)
 	ch.Doc = doc
 	return ch, nil
 }
@@ -494,7 +495,7 @@ func (db *DB) NameVersion(ctx context.Context, id string, baseVersion int, messa
 	if err != nil {
 		return nil, fmt.Errorf("store: name a version of chain %s: %w", id, err)
 	}
-	db.docs.put(id, ch.Version, doc)
+	db.docs.Put(id, ch.Version, doc)
 	ch.Doc = doc
 	return ch, nil
 }

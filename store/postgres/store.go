@@ -35,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/doccache"
 )
 
 //go:embed migrations/*.sql
@@ -65,7 +66,7 @@ type DB struct {
 	now    func() time.Time
 	closed atomic.Bool
 
-	docs *docCache
+	docs *doccache.Cache
 
 	// lastN caches, for runs this process is appending checkpoints to, the
 	// number of the run's last checkpoint (run id → int64).
@@ -123,7 +124,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	sdb := stdlib.OpenDBFromPool(pool)
 	c := &conn{sdb}
-	db := &DB{pool: pool, sql: sdb, w: c, r: c, dsn: where, log: opts.Logger, now: time.Now, docs: newDocCache(opts.DocCacheSize)}
+	db := &DB{pool: pool, sql: sdb, w: c, r: c, dsn: where, log: opts.Logger, now: time.Now, docs: doccache.New(opts.DocCacheSize)}
 	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
 		sdb.Close()
 		pool.Close()

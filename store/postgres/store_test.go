@@ -15,6 +15,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/doccache"
 	"github.com/chainstudio/studio/store/postgres/pgtest"
 	"github.com/chainstudio/studio/store/storetest"
 )
@@ -215,7 +216,7 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	}
 	sdb := stdlib.OpenDBFromPool(pool)
 	c := &conn{sdb}
-	db := &DB{pool: pool, sql: sdb, w: c, r: c, now: time.Now, docs: newDocCache(0)}
+	db := &DB{pool: pool, sql: sdb, w: c, r: c, now: time.Now, docs: doccache.New(0)}
 	defer db.Close()
 	_, err = db.GetChain(ctx, "x")
 	if store.ErrorCode(err) != store.EUNAVAILABLE {

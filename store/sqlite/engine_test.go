@@ -13,6 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/doccache"
 )
 
 // tee sends events to the writer and then to another sink, and flushes the
@@ -312,7 +313,7 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	}
 	// A log whose chain is gone says so, naming the entry.
 	db.w.Exec(`DELETE FROM run_chains`)
-	db.docs = newDocCache(0)
+	db.docs = doccache.New(0)
 	_, err := db.Load(ctx, "r2")
 	var ce *engine.ChainCheckpointError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "entry 1: its chain (sha256 ") || !strings.Contains(err.Error(), ") is missing") {

@@ -83,7 +83,7 @@ func (db *DB) storeRunChainsTx(ctx context.Context, tx *sql.Tx, chains map[strin
 // cache when it is there.
 func (db *DB) runChain(ctx context.Context, q querier, ref string) (*engine.Chain, error) {
 	key := "sha256:" + ref
-	if d := db.docs.get(key, 0); d != nil {
+	if d := db.docs.Get(key, 0); d != nil {
 		return d, nil
 	}
 	var body string
@@ -98,7 +98,7 @@ func (db *DB) runChain(ctx context.Context, q querier, ref string) (*engine.Chai
 	if err != nil {
 		return nil, err
 	}
-	db.docs.put(key, 0, d)
+	db.docs.Put(key, 0, d)
 	return d, nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/doccache"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -65,7 +66,7 @@ type DB struct {
 
 	// Statements prepared once on the writer connection and reused by every
 	// transaction (parsing SQL costs more than running it in SQLite).
-	docs *docCache // decoded chain documents
+	docs *doccache.Cache // decoded chain documents
 
 	// lastN caches, for runs this process is appending checkpoints to, the
 	// number of the run's last checkpoint (run id → int64).
@@ -124,7 +125,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	db := &DB{w: w, path: path, log: opts.Logger, now: time.Now, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{},
-		docs: newDocCache(opts.DocCacheSize)}
+		docs: doccache.New(opts.DocCacheSize)}
 	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

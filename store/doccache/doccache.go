@@ -1,4 +1,5 @@
-package sqlite
+// Package doccache keeps decoded chain documents for the store backends.
+package doccache
 
 import (
 	"container/list"
@@ -7,11 +8,11 @@ import (
 	"github.com/chainstudio/studio/engine"
 )
 
-// docCache keeps decoded chain documents by (chain id, version). Versions are
+// Cache keeps decoded chain documents by (chain id, version). Versions are
 // immutable, so an entry never goes stale; decoding a large document with
 // encoding/json costs far more than copying it. Callers always get a deep
 // copy they may modify.
-type docCache struct {
+type Cache struct {
 	mu    sync.Mutex
 	max   int
 	ll    *list.List // front = most recently used
@@ -28,12 +29,13 @@ type docEntry struct {
 	doc *engine.Chain
 }
 
-func newDocCache(max int) *docCache {
-	return &docCache{max: max, ll: list.New(), items: map[docKey]*list.Element{}}
+// New returns a cache of at most max documents; max ≤ 0 caches nothing.
+func New(max int) *Cache {
+	return &Cache{max: max, ll: list.New(), items: map[docKey]*list.Element{}}
 }
 
-// get returns a copy of the cached document, or nil.
-func (c *docCache) get(id string, v int) *engine.Chain {
+// Get returns a copy of the cached document, or nil.
+func (c *Cache) Get(id string, v int) *engine.Chain {
 	if c == nil || c.max <= 0 {
 		return nil
 	}
@@ -46,15 +48,15 @@ func (c *docCache) get(id string, v int) *engine.Chain {
 	if !ok {
 		return nil
 	}
-	return cloneChain(el.Value.(*docEntry).doc)
+	return Clone(el.Value.(*docEntry).doc)
 }
 
-// put stores a copy of doc.
-func (c *docCache) put(id string, v int, doc *engine.Chain) {
+// Put stores a copy of doc.
+func (c *Cache) Put(id string, v int, doc *engine.Chain) {
 	if c == nil || c.max <= 0 || doc == nil {
 		return
 	}
-	cp := cloneChain(doc)
+	cp := Clone(doc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := docKey{id, v}
@@ -70,9 +72,9 @@ func (c *docCache) put(id string, v int, doc *engine.Chain) {
 	}
 }
 
-// cloneChain deep-copies a chain document. Values inside maps and slices are
+// Clone deep-copies a chain document. Values inside maps and slices are
 // JSON values (what decoding produces), copied recursively.
-func cloneChain(c *engine.Chain) *engine.Chain {
+func Clone(c *engine.Chain) *engine.Chain {
 	out := *c
 	if c.Nodes != nil {
 		out.Nodes = make([]engine.Node, len(c.Nodes))
