@@ -13,6 +13,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/eventbuf"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
@@ -194,4 +195,27 @@ func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
 func lockRun(ctx context.Context, tx *Tx, runID string) error {
 	var one int
 	return tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? FOR UPDATE`, runID).Scan(&one)
+}
+
+// EventWriter is the buffered event writer on this backend.
+type EventWriter = eventbuf.EventWriter
+
+// NewEventWriter starts a buffered event writer on db: store.EventStore's
+// NewEventWriter.
+func (db *DB) NewEventWriter(opts store.EventWriterOptions) store.EventWriter {
+	return NewEventWriter(db, opts)
+}
+
+// NewEventWriter starts a buffered event writer on db, logging to db's
+// logger unless opts names another. Close it before closing db.
+func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
+	if opts.Logger == nil {
+		opts.Logger = db.log
+	}
+	return eventbuf.New(db, opts)
+}
+
+// WriteEventBatch stores one batch of the event writer in one transaction.
+func (db *DB) WriteEventBatch(ctx context.Context, batch []engine.Event, bodies []string) error {
+	return db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, batch, bodies) })
 }

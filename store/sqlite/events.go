@@ -12,6 +12,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/eventbuf"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
@@ -168,4 +169,27 @@ func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
 		return 0, nil
 	}
 	return n, err
+}
+
+// EventWriter is the buffered event writer on this backend.
+type EventWriter = eventbuf.EventWriter
+
+// NewEventWriter starts a buffered event writer on db: store.EventStore's
+// NewEventWriter.
+func (db *DB) NewEventWriter(opts store.EventWriterOptions) store.EventWriter {
+	return NewEventWriter(db, opts)
+}
+
+// NewEventWriter starts a buffered event writer on db, logging to db's
+// logger unless opts names another. Close it before closing db.
+func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
+	if opts.Logger == nil {
+		opts.Logger = db.log
+	}
+	return eventbuf.New(db, opts)
+}
+
+// WriteEventBatch stores one batch of the event writer in one transaction.
+func (db *DB) WriteEventBatch(ctx context.Context, batch []engine.Event, bodies []string) error {
+	return db.writeTx(ctx, func(tx *sql.Tx) error { return db.appendEventsTx(ctx, tx, batch, bodies) })
 }

@@ -1,4 +1,7 @@
-package postgres
+// Package eventbuf is the event writer the store backends share: events are
+// buffered and written in batches by a background goroutine, so a run never
+// waits for the database.
+package eventbuf
 
 import (
 	"context"
@@ -22,7 +25,7 @@ import (
 // failed attempts its events are dropped, the failure is logged and the next
 // Flush returns it. Flush and Close report every failure.
 type EventWriter struct {
-	db       *DB
+	db       Backend
 	batch    int
 	interval time.Duration
 	retries  int
@@ -50,14 +53,17 @@ var (
 	_ engine.Flusher   = (*EventWriter)(nil)
 )
 
-// NewEventWriter starts an EventWriter on db: store.EventStore's
-// NewEventWriter.
-func (db *DB) NewEventWriter(opts store.EventWriterOptions) store.EventWriter {
-	return NewEventWriter(db, opts)
+// Backend is what a store backend gives the writer.
+type Backend interface {
+	// WriteEventBatch stores a batch in one transaction; bodies[i] is the
+	// JSON of batch[i].
+	WriteEventBatch(ctx context.Context, batch []engine.Event, bodies []string) error
+	// AppendEvents stores events directly (late events after Close).
+	AppendEvents(ctx context.Context, events []engine.Event) error
 }
 
-// NewEventWriter starts an EventWriter on db. Close it before closing db.
-func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
+// New starts an EventWriter on db; close it before closing db.
+func New(db Backend, opts store.EventWriterOptions) *EventWriter {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 256
 	}
@@ -68,7 +74,7 @@ func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
 		opts.MaxRetries = 5
 	}
 	if opts.Logger == nil {
-		opts.Logger = db.log
+		opts.Logger = slog.Default()
 	}
 	w := &EventWriter{
 		db: db, batch: opts.BatchSize, interval: opts.Interval, retries: opts.MaxRetries, log: opts.Logger,
@@ -322,6 +328,5 @@ func (w *EventWriter) write(batch []engine.Event) error {
 		}
 		bodies[i] = string(b)
 	}
-	ctx := context.Background()
-	return w.db.writeTx(ctx, func(tx *Tx) error { return w.db.appendEventsTx(ctx, tx, batch, bodies) })
+	return w.db.WriteEventBatch(context.Background(), batch, bodies)
 }
