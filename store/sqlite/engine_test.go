@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/doccache"
 )
@@ -318,55 +317,5 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	var ce *engine.ChainCheckpointError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "entry 1: its chain (sha256 ") || !strings.Contains(err.Error(), ") is missing") {
 		t.Fatalf("load without the chain: %v", err)
-	}
-}
-
-// TestFoldAcrossResume: a failed run's never-reached nodes read as skipped
-// (upstream stopped); once a resume runs them they read as done, once each.
-func TestFoldAcrossResume(t *testing.T) {
-	ctx := context.Background()
-	db, _ := openTest(t)
-	reg := testTools()
-	calls := 0
-	reg.Register("flaky", func(ctx context.Context, input map[string]any, emit tool.Emitter) (any, error) {
-		calls++
-		if calls == 1 {
-			return nil, fmt.Errorf("first call fails")
-		}
-		return map[string]any{"ok": true}, nil
-	})
-	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db})
-	doc := &engine.Chain{Name: "flaky", EntryNode: "a", Nodes: []engine.Node{
-		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
-		{ID: "b", Kind: engine.KindTool, Name: "flaky"},
-		{ID: "c", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 3.0}},
-	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "b"}, {ID: "e2", Source: "b", Target: "c"}}}
-	res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: "flaky"})
-	if err != nil || res.Status != engine.StatusFailed {
-		t.Fatalf("first leg: %v %v", err, res.Status)
-	}
-	phases := func() string {
-		r, err := db.GetRun(ctx, "flaky")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var parts []string
-		for _, n := range r.Nodes {
-			parts = append(parts, n.NodeID+":"+string(n.Status)+":"+n.Reason)
-		}
-		return strings.Join(parts, " ")
-	}
-	if got := phases(); got != "a:done: b:error: c:skip:upstream_stopped" {
-		t.Fatalf("after the failure: %s", got)
-	}
-	if one, err := db.GetRunNode(ctx, "flaky", "c"); err != nil || one == nil || one.Status != engine.PhaseSkip {
-		t.Fatalf("node c alone: %v %+v", err, one)
-	}
-	res, err = eng.Resume(ctx, "flaky", nil, nil, engine.ResumeOptions{})
-	if err != nil || res.Status != engine.StatusCompleted {
-		t.Fatalf("resume: %v %+v", err, res)
-	}
-	if got := phases(); got != "a:done: b:done: c:done:" {
-		t.Fatalf("after the resume: %s", got)
 	}
 }
