@@ -364,7 +364,12 @@
     if (e.data === undefined) return; // a connection error, not an "error" phase
     let ev;
     try { ev = JSON.parse(e.data); } catch { return; }
-    if (root.dataset.status === 'queued') { root.dataset.status = 'running'; refreshControls(); } // it got its slot
+    if (root.dataset.status === 'queued') { // it got its slot
+      root.dataset.status = 'running';
+      const since = document.getElementById('run-started');
+      if (since) since.textContent = 'started just now';
+      refreshControls();
+    }
     apply(ev);
     appendTimeline(ev);
   }
