@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 
+	"github.com/chainstudio/studio/runs/riverqueue"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres"
 	"github.com/chainstudio/studio/store/sqlite"
@@ -32,6 +33,11 @@ func openBackend(ctx context.Context, dsn string, log *slog.Logger) (*backend, e
 	if postgres.IsDSN(dsn) {
 		db, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log})
 		if err != nil {
+			return nil, err
+		}
+		// River's tables come with the studio's, only on PostgreSQL.
+		if err := riverqueue.Migrate(ctx, db); err != nil {
+			db.Close()
 			return nil, err
 		}
 		owner, err := db.Lock(ctx)

@@ -142,6 +142,11 @@ func TestServeOnPostgres(t *testing.T) {
 	if err := c.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, runID).Scan(&status); err != nil || status != "completed" {
 		t.Fatalf("run row in PostgreSQL: %q, %v", status, err)
 	}
+	// River's schema was migrated at start-up, beside the studio's.
+	var riverVersions int
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM river_migration`).Scan(&riverVersions); err != nil || riverVersions == 0 {
+		t.Fatalf("River's migrations in PostgreSQL: %d, %v", riverVersions, err)
+	}
 	c.Close(ctx)
 
 	// A second serve on the same database refuses to start and names the
