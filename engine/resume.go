@@ -382,3 +382,33 @@ func ancestors(g *graph, i int) []bool {
 	}
 	return keep
 }
+
+// ContinueResume runs a resume that StartResume accepted and recorded
+// elsewhere (another process claimed the interrupt and wrote the resume
+// entry, then handed the run to a worker): the log must end with that
+// resume entry. A log that goes on past it was already continued, and is
+// refused rather than run twice.
+func (e *Engine) ContinueResume(ctx context.Context, runID string, opts ResumeOptions) (*Result, error) {
+	log, err := e.opts.Checkpointer.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if len(log) == 0 || log[len(log)-1].Kind != CheckpointResume || log[len(log)-1].Resume == nil {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's log does not end with an accepted resume; it was continued already"}}
+	}
+	rec := log[len(log)-1].Resume
+	start, _ := inspectLog(log)
+	if start == nil {
+		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
+	}
+	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
+	}
+	p := e.Prepare(ctx, start.Chain)
+	if p.plan == nil {
+		e.active.Delete(runID)
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
+	}
+	rs := &Resumption{e: e, runID: runID, log: log[:len(log)-1], start: start, p: p, rec: rec, opts: opts}
+	return rs.Run(ctx)
+}
