@@ -178,6 +178,11 @@ func New(opts Options) (*Service, error) {
 		sink = append(sink, s.obs)
 		cp = timedCheckpointer{cp, s.obs}
 	}
+	if s.disp != nil {
+		// Other processes read a run's events from the store as soon as its
+		// row says it stopped: its events are stored before its end entry.
+		cp = flushingCheckpointer{cp, s.events.Flush}
+	}
 	agentRunner, chains := s.agentHooks(opts)
 	s.hub.SetLimits(opts.MaxWatchers, opts.MaxWatchersPerRun)
 	s.eng = engine.New(engine.Options{
@@ -590,6 +595,25 @@ func (s *Service) execute(id, kind string, ctx context.Context, cancel context.C
 	s.untrack(id)
 	s.hub.End(id)
 	close(t.done)
+}
+
+// flushingCheckpointer stores every event emitted so far before an end
+// entry (stopped, paused) is written.
+type flushingCheckpointer struct {
+	engine.Checkpointer
+	flush func(context.Context) error
+}
+
+func (f flushingCheckpointer) Append(ctx context.Context, runID string, cps []engine.Checkpoint) error {
+	for _, cp := range cps {
+		if cp.Kind == engine.CheckpointEnd {
+			if err := f.flush(context.WithoutCancel(ctx)); err != nil {
+				return fmt.Errorf("store the run's events before its end: %w", err)
+			}
+			break
+		}
+	}
+	return f.Checkpointer.Append(ctx, runID, cps)
 }
 
 // timedCheckpointer reports the latency of each checkpoint call.

@@ -19,9 +19,10 @@ import (
 
 // startStudioDB starts bin serving the database dsn (a file or a URL) and
 // waits until it listens.
-func startStudioDB(t *testing.T, bin, dsn string) *studioProc {
+func startStudioDB(t *testing.T, bin, dsn string, extra ...string) *studioProc {
 	t.Helper()
-	p := &studioProc{cmd: exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--no-examples", "--agents", filepath.Join(t.TempDir(), "no-agents"))}
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dsn, "--no-examples", "--agents", filepath.Join(t.TempDir(), "no-agents")}, extra...)
+	p := &studioProc{cmd: exec.Command(bin, args...)}
 	p.cmd.Env = append(os.Environ(), "STUDIO_TOKEN=", "STUDIO_DB=")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

@@ -47,6 +47,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
+	worker := fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
 	var keep retention
@@ -125,7 +126,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
@@ -136,6 +137,7 @@ type serveConfig struct {
 	limits                         engine.Limits // run budgets and ceilings; zero fields: defaults
 	exprBudget                     expr.Budget
 	pg                             *postgres.DB // PostgreSQL: runs are River jobs
+	noWorker                       bool         // PostgreSQL: insert jobs only, execute none here
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -150,7 +152,11 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	var queue *riverqueue.Queue
 	if cfg.pg != nil {
 		var err error
-		if queue, err = riverqueue.New(cfg.pg, riverqueue.Options{Workers: opts.MaxRunning, Logger: log}); err != nil {
+		workers := opts.MaxRunning
+		if cfg.noWorker {
+			workers = 0
+		}
+		if queue, err = riverqueue.New(cfg.pg, riverqueue.Options{Workers: workers, Logger: log}); err != nil {
 			fmt.Fprintf(stderr, "studio: %v\n", err)
 			return exitFailed
 		}
