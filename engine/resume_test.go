@@ -416,3 +416,36 @@ func TestResumeKeepsAPartialMapPartial(t *testing.T) {
 	}
 	wantStatus(t, res2, engine.StatusPartial)
 }
+
+// A resume accepted in one process (StartResume, then released) is
+// continued by another (ContinueResume) from the log alone; a second
+// continuation of the same acceptance is refused.
+func TestContinueResumeFromLog(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	res := h.start(approvalDoc, nil)
+	wantStatus(t, res, engine.StatusPaused)
+	before := len(h.sink.Events())
+	ctx := context.Background()
+	if _, err := h.e.ContinueResume(ctx, res.RunID, engine.ResumeOptions{}); err == nil {
+		t.Fatal("a paused run with no accepted resume was continued")
+	}
+	rs, err := h.e.StartResume(ctx, res.RunID, val("yes"), nil, engine.ResumeOptions{NextSeq: int64(before) + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Release()
+	res2, err := h.e.ContinueResume(ctx, res.RunID, engine.ResumeOptions{NextSeq: int64(before) + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res2, engine.StatusCompleted)
+	if js(res2.Outputs["after"]) != `{"answer":"yes","other":30}` {
+		t.Errorf("after = %s", js(res2.Outputs["after"]))
+	}
+	checkSeq(t, h.sink.Events())
+	var cre *engine.ChainResumeError
+	if _, err := h.e.ContinueResume(ctx, res.RunID, engine.ResumeOptions{}); !errors.As(err, &cre) {
+		t.Fatalf("a second continuation: %v, want a *ChainResumeError", err)
+	}
+}

@@ -183,9 +183,19 @@ func slowChain(name string, steps, ms int) map[string]any {
 // sseFrames reads an event stream until its final `run` event.
 func sseFrames(t *testing.T, url string) []map[string]any {
 	t.Helper()
+	return sseFramesFrom(t, url, "", 0)
+}
+
+// sseFramesFrom reads an event stream sent after lastID until its final
+// `run` event, or until it has stop events (stop > 0), then disconnects.
+func sseFramesFrom(t *testing.T, url, lastID string, stop int) []map[string]any {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +221,9 @@ func sseFrames(t *testing.T, url string) []map[string]any {
 				t.Fatalf("event %q: %v", v, err)
 			}
 			out = append(out, m)
+			if stop > 0 && len(out) == stop {
+				return out
+			}
 		} else if line == "" {
 			event = ""
 		}
@@ -232,6 +245,20 @@ func TestClusterWatchRunOnWorker(t *testing.T) {
 		t.Fatalf("the watcher got %d events, the store holds %d", len(got), len(stored))
 	}
 	api.waitStatus(t, runID, "completed")
+
+	// A watcher that leaves mid-run and comes back with Last-Event-ID gets
+	// the rest, once each, live.
+	runID = startChainRun(t, api, saveChain(t, api, slowChain("slower-watch", 10, 300)), map[string]any{})
+	first := sseFramesFrom(t, api.url+"/v1/runs/"+runID+"/events", "", 3)
+	if _, m := api.do(t, "GET", "/v1/runs/"+runID, nil); m["status"] == "completed" {
+		t.Fatalf("the run ended before the watcher left: the reconnect is not live")
+	}
+	last := fmt.Sprint(int64(first[len(first)-1]["seq"].(float64)))
+	rest := sseFramesFrom(t, api.url+"/v1/runs/"+runID+"/events", last, 0)
+	checkSeqs(t, runID, append(first, rest...))
+	if n := len(first) + len(rest); n != len(api.events(t, runID)) {
+		t.Fatalf("the watcher got %d events across the reconnect, the store holds %d", n, len(api.events(t, runID)))
+	}
 }
 
 // Cancel through the API process of a run executing on a worker: it ends
