@@ -154,6 +154,7 @@ func (s *Service) watchRemote(runID string) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+			case <-s.hint():
 			}
 			if s.localActive(runID) || s.hub.WatchersOf(runID) == 0 {
 				return
@@ -198,4 +199,26 @@ func (s *Service) watchRemote(runID string) {
 			}
 		}
 	}()
+}
+
+// hint returns a channel closed at the next event hint.
+func (s *Service) hint() <-chan struct{} {
+	s.hintMu.Lock()
+	defer s.hintMu.Unlock()
+	return s.hintC
+}
+
+// relayHints wakes every remote poller on each hint.
+func (s *Service) relayHints(hints <-chan struct{}) {
+	for {
+		select {
+		case <-s.base.Done():
+			return
+		case <-hints:
+		}
+		s.hintMu.Lock()
+		close(s.hintC)
+		s.hintC = make(chan struct{})
+		s.hintMu.Unlock()
+	}
 }

@@ -93,6 +93,10 @@ type Options struct {
 	// RemotePoll is how often the events of a run executing in another
 	// process are read for this process's watchers; default 1s.
 	RemotePoll time.Duration
+	// EventHints, when set, says that some process stored new events
+	// (PostgreSQL's LISTEN/NOTIFY): the watched remote runs are read at
+	// once rather than at the next poll.
+	EventHints <-chan struct{}
 }
 
 // DefaultMaxRunning is how many runs execute at once when no flag says:
@@ -117,6 +121,8 @@ type Service struct {
 	remote  RemoteStore
 	poll    time.Duration
 	pollers map[string]struct{} // runs whose events are polled for watchers here
+	hintMu  sync.Mutex
+	hintC   chan struct{} // closed (and replaced) at each event hint
 
 	base   context.Context
 	stop   context.CancelCauseFunc
@@ -171,6 +177,10 @@ func New(opts Options) (*Service, error) {
 			return nil, errors.New("runs: a Dispatcher needs a Store that is also a RemoteStore")
 		}
 		s.remote = rs
+	}
+	s.hintC = make(chan struct{})
+	if opts.EventHints != nil {
+		go s.relayHints(opts.EventHints)
 	}
 	sink := engine.MultiSink{s.events, s.hub}
 	var cp engine.Checkpointer = opts.Store

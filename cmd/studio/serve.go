@@ -161,6 +161,8 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 			return exitFailed
 		}
 		opts.Dispatcher = queue
+		cfg.pg.NotifyEvents(true)
+		opts.EventHints = cfg.pg.ListenEvents(ctx)
 	}
 	svc, err := runs.New(opts)
 	if err != nil {

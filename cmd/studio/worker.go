@@ -82,6 +82,8 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailed
 	}
 	opts.Dispatcher = queue
+	// Watchers elsewhere hear of this worker's events at once.
+	db.pg.NotifyEvents(true)
 	svc, err := runs.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)

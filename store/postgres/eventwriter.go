@@ -323,5 +323,17 @@ func (w *EventWriter) write(batch []engine.Event) error {
 		bodies[i] = string(b)
 	}
 	ctx := context.Background()
-	return w.db.writeTx(ctx, func(tx *Tx) error { return w.db.appendEventsTx(ctx, tx, batch, bodies) })
+	return w.db.writeTx(ctx, func(tx *Tx) error {
+		if err := w.db.appendEventsTx(ctx, tx, batch, bodies); err != nil {
+			return err
+		}
+		if w.db.notifyEvents.Load() {
+			// One notification per stored batch, whatever its size: NOTIFY
+			// takes a database-wide lock at commit.
+			if _, err := tx.ExecContext(ctx, `SELECT pg_notify(?, '')`, EventsChannel); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

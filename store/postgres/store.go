@@ -68,6 +68,10 @@ type DB struct {
 
 	docs *docCache
 
+	// notifyEvents: each batch the event writer stores sends a NOTIFY on
+	// EventsChannel (processes watching runs executing here read sooner).
+	notifyEvents atomic.Bool
+
 	// lastN caches, for runs this process is appending checkpoints to, the
 	// number of the run's last checkpoint (run id → int64).
 	lastN sync.Map
