@@ -99,6 +99,8 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 		return ErrShutdown
 	}
 	t0 := &ticket{done: make(chan struct{})}
+	s.running.Add(1)
+	defer s.running.Add(-1)
 	s.execute(t.RunID, t.Kind, ctx, cancel, fn, t0)
 	return t0.err
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
@@ -121,6 +122,7 @@ type Service struct {
 	remote  RemoteStore
 	poll    time.Duration
 	pollers map[string]struct{} // runs whose events are polled for watchers here
+	running atomic.Int64        // dispatched runs executing here (Execute)
 	hintMu  sync.Mutex
 	hintC   chan struct{} // closed (and replaced) at each event hint
 
@@ -449,7 +451,7 @@ func (s *Service) localActive(runID string) bool {
 
 // ActiveCount returns how many runs are executing in this process (queued
 // ones not counted).
-func (s *Service) ActiveCount() int { return s.queue.Stats().Running }
+func (s *Service) ActiveCount() int { return s.queue.Stats().Running + int(s.running.Load()) }
 
 // Subscribe starts receiving a run's live events (see Hub).
 // It answers a *BusyError when the run or the studio has as many watchers

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -391,4 +392,38 @@ func (p *studioProc) waitStatusActive(t *testing.T, runID, want string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("run %s never %s:\n%s", runID, want, p.logs())
+}
+
+// A serve with its worker counts the River runs it executes in
+// studio_runs_active, as it counts its in-process runs.
+func TestServeWorkerCountsActiveRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the studio and runs it on PostgreSQL (make test runs it)")
+	}
+	dsn := pgtest.Schema(t)
+	p := startStudioDB(t, builtStudio(t), dsn)
+	defer p.stop(t)
+	runID := startChainRun(t, p, saveChain(t, p, slowChain("slow-metrics", 2, 3000)), map[string]any{})
+	p.waitStatusActive(t, runID, "running")
+	res, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(b), "\nstudio_runs_active 1\n") {
+		t.Fatalf("/metrics while one run executes:\n%s", grepLines(string(b), "studio_runs_active"))
+	}
+	p.do(t, "POST", "/v1/runs/"+runID+"/cancel", nil)
+	p.waitStatus(t, runID, "cancelled")
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
