@@ -21,6 +21,9 @@ type Task struct {
 	ParentRunID  string         `json:"parent_run_id,omitempty"` // rerun: the run re-run
 	FromNode     string         `json:"from_node,omitempty"`
 	Modified     map[string]any `json:"modified,omitempty"` // rerun: the state patch
+	// Resume is an accepted resume with a value, its interrupt claimed in
+	// the transaction that inserted this job; the worker writes its entry.
+	Resume *engine.ResumeRecord `json:"resume,omitempty"`
 }
 
 // Dispatcher hands recorded runs to workers that may live in other
@@ -34,6 +37,11 @@ type Dispatcher interface {
 	// Dispatch inserts the job of a run already recorded (an accepted
 	// resume).
 	Dispatch(ctx context.Context, t Task) error
+	// Claim claims a paused run's interrupt and inserts the job that
+	// continues it (rec, with the claimed node, in its task), in one
+	// transaction, and returns the claimed node. Of concurrent claims one
+	// wins; the others get *engine.AlreadyResumedError.
+	Claim(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error)
 	// Cancel cancels a run's job wherever it is: a job still waiting is
 	// cancelled and its run marked cancelled in one transaction; a running
 	// one is told to stop. It reports whether the run had a live job.
@@ -86,7 +94,7 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 			return fmt.Errorf("run %s: %w", t.RunID, err)
 		}
 		fn = func(ctx context.Context) (*engine.Result, error) {
-			return s.eng.ContinueResume(ctx, t.RunID, engine.ResumeOptions{NextSeq: maxSeq + 1})
+			return s.eng.ContinueResume(ctx, t.RunID, t.Resume, engine.ResumeOptions{NextSeq: maxSeq + 1})
 		}
 	default:
 		return fmt.Errorf("run %s: unknown task kind %q", t.RunID, t.Kind)

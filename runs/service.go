@@ -296,13 +296,25 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 	if err != nil {
 		return err
 	}
-	rs, err := s.eng.StartResume(ctx, runID, value, modified, engine.ResumeOptions{NextSeq: maxSeq + 1})
+	ropts := engine.ResumeOptions{NextSeq: maxSeq + 1}
+	if s.disp != nil && value != nil {
+		// The claim and the job that continues the run commit together;
+		// the worker that takes the job writes the resume entry.
+		ropts.Claim = func(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
+			return s.disp.Claim(ctx, runID, rec)
+		}
+	}
+	rs, err := s.eng.StartResume(ctx, runID, value, modified, ropts)
 	if err != nil {
 		return err
 	}
 	if s.disp != nil {
-		// Accepted and recorded here; a worker anywhere continues it.
 		rs.Release()
+		if value != nil {
+			return nil // handed on with the claim
+		}
+		// A failed run resumed without a value: its entry is written here;
+		// a worker anywhere continues it.
 		return s.disp.Dispatch(ctx, Task{RunID: runID, Kind: store.KindResume})
 	}
 	if t, err := s.launch(runID, store.KindResume, rs.Run); err != nil {

@@ -343,12 +343,13 @@ func TestClusterConcurrentResumes(t *testing.T) {
 	runID := startChainRun(t, api, saveChain(t, api, approval), approval["sample_input"])
 	api.waitStatus(t, runID, "paused")
 	codes := make([]int, 20)
+	bodies := make([]map[string]any, 20)
 	var wg sync.WaitGroup
 	for i := range codes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i], _ = api.do(t, "POST", "/v1/runs/"+runID+"/resume", map[string]any{"resume_value": map[string]any{"approved": true}})
+			codes[i], bodies[i] = api.do(t, "POST", "/v1/runs/"+runID+"/resume", map[string]any{"resume_value": map[string]any{"approved": true}})
 		}()
 	}
 	wg.Wait()
@@ -364,6 +365,12 @@ func TestClusterConcurrentResumes(t *testing.T) {
 	if ok != 1 || conflict != 19 {
 		t.Fatalf("resume answers %v: want one 200 and 19 × 409", codes)
 	}
+	for i, c := range codes {
+		// The claim marked the run running in the job's transaction.
+		if c == 200 && bodies[i]["status"] == "paused" {
+			t.Fatalf("the accepted resume answers %v", bodies[i])
+		}
+	}
 	api.waitStatus(t, runID, "completed")
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dsn)
@@ -372,7 +379,8 @@ func TestClusterConcurrentResumes(t *testing.T) {
 	}
 	defer c.Close(ctx)
 	var jobs int
-	if err := c.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'run_id' = $1 AND args->>'kind' = 'resume'`, runID).Scan(&jobs); err != nil {
+	// The job carries the claimed interrupt's record.
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'run_id' = $1 AND args->>'kind' = 'resume' AND args->'resume'->>'node_id' <> ''`, runID).Scan(&jobs); err != nil {
 		t.Fatal(err)
 	}
 	if jobs != 1 {

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 )
@@ -24,6 +25,7 @@ type Store interface {
 	WithTx(ctx context.Context, fn func(pgx.Tx) error) error
 	CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error
 	CancelQueuedTx(ctx context.Context, tx pgx.Tx, runID string) (bool, error)
+	ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID string) (string, error)
 }
 
 // JobKind is the River kind of a studio run's job.
@@ -139,6 +141,25 @@ func (q *Queue) Dispatch(ctx context.Context, t runs.Task) error {
 		}
 		return nil
 	})
+}
+
+// Claim implements runs.Dispatcher: the interrupt's claim and the job that
+// continues the run commit together, so a claimed pause always has its
+// continuation and a job never continues an unclaimed one.
+func (q *Queue) Claim(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
+	var node string
+	err := q.db.WithTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if node, err = q.db.ClaimInterruptTx(ctx, tx, runID); err != nil {
+			return err
+		}
+		rec.NodeID = node
+		if _, err := q.client.InsertTx(ctx, tx, RunArgs{runs.Task{RunID: runID, Kind: store.KindResume, Resume: &rec}}, insertOpts); err != nil {
+			return fmt.Errorf("river: insert job of run %s: %w", runID, err)
+		}
+		return nil
+	})
+	return node, err
 }
 
 // liveJob finds a run's newest job that has not finished, locked for the
