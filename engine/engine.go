@@ -127,6 +127,12 @@ type ResumeValue struct {
 type ResumeOptions struct {
 	NextSeq int64     // the seq of the first event this leg emits; default: after the last checkpointed one
 	Sink    EventSink // extra sink for this leg
+	// Claim, when set, replaces the checkpointer's ClaimInterrupt for a
+	// resume with a value, and takes the resume entry with it: the host
+	// claims the interrupt and hands rec (NodeID filled in) to whoever
+	// continues the run, in one transaction, and that one writes the entry
+	// (ContinueResume with the record). StartResume then writes nothing.
+	Claim func(ctx context.Context, runID string, rec ResumeRecord) (nodeID string, err error)
 }
 
 // Prepared is a chain checked and indexed once, ready to run many times (like

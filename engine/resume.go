@@ -42,6 +42,7 @@ type Resumption struct {
 	rec     *ResumeRecord
 	opts    ResumeOptions
 	started bool
+	handed  bool // claimed through ResumeOptions.Claim: continued elsewhere
 }
 
 // StartResume checks a resume against the resume table and claims the run
@@ -82,21 +83,27 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
 		return nil, busy()
 	}
-	claimed := ""
-	if value != nil {
-		if claimed, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID); err != nil {
-			e.active.Delete(runID)
-			return nil, err
-		}
-	}
 	p := e.Prepare(ctx, start.Chain)
 	if p.plan == nil {
 		e.active.Delete(runID)
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
 	}
-	rec := &ResumeRecord{NodeID: claimed, HasValue: value != nil, ModifiedState: modifiedState}
+	rec := &ResumeRecord{HasValue: value != nil, ModifiedState: modifiedState}
 	if value != nil {
 		rec.Value = value.Value
+		if opts.Claim != nil {
+			// Claimed and handed on in one step by the host; the entry is
+			// written by whoever continues the run.
+			if rec.NodeID, err = opts.Claim(ctx, runID, *rec); err != nil {
+				e.active.Delete(runID)
+				return nil, err
+			}
+			return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts, handed: true}, nil
+		}
+		if rec.NodeID, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID); err != nil {
+			e.active.Delete(runID)
+			return nil, err
+		}
 	}
 	// The resume entry is written before StartResume returns, so whoever
 	// reads the run next (a page, the API) sees it running again.
@@ -125,8 +132,9 @@ func (rs *Resumption) Release() {
 
 // Run rebuilds the run from its log and continues it under ctx.
 func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
-	if rs.started {
-		return nil, &ChainResumeError{ChainCheckpointError{RunID: rs.runID, Msg: "this resumption was already run or released"}}
+	if rs.started || rs.handed {
+		rs.Release()
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: rs.runID, Msg: "this resumption was already run, released or handed on"}}
 	}
 	rs.started = true
 	defer rs.e.active.Delete(rs.runID)
@@ -381,4 +389,59 @@ func ancestors(g *graph, i int) []bool {
 		}
 	}
 	return keep
+}
+
+// ContinueResume runs a resume that StartResume accepted elsewhere (another
+// process checked it and handed the run to a worker). With rec nil, that
+// process wrote the resume entry and the log must end with it. With rec set
+// (the record handed on by ResumeOptions.Claim, the interrupt already
+// claimed), this call writes the entry, and the log must end where the
+// claim found it. A log that goes on past that point was already
+// continued, and is refused rather than run twice.
+func (e *Engine) ContinueResume(ctx context.Context, runID string, rec *ResumeRecord, opts ResumeOptions) (*Result, error) {
+	log, err := e.opts.Checkpointer.Load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	continued := &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's log does not end with an accepted resume; it was continued already"}}
+	if len(log) == 0 {
+		return nil, continued
+	}
+	last := log[len(log)-1]
+	if rec == nil {
+		if last.Kind != CheckpointResume || last.Resume == nil {
+			return nil, continued
+		}
+		rec = last.Resume
+		log = log[:len(log)-1]
+	} else if last.Kind != CheckpointEnd || last.End == nil || last.End.Status != StatusPaused {
+		return nil, continued
+	}
+	start, _ := inspectLog(log)
+	if start == nil {
+		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
+	}
+	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
+	}
+	p := e.Prepare(ctx, start.Chain)
+	if p.plan == nil {
+		e.active.Delete(runID)
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
+	}
+	if last.Kind == CheckpointEnd {
+		// The entry this call owns (rec handed on): written before the run
+		// goes on, as StartResume writes it.
+		seq := opts.NextSeq - 1
+		if seq < 0 || opts.NextSeq == 0 {
+			seq = last.EventSeq
+		}
+		cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: time.Now(), Resume: rec}
+		if err := e.opts.Checkpointer.Append(ctx, runID, []Checkpoint{cp}); err != nil {
+			e.active.Delete(runID)
+			return nil, fmt.Errorf("engine: record resume of run %s: %w", runID, err)
+		}
+	}
+	rs := &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts}
+	return rs.Run(ctx)
 }

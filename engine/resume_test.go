@@ -416,3 +416,74 @@ func TestResumeKeepsAPartialMapPartial(t *testing.T) {
 	}
 	wantStatus(t, res2, engine.StatusPartial)
 }
+
+// A resume accepted in one process (StartResume, then released) is
+// continued by another (ContinueResume) from the log alone; a second
+// continuation of the same acceptance is refused.
+func TestContinueResumeFromLog(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	res := h.start(approvalDoc, nil)
+	wantStatus(t, res, engine.StatusPaused)
+	before := len(h.sink.Events())
+	ctx := context.Background()
+	if _, err := h.e.ContinueResume(ctx, res.RunID, nil, engine.ResumeOptions{}); err == nil {
+		t.Fatal("a paused run with no accepted resume was continued")
+	}
+	rs, err := h.e.StartResume(ctx, res.RunID, val("yes"), nil, engine.ResumeOptions{NextSeq: int64(before) + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Release()
+	res2, err := h.e.ContinueResume(ctx, res.RunID, nil, engine.ResumeOptions{NextSeq: int64(before) + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res2, engine.StatusCompleted)
+	if js(res2.Outputs["after"]) != `{"answer":"yes","other":30}` {
+		t.Errorf("after = %s", js(res2.Outputs["after"]))
+	}
+	checkSeq(t, h.sink.Events())
+	var cre *engine.ChainResumeError
+	if _, err := h.e.ContinueResume(ctx, res.RunID, nil, engine.ResumeOptions{}); !errors.As(err, &cre) {
+		t.Fatalf("a second continuation: %v, want a *ChainResumeError", err)
+	}
+}
+
+// With ResumeOptions.Claim the host claims and hands the record on;
+// StartResume writes nothing, and ContinueResume with the record writes
+// the resume entry and continues, once.
+func TestContinueResumeHandedRecord(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	res := h.start(approvalDoc, nil)
+	wantStatus(t, res, engine.StatusPaused)
+	ctx := context.Background()
+	logBefore, _ := h.e.Checkpointer().Load(ctx, res.RunID)
+	var handed engine.ResumeRecord
+	rs, err := h.e.StartResume(ctx, res.RunID, val("yes"), nil, engine.ResumeOptions{Claim: func(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
+		node, err := h.e.Checkpointer().ClaimInterrupt(ctx, runID)
+		rec.NodeID = node
+		handed = rec
+		return node, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.Release()
+	if logAfter, _ := h.e.Checkpointer().Load(ctx, res.RunID); len(logAfter) != len(logBefore) {
+		t.Fatalf("StartResume with Claim wrote %d entries", len(logAfter)-len(logBefore))
+	}
+	if handed.NodeID != "ask" || handed.Value != "yes" {
+		t.Fatalf("handed record %+v", handed)
+	}
+	res2, err := h.e.ContinueResume(ctx, res.RunID, &handed, engine.ResumeOptions{NextSeq: int64(len(h.sink.Events())) + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res2, engine.StatusCompleted)
+	checkSeq(t, h.sink.Events())
+	if _, err := h.e.ContinueResume(ctx, res.RunID, &handed, engine.ResumeOptions{}); err == nil {
+		t.Fatal("the handed record continued the run twice")
+	}
+}

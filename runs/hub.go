@@ -218,3 +218,10 @@ func (h *Hub) Watchers() int {
 	defer h.mu.Unlock()
 	return h.n
 }
+
+// WatchersOf returns the number of live subscriptions to one run.
+func (h *Hub) WatchersOf(runID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.topics[runID])
+}

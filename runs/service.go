@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
@@ -85,6 +86,18 @@ type Options struct {
 	// in all and per run (defaults 2000 and 200).
 	MaxWatchers       int
 	MaxWatchersPerRun int
+	// Dispatcher, when set, hands saved runs, re-runs and resumes to
+	// workers in any process (River on PostgreSQL) instead of Queue; Store
+	// must then also be a RemoteStore. Ad-hoc runs (A2E, agents) block
+	// their caller and stay in this process's Queue.
+	Dispatcher Dispatcher
+	// RemotePoll is how often the events of a run executing in another
+	// process are read for this process's watchers; default 1s.
+	RemotePoll time.Duration
+	// EventHints, when set, says that some process stored new events
+	// (PostgreSQL's LISTEN/NOTIFY): the watched remote runs are read at
+	// once rather than at the next poll.
+	EventHints <-chan struct{}
 }
 
 // DefaultMaxRunning is how many runs execute at once when no flag says:
@@ -104,6 +117,14 @@ type Service struct {
 	now    func() time.Time
 
 	queue Queue
+
+	disp    Dispatcher
+	remote  RemoteStore
+	poll    time.Duration
+	pollers map[string]struct{} // runs whose events are polled for watchers here
+	running atomic.Int64        // dispatched runs executing here (Execute)
+	hintMu  sync.Mutex
+	hintC   chan struct{} // closed (and replaced) at each event hint
 
 	base   context.Context
 	stop   context.CancelCauseFunc
@@ -145,12 +166,34 @@ func New(opts Options) (*Service, error) {
 	}
 	base, stop := context.WithCancelCause(context.Background())
 	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), queue: opts.Queue, events: opts.Store.NewEventWriter(opts.Events),
-		log: opts.Logger, obs: opts.Observer, now: opts.Now, base: base, stop: stop, active: map[string]context.CancelCauseFunc{}}
+		log: opts.Logger, obs: opts.Observer, now: opts.Now, base: base, stop: stop, active: map[string]context.CancelCauseFunc{},
+		disp: opts.Dispatcher, poll: opts.RemotePoll, pollers: map[string]struct{}{}}
+	if s.poll <= 0 {
+		s.poll = time.Second
+	}
+	if s.disp != nil {
+		rs, ok := opts.Store.(RemoteStore)
+		if !ok {
+			stop(nil)
+			s.events.Close()
+			return nil, errors.New("runs: a Dispatcher needs a Store that is also a RemoteStore")
+		}
+		s.remote = rs
+	}
+	s.hintC = make(chan struct{})
+	if opts.EventHints != nil {
+		go s.relayHints(opts.EventHints)
+	}
 	sink := engine.MultiSink{s.events, s.hub}
 	var cp engine.Checkpointer = opts.Store
 	if s.obs != nil {
 		sink = append(sink, s.obs)
 		cp = timedCheckpointer{cp, s.obs}
+	}
+	if s.disp != nil {
+		// Other processes read a run's events from the store as soon as its
+		// row says it stopped: its events are stored before its end entry.
+		cp = flushingCheckpointer{cp, s.events.Flush}
 	}
 	agentRunner, chains := s.agentHooks(opts)
 	s.hub.SetLimits(opts.MaxWatchers, opts.MaxWatchersPerRun)
@@ -173,6 +216,17 @@ func (s *Service) Engine() *engine.Engine { return s.eng }
 func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]any) (string, error) {
 	if s.base.Err() != nil {
 		return "", ErrShutdown // recording it would leave a run that never starts
+	}
+	if s.disp != nil {
+		id := uuid.NewString()
+		if input == nil {
+			input = map[string]any{}
+		}
+		run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun, Input: input, Started: s.now()}
+		if err := s.dispatchCreate(ctx, run, Task{RunID: id, Kind: store.KindRun, ChainID: ch.ID, ChainVersion: ch.Version}); err != nil {
+			return "", err
+		}
+		return id, nil
 	}
 	status, err := s.admit()
 	if err != nil {
@@ -242,9 +296,26 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 	if err != nil {
 		return err
 	}
-	rs, err := s.eng.StartResume(ctx, runID, value, modified, engine.ResumeOptions{NextSeq: maxSeq + 1})
+	ropts := engine.ResumeOptions{NextSeq: maxSeq + 1}
+	if s.disp != nil && value != nil {
+		// The claim and the job that continues the run commit together;
+		// the worker that takes the job writes the resume entry.
+		ropts.Claim = func(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
+			return s.disp.Claim(ctx, runID, rec)
+		}
+	}
+	rs, err := s.eng.StartResume(ctx, runID, value, modified, ropts)
 	if err != nil {
 		return err
+	}
+	if s.disp != nil {
+		rs.Release()
+		if value != nil {
+			return nil // handed on with the claim
+		}
+		// A failed run resumed without a value: its entry is written here;
+		// a worker anywhere continues it.
+		return s.disp.Dispatch(ctx, Task{RunID: runID, Kind: store.KindResume})
 	}
 	if t, err := s.launch(runID, store.KindResume, rs.Run); err != nil {
 		if t == nil {
@@ -284,13 +355,21 @@ func (s *Service) Rerun(ctx context.Context, runID, fromNode string, input, modi
 	if err != nil {
 		return "", err
 	}
-	status, err := s.admit()
-	if err != nil {
-		return "", err
-	}
 	id := uuid.NewString()
 	if input == nil {
 		input = orig.Input
+	}
+	if s.disp != nil {
+		run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
+			ParentRunID: runID, Kind: store.KindRerun, Input: input, Started: s.now()}
+		if err := s.dispatchCreate(ctx, run, Task{RunID: id, Kind: store.KindRerun, ParentRunID: runID, FromNode: fromNode, Modified: modified}); err != nil {
+			return "", err
+		}
+		return id, nil
+	}
+	status, err := s.admit()
+	if err != nil {
+		return "", err
 	}
 	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
 		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: status, Started: s.now()}
@@ -309,7 +388,19 @@ func (s *Service) Rerun(ctx context.Context, runID, fromNode string, input, modi
 // resumed. A queued run leaves the queue at once. It reports whether the run
 // was executing or waiting in this process.
 func (s *Service) Cancel(runID string) bool {
-	return s.cancelRun(runID, errors.New("cancelled by a user"))
+	if s.cancelRun(runID, errors.New("cancelled by a user")) {
+		return true
+	}
+	if s.disp == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ok, err := s.disp.Cancel(ctx, runID)
+	if err != nil {
+		s.log.Warn("cancel: the run's job could not be cancelled", "run_id", runID, "err", err)
+	}
+	return ok
 }
 
 func (s *Service) cancelRun(runID string, cause error) bool {
@@ -357,6 +448,13 @@ func (s *Service) admit() (engine.RunStatus, error) {
 
 // Active reports whether a run is executing or queued in this process.
 func (s *Service) Active(runID string) bool {
+	if s.localActive(runID) {
+		return true
+	}
+	return s.disp != nil && s.remoteActive(runID)
+}
+
+func (s *Service) localActive(runID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.active[runID]
@@ -365,12 +463,21 @@ func (s *Service) Active(runID string) bool {
 
 // ActiveCount returns how many runs are executing in this process (queued
 // ones not counted).
-func (s *Service) ActiveCount() int { return s.queue.Stats().Running }
+func (s *Service) ActiveCount() int { return s.queue.Stats().Running + int(s.running.Load()) }
 
 // Subscribe starts receiving a run's live events (see Hub).
 // It answers a *BusyError when the run or the studio has as many watchers
 // as allowed.
-func (s *Service) Subscribe(runID string) (*Subscription, error) { return s.hub.Subscribe(runID) }
+//
+// With a Dispatcher, the run may execute in another process: its events
+// then reach the hub from the store (watchRemote).
+func (s *Service) Subscribe(runID string) (*Subscription, error) {
+	sub, err := s.hub.Subscribe(runID)
+	if err == nil && s.disp != nil && !s.localActive(runID) {
+		s.watchRemote(runID)
+	}
+	return sub, err
+}
 
 // Unsubscribe stops a subscription.
 func (s *Service) Unsubscribe(sub *Subscription) { s.hub.Unsubscribe(sub) }
@@ -485,22 +592,7 @@ func (s *Service) launch(id, kind string, fn func(context.Context) (*engine.Resu
 		return nil, ErrShutdown
 	}
 	t := &ticket{done: make(chan struct{})}
-	run := func() {
-		if s.obs != nil {
-			s.obs.RunStarted(kind)
-		}
-		log := s.log.With("run_id", id, "kind", kind)
-		log.Info("run started")
-		res, err := fn(ctx)
-		cancel(nil)
-		t.err = err
-		s.finished(log, id, res, err)
-		// Not active before the watchers hear the end, so that what they
-		// read next (Active, the run's JSON) says it stopped.
-		s.untrack(id)
-		s.hub.End(id)
-		close(t.done)
-	}
+	run := func() { s.execute(id, kind, ctx, cancel, fn, t) }
 	if err := s.queue.Enqueue(Job{RunID: id, Kind: kind, Run: run}); err != nil {
 		// Filled up since admit: the run is recorded, so it ends cancelled
 		// with the reason rather than staying queued for ever.
@@ -509,6 +601,43 @@ func (s *Service) launch(id, kind string, fn func(context.Context) (*engine.Resu
 		return t, err
 	}
 	return t, nil
+}
+
+// execute runs a tracked run to its end and tells its watchers.
+func (s *Service) execute(id, kind string, ctx context.Context, cancel context.CancelCauseFunc, fn func(context.Context) (*engine.Result, error), t *ticket) {
+	if s.obs != nil {
+		s.obs.RunStarted(kind)
+	}
+	log := s.log.With("run_id", id, "kind", kind)
+	log.Info("run started")
+	res, err := fn(ctx)
+	cancel(nil)
+	t.err = err
+	s.finished(log, id, res, err)
+	// Not active before the watchers hear the end, so that what they
+	// read next (Active, the run's JSON) says it stopped.
+	s.untrack(id)
+	s.hub.End(id)
+	close(t.done)
+}
+
+// flushingCheckpointer stores every event emitted so far before an end
+// entry (stopped, paused) is written.
+type flushingCheckpointer struct {
+	engine.Checkpointer
+	flush func(context.Context) error
+}
+
+func (f flushingCheckpointer) Append(ctx context.Context, runID string, cps []engine.Checkpoint) error {
+	for _, cp := range cps {
+		if cp.Kind == engine.CheckpointEnd {
+			if err := f.flush(context.WithoutCancel(ctx)); err != nil {
+				return fmt.Errorf("store the run's events before its end: %w", err)
+			}
+			break
+		}
+	}
+	return f.Checkpointer.Append(ctx, runID, cps)
 }
 
 // timedCheckpointer reports the latency of each checkpoint call.

@@ -107,3 +107,23 @@ func TestOnlyTestsImportTestutil(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyThePostgresWiringImportsRiver: River runs runs on PostgreSQL
+// only; the store, the run service, web and the SQLite backend build
+// without it, so the embedded studio never loads it.
+func TestOnlyThePostgresWiringImportsRiver(t *testing.T) {
+	t.Parallel()
+	const river = "github.com/riverqueue/river"
+	allowed := []string{module + "/runs/riverqueue", module + "/cmd/studio"}
+	for _, p := range listPackages(t) {
+		if slices.Contains(allowed, p.ImportPath) {
+			continue
+		}
+		for _, d := range p.Deps {
+			if under(d, river) {
+				t.Errorf("%s depends on %s: only runs/riverqueue and the wiring in cmd/studio may", p.ImportPath, d)
+				break
+			}
+		}
+	}
+}

@@ -136,7 +136,7 @@ func toRunsJSON(runs []store.Run) []*runFields {
 type runJSON struct {
 	*runFields
 	Pending []engine.Pending `json:"pending"`
-	Active  bool             `json:"active"` // executing or queued in this process now
+	Active  bool             `json:"active"` // executing or queued now (in this process; on PostgreSQL, in any)
 	// QueuePosition is a queued run's place in line (1 is next).
 	QueuePosition int `json:"queue_position,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 
+	"github.com/chainstudio/studio/runs/riverqueue"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres"
 	"github.com/chainstudio/studio/store/sqlite"
@@ -20,26 +21,30 @@ type backend struct {
 	// it (the SQLite lock file); nil when there is no such place.
 	listening func(url string) error
 	release   func() // after Close: drops the SQLite single-owner lock
+	// pg is the PostgreSQL store (nil on SQLite): runs go through River
+	// and any number of processes share the database.
+	pg *postgres.DB
 }
 
 // openBackend opens the database dsn names: PostgreSQL for a postgres:// or
-// postgresql:// URL, else the SQLite file at that path. Either way one
-// process owns it (a lock file next to SQLite's, a session advisory lock in
-// PostgreSQL), taken before start-up recovery, which would otherwise fail
-// another server's live runs. Several processes on one PostgreSQL database
-// come with River workers (docs/deploy.md).
+// postgresql:// URL, else the SQLite file at that path. A SQLite file has
+// one owner process (a lock file next to it), taken before start-up
+// recovery, which would otherwise fail another server's live runs. A
+// PostgreSQL database is shared by any number of `serve` and `worker`
+// processes: runs are River jobs, and migrations (the studio's and
+// River's) run under one advisory lock (docs/deploy.md).
 func openBackend(ctx context.Context, dsn string, log *slog.Logger) (*backend, error) {
 	if postgres.IsDSN(dsn) {
 		db, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log})
 		if err != nil {
 			return nil, err
 		}
-		owner, err := db.Lock(ctx)
-		if err != nil {
+		// River's tables come with the studio's, only on PostgreSQL.
+		if err := riverqueue.Migrate(ctx, db); err != nil {
 			db.Close()
 			return nil, err
 		}
-		return &backend{Backend: db, name: redactDSN(dsn), release: func() { owner.Close() }}, nil
+		return &backend{Backend: db, name: redactDSN(dsn), release: func() {}, pg: db}, nil
 	}
 	owner, err := sqlite.Lock(dsn)
 	if err != nil {

@@ -26,6 +26,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "start the studio (the default): designer, JSON API, A2E host", cmdServe},
+		{"worker", "execute runs from a PostgreSQL database's queue, without HTTP (beside any number of serve)", cmdWorker},
 		{"validate", "check a chain file (studio or A2E chain/req JSON); exit 1 on any error", cmdValidate},
 		{"run", "run a chain file headless, printing events as they happen and the result", cmdRun},
 		{"a2e", "the A2E chain host on stdin/stdout: chain/req lines in, chain/event and chain/resp NDJSON out", cmdA2E},

@@ -17,7 +17,9 @@ import (
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/runs/riverqueue"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/postgres"
 	"github.com/chainstudio/studio/web"
 )
 
@@ -45,6 +47,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
+	worker := fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
 	var keep retention
@@ -86,7 +89,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	defer db.Close()
-	if n, err := db.RecoverInterrupted(ctx); err != nil {
+	if db.pg != nil {
+		// Other processes' runs are live: nothing is failed at start-up
+		// (a process that died leaves its runs running; docs/deploy.md).
+	} else if n, err := db.RecoverInterrupted(ctx); err != nil {
 		fmt.Fprintf(stderr, "studio: recover runs: %v\n", err)
 		return exitFailed
 	} else if n > 0 {
@@ -120,7 +126,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
@@ -130,6 +136,8 @@ type serveConfig struct {
 	gov                            governorFlags
 	limits                         engine.Limits // run budgets and ceilings; zero fields: defaults
 	exprBudget                     expr.Budget
+	pg                             *postgres.DB // PostgreSQL: runs are River jobs
+	noWorker                       bool         // PostgreSQL: insert jobs only, execute none here
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -141,10 +149,33 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	metrics := web.NewMetrics()
 	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, Limits: cfg.limits, ExprBudget: cfg.exprBudget}
 	cfg.gov.applyTo(&opts)
+	var queue *riverqueue.Queue
+	if cfg.pg != nil {
+		var err error
+		workers := opts.MaxRunning
+		if cfg.noWorker {
+			workers = 0
+		}
+		if queue, err = riverqueue.New(cfg.pg, riverqueue.Options{Workers: workers, Logger: log}); err != nil {
+			fmt.Fprintf(stderr, "studio: %v\n", err)
+			return exitFailed
+		}
+		opts.Dispatcher = queue
+		cfg.pg.NotifyEvents(true)
+		opts.EventHints = cfg.pg.ListenEvents(ctx)
+	}
 	svc, err := runs.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
+	}
+	if queue != nil {
+		if err := queue.Start(ctx, svc); err != nil {
+			svc.Close()
+			fmt.Fprintf(stderr, "studio: %v\n", err)
+			return exitFailed
+		}
+		defer stopQueue(queue, log)
 	}
 	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics})
@@ -167,6 +198,16 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		return exitFailed
 	}
 	return exitOK
+}
+
+// stopQueue stops a River queue after the run service's Shutdown
+// cancelled its runs.
+func stopQueue(q *riverqueue.Queue, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := q.Stop(ctx); err != nil {
+		log.Warn("river: stop", "err", err)
+	}
 }
 
 // checkServeSecurity refuses, before anything starts, a token short enough

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -387,6 +388,38 @@ func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) 
 		if errors.As(err, &ce) || errors.As(err, &ae) {
 			return "", err
 		}
+		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
+	}
+	return nodeID, nil
+}
+
+// ClaimInterruptTx claims a run's first unclaimed interrupt, as
+// ClaimInterrupt does, inside tx, and marks the run running again: the
+// caller commits the claim with the job that continues the run, so that a
+// claimed pause always has its continuation.
+func (db *DB) ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID string) (string, error) {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM checkpoints WHERE run_id = $1 LIMIT 1`, runID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
+	}
+	var n int64
+	var nodeID string
+	// The conditional UPDATE is re-checked after a concurrent claim
+	// commits, so of concurrent claims one wins.
+	err = tx.QueryRow(ctx, `UPDATE run_interrupts SET claimed_at = $2
+WHERE run_id = $1 AND claimed_at IS NULL AND n = (SELECT min(n) FROM run_interrupts WHERE run_id = $1 AND claimed_at IS NULL)
+RETURNING n, node_id`, runID, micros(db.now())).Scan(&n, &nodeID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", &engine.AlreadyResumedError{RunID: runID}
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'paused'`, runID); err != nil {
 		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
 	}
 	return nodeID, nil

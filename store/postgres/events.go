@@ -215,7 +215,20 @@ func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
 	return eventbuf.New(db, opts)
 }
 
-// WriteEventBatch stores one batch of the event writer in one transaction.
+// WriteEventBatch stores one batch of the event writer in one transaction,
+// and tells the other processes' listeners that events arrived.
 func (db *DB) WriteEventBatch(ctx context.Context, batch []engine.Event, bodies []string) error {
-	return db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, batch, bodies) })
+	return db.writeTx(ctx, func(tx *Tx) error {
+		if err := db.appendEventsTx(ctx, tx, batch, bodies); err != nil {
+			return err
+		}
+		if db.notifyEvents.Load() {
+			// One notification per stored batch, whatever its size: NOTIFY
+			// takes a database-wide lock at commit.
+			if _, err := tx.ExecContext(ctx, `SELECT pg_notify(?, '')`, EventsChannel); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -349,4 +351,45 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 	}
 	p.Runs = runs
 	return p, nil
+}
+
+// CreateRunTx records a run, as CreateRun does, inside tx: the caller
+// commits it together with its own rows (a River job), so that a worker
+// never sees a job whose run is not committed.
+func (db *DB) CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error {
+	if r.ID == "" {
+		return fmt.Errorf("store: create run: %w: no run id", store.ErrInvalid)
+	}
+	if r.Kind == "" {
+		r.Kind = store.KindRun
+	}
+	if r.Status == "" {
+		r.Status = engine.StatusRunning
+	}
+	if r.Started.IsZero() {
+		r.Started = db.now()
+	}
+	input, err := jsonMap(r.Input)
+	if err != nil {
+		return fmt.Errorf("store: create run %s: input: %w", r.ID, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO runs (id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, started_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		r.ID, nullString(r.ChainID), nullInt(r.ChainVersion), r.ChainName, nullString(r.ParentRunID), r.Kind, input, string(r.Status), micros(r.Started)); err != nil {
+		return fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// CancelQueuedTx marks a run that no worker has started yet cancelled,
+// inside tx (with its job's cancel). It reports false when the run is no
+// longer queued.
+func (db *DB) CancelQueuedTx(ctx context.Context, tx pgx.Tx, runID string) (bool, error) {
+	now := micros(db.now())
+	tag, err := tx.Exec(ctx, `UPDATE runs SET status = 'cancelled', ended_at = $2, duration_ms = ($2 - started_at) / 1000
+WHERE id = $1 AND status = 'queued'`, runID, now)
+	if err != nil {
+		return false, fmt.Errorf("store: cancel run %s: %w", runID, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -67,6 +68,10 @@ type DB struct {
 	closed atomic.Bool
 
 	docs *doccache.Cache
+
+	// notifyEvents: each batch the event writer stores sends a NOTIFY on
+	// EventsChannel (processes watching runs executing here read sooner).
+	notifyEvents atomic.Bool
 
 	// lastN caches, for runs this process is appending checkpoints to, the
 	// number of the run's last checkpoint (run id → int64).
@@ -406,3 +411,46 @@ func isUniqueViolation(err error) bool {
 
 // The PostgreSQL database is a whole store backend.
 var _ store.Backend = (*DB)(nil)
+
+// Pool is the connection pool, for what runs beside the store on the same
+// database (River's client and its migrations, wired by cmd/studio).
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// WithTx runs fn in a pgx transaction on the pool and commits it when fn
+// returns nil, so that work outside the store (a River job insert) commits
+// with the store's own rows or not at all.
+func (db *DB) WithTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	if db.closed.Load() {
+		return errClosed
+	}
+	return pgx.BeginFunc(ctx, db.pool, fn)
+}
+
+// WithMigrationLock runs fn while this process holds the advisory lock the
+// studio's own migrations take (as a session lock on a connection of its
+// own), so that other schemas migrated at start-up (River's, whose
+// migrations need one transaction each) are applied once when processes
+// start together.
+func (db *DB) WithMigrationLock(ctx context.Context, fn func(ctx context.Context) error) error {
+	if db.closed.Load() {
+		return errClosed
+	}
+	c, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer c.Release()
+	if _, err := c.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer func() {
+		// A fresh context: the caller's may be done, and a lock left held
+		// would stay with the pooled connection.
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := c.Exec(uctx, `SELECT pg_advisory_unlock($1)`, int64(migrationLock)); err != nil {
+			c.Conn().Close(uctx) // drops the session, and the lock with it
+		}
+	}()
+	return fn(ctx)
+}

@@ -336,3 +336,44 @@ func TestLockOneOwner(t *testing.T) {
 	}
 	second.Close()
 }
+
+// An event writer with NotifyEvents sends one notification per stored
+// batch; a listener hears it, and hears again after its connection is
+// killed (the reconnect resyncs).
+func TestListenEventsHint(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, dsn, Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.NotifyEvents(true)
+	hints := db.ListenEvents(ctx)
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-hints:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no hint %s", what)
+		}
+	}
+	wait("at start (resync)")
+	if _, err := db.CreateRun(ctx, store.Run{ID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	w := db.NewEventWriter(store.EventWriterOptions{})
+	defer w.Close()
+	w.Emit(engine.Event{RunID: "r1", Seq: 1, NodeID: "a", Phase: engine.PhaseStart})
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait("after a stored batch")
+	// Kill the listening session: the listener comes back and resyncs.
+	if _, err := db.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN `+EventsChannel+`' AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	wait("after the listener's connection was killed")
+}

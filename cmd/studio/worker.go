@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/runs/riverqueue"
+	"github.com/chainstudio/studio/store/postgres"
+)
+
+// cmdWorker executes runs from a PostgreSQL database's River queue, without
+// HTTP: any number of them beside the `serve` processes.
+func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dbURL := fs.String("db", os.Getenv("STUDIO_DB"), "the PostgreSQL database, a postgres:// `URL` (env STUDIO_DB)")
+	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
+	var allowProc listFlag
+	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
+	var allowProcEnv envNameFlag
+	fs.Var(&allowProcEnv, "allow-proc-env", "let proc nodes set the environment variable `NAME` (repeatable; default: none; LD_* and other loader variables never)")
+	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
+	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
+	budgets := registerBudgets(fs)
+	gov := registerGovernor(fs)
+	fs.Usage = func() {
+		printUsage(fs, "studio worker --db postgres://… [flags]",
+			"Executes runs started through any `studio serve` on the same PostgreSQL database,\n"+
+				"without serving HTTP. Give it the same tool and agent flags as the servers.\n"+
+				"SIGINT or SIGTERM stops it: its runs end cancelled, resumable.")
+	}
+	args, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if !wantArgs(fs, args) {
+		return exitUsage
+	}
+	if !postgres.IsDSN(*dbURL) {
+		fmt.Fprintf(stderr, "studio worker: --db must be a postgres:// URL (workers share a PostgreSQL database with the servers); got %q\n", *dbURL)
+		return exitUsage
+	}
+	exprBudget, tplBudget, err := budgets.values()
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	if err := gov.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	db, err := openBackend(ctx, *dbURL, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	defer db.Close()
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget}))
+	reg.SetInline(builtin.Inline...)
+	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Limits: budgets.limits, ExprBudget: exprBudget}
+	gov.applyTo(&opts)
+	queue, err := riverqueue.New(db.pg, riverqueue.Options{Workers: opts.MaxRunning, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	opts.Dispatcher = queue
+	// Watchers elsewhere hear of this worker's events at once.
+	db.pg.NotifyEvents(true)
+	svc, err := runs.New(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	if err := queue.Start(ctx, svc); err != nil {
+		svc.Close()
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	log.Info("Chain Studio worker is running", "db", db.name, "slots", opts.MaxRunning)
+	<-ctx.Done()
+	// Stop fetching first, then cancel what executes (checkpointed,
+	// resumable) and wait for the jobs to end.
+	stopped := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		stopped <- queue.Stop(sctx)
+	}()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = svc.Shutdown(sctx)
+	err = errors.Join(err, <-stopped, svc.Close())
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	log.Info("Chain Studio worker stopped")
+	return exitOK
+}
