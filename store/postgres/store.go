@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -453,4 +454,11 @@ func (db *DB) WithMigrationLock(ctx context.Context, fn func(ctx context.Context
 		}
 	}()
 	return fn(ctx)
+}
+
+// appName is the application_name of a studio's connections (unless the
+// URL sets one): pg_stat_activity then shows which process is connected.
+func appName() string {
+	host, _ := os.Hostname()
+	return "chain-studio pid " + strconv.Itoa(os.Getpid()) + " on " + host
 }

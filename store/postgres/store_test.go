@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -289,52 +288,6 @@ func TestNodeAppendAfterAnotherWriter(t *testing.T) {
 	if err != nil || len(r.Nodes) != 3 {
 		t.Fatalf("run: %v, %v", r, err)
 	}
-}
-
-// One studio process holds a database: a second Lock on the same schema is
-// refused naming the first (its application_name carries pid and host);
-// another schema of the same database is independent; once the first
-// releases it, the second gets it.
-func TestLockOneOwner(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	dsn := pgtest.Schema(t)
-	a, err := Open(ctx, dsn, Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, dsn, Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	first, err := a.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Lock(ctx)
-	var iu *InUseError
-	if !errors.As(err, &iu) {
-		t.Fatalf("second lock: %v, want an InUseError", err)
-	}
-	for _, want := range []string{"in use by another studio", fmt.Sprintf("chain-studio pid %d", os.Getpid()), "(schema studio_test_"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("refusal %q does not say %q", err, want)
-		}
-	}
-	other := openTest(t, Options{MaxConns: 2}) // another schema
-	o, err := other.Lock(ctx)
-	if err != nil {
-		t.Fatalf("lock of another schema: %v", err)
-	}
-	o.Close()
-	first.Close()
-	second, err := b.Lock(ctx)
-	if err != nil {
-		t.Fatalf("lock after the first released it: %v", err)
-	}
-	second.Close()
 }
 
 // An event writer with NotifyEvents sends one notification per stored
