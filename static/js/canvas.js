@@ -241,8 +241,21 @@
       cy.__laidOut = true;
     }
     Studio.quickFit(cy);
-    // the page may still be settling (fonts, panels): fit again next frame
-    requestAnimationFrame(() => { if (!cy.destroyed()) { cy.resize(); Studio.quickFit(cy); } });
+    // The page may still be settling (fonts, panels opening beside or above
+    // the canvas): until the person touches the canvas, a change of its size
+    // fits the chain again, so nothing opens cut off at an edge.
+    let touched = false;
+    const el = cy.container();
+    const touch = () => { touched = true; };
+    el.addEventListener('pointerdown', touch, { once: true });
+    el.addEventListener('wheel', touch, { once: true, passive: true });
+    const refit = new ResizeObserver(() => {
+      if (cy.destroyed()) { refit.disconnect(); return; }
+      cy.resize();
+      if (!touched) Studio.quickFit(cy);
+    });
+    refit.observe(el);
+    cy.on('destroy', () => refit.disconnect());
     return cy;
   };
 
