@@ -35,7 +35,9 @@ test('a queued run shows as queued on its page and in the runs list filter', asy
 
     const list = await open('/runs');
     await list.selectOption('#filter-status', 'queued');
-    await list.waitForFunction((rid) => !!document.querySelector(`#all-runs a[href="/runs/${rid}"]`), queued);
+    // the unfiltered list shows the run too: wait for the filtered rows
+    await list.waitForFunction((rid) => !!document.querySelector(`#all-runs a[href="/runs/${rid}"]`)
+      && [...document.querySelectorAll('#all-runs .status')].every((x) => x.textContent.trim() === 'queued'), queued);
     const statuses = await list.$$eval('#all-runs .status', (xs) => xs.map((x) => x.textContent.trim()));
     assert.ok(statuses.length >= 1 && statuses.every((s) => s === 'queued'), 'only queued runs: ' + statuses.join(', '));
     assert.match(list.url(), /status=queued/);
