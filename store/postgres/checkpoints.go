@@ -13,6 +13,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/cplog"
 )
 
 // DB implements engine.Checkpointer.
@@ -52,7 +53,7 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 	if len(cps) == 0 {
 		return nil
 	}
-	enc, err := encodeCheckpoints(cps)
+	enc, err := cplog.Encode(cps)
 	if err != nil {
 		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
 	}
@@ -70,7 +71,7 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 }
 
 // appendCommit appends in one transaction and maintains the lastN cache.
-func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Checkpoint, enc *encodedCheckpoints) error {
+func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) error {
 	var last int64
 	var err error
 	if n, ok := db.nodeOnlyAppend(runID, cps, enc); ok {
@@ -81,7 +82,7 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		// long way.
 		args := make([]any, 0, cpCols*len(cps))
 		for i := range cps {
-			args = append(args, runID, n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.chainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.bodies[i])
+			args = append(args, runID, n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.ChainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.Bodies[i])
 		}
 		if db.closed.Load() {
 			err = errClosed
@@ -119,8 +120,8 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 // last entry number is cached (so its row exists), and every entry is a
 // node result (no run row or interrupt to update, no chain to store), few
 // enough for one statement. It returns the last entry number.
-func (db *DB) nodeOnlyAppend(runID string, cps []engine.Checkpoint, enc *encodedCheckpoints) (int64, bool) {
-	if len(cps) > cpRowsPerStatement || len(enc.chains) > 0 {
+func (db *DB) nodeOnlyAppend(runID string, cps []engine.Checkpoint, enc *cplog.Encoded) (int64, bool) {
+	if len(cps) > cpRowsPerStatement || len(enc.Chains) > 0 {
 		return 0, false
 	}
 	for i := range cps {
@@ -145,7 +146,7 @@ func cpTime(cp *engine.Checkpoint, now func() time.Time) int64 {
 // appendTx appends entries inside tx and returns the last entry's number.
 // For a run this process is writing, the run row's existence and the log's
 // last entry number come from the lastN cache instead of two queries.
-func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *encodedCheckpoints) (int64, error) {
+func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) (int64, error) {
 	var n int64
 	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
 		n = v.(int64)
@@ -160,7 +161,7 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 			return 0, err
 		}
 	}
-	if err := db.storeRunChainsTx(ctx, tx, enc.chains); err != nil {
+	if err := db.storeRunChainsTx(ctx, tx, enc.Chains); err != nil {
 		return 0, err
 	}
 	// Rows go in with multi-row statements: one statement per group of
@@ -169,7 +170,7 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 		end := min(start+cpRowsPerStatement, len(cps))
 		args := make([]any, 0, cpCols*(end-start))
 		for i := start; i < end; i++ {
-			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.chainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.bodies[i])
+			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.ChainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.Bodies[i])
 		}
 		if _, err := db.exec(ctx, tx, checkpointInsertSQLs[end-start], args...); err != nil {
 			return 0, err
@@ -313,7 +314,7 @@ func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, erro
 			if err := rows.Scan(&n, &body); err != nil {
 				return err
 			}
-			var cp storedCheckpoint
+			var cp cplog.Stored
 			if err := jsonv2.Unmarshal(body, &cp); err != nil {
 				return &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d is corrupt: %v", n, err)}
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/cplog"
 )
 
 const interruptedMessage = "the studio stopped while this run was running; resume it to continue from its last checkpoint"
@@ -69,7 +70,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 				},
 			}
 			cps := []engine.Checkpoint{cp}
-			enc, err := encodeCheckpoints(cps)
+			enc, err := cplog.Encode(cps)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/cplog"
 )
 
 // DB implements engine.Checkpointer.
@@ -51,7 +52,7 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 	if len(cps) == 0 {
 		return nil
 	}
-	enc, err := encodeCheckpoints(cps)
+	enc, err := cplog.Encode(cps)
 	if err != nil {
 		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
 	}
@@ -71,7 +72,7 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 }
 
 // appendCommit appends in one transaction and maintains the lastN cache.
-func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Checkpoint, enc *encodedCheckpoints) error {
+func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) error {
 	var last int64
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -107,7 +108,7 @@ func cpTime(cp *engine.Checkpoint, now func() time.Time) int64 {
 // appendTx appends entries inside tx and returns the last entry's number.
 // For a run this process is writing, the run row's existence and the log's
 // last entry number come from the lastN cache instead of two queries.
-func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engine.Checkpoint, enc *encodedCheckpoints) (int64, error) {
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) (int64, error) {
 	var n int64
 	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
 		n = v.(int64)
@@ -119,7 +120,7 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engi
 			return 0, err
 		}
 	}
-	if err := db.storeRunChainsTx(ctx, tx, enc.chains); err != nil {
+	if err := db.storeRunChainsTx(ctx, tx, enc.Chains); err != nil {
 		return 0, err
 	}
 	// Rows go in with multi-row statements: one statement per group of
@@ -128,7 +129,7 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, runID string, cps []engi
 		end := min(start+cpRowsPerStatement, len(cps))
 		args := make([]any, 0, cpCols*(end-start))
 		for i := start; i < end; i++ {
-			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.chainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.bodies[i])
+			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.ChainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.Bodies[i])
 		}
 		if _, err := db.exec(ctx, tx, checkpointInsertSQLs[end-start], args...); err != nil {
 			return 0, err
@@ -271,7 +272,7 @@ func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, erro
 			if err := rows.Scan(&n, &body); err != nil {
 				return err
 			}
-			var cp storedCheckpoint
+			var cp cplog.Stored
 			if err := jsonv2.Unmarshal(body, &cp); err != nil {
 				return &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d is corrupt: %v", n, err)}
 			}

@@ -2,71 +2,15 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/chainstudio/studio/engine"
 )
 
-// A run's start checkpoint holds the chain it runs. Rather than a copy in
-// every run (a large chain is hundreds of KB, and a chain version is run again
-// and again), the document is stored once in run_chains under the SHA-256 of
-// its JSON, and the entry's body names it. Load puts the chain back, so the
-// engine sees exactly the log it wrote.
-
-// storedCheckpoint is a checkpoint entry as stored: the engine's entry, with
-// the start record's chain replaced by its hash.
-type storedCheckpoint struct {
-	engine.Checkpoint
-	ChainSHA256 string `json:"chain_sha256,omitempty"`
-}
-
-// encodedCheckpoints are a batch of entries ready to insert.
-type encodedCheckpoints struct {
-	bodies    []string          // per entry: the stored JSON
-	chainRefs []any             // per entry: the chain's hash (start entries) or nil
-	chains    map[string]string // hash → chain JSON, for run_chains
-}
-
-func encodeCheckpoints(cps []engine.Checkpoint) (*encodedCheckpoints, error) {
-	enc := &encodedCheckpoints{bodies: make([]string, len(cps)), chainRefs: make([]any, len(cps))}
-	for i := range cps {
-		cp := &cps[i]
-		if cp.Start == nil || cp.Start.Chain == nil {
-			b, err := json.Marshal(cp)
-			if err != nil {
-				return nil, fmt.Errorf("%s entry: %w", cp.Kind, err)
-			}
-			enc.bodies[i] = string(b)
-			continue
-		}
-		doc, err := json.Marshal(cp.Start.Chain)
-		if err != nil {
-			return nil, fmt.Errorf("start entry: chain: %w", err)
-		}
-		sum := sha256.Sum256(doc)
-		ref := hex.EncodeToString(sum[:])
-		start := *cp.Start
-		start.Chain = nil
-		stored := storedCheckpoint{Checkpoint: *cp, ChainSHA256: ref}
-		stored.Start = &start
-		b, err := json.Marshal(&stored)
-		if err != nil {
-			return nil, fmt.Errorf("start entry: %w", err)
-		}
-		enc.bodies[i] = string(b)
-		enc.chainRefs[i] = ref
-		if enc.chains == nil {
-			enc.chains = map[string]string{}
-		}
-		enc.chains[ref] = string(doc)
-	}
-	return enc, nil
-}
+// A run's start checkpoint holds the chain it runs; the chain is stored
+// once in run_chains under its hash (the stored form is package cplog's).
 
 // storeRunChainsTx stores the chains a batch refers to, once each.
 func (db *DB) storeRunChainsTx(ctx context.Context, tx *sql.Tx, chains map[string]string) error {
