@@ -8,6 +8,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
+	"github.com/chainstudio/studio/store/sqlq"
 )
 
 const interruptedMessage = "the studio stopped while this run was running; resume it to continue from its last checkpoint"
@@ -51,7 +52,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 			if err != nil {
 				return err
 			}
-			nodes, err := runNodes(ctx, tx, id, "")
+			nodes, err := sqlq.RunNodes(ctx, tx, id, "")
 			if err != nil {
 				return err
 			}

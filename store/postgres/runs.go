@@ -3,21 +3,17 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"time"
-
-	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlq"
 )
 
 func jsonText(v any) (any, error) {
@@ -134,7 +130,7 @@ func (db *DB) GetRun(ctx context.Context, id string) (*store.Run, error) {
 		if err != nil {
 			return err
 		}
-		if r.Nodes, err = runNodes(ctx, tx, id, ""); err != nil {
+		if r.Nodes, err = sqlq.RunNodes(ctx, tx, id, ""); err != nil {
 			return err
 		}
 		if r.Outputs == nil {
@@ -165,7 +161,7 @@ func (db *DB) GetRunNode(ctx context.Context, runID, nodeID string) (*engine.Nod
 	var nodes []engine.NodeResult
 	err := db.readTx(ctx, func(tx *Tx) error {
 		var err error
-		nodes, err = runNodes(ctx, tx, runID, nodeID)
+		nodes, err = sqlq.RunNodes(ctx, tx, runID, nodeID)
 		return err
 	})
 	if err != nil {
@@ -188,66 +184,6 @@ func doneOutputs(nodes []engine.NodeResult) map[string]any {
 		}
 	}
 	return out
-}
-
-// runNodes feeds a run's checkpoint rows to the engine's fold
-// (engine.NodeResultFold), which owns what they mean. node limits the fold to
-// one node ("" for all).
-func runNodes(ctx context.Context, tx *Tx, runID, node string) ([]engine.NodeResult, error) {
-	q := `SELECT n, kind, body FROM checkpoints WHERE run_id = ? AND kind IN ('node', 'pause', 'end', 'resume') ORDER BY n`
-	args := []any{runID}
-	if node != "" {
-		q = `SELECT n, kind, body FROM checkpoints WHERE run_id = ? AND (node_id = ? OR kind IN ('end', 'resume')) ORDER BY n`
-		args = append(args, node)
-	}
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	f := engine.NodeResultFold{Only: node}
-	var body []byte
-	for rows.Next() {
-		var n int64
-		var kind string
-		if err := rows.Scan(&n, &kind, &body); err != nil {
-			return nil, err
-		}
-		var cp struct { // the parts the fold reads
-			Time  time.Time           `json:"time"`
-			Node  *engine.NodeRecord  `json:"node"`
-			Pause *engine.PauseRecord `json:"pause"`
-			End   *engine.EndRecord   `json:"end"`
-		}
-		if err := jsonv2.Unmarshal(body, &cp); err != nil {
-			return nil, fmt.Errorf("checkpoint %d is corrupt: %w", n, err)
-		}
-		if err := f.Add(&engine.Checkpoint{Kind: kind, Time: cp.Time, Node: cp.Node, Pause: cp.Pause, End: cp.End}); err != nil {
-			return nil, fmt.Errorf("checkpoint %d: %w", n, err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return f.Results(), nil
-}
-
-// encodeCursor makes an opaque keyset cursor from a run's (started_at, id).
-func encodeCursor(started int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(started, 10) + ":" + id))
-}
-
-func decodeCursor(c string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", fmt.Errorf("%w: bad cursor", store.ErrInvalid)
-	}
-	ts, id, ok := strings.Cut(string(b), ":")
-	started, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil {
-		return 0, "", fmt.Errorf("%w: bad cursor", store.ErrInvalid)
-	}
-	return started, id, nil
 }
 
 // ListRuns lists runs newest first, one page at a time (keyset pagination on
@@ -287,7 +223,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 	order := ` ORDER BY started_at DESC, id`
 	switch {
 	case f.Before != "":
-		started, id, err := decodeCursor(f.Before)
+		started, id, err := sqlq.DecodeCursor(f.Before)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
@@ -296,7 +232,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		where = append(where, "started_at <= ? AND (started_at < ? OR id > ?)")
 		args = append(args, started, started, id)
 	case f.After != "":
-		started, id, err := decodeCursor(f.After)
+		started, id, err := sqlq.DecodeCursor(f.After)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
@@ -336,17 +272,17 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		slices.Reverse(runs)
 		if len(runs) > 0 {
 			// came back from an older page: there is one
-			p.Older = encodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			p.Older = sqlq.EncodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
 			if more {
-				p.Newer = encodeCursor(micros(runs[0].Started), runs[0].ID)
+				p.Newer = sqlq.EncodeCursor(micros(runs[0].Started), runs[0].ID)
 			}
 		}
 	} else if len(runs) > 0 {
 		if more {
-			p.Older = encodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			p.Older = sqlq.EncodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
 		}
 		if f.Before != "" {
-			p.Newer = encodeCursor(micros(runs[0].Started), runs[0].ID)
+			p.Newer = sqlq.EncodeCursor(micros(runs[0].Started), runs[0].ID)
 		}
 	}
 	p.Runs = runs

@@ -1,0 +1,85 @@
+// Package sqlq holds the SQL both store backends run unchanged, written
+// once with ? placeholders (the PostgreSQL backend rewrites them): a backend
+// passes its transaction or connection as a Queryer.
+package sqlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+// Queryer runs a query: *sql.Tx, *sql.DB, or a backend's wrapper of them.
+type Queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// RunNodes feeds a run's checkpoint rows to the engine's fold
+// (engine.NodeResultFold), which owns what they mean. node limits the fold to
+// one node ("" for all).
+func RunNodes(ctx context.Context, tx Queryer, runID, node string) ([]engine.NodeResult, error) {
+	q := `SELECT n, kind, body FROM checkpoints WHERE run_id = ? AND kind IN ('node', 'pause', 'end', 'resume') ORDER BY n`
+	args := []any{runID}
+	if node != "" {
+		q = `SELECT n, kind, body FROM checkpoints WHERE run_id = ? AND (node_id = ? OR kind IN ('end', 'resume')) ORDER BY n`
+		args = append(args, node)
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	f := engine.NodeResultFold{Only: node}
+	var body []byte
+	for rows.Next() {
+		var n int64
+		var kind string
+		if err := rows.Scan(&n, &kind, &body); err != nil {
+			return nil, err
+		}
+		var cp struct { // the parts the fold reads
+			Time  time.Time           `json:"time"`
+			Node  *engine.NodeRecord  `json:"node"`
+			Pause *engine.PauseRecord `json:"pause"`
+			End   *engine.EndRecord   `json:"end"`
+		}
+		if err := jsonv2.Unmarshal(body, &cp); err != nil {
+			return nil, fmt.Errorf("checkpoint %d is corrupt: %w", n, err)
+		}
+		if err := f.Add(&engine.Checkpoint{Kind: kind, Time: cp.Time, Node: cp.Node, Pause: cp.Pause, End: cp.End}); err != nil {
+			return nil, fmt.Errorf("checkpoint %d: %w", n, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return f.Results(), nil
+}
+
+// EncodeCursor makes an opaque keyset cursor from a run's (started_at, id).
+func EncodeCursor(started int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(started, 10) + ":" + id))
+}
+
+// DecodeCursor reads a cursor EncodeCursor made; a bad one is store.ErrInvalid.
+func DecodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: bad cursor", store.ErrInvalid)
+	}
+	ts, id, ok := strings.Cut(string(b), ":")
+	started, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil {
+		return 0, "", fmt.Errorf("%w: bad cursor", store.ErrInvalid)
+	}
+	return started, id, nil
+}
