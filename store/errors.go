@@ -15,6 +15,7 @@ const (
 	ENOTFOUND    = "not_found"   // no such chain, version or run
 	ETOOLARGE    = "too_large"   // a value is over a size the backend can store
 	EUNAVAILABLE = "unavailable" // the backend cannot serve now (closed, unreachable); try again later
+	ELEASELOST   = "lease_lost"  // a run's write from a process that no longer owns the run (its lease epoch is stale)
 )
 
 // Error is a store error with a code. Backends return it (or wrap it with
@@ -70,6 +71,7 @@ var (
 	ErrSeqConflict     = &Error{Code: ECONFLICT, Message: "event seq already stored"}
 	ErrInvalid         = &Error{Code: EINVALID, Message: "invalid"}
 	ErrUnavailable     = &Error{Code: EUNAVAILABLE, Message: "unavailable"}
+	ErrLeaseLost       = &Error{Code: ELEASELOST, Message: "lease lost"}
 )
 
 // ConflictError: a chain name is already used by another (non-deleted) chain.
@@ -114,3 +116,18 @@ func (e *EventSeqError) Error() string {
 }
 
 func (e *EventSeqError) Unwrap() error { return ErrSeqConflict }
+
+// LeaseLostError: a write of a run by a process whose lease on the run is
+// no longer current (another process took the run over, bumping its epoch).
+// Nothing of the write is kept. errors.Is(err, ErrLeaseLost) is true; its
+// code is ELEASELOST.
+type LeaseLostError struct {
+	RunID string
+	Epoch int64 // the writer's epoch
+}
+
+func (e *LeaseLostError) Error() string {
+	return fmt.Sprintf("run %s: the lease of epoch %d was lost (another process took the run over); the write was refused", e.RunID, e.Epoch)
+}
+
+func (e *LeaseLostError) Unwrap() error { return ErrLeaseLost }

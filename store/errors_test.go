@@ -23,6 +23,8 @@ func TestErrorCodeAndMessage(t *testing.T) {
 		{"a taken name", &ConflictError{Name: "a"}, ECONFLICT, `chain name "a" is already taken`},
 		{"a seq stored twice", &EventSeqError{RunID: "r", Seq: 2, After: 3}, ECONFLICT,
 			"event seq 2 of run r does not come after seq 3: a run's events are stored once each, in seq order"},
+		{"a stale lease", fmt.Errorf("append: %w", &LeaseLostError{RunID: "r", Epoch: 3}), ELEASELOST,
+			"append: run r: the lease of epoch 3 was lost (another process took the run over); the write was refused"},
 	} {
 		if got := ErrorCode(tc.err); got != tc.code {
 			t.Errorf("%s: code %q, want %q", tc.name, got, tc.code)

@@ -123,6 +123,32 @@ type CheckpointStore interface {
 	engine.Checkpointer
 }
 
+// RunLease is a process's hold on a run it executes: the epoch its writes
+// carry, and whether a cancel of the run is pending.
+type RunLease struct {
+	Epoch           int64
+	CancelRequested bool
+}
+
+// LeaseStore gives the process that executes a run ownership of it, so that
+// several processes sharing one database never both write a run (fencing).
+// A backend with one process (SQLite, which holds a file lock) implements it
+// trivially: its leases never expire and no write is refused.
+type LeaseStore interface {
+	// TakeRun makes owner the run's owner until ttl from now and returns
+	// its new epoch (every take bumps it, so the previous owner's writes are
+	// refused from this moment on, with a *LeaseLostError); lost is called
+	// once when a write of this process finds its epoch stale. A run that
+	// is neither queued nor running has nothing to execute: nil, nil.
+	TakeRun(ctx context.Context, runID, owner string, ttl time.Duration, lost func()) (*RunLease, error)
+	// RenewRun extends the lease until ttl from now and reports whether a
+	// cancel is pending; a stale epoch is a *LeaseLostError.
+	RenewRun(ctx context.Context, runID string, epoch int64, ttl time.Duration) (cancelRequested bool, err error)
+	// ReleaseRun gives the lease up once the run stopped executing here
+	// (nothing when epoch is stale).
+	ReleaseRun(ctx context.Context, runID string, epoch int64) error
+}
+
 // Housekeeping is what the studio does to a store outside any request.
 type Housekeeping interface {
 	// RecoverInterrupted marks the runs a previous process left running as
@@ -144,6 +170,7 @@ type Backend interface {
 	RunStore
 	EventStore
 	CheckpointStore
+	LeaseStore
 	Housekeeping
 	// Close closes the store. Close every EventWriter on it first.
 	Close() error

@@ -23,6 +23,7 @@ const (
 	ETOOLARGE    = store.ETOOLARGE
 	EUNAVAILABLE = store.EUNAVAILABLE
 	EINTERNAL    = store.EINTERNAL
+	ELEASELOST   = store.ELEASELOST // a run's write from a process that lost the run to another (not expected over HTTP)
 
 	EBADREQUEST   = "bad_request"  // the request cannot be read: bad JSON, a bad parameter
 	EUNAUTHORIZED = "unauthorized" // no valid token
@@ -42,6 +43,7 @@ var errorStatus = map[string]int{
 	ENOTFOUND:     http.StatusNotFound,
 	ENOTALLOWED:   http.StatusMethodNotAllowed,
 	ECONFLICT:     http.StatusConflict,
+	ELEASELOST:    http.StatusConflict,
 	ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	EINVALID:      http.StatusUnprocessableEntity,
 	EMISDIRECTED:  http.StatusMisdirectedRequest,
@@ -65,7 +67,7 @@ func ErrorStatusCode(code string) int {
 // status only (echo's own: unknown route, wrong method, body too large).
 func codeForStatus(status int) string {
 	for code, s := range errorStatus {
-		if s == status {
+		if s == status && code != ELEASELOST { // 409 reads as conflict
 			return code
 		}
 	}

@@ -84,9 +84,23 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		for i := range cps {
 			args = append(args, runID, n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.ChainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.Bodies[i])
 		}
-		if db.closed.Load() {
+		switch f := db.fenceOf(runID); {
+		case db.closed.Load():
 			err = errClosed
-		} else {
+		case f != nil:
+			// A run this process owns: the epoch check is folded into the
+			// INSERT, still one round trip. FOR SHARE makes the check wait
+			// for a concurrent take and read its outcome.
+			var res sql.Result
+			res, err = db.w.ExecContext(ctx, checkpointFencedSQLs[len(cps)], append(args, runID, f.epoch)...)
+			if err == nil {
+				if k, kerr := res.RowsAffected(); kerr != nil {
+					err = kerr
+				} else if k == 0 {
+					err = f.refused(runID)
+				}
+			}
+		default:
 			_, err = db.w.ExecContext(ctx, checkpointInsertSQLs[len(cps)], args...)
 		}
 		last = n + int64(len(cps))
@@ -150,11 +164,16 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 	var n int64
 	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
 		n = v.(int64)
+		if db.fenceOf(runID) != nil {
+			if err := db.lockRun(ctx, tx, runID); err != nil {
+				return 0, err
+			}
+		}
 	} else {
 		if err := db.ensureRun(ctx, tx, runID, cpTime(&cps[0], db.now), cps[0].Start); err != nil {
 			return 0, err
 		}
-		if err := lockRun(ctx, tx, runID); err != nil {
+		if err := db.lockRun(ctx, tx, runID); err != nil {
 			return 0, err
 		}
 		if err := db.queryRow(ctx, tx, `SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = ?`, runID).Scan(&n); err != nil {
@@ -200,11 +219,16 @@ const (
 	cpCols             = 8
 )
 
-var checkpointInsertSQLs [cpRowsPerStatement + 1]string
+var checkpointInsertSQLs, checkpointFencedSQLs [cpRowsPerStatement + 1]string
 
 func init() {
+	// The fenced form selects its rows from VALUES, where nothing gives the
+	// parameters their types: each is cast.
+	typed := "(?::VARCHAR, ?::BIGINT, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::BIGINT, ?::BIGINT, ?::TEXT)"
 	for k := 1; k <= cpRowsPerStatement; k++ {
 		checkpointInsertSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body) VALUES " + placeholders(k, cpCols)
+		checkpointFencedSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body) SELECT * FROM (VALUES " +
+			strings.TrimSuffix(strings.Repeat(typed+", ", k), ", ") + ") AS v WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND epoch = ? FOR SHARE)"
 	}
 }
 
@@ -420,7 +444,12 @@ RETURNING n, node_id`, runID, micros(db.now())).Scan(&n, &nodeID)
 	if err != nil {
 		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE runs SET status = 'running' WHERE id = $1 AND status = 'paused'`, runID); err != nil {
+	// A take of the run, as a job start is: the epoch moves on (whoever held
+	// the run before can no longer write), and an old cancel does not apply
+	// to the continuation.
+	if _, err := tx.Exec(ctx, `UPDATE runs SET status = CASE WHEN status = 'paused' THEN 'running' ELSE status END,
+  epoch = epoch + 1, owner = NULL, lease_until = NULL, cancel_requested = FALSE
+WHERE id = $1`, runID); err != nil {
 		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
 	}
 	return nodeID, nil

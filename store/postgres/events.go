@@ -38,7 +38,7 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 		}
 		bodies[i] = string(b)
 	}
-	err := db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies) })
+	err := db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies, false) })
 	if err != nil {
 		return fmt.Errorf("store: append events of run %s: %w", events[0].RunID, err)
 	}
@@ -51,8 +51,12 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 const maxBatchBody = 256 << 10
 
 // appendEventsTx writes each run's events in events as batch rows (one per
-// run, more when they are large); bodies are the events' JSON.
-func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event, bodies []string) error {
+// run, more when they are large); bodies are the events' JSON. The events
+// of a run this process lost to another (a stale epoch) refuse the whole
+// write, or with dropStale are left out and the rest is written: the event
+// writer's batches mix runs, and one run's lost lease must not hold the
+// others' events.
+func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event, bodies []string, dropStale bool) error {
 	type runBatch struct {
 		id          string
 		first, last int64
@@ -102,16 +106,26 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event,
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	var stale map[string]bool
 	for _, id := range ids {
 		if err := db.ensureRun(ctx, tx, id, firsts[id], nil); err != nil {
 			return err
 		}
-		if err := lockRun(ctx, tx, id); err != nil {
-			return err
+		if err := db.lockRun(ctx, tx, id); err != nil {
+			if !dropStale || !errors.Is(err, store.ErrLeaseLost) {
+				return err
+			}
+			if stale == nil {
+				stale = map[string]bool{}
+			}
+			stale[id] = true
 		}
 	}
 	checked := map[string]bool{}
 	for _, b := range order {
+		if stale[b.id] {
+			continue
+		}
 		if !checked[b.id] {
 			// The first row of each run in this write: its events must come
 			// after what is stored.
@@ -190,13 +204,6 @@ func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
 	return n, err
 }
 
-// lockRun locks a run's row until the transaction ends: the writes that
-// read the run's log or events before appending to them take it first.
-func lockRun(ctx context.Context, tx *Tx, runID string) error {
-	var one int
-	return tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ? FOR UPDATE`, runID).Scan(&one)
-}
-
 // EventWriter is the buffered event writer on this backend.
 type EventWriter = eventbuf.EventWriter
 
@@ -219,7 +226,7 @@ func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
 // and tells the other processes' listeners that events arrived.
 func (db *DB) WriteEventBatch(ctx context.Context, batch []engine.Event, bodies []string) error {
 	return db.writeTx(ctx, func(tx *Tx) error {
-		if err := db.appendEventsTx(ctx, tx, batch, bodies); err != nil {
+		if err := db.appendEventsTx(ctx, tx, batch, bodies, true); err != nil {
 			return err
 		}
 		if db.notifyEvents.Load() {

@@ -16,9 +16,12 @@ const interruptedMessage = "the studio stopped while this run was running; resum
 // RecoverInterrupted marks every run left "running" or "queued" by a previous process as
 // failed with code interrupted_by_restart, appending an "end" checkpoint so
 // that a resume sees a failed run. Call it at startup, before starting runs.
-// Paused runs are left alone. It returns how many runs it marked.
+// Paused runs are left alone, and so are runs whose lease is live: another
+// process executes them (a cluster never calls this at start-up: the
+// reaper takes dead processes' runs over instead). It returns how many runs
+// it marked.
 func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN ('running', 'queued') ORDER BY started_at, id`)
+	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN ('running', 'queued') AND COALESCE(lease_until, 0) < `+nowMicros+` ORDER BY started_at, id`)
 	if err != nil {
 		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
 	}
@@ -40,12 +43,13 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 		marked := false
 		err := db.writeTx(ctx, func(tx *Tx) error {
 			var status string
-			if err := db.queryRow(ctx, tx, `SELECT status FROM runs WHERE id = ? FOR UPDATE`, id).Scan(&status); err != nil {
+			var live bool
+			if err := db.queryRow(ctx, tx, `SELECT status, COALESCE(lease_until, 0) >= `+nowMicros+` FROM runs WHERE id = ? FOR UPDATE`, id).Scan(&status, &live); err != nil {
 				return err
 			}
 			// "queued": a run waiting for a slot when the process died (a
 			// clean stop cancels them).
-			if status != string(engine.StatusRunning) && status != "queued" {
+			if status != string(engine.StatusRunning) && status != "queued" || live {
 				return nil // changed since the scan
 			}
 			seq, err := maxSeq(ctx, tx, id)

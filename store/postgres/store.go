@@ -77,6 +77,10 @@ type DB struct {
 	// lastN caches, for runs this process is appending checkpoints to, the
 	// number of the run's last checkpoint (run id → int64).
 	lastN sync.Map
+
+	// fences holds the epoch of each run this process executes under a
+	// lease (run id → *fence): its writes check it (lease.go).
+	fences sync.Map
 }
 
 // SchemaVersionError: the database was written by a newer studio.
