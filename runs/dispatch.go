@@ -24,6 +24,10 @@ type Task struct {
 	// Resume is an accepted resume with a value, its interrupt claimed in
 	// the transaction that inserted this job; the worker writes its entry.
 	Resume *engine.ResumeRecord `json:"resume,omitempty"`
+	// Takeover: the run's previous executor stopped without ending it (its
+	// lease expired); the worker continues the run from its stored log, or
+	// starts it as above when nothing was logged.
+	Takeover bool `json:"takeover,omitempty"`
 }
 
 // Dispatcher hands recorded runs to workers that may live in other
@@ -55,49 +59,27 @@ type RemoteStore interface {
 	EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error)
 }
 
+// ErrLeaseLost is the cause a run executing here is cancelled with when
+// another process took it over (this process's lease expired: it was
+// paused, or cut off from the database). The run stops without writing
+// anything more: its new owner continues it.
+var ErrLeaseLost = store.Errorf(store.ELEASELOST, "another process took the run over (this process's lease on it expired); it stopped here without writing")
+
+// errCancelledByUser is the cause of a cancel from any process.
+var errCancelledByUser = errors.New("cancelled by a user")
+
 // Execute runs a dispatched task in this process and returns when the run
 // stops (a worker's job). jobCtx ending (the job cancelled from another
 // process, the worker stopping) cancels the run.
+//
+// The run is taken first: its lease (store.LeaseStore) makes this process
+// its owner at a new epoch, which fences out any previous owner's writes,
+// and a heartbeat apart from node work extends it every LeaseTTL/3 and
+// reads the run's cancel flag. When the lease is lost the run is cancelled
+// here with ErrLeaseLost and writes nothing more.
 func (s *Service) Execute(jobCtx context.Context, t Task) error {
 	if s.disp == nil {
 		return errors.New("runs: Execute needs a Dispatcher")
-	}
-	var fn func(context.Context) (*engine.Result, error)
-	switch t.Kind {
-	case store.KindRun:
-		info, err := s.store.GetRunInfo(jobCtx, t.RunID)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", t.RunID, err)
-		}
-		cv, err := s.remote.GetVersion(jobCtx, t.ChainID, t.ChainVersion)
-		if err != nil {
-			return fmt.Errorf("run %s: chain %s version %d: %w", t.RunID, t.ChainID, t.ChainVersion, err)
-		}
-		input := info.Input
-		if input == nil {
-			input = map[string]any{}
-		}
-		fn = func(ctx context.Context) (*engine.Result, error) {
-			return s.eng.Run(ctx, cv.Doc, input, engine.RunOptions{RunID: t.RunID})
-		}
-	case store.KindRerun:
-		info, err := s.store.GetRunInfo(jobCtx, t.RunID)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", t.RunID, err)
-		}
-		fn = func(ctx context.Context) (*engine.Result, error) {
-			return s.eng.RerunFrom(ctx, t.ParentRunID, t.FromNode, info.Input, engine.RunOptions{RunID: t.RunID, ParentRunID: t.ParentRunID, ModifiedState: t.Modified})
-		}
-	case store.KindResume:
-		maxSeq, err := s.store.MaxSeq(jobCtx, t.RunID)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", t.RunID, err)
-		}
-		fn = func(ctx context.Context) (*engine.Result, error) {
-			return s.eng.ContinueResume(ctx, t.RunID, t.Resume, engine.ResumeOptions{NextSeq: maxSeq + 1})
-		}
-	default:
-		return fmt.Errorf("run %s: unknown task kind %q", t.RunID, t.Kind)
 	}
 	ctx, cancel := context.WithCancelCause(s.base)
 	stop := context.AfterFunc(jobCtx, func() { cancel(context.Cause(jobCtx)) })
@@ -106,11 +88,151 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 		cancel(nil)
 		return ErrShutdown
 	}
+	lost := func() {
+		s.log.Warn("lease lost: a write of the run was refused, another process took it over; stopping it here without writing", "run_id", t.RunID)
+		cancel(ErrLeaseLost)
+	}
+	lease, err := s.leases.TakeRun(jobCtx, t.RunID, s.owner, s.ttl, lost)
+	if err != nil || lease == nil {
+		cancel(nil)
+		s.untrack(t.RunID)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", t.RunID, err)
+		}
+		s.log.Info("run not executed: it is no longer queued or running", "run_id", t.RunID, "kind", t.Kind)
+		return nil
+	}
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer rcancel()
+		if err := s.leases.ReleaseRun(rctx, t.RunID, lease.Epoch); err != nil {
+			s.log.Warn("release the run's lease", "run_id", t.RunID, "err", err)
+		}
+	}()
+	hbCtx, hbStop := context.WithCancel(context.Background())
+	defer hbStop()
+	go s.heartbeat(hbCtx, t.RunID, lease.Epoch, cancel)
+	if lease.CancelRequested {
+		cancel(errCancelledByUser)
+	}
+	fn, err := s.taskFunc(ctx, t)
+	if err != nil {
+		cancel(nil)
+		s.untrack(t.RunID)
+		s.hub.End(t.RunID)
+		return err
+	}
 	t0 := &ticket{done: make(chan struct{})}
 	s.running.Add(1)
 	defer s.running.Add(-1)
 	s.execute(t.RunID, t.Kind, ctx, cancel, fn, t0)
+	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		// Not a failure of the run: its new owner goes on with it.
+		return nil
+	}
 	return t0.err
+}
+
+// taskFunc builds what executes a task, read after the run was taken (so
+// that a takeover sees every event and entry the previous owner stored).
+func (s *Service) taskFunc(ctx context.Context, t Task) (func(context.Context) (*engine.Result, error), error) {
+	if t.Takeover {
+		log, err := s.store.Load(ctx, t.RunID)
+		if err == nil {
+			maxSeq, err := s.store.MaxSeq(ctx, t.RunID)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", t.RunID, err)
+			}
+			s.log.Info("taking the run over from its log", "run_id", t.RunID, "entries", len(log), "events", maxSeq)
+			return func(ctx context.Context) (*engine.Result, error) {
+				return s.eng.Takeover(ctx, t.RunID, log, t.Resume, engine.ResumeOptions{NextSeq: maxSeq + 1})
+			}, nil
+		}
+		var ce *engine.ChainCheckpointError
+		if !errors.As(err, &ce) || t.Kind == store.KindResume {
+			return nil, fmt.Errorf("run %s: take over: %w", t.RunID, err)
+		}
+		// Nothing logged: the previous owner died before the run's start
+		// entry; it starts as the job said.
+	}
+	switch t.Kind {
+	case store.KindRun:
+		info, err := s.store.GetRunInfo(ctx, t.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", t.RunID, err)
+		}
+		cv, err := s.remote.GetVersion(ctx, t.ChainID, t.ChainVersion)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: chain %s version %d: %w", t.RunID, t.ChainID, t.ChainVersion, err)
+		}
+		input := info.Input
+		if input == nil {
+			input = map[string]any{}
+		}
+		return func(ctx context.Context) (*engine.Result, error) {
+			return s.eng.Run(ctx, cv.Doc, input, engine.RunOptions{RunID: t.RunID})
+		}, nil
+	case store.KindRerun:
+		info, err := s.store.GetRunInfo(ctx, t.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", t.RunID, err)
+		}
+		return func(ctx context.Context) (*engine.Result, error) {
+			return s.eng.RerunFrom(ctx, t.ParentRunID, t.FromNode, info.Input, engine.RunOptions{RunID: t.RunID, ParentRunID: t.ParentRunID, ModifiedState: t.Modified})
+		}, nil
+	case store.KindResume:
+		maxSeq, err := s.store.MaxSeq(ctx, t.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", t.RunID, err)
+		}
+		return func(ctx context.Context) (*engine.Result, error) {
+			return s.eng.ContinueResume(ctx, t.RunID, t.Resume, engine.ResumeOptions{NextSeq: maxSeq + 1})
+		}, nil
+	}
+	return nil, fmt.Errorf("run %s: unknown task kind %q", t.RunID, t.Kind)
+}
+
+// heartbeat extends a run's lease every LeaseTTL/3 until ctx ends, apart
+// from node work, and cancels the run when the lease is lost (another
+// process took it over), when it could not be renewed for a whole TTL (the
+// reaper may have given the run to another process: stop writing rather
+// than race it), or when a cancel was requested (the flag is read here, so
+// a cancel lands even when River's notification is lost).
+func (s *Service) heartbeat(ctx context.Context, runID string, epoch int64, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(s.ttl / 3)
+	defer tick.Stop()
+	renewed := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rctx, rcancel := context.WithTimeout(ctx, s.ttl/3)
+		asked, err := s.leases.RenewRun(rctx, runID, epoch, s.ttl)
+		rcancel()
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			s.log.Warn("lease lost: another process took the run over; stopping it here without writing", "run_id", runID, "epoch", epoch)
+			cancel(ErrLeaseLost)
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(renewed) >= s.ttl {
+				s.log.Warn("lease lost: it could not be renewed within its TTL; stopping the run here", "run_id", runID, "epoch", epoch, "err", err)
+				cancel(ErrLeaseLost)
+				return
+			}
+			s.log.Warn("lease renewal failed; retrying", "run_id", runID, "err", err)
+		default:
+			renewed = time.Now()
+			if asked {
+				cancel(errCancelledByUser)
+			}
+		}
+	}
 }
 
 // dispatchCreate records a run and its job through the dispatcher.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -94,11 +95,22 @@ type Options struct {
 	// RemotePoll is how often the events of a run executing in another
 	// process are read for this process's watchers; default 1s.
 	RemotePoll time.Duration
+	// LeaseTTL is how long a run executing here through the Dispatcher
+	// stays this process's without a heartbeat (renewed every LeaseTTL/3);
+	// default DefaultLeaseTTL. Another process takes the run over once it
+	// passed.
+	LeaseTTL time.Duration
+	// Owner names this process in the runs it owns; default host, pid and
+	// a random suffix.
+	Owner string
 	// EventHints, when set, says that some process stored new events
 	// (PostgreSQL's LISTEN/NOTIFY): the watched remote runs are read at
 	// once rather than at the next poll.
 	EventHints <-chan struct{}
 }
+
+// DefaultLeaseTTL is how long a run's lease lasts without a heartbeat.
+const DefaultLeaseTTL = 15 * time.Second
 
 // DefaultMaxRunning is how many runs execute at once when no flag says:
 // eight per core, at least 8. A run mostly waits (on models, HTTP, delays),
@@ -120,6 +132,9 @@ type Service struct {
 
 	disp    Dispatcher
 	remote  RemoteStore
+	leases  store.LeaseStore
+	ttl     time.Duration
+	owner   string
 	poll    time.Duration
 	pollers map[string]struct{} // runs whose events are polled for watchers here
 	running atomic.Int64        // dispatched runs executing here (Execute)
@@ -179,6 +194,21 @@ func New(opts Options) (*Service, error) {
 			return nil, errors.New("runs: a Dispatcher needs a Store that is also a RemoteStore")
 		}
 		s.remote = rs
+		ls, ok := opts.Store.(store.LeaseStore)
+		if !ok {
+			stop(nil)
+			s.events.Close()
+			return nil, errors.New("runs: a Dispatcher needs a Store that is also a store.LeaseStore")
+		}
+		s.leases = ls
+		s.ttl, s.owner = opts.LeaseTTL, opts.Owner
+		if s.ttl <= 0 {
+			s.ttl = DefaultLeaseTTL
+		}
+		if s.owner == "" {
+			host, _ := os.Hostname()
+			s.owner = fmt.Sprintf("%s pid %d %s", host, os.Getpid(), uuid.NewString()[:8])
+		}
 	}
 	s.hintC = make(chan struct{})
 	if opts.EventHints != nil {

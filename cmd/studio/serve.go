@@ -50,6 +50,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	worker := fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
+	lease := registerLease(fs)
 	var keep retention
 	keep.register(fs)
 	fs.Usage = func() {
@@ -74,6 +75,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	if err := gov.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	if err := lease.check(); err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
@@ -126,7 +131,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, leaseTTL: *lease.ttl, reapEvery: *lease.reap}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
@@ -138,6 +143,7 @@ type serveConfig struct {
 	exprBudget                     expr.Budget
 	pg                             *postgres.DB // PostgreSQL: runs are River jobs
 	noWorker                       bool         // PostgreSQL: insert jobs only, execute none here
+	leaseTTL, reapEvery            time.Duration
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -156,7 +162,8 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		if cfg.noWorker {
 			workers = 0
 		}
-		if queue, err = riverqueue.New(cfg.pg, riverqueue.Options{Workers: workers, Logger: log}); err != nil {
+		opts.LeaseTTL = cfg.leaseTTL
+		if queue, err = riverqueue.New(cfg.pg, riverqueue.Options{Workers: workers, Logger: log, LeaseTTL: cfg.leaseTTL, ReapEvery: cfg.reapEvery}); err != nil {
 			fmt.Fprintf(stderr, "studio: %v\n", err)
 			return exitFailed
 		}

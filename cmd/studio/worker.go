@@ -33,6 +33,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
+	lease := registerLease(fs)
 	fs.Usage = func() {
 		printUsage(fs, "studio worker --db postgres://… [flags]",
 			"Executes runs started through any `studio serve` on the same PostgreSQL database,\n"+
@@ -59,6 +60,10 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
+	if err := lease.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	db, err := openBackend(ctx, *dbURL, log)
 	if err != nil {
@@ -76,7 +81,8 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Limits: budgets.limits, ExprBudget: exprBudget}
 	gov.applyTo(&opts)
-	queue, err := riverqueue.New(db.pg, riverqueue.Options{Workers: opts.MaxRunning, Logger: log})
+	opts.LeaseTTL = *lease.ttl
+	queue, err := riverqueue.New(db.pg, riverqueue.Options{Workers: opts.MaxRunning, Logger: log, LeaseTTL: *lease.ttl, ReapEvery: *lease.reap})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -114,4 +120,27 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	log.Info("Chain Studio worker stopped")
 	return exitOK
+}
+
+// leaseFlags are the run-ownership timings of a process that executes runs
+// on PostgreSQL (docs/deploy.md, "Ownership"). Give every process the same.
+type leaseFlags struct {
+	ttl, reap *time.Duration
+}
+
+func registerLease(fs *flag.FlagSet) leaseFlags {
+	return leaseFlags{
+		ttl:  fs.Duration("lease-ttl", runs.DefaultLeaseTTL, "on PostgreSQL, how long a run stays this process's without a heartbeat (`DURATION`, renewed every third of it); a run whose lease passed is taken over by another worker"),
+		reap: fs.Duration("reaper-period", 5*time.Second, "on PostgreSQL, how often runs whose lease passed are looked for and taken over (`DURATION`; one process reaps per period)"),
+	}
+}
+
+func (l leaseFlags) check() error {
+	if *l.ttl < 300*time.Millisecond {
+		return fmt.Errorf("--lease-ttl %v: at least 300ms (the heartbeat renews every third of it)", *l.ttl)
+	}
+	if *l.reap < 100*time.Millisecond {
+		return fmt.Errorf("--reaper-period %v: at least 100ms", *l.reap)
+	}
+	return nil
 }

@@ -34,6 +34,11 @@ func Migrate(ctx context.Context, db DB) error {
 		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 			return fmt.Errorf("river: migrate: %w", err)
 		}
+		// A run's jobs are found by its id (cancel, the reaper): an index
+		// on the argument, for the studio's job kind only.
+		if _, err := db.Pool().Exec(ctx, `CREATE INDEX IF NOT EXISTS river_job_studio_run ON river_job ((args->>'run_id'), id) WHERE kind = '`+JobKind+`'`); err != nil {
+			return fmt.Errorf("river: index jobs by run: %w", err)
+		}
 		return nil
 	})
 }

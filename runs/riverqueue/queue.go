@@ -2,6 +2,7 @@ package riverqueue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/postgres"
 )
 
 // Store is what the queue needs of the studio's PostgreSQL store: the pool
@@ -26,6 +28,11 @@ type Store interface {
 	CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error
 	CancelQueuedTx(ctx context.Context, tx pgx.Tx, runID string) (bool, error)
 	ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID string) (string, error)
+	// The lease's transactional parts (store/postgres/lease.go).
+	RequestCancelTx(ctx context.Context, tx pgx.Tx, runID string) error
+	DispatchTx(ctx context.Context, tx pgx.Tx, runID string) error
+	TakeoverTx(ctx context.Context, tx pgx.Tx, runID string) error
+	ExpiredRunsTx(ctx context.Context, tx pgx.Tx, jobKind string, grace time.Duration, limit int) ([]postgres.ExpiredRun, error)
 }
 
 // JobKind is the River kind of a studio run's job.
@@ -45,10 +52,19 @@ type Options struct {
 	// insert-only queue (no worker here).
 	Workers int
 	Logger  *slog.Logger
-	// CancelCheck is how often an executing run's job is checked for a
-	// cancel, in case River's notification was lost; default 500ms.
-	CancelCheck time.Duration
+	// LeaseTTL is the runs' lease TTL (runs.Options.LeaseTTL; default
+	// runs.DefaultLeaseTTL): a job started longer ago than this whose run
+	// has no live lease lost its worker.
+	LeaseTTL time.Duration
+	// ReapEvery is how often a worker process looks for runs whose lease
+	// expired, to take them over (default 5s). Of all the processes, one
+	// reaps per period.
+	ReapEvery time.Duration
 }
+
+// reaperLock is the key of the advisory lock one reaper per period holds
+// (beside the studio's migration lock, 0x5354_5544_494f).
+const reaperLock = 0x5354_5544_5245 // "STUDRE"
 
 // Queue runs the studio's runs as River jobs: it is the run service's
 // runs.Dispatcher, and its workers call the service's Execute.
@@ -57,8 +73,11 @@ type Queue struct {
 	client *river.Client[pgx.Tx]
 	svc    atomic.Pointer[runs.Service]
 	log    *slog.Logger
-	check  time.Duration
+	ttl    time.Duration
+	reap   time.Duration
 	work   bool
+	done   chan struct{} // closed when the reaper stopped
+	halt   context.CancelFunc
 }
 
 // New builds the River client on db's pool. Call Start with the run service
@@ -67,15 +86,24 @@ func New(db Store, opts Options) (*Queue, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.CancelCheck <= 0 {
-		opts.CancelCheck = 500 * time.Millisecond
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = runs.DefaultLeaseTTL
 	}
-	q := &Queue{db: db, log: opts.Logger, check: opts.CancelCheck, work: opts.Workers > 0}
+	if opts.ReapEvery <= 0 {
+		opts.ReapEvery = 5 * time.Second
+	}
+	q := &Queue{db: db, log: opts.Logger, ttl: opts.LeaseTTL, reap: opts.ReapEvery, work: opts.Workers > 0}
 	cfg := &river.Config{
 		Logger: opts.Logger,
 		// A run lasts as long as its chain says (its own timeout); River's
 		// default of one minute would cancel long runs.
-		JobTimeout:           -1,
+		JobTimeout: -1,
+		// River's rescue re-runs a job that has been running "too long",
+		// from scratch: every checkpoint and event of the run would be
+		// written again, and a run that is merely long (a chain may run for
+		// hours) would get a second executor. Runs whose worker died are
+		// taken over by the lease's reaper instead, from their log; River's
+		// rescue is kept a year away.
 		RescueStuckJobsAfter: 365 * 24 * time.Hour,
 	}
 	if q.work {
@@ -103,15 +131,20 @@ func (q *Queue) Start(ctx context.Context, svc *runs.Service) error {
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("river: start: %w", err)
 	}
+	rctx, halt := context.WithCancel(context.WithoutCancel(ctx))
+	q.halt, q.done = halt, make(chan struct{})
+	go q.reaper(rctx)
 	return nil
 }
 
 // Stop stops fetching jobs and waits for the running ones (cancel them
-// through the run service's Shutdown).
+// through the run service's Shutdown), and stops the reaper.
 func (q *Queue) Stop(ctx context.Context) error {
 	if !q.work {
 		return nil
 	}
+	q.halt()
+	<-q.done
 	return q.client.Stop(ctx)
 }
 
@@ -133,9 +166,13 @@ func (q *Queue) Create(ctx context.Context, run store.Run, t runs.Task) error {
 	})
 }
 
-// Dispatch implements runs.Dispatcher.
+// Dispatch implements runs.Dispatcher: the job and the run's new epoch
+// commit together.
 func (q *Queue) Dispatch(ctx context.Context, t runs.Task) error {
 	return q.db.WithTx(ctx, func(tx pgx.Tx) error {
+		if err := q.db.DispatchTx(ctx, tx, t.RunID); err != nil {
+			return err
+		}
 		if _, err := q.client.InsertTx(ctx, tx, RunArgs{t}, insertOpts); err != nil {
 			return fmt.Errorf("river: insert job of run %s: %w", t.RunID, err)
 		}
@@ -143,9 +180,10 @@ func (q *Queue) Dispatch(ctx context.Context, t runs.Task) error {
 	})
 }
 
-// Claim implements runs.Dispatcher: the interrupt's claim and the job that
-// continues the run commit together, so a claimed pause always has its
-// continuation and a job never continues an unclaimed one.
+// Claim implements runs.Dispatcher: the interrupt's claim, the run's new
+// epoch and the job that continues the run commit together, so a claimed
+// pause always has its continuation and a job never continues an
+// unclaimed one.
 func (q *Queue) Claim(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
 	var node string
 	err := q.db.WithTx(ctx, func(tx pgx.Tx) error {
@@ -176,9 +214,10 @@ ORDER BY id DESC LIMIT 1 FOR UPDATE`, JobKind, runID).Scan(&id)
 }
 
 // Cancel implements runs.Dispatcher: River's cancel of the job and, for a
-// run no worker started, its cancelled status, in one transaction. A
-// running job hears it through River's notifier, or the worker's periodic
-// check.
+// run no worker started, its cancelled status, else its cancel flag, in one
+// transaction. A running job hears it through River's notifier, or the
+// lease's heartbeat reads the flag (notifications lost, or the job
+// replaced by a takeover).
 func (q *Queue) Cancel(ctx context.Context, runID string) (bool, error) {
 	found := false
 	err := q.db.WithTx(ctx, func(tx pgx.Tx) error {
@@ -190,8 +229,11 @@ func (q *Queue) Cancel(ctx context.Context, runID string) (bool, error) {
 		if _, err := q.client.JobCancelTx(ctx, tx, id); err != nil {
 			return fmt.Errorf("river: cancel job %d of run %s: %w", id, runID, err)
 		}
-		_, err = q.db.CancelQueuedTx(ctx, tx, runID)
-		return err
+		queued, err := q.db.CancelQueuedTx(ctx, tx, runID)
+		if err != nil || queued {
+			return err
+		}
+		return q.db.RequestCancelTx(ctx, tx, runID)
 	})
 	return found, err
 }
@@ -207,9 +249,6 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if svc == nil {
 		return river.JobSnooze(time.Second)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go w.q.watchCancel(ctx, cancel, job.ID)
 	err := svc.Execute(ctx, job.Args.Task)
 	if errors.Is(err, runs.ErrShutdown) {
 		// This process is stopping: another worker takes it.
@@ -218,11 +257,10 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	return err
 }
 
-// watchCancel cancels a run whose job was cancelled from another process,
-// checking the job's row every period in case River's notification was
-// lost.
-func (q *Queue) watchCancel(ctx context.Context, cancel context.CancelCauseFunc, jobID int64) {
-	t := time.NewTicker(q.check)
+// reaper takes over, every ReapEvery, the runs whose lease expired.
+func (q *Queue) reaper(ctx context.Context) {
+	defer close(q.done)
+	t := time.NewTicker(q.reap)
 	defer t.Stop()
 	for {
 		select {
@@ -230,11 +268,46 @@ func (q *Queue) watchCancel(ctx context.Context, cancel context.CancelCauseFunc,
 			return
 		case <-t.C:
 		}
-		var asked bool
-		err := q.db.Pool().QueryRow(ctx, `SELECT metadata ? 'cancel_attempted_at' FROM river_job WHERE id = $1`, jobID).Scan(&asked)
-		if err == nil && asked {
-			cancel(errors.New("cancelled by a user"))
-			return
+		if n, err := q.reapOnce(ctx); err != nil && ctx.Err() == nil {
+			q.log.Warn("reaper: taking over runs whose lease expired failed", "err", err)
+		} else if n > 0 {
+			q.log.Info("reaper: took over runs whose lease expired", "runs", n)
 		}
 	}
+}
+
+// reapOnce takes over the runs whose lease expired, when this process wins
+// this period's advisory lock (one reaper per period in the cluster, and no
+// leader to wait for when a process dies). Each run's epoch bump (its last
+// owner can no longer write) and its takeover job commit together.
+func (q *Queue) reapOnce(ctx context.Context) (int, error) {
+	n := 0
+	err := q.db.WithTx(ctx, func(tx pgx.Tx) error {
+		n = 0
+		var won bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(reaperLock)).Scan(&won); err != nil || !won {
+			return err
+		}
+		expired, err := q.db.ExpiredRunsTx(ctx, tx, JobKind, q.ttl, 100)
+		if err != nil {
+			return err
+		}
+		for _, r := range expired {
+			var args RunArgs
+			if err := json.Unmarshal(r.JobArgs, &args); err != nil {
+				return fmt.Errorf("run %s: its job's arguments: %w", r.ID, err)
+			}
+			args.Takeover = true
+			if err := q.db.TakeoverTx(ctx, tx, r.ID); err != nil {
+				return err
+			}
+			if _, err := q.client.InsertTx(ctx, tx, args, insertOpts); err != nil {
+				return fmt.Errorf("river: insert the takeover job of run %s: %w", r.ID, err)
+			}
+			q.log.Info("reaper: the run's lease expired; another worker takes it over from its log", "run_id", r.ID)
+			n++
+		}
+		return nil
+	})
+	return n, err
 }

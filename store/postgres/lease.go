@@ -150,3 +150,43 @@ func (db *DB) lockRun(ctx context.Context, tx *Tx, runID string) error {
 	}
 	return nil
 }
+
+// ExpiredRun is a run the reaper takes over: its lease passed while its
+// newest job is still marked running (the job's worker died or was cut
+// off), and that job's arguments.
+type ExpiredRun struct {
+	ID      string
+	JobArgs []byte
+}
+
+// ExpiredRunsTx finds, locks (skipping rows another transaction holds) and
+// returns up to limit runs whose lease expired: status queued or running,
+// lease_until passed (or never set), and their newest job of kind jobKind
+// in River's table still running, started more than grace ago (a job just
+// fetched may not have taken its run yet). A run whose newest job waits to
+// be fetched is being taken over already.
+func (db *DB) ExpiredRunsTx(ctx context.Context, tx pgx.Tx, jobKind string, grace time.Duration, limit int) ([]ExpiredRun, error) {
+	rows, err := tx.Query(ctx, `SELECT r.id, j.args FROM runs r
+CROSS JOIN LATERAL (SELECT state, attempted_at, args FROM river_job
+  WHERE kind = $1 AND args->>'run_id' = r.id ORDER BY id DESC LIMIT 1) j
+WHERE r.status IN ('queued', 'running') AND COALESCE(r.lease_until, 0) < `+nowMicros+`
+  AND j.state = 'running' AND j.attempted_at < clock_timestamp() - make_interval(secs => $2)
+ORDER BY r.started_at LIMIT $3
+FOR UPDATE OF r SKIP LOCKED`, jobKind, grace.Seconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: expired runs: %w", err)
+	}
+	defer rows.Close()
+	var out []ExpiredRun
+	for rows.Next() {
+		var r ExpiredRun
+		if err := rows.Scan(&r.ID, &r.JobArgs); err != nil {
+			return nil, fmt.Errorf("store: expired runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: expired runs: %w", err)
+	}
+	return out, nil
+}
