@@ -75,37 +75,46 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 	var last int64
 	var err error
 	if n, ok := db.nodeOnlyAppend(runID, cps, enc); ok {
-		// Node results of a run this process is writing: one INSERT, in its
-		// own implicit transaction, instead of BEGIN, INSERT, COMMIT (three
-		// round trips per node). The (run_id, n) key still refuses an entry
-		// number another writer took; the retry in Append then goes the
-		// long way.
-		args := make([]any, 0, cpCols*len(cps))
+		// Node results of a run this process is writing: one INSERT of
+		// every entry (arrays, one per column), in its own implicit
+		// transaction: one round trip, however many entries. The (run_id,
+		// n) key still refuses an entry number another writer took; the
+		// retry in Append then goes the long way.
+		ns, kinds, nodes, refs := make([]int64, len(cps)), make([]string, len(cps)), make([]string, len(cps)), make([]*string, len(cps))
+		seqs, times := make([]int64, len(cps)), make([]int64, len(cps))
 		for i := range cps {
-			args = append(args, runID, n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.ChainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.Bodies[i])
-		}
-		switch f := db.fenceOf(runID); {
-		case db.closed.Load():
-			err = errClosed
-		case f != nil:
-			// A run this process owns: the epoch check is folded into the
-			// INSERT, still one round trip. FOR SHARE makes the check wait
-			// for a concurrent take and read its outcome.
-			var res sql.Result
-			res, err = db.w.ExecContext(ctx, checkpointFencedSQLs[len(cps)], append(args, runID, f.epoch)...)
-			if err == nil {
-				if k, kerr := res.RowsAffected(); kerr != nil {
-					err = kerr
-				} else if k == 0 {
-					err = f.refused(runID)
-				}
+			ns[i], kinds[i], nodes[i] = n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i])
+			if ref, ok := enc.ChainRefs[i].(string); ok {
+				refs[i] = &ref
 			}
-		default:
-			_, err = db.w.ExecContext(ctx, checkpointInsertSQLs[len(cps)], args...)
+			seqs[i], times[i] = cps[i].EventSeq, cpTime(&cps[i], db.now)
+		}
+		var epoch any // NULL: a run this process does not own, no check
+		f := db.fenceOf(runID)
+		if f != nil {
+			epoch = f.epoch
+		}
+		var res sql.Result
+		if db.closed.Load() {
+			err = errClosed
+		} else {
+			res, err = db.w.ExecContext(ctx, checkpointNodesSQL, runID, ns, kinds, nodes, refs, seqs, times, enc.Bodies, epoch)
+		}
+		if err == nil && f != nil {
+			if k, kerr := res.RowsAffected(); kerr != nil {
+				err = kerr
+			} else if k == 0 {
+				err = f.refused(runID)
+			}
 		}
 		last = n + int64(len(cps))
 	} else {
 		err = db.writeTx(ctx, func(tx *Tx) error {
+			if progressOnly(cps) {
+				if err := asyncCommit(ctx, tx); err != nil {
+					return err
+				}
+			}
 			var err error
 			last, err = db.appendTx(ctx, tx, runID, cps, enc)
 			return err
@@ -130,12 +139,40 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 	return nil
 }
 
+// Progress and milestones. A run's node entries and events are its
+// progress; its start, pauses, resumes and end are milestones. Progress
+// commits without waiting for the WAL flush (synchronous_commit off, for
+// that transaction only): a commit's fsync is most of what persisting a
+// run costs, and PostgreSQL flushes the WAL in order, so the next milestone
+// (whose commit waits for the flush) makes everything before it durable.
+// What a crash of the database server (never of a studio process) can lose
+// is the progress since the last milestone, less than a second: those
+// nodes run again when the run is taken over or resumed, as the node in
+// flight does at a crash. SQLite's WAL with synchronous=NORMAL gives the
+// same guarantee.
+
+// asyncCommit makes tx commit without waiting for the WAL flush.
+func asyncCommit(ctx context.Context, tx *Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT set_config('synchronous_commit', 'off', true)`)
+	return err
+}
+
+// progressOnly reports whether cps holds progress only (no milestone).
+func progressOnly(cps []engine.Checkpoint) bool {
+	for i := range cps {
+		if k := cps[i].Kind; k != engine.CheckpointNode && k != engine.CheckpointEdges {
+			return false
+		}
+	}
+	return true
+}
+
 // nodeOnlyAppend says whether cps can go in with a single INSERT: the run's
 // last entry number is cached (so its row exists), and every entry is a
-// node result (no run row or interrupt to update, no chain to store), few
-// enough for one statement. It returns the last entry number.
+// node result (no run row or interrupt to update, no chain to store). It
+// returns the last entry number.
 func (db *DB) nodeOnlyAppend(runID string, cps []engine.Checkpoint, enc *cplog.Encoded) (int64, bool) {
-	if len(cps) > cpRowsPerStatement || len(enc.Chains) > 0 {
+	if len(enc.Chains) > 0 {
 		return 0, false
 	}
 	for i := range cps {
@@ -219,18 +256,24 @@ const (
 	cpCols             = 8
 )
 
-var checkpointInsertSQLs, checkpointFencedSQLs [cpRowsPerStatement + 1]string
+var checkpointInsertSQLs [cpRowsPerStatement + 1]string
 
 func init() {
-	// The fenced form selects its rows from VALUES, where nothing gives the
-	// parameters their types: each is cast.
-	typed := "(?::VARCHAR, ?::BIGINT, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::BIGINT, ?::BIGINT, ?::TEXT)"
 	for k := 1; k <= cpRowsPerStatement; k++ {
 		checkpointInsertSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body) VALUES " + placeholders(k, cpCols)
-		checkpointFencedSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body) SELECT * FROM (VALUES " +
-			strings.TrimSuffix(strings.Repeat(typed+", ", k), ", ") + ") AS v WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND epoch = ? FOR SHARE)"
 	}
 }
+
+// checkpointNodesSQL inserts node entries given as one array per column,
+// in one statement. With an epoch ($9, the run owned here) the check is
+// folded in: FOR SHARE waits for a concurrent take of the run and reads
+// its outcome, and a stale epoch inserts nothing. Node entries are
+// progress, so the statement's own transaction commits without waiting for
+// the WAL flush (set_config runs before the commit that reads it).
+const checkpointNodesSQL = `INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body)
+SELECT ?1::VARCHAR, v.* FROM unnest(?2::BIGINT[], ?3::VARCHAR[], ?4::VARCHAR[], ?5::VARCHAR[], ?6::BIGINT[], ?7::BIGINT[], ?8::TEXT[]) AS v,
+  (SELECT set_config('synchronous_commit', 'off', true)) AS a
+WHERE ?9::BIGINT IS NULL OR EXISTS (SELECT 1 FROM runs WHERE id = ?1::VARCHAR AND epoch = ?9 FOR SHARE)`
 
 // cpNodeID is the node a node or pause entry is about, "" for other kinds.
 func cpNodeID(cp *engine.Checkpoint) string {

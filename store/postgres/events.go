@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -107,14 +108,27 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event,
 	}
 	slices.Sort(ids)
 	var stale map[string]bool
+	stored := make(map[string]int64, len(ids)) // each run's last stored seq
 	for _, id := range ids {
-		if err := db.ensureRun(ctx, tx, id, firsts[id], nil); err != nil {
-			return err
-		}
-		if err := db.lockRun(ctx, tx, id); err != nil {
-			if !dropStale || !errors.Is(err, store.ErrLeaseLost) {
+		f := db.fenceOf(id)
+		if f == nil { // a run this process owns has its row already
+			if err := db.ensureRun(ctx, tx, id, firsts[id], nil); err != nil {
 				return err
 			}
+		}
+		// The lock, the epoch and the last stored seq in one round trip.
+		var epoch int64
+		var last sql.NullInt64
+		if err := db.queryRow(ctx, tx, `SELECT r.epoch, (SELECT last_seq FROM event_batches WHERE run_id = r.id ORDER BY first_seq DESC LIMIT 1)
+FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil {
+			return err
+		}
+		stored[id] = last.Int64
+		if f != nil && f.epoch != epoch {
+			if !dropStale {
+				return f.refused(id)
+			}
+			_ = f.refused(id)
 			if stale == nil {
 				stale = map[string]bool{}
 			}
@@ -130,13 +144,8 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event,
 			// The first row of each run in this write: its events must come
 			// after what is stored.
 			checked[b.id] = true
-			var stored sql.NullInt64
-			err := db.queryRow(ctx, tx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.id).Scan(&stored)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if stored.Valid && b.first <= stored.Int64 {
-				return &store.EventSeqError{RunID: b.id, Seq: b.first, After: stored.Int64}
+			if b.first <= stored[b.id] {
+				return &store.EventSeqError{RunID: b.id, Seq: b.first, After: stored[b.id]}
 			}
 		}
 		b.body.WriteByte(']')
@@ -225,7 +234,16 @@ func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
 // WriteEventBatch stores one batch of the event writer in one transaction,
 // and tells the other processes' listeners that events arrived.
 func (db *DB) WriteEventBatch(ctx context.Context, batch []engine.Event, bodies []string) error {
+	if len(batch) > 0 {
+		if f := db.fenceOf(batch[0].RunID); f != nil && oneRun(batch) {
+			return db.writeOwnedEvents(ctx, f, batch, bodies)
+		}
+	}
 	return db.writeTx(ctx, func(tx *Tx) error {
+		// Events are progress: see asyncCommit.
+		if err := asyncCommit(ctx, tx); err != nil {
+			return err
+		}
 		if err := db.appendEventsTx(ctx, tx, batch, bodies, true); err != nil {
 			return err
 		}
@@ -238,4 +256,112 @@ func (db *DB) WriteEventBatch(ctx context.Context, batch []engine.Event, bodies 
 		}
 		return nil
 	})
+}
+
+func oneRun(batch []engine.Event) bool {
+	for i := range batch {
+		if batch[i].RunID != batch[0].RunID {
+			return false
+		}
+	}
+	return true
+}
+
+// writeOwnedEvents stores a batch of one run this process owns, the common
+// case of a worker's event writer, in one round trip: the transaction's
+// statements go in one pipeline. The run's row is locked first and read
+// (epoch, last stored seq); the INSERT, whose snapshot comes after the
+// lock, checks both again and inserts nothing when either fails, and the
+// transaction commits without waiting for the WAL flush (progress, see
+// asyncCommit).
+func (db *DB) writeOwnedEvents(ctx context.Context, f *fence, batch []engine.Event, bodies []string) error {
+	runID := batch[0].RunID
+	var firsts, lasts, created []int64
+	var rows []string
+	var body strings.Builder
+	for i := range batch {
+		e := &batch[i]
+		if i > 0 && e.Seq <= batch[i-1].Seq {
+			return &store.EventSeqError{RunID: runID, Seq: e.Seq, After: batch[i-1].Seq}
+		}
+		if body.Len() > 0 && body.Len()+len(bodies[i]) > maxBatchBody {
+			body.WriteByte(']')
+			rows = append(rows, body.String())
+			body.Reset()
+		}
+		if body.Len() == 0 {
+			t := micros(e.Time)
+			if t == 0 {
+				t = micros(db.now())
+			}
+			firsts, lasts, created = append(firsts, e.Seq), append(lasts, e.Seq), append(created, t)
+			body.WriteByte('[')
+		} else {
+			body.WriteByte(',')
+		}
+		body.WriteString(bodies[i])
+		lasts[len(lasts)-1] = e.Seq
+	}
+	body.WriteByte(']')
+	rows = append(rows, body.String())
+	if db.closed.Load() {
+		return errClosed
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	b.Queue(`SELECT r.epoch, COALESCE((SELECT last_seq FROM event_batches WHERE run_id = r.id ORDER BY first_seq DESC LIMIT 1), 0)
+FROM runs r WHERE r.id = $1 FOR UPDATE OF r`, runID)
+	b.Queue(`INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body)
+SELECT $1::VARCHAR, v.f, v.l, v.c, v.b FROM unnest($2::BIGINT[], $3::BIGINT[], $4::BIGINT[], $5::TEXT[]) AS v(f, l, c, b)
+WHERE (SELECT epoch FROM runs WHERE id = $1::VARCHAR) = $6
+  AND COALESCE((SELECT last_seq FROM event_batches WHERE run_id = $1::VARCHAR ORDER BY first_seq DESC LIMIT 1), 0) < $2[1]`,
+		runID, firsts, lasts, created, rows, f.epoch)
+	notify := db.notifyEvents.Load()
+	if notify {
+		// One notification per stored batch: NOTIFY takes a database-wide
+		// lock at commit.
+		b.Queue(`SELECT pg_notify($1, '')`, EventsChannel)
+	}
+	b.Queue(`COMMIT`)
+	br := db.pool.SendBatch(ctx, b)
+	var epoch, stored int64
+	var inserted int64
+	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if err := br.QueryRow().Scan(&epoch, &stored); err != nil {
+			return err
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		inserted = tag.RowsAffected()
+		if notify {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		_, err = br.Exec()
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store: append events of run %s: %w", runID, unavailable(err))
+	}
+	switch {
+	case epoch != f.epoch:
+		_ = f.refused(runID) // left out, as the transaction path leaves them
+		return nil
+	case inserted == 0:
+		return &store.EventSeqError{RunID: runID, Seq: firsts[0], After: stored}
+	}
+	return nil
 }
