@@ -1,0 +1,175 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+)
+
+// leasedStore is memStore with versions, remote reads and a lease whose
+// renewals answer what the test says.
+type leasedStore struct {
+	*memStore
+	doc *engine.Chain
+
+	mu       sync.Mutex
+	taken    int
+	released []int64
+	renew    func(n int) (bool, error) // n: the renewal's number, from 1
+	renewals int
+	none     bool // TakeRun finds nothing to execute
+}
+
+func (l *leasedStore) GetVersion(_ context.Context, id string, v int) (*store.ChainVersion, error) {
+	return &store.ChainVersion{ChainID: id, Version: v, Doc: l.doc}, nil
+}
+
+func (l *leasedStore) EventsAfter(_ context.Context, runID string, after int64, _ int) ([]engine.Event, error) {
+	return nil, nil
+}
+
+func (l *leasedStore) TakeRun(_ context.Context, runID, owner string, ttl time.Duration, lost func()) (*store.RunLease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.none {
+		return nil, nil
+	}
+	l.taken++
+	return &store.RunLease{Epoch: int64(l.taken)}, nil
+}
+
+func (l *leasedStore) RenewRun(_ context.Context, runID string, epoch int64, ttl time.Duration) (bool, error) {
+	l.mu.Lock()
+	l.renewals++
+	n := l.renewals
+	l.mu.Unlock()
+	return l.renew(n)
+}
+
+func (l *leasedStore) ReleaseRun(_ context.Context, runID string, epoch int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.released = append(l.released, epoch)
+	return nil
+}
+
+// nopDispatcher: Execute is called directly.
+type nopDispatcher struct{}
+
+func (nopDispatcher) Create(context.Context, store.Run, Task) error { return nil }
+func (nopDispatcher) Dispatch(context.Context, Task) error          { return nil }
+func (nopDispatcher) Claim(context.Context, string, engine.ResumeRecord) (string, error) {
+	return "", nil
+}
+func (nopDispatcher) Cancel(context.Context, string) (bool, error) { return false, nil }
+
+func leasedFixture(t *testing.T, renew func(n int) (bool, error)) (*fixture, *leasedStore) {
+	t.Helper()
+	var ls *leasedStore
+	f := newFixtureWith(t, func(o *Options) {
+		ls = &leasedStore{memStore: o.Store.(*memStore), doc: chainOf(t, gatedDoc), renew: renew}
+		o.Store = ls
+		o.Dispatcher = nopDispatcher{}
+		o.LeaseTTL = 300 * time.Millisecond // a heartbeat every 100 ms
+	})
+	return f, ls
+}
+
+func executeAsync(f *fixture, id string) chan error {
+	done := make(chan error, 1)
+	go func() { done <- f.svc.Execute(context.Background(), Task{RunID: id, Kind: store.KindRun, ChainID: "c", ChainVersion: 1}) }()
+	return done
+}
+
+func waitErr(t *testing.T, done chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Execute did not return")
+		return nil
+	}
+}
+
+// A heartbeat refused (another process took the run over) cancels the run
+// here with ErrLeaseLost; Execute reports no failure (the new owner goes
+// on), and the lease is released.
+func TestLostLeaseCancelsRunHere(t *testing.T) {
+	t.Parallel()
+	f, ls := leasedFixture(t, func(n int) (bool, error) {
+		if n >= 2 {
+			return false, &store.LeaseLostError{RunID: "r1", Epoch: 1}
+		}
+		return false, nil
+	})
+	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: engine.StatusQueued})
+	done := executeAsync(f, "r1")
+	<-f.inGate
+	if !f.svc.Active("r1") {
+		t.Fatal("the run is not active while it executes")
+	}
+	if err := waitErr(t, done); err != nil {
+		t.Fatalf("Execute after a lost lease: %v, want nil (not a failure of the run)", err)
+	}
+	res := f.end(t)
+	if res.Status != engine.StatusCancelled || res.Error == nil || !strings.Contains(res.Error.Message, ErrLeaseLost.Error()) {
+		t.Fatalf("the run here ended %s (%v), want cancelled with the lost lease", res.Status, res.Error)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.renewals < 2 || len(ls.released) != 1 || ls.released[0] != 1 {
+		t.Fatalf("renewals %d, released %v", ls.renewals, ls.released)
+	}
+}
+
+// A cancel flag read by the heartbeat cancels the run (notifications
+// lost); renewals that fail for a whole TTL stop it as a lost lease.
+func TestHeartbeatCancelAndSilence(t *testing.T) {
+	t.Parallel()
+	f, _ := leasedFixture(t, func(n int) (bool, error) { return n >= 2, nil })
+	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: engine.StatusQueued})
+	start := time.Now()
+	done := executeAsync(f, "r1")
+	<-f.inGate
+	if err := waitErr(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.end(t); res.Status != engine.StatusCancelled || !strings.Contains(res.Error.Message, errCancelledByUser.Error()) {
+		t.Fatalf("cancel flag: the run ended %s (%v)", res.Status, res.Error)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the cancel flag took %v to land", took)
+	}
+
+	g, _ := leasedFixture(t, func(int) (bool, error) { return false, errors.New("connection refused") })
+	g.store.CreateRun(context.Background(), store.Run{ID: "r2", Status: engine.StatusQueued})
+	done = executeAsync(g, "r2")
+	<-g.inGate
+	if err := waitErr(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if res := g.end(t); res.Status != engine.StatusCancelled || !strings.Contains(res.Error.Message, ErrLeaseLost.Error()) {
+		t.Fatalf("renewals failing for a TTL: the run ended %s (%v), want cancelled with the lost lease", res.Status, res.Error)
+	}
+}
+
+// A run that is no longer queued or running (cancelled before a worker
+// took it) is not executed.
+func TestTakeFindsNothing(t *testing.T) {
+	t.Parallel()
+	f, ls := leasedFixture(t, func(int) (bool, error) { return false, nil })
+	ls.none = true
+	if err := waitErr(t, executeAsync(f, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if f.svc.Active("gone") || len(f.obs.started) != 0 {
+		t.Fatal("a run with nothing to take was executed")
+	}
+}
