@@ -83,7 +83,9 @@ func leasedFixture(t *testing.T, renew func(n int) (bool, error)) (*fixture, *le
 
 func executeAsync(f *fixture, id string) chan error {
 	done := make(chan error, 1)
-	go func() { done <- f.svc.Execute(context.Background(), Task{RunID: id, Kind: store.KindRun, ChainID: "c", ChainVersion: 1}) }()
+	go func() {
+		done <- f.svc.Execute(context.Background(), Task{RunID: id, Kind: store.KindRun, ChainID: "c", ChainVersion: 1})
+	}()
 	return done
 }
 
