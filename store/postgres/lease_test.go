@@ -33,6 +33,19 @@ func twoProcesses(t *testing.T) (a, b *DB) {
 	return a, b
 }
 
+func bodiesOf(t *testing.T, evs []engine.Event) []string {
+	t.Helper()
+	out := make([]string, len(evs))
+	for i := range evs {
+		b, err := json.Marshal(&evs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(b)
+	}
+	return out
+}
+
 func nodeEntry(id string, seq int64) []engine.Checkpoint {
 	t0 := time.Now().UTC()
 	return []engine.Checkpoint{{RunID: "r", Kind: engine.CheckpointNode, EventSeq: seq, Time: t0, Node: &engine.NodeRecord{
@@ -87,20 +100,18 @@ func TestStaleEpochWritesRefused(t *testing.T) {
 	end := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, EventSeq: 4, Time: time.Now().UTC(),
 		End: &engine.EndRecord{Status: engine.StatusFailed, Error: &engine.RunError{Code: "x", Message: "stale"}}}
 	refused("end entry", a.Append(ctx, "r", []engine.Checkpoint{end}))
-	refused("events", a.AppendEvents(ctx, storetest.Events("r", 4, 6)))
+	refused("events", a.AppendEvents(ctx, storetest.Events("r", 4, 3)))
 	// The event writer's batches mix runs: r's events are left out, the
 	// other run's go in.
-	mixed := append(storetest.Events("r", 4, 6), storetest.Events("other", 1, 2)...)
-	bodies := make([]string, len(mixed))
-	for i := range mixed {
-		body, err := json.Marshal(&mixed[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		bodies[i] = string(body)
-	}
+	mixed := append(storetest.Events("r", 4, 3), storetest.Events("other", 1, 2)...)
+	bodies := bodiesOf(t, mixed)
 	if err := a.WriteEventBatch(ctx, mixed, bodies); err != nil {
 		t.Fatalf("a mixed batch: %v", err)
+	}
+	// A batch of the one run alone takes the one-round-trip path: left out
+	// the same way.
+	if err := a.WriteEventBatch(ctx, mixed[:3], bodies[:3]); err != nil {
+		t.Fatalf("a batch of the lost run alone: %v", err)
 	}
 	if n := lost.Load(); n != 1 {
 		t.Fatalf("the old owner heard of the lost lease %d times, want once", n)
@@ -128,8 +139,19 @@ func TestStaleEpochWritesRefused(t *testing.T) {
 	if err := b.Append(ctx, "r", nodeEntry("n1", 4)); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AppendEvents(ctx, storetest.Events("r", 4, 6)); err != nil {
+	// b's own batches (one round trip each): stored after what is there;
+	// a seq already stored is refused, nothing of it kept.
+	evs := storetest.Events("r", 4, 3)
+	if err := b.WriteEventBatch(ctx, evs, bodiesOf(t, evs)); err != nil {
 		t.Fatal(err)
+	}
+	var se *store.EventSeqError
+	again := storetest.Events("r", 6, 2)
+	if err := b.WriteEventBatch(ctx, again, bodiesOf(t, again)); !errors.As(err, &se) || se.After != 6 {
+		t.Fatalf("a stored seq again: %v, want an event seq error after 6", err)
+	}
+	if n, _ := b.MaxSeq(ctx, "r"); n != 6 {
+		t.Fatalf("max seq %d, want 6", n)
 	}
 	if err := b.ReleaseRun(ctx, "r", lb.Epoch); err != nil {
 		t.Fatal(err)
