@@ -65,6 +65,11 @@ type RemoteStore interface {
 // anything more: its new owner continues it.
 var ErrLeaseLost = store.Errorf(store.ELEASELOST, "another process took the run over (this process's lease on it expired); it stopped here without writing")
 
+// ErrStillHere: Execute was handed a run that is still executing (or
+// stopping) in this process: a takeover of a run this process lost but has
+// not stopped yet. The job should be retried shortly; nothing was taken.
+var ErrStillHere = store.Errorf(store.EUNAVAILABLE, "the run is still stopping in this process; try again shortly")
+
 // errCancelledByUser is the cause of a cancel from any process.
 var errCancelledByUser = errors.New("cancelled by a user")
 
@@ -84,9 +89,11 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 	ctx, cancel := context.WithCancelCause(s.base)
 	stop := context.AfterFunc(jobCtx, func() { cancel(context.Cause(jobCtx)) })
 	defer stop()
-	if !s.track(t.RunID, cancel) {
+	if err := s.trackOnce(t.RunID, cancel); err != nil {
+		// ErrStillHere: taking the run now would hand its old execution
+		// here the new epoch.
 		cancel(nil)
-		return ErrShutdown
+		return err
 	}
 	lost := func() {
 		s.log.Warn("lease lost: a write of the run was refused, another process took it over; stopping it here without writing", "run_id", t.RunID)
@@ -131,6 +138,21 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 		return nil
 	}
 	return t0.err
+}
+
+// trackOnce tracks a dispatched run unless it is tracked already.
+func (s *Service) trackOnce(id string, cancel context.CancelCauseFunc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.base.Err() != nil {
+		return ErrShutdown
+	}
+	if _, busy := s.active[id]; busy {
+		return ErrStillHere
+	}
+	s.active[id] = cancel
+	s.wg.Add(1)
+	return nil
 }
 
 // taskFunc builds what executes a task, read after the run was taken (so

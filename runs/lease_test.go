@@ -175,3 +175,31 @@ func TestTakeFindsNothing(t *testing.T) {
 		t.Fatal("a run with nothing to take was executed")
 	}
 }
+
+// A takeover job handed to the process where the run still executes (it
+// lost the lease but has not stopped yet) is refused with ErrStillHere,
+// before anything is taken, so the old execution never gets the new epoch.
+func TestExecuteRefusesARunStillHere(t *testing.T) {
+	t.Parallel()
+	f, ls := leasedFixture(t, func(int) (bool, error) { return false, nil })
+	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: engine.StatusQueued})
+	done := executeAsync(f, "r1")
+	<-f.inGate
+	err := f.svc.Execute(context.Background(), Task{RunID: "r1", Kind: store.KindRun, ChainID: "c", ChainVersion: 1, Takeover: true})
+	if !errors.Is(err, ErrStillHere) {
+		t.Fatalf("a second execution here: %v, want ErrStillHere", err)
+	}
+	ls.mu.Lock()
+	taken := ls.taken
+	ls.mu.Unlock()
+	if taken != 1 {
+		t.Fatalf("the run was taken %d times, want once", taken)
+	}
+	close(f.gate)
+	if err := waitErr(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.end(t); res.Status != engine.StatusCompleted {
+		t.Fatalf("the first execution ended %s", res.Status)
+	}
+}

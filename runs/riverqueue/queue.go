@@ -250,8 +250,12 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return river.JobSnooze(time.Second)
 	}
 	err := svc.Execute(ctx, job.Args.Task)
-	if errors.Is(err, runs.ErrShutdown) {
+	switch {
+	case errors.Is(err, runs.ErrShutdown):
 		// This process is stopping: another worker takes it.
+		return river.JobSnooze(time.Second)
+	case errors.Is(err, runs.ErrStillHere):
+		// A takeover of a run still stopping here: once it stopped.
 		return river.JobSnooze(time.Second)
 	}
 	return err
