@@ -70,6 +70,12 @@ var ErrLeaseLost = store.Errorf(store.ELEASELOST, "another process took the run 
 // not stopped yet. The job should be retried shortly; nothing was taken.
 var ErrStillHere = store.Errorf(store.EUNAVAILABLE, "the run is still stopping in this process; try again shortly")
 
+// ErrNotExecuted wraps an error that stopped Execute before the run
+// executed (taking it, reading its task): nothing of the run was written,
+// so the job may be tried again when the error is passing (the database
+// unreachable).
+var ErrNotExecuted = errors.New("the run was not executed")
+
 // errCancelledByUser is the cause of a cancel from any process.
 var errCancelledByUser = errors.New("cancelled by a user")
 
@@ -104,7 +110,7 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 		cancel(nil)
 		s.untrack(t.RunID)
 		if err != nil {
-			return fmt.Errorf("run %s: %w", t.RunID, err)
+			return fmt.Errorf("run %s: %w: %w", t.RunID, ErrNotExecuted, err)
 		}
 		s.log.Info("run not executed: it is no longer queued or running", "run_id", t.RunID, "kind", t.Kind)
 		return nil
@@ -127,7 +133,7 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 		cancel(nil)
 		s.untrack(t.RunID)
 		s.hub.End(t.RunID)
-		return err
+		return fmt.Errorf("%w: %w", ErrNotExecuted, err)
 	}
 	t0 := &ticket{done: make(chan struct{})}
 	s.running.Add(1)

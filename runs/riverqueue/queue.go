@@ -257,6 +257,11 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	case errors.Is(err, runs.ErrStillHere):
 		// A takeover of a run still stopping here: once it stopped.
 		return river.JobSnooze(time.Second)
+	case errors.Is(err, runs.ErrNotExecuted) && store.ErrorCode(err) == store.EUNAVAILABLE:
+		// The database could not be reached before anything was written:
+		// the job is tried again rather than lost (one attempt each).
+		w.q.log.Warn("run not executed, the database is unreachable; trying again in 5s", "run_id", job.Args.RunID, "err", err)
+		return river.JobSnooze(5 * time.Second)
 	}
 	return err
 }
