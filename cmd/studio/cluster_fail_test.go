@@ -347,6 +347,13 @@ func TestClusterPausedOwnerIsFenced(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Stopping, the run tried to write its end: refused.
+	for !strings.Contains(old.logs(), "a write of the run was refused") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the old owner never tried to write (or was not refused):\n%s", old.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	time.Sleep(failTTL)
 	entries2, events2 := storedWrites(t, db, runID)
 	if entries2 != entries || events2 != events {
