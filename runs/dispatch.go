@@ -85,8 +85,8 @@ var errCancelledByUser = errors.New("cancelled by a user")
 //
 // The run is taken first: its lease (store.LeaseStore) makes this process
 // its owner at a new epoch, which fences out any previous owner's writes,
-// and a heartbeat apart from node work extends it every LeaseTTL/3 and
-// reads the run's cancel flag. When the lease is lost the run is cancelled
+// and a heartbeat apart from node work extends it every LeaseHeartbeat
+// (a third of the TTL by default) and reads the run's cancel flag. When the lease is lost the run is cancelled
 // here with ErrLeaseLost and writes nothing more.
 func (s *Service) Execute(jobCtx context.Context, t Task) error {
 	if s.disp == nil {
@@ -220,14 +220,14 @@ func (s *Service) taskFunc(ctx context.Context, t Task) (func(context.Context) (
 	return nil, fmt.Errorf("run %s: unknown task kind %q", t.RunID, t.Kind)
 }
 
-// heartbeat extends a run's lease every LeaseTTL/3 until ctx ends, apart
+// heartbeat extends a run's lease every LeaseHeartbeat until ctx ends, apart
 // from node work, and cancels the run when the lease is lost (another
 // process took it over), when it could not be renewed for a whole TTL (the
 // reaper may have given the run to another process: stop writing rather
 // than race it), or when a cancel was requested (the flag is read here, so
 // a cancel lands even when River's notification is lost).
 func (s *Service) heartbeat(ctx context.Context, runID string, epoch int64, cancel context.CancelCauseFunc) {
-	tick := time.NewTicker(s.ttl / 3)
+	tick := time.NewTicker(s.beat)
 	defer tick.Stop()
 	renewed := time.Now()
 	for {
@@ -236,7 +236,7 @@ func (s *Service) heartbeat(ctx context.Context, runID string, epoch int64, canc
 			return
 		case <-tick.C:
 		}
-		rctx, rcancel := context.WithTimeout(ctx, s.ttl/3)
+		rctx, rcancel := context.WithTimeout(ctx, s.beat)
 		asked, err := s.leases.RenewRun(rctx, runID, epoch, s.ttl)
 		rcancel()
 		switch {

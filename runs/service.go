@@ -100,6 +100,9 @@ type Options struct {
 	// default DefaultLeaseTTL. Another process takes the run over once it
 	// passed.
 	LeaseTTL time.Duration
+	// LeaseHeartbeat is how often the lease is renewed and the run's cancel
+	// flag read; default LeaseTTL/3. It must be shorter than half the TTL.
+	LeaseHeartbeat time.Duration
 	// Owner names this process in the runs it owns; default host, pid and
 	// a random suffix.
 	Owner string
@@ -134,6 +137,7 @@ type Service struct {
 	remote  RemoteStore
 	leases  store.LeaseStore
 	ttl     time.Duration
+	beat    time.Duration
 	owner   string
 	poll    time.Duration
 	pollers map[string]struct{} // runs whose events are polled for watchers here
@@ -204,6 +208,15 @@ func New(opts Options) (*Service, error) {
 		s.ttl, s.owner = opts.LeaseTTL, opts.Owner
 		if s.ttl <= 0 {
 			s.ttl = DefaultLeaseTTL
+		}
+		s.beat = opts.LeaseHeartbeat
+		if s.beat <= 0 {
+			s.beat = s.ttl / 3
+		}
+		if s.beat*2 > s.ttl {
+			stop(nil)
+			s.events.Close()
+			return nil, fmt.Errorf("runs: a lease heartbeat of %v is too slow for a lease TTL of %v (at most half of it)", s.beat, s.ttl)
 		}
 		if s.owner == "" {
 			host, _ := os.Hostname()

@@ -131,7 +131,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, leaseTTL: *lease.ttl, reapEvery: *lease.reap}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
@@ -143,7 +143,7 @@ type serveConfig struct {
 	exprBudget                     expr.Budget
 	pg                             *postgres.DB // PostgreSQL: runs are River jobs
 	noWorker                       bool         // PostgreSQL: insert jobs only, execute none here
-	leaseTTL, reapEvery            time.Duration
+	lease                          leaseFlags   // PostgreSQL: run ownership timings
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -162,8 +162,12 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		if cfg.noWorker {
 			workers = 0
 		}
-		opts.LeaseTTL = cfg.leaseTTL
-		if queue, err = riverqueue.New(cfg.pg, riverqueue.Options{Workers: workers, Logger: log, LeaseTTL: cfg.leaseTTL, ReapEvery: cfg.reapEvery}); err != nil {
+		var ttl, reap time.Duration
+		if cfg.lease.ttl != nil {
+			cfg.lease.applyTo(&opts)
+			ttl, reap = *cfg.lease.ttl, *cfg.lease.reap
+		}
+		if queue, err = riverqueue.New(cfg.pg, riverqueue.Options{Workers: workers, Logger: log, LeaseTTL: ttl, ReapEvery: reap}); err != nil {
 			fmt.Fprintf(stderr, "studio: %v\n", err)
 			return exitFailed
 		}

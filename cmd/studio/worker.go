@@ -81,7 +81,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Limits: budgets.limits, ExprBudget: exprBudget}
 	gov.applyTo(&opts)
-	opts.LeaseTTL = *lease.ttl
+	lease.applyTo(&opts)
 	queue, err := riverqueue.New(db.pg, riverqueue.Options{Workers: opts.MaxRunning, Logger: log, LeaseTTL: *lease.ttl, ReapEvery: *lease.reap})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
@@ -125,19 +125,28 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // leaseFlags are the run-ownership timings of a process that executes runs
 // on PostgreSQL (docs/deploy.md, "Ownership"). Give every process the same.
 type leaseFlags struct {
-	ttl, reap *time.Duration
+	ttl, beat, reap *time.Duration
 }
 
 func registerLease(fs *flag.FlagSet) leaseFlags {
 	return leaseFlags{
-		ttl:  fs.Duration("lease-ttl", runs.DefaultLeaseTTL, "on PostgreSQL, how long a run stays this process's without a heartbeat (`DURATION`, renewed every third of it); a run whose lease passed is taken over by another worker"),
+		ttl:  fs.Duration("lease-ttl", runs.DefaultLeaseTTL, "on PostgreSQL, how long a run stays this process's without a heartbeat (`DURATION`); a run whose lease passed is taken over by another worker"),
+		beat: fs.Duration("lease-heartbeat", 0, "on PostgreSQL, how often an executing run's lease is renewed and its cancel flag read (`DURATION`; default a third of --lease-ttl, at most half of it)"),
 		reap: fs.Duration("reaper-period", 5*time.Second, "on PostgreSQL, how often runs whose lease passed are looked for and taken over (`DURATION`; one process reaps per period)"),
 	}
 }
 
+// applyTo sets the run service's lease options.
+func (l leaseFlags) applyTo(o *runs.Options) {
+	o.LeaseTTL, o.LeaseHeartbeat = *l.ttl, *l.beat
+}
+
 func (l leaseFlags) check() error {
 	if *l.ttl < 300*time.Millisecond {
-		return fmt.Errorf("--lease-ttl %v: at least 300ms (the heartbeat renews every third of it)", *l.ttl)
+		return fmt.Errorf("--lease-ttl %v: at least 300ms", *l.ttl)
+	}
+	if *l.beat < 0 || *l.beat*2 > *l.ttl {
+		return fmt.Errorf("--lease-heartbeat %v: between 0 (a third of --lease-ttl) and half of --lease-ttl %v", *l.beat, *l.ttl)
 	}
 	if *l.reap < 100*time.Millisecond {
 		return fmt.Errorf("--reaper-period %v: at least 100ms", *l.reap)
