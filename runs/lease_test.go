@@ -203,3 +203,14 @@ func TestExecuteRefusesARunStillHere(t *testing.T) {
 		t.Fatalf("the first execution ended %s", res.Status)
 	}
 }
+
+// A heartbeat slower than half the TTL would let the lease pass between
+// two renewals: refused when the service is built.
+func TestHeartbeatSlowerThanHalfTheTTLRefused(t *testing.T) {
+	t.Parallel()
+	st := &leasedStore{memStore: &memStore{MemoryCheckpointer: engine.NewMemoryCheckpointer(), runs: map[string]store.Run{}, events: &memEvents{}}}
+	_, err := New(Options{Store: st, Registry: engine.NewRegistry(), Dispatcher: nopDispatcher{}, LeaseTTL: 300 * time.Millisecond, LeaseHeartbeat: 200 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "200ms") || !strings.Contains(err.Error(), "300ms") {
+		t.Fatalf("a 200ms heartbeat for a 300ms lease: %v, want an error naming both", err)
+	}
+}
