@@ -16,7 +16,10 @@ import (
 
 // RunSide is one run as CompareRuns reads it.
 type RunSide struct {
-	Chain       *Chain // the document the run executed (nil: only its results are known)
+	// Chain is the document the run executed (nil: only its results are
+	// known). Two runs of one version may share one *Chain: it is then read
+	// once.
+	Chain       *Chain
 	Status      RunStatus
 	Error       *RunError
 	FinalOutput any
@@ -391,6 +394,9 @@ func nodeRoutes(c *Chain, fired map[string][]string) routes {
 // that changed (position left out: a move changes nothing a run does).
 func editedNodes(a, b *Chain) map[string][]string {
 	out := map[string][]string{}
+	if a == b { // one version's document, shared by the caller
+		return out
+	}
 	for _, nc := range Diff(a, b).NodesChanged {
 		var f []string
 		for _, name := range nc.Fields {
@@ -437,7 +443,10 @@ func compareOrder(a, b *Chain, inA, inB map[string]bool) []string {
 		succ[f] = append(succ[f], t)
 		indeg[t]++
 	}
-	for _, c := range []*Chain{a, b} {
+	for k, c := range []*Chain{a, b} {
+		if k == 1 && b == a {
+			break
+		}
 		g := newGraph(c)
 		for _, e := range c.Edges {
 			if !e.IsLoop() {
@@ -522,12 +531,12 @@ type valueDiffer struct {
 // the listing of paths is bounded.
 func (d *valueDiffer) diff(a, b any) ValueDiff {
 	a, b = plainJSON(a), plainJSON(b)
+	if jsonEqual(a, b) { // the common case, without allocating
+		return ValueDiff{}
+	}
 	if d.budget <= 0 {
-		ch := !jsonEqual(a, b)
-		if ch {
-			d.truncated = true
-		}
-		return ValueDiff{Changed: ch, Truncated: ch}
+		d.truncated = true
+		return ValueDiff{Changed: true, Truncated: true}
 	}
 	w := pathWalk{d: d}
 	w.walk(nil, a, b, true, true)
@@ -578,6 +587,9 @@ func (w *pathWalk) walk(path []byte, a, b any, hasA, hasB bool) {
 		for _, k := range keys {
 			x, okA := av[k]
 			y, okB := bv[k]
+			if okA && okB && jsonEqual(x, y) {
+				continue
+			}
 			w.walk(appendKey(path, k), x, y, okA, okB)
 		}
 		return
@@ -593,6 +605,9 @@ func (w *pathWalk) walk(path []byte, a, b any, hasA, hasB bool) {
 			}
 			if i < len(bv) {
 				y = bv[i]
+			}
+			if i < len(av) && i < len(bv) && jsonEqual(x, y) {
+				continue
 			}
 			w.walk(appendIndex(path, i), x, y, i < len(av), i < len(bv))
 		}
@@ -793,6 +808,17 @@ func (e *cutEncoder) value(v any) {
 }
 
 func (e *cutEncoder) scalar(v any) {
+	switch x := v.(type) { // the common scalars without an encoder
+	case nil:
+		e.buf = append(e.buf, "null"...)
+		return
+	case bool:
+		e.buf = strconv.AppendBool(e.buf, x)
+		return
+	case float64:
+		e.buf = appendJSONFloat(e.buf, x)
+		return
+	}
 	if s, ok := v.(string); ok && len(s) > e.limit {
 		v = s[:e.limit+1] // the cut happens anyway; never encode a long string whole
 		for !utf8.ValidString(v.(string)) && len(v.(string)) > 0 {
@@ -807,4 +833,20 @@ func (e *cutEncoder) scalar(v any) {
 	if len(e.buf) > e.limit {
 		e.over = true
 	}
+}
+
+// appendJSONFloat writes f as encoding/json does (a finite float64).
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // e-09 → e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }

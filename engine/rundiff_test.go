@@ -436,3 +436,47 @@ func TestFiredEdgesFromTheLog(t *testing.T) {
 		t.Fatalf("fired %v, want %v", got, want)
 	}
 }
+
+// BenchmarkCompareRuns1000 compares two runs of a 1,000-node chain whose
+// every node output is an object of 20 fields, one node in ten differing
+// (docs/benchmarks.md, "Comparing two runs").
+func BenchmarkCompareRuns1000(b *testing.B) {
+	const n = 1000
+	c := &engine.Chain{Name: "big"}
+	fired := map[string][]string{}
+	for i := 0; i < n; i++ {
+		id := "n" + itoa(i)
+		c.Nodes = append(c.Nodes, engine.Node{ID: id, Kind: engine.KindTool, Name: "echo", InputMap: map[string]string{"x": "input.x"}})
+		if i > 0 {
+			e := "n" + itoa(i-1) + "->" + id
+			c.Edges = append(c.Edges, engine.Edge{ID: e, Source: "n" + itoa(i-1), Target: id})
+			fired["n"+itoa(i-1)] = []string{e}
+		}
+	}
+	out := func(i, v int) map[string]any {
+		m := map[string]any{"list": []any{1.0, 2.0, 3.0}, "nested": map[string]any{"a": "b", "n": float64(i)}}
+		for k := 0; k < 18; k++ {
+			m["field"+itoa(k)] = float64(v)
+		}
+		return m
+	}
+	mk := func(changed bool) *engine.RunSide {
+		s := &engine.RunSide{Chain: c, Status: engine.StatusCompleted, Fired: fired}
+		for i := 0; i < n; i++ {
+			v := 1
+			if changed && i%10 == 0 {
+				v = 2
+			}
+			s.Nodes = append(s.Nodes, engine.NodeResult{NodeID: "n" + itoa(i), Status: engine.PhaseDone, Output: out(i, v), Started: t0, Ended: t0.Add(time.Millisecond)})
+		}
+		return s
+	}
+	a, bb := mk(false), mk(true)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if d := engine.CompareRuns(a, bb, engine.RunDiffLimits{}); d.Differing != n/10 || d.Divergence.NodeID != "n0" {
+			b.Fatalf("differing %d", d.Differing)
+		}
+	}
+}
