@@ -27,7 +27,7 @@
   }
 
   const STATUS = { done: 'done', error: 'error', skip: 'skipped', paused: 'paused', start: 'running', not_reached: 'not reached' };
-  const statusWord = (s) => (s ? STATUS[s.status] || s.status : 'absent');
+  const statusWord = (s) => (s ? STATUS[s.status] || s.status : 'not in chain');
 
   async function init() {
     const res = await fetch('/runs/' + encodeURIComponent(root.dataset.a) + '/diff/' + encodeURIComponent(root.dataset.b) + '/data', { headers: { Accept: 'application/json' } });
@@ -68,7 +68,10 @@
       if (cls) ele.addClass(cls);
       if (id === divergence) ele.addClass('rd-divergence');
       const dn = docNode.get(id);
-      let note = statusWord(n.a) === statusWord(n.b) ? statusWord(n.b) : statusWord(n.a) + ' → ' + statusWord(n.b);
+      let note;
+      if (!n.a) note = 'only in B · ' + statusWord(n.b);
+      else if (!n.b) note = 'only in A · ' + statusWord(n.a);
+      else note = statusWord(n.a) === statusWord(n.b) ? statusWord(n.b) : statusWord(n.a) + ' → ' + statusWord(n.b);
       if (n.what && n.what.includes('output')) note += ' · output';
       if (n.what && n.what.includes('route')) note += ' · route';
       if (dn) ele.data('display', Studio.nodeDisplay(dn, note));
