@@ -73,6 +73,9 @@ func (s *Server) compareRuns(ctx context.Context, aID, bID string) (*runComparis
 			map[string]any{"a": map[string]any{"run_id": ra.ID, "chain_id": ra.ChainID, "chain_name": ra.ChainName},
 				"b": map[string]any{"run_id": rb.ID, "chain_id": rb.ChainID, "chain_name": rb.ChainName}})
 	}
+	if ra.ChainID != "" && ra.ChainVersion == rb.ChainVersion && ra.ChainVersion > 0 && sa.Chain != nil {
+		sb.Chain = sa.Chain // one immutable version: the engine then reads it once
+	}
 	d := engine.CompareRuns(sa, sb, engine.RunDiffLimits{})
 	same := ra.ChainVersion == rb.ChainVersion && ra.ChainID != ""
 	if ra.ChainID == "" { // ad-hoc: the same document, or not
