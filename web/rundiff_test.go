@@ -208,3 +208,55 @@ func TestRunDiffPages(t *testing.T) {
 		t.Fatalf("the run page has no Compare with… slot")
 	}
 }
+
+// Ad-hoc runs (A2E requests) have no saved chain: two runs of a chain of
+// the same name compare, and one of them against a saved chain's run is
+// refused. A paused run compares as far as it got.
+func TestRunDiffAdHocAndPaused(t *testing.T) {
+	t.Parallel()
+	_, ts := newA2EServer(t)
+	body := strings.Replace(seedSimpleLinearChain, `"streaming":true`, `"streaming":false`, 1)
+	wantStatus(t, do(t, ts, "POST", "/v1/a2e", body), http.StatusOK)
+	wantStatus(t, do(t, ts, "POST", "/v1/a2e", strings.Replace(body, `"/data/input.txt"`, `"/data/other.txt"`, 1)), http.StatusOK)
+	r := do(t, ts, "GET", "/v1/runs?limit=100", nil)
+	var adhoc []string
+	for _, x := range r.json(t)["runs"].([]any) {
+		if x := x.(map[string]any); x["kind"] == "a2e" {
+			adhoc = append(adhoc, x["id"].(string))
+		}
+	}
+	if len(adhoc) != 2 {
+		t.Fatalf("a2e runs: %s", r.body)
+	}
+	newer, older := adhoc[0], adhoc[1]
+	r = do(t, ts, "GET", "/v1/runs/"+older+"/diff/"+newer, nil)
+	wantStatus(t, r, http.StatusOK)
+	m := r.json(t)
+	// the second request changed read's input: another document of the same name
+	if m["same_version"] != false || m["divergence"].(map[string]any)["node_id"] != "read" || fmt.Sprint(diffNode(t, m, "read")["edited"]) != "[input]" {
+		t.Fatalf("ad-hoc runs: %s", r.body)
+	}
+	if p := diffNode(t, m, "read")["output"].(map[string]any)["paths"].([]any)[0].(map[string]any); p["path"] != "content" || p["new"] != "contents of /data/other.txt" {
+		t.Fatalf("read's output: %v", p)
+	}
+
+	saved := createChain(t, ts, approvalDoc)
+	r = do(t, ts, "POST", "/v1/chains/"+saved+"/runs", `{"input":{"x":1}}`)
+	paused := r.json(t)["run_id"].(string)
+	if m := waitRun(t, ts, paused); m["status"] != "paused" {
+		t.Fatalf("run: %v", m)
+	}
+	r = do(t, ts, "GET", "/v1/runs/"+older+"/diff/"+paused, nil)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if r.errCode(t) != "different_chains" || !strings.Contains(string(r.body), "ad-hoc chain") {
+		t.Fatalf("ad-hoc against saved: %s", r.body)
+	}
+	r = do(t, ts, "GET", "/v1/runs/"+paused+"/diff/"+paused, nil)
+	wantStatus(t, r, http.StatusOK)
+	if ask := diffNode(t, r.json(t), "ask"); ask["a"].(map[string]any)["status"] != "paused" || ask["change"] != "same" {
+		t.Fatalf("a paused node: %v", ask)
+	}
+	if after := diffNode(t, r.json(t), "after"); after["a"].(map[string]any)["status"] != "not_reached" {
+		t.Fatalf("a node after the pause: %v", after)
+	}
+}
