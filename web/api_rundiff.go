@@ -122,7 +122,55 @@ func (s *Server) runSide(ctx context.Context, id string) (*store.Run, *engine.Ru
 		}
 		side.Chain = v.Doc
 	}
+	if err := s.attachedResults(ctx, id, side); err != nil {
+		return nil, nil, err
+	}
 	return r, side, nil
+}
+
+// attachedResults adds what the nodes run inside a map or parallel node did:
+// they keep no checkpoint entry of their own, so, as in the run page's node
+// drawer, it is folded from their events (at most maxPageEvents of them).
+func (s *Server) attachedResults(ctx context.Context, id string, side *engine.RunSide) error {
+	if side.Chain == nil {
+		return nil
+	}
+	have := make(map[string]bool, len(side.Nodes))
+	for _, nr := range side.Nodes {
+		have[nr.NodeID] = true
+	}
+	want := map[string]bool{}
+	for _, n := range side.Chain.Nodes {
+		for _, inner := range append([]string{n.MapNode}, n.Branches...) {
+			if inner != "" && !have[inner] {
+				want[inner] = true
+			}
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	if err := s.runs.Flush(ctx); err != nil {
+		return err
+	}
+	events, err := s.db.EventsAfter(ctx, id, 0, maxPageEvents)
+	if err != nil {
+		return fmt.Errorf("run %s: events: %w", id, err)
+	}
+	byNode := map[string][]engine.Event{}
+	for _, e := range events {
+		if want[e.NodeID] {
+			byNode[e.NodeID] = append(byNode[e.NodeID], e)
+		}
+	}
+	for _, n := range side.Chain.Nodes { // chain order: deterministic
+		if evs := byNode[n.ID]; len(evs) > 0 && want[n.ID] {
+			if nr := nodeFromEvents(evs, n.ID); nr != nil {
+				side.Nodes = append(side.Nodes, *nr)
+			}
+		}
+	}
+	return nil
 }
 
 // GET /v1/runs/{id}/diff/{other}

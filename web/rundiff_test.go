@@ -260,3 +260,33 @@ func TestRunDiffAdHocAndPaused(t *testing.T) {
 		t.Fatalf("a node after the pause: %v", after)
 	}
 }
+
+// Nodes run inside a parallel node keep no record of their own: what they
+// did comes from their events, so a branch that failed in one run only is
+// named.
+func TestRunDiffParallelBranches(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	doc := `{"name":"par","nodes":[
+		{"node_id":"fan","kind":"parallel","branches":["ok","maybe"],"parallel_failure_mode":"any_success"},
+		{"node_id":"ok","kind":"tool","name":"echo","input":{"source":"ok"}},
+		{"node_id":"maybe","kind":"tool","name":"transform","input_map":{"data":"input"},"input":{"expression":"{n: length(items)}"}}]}`
+	id := createChain(t, ts, doc)
+	a := startAndWait(t, ts, id, `{"items":[1]}`)
+	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"items":5}}`) // length(5) fails: a branch error
+	b := r.json(t)["run_id"].(string)
+	waitRun(t, ts, b)
+	r = do(t, ts, "GET", "/v1/runs/"+a+"/diff/"+b, nil)
+	wantStatus(t, r, http.StatusOK)
+	m := r.json(t)
+	maybe := diffNode(t, m, "maybe")
+	if maybe["a"].(map[string]any)["status"] != "done" || maybe["b"].(map[string]any)["status"] != "error" || maybe["b"].(map[string]any)["error"] == nil {
+		t.Fatalf("the failed branch: %v", maybe)
+	}
+	if ok := diffNode(t, m, "ok"); ok["change"] != "same" || ok["a"].(map[string]any)["status"] != "done" {
+		t.Fatalf("the branch that did the same: %v", ok)
+	}
+	if div := m["divergence"].(map[string]any); div["node_id"] != "fan" {
+		t.Fatalf("the owner comes first: %v", div)
+	}
+}
