@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/examples"
 )
 
 // sideOf runs doc with input and reads the run back as a reader of its
@@ -479,4 +480,29 @@ func BenchmarkCompareRuns1000(b *testing.B) {
 			b.Fatalf("differing %d", d.Differing)
 		}
 	}
+}
+
+// In a real loop the router fires its loop edge on the early passes and its
+// exit on the last: the route keeps both, and comparing the run with itself
+// finds nothing.
+func TestFiredEdgesOfTheLoopExample(t *testing.T) {
+	t.Parallel()
+	all, err := examples.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range all {
+		if ex.File != "loop.json" {
+			continue
+		}
+		s := sideOf(t, string(ex.Data), nil)
+		if got := s.Fired["review"]; !reflect.DeepEqual(got, []string{"review->draft", "review->publish"}) {
+			t.Fatalf("review fired %v", got)
+		}
+		if d := engine.CompareRuns(s, s, engine.RunDiffLimits{}); !d.Same {
+			t.Fatalf("the loop against itself: %s", js(d))
+		}
+		return
+	}
+	t.Fatal("no loop example")
 }
