@@ -551,12 +551,10 @@ type pathWalk struct {
 	full bool // a limit was reached while something still differed
 }
 
-// walk compares a and b at path (has*: the value exists on that side).
+// walk compares a and b at path (has*: the value exists on that side). It
+// is only called on values that differ: equal children are skipped first.
 func (w *pathWalk) walk(path []byte, a, b any, hasA, hasB bool) {
-	if w.full {
-		if !w.v.Truncated && (hasA != hasB || !jsonEqual(a, b)) {
-			w.v.Truncated = true
-		}
+	if w.full { // listed all it may; Truncated already says more differ
 		return
 	}
 	switch {
