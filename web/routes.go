@@ -13,6 +13,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/metrics", s.metrics.handler())
 	s.pageRoutes(e)
+	s.runDiffPageRoutes(e)
 	s.loginRoutes(e)
 	s.agentPageRoutes(e)
 
@@ -41,6 +42,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/runs/:id/resume", s.resumeRun)
 	v1.POST("/runs/:id/cancel", s.cancelRun)
 	v1.POST("/runs/:id/rerun", s.rerunRun)
+	v1.GET("/runs/:id/diff/:other", s.diffRuns)
 
 	v1.POST("/a2e", s.a2eRun)
 

@@ -1,0 +1,144 @@
+// The page comparing two runs: run B's chain (with the nodes and edges only
+// run A's chain had) coloured by what differs, the first divergence
+// highlighted and centred. The tables are rendered by the server; selecting
+// a node in a table centres it on the canvas, and a node tapped on the
+// canvas selects its row.
+'use strict';
+(function () {
+  const Studio = window.Studio;
+  const root = document.getElementById('rundiff');
+  if (!root) return;
+  const cyEl = document.getElementById('cy');
+  const $ = (id) => document.getElementById(id);
+
+  // styles on top of the diff mode's: the divergence, and the edges that
+  // fired in one run only
+  function extraStyle() {
+    const accent = Studio.cssVar('--accent', '#2560d8');
+    const ok = Studio.cssVar('--ok', '#0f7a3a');
+    const err = Studio.cssVar('--error', '#c8281c');
+    const edge = Studio.cssVar('--edge', '#7c8699');
+    return [
+      { selector: 'edge.rd-fired', style: { 'line-color': edge, 'target-arrow-color': edge, width: 2.5 } },
+      { selector: 'edge.rd-route-b', style: { 'line-color': ok, 'target-arrow-color': ok, width: 4 } },
+      { selector: 'edge.rd-route-a', style: { 'line-color': err, 'target-arrow-color': err, width: 3, 'line-style': 'dashed' } },
+      { selector: 'node.rd-divergence', style: { 'border-color': accent, 'border-width': 5, 'underlay-color': accent, 'underlay-opacity': 0.25, 'underlay-padding': 10 } },
+    ];
+  }
+
+  const STATUS = { done: 'done', error: 'error', skip: 'skipped', paused: 'paused', start: 'running', not_reached: 'not reached' };
+  const statusWord = (s) => (s ? STATUS[s.status] || s.status : 'not in chain');
+
+  async function init() {
+    const res = await fetch('/runs/' + encodeURIComponent(root.dataset.a) + '/diff/' + encodeURIComponent(root.dataset.b) + '/data', { headers: { Accept: 'application/json' } });
+    const d = await res.json();
+    const diff = d.diff;
+    const byNode = new Map(diff.nodes.map((n) => [n.node_id, n]));
+    const doc = d.doc || { nodes: [], edges: [] };
+    const union = {
+      entry_node: doc.entry_node,
+      nodes: (doc.nodes || []).concat(d.removed_nodes || []),
+      edges: (doc.edges || []).concat(d.removed_edges || []),
+    };
+    const firedA = new Set(d.fired_a || []);
+    const firedB = new Set(d.fired_b || []);
+    const divergence = root.dataset.divergence || '';
+    const docNode = new Map(union.nodes.map((n) => [n.node_id, n]));
+
+    const cy = Studio.createCy(cyEl, union, { editable: false, mode: 'diff', progressive: true, anchor: divergence || undefined, onProgress: Studio.showLoading(root) });
+    const restyle = () => { if (!cy.destroyed()) cy.style(Studio.style('diff').concat(extraStyle())); };
+    restyle();
+    // after the canvas's own handler, which sets the diff style alone
+    document.addEventListener('studio:theme', restyle);
+
+    const mark = (ele) => {
+      const id = ele.id();
+      if (ele.isEdge()) {
+        if (ele.hasClass('attach')) return;
+        const a = firedA.has(id), b = firedB.has(id);
+        if (a && b) ele.addClass('rd-fired');
+        else if (b) ele.addClass('rd-route-b');
+        else if (a) ele.addClass('rd-route-a');
+        else ele.addClass('faded');
+        return;
+      }
+      const n = byNode.get(id);
+      if (!n) return;
+      const cls = { changed: 'diff-changed', added: 'diff-added', removed: 'diff-removed', same: 'faded' }[n.change];
+      if (cls) ele.addClass(cls);
+      if (id === divergence) ele.addClass('rd-divergence');
+      const dn = docNode.get(id);
+      let note;
+      if (!n.a) note = 'only in B · ' + statusWord(n.b);
+      else if (!n.b) note = 'only in A · ' + statusWord(n.a);
+      else note = statusWord(n.a) === statusWord(n.b) ? statusWord(n.b) : statusWord(n.a) + ' → ' + statusWord(n.b);
+      if (n.what && n.what.includes('output')) note += ' · output';
+      if (n.what && n.what.includes('route')) note += ' · route';
+      if (dn) ele.data('display', Studio.nodeDisplay(dn, note));
+    };
+    cy.batch(() => cy.elements().forEach(mark));
+    cy.on('add', (e) => mark(e.target));
+
+    // The divergence is centred, and stays centred while the page settles
+    // (the canvas refits itself on a change of size until it is touched).
+    let touched = false;
+    const touch = () => { touched = true; };
+    cyEl.addEventListener('pointerdown', touch, { once: true });
+    cyEl.addEventListener('wheel', touch, { once: true, passive: true });
+    const centreDivergence = () => {
+      const n = divergence ? cy.getElementById(divergence) : null;
+      if (n && n.nonempty()) cy.center(n);
+    };
+    centreDivergence();
+    const keep = new ResizeObserver(() => { if (!touched && !cy.destroyed()) centreDivergence(); });
+    keep.observe(cyEl);
+
+    // rows ↔ canvas
+    function selectNode(id, centre) {
+      if (cy.getElementById(id).empty()) Studio.loadAll(cy);
+      cy.$(':selected').unselect();
+      const n = cy.getElementById(id);
+      if (n.nonempty()) {
+        n.select();
+        if (centre) { touched = true; Studio.focus(cy, n); }
+      }
+      for (const tr of document.querySelectorAll('.rundiff-table tr[data-node-id]')) {
+        tr.setAttribute('aria-selected', tr.dataset.nodeId === id ? 'true' : 'false');
+      }
+    }
+    document.addEventListener('click', (e) => {
+      const b = e.target.closest('.select-node');
+      if (!b) return;
+      selectNode(b.dataset.nodeId, true);
+      cyEl.scrollIntoView({ block: 'nearest' });
+    });
+    cy.on('tap', 'node', (e) => {
+      const id = e.target.id();
+      selectNode(id, false);
+      const tr = document.querySelector('.rundiff-table tr[data-node-id="' + CSS.escape(id) + '"]');
+      if (tr) {
+        const det = tr.closest('details');
+        if (det) det.open = true;
+        tr.scrollIntoView({ block: 'nearest' });
+      }
+    });
+    cy.on('mouseover', 'node', (e) => {
+      const n = byNode.get(e.target.id());
+      cyEl.title = n ? n.node_id + ': ' + statusWord(n.a) + ' → ' + statusWord(n.b) + (n.what ? ' (' + n.what.join(', ') + ')' : '') : '';
+    });
+    cy.on('mouseover', 'edge', (e) => {
+      const id = e.target.id();
+      const a = firedA.has(id), b = firedB.has(id);
+      cyEl.title = id + ': ' + (a && b ? 'fired in both runs' : b ? 'fired in B only' : a ? 'fired in A only' : 'fired in neither run');
+    });
+    cy.on('mouseout', () => { cyEl.title = ''; });
+    $('btn-fit').addEventListener('click', () => { touched = true; Studio.fit(cy); });
+    $('btn-divergence').addEventListener('click', () => { if (divergence) selectNode(divergence, true); });
+
+    window.__rundiff = { cy, divergence, diff };
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    root.dataset.ready = '1';
+    Studio.startLoading(cy);
+  }
+  init();
+})();

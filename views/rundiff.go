@@ -1,0 +1,117 @@
+package views
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// Helpers of the page comparing two runs (rundiff.templ).
+
+func divergenceID(d *engine.RunDiff) string {
+	if d == nil || d.Divergence == nil {
+		return ""
+	}
+	return d.Divergence.NodeID
+}
+
+// whatText names what differs at a node, in words.
+func whatText(what []string) string {
+	words := map[string]string{
+		engine.DiffStatus: "status", engine.DiffError: "error", engine.DiffRoute: "route taken",
+		engine.DiffOutput: "output", engine.DiffAdded: "only in B's chain", engine.DiffRemoved: "only in A's chain",
+	}
+	out := make([]string, len(what))
+	for i, w := range what {
+		if t, ok := words[w]; ok {
+			out[i] = t
+		} else {
+			out[i] = w
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func runErrText(e *engine.RunError) string {
+	if e == nil {
+		return "none"
+	}
+	if e.NodeID != "" {
+		return e.Code + " at " + e.NodeID
+	}
+	return e.Code
+}
+
+// shortID is the start of a run id, enough to tell runs apart on a page.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// msText writes a node duration (milliseconds, to the microsecond) for
+// people, as the run page does; under a millisecond it keeps one decimal.
+func msText(ms float64) string {
+	if ms < 1 {
+		return fmt.Sprintf("%.1f ms", math.Max(ms, 0.1))
+	}
+	return duration(int64(math.Round(ms)))
+}
+
+func sideDuration(s *engine.NodeSide) string {
+	if s == nil || s.DurationMS == nil {
+		return "—"
+	}
+	return msText(*s.DurationMS)
+}
+
+// deltaText is a duration change with its sign: "+12 ms", "−1.4 s".
+func deltaText(ms float64) string {
+	switch {
+	case ms > 0:
+		return "+" + msText(ms)
+	case ms < 0:
+		return "−" + msText(-ms)
+	}
+	return "no change"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func sameList(a, b []string) bool {
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
+}
+
+// edgeList names fired edges ("nothing" for none).
+func edgeList(ids []string) string {
+	if len(ids) == 0 {
+		return "nothing"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// compareLabel is one option of "Compare with…": which run, its status and
+// version, and when it started; the default one says it is the previous
+// (or next) run.
+func compareLabel(o CompareOption) string {
+	r := &o.Run
+	s := shortID(r.ID) + " · " + statusText(string(r.Status))
+	if r.ChainVersion > 0 {
+		s += " · v" + itoa(r.ChainVersion)
+	}
+	s += " · " + ago(r.Started)
+	if o.Default && o.Newer {
+		s += " (next run)"
+	} else if o.Default {
+		s += " (previous run)"
+	}
+	return s
+}
