@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -140,6 +141,11 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	defer rs.e.active.Delete(rs.runID)
 	r := newRun(ctx, rs.e, rs.p, rs.runID, rs.start.Input, rs.opts.Sink)
 	r.depth = rs.start.Depth
+	if pr := rs.start.Pinned; pr != nil {
+		if i, ok := r.graph.idx[pr.NodeID]; ok {
+			r.only = i + 1
+		}
+	}
 	r.replayLog(rs.log)
 	r.resumeDispatchers()
 	if rs.opts.NextSeq > 0 {
@@ -150,6 +156,13 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 		r.restartFailed()
 	}
 	r.resumeHeld()
+	if r.single() {
+		r.restoreActivators(rs.start.Pinned) // replay cleared them
+		if i := r.only - 1; r.nodes.status[i] == nsIdle { // stopped before it finished: it runs now
+			r.nodes.status[i] = nsReady
+			r.queue.push(i)
+		}
+	}
 	if r.ctx.Err() != nil { // cancelled while it waited for a slot
 		r.stopFromContext()
 	}
@@ -329,6 +342,14 @@ func (r *run) resumeDispatchers() {
 // every node upstream of fromNode and executes from there. input replaces the
 // original input when non-nil.
 func (e *Engine) RerunFrom(ctx context.Context, runID, fromNode string, input map[string]any, opts RunOptions) (*Result, error) {
+	return e.RerunOn(ctx, runID, fromNode, nil, input, opts)
+}
+
+// RerunOn is RerunFrom on another version of the run's chain (chain nil:
+// the run's own). Upstream of fromNode, a node keeps its earlier output
+// only when it is unchanged (see unchangedUpstream); every other node runs
+// again.
+func (e *Engine) RerunOn(ctx context.Context, runID, fromNode string, chain *Chain, input map[string]any, opts RunOptions) (*Result, error) {
 	log, err := e.opts.Checkpointer.Load(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -337,12 +358,23 @@ func (e *Engine) RerunFrom(ctx context.Context, runID, fromNode string, input ma
 	if start == nil {
 		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
 	}
-	p := e.Prepare(ctx, start.Chain)
+	target := start.Chain
+	if chain != nil {
+		target = chain
+	}
+	p := e.Prepare(ctx, target)
 	from, ok := p.g.idx[fromNode]
 	if !ok {
-		return nil, &ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("node %q is not in the run's chain", fromNode)}
+		msg := fmt.Sprintf("node %q is not in the run's chain", fromNode)
+		if chain != nil {
+			msg = fmt.Sprintf("node %q is not in the chosen version of the chain", fromNode)
+		}
+		return nil, &ChainCheckpointError{RunID: runID, Msg: msg}
 	}
 	keep := ancestors(p.g, from)
+	if chain != nil && start.Chain != nil {
+		keep = unchangedUpstream(start.Chain, p.g, keep)
+	}
 	reuse := map[string]*NodeRecord{}
 	for k := range log {
 		if n := log[k].Node; log[k].Kind == CheckpointNode && n.Status == PhaseDone {
@@ -363,6 +395,86 @@ func (e *Engine) RerunFrom(ctx context.Context, runID, fromNode string, input ma
 	opts.reuse = reuse
 	opts.rerunFrom = fromNode
 	return e.RunPrepared(ctx, p, input, opts)
+}
+
+// unchangedUpstream narrows keep (the nodes upstream of a re-run's start,
+// in the new chain g) to those whose earlier output still holds: a node is
+// kept when it is in the old chain with the same definition (everything
+// but its label, description and position), the same incoming edges, and
+// every node it takes data from (its edges' sources, the nodes its
+// expressions read, the node it runs inside) is kept too.
+func unchangedUpstream(old *Chain, g *graph, keep []bool) []bool {
+	og := newGraph(old)
+	out := make([]bool, len(keep))
+	const (
+		unknown = iota
+		visiting
+		decided
+	)
+	state := make([]int, len(keep))
+	var kept func(i int) bool
+	kept = func(i int) bool {
+		switch state[i] {
+		case visiting: // a cycle through data reads: not provably unchanged
+			return false
+		case decided:
+			return out[i]
+		}
+		state[i] = visiting
+		ok := keep[i] && sameNodeIn(old, og, g, i)
+		if ok {
+			var producers []int
+			for _, ei := range g.in[i] {
+				producers = append(producers, g.idx[g.c.Edges[ei].Source])
+			}
+			producers = append(producers, nodeReads(g, i)...)
+			for _, a := range g.owners[i] {
+				producers = append(producers, a.owner)
+			}
+			for _, p := range producers {
+				if !kept(p) {
+					ok = false
+					break
+				}
+			}
+		}
+		state[i], out[i] = decided, ok
+		return ok
+	}
+	for i := range keep {
+		kept(i)
+	}
+	return out
+}
+
+// sameNodeIn reports whether node i of g is defined as in the old chain,
+// incoming edges included.
+func sameNodeIn(old *Chain, og, g *graph, i int) bool {
+	id := g.c.Nodes[i].ID
+	j, ok := og.idx[id]
+	if !ok {
+		return false
+	}
+	strip := func(n Node) string {
+		n.Label, n.Description, n.Position = "", "", nil
+		b, _ := json.Marshal(n)
+		return string(b)
+	}
+	if strip(old.Nodes[j]) != strip(g.c.Nodes[i]) {
+		return false
+	}
+	edges := func(c *Chain, in []int) []string {
+		out := make([]string, 0, len(in))
+		for _, ei := range in {
+			e := c.Edges[ei]
+			e.ID = "" // ids are the designer's; what the edge does is the rest
+			b, _ := json.Marshal(e)
+			out = append(out, string(b))
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(edges(old, og.in[j]), edges(g.c, g.in[i]))
 }
 
 // ancestors returns the nodes upstream of i (not i itself) over non-loop
