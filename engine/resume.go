@@ -157,7 +157,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	}
 	r.resumeHeld()
 	if r.single() {
-		r.restoreActivators(rs.start.Pinned) // replay cleared them
+		r.restoreActivators(rs.start.Pinned)              // replay cleared them
 		if i := r.only - 1; r.nodes.status[i] == nsIdle { // stopped before it finished: it runs now
 			r.nodes.status[i] = nsReady
 			r.queue.push(i)

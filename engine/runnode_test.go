@@ -162,7 +162,7 @@ func TestRunNodeNotReachedInSource(t *testing.T) {
 	 {"node_id":"a","kind":"tool","name":"echo","input":{"n":3}},
 	 {"node_id":"big","kind":"tool","name":"count","input_map":{"n":"a.output.n"}},
 	 {"node_id":"small","kind":"tool","name":"count"}],
-	 "edges":[{"source":"a","target":"big","condition":"output.n > `+"`5`"+`"},{"source":"a","target":"small","default":true}]}`
+	 "edges":[{"source":"a","target":"big","condition":"output.n > ` + "`5`" + `"},{"source":"a","target":"small","default":true}]}`
 	first := h.start(doc, nil)
 	wantStatus(t, first, engine.StatusCompleted)
 	if first.Nodes["big"].Status != engine.PhaseSkip {
