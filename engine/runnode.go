@@ -24,6 +24,10 @@ import (
 // output as null, as they would have then.
 const ReasonNoOutput = "no_output"
 
+// ReasonPinned: on a node run's pinned upstream node, its output was taken
+// from the source run or given; the node did not run.
+const ReasonPinned = "pinned"
+
 // NodeRunSource says where a node run alone takes its upstream data.
 type NodeRunSource struct {
 	FromRun string         // an earlier run of the chain: its node outputs, input and state
@@ -161,7 +165,7 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 	pin := func(j int) *NodeRecord {
 		id := g.c.Nodes[j].ID
 		if v, ok := src.Pinned[id]; ok {
-			return &NodeRecord{NodeID: id, Status: PhaseDone, Output: normalizeValue(v), Reused: true}
+			return &NodeRecord{NodeID: id, Status: PhaseDone, Output: normalizeValue(v), Reason: ReasonPinned, Reused: true}
 		}
 		if from == nil {
 			return nil
@@ -171,7 +175,7 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 			return nil
 		}
 		if rec.Status == PhaseDone {
-			return &NodeRecord{NodeID: id, Status: PhaseDone, Input: rec.Input, Output: rec.Output, Matched: rec.Matched, Reused: true}
+			return &NodeRecord{NodeID: id, Status: PhaseDone, Input: rec.Input, Output: rec.Output, Matched: rec.Matched, Reason: ReasonPinned, Reused: true}
 		}
 		if rec.Fatal { // the failure that stopped the run: nothing came out
 			return nil
