@@ -253,7 +253,7 @@
     const ph = tr.querySelector('.phase-cell');
     ph.textContent = st.phase === 'start' ? 'running' : (st.phase || '—');
     ph.className = 'phase-cell phase ph-' + (st.phase || 'none');
-    tr.querySelector('.note-cell').textContent = [st.reused ? (kept === 'pinned' ? 'pinned' : 'reused from the earlier run') : (rerun && st.phase && st.phase !== 'skip' ? 'ran again' : ''), st.error, reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : '', st.phase && st.phase !== 'start' && st.ms != null && !st.reused ? fmtDuration(st.ms) : ''].filter(Boolean).join(' · ');
+    tr.querySelector('.note-cell').textContent = [st.reused ? (kept === 'pinned' ? 'pinned' : 'reused from the earlier run') : (rerun && st.phase && st.phase !== 'skip' ? 'ran again' : ''), st.error, st.reused && st.reason === 'pinned' ? '' : reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : '', st.phase && st.phase !== 'start' && st.ms != null && !st.reused ? fmtDuration(st.ms) : ''].filter(Boolean).join(' · ');
   }
 
   // ---- drawer ------------------------------------------------------------------
