@@ -4,7 +4,8 @@
 // Screenshots go to RUNNODE_SHOTS (default: the OS temp dir).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launch, close, open, api, BASE } from './lib.mjs';
@@ -14,6 +15,17 @@ mkdirSync(SHOTS, { recursive: true });
 
 before(async () => { await launch(); });
 after(async () => { await close(); });
+
+// axe (WCAG A/AA) on the page as it is, as e2e/a11y.test.mjs runs it
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+async function violations(page) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(AXE + '\n;void 0');
+  return page.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] });
+    return r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' at ' + n.target.join(' ')));
+  });
+}
 
 const uniq = () => Date.now().toString(36) + Math.random().toString(36).slice(2, 6);
 
@@ -62,6 +74,7 @@ test('Run this node: the node runs alone with a previous run\'s data, its output
   assert.equal(await page.$eval('input[name=from_run]:checked', (x) => x.value), first.id);
   assert.equal(await page.evaluate(() => document.activeElement.name), 'from_run', 'focus starts on the chosen run');
   await page.screenshot({ path: join(SHOTS, 'runnode-dialog.png') });
+  assert.deepEqual(await violations(page), [], 'the dialog passes axe');
   await page.keyboard.press('Tab');
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate(() => document.activeElement.id), 'runnode-submit');
@@ -71,6 +84,7 @@ test('Run this node: the node runs alone with a previous run\'s data, its output
   assert.match(await page.textContent('#runnode-status'), /completed/);
   assert.ok(!(await page.$('#runnode-dialog[open]')), 'the dialog closed');
   await page.screenshot({ path: join(SHOTS, 'runnode-result.png') });
+  assert.deepEqual(await violations(page), [], 'the panel with the result passes axe');
   const href = await page.getAttribute('#runnode-link', 'href');
   const nodeRunId = href.split('/').pop();
   const nr = await api('GET', '/v1/runs/' + nodeRunId);
@@ -100,6 +114,7 @@ test('Run this node: the node runs alone with a previous run\'s data, its output
   });
   assert.equal((await rp.textContent('#node-table tr[data-node-id="c"] .phase-cell')).trim(), '—', 'c did not run');
   await rp.screenshot({ path: join(SHOTS, 'runnode-runpage.png') });
+  assert.deepEqual(await violations(rp), [], 'the node run\'s page passes axe');
   await rp.done();
 
   // The run history marks it.
@@ -157,6 +172,7 @@ test('Re-run from here on the current version: unchanged nodes reused, changed o
   await page.keyboard.press('ArrowDown');
   assert.ok(await page.$eval('#rerun-version-current', (x) => x.checked));
   await page.screenshot({ path: join(SHOTS, 'rerun-version-dialog.png') });
+  assert.deepEqual(await violations(page), [], 'the re-run dialog with its version choice passes axe');
   await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/runs/') && !u.pathname.endsWith(first.id)), page.click('#rerun-submit')]);
   await page.waitForFunction(() => document.getElementById('runpage').dataset.ready === '1');
   await page.waitForFunction(() => ['completed', 'failed'].includes(document.getElementById('runpage').dataset.status), null, { timeout: 10000 });
