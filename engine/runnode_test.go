@@ -277,3 +277,47 @@ func TestRerunOnChangedVersion(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A router run alone records what it matched and which edges it would
+// fire, and runs none of their targets; a node on a loop runs once.
+func TestRunNodeRouterAndLoop(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	doc := `{"name":"rl","nodes":[
+	 {"node_id":"a","kind":"tool","name":"echo","input":{"n":3}},
+	 {"node_id":"r","kind":"condition","cases":[{"handle":"big","when":"output.n > ` + "`5`" + `"}]},
+	 {"node_id":"big","kind":"tool","name":"count"},
+	 {"node_id":"small","kind":"tool","name":"count"},
+	 {"node_id":"l","kind":"tool","name":"inc","input_map":{"n":"output.n"}}],
+	 "edges":[{"source":"a","target":"r"},{"id":"to-big","source":"r","target":"big","label":"big"},{"id":"to-small","source":"r","target":"small","label":"default"},
+	  {"source":"small","target":"l"},{"source":"l","target":"l","max_iterations":3}]}`
+	c := mustDecode(t, doc)
+	before := len(h.sink.Events())
+	res, err := h.e.RunNode(context.Background(), c, "r", engine.NodeRunSource{Pinned: map[string]any{"a": map[string]any{"n": 9}}}, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res, engine.StatusCompleted)
+	if res.Nodes["r"].Matched != "big" {
+		t.Errorf("matched = %q, want big", res.Nodes["r"].Matched)
+	}
+	var fired []string
+	for _, ev := range h.sink.Events()[before:] {
+		if ev.NodeID == "r" && ev.Phase == engine.PhaseDone {
+			fired = ev.Edges
+		}
+		if ev.NodeID == "big" || ev.NodeID == "small" {
+			t.Errorf("a target of the router has an event: %s %s", ev.NodeID, ev.Phase)
+		}
+	}
+	if js(fired) != `["to-big"]` {
+		t.Errorf("r's done event fired %s; want the edge it would take", js(fired))
+	}
+	res, err = h.e.RunNode(context.Background(), c, "l", engine.NodeRunSource{Pinned: map[string]any{"small": map[string]any{"n": 1}}}, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NodesRun != 1 || js(res.FinalOutput) != `{"n":2}` {
+		t.Errorf("loop node run alone: nodes_run %d, output %s; want one pass", res.NodesRun, js(res.FinalOutput))
+	}
+}

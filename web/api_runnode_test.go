@@ -178,3 +178,37 @@ func TestRerunVersionAPI(t *testing.T) {
 		}
 	}
 }
+
+// The editor's dialog lists the chain's latest runs as sources: the latest
+// that has the node's upstream chosen, the others saying what they lack;
+// a node that runs only inside another is refused with the reason.
+func TestRunNodeDialogPage(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	doc := `{"name":"pin-page","nodes":[
+	{"node_id":"a","kind":"tool","name":"echo","input_map":{"x":"input.x"}},
+	{"node_id":"b","kind":"tool","name":"echo"},
+	{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
+	{"node_id":"body","kind":"tool","name":"echo"}],
+	"edges":[{"source":"a","target":"b"}]}`
+	id := createChain(t, ts, doc)
+	_, html := pageDo(t, ts.URL, "GET", "/chains/"+id+"/nodes/b/runnode", "", "")
+	if !strings.Contains(html, `id="runnode-none"`) || !strings.Contains(html, `disabled`) {
+		t.Errorf("no runs yet: the dialog must say so and not offer to run:\n%s", html)
+	}
+	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":1,"xs":[1]}}`)
+	run := r.json(t)["run_id"].(string)
+	waitRun(t, ts, run)
+	_, html = pageDo(t, ts.URL, "GET", "/chains/"+id+"/nodes/b/runnode", "", "")
+	if !strings.Contains(html, `value="`+run+`" checked`) || strings.Contains(html, `id="runnode-none"`) {
+		t.Errorf("the run with a's output is not the default:\n%s", html)
+	}
+	_, html = pageDo(t, ts.URL, "GET", "/chains/"+id+"/nodes/a/runnode", "", "")
+	if !strings.Contains(html, `value=""`) {
+		t.Errorf("a root may run without an earlier run:\n%s", html)
+	}
+	_, html = pageDo(t, ts.URL, "GET", "/chains/"+id+"/nodes/body/runnode", "", "")
+	if !strings.Contains(html, "Cannot run this node alone") || !strings.Contains(html, `runs inside &#34;m&#34;`) {
+		t.Errorf("a map body must be refused with its owner named:\n%s", html)
+	}
+}
