@@ -402,7 +402,8 @@ func (e *Engine) RerunOn(ctx context.Context, runID, fromNode string, chain *Cha
 // kept when it is in the old chain with the same definition (everything
 // but its label, description and position), the same incoming edges, and
 // every node it takes data from (its edges' sources, the nodes its
-// expressions read, the node it runs inside) is kept too.
+// expressions read, the node it runs inside) is kept too. A map or
+// parallel node is kept only when the nodes inside it are unchanged too.
 func unchangedUpstream(old *Chain, g *graph, keep []bool) []bool {
 	og := newGraph(old)
 	out := make([]bool, len(keep))
@@ -421,13 +422,19 @@ func unchangedUpstream(old *Chain, g *graph, keep []bool) []bool {
 			return out[i]
 		}
 		state[i] = visiting
-		ok := keep[i] && sameNodeIn(old, og, g, i)
+		// A map or parallel node's output is made by the nodes inside it:
+		// they must be unchanged too, and what they read is its input.
+		tree := attachedTree(g, i, true)
+		ok := keep[i]
+		for j := range tree {
+			ok = ok && sameNodeIn(old, og, g, j)
+		}
 		if ok {
 			var producers []int
 			for _, ei := range g.in[i] {
 				producers = append(producers, g.idx[g.c.Edges[ei].Source])
 			}
-			producers = append(producers, nodeReads(g, i)...)
+			producers = append(producers, subtreeReads(g, i, true)...)
 			for _, a := range g.owners[i] {
 				producers = append(producers, a.owner)
 			}

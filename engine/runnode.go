@@ -239,7 +239,7 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 	}
 	// What its expressions read (<id>.output, node_results.<id>) must be
 	// there too.
-	for _, j := range nodeReads(g, i) {
+	for _, j := range subtreeReads(g, i, false) {
 		if _, ok := recs[j]; ok {
 			continue
 		}
@@ -273,6 +273,46 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 	}
 	maps.Copy(nr.state, src.State)
 	return nr, nil
+}
+
+// subtreeReads is nodeReads of i and of the nodes that run inside it (a
+// map body, parallel branches, their handlers, and so on down), less the
+// subtree itself. For a node run (ownHandler false) i's own on_error
+// handler is left out: it does not run.
+func subtreeReads(g *graph, i int, ownHandler bool) []int {
+	in := attachedTree(g, i, ownHandler)
+	var out []int
+	for j := range g.c.Nodes {
+		if !in[j] {
+			continue
+		}
+		for _, k := range nodeReads(g, j) {
+			if !in[k] && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// attachedTree is i and every node that runs inside it, transitively.
+func attachedTree(g *graph, i int, ownHandler bool) map[int]bool {
+	in := map[int]bool{i: true}
+	stack := []int{i}
+	for len(stack) > 0 {
+		o := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for j := range g.c.Nodes {
+			for _, a := range g.owners[j] {
+				if a.owner == o && !in[j] && (ownHandler || a.rel != RelHandler || o != i) {
+					in[j] = true
+					stack = append(stack, j)
+				}
+			}
+		}
+	}
+	return in
 }
 
 // nodeReads returns the other nodes whose outputs node i's expressions read.

@@ -321,3 +321,54 @@ func TestRunNodeRouterAndLoop(t *testing.T) {
 		t.Errorf("loop node run alone: nodes_run %d, output %s; want one pass", res.NodesRun, js(res.FinalOutput))
 	}
 }
+
+// A map node run alone runs its body for each item; what the body reads
+// must be pinned too, and the refusal names it.
+func TestRunNodeMapBodyReads(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	doc := mustDecode(t, `{"name":"mb","nodes":[
+	 {"node_id":"cfg","kind":"tool","name":"echo","input":{"k":10}},
+	 {"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
+	 {"node_id":"body","kind":"tool","name":"echo","input_map":{"v":"item","k":"cfg.output.k"}}]}`)
+	_, err := h.e.RunNode(context.Background(), doc, "m", engine.NodeRunSource{Input: map[string]any{"xs": []any{1, 2}}}, engine.RunOptions{})
+	var nre *engine.NodeRunError
+	if !errors.As(err, &nre) || !strings.Contains(err.Error(), `node "m" needs the output of "cfg"`) {
+		t.Fatalf("err = %v; want cfg named", err)
+	}
+	res, err := h.e.RunNode(context.Background(), doc, "m", engine.NodeRunSource{Input: map[string]any{"xs": []any{1, 2}}, Pinned: map[string]any{"cfg": map[string]any{"k": 7}}}, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := js(res.FinalOutput); got != `[{"k":7,"v":1},{"k":7,"v":2}]` {
+		t.Errorf("map run alone = %s", got)
+	}
+}
+
+// A map node is reused on a new version only when its body is unchanged.
+func TestRerunOnChangedMapBody(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	v1 := `{"name":"mb","nodes":[
+	 {"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
+	 {"node_id":"body","kind":"tool","name":"echo","input_map":{"v":"item"}},
+	 {"node_id":"z","kind":"tool","name":"count"}],
+	 "edges":[{"source":"m","target":"z"}]}`
+	first := h.start(v1, map[string]any{"xs": []any{1}})
+	wantStatus(t, first, engine.StatusCompleted)
+	res, err := h.e.RerunOn(context.Background(), first.RunID, "z", mustDecode(t, v1), nil, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Nodes["m"].Reused {
+		t.Errorf("unchanged map not reused")
+	}
+	v2 := strings.Replace(v1, `{"v":"item"}`, `{"w":"item"}`, 1)
+	res, err = h.e.RerunOn(context.Background(), first.RunID, "z", mustDecode(t, v2), nil, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Nodes["m"].Reused || js(res.Outputs["z"]) != `{"value":[{"w":1}]}` {
+		t.Errorf("map with a changed body: reused %v, z = %s", res.Nodes["m"].Reused, js(res.Outputs["z"]))
+	}
+}
