@@ -134,3 +134,32 @@ func BenchmarkPeakMemory10k(b *testing.B) {
 		})
 	}
 }
+
+// A node run alone at the end of a 1,000-node chain, its upstream pinned
+// from the run's log (loaded, folded and checked each time, as the API
+// does): the cost a person pays for "Run this node" on a large chain.
+func BenchmarkRunNodeFromRun(b *testing.B) {
+	c := linearChain(1000)
+	if err := engine.Normalize(c); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	e := benchEngine()
+	res, err := e.Run(ctx, c, map[string]any{"x": 1.0}, engine.RunOptions{})
+	if err != nil || res.Status != engine.StatusCompleted {
+		b.Fatalf("run: %v %v", err, res.Error)
+	}
+	p := e.Prepare(ctx, c)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		nr, err := e.PlanNodeRun(ctx, p, "n999", engine.NodeRunSource{FromRun: res.RunID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := nr.Run(ctx, engine.RunOptions{})
+		if err != nil || out.Status != engine.StatusCompleted {
+			b.Fatalf("node run: %v %v", err, out.Error)
+		}
+	}
+}

@@ -624,6 +624,9 @@ func (e *fanOutError) Error() string { return e.msg }
 func (e *fanOutError) Unwrap() error { return e.first }
 
 func (r *run) startHandler(h, from int, errScope map[string]any) {
+	if r.single() { // a node run alone: its handler is downstream of it
+		return
+	}
 	if r.nodes.handlerErr == nil {
 		r.nodes.handlerErr = map[int]map[string]any{}
 	}

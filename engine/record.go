@@ -31,6 +31,8 @@ type StartRecord struct {
 	// the state before any node runs.
 	RerunFrom     string         `json:"rerun_from,omitempty"`
 	ModifiedState map[string]any `json:"modified_state,omitempty"`
+	// Pinned: the run is one node run alone, its upstream pinned (RunNode).
+	Pinned *PinnedRecord `json:"pinned,omitempty"`
 }
 
 // NodeRecord is a node's completion: everything the scheduler changed.

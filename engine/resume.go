@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Resume continues a run from its checkpoint log, following the resume
@@ -140,6 +138,11 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	defer rs.e.active.Delete(rs.runID)
 	r := newRun(ctx, rs.e, rs.p, rs.runID, rs.start.Input, rs.opts.Sink)
 	r.depth = rs.start.Depth
+	if pr := rs.start.Pinned; pr != nil {
+		if i, ok := r.graph.idx[pr.NodeID]; ok {
+			r.only = i + 1
+		}
+	}
 	r.replayLog(rs.log)
 	r.resumeDispatchers()
 	if rs.opts.NextSeq > 0 {
@@ -150,6 +153,13 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 		r.restartFailed()
 	}
 	r.resumeHeld()
+	if r.single() {
+		r.restoreActivators(rs.start.Pinned)              // replay cleared them
+		if i := r.only - 1; r.nodes.status[i] == nsIdle { // stopped before it finished: it runs now
+			r.nodes.status[i] = nsReady
+			r.queue.push(i)
+		}
+	}
 	if r.ctx.Err() != nil { // cancelled while it waited for a slot
 		r.stopFromContext()
 	}
@@ -329,40 +339,7 @@ func (r *run) resumeDispatchers() {
 // every node upstream of fromNode and executes from there. input replaces the
 // original input when non-nil.
 func (e *Engine) RerunFrom(ctx context.Context, runID, fromNode string, input map[string]any, opts RunOptions) (*Result, error) {
-	log, err := e.opts.Checkpointer.Load(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	start, _ := inspectLog(log)
-	if start == nil {
-		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
-	}
-	p := e.Prepare(ctx, start.Chain)
-	from, ok := p.g.idx[fromNode]
-	if !ok {
-		return nil, &ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("node %q is not in the run's chain", fromNode)}
-	}
-	keep := ancestors(p.g, from)
-	reuse := map[string]*NodeRecord{}
-	for k := range log {
-		if n := log[k].Node; log[k].Kind == CheckpointNode && n.Status == PhaseDone {
-			if i, ok := p.g.idx[n.NodeID]; ok && keep[i] {
-				reuse[n.NodeID] = n
-			}
-		}
-	}
-	if input == nil {
-		input = start.Input
-	}
-	if opts.RunID == "" {
-		opts.RunID = uuid.NewString()
-	}
-	if opts.ParentRunID == "" {
-		opts.ParentRunID = runID
-	}
-	opts.reuse = reuse
-	opts.rerunFrom = fromNode
-	return e.RunPrepared(ctx, p, input, opts)
+	return e.RerunOn(ctx, runID, fromNode, nil, input, opts)
 }
 
 // ancestors returns the nodes upstream of i (not i itself) over non-loop

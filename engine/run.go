@@ -82,6 +82,7 @@ type run struct {
 	holds       []*heldDefault // the held defaults not yet fired, oldest first
 	replay      replayState
 	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
+	only        int                    // a node run alone (RunNode): its index + 1; 0 for a whole run
 	routeBufs   routeBufs
 	checkpoints checkpointBatcher
 
@@ -318,6 +319,9 @@ var errRunStopped = errors.New("the run stopped")
 
 // seedRoots activates every root (and replays reused outputs for re-runs).
 func (r *run) seedRoots() {
+	if r.single() {
+		return // its one node is queued by RunNode, or by a resume
+	}
 	for _, i := range r.prepared.plan.roots {
 		r.activate(i)
 	}
@@ -469,6 +473,9 @@ func (r *run) activate(i int) {
 
 // deliverFired / deliverPruned pass one edge decision to its target.
 func (r *run) deliverFired(ei int) {
+	if r.single() { // a node run alone: nothing downstream runs, its own loop included
+		return
+	}
 	e := &r.chain.Edges[ei]
 	t := r.graph.idx[e.Target]
 	s := r.graph.idx[e.Source]
@@ -490,6 +497,9 @@ func (r *run) deliverFired(ei int) {
 }
 
 func (r *run) deliverPruned(ei int, reason string) {
+	if r.single() {
+		return
+	}
 	e := &r.chain.Edges[ei]
 	if e.IsLoop() {
 		return
@@ -552,6 +562,9 @@ func (r *run) notifyDependants(i int) {
 // quiet: error handlers nobody needed and opted-out nodes are skipped, so
 // joins waiting on them can go on. It reports whether anything changed.
 func (r *run) resolveDead() bool {
+	if r.single() { // the other nodes are not part of this run
+		return false
+	}
 	changed := false
 	for i := range r.chain.Nodes {
 		if r.nodes.status[i] != nsIdle || r.nodes.decided[i] != 0 || r.nodes.iterations[i] > 0 {
@@ -645,6 +658,9 @@ func (r *run) finishRun() (*Result, error) {
 	if status != StatusPaused && !r.outcome.invalid {
 		// Whatever never ran now never will: say so, so every node ends done, error or skip.
 		for i := range r.chain.Nodes {
+			if r.single() && i != r.only-1 {
+				continue
+			}
 			switch r.nodes.status[i] {
 			case nsIdle, nsWaitDeps, nsReady:
 				now := time.Now()
@@ -738,6 +754,12 @@ func (r *run) result(status RunStatus) *Result {
 	}
 	for _, i := range terminals {
 		if r.nodes.status[i] == nsDone && (best < 0 || r.prepared.plan.topoPos[i] > r.prepared.plan.topoPos[best]) {
+			best = i
+		}
+	}
+	if r.single() { // a node run alone: its output, whatever comes after it
+		best = -1
+		if i := r.only - 1; r.nodes.status[i] == nsDone {
 			best = i
 		}
 	}

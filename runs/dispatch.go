@@ -20,7 +20,11 @@ type Task struct {
 	ChainVersion int            `json:"chain_version,omitempty"`
 	ParentRunID  string         `json:"parent_run_id,omitempty"` // rerun: the run re-run
 	FromNode     string         `json:"from_node,omitempty"`
-	Modified     map[string]any `json:"modified,omitempty"` // rerun: the state patch
+	Modified     map[string]any `json:"modified,omitempty"` // rerun: the state patch; node: the state given
+	// NodeID and Pinned: a node run alone (kind node), its upstream outputs
+	// given explicitly; ParentRunID is then the run the rest comes from.
+	NodeID string         `json:"node_id,omitempty"`
+	Pinned map[string]any `json:"pinned,omitempty"`
 	// Resume is an accepted resume with a value, its interrupt claimed in
 	// the transaction that inserted this job; the worker writes its entry.
 	Resume *engine.ResumeRecord `json:"resume,omitempty"`
@@ -205,8 +209,29 @@ func (s *Service) taskFunc(ctx context.Context, t Task) (func(context.Context) (
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", t.RunID, err)
 		}
+		var doc *engine.Chain // the run's own version, unless one was chosen
+		if t.ChainID != "" && t.ChainVersion > 0 {
+			cv, err := s.remote.GetVersion(ctx, t.ChainID, t.ChainVersion)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: chain %s version %d: %w", t.RunID, t.ChainID, t.ChainVersion, err)
+			}
+			doc = cv.Doc
+		}
 		return func(ctx context.Context) (*engine.Result, error) {
-			return s.eng.RerunFrom(ctx, t.ParentRunID, t.FromNode, info.Input, engine.RunOptions{RunID: t.RunID, ParentRunID: t.ParentRunID, ModifiedState: t.Modified})
+			return s.eng.RerunOn(ctx, t.ParentRunID, t.FromNode, doc, info.Input, engine.RunOptions{RunID: t.RunID, ParentRunID: t.ParentRunID, ModifiedState: t.Modified})
+		}, nil
+	case store.KindNode:
+		info, err := s.store.GetRunInfo(ctx, t.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", t.RunID, err)
+		}
+		cv, err := s.remote.GetVersion(ctx, t.ChainID, t.ChainVersion)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: chain %s version %d: %w", t.RunID, t.ChainID, t.ChainVersion, err)
+		}
+		src := engine.NodeRunSource{FromRun: t.ParentRunID, Pinned: t.Pinned, Input: info.Input, State: t.Modified}
+		return func(ctx context.Context) (*engine.Result, error) {
+			return s.eng.RunNode(ctx, cv.Doc, t.NodeID, src, engine.RunOptions{RunID: t.RunID})
 		}, nil
 	case store.KindResume:
 		maxSeq, err := s.store.MaxSeq(ctx, t.RunID)

@@ -391,6 +391,21 @@ func (s *Service) RunChain(ctx context.Context, runID string) (*engine.Chain, er
 // Rerun starts a new run of runID's chain that keeps the outputs upstream of
 // fromNode and executes from there, with modified merged into its state.
 func (s *Service) Rerun(ctx context.Context, runID, fromNode string, input, modified map[string]any) (string, error) {
+	return s.RerunWith(ctx, runID, RerunSpec{FromNode: fromNode, Input: input, Modified: modified})
+}
+
+// RerunSpec says what a re-run runs.
+type RerunSpec struct {
+	FromNode string
+	Input    map[string]any // nil: the run's input
+	Modified map[string]any // merged into the state before any node runs
+	// Version, when set, is the chain version to run instead of the run's
+	// own: upstream nodes changed since run again (engine.RerunOn).
+	Version *store.ChainVersion
+}
+
+// RerunWith starts a re-run as spec says (see Rerun).
+func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (string, error) {
 	if s.base.Err() != nil {
 		return "", ErrShutdown
 	}
@@ -399,13 +414,21 @@ func (s *Service) Rerun(ctx context.Context, runID, fromNode string, input, modi
 		return "", err
 	}
 	id := uuid.NewString()
+	input, fromNode, modified := spec.Input, spec.FromNode, spec.Modified
 	if input == nil {
 		input = orig.Input
 	}
+	version := orig.ChainVersion
+	var doc *engine.Chain
+	task := Task{RunID: id, Kind: store.KindRerun, ParentRunID: runID, FromNode: fromNode, Modified: modified}
+	if v := spec.Version; v != nil {
+		version, doc = v.Version, v.Doc
+		task.ChainID, task.ChainVersion = orig.ChainID, v.Version
+	}
+	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: version, ChainName: orig.ChainName,
+		ParentRunID: runID, Kind: store.KindRerun, Input: input, Started: s.now()}
 	if s.disp != nil {
-		run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
-			ParentRunID: runID, Kind: store.KindRerun, Input: input, Started: s.now()}
-		if err := s.dispatchCreate(ctx, run, Task{RunID: id, Kind: store.KindRerun, ParentRunID: runID, FromNode: fromNode, Modified: modified}); err != nil {
+		if err := s.dispatchCreate(ctx, run, task); err != nil {
 			return "", err
 		}
 		return id, nil
@@ -414,13 +437,58 @@ func (s *Service) Rerun(ctx context.Context, runID, fromNode string, input, modi
 	if err != nil {
 		return "", err
 	}
-	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: orig.ChainVersion, ChainName: orig.ChainName,
-		ParentRunID: runID, Kind: store.KindRerun, Input: input, Status: status, Started: s.now()}
+	run.Status = status
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
 	if _, err := s.launch(id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
-		return s.eng.RerunFrom(ctx, runID, fromNode, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified})
+		return s.eng.RerunOn(ctx, runID, fromNode, doc, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified})
+	}); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// PlanNodeRun checks that a node of doc can run alone with the data src
+// gives (engine.PlanNodeRun): nothing is recorded or run.
+func (s *Service) PlanNodeRun(ctx context.Context, doc *engine.Chain, nodeID string, src engine.NodeRunSource) (*engine.NodeRun, error) {
+	return s.eng.PlanNodeRun(ctx, s.eng.Prepare(ctx, doc), nodeID, src)
+}
+
+// RunNode runs one node of a saved chain version alone, its upstream data
+// pinned (src), in the background, and returns the run id. The request is
+// checked first: a *engine.NodeRunError, *engine.ValidationError or the
+// source run's checkpoint error comes back before anything is recorded.
+// The run is of kind node; its parent is the source run.
+func (s *Service) RunNode(ctx context.Context, ch *store.Chain, nodeID string, src engine.NodeRunSource) (string, error) {
+	if s.base.Err() != nil {
+		return "", ErrShutdown
+	}
+	nr, err := s.PlanNodeRun(ctx, ch.Doc, nodeID, src)
+	if err != nil {
+		return "", err
+	}
+	id := uuid.NewString()
+	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, ParentRunID: src.FromRun,
+		Kind: store.KindNode, Input: nr.Input(), Started: s.now()}
+	if s.disp != nil {
+		t := Task{RunID: id, Kind: store.KindNode, ChainID: ch.ID, ChainVersion: ch.Version, NodeID: nodeID,
+			ParentRunID: src.FromRun, Pinned: src.Pinned, Modified: src.State}
+		if err := s.dispatchCreate(ctx, run, t); err != nil {
+			return "", err
+		}
+		return id, nil
+	}
+	status, err := s.admit()
+	if err != nil {
+		return "", err
+	}
+	run.Status = status
+	if _, err := s.createRun(ctx, run); err != nil {
+		return "", fmt.Errorf("create run: %w", err)
+	}
+	if _, err := s.launch(id, store.KindNode, func(ctx context.Context) (*engine.Result, error) {
+		return nr.Run(ctx, engine.RunOptions{RunID: id})
 	}); err != nil {
 		return "", err
 	}

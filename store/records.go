@@ -76,6 +76,7 @@ const (
 	KindRun      = "run"
 	KindResume   = "resume"
 	KindRerun    = "rerun"
+	KindNode     = "node" // one node run alone, its upstream data pinned
 	KindSubchain = "subchain"
 	KindA2E      = "a2e"
 )

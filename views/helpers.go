@@ -261,6 +261,10 @@ func ReasonText(r string) string {
 		return "on_error skip: the node failed and its error policy is skip"
 	case engine.ReasonNotNeeded:
 		return "not needed: an error handler nobody needed, or a node marked reachable: false"
+	case engine.ReasonPinned:
+		return "pinned: the output comes from the source run or was given; the node did not run"
+	case engine.ReasonNoOutput:
+		return "no output: in the source run the node finished without one; it reads as null"
 	}
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
@@ -207,40 +208,60 @@ func (s *Server) cancelRun(c echo.Context) error {
 	return apiError(ECONFLICT, "not_running", fmt.Sprintf("run %q is not running (status %s)", id, r.Status), map[string]any{"status": r.Status})
 }
 
-// POST /v1/runs/{id}/rerun {from_node, input?, modified_state?}
+// POST /v1/runs/{id}/rerun {from_node, input?, modified_state?, version?}
 func (s *Server) rerunRun(c echo.Context) error {
 	id := c.Param("id")
 	var body struct {
-		FromNode      string         `json:"from_node"`
-		Input         map[string]any `json:"input"`
-		ModifiedState map[string]any `json:"modified_state"`
+		FromNode      string          `json:"from_node"`
+		Input         map[string]any  `json:"input"`
+		ModifiedState map[string]any  `json:"modified_state"`
+		Version       json.RawMessage `json:"version"` // "run" (default) | "current" | a version number
 	}
 	if err := bindJSON(c, &body); err != nil {
 		return err
 	}
+	choice, err := versionChoice(body.Version)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
-	if _, err := s.db.GetRunInfo(ctx, id); err != nil {
+	orig, err := s.db.GetRunInfo(ctx, id)
+	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 	if body.FromNode == "" {
 		return apiError(EINVALID, "from_node_required", "from_node is required: the node to re-run from", map[string]any{"path": "from_node"})
 	}
-	chain, err := s.runs.RunChain(ctx, id)
+	cv, err := s.rerunVersion(ctx, orig, choice)
 	if err != nil {
 		return err
 	}
+	var chain *engine.Chain
+	where := "the run's chain"
+	if cv != nil {
+		chain, where = cv.Doc, fmt.Sprintf("version %d of the chain", cv.Version)
+		if issues := s.validate(c, chain); engine.HasErrors(issues) {
+			return apiError(EINVALID, engine.CodeInvalid, (&engine.ValidationError{Issues: issues}).Error(), map[string]any{"issues": issues, "path": "version"})
+		}
+	} else if chain, err = s.runs.RunChain(ctx, id); err != nil {
+		return err
+	}
 	if chain.Node(body.FromNode) == nil {
-		return apiError(EINVALID, "unknown_node", fmt.Sprintf("node %q is not in the run's chain", body.FromNode), map[string]any{"path": "from_node", "node_id": body.FromNode})
+		return apiError(EINVALID, "unknown_node", fmt.Sprintf("node %q is not in %s", body.FromNode, where), map[string]any{"path": "from_node", "node_id": body.FromNode})
 	}
 	if k, ok := blankKey(body.ModifiedState); ok {
 		return apiError(EINVALID, "bad_state_patch", fmt.Sprintf("modified_state: key %q is not a state key (empty or blank)", k), map[string]any{"path": "modified_state"})
 	}
-	newID, err := s.runs.Rerun(ctx, id, body.FromNode, body.Input, body.ModifiedState)
+	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: body.FromNode, Input: body.Input, Modified: body.ModifiedState, Version: cv})
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
+	version := orig.ChainVersion
+	if cv != nil {
+		version = cv.Version
+	}
 	runLocation(c, newID)
-	return c.JSON(http.StatusAccepted, map[string]any{"run_id": newID, "status": s.startedStatus(newID), "parent_run_id": id, "from_node": body.FromNode})
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": newID, "status": s.startedStatus(newID), "parent_run_id": id, "from_node": body.FromNode, "chain_version": version})
 }
 
 // blankKey finds a key no expression could read (state."" is not a path).

@@ -113,6 +113,7 @@ func domainError(err error) *APIError {
 		ar   *engine.AlreadyResumedError
 		cp   *engine.ChainCheckpointError
 		busy *runs.BusyError
+		nre  *engine.NodeRunError
 	)
 	switch {
 	case err == nil:
@@ -133,6 +134,19 @@ func domainError(err error) *APIError {
 		return apiError(ENOTFOUND, "not_found", err.Error(), nil)
 	case errors.Is(err, store.ErrInvalid):
 		return apiError(EINVALID, "invalid", err.Error(), nil)
+	case errors.As(err, &nre):
+		kind := EINVALID
+		if nre.Reason == engine.NodeRunUnknownNode {
+			kind = ENOTFOUND
+		}
+		details := map[string]any{"node_id": nre.NodeID}
+		if len(nre.Needs) > 0 {
+			details["needs"] = nre.Needs
+		}
+		if nre.FromRun != "" {
+			details["from_run"] = nre.FromRun
+		}
+		return apiError(kind, nre.Code(), nre.Error(), details)
 	case errors.As(err, &re): // before ChainCheckpointError: a resume error is one too
 		return apiError(EINVALID, engine.CodeResume, re.Error(), nil)
 	case errors.As(err, &ar):

@@ -53,7 +53,7 @@ var _ runs.Observer = (*Metrics)(nil)
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), starts: map[string]map[nodeKey]time.Time{}}
 	m.runsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "studio_runs_started_total", Help: "Runs started (kind: run, resume, rerun, a2e).",
+		Name: "studio_runs_started_total", Help: "Runs started (kind: run, resume, rerun, node, a2e).",
 	}, []string{"kind"})
 	m.runsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "studio_runs_finished_total", Help: "Runs that stopped, by final status (paused included; host_error when the run could not execute).",

@@ -28,6 +28,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/chains/:id/data", s.pageChainData)
 	e.POST("/chains/:id/save", s.pageSave)
 	e.POST("/chains/:id/run", s.pageStartRun)
+	e.GET("/chains/:id/nodes/:node/runnode", s.fragRunNodeDialog)
 	e.POST("/fragments/props", s.fragProps)
 	e.POST("/fragments/expr", s.fragExpr)
 

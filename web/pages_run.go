@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
@@ -205,6 +206,11 @@ func (s *Server) fragNodeDrawer(c echo.Context) error {
 		d.Result = nodeFromEvents(events, nodeID)
 	}
 	d.CanRerun = r.ChainID != "" && r.Status != engine.StatusRunning && d.Kind != "" && d.RunsInside == ""
+	if d.CanRerun {
+		if ch, err := s.db.GetChain(c.Request().Context(), r.ChainID); err == nil {
+			d.CurrentVersion = ch.Version // offered when it is not the run's
+		}
+	}
 	return renderPage(c, http.StatusOK, views.NodeDrawer(d))
 }
 
@@ -267,7 +273,19 @@ func (s *Server) pageRerun(c echo.Context) error {
 	if k, ok := blankKey(modified); ok {
 		return renderPage(c, http.StatusOK, views.FormError("The state patch (modified_state) has a blank key", strconv.Quote(k)))
 	}
-	newID, err := s.runs.Rerun(c.Request().Context(), id, node, input, modified)
+	ctx := c.Request().Context()
+	orig, err := s.db.GetRunInfo(ctx, id)
+	if err != nil {
+		return pageNotFound(err, "run")
+	}
+	cv, err := s.rerunVersion(ctx, orig, c.FormValue("version"))
+	if err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Could not re-run on that version", err.Error()))
+	}
+	if cv != nil && cv.Doc.Node(node) == nil {
+		return renderPage(c, http.StatusOK, views.FormError("Could not re-run on that version", "node "+strconv.Quote(node)+" is not in version "+strconv.Itoa(cv.Version)+" of the chain"))
+	}
+	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: node, Input: input, Modified: modified, Version: cv})
 	if err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", err.Error()))
 	}

@@ -33,6 +33,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/chains/:id/diff", s.diffVersions)
 	v1.GET("/chains/:id/export", s.exportChain)
 	v1.POST("/chains/:id/runs", s.startRun)
+	v1.POST("/chains/:id/nodes/:node/run", s.runNode)
 
 	v1.POST("/validate", s.validateDocument)
 

@@ -51,6 +51,11 @@ type RunService interface {
 	RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error)
 	Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error
 	Rerun(ctx context.Context, runID, fromNode string, input, modified map[string]any) (string, error)
+	// RerunWith is Rerun with a choice of chain version; RunNode runs one
+	// node alone with pinned data (PlanNodeRun checks it, running nothing).
+	RerunWith(ctx context.Context, runID string, spec runs.RerunSpec) (string, error)
+	RunNode(ctx context.Context, ch *store.Chain, nodeID string, src engine.NodeRunSource) (string, error)
+	PlanNodeRun(ctx context.Context, doc *engine.Chain, nodeID string, src engine.NodeRunSource) (*engine.NodeRun, error)
 	// RunChain is the chain document a run executed (its start checkpoint).
 	RunChain(ctx context.Context, runID string) (*engine.Chain, error)
 	Cancel(runID string) bool

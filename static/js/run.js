@@ -24,6 +24,7 @@
   const edgeState = new Map();
   const phases = []; // [seq, node, phase] in arrival order, for tests
   const rerun = root.dataset.kind === 'rerun'; // marks reused nodes and those that ran again
+  const kept = root.dataset.kind === 'node' ? 'pinned' : 'reused'; // a node run alone pins its upstream
   window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
 
   const REASONS = {
@@ -32,6 +33,8 @@
     upstream_stopped: 'upstream stopped: the run stopped before this node could run',
     on_error_skip: 'on_error skip: the node failed and its error policy is skip',
     not_needed: 'not needed: an error handler nobody needed',
+    pinned: 'pinned: the output comes from the source run or was given; the node did not run',
+    no_output: 'no output: in the source run the node finished without one; it reads as null',
   };
   const reasonText = (r) => REASONS[r] || r || '';
 
@@ -126,7 +129,7 @@
     let note = '';
     if (st.progress) note = st.progress;
     if (st.iteration > 1) note += (note ? ' · ' : '') + '×' + st.iteration;
-    if (st.reused && st.phase === 'done') note = '↺ reused' + (note ? ' · ' + note : '');
+    if (st.reused && st.phase === 'done') note = '↺ ' + kept + (note ? ' · ' + note : '');
     else if (st.phase && st.phase !== 'start' && st.ms != null) note += (note ? ' · ' : '') + (rerun && st.phase !== 'skip' ? 'ran again · ' : '') + fmtDuration(st.ms);
     ele.data('display', d ? Studio.nodeDisplay(d, note) : id + (note ? '\n' + note : ''));
     ele.removeClass(PHASE_CLASSES + ' reused');
@@ -250,7 +253,7 @@
     const ph = tr.querySelector('.phase-cell');
     ph.textContent = st.phase === 'start' ? 'running' : (st.phase || '—');
     ph.className = 'phase-cell phase ph-' + (st.phase || 'none');
-    tr.querySelector('.note-cell').textContent = [st.reused ? 'reused from the earlier run' : (rerun && st.phase && st.phase !== 'skip' ? 'ran again' : ''), st.error, reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : '', st.phase && st.phase !== 'start' && st.ms != null && !st.reused ? fmtDuration(st.ms) : ''].filter(Boolean).join(' · ');
+    tr.querySelector('.note-cell').textContent = [st.reused ? (kept === 'pinned' ? 'pinned' : 'reused from the earlier run') : (rerun && st.phase && st.phase !== 'skip' ? 'ran again' : ''), st.error, st.reused && st.reason === 'pinned' ? '' : reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : '', st.phase && st.phase !== 'start' && st.ms != null && !st.reused ? fmtDuration(st.ms) : ''].filter(Boolean).join(' · ');
   }
 
   // ---- drawer ------------------------------------------------------------------

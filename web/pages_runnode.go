@@ -1,0 +1,53 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/views"
+	"github.com/labstack/echo/v4"
+)
+
+// fragRunNodeDialog renders the editor's "Run this node" dialog: the
+// chain's latest runs, each checked as a source of the node's upstream
+// outputs, the latest that has them chosen.
+func (s *Server) fragRunNodeDialog(c echo.Context) error {
+	ctx := c.Request().Context()
+	ch, err := s.chainAt(ctx, pageParam(c, "id"), 0)
+	if err != nil {
+		return err
+	}
+	node := pageParam(c, "node")
+	n := ch.Doc.Node(node)
+	if n == nil {
+		return renderPage(c, http.StatusOK, views.FormError("Cannot run this node", "node "+node+" is not in the saved chain yet; wait for the save and try again"))
+	}
+	if issues := engine.ValidateWith(ch.Doc, s.pageValidateOptions(c)); engine.HasErrors(issues) {
+		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", (&engine.ValidationError{Issues: issues}).Error()))
+	}
+	// A node that cannot run alone at all (a map body …) says so at once.
+	_, err = s.runs.PlanNodeRun(ctx, ch.Doc, node, engine.NodeRunSource{})
+	var nre *engine.NodeRunError
+	if err != nil && !(errors.As(err, &nre) && nre.Reason == engine.NodeRunMissingUpstream) {
+		return renderPage(c, http.StatusOK, views.FormError("Cannot run this node alone", err.Error()))
+	}
+	d := views.RunNodeData{ChainID: ch.ID, Version: ch.Version, NodeID: node, NeedsNone: err == nil}
+	if n.Label != node {
+		d.Label = n.Label
+	}
+	cands, err := s.nodeSourceRuns(ctx, ch, node)
+	if err != nil {
+		return err
+	}
+	for _, cd := range cands {
+		src := views.NodeSource{Run: cd.Run}
+		if cd.Err != nil {
+			src.Problem = cd.Err.Error()
+		} else if d.Default == "" {
+			d.Default = cd.Run.ID
+		}
+		d.Sources = append(d.Sources, src)
+	}
+	return renderPage(c, http.StatusOK, views.RunNodeDialog(d))
+}
