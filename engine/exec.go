@@ -62,6 +62,10 @@ func (r *run) start(i int) {
 		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: time.Now()})
 		return
 	}
+	if out, ok := r.mocked(nd); ok {
+		r.complete(completion{i: i, out: out, input: input, attempts: 1, started: now, ended: time.Now()})
+		return
+	}
 	switch nd.Kind {
 	case KindBranch, KindCondition:
 		matched, err := r.matchHandle(i, input, sc)
@@ -87,6 +91,19 @@ func (r *run) start(i int) {
 		r.done = make(chan completion, min(len(r.chain.Nodes), 32)+1)
 	}
 	go r.work(i, input, sc.resume, sc.hasRes, fs, now)
+}
+
+// mocked returns the output RunOptions.Mocks gives node nd instead of
+// running it. Routers are never mocked: their output is their input.
+func (r *run) mocked(nd *Node) (any, bool) {
+	if r.mocks == nil || nd.Kind == KindBranch || nd.Kind == KindCondition {
+		return nil, false
+	}
+	out, ok := r.mocks[nd.ID]
+	if !ok {
+		return nil, false
+	}
+	return normalizeValue(out), true
 }
 
 // prompt is what an interrupt node shows the person who resumes it.
@@ -393,7 +410,9 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 	input, err := r.buildInput(j, &sc, up)
 	attempts := 1
 	var out any
-	if err == nil {
+	if m, ok := r.mocked(nd); ok && err == nil {
+		out = m // every item or branch gets the same mock
+	} else if err == nil {
 		out, attempts, err = r.attempts(ctx, j, item, func(ctx context.Context) (any, error) {
 			return r.execNode(ctx, j, input, &sc)
 		})

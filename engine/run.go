@@ -82,6 +82,7 @@ type run struct {
 	holds       []*heldDefault // the held defaults not yet fired, oldest first
 	replay      replayState
 	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
+	mocks       map[string]any         // RunOptions.Mocks: read-only, shared with workers
 	routeBufs   routeBufs
 	checkpoints checkpointBatcher
 
