@@ -98,10 +98,10 @@ func TestValidTestsHaveNoIssuesAndDoNotBlockRuns(t *testing.T) {
 func TestTestDecodingIsStrict(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		`{"name":"a","asert":{}}`:                                 `tests[0] "a".asert: unknown field`,
-		`{"name":"a","assert":{"Ran":["x"]}}`:                      `tests[0] "a".assert.Ran: unknown field (field names are case-sensitive: did you mean "ran"?)`,
+		`{"name":"a","asert":{}}`:                                   `tests[0] "a".asert: unknown field`,
+		`{"name":"a","assert":{"Ran":["x"]}}`:                       `tests[0] "a".assert.Ran: unknown field (field names are case-sensitive: did you mean "ran"?)`,
 		`{"name":"a","assert":{"expect":[{"path":"x","equal":1}]}}`: `tests[0] "a".assert.expect[0].equal: unknown field`,
-		`{"name":"a","mocks":[]}`:                                 `tests[0] "a".mocks: wrong type`,
+		`{"name":"a","mocks":[]}`:                                   `tests[0] "a".mocks: wrong type`,
 	}
 	for test, want := range cases {
 		_, err := engine.Decode([]byte(testsDoc(test)), engine.Limits{})
