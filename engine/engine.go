@@ -114,10 +114,13 @@ type RunOptions struct {
 	// Mocks maps node ids to outputs given instead of running the node: a
 	// mocked node's tool, program, sub-chain or agent is never called (its
 	// input is still built). Chain tests use it (engine/chaintest).
-	Mocks     map[string]any
-	depth     int
-	rerunFrom string
-	reuse     map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
+	Mocks map[string]any
+	// MockErrors maps node ids to the error message the node fails with
+	// instead of running (its retries and on_error apply as usual).
+	MockErrors map[string]string
+	depth      int
+	rerunFrom  string
+	reuse      map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
 }
 
 // ResumeValue is the value a paused run is resumed with. A nil *ResumeValue
@@ -215,7 +218,7 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	if opts.reuse != nil {
 		r.reuse = opts.reuse
 	}
-	r.mocks = opts.Mocks
+	r.mocks, r.mockErrs = opts.Mocks, opts.MockErrors
 	if r.ctx.Err() != nil {
 		// Cancelled before it started (a queued run cancelled while it
 		// waited, or the studio stopping): recorded, no node runs, it ends

@@ -83,6 +83,7 @@ type run struct {
 	replay      replayState
 	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
 	mocks       map[string]any         // RunOptions.Mocks: read-only, shared with workers
+	mockErrs    map[string]string      // RunOptions.MockErrors: read-only
 	routeBufs   routeBufs
 	checkpoints checkpointBatcher
 

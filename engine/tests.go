@@ -30,8 +30,11 @@ type Test struct {
 	Input       map[string]any `json:"input,omitempty"`
 	// Mocks maps a node id to the output the node gives instead of running:
 	// its tool, program, sub-chain or agent is never called.
-	Mocks  map[string]any `json:"mocks,omitempty"`
-	Assert TestAssert     `json:"assert"`
+	Mocks map[string]any `json:"mocks,omitempty"`
+	// Errors maps a node id to the error message it fails with instead of
+	// running (to test on_error paths); nothing is called either.
+	Errors map[string]string `json:"errors,omitempty"`
+	Assert TestAssert        `json:"assert"`
 }
 
 // TestAssert is what a test run must do.
@@ -120,6 +123,7 @@ const (
 	RuleTestAssertionForm   = "test_assertion_form"   // an expect entry is not exactly one of {path, equals} or {that}
 	RuleTestStatus          = "test_status"           // assert.status is not a status a run can end with
 	RuleTestRanConflict     = "test_ran_conflict"     // a node is in both ran and not_ran
+	RuleTestMockConflict    = "test_mock_conflict"    // a node is in both mocks and errors
 )
 
 // checkTests validates the chain's test cases (group 3, one index per test).
@@ -153,6 +157,19 @@ func (v *validator) checkTests() {
 			if schema, what := v.outputSchema(nd); schema != nil {
 				if err := CheckShape(schema, t.Mocks[id], ""); err != nil {
 					issue(RuleTestMockShape, id, "mocks."+id, fmt.Sprintf("does not fit the output of %s: %v", what, err))
+				}
+			}
+		}
+		for _, id := range sortedKeys(t.Errors) {
+			j, ok := v.g.idx[id]
+			switch {
+			case !ok:
+				issue(RuleTestUnknownNode, "", "errors."+id, fmt.Sprintf("no node %q", id))
+			case v.c.Nodes[j].Kind == KindBranch || v.c.Nodes[j].Kind == KindCondition:
+				issue(RuleTestMockRouter, id, "errors."+id, fmt.Sprintf("node %q is a %s: it only decides the route; make the node before it fail instead", id, v.c.Nodes[j].Kind))
+			default:
+				if _, both := t.Mocks[id]; both {
+					issue(RuleTestMockConflict, id, "errors."+id, fmt.Sprintf("node %q has a mock too: give it an output or an error, not both", id))
 				}
 			}
 		}

@@ -75,13 +75,14 @@ package engine
 //	skill_cycle                error     sub-chains call each other in a cycle (full path named)
 //	max_depth                  error     sub-chain nesting deeper than MaxDepth (full path named)
 //	test_name                  error     a test has no name, or shares it with another test
-//	test_unknown_node          error     a test's mocks, ran, not_ran or expect[i].node names no node
+//	test_unknown_node          error     a test's mocks, errors, ran, not_ran or expect[i].node names no node
 //	test_mock_router           error     a test mocks a branch or condition node
 //	test_mock_shape            error     mock data does not fit the tool's output (ToolOutput knows it)
 //	test_assertion_syntax      error     a test's expect path or that does not parse
 //	test_assertion_form        error     an expect entry is not {path, equals} or {that}
 //	test_status                error     a test's assert.status is not a status a run ends with
 //	test_ran_conflict          error     a node is in both assert.ran and assert.not_ran
+//	test_mock_conflict         error     a test gives a node both a mock and an error
 //
 // Test issues name the test and field (`tests[1] "happy path".mocks.fetch`);
 // Prepare skips them, so a broken test never stops the chain from running.

@@ -256,7 +256,7 @@ func (s *session) runTest(ctx context.Context, prep *engine.Prepared, i int) (Te
 	rec := &recorder{seen: map[string]bool{}}
 	tctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	res, err := s.eng.RunPrepared(tctx, prep, t.Input, engine.RunOptions{Mocks: t.Mocks, Sink: rec})
+	res, err := s.eng.RunPrepared(tctx, prep, t.Input, engine.RunOptions{Mocks: t.Mocks, MockErrors: t.Errors, Sink: rec})
 	if err != nil {
 		return tr, fmt.Errorf("test %q: %w", t.Name, err)
 	}
@@ -272,7 +272,8 @@ func (s *session) runTest(ctx context.Context, prep *engine.Prepared, i int) (Te
 	// since it explains the failures that follow.
 	for _, id := range tr.Ran {
 		what, out := s.outside[id]
-		if _, mocked := t.Mocks[id]; out && !mocked {
+		_, mocked := t.Mocks[id]
+		if _, failed := t.Errors[id]; out && !mocked && !failed {
 			fail(Failure{Kind: KindUnmocked, Field: field("mocks." + id), Node: id,
 				Message: fmt.Sprintf("node %q (%s) ran without a mock; a test never calls it: add mocks.%s", id, what, id)})
 		}
@@ -303,6 +304,9 @@ func (s *session) runTest(ctx context.Context, prep *engine.Prepared, i int) (Te
 		sc := s.scope(t, res)
 		for k := range a.Expect {
 			if f, ok := s.check(sc, &a.Expect[k], field(fmt.Sprintf("assert.expect[%d]", k))); !ok {
+				if f.Node == "" && readsOutput(&a.Expect[k]) {
+					f.Node = finalNode(res, rec.ran)
+				}
 				fail(f)
 			}
 		}
@@ -310,6 +314,31 @@ func (s *session) runTest(ctx context.Context, prep *engine.Prepared, i int) (Te
 	tr.Passed = len(tr.Failures) == 0
 	tr.DurationMS = ms(time.Since(start))
 	return tr, nil
+}
+
+// readsOutput reports whether an assertion reads the final output.
+func readsOutput(x *engine.Expect) bool {
+	e, err := expr.Parse(x.Expression())
+	if err != nil {
+		return false
+	}
+	for _, r := range e.Refs() {
+		if r.Root == "output" {
+			return true
+		}
+	}
+	return false
+}
+
+// finalNode is the node that gave the run its final output: the last node
+// to start whose output is it.
+func finalNode(res *engine.Result, ran []string) string {
+	for k := len(ran) - 1; k >= 0; k-- {
+		if nr := res.Nodes[ran[k]]; nr != nil && nr.Status == engine.PhaseDone && engine.EqualJSON(nr.Output, res.FinalOutput) {
+			return ran[k]
+		}
+	}
+	return ""
 }
 
 // notRanWhy says what became of a node that did not run.

@@ -165,6 +165,31 @@ func TestMocksReplaceEveryOutsideKind(t *testing.T) {
 	}
 }
 
+// TestErrorsMakeANodeFail: a test's errors make a node fail without
+// running it, so its on_error path can be tested.
+func TestErrorsMakeANodeFail(t *testing.T) {
+	t.Parallel()
+	doc := `{"name":"e","nodes":[
+	 {"node_id":"fetch","kind":"tool","name":"http","input":{"url":"http://127.0.0.1:1/"},"on_error":"fallback"},
+	 {"node_id":"fallback","kind":"tool","name":"echo","input_map":{"why":"error.message"}},
+	 {"node_id":"done","kind":"tool","name":"echo"}],
+	 "edges":[{"source":"fetch","target":"done"},{"source":"fallback","target":"done"}],
+	 "tests":[{"name":"down","errors":{"fetch":"connection refused"},
+	   "assert":{"status":"partial","ran":["fallback"],"expect":[{"path":"fallback.output.why","equals":"connection refused"}]}}]}`
+	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	rep, err := chaintest.Run(context.Background(), c, chaintest.Options{Registry: registry(&calls)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Tests[0].Passed || calls.Load() != 0 {
+		t.Fatalf("calls %d, %+v", calls.Load(), rep.Tests[0])
+	}
+}
+
 func TestOnlyRunsOneTest(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
