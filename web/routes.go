@@ -32,6 +32,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/chains/:id/diff", s.diffVersions)
 	v1.GET("/chains/:id/export", s.exportChain)
 	v1.POST("/chains/:id/runs", s.startRun)
+	v1.POST("/chains/:id/tests/run", s.runChainTests)
 
 	v1.POST("/validate", s.validateDocument)
 
@@ -41,6 +42,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/runs/:id/resume", s.resumeRun)
 	v1.POST("/runs/:id/cancel", s.cancelRun)
 	v1.POST("/runs/:id/rerun", s.rerunRun)
+	v1.POST("/runs/:id/save-test", s.saveRunAsTest)
 
 	v1.POST("/a2e", s.a2eRun)
 
