@@ -132,6 +132,14 @@
   function render() {
     setBadge();
     const ts = tests();
+    // Keep what a person is typing: a re-render after a save must not lose an
+    // unapplied edit or the focus.
+    const kept = new Map();
+    for (const a of list.querySelectorAll('textarea')) {
+      const i = Number(a.id.replace('test-json-', ''));
+      const dirty = ts[i] === undefined || a.value !== JSON.stringify(ts[i], null, 2);
+      if (dirty || a === document.activeElement) kept.set(i, { value: a.value, dirty, focused: a === document.activeElement, start: a.selectionStart, end: a.selectionEnd });
+    }
     const items = ts.map((t, i) => {
       const r = resultFor(i);
       const state = r ? (r.passed ? 'pass' : 'fail') : 'unknown';
@@ -162,8 +170,14 @@
     });
     if (report && report.error) items.unshift(el('li', { class: 'form-error', text: 'The tests could not run: ' + report.error }));
     list.replaceChildren(...items);
+    for (const [i, k] of kept) {
+      const a = $('test-json-' + i);
+      if (!a) continue;
+      if (k.dirty) a.value = k.value;
+      if (k.focused) { a.focus({ preventScroll: true }); a.setSelectionRange(k.start, k.end); }
+    }
     showNode();
-    if (focusWanted && ts.length) {
+    if (focusWanted && ts.length && report) {
       focusWanted = false;
       const i = Number(wanted);
       const area = $('test-json-' + i);
@@ -193,6 +207,7 @@
       d.tests.splice(i, 1);
       if (!d.tests.length) delete d.tests;
     });
+    list.replaceChildren(); // the indexes moved: nothing typed is kept by index
     render();
   }
 

@@ -1,0 +1,102 @@
+// Browser test of tests that live with the chain: a run saved as a test
+// opens in the designer with the test passing (green badge); breaking the
+// node it checks turns the badge red and marks the node, with expected and
+// actual. Screenshots go to CHAINTESTS_SHOTS (default: the OS temp dir).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launch, close, open, api, waitSaved } from './lib.mjs';
+
+const SHOTS = process.env.CHAINTESTS_SHOTS || join(tmpdir(), 'chaintests-shots');
+mkdirSync(SHOTS, { recursive: true });
+
+before(async () => { await launch(); });
+after(async () => { await close(); });
+
+const uniq = () => Date.now().toString(36) + Math.random().toString(36).slice(2, 6);
+
+async function runAndWait(id, input) {
+  const r = await api('POST', '/v1/chains/' + id + '/runs', { input });
+  for (let i = 0; i < 200; i++) {
+    const m = await api('GET', '/v1/runs/' + r.run_id);
+    if (m.status !== 'running' && !m.active) return m;
+    await new Promise((res) => setTimeout(res, 25));
+  }
+  throw new Error('run did not stop');
+}
+
+async function testsDone(page, version) {
+  await page.waitForFunction((v) => {
+    const p = document.getElementById('tests-panel');
+    return p.dataset.state === 'done' && p.dataset.version === String(v);
+  }, version, { timeout: 10000 });
+}
+
+test('save a run as a test, see it pass, break the node, see it fail on the node', async () => {
+  // wait is a delay (not pure: the test must mock it); score reshapes its output.
+  const chain = await api('POST', '/v1/chains', {
+    name: 'scored ' + uniq(),
+    nodes: [
+      { node_id: 'wait', kind: 'tool', name: 'delay', input_map: { ms: 'input.ms', n: 'input.n' }, position: { x: 0, y: 0 } },
+      { node_id: 'score', kind: 'tool', name: 'transform', input: { expression: '{value: n}' }, input_map: { data: 'wait.output' }, position: { x: 220, y: 0 } },
+      { node_id: 'small', kind: 'tool', name: 'echo', input: { size: 'small' }, position: { x: 220, y: 140 } },
+    ],
+    edges: [{ source: 'wait', target: 'score', condition: 'output.n > `5`' }, { source: 'wait', target: 'small', default: true }],
+  });
+  const run = await runAndWait(chain.id, { ms: 1, n: 7 });
+  assert.equal(run.status, 'completed');
+
+  const page = await open('/runs/' + run.id);
+  await page.waitForFunction(() => document.getElementById('runpage').dataset.ready === '1');
+  // keyboard: the button opens the dialog, the name is typed, Enter saves
+  await page.focus('#btn-save-test');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#save-test-dialog[open]');
+  await page.fill('#save-test-name', 'seven is scored');
+  await page.screenshot({ path: join(SHOTS, 'save-test-dialog.png') });
+  await Promise.all([page.waitForURL(/\/chains\/[^/]+\?test=0$/), page.keyboard.press('Enter')]);
+
+  // The designer opens on the test; it passes.
+  await page.waitForFunction(() => window.__studio && window.__studio.cy && window.__studio.doc);
+  await testsDone(page, 2);
+  assert.equal((await page.textContent('#tests-badge')).trim(), '1 passed');
+  assert.match(await page.getAttribute('#tests-badge', 'class'), /\bok\b/);
+  const li = page.locator('#tests-list li.test[data-name="seven is scored"]');
+  assert.equal(await li.locator('details').getAttribute('open'), '', 'the saved test is open');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'test-json-0', 'its JSON has the focus');
+  const saved = JSON.parse(await page.inputValue('#test-json-0'));
+  assert.deepEqual(saved.mocks, { wait: { ms: 1, n: 7 } }, 'the delay node is mocked with what it gave');
+  assert.deepEqual(saved.assert.not_ran, ['small']);
+  await page.screenshot({ path: join(SHOTS, 'editor-test-pass.png') });
+
+  // Break the node the test checks: the badge turns red, the node is marked.
+  await page.evaluate(() => window.__studio.edit(() => {
+    window.__studio.doc.nodes.find((n) => n.node_id === 'score').input.expression = '{value: ms}';
+  }));
+  await waitSaved(page);
+  await testsDone(page, 3);
+  assert.equal((await page.textContent('#tests-badge')).trim(), '1 failed · 0 passed');
+  assert.match(await page.getAttribute('#tests-badge', 'class'), /sev-error/);
+  assert.equal(await page.getAttribute('#editor', 'data-test-fail-nodes'), 'score');
+  assert.ok(await page.evaluate(() => window.__studio.cy.getElementById('score').hasClass('test-fail')), 'the canvas marks the node');
+  const failure = li.locator('.test-failure').first();
+  assert.equal(await failure.getAttribute('data-node-id'), 'score');
+  assert.match(await failure.textContent(), /`output` is \{"value":1\}, want \{"value":7\}/);
+  // Selecting the node shows its failing assertion, expected beside actual.
+  await failure.locator('button.select-node').click();
+  await page.waitForSelector('#tests-node:not([hidden])');
+  const box = await page.textContent('#tests-node');
+  assert.match(box, /Failing on score/);
+  assert.match(box, /expected/);
+  assert.match(box, /"value": 7/);
+  assert.match(box, /"value": 1/);
+  await page.screenshot({ path: join(SHOTS, 'editor-test-fail.png') });
+
+  // Edit the test as JSON: an invalid JSON is refused on the spot.
+  await page.fill('#test-json-0', '{ nope');
+  await li.locator('button', { hasText: 'Apply' }).click();
+  assert.match(await li.locator('.test-msg').textContent(), /not JSON/);
+  await page.done();
+});
