@@ -98,5 +98,34 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   await page.fill('#test-json-0', '{ nope');
   await li.locator('button', { hasText: 'Apply' }).click();
   assert.match(await li.locator('.test-msg').textContent(), /not JSON/);
+
+  // Add a test with the keyboard: its JSON opens focused; Ctrl+Enter applies.
+  await page.focus('#btn-add-test');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#test-json-1');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'test-json-1');
+  await page.fill('#test-json-1', JSON.stringify({ name: 'small numbers', input: { n: 2 }, mocks: { wiat: { n: 2 } }, assert: { ran: ['small'] } }));
+  await page.keyboard.press('Control+Enter');
+  await waitSaved(page);
+  // a mock of a node that does not exist is a validation issue naming the test and field
+  await page.waitForFunction(() => document.getElementById('issues').textContent.includes('tests[1] "small numbers".mocks.wiat'));
+  assert.match(await page.textContent('#issues'), /no node "wiat"/);
+  await testsDone(page, 4);
+  assert.equal((await page.textContent('#tests-badge')).trim(), '2 failed · 0 passed');
+  await page.screenshot({ path: join(SHOTS, 'editor-test-invalid.png') });
+  // fixed: it passes; the first still fails
+  await page.fill('#test-json-1', JSON.stringify({ name: 'small numbers', input: { n: 2 }, mocks: { wait: { n: 2 } }, assert: { ran: ['small'], not_ran: ['score'] } }));
+  await page.keyboard.press('Control+Enter');
+  await waitSaved(page);
+  await testsDone(page, 5);
+  assert.equal((await page.textContent('#tests-badge')).trim(), '1 failed · 1 passed');
+  // Delete the first test: one left, passing, no node marked.
+  await li.locator('button', { hasText: 'Delete test' }).click();
+  await waitSaved(page);
+  await testsDone(page, 6);
+  assert.equal((await page.textContent('#tests-badge')).trim(), '1 passed');
+  assert.equal(await page.getAttribute('#editor', 'data-test-fail-nodes'), '');
+  const doc = await api('GET', '/v1/chains/' + chain.id);
+  assert.deepEqual(doc.doc.tests.map((t) => t.name), ['small numbers'], 'the saved version keeps the edited tests');
   await page.done();
 });
