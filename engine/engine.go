@@ -116,7 +116,7 @@ type RunOptions struct {
 	// input is still built). Chain tests use it (engine/chaintest).
 	Mocks map[string]any
 	// MockErrors maps node ids to the error message the node fails with
-	// instead of running (its retries and on_error apply as usual).
+	// instead of running (its on_error applies; it is not retried).
 	MockErrors map[string]string
 	depth      int
 	rerunFrom  string

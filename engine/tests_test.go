@@ -1,11 +1,14 @@
 package engine_test
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/tool"
 )
 
 func testsDoc(tests string) string {
@@ -116,5 +119,46 @@ func TestTestDecodingIsStrict(t *testing.T) {
 	}
 	if got := string(c.Clone().Tests[0].Assert.Expect[0].Equals); got != "null" {
 		t.Errorf("equals after a round trip = %q, want null", got)
+	}
+}
+
+// TestRunOptionsMocks: a mocked node, map body or parallel branch never calls
+// its tool; MockErrors fail a node without calling it either.
+func TestRunOptionsMocks(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{}))
+	reg.Register("outside", func(context.Context, map[string]any, tool.Emitter) (any, error) {
+		calls.Add(1)
+		return "real", nil
+	})
+	doc := `{"name":"m","nodes":[
+	 {"node_id":"a","kind":"tool","name":"outside"},
+	 {"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},
+	 {"node_id":"body","kind":"tool","name":"outside"},
+	 {"node_id":"p","kind":"parallel","branches":["b1"]},
+	 {"node_id":"b1","kind":"tool","name":"outside"},
+	 {"node_id":"f","kind":"tool","name":"outside","on_error":"continue"}],
+	 "edges":[{"source":"a","target":"m"},{"source":"m","target":"p"},{"source":"p","target":"f"}]}`
+	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine.New(engine.Options{Registry: reg}).Run(context.Background(), c, map[string]any{"items": []any{1, 2}}, engine.RunOptions{
+		Mocks:      map[string]any{"a": "mock a", "body": map[string]any{"x": 1}, "b1": "mock b1"},
+		MockErrors: map[string]string{"f": "down"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 0 {
+		t.Fatalf("the tool was called %d times", calls.Load())
+	}
+	if res.Outputs["a"] != "mock a" || js(res.Outputs["m"]) != `[{"x":1},{"x":1}]` || js(res.Outputs["p"]) != `["mock b1"]` {
+		t.Errorf("outputs %s", js(res.Outputs))
+	}
+	if f := res.Nodes["f"]; f == nil || f.Error != "down" || res.Status != engine.StatusPartial {
+		t.Errorf("f = %+v, status %s", f, res.Status)
 	}
 }
