@@ -27,11 +27,19 @@ async function runAndWait(id, input) {
   throw new Error('run did not stop');
 }
 
-async function testsDone(page, version) {
-  await page.waitForFunction((v) => {
-    const p = document.getElementById('tests-panel');
-    return p.dataset.state === 'done' && p.dataset.version === String(v);
-  }, version, { timeout: 10000 });
+// testsDone waits until the tests of the version just saved have run (edits
+// close together may be saved as one version, or as several).
+async function testsDone(page) {
+  try {
+    await page.waitForFunction(() => {
+      const p = document.getElementById('tests-panel');
+      return document.getElementById('save-state').dataset.state === 'saved' &&
+        p.dataset.state === 'done' && p.dataset.version === String(window.__studio.version);
+    }, null, { timeout: 30000 });
+  } catch (err) {
+    const seen = await page.evaluate(() => ({ panel: { ...document.getElementById('tests-panel').dataset }, save: document.getElementById('save-state').textContent, version: window.__studio.version }));
+    throw new Error(`the tests did not run: ${JSON.stringify(seen)}: ${err.message}`);
+  }
 }
 
 test('save a run as a test, see it pass, break the node, see it fail on the node', async () => {
@@ -60,7 +68,7 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
 
   // The designer opens on the test; it passes.
   await page.waitForFunction(() => window.__studio && window.__studio.cy && window.__studio.doc);
-  await testsDone(page, 2);
+  await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '1 passed');
   assert.match(await page.getAttribute('#tests-badge', 'class'), /\bok\b/);
   const li = page.locator('#tests-list li.test[data-name="seven is scored"]');
@@ -76,7 +84,7 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
     window.__studio.doc.nodes.find((n) => n.node_id === 'score').input.expression = '{value: ms}';
   }));
   await waitSaved(page);
-  await testsDone(page, 3);
+  await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '1 failed · 0 passed');
   assert.match(await page.getAttribute('#tests-badge', 'class'), /sev-error/);
   assert.equal(await page.getAttribute('#editor', 'data-test-fail-nodes'), 'score');
@@ -110,22 +118,38 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   // a mock of a node that does not exist is a validation issue naming the test and field
   await page.waitForFunction(() => document.getElementById('issues').textContent.includes('tests[1] "small numbers".mocks.wiat'));
   assert.match(await page.textContent('#issues'), /no node "wiat"/);
-  await testsDone(page, 4);
+  await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '2 failed · 0 passed');
   await page.screenshot({ path: join(SHOTS, 'editor-test-invalid.png') });
   // fixed: it passes; the first still fails
   await page.fill('#test-json-1', JSON.stringify({ name: 'small numbers', input: { n: 2 }, mocks: { wait: { n: 2 } }, assert: { ran: ['small'], not_ran: ['score'] } }));
   await page.keyboard.press('Control+Enter');
   await waitSaved(page);
-  await testsDone(page, 5);
+  await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '1 failed · 1 passed');
   // Delete the first test: one left, passing, no node marked.
   await li.locator('button', { hasText: 'Delete test' }).click();
   await waitSaved(page);
-  await testsDone(page, 6);
+  await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '1 passed');
   assert.equal(await page.getAttribute('#editor', 'data-test-fail-nodes'), '');
   const doc = await api('GET', '/v1/chains/' + chain.id);
   assert.deepEqual(doc.doc.tests.map((t) => t.name), ['small numbers'], 'the saved version keeps the edited tests');
+  await page.done();
+});
+
+test('a run watched to its end can then be saved as a test', async () => {
+  const chain = await api('POST', '/v1/chains', {
+    name: 'slow ' + uniq(),
+    nodes: [{ node_id: 'wait', kind: 'tool', name: 'delay', input_map: { ms: 'input.ms' } }],
+  });
+  const r = await api('POST', '/v1/chains/' + chain.id + '/runs', { input: { ms: 1500 } });
+  const page = await open('/runs/' + r.run_id);
+  await page.waitForFunction(() => document.getElementById('runpage').dataset.ready === '1');
+  if ((await page.getAttribute('#runpage', 'data-status')) === 'running') {
+    assert.equal(await page.isHidden('#btn-save-test'), true, 'a running run cannot be saved as a test yet');
+  }
+  await page.waitForSelector('#btn-save-test', { state: 'visible', timeout: 10000 });
+  assert.equal(await page.getAttribute('#runpage', 'data-status'), 'completed');
   await page.done();
 });

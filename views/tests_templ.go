@@ -20,6 +20,11 @@ import (
 // tests: the panel names the test and field (tests[1] "name".mocks.x).
 func isTestIssue(is engine.Issue) bool { return strings.HasPrefix(is.Field, "tests[") }
 
+// testable reports whether a run with this status can be saved as a test.
+func testable(s engine.RunStatus) bool {
+	return s == engine.StatusCompleted || s == engine.StatusPartial || s == engine.StatusFailed
+}
+
 // TestsPanel is the designer's tests panel: the chain's tests, run after
 // every save (static/js/tests.js fills it from POST /v1/chains/{id}/tests/run).
 func TestsPanel(ch *store.Chain) templ.Component {
@@ -46,7 +51,7 @@ func TestsPanel(ch *store.Chain) templ.Component {
 		var templ_7745c5c3_Var2 string
 		templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression(assetURL("css/tests.css")).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 17, Col: 56}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 22, Col: 56}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var2)
 		if templ_7745c5c3_Err != nil {
@@ -59,7 +64,7 @@ func TestsPanel(ch *store.Chain) templ.Component {
 		var templ_7745c5c3_Var3 string
 		templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(itoa(len(ch.Doc.Tests))).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 18, Col: 119}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 23, Col: 119}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 		if templ_7745c5c3_Err != nil {
@@ -89,7 +94,8 @@ func TestsPanel(ch *store.Chain) templ.Component {
 }
 
 // SaveTestButton is the run page's "Save this run as a test": shown for a
-// finished run of a saved chain.
+// finished run of a saved chain (tests.js shows it when a run being watched
+// finishes).
 func SaveTestButton(r *store.Run) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -107,7 +113,7 @@ func SaveTestButton(r *store.Run) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		if r.ChainID != "" && (r.Status == engine.StatusCompleted || r.Status == engine.StatusPartial || r.Status == engine.StatusFailed) {
+		if r.ChainID != "" {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<link rel=\"stylesheet\" href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -115,13 +121,23 @@ func SaveTestButton(r *store.Run) templ.Component {
 			var templ_7745c5c3_Var5 string
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templruntime.NewAttributeExpression(assetURL("css/tests.css")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 43, Col: 57}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 49, Col: 57}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var5)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "\"><button type=\"button\" id=\"btn-save-test\" aria-haspopup=\"dialog\" aria-controls=\"save-test-dialog\">Save as test…</button> <dialog id=\"save-test-dialog\" aria-labelledby=\"save-test-title\" aria-describedby=\"save-test-what\"><form id=\"save-test-form\" novalidate><h2 id=\"save-test-title\">Save this run as a test</h2><p class=\"hint\" id=\"save-test-what\">The test keeps this run's input, the output of every node that reaches outside (http, files, programs, sub-chains, agents) as a mock, the route it took and its final output. It is added to the chain's current version, and the designer opens on it.</p><label class=\"field\" for=\"save-test-name\"><span class=\"lbl\">Test name</span> <input type=\"text\" id=\"save-test-name\" name=\"name\" maxlength=\"256\" autocomplete=\"off\" required></label><div id=\"save-test-result\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" id=\"save-test-cancel\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"save-test-submit\">Save test</button></div></form></dialog>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "\"><button type=\"button\" id=\"btn-save-test\" aria-haspopup=\"dialog\" aria-controls=\"save-test-dialog\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			if !testable(r.Status) {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, " hidden")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, ">Save as test…</button> <dialog id=\"save-test-dialog\" aria-labelledby=\"save-test-title\" aria-describedby=\"save-test-what\"><form id=\"save-test-form\" novalidate><h2 id=\"save-test-title\">Save this run as a test</h2><p class=\"hint\" id=\"save-test-what\">The test keeps this run's input, the output of every node that reaches outside (http, files, programs, sub-chains, agents) as a mock, the route it took and its final output. It is added to the chain's current version, and the designer opens on it.</p><label class=\"field\" for=\"save-test-name\"><span class=\"lbl\">Test name</span> <input type=\"text\" id=\"save-test-name\" name=\"name\" maxlength=\"256\" autocomplete=\"off\" required></label><div id=\"save-test-result\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" id=\"save-test-cancel\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"save-test-submit\">Save test</button></div></form></dialog>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

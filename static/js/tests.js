@@ -31,6 +31,10 @@
       name.select();
     });
     $('save-test-cancel').addEventListener('click', () => dlg.close());
+    // a run watched to its end becomes testable without a reload
+    const testable = (st) => st === 'completed' || st === 'partial' || st === 'failed';
+    new MutationObserver(() => { btn.hidden = !testable(runpage.dataset.status); })
+      .observe(runpage, { attributes: true, attributeFilter: ['data-status'] });
     $('save-test-form').addEventListener('submit', async (e) => {
       e.preventDefault();
       const n = name.value.trim();
