@@ -123,3 +123,21 @@ func TestTestCommandJSONAndJUnit(t *testing.T) {
 		t.Errorf("cases %+v", cs)
 	}
 }
+
+// TestValidateReportsTestIssues: `studio validate` names the test and field
+// of a broken test, mocks of built-in tools checked against their output.
+func TestValidateReportsTestIssues(t *testing.T) {
+	t.Parallel()
+	f := writeFile(t, t.TempDir(), "bad.json", `{"name":"x","nodes":[{"node_id":"f","kind":"tool","name":"http","input":{"url":"http://127.0.0.1:1/"}}],
+	 "tests":[{"name":"t","mocks":{"f":{"status":"ok","headers":{},"body":null},"g":1},"assert":{}}]}`)
+	code, out, _ := studio(t, "validate", f)
+	if code != exitFailed {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{`tests[0] "t".mocks.f: does not fit the output of tool "http": "status" is a string, want an integer [test_mock_shape]`,
+		`tests[0] "t".mocks.g: no node "g" [test_unknown_node]`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
