@@ -87,6 +87,9 @@ type Chain struct {
 	SampleInput map[string]any `json:"sample_input,omitempty"`
 	Nodes       []Node         `json:"nodes"`
 	Edges       []Edge         `json:"edges,omitempty"`
+	// Tests are the chain's test cases (engine/chaintest runs them); they
+	// never change how a run executes.
+	Tests []Test `json:"tests,omitempty"`
 }
 
 // Node is one step. The first block of fields is A2E's ChainNode, spelled as

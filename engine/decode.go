@@ -157,6 +157,7 @@ type chainFields struct {
 	SampleInput      map[string]any    `json:"sample_input"`
 	Nodes            []json.RawMessage `json:"nodes"`
 	Edges            []json.RawMessage `json:"edges"`
+	Tests            []json.RawMessage `json:"tests"`
 }
 
 func decodeChain(data []byte, lim Limits) (*Chain, error) {
@@ -205,6 +206,9 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 		c.Edges = append(c.Edges, e)
 	}
 	if err := Normalize(c); err != nil {
+		return nil, err
+	}
+	if c.Tests, err = decodeTests(f.Tests); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -111,9 +111,16 @@ type RunOptions struct {
 	// ModifiedState is merged into the run's state before any node runs; on
 	// a re-run it wins over the state writes of the reused nodes.
 	ModifiedState map[string]any
-	depth         int
-	rerunFrom     string
-	reuse         map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
+	// Mocks maps node ids to outputs given instead of running the node: a
+	// mocked node's tool, program, sub-chain or agent is never called (its
+	// input is still built). Chain tests use it (engine/chaintest).
+	Mocks map[string]any
+	// MockErrors maps node ids to the error message the node fails with
+	// instead of running (its on_error applies; it is not retried).
+	MockErrors map[string]string
+	depth      int
+	rerunFrom  string
+	reuse      map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
 }
 
 // ResumeValue is the value a paused run is resumed with. A nil *ResumeValue
@@ -162,7 +169,7 @@ func (e *Engine) Prepare(ctx context.Context, c *Chain) *Prepared {
 }
 
 func (e *Engine) validateOptions(ctx context.Context) ValidateOptions {
-	vo := ValidateOptions{Limits: e.opts.Limits}
+	vo := ValidateOptions{Limits: e.opts.Limits, SkipTests: true}
 	if e.opts.Chains != nil {
 		vo.Resolve = func(name string) (*Chain, bool) {
 			c, err := e.opts.Chains(ctx, name)
@@ -211,6 +218,7 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	if opts.reuse != nil {
 		r.reuse = opts.reuse
 	}
+	r.mocks, r.mockErrs = opts.Mocks, opts.MockErrors
 	if r.ctx.Err() != nil {
 		// Cancelled before it started (a queued run cancelled while it
 		// waited, or the studio stopping): recorded, no node runs, it ends

@@ -62,6 +62,10 @@ func (r *run) start(i int) {
 		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: time.Now()})
 		return
 	}
+	if out, err, ok := r.mocked(nd); ok {
+		r.complete(completion{i: i, out: out, err: err, input: input, attempts: 1, started: now, ended: time.Now()})
+		return
+	}
 	switch nd.Kind {
 	case KindBranch, KindCondition:
 		matched, err := r.matchHandle(i, input, sc)
@@ -87,6 +91,23 @@ func (r *run) start(i int) {
 		r.done = make(chan completion, min(len(r.chain.Nodes), 32)+1)
 	}
 	go r.work(i, input, sc.resume, sc.hasRes, fs, now)
+}
+
+// mocked returns the output (or error) RunOptions.Mocks (MockErrors) give
+// node nd instead of running it. Routers are never mocked: their output is
+// their input.
+func (r *run) mocked(nd *Node) (any, error, bool) {
+	if (r.mocks == nil && r.mockErrs == nil) || nd.Kind == KindBranch || nd.Kind == KindCondition {
+		return nil, nil, false
+	}
+	if msg, ok := r.mockErrs[nd.ID]; ok {
+		return nil, errors.New(msg), true
+	}
+	out, ok := r.mocks[nd.ID]
+	if !ok {
+		return nil, nil, false
+	}
+	return normalizeValue(out), nil, true
 }
 
 // prompt is what an interrupt node shows the person who resumes it.
@@ -393,7 +414,9 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 	input, err := r.buildInput(j, &sc, up)
 	attempts := 1
 	var out any
-	if err == nil {
+	if m, merr, ok := r.mocked(nd); ok && err == nil {
+		out, err = m, merr // every item or branch gets the same mock
+	} else if err == nil {
 		out, attempts, err = r.attempts(ctx, j, item, func(ctx context.Context) (any, error) {
 			return r.execNode(ctx, j, input, &sc)
 		})

@@ -13,11 +13,12 @@ type Registry struct {
 	mu     sync.RWMutex
 	tools  map[string]tool.Func
 	inline map[string]bool
+	output map[string]map[string]any // SetOutputSchema
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}}
+	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}, output: map[string]map[string]any{}}
 }
 
 // SetInline marks tools as pure and quick (no I/O, no blocking, bounded CPU,
@@ -40,6 +41,26 @@ func (r *Registry) IsInline(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.inline[name]
+}
+
+// SetOutputSchema declares the shape of a tool's output (a small JSON
+// Schema: type, properties, required, items; see CheckShape). Validation
+// checks the chain tests' mocks of the tool against it.
+func (r *Registry) SetOutputSchema(name string, schema map[string]any) {
+	r.mu.Lock()
+	r.output[name] = schema
+	r.mu.Unlock()
+}
+
+// OutputSchema returns the shape declared with SetOutputSchema.
+func (r *Registry) OutputSchema(name string) (map[string]any, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.output[name]
+	return s, ok
 }
 
 // Register adds or replaces a tool.

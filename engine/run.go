@@ -83,6 +83,8 @@ type run struct {
 	replay      replayState
 	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
 	only        int                    // a node run alone (RunNode): its index + 1; 0 for a whole run
+	mocks       map[string]any         // RunOptions.Mocks: read-only, shared with workers
+	mockErrs    map[string]string      // RunOptions.MockErrors: read-only
 	routeBufs   routeBufs
 	checkpoints checkpointBatcher
 

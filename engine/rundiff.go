@@ -491,15 +491,6 @@ func compareOrder(a, b *Chain, inA, inB map[string]bool) []string {
 	return out
 }
 
-func sortedKeys(s map[string]bool) []string {
-	out := make([]string, 0, len(s))
-	for k := range s {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func equalStrings(a, b []string) bool {
 	if len(a) != len(b) {
 		return false

@@ -74,6 +74,18 @@ package engine
 //	unknown_chain              error     a skill node calls a chain Resolve does not know
 //	skill_cycle                error     sub-chains call each other in a cycle (full path named)
 //	max_depth                  error     sub-chain nesting deeper than MaxDepth (full path named)
+//	test_name                  error     a test has no name, or shares it with another test
+//	test_unknown_node          error     a test's mocks, errors, ran, not_ran or expect[i].node names no node
+//	test_mock_router           error     a test mocks a branch or condition node
+//	test_mock_shape            error     mock data does not fit the tool's output (ToolOutput knows it)
+//	test_assertion_syntax      error     a test's expect path or that does not parse
+//	test_assertion_form        error     an expect entry is not {path, equals} or {that}
+//	test_status                error     a test's assert.status is not a status a run ends with
+//	test_ran_conflict          error     a node is in both assert.ran and assert.not_ran
+//	test_mock_conflict         error     a test gives a node both a mock and an error
+//
+// Test issues name the test and field (`tests[1] "happy path".mocks.fetch`);
+// Prepare skips them, so a broken test never stops the chain from running.
 //
 // Chain names starting with "__chain__" are reserved for compiled agent
 // chains; the store and the API refuse them for hand-written chains, so
@@ -165,6 +177,12 @@ type ValidateOptions struct {
 	// DefaultMaxDepth.
 	MaxDepth int
 	Limits   Limits
+	// ToolOutput returns the known shape of a tool's output (a small JSON
+	// Schema, see CheckShape), to check the tests' mocks; nil skips it.
+	ToolOutput func(name string) (map[string]any, bool)
+	// SkipTests leaves the chain's test cases unchecked (the engine's own
+	// Prepare: a broken test never stops the chain from running).
+	SkipTests bool
 }
 
 // Validate runs every structural check. It never panics, whatever the chain
@@ -383,6 +401,9 @@ func (v *validator) run() {
 	v.checkReachability()
 	v.checkEntry()
 	v.checkSkills()
+	if !v.opts.SkipTests {
+		v.checkTests()
+	}
 }
 
 // ---------------------------------------------------------------- chain level

@@ -90,7 +90,8 @@ func (s *Server) apiValidateOptions(c echo.Context) engine.ValidateOptions {
 			ch, err := s.db.ResolveChain(ctx, name)
 			return ch, err == nil && ch != nil
 		},
-		Tools: reg.Has,
+		Tools:      reg.Has,
+		ToolOutput: reg.OutputSchema,
 	}
 }
 

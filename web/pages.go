@@ -88,7 +88,8 @@ func (s *Server) pageValidateOptions(c echo.Context) engine.ValidateOptions {
 			ch, err := s.db.ResolveChain(ctx, name)
 			return ch, err == nil && ch != nil
 		},
-		Tools:  reg.Has,
-		Limits: s.cfg.Limits,
+		Tools:      reg.Has,
+		ToolOutput: reg.OutputSchema,
+		Limits:     s.cfg.Limits,
 	}
 }

@@ -34,6 +34,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/chains/:id/export", s.exportChain)
 	v1.POST("/chains/:id/runs", s.startRun)
 	v1.POST("/chains/:id/nodes/:node/run", s.runNode)
+	v1.POST("/chains/:id/tests/run", s.runChainTests)
 
 	v1.POST("/validate", s.validateDocument)
 
@@ -44,6 +45,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/runs/:id/cancel", s.cancelRun)
 	v1.POST("/runs/:id/rerun", s.rerunRun)
 	v1.GET("/runs/:id/diff/:other", s.diffRuns)
+	v1.POST("/runs/:id/save-test", s.saveRunAsTest)
 
 	v1.POST("/a2e", s.a2eRun)
 

@@ -3,6 +3,7 @@
 //	studio [serve]              start the studio on http://127.0.0.1:8080
 //	studio help                 list the commands
 //	studio validate FILE        check a chain document
+//	studio test FILE|DIR        run the tests kept in chain documents
 //	studio run FILE             run a chain headless
 package main
 
@@ -29,6 +30,7 @@ func commands() []command {
 		{"worker", "execute runs from a PostgreSQL database's queue, without HTTP (beside any number of serve)", cmdWorker},
 		{"validate", "check a chain file (studio or A2E chain/req JSON); exit 1 on any error", cmdValidate},
 		{"run", "run a chain file headless, printing events as they happen and the result", cmdRun},
+		{"test", "run the tests kept in chain files (a FILE or every *.json of a DIR); exit 1 on any failure", cmdTest},
 		{"a2e", "the A2E chain host on stdin/stdout: chain/req lines in, chain/event and chain/resp NDJSON out", cmdA2E},
 		{"backup", "write a consistent copy of the database (safe while the studio runs)", cmdBackup},
 		{"help", "show this list, or `studio help COMMAND` for a command's flags", nil},

@@ -115,6 +115,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget}))
 	reg.SetInline(builtin.Inline...)
+	for n, sc := range builtin.OutputSchemas() { // chain tests check their mocks against these
+		reg.SetOutputSchema(n, sc)
+	}
 	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)

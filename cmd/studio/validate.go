@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
 )
 
 func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -37,7 +38,11 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return exitFailed
 	}
-	issues := engine.ValidateWith(c, engine.ValidateOptions{Resolve: folderResolver(path)})
+	outputs := builtin.OutputSchemas() // the tests' mocks of built-in tools are checked against these
+	issues := engine.ValidateWith(c, engine.ValidateOptions{Resolve: folderResolver(path), ToolOutput: func(name string) (map[string]any, bool) {
+		sc, ok := outputs[name]
+		return sc, ok
+	}})
 	if *asJSON {
 		if issues == nil {
 			issues = []engine.Issue{}

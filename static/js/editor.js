@@ -26,7 +26,7 @@
   let conflict = false;
   let selOrder = [];
   let rtts = [];
-  window.__studio = { rtts, get doc() { return doc; }, get cy() { return cy; }, get version() { return version; } };
+  window.__studio = { rtts, get doc() { return doc; }, get cy() { return cy; }, get version() { return version; }, edit: (fn) => mutate(fn) };
 
   // ---- document helpers -------------------------------------------------
 
@@ -137,6 +137,7 @@
         // an edit made while this save was in flight is not saved yet: say so
         if (saveAgain || scheduleSave.pending()) setSaveState('pending', 'Unsaved changes…');
         else setSaveState('saved', 'Saved v' + version);
+        root.dispatchEvent(new CustomEvent('studio:saved', { detail: { version } })); // tests.js runs the tests
       } else if (state === 'conflict') {
         conflict = true;
         $('conflict').hidden = false;
