@@ -45,6 +45,10 @@ type Event struct {
 	Prompt    any       `json:"prompt,omitempty"` // paused: what the node asks for
 	Edges     []string  `json:"edges,omitempty"`  // on done/skip/error: ids of the outgoing edges that fired
 	Reused    bool      `json:"reused,omitempty"` // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
+	// Decisions: on done/skip/error, and on the progress event of a
+	// sequential link, the routing decisions taken (what each condition
+	// read, its result, the rule; see decision.go).
+	Decisions []Decision `json:"decisions,omitempty"`
 	Time      time.Time `json:"time"`
 }
 

@@ -37,6 +37,7 @@ type completion struct {
 	partial  bool // a map or parallel node succeeded with handled item/branch failures
 	guard    bool // the node never ran: the guard of the edge into it failed
 	reused   bool // a re-run kept the output from the earlier run
+	decided  []Decision // a router's own tests (branch condition, cases)
 }
 
 // run is one execution of a prepared chain. Every field but the emit group
@@ -83,6 +84,7 @@ type run struct {
 	replay      replayState
 	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
 	routeBufs   routeBufs
+	readBuf     []expr.Read // scratch: the paths a traced condition read (decision.go)
 	checkpoints checkpointBatcher
 
 	outcome  runOutcome

@@ -170,17 +170,19 @@ type Expr struct {
 	root node
 
 	// JMESPath
-	jp        *jmespath.JMESPath // compiled on first evaluation: validation only parses
-	jpOnce    sync.Once
-	jpErr     error
-	dnOnce    sync.Once
-	dn        *dnode     // the tree the budgeted evaluator walks; nil if it cannot be built
-	dcalls    []srcCall  // the calls as written, for error messages
-	roots     []string   // top-level names read
-	readsRoot bool       // reads "@"
-	sortsBy   bool       // calls sort_by, which go-jmespath runs in place on its argument
-	chains    [][]string // static field chains checked in strict mode
-	chainText []string   // chains as written, for MissingPathError
+	jp         *jmespath.JMESPath // compiled on first evaluation: validation only parses
+	jpOnce     sync.Once
+	jpErr      error
+	dnOnce     sync.Once
+	dn         *dnode     // the tree the budgeted evaluator walks; nil if it cannot be built
+	dcalls     []srcCall  // the calls as written, for error messages
+	roots      []string   // top-level names read
+	readsRoot  bool       // reads "@"
+	sortsBy    bool       // calls sort_by, which go-jmespath runs in place on its argument
+	chains     [][]string // static field chains checked in strict mode
+	chainText  []string   // chains as written, for MissingPathError
+	readChains [][]string // every static field chain read from the context (optional ones too), for EvalTraced
+	readText   []string   // readChains as written
 }
 
 // Parse parses src using DefaultLimits.
@@ -252,11 +254,15 @@ type Contexter interface {
 // under its context's budget (WithBudget; a *BudgetError past it) and stops when the context of
 // a Contexter scope ends.
 func (e *Expr) Eval(s Scope, strict bool) (any, error) {
-	var ctx context.Context
+	return e.EvalContext(contextOf(s), s, strict)
+}
+
+// contextOf is the context of a Contexter scope, else nil.
+func contextOf(s Scope) context.Context {
 	if c, ok := s.(Contexter); ok {
-		ctx = c.Context()
+		return c.Context()
 	}
-	return e.EvalContext(ctx, s, strict)
+	return nil
 }
 
 // EvalContext is Eval under ctx (nil means none): a JMESPath evaluation
@@ -275,7 +281,7 @@ func (e *Expr) EvalContext(ctx context.Context, s Scope, strict bool) (any, erro
 	return v, nil
 }
 
-// withSrc fills in the source of an *EvalError raised by a node.
+// withSrc fills in the source of an *EvalError raised by a node (nil stays nil).
 func withSrc(err error, src string) error {
 	if ee, ok := err.(*EvalError); ok && ee.Src == "" {
 		ee.Src = src
