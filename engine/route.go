@@ -220,7 +220,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 		rt.decisions = append(rt.decisions, d)
 	}
 	var capped []int // fallback loop edges at their cap
-	if pick < 0 { // fallback: the default edge, else the first unconditional one
+	if pick < 0 {    // fallback: the default edge, else the first unconditional one
 		for pass := 0; pass < 2 && pick < 0; pass++ {
 			for _, ei := range outs {
 				e := &r.chain.Edges[ei]
