@@ -50,6 +50,7 @@ const (
 	DecideCase          = "case"             // one case of a condition node
 	DecideEdge          = "edge"             // an edge chosen without an expression of its own (a label, the default, a fallback)
 	DecideJoin          = "join"             // a node whose every input was pruned (why answers only)
+	DecideNode          = "node"             // a node skipped for a reason of its own (why answers only)
 )
 
 // Results of a decision's evaluation.
