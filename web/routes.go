@@ -41,6 +41,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/runs/:id/resume", s.resumeRun)
 	v1.POST("/runs/:id/cancel", s.cancelRun)
 	v1.POST("/runs/:id/rerun", s.rerunRun)
+	v1.GET("/runs/:id/nodes/:node/why", s.runNodeWhy)
 
 	v1.POST("/a2e", s.a2eRun)
 
