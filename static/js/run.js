@@ -25,6 +25,7 @@
   const phases = []; // [seq, node, phase] in arrival order, for tests
   const rerun = root.dataset.kind === 'rerun'; // marks reused nodes and those that ran again
   window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
+  Object.defineProperty(window.__run, 'doc', { get: () => doc }); // why.js lists the edges
 
   const REASONS = {
     condition_false: 'condition false: no incoming edge fired',
@@ -414,7 +415,6 @@
       const st = state.get(e.target.id()) || {};
       cyEl.title = e.target.id() + ': ' + (st.phase === 'start' ? 'running' : st.phase || 'not reached') + (st.reason ? ' — ' + reasonText(st.reason) : '') + (st.error ? ' — ' + st.error : '');
     });
-    cy.on('mouseover', 'edge', (e) => { cyEl.title = e.target.scratch('why') || ''; });
     cy.on('mouseout', () => { cyEl.title = ''; });
     $('btn-fit').addEventListener('click', () => Studio.fit(cy));
     if (data.active) connect();
