@@ -258,10 +258,9 @@ func (w *jsonWriter) str(s string) {
 
 // test evaluates a condition on the coordinator, tracing what it reads.
 func (r *run) test(e *expr.Expr, sc *scope) (bool, []Read, error) {
-	ok, reads, err := e.TestTraced(sc, r.strict, r.readBuf[:0])
-	out := toReads(reads)
-	clear(reads) // the scratch list must not keep outputs alive
-	r.readBuf = reads[:0]
+	ok, err := e.TestTraced(sc, r.strict, &r.trace)
+	out := toReads(r.trace.Reads)
+	r.trace.Reset() // the scratch list must not keep outputs alive
 	return ok, out, err
 }
 

@@ -84,7 +84,7 @@ type run struct {
 	replay      replayState
 	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
 	routeBufs   routeBufs
-	readBuf     []expr.Read // scratch: the paths a traced condition read (decision.go)
+	trace       expr.Trace // scratch: the paths a traced condition read (decision.go)
 	checkpoints checkpointBatcher
 
 	outcome  runOutcome

@@ -21,7 +21,7 @@ func (n *pathNode) missing(strict bool) (any, error) {
 
 func (n *pathNode) eval(s Scope, strict bool) (any, error) {
 	v, ok := n.resolve(s)
-	if t, tracing := s.(*traceScope); tracing {
+	if t, tracing := s.(*Trace); tracing {
 		t.note(n.text, v, ok)
 	}
 	if !ok {

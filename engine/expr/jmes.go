@@ -370,9 +370,9 @@ func jmesPathText(names []string) string {
 var dataPool = sync.Pool{New: func() any { return make(map[string]any, 8) }}
 
 func (e *Expr) evalJMESPath(ctx context.Context, s Scope, strict bool) (result any, err error) {
-	tr, tracing := s.(*traceScope)
+	tr, tracing := s.(*Trace)
 	if tracing {
-		s = tr.Scope
+		s = tr.scope
 	}
 	var data map[string]any
 	pooled := false

@@ -13,58 +13,67 @@ type Read struct {
 	Found bool
 }
 
-// traceScope wraps the caller's scope for one traced evaluation; paths note
-// what they resolve into it.
-type traceScope struct {
-	Scope
-	reads []Read
+// Trace collects what traced evaluations read. A caller that evaluates
+// often keeps one and passes it to each EvalTraced, so tracing allocates
+// nothing of its own. A Trace is not safe for concurrent use.
+type Trace struct {
+	Reads []Read // what the last EvalTraced read, in the order first read
+	scope Scope
 }
 
-func (t *traceScope) note(path string, v any, found bool) {
-	for i := range t.reads { // a path read twice is listed once
-		if t.reads[i].Path == path {
+// Lookup implements Scope for the evaluation being traced.
+func (t *Trace) Lookup(name string) (any, bool) { return t.scope.Lookup(name) }
+
+func (t *Trace) note(path string, v any, found bool) {
+	for i := range t.Reads { // a path read twice is listed once
+		if t.Reads[i].Path == path {
 			return
 		}
 	}
-	t.reads = append(t.reads, Read{Path: path, Value: v, Found: found})
+	t.Reads = append(t.Reads, Read{Path: path, Value: v, Found: found})
 }
 
-// EvalTraced is Eval that also appends to reads each path the evaluation
-// resolved, with its value, in the order first read. For JMESPath these are
-// the static field chains the expression reads from the context (a.b of
-// a.b[0].c), resolved whether or not evaluation reached them; for the
-// other spellings, the paths evaluation actually resolved (the right side
-// of an `and` whose left was false is not read). The reads are returned
-// even when evaluation fails.
-func (e *Expr) EvalTraced(s Scope, strict bool, reads []Read) (any, []Read, error) {
+// Reset empties the trace, keeping its list for the next evaluation (and
+// letting go of the values it pointed to).
+func (t *Trace) Reset() {
+	clear(t.Reads)
+	t.Reads = t.Reads[:0]
+	t.scope = nil
+}
+
+// EvalTraced is Eval that also records in t (after emptying it) each path
+// the evaluation resolved, with its value. For JMESPath these are the
+// static field chains the expression reads from the context (a.b of
+// a.b[0].c), resolved whether or not evaluation reached them; for the other
+// spellings, the paths evaluation actually resolved (the right side of an
+// `and` whose left was false is not read). The reads are kept even when
+// evaluation fails. t must not be used by another evaluation meanwhile.
+func (e *Expr) EvalTraced(s Scope, strict bool, t *Trace) (any, error) {
 	if s == nil {
 		s = MapScope(nil)
 	}
-	t := &traceScope{Scope: s, reads: reads}
-	var v any
-	var err error
+	t.Reset()
+	t.scope = s
+	defer func() { t.scope = nil }()
 	if e.spelling == JMESPath {
-		var ctx = contextOf(s)
-		v, err = e.evalJMESPath(ctx, t, strict)
-	} else {
-		v, err = e.root.eval(t, strict)
-		err = withSrc(err, e.src)
+		return e.evalJMESPath(contextOf(s), t, strict)
 	}
-	return v, t.reads, err
+	v, err := e.root.eval(t, strict)
+	return v, withSrc(err, e.src)
 }
 
 // TestTraced is Test with the reads of EvalTraced.
-func (e *Expr) TestTraced(s Scope, strict bool, reads []Read) (bool, []Read, error) {
-	v, reads, err := e.EvalTraced(s, strict, reads)
+func (e *Expr) TestTraced(s Scope, strict bool, t *Trace) (bool, error) {
+	v, err := e.EvalTraced(s, strict, t)
 	if err != nil {
-		return false, reads, err
+		return false, err
 	}
-	return Truthy(v), reads, nil
+	return Truthy(v), nil
 }
 
 // traceChains notes the value of each field chain the expression reads from
 // data (JMESPath).
-func (e *Expr) traceChains(t *traceScope, data map[string]any) {
+func (e *Expr) traceChains(t *Trace, data map[string]any) {
 	for i, ch := range e.readChains {
 		v, ok := resolveChain(data, ch)
 		t.note(e.readText[i], v, ok)

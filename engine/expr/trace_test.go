@@ -30,7 +30,9 @@ func TestEvalTracedReads(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.src, err)
 		}
-		v, reads, err := e.EvalTraced(sc, false, nil)
+		var tr Trace
+		v, err := e.EvalTraced(sc, false, &tr)
+		reads := tr.Reads
 		if err != nil {
 			t.Fatalf("%s: %v", c.src, err)
 		}
@@ -51,7 +53,9 @@ func TestEvalTracedKeepsReadsOnError(t *testing.T) {
 	sc := MapScope{"output": map[string]any{}}
 	for _, src := range []string{"output.score > `5`", "{{ output.score > 5 }}"} {
 		e, _ := Parse(src)
-		_, reads, err := e.EvalTraced(sc, true, nil)
+		var tr Trace
+		_, err := e.EvalTraced(sc, true, &tr)
+		reads := tr.Reads
 		if err == nil {
 			t.Fatalf("%s: strict evaluation of a missing path succeeded", src)
 		}
