@@ -226,6 +226,10 @@ func (w *jsonWriter) float(f float64) {
 		format = 'e'
 	}
 	w.buf = strconv.AppendFloat(w.buf, f, format, -1, 64)
+	if n := len(w.buf); format == 'e' && n >= 4 && w.buf[n-4] == 'e' && w.buf[n-3] == '-' && w.buf[n-2] == '0' {
+		w.buf[n-2] = w.buf[n-1] // e-07 → e-7
+		w.buf = w.buf[:n-1]
+	}
 }
 
 const hexDigits = "0123456789abcdef"
@@ -245,10 +249,21 @@ func (w *jsonWriter) str(s string) {
 			w.buf = append(w.buf, '\\', 'r')
 		case c < 0x20:
 			w.buf = append(w.buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		default:
+		case c < utf8.RuneSelf:
 			w.buf = append(w.buf, c)
+		default: // as encoding/json: invalid UTF-8 becomes U+FFFD; U+2028 and U+2029 are escaped
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				w.buf = append(w.buf, `\ufffd`...)
+			case r == '\u2028' || r == '\u2029':
+				w.buf = append(w.buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			default:
+				w.buf = append(w.buf, s[i:i+size]...)
+			}
+			i += size - 1
 		}
-		if len(w.buf) > w.limit+8 { // a long string stops early too
+		if len(w.buf)-8 > w.limit { // a long string stops early too
 			w.full = true
 			return
 		}
@@ -315,4 +330,66 @@ func routerTests(ds []Decision) []Decision {
 		}
 	}
 	return out
+}
+
+// MarshalJSON writes a decision without reflection: a run with a condition
+// on every edge writes one per node into both its event and its checkpoint,
+// and reflection made that the larger part of storing them. The output is
+// what encoding/json would write for the struct tags above (a test keeps
+// the two equal).
+func (d Decision) MarshalJSON() ([]byte, error) {
+	w := jsonWriter{buf: make([]byte, 0, 160), limit: math.MaxInt}
+	w.buf = append(w.buf, '{')
+	first := true
+	field := func(name string) {
+		if !first {
+			w.buf = append(w.buf, ',')
+		}
+		first = false
+		w.buf = append(w.buf, '"')
+		w.buf = append(w.buf, name...)
+		w.buf = append(w.buf, '"', ':')
+	}
+	opt := func(name, v string) {
+		if v != "" {
+			field(name)
+			w.str(v)
+		}
+	}
+	opt("node", d.Node)
+	opt("edge", d.Edge)
+	field("kind")
+	w.str(d.Kind)
+	opt("handle", d.Handle)
+	opt("expr", d.Expr)
+	if len(d.Reads) > 0 {
+		field("reads")
+		w.buf = append(w.buf, '[')
+		for k, r := range d.Reads {
+			if k > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			w.buf = append(w.buf, `{"path":`...)
+			w.str(r.Path)
+			if r.Value != "" {
+				w.buf = append(w.buf, `,"value":`...)
+				w.str(r.Value)
+			}
+			if r.Missing {
+				w.buf = append(w.buf, `,"missing":true`...)
+			}
+			if r.Truncated {
+				w.buf = append(w.buf, `,"truncated":true`...)
+			}
+			w.buf = append(w.buf, '}')
+		}
+		w.buf = append(w.buf, ']')
+	}
+	opt("result", d.Result)
+	opt("error", d.Error)
+	field("rule")
+	w.str(d.Rule)
+	opt("outcome", d.Outcome)
+	w.buf = append(w.buf, '}')
+	return w.buf, nil
 }

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// The hand-written encoder writes what encoding/json writes for the struct.
+func TestDecisionMarshalJSONMatchesReflection(t *testing.T) {
+	type plain Decision // the same fields, without MarshalJSON
+	odd := "quote\" back\\ nl\n tab\t cr\r ctl\x01 html<>& bad\xff sep\u2028\u2029 é 🦉"
+	cases := []Decision{
+		{Kind: DecideEdge, Rule: RuleUnconditional},
+		{Edge: "a->b", Kind: DecideEdgeCondition, Expr: "output.score > `5`", Reads: []Read{{Path: "output.score", Value: "7"}}, Result: ResultTrue, Rule: RuleFirstMatch, Outcome: OutcomeFired},
+		{Node: odd, Edge: odd, Kind: DecideCase, Handle: odd, Expr: odd, Reads: []Read{{Path: odd, Missing: true}, {Path: "x", Value: odd, Truncated: true}}, Result: ResultError, Error: odd, Rule: odd, Outcome: odd},
+	}
+	for _, d := range cases {
+		want, err := json.Marshal(plain(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("MarshalJSON\n got  %s\n want %s", got, want)
+		}
+		var back Decision
+		if err := json.Unmarshal(got, &back); err != nil || back.Kind != d.Kind || len(back.Reads) != len(d.Reads) {
+			t.Errorf("round trip: %v %+v", err, back)
+		}
+	}
+}
+
+// A value that fits is its JSON (keys sorted, numbers as encoding/json
+// writes them); a larger one is cut, never inside a character.
+func TestBoundedJSON(t *testing.T) {
+	small := map[string]any{"b": []any{1.0, 2.5, true, nil, "x\"y"}, "a": map[string]any{"n": 1e21, "m": 1e-7, "z": -0.0, "big": 123456789.0}}
+	got, cut := boundedJSON(small, MaxReadBytes)
+	want, _ := json.Marshal(small)
+	if cut || got != string(want) {
+		t.Errorf("small value: %s (cut %v), want %s", got, cut, want)
+	}
+	if got, _ := boundedJSON(math.NaN(), 10); got != "null" {
+		t.Errorf("NaN: %s", got)
+	}
+	for _, v := range []any{strings.Repeat("é", 1000), []any{strings.Repeat("ab", 400)}, map[string]any{"k": strings.Repeat("🦉", 200)}} {
+		got, cut := boundedJSON(v, MaxReadBytes)
+		body := strings.TrimSuffix(got, truncMark)
+		if !cut || body == got || len(body) > MaxReadBytes || len(body) < MaxReadBytes-4 {
+			t.Errorf("large value: %d bytes, cut %v", len(body), cut)
+		}
+		if !strings.HasPrefix(string(mustJSON(t, v)), body) {
+			t.Errorf("the cut is not a prefix of the value's JSON: %s", body)
+		}
+	}
+	// deep nesting stops the encoder, it does not overflow the stack
+	var deep any = "x"
+	for i := 0; i < 10000; i++ {
+		deep = []any{deep}
+	}
+	if _, cut := boundedJSON(deep, MaxReadBytes); !cut {
+		t.Error("a 10,000-deep value was not cut")
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
