@@ -381,3 +381,62 @@ func TestWhyUnknownNode(t *testing.T) {
 		t.Errorf("message %q, want %q", err, want)
 	}
 }
+
+// The outcomes that change after the decision: a default held for its
+// fan-out fires later; a failed guard fails its target without running it;
+// links of a sequential dispatch passed over with none fired after them
+// still reach the event stream.
+func TestWhyLaterOutcomes(t *testing.T) {
+	t.Parallel()
+	t.Run("deferred_default_fires_after_the_fan_out", func(t *testing.T) {
+		h := newHarness(t)
+		res := h.run(`{"name":"r","nodes":[{"node_id":"a",`+echoNode+`,"routing":"all"},`+nodes("b", "x", "c")+`],"edges":[
+			{"source":"a","target":"b","condition":"output.go"},
+			{"source":"a","target":"x"},
+			{"source":"a","target":"c","default":true}]}`, map[string]any{"go": false})
+		wantStatus(t, res, engine.StatusCompleted)
+		wantSteps(t, "c incoming", why(t, h, res.RunID, "c").Incoming, []string{"a->c edge default_no_match fired"})
+		// what the node's event said when it routed: deferred
+		for _, ev := range h.sink.Events() {
+			if ev.NodeID == "a" && ev.Phase == engine.PhaseDone {
+				if got := js(ev.Decisions); !strings.Contains(got, `"edge":"a->c","kind":"edge","rule":"default_no_match","outcome":"deferred"`) {
+					t.Errorf("a's done event: %s", got)
+				}
+			}
+		}
+	})
+	t.Run("failed_guard", func(t *testing.T) {
+		h := newHarness(t)
+		res := h.run(`{"name":"r","strict_conditions":true,"nodes":[{"node_id":"a",`+echoNode+`,"routing":"all"},`+nodes("b")+`,{"node_id":"c",`+echoNode+`,"on_error":"continue"}],"edges":[
+			{"source":"a","target":"b"},
+			{"source":"a","target":"c","condition":"output.nope.deeper"}]}`, nil)
+		a := why(t, h, res.RunID, "c")
+		if a.Status != "skip" || a.Reason != engine.ReasonGuardFailed {
+			t.Fatalf("c: %s %s", a.Status, a.Reason)
+		}
+		if len(a.Causes) != 1 || a.Causes[0].Result != engine.ResultError || a.Causes[0].Outcome != engine.OutcomeFailed ||
+			!strings.Contains(a.Causes[0].Error, "output.nope.deeper") || len(a.Causes[0].Reads) != 1 || !a.Causes[0].Reads[0].Missing {
+			t.Errorf("c causes: %s", js(a.Causes))
+		}
+	})
+	t.Run("sequential_links_passed_over", func(t *testing.T) {
+		h := newHarness(t)
+		res := h.run(`{"name":"r","nodes":[{"node_id":"a",`+echoNode+`,"routing":"all","dispatch":"sequential"},`+nodes("b", "c")+`],"edges":[
+			{"source":"a","target":"b","label":"b","condition":"output.no"},
+			{"source":"a","target":"c","label":"c","condition":"output.no"}]}`, map[string]any{"no": false})
+		wantStatus(t, res, engine.StatusCompleted)
+		n := 0
+		for _, ev := range h.sink.Events() {
+			if ev.NodeID == "a" && ev.Phase == engine.PhaseProgress {
+				n += len(ev.Decisions)
+				if js(ev.Progress) != `{"decided":2}` {
+					t.Errorf("progress %s", js(ev.Progress))
+				}
+			}
+		}
+		if n != 2 {
+			t.Errorf("%d decisions in a's progress events, want 2", n)
+		}
+		wantSteps(t, "c causes", why(t, h, res.RunID, "c").Causes, []string{"a->c guard false all_matches pruned output.no=false"})
+	})
+}
