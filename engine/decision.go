@@ -101,7 +101,8 @@ const MaxReadBytes = 300
 const truncMark = "…"
 
 // toReads converts an evaluation's reads to their recorded form.
-func toReads(rs []expr.Read) []Read {
+// scratch is a buffer the encoder may reuse (nil: its own).
+func toReads(rs []expr.Read, scratch *[]byte) []Read {
 	if len(rs) == 0 {
 		return nil
 	}
@@ -112,7 +113,7 @@ func toReads(rs []expr.Read) []Read {
 			out[k].Missing = true
 			continue
 		}
-		out[k].Value, out[k].Truncated = boundedJSON(r.Value, MaxReadBytes)
+		out[k].Value, out[k].Truncated = boundedJSONBuf(r.Value, MaxReadBytes, scratch)
 	}
 	return out
 }
@@ -121,8 +122,18 @@ func toReads(rs []expr.Read) []Read {
 // the encoder stops as soon as it has that much, so a huge value costs no
 // more than a small one.
 func boundedJSON(v any, limit int) (string, bool) {
-	var scratch [64]byte
-	w := jsonWriter{buf: scratch[:0], limit: limit}
+	var scratch []byte
+	return boundedJSONBuf(v, limit, &scratch)
+}
+
+// boundedJSONBuf is boundedJSON writing into *scratch (kept for the next call).
+func boundedJSONBuf(v any, limit int, scratch *[]byte) (string, bool) {
+	w := jsonWriter{buf: (*scratch)[:0], limit: limit}
+	defer func() {
+		if cap(w.buf) <= 4*limit { // a huge single string is not kept
+			*scratch = w.buf[:0]
+		}
+	}()
 	w.value(v, 0)
 	if !w.full {
 		return string(w.buf), false
@@ -272,10 +283,14 @@ func (w *jsonWriter) str(s string) {
 }
 
 // test evaluates a condition on the coordinator, tracing what it reads.
+// The evaluation sees a copy of sc held by the run, so the caller's scope
+// stays on its stack (the trace keeps a pointer to what it evaluates in).
 func (r *run) test(e *expr.Expr, sc *scope) (bool, []Read, error) {
-	ok, err := e.TestTraced(sc, r.strict, &r.trace)
-	out := toReads(r.trace.Reads)
-	r.trace.Reset() // the scratch list must not keep outputs alive
+	r.evalScope = *sc
+	ok, err := e.TestTraced(&r.evalScope, r.strict, &r.trace)
+	out := toReads(r.trace.Reads, &r.jsonBuf)
+	r.trace.Reset() // the scratch must not keep outputs alive
+	r.evalScope = scope{}
 	return ok, out, err
 }
 

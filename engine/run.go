@@ -85,6 +85,8 @@ type run struct {
 	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
 	routeBufs   routeBufs
 	trace       expr.Trace // scratch: the paths a traced condition read (decision.go)
+	evalScope   scope      // scratch: the scope a traced condition is evaluated in
+	jsonBuf     []byte     // scratch: a value read, as JSON
 	checkpoints checkpointBatcher
 
 	outcome  runOutcome
