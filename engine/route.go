@@ -450,9 +450,8 @@ func (r *run) stepDispatch(d *dispatcher) {
 		if len(rec.Fired)+len(rec.Pruned)+len(rec.Failed) > 0 {
 			r.addCheckpoint(Checkpoint{Kind: CheckpointEdges, Edges: rec})
 		}
-		if len(rec.Decisions) > emitted { // links passed over with none fired after them
-			r.emit(Event{NodeID: rec.Source, Phase: PhaseProgress, Decisions: rec.Decisions[emitted:],
-				Progress: map[string]any{"decided": len(rec.Decisions) - emitted}})
+		if len(rec.Decisions) > emitted { // links passed over with none fired after them: an event with only the decisions
+			r.emit(Event{NodeID: rec.Source, Phase: PhaseProgress, Decisions: rec.Decisions[emitted:]})
 		}
 	}()
 	note := func(dc Decision) *Decision {

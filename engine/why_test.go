@@ -429,7 +429,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 		for _, ev := range h.sink.Events() {
 			if ev.NodeID == "a" && ev.Phase == engine.PhaseProgress {
 				n += len(ev.Decisions)
-				if js(ev.Progress) != `{"decided":2}` {
+				if ev.Progress != nil { // nothing for the canvas to show
 					t.Errorf("progress %s", js(ev.Progress))
 				}
 			}

@@ -90,9 +90,10 @@
       const verb = d.outcome === 'fired' ? 'fired: ' : d.outcome === 'held' ? 'waiting (the loop went round): ' : 'not taken: ';
       return withReads([head(verb), code(d.expr)]);
     }
-    if (d.handle) { // a router's edge
-      const chose = answer && answer.matched ? ['', code(d.node), ' chose “' + answer.matched + '”'] : ['', code(d.node), ' chose another edge'];
-      return d.outcome === 'fired' ? [head('fired: '), code(d.node), ' chose “' + d.handle + '”'] : [head('not taken: ')].concat(chose.slice(1));
+    if (d.handle) { // a router's edge: say what the router chose
+      if (d.outcome === 'fired') return [head('fired: '), code(d.node), ' chose “' + d.handle + '”'];
+      const chosen = answer && answer.matched ? ' chose “' + answer.matched + '”' : ' chose another edge';
+      return [head('not taken: '), code(d.node), chosen];
     }
     if (d.rule === 'all_matches') return [head('not taken: '), 'default — a guard matched'];
     if (d.rule === 'first_match') return [head('not taken: '), 'an earlier edge matched'];
