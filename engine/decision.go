@@ -97,6 +97,10 @@ type Read struct {
 // MaxReadBytes bounds the JSON kept of one value read.
 const MaxReadBytes = 300
 
+// MaxReads bounds the paths kept for one decision; past it a last entry
+// with path "…" says how many more were read.
+const MaxReads = 20
+
 // truncMark ends a value cut at MaxReadBytes.
 const truncMark = "…"
 
@@ -106,7 +110,11 @@ func toReads(rs []expr.Read, scratch *[]byte) []Read {
 	if len(rs) == 0 {
 		return nil
 	}
-	out := make([]Read, len(rs))
+	more := 0
+	if len(rs) > MaxReads {
+		rs, more = rs[:MaxReads], len(rs)-MaxReads
+	}
+	out := make([]Read, len(rs), len(rs)+min(more, 1))
 	for k, r := range rs {
 		out[k].Path = r.Path
 		if !r.Found {
@@ -114,6 +122,9 @@ func toReads(rs []expr.Read, scratch *[]byte) []Read {
 			continue
 		}
 		out[k].Value, out[k].Truncated = boundedJSONBuf(r.Value, MaxReadBytes, scratch)
+	}
+	if more > 0 {
+		out = append(out, Read{Path: truncMark, Value: strconv.Itoa(more) + " more paths", Truncated: true})
 	}
 	return out
 }
@@ -128,6 +139,9 @@ func boundedJSON(v any, limit int) (string, bool) {
 
 // boundedJSONBuf is boundedJSON writing into *scratch (kept for the next call).
 func boundedJSONBuf(v any, limit int, scratch *[]byte) (string, bool) {
+	if scratch == nil {
+		scratch = new([]byte)
+	}
 	w := jsonWriter{buf: (*scratch)[:0], limit: limit}
 	defer func() {
 		if cap(w.buf) <= 4*limit { // a huge single string is not kept

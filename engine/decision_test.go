@@ -3,8 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/chainstudio/studio/engine/expr"
 )
 
 // The hand-written encoder writes what encoding/json writes for the struct.
@@ -85,5 +88,20 @@ func TestWhyStepJSON(t *testing.T) {
 	var back WhyStep
 	if err := json.Unmarshal(got, &back); err != nil || back.Target != "b" || back.Note != "n" || back.Edge != "a->b" {
 		t.Errorf("round trip: %v %+v", err, back)
+	}
+}
+
+// A decision keeps at most MaxReads paths, then says how many more.
+func TestToReadsBounded(t *testing.T) {
+	var rs []expr.Read
+	for i := 0; i < MaxReads+5; i++ {
+		rs = append(rs, expr.Read{Path: "p" + strconv.Itoa(i), Value: float64(i), Found: true})
+	}
+	got := toReads(rs, nil)
+	if len(got) != MaxReads+1 || got[MaxReads-1].Value != strconv.Itoa(MaxReads-1) {
+		t.Fatalf("%d reads: %+v", len(got), got)
+	}
+	if last := got[MaxReads]; last.Path != "…" || last.Value != "5 more paths" || !last.Truncated {
+		t.Errorf("last: %+v", last)
 	}
 }
