@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -298,23 +297,4 @@ func (w *whyLog) causes(id string, nr NodeResult) ([]WhyStep, string) {
 		note = fmt.Sprintf("the chain of causes is longer than %d steps; the first %d are listed", maxCauses, maxCauses)
 	}
 	return steps, note
-}
-
-// MarshalJSON writes the decision's fields and the step's own (Decision's
-// MarshalJSON would otherwise be promoted and drop them).
-func (s WhyStep) MarshalJSON() ([]byte, error) {
-	b, err := s.Decision.MarshalJSON()
-	if err != nil || s.Target == "" && s.Note == "" {
-		return b, err
-	}
-	w := jsonWriter{buf: b[:len(b)-1], limit: math.MaxInt} // reopen the object
-	if s.Target != "" {
-		w.buf = append(w.buf, `,"target":`...)
-		w.str(s.Target)
-	}
-	if s.Note != "" {
-		w.buf = append(w.buf, `,"note":`...)
-		w.str(s.Note)
-	}
-	return append(w.buf, '}'), nil
 }
