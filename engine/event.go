@@ -30,26 +30,27 @@ const (
 
 // Event is one phase change of one node in one run. Seq is monotonic per run.
 type Event struct {
-	RunID     string   `json:"run_id"`
-	Seq       int64    `json:"seq"`
-	NodeID    string   `json:"node_id"`
-	Phase     Phase    `json:"phase"`
-	Output    any      `json:"output,omitempty"`
-	Error     string   `json:"error,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
-	Matched   string   `json:"matched,omitempty"` // condition/branch nodes: the handle taken
-	Attempt   int      `json:"attempt,omitempty"`
-	Iteration int      `json:"iteration,omitempty"` // 1-based run count of a node inside a loop
-	Item      *int     `json:"item,omitempty"`      // map body: the item index
-	Progress  any      `json:"progress,omitempty"`
-	Prompt    any      `json:"prompt,omitempty"` // paused: what the node asks for
-	Edges     []string `json:"edges,omitempty"`  // on done/skip/error: ids of the outgoing edges that fired
-	Reused    bool     `json:"reused,omitempty"` // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
+	RunID     string    `json:"run_id"`
+	Seq       int64     `json:"seq"`
+	NodeID    string    `json:"node_id"`
+	Phase     Phase     `json:"phase"`
+	Output    any       `json:"output,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Matched   string    `json:"matched,omitempty"` // condition/branch nodes: the handle taken
+	Attempt   int       `json:"attempt,omitempty"`
+	Iteration int       `json:"iteration,omitempty"` // 1-based run count of a node inside a loop
+	Item      *int      `json:"item,omitempty"`      // map body: the item index
+	Progress  any       `json:"progress,omitempty"`
+	Prompt    any       `json:"prompt,omitempty"` // paused: what the node asks for
+	Edges     []string  `json:"edges,omitempty"`  // on done/skip/error: ids of the outgoing edges that fired
+	Reused    bool      `json:"reused,omitempty"` // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
+	Time      time.Time `json:"time"`
+
 	// Decisions: on done/skip/error, and on the progress event of a
 	// sequential link, the routing decisions taken (what each condition
 	// read, its result, the rule; see decision.go).
 	Decisions []Decision `json:"decisions,omitempty"`
-	Time      time.Time  `json:"time"`
 }
 
 // EventSink receives a run's events in seq order. Emit is called from the

@@ -34,10 +34,11 @@ type completion struct {
 	started  time.Time
 	ended    time.Time
 	matched  string
-	partial  bool       // a map or parallel node succeeded with handled item/branch failures
-	guard    bool       // the node never ran: the guard of the edge into it failed
-	reused   bool       // a re-run kept the output from the earlier run
-	decided  []Decision // a router's own tests (branch condition, cases)
+	partial  bool // a map or parallel node succeeded with handled item/branch failures
+	guard    bool // the node never ran: the guard of the edge into it failed
+	reused   bool // a re-run kept the output from the earlier run
+
+	decided []Decision // a router's own tests (branch condition, cases)
 }
 
 // run is one execution of a prepared chain. Every field but the emit group

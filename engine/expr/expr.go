@@ -170,19 +170,22 @@ type Expr struct {
 	root node
 
 	// JMESPath
-	jp         *jmespath.JMESPath // compiled on first evaluation: validation only parses
-	jpOnce     sync.Once
-	jpErr      error
-	dnOnce     sync.Once
-	dn         *dnode     // the tree the budgeted evaluator walks; nil if it cannot be built
-	dcalls     []srcCall  // the calls as written, for error messages
-	roots      []string   // top-level names read
-	readsRoot  bool       // reads "@"
-	sortsBy    bool       // calls sort_by, which go-jmespath runs in place on its argument
-	chains     [][]string // static field chains checked in strict mode
-	chainText  []string   // chains as written, for MissingPathError
-	readChains [][]string // every static field chain read from the context (optional ones too), for EvalTraced
-	readText   []string   // readChains as written
+	jp        *jmespath.JMESPath // compiled on first evaluation: validation only parses
+	jpOnce    sync.Once
+	jpErr     error
+	dnOnce    sync.Once
+	dn        *dnode     // the tree the budgeted evaluator walks; nil if it cannot be built
+	dcalls    []srcCall  // the calls as written, for error messages
+	roots     []string   // top-level names read
+	readsRoot bool       // reads "@"
+	sortsBy   bool       // calls sort_by, which go-jmespath runs in place on its argument
+	chains    [][]string // static field chains checked in strict mode
+	chainText []string   // chains as written, for MissingPathError
+
+	// EvalTraced: every static field chain read from the context
+	// (optional ones too), and as written
+	readChains [][]string
+	readText   []string
 }
 
 // Parse parses src using DefaultLimits.
