@@ -2,10 +2,16 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/internal/testutil"
+	"github.com/chainstudio/studio/runs"
 )
 
 const whyDoc = `{"name":"why","nodes":[
@@ -142,4 +148,54 @@ func TestRunEventsCarryDecisions(t *testing.T) {
 		return
 	}
 	t.Fatalf("no done event of score: %s", r.body)
+}
+
+// A run still running or waiting for a slot answers too: nothing decided
+// yet, said plainly; a node its chain does not have is still a 404.
+func TestRunNodeWhyBeforeItRuns(t *testing.T) {
+	t.Parallel()
+	reg, open := gatedRegistry()
+	defer open()
+	_, ts := newTestServerOpts(t, Config{}, reg, func(o *runs.Options) { o.MaxRunning, o.MaxQueued = 1, 1 })
+	chainID := createChain(t, ts, gateDoc)
+	first := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{}`).json(t)["run_id"].(string)
+	second := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{}`)
+	if second.json(t)["status"] != "queued" {
+		t.Fatalf("second run: %s", second.body)
+	}
+	queued := second.json(t)["run_id"].(string)
+
+	r := do(t, ts, "GET", "/v1/runs/"+queued+"/nodes/g/why", nil)
+	a := getWhy(t, r)
+	if a.Status != "not_reached" || a.RunStatus != "queued" || !strings.Contains(string(r.body), "the run has not started yet") {
+		t.Errorf("queued run: %s", r.body)
+	}
+	r = do(t, ts, "GET", "/v1/runs/"+queued+"/nodes/ghost/why", nil)
+	wantStatus(t, r, http.StatusNotFound)
+	if r.errCode(t) != "unknown_node" {
+		t.Errorf("queued run, unknown node: %s", r.body)
+	}
+	// the running run's node has not finished: not reached yet
+	testutilEventuallyRunning(t, ts, first)
+	r = do(t, ts, "GET", "/v1/runs/"+first+"/nodes/g/why", nil)
+	if a := getWhy(t, r); a.Status != "not_reached" || a.RunStatus != "running" {
+		t.Errorf("running run: %s", r.body)
+	}
+	open()
+	waitRun(t, ts, first)
+	if a := getWhy(t, do(t, ts, "GET", "/v1/runs/"+first+"/nodes/g/why", nil)); a.Status != "done" {
+		t.Errorf("finished run: %+v", a)
+	}
+}
+
+// testutilEventuallyRunning waits until the run has written its start entry.
+func testutilEventuallyRunning(t *testing.T, ts *httptest.Server, id string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		r := do(t, ts, "GET", "/v1/runs/"+id+"/nodes/g/why", nil)
+		if r.status != http.StatusOK || strings.Contains(string(r.body), "has not started yet") {
+			return fmt.Errorf("not started: %s", r.body)
+		}
+		return nil
+	})
 }
