@@ -46,6 +46,11 @@ type Event struct {
 	Edges     []string  `json:"edges,omitempty"`  // on done/skip/error: ids of the outgoing edges that fired
 	Reused    bool      `json:"reused,omitempty"` // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
 	Time      time.Time `json:"time"`
+
+	// Decisions: on done/skip/error, and on the progress event of a
+	// sequential link, the routing decisions taken (what each condition
+	// read, its result, the rule; see decision.go).
+	Decisions []Decision `json:"decisions,omitempty"`
 }
 
 // EventSink receives a run's events in seq order. Emit is called from the

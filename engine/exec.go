@@ -33,7 +33,8 @@ func (r *run) start(i int) {
 	if rec, ok := r.reuse[nd.ID]; ok { // re-run from a node: upstream outputs are kept
 		delete(r.reuse, nd.ID)
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now, Reused: true})
-		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: time.Now(), reused: true})
+		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: time.Now(), reused: true,
+			decided: routerTests(rec.Decisions)})
 		return
 	}
 
@@ -68,8 +69,8 @@ func (r *run) start(i int) {
 	}
 	switch nd.Kind {
 	case KindBranch, KindCondition:
-		matched, err := r.matchHandle(i, input, sc)
-		r.complete(completion{i: i, out: input, input: input, err: err, matched: matched, attempts: 1, started: now, ended: time.Now()})
+		matched, decided, err := r.matchHandle(i, input, sc)
+		r.complete(completion{i: i, out: input, input: input, err: err, matched: matched, attempts: 1, started: now, ended: time.Now(), decided: decided})
 		return
 	case KindInterrupt:
 		if sc.hasRes {
@@ -220,31 +221,40 @@ func toolInput(v any) map[string]any {
 }
 
 // matchHandle evaluates a branch's condition or a condition node's cases; `output`
-// is the data the router passes on.
-func (r *run) matchHandle(i int, input any, sc *scope) (string, error) {
+// is the data the router passes on. decided records each test (decision.go).
+func (r *run) matchHandle(i int, input any, sc *scope) (matched string, decided []Decision, err error) {
 	nd := &r.chain.Nodes[i]
 	dsc := *sc
 	dsc.output, dsc.hasOut = input, true
 	if nd.Kind == KindBranch {
-		ok, err := r.graph.condition[i].Test(&dsc, r.strict)
+		ok, reads, err := r.test(r.graph.condition[i], &dsc)
+		d := Decision{Kind: DecideBranch, Expr: nd.Condition, Reads: reads, Result: resultOf(ok), Handle: resultOf(ok), Rule: RuleFirstMatch}
 		if err != nil {
-			return "", fmt.Errorf("condition: %w", err)
+			d.Result, d.Error, d.Handle = ResultError, err.Error(), ""
+			return "", []Decision{d}, fmt.Errorf("condition: %w", err)
 		}
-		if ok {
-			return "true", nil
-		}
-		return "false", nil
+		return d.Handle, []Decision{d}, nil
 	}
+	decided = make([]Decision, 0, len(nd.Cases))
 	for k, e := range r.graph.cases[i] {
-		ok, err := e.Test(&dsc, r.strict)
+		d := Decision{Kind: DecideCase, Handle: nd.Cases[k].Handle, Expr: nd.Cases[k].When, Rule: RuleFirstMatch}
+		if matched != "" { // an earlier case matched
+			d.Result = ResultNotEvaluated
+			decided = append(decided, d)
+			continue
+		}
+		ok, reads, err := r.test(e, &dsc)
+		d.Reads, d.Result = reads, resultOf(ok)
 		if err != nil {
-			return "", fmt.Errorf("cases[%d] (%s): %w", k, nd.Cases[k].Handle, err)
+			d.Result, d.Error = ResultError, err.Error()
+			return "", append(decided, d), fmt.Errorf("cases[%d] (%s): %w", k, nd.Cases[k].Handle, err)
 		}
 		if ok {
-			return nd.Cases[k].Handle, nil
+			matched = nd.Cases[k].Handle
 		}
+		decided = append(decided, d)
 	}
-	return "", nil
+	return matched, decided, nil
 }
 
 type errNodeTimeout struct{ seconds float64 }

@@ -77,7 +77,8 @@ func (r *run) nodeDone(i int, c completion) {
 		r.writeState(r.statePatch)
 	}
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
-		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial}
+		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial,
+		Decisions: c.decided}
 	r.publishOutput(i, rec)
 	rt := r.route(i, out, c.matched)
 	r.recordRouting(rec, &rt)
@@ -92,7 +93,7 @@ func (r *run) nodeDone(i int, c completion) {
 func (r *run) nodeFailed(i int, c completion) {
 	nd := &r.chain.Nodes[i]
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseError, Input: c.input, Error: c.err.Error(), ErrorCode: errorCode(c.err),
-		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended}
+		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, Decisions: c.decided}
 	// A node whose incoming guard failed never ran: it is reported skipped
 	// (reason guard_failed, with the error), never as an error of its own;
 	// its on_error still decides what the failure does to the run.
@@ -142,6 +143,11 @@ func (r *run) skipNode(t int, reason string) {
 // recordRouting copies a routing decision into the node's record.
 func (r *run) recordRouting(rec *NodeRecord, rt *routing) {
 	rec.Fired, rec.Pruned, rec.Held, rec.Sequential, rec.Failed = r.edgeIDs(rt.fired), r.edgeIDs(rt.pruned), rt.held, rt.sequential, r.failedIDs(rt.failed)
+	if rec.Decisions == nil {
+		rec.Decisions = rt.decisions
+	} else {
+		rec.Decisions = append(rec.Decisions, rt.decisions...)
+	}
 	if rt.deferred != noEdge {
 		rec.Deferred = r.chain.Edges[rt.deferred].ID
 	}
@@ -152,7 +158,7 @@ func (r *run) recordRouting(rec *NodeRecord, rt *routing) {
 // abort); the run fails with it once the record is applied.
 func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
 	r.emit(Event{NodeID: rec.NodeID, Phase: rec.Status, Output: rec.Output, Matched: rec.Matched, Error: rec.Error, Reason: rec.Reason,
-		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused})
+		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Decisions: rec.Decisions})
 	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 	if stop != nil {
 		r.fail(&RunError{Code: CodeNodeError, Message: stop.Error(), NodeID: rec.NodeID}, stop)

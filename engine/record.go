@@ -19,6 +19,9 @@ type EdgesRecord struct {
 	Fired  []string          `json:"fired,omitempty"`
 	Pruned []string          `json:"pruned,omitempty"`
 	Failed map[string]string `json:"failed,omitempty"` // edge id → guard error: the target fails without running
+	// Decisions: what was evaluated to decide these edges (decision.go).
+	// Logs written before decisions were recorded have none.
+	Decisions []Decision `json:"decisions,omitempty"`
 }
 
 // StartRecord opens a run's log.
@@ -60,6 +63,10 @@ type NodeRecord struct {
 	Deferred   string            `json:"deferred,omitempty"`   // routing all, parallel: a default edge held until the fired targets finish; an "edges" entry fires it
 	Failed     map[string]string `json:"failed,omitempty"`     // edge id → guard error (routing all): the target fails without running
 	Reused     bool              `json:"reused,omitempty"`     // a re-run kept the output from the earlier run
+	// Decisions: the router's own tests and the decisions on the node's
+	// outgoing edges that evaluated something or applied a rule
+	// (decision.go). Logs written before decisions were recorded have none.
+	Decisions []Decision `json:"decisions,omitempty"`
 }
 
 // PauseRecord: a node is waiting for a resume value.

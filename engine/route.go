@@ -14,6 +14,7 @@ type routing struct {
 	sequential bool          // dispatch sequential: edges are decided one by one later
 	deferred   int           // a default edge held until the fired targets finish (routing all, parallel); noEdge: none
 	err        error         // strict routing, a capped loop, a failing guard (routing first)
+	decisions  []Decision    // what was evaluated and which rule decided (decision.go); nil when nothing was
 }
 
 // noEdge and noNode mark "none" where an edge or node index is expected.
@@ -58,10 +59,18 @@ func (r *run) route(i int, out any, matched string) routing {
 	}
 	if rt.held && rt.deferred != noEdge { // a loop goes round: no fan-out to wait for
 		rt.fired = append(rt.fired, rt.deferred)
+		rt.setOutcome(r.chain.Edges[rt.deferred].ID, OutcomeFired)
 		rt.deferred = noEdge
 	}
 	if rt.held { // pruned non-loop edges are not final while the loop goes round
 		rt.pruned = slices.DeleteFunc(rt.pruned, func(ei int) bool { return !r.chain.Edges[ei].IsLoop() })
+		for k := range rt.decisions {
+			if d := &rt.decisions[k]; d.Outcome == OutcomePruned {
+				if ei, ok := r.edgeIndex(d.Edge); ok && !r.chain.Edges[ei].IsLoop() {
+					d.Outcome = OutcomeHeld
+				}
+			}
+		}
 	}
 	return rt
 }
@@ -99,6 +108,8 @@ func (r *run) canFire(ei int) (bool, error) {
 func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	pick := -1
 	var err error
+	var capped []Decision // loop edges at their cap, passed over
+	rule := RuleFirstMatch
 	try := func(pred func(e *Edge) bool) {
 		for _, ei := range outs {
 			if pick >= 0 || err != nil {
@@ -108,6 +119,8 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 				var ok bool
 				if ok, err = r.canFire(ei); ok {
 					pick = ei
+				} else {
+					capped = append(capped, capDecision(e, DecideEdge, err))
 				}
 			}
 		}
@@ -115,18 +128,34 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	if matched != "" {
 		try(func(e *Edge) bool { return e.Label == matched })
 	}
+	if pick < 0 {
+		rule = RuleDefaultNoMatch
+	}
 	try(func(e *Edge) bool { return e.Label == "default" || e.Default })
 	try(func(e *Edge) bool { return e.Label == "" })
 	if err != nil {
-		return noRouting(err)
+		rt := noRouting(err)
+		rt.decisions = capped
+		return rt
 	}
 	rt := r.newRouting()
+	rt.decisions = make([]Decision, 0, len(outs))
 	for _, ei := range outs {
+		e := &r.chain.Edges[ei]
+		if k := slices.IndexFunc(capped, func(d Decision) bool { return d.Edge == e.ID }); k >= 0 {
+			rt.pruned = append(rt.pruned, ei)
+			rt.decisions = append(rt.decisions, capped[k])
+			continue
+		}
+		d := Decision{Edge: e.ID, Kind: DecideEdge, Handle: e.Label, Rule: rule, Outcome: OutcomePruned}
 		if ei == pick {
 			rt.fired = append(rt.fired, ei)
+			d.Outcome = OutcomeFired
 		} else {
 			rt.pruned = append(rt.pruned, ei)
+			d.Rule = RuleFirstMatch // the router chose another edge
 		}
+		rt.decisions = append(rt.decisions, d)
 	}
 	return rt
 }
@@ -165,43 +194,66 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 		if e.Condition == "" {
 			continue
 		}
-		ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
+		d := Decision{Edge: e.ID, Kind: DecideEdgeCondition, Expr: e.Condition, Rule: RuleFirstMatch, Outcome: OutcomePruned}
+		if pick >= 0 { // an earlier edge matched: this one is never evaluated
+			d.Result = ResultNotEvaluated
+			rt.decisions = append(rt.decisions, d)
+			continue
+		}
+		ok, reads, err := r.test(r.graph.edgeCond[ei], sc)
+		d.Reads, d.Result = reads, resultOf(ok)
 		if err != nil {
-			return noRouting(fmt.Errorf("edge %q condition: %w", e.ID, err))
+			d.Result, d.Error = ResultError, err.Error()
+			return failedRouting(fmt.Errorf("edge %q condition: %w", e.ID, err), rt.decisions, d)
 		}
 		if ok {
 			if ok, err = r.canFire(ei); err != nil {
-				return noRouting(err)
+				return failedRouting(err, rt.decisions, capDecision(e, DecideEdgeCondition, err))
 			}
 			if ok {
 				pick = ei
-				break
+				d.Outcome = OutcomeFired
+			} else {
+				d.Rule = RuleLoopCapReached
 			}
 		}
+		rt.decisions = append(rt.decisions, d)
 	}
-	if pick < 0 { // fallback: the default edge, else the first unconditional one
+	var capped []int // fallback loop edges at their cap
+	if pick < 0 {    // fallback: the default edge, else the first unconditional one
 		for pass := 0; pass < 2 && pick < 0; pass++ {
 			for _, ei := range outs {
 				e := &r.chain.Edges[ei]
-				if e.Condition != "" || (pass == 0 && !e.Default) {
+				if e.Condition != "" || (pass == 0 && !e.Default) || slices.Contains(capped, ei) {
 					continue
 				}
 				ok, err := r.canFire(ei)
 				if err != nil {
-					return noRouting(err)
+					return failedRouting(err, rt.decisions, capDecision(e, DecideEdge, err))
 				}
 				if ok {
 					pick = ei
+					rt.decisions = append(rt.decisions, Decision{Edge: e.ID, Kind: DecideEdge, Rule: RuleDefaultNoMatch, Outcome: OutcomeFired})
 					break
 				}
+				capped = append(capped, ei)
+				rt.decisions = append(rt.decisions, capDecision(e, DecideEdge, nil))
 			}
 		}
 	}
+	matched := pick >= 0 && r.chain.Edges[pick].Condition != ""
 	for _, ei := range outs {
 		if ei == pick {
 			rt.fired = append(rt.fired, ei)
-		} else {
-			rt.pruned = append(rt.pruned, ei)
+			continue
+		}
+		rt.pruned = append(rt.pruned, ei)
+		if e := &r.chain.Edges[ei]; e.Condition == "" && !slices.Contains(capped, ei) {
+			rule := RuleDefaultNoMatch // another fallback was taken, or none could be
+			if matched {
+				rule = RuleFirstMatch
+			}
+			rt.decisions = append(rt.decisions, Decision{Edge: e.ID, Kind: DecideEdge, Rule: rule, Outcome: OutcomePruned})
 		}
 	}
 	return rt
@@ -222,13 +274,17 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 			continue
 		}
 		fire := true
+		var d *Decision // guarded edges and capped loops are recorded; unconditional edges need no record
 		if e.Condition != "" {
-			ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
+			ok, reads, err := r.test(r.graph.edgeCond[ei], sc)
+			rt.decisions = append(rt.decisions, Decision{Edge: e.ID, Kind: DecideGuard, Expr: e.Condition, Reads: reads, Result: resultOf(ok), Rule: RuleAllMatches})
+			d = &rt.decisions[len(rt.decisions)-1]
 			if err != nil {
 				if rt.failed == nil {
 					rt.failed = map[int]error{}
 				}
 				rt.failed[ei] = fmt.Errorf("guard of edge %q: %w", e.ID, err)
+				d.Result, d.Error, d.Outcome = ResultError, err.Error(), OutcomeFailed
 				continue
 			}
 			fire = ok
@@ -237,7 +293,14 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 		if fire {
 			ok, err := r.canFire(ei)
 			if err != nil {
-				return noRouting(err)
+				return failedRouting(err, rt.decisions, capDecision(e, DecideEdge, err))
+			}
+			if !ok {
+				if d == nil {
+					rt.decisions = append(rt.decisions, capDecision(e, DecideEdge, nil))
+					d = &rt.decisions[len(rt.decisions)-1]
+				}
+				d.Rule = RuleLoopCapReached
 			}
 			fire = ok
 		}
@@ -246,21 +309,32 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 		} else {
 			rt.pruned = append(rt.pruned, ei)
 		}
+		if d != nil {
+			d.Outcome = outcomeOf(fire)
+		}
 	}
 	if def >= 0 {
+		e := &r.chain.Edges[def]
+		d := Decision{Edge: e.ID, Kind: DecideEdge, Rule: RuleDefaultNoMatch, Outcome: OutcomeFired}
 		if ok, err := r.canFire(def); err != nil {
-			return noRouting(err)
+			return failedRouting(err, rt.decisions, capDecision(e, DecideEdge, err))
 		} else if !matched && ok {
 			if len(rt.fired) > 0 || len(rt.failed) > 0 {
 				// The default runs as its own step after the
 				// fan-out (the links that fired), not alongside it.
 				rt.deferred = def
+				d.Outcome = OutcomeDeferred
 			} else {
 				rt.fired = append(rt.fired, def)
 			}
 		} else {
 			rt.pruned = append(rt.pruned, def)
+			d.Rule, d.Outcome = RuleAllMatches, OutcomePruned // a guard matched: no default
+			if !ok {
+				d = capDecision(e, DecideEdge, nil)
+			}
 		}
+		rt.decisions = append(rt.decisions, d)
 	}
 	return rt
 }
@@ -371,19 +445,34 @@ func (r *run) stepDispatch(d *dispatcher) {
 	outs := r.graph.out[d.src]
 	sc := &scope{base: r, output: d.out, hasOut: true, steps: d.steps, whens: d.whens}
 	rec := &EdgesRecord{Source: r.chain.Nodes[d.src].ID}
+	emitted := 0 // decisions already carried by an event
 	defer func() {
 		if len(rec.Fired)+len(rec.Pruned)+len(rec.Failed) > 0 {
 			r.addCheckpoint(Checkpoint{Kind: CheckpointEdges, Edges: rec})
 		}
+		if len(rec.Decisions) > emitted { // links passed over with none fired after them: an event with only the decisions
+			r.emit(Event{NodeID: rec.Source, Phase: PhaseProgress, Decisions: rec.Decisions[emitted:]})
+		}
 	}()
-	fire := func(ei int, guardErr error) bool {
+	note := func(dc Decision) *Decision {
+		rec.Decisions = append(rec.Decisions, dc)
+		return &rec.Decisions[len(rec.Decisions)-1]
+	}
+	// fire fires link ei; dc is its recorded decision (nil: an unconditional
+	// link, which needs none).
+	fire := func(ei int, guardErr error, dc *Decision) bool {
 		e := &r.chain.Edges[ei]
 		ok, err := r.canFire(ei)
 		if err != nil {
+			note(capDecision(e, DecideEdge, err))
 			r.failRouting(d.src, err)
 			return true
 		}
 		if !ok {
+			if dc == nil {
+				dc = note(capDecision(e, DecideEdge, nil))
+			}
+			dc.Rule, dc.Outcome = RuleLoopCapReached, OutcomePruned
 			rec.Pruned = append(rec.Pruned, e.ID)
 			r.deliverPruned(ei, ReasonConditionFalse)
 			return false
@@ -406,8 +495,13 @@ func (r *run) stepDispatch(d *dispatcher) {
 		d.link(t, r.stepKey(ei))
 		// The source's done event could not name this edge (it was decided
 		// later): say so now, so watchers can draw it as fired.
-		r.emit(Event{NodeID: r.chain.Nodes[d.src].ID, Phase: PhaseProgress, Edges: r.edgeIDs([]int{ei}),
-			Progress: map[string]any{"dispatched": r.stepKey(ei)}})
+		ev := Event{NodeID: r.chain.Nodes[d.src].ID, Phase: PhaseProgress, Edges: r.edgeIDs([]int{ei}),
+			Progress: map[string]any{"dispatched": r.stepKey(ei)}}
+		if len(rec.Decisions) > emitted {
+			ev.Decisions = rec.Decisions[emitted:]
+			emitted = len(rec.Decisions)
+		}
+		r.emit(ev)
 		r.deliverFired(ei)
 		return true
 	}
@@ -420,14 +514,16 @@ func (r *run) stepDispatch(d *dispatcher) {
 			continue
 		}
 		if e.Condition == "" {
-			if fire(ei, nil) {
+			if fire(ei, nil, nil) {
 				return
 			}
 			continue
 		}
-		ok, err := r.graph.edgeCond[ei].Test(sc, r.strict)
+		ok, reads, err := r.test(r.graph.edgeCond[ei], sc)
+		dc := note(Decision{Edge: e.ID, Kind: DecideGuard, Expr: e.Condition, Reads: reads, Result: resultOf(ok), Rule: RuleAllMatches, Outcome: OutcomePruned})
 		if err != nil {
-			if fire(ei, fmt.Errorf("guard of edge %q: %w", e.ID, err)) {
+			dc.Result, dc.Error, dc.Outcome = ResultError, err.Error(), OutcomeFailed
+			if fire(ei, fmt.Errorf("guard of edge %q: %w", e.ID, err), dc) {
 				return
 			}
 			continue
@@ -435,7 +531,8 @@ func (r *run) stepDispatch(d *dispatcher) {
 		d.whens[r.stepKey(ei)] = ok
 		if ok {
 			d.matched = true
-			if fire(ei, nil) {
+			dc.Outcome = OutcomeFired
+			if fire(ei, nil, dc) {
 				return
 			}
 			continue
@@ -446,12 +543,14 @@ func (r *run) stepDispatch(d *dispatcher) {
 	if d.def != noEdge {
 		ei := d.def
 		d.def = noEdge
+		e := &r.chain.Edges[ei]
 		if !d.matched {
-			if fire(ei, nil) {
+			if fire(ei, nil, note(Decision{Edge: e.ID, Kind: DecideEdge, Rule: RuleDefaultNoMatch, Outcome: OutcomeFired})) {
 				return
 			}
 		} else {
-			rec.Pruned = append(rec.Pruned, r.chain.Edges[ei].ID)
+			note(Decision{Edge: e.ID, Kind: DecideEdge, Rule: RuleAllMatches, Outcome: OutcomePruned})
+			rec.Pruned = append(rec.Pruned, e.ID)
 			r.deliverPruned(ei, ReasonConditionFalse)
 		}
 	}

@@ -37,6 +37,8 @@ type completion struct {
 	partial  bool // a map or parallel node succeeded with handled item/branch failures
 	guard    bool // the node never ran: the guard of the edge into it failed
 	reused   bool // a re-run kept the output from the earlier run
+
+	decided []Decision // a router's own tests (branch condition, cases)
 }
 
 // run is one execution of a prepared chain. Every field but the emit group
@@ -86,6 +88,9 @@ type run struct {
 	mocks       map[string]any         // RunOptions.Mocks: read-only, shared with workers
 	mockErrs    map[string]string      // RunOptions.MockErrors: read-only
 	routeBufs   routeBufs
+	trace       expr.Trace // scratch: the paths a traced condition read (decision.go)
+	evalScope   scope      // scratch: the scope a traced condition is evaluated in
+	jsonBuf     []byte     // scratch: a value read, as JSON
 	checkpoints checkpointBatcher
 
 	outcome  runOutcome

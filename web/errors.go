@@ -112,6 +112,7 @@ func domainError(err error) *APIError {
 		re   *engine.ChainResumeError
 		ar   *engine.AlreadyResumedError
 		cp   *engine.ChainCheckpointError
+		un   *engine.UnknownNodeError
 		busy *runs.BusyError
 		nre  *engine.NodeRunError
 	)
@@ -153,6 +154,8 @@ func domainError(err error) *APIError {
 		return apiError(ECONFLICT, engine.CodeAlreadyResumed, ar.Error(), nil)
 	case errors.As(err, &cp):
 		return apiError(ENOTFOUND, engine.CodeCheckpoint, cp.Error(), nil)
+	case errors.As(err, &un):
+		return apiError(ENOTFOUND, "unknown_node", un.Error(), map[string]any{"run_id": un.RunID, "node_id": un.NodeID})
 	case errors.As(err, &busy):
 		kind := EUNAVAILABLE
 		if busy.Code == "queue_full" {

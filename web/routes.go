@@ -46,6 +46,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/runs/:id/rerun", s.rerunRun)
 	v1.GET("/runs/:id/diff/:other", s.diffRuns)
 	v1.POST("/runs/:id/save-test", s.saveRunAsTest)
+	v1.GET("/runs/:id/nodes/:node/why", s.runNodeWhy)
 
 	v1.POST("/a2e", s.a2eRun)
 

@@ -20,23 +20,35 @@ func (n *pathNode) missing(strict bool) (any, error) {
 }
 
 func (n *pathNode) eval(s Scope, strict bool) (any, error) {
-	v, ok := s.Lookup(n.root)
+	v, ok := n.resolve(s)
+	if t, tracing := s.(*Trace); tracing {
+		t.note(n.text, v, ok)
+	}
 	if !ok {
 		return n.missing(strict)
+	}
+	return v, nil
+}
+
+// resolve walks the path; ok is false when any step is missing.
+func (n *pathNode) resolve(s Scope) (any, bool) {
+	v, ok := s.Lookup(n.root)
+	if !ok {
+		return nil, false
 	}
 	for i := range n.segs {
 		sg := &n.segs[i]
 		if sg.isIdx {
 			list, ok := v.([]any)
 			if !ok {
-				return n.missing(strict)
+				return nil, false
 			}
 			j := sg.idx
 			if j < 0 {
 				j += len(list)
 			}
 			if j < 0 || j >= len(list) {
-				return n.missing(strict)
+				return nil, false
 			}
 			v = list[j]
 			continue
@@ -50,10 +62,10 @@ func (n *pathNode) eval(s Scope, strict bool) (any, error) {
 			ok = false
 		}
 		if !ok {
-			return n.missing(strict)
+			return nil, false
 		}
 	}
-	return v, nil
+	return v, true
 }
 
 func (n *cmpNode) eval(s Scope, strict bool) (any, error) {

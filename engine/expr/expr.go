@@ -181,6 +181,11 @@ type Expr struct {
 	sortsBy   bool       // calls sort_by, which go-jmespath runs in place on its argument
 	chains    [][]string // static field chains checked in strict mode
 	chainText []string   // chains as written, for MissingPathError
+
+	// EvalTraced: every static field chain read from the context
+	// (optional ones too), and as written
+	readChains [][]string
+	readText   []string
 }
 
 // Parse parses src using DefaultLimits.
@@ -252,11 +257,15 @@ type Contexter interface {
 // under its context's budget (WithBudget; a *BudgetError past it) and stops when the context of
 // a Contexter scope ends.
 func (e *Expr) Eval(s Scope, strict bool) (any, error) {
-	var ctx context.Context
+	return e.EvalContext(contextOf(s), s, strict)
+}
+
+// contextOf is the context of a Contexter scope, else nil.
+func contextOf(s Scope) context.Context {
 	if c, ok := s.(Contexter); ok {
-		ctx = c.Context()
+		return c.Context()
 	}
-	return e.EvalContext(ctx, s, strict)
+	return nil
 }
 
 // EvalContext is Eval under ctx (nil means none): a JMESPath evaluation
@@ -275,7 +284,7 @@ func (e *Expr) EvalContext(ctx context.Context, s Scope, strict bool) (any, erro
 	return v, nil
 }
 
-// withSrc fills in the source of an *EvalError raised by a node.
+// withSrc fills in the source of an *EvalError raised by a node (nil stays nil).
 func withSrc(err error, src string) error {
 	if ee, ok := err.(*EvalError); ok && ee.Src == "" {
 		ee.Src = src

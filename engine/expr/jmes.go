@@ -164,6 +164,7 @@ func (e *Expr) parseJMESPath(lim Limits) (err error) {
 	}
 	e.readsRoot = a.readsRoot
 	e.chains, e.chainText = a.chains, a.chainText
+	e.readChains, e.readText = a.reads, a.readText
 	roots := map[string]bool{}
 	for _, r := range a.refs {
 		if !roots[r.Root] {
@@ -228,6 +229,9 @@ type jmesAnalysis struct {
 	chains    [][]string
 	chainText []string
 	seen      map[string]bool
+	reads     [][]string // every chain, optional ones too (EvalTraced)
+	readText  []string
+	readSeen  map[string]bool
 }
 
 // fieldChain returns the names of a pure field chain (a, a.b, "x-y".b).
@@ -276,10 +280,18 @@ func (a *jmesAnalysis) addChain(names []string, optional bool) {
 		r.Field = names[1]
 	}
 	a.refs = append(a.refs, r)
+	text := jmesPathText(names)
+	if !a.readSeen[text] {
+		if a.readSeen == nil {
+			a.readSeen = map[string]bool{}
+		}
+		a.readSeen[text] = true
+		a.reads = append(a.reads, names)
+		a.readText = append(a.readText, text)
+	}
 	if optional {
 		return
 	}
-	text := jmesPathText(names)
 	if a.seen[text] {
 		return
 	}
@@ -358,6 +370,10 @@ func jmesPathText(names []string) string {
 var dataPool = sync.Pool{New: func() any { return make(map[string]any, 8) }}
 
 func (e *Expr) evalJMESPath(ctx context.Context, s Scope, strict bool) (result any, err error) {
+	tr, tracing := s.(*Trace)
+	if tracing {
+		s = tr.scope
+	}
 	var data map[string]any
 	pooled := false
 	switch sc := s.(type) {
@@ -386,6 +402,9 @@ func (e *Expr) evalJMESPath(ctx context.Context, s Scope, strict bool) (result a
 			clear(data)
 			dataPool.Put(data)
 		}()
+	}
+	if tracing {
+		e.traceChains(tr, data)
 	}
 	if strict {
 		for i, ch := range e.chains {

@@ -26,6 +26,7 @@
   const rerun = root.dataset.kind === 'rerun'; // marks reused nodes and those that ran again
   const kept = root.dataset.kind === 'node' ? 'pinned' : 'reused'; // a node run alone pins its upstream
   window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
+  Object.defineProperty(window.__run, 'doc', { get: () => doc }); // why.js lists the edges
 
   const REASONS = {
     condition_false: 'condition false: no incoming edge fired',
@@ -417,7 +418,6 @@
       const st = state.get(e.target.id()) || {};
       cyEl.title = e.target.id() + ': ' + (st.phase === 'start' ? 'running' : st.phase || 'not reached') + (st.reason ? ' — ' + reasonText(st.reason) : '') + (st.error ? ' — ' + st.error : '');
     });
-    cy.on('mouseover', 'edge', (e) => { cyEl.title = e.target.scratch('why') || ''; });
     cy.on('mouseout', () => { cyEl.title = ''; });
     $('btn-fit').addEventListener('click', () => Studio.fit(cy));
     if (data.active) connect();

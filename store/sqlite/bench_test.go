@@ -131,10 +131,14 @@ VALUES (?, ?, 1, 'run', '{"q":"some input"}', 'completed', NULL, '{"answer":"som
 	}
 }
 
-// benchRun1000 runs a 1,000-node chain of echo nodes per op.
-func benchRun1000(b *testing.B, persisted bool) {
+// benchRun1000 runs a 1,000-node chain of echo nodes per op; cond, when
+// set, is the condition of every edge.
+func benchRun1000(b *testing.B, persisted bool, cond string) {
 	ctx := context.Background()
 	doc := linearChain("bench1000", "echo", 1000, func(i int) map[string]any { return map[string]any{"i": float64(i), "text": "hello"} })
+	for k := range doc.Edges {
+		doc.Edges[k].Condition = cond
+	}
 	var eng *engine.Engine
 	var db *DB
 	if persisted {
@@ -164,8 +168,15 @@ func benchRun1000(b *testing.B, persisted bool) {
 
 // BenchmarkRun1000Memory vs BenchmarkRun1000Persisted: the cost of persisting
 // every event and checkpoint (target: persisted ≤ 3× memory).
-func BenchmarkRun1000Memory(b *testing.B)    { benchRun1000(b, false) }
-func BenchmarkRun1000Persisted(b *testing.B) { benchRun1000(b, true) }
+func BenchmarkRun1000Memory(b *testing.B)    { benchRun1000(b, false, "") }
+func BenchmarkRun1000Persisted(b *testing.B) { benchRun1000(b, true, "") }
+
+// BenchmarkRun1000CondMemory vs BenchmarkRun1000CondPersisted: a condition
+// on every edge, so every node records a decision with the value its
+// condition read, in its event and its checkpoint (target: persisted ≤ 3×
+// memory).
+func BenchmarkRun1000CondMemory(b *testing.B)    { benchRun1000(b, false, "output.i >= `0`") }
+func BenchmarkRun1000CondPersisted(b *testing.B) { benchRun1000(b, true, "output.i >= `0`") }
 
 // BenchmarkGetRun1000: reading a finished 1,000-node run with every node's
 // result, folded from its checkpoint log.

@@ -1,0 +1,50 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/labstack/echo/v4"
+)
+
+// whyJSON is the answer of GET /v1/runs/{id}/nodes/{node}/why: the engine's
+// answer (engine/why.go) with the run it is about.
+type whyJSON struct {
+	RunID     string           `json:"run_id"`
+	RunStatus engine.RunStatus `json:"run_status"`
+	*engine.WhyAnswer
+}
+
+// GET /v1/runs/{id}/nodes/{node}/why: why a node of a run went the way it
+// did, read from the run's checkpoint log (docs/api.md).
+func (s *Server) runNodeWhy(c echo.Context) error {
+	ctx := c.Request().Context()
+	id, node := pageParam(c, "id"), pageParam(c, "node")
+	r, err := s.db.GetRunInfo(ctx, id)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("run %q", id))
+	}
+	log, err := s.db.Load(ctx, id)
+	var cpErr *engine.ChainCheckpointError
+	if errors.As(err, &cpErr) && cpErr.Msg == "no such run" || err == nil && len(log) == 0 {
+		// Queued: nothing ran and nothing was decided yet. The chain it
+		// will run says whether the node exists.
+		doc := s.pageRunDoc(c, r)
+		if doc == nil || doc.Node(node) == nil {
+			return &engine.UnknownNodeError{RunID: id, NodeID: node}
+		}
+		return c.JSON(http.StatusOK, whyJSON{RunID: id, RunStatus: r.Status,
+			WhyAnswer: &engine.WhyAnswer{Node: node, Status: engine.StatusNotReached, Note: "the run has not started yet"}})
+	}
+	if err != nil {
+		return fmt.Errorf("why of node %q of run %q: %w", node, id, err)
+	}
+	a, err := engine.Why(log, node)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, whyJSON{RunID: id, RunStatus: r.Status, WhyAnswer: a})
+}
