@@ -103,6 +103,15 @@ func (s *Server) validate(c echo.Context, doc *engine.Chain) []engine.Issue {
 	return issues
 }
 
+// validateToRun is the check before a run starts: the chain's own rules, not
+// its test cases. A broken test fails `studio test` and shows in the editor,
+// but it does not stop the chain itself from running.
+func (s *Server) validateToRun(c echo.Context, doc *engine.Chain) []engine.Issue {
+	opts := s.apiValidateOptions(c)
+	opts.SkipTests = true
+	return engine.ValidateWith(doc, opts)
+}
+
 // GET /v1/chains
 func (s *Server) listChains(c echo.Context) error {
 	limit, err := intParam("limit", c.QueryParam("limit"), 50, 1, 1000)

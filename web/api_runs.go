@@ -56,7 +56,7 @@ func (s *Server) startRun(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
-	issues := s.validate(c, ch.Doc)
+	issues := s.validateToRun(c, ch.Doc)
 	if engine.HasErrors(issues) {
 		return apiError(EINVALID, engine.CodeInvalid,
 			(&engine.ValidationError{Issues: issues}).Error()+" (a chain with errors can be saved but not run)",
@@ -240,7 +240,7 @@ func (s *Server) rerunRun(c echo.Context) error {
 	where := "the run's chain"
 	if cv != nil {
 		chain, where = cv.Doc, fmt.Sprintf("version %d of the chain", cv.Version)
-		if issues := s.validate(c, chain); engine.HasErrors(issues) {
+		if issues := s.validateToRun(c, chain); engine.HasErrors(issues) {
 			return apiError(EINVALID, engine.CodeInvalid, (&engine.ValidationError{Issues: issues}).Error(), map[string]any{"issues": issues, "path": "version"})
 		}
 	} else if chain, err = s.runs.RunChain(ctx, id); err != nil {

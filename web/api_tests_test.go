@@ -111,3 +111,28 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+// A broken test case is the chain's validation issue (the editor and
+// `studio test` show it), but it does not stop the chain itself from running.
+func TestBrokenTestDoesNotBlockRuns(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	broken := strings.Replace(waitedDoc, `"mocks":{"wait":{"n":9}}`, `"mocks":{"wiat":{"n":9}}`, 1)
+	r := do(t, ts, "POST", "/v1/chains", broken)
+	wantStatus(t, r, http.StatusCreated)
+	m := r.json(t)
+	if m["valid"] != false {
+		t.Fatalf("a chain with a broken test reads as valid: %s", r.body)
+	}
+	id := m["id"].(string)
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"ms":1,"n":7}}`)
+	wantStatus(t, r, http.StatusAccepted)
+	if run := waitRun(t, ts, r.json(t)["run_id"].(string)); run["status"] != "completed" {
+		t.Fatalf("run %v", run)
+	}
+	// A rule of the chain itself still blocks.
+	r = do(t, ts, "POST", "/v1/chains", strings.Replace(strings.Replace(waitedDoc, `"name":"waited"`, `"name":"bad"`, 1), `"target":"small","default":true`, `"target":"nowhere","default":true`, 1))
+	wantStatus(t, r, http.StatusCreated)
+	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{"input":{"ms":1,"n":7}}`)
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+}

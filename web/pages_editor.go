@@ -132,7 +132,7 @@ func (s *Server) pageStartRun(c echo.Context) error {
 			return renderPage(c, http.StatusOK, views.FormError("The input is not a JSON object", err.Error()))
 		}
 	}
-	if issues := engine.ValidateWith(ch.Doc, s.pageValidateOptions(c)); engine.HasErrors(issues) {
+	if issues := s.validateToRun(c, ch.Doc); engine.HasErrors(issues) {
 		var lines []string
 		for _, is := range issues {
 			if is.Severity == engine.SeverityError {

@@ -23,7 +23,7 @@ func (s *Server) fragRunNodeDialog(c echo.Context) error {
 	if n == nil {
 		return renderPage(c, http.StatusOK, views.FormError("Cannot run this node", "node "+node+" is not in the saved chain yet; wait for the save and try again"))
 	}
-	if issues := engine.ValidateWith(ch.Doc, s.pageValidateOptions(c)); engine.HasErrors(issues) {
+	if issues := s.validateToRun(c, ch.Doc); engine.HasErrors(issues) {
 		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", (&engine.ValidationError{Issues: issues}).Error()))
 	}
 	// A node that cannot run alone at all (a map body …) says so at once.
