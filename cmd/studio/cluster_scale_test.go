@@ -556,6 +556,7 @@ func TestClusterWatchSurvivesKilledListeners(t *testing.T) {
 	var got []map[string]any
 	var afterKill []map[string]any // events emitted once both kills were done
 	killedAt := time.Time{}
+	var killedA []int
 	step := func(ev map[string]any) bool {
 		got = append(got, ev)
 		if !killedAt.IsZero() {
@@ -565,9 +566,9 @@ func TestClusterWatchSurvivesKilledListeners(t *testing.T) {
 		}
 		switch len(got) {
 		case 4:
-			pids := listeners(t, db, a)
-			terminate(t, db, pids)
-			t.Logf("killed A's listening connections %v", pids)
+			killedA = listeners(t, db, a)
+			terminate(t, db, killedA)
+			t.Logf("killed A's listening connections %v", killedA)
 		case 8:
 			pids := listeners(t, db, b)
 			terminate(t, db, pids)
@@ -596,8 +597,8 @@ func TestClusterWatchSurvivesKilledListeners(t *testing.T) {
 	}
 	// A listens again (a new connection), and events after the kills still
 	// arrive live: a NOTIFY, not the 1 s poll, woke the reader.
-	if len(listeners(t, db, a)) == 0 {
-		t.Fatalf("A holds no listening connection after the kill:\n%s", a.logs())
+	if now := listeners(t, db, a); len(now) == 0 || slices.ContainsFunc(now, func(pid int) bool { return slices.Contains(killedA, pid) }) {
+		t.Fatalf("A's listening connections after the kill: %v (killed %v), want a new one:\n%s", now, killedA, a.logs())
 	}
 	if len(afterKill) < 5 {
 		t.Fatalf("only %d events after the kills settled", len(afterKill))
