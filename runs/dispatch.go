@@ -159,13 +159,18 @@ func (s *Service) watchRemote(runID string) {
 		finalSeq, waited := int64(-1), 0
 		tick := time.NewTicker(s.poll)
 		defer tick.Stop()
+		hint := s.hint()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-			case <-s.hint():
+			case <-hint:
 			}
+			// The next hint's channel, taken before this round reads: a
+			// batch committed after the read's snapshot wakes the next
+			// round at once instead of waiting for the poll.
+			hint = s.hint()
 			if s.localActive(runID) || s.hub.WatchersOf(runID) == 0 {
 				return
 			}
