@@ -450,7 +450,7 @@ func terminate(t *testing.T, db *pgx.Conn, pids []int) {
 // sseWatch reads a run's event stream (after lastID), handing each event to
 // on, which says whether to go on; it returns true when the run's final
 // event arrived.
-func sseWatch(t *testing.T, url, lastID string, on func(ev map[string]any) bool) bool {
+func sseWatch(t testing.TB, url, lastID string, on func(ev map[string]any) bool) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -524,7 +524,7 @@ func (f *frameReader) next() (event, data string, err error) {
 }
 
 // latencies returns emission → arrival of each event, sorted.
-func latencies(t *testing.T, evs []map[string]any) []time.Duration {
+func latencies(t testing.TB, evs []map[string]any) []time.Duration {
 	t.Helper()
 	var lat []time.Duration
 	for _, e := range evs {
