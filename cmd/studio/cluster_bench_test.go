@@ -297,7 +297,10 @@ func BenchmarkClusterDistribution(b *testing.B) {
 			}
 			b.ReportMetric(rate, "runs/s")
 			b.ReportMetric(float64(p95.Microseconds())/1000, "p95-queue-to-start-ms")
+			// All of PostgreSQL (other clients of the server included), and
+			// the backends serving this cluster's processes alone.
 			b.ReportMetric(1000*pgCPU/float64(runs), "pg-cpu-ms/run")
+			b.ReportMetric(1000*beCPU/float64(runs), "pg-backends-cpu-ms/run")
 			b.ReportMetric(1000*wCPU/float64(runs), "worker-cpu-ms/run")
 			b.ReportMetric(0, "ns/op")
 		})
