@@ -152,6 +152,9 @@ func (s *Service) watchRemote(runID string) {
 			s.mu.Unlock()
 		}()
 		ctx := s.base
+		// Taken before the first read, as before every read below: a batch
+		// stored after that read wakes the reader.
+		hint := s.hint()
 		last, err := s.store.MaxSeq(ctx, runID)
 		if err != nil {
 			last = 0 // the watchers skip what they already sent
@@ -159,7 +162,6 @@ func (s *Service) watchRemote(runID string) {
 		finalSeq, waited := int64(-1), 0
 		tick := time.NewTicker(s.poll)
 		defer tick.Stop()
-		hint := s.hint()
 		for {
 			select {
 			case <-ctx.Done():

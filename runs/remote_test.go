@@ -66,8 +66,16 @@ func TestRemoteWatchHintDuringRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.svc.Unsubscribe(sub)
-	hints <- struct{}{} // the reader wakes and reads: nothing yet
-	<-rs.reading
+	// Wake the reader (its goroutine may not wait yet: hint until it
+	// reads); it reads nothing yet.
+	for reading := false; !reading; {
+		select {
+		case <-rs.reading:
+			reading = true
+		case hints <- struct{}{}:
+			time.Sleep(time.Millisecond)
+		}
+	}
 	// Meanwhile the other process commits an event and notifies.
 	before := f.svc.hint()
 	f.events.Emit(engine.Event{RunID: "r1", Seq: 1, NodeID: "a", Phase: engine.PhaseStart, Time: time.Now()})
