@@ -435,8 +435,7 @@ WHERE application_name LIKE $1 AND query ILIKE 'LISTEN%' ORDER BY pid`, fmt.Spri
 	return pids
 }
 
-// kill terminates backends (pg_terminate_backend) and waits until they
-// are gone.
+// terminate ends backends (pg_terminate_backend).
 func terminate(t *testing.T, db *pgx.Conn, pids []int) {
 	t.Helper()
 	ctx := context.Background()
