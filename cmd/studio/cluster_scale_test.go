@@ -439,9 +439,13 @@ WHERE application_name LIKE $1 AND query ILIKE 'LISTEN%' ORDER BY pid`, fmt.Spri
 func terminate(t *testing.T, db *pgx.Conn, pids []int) {
 	t.Helper()
 	ctx := context.Background()
+	if len(pids) == 0 {
+		t.Fatal("no listening connection to kill")
+	}
 	for _, pid := range pids {
-		if _, err := db.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
-			t.Fatal(err)
+		var ok bool
+		if err := db.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
+			t.Fatalf("pg_terminate_backend(%d): %v %v", pid, ok, err)
 		}
 	}
 }
