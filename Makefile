@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet vuln unit short race e2e screenshots bench generate run fuzz build
+.PHONY: test vet vuln unit short race e2e screenshots bench bench-cluster generate run fuzz build
 
 # The state of the tracked files (empty outside a git checkout): the tests
 # must leave it as they found it.
@@ -64,6 +64,14 @@ screenshots:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./engine/ ./engine/expr/ ./store/sqlite/
+
+# The cluster's benchmarks: studio serve/worker processes on PostgreSQL
+# (scripts/postgres.sh finds or starts it): distribution of 2,000 runs over
+# 1, 2 and 4 workers, and the live latency of a watcher on another process.
+# About 5 minutes; figures in docs/benchmarks.md.
+bench-cluster:
+	@dsn=$$(bash scripts/postgres.sh) || exit $$?; \
+	  STUDIO_TEST_PG="$$dsn" $(GO) test -run '^$$' -bench 'Cluster' -benchtime 1x -count=1 -timeout 30m ./cmd/studio/
 
 # Each fuzz target for FUZZTIME (default 5 minutes).
 FUZZTIME ?= 5m

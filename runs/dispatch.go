@@ -327,6 +327,9 @@ func (s *Service) watchRemote(runID string) {
 			s.mu.Unlock()
 		}()
 		ctx := s.base
+		// Taken before the first read, as before every read below: a batch
+		// stored after that read wakes the reader.
+		hint := s.hint()
 		last, err := s.store.MaxSeq(ctx, runID)
 		if err != nil {
 			last = 0 // the watchers skip what they already sent
@@ -339,8 +342,12 @@ func (s *Service) watchRemote(runID string) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-			case <-s.hint():
+			case <-hint:
 			}
+			// The next hint's channel, taken before this round reads: a
+			// batch committed after the read's snapshot wakes the next
+			// round at once instead of waiting for the poll.
+			hint = s.hint()
 			if s.localActive(runID) || s.hub.WatchersOf(runID) == 0 {
 				return
 			}

@@ -33,7 +33,7 @@ var studioBuild struct {
 
 // builtStudio builds the studio binary once per test process (the kill -9
 // and README tests both run it) and returns its path.
-func builtStudio(t *testing.T) string {
+func builtStudio(t testing.TB) string {
 	t.Helper()
 	studioBuild.once.Do(func() {
 		bin := filepath.Join(binDir, "studio")
