@@ -39,6 +39,16 @@ func (r *remoteStore) EventsAfter(_ context.Context, runID string, after int64, 
 	return out, nil
 }
 
+// A watching process executes nothing: the lease calls are never made
+// (a Dispatcher's Store must still offer them).
+func (*remoteStore) TakeRun(context.Context, string, string, time.Duration, func()) (*store.RunLease, error) {
+	return nil, errors.New("not here")
+}
+func (*remoteStore) RenewRun(context.Context, string, int64, time.Duration) (bool, error) {
+	return false, errors.New("not here")
+}
+func (*remoteStore) ReleaseRun(context.Context, string, int64) error { return errors.New("not here") }
+
 // noDispatch is a Dispatcher for a process that only watches.
 type noDispatch struct{}
 
