@@ -43,7 +43,6 @@ func (r *remoteStore) EventsAfter(_ context.Context, runID string, after int64, 
 type noDispatch struct{}
 
 func (noDispatch) Create(context.Context, store.Run, Task) error { return errors.New("not here") }
-func (noDispatch) Dispatch(context.Context, Task) error          { return errors.New("not here") }
 func (noDispatch) Claim(context.Context, string, engine.ResumeRecord) (string, error) {
 	return "", errors.New("not here")
 }
