@@ -139,6 +139,8 @@ type ResumeOptions struct {
 	// claims the interrupt and hands rec (NodeID filled in) to whoever
 	// continues the run, in one transaction, and that one writes the entry
 	// (ContinueResume with the record). StartResume then writes nothing.
+	// A resume of a failed run (no value) goes the same way: the host
+	// claims the run itself (rec.HasValue false, the node id ignored).
 	Claim func(ctx context.Context, runID string, rec ResumeRecord) (nodeID string, err error)
 }
 

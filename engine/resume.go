@@ -102,6 +102,14 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 			e.active.Delete(runID)
 			return nil, err
 		}
+	} else if opts.Claim != nil {
+		// A failed run: the host claims the run itself (its status) and
+		// hands it on with the record, as for a pause.
+		if _, err = opts.Claim(ctx, runID, *rec); err != nil {
+			e.active.Delete(runID)
+			return nil, err
+		}
+		return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts, handed: true}, nil
 	}
 	// The resume entry is written before StartResume returns, so whoever
 	// reads the run next (a page, the API) sees it running again.
@@ -165,6 +173,26 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	}
 	r.loop()
 	return r.finishRun()
+}
+
+// handedOn reports whether a log ending with last is where a claim that
+// handed rec on found it: a pause for a resume with a value; for a failed
+// run, anything but an accepted resume or an end that cannot be resumed.
+func handedOn(last Checkpoint, rec *ResumeRecord) bool {
+	if rec.HasValue {
+		return last.Kind == CheckpointEnd && last.End != nil && last.End.Status == StatusPaused
+	}
+	if last.Kind == CheckpointResume {
+		return false
+	}
+	if last.Kind != CheckpointEnd || last.End == nil {
+		return true // the process died mid-run: it failed
+	}
+	switch last.End.Status {
+	case StatusPaused, StatusCompleted, StatusPartial:
+		return false
+	}
+	return true
 }
 
 // inspectLog finds the start record and the latest end record.
@@ -391,7 +419,7 @@ func (e *Engine) ContinueResume(ctx context.Context, runID string, rec *ResumeRe
 		}
 		rec = last.Resume
 		log = log[:len(log)-1]
-	} else if last.Kind != CheckpointEnd || last.End == nil || last.End.Status != StatusPaused {
+	} else if !handedOn(last, rec) {
 		return nil, continued
 	}
 	start, _ := inspectLog(log)
@@ -406,7 +434,7 @@ func (e *Engine) ContinueResume(ctx context.Context, runID string, rec *ResumeRe
 		e.active.Delete(runID)
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
 	}
-	if last.Kind == CheckpointEnd {
+	if last.Kind != CheckpointResume {
 		// The entry this call owns (rec handed on): written before the run
 		// goes on, as StartResume writes it.
 		seq := opts.NextSeq - 1

@@ -22,7 +22,7 @@ func (e *Engine) Takeover(ctx context.Context, runID string, log []Checkpoint, r
 	}
 	switch last := log[len(log)-1]; {
 	case last.Kind == CheckpointEnd && last.End != nil:
-		if last.End.Status == StatusPaused && rec != nil {
+		if rec != nil && handedOn(last, rec) { // a resume's job whose worker died before its entry
 			return e.ContinueResume(ctx, runID, rec, opts)
 		}
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run has ended (" + string(last.End.Status) + "); there is nothing to take over"}}

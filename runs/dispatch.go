@@ -42,13 +42,13 @@ type Dispatcher interface {
 	// Create records run (status queued) and inserts t's job, in one
 	// transaction.
 	Create(ctx context.Context, run store.Run, t Task) error
-	// Dispatch inserts the job of a run already recorded (an accepted
-	// resume).
-	Dispatch(ctx context.Context, t Task) error
-	// Claim claims a paused run's interrupt and inserts the job that
-	// continues it (rec, with the claimed node, in its task), in one
-	// transaction, and returns the claimed node. Of concurrent claims one
-	// wins; the others get *engine.AlreadyResumedError.
+	// Claim claims a run for a resume and inserts the job that continues
+	// it (rec, with the claimed node, in its task), in one transaction,
+	// and returns the claimed node: with a value (rec.HasValue) the paused
+	// run's interrupt, of concurrent claims one winning and the others
+	// getting *engine.AlreadyResumedError; without one, a failed or
+	// cancelled run itself (its status back to running), the others
+	// getting *engine.ChainResumeError.
 	Claim(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error)
 	// Cancel cancels a run's job wherever it is: a job still waiting is
 	// cancelled and its run marked cancelled in one transaction; a running

@@ -53,7 +53,6 @@ func (*remoteStore) ReleaseRun(context.Context, string, int64) error { return er
 type noDispatch struct{}
 
 func (noDispatch) Create(context.Context, store.Run, Task) error { return errors.New("not here") }
-func (noDispatch) Dispatch(context.Context, Task) error          { return errors.New("not here") }
 func (noDispatch) Claim(context.Context, string, engine.ResumeRecord) (string, error) {
 	return "", errors.New("not here")
 }

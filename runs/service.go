@@ -340,9 +340,10 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 		return err
 	}
 	ropts := engine.ResumeOptions{NextSeq: maxSeq + 1}
-	if s.disp != nil && value != nil {
-		// The claim and the job that continues the run commit together;
-		// the worker that takes the job writes the resume entry.
+	if s.disp != nil {
+		// The claim (a pause's interrupt, a failed run's status) and the
+		// job that continues the run commit together; the worker that
+		// takes the job writes the resume entry.
 		ropts.Claim = func(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
 			return s.disp.Claim(ctx, runID, rec)
 		}
@@ -353,12 +354,7 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 	}
 	if s.disp != nil {
 		rs.Release()
-		if value != nil {
-			return nil // handed on with the claim
-		}
-		// A failed run resumed without a value: its entry is written here;
-		// a worker anywhere continues it.
-		return s.disp.Dispatch(ctx, Task{RunID: runID, Kind: store.KindResume})
+		return nil // handed on with the claim
 	}
 	if t, err := s.launch(runID, store.KindResume, rs.Run); err != nil {
 		if t == nil {

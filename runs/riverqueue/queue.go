@@ -30,7 +30,7 @@ type Store interface {
 	ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID string) (string, error)
 	// The lease's transactional parts (store/postgres/lease.go).
 	RequestCancelTx(ctx context.Context, tx pgx.Tx, runID string) error
-	DispatchTx(ctx context.Context, tx pgx.Tx, runID string) error
+	ClaimFailedTx(ctx context.Context, tx pgx.Tx, runID string) error
 	TakeoverTx(ctx context.Context, tx pgx.Tx, runID string) error
 	ExpiredRunsTx(ctx context.Context, tx pgx.Tx, jobKind string, grace time.Duration, limit int) ([]postgres.ExpiredRun, error)
 }
@@ -78,6 +78,10 @@ type Queue struct {
 	work   bool
 	done   chan struct{} // closed when the reaper stopped
 	halt   context.CancelFunc
+
+	// beforeInsert, in tests, fails a claim between the claim and its
+	// job's insert (a process dying there).
+	beforeInsert func(runID string) error
 }
 
 // New builds the River client on db's pool. Call Start with the run service
@@ -180,32 +184,28 @@ func (q *Queue) Create(ctx context.Context, run store.Run, t runs.Task) error {
 	})
 }
 
-// Dispatch implements runs.Dispatcher: the job and the run's new epoch
-// commit together.
-func (q *Queue) Dispatch(ctx context.Context, t runs.Task) error {
-	return q.db.WithTx(ctx, func(tx pgx.Tx) error {
-		if err := q.db.DispatchTx(ctx, tx, t.RunID); err != nil {
-			return err
-		}
-		if _, err := q.client.InsertTx(ctx, tx, RunArgs{t}, insertOpts); err != nil {
-			return fmt.Errorf("river: insert job of run %s: %w", t.RunID, err)
-		}
-		return nil
-	})
-}
-
-// Claim implements runs.Dispatcher: the interrupt's claim, the run's new
-// epoch and the job that continues the run commit together, so a claimed
-// pause always has its continuation and a job never continues an
-// unclaimed one.
+// Claim implements runs.Dispatcher: the claim (a pause's interrupt, or a
+// failed run's status), the run's new epoch and the job that continues the
+// run commit together, so a claimed run always has its continuation and a
+// job never continues an unclaimed one.
 func (q *Queue) Claim(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
 	var node string
 	err := q.db.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if node, err = q.db.ClaimInterruptTx(ctx, tx, runID); err != nil {
+		if rec.HasValue {
+			node, err = q.db.ClaimInterruptTx(ctx, tx, runID)
+		} else {
+			err = q.db.ClaimFailedTx(ctx, tx, runID)
+		}
+		if err != nil {
 			return err
 		}
 		rec.NodeID = node
+		if q.beforeInsert != nil {
+			if err := q.beforeInsert(runID); err != nil {
+				return err
+			}
+		}
 		if _, err := q.client.InsertTx(ctx, tx, RunArgs{runs.Task{RunID: runID, Kind: store.KindResume, Resume: &rec}}, insertOpts); err != nil {
 			return fmt.Errorf("river: insert job of run %s: %w", runID, err)
 		}

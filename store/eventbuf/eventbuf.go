@@ -5,7 +5,7 @@ package eventbuf
 
 import (
 	"context"
-	"encoding/json"
+
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/cplog"
 )
 
 // EventWriter is an engine.EventSink (and engine.Flusher) that stores events
@@ -317,14 +318,14 @@ func (w *EventWriter) drain(attempts int) {
 func (w *EventWriter) write(batch []engine.Event) error {
 	bodies := make([]string, len(batch))
 	for i := range batch {
-		b, err := json.Marshal(&batch[i])
+		b, err := cplog.Marshal(&batch[i])
 		if err != nil {
 			// An event that is not JSON-safe is stored with its output replaced,
 			// rather than blocking every event after it.
 			e := batch[i]
 			e.Output = map[string]any{"unencodable": err.Error()}
 			e.Progress = nil
-			b, _ = json.Marshal(&e)
+			b, _ = cplog.Marshal(&e)
 		}
 		bodies[i] = string(b)
 	}

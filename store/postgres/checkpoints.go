@@ -53,7 +53,7 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 	if len(cps) == 0 {
 		return nil
 	}
-	enc, err := cplog.Encode(cps)
+	enc, err := db.cpEnc.Encode(cps)
 	if err != nil {
 		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
 	}

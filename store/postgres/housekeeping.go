@@ -153,7 +153,12 @@ func (db *DB) PruneRuns(ctx context.Context, ret store.Retention) (int, error) {
 			if len(ids) == 0 {
 				return nil
 			}
-			res, err := db.exec(ctx, tx, `DELETE FROM runs WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, ids...)
+			in := `(?` + strings.Repeat(", ?", len(ids)-1) + `)`
+			// Checkpoints have no foreign key (migration 3): they go first.
+			if _, err := db.exec(ctx, tx, `DELETE FROM checkpoints WHERE run_id IN `+in, ids...); err != nil {
+				return err
+			}
+			res, err := db.exec(ctx, tx, `DELETE FROM runs WHERE id IN `+in, ids...)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -126,14 +127,34 @@ func (db *DB) RequestCancelTx(ctx context.Context, tx pgx.Tx, runID string) erro
 	return nil
 }
 
-// DispatchTx prepares a run's row for a new job inside tx (a resume of a
-// failed run): the epoch is bumped, as for every take, and an old cancel no
-// longer applies to the continuation.
-func (db *DB) DispatchTx(ctx context.Context, tx pgx.Tx, runID string) error {
-	if _, err := tx.Exec(ctx, `UPDATE runs SET epoch = epoch + 1, owner = NULL, lease_until = NULL, cancel_requested = FALSE WHERE id = $1`, runID); err != nil {
-		return fmt.Errorf("store: dispatch run %s: %w", runID, err)
+// ClaimFailedTx claims a stopped run for a resume without a value, inside
+// tx (with the job that continues it): in one conditional statement the
+// run turns running again, its epoch moves on (as for every take) and an
+// old cancel no longer applies. Of concurrent claims one wins; a run that
+// is executing, waiting, paused or finished is a *engine.ChainResumeError,
+// an unknown one a *engine.ChainCheckpointError.
+func (db *DB) ClaimFailedTx(ctx context.Context, tx pgx.Tx, runID string) error {
+	var claimed bool
+	var status *string
+	err := tx.QueryRow(ctx, `WITH claimed AS (
+  UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL,
+    epoch = epoch + 1, owner = NULL, lease_until = NULL, cancel_requested = FALSE
+  WHERE id = $1 AND status IN ('failed', 'cancelled') RETURNING id)
+SELECT EXISTS (SELECT 1 FROM claimed), (SELECT status FROM runs WHERE id = $1)`, runID).Scan(&claimed, &status)
+	switch {
+	case err != nil:
+		return fmt.Errorf("store: claim run %s for a resume: %w", runID, err)
+	case claimed:
+		return nil
+	case status == nil:
+		return &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
+	case *status == string(engine.StatusFailed) || *status == string(engine.StatusCancelled):
+		// Read before a concurrent claim committed; the UPDATE saw it.
+		return &engine.ChainResumeError{ChainCheckpointError: engine.ChainCheckpointError{RunID: runID,
+			Msg: "another resume took the run; it is executing again"}}
 	}
-	return nil
+	return &engine.ChainResumeError{ChainCheckpointError: engine.ChainCheckpointError{RunID: runID,
+		Msg: fmt.Sprintf("the run is %s; only a failed or cancelled run can be resumed without a value", *status)}}
 }
 
 // lockRun locks a run's row until tx ends (the writes that read the run's

@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/cplog"
 	"github.com/chainstudio/studio/store/doccache"
 )
 
@@ -69,6 +70,9 @@ type DB struct {
 	closed atomic.Bool
 
 	docs *doccache.Cache
+
+	// cpEnc encodes checkpoint entries, each chain once (cplog.Encoder).
+	cpEnc cplog.Encoder
 
 	// notifyEvents: each batch the event writer stores sends a NOTIFY on
 	// EventsChannel (processes watching runs executing here read sooner).
