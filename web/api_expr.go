@@ -341,19 +341,28 @@ func (s *Server) exprPreview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := expr.Parse(req.Expr)
-	if err != nil {
-		var se *expr.SyntaxError
-		if errors.As(err, &se) {
-			line, col := engine.ExprPlace(se.Src, se.Pos)
-			return apiError(EINVALID, "expression_syntax", fmt.Sprintf("%s (at line %d, column %d)", se.Msg, line, col),
-				map[string]any{"path": "expr", "pos": se.Pos, "line": line, "column": col})
-		}
-		return apiError(EINVALID, "expression_syntax", err.Error(), map[string]any{"path": "expr"})
-	}
 	d, err := s.lastRunData(ctx, ch.ID, req.RunID)
 	if err != nil {
 		return err
+	}
+	out := map[string]any{"run_id": ""}
+	if d != nil {
+		out["run_id"] = d.runID
+	} else {
+		out["note"] = "the chain has not run yet: names read null"
+	}
+	// The expression's own faults are the preview's answer, not a bad
+	// request: 200 with "error", as the field's check shows them.
+	e, err := expr.Parse(req.Expr)
+	if err != nil {
+		pe := map[string]any{"code": "expression_syntax", "message": err.Error()}
+		var se *expr.SyntaxError
+		if errors.As(err, &se) {
+			line, col := engine.ExprPlace(se.Src, se.Pos)
+			pe["message"], pe["pos"], pe["line"], pe["column"] = fmt.Sprintf("%s (at line %d, column %d)", se.Msg, line, col), se.Pos, line, col
+		}
+		out["error"] = pe
+		return c.JSON(http.StatusOK, out)
 	}
 	warnings, fixes := exprWarnings(ch.Doc, f, e), bareWordFixes(ch.Doc, f, e)
 	sc := exprScope(f, d)
@@ -366,22 +375,19 @@ func (s *Server) exprPreview(c echo.Context) error {
 		if errors.As(err, &ee) {
 			msg = ee.Msg
 		}
-		return apiError(EINVALID, "expression_eval", msg, map[string]any{"path": "expr", "warnings": warnings, "fixes": fixes})
+		out["error"] = map[string]any{"code": "expression_eval", "message": msg}
+		out["warnings"], out["fixes"] = warnings, fixes
+		return c.JSON(http.StatusOK, out)
 	}
 	text, err := json.Marshal(v)
 	if err != nil {
-		return apiError(EINVALID, "expression_eval", "the result is not JSON: "+err.Error(), map[string]any{"path": "expr"})
+		return fmt.Errorf("preview: marshal the result: %w", err)
 	}
 	truncated := len(text) > exprPreviewBytes
 	if truncated {
 		text = text[:exprPreviewBytes]
 	}
-	out := map[string]any{"value": string(text), "type": jsonType(v), "truncated": truncated, "warnings": warnings, "fixes": fixes, "run_id": ""}
-	if d != nil {
-		out["run_id"] = d.runID
-	} else {
-		out["note"] = "the chain has not run yet: names read null"
-	}
+	out["value"], out["type"], out["truncated"], out["warnings"], out["fixes"] = string(text), jsonType(v), truncated, warnings, fixes
 	return c.JSON(http.StatusOK, out)
 }
 
