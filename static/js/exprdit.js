@@ -31,7 +31,9 @@
     if (current) schedulePreview();
   });
 
-  const state = window.__exprdit = { latencies: [] }; // preview round trips (ms), for the browser suite
+  // preview times (ms) for the browser suite: request to rendered, and the
+  // request alone (resource timing)
+  const state = window.__exprdit = { latencies: [], network: [] };
 
   // ---- which field ----------------------------------------------------------
 
@@ -219,6 +221,10 @@
     const t0 = performance.now();
     const body = { field: f.field, expr: src };
     body[f.target] = f.id;
+    // the run completion read: the server then skips looking for the latest
+    const c = contexts.get(keyOf(f));
+    const ctx = c && performance.now() - c.at < CONTEXT_TTL ? await c.promise : null;
+    if (ctx && ctx.run_id) body.run_id = ctx.run_id;
     let res;
     try {
       const r = await fetch(base + 'preview', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body) });
@@ -231,6 +237,10 @@
     showPreview(inp, box, res);
     state.latencies.push(performance.now() - t0);
     if (state.latencies.length > 1000) state.latencies.shift();
+    const rt = performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/expr/preview')).pop();
+    if (rt) state.network.push(rt.responseEnd - rt.startTime);
+    if (state.network.length > 1000) state.network.shift();
+    performance.clearResourceTimings();
   }
 
   function showPreview(inp, box, res) {
