@@ -414,6 +414,10 @@ func exprWarnings(c *engine.Chain, f *engine.ExprField, e *expr.Expr) []map[stri
 	cands := append(append([]string{}, f.Names...), f.Upstream...)
 	out := []map[string]string{}
 	seen := map[string]bool{}
+	bare := map[string]bool{} // explained by its fix (bareWordFixes), unless it looks like a typo
+	for _, b := range expr.BareWords(e, known) {
+		bare[b.Word] = true
+	}
 	for _, r := range e.Refs() {
 		name := r.Root
 		if name == "" || name == "@" || known(name) || seen[name] {
@@ -421,7 +425,11 @@ func exprWarnings(c *engine.Chain, f *engine.ExprField, e *expr.Expr) []map[stri
 		}
 		seen[name] = true
 		w := map[string]string{"name": name, "message": fmt.Sprintf("%s is neither a node nor a name this field can read; it is always null", name)}
-		if alt := expr.Suggest(name, cands); alt != "" {
+		alt := expr.Suggest(name, cands)
+		if alt == "" && bare[name] {
+			continue
+		}
+		if alt != "" {
 			w["did_you_mean"] = alt
 			w["message"] += "; did you mean " + alt + "?"
 		}

@@ -142,6 +142,9 @@ func TestExprPreviewEvaluatesAgainstTheLastRun(t *testing.T) {
 	if len(fixes) != 1 || fixes[0].(map[string]any)["expr"] != "output.category == 'billing'" {
 		t.Fatalf("fixes = %v", m["fixes"])
 	}
+	if w := m["warnings"].([]any); len(w) != 0 {
+		t.Errorf("warnings = %v; the fix already explains billing", w)
+	}
 	if m := preview("condition", "output.category == 'billing'").json(t); m["value"] != "true" || len(m["fixes"].([]any)) != 0 {
 		t.Errorf("fixed preview = %v", m)
 	}
