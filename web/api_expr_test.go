@@ -195,3 +195,41 @@ func TestExprPreviewWithoutARun(t *testing.T) {
 		t.Errorf("no run = %v", m)
 	}
 }
+
+// BenchmarkExprPreview500 is one keystroke's preview on a 500-node chain
+// that ran: read the chain, find the field, evaluate over the cached run.
+func BenchmarkExprPreview500(b *testing.B) {
+	_, srv := newTestServer(b)
+	var sb strings.Builder
+	sb.WriteString(`{"name":"bench-expr","nodes":[`)
+	for i := 0; i < 500; i++ {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		from := "input.v"
+		if i > 0 {
+			from = fmt.Sprintf("n%d.output.v", i-1)
+		}
+		fmt.Fprintf(&sb, `{"node_id":"n%d","kind":"tool","name":"echo","input_map":{"v":%q}}`, i, from)
+	}
+	sb.WriteString(`],"edges":[`)
+	for i := 1; i < 500; i++ {
+		if i > 1 {
+			sb.WriteString(",")
+		}
+		fmt.Fprintf(&sb, `{"source":"n%d","target":"n%d"}`, i-1, i)
+	}
+	sb.WriteString(`]}`)
+	id := createChain(b, srv, sb.String())
+	r := do(b, srv, "POST", "/v1/chains/"+id+"/runs", `{"input":{"v":[1,2,3]}}`)
+	runID := r.json(b)["run_id"].(string)
+	waitRun(b, srv, runID)
+	body := map[string]any{"node": "n499", "field": "input_map.v", "expr": "n498.output.v[1]", "run_id": runID}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := do(b, srv, "POST", "/v1/chains/"+id+"/expr/preview", body)
+		if r.status != 200 || !strings.Contains(string(r.body), `"value":"2"`) {
+			b.Fatalf("%d %s", r.status, r.body)
+		}
+	}
+}
