@@ -180,7 +180,11 @@ test('preview latency on a 500-node chain (p95 < 50 ms)', async () => {
   }
   const ch = await api('POST', '/v1/chains', { name: 'exprdit-500-' + uniq(), nodes, edges });
   assert.equal((await runChain(ch.id, { v: 7, tags: ['a', 'b', 'c'] })).status, 'completed');
-  const page = await openNode(ch.id, 'n499');
+  // select the node on the canvas, as a click would (the node list shows its first 200 rows)
+  const page = await open('/chains/' + ch.id);
+  await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
+  await page.evaluate(() => { const cy = window.__studio.cy; cy.$(':selected').unselect(); cy.getElementById('n499').select(); });
+  await page.waitForSelector('.props[data-target="node"][data-id="n499"]');
   const field = '.props [data-f="input_map"] .kv-row input.expr';
   await page.focus(field);
   await page.keyboard.press('End');
@@ -206,5 +210,27 @@ test('preview latency on a 500-node chain (p95 < 50 ms)', async () => {
   console.log(`exprdit preview on ${n} nodes: ${lat.length} previews, request to rendered p50 ${p(0.5).toFixed(1)} ms, p95 ${p(0.95).toFixed(1)} ms, max ${lat[lat.length - 1].toFixed(1)} ms; request alone p50 ${p(0.5, net).toFixed(1)} ms, p95 ${p(0.95, net).toFixed(1)} ms`);
   await page.screenshot({ path: join(SHOTS, 'exprdit-500.png') });
   assert.ok(p(0.95) < 50, `p95 ${p(0.95).toFixed(1)} ms, want < 50`);
+  await page.done();
+});
+
+test('the Validation panel\'s bare-word warning carries its fix: one click, one undo step', async () => {
+  const doc = routedDoc('exprdit-issue-' + uniq());
+  doc.nodes[1].condition = 'output.category == billing';
+  const ch = await api('POST', '/v1/chains', doc);
+  assert.ok(ch.issues.some((i) => i.rule === 'bare_word_comparison'));
+  const page = await open('/chains/' + ch.id);
+  await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
+  const fix = await page.waitForSelector('#issues .exprdit-issue-fix');
+  assert.equal(await fix.textContent(), "Fix: output.category == 'billing'");
+  await page.screenshot({ path: join(SHOTS, 'exprdit-issue-fix.png') });
+  await fix.focus();
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.getElementById('save-state').dataset.state === 'saved' && !document.querySelector('#issues .exprdit-issue-fix'));
+  const saved = await api('GET', '/v1/chains/' + ch.id);
+  assert.equal(saved.doc.nodes.find((n) => n.node_id === 'route').condition, "output.category == 'billing'");
+  await page.waitForFunction(() => ![...document.querySelectorAll('#issues .rule')].some((r) => r.textContent === 'bare_word_comparison'));
+  // one undo step puts it back
+  await page.click('#btn-undo');
+  await page.waitForFunction(() => window.__studio.doc.nodes.find((n) => n.node_id === 'route').condition === 'output.category == billing');
   await page.done();
 });

@@ -296,6 +296,82 @@
     inp.dispatchEvent(new Event('input', { bubbles: true }));
   });
 
+  // ---- the Validation panel's bare-word warnings: their fix, one click -----------
+
+  const issuesEl = document.getElementById('issues');
+
+  // exprAt reads a condition field from the page's document.
+  function exprAt(d, nodeId, edgeId, field) {
+    if (edgeId) { const e = d.edges.find((x) => x.id === edgeId); return e && field === 'condition' ? e.condition || '' : null; }
+    const n = d.nodes.find((x) => x.node_id === nodeId);
+    if (!n) return null;
+    if (field === 'condition') return n.condition || '';
+    const m = /^cases\[(\d+)\]\.when$/.exec(field);
+    return m && n.cases && n.cases[+m[1]] ? n.cases[+m[1]].when || '' : null;
+  }
+
+  async function decorateIssues() {
+    const d = window.__studio && window.__studio.doc;
+    if (!issuesEl || !d) return;
+    for (const b of issuesEl.querySelectorAll('.issue-link')) {
+      const rule = b.querySelector('.rule');
+      if (!rule || rule.textContent !== 'bare_word_comparison' || b.parentElement.querySelector('.exprdit-issue-fix')) continue;
+      const { nodeId, edgeId, field } = b.dataset;
+      const src = exprAt(d, nodeId, edgeId, field);
+      if (!src || !saved.has(edgeId ? 'edge|' + edgeId : 'node|' + nodeId)) continue;
+      const body = { field, expr: src };
+      if (edgeId) body.edge = edgeId; else body.node = nodeId;
+      let res = null;
+      try {
+        const r = await fetch(base + 'preview', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body) });
+        res = r.ok ? await r.json() : null;
+      } catch { res = null; }
+      const fx = res && res.fixes && res.fixes[0];
+      if (!fx || !b.isConnected) continue;
+      const btn = Studio.el('button', { type: 'button', class: 'small exprdit-issue-fix', 'data-expr': fx.expr, 'data-from': src, text: 'Fix: ' + fx.expr,
+        'aria-label': 'Fix ' + field + ' of ' + (edgeId || nodeId) + ': write ' + fx.expr });
+      btn.dataset.nodeId = nodeId || '';
+      btn.dataset.edgeId = edgeId || '';
+      btn.dataset.field = field;
+      b.after(btn);
+    }
+  }
+
+  // applyIssueFix writes the fix into the document as one undoable edit, or
+  // through the field when the panel shows it (so the panel stays in step).
+  function applyIssueFix(btn) {
+    const { nodeId, edgeId, field, expr, from } = btn.dataset;
+    const panel = propsEl.querySelector('.props');
+    const shown = panel && panel.dataset.target === (edgeId ? 'edge' : 'node') && panel.dataset.id === (edgeId || nodeId);
+    if (shown) {
+      const inp = [...panel.querySelectorAll('input.expr')].find((x) => { const f = fieldOf(x); return f && f.field === field; });
+      if (inp && inp.value === from) {
+        inp.value = expr;
+        inp.dispatchEvent(new Event('input', { bubbles: true }));
+        btn.remove();
+        return;
+      }
+    }
+    window.__studio.edit(() => {
+      const d = window.__studio.doc;
+      if (exprAt(d, nodeId, edgeId, field) !== from) return; // changed since: leave it
+      if (edgeId) { d.edges.find((x) => x.id === edgeId).condition = expr; return; }
+      const n = d.nodes.find((x) => x.node_id === nodeId);
+      const m = /^cases\[(\d+)\]\.when$/.exec(field);
+      if (m) n.cases[+m[1]].when = expr; else n.condition = expr;
+    });
+    btn.remove();
+  }
+
+  if (issuesEl) {
+    issuesEl.addEventListener('click', (e) => {
+      const b = e.target.closest('.exprdit-issue-fix');
+      if (b) applyIssueFix(b);
+    });
+    root.addEventListener('studio:saved', () => decorateIssues());
+    const wait = setInterval(() => { if (window.__studio && window.__studio.doc) { clearInterval(wait); refreshSaved(); decorateIssues(); } }, 100);
+  }
+
   // ---- wiring -------------------------------------------------------------------
 
   function enter(inp) {
