@@ -31,7 +31,7 @@ type ExprField struct {
 // when edgeID is set, of that edge: field "condition"). field is one of
 // condition, items_path, cases[N].when, input_map.KEY, set_state.KEY.
 func ExprFieldContext(c *Chain, nodeID, edgeID, field string) (*ExprField, error) {
-	g := newGraph(c)
+	g := fieldGraph(c)
 	base := []string{"input", "state", "node_results", "trigger"}
 	if edgeID != "" {
 		for k := range c.Edges {
@@ -91,13 +91,48 @@ func ExprFieldContext(c *Chain, nodeID, edgeID, field string) (*ExprField, error
 	return f, nil
 }
 
+// exprGraph is the part of the graph field context needs: ids and
+// attachments, without parsing every expression of the chain (newGraph's
+// cost, paid on every keystroke of a preview otherwise).
+type exprGraph struct {
+	idx    map[string]int
+	owners [][]attachment
+}
+
+func fieldGraph(c *Chain) *exprGraph {
+	g := &exprGraph{idx: make(map[string]int, len(c.Nodes)), owners: make([][]attachment, len(c.Nodes))}
+	for i := range c.Nodes {
+		if _, dup := g.idx[c.Nodes[i].ID]; !dup {
+			g.idx[c.Nodes[i].ID] = i
+		}
+	}
+	for i := range c.Nodes {
+		nd := &c.Nodes[i]
+		attach := func(id, rel string) {
+			if j, ok := g.idx[id]; ok && id != "" {
+				g.owners[j] = append(g.owners[j], attachment{owner: i, rel: rel})
+			}
+		}
+		if nd.Kind == KindMap {
+			attach(nd.MapNode, RelMapBody)
+		}
+		if nd.Kind == KindParallel {
+			for _, b := range nd.Branches {
+				attach(b, RelBranch)
+			}
+		}
+		attach(nd.ErrorHandler(), RelHandler)
+	}
+	return g
+}
+
 // maxUpstream bounds the upstream list a field reports.
 const maxUpstream = 2000
 
 // upstream lists the nodes that can run before node i: the sources of its
 // edges (loop edges too: they fed an earlier pass) and the owners it is
 // attached to, transitively.
-func upstream(c *Chain, g *graph, i int) []string {
+func upstream(c *Chain, g *exprGraph, i int) []string {
 	into := make([][]int, len(c.Nodes))
 	for k := range c.Edges {
 		s, ok1 := g.idx[c.Edges[k].Source]
@@ -132,7 +167,7 @@ func upstream(c *Chain, g *graph, i int) []string {
 
 // sources are the nodes whose edges activate node i: its `output` in
 // input_map is their output (one source), or an object keyed by their ids.
-func sources(c *Chain, g *graph, i int) []string {
+func sources(c *Chain, g *exprGraph, i int) []string {
 	var out []string
 	seen := map[string]bool{}
 	for k := range c.Edges {

@@ -138,45 +138,90 @@ func (s *Server) exprField(ch *store.Chain, t exprTarget) (*engine.ExprField, er
 	return f, nil
 }
 
-// exprScope is what the expression reads at the field, from the run's data.
-func exprScope(f *engine.ExprField, d *exprRunData) expr.MapScope {
-	sc := expr.MapScope{"steps": map[string]any{}, "when": map[string]any{}}
+// exprScope is what the expression reads at the field, from the run's data:
+// the field's names (exprOutput for `output`), node_results, and each node
+// id as {output}. Lookups are lazy: one keystroke's preview reads a few
+// names of a chain that may have thousands of nodes.
+type exprScope struct {
+	f      *engine.ExprField
+	d      *exprRunData
+	out    any
+	hasOut bool
+}
+
+func newExprScope(f *engine.ExprField, d *exprRunData) *exprScope {
+	s := &exprScope{f: f, d: d}
+	s.out, s.hasOut = exprOutput(f, d)
+	return s
+}
+
+// exprOutput is `output` at the field: the node's own output, or what it
+// received (one source's output, an object keyed by several sources' ids,
+// the run's input for a root).
+func exprOutput(f *engine.ExprField, d *exprRunData) (any, bool) {
 	if d == nil {
-		return sc
+		return nil, false
 	}
-	sc["input"], sc["trigger"] = d.input, d.input
-	results := make(map[string]any, len(d.outputs))
-	for id, out := range d.outputs {
-		results[id] = out
-		sc[id] = map[string]any{"output": out}
-	}
-	sc["node_results"] = results
 	switch {
-	case f.OutputOf == "self" && len(f.From) == 1:
-		if out, ok := d.outputs[f.From[0]]; ok {
-			sc["output"] = out
-		}
 	case len(f.From) == 1:
-		if out, ok := d.outputs[f.From[0]]; ok {
-			sc["output"] = out
-		}
+		out, ok := d.outputs[f.From[0]]
+		return out, ok
 	case len(f.From) == 0:
-		sc["output"] = d.input // a root receives the run's input
-	default:
-		m := map[string]any{}
-		for _, id := range f.From {
-			if out, ok := d.outputs[id]; ok {
-				m[id] = out
-			}
-		}
-		sc["output"] = m
+		return d.input, true
 	}
-	for _, n := range engine.ReservedNames {
-		if !contains(f.Names, n) && n != "node_results" {
-			delete(sc, n) // not offered at this field: it reads nothing, as in a run
+	m := map[string]any{}
+	for _, id := range f.From {
+		if out, ok := d.outputs[id]; ok {
+			m[id] = out
 		}
 	}
-	return sc
+	return m, true
+}
+
+func (s *exprScope) Lookup(name string) (any, bool) {
+	if engine.IsReserved(name) && name != "node_results" && !contains(s.f.Names, name) {
+		return nil, false // not offered at this field: it reads nothing, as in a run
+	}
+	switch name {
+	case "steps", "when":
+		return map[string]any{}, true
+	case "output":
+		return s.out, s.hasOut
+	}
+	if s.d == nil {
+		return nil, false
+	}
+	switch name {
+	case "input", "trigger":
+		return s.d.input, true
+	case "node_results":
+		m := make(map[string]any, len(s.d.outputs))
+		for id, out := range s.d.outputs {
+			m[id] = out
+		}
+		return m, true
+	}
+	if out, ok := s.d.outputs[name]; ok {
+		return map[string]any{"output": out}, true
+	}
+	return nil, false
+}
+
+// Root builds the whole context, for expressions that read `@`.
+func (s *exprScope) Root() map[string]any {
+	m := map[string]any{}
+	names := append([]string{"node_results"}, s.f.Names...)
+	if s.d != nil {
+		for id := range s.d.outputs {
+			names = append(names, id)
+		}
+	}
+	for _, n := range names {
+		if v, ok := s.Lookup(n); ok {
+			m[n] = v
+		}
+	}
+	return m
 }
 
 func contains(ss []string, s string) bool {
@@ -288,9 +333,9 @@ func (s *Server) exprContext(c echo.Context) error {
 	if d != nil {
 		out["run_id"] = d.runID
 		budget := exprShapeNodes
-		sc := exprScope(f, d)
+		sc := newExprScope(f, d)
 		for _, n := range []string{"output", "input", "trigger"} {
-			if v, ok := sc[n]; ok {
+			if v, ok := sc.Lookup(n); ok && contains(f.Names, n) {
 				shapes[n] = shapeOf(v, exprShapeDepth, &budget)
 			}
 		}
@@ -365,7 +410,7 @@ func (s *Server) exprPreview(c echo.Context) error {
 		return c.JSON(http.StatusOK, out)
 	}
 	warnings, fixes := exprWarnings(ch.Doc, f, e), bareWordFixes(ch.Doc, f, e)
-	sc := exprScope(f, d)
+	sc := newExprScope(f, d)
 	ectx, cancel := context.WithTimeout(expr.WithBudget(ctx, exprBudget), exprEvalTimeout)
 	defer cancel()
 	v, err := e.EvalContext(ectx, sc, false)
