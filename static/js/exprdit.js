@@ -28,7 +28,7 @@
   root.addEventListener('studio:saved', () => {
     const st = document.getElementById('save-state');
     if (st && st.dataset.state === 'saved') refreshSaved(); // nothing unsaved in flight
-    if (current) schedulePreview();
+    if (current && current.waiting) schedulePreview(); // its node or edge is saved now
   });
 
   // preview times (ms) for the browser suite: request to rendered, and the
@@ -216,7 +216,9 @@
     const src = inp.value;
     const box = previewFor(inp);
     if (!f || !src.trim()) { box.replaceChildren(); return; }
-    if (!saved.has(f.target + '|' + f.id)) { box.replaceChildren(Studio.el('span', { class: 'hint', text: 'Preview once the chain is saved…' })); return; }
+    const waiting = !saved.has(f.target + '|' + f.id);
+    if (current && current.inp === inp) current.waiting = waiting;
+    if (waiting) { box.replaceChildren(Studio.el('span', { class: 'hint', text: 'Preview once the chain is saved…' })); return; }
     const my = ++previewSeq;
     const t0 = performance.now();
     const body = { field: f.field, expr: src };
