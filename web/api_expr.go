@@ -295,7 +295,7 @@ var exprNameDetail = map[string]string{
 	"output":       "this field's data (see output_of)",
 	"input":        "the run's input",
 	"trigger":      "the run's input (agent chains' name for it)",
-	"state":        "keys set by set_state (not kept with a run: empty in previews)",
+	"state":        "keys set by set_state (not kept with a run: null in previews)",
 	"node_results": "every finished node's output, by id",
 	"steps":        "outputs of the links a sequential dispatch already ran",
 	"when":         "the guards of a sequential dispatch, by link",
