@@ -115,6 +115,12 @@ func TestExprPreviewEvaluatesAgainstTheLastRun(t *testing.T) {
 		t.Errorf("fetch.output.category = %v", m)
 	}
 
+	// An edge's condition reads its source's output (a branch passes its input on).
+	r = call("POST", "/v1/chains/"+id+"/expr/preview", map[string]any{"edge": "route->done", "field": "condition", "expr": "output.category"})
+	if m := r.json(t); m["value"] != `"billing"` {
+		t.Errorf("edge condition preview = %s", r.body)
+	}
+
 	// A typo in a name: the value is null and the preview says what was meant.
 	m := preview("condition", "outptu.items").json(t)
 	w := fmt.Sprint(m["warnings"])
