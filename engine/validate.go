@@ -833,7 +833,7 @@ func (v *validator) checkDataRefs(i int) {
 			}
 			j, ok := g.idx[id]
 			if !ok {
-				v.nodeIssue(i, RuleUnknownDataReference, SeverityError, field, fmt.Sprintf("node %s: %s reads %s, but there is no node %q (context names: %s)", v.node(i), field, text, id, strings.Join(ReservedNames, ", ")))
+				v.nodeIssue(i, RuleUnknownDataReference, SeverityError, field, fmt.Sprintf("node %s: %s reads %s, but there is no node %q (context names: %s)%s", v.node(i), field, text, id, strings.Join(ReservedNames, ", "), v.didYouMean(id)))
 				continue
 			}
 			if j == i || v.attach[j]&(bitMapBody|bitBranch) == 0 {
@@ -932,6 +932,15 @@ func (v *validator) knownName(name string) bool {
 	return ok
 }
 
+// didYouMean is "; did you mean X?" for the context name or node id
+// closest to an unknown name, or "".
+func (v *validator) didYouMean(name string) string {
+	if alt := SuggestName(v.c, name); alt != "" {
+		return "; did you mean " + alt + "?"
+	}
+	return ""
+}
+
 // warnNames warns about names an expression reads that resolve to nothing.
 func (v *validator) warnNames(node, edge int, field string, e *expr.Expr) {
 	if e == nil {
@@ -948,10 +957,11 @@ func (v *validator) warnNames(node, edge int, field string, e *expr.Expr) {
 		if v.bare[e][r.Root] {
 			continue // already explained by bare_word_comparison
 		}
+		hint := v.didYouMean(id)
 		if node >= 0 {
-			v.nodeIssue(node, RuleUnknownName, SeverityWarning, field, fmt.Sprintf("node %s: %s reads %s, which is neither a node nor a context name (%s); it is always null", v.node(node), field, text, strings.Join(ReservedNames, ", ")))
+			v.nodeIssue(node, RuleUnknownName, SeverityWarning, field, fmt.Sprintf("node %s: %s reads %s, which is neither a node nor a context name (%s); it is always null%s", v.node(node), field, text, strings.Join(ReservedNames, ", "), hint))
 		} else {
-			v.edgeIssue(edge, RuleUnknownName, SeverityWarning, field, fmt.Sprintf("%s: condition reads %s, which is neither a node nor a context name (%s); it is always null", v.edge(edge), text, strings.Join(ReservedNames, ", ")))
+			v.edgeIssue(edge, RuleUnknownName, SeverityWarning, field, fmt.Sprintf("%s: condition reads %s, which is neither a node nor a context name (%s); it is always null%s", v.edge(edge), text, strings.Join(ReservedNames, ", "), hint))
 		}
 	}
 }

@@ -35,6 +35,8 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/chains/:id/runs", s.startRun)
 	v1.POST("/chains/:id/nodes/:node/run", s.runNode)
 	v1.POST("/chains/:id/tests/run", s.runChainTests)
+	v1.GET("/chains/:id/expr/context", s.exprContext)  // issue #16: expression editor
+	v1.POST("/chains/:id/expr/preview", s.exprPreview) // issue #16: expression editor
 
 	v1.POST("/validate", s.validateDocument)
 

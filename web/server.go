@@ -104,6 +104,8 @@ type Server struct {
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
 	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
+	// exprRuns: runs decoded for expression previews (issue #16, api_expr.go)
+	exprRuns exprRunCache
 }
 
 // New builds the server's routes over its dependencies.

@@ -209,7 +209,11 @@ func (e *Expr) validate(n jnode) *SyntaxError {
 			if pos < 0 {
 				pos = max(0, strings.Index(e.src, n.str))
 			}
-			return &SyntaxError{Src: e.src, Pos: pos, Msg: "unknown function " + n.str + "()"}
+			msg := "unknown function " + n.str + "()"
+			if alt := Suggest(n.str, FunctionNames()); alt != "" {
+				msg += "; did you mean " + alt + "()?"
+			}
+			return &SyntaxError{Src: e.src, Pos: pos, Msg: msg}
 		}
 		if msg := arityError(n.str, len(n.children)); msg != "" {
 			return &SyntaxError{Src: e.src, Pos: max(0, strings.Index(e.src, n.str)), Msg: msg}
