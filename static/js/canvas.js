@@ -207,8 +207,7 @@
     if (needsLayout && Studio.layeredPositions) {
       const pos = Studio.layeredPositions(doc);
       for (const n of nodes) n.position = pos.get(n.node_id);
-      needsLayout = false;
-      opts.laidOut = true;
+      needsLayout = false; // (the positions are in doc now: nothing to copy back)
     }
     const progressive = !!opts.progressive && !needsLayout && nodes.length > PROGRESSIVE_NODES;
     const all = Studio.elements(doc);
@@ -233,7 +232,6 @@
       pixelRatio: nodes.length > 300 ? 1 : 'auto',
     });
     performance.mark('studio:cy-constructed');
-    if (opts.laidOut) cy.__laidOut = true;
     // ---- issue #16: wheel zoom about 1.2× a notch (Cytoscape's own is
     // about 5%, and changing its sensitivity logs a warning). Captured on
     // the container's parent so Cytoscape never sees the wheel.
