@@ -203,6 +203,7 @@
     });
     markIssues();
     showProps();
+    root.dispatchEvent(new CustomEvent('studio:rebuilt')); // notes.js redraws the notes (issue #16)
   }
 
   function refreshNode(id) {

@@ -20,11 +20,13 @@
     ['Arrow keys', 'Move the selected nodes (Shift: ten times as far)'],
     ['C', 'Connect: one node selected picks the target by name; several join in selection order'],
     ['Ctrl+D', 'Duplicate the selected nodes'],
+    ['N', 'Add a sticky note in the middle of the view (drag it by its top bar)'],
     ['Ctrl+A', 'Select every node'],
     ['Delete', 'Delete the selection'],
     ['Ctrl+C / Ctrl+X / Ctrl+V', 'Copy, cut, paste nodes (across tabs too)'],
     ['Ctrl+Z / Ctrl+Shift+Z', 'Undo / redo (each action above is one step)'],
     ['Esc', 'Close a dialog or the find bar'],
+    ['← / → on the splitter', 'Resize the side panel (its left edge); ◧ / ◨ collapse the palette and the side panel'],
     ['?', 'This list'],
   ];
   const MOVE = 20; // px per arrow press; Shift ×10
