@@ -248,16 +248,15 @@
       ctx.clearRect(0, 0, W, H);
       if (!frame) return;
       const sel = new Set(selectedNodes(cy).map((n) => n.id()));
-      const dot = Math.max(1.5, Math.min(6, 150 / frame.s / 10));
+      // nodes at their size (156 × 54), never under 2 × 1.5 px
+      const w = Math.max(2, 156 / frame.s), h = Math.max(1.5, 54 / frame.s);
+      const box = (n, k) => ctx.fillRect((n.position.x - frame.x1) / frame.s - (w * k) / 2, (n.position.y - frame.y1) / frame.s - (h * k) / 2, w * k, h * k);
       ctx.fillStyle = Studio.cssVar('--node-border', '#8a94a8');
-      for (const n of S().doc.nodes) {
-        if (!n.position || sel.has(n.node_id)) continue;
-        ctx.fillRect((n.position.x - frame.x1) / frame.s - dot / 2, (n.position.y - frame.y1) / frame.s - dot / 2, dot, dot * 0.6);
-      }
+      for (const n of S().doc.nodes) if (n.position && !sel.has(n.node_id)) box(n, 1);
       ctx.fillStyle = Studio.cssVar('--accent', '#2f6fed');
       for (const id of sel) {
         const n = S().nodeById(id);
-        if (n && n.position) ctx.fillRect((n.position.x - frame.x1) / frame.s - dot, (n.position.y - frame.y1) / frame.s - dot, dot * 2, dot * 1.2);
+        if (n && n.position) box(n, w < 4 ? 2 : 1);
       }
       const ext = cy.extent();
       ctx.strokeStyle = Studio.cssVar('--accent', '#2f6fed');
