@@ -47,7 +47,7 @@
         const i = queue[qi++];
         done[i] = 1;
         for (const j of succ[i]) {
-          if (rank[j] < rank[i] + 1) rank[j] = rank[i] + 1;
+          if (!done[j] && rank[j] < rank[i] + 1) rank[j] = rank[i] + 1; // a placed node stays (cycles)
           if (--indeg[j] === 0) queue.push(j);
         }
       }
