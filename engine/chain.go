@@ -90,6 +90,9 @@ type Chain struct {
 	// Tests are the chain's test cases (engine/chaintest runs them); they
 	// never change how a run executes.
 	Tests []Test `json:"tests,omitempty"`
+	// Notes are the designer's sticky notes on the canvas (engine/notes.go);
+	// like positions they never change how a run executes.
+	Notes []Note `json:"notes,omitempty"`
 }
 
 // Node is one step. The first block of fields is A2E's ChainNode, spelled as

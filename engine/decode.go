@@ -158,6 +158,7 @@ type chainFields struct {
 	Nodes            []json.RawMessage `json:"nodes"`
 	Edges            []json.RawMessage `json:"edges"`
 	Tests            []json.RawMessage `json:"tests"`
+	Notes            []json.RawMessage `json:"notes"`
 }
 
 func decodeChain(data []byte, lim Limits) (*Chain, error) {
@@ -209,6 +210,9 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 		return nil, err
 	}
 	if c.Tests, err = decodeTests(f.Tests); err != nil {
+		return nil, err
+	}
+	if c.Notes, err = decodeNotes(f.Notes, lim); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -570,7 +570,7 @@ func AgentPage(row AgentRow, g *agent.Graph, docJSON string, problem string) tem
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Layout("Agent "+row.Name, "agents", []string{"vendor/graph.js", "js/canvas.js", "js/agents.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var12), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Layout("Agent "+row.Name, "agents", []string{"vendor/graph.js", "js/canvas.js", "js/layout.js", "js/agents.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var12), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -646,7 +646,7 @@ func RunPage(r *store.Run, events []engine.Event, labels Labels, queuePos int) t
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Layout(runPageTitle(r), "run", []string{"vendor/graph.js", "js/canvas.js", "js/run.js", "js/tests.js", "js/why.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var6), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Layout(runPageTitle(r), "run", []string{"vendor/graph.js", "js/canvas.js", "js/layout.js", "js/run.js", "js/tests.js", "js/why.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var6), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

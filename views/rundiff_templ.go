@@ -705,7 +705,7 @@ func RunDiffPage(v RunDiffView) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Layout("Compare runs of "+runTitle(v.B), "rundiff", []string{"vendor/graph.js", "js/canvas.js", "js/rundiff.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Layout("Compare runs of "+runTitle(v.B), "rundiff", []string{"vendor/graph.js", "js/canvas.js", "js/layout.js", "js/rundiff.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

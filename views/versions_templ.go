@@ -360,7 +360,7 @@ func VersionsPage(ch *store.Chain, versions []store.ChainVersion, sel *store.Cha
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Layout("Versions of "+ch.Name, "versions", []string{"vendor/graph.js", "js/canvas.js", "js/versions.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Layout("Versions of "+ch.Name, "versions", []string{"vendor/graph.js", "js/canvas.js", "js/layout.js", "js/versions.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

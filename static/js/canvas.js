@@ -175,6 +175,13 @@
   Studio.layout = function (cy, opts) {
     Studio.loadAll(cy);
     const eles = cy.elements().not('.eh-handle, .eh-ghost, .eh-preview');
+    // ---- issue #16: the layered, folding layout (layout.js) where the page has it
+    if (Studio.layeredPositions) {
+      const pos = Studio.layeredPositions(Studio.layoutDocOf(cy));
+      cy.batch(() => { for (const [id, p] of pos) cy.getElementById(id).position(p); });
+      Studio.quickFit(cy);
+      return;
+    }
     eles.layout(Object.assign({ name: 'dagre', rankDir: 'LR', nodeSep: 40, rankSep: 90, edgeSep: 20, fit: true, padding: 40, animate: false }, opts || {})).run();
     if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(eles); }
   };
@@ -194,7 +201,14 @@
   Studio.createCy = function (container, doc, opts) {
     opts = opts || {};
     const nodes = doc.nodes || [];
-    const needsLayout = nodes.some((n) => !n.position);
+    let needsLayout = nodes.some((n) => !n.position);
+    // ---- issue #16: a chain without positions is laid out before it is
+    // drawn (linear time), so even a 10,000-node one opens progressively
+    if (needsLayout && Studio.layeredPositions) {
+      const pos = Studio.layeredPositions(doc);
+      for (const n of nodes) n.position = pos.get(n.node_id);
+      needsLayout = false; // (the positions are in doc now: nothing to copy back)
+    }
     const progressive = !!opts.progressive && !needsLayout && nodes.length > PROGRESSIVE_NODES;
     const all = Studio.elements(doc);
     let first = all;
@@ -218,6 +232,23 @@
       pixelRatio: nodes.length > 300 ? 1 : 'auto',
     });
     performance.mark('studio:cy-constructed');
+    // ---- issue #16: wheel zoom about 1.2× a notch (Cytoscape's own is
+    // about 5%, and changing its sensitivity logs a warning). Captured on
+    // the container's parent so Cytoscape never sees the wheel.
+    if (container.parentElement && opts.userZoom !== false) {
+      container.parentElement.addEventListener('wheel', (e) => {
+        if (cy.destroyed() || !container.contains(e.target)) return;
+        e.preventDefault();
+        e.stopPropagation();
+        const px = e.deltaMode === 1 ? e.deltaY * 33 : e.deltaMode === 2 ? e.deltaY * 400 : e.deltaY;
+        // a notch is 100–120 px; a trackpad's small steps zoom smoothly
+        const factor = Math.pow(1.2, -Math.max(-3, Math.min(3, px / 100)));
+        const r = container.getBoundingClientRect();
+        const zoom = Math.max(cy.minZoom(), Math.min(cy.maxZoom(), cy.zoom() * factor));
+        cy.zoom({ level: zoom, renderedPosition: { x: e.clientX - r.left, y: e.clientY - r.top } });
+        container.dispatchEvent(new Event('studio:wheel'));
+      }, { capture: true, passive: false });
+    }
     // The theme can change while the page is open: restyle from the new
     // CSS variables (classes on the elements keep their meaning).
     const restyle = () => { if (!cy.destroyed()) cy.style(Studio.style(opts.mode)); };
@@ -249,6 +280,7 @@
     const touch = () => { touched = true; };
     el.addEventListener('pointerdown', touch, { once: true });
     el.addEventListener('wheel', touch, { once: true, passive: true });
+    el.addEventListener('studio:wheel', touch, { once: true });
     const refit = new ResizeObserver(() => {
       if (cy.destroyed()) { refit.disconnect(); return; }
       cy.resize();

@@ -203,6 +203,7 @@
     });
     markIssues();
     showProps();
+    root.dispatchEvent(new CustomEvent('studio:rebuilt')); // notes.js redraws the notes (issue #16)
   }
 
   function refreshNode(id) {
@@ -256,8 +257,10 @@
     });
     cy.$(':selected').unselect();
     cy.getElementById(id).select();
+    focusPropsNext = true; // issue #16: the new node's fields come next
     return id;
   }
+  let focusPropsNext = false;
 
   // freeSpot finds a place near the middle of the view that no node covers.
   function freeSpot() {
@@ -361,6 +364,8 @@
     const ordered = selOrder.filter((id) => sel.some((n) => n.id() === id));
     const rest = doc.nodes.map((n) => n.node_id).filter((id) => !ordered.includes(id) && cy.getElementById(id).selected());
     const ids = ordered.concat(rest);
+    // canvas navigation (issue #16): one node selected picks the target by name
+    if (ids.length === 1 && Studio.pickTarget) { Studio.pickTarget(ids[0]); return; }
     if (ids.length < 2) {
       flash('Select two or more nodes (in order) to connect them.');
       return;
@@ -549,6 +554,11 @@
     propsEl.innerHTML = html;
     performance.mark('studio:props-html');
     if (window.htmx) window.htmx.process(propsEl);
+    if (focusPropsNext) {
+      focusPropsNext = false;
+      const f = propsEl.querySelector('input:not([type=hidden]):not([disabled]), select, textarea');
+      if (f) f.focus();
+    }
   }
   const scheduleProps = Studio.debounce(showProps, 30);
 
@@ -878,7 +888,7 @@
     if (mod && (e.key === 'y' || e.key === 'Y')) { e.preventDefault(); redo(); return; }
     if (mod && (e.key === 'a' || e.key === 'A')) { e.preventDefault(); cy.nodes().not('.eh-handle').select(); return; }
     if (!mod && (e.key === 'Delete' || e.key === 'Backspace')) { e.preventDefault(); deleteSelection(); return; }
-    if (!mod && (e.key === 'c' || e.key === 'C') && !e.altKey) { connectSelected(); return; }
+    if (!mod && (e.key === 'c' || e.key === 'C') && !e.altKey) { e.preventDefault(); connectSelected(); return; } // the picker's field must not get the c
     if (!mod && e.key === 'f') { Studio.fit(cy); }
   });
 
@@ -1135,6 +1145,9 @@
     // how much of the canvas was drawn when the page became ready: the
     // progressive opening is measured here, not raced from outside
     window.__studio.nodesAtReady = cy.nodes().length;
+    // ---- canvas navigation (navigate.js, issue #16): what it may call ----
+    Object.assign(window.__studio, { mutate, addNode, addEdge, copySelection, paste, deleteSelection, flash, hideHandle, nodeById });
+    root.dispatchEvent(new CustomEvent('studio:ready'));
     Studio.startLoading(cy);
   }
   const syncTableSelectionSoon = Studio.debounce(() => {
