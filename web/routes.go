@@ -37,6 +37,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/chains/:id/tests/run", s.runChainTests)
 
 	v1.POST("/validate", s.validateDocument)
+	v1.GET("/tools", s.listTools) // the tool catalogue with schemas (api_tools.go)
 
 	v1.GET("/runs", s.listRuns)
 	v1.GET("/runs/:id", s.getRun)
