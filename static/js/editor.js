@@ -547,6 +547,7 @@
     performance.mark('studio:props-fetched');
     if (seq !== propsSeq) return; // a newer selection won
     propsEl.innerHTML = html;
+    if (window.StudioForms) window.StudioForms.mount(propsEl); // forms from schemas (forms.js)
     performance.mark('studio:props-html');
     if (window.htmx) window.htmx.process(propsEl);
   }
@@ -573,6 +574,11 @@
           o[k] = v;
         }
         return Object.keys(o).length ? o : undefined;
+      }
+      case 'form': { // forms from schemas (forms.js)
+        if (!window.StudioForms) return INVALID; // not loaded: leave the value as it is
+        const v = window.StudioForms.read(el);
+        return v === window.StudioForms.INVALID ? INVALID : v;
       }
       case 'cases': {
         const out = [];
