@@ -425,7 +425,7 @@
   }
   document.addEventListener('input', (e) => {
     const kv = e.target.closest && e.target.closest('fieldset[data-f="input_map"]');
-    if (kv && e.target.classList.contains('k')) refreshMapped(kv.closest('.props'));
+    if (kv) refreshMapped(kv.closest('.props'));
   });
   document.addEventListener('click', (e) => {
     const rm = e.target.closest && e.target.closest('fieldset[data-f="input_map"] .remove-row');
