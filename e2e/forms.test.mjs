@@ -175,7 +175,7 @@ test('an agent node: the agent picker, its description and input form, settings 
   await page.locator('.schema-form[data-f="input"] .sf-field[data-path="input.query"]').waitFor();
   await page.locator('.schema-form[data-f="config"] .sf-field[data-path="config.agent"]').waitFor();
   await tabTo(page, '.sf-field[data-path="input.query"] input');
-  await page.keyboard.type('"ACME, 60k budget"');
+  await page.keyboard.type('ACME, 60k budget'); // text that is not JSON stays text
   await waitSaved(page);
   assert.deepEqual((await nodeOf(page, 'ask')).input, { query: 'ACME, 60k budget' });
   await page.screenshot({ path: join(SHOTS, 'agent-form.png') });

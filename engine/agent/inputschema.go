@@ -41,15 +41,15 @@ func (d *Definition) InputSchema() map[string]any {
 	return s
 }
 
-// ConfigSchema is the JSON Schema of an agent node's config.
+// ConfigSchema is the JSON Schema of an agent node's config. The compiler's
+// internal continue_handler flag is left out: no one sets it by hand.
 func ConfigSchema() map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			configAgent:   map[string]any{"type": "string", "description": "the agent to run when the node has no name"},
-			configContinu: map[string]any{"type": "boolean", "description": "a no-op handler (on_error: continue of a compiled agent chain)"},
+			configAgent: map[string]any{"type": "string", "description": "the agent to run when the node has no name"},
 		},
-		"x-order": []any{configAgent, configContinu},
+		"x-order": []any{configAgent},
 	}
 }
 
