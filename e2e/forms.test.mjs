@@ -181,3 +181,24 @@ test('an agent node: the agent picker, its description and input form, settings 
   await page.screenshot({ path: join(SHOTS, 'agent-form.png') });
   await page.done();
 });
+
+test('each form field is its own undo step, and undo shows the old value in the form', async () => {
+  const { page } = await openEditor({ name: uniq('forms-undo'), nodes: [{ node_id: 'get', kind: 'tool', name: 'http', input: { url: 'http://127.0.0.1:9/a' } }], edges: [] });
+  await page.focus('#node-table button.select-node[data-node-id="get"]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('.sf-field[data-path="input.url"] input');
+  await tabTo(page, '.sf-field[data-path="input.url"] input');
+  await page.keyboard.press('End');
+  await page.keyboard.type('bc');
+  await tabTo(page, '.sf-field[data-path="input.timeout"] input');
+  await page.keyboard.type('3');
+  await waitSaved(page);
+  assert.deepEqual((await nodeOf(page, 'get')).input, { url: 'http://127.0.0.1:9/abc', timeout: 3 });
+  await page.focus('#btn-undo');
+  await page.keyboard.press('Enter');
+  await waitSaved(page);
+  assert.deepEqual((await nodeOf(page, 'get')).input, { url: 'http://127.0.0.1:9/abc' }, 'one step undoes the timeout only');
+  await page.waitForFunction(() => { const i = document.querySelector('.sf-field[data-path="input.timeout"] input'); return i && i.value === ''; });
+  assert.equal(await page.inputValue('.sf-field[data-path="input.url"] input'), 'http://127.0.0.1:9/abc');
+  await page.done();
+});

@@ -616,8 +616,8 @@
   let lastPropField = '';
   // fieldOf names the field an element edits (a key/value row counts as its field).
   function fieldOf(el) {
-    const f = el.closest('[data-f]');
-    return f ? f.dataset.f : '';
+    const f = el.closest('[data-path], [data-f]'); // data-path: a schema form's field (forms.js)
+    return f ? f.dataset.path || f.dataset.f : '';
   }
   function applyProps(source) {
     const panel = propsEl.querySelector('.props');
