@@ -193,12 +193,59 @@
     const req = new Set(Array.isArray(s.required) ? s.required : []);
     const im = inputMap(f);
     const keys = order(s);
-    if (!keys.length) f.fields.append(el('p', { class: 'hint', text: 'Takes no settings: any input passes through.' }));
     for (const k of keys) {
       f.fields.append(field(f, [k], props[k] || {}, req.has(k), im.get(k)));
     }
     const extra = Object.keys(f.state).filter((k) => !(k in props));
-    f.note.textContent = extra.length ? 'Also set, not fields of this ' + what(f) + ': ' + extra.join(', ') + ' (see Raw JSON).' : '';
+    f.note.textContent = extra.length && s.additionalProperties === false ? 'Also set, not fields of this ' + what(f) + ': ' + extra.join(', ') + ' (remove them in Raw JSON).' : '';
+    if (s.additionalProperties !== false) f.fields.append(others(f, props, extra, im));
+  }
+
+  // others edits the keys the schema does not declare (a tool like echo
+  // takes any; a value kept from another tool shows here, removable).
+  function others(f, props, extra, im) {
+    const keys = Object.keys(props);
+    const box = el('fieldset', { class: 'sf-others' }, el('legend', { text: keys.length ? 'Other values' : 'Values' }));
+    box.append(el('p', { class: 'hint', text: keys.length ? 'not fields of this ' + what(f) + '; JSON when it parses, text otherwise' : 'any keys; JSON when it parses, text otherwise' }));
+    for (const k of extra) {
+      let key = k;
+      const ki = el('input', { type: 'text', class: 'sf-key', value: k, placeholder: 'key', 'aria-label': 'Key', autocomplete: 'off', spellcheck: 'false' });
+      const vi = el('input', { type: 'text', class: 'sf-item', value: shown({}, f.state[k]), placeholder: 'value', 'aria-label': k + ' value', autocomplete: 'off', spellcheck: 'false' });
+      ki.addEventListener('input', () => {
+        const nk = ki.value.trim();
+        if (!nk || (nk !== key && (nk in f.state || nk in props))) { ki.setAttribute('aria-invalid', 'true'); return; }
+        ki.removeAttribute('aria-invalid');
+        const v = f.state[key];
+        delete f.state[key];
+        f.state[nk] = v;
+        key = nk;
+        vi.setAttribute('aria-label', nk + ' value');
+      });
+      vi.addEventListener('input', () => { f.state[key] = typed({}, vi.value) ?? ''; });
+      const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + k, text: '✕' });
+      rm.addEventListener('click', () => {
+        delete f.state[key];
+        render(f);
+        commit(f);
+        const add = f.fields.querySelector('.sf-others .sf-add');
+        if (add) add.focus();
+      });
+      const row = el('div', { class: 'sf-row sf-kv' }, ki, vi, rm);
+      if (im.has(key)) row.append(el('span', { class: 'hint', text: 'input_map sets it' }));
+      box.append(row);
+    }
+    const add = el('button', { type: 'button', class: 'small sf-add', text: '+ Add', 'aria-label': 'Add a value' });
+    add.addEventListener('click', () => {
+      let k = 'key';
+      for (let n = 2; k in f.state || k in props; n++) k = 'key' + n;
+      f.state[k] = '';
+      render(f);
+      commit(f);
+      const ins = f.fields.querySelectorAll('.sf-others .sf-key');
+      if (ins.length) { ins[ins.length - 1].focus(); ins[ins.length - 1].select(); }
+    });
+    box.append(add);
+    return box;
   }
 
   function what(f) { return f.fs.dataset.source === 'agent-select' ? 'agent' : f.fs.dataset.f === 'config' ? 'node' : 'tool'; }
