@@ -5,7 +5,8 @@
 // go to /tmp/forms (FORMS_SHOTS).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { launch, close, open, api, waitSaved } from './lib.mjs';
 
@@ -14,6 +15,17 @@ mkdirSync(SHOTS, { recursive: true });
 
 before(async () => { await launch(); });
 after(async () => { await close(); });
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+// axeProps runs axe-core (WCAG A/AA) on the properties panel as it is.
+async function axeProps(page) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(AXE + '\n;void 0');
+  return page.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const r = await axe.run('#props', { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] });
+    return r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' at ' + n.target.join(' ')));
+  });
+}
 
 const uniq = (p) => p + '-' + Date.now() + '-' + Math.floor(Math.random() * 1000);
 const nodeOf = (page, id) => page.evaluate((id) => JSON.parse(JSON.stringify(window.__studio.doc.nodes.find((n) => n.node_id === id))), id);
@@ -96,6 +108,7 @@ test('a tool node gets a form from its schema, by keyboard: delay, a bad value, 
   const method = page.locator('.sf-field[data-path="input.method"] select');
   assert.match(await method.locator('option').first().textContent(), /default: GET/);
   await page.screenshot({ path: join(SHOTS, 'http-form.png') });
+  assert.deepEqual(await axeProps(page), [], 'the form passes axe');
 
   // fill url, choose POST, add a header: all keyboard
   await tabTo(page, '.sf-field[data-path="input.method"] select');
@@ -179,6 +192,7 @@ test('an agent node: the agent picker, its description and input form, settings 
   await waitSaved(page);
   assert.deepEqual((await nodeOf(page, 'ask')).input, { query: 'ACME, 60k budget' });
   await page.screenshot({ path: join(SHOTS, 'agent-form.png') });
+  assert.deepEqual(await axeProps(page), [], 'the agent form passes axe');
   await page.done();
 });
 

@@ -359,7 +359,7 @@
     }
     const row = el('div', { class: 'sf-row' }, widget);
     if (f.fs.dataset.f === 'input' && path.length === 1 && f.fs.closest('.props') && f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]')) {
-      const fx = el('button', { type: 'button', class: 'small sf-fx', title: 'Use an expression for ' + key + ' (input_map)', 'aria-label': 'Use an expression for ' + key, text: 'ƒx' });
+      const fx = el('button', { type: 'button', class: 'small sf-fx', title: 'Use an expression for ' + key + ' (input_map)', 'aria-label': 'ƒx: use an expression for ' + key, text: 'ƒx' });
       fx.addEventListener('click', () => useExpression(f, key));
       row.append(fx);
     }
@@ -419,7 +419,8 @@
         box.append(el('div', { class: 'sf-row sf-kv' }, ki, vi, rm));
       });
     }
-    const add = el('button', { type: 'button', class: 'small sf-add', text: '+ Add ' + (t === 'array' ? 'item' : 'entry'), 'aria-label': 'Add to ' + name });
+    const noun = t === 'array' ? 'item' : 'entry';
+    const add = el('button', { type: 'button', class: 'small sf-add', text: '+ Add ' + noun, 'aria-label': 'Add ' + noun + ' to ' + name });
     add.addEventListener('click', () => {
       if (t === 'array') {
         const a = Array.isArray(getAt(f.state, path)) ? getAt(f.state, path) : [];
