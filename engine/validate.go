@@ -233,6 +233,7 @@ type validator struct {
 	reached []bool                         // forward reachability from the roots
 	tgt     []int32                        // target node index per edge (-1: dangling)
 	bare    map[*expr.Expr]map[string]bool // names bare_word_comparison already reported, per expression
+	sc      schemaChecker                  // input_schema's checker, reused from node to node
 }
 
 const (
