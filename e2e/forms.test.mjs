@@ -87,6 +87,10 @@ test('a tool node gets a form from its schema, by keyboard: delay, a bad value, 
   await page.waitForFunction(() => [...document.querySelectorAll('#issues .issue-link')].some((b) => /input\.ms: want a number, got "fast"/.test(b.textContent)));
   assert.deepEqual((await nodeOf(page, 'wait')).input, { note: 'kept', ms: 'fast' });
   await page.screenshot({ path: join(SHOTS, 'delay-bad-value.png') });
+  // the issue leads to its field: Enter on it focuses ms
+  await page.focus('#issues .issue-link[data-field="input.ms"]');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.activeElement.closest('.sf-field[data-path="input.ms"]'), null, { timeout: 5000 });
 
   // a number clears the issue; the saved input is a number
   await page.keyboard.press('Control+A');

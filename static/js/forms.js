@@ -480,12 +480,43 @@
     if (rm) { const panel = rm.closest('.props'); setTimeout(() => refreshMapped(panel), 0); }
   });
 
+  // A validation issue on input.x or config.x leads to its field: clicking
+  // it selects the node (editor.js) and then focuses the field here.
+  let pendingFocus = null;
+  function focusIssue(root) {
+    if (!pendingFocus) return false;
+    const panel = root.querySelector('.props[data-target="node"]') || (root.matches && root.matches('.props') ? root : null);
+    if (!panel || panel.dataset.id !== pendingFocus.node) return false;
+    // the field itself, or the nearest field that holds it (input.headers.Accept → input.headers)
+    let path = pendingFocus.path;
+    let field = null;
+    while (path && !(field = panel.querySelector('.sf-field[data-path="' + CSS.escape(path) + '"]'))) {
+      path = path.replace(/(\.[^.[]*|\[\d+\])$/, '');
+      if (!/[.[]/.test(path)) break;
+    }
+    pendingFocus = null;
+    if (!field) return false;
+    const target = field.querySelector('input, select, textarea');
+    if (target) { target.focus(); field.scrollIntoView({ block: 'nearest' }); }
+    return true;
+  }
+  document.addEventListener('click', (e) => {
+    const b = e.target.closest && e.target.closest('.issue-link');
+    if (!b || !/^(input|config)[.[]/.test(b.dataset.field || '')) return;
+    pendingFocus = { node: b.dataset.nodeId, path: b.dataset.field };
+    // the panel is rendered anew for the selection (mount focuses then);
+    // should none come, the panel shown is the node's
+    const want = pendingFocus;
+    setTimeout(() => { const props = document.getElementById('props'); if (props && pendingFocus === want) focusIssue(props); }, 600);
+  });
+
   // mount builds every form in root (the panel after each render).
   function mount(root) {
     for (const fs of root.querySelectorAll('fieldset.schema-form')) {
       const f = controller(fs);
       render(f);
     }
+    focusIssue(root);
   }
 
   // read returns the form's value for editor.js (INVALID while the raw JSON
