@@ -220,3 +220,30 @@ test('each form field is its own undo step, and undo shows the old value in the 
   assert.equal(await page.inputValue('.sf-field[data-path="input.url"] input'), 'http://127.0.0.1:9/abc');
   await page.done();
 });
+
+test('a proc node: its program settings are a form; argv is a list with add and remove', async () => {
+  const { page } = await openEditor({ name: uniq('forms-proc'), nodes: [{ node_id: 'count', kind: 'proc' }], edges: [] });
+  await page.focus('#node-table button.select-node[data-node-id="count"]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('.schema-form[data-f="config"] .sf-field[data-path="config.argv"]');
+  await page.waitForFunction(() => [...document.querySelectorAll('#issues .issue-link')].some((b) => /config\.argv/.test(b.textContent)));
+  await tabTo(page, '.sf-field[data-path="config.argv"] .sf-add');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type('wc');
+  await tabTo(page, '.sf-field[data-path="config.argv"] .sf-add');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type('-l');
+  await tabTo(page, '.sf-field[data-path="config.timeout"] input');
+  await page.keyboard.type('soon');
+  await waitSaved(page);
+  assert.deepEqual((await nodeOf(page, 'count')).config, { argv: ['wc', '-l'], timeout: 'soon' });
+  await page.waitForFunction(() => [...document.querySelectorAll('#issues .issue-link')].some((b) => /config\.timeout: want a number, got "soon"/.test(b.textContent)));
+  assert.ok(!(await page.textContent('#issues')).includes('config.argv'), 'argv is set now');
+  await page.screenshot({ path: join(SHOTS, 'proc-form.png') });
+  // remove the first item by keyboard
+  await tabTo(page, '.sf-field[data-path="config.argv"] button[aria-label="Remove argv item 1"]');
+  await page.keyboard.press('Enter');
+  await waitSaved(page);
+  assert.deepEqual((await nodeOf(page, 'count')).config.argv, ['-l']);
+  await page.done();
+});

@@ -196,6 +196,12 @@ func (s *Server) fragProps(c echo.Context) error {
 		switch req.Node.Kind {
 		case engine.KindTool:
 			pc.Tools = s.pageToolOptions()
+		case engine.KindProc:
+			for _, t := range s.toolCatalog() {
+				if t.Name == "proc" {
+					pc.ProcConfig = views.SchemaJSON(t.InputSchema)
+				}
+			}
 		case engine.KindAgent:
 			pc.Agents = s.pageAgentOptions()
 			pc.AgentConfig = views.SchemaJSON(agent.ConfigSchema())

@@ -234,7 +234,7 @@
       if (im.has(key)) row.append(el('span', { class: 'hint', text: 'input_map sets it' }));
       box.append(row);
     }
-    const add = el('button', { type: 'button', class: 'small sf-add', text: '+ Add', 'aria-label': 'Add a value' });
+    const add = el('button', { type: 'button', class: 'small sf-add', text: keys.length ? '+ Add another value' : '+ Add', 'aria-label': keys.length ? 'Add another value' : 'Add a value' });
     add.addEventListener('click', () => {
       let k = 'key';
       for (let n = 2; k in f.state || k in props; n++) k = 'key' + n;
@@ -244,6 +244,7 @@
       const ins = f.fields.querySelectorAll('.sf-others .sf-key');
       if (ins.length) { ins[ins.length - 1].focus(); ins[ins.length - 1].select(); }
     });
+    if (keys.length && !extra.length) return add; // the declared fields come first: no empty box
     box.append(add);
     return box;
   }
