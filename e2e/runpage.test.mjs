@@ -231,7 +231,7 @@ test('properties panel says what the selected node will receive', async () => {
   assert.match(text, /the output of `shape` is not passed because a static input is set/);
   await page.screenshot({ path: join(SHOTS, 'props-receives.png') });
   // removing the static input: the node now receives the upstream output
-  await page.click('#props fieldset[data-f="input"] .remove-row');
+  await page.click('#props fieldset[data-f="input"] .sf-remove'); // the input form's row (forms.js)
   await page.waitForFunction(() => /Receives:\s*the output of `shape` as is/.test(document.getElementById('receives').textContent));
   await page.done();
 });

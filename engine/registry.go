@@ -14,11 +14,13 @@ type Registry struct {
 	tools  map[string]tool.Func
 	inline map[string]bool
 	output map[string]map[string]any // SetOutputSchema
+	input  map[string]map[string]any // SetInputSchema
+	desc   map[string]string         // SetDescription
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}, output: map[string]map[string]any{}}
+	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}, output: map[string]map[string]any{}, input: map[string]map[string]any{}, desc: map[string]string{}}
 }
 
 // SetInline marks tools as pure and quick (no I/O, no blocking, bounded CPU,
@@ -61,6 +63,71 @@ func (r *Registry) OutputSchema(name string) (map[string]any, bool) {
 	defer r.mu.RUnlock()
 	s, ok := r.output[name]
 	return s, ok
+}
+
+// SetInputSchema declares what a tool accepts, as JSON Schema (type,
+// properties, required, enum, default, description, minimum/maximum, items;
+// see CheckSchema). The designer renders its form from it and validation's
+// input_schema rule checks a node's static input against it.
+func (r *Registry) SetInputSchema(name string, schema map[string]any) {
+	r.mu.Lock()
+	r.input[name] = schema
+	r.mu.Unlock()
+}
+
+// InputSchema returns the schema declared with SetInputSchema.
+func (r *Registry) InputSchema(name string) (map[string]any, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.input[name]
+	return s, ok
+}
+
+// SetDescription gives a tool its one-line description (the designer and
+// GET /v1/tools show it).
+func (r *Registry) SetDescription(name, desc string) {
+	r.mu.Lock()
+	r.desc[name] = desc
+	r.mu.Unlock()
+}
+
+// Description returns the text given with SetDescription.
+func (r *Registry) Description(name string) string {
+	if r == nil {
+		return ""
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.desc[name]
+}
+
+// NodeSchemas returns the input_schema rule's schemas for tool and proc
+// nodes from the registry (ValidateOptions.Schemas); agent is consulted for
+// agent nodes (nil: none).
+func (r *Registry) NodeSchemas(agent func(name string) (input, config map[string]any)) NodeSchemas {
+	return func(nd *Node) (map[string]any, map[string]any) {
+		switch nd.Kind {
+		case KindTool:
+			in, _ := r.InputSchema(nd.Name)
+			return in, nil
+		case KindProc:
+			// config and input both feed the proc tool's fields
+			in, _ := r.InputSchema("proc")
+			return in, in
+		case KindAgent:
+			if agent != nil {
+				name := nd.Name
+				if name == "" {
+					name, _ = nd.Config["agent"].(string)
+				}
+				return agent(name)
+			}
+		}
+		return nil, nil
+	}
 }
 
 // Register adds or replaces a tool.

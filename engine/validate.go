@@ -74,6 +74,9 @@ package engine
 //	unknown_chain              error     a skill node calls a chain Resolve does not know
 //	skill_cycle                error     sub-chains call each other in a cycle (full path named)
 //	max_depth                  error     sub-chain nesting deeper than MaxDepth (full path named)
+//	input_schema               error     a node's static input (input, minus input_map keys) or config does not
+//	                                     fit its tool's or agent's schema (ValidateWith with Schemas); the
+//	                                     field path is named: input.ms: want a number, got "fast"
 //	test_name                  error     a test has no name, or shares it with another test
 //	test_unknown_node          error     a test's mocks, errors, ran, not_ran or expect[i].node names no node
 //	test_mock_router           error     a test mocks a branch or condition node
@@ -180,6 +183,9 @@ type ValidateOptions struct {
 	// ToolOutput returns the known shape of a tool's output (a small JSON
 	// Schema, see CheckShape), to check the tests' mocks; nil skips it.
 	ToolOutput func(name string) (map[string]any, bool)
+	// Schemas gives a node's input and config schemas (input_schema rule);
+	// nil skips the rule.
+	Schemas NodeSchemas
 	// SkipTests leaves the chain's test cases unchecked (the engine's own
 	// Prepare: a broken test never stops the chain from running).
 	SkipTests bool
@@ -227,6 +233,7 @@ type validator struct {
 	reached []bool                         // forward reachability from the roots
 	tgt     []int32                        // target node index per edge (-1: dangling)
 	bare    map[*expr.Expr]map[string]bool // names bare_word_comparison already reported, per expression
+	sc      schemaChecker                  // input_schema's checker, reused from node to node
 }
 
 const (
@@ -395,6 +402,7 @@ func (v *validator) run() {
 			v.checkRouting(i)
 		}
 		v.checkDataRefs(i)
+		v.checkInputSchema(i)
 	}
 	v.checkEdgeExprNames()
 	v.checkCycles()

@@ -178,14 +178,6 @@ func configJSON(n *engine.Node) string {
 	return pretty(n.Config)
 }
 
-func argvText(n *engine.Node) string {
-	if n.Config == nil || n.Config["argv"] == nil {
-		return ""
-	}
-	b, _ := json.Marshal(n.Config["argv"])
-	return string(b)
-}
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

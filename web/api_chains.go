@@ -92,6 +92,7 @@ func (s *Server) apiValidateOptions(c echo.Context) engine.ValidateOptions {
 		},
 		Tools:      reg.Has,
 		ToolOutput: reg.OutputSchema,
+		Schemas:    reg.NodeSchemas(s.agents.Schemas),
 	}
 }
 

@@ -90,6 +90,7 @@ func (s *Server) pageValidateOptions(c echo.Context) engine.ValidateOptions {
 		},
 		Tools:      reg.Has,
 		ToolOutput: reg.OutputSchema,
+		Schemas:    reg.NodeSchemas(s.agents.Schemas),
 		Limits:     s.cfg.Limits,
 	}
 }

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
@@ -160,25 +159,27 @@ type editorPropsRequest struct {
 	Doc *engine.Chain `json:"doc"`
 }
 
-// toolOptions are the tools a tool node can call: the registry's, described
-// from the built-in catalog.
+// toolOptions are the tools a tool node can call, each with its description
+// and input schema (GET /v1/tools' catalogue).
 func (s *Server) pageToolOptions() []views.ToolOption {
-	help := map[string]string{}
-	for _, t := range builtin.Catalog() {
-		help[t.Name] = t.Description
-	}
-	names := s.reg.Names()
-	sort.Strings(names)
-	out := make([]views.ToolOption, 0, len(names))
-	seen := map[string]bool{}
-	for _, n := range names {
-		seen[n] = true
-		out = append(out, views.ToolOption{Name: n, Help: help[n]})
-	}
-	for _, t := range builtin.Catalog() {
-		if !seen[t.Name] {
-			out = append(out, views.ToolOption{Name: t.Name, Help: t.Description + " (not enabled on this studio)"})
+	cat := s.toolCatalog()
+	out := make([]views.ToolOption, 0, len(cat))
+	for _, t := range cat {
+		help := t.Description
+		if !t.Enabled {
+			help += " (not enabled on this studio)"
 		}
+		out = append(out, views.ToolOption{Name: t.Name, Help: help, Schema: views.SchemaJSON(t.InputSchema)})
+	}
+	return out
+}
+
+// agentOptions are the agents an agent node can run, with their input schemas.
+func (s *Server) pageAgentOptions() []views.ToolOption {
+	list := s.agentTools()
+	out := make([]views.ToolOption, 0, len(list))
+	for _, a := range list {
+		out = append(out, views.ToolOption{Name: a.Name, Help: a.Description, Schema: views.SchemaJSON(a.InputSchema)})
 	}
 	return out
 }
@@ -195,6 +196,15 @@ func (s *Server) fragProps(c echo.Context) error {
 		switch req.Node.Kind {
 		case engine.KindTool:
 			pc.Tools = s.pageToolOptions()
+		case engine.KindProc:
+			for _, t := range s.toolCatalog() {
+				if t.Name == "proc" {
+					pc.ProcConfig = views.SchemaJSON(t.InputSchema)
+				}
+			}
+		case engine.KindAgent:
+			pc.Agents = s.pageAgentOptions()
+			pc.AgentConfig = views.SchemaJSON(agent.ConfigSchema())
 		case engine.KindSkill:
 			rows, _, err := s.db.ListChains(c.Request().Context(), store.ChainFilter{Limit: 1000})
 			if err != nil {

@@ -64,13 +64,13 @@ func TestPagePropsPerKind(t *testing.T) {
 	want := map[engine.Kind][]string{
 		engine.KindTool:      {`data-f="name"`, `value="echo"`, `data-f="input_map"`},
 		engine.KindSkill:     {`data-f="name"`},
-		engine.KindProc:      {`data-f="config.argv"`},
+		engine.KindProc:      {`data-f="config" data-t="form"`, `&#34;argv&#34;`},
 		engine.KindBranch:    {`data-f="condition"`, `hx-post="/fragments/expr"`},
 		engine.KindCondition: {`data-f="cases"`, `data-t="cases"`},
 		engine.KindMap:       {`data-f="items_path"`, `data-f="map_node"`},
 		engine.KindParallel:  {`data-f="branches"`, `data-t="list"`},
 		engine.KindInterrupt: {`data-f="config.prompt"`},
-		engine.KindAgent:     {`data-f="config"`},
+		engine.KindAgent:     {`data-f="config" data-t="form"`, `id="agent-select"`},
 	}
 	for kind, fields := range want {
 		body, _ := json.Marshal(map[string]any{"node": map[string]any{"node_id": "n1", "kind": kind, "label": "<b>hi</b>"}, "node_ids": []string{"n1", "n2"}})

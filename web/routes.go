@@ -39,6 +39,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/chains/:id/expr/preview", s.exprPreview) // issue #16: expression editor
 
 	v1.POST("/validate", s.validateDocument)
+	v1.GET("/tools", s.listTools) // the tool catalogue with schemas (api_tools.go)
 
 	v1.GET("/runs", s.listRuns)
 	v1.GET("/runs/:id", s.getRun)

@@ -177,3 +177,18 @@ func TestBackupWritesAUsableCopy(t *testing.T) {
 		t.Errorf("the copy lacks the chain: %v", err)
 	}
 }
+
+// TestValidateChecksToolInputs: `studio validate` checks a node's static
+// input against the built-in tool's schema and names the field.
+func TestValidateChecksToolInputs(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "wait.json")
+	doc := `{"name":"wait","nodes":[{"node_id":"pause","kind":"tool","name":"delay","input":{"ms":"fast"}}]}`
+	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := studio(t, "validate", f)
+	if code != exitFailed || !strings.Contains(out, `input.ms: want a number, got "fast" [input_schema]`) {
+		t.Errorf("exit %d, want %d and the input_schema issue:\n%s", code, exitFailed, out)
+	}
+}

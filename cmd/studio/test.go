@@ -53,6 +53,10 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{}))
 	reg.SetInline(builtin.Inline...)
+	for _, t := range builtin.Catalog() { // forms, GET /v1/tools, the input_schema rule
+		reg.SetInputSchema(t.Name, t.InputSchema)
+		reg.SetDescription(t.Name, t.Description)
+	}
 	for n, s := range builtin.OutputSchemas() {
 		reg.SetOutputSchema(n, s)
 	}

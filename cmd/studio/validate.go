@@ -39,10 +39,14 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailed
 	}
 	outputs := builtin.OutputSchemas() // the tests' mocks of built-in tools are checked against these
+	reg := engine.NewRegistry()        // schemas only: nothing runs here
+	for _, t := range builtin.Catalog() {
+		reg.SetInputSchema(t.Name, t.InputSchema)
+	}
 	issues := engine.ValidateWith(c, engine.ValidateOptions{Resolve: folderResolver(path), ToolOutput: func(name string) (map[string]any, bool) {
 		sc, ok := outputs[name]
 		return sc, ok
-	}})
+	}, Schemas: reg.NodeSchemas(nil)})
 	if *asJSON {
 		if issues == nil {
 			issues = []engine.Issue{}

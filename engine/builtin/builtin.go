@@ -89,74 +89,122 @@ func Tools(opts Options) map[string]tool.Func {
 	}
 }
 
-// Info describes a built-in tool for the designer's palette and `studio help`.
+// Info describes a built-in tool for the designer, GET /v1/tools and
+// `studio help`.
 type Info struct {
 	Name        string
 	Description string
-	// InputSchema is a small JSON-schema-like description of the input:
-	// {"type": "object", "properties": {field: {"type": ..., "description": ...}}, "required": [...]}.
+	// InputSchema is the JSON Schema of the input (type, properties,
+	// required, enum, default, description, minimum/maximum, items), which
+	// the host declares with engine.Registry.SetInputSchema.
 	InputSchema map[string]any
 }
 
-// Catalog lists the built-in tools, sorted by name.
+// Catalog lists the built-in tools, sorted by name. Each call builds fresh
+// maps, so a caller may keep or change them.
 func Catalog() []Info {
 	out := []Info{
-		{"echo", "Returns its input unchanged.", schema(nil)},
-		{"transform", "Reshapes data with a JMESPath expression.", schema([]string{"expression"},
-			field{"expression", "string", "JMESPath expression"},
-			field{"data", "any", "value to query (default: the whole input minus `expression`)"})},
-		{"template", "Renders a Go text/template to {\"text\": ...}.", schema([]string{"template"},
-			field{"template", "string", "Go text/template source"},
-			field{"data", "any", "value the template sees as `.` (default: the whole input minus `template`)"})},
-		{"http", "Makes an HTTP request; returns status, headers and body (4xx/5xx are not errors).", schema([]string{"url"},
-			field{"method", "string", "HTTP method (default GET)"},
-			field{"url", "string", "http:// or https:// URL"},
-			field{"headers", "object", "request headers, name → string value"},
-			field{"body", "any", "string sent as is, or any other value sent as JSON"},
-			field{"timeout", "number", "seconds; capped by the host's HTTP timeout"})},
-		{"delay", "Waits for a number of milliseconds, then returns its input.", schema([]string{"ms"},
-			field{"ms", "number", "milliseconds to wait (0 to 3600000)"})},
-		{"fail", "Fails with a message, optionally only until a given attempt (to try retry policies).", schema(nil,
-			field{"message", "string", "error message (default \"fail tool failed\")"},
-			field{"until_attempt", "number", "succeed from this 1-based attempt on"})},
-		{"interrupt", "Pauses the run until a person resumes it; returns the resume value.", schema(nil,
-			field{"prompt", "any", "what to ask (default: the whole input)"})},
-		{"read_file", "Reads a text file inside the workspace.", schema([]string{"path"},
-			field{"path", "string", "path relative to the workspace"})},
-		{"write_file", "Writes a file inside the workspace.", schema([]string{"path"},
-			field{"path", "string", "path relative to the workspace"},
-			field{"content", "any", "string written as is, any other value written as JSON"},
-			field{"append", "boolean", "append instead of replacing"},
-			field{"mkdir", "boolean", "create missing parent folders"})},
-		{"proc", "Runs an allowed program (no shell); returns stdout, stderr and exit_code.", schema([]string{"argv"},
-			field{"argv", "array", "program and arguments; argv[0] must be allowed by the host"},
-			field{"env", "object", "extra environment variables, each allowed by name by the host (only PATH is inherited)"},
-			field{"dir", "string", "working folder inside the workspace"},
-			field{"timeout", "number", "seconds before the program is killed"},
-			field{"stdin", "string", "text fed to standard input"})},
+		{"echo", "Returns its input unchanged.", object(nil)},
+		{"transform", "Reshapes data with a JMESPath expression.", object([]string{"expression"},
+			prop("expression", str("JMESPath expression, e.g. items[?price > `10`].name", 1)),
+			prop("data", anyOf("value to query (default: the whole input minus `expression`)")))},
+		{"template", "Renders a Go text/template to {\"text\": ...}.", object([]string{"template"},
+			prop("template", str("Go text/template source, e.g. Hello {{.name}}", 1)),
+			prop("data", anyOf("value the template sees as `.` (default: the whole input minus `template`)")))},
+		{"http", "Makes an HTTP request; returns status, headers and body (4xx/5xx are not errors).", object([]string{"url"},
+			prop("method", with(str("HTTP method", 0), "enum", []any{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}, "default", "GET")),
+			prop("url", str("http:// or https:// URL", 1)),
+			prop("headers", map[string]any{"type": "object", "description": "request headers, name → string value", "additionalProperties": map[string]any{"type": "string"}}),
+			prop("body", anyOf("string sent as is, or any other value sent as JSON")),
+			prop("timeout", with(num("seconds; capped by the host's HTTP timeout"), "exclusiveMinimum", 0.0, "default", DefaultHTTPTimeout.Seconds())))},
+		{"delay", "Waits for a number of milliseconds, then returns its input.", object([]string{"ms"},
+			prop("ms", with(num("milliseconds to wait (0 to 3600000, one hour)"), "minimum", 0.0, "maximum", float64(maxDelayMS))))},
+		{"fail", "Fails with a message, optionally only until a given attempt (to try retry policies).", object(nil,
+			prop("message", with(str("error message", 0), "default", "fail tool failed")),
+			prop("until_attempt", with(integer("succeed from this 1-based attempt on"), "minimum", 1.0)))},
+		{"interrupt", "Pauses the run until a person resumes it; returns the resume value.", object(nil,
+			prop("prompt", anyOf("what to ask (default: the whole input)")))},
+		{"read_file", "Reads a text file inside the workspace.", object([]string{"path"},
+			prop("path", str("path relative to the workspace", 1)))},
+		{"write_file", "Writes a file inside the workspace.", object([]string{"path"},
+			prop("path", str("path relative to the workspace", 1)),
+			prop("content", anyOf("string written as is, any other value written as JSON")),
+			prop("append", with(boolean("append instead of replacing"), "default", false)),
+			prop("mkdir", with(boolean("create missing parent folders"), "default", false)))},
+		{"proc", "Runs an allowed program (no shell); returns stdout, stderr and exit_code.", object([]string{"argv"},
+			prop("argv", map[string]any{"type": "array", "description": "program and arguments; argv[0] must be allowed by the host",
+				"items": map[string]any{"type": "string"}, "minItems": 1.0}),
+			prop("env", map[string]any{"type": "object", "description": "extra environment variables, each allowed by name by the host (only PATH is inherited)",
+				"additionalProperties": map[string]any{"type": "string"}}),
+			prop("dir", str("working folder inside the workspace", 0)),
+			prop("timeout", with(num("seconds before the program is killed"), "exclusiveMinimum", 0.0)),
+			prop("stdin", str("text fed to standard input", 0)))},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-type field struct{ name, typ, desc string }
-
-func schema(required []string, fields ...field) map[string]any {
-	props := map[string]any{}
-	for _, f := range fields {
-		p := map[string]any{"description": f.desc}
-		if f.typ != "any" {
-			p["type"] = f.typ
-		}
-		props[f.name] = p
+// InputSchemas maps each built-in tool to its input schema (from Catalog),
+// for engine.Registry.SetInputSchema.
+func InputSchemas() map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, t := range Catalog() {
+		out[t.Name] = t.InputSchema
 	}
-	s := map[string]any{"type": "object", "properties": props}
+	return out
+}
+
+type property struct {
+	name   string
+	schema map[string]any
+}
+
+func prop(name string, schema map[string]any) property { return property{name, schema} }
+
+// object is an object schema with the properties in order ("x-order" keeps
+// the order for forms: JSON objects have none).
+func object(required []string, props ...property) map[string]any {
+	m := map[string]any{}
+	order := make([]any, 0, len(props))
+	for _, p := range props {
+		m[p.name] = p.schema
+		order = append(order, p.name)
+	}
+	s := map[string]any{"type": "object", "properties": m, "x-order": order}
 	if len(required) > 0 {
 		req := make([]any, len(required))
 		for i, r := range required {
 			req[i] = r
 		}
 		s["required"] = req
+	}
+	return s
+}
+
+func str(desc string, minLen int) map[string]any {
+	s := map[string]any{"type": "string", "description": desc}
+	if minLen > 0 {
+		s["minLength"] = float64(minLen)
+	}
+	return s
+}
+
+func num(desc string) map[string]any { return map[string]any{"type": "number", "description": desc} }
+
+func integer(desc string) map[string]any {
+	return map[string]any{"type": "integer", "description": desc}
+}
+
+func boolean(desc string) map[string]any {
+	return map[string]any{"type": "boolean", "description": desc}
+}
+
+func anyOf(desc string) map[string]any { return map[string]any{"description": desc} }
+
+// with adds keyword/value pairs to a schema.
+func with(s map[string]any, kv ...any) map[string]any {
+	for i := 0; i+1 < len(kv); i += 2 {
+		s[kv[i].(string)] = kv[i+1]
 	}
 	return s
 }

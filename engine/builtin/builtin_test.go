@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine/tool"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // wantErr checks that err is non-nil and contains every fragment.
@@ -220,4 +221,46 @@ func TestInterrupt(t *testing.T) {
 			t.Fatalf("out, err = %#v, %v; want nil, nil", out, err)
 		}
 	})
+}
+
+// TestCatalogSchemasAreJSONSchema: every input schema compiles as JSON
+// Schema 2020-12, and what it declares agrees with what the tool does.
+func TestCatalogSchemasAreJSONSchema(t *testing.T) {
+	t.Parallel()
+	for _, info := range Catalog() {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		if err := c.AddResource(info.Name+".json", info.InputSchema); err != nil {
+			t.Fatalf("%s: %v", info.Name, err)
+		}
+		if _, err := c.Compile(info.Name + ".json"); err != nil {
+			t.Errorf("%s: not a JSON Schema: %v", info.Name, err)
+		}
+		props := info.InputSchema["properties"].(map[string]any)
+		order, _ := info.InputSchema["x-order"].([]any)
+		if len(order) != len(props) {
+			t.Errorf("%s: x-order %v does not list every property", info.Name, order)
+		}
+		for k, p := range props {
+			if d, _ := p.(map[string]any)["description"].(string); d == "" {
+				t.Errorf("%s.%s has no description", info.Name, k)
+			}
+		}
+	}
+	// the bounds the schema states are the tool's own
+	delay := InputSchemas()["delay"]["properties"].(map[string]any)["ms"].(map[string]any)
+	tools := Tools(Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tools["delay"](ctx, map[string]any{"ms": delay["maximum"].(float64) + 1}, nil); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("delay above the schema's maximum: %v", err)
+	}
+	if _, err := tools["delay"](ctx, map[string]any{"ms": delay["minimum"].(float64) - 1}, nil); err == nil || !strings.Contains(err.Error(), ">= 0") {
+		t.Errorf("delay below the schema's minimum: %v", err)
+	}
+	// each call builds fresh maps: a caller's change never leaks
+	InputSchemas()["delay"]["type"] = "changed"
+	if InputSchemas()["delay"]["type"] != "object" {
+		t.Error("Catalog shares its maps between calls")
+	}
 }

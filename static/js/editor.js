@@ -552,6 +552,7 @@
     performance.mark('studio:props-fetched');
     if (seq !== propsSeq) return; // a newer selection won
     propsEl.innerHTML = html;
+    if (window.StudioForms) window.StudioForms.mount(propsEl); // forms from schemas (forms.js)
     performance.mark('studio:props-html');
     if (window.htmx) window.htmx.process(propsEl);
     if (focusPropsNext) {
@@ -583,6 +584,11 @@
           o[k] = v;
         }
         return Object.keys(o).length ? o : undefined;
+      }
+      case 'form': { // forms from schemas (forms.js)
+        if (!window.StudioForms) return INVALID; // not loaded: leave the value as it is
+        const v = window.StudioForms.read(el);
+        return v === window.StudioForms.INVALID ? INVALID : v;
       }
       case 'cases': {
         const out = [];
@@ -620,8 +626,8 @@
   let lastPropField = '';
   // fieldOf names the field an element edits (a key/value row counts as its field).
   function fieldOf(el) {
-    const f = el.closest('[data-f]');
-    return f ? f.dataset.f : '';
+    const f = el.closest('[data-path], [data-f]'); // data-path: a schema form's field (forms.js)
+    return f ? f.dataset.path || f.dataset.f : '';
   }
   function applyProps(source) {
     const panel = propsEl.querySelector('.props');
