@@ -115,6 +115,7 @@ func domainError(err error) *APIError {
 		un   *engine.UnknownNodeError
 		busy *runs.BusyError
 		nre  *engine.NodeRunError
+		xe   *engine.ExtractError
 	)
 	switch {
 	case err == nil:
@@ -148,6 +149,9 @@ func domainError(err error) *APIError {
 			details["from_run"] = nre.FromRun
 		}
 		return apiError(kind, nre.Code(), nre.Error(), details)
+	case errors.As(err, &xe):
+		return apiError(EINVALID, "extract_refused", xe.Error(),
+			map[string]any{"node_id": xe.NodeID, "edge_id": xe.EdgeID, "field": xe.Field})
 	case errors.As(err, &re): // before ChainCheckpointError: a resume error is one too
 		return apiError(EINVALID, engine.CodeResume, re.Error(), nil)
 	case errors.As(err, &ar):

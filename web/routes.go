@@ -37,6 +37,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/chains/:id/tests/run", s.runChainTests)
 	v1.GET("/chains/:id/expr/context", s.exprContext)  // issue #16: expression editor
 	v1.POST("/chains/:id/expr/preview", s.exprPreview) // issue #16: expression editor
+	v1.POST("/chains/:id/extract", s.extractChain)     // issue #16: extract to sub-chain
 
 	v1.POST("/validate", s.validateDocument)
 	v1.GET("/tools", s.listTools) // the tool catalogue with schemas (api_tools.go)

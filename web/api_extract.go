@@ -1,0 +1,91 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// maxExtractNodes bounds the selection of one extract request.
+const maxExtractNodes = 10000
+
+// extractBody is POST /v1/chains/{id}/extract's body. Doc is the editor's
+// current document (it may hold unsaved edits); without it the saved
+// document is used.
+type extractBody struct {
+	Nodes []string        `json:"nodes"`
+	Name  string          `json:"name"`
+	Doc   json.RawMessage `json:"doc"`
+}
+
+// POST /v1/chains/{id}/extract: moves the selected nodes into a new chain
+// (created here) and returns the parent rewritten with one skill node in
+// their place, for the editor to apply and save as one edit. The new chain
+// is created only when both documents validate, so a refusal writes nothing.
+func (s *Server) extractChain(c echo.Context) error {
+	ctx := c.Request().Context()
+	var body extractBody
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	if len(body.Nodes) > maxExtractNodes {
+		return apiError(EBADREQUEST, "too_many_nodes", fmt.Sprintf("nodes: at most %d, got %d", maxExtractNodes, len(body.Nodes)), nil)
+	}
+	ch, err := s.db.GetChain(ctx, c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	doc := ch.Doc
+	if len(body.Doc) > 0 && string(body.Doc) != "null" {
+		if doc, _, err = s.decodeDocumentBytes(body.Doc); err != nil {
+			return err
+		}
+	}
+	if err := checkName(body.Name); err != nil {
+		return err
+	}
+	parent, sub, err := engine.Extract(doc, body.Nodes, body.Name)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.ResolveChain(ctx, sub.Name); err == nil {
+		return apiError(ECONFLICT, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", sub.Name), map[string]any{"name": sub.Name})
+	}
+	opts := s.apiValidateOptions(c)
+	if issues := engine.ValidateWith(sub, opts); engine.HasErrors(issues) {
+		return extractInvalid("the new chain", issues)
+	}
+	resolve := opts.Resolve
+	opts.Resolve = func(name string) (*engine.Chain, bool) {
+		if name == sub.Name {
+			return sub, true
+		}
+		return resolve(name)
+	}
+	if issues := engine.ValidateWith(parent, opts); engine.HasErrors(issues) {
+		return extractInvalid("this chain after the extract", issues)
+	}
+	created, err := s.db.CreateChain(ctx, sub, fmt.Sprintf("extracted from %q", doc.Name))
+	if err != nil {
+		return storeErr(err, "chain")
+	}
+	return c.JSON(http.StatusCreated, map[string]any{
+		"parent": parent,
+		"chain":  toChainJSON(created),
+	})
+}
+
+// extractInvalid names the first validation error that stops an extract.
+func extractInvalid(which string, issues []engine.Issue) error {
+	for _, is := range issues {
+		if is.Severity == engine.SeverityError {
+			return apiError(EINVALID, "extract_refused", fmt.Sprintf("extract: %s would not validate: %s", which, is.Message),
+				map[string]any{"node_id": is.NodeID, "edge_id": is.EdgeID, "field": is.Field, "issues": issues})
+		}
+	}
+	return nil
+}
