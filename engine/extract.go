@@ -92,32 +92,6 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 		}
 	}
 
-	// Expressions inside the selection run in the sub-chain, whose input is
-	// the skill node's input and whose state and nodes are its own.
-	for _, n := range src.Nodes {
-		if !in[n.ID] {
-			continue
-		}
-		if len(n.SetState) > 0 {
-			return nil, nil, &ExtractError{NodeID: n.ID, Field: "set_state", Msg: "a sub-chain has its own state, so state set inside it would not reach this chain"}
-		}
-		if n.Kind == KindInterrupt {
-			return nil, nil, &ExtractError{NodeID: n.ID, Msg: "an interrupt node pauses this run; it cannot move into a sub-chain"}
-		}
-		for _, x := range nodeExprs(&n) {
-			for _, r := range refsOf(x.src) {
-				switch {
-				case r.ctx == "input" || r.ctx == "trigger":
-					return nil, nil, &ExtractError{NodeID: n.ID, Field: x.field, Msg: fmt.Sprintf("%q reads the run's input, which the sub-chain would not see", x.src)}
-				case r.ctx == "state":
-					return nil, nil, &ExtractError{NodeID: n.ID, Field: x.field, Msg: fmt.Sprintf("%q reads the run's state, which the sub-chain would not see", x.src)}
-				case r.node != "" && !in[r.node] && hasNode(idx, r.node):
-					return nil, nil, &ExtractError{NodeID: n.ID, Field: x.field, Msg: fmt.Sprintf("%q reads node %q, which stays outside the selection", x.src, r.node)}
-				}
-			}
-		}
-	}
-
 	var internal, entering, leaving, outside []Edge
 	for _, e := range src.Edges {
 		switch {
@@ -132,6 +106,33 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 		}
 		if in[e.Source] != in[e.Target] && e.IsLoop() {
 			return nil, nil, &ExtractError{EdgeID: e.ID, Msg: "a loop edge may not cross the selection's border"}
+		}
+	}
+
+	// Expressions inside the selection run in the sub-chain, whose input is
+	// the skill node's input and whose state and nodes are its own. The
+	// skill node's input is the run's input only when nothing feeds it.
+	for _, n := range src.Nodes {
+		if !in[n.ID] {
+			continue
+		}
+		if len(n.SetState) > 0 {
+			return nil, nil, &ExtractError{NodeID: n.ID, Field: "set_state", Msg: "a sub-chain has its own state, so state set inside it would not reach this chain"}
+		}
+		if n.Kind == KindInterrupt {
+			return nil, nil, &ExtractError{NodeID: n.ID, Msg: "an interrupt node pauses this run; it cannot move into a sub-chain"}
+		}
+		for _, x := range nodeExprs(&n) {
+			for _, r := range refsOf(x.src) {
+				switch {
+				case (r.ctx == "input" || r.ctx == "trigger") && len(entering) > 0:
+					return nil, nil, &ExtractError{NodeID: n.ID, Field: x.field, Msg: fmt.Sprintf("%q reads the run's input, which the sub-chain would not see", x.src)}
+				case r.ctx == "state":
+					return nil, nil, &ExtractError{NodeID: n.ID, Field: x.field, Msg: fmt.Sprintf("%q reads the run's state, which the sub-chain would not see", x.src)}
+				case r.node != "" && !in[r.node] && hasNode(idx, r.node):
+					return nil, nil, &ExtractError{NodeID: n.ID, Field: x.field, Msg: fmt.Sprintf("%q reads node %q, which stays outside the selection", x.src, r.node)}
+				}
+			}
 		}
 	}
 

@@ -51,35 +51,9 @@ func TestExtractLinearKeepsFinalOutput(t *testing.T) {
 		t.Error("Extract modified its argument")
 	}
 
-	// Same final output before and after, the sub-chain run as a skill.
-	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{}))
-	resolve := func(_ context.Context, name string) (*engine.Chain, error) {
-		if name == sub.Name {
-			return sub, nil
-		}
-		return nil, fmt.Errorf("no chain %q", name)
-	}
-	eng := engine.New(engine.Options{Registry: reg, Sink: &engine.MemorySink{}, Checkpointer: engine.NewMemoryCheckpointer(), Chains: resolve})
-	for _, ch := range []*engine.Chain{sub, parent} {
-		if is := engine.ValidateWith(ch, engine.ValidateOptions{Resolve: func(n string) (*engine.Chain, bool) { s, err := resolve(nil, n); return s, err == nil }}); engine.HasErrors(is) {
-			t.Fatalf("%s does not validate: %v", ch.Name, is)
-		}
-	}
-	in := map[string]any{"n": 7.0}
-	before, err := eng.Run(context.Background(), c, in, engine.RunOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := eng.Run(context.Background(), parent, in, engine.RunOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.Status != engine.StatusCompleted || js(after.FinalOutput) != js(before.FinalOutput) {
-		t.Errorf("after = %s %s, before = %s", after.Status, js(after.FinalOutput), js(before.FinalOutput))
-	}
-	if js(before.FinalOutput) != `{"got":7,"tag":"c"}` {
-		t.Errorf("before = %s", js(before.FinalOutput))
+	before := sameFinalOutput(t, c, parent, sub)
+	if js(before) != `{"got":7,"tag":"c"}` {
+		t.Errorf("before = %s", js(before))
 	}
 }
 
@@ -96,7 +70,7 @@ func TestExtractRefuses(t *testing.T) {
 			[]string{"b", "c"}, "x", `"b.output.v" reads node "b"`, "d"},
 		{"downstream reads a hidden node by steps", strings.Replace(extractLinear, `"tag":"c.output.tag"`, `"tag":"steps.b.output"`, 1),
 			[]string{"b", "c"}, "x", `reads node "b"`, "d"},
-		{"inside reads the run input", extractLinear, []string{"a", "b"}, "x", `"input.n" reads the run's input`, "a"},
+		{"inside reads the run input while fed", strings.Replace(extractLinear, `"from_b":"b.output.v"`, `"from_b":"b.output.v","n":"input.n"`, 1), []string{"b", "c"}, "x", `"input.n" reads the run's input`, "c"},
 		{"inside reads a node left outside", extractLinear, []string{"c", "d"}, "x", `reads node "b", which stays outside`, "c"},
 		{"entry reads its feeder by id", strings.Replace(extractLinear, `"name":"echo","position":{"x":200`, `"name":"echo","input_map":{"v":"a.output.v"},"position":{"x":200`, 1),
 			[]string{"b", "c"}, "x", `"a.output.v" reads node "a"`, "b"},
@@ -150,4 +124,52 @@ func TestExtractSharedEntryAndEntryNode(t *testing.T) {
 	if p2.EntryNode != "j" || len(p2.Nodes) != 1 || p2.Nodes[0].Kind != engine.KindSkill {
 		t.Errorf("whole chain extract = %+v", p2)
 	}
+}
+
+// sameFinalOutput validates parent and sub, runs c and parent (with sub as
+// its skill) on the same input, and fails unless both end the same.
+func sameFinalOutput(t *testing.T, c, parent, sub *engine.Chain) any {
+	t.Helper()
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{}))
+	resolve := func(_ context.Context, name string) (*engine.Chain, error) {
+		if name == sub.Name {
+			return sub, nil
+		}
+		return nil, fmt.Errorf("no chain %q", name)
+	}
+	eng := engine.New(engine.Options{Registry: reg, Sink: &engine.MemorySink{}, Checkpointer: engine.NewMemoryCheckpointer(), Chains: resolve})
+	for _, ch := range []*engine.Chain{sub, parent} {
+		if is := engine.ValidateWith(ch, engine.ValidateOptions{Resolve: func(n string) (*engine.Chain, bool) { s, err := resolve(nil, n); return s, err == nil }}); engine.HasErrors(is) {
+			t.Fatalf("%s does not validate: %v", ch.Name, is)
+		}
+	}
+	in := map[string]any{"n": 7.0}
+	before, err := eng.Run(context.Background(), c, in, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := eng.Run(context.Background(), parent, in, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status != engine.StatusCompleted || js(after.FinalOutput) != js(before.FinalOutput) {
+		t.Errorf("after = %s %s, before = %s", after.Status, js(after.FinalOutput), js(before.FinalOutput))
+	}
+	return before.FinalOutput
+}
+
+// A selection nothing feeds starts from the run's input, so its nodes may
+// read `input`: the skill node, now a root, passes the run input on.
+func TestExtractRootsKeepRunInput(t *testing.T) {
+	t.Parallel()
+	c := mustDecode(t, extractLinear)
+	parent, sub, err := engine.Extract(c, []string{"a", "b"}, "head")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent.Nodes[0].ID != "b" || parent.Nodes[0].Kind != engine.KindSkill {
+		t.Errorf("parent nodes = %+v", parent.Nodes)
+	}
+	sameFinalOutput(t, c, parent, sub)
 }

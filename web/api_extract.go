@@ -48,12 +48,12 @@ func (s *Server) extractChain(c echo.Context) error {
 	if err := checkName(body.Name); err != nil {
 		return err
 	}
+	if _, err := s.db.ResolveChain(ctx, body.Name); err == nil {
+		return apiError(ECONFLICT, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", body.Name), map[string]any{"name": body.Name})
+	}
 	parent, sub, err := engine.Extract(doc, body.Nodes, body.Name)
 	if err != nil {
 		return err
-	}
-	if _, err := s.db.ResolveChain(ctx, sub.Name); err == nil {
-		return apiError(ECONFLICT, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", sub.Name), map[string]any{"name": sub.Name})
 	}
 	opts := s.apiValidateOptions(c)
 	if issues := engine.ValidateWith(sub, opts); engine.HasErrors(issues) {
