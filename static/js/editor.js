@@ -533,7 +533,8 @@
     } else if (sel.length > 1) {
       propsEl.replaceChildren(Studio.el('div', { class: 'props' },
         Studio.el('h2', { text: sel.length + ' selected' }),
-        Studio.el('p', { class: 'hint', text: 'Connect (C) joins the selected nodes one after another, in the order you selected them (Ctrl+A: list order), skipping pairs already connected and any edge that would close a cycle. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too. Each is one undo step.' })));
+        Studio.el('p', { class: 'hint', text: 'Connect (C) joins the selected nodes one after another, in the order you selected them (Ctrl+A: list order), skipping pairs already connected and any edge that would close a cycle. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too. Each is one undo step.' }),
+        Studio.el('button', { type: 'button', id: 'btn-extract', title: 'Extract to sub-chain (E)', text: 'Extract to sub-chain…' }))); // extract.js
       return;
     } else {
       if (propsEl.dataset.initial === 'chain') {
@@ -1152,7 +1153,7 @@
     // progressive opening is measured here, not raced from outside
     window.__studio.nodesAtReady = cy.nodes().length;
     // ---- canvas navigation (navigate.js, issue #16): what it may call ----
-    Object.assign(window.__studio, { mutate, addNode, addEdge, copySelection, paste, deleteSelection, flash, hideHandle, nodeById });
+    Object.assign(window.__studio, { mutate, addNode, addEdge, copySelection, paste, deleteSelection, flash, hideHandle, nodeById, rebuild });
     root.dispatchEvent(new CustomEvent('studio:ready'));
     Studio.startLoading(cy);
   }

@@ -20,6 +20,7 @@
     ['Arrow keys', 'Move the selected nodes (Shift: ten times as far)'],
     ['C', 'Connect: one node selected picks the target by name; several join in selection order'],
     ['Ctrl+D', 'Duplicate the selected nodes'],
+    ['E', 'Extract the selected nodes to a new sub-chain (asks its name; a skill node takes their place)'],
     ['N', 'Add a sticky note in the middle of the view (drag it by its top bar)'],
     ['Ctrl+A', 'Select every node'],
     ['Delete', 'Delete the selection'],

@@ -1,0 +1,102 @@
+// Extract to sub-chain (issue #16): the selected nodes move into a new
+// chain and one skill node takes their place. The server does the rewrite
+// and refuses what it cannot do faithfully (POST /v1/chains/{id}/extract,
+// engine/extract.go); it creates the new chain only when both documents
+// validate. Here we ask the name, send the editor's current document, and
+// apply the rewritten parent as one undo step, saved like any edit.
+'use strict';
+(function () {
+  const Studio = window.Studio;
+  const root = document.getElementById('editor');
+  if (!root) return;
+  const S = () => window.__studio;
+  const chainId = root.dataset.chainId;
+
+  function selectedIds() {
+    const cy = S().cy;
+    const sel = new Set(cy.nodes(':selected').not('.eh-handle').map((n) => n.id()));
+    // document order, so the new chain lists its nodes as this one did
+    return S().doc.nodes.map((n) => n.node_id).filter((id) => sel.has(id));
+  }
+
+  let dlg = null;
+  function open() {
+    const ids = selectedIds();
+    if (!ids.length) { S().flash('Select the nodes to extract first.'); return; }
+    if (!dlg) {
+      const input = Studio.el('input', { type: 'text', id: 'extract-name', name: 'name', required: '', maxlength: '200', autocomplete: 'off', spellcheck: 'false' });
+      const err = Studio.el('div', { id: 'extract-error', role: 'alert' });
+      const form = Studio.el('form', { method: 'dialog' },
+        Studio.el('h2', { id: 'extract-title' }),
+        Studio.el('p', { class: 'hint', id: 'extract-hint' }),
+        Studio.el('label', { for: 'extract-name', text: 'Name of the new chain' }), input, err,
+        Studio.el('div', { class: 'dialog-actions' },
+          Studio.el('button', { type: 'submit', class: 'primary', id: 'extract-ok', text: 'Extract' }),
+          Studio.el('button', { type: 'button', class: 'close-dialog', text: 'Cancel' })));
+      dlg = Studio.el('dialog', { id: 'extract-dialog', 'aria-labelledby': 'extract-title' }, form);
+      root.append(dlg);
+      dlg.querySelector('.close-dialog').addEventListener('click', () => dlg.close());
+      form.addEventListener('submit', (e) => { e.preventDefault(); submit(); });
+    }
+    dlg.ids = ids;
+    dlg.querySelector('#extract-title').textContent = 'Extract ' + ids.length + ' node' + (ids.length === 1 ? '' : 's') + ' to a sub-chain';
+    dlg.querySelector('#extract-hint').textContent = 'A new chain gets ' + ids.join(', ') + ' and the edges among them; one skill node calling it takes their place here.';
+    dlg.querySelector('#extract-error').replaceChildren();
+    const input = dlg.querySelector('#extract-name');
+    input.value = '';
+    dlg.showModal();
+    input.focus();
+  }
+
+  async function submit() {
+    const input = dlg.querySelector('#extract-name');
+    const ok = dlg.querySelector('#extract-ok');
+    const err = dlg.querySelector('#extract-error');
+    const name = input.value.trim();
+    if (!name) { err.replaceChildren(Studio.el('div', { class: 'form-error', text: 'Give the new chain a name.' })); input.focus(); return; }
+    ok.disabled = true;
+    let res, data;
+    try {
+      res = await fetch('/v1/chains/' + encodeURIComponent(chainId) + '/extract', {
+        method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ nodes: dlg.ids, name, doc: S().doc }),
+      });
+      data = await res.json().catch(() => ({}));
+    } catch (e) {
+      res = { ok: false, status: 0 };
+      data = { error: { message: 'The studio did not answer: ' + e.message } };
+    } finally { ok.disabled = false; }
+    if (!res.ok) {
+      const msg = (data.error && data.error.message) || ('HTTP ' + res.status);
+      err.replaceChildren(Studio.el('div', { class: 'form-error' }, Studio.el('strong', { text: 'Not extracted' }), Studio.el('pre', { text: msg })));
+      input.focus();
+      return;
+    }
+    dlg.close();
+    const parent = data.parent;
+    const skill = parent.nodes.find((n) => n.kind === 'skill' && n.name === data.chain.name && dlg.ids.includes(n.node_id));
+    // one undo step: the whole document is replaced in place (the editor
+    // keeps its reference to it)
+    S().mutate(() => {
+      const doc = S().doc;
+      for (const k of Object.keys(doc)) delete doc[k];
+      Object.assign(doc, parent);
+    });
+    S().rebuild();
+    const cy = S().cy;
+    cy.$(':selected').unselect();
+    if (skill) cy.getElementById(skill.node_id).select();
+    S().flash('Extracted ' + dlg.ids.length + ' node(s) into chain "' + data.chain.name + '"');
+  }
+
+  Studio.extractSelection = open;
+  document.addEventListener('click', (e) => { if (e.target.closest('#btn-extract')) open(); });
+  document.addEventListener('keydown', (e) => {
+    const st = S();
+    if (!st || !st.mutate || e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+    if (document.querySelector('dialog[open]')) return;
+    if (e.key === 'e' || e.key === 'E') { e.preventDefault(); open(); }
+  });
+})();
