@@ -238,7 +238,7 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 
 	// Build the parent: the skill node where the exit was.
 	exitNode := src.Nodes[idx[exit]]
-	skill := Node{ID: exit, Kind: KindSkill, Name: name, Label: name,
+	skill := Node{ID: exit, Kind: KindSkill, Name: name,
 		Routing: exitNode.Routing, Dispatch: exitNode.Dispatch, Reachable: exitNode.Reachable}
 	if np > 0 {
 		skill.Position = &Position{X: sx / float64(np), Y: sy / float64(np)}
