@@ -150,6 +150,9 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 			exits = append(exits, n.ID)
 		}
 	}
+	if len(exits) == 0 {
+		return nil, nil, &ExtractError{Field: "nodes", Msg: "the selection has no last node (each selected node leads to another, e.g. through a loop edge); a sub-chain returns the output of its one last node"}
+	}
 	if len(exits) != 1 {
 		return nil, nil, &ExtractError{Field: "nodes", Msg: fmt.Sprintf("the selection must end in exactly one node, it ends in %d (%s); a sub-chain returns one output", len(exits), quoteList(exits))}
 	}

@@ -80,6 +80,8 @@ func TestExtractRefuses(t *testing.T) {
 			"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"},{"source":"b","target":"d"}]}`, []string{"b", "c"}, "x", `only its last node "c"`, "b"},
 		{"entries fed differently", `{"name":"p","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"z","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"},{"node_id":"j","kind":"tool","name":"echo"}],
 			"edges":[{"source":"a","target":"b"},{"source":"z","target":"c"},{"source":"b","target":"j"},{"source":"c","target":"j"}]}`, []string{"b", "c", "j"}, "x", `fed differently from "b"`, "c"},
+		{"loop inside", `{"name":"p","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"}],
+			"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"},{"source":"c","target":"b","max_iterations":2}]}`, []string{"b", "c"}, "x", "no last node", ""},
 		{"set_state inside", strings.Replace(extractLinear, `"input":{"tag":"c"}`, `"input":{"tag":"c"},"set_state":{"k":"output"}`, 1),
 			[]string{"b", "c"}, "x", "own state", "c"},
 		{"unknown node", extractLinear, []string{"b", "nope"}, "x", "no such node", "nope"},
