@@ -157,6 +157,12 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 		return nil, nil, &ExtractError{Field: "nodes", Msg: fmt.Sprintf("the selection must end in exactly one node, it ends in %d (%s); a sub-chain returns one output", len(exits), quoteList(exits))}
 	}
 	exit := exits[0]
+	switch m := src.Nodes[idx[exit]].OnError; m {
+	case OnErrorSkip, OnErrorContinue:
+		// a failure would end the sub-run differently from this run; the
+		// skill node can carry it instead, after the extract
+		return nil, nil, &ExtractError{NodeID: exit, Field: "on_error", Msg: fmt.Sprintf("the selection's last node has on_error %q; set it on the skill node after extracting instead", m)}
+	}
 	for _, e := range leaving {
 		if e.Source != exit {
 			return nil, nil, &ExtractError{NodeID: e.Source, EdgeID: e.ID, Msg: fmt.Sprintf("leaves the selection from %q, but only its last node %q can pass its output on", e.Source, exit)}
@@ -226,7 +232,9 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 	}
 
 	// Build the sub-chain.
-	sub = &Chain{Name: name, Description: fmt.Sprintf("Extracted from %q.", c.Name), StrictConditions: src.StrictConditions}
+	// the sub-run keeps the rules its nodes ran under
+	sub = &Chain{Name: name, Description: fmt.Sprintf("Extracted from %q.", c.Name), StrictRouting: src.StrictRouting,
+		StrictConditions: src.StrictConditions, Timeout: src.Timeout, MaxConcurrency: src.MaxConcurrency}
 	var sx, sy float64
 	var np int
 	for _, n := range src.Nodes {

@@ -13,7 +13,7 @@ import (
 
 // linear: a → b → c → d; b takes what a passed on, c reads b by id, and d
 // reads c by id (the reference that must survive the extract).
-const extractLinear = `{"name":"parent","nodes":[
+const extractLinear = `{"name":"parent","timeout":60,"strict_routing":true,"nodes":[
  {"node_id":"a","kind":"tool","name":"echo","input_map":{"v":"input.n"},"position":{"x":0,"y":0}},
  {"node_id":"b","kind":"tool","name":"echo","position":{"x":200,"y":0}},
  {"node_id":"c","kind":"tool","name":"echo","input":{"tag":"c"},"input_map":{"from_b":"b.output.v"},"position":{"x":400,"y":0}},
@@ -44,7 +44,7 @@ func TestExtractLinearKeepsFinalOutput(t *testing.T) {
 	if got := strings.Join(es, ","); got != "a>c|,c>d|output.tag == 'c'" {
 		t.Errorf("parent edges = %s", got)
 	}
-	if len(sub.Nodes) != 2 || len(sub.Edges) != 1 || sub.Edges[0].Source != "b" || sub.Name != "inner" {
+	if len(sub.Nodes) != 2 || len(sub.Edges) != 1 || sub.Edges[0].Source != "b" || sub.Name != "inner" || sub.Timeout != 60 || !sub.StrictRouting {
 		t.Errorf("sub = %+v", sub)
 	}
 	if c.Nodes[1].ID != "b" || len(c.Edges) != 3 {
@@ -82,6 +82,8 @@ func TestExtractRefuses(t *testing.T) {
 			"edges":[{"source":"a","target":"b"},{"source":"z","target":"c"},{"source":"b","target":"j"},{"source":"c","target":"j"}]}`, []string{"b", "c", "j"}, "x", `fed differently from "b"`, "c"},
 		{"loop inside", `{"name":"p","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"}],
 			"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"},{"source":"c","target":"b","max_iterations":2}]}`, []string{"b", "c"}, "x", "no last node", ""},
+		{"exit skips its failure", strings.Replace(extractLinear, `"input":{"tag":"c"}`, `"input":{"tag":"c"},"on_error":"skip"`, 1),
+			[]string{"b", "c"}, "x", `on_error "skip"`, "c"},
 		{"set_state inside", strings.Replace(extractLinear, `"input":{"tag":"c"}`, `"input":{"tag":"c"},"set_state":{"k":"output"}`, 1),
 			[]string{"b", "c"}, "x", "own state", "c"},
 		{"unknown node", extractLinear, []string{"b", "nope"}, "x", "no such node", "nope"},
