@@ -121,3 +121,28 @@ test('extract two nodes to a sub-chain: one skill node, both valid, same run out
   await page.waitForFunction(() => window.__studio.cy.nodes().not('.eh-handle').length === 4);
   await page.done();
 });
+
+test('a selection whose hidden node is read downstream is refused, naming the node and expression', async () => {
+  const doc = chainDoc('extract-refused-' + uniq());
+  doc.nodes[3].input_map = { got: 'b.output.v' };
+  const ch = await api('POST', '/v1/chains', doc);
+  const page = await open('/chains/' + ch.id);
+  await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
+  // select b and c, then the panel's button
+  await page.evaluate(() => { const cy = window.__studio.cy; cy.getElementById('b').select(); cy.getElementById('c').select(); });
+  await page.locator('#btn-extract').click();
+  await page.fill('#extract-name', 'never-' + uniq());
+  await page.keyboard.press('Enter');
+  const err = page.locator('#extract-error');
+  await err.getByText('node "d"').waitFor();
+  assert.match(await err.textContent(), /input_map\.got: "b\.output\.v" reads node "b"/);
+  await page.screenshot({ path: join(SHOTS, 'extract-4-hidden-read.png') });
+  const i = page.errors.findIndex((e) => e.includes('status of 422'));
+  assert.ok(i >= 0);
+  page.errors.splice(i, 1);
+  // Esc closes the dialog; nothing changed
+  await page.keyboard.press('Escape');
+  await page.locator('#extract-dialog').waitFor({ state: 'hidden' });
+  assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 4);
+  await page.done();
+});
