@@ -100,30 +100,8 @@ type exprGraph struct {
 }
 
 func fieldGraph(c *Chain) *exprGraph {
-	g := &exprGraph{idx: make(map[string]int, len(c.Nodes)), owners: make([][]attachment, len(c.Nodes))}
-	for i := range c.Nodes {
-		if _, dup := g.idx[c.Nodes[i].ID]; !dup {
-			g.idx[c.Nodes[i].ID] = i
-		}
-	}
-	for i := range c.Nodes {
-		nd := &c.Nodes[i]
-		attach := func(id, rel string) {
-			if j, ok := g.idx[id]; ok && id != "" {
-				g.owners[j] = append(g.owners[j], attachment{owner: i, rel: rel})
-			}
-		}
-		if nd.Kind == KindMap {
-			attach(nd.MapNode, RelMapBody)
-		}
-		if nd.Kind == KindParallel {
-			for _, b := range nd.Branches {
-				attach(b, RelBranch)
-			}
-		}
-		attach(nd.ErrorHandler(), RelHandler)
-	}
-	return g
+	idx := nodeIndex(c)
+	return &exprGraph{idx: idx, owners: attachments(c, idx)}
 }
 
 // maxUpstream bounds the upstream list a field reports.

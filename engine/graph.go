@@ -55,16 +55,50 @@ type graph struct {
 	exprErrs  []exprErr
 }
 
+// nodeIndex maps each node id to its index (the first of duplicate ids).
+func nodeIndex(c *Chain) map[string]int {
+	idx := make(map[string]int, len(c.Nodes))
+	for i := range c.Nodes {
+		if _, dup := idx[c.Nodes[i].ID]; !dup {
+			idx[c.Nodes[i].ID] = i
+		}
+	}
+	return idx
+}
+
+// attachments lists, per node, the nodes it is attached to: the map whose
+// body it is, the parallel whose branch it is, the node whose error
+// handler it is.
+func attachments(c *Chain, idx map[string]int) [][]attachment {
+	owners := make([][]attachment, len(c.Nodes))
+	for i := range c.Nodes {
+		nd := &c.Nodes[i]
+		attach := func(id, rel string) {
+			if j, ok := idx[id]; ok && id != "" {
+				owners[j] = append(owners[j], attachment{owner: i, rel: rel})
+			}
+		}
+		if nd.Kind == KindMap {
+			attach(nd.MapNode, RelMapBody)
+		}
+		if nd.Kind == KindParallel {
+			for _, b := range nd.Branches {
+				attach(b, RelBranch)
+			}
+		}
+		attach(nd.ErrorHandler(), RelHandler)
+	}
+	return owners
+}
+
 func newGraph(c *Chain) *graph {
 	n := len(c.Nodes)
 	g := &graph{
 		c:         c,
-		idx:       make(map[string]int, n),
 		out:       make([][]int, n),
 		in:        make([][]int, n),
 		loopIn:    make([][]int, n),
 		edgeOK:    make([]bool, len(c.Edges)),
-		owners:    make([][]attachment, n),
 		dataDeps:  make([][]int, n),
 		inputMap:  make([][]namedExpr, n),
 		setState:  make([][]namedExpr, n),
@@ -73,11 +107,8 @@ func newGraph(c *Chain) *graph {
 		cases:     make([][]*expr.Expr, n),
 		edgeCond:  make([]*expr.Expr, len(c.Edges)),
 	}
-	for i := range c.Nodes {
-		if _, dup := g.idx[c.Nodes[i].ID]; !dup {
-			g.idx[c.Nodes[i].ID] = i
-		}
-	}
+	g.idx = nodeIndex(c)
+	g.owners = attachments(c, g.idx)
 	for i := range c.Edges {
 		e := &c.Edges[i]
 		s, okS := g.idx[e.Source]
@@ -98,21 +129,6 @@ func newGraph(c *Chain) *graph {
 	}
 	for i := range c.Nodes {
 		nd := &c.Nodes[i]
-		attach := func(id, rel string) {
-			if j, ok := g.idx[id]; ok && id != "" {
-				g.owners[j] = append(g.owners[j], attachment{owner: i, rel: rel})
-			}
-		}
-		if nd.Kind == KindMap {
-			attach(nd.MapNode, RelMapBody)
-		}
-		if nd.Kind == KindParallel {
-			for _, b := range nd.Branches {
-				attach(b, RelBranch)
-			}
-		}
-		attach(nd.ErrorHandler(), RelHandler)
-
 		g.inputMap[i] = g.parseMap(i, "input_map", nd.InputMap)
 		g.setState[i] = g.parseMap(i, "set_state", nd.SetState)
 		if nd.Condition != "" {

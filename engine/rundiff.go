@@ -6,7 +6,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"unicode/utf8"
 )
 
 // Comparing two runs (issue #15, "Compare two runs"). CompareRuns is pure:
@@ -338,7 +337,7 @@ func nodeSide(r *NodeResult, lim RunDiffLimits) *NodeSide {
 	if r == nil {
 		return &NodeSide{Status: StatusNotReached}
 	}
-	s := &NodeSide{Status: string(r.Status), Reason: r.Reason, Error: cutText(r.Error, lim.MaxErrorBytes),
+	s := &NodeSide{Status: string(r.Status), Reason: r.Reason, Error: truncate(r.Error, lim.MaxErrorBytes),
 		Matched: r.Matched, Attempts: r.Attempts, Iteration: r.Iteration, Reused: r.Reused}
 	if !r.Reused && (r.Status == PhaseDone || r.Status == PhaseError) && !r.Started.IsZero() && !r.Ended.Before(r.Started) {
 		ms := roundMicro(float64(r.Ended.Sub(r.Started).Microseconds()) / 1000)
@@ -348,18 +347,6 @@ func nodeSide(r *NodeResult, lim RunDiffLimits) *NodeSide {
 }
 
 func roundMicro(ms float64) float64 { return math.Round(ms*1000) / 1000 }
-
-// cutText cuts s to at most n bytes on a rune boundary, marking the cut.
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	k := n
-	for k > 0 && !utf8.RuneStart(s[k]) {
-		k--
-	}
-	return s[:k] + "…"
-}
 
 // routes are, per node id, the edges into and out of it that fired.
 type routes struct{ in, out map[string][]string }
@@ -729,113 +716,14 @@ func jsonEqual(a, b any) bool {
 	return false // not JSON: never equal, so a difference shows
 }
 
-// cutJSON encodes v as JSON, at most about n bytes of it: a longer value is
-// a JSON string of its first n bytes and "…". The encoder stops once past
-// n, so a large value costs n, not its size.
+// cutJSON encodes v as JSON, at most about n bytes of it (boundedJSON): a
+// longer value is a JSON string of its first n bytes and "…", so the
+// answer stays valid JSON.
 func cutJSON(v any, n int) (json.RawMessage, bool) {
-	e := cutEncoder{limit: n}
-	e.value(plainJSON(v))
-	if !e.over {
-		return json.RawMessage(e.buf), false
+	s, cut := boundedJSON(plainJSON(v), n)
+	if !cut {
+		return json.RawMessage(s), false
 	}
-	s := string(e.buf[:min(len(e.buf), n)])
-	for !utf8.ValidString(s) && len(s) > 0 {
-		s = s[:len(s)-1]
-	}
-	q, _ := json.Marshal(s + "…")
+	q, _ := marshalLiteral(s)
 	return json.RawMessage(q), true
-}
-
-type cutEncoder struct {
-	buf   []byte
-	limit int
-	over  bool
-}
-
-func (e *cutEncoder) value(v any) {
-	if e.over {
-		return
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		e.buf = append(e.buf, '{')
-		for i, k := range keys {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.scalar(k)
-			e.buf = append(e.buf, ':')
-			e.value(x[k])
-			if e.over {
-				return
-			}
-		}
-		e.buf = append(e.buf, '}')
-	case []any:
-		e.buf = append(e.buf, '[')
-		for i, y := range x {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.value(y)
-			if e.over {
-				return
-			}
-		}
-		e.buf = append(e.buf, ']')
-	default:
-		e.scalar(plainJSON(x))
-	}
-	if len(e.buf) > e.limit {
-		e.over = true
-	}
-}
-
-func (e *cutEncoder) scalar(v any) {
-	switch x := v.(type) { // the common scalars without an encoder
-	case nil:
-		e.buf = append(e.buf, "null"...)
-		return
-	case bool:
-		e.buf = strconv.AppendBool(e.buf, x)
-		return
-	case float64:
-		e.buf = appendJSONFloat(e.buf, x)
-		return
-	}
-	if s, ok := v.(string); ok && len(s) > e.limit {
-		v = s[:e.limit+1] // the cut happens anyway; never encode a long string whole
-		for !utf8.ValidString(v.(string)) && len(v.(string)) > 0 {
-			v = v.(string)[:len(v.(string))-1]
-		}
-	}
-	b, err := marshalLiteral(v)
-	if err != nil {
-		b = []byte(strconv.Quote(err.Error()))
-	}
-	e.buf = append(e.buf, b...)
-	if len(e.buf) > e.limit {
-		e.over = true
-	}
-}
-
-// appendJSONFloat writes f as encoding/json does (a finite float64).
-func appendJSONFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' { // e-09 → e-9
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }
