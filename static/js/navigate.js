@@ -145,7 +145,9 @@
         const li = e.target.closest('li[data-id]');
         if (li) choose(li.dataset.id);
       });
+      dlg.addEventListener('close', restoreFocus);
     }
+    picker.opener = document.activeElement;
     picker.src = src;
     picker.title.textContent = 'Connect ' + src + ' to…';
     picker.input.value = '';
@@ -178,8 +180,19 @@
     const cur = picker.list.children[picker.at];
     if (cur && cur.id) { picker.input.setAttribute('aria-activedescendant', cur.id); cur.scrollIntoView({ block: 'nearest' }); }
   }
+  // A closed dialog's field can stay the focused element for a moment; a
+  // shortcut pressed then (Ctrl+Z right after Enter) would go to the field,
+  // so focus goes back at once to where it was, or nowhere.
+  function restoreFocus() {
+    const a = document.activeElement;
+    if (a && a !== picker.input && a !== document.body && !picker.dlg.contains(a)) return;
+    const o = picker.opener;
+    if (o && o.isConnected && o !== document.body && !picker.dlg.contains(o)) o.focus();
+    else if (a && a !== document.body) a.blur();
+  }
   function choose(dst) {
     picker.dlg.close();
+    restoreFocus();
     const st = S();
     const id = st.addEdge(picker.src, dst);
     if (id) {

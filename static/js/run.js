@@ -346,10 +346,18 @@
 
   // ---- stream ------------------------------------------------------------------
 
-  async function refreshControls() {
+  // sawEvents: the stream delivered a node event, so the run has left the
+  // queue even if its row (written a moment after the event went out) still
+  // says queued; the controls are fetched again until the row catches up.
+  let sawEvents = false;
+  async function refreshControls(tries = 0) {
     const res = await fetch('/runs/' + encodeURIComponent(runId) + '/controls', { headers: { Accept: 'text/html' } });
     const html = await res.text();
     const status = res.headers.get('X-Run-Status') || '';
+    if (status === 'queued' && sawEvents && tries < 40) {
+      setTimeout(() => refreshControls(tries + 1), 250);
+      return;
+    }
     const ctl = $('run-controls');
     ctl.innerHTML = html;
     if (window.htmx) window.htmx.process(ctl);
@@ -368,8 +376,11 @@
     if (e.data === undefined) return; // a connection error, not an "error" phase
     let ev;
     try { ev = JSON.parse(e.data); } catch { return; }
+    sawEvents = true;
     if (root.dataset.status === 'queued') { // it got its slot
-      root.dataset.status = 'running';
+      setStatus('running');
+      const note = document.getElementById('queue-wait');
+      if (note) note.remove();
       const since = document.getElementById('run-started');
       if (since) since.textContent = 'started just now';
       refreshControls();
