@@ -131,3 +131,52 @@ type Retention struct {
 	OlderThan    time.Duration
 	KeepPerChain int
 }
+
+// Roles a user can have (issue #17). They form a ladder: each role may do
+// what the roles before it may (docs/design.md, "People and roles").
+const (
+	RoleViewer   = "viewer"   // reads chains, runs and pages
+	RoleEditor   = "editor"   // edits and runs chains
+	RoleApprover = "approver" // answers paused runs, besides what an editor does
+	RoleAdmin    = "admin"    // manages users, besides everything else
+)
+
+// Roles lists the roles from the least to the most allowed.
+var Roles = []string{RoleViewer, RoleEditor, RoleApprover, RoleAdmin}
+
+// MaxUserName bounds a user's name (bytes).
+const MaxUserName = 64
+
+// User is a named identity that signs in with its own token. The store
+// keeps only the SHA-256 of the token, never the token.
+type User struct {
+	Name    string
+	Role    string
+	Created time.Time
+}
+
+// CheckUser reports what is wrong with a user's name and role: a name of 1
+// to MaxUserName letters, digits and . _ - @ (it appears in logs, audit
+// records and the page header), and one of Roles. The error is ErrInvalid.
+func CheckUser(name, role string) error {
+	if name == "" || len(name) > MaxUserName {
+		return Errorf(EINVALID, "user name %q: want 1 to %d characters", name, MaxUserName)
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '@'
+		if !ok {
+			return Errorf(EINVALID, "user name %q: use letters, digits and . _ - @ only", name)
+		}
+	}
+	return CheckRole(role)
+}
+
+// CheckRole reports an unknown role (ErrInvalid), naming the known ones.
+func CheckRole(role string) error {
+	for _, r := range Roles {
+		if r == role {
+			return nil
+		}
+	}
+	return Errorf(EINVALID, "role %q: want one of viewer, editor, approver, admin", role)
+}

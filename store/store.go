@@ -163,6 +163,28 @@ type Housekeeping interface {
 	Backup(ctx context.Context, path string) error
 }
 
+// UserStore keeps the studio's named users (issue #17). A user's token is
+// never stored: only its SHA-256 (tokenHash, 32 bytes), which is how a
+// request's token finds its user. Removed users leave every lookup and their
+// name becomes free; their row stays, so that old audit records keep naming
+// someone who existed.
+type UserStore interface {
+	// AddUser stores a new user; a name in use by a live user is
+	// ErrNameTaken, a bad name or role ErrInvalid (store.CheckUser).
+	AddUser(ctx context.Context, name, role string, tokenHash []byte) (*User, error)
+	// UserByTokenHash returns the live user whose token has this SHA-256,
+	// ErrNotFound when there is none.
+	UserByTokenHash(ctx context.Context, tokenHash []byte) (*User, error)
+	// GetUser returns the live user named name, ErrNotFound when none.
+	GetUser(ctx context.Context, name string) (*User, error)
+	// ListUsers lists the live users by name.
+	ListUsers(ctx context.Context) ([]User, error)
+	// SetUserRole changes a live user's role and returns the user.
+	SetUserRole(ctx context.Context, name, role string) (*User, error)
+	// RemoveUser removes a live user: its token stops working at once.
+	RemoveUser(ctx context.Context, name string) error
+}
+
 // Backend is a whole storage backend: what cmd/studio opens and hands to the
 // server and the run service.
 type Backend interface {
@@ -172,6 +194,7 @@ type Backend interface {
 	CheckpointStore
 	LeaseStore
 	Housekeeping
+	UserStore
 	// Close closes the store. Close every EventWriter on it first.
 	Close() error
 }
