@@ -157,10 +157,14 @@ type User struct {
 
 // CheckUser reports what is wrong with a user's name and role: a name of 1
 // to MaxUserName letters, digits and . _ - @ (it appears in logs, audit
-// records and the page header), and one of Roles. The error is ErrInvalid.
+// records and the page header), not "token" or "local" (the identities
+// that are not users), and one of Roles. The error is ErrInvalid.
 func CheckUser(name, role string) error {
 	if name == "" || len(name) > MaxUserName {
 		return Errorf(EINVALID, "user name %q: want 1 to %d characters", name, MaxUserName)
+	}
+	if name == "token" || name == "local" {
+		return Errorf(EINVALID, "user name %q is reserved: the studio calls the --token %q and the open local studio's user %q", name, "token", "local")
 	}
 	for _, r := range name {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '@'

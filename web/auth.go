@@ -40,7 +40,7 @@ type authState struct {
 
 func newAuthState(cfg Config) *authState {
 	a := &authState{
-		sessions: &sessionStore{m: map[string]time.Time{}, max: maxSessions, ttl: sessionTTL, now: time.Now},
+		sessions: &sessionStore{m: map[string]session{}, max: maxSessions, ttl: sessionTTL, now: time.Now},
 		fails:    &failLimiter{m: map[string]*bucket{}, max: maxLimited, burst: authFailBurst, every: authFailEvery, now: time.Now},
 		hosts:    newHostPolicy(cfg),
 	}
@@ -50,18 +50,28 @@ func newAuthState(cfg Config) *authState {
 	return a
 }
 
-// sessionStore maps random session ids to their expiry. The cookie carries
-// only the id: the token never leaves the sign-in form, and logout ends the
-// session on the server.
+// sessionStore maps random session ids to who signed in and until when.
+// The cookie carries only the id: the token never leaves the sign-in form,
+// and logout ends the session on the server.
 type sessionStore struct {
 	mu  sync.Mutex
-	m   map[string]time.Time
+	m   map[string]session
 	max int
 	ttl time.Duration
 	now func() time.Time
 }
 
-func (s *sessionStore) create() string {
+// session is one signed-in browser: the user's name and when that user was
+// created, so that a user removed and added again under the same name does
+// not inherit the old user's sessions (the role is read afresh on each
+// request).
+type session struct {
+	exp         time.Time
+	user        string
+	userCreated time.Time
+}
+
+func (s *sessionStore) create(user string, userCreated time.Time) string {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(fmt.Sprintf("crypto/rand: %v", err)) // never on supported systems
@@ -75,36 +85,42 @@ func (s *sessionStore) create() string {
 	}
 	for len(s.m) >= s.max { // still full: drop the session closest to its end
 		var oldest string
-		for k, exp := range s.m {
-			if oldest == "" || exp.Before(s.m[oldest]) {
+		for k, ss := range s.m {
+			if oldest == "" || ss.exp.Before(s.m[oldest].exp) {
 				oldest = k
 			}
 		}
 		delete(s.m, oldest)
 	}
-	s.m[id] = now.Add(s.ttl)
+	s.m[id] = session{exp: now.Add(s.ttl), user: user, userCreated: userCreated}
 	return id
 }
 
 func (s *sessionStore) prune(now time.Time) {
-	for k, exp := range s.m {
-		if !now.Before(exp) {
+	for k, ss := range s.m {
+		if !now.Before(ss.exp) {
 			delete(s.m, k)
 		}
 	}
 }
 
-func (s *sessionStore) valid(id string) bool {
+// get returns the live session id names.
+func (s *sessionStore) get(id string) (session, bool) {
 	if id == "" {
-		return false
+		return session{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.m[id]
-	if ok && !s.now().Before(exp) {
+	ss, ok := s.m[id]
+	if ok && !s.now().Before(ss.exp) {
 		delete(s.m, id)
-		return false
+		return session{}, false
 	}
+	return ss, ok
+}
+
+func (s *sessionStore) valid(id string) bool {
+	_, ok := s.get(id)
 	return ok
 }
 

@@ -306,10 +306,10 @@ func TestSessionCookie(t *testing.T) {
 // Neither the sessions nor the limiter grow without bound.
 func TestAuthMapsBounded(t *testing.T) {
 	t.Parallel()
-	s := &sessionStore{m: map[string]time.Time{}, max: 100, ttl: time.Hour, now: time.Now}
-	first := s.create()
+	s := &sessionStore{m: map[string]session{}, max: 100, ttl: time.Hour, now: time.Now}
+	first := s.create("token", time.Time{})
 	for i := 0; i < 1000; i++ {
-		s.create()
+		s.create("token", time.Time{})
 	}
 	if s.len() != 100 || s.valid(first) {
 		t.Fatalf("sessions: %d held, first still valid %v", s.len(), s.valid(first))

@@ -39,7 +39,11 @@ func safeNext(next string) string {
 
 func (s *Server) pageLogin(c echo.Context) error {
 	next := safeNext(c.QueryParam("next"))
-	if s.cfg.Token == "" || s.signedIn(c.Request()) {
+	open, err := s.isOpen(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	if _, in, _ := s.sessionIdentity(c.Request()); open || in {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	return renderPage(c, http.StatusOK, views.Login(next, ""))
@@ -47,7 +51,9 @@ func (s *Server) pageLogin(c echo.Context) error {
 
 func (s *Server) postLogin(c echo.Context) error {
 	next := safeNext(c.FormValue("next"))
-	if s.cfg.Token == "" {
+	if open, err := s.isOpen(c.Request().Context()); err != nil {
+		return err
+	} else if open {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	client := clientKey(c.Request())
@@ -56,7 +62,11 @@ func (s *Server) postLogin(c echo.Context) error {
 		return renderPage(c, ErrorStatusCode(ETOOMANY), views.Login(next,
 			"Too many failed sign-ins from your address. Try again in "+inSeconds(wait)+"."))
 	}
-	if !s.tokenMatches(c.FormValue("token")) {
+	id, ok, err := s.identityOf(c.Request().Context(), c.FormValue("token"))
+	if err != nil {
+		return err
+	}
+	if !ok {
 		s.auth.fails.fail(client)
 		s.log.Warn("failed sign-in", "client", client,
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
@@ -64,10 +74,11 @@ func (s *Server) postLogin(c echo.Context) error {
 		return renderPage(c, http.StatusOK, views.Login(next, "That token is not right."))
 	}
 	c.SetCookie(&http.Cookie{
-		Name: cookieName, Value: s.auth.sessions.create(), Path: "/",
+		Name: cookieName, Value: s.auth.sessions.create(id.Name, id.created), Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.auth.secure || c.IsTLS(),
 		MaxAge: int(sessionTTL.Seconds()),
 	})
+	s.log.Info("signed in", "user", id.Name, "role", id.Role, "client", client)
 	return c.Redirect(http.StatusSeeOther, next)
 }
 

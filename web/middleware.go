@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -35,7 +37,12 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.BodyLimit)))
 	e.Use(s.sameOrigin)
 	e.Use(s.authenticate)
+	e.Use(s.authorize)
 	s.routes(e)
+	s.registered = map[string]bool{}
+	for _, rt := range e.Routes() {
+		s.registered[routeKey(rt.Method, rt.Path)] = true
+	}
 	return e
 }
 
@@ -96,16 +103,26 @@ func publicPath(p string) bool {
 	return p == "/healthz" || p == "/login" || strings.HasPrefix(p, "/static/")
 }
 
-// authenticate requires the token on every other route when one is set:
-// `Authorization: Bearer <token>` for programs, the sign-in session cookie
-// for browsers. A client that has sent too many wrong tokens is refused
-// (429) before its next one is compared.
+// authenticate finds who sent the request (callerOf): a user's or the
+// --token's `Authorization: Bearer <token>` for programs, the sign-in
+// session cookie for browsers, or, on an open studio (no users, no --token,
+// loopback or --insecure), the local user. A client that has sent too many
+// wrong tokens is refused (429) before its next one is compared. What the
+// caller may do is authorize's business.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.cfg.Token == "" || publicPath(c.Path()) || publicPath(c.Request().URL.Path) {
+		if publicPath(c.Path()) || publicPath(c.Request().URL.Path) {
 			return next(c)
 		}
 		req := c.Request()
+		open, err := s.isOpen(req.Context())
+		if err != nil {
+			return err
+		}
+		if open {
+			setCaller(c, localIdentity, false)
+			return next(c)
+		}
 		if bearer, ok := bearerToken(req); ok {
 			client := clientKey(req)
 			if wait := s.auth.fails.blocked(client); wait > 0 {
@@ -113,13 +130,21 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return apiError(ETOOMANY, "too_many_requests",
 					"too many wrong tokens from this address: retry in "+inSeconds(wait), nil)
 			}
-			if s.tokenMatches(bearer) {
+			id, ok, err := s.identityOf(req.Context(), bearer)
+			if err != nil {
+				return err
+			}
+			if ok {
+				setCaller(c, id, false)
 				return next(c)
 			}
 			s.auth.fails.fail(client)
 			s.log.Warn("wrong bearer token", "client", client, "method", req.Method, "path", req.URL.Path,
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-		} else if s.signedIn(req) {
+		} else if id, ok, err := s.sessionIdentity(req); err != nil {
+			return err
+		} else if ok {
+			setCaller(c, id, true)
 			return next(c)
 		}
 		if wantsHTML(req) {
@@ -140,13 +165,65 @@ func bearerToken(req *http.Request) (string, bool) {
 }
 
 func (s *Server) tokenMatches(got string) bool {
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
+	return s.cfg.Token != "" && got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
 }
 
-// signedIn reports whether the request carries a live session cookie.
-func (s *Server) signedIn(req *http.Request) bool {
+// sessionIdentity is who the request's session cookie signed in, with the
+// role the store holds now: a removed user's sessions end at once, and a
+// new role applies to the next request.
+func (s *Server) sessionIdentity(req *http.Request) (Identity, bool, error) {
 	ck, err := req.Cookie(cookieName)
-	return err == nil && s.auth.sessions.valid(ck.Value)
+	if err != nil {
+		return Identity{}, false, nil
+	}
+	ss, ok := s.auth.sessions.get(ck.Value)
+	if !ok {
+		return Identity{}, false, nil
+	}
+	if ss.user == legacyTokenIdentity.Name && ss.userCreated.IsZero() {
+		return legacyTokenIdentity, s.cfg.Token != "", nil
+	}
+	u, err := s.db.GetUser(req.Context(), ss.user)
+	if err != nil {
+		if store.ErrorCode(err) == store.ENOTFOUND {
+			s.auth.sessions.end(ck.Value)
+			return Identity{}, false, nil
+		}
+		return Identity{}, false, err
+	}
+	if !u.Created.Equal(ss.userCreated) { // removed, and another user took the name
+		s.auth.sessions.end(ck.Value)
+		return Identity{}, false, nil
+	}
+	return Identity{Name: u.Name, Role: u.Role, Via: "user", created: u.Created}, true, nil
+}
+
+// isOpen reports whether the studio lets anyone in as the local admin: no
+// --token, no users, and listening on loopback (or --insecure). The answer
+// is kept for a second, so that not every request asks the store; the users
+// API forgets it at once (a user added with the CLI counts within a second).
+func (s *Server) isOpen(ctx context.Context) (bool, error) {
+	if s.cfg.Token != "" || !(isLoopback(s.cfg.Addr) || s.cfg.Insecure) {
+		return false, nil
+	}
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if !s.openAt.IsZero() && time.Since(s.openAt) < openRecheck {
+		return s.open, nil
+	}
+	us, err := s.db.ListUsers(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read users: %w", err)
+	}
+	s.open, s.openAt = len(us) == 0, time.Now()
+	return s.open, nil
+}
+
+// forgetOpen makes the next request ask the store whether users exist.
+func (s *Server) forgetOpen() {
+	s.openMu.Lock()
+	s.openAt = time.Time{}
+	s.openMu.Unlock()
 }
 
 // wantsHTML: a browser navigating to a page (not an API or htmx call).

@@ -55,6 +55,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/a2e", s.a2eRun)
 
 	s.agentRoutes(e)
+	s.userRoutes(e)
 }
 
 func (s *Server) healthz(c echo.Context) error {

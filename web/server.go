@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
@@ -104,6 +105,12 @@ type Server struct {
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
 	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
+	// registered holds "METHOD path" of every route, for authorize.
+	registered map[string]bool
+	// open caches isOpen's answer (openAt: when it was read; zero: ask).
+	openMu sync.Mutex
+	open   bool
+	openAt time.Time
 	// exprRuns: runs decoded for expression previews (issue #16, api_expr.go)
 	exprRuns exprRunCache
 }
@@ -130,7 +137,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	case deps.Registry == nil:
 		return nil, errors.New("web: Deps.Registry is required")
 	}
-	if err := checkExposure(cfg); err != nil {
+	if err := checkExposure(context.Background(), cfg, deps.DB); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics}
@@ -163,13 +170,26 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkExposure refuses to serve off loopback without a token (unless the
-// operator explicitly said --insecure).
-func checkExposure(cfg Config) error {
+// openRecheck is how long isOpen's answer is kept.
+const openRecheck = time.Second
+
+// checkExposure refuses to serve off loopback without an admin: the
+// --token, or a user whose role is admin (unless the operator explicitly
+// said --insecure, which serves an open studio while no user exists).
+func checkExposure(ctx context.Context, cfg Config, db store.UserStore) error {
 	if isLoopback(cfg.Addr) || cfg.Token != "" || cfg.Insecure {
 		return nil
 	}
-	return fmt.Errorf("refusing to listen on %s without a token: set --token (or STUDIO_TOKEN), or pass --insecure to serve without authentication", cfg.Addr)
+	us, err := db.ListUsers(ctx)
+	if err != nil {
+		return fmt.Errorf("read users: %w", err)
+	}
+	for _, u := range us {
+		if u.Role == store.RoleAdmin {
+			return nil
+		}
+	}
+	return fmt.Errorf("refusing to listen on %s without an admin: add one with `studio users add NAME --role admin` (it prints the admin's token), or set --token (or STUDIO_TOKEN); --insecure serves without authentication", cfg.Addr)
 }
 
 // ListenAndServe serves until ctx is cancelled, then shuts down gracefully:

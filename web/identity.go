@@ -1,0 +1,140 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/views"
+	"github.com/labstack/echo/v4"
+)
+
+// Identity is who sent a request (issue #17): a named user, the legacy
+// --token (an admin named "token"), or on a studio with neither users nor a
+// token, the local single user (an admin named "local").
+type Identity struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Via says how the request proved it: "token" (the --token),
+	// "user" (a user's bearer token or session), "local" (open studio).
+	Via string `json:"via"`
+	// created is when the user was created (zero for the others): a
+	// session keeps it, so a removed user's sessions do not pass to a new
+	// user of the same name.
+	created time.Time
+}
+
+// The identities that are not users; store.CheckUser keeps these names
+// for them.
+var (
+	legacyTokenIdentity = Identity{Name: "token", Role: store.RoleAdmin, Via: "token"}
+	localIdentity       = Identity{Name: "local", Role: store.RoleAdmin, Via: "local"}
+)
+
+// identityKey is where authenticate keeps the caller in the echo context.
+const identityKey = "studio.identity"
+
+// callerOf returns who sent the request. Routes that need no sign-in
+// (healthz, login, static files) have no caller: the zero Identity.
+func callerOf(c echo.Context) Identity {
+	id, _ := c.Get(identityKey).(Identity)
+	return id
+}
+
+// setCaller records the caller for handlers (callerOf) and for the pages,
+// which show who is signed in and hide what the role cannot do.
+func setCaller(c echo.Context, id Identity, session bool) {
+	c.Set(identityKey, id)
+	v := views.Viewer{Name: id.Name, Role: id.Role, Local: id.Via == "local", Session: session,
+		CanEdit: roleAllows(id.Role, actEdit), CanAnswer: roleAllows(id.Role, actAnswer), CanAdmin: roleAllows(id.Role, actAdmin)}
+	req := c.Request()
+	c.SetRequest(req.WithContext(views.WithViewer(req.Context(), v)))
+}
+
+// Actions are what a route does, as far as roles are concerned.
+type action string
+
+const (
+	actPublic action = "public" // no sign-in: health check, sign-in page, static files
+	actRead   action = "read"   // look at chains, runs, agents; evaluate without saving
+	actEdit   action = "edit"   // change chains, start, rerun and cancel runs
+	actAnswer action = "answer" // answer a paused run (resume)
+	actAdmin  action = "admin"  // manage users
+)
+
+// roleActions: roles are sets, not a ladder (docs/design.md "People and
+// roles"): an approver answers pauses but cannot edit chains, and an editor
+// cannot answer the pauses of the runs it starts (the approval is the check
+// on whoever changes a chain). An admin may do everything.
+var roleActions = map[string][]action{
+	store.RoleViewer:   {actRead},
+	store.RoleEditor:   {actRead, actEdit},
+	store.RoleApprover: {actRead, actAnswer},
+	store.RoleAdmin:    {actRead, actEdit, actAnswer, actAdmin},
+}
+
+func roleAllows(role string, a action) bool {
+	if a == actPublic {
+		return true
+	}
+	for _, x := range roleActions[role] {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// rolesFor lists the roles that may do a, for refusal messages.
+func rolesFor(a action) []string {
+	var out []string
+	for _, r := range store.Roles {
+		if roleAllows(r, a) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// NewUserToken returns a new user token (256 random bits, hex, with a
+// "stu_" prefix that secret scanners and people can recognise) and the
+// SHA-256 the store keeps instead of it.
+func NewUserToken() (token string, hash []byte, err error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", nil, fmt.Errorf("make a token: %w", err)
+	}
+	token = "stu_" + hex.EncodeToString(b[:])
+	return token, TokenHash(token), nil
+}
+
+// TokenHash is the SHA-256 of a token, the form the store keeps and looks
+// tokens up by. A plain hash suffices: the tokens are random and long, so
+// there is nothing to guess from it (a password would need a slow hash).
+func TokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// identityOf looks the token up among the users; the --token comes first.
+// ok is false when no one has this token.
+func (s *Server) identityOf(ctx context.Context, token string) (Identity, bool, error) {
+	if s.tokenMatches(token) {
+		return legacyTokenIdentity, true, nil
+	}
+	if len(token) < MinTokenLength {
+		return Identity{}, false, nil
+	}
+	u, err := s.db.UserByTokenHash(ctx, TokenHash(token))
+	if err != nil {
+		if store.ErrorCode(err) == store.ENOTFOUND {
+			return Identity{}, false, nil
+		}
+		return Identity{}, false, err
+	}
+	return Identity{Name: u.Name, Role: u.Role, Via: "user", created: u.Created}, true, nil
+}
