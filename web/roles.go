@@ -54,6 +54,9 @@ var routeActions = map[string]action{
 	"GET /agents/:name":                    actRead,
 	"POST /agents/:name/run":               actEdit,
 	"GET /users":                           actAdmin,
+	"POST /users":                          actAdmin,
+	"POST /users/:name/role":               actAdmin,
+	"POST /users/:name/remove":             actAdmin,
 
 	// The JSON API.
 	"GET /v1/chains":                          actRead,

@@ -1,0 +1,297 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/store"
+	"github.com/labstack/echo/v4"
+)
+
+// roleTokens adds one user per role to the server's store and returns
+// their bearer headers by role.
+func roleTokens(t *testing.T, srv *Server) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, role := range store.Roles {
+		tok := "tok-" + role + "-0123456789abcdef"
+		if _, err := srv.db.AddUser(context.Background(), role+"1", role, TokenHash(tok)); err != nil {
+			t.Fatal(err)
+		}
+		out[role] = []string{"Authorization", "Bearer " + tok}
+	}
+	srv.forgetOpen()
+	return out
+}
+
+// Every registered route declares its role, and every route × role gets
+// what the table says: refused roles a 403 naming the roles needed, allowed
+// roles whatever the handler answers but never that refusal. A route added
+// to routes.go without a line in routeActions fails here.
+func TestEveryRouteEveryRole(t *testing.T) {
+	t.Parallel()
+	const legacy = "legacy-token-0123456789"
+	srv, ts := newTestServerWith(t, Config{Token: legacy}, testRegistry())
+	hdrs := roleTokens(t, srv)
+	hdrs["token"] = []string{"Authorization", "Bearer " + legacy}
+	roleOf := map[string]string{"token": store.RoleAdmin}
+	for _, r := range store.Roles {
+		roleOf[r] = r
+	}
+
+	routes := srv.echo.Routes()
+	checked := 0
+	for _, rt := range routes {
+		key := routeKey(rt.Method, rt.Path)
+		act, ok := routeActions[key]
+		if !ok {
+			t.Errorf("%s declares no role: add it to routeActions in web/roles.go", key)
+			continue
+		}
+		p := concretePath(rt.Path)
+		for who, h := range hdrs {
+			r := do(t, ts, rt.Method, p, `{}`, append([]string{"Accept", "application/json"}, h...)...)
+			refused := r.status == http.StatusForbidden && strings.Contains(string(r.body), `"role_required"`)
+			want := roleAllows(roleOf[who], act)
+			switch {
+			case want && (refused || r.status == http.StatusUnauthorized):
+				t.Errorf("%s as %s: %d %s, want it allowed (%s)", key, who, r.status, r.body, act)
+			case !want && !refused:
+				t.Errorf("%s as %s: %d %.200s, want 403 role_required (%s)", key, who, r.status, r.body, act)
+			case !want:
+				msg := r.json(t)["error"].(map[string]any)["message"].(string)
+				for _, need := range rolesFor(act) {
+					if !strings.Contains(msg, need) {
+						t.Errorf("%s as %s: the refusal %q does not name the role %s", key, who, msg, need)
+					}
+				}
+			}
+			checked++
+		}
+	}
+	// Every declared route exists: a stale line would hide a typo.
+	registered := map[string]bool{}
+	for _, rt := range routes {
+		registered[routeKey(rt.Method, rt.Path)] = true
+	}
+	for key := range routeActions {
+		if !registered[key] {
+			t.Errorf("routeActions declares %s, which is not a route", key)
+		}
+	}
+	if len(routes) < 80 || checked < 5*70 {
+		t.Fatalf("only %d routes, %d checks", len(routes), checked)
+	}
+	t.Logf("%d routes × %d identities checked", len(routes), len(hdrs))
+}
+
+// A registered route that routeActions does not name is refused to
+// everyone, admin included.
+func TestUndeclaredRouteIsRefused(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{Token: "legacy-token-0123456789"}, testRegistry())
+	srv.echo.GET("/v1/not-declared", func(c echo.Context) error { return c.String(200, "open") })
+	srv.registered[routeKey("GET", "/v1/not-declared")] = true
+	r := do(t, ts, "GET", "/v1/not-declared", nil, "Authorization", "Bearer legacy-token-0123456789")
+	if r.status != http.StatusForbidden || r.errCode(t) != "role_undeclared" {
+		t.Fatalf("undeclared route: %d %s", r.status, r.body)
+	}
+}
+
+// What each role may do, on real chains and runs: a refused write changes
+// nothing; editors edit and run but do not answer pauses; approvers answer
+// but do not edit; only admins manage users.
+func TestRolesOnRealResources(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{}, testRegistry())
+	h := roleTokens(t, srv)
+
+	r := do(t, ts, "POST", "/v1/chains", approvalDoc, h["viewer"]...)
+	if r.status != 403 || r.errCode(t) != "role_required" {
+		t.Fatalf("viewer creates a chain: %d %s", r.status, r.body)
+	}
+	if !strings.Contains(string(r.body), "this needs the role editor or admin; viewer1 is a viewer") {
+		t.Fatalf("refusal wording: %s", r.body)
+	}
+	r = do(t, ts, "POST", "/v1/chains", approvalDoc, h["editor"]...)
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+
+	// Viewer and approver cannot save or run it; nothing changes.
+	for _, who := range []string{"viewer", "approver"} {
+		wantStatus(t, do(t, ts, "PUT", "/v1/chains/"+id, approvalDoc, h[who]...), 403)
+		wantStatus(t, do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":1}}`, h[who]...), 403)
+		wantStatus(t, do(t, ts, "DELETE", "/v1/chains/"+id, nil, h[who]...), 403)
+	}
+	if m := do(t, ts, "GET", "/v1/chains/"+id, nil, h["viewer"]...).json(t); m["version"].(float64) != 1 {
+		t.Fatalf("refused writes changed the chain: %v", m["version"])
+	}
+	if rs := do(t, ts, "GET", "/v1/runs", nil, h["viewer"]...).json(t)["runs"].([]any); len(rs) != 0 {
+		t.Fatalf("refused runs started: %v", rs)
+	}
+
+	// The editor runs it to the pause, but cannot answer it; the approver can.
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"x":1}}`, h["editor"]...)
+	wantStatus(t, r, http.StatusAccepted)
+	run := r.json(t)["run_id"].(string)
+	waitStatus(t, ts, run, "paused", h["viewer"])
+	r = do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"resume_value":"yes"}`, h["editor"]...)
+	if r.status != 403 || !strings.Contains(string(r.body), "approver or admin") {
+		t.Fatalf("editor answers a pause: %d %s", r.status, r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"resume_value":"yes"}`, h["approver"]...), http.StatusOK)
+	waitStatus(t, ts, run, "completed", h["viewer"])
+
+	// Users: admins only; the token is answered once and works at once.
+	for _, who := range []string{"viewer", "editor", "approver"} {
+		wantStatus(t, do(t, ts, "GET", "/v1/users", nil, h[who]...), 403)
+		wantStatus(t, do(t, ts, "POST", "/v1/users", `{"name":"eve","role":"admin"}`, h[who]...), 403)
+	}
+	r = do(t, ts, "POST", "/v1/users", `{"name":"dana","role":"viewer"}`, h["admin"]...)
+	wantStatus(t, r, http.StatusCreated)
+	tok, _ := r.json(t)["token"].(string)
+	if !strings.HasPrefix(tok, "stu_") || len(tok) != 4+64 {
+		t.Fatalf("new token %q", tok)
+	}
+	me := do(t, ts, "GET", "/v1/me", nil, "Authorization", "Bearer "+tok).json(t)
+	if me["name"] != "dana" || me["role"] != "viewer" {
+		t.Fatalf("me: %v", me)
+	}
+	list := do(t, ts, "GET", "/v1/users", nil, h["admin"]...)
+	if strings.Contains(string(list.body), tok) || strings.Contains(string(list.body), "token") {
+		t.Fatalf("the list shows a token: %s", list.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/users", `{"name":"dana","role":"viewer"}`, h["admin"]...), http.StatusConflict)
+	r = do(t, ts, "POST", "/v1/users", `{"name":"x y","role":"boss"}`, h["admin"]...)
+	if r.status != 422 || !strings.Contains(string(r.body), "letters, digits") {
+		t.Fatalf("bad user: %d %s", r.status, r.body)
+	}
+	r = do(t, ts, "PUT", "/v1/users/dana", `{"role":"editor"}`, h["admin"]...)
+	if r.status != 200 || r.json(t)["role"] != "editor" {
+		t.Fatalf("set role: %d %s", r.status, r.body)
+	}
+	if me := do(t, ts, "GET", "/v1/me", nil, "Authorization", "Bearer "+tok).json(t); me["role"] != "editor" {
+		t.Fatalf("new role not applied: %v", me)
+	}
+	// An admin cannot demote or remove itself.
+	wantStatus(t, do(t, ts, "PUT", "/v1/users/admin1", `{"role":"viewer"}`, h["admin"]...), http.StatusConflict)
+	wantStatus(t, do(t, ts, "DELETE", "/v1/users/admin1", nil, h["admin"]...), http.StatusConflict)
+	wantStatus(t, do(t, ts, "DELETE", "/v1/users/dana", nil, h["admin"]...), http.StatusNoContent)
+	wantStatus(t, do(t, ts, "GET", "/v1/me", nil, "Authorization", "Bearer "+tok), http.StatusUnauthorized)
+	wantStatus(t, do(t, ts, "DELETE", "/v1/users/dana", nil, h["admin"]...), http.StatusNotFound)
+}
+
+func waitStatus(t *testing.T, ts *httptest.Server, run, status string, auth []string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := do(t, ts, "GET", "/v1/runs/"+run, nil, auth...).json(t); m["status"] == status {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("run %s never %s", run, status)
+}
+
+// Browsers: any user's token signs in; the session carries the identity,
+// follows role changes, and ends when the user is removed. Pages name the
+// user and leave out what the role cannot use.
+func TestSessionsCarryTheUser(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{}, testRegistry())
+	roleTokens(t, srv)
+	ck := signIn(t, ts, "tok-viewer-0123456789abcdef")
+	page := func(path string) resp {
+		return do(t, ts, "GET", path, nil, "Cookie", ck.String(), "Accept", "text/html")
+	}
+	r := page("/")
+	if r.status != 200 || !strings.Contains(string(r.body), `id="whoami-name">viewer1<`) || !strings.Contains(string(r.body), `data-can-edit="no"`) {
+		t.Fatalf("viewer's page: %d", r.status)
+	}
+	if strings.Contains(string(r.body), `href="/users"`) {
+		t.Fatal("a viewer sees the Users link")
+	}
+	if r := page("/users"); r.status != 403 || !strings.Contains(string(r.body), "admin") {
+		t.Fatalf("viewer opens /users: %d %s", r.status, r.body)
+	}
+	// The role changes under the session.
+	if _, err := srv.db.SetUserRole(context.Background(), "viewer1", store.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if r := page("/users"); r.status != 200 || !strings.Contains(string(r.body), "editor1") {
+		t.Fatalf("after promotion: %d", r.status)
+	}
+	// Removed, then another user takes the name: the session is over.
+	if err := srv.db.RemoveUser(context.Background(), "viewer1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.db.AddUser(context.Background(), "viewer1", store.RoleAdmin, TokenHash("another-token-0123456789")); err != nil {
+		t.Fatal(err)
+	}
+	if r := page("/"); !strings.Contains(string(r.body), `action="/login"`) { // the client follows the redirect
+		t.Fatalf("removed user's session: %d, not the sign-in page", r.status)
+	}
+	// A wrong token is refused like before.
+	res := postForm(t, ts, "/login", url.Values{"token": {"tok-nobody-0123456789abc"}, "next": {"/"}})
+	if res.StatusCode != 200 || len(res.Cookies()) != 0 {
+		t.Fatalf("wrong token: %d %v", res.StatusCode, res.Cookies())
+	}
+}
+
+// The open local studio: no token and no users on loopback is the local
+// admin, who must add an admin first; once a user exists everyone needs a
+// token.
+func TestOpenStudioUntilTheFirstUser(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServerWith(t, Config{}, testRegistry())
+	me := do(t, ts, "GET", "/v1/me", nil).json(t)
+	if me["name"] != "local" || me["role"] != "admin" {
+		t.Fatalf("open studio: %v", me)
+	}
+	r := do(t, ts, "POST", "/v1/users", `{"name":"ann","role":"editor"}`)
+	if r.status != 409 || r.errCode(t) != "first_user_admin" {
+		t.Fatalf("first user an editor: %d %s", r.status, r.body)
+	}
+	r = do(t, ts, "POST", "/v1/users", `{"name":"ann","role":"admin"}`)
+	wantStatus(t, r, 201)
+	tok := r.json(t)["token"].(string)
+	wantStatus(t, do(t, ts, "GET", "/v1/chains", nil), 401)
+	if me := do(t, ts, "GET", "/v1/me", nil, "Authorization", "Bearer "+tok).json(t); me["name"] != "ann" {
+		t.Fatalf("ann: %v", me)
+	}
+}
+
+// Off loopback the studio needs an admin: the --token, or an admin user.
+func TestExposureNeedsAnAdmin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, _ := newTestServer(t)
+	db := srv.db
+	cfg := Config{Addr: "0.0.0.0:8080"}
+	err := checkExposure(ctx, cfg, db)
+	if err == nil || !strings.Contains(err.Error(), "studio users add NAME --role admin") {
+		t.Fatalf("no users: %v", err)
+	}
+	if _, err := db.AddUser(ctx, "vic", store.RoleEditor, TokenHash("vic-token-0123456789ab")); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkExposure(ctx, cfg, db); err == nil {
+		t.Fatal("an editor is not an admin")
+	}
+	for _, c := range []Config{{Addr: "0.0.0.0:8080", Token: "legacy-token-0123456789"}, {Addr: "0.0.0.0:8080", Insecure: true}, {Addr: "127.0.0.1:0"}} {
+		if err := checkExposure(ctx, c, db); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	if _, err := db.AddUser(ctx, "ada", store.RoleAdmin, TokenHash("ada-token-0123456789ab")); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkExposure(ctx, cfg, db); err != nil {
+		t.Fatalf("with an admin: %v", err)
+	}
+}
