@@ -2,9 +2,12 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,5 +296,40 @@ func TestExposureNeedsAnAdmin(t *testing.T) {
 	}
 	if err := checkExposure(ctx, cfg, db); err != nil {
 		t.Fatalf("with an admin: %v", err)
+	}
+}
+
+// openapi.json lists, on every API operation, the roles that may call it
+// (x-roles) as routeActions declares them, and its 403.
+func TestOpenAPIRolesMatchTheTable(t *testing.T) {
+	t.Parallel()
+	srv, _ := newTestServer(t)
+	var spec struct {
+		Paths map[string]map[string]struct {
+			Roles     []string       `json:"x-roles"`
+			Responses map[string]any `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPISpec, &spec); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, rt := range srv.echo.Routes() {
+		act := routeActions[routeKey(rt.Method, rt.Path)]
+		if !strings.HasPrefix(rt.Path, "/v1/") || act == actPublic {
+			continue
+		}
+		p := regexp.MustCompile(`:(\w+)`).ReplaceAllString(rt.Path, "{$1}")
+		op := spec.Paths[p][strings.ToLower(rt.Method)]
+		if !slices.Equal(op.Roles, rolesFor(act)) {
+			t.Errorf("%s %s: x-roles %v, routeActions says %v", rt.Method, p, op.Roles, rolesFor(act))
+		}
+		if op.Responses["403"] == nil {
+			t.Errorf("%s %s: no 403 response", rt.Method, p)
+		}
+		n++
+	}
+	if n < 40 {
+		t.Fatalf("only %d operations", n)
 	}
 }
