@@ -5,6 +5,7 @@
 //	studio validate FILE        check a chain document
 //	studio test FILE|DIR        run the tests kept in chain documents
 //	studio run FILE             run a chain headless
+//	studio users add NAME --role admin   add a user; prints its token once
 package main
 
 import (
@@ -32,6 +33,7 @@ func commands() []command {
 		{"run", "run a chain file headless, printing events as they happen and the result", cmdRun},
 		{"test", "run the tests kept in chain files (a FILE or every *.json of a DIR); exit 1 on any failure", cmdTest},
 		{"a2e", "the A2E chain host on stdin/stdout: chain/req lines in, chain/event and chain/resp NDJSON out", cmdA2E},
+		{"users", "add, list, set-role or remove the people who sign in, each with a role and their own token", cmdUsers},
 		{"backup", "write a consistent copy of the database (safe while the studio runs)", cmdBackup},
 		{"help", "show this list, or `studio help COMMAND` for a command's flags", nil},
 	}
