@@ -551,7 +551,7 @@ func AgentPage(row AgentRow, g *agent.Graph, docJSON string, problem string) tem
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 52, "\" class=\"agent-run\"><label class=\"field\"><span class=\"lbl\">Query</span> <textarea name=\"query\" rows=\"3\" required></textarea></label> <label class=\"field\"><span class=\"lbl\">Context (JSON object, optional)</span> <textarea name=\"context\" rows=\"3\" spellcheck=\"false\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 52, "\" class=\"agent-run\" data-needs=\"edit\"><label class=\"field\"><span class=\"lbl\">Query</span> <textarea name=\"query\" rows=\"3\" required></textarea></label> <label class=\"field\"><span class=\"lbl\">Context (JSON object, optional)</span> <textarea name=\"context\" rows=\"3\" spellcheck=\"false\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

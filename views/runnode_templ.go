@@ -433,7 +433,7 @@ func RunNodeDialog(d RunNodeData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "<div id=\"runnode-error\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" class=\"close-dialog\" id=\"runnode-cancel\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"runnode-submit\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "<div id=\"runnode-error\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" class=\"close-dialog\" id=\"runnode-cancel\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"runnode-submit\" data-needs=\"edit\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -189,6 +189,9 @@ func (s *Server) resumeRun(c echo.Context) error {
 			return apiError(EBADREQUEST, "bad_json", fmt.Sprintf("unknown field %q (resume_value, modified_state)", k), map[string]any{"path": k})
 		}
 	}
+	if err := s.requireResumeRole(c, id); err != nil {
+		return err
+	}
 	if err := s.runs.Resume(c.Request().Context(), id, value, modified); err != nil {
 		return err
 	}

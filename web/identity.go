@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
@@ -64,6 +66,11 @@ const (
 	actEdit   action = "edit"   // change chains, start, rerun and cancel runs
 	actAnswer action = "answer" // answer a paused run (resume)
 	actAdmin  action = "admin"  // manage users
+	// actResume is POST …/runs/{id}/resume, which does two things: on a
+	// paused run it answers the pause (actAnswer), on a failed or cancelled
+	// one it runs the rest again (actEdit). The route lets in both; the
+	// handler asks for the one the run's status needs (requireResumeRole).
+	actResume action = "resume"
 )
 
 // roleActions: roles are sets, not a ladder (docs/design.md "People and
@@ -78,8 +85,11 @@ var roleActions = map[string][]action{
 }
 
 func roleAllows(role string, a action) bool {
-	if a == actPublic {
+	switch a {
+	case actPublic:
 		return true
+	case actResume:
+		return roleAllows(role, actAnswer) || roleAllows(role, actEdit)
 	}
 	for _, x := range roleActions[role] {
 		if x == a {
@@ -137,4 +147,30 @@ func (s *Server) identityOf(ctx context.Context, token string) (Identity, bool, 
 		return Identity{}, false, err
 	}
 	return Identity{Name: u.Name, Role: u.Role, Via: "user", created: u.Created}, true, nil
+}
+
+// refuseRole is the 403 of a caller whose role does not allow a.
+func refuseRole(id Identity, a action) error {
+	need := rolesFor(a)
+	return apiError(EFORBIDDEN, "role_required",
+		fmt.Sprintf("this needs the role %s; %s is %s", strings.Join(need, " or "), id.Name, article(id.Role)),
+		map[string]any{"needs": need, "role": id.Role, "user": id.Name})
+}
+
+// requireResumeRole: answering a paused run needs actAnswer, resuming a
+// failed or cancelled one (running it again) actEdit. An unknown run is
+// left to the resume itself to report.
+func (s *Server) requireResumeRole(c echo.Context, runID string) error {
+	r, err := s.db.GetRunInfo(c.Request().Context(), runID)
+	if err != nil {
+		return nil
+	}
+	need := actEdit
+	if r.Status == engine.StatusPaused {
+		need = actAnswer
+	}
+	if id := callerOf(c); !roleAllows(id.Role, need) {
+		return refuseRole(id, need)
+	}
+	return nil
 }

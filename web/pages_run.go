@@ -239,6 +239,9 @@ func (s *Server) pageResume(c echo.Context) error {
 			}
 		}
 	}
+	if err := s.requireResumeRole(c, id); err != nil {
+		return err
+	}
 	if err := s.runs.Resume(ctx, id, value, modified); err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
 	}

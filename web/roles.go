@@ -43,7 +43,7 @@ var routeActions = map[string]action{
 	"GET /runs/:id/data":                   actRead,
 	"GET /runs/:id/controls":               actRead,
 	"GET /runs/:id/nodes/:node":            actRead,
-	"POST /runs/:id/resume":                actAnswer,
+	"POST /runs/:id/resume":                actResume,
 	"POST /runs/:id/rerun":                 actEdit,
 	"POST /runs/:id/cancel":                actEdit,
 	"GET /runs/:id/diff/:other":            actRead,
@@ -82,7 +82,7 @@ var routeActions = map[string]action{
 	"GET /v1/runs":                            actRead,
 	"GET /v1/runs/:id":                        actRead,
 	"GET /v1/runs/:id/events":                 actRead,
-	"POST /v1/runs/:id/resume":                actAnswer,
+	"POST /v1/runs/:id/resume":                actResume,
 	"POST /v1/runs/:id/cancel":                actEdit,
 	"POST /v1/runs/:id/rerun":                 actEdit,
 	"GET /v1/runs/:id/diff/:other":            actRead,
@@ -127,10 +127,7 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		if roleAllows(id.Role, act) {
 			return next(c)
 		}
-		need := rolesFor(act)
-		return apiError(EFORBIDDEN, "role_required",
-			fmt.Sprintf("this needs the role %s; %s is %s", strings.Join(need, " or "), id.Name, article(id.Role)),
-			map[string]any{"needs": need, "role": id.Role, "user": id.Name})
+		return refuseRole(id, act)
 	}
 }
 

@@ -333,3 +333,23 @@ func TestOpenAPIRolesMatchTheTable(t *testing.T) {
 		t.Fatalf("only %d operations", n)
 	}
 }
+
+// Resuming a failed run runs it again: editors may, approvers may not
+// (they answer pauses only).
+func TestResumeOfAFailedRunIsAnEdit(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{}, testRegistry())
+	h := roleTokens(t, srv)
+	r := do(t, ts, "POST", "/v1/chains", `{"name":"flaky","nodes":[{"node_id":"b","kind":"tool","name":"fail","input":{"message":"down"}}]}`, h["editor"]...)
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{}`, h["editor"]...)
+	wantStatus(t, r, http.StatusAccepted)
+	run := r.json(t)["run_id"].(string)
+	waitStatus(t, ts, run, "failed", h["viewer"])
+	r = do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{}`, h["approver"]...)
+	if r.status != 403 || !strings.Contains(string(r.body), "editor or admin") {
+		t.Fatalf("approver resumes a failed run: %d %s", r.status, r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{}`, h["editor"]...), http.StatusOK)
+}

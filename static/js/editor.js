@@ -107,8 +107,12 @@
   }
 
   const scheduleSave = Studio.debounce(() => save(), 300);
+  // A viewer (issue #17) may look and try things, but the server refuses
+  // saves: say so instead of sending them.
+  const readOnly = document.body.dataset.canEdit === 'no';
   function scheduleSaveWrapper() {
     if (conflict) return;
+    if (readOnly) { setSaveState('readonly', 'Read only: your role cannot save'); return; }
     setSaveState('pending', 'Unsaved changes…');
     scheduleSave();
   }
@@ -127,7 +131,9 @@
       });
       const html = await res.text();
       const state = res.headers.get('X-Save-State');
-      if (!res.ok) {
+      if (res.status === 403) {
+        setSaveState('error', 'Not saved: your role cannot edit chains');
+      } else if (!res.ok) {
         setSaveState('error', 'Not saved: ' + res.status);
       } else if (state === 'saved') {
         version = Number(res.headers.get('X-Chain-Version'));
