@@ -233,7 +233,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	if wantsHTML(c.Request()) {
-		_ = c.HTML(status, "<!doctype html><title>Error</title><p>"+htmlEscape(ae.Message)+"</p><p><a href=\"/\">Chains</a></p>")
+		_ = c.HTML(status, "<!doctype html><title>Error</title><link rel=\"icon\" href=\"data:,\"><p>"+htmlEscape(ae.Message)+"</p><p><a href=\"/\">Chains</a></p>")
 		return
 	}
 	_ = c.JSON(status, map[string]any{"error": ae})

@@ -139,6 +139,7 @@
     render();
     const controls = document.querySelector('.canvas-controls');
     const btn = Studio.el('button', { type: 'button', id: 'btn-note', title: 'Add a sticky note (N)', text: '+ Note' });
+    btn.dataset.needs = 'edit'; // hidden from viewers (issue #17)
     btn.addEventListener('click', addNote);
     if (controls) controls.prepend(btn);
     root.addEventListener('studio:rebuilt', render);
