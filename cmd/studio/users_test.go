@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainstudio/studio/store/postgres/pgtest"
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
@@ -141,5 +142,27 @@ func TestServeOffLoopbackNeedsAnAdmin(t *testing.T) {
 	code, errOut = serve()
 	if code != exitOK || !strings.Contains(errOut, "Chain Studio is running") {
 		t.Fatalf("with an admin: exit %d: %s", code, errOut)
+	}
+}
+
+// The same commands on PostgreSQL, where every serve of a cluster reads the
+// users (skipped without a test server).
+func TestUsersOnPostgres(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	code, out, errOut := studioCmd(t, "users", "add", "ann", "--role", "admin", "--db", dsn)
+	if code != exitOK || !regexp.MustCompile(`^stu_[0-9a-f]{64}\n$`).MatchString(out) {
+		t.Fatalf("add: %d %q %s", code, out, errOut)
+	}
+	if code, _, errOut = studioCmd(t, "users", "add", "ann", "--role", "viewer", "--db", dsn); code != exitFailed || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("second ann: %d %s", code, errOut)
+	}
+	if code, out, _ = studioCmd(t, "users", "list", "--db", dsn); code != exitOK || !regexp.MustCompile(`ann\s+admin`).MatchString(out) {
+		t.Fatalf("list: %d %s", code, out)
+	}
+	if code, _, _ = studioCmd(t, "users", "remove", "ann", "--db", dsn); code != exitOK {
+		t.Fatalf("remove: %d", code)
+	}
+	if _, out, _ = studioCmd(t, "users", "list", "--db", dsn); !strings.Contains(out, "no users") {
+		t.Fatalf("after remove: %s", out)
 	}
 }
