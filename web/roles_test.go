@@ -353,3 +353,23 @@ func TestResumeOfAFailedRunIsAnEdit(t *testing.T) {
 	}
 	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{}`, h["editor"]...), http.StatusOK)
 }
+
+// What finding the caller costs per request: the --token (a compare) and a
+// user's token (a SHA-256 and an indexed read of the users table), on
+// GET /v1/me.
+func BenchmarkAuthenticate(b *testing.B) {
+	const legacy = "legacy-token-0123456789"
+	srv, ts := newTestServerWith(b, Config{Token: legacy}, testRegistry())
+	if _, err := srv.db.AddUser(context.Background(), "bo", store.RoleViewer, TokenHash("bench-user-token-0123456789")); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, token string }{{"legacy-token", legacy}, {"user-token", "bench-user-token-0123456789"}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if r := do(b, ts, "GET", "/v1/me", nil, "Authorization", "Bearer "+bc.token); r.status != 200 {
+					b.Fatalf("%d %s", r.status, r.body)
+				}
+			}
+		})
+	}
+}
