@@ -48,6 +48,8 @@ func Run(t *testing.T, open Opener) {
 		{"EngineRunPersisted", testEngineRunPersisted},
 		{"FoldedNodesMatchTheEngine", testFoldedNodesMatchTheEngine},
 		{"FoldAcrossResume", testFoldAcrossResume},
+		{"Triggers", testTriggers},
+		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
