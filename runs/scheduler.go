@@ -262,8 +262,8 @@ func (sc *Scheduler) start(ctx context.Context, log *slog.Logger, s *store.Sched
 			return
 		}
 	}
-	if errors.Is(err, store.ErrAlreadyFired) {
-		return
+	if errors.Is(err, store.ErrAlreadyFired) || errors.Is(err, ErrShutdown) || ctx.Err() != nil {
+		return // fired elsewhere; or stopping: after the restart it is a missed tick
 	}
 	sc.record(ctx, log, store.Firing{TriggerID: s.ID, Tick: tick, Outcome: store.FiringFailed, Message: "the run could not start: " + errorText(err)})
 }
