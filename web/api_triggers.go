@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
@@ -401,10 +400,8 @@ func (s *Server) callHook(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", h.ChainID))
 	}
-	if issues := s.validateToRun(c, ch.Doc); engine.HasErrors(issues) {
-		return apiError(EINVALID, engine.CodeInvalid,
-			(&engine.ValidationError{Issues: issues}).Error()+" (a chain with errors can be saved but not run)",
-			map[string]any{"issues": issues})
+	if err := s.refuseInvalid(c, ch.Doc); err != nil {
+		return err
 	}
 	id, err := s.runs.StartTriggered(ctx, ch, input, runs.Trigger{Kind: store.TriggerWebhook, ID: h.ID})
 	if err != nil {

@@ -235,3 +235,25 @@ func TestScheduleFiresARun(t *testing.T) {
 		t.Fatalf("schedule after its tick: %s", r.body)
 	}
 }
+
+// A signed call to the hook of a chain with validation errors is 422 and
+// starts nothing; a body over 1 MiB is 413.
+func TestWebhookRefusals(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	bad := createChain(t, ts, `{"name":"broken","nodes":[{"node_id":"a","kind":"tool","name":"no-such-tool"}]}`)
+	r := do(t, ts, "POST", "/v1/chains/"+bad+"/hooks", `{}`)
+	wantStatus(t, r, http.StatusCreated)
+	id, secret := r.json(t)["id"].(string), r.json(t)["secret"].(string)
+	r = do(t, ts, "POST", "/v1/hooks/"+id, `{}`, HookSignatureHeader, SignHook(secret, time.Now(), []byte(`{}`)))
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if r.errCode(t) != "chain_invalid" {
+		t.Fatalf("invalid chain: %s", r.body)
+	}
+	big := `{"x":"` + strings.Repeat("a", maxHookBody) + `"}`
+	r = do(t, ts, "POST", "/v1/hooks/"+id, big, HookSignatureHeader, SignHook(secret, time.Now(), []byte(big)))
+	wantStatus(t, r, http.StatusRequestEntityTooLarge)
+	if n := len(do(t, ts, "GET", "/v1/runs?chain="+bad, nil).json(t)["runs"].([]any)); n != 0 {
+		t.Fatalf("%d runs started", n)
+	}
+}
