@@ -59,7 +59,6 @@ func TestScheduleAPI(t *testing.T) {
 	wantStatus(t, do(t, ts, "DELETE", base+"/"+sid, nil), http.StatusNotFound)
 }
 
-
 // A webhook: created with its secret shown once; a signed call starts a
 // run whose input is the body and which says it was started by the hook;
 // unsigned, wrongly signed, stale or non-object calls start nothing.
@@ -98,7 +97,7 @@ func TestWebhookStartsARun(t *testing.T) {
 	now := time.Now()
 	for _, c := range []struct {
 		name, body, sig, code string
-		status             int
+		status                int
 	}{
 		{"unsigned", body, "", "missing_signature", 401},
 		{"wrong secret", body, SignHook("not-the-secret", now, []byte(body)), "bad_signature", 401},
