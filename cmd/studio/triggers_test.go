@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chainstudio/studio/store/postgres/pgtest"
+	"github.com/chainstudio/studio/web"
 )
 
 // Three serving processes on one PostgreSQL database each run the
@@ -38,6 +40,26 @@ func TestClusterScheduleFiresOnceAcross3(t *testing.T) {
 	if code != 201 {
 		t.Fatalf("create schedule: %d %v", code, sc)
 	}
+	// Meanwhile a webhook created through one process and called through
+	// another starts a run that a worker executes.
+	code, hook := ps[0].do(t, "POST", "/v1/chains/"+chain+"/hooks", map[string]any{"sync": true, "sync_timeout_ms": 20000})
+	if code != 201 {
+		t.Fatalf("create hook: %d %v", code, hook)
+	}
+	body := []byte(`{"who":"hook"}`)
+	code, out := ps[2].do(t, "POST", "/v1/hooks/"+hook["id"].(string), json.RawMessage(body),
+		web.HookSignatureHeader, web.SignHook(hook["secret"].(string), time.Now(), body))
+	if code != 200 || out["status"] != "completed" || out["final_output"].(map[string]any)["who"] != "hook" {
+		t.Fatalf("signed call to the hook: %d %v", code, out)
+	}
+	if _, r := ps[1].do(t, "GET", "/v1/runs/"+out["run_id"].(string), nil); r["started_by"] != "webhook" || r["trigger_id"] != hook["id"] {
+		t.Fatalf("the hook's run: %v", r)
+	}
+	code, _ = ps[1].do(t, "POST", "/v1/hooks/"+hook["id"].(string), json.RawMessage(body), web.HookSignatureHeader, web.SignHook("wrong", time.Now(), body))
+	if code != 401 {
+		t.Fatalf("wrongly signed call: %d", code)
+	}
+
 	var firings []any
 	deadline := time.Now().Add(150 * time.Second)
 	for {
@@ -65,6 +87,7 @@ func TestClusterScheduleFiresOnceAcross3(t *testing.T) {
 	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = 'studio_run'`).Scan(&jobs); err != nil {
 		t.Fatal(err)
 	}
+	jobs-- // the webhook's run
 	if ticks < 2 || fired != ticks || runs != ticks || jobs != ticks {
 		t.Fatalf("%d ticks, %d firing rows, %d runs, %d River jobs: want one of each per tick", ticks, fired, runs, jobs)
 	}
