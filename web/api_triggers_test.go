@@ -103,6 +103,7 @@ func TestWebhookStartsARun(t *testing.T) {
 		{"wrong secret", body, SignHook("not-the-secret", now, []byte(body)), "bad_signature", 401},
 		{"body changed", body, SignHook(secret, now, []byte(`{"x":"other"}`)), "bad_signature", 401},
 		{"six minutes old", body, SignHook(secret, now.Add(-6*time.Minute), []byte(body)), "stale_signature", 401},
+		{"six minutes ahead", body, SignHook(secret, now.Add(6*time.Minute), []byte(body)), "stale_signature", 401},
 		{"malformed header", body, "v1=abc", "bad_signature", 401},
 		{"an array", `[1,2]`, SignHook(secret, now, []byte(`[1,2]`)), "not_an_object", 400},
 		{"a string", `"hi"`, SignHook(secret, now, []byte(`"hi"`)), "not_an_object", 400},
