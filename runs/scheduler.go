@@ -173,6 +173,8 @@ func (sc *Scheduler) fireSchedule(ctx context.Context, s *store.Schedule, now ti
 		}
 		if s.Overlap != store.OverlapQueue {
 			sc.dropPending(s.ID)
+			sc.record(ctx, log, store.Firing{TriggerID: s.ID, Tick: queued, Outcome: store.FiringSkipped,
+				Message: "the schedule's overlap policy changed while the tick waited"})
 		} else if busy, err := sc.opts.Store.ChainBusy(ctx, s.ChainID); err == nil && !busy {
 			sc.dropPending(s.ID)
 			sc.start(ctx, log, s, queued, "")

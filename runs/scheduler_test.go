@@ -281,3 +281,25 @@ func TestSchedulersShareTicks(t *testing.T) {
 		t.Fatalf("%d runs for 5 ticks and 3 schedulers", st.runCount())
 	}
 }
+
+// A tick waiting under overlap "queue" whose schedule changes to another
+// policy is recorded as skipped, not lost silently.
+func TestSchedulerQueuedTickPolicyChanged(t *testing.T) {
+	t.Parallel()
+	st := newTrigStore(minutely("q", store.OverlapQueue, store.CatchUpSkip))
+	clock := &fakeClock{}
+	sc := schedAt(t, st, clock)
+	fireAt(t, sc, clock, t0.Add(time.Second))
+	t1 := t0.Add(time.Minute)
+	fireAt(t, sc, clock, t1.Add(time.Second)) // busy: t1 waits
+	st.mu.Lock()
+	st.schedules[0].Overlap = store.OverlapSkip
+	st.mu.Unlock()
+	fireAt(t, sc, clock, t1.Add(2*time.Second))
+	if f, ok := st.firing("q", t1); !ok || f.Outcome != store.FiringSkipped || f.Message == "" {
+		t.Fatalf("the waiting tick after the policy changed: %+v %v", f, ok)
+	}
+	if sc.waiting() {
+		t.Fatal("a tick still waits")
+	}
+}

@@ -410,7 +410,11 @@ func (s *Server) callHook(c echo.Context) error {
 	runLocation(c, id)
 	if h.Sync {
 		if r := s.waitRun(ctx, id, h.SyncTimeout); r != nil {
-			return c.JSON(http.StatusOK, map[string]any{"run_id": id, "status": r.Status, "final_output": r.FinalOutput, "error": r.Error})
+			out := map[string]any{"run_id": id, "status": r.Status, "final_output": r.FinalOutput}
+			if r.Error != nil {
+				out["error"] = r.Error
+			}
+			return c.JSON(http.StatusOK, out)
 		}
 	}
 	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id)})
