@@ -257,15 +257,33 @@ func (s *Service) Engine() *engine.Engine { return s.eng }
 
 // Start runs a saved chain version in the background and returns the run id.
 func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]any) (string, error) {
+	return s.StartTriggered(ctx, ch, input, Trigger{})
+}
+
+// Trigger says what started a run other than a person or program calling
+// the API: a schedule's tick or a webhook's call (store.Trigger*).
+type Trigger struct {
+	Kind string
+	ID   string
+	// Tick is a schedule's cron tick: the run is recorded only if the
+	// (schedule, tick) firing was not recorded before, in the same
+	// transaction (store.ErrAlreadyFired otherwise, and nothing is written).
+	Tick time.Time
+}
+
+// StartTriggered is Start for a run a trigger started: the run records the
+// trigger, and its firing is stored with it.
+func (s *Service) StartTriggered(ctx context.Context, ch *store.Chain, input map[string]any, trig Trigger) (string, error) {
 	if s.base.Err() != nil {
 		return "", ErrShutdown // recording it would leave a run that never starts
 	}
+	id := uuid.NewString()
+	if input == nil {
+		input = map[string]any{}
+	}
+	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun, Input: input, Started: s.now(),
+		TriggerKind: trig.Kind, TriggerID: trig.ID, TriggerTick: trig.Tick}
 	if s.disp != nil {
-		id := uuid.NewString()
-		if input == nil {
-			input = map[string]any{}
-		}
-		run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun, Input: input, Started: s.now()}
 		if err := s.dispatchCreate(ctx, run, Task{RunID: id, Kind: store.KindRun, ChainID: ch.ID, ChainVersion: ch.Version}); err != nil {
 			return "", err
 		}
@@ -275,12 +293,7 @@ func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]a
 	if err != nil {
 		return "", err
 	}
-	id := uuid.NewString()
-	if input == nil {
-		input = map[string]any{}
-	}
-	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun,
-		Input: input, Status: status, Started: s.now()}
+	run.Status = status
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}

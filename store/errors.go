@@ -72,6 +72,9 @@ var (
 	ErrInvalid         = &Error{Code: EINVALID, Message: "invalid"}
 	ErrUnavailable     = &Error{Code: EUNAVAILABLE, Message: "unavailable"}
 	ErrLeaseLost       = &Error{Code: ELEASELOST, Message: "lease lost"}
+	// ErrAlreadyFired: a schedule's tick is already recorded (another
+	// process fired it, or it was skipped). Nothing was written.
+	ErrAlreadyFired = &Error{Code: ECONFLICT, Message: "the schedule's tick has already fired"}
 )
 
 // ConflictError: a chain name is already used by another (non-deleted) chain.

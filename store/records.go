@@ -100,6 +100,14 @@ type Run struct {
 	Ended        time.Time
 	DurationMS   int64
 	Nodes        []engine.NodeResult
+	// TriggerKind and TriggerID say which trigger started the run
+	// (TriggerSchedule, TriggerWebhook); "" when a person or program did
+	// (Kind says how). TriggerTick is a schedule's tick: CreateRun records
+	// the firing (TriggerID, TriggerTick) with the run in one transaction,
+	// and refuses a tick already recorded (ErrAlreadyFired).
+	TriggerKind string
+	TriggerID   string
+	TriggerTick time.Time
 }
 
 // RunFilter selects runs for ListRuns.
@@ -184,3 +192,85 @@ func CheckRole(role string) error {
 	}
 	return Errorf(EINVALID, "role %q: want one of viewer, editor, approver, admin", role)
 }
+// Trigger kinds: what started a run other than a person or a program
+// calling the API (Run.TriggerKind).
+const (
+	TriggerSchedule = "schedule"
+	TriggerWebhook  = "webhook"
+)
+
+// Overlap policies: what a schedule does at a tick while a run of its chain
+// is still going (queued or running).
+const (
+	OverlapSkip  = "skip"  // the tick is recorded as skipped; nothing starts
+	OverlapQueue = "queue" // the tick waits (one at most) until no run of the chain is going
+	OverlapAllow = "allow" // the run starts anyway
+)
+
+// Catch-up policies: what a schedule does with the ticks it missed while
+// the studio was down.
+const (
+	CatchUpSkip = "skip" // missed ticks are recorded as missed; nothing starts
+	CatchUpOnce = "once" // one run stands for all of them (the latest)
+)
+
+// Firing outcomes.
+const (
+	FiringStarted = "started" // a run started (RunID)
+	FiringSkipped = "skipped" // overlap policy skip: a run of the chain was going
+	FiringMissed  = "missed"  // the studio was down at the tick (catch-up skip, or older than the one caught up)
+	FiringFailed  = "failed"  // the run could not start (Message says why)
+)
+
+// Schedule fires runs of a chain at the ticks of a cron expression in a time
+// zone. Schedules are records of their own, not part of the chain document
+// (docs/design.md, "Triggers").
+type Schedule struct {
+	ID       string
+	ChainID  string
+	Cron     string // five fields or a descriptor (@hourly …); runs.ParseCron checks it
+	TimeZone string // IANA name; "" is UTC
+	Input    map[string]any
+	Overlap  string // Overlap*
+	CatchUp  string // CatchUp*
+	Enabled  bool
+	Created  time.Time
+	Updated  time.Time
+	// LastTick is the newest tick recorded for the schedule (fired,
+	// skipped or missed); zero when none. Filled by the reads.
+	LastTick time.Time
+}
+
+// Hook starts a run of a chain when a signed POST reaches
+// /v1/hooks/{id}. Secret is the HMAC key: returned by CreateHook and GetHook
+// (the server verifies with it), never by ListHooks.
+type Hook struct {
+	ID      string
+	ChainID string
+	Secret  string
+	// Sync makes the hook answer with the run's final output when it ends
+	// within SyncTimeout (else 202 with the run id).
+	Sync        bool
+	SyncTimeout time.Duration
+	Created     time.Time
+	// LastFired is the newest firing's time; zero when none. Filled by the
+	// reads.
+	LastFired time.Time
+}
+
+// Firing is one tick of a schedule or one call of a hook, and what came of
+// it. A schedule's ticks are unique: a second firing of the same (trigger,
+// tick) is refused with ErrAlreadyFired, which is what makes a tick fire
+// once across processes sharing a database.
+type Firing struct {
+	TriggerID string
+	Tick      time.Time // schedules: the cron tick; zero for hooks
+	RunID     string    // the run it started, if any
+	Outcome   string    // Firing*
+	Message   string
+	Created   time.Time
+}
+
+// MaxFiringsKept bounds the firings kept per trigger: older ones are deleted
+// as new ones are recorded (the newest tick is always kept).
+const MaxFiringsKept = 100

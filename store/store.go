@@ -149,6 +149,38 @@ type LeaseStore interface {
 	ReleaseRun(ctx context.Context, runID string, epoch int64) error
 }
 
+// TriggerStore keeps a chain's triggers (schedules, hooks) and their
+// firings. A firing that starts a run is recorded by CreateRun, with the
+// run (Run.TriggerKind, TriggerID, TriggerTick).
+type TriggerStore interface {
+	// CreateSchedule stores s (ID set by the caller) for a live chain.
+	CreateSchedule(ctx context.Context, s Schedule) (*Schedule, error)
+	// UpdateSchedule replaces the schedule's fields (ID and ChainID pick
+	// it); its firings stay.
+	UpdateSchedule(ctx context.Context, s Schedule) (*Schedule, error)
+	// DeleteSchedule deletes a chain's schedule and its firings.
+	DeleteSchedule(ctx context.Context, chainID, id string) error
+	// ListSchedules lists a chain's schedules by creation; chainID ""
+	// lists the enabled schedules of every live chain (the scheduler's list).
+	ListSchedules(ctx context.Context, chainID string) ([]Schedule, error)
+	// CreateHook stores h (ID and Secret set by the caller) for a live chain.
+	CreateHook(ctx context.Context, h Hook) (*Hook, error)
+	// GetHook returns a hook of a live chain, with its secret.
+	GetHook(ctx context.Context, id string) (*Hook, error)
+	// ListHooks lists a chain's hooks by creation, without secrets.
+	ListHooks(ctx context.Context, chainID string) ([]Hook, error)
+	// DeleteHook deletes a chain's hook and its firings.
+	DeleteHook(ctx context.Context, chainID, id string) error
+	// RecordFiring records a firing that started no run (skipped, missed,
+	// failed). A schedule tick already recorded is ErrAlreadyFired.
+	RecordFiring(ctx context.Context, f Firing) error
+	// ListFirings lists a trigger's firings newest first (limit <= 0: 20,
+	// at most MaxFiringsKept).
+	ListFirings(ctx context.Context, triggerID string, limit int) ([]Firing, error)
+	// ChainBusy reports whether a run of the chain is queued or running.
+	ChainBusy(ctx context.Context, chainID string) (bool, error)
+}
+
 // Housekeeping is what the studio does to a store outside any request.
 type Housekeeping interface {
 	// RecoverInterrupted marks the runs a previous process left running as
@@ -193,6 +225,7 @@ type Backend interface {
 	EventStore
 	CheckpointStore
 	LeaseStore
+	TriggerStore
 	Housekeeping
 	UserStore
 	// Close closes the store. Close every EventWriter on it first.

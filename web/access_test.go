@@ -204,3 +204,30 @@ func TestLoginCookie(t *testing.T) {
 		}
 	}
 }
+
+// The one public API route: POST /v1/hooks/{hook_id} is authenticated by
+// its hook's HMAC signature instead of the studio token (issue #17). With a
+// token set, an unsigned call is still refused (401 missing_signature, not
+// the token's "unauthorized"), and nothing beside it is public.
+func TestHookRouteIsSignedNotTokened(t *testing.T) {
+	t.Parallel()
+	const token = "hook-access-token-0123"
+	_, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
+	auth := []string{"Authorization", "Bearer " + token}
+	r := do(t, ts, "POST", "/v1/chains", `{"name":"h","nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`, auth...)
+	wantStatus(t, r, http.StatusCreated)
+	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/hooks", `{}`, auth...)
+	wantStatus(t, r, http.StatusCreated)
+	hook := r.json(t)["id"].(string)
+	if r := do(t, ts, "POST", "/v1/hooks/"+hook, `{}`); r.status != http.StatusUnauthorized || r.errCode(t) != "missing_signature" {
+		t.Fatalf("unsigned call: %d %s", r.status, r.body)
+	}
+	for _, p := range []string{"/v1/hooks/" + hook + "/x", "/v1/hooks/..%2fchains", "/v1/hooks/"} {
+		if publicPath(p) {
+			t.Errorf("%s is public", p)
+		}
+	}
+	if r := do(t, ts, "GET", "/v1/chains/x/triggers", nil); r.status != http.StatusUnauthorized {
+		t.Fatalf("the triggers list without the token: %d", r.status)
+	}
+}

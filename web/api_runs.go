@@ -56,11 +56,8 @@ func (s *Server) startRun(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
-	issues := s.validateToRun(c, ch.Doc)
-	if engine.HasErrors(issues) {
-		return apiError(EINVALID, engine.CodeInvalid,
-			(&engine.ValidationError{Issues: issues}).Error()+" (a chain with errors can be saved but not run)",
-			map[string]any{"issues": issues})
+	if err := s.refuseInvalid(c, ch.Doc); err != nil {
+		return err
 	}
 	id, err := s.runs.Start(ctx, ch, body.Input)
 	if err != nil {
@@ -68,6 +65,18 @@ func (s *Server) startRun(c echo.Context) error {
 	}
 	runLocation(c, id)
 	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id), "chain_id": ch.ID, "chain_version": ch.Version})
+}
+
+// refuseInvalid is the 422 chain_invalid that refuses to run a chain with
+// validation errors (a run started through the API or a webhook).
+func (s *Server) refuseInvalid(c echo.Context, doc *engine.Chain) error {
+	issues := s.validateToRun(c, doc)
+	if !engine.HasErrors(issues) {
+		return nil
+	}
+	return apiError(EINVALID, engine.CodeInvalid,
+		(&engine.ValidationError{Issues: issues}).Error()+" (a chain with errors can be saved but not run)",
+		map[string]any{"issues": issues})
 }
 
 // maxRunsPage bounds a page of the runs list (API and page).

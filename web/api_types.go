@@ -96,31 +96,48 @@ func toChainVersionsJSON(vs []store.ChainVersion) []chainVersionJSON {
 // runFields is a run as the API shows it in lists, in the run page's data
 // and (with more) in GET /v1/runs/{id}.
 type runFields struct {
-	ID           string              `json:"id"`
-	ChainID      string              `json:"chain_id,omitempty"`      // "" for ad-hoc and A2E runs
-	ChainVersion int                 `json:"chain_version,omitempty"` // the exact version run; 0 when ad-hoc
-	ChainName    string              `json:"chain_name,omitempty"`
-	ParentRunID  string              `json:"parent_run_id,omitempty"`
-	Kind         string              `json:"kind"`
-	Input        map[string]any      `json:"input,omitempty"`
-	Status       engine.RunStatus    `json:"status"`
-	Error        *engine.RunError    `json:"error,omitempty"`
-	FinalOutput  any                 `json:"final_output,omitempty"`
-	Outputs      map[string]any      `json:"outputs,omitempty"`
-	NodesRun     int                 `json:"nodes_run"`
-	Started      time.Time           `json:"started"`
-	Ended        time.Time           `json:"ended,omitzero"`
-	DurationMS   int64               `json:"duration_ms,omitempty"`
-	Nodes        []engine.NodeResult `json:"nodes,omitempty"`
+	ID           string `json:"id"`
+	ChainID      string `json:"chain_id,omitempty"`      // "" for ad-hoc and A2E runs
+	ChainVersion int    `json:"chain_version,omitempty"` // the exact version run; 0 when ad-hoc
+	ChainName    string `json:"chain_name,omitempty"`
+	ParentRunID  string `json:"parent_run_id,omitempty"`
+	Kind         string `json:"kind"`
+	// StartedBy says what started the run: manual (the API or the
+	// designer), schedule, webhook, or the kind (rerun, node, a2e, …);
+	// TriggerID names the schedule or hook.
+	StartedBy   string              `json:"started_by"`
+	TriggerID   string              `json:"trigger_id,omitempty"`
+	Input       map[string]any      `json:"input,omitempty"`
+	Status      engine.RunStatus    `json:"status"`
+	Error       *engine.RunError    `json:"error,omitempty"`
+	FinalOutput any                 `json:"final_output,omitempty"`
+	Outputs     map[string]any      `json:"outputs,omitempty"`
+	NodesRun    int                 `json:"nodes_run"`
+	Started     time.Time           `json:"started"`
+	Ended       time.Time           `json:"ended,omitzero"`
+	DurationMS  int64               `json:"duration_ms,omitempty"`
+	Nodes       []engine.NodeResult `json:"nodes,omitempty"`
 }
 
 func toRunFields(r *store.Run) *runFields {
 	return &runFields{
 		ID: r.ID, ChainID: r.ChainID, ChainVersion: r.ChainVersion, ChainName: r.ChainName,
-		ParentRunID: r.ParentRunID, Kind: r.Kind, Input: r.Input, Status: r.Status, Error: r.Error,
+		ParentRunID: r.ParentRunID, Kind: r.Kind, StartedBy: StartedBy(r), TriggerID: r.TriggerID, Input: r.Input, Status: r.Status, Error: r.Error,
 		FinalOutput: r.FinalOutput, Outputs: r.Outputs, NodesRun: r.NodesRun,
 		Started: r.Started, Ended: r.Ended, DurationMS: r.DurationMS, Nodes: r.Nodes,
 	}
+}
+
+// StartedBy names what started a run: its trigger, else "manual" for a
+// run started through the API or the designer, else its kind.
+func StartedBy(r *store.Run) string {
+	switch {
+	case r.TriggerKind != "":
+		return r.TriggerKind
+	case r.Kind == store.KindRun || r.Kind == "":
+		return "manual"
+	}
+	return r.Kind
 }
 
 func toRunsJSON(runs []store.Run) []*runFields {

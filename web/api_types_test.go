@@ -35,9 +35,11 @@ func TestAPIShapesOfRecords(t *testing.T) {
 			Input: map[string]any{"a": 1.0}, Status: engine.StatusFailed, Error: &engine.RunError{Code: "x", Message: "y"}, FinalOutput: "f",
 			Outputs: map[string]any{"n0": "o"}, NodesRun: 1, Started: t0, Ended: t0.Add(time.Second), DurationMS: 1000,
 			Nodes: []engine.NodeResult{{NodeID: "n0", Status: engine.PhaseDone}}}), Pending: []engine.Pending{}}),
-			`{"id":"r","chain_id":"c","chain_version":2,"chain_name":"n","parent_run_id":"p","kind":"rerun","input":{"a":1},"status":"failed","error":{"code":"x","message":"y"},"final_output":"f","outputs":{"n0":"o"},"nodes_run":1,"started":"2026-01-02T03:04:05Z","ended":"2026-01-02T03:04:06Z","duration_ms":1000,"nodes":[{"node_id":"n0","status":"done"}],"pending":[],"active":false}`},
+			`{"id":"r","chain_id":"c","chain_version":2,"chain_name":"n","parent_run_id":"p","kind":"rerun","started_by":"rerun","input":{"a":1},"status":"failed","error":{"code":"x","message":"y"},"final_output":"f","outputs":{"n0":"o"},"nodes_run":1,"started":"2026-01-02T03:04:05Z","ended":"2026-01-02T03:04:06Z","duration_ms":1000,"nodes":[{"node_id":"n0","status":"done"}],"pending":[],"active":false}`},
 		{"run in a list", enc(toRunsJSON([]store.Run{{ID: "r", Kind: store.KindRun, Status: engine.StatusRunning, Started: t0}})),
-			`[{"id":"r","kind":"run","status":"running","nodes_run":0,"started":"2026-01-02T03:04:05Z"}]`},
+			`[{"id":"r","kind":"run","started_by":"manual","status":"running","nodes_run":0,"started":"2026-01-02T03:04:05Z"}]`},
+		{"run a webhook started", enc(toRunsJSON([]store.Run{{ID: "r", Kind: store.KindRun, Status: engine.StatusRunning, Started: t0, TriggerKind: store.TriggerWebhook, TriggerID: "h"}})),
+			`[{"id":"r","kind":"run","started_by":"webhook","trigger_id":"h","status":"running","nodes_run":0,"started":"2026-01-02T03:04:05Z"}]`},
 		{"no runs", enc(toRunsJSON(nil)), `[]`},
 	} {
 		if tc.got != tc.want {

@@ -97,10 +97,17 @@ func (s *Server) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// publicPaths need no token: the health check, the login page, and the
-// static assets the login page uses.
+// publicPaths need no token: the health check, the login page, the
+// static assets the login page uses, and webhook calls (POST
+// /v1/hooks/{hook_id}), which carry their hook's HMAC signature instead.
 func publicPath(p string) bool {
-	return p == "/healthz" || p == "/login" || strings.HasPrefix(p, "/static/")
+	return p == "/healthz" || p == "/login" || strings.HasPrefix(p, "/static/") || hookPath(p)
+}
+
+// hookPath: /v1/hooks/{one segment}, nothing under it.
+func hookPath(p string) bool {
+	id, ok := strings.CutPrefix(p, "/v1/hooks/")
+	return ok && id != "" && !strings.ContainsAny(id, "/%.")
 }
 
 // authenticate finds who sent the request (callerOf): a user's or the

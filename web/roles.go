@@ -93,6 +93,13 @@ var routeActions = map[string]action{
 	"GET /v1/agents/:name":                    actRead,
 	"GET /v1/agents/:name/chain":              actRead,
 	"POST /v1/agents/:name/run":               actEdit,
+	"GET /v1/chains/:id/triggers":             actRead,
+	"POST /v1/chains/:id/schedules":           actEdit,
+	"PUT /v1/chains/:id/schedules/:sid":       actEdit,
+	"DELETE /v1/chains/:id/schedules/:sid":    actEdit,
+	"POST /v1/chains/:id/hooks":               actEdit, // answers the new hook's secret once
+	"DELETE /v1/chains/:id/hooks/:hid":        actEdit,
+	"POST /v1/hooks/:hook_id":                 actPublic, // authenticated by its HMAC signature, not a role
 	"GET /v1/me":                              actRead,
 	"GET /v1/users":                           actAdmin,
 	"POST /v1/users":                          actAdmin,

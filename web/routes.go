@@ -38,6 +38,14 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/chains/:id/expr/context", s.exprContext)  // issue #16: expression editor
 	v1.POST("/chains/:id/expr/preview", s.exprPreview) // issue #16: expression editor
 	v1.POST("/chains/:id/extract", s.extractChain)     // issue #16: extract to sub-chain
+	// issue #17: triggers (api_triggers.go)
+	v1.GET("/chains/:id/triggers", s.listTriggers)
+	v1.POST("/chains/:id/schedules", s.createSchedule)
+	v1.PUT("/chains/:id/schedules/:sid", s.updateSchedule)
+	v1.DELETE("/chains/:id/schedules/:sid", s.deleteSchedule)
+	v1.POST("/chains/:id/hooks", s.createHook)
+	v1.DELETE("/chains/:id/hooks/:hid", s.deleteHook)
+	v1.POST("/hooks/:hook_id", s.callHook) // signed, not the token (publicPath)
 
 	v1.POST("/validate", s.validateDocument)
 	v1.GET("/tools", s.listTools) // the tool catalogue with schemas (api_tools.go)

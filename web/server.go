@@ -48,6 +48,8 @@ type Config struct {
 // finished runs go to the store directly.
 type RunService interface {
 	Start(ctx context.Context, ch *store.Chain, input map[string]any) (string, error)
+	// StartTriggered is Start for a run a trigger (a webhook) started.
+	StartTriggered(ctx context.Context, ch *store.Chain, input map[string]any, t runs.Trigger) (string, error)
 	// RunAdHoc runs an unsaved chain and blocks until it stops.
 	RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error)
 	Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error
@@ -90,6 +92,9 @@ type Deps struct {
 	// service as its observer so run and node metrics are counted. Nil: the
 	// server makes its own, with HTTP metrics only.
 	Metrics *Metrics
+	// Scheduler, when set, is woken when a schedule is saved, so that it
+	// sees the change before its next look (runs.Scheduler).
+	Scheduler interface{ Wake() }
 }
 
 // Server is the studio's HTTP server.
@@ -113,6 +118,8 @@ type Server struct {
 	openAt time.Time
 	// exprRuns: runs decoded for expression previews (issue #16, api_expr.go)
 	exprRuns exprRunCache
+	// sched hears that a schedule was saved (issue #17, api_triggers.go); nil: none
+	sched interface{ Wake() }
 }
 
 // New builds the server's routes over its dependencies.
@@ -140,7 +147,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := checkExposure(context.Background(), cfg, deps.DB); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics}
+	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics, sched: deps.Scheduler}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}

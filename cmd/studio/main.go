@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // schedules name IANA zones: work on hosts without a zone database
 )
 
 // command is one subcommand.

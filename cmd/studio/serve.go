@@ -195,13 +195,26 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		}
 		defer stopQueue(queue, log)
 	}
+	// Every serving process runs the scheduler: on PostgreSQL a tick is
+	// still fired once (its firing row is unique, written with its run and
+	// job in one transaction).
+	sched, err := runs.NewScheduler(runs.SchedulerOptions{Store: db, Starter: svc, Logger: log})
+	if err != nil {
+		svc.Close()
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
 	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
-		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics})
+		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched})
 	if err != nil {
 		svc.Close()
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
+	schedCtx, stopSched := context.WithCancel(ctx)
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); sched.Run(schedCtx) }()
+	defer func() { stopSched(); <-schedDone }()
 	err = srv.ListenAndServe(ctx, func(url string) {
 		if cfg.listening != nil {
 			cfg.listening(url)

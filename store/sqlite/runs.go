@@ -58,14 +58,23 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) {
 		return nil, fmt.Errorf("store: create run %s: input: %w", r.ID, err)
 	}
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, started_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		// A trigger's firing first: a schedule tick already fired writes
+		// nothing.
+		if f, ok := sqlq.RunFiring(r); ok {
+			if err := insertFiring(ctx, tx, f); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, started_at, trigger_kind, trigger_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
   chain_id = excluded.chain_id, chain_version = excluded.chain_version,
   chain_name = CASE WHEN excluded.chain_name <> '' THEN excluded.chain_name ELSE runs.chain_name END,
   parent_run_id = COALESCE(excluded.parent_run_id, runs.parent_run_id),
-  kind = excluded.kind, input = COALESCE(excluded.input, runs.input)`,
-			r.ID, nullString(r.ChainID), nullInt(r.ChainVersion), r.ChainName, nullString(r.ParentRunID), r.Kind, input, string(r.Status), micros(r.Started))
+  kind = excluded.kind, input = COALESCE(excluded.input, runs.input),
+  trigger_kind = COALESCE(excluded.trigger_kind, runs.trigger_kind), trigger_id = COALESCE(excluded.trigger_id, runs.trigger_id)`,
+			r.ID, nullString(r.ChainID), nullInt(r.ChainVersion), r.ChainName, nullString(r.ParentRunID), r.Kind, input, string(r.Status), micros(r.Started),
+			nullString(r.TriggerKind), nullString(r.TriggerID))
 		return err
 	})
 	if err != nil {
@@ -74,22 +83,23 @@ ON CONFLICT (id) DO UPDATE SET
 	return &r, nil
 }
 
-const runCols = `id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, error, final_output, outputs, nodes_run, started_at, ended_at, duration_ms`
+const runCols = `id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, error, final_output, outputs, nodes_run, started_at, ended_at, duration_ms, trigger_kind, trigger_id`
 
 func scanRun(row interface{ Scan(...any) error }, full bool) (*store.Run, error) {
 	var r store.Run
-	var chainID, parent, input, errJSON, final, outputs sql.NullString
+	var chainID, parent, input, errJSON, final, outputs, trigKind, trigID sql.NullString
 	var version, ended, dur sql.NullInt64
 	var started int64
 	var status string
 	if err := row.Scan(&r.ID, &chainID, &version, &r.ChainName, &parent, &r.Kind, &input, &status, &errJSON, &final, &outputs,
-		&r.NodesRun, &started, &ended, &dur); err != nil {
+		&r.NodesRun, &started, &ended, &dur, &trigKind, &trigID); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, store.ErrNotFound
 		}
 		return nil, err
 	}
 	r.ChainID, r.ChainVersion, r.ParentRunID = chainID.String, int(version.Int64), parent.String
+	r.TriggerKind, r.TriggerID = trigKind.String, trigID.String
 	r.Status = engine.RunStatus(status)
 	r.Started, r.Ended, r.DurationMS = fromMicros(started), fromNullMicros(ended), dur.Int64
 	if errJSON.Valid {

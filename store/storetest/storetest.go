@@ -49,6 +49,8 @@ func Run(t *testing.T, open Opener) {
 		{"FoldedNodesMatchTheEngine", testFoldedNodesMatchTheEngine},
 		{"FoldAcrossResume", testFoldAcrossResume},
 		{"Users", testUsers},
+		{"Triggers", testTriggers},
+		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,171 @@
+// The designer's triggers panel (issue #17): the chain's schedules and
+// webhooks with their last firings (GET /v1/chains/{id}/triggers); add, edit
+// and remove a schedule; create a webhook and show its secret once; remove
+// one. Triggers live beside the chain: nothing here saves a version.
+'use strict';
+(function () {
+  const Studio = window.Studio;
+  const $ = (id) => document.getElementById(id);
+  const el = (tag, attrs, ...kids) => Studio.el(tag, attrs, ...kids);
+  const root = $('editor');
+  const panel = $('triggers-panel');
+  if (!root || !panel) return;
+  const chainId = root.dataset.chainId;
+  const base = '/v1/chains/' + encodeURIComponent(chainId);
+  const when = (s) => (s ? new Date(s).toLocaleString() : '');
+
+  async function api(method, path, body) {
+    const res = await fetch(path, {
+      method, headers: { Accept: 'application/json', ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    if (res.status === 204) return null;
+    const data = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error((data.error && data.error.message) || ('HTTP ' + res.status));
+    return data;
+  }
+
+  // One line per firing: when, what came of it, and the run it started.
+  function firingsList(fs) {
+    if (!fs || !fs.length) return el('p', { class: 'trig-none', text: 'Not fired yet.' });
+    return el('ol', { class: 'firings', 'aria-label': 'Last firings' }, ...fs.map((f) => el('li', { class: 'firing ' + f.outcome },
+      el('time', { datetime: f.tick || f.at, text: when(f.tick || f.at) }), ' ',
+      el('span', { class: 'outcome', text: f.outcome }), ' ',
+      f.run_id ? el('a', { href: '/runs/' + encodeURIComponent(f.run_id), text: 'run ' + f.run_id.slice(0, 8) }) : null,
+      f.message ? el('span', { class: 'msg', text: ' — ' + f.message }) : null)));
+  }
+
+  let current = { schedules: [], hooks: [] };
+
+  function render() {
+    const { schedules, hooks } = current;
+    $('triggers-badge').textContent = (schedules.length + hooks.length) ? `${schedules.length} schedule${schedules.length === 1 ? '' : 's'}, ${hooks.length} webhook${hooks.length === 1 ? '' : 's'}` : 'none';
+    $('schedules-list').replaceChildren(...(schedules.length ? schedules.map((s) => el('li', { class: 'trig schedule' + (s.enabled ? '' : ' off'), 'data-schedule-id': s.id },
+      el('div', { class: 'trig-head' },
+        el('code', { class: 'cron', text: s.cron }),
+        el('span', { class: 'zone', text: s.time_zone || 'UTC' }),
+        s.enabled ? null : el('span', { class: 'badge', text: 'disabled' })),
+      el('div', { class: 'trig-meta', text: `overlap: ${s.overlap} · catch-up: ${s.catch_up}` + (s.next_tick ? ' · next ' + when(s.next_tick) : '') }),
+      firingsList(s.firings),
+      el('div', { class: 'row' },
+        button('Edit', 'Edit the schedule ' + s.cron, () => openSchedule(s)),
+        button('Remove', 'Remove the schedule ' + s.cron, () => remove(base + '/schedules/' + encodeURIComponent(s.id), 'the schedule ' + s.cron)))))
+      : [el('li', { class: 'trig-none', text: 'No schedule.' })]));
+    $('hooks-list').replaceChildren(...(hooks.length ? hooks.map((h) => el('li', { class: 'trig hook', 'data-hook-id': h.id },
+      el('div', { class: 'trig-head' }, el('code', { class: 'hook-path', text: h.path })),
+      el('div', { class: 'trig-meta', text: h.sync ? `answers with the output (waits up to ${Math.round(h.sync_timeout_ms / 1000)} s)` : 'answers 202 with the run id' }),
+      firingsList(h.firings),
+      el('div', { class: 'row' },
+        button('Remove', 'Remove the webhook ' + h.path, () => remove(base + '/hooks/' + encodeURIComponent(h.id), 'the webhook ' + h.path)))))
+      : [el('li', { class: 'trig-none', text: 'No webhook.' })]));
+  }
+
+  function button(text, label, fn) {
+    const b = el('button', { type: 'button', 'aria-label': label, text });
+    b.addEventListener('click', fn);
+    return b;
+  }
+
+  async function load() {
+    try {
+      current = await api('GET', base + '/triggers');
+      render();
+    } catch (err) {
+      $('triggers-badge').textContent = 'not loaded: ' + err.message;
+    }
+  }
+
+  async function remove(path, what) {
+    if (!window.confirm('Remove ' + what + '? Its firings are forgotten.')) return;
+    try {
+      await api('DELETE', path);
+    } catch (err) {
+      window.alert('Not removed: ' + err.message);
+    }
+    load();
+  }
+
+  // ---- schedule dialog ------------------------------------------------------
+
+  const sdlg = $('schedule-dialog');
+  let editing = null; // the schedule being edited; null: a new one
+  function openSchedule(s) {
+    editing = s || null;
+    $('schedule-title').textContent = s ? 'Edit the schedule' : 'Add a schedule';
+    $('sched-cron').value = s ? s.cron : '';
+    $('sched-zone').value = s ? s.time_zone : (Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC');
+    $('sched-overlap').value = s ? s.overlap : 'skip';
+    $('sched-catchup').value = s ? s.catch_up : 'skip';
+    $('sched-input').value = JSON.stringify(s ? s.input : {}, null, 2);
+    $('sched-enabled').checked = s ? s.enabled : true;
+    $('schedule-error').replaceChildren();
+    sdlg.showModal();
+    $('sched-cron').focus();
+  }
+  $('btn-add-schedule').addEventListener('click', () => openSchedule(null));
+  $('schedule-cancel').addEventListener('click', () => sdlg.close());
+  sdlg.addEventListener('close', () => $('btn-add-schedule').focus());
+  $('schedule-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const out = $('schedule-error');
+    const fail = (msg, field) => { out.replaceChildren(el('div', { class: 'form-error', text: msg })); if (field) field.focus(); };
+    let input;
+    try {
+      input = JSON.parse($('sched-input').value || '{}');
+    } catch (err) { return fail('The input is not JSON: ' + err.message, $('sched-input')); }
+    if (!input || typeof input !== 'object' || Array.isArray(input)) return fail('The input must be a JSON object.', $('sched-input'));
+    const body = { cron: $('sched-cron').value.trim(), time_zone: $('sched-zone').value.trim(), overlap: $('sched-overlap').value,
+      catch_up: $('sched-catchup').value, input, enabled: $('sched-enabled').checked };
+    $('schedule-submit').disabled = true;
+    try {
+      if (editing) await api('PUT', base + '/schedules/' + encodeURIComponent(editing.id), body);
+      else await api('POST', base + '/schedules', body);
+      sdlg.close();
+      load();
+    } catch (err) {
+      fail('Not saved: ' + err.message, /time zone/.test(err.message) ? $('sched-zone') : $('sched-cron'));
+    } finally {
+      $('schedule-submit').disabled = false;
+    }
+  });
+
+  // ---- webhook dialog -------------------------------------------------------
+
+  const hdlg = $('hook-dialog');
+  $('btn-add-hook').addEventListener('click', () => {
+    $('hook-error').replaceChildren();
+    $('hook-created').hidden = true;
+    $('hook-submit').hidden = false;
+    $('hook-sync').disabled = $('hook-timeout').disabled = false;
+    hdlg.showModal();
+    $('hook-sync').focus();
+  });
+  $('hook-cancel').addEventListener('click', () => hdlg.close());
+  hdlg.addEventListener('close', () => { $('hook-secret').value = ''; $('btn-add-hook').focus(); });
+  $('hook-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const sync = $('hook-sync').checked;
+    const body = { sync };
+    if (sync) body.sync_timeout_ms = Math.round(Number($('hook-timeout').value || 30) * 1000);
+    $('hook-submit').disabled = true;
+    try {
+      const h = await api('POST', base + '/hooks', body);
+      $('hook-secret').value = h.secret;
+      $('hook-url').value = window.location.origin + h.path;
+      $('hook-created').hidden = false;
+      $('hook-submit').hidden = true;
+      $('hook-sync').disabled = $('hook-timeout').disabled = true;
+      $('hook-secret').focus();
+      $('hook-secret').select();
+      load();
+    } catch (err) {
+      $('hook-error').replaceChildren(el('div', { class: 'form-error', text: 'Not created: ' + err.message }));
+    } finally {
+      $('hook-submit').disabled = false;
+    }
+  });
+
+  load();
+  // Firings happen without this page: look again now and then while it is shown.
+  setInterval(() => { if (!document.hidden && !sdlg.open && !hdlg.open) load(); }, 15000);
+})();

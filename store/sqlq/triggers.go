@@ -1,0 +1,309 @@
+package sqlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chainstudio/studio/store"
+)
+
+// The triggers' SQL (schedules, hooks, firings), the same on both backends.
+// Errors come back unwrapped so that each backend can tell its own unique
+// violation (a schedule tick fired twice) from other failures.
+
+// Conn runs statements and queries: *sql.Tx, *sql.DB or a backend's wrapper.
+type Conn interface {
+	Queryer
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func micros(t time.Time) int64 { return t.UTC().UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// LiveChain returns store.ErrNotFound unless chain id exists and is not
+// deleted.
+func LiveChain(ctx context.Context, q Conn, id string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM chains WHERE id = ? AND deleted_at IS NULL`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: chain %q", store.ErrNotFound, id)
+	}
+	return err
+}
+
+// InsertSchedule stores a new schedule of a live chain.
+func InsertSchedule(ctx context.Context, q Conn, s store.Schedule) error {
+	if err := LiveChain(ctx, q, s.ChainID); err != nil {
+		return err
+	}
+	input, err := json.Marshal(orEmpty(s.Input))
+	if err != nil {
+		return fmt.Errorf("%w: schedule input: %v", store.ErrInvalid, err)
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO schedules (id, chain_id, cron, time_zone, input, overlap, catch_up, enabled, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.ID, s.ChainID, s.Cron, s.TimeZone, string(input), s.Overlap, s.CatchUp, boolInt(s.Enabled),
+		micros(s.Created), micros(s.Updated))
+	return err
+}
+
+// UpdateSchedule replaces a schedule's fields; store.ErrNotFound when the
+// chain has no such schedule.
+func UpdateSchedule(ctx context.Context, q Conn, s store.Schedule) error {
+	input, err := json.Marshal(orEmpty(s.Input))
+	if err != nil {
+		return fmt.Errorf("%w: schedule input: %v", store.ErrInvalid, err)
+	}
+	res, err := q.ExecContext(ctx, `UPDATE schedules SET cron = ?, time_zone = ?, input = ?, overlap = ?, catch_up = ?, enabled = ?, updated_at = ?
+WHERE id = ? AND chain_id = ?`, s.Cron, s.TimeZone, string(input), s.Overlap, s.CatchUp, boolInt(s.Enabled), micros(s.Updated), s.ID, s.ChainID)
+	if err != nil {
+		return err
+	}
+	return oneRow(res, "schedule", s.ID)
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func oneRow(res sql.Result, what, id string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s %q", store.ErrNotFound, what, id)
+	}
+	return nil
+}
+
+// DeleteSchedule deletes a chain's schedule and its firings.
+func DeleteSchedule(ctx context.Context, q Conn, chainID, id string) error {
+	return deleteTrigger(ctx, q, `DELETE FROM schedules WHERE id = ? AND chain_id = ?`, "schedule", chainID, id)
+}
+
+// DeleteHook deletes a chain's hook and its firings.
+func DeleteHook(ctx context.Context, q Conn, chainID, id string) error {
+	return deleteTrigger(ctx, q, `DELETE FROM hooks WHERE id = ? AND chain_id = ?`, "hook", chainID, id)
+}
+
+func deleteTrigger(ctx context.Context, q Conn, del, what, chainID, id string) error {
+	res, err := q.ExecContext(ctx, del, id, chainID)
+	if err != nil {
+		return err
+	}
+	if err := oneRow(res, what, id); err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `DELETE FROM trigger_firings WHERE trigger_id = ?`, id)
+	return err
+}
+
+const scheduleCols = `s.id, s.chain_id, s.cron, s.time_zone, s.input, s.overlap, s.catch_up, s.enabled, s.created_at, s.updated_at,
+  (SELECT MAX(f.tick) FROM trigger_firings f WHERE f.trigger_id = s.id)`
+
+// ListSchedules lists a chain's schedules, or ("" chain) the enabled
+// schedules of every live chain.
+func ListSchedules(ctx context.Context, q Conn, chainID string) ([]store.Schedule, error) {
+	query := `SELECT ` + scheduleCols + ` FROM schedules s WHERE s.chain_id = ? ORDER BY s.created_at, s.id`
+	args := []any{chainID}
+	if chainID == "" {
+		query = `SELECT ` + scheduleCols + ` FROM schedules s JOIN chains c ON c.id = s.chain_id
+WHERE c.deleted_at IS NULL AND s.enabled = 1 ORDER BY s.created_at, s.id`
+		args = nil
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Schedule
+	for rows.Next() {
+		var s store.Schedule
+		var input string
+		var enabled int
+		var created, updated int64
+		var last sql.NullInt64
+		if err := rows.Scan(&s.ID, &s.ChainID, &s.Cron, &s.TimeZone, &input, &s.Overlap, &s.CatchUp, &enabled, &created, &updated, &last); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(input), &s.Input); err != nil {
+			return nil, fmt.Errorf("schedule %s: stored input is corrupt: %w", s.ID, err)
+		}
+		s.Enabled, s.Created, s.Updated = enabled == 1, fromMicros(created), fromMicros(updated)
+		if last.Valid {
+			s.LastTick = fromMicros(last.Int64)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// InsertHook stores a new hook of a live chain.
+func InsertHook(ctx context.Context, q Conn, h store.Hook) error {
+	if err := LiveChain(ctx, q, h.ChainID); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO hooks (id, chain_id, secret, sync, sync_timeout_ms, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		h.ID, h.ChainID, h.Secret, boolInt(h.Sync), h.SyncTimeout.Milliseconds(), micros(h.Created))
+	return err
+}
+
+const hookCols = `h.id, h.chain_id, h.secret, h.sync, h.sync_timeout_ms, h.created_at,
+  (SELECT MAX(f.created_at) FROM trigger_firings f WHERE f.trigger_id = h.id)`
+
+// GetHook returns a hook of a live chain with its secret.
+func GetHook(ctx context.Context, q Conn, id string) (*store.Hook, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+hookCols+` FROM hooks h JOIN chains c ON c.id = h.chain_id
+WHERE h.id = ? AND c.deleted_at IS NULL`, id)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := scanHooks(rows, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(hs) == 0 {
+		return nil, fmt.Errorf("%w: hook %q", store.ErrNotFound, id)
+	}
+	return &hs[0], nil
+}
+
+// ListHooks lists a chain's hooks without their secrets.
+func ListHooks(ctx context.Context, q Conn, chainID string) ([]store.Hook, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+hookCols+` FROM hooks h WHERE h.chain_id = ? ORDER BY h.created_at, h.id`, chainID)
+	if err != nil {
+		return nil, err
+	}
+	return scanHooks(rows, false)
+}
+
+func scanHooks(rows *sql.Rows, secret bool) ([]store.Hook, error) {
+	defer rows.Close()
+	var out []store.Hook
+	for rows.Next() {
+		var h store.Hook
+		var sync int
+		var timeoutMS, created int64
+		var last sql.NullInt64
+		if err := rows.Scan(&h.ID, &h.ChainID, &h.Secret, &sync, &timeoutMS, &created, &last); err != nil {
+			return nil, err
+		}
+		if !secret {
+			h.Secret = ""
+		}
+		h.Sync, h.SyncTimeout, h.Created = sync == 1, time.Duration(timeoutMS)*time.Millisecond, fromMicros(created)
+		if last.Valid {
+			h.LastFired = fromMicros(last.Int64)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// InsertFiring records a firing and trims the trigger's history to
+// store.MaxFiringsKept rows. A schedule tick already recorded fails with the
+// backend's unique violation.
+func InsertFiring(ctx context.Context, q Conn, f store.Firing) error {
+	if _, err := q.ExecContext(ctx, InsertFiringSQL, FiringArgs(f)...); err != nil {
+		return err
+	}
+	_, err := q.ExecContext(ctx, TrimFiringsSQL, TrimFiringsArgs(f.TriggerID)...)
+	return err
+}
+
+// InsertFiringSQL and TrimFiringsSQL are InsertFiring's statements, for a
+// backend that runs them on a transaction of its own driver (PostgreSQL's
+// pgx transaction shared with River).
+const (
+	InsertFiringSQL = `INSERT INTO trigger_firings (trigger_id, tick, run_id, outcome, message, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	// The newest rows stay, and with them the newest tick (ticks only grow).
+	TrimFiringsSQL = `DELETE FROM trigger_firings WHERE trigger_id = ? AND created_at < (
+  SELECT created_at FROM trigger_firings WHERE trigger_id = ? ORDER BY created_at DESC LIMIT 1 OFFSET ?)`
+)
+
+// FiringArgs are InsertFiringSQL's arguments.
+func FiringArgs(f store.Firing) []any {
+	var tick any
+	if !f.Tick.IsZero() {
+		tick = micros(f.Tick)
+	}
+	var run any
+	if f.RunID != "" {
+		run = f.RunID
+	}
+	return []any{f.TriggerID, tick, run, f.Outcome, f.Message, micros(f.Created)}
+}
+
+// TrimFiringsArgs are TrimFiringsSQL's arguments.
+func TrimFiringsArgs(triggerID string) []any {
+	return []any{triggerID, triggerID, store.MaxFiringsKept - 1}
+}
+
+// ListFirings lists a trigger's firings newest first.
+func ListFirings(ctx context.Context, q Conn, triggerID string, limit int) ([]store.Firing, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	limit = min(limit, store.MaxFiringsKept)
+	rows, err := q.QueryContext(ctx, `SELECT trigger_id, tick, run_id, outcome, message, created_at FROM trigger_firings
+WHERE trigger_id = ? ORDER BY created_at DESC LIMIT ?`, triggerID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Firing
+	for rows.Next() {
+		var f store.Firing
+		var tick sql.NullInt64
+		var run sql.NullString
+		var created int64
+		if err := rows.Scan(&f.TriggerID, &tick, &run, &f.Outcome, &f.Message, &created); err != nil {
+			return nil, err
+		}
+		if tick.Valid {
+			f.Tick = fromMicros(tick.Int64)
+		}
+		f.RunID, f.Created = run.String, fromMicros(created)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// ChainBusy reports whether a run of the chain is queued or running.
+func ChainBusy(ctx context.Context, q Conn, chainID string) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE chain_id = ? AND status IN ('queued', 'running') LIMIT 1`, chainID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// RunFiring is the firing CreateRun records with a run a trigger started;
+// ok is false for other runs.
+func RunFiring(r store.Run) (f store.Firing, ok bool) {
+	if r.TriggerKind == "" || r.TriggerID == "" {
+		return f, false
+	}
+	tick := time.Time{}
+	if r.TriggerKind == store.TriggerSchedule {
+		tick = r.TriggerTick
+	}
+	return store.Firing{TriggerID: r.TriggerID, Tick: tick, RunID: r.ID, Outcome: store.FiringStarted, Created: r.Started}, true
+}

@@ -1,0 +1,459 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/store"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+)
+
+// Triggers (issue #17): a chain's schedules and webhooks, and the webhook
+// endpoint itself. Schedules fire in runs.Scheduler; docs/design.md,
+// "Triggers", says why they are records apart from the chain document.
+
+// Limits on triggers.
+const (
+	maxTriggersPerChain = 20       // schedules, and hooks, per chain
+	maxTriggerInput     = 64 << 10 // a schedule's input, encoded
+	maxHookBody         = 1 << 20  // a webhook call's body
+	hookTolerance       = 5 * time.Minute
+	defaultSyncTimeout  = 30 * time.Second
+	maxSyncTimeout      = 120 * time.Second
+	firingsShown        = 5 // last firings per trigger in the list
+	// HookSignatureHeader carries a webhook call's signature:
+	// "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>".
+	HookSignatureHeader = "X-Studio-Signature"
+)
+
+type firingJSON struct {
+	Tick    time.Time `json:"tick,omitzero"`
+	RunID   string    `json:"run_id,omitempty"`
+	Outcome string    `json:"outcome"`
+	Message string    `json:"message,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+type scheduleJSON struct {
+	ID       string         `json:"id"`
+	ChainID  string         `json:"chain_id"`
+	Cron     string         `json:"cron"`
+	TimeZone string         `json:"time_zone"`
+	Input    map[string]any `json:"input"`
+	Overlap  string         `json:"overlap"`
+	CatchUp  string         `json:"catch_up"`
+	Enabled  bool           `json:"enabled"`
+	Created  time.Time      `json:"created"`
+	Updated  time.Time      `json:"updated"`
+	LastTick time.Time      `json:"last_tick,omitzero"`
+	NextTick time.Time      `json:"next_tick,omitzero"`
+	Firings  []firingJSON   `json:"firings"`
+}
+
+type hookJSON struct {
+	ID            string       `json:"id"`
+	ChainID       string       `json:"chain_id"`
+	Path          string       `json:"path"`
+	Sync          bool         `json:"sync"`
+	SyncTimeoutMS int64        `json:"sync_timeout_ms,omitempty"`
+	Created       time.Time    `json:"created"`
+	LastFired     time.Time    `json:"last_fired,omitzero"`
+	Secret        string       `json:"secret,omitempty"` // in the create answer only
+	Firings       []firingJSON `json:"firings"`
+}
+
+func (s *Server) firings(ctx context.Context, id string) ([]firingJSON, error) {
+	fs, err := s.db.ListFirings(ctx, id, firingsShown)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]firingJSON, len(fs))
+	for i, f := range fs {
+		out[i] = firingJSON{Tick: f.Tick, RunID: f.RunID, Outcome: f.Outcome, Message: f.Message, At: f.Created}
+	}
+	return out, nil
+}
+
+func (s *Server) scheduleView(ctx context.Context, sc *store.Schedule) (scheduleJSON, error) {
+	v := scheduleJSON{ID: sc.ID, ChainID: sc.ChainID, Cron: sc.Cron, TimeZone: sc.TimeZone, Input: sc.Input, Overlap: sc.Overlap,
+		CatchUp: sc.CatchUp, Enabled: sc.Enabled, Created: sc.Created, Updated: sc.Updated, LastTick: sc.LastTick}
+	if spec, err := runs.ParseCron(sc.Cron, sc.TimeZone); err == nil && sc.Enabled {
+		v.NextTick = spec.Next(time.Now())
+	}
+	var err error
+	v.Firings, err = s.firings(ctx, sc.ID)
+	return v, err
+}
+
+func (s *Server) hookView(ctx context.Context, h *store.Hook) (hookJSON, error) {
+	v := hookJSON{ID: h.ID, ChainID: h.ChainID, Path: "/v1/hooks/" + h.ID, Sync: h.Sync, Created: h.Created, LastFired: h.LastFired}
+	if h.Sync {
+		v.SyncTimeoutMS = h.SyncTimeout.Milliseconds()
+	}
+	var err error
+	v.Firings, err = s.firings(ctx, h.ID)
+	return v, err
+}
+
+// GET /v1/chains/{id}/triggers
+func (s *Server) listTriggers(c echo.Context) error {
+	ctx := c.Request().Context()
+	ch, err := s.db.GetChain(ctx, c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	ss, err := s.db.ListSchedules(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	hs, err := s.db.ListHooks(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Schedules []scheduleJSON `json:"schedules"`
+		Hooks     []hookJSON     `json:"hooks"`
+	}{Schedules: []scheduleJSON{}, Hooks: []hookJSON{}}
+	for i := range ss {
+		v, err := s.scheduleView(ctx, &ss[i])
+		if err != nil {
+			return err
+		}
+		out.Schedules = append(out.Schedules, v)
+	}
+	for i := range hs {
+		v, err := s.hookView(ctx, &hs[i])
+		if err != nil {
+			return err
+		}
+		out.Hooks = append(out.Hooks, v)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// scheduleBody is what POST and PUT take; absent fields take defaults.
+type scheduleBody struct {
+	Cron     string         `json:"cron"`
+	TimeZone string         `json:"time_zone"`
+	Input    map[string]any `json:"input"`
+	Overlap  string         `json:"overlap"`
+	CatchUp  string         `json:"catch_up"`
+	Enabled  *bool          `json:"enabled"`
+}
+
+// schedule checks the body and fills the record's fields.
+func (b *scheduleBody) schedule(sc *store.Schedule) error {
+	if _, err := runs.ParseCron(b.Cron, b.TimeZone); err != nil {
+		var ce *runs.CronError
+		if errors.As(err, &ce) {
+			code, details := "invalid_cron", map[string]any{"field": ce.Field}
+			if ce.Field == "time_zone" {
+				code, details["time_zone"] = "invalid_time_zone", b.TimeZone
+			} else {
+				details["position"] = ce.Position
+			}
+			return apiError(EINVALID, code, ce.Error(), details)
+		}
+		return err
+	}
+	if b.Overlap == "" {
+		b.Overlap = store.OverlapSkip
+	}
+	if b.CatchUp == "" {
+		b.CatchUp = store.CatchUpSkip
+	}
+	switch b.Overlap {
+	case store.OverlapSkip, store.OverlapQueue, store.OverlapAllow:
+	default:
+		return apiError(EINVALID, "invalid_overlap", fmt.Sprintf("overlap must be skip, queue or allow, got %q", b.Overlap), map[string]any{"field": "overlap"})
+	}
+	switch b.CatchUp {
+	case store.CatchUpSkip, store.CatchUpOnce:
+	default:
+		return apiError(EINVALID, "invalid_catch_up", fmt.Sprintf("catch_up must be skip or once, got %q", b.CatchUp), map[string]any{"field": "catch_up"})
+	}
+	if b.Input == nil {
+		b.Input = map[string]any{}
+	}
+	if enc, _ := json.Marshal(b.Input); len(enc) > maxTriggerInput {
+		return apiError(ETOOLARGE, "too_large", fmt.Sprintf("the schedule's input is %d bytes encoded, more than %d", len(enc), maxTriggerInput), map[string]any{"field": "input"})
+	}
+	sc.Cron, sc.TimeZone, sc.Input, sc.Overlap, sc.CatchUp = strings.TrimSpace(b.Cron), b.TimeZone, b.Input, b.Overlap, b.CatchUp
+	sc.Enabled = b.Enabled == nil || *b.Enabled
+	return nil
+}
+
+func (s *Server) wakeScheduler() {
+	if s.sched != nil {
+		s.sched.Wake()
+	}
+}
+
+// POST /v1/chains/{id}/schedules
+func (s *Server) createSchedule(c echo.Context) error {
+	var body scheduleBody
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ch, err := s.db.GetChain(ctx, c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	sc := store.Schedule{ID: uuid.NewString(), ChainID: ch.ID}
+	if err := body.schedule(&sc); err != nil {
+		return err
+	}
+	if have, err := s.db.ListSchedules(ctx, ch.ID); err != nil {
+		return err
+	} else if len(have) >= maxTriggersPerChain {
+		return apiError(EINVALID, "too_many_triggers", fmt.Sprintf("chain %q has %d schedules already, the most it may have", ch.Name, len(have)), nil)
+	}
+	saved, err := s.db.CreateSchedule(ctx, sc)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", ch.ID))
+	}
+	s.wakeScheduler()
+	v, err := s.scheduleView(ctx, saved)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, v)
+}
+
+// PUT /v1/chains/{id}/schedules/{sid}
+func (s *Server) updateSchedule(c echo.Context) error {
+	var body scheduleBody
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	sc := store.Schedule{ID: c.Param("sid"), ChainID: c.Param("id")}
+	if err := body.schedule(&sc); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	saved, err := s.db.UpdateSchedule(ctx, sc)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("schedule %q of chain %q", sc.ID, sc.ChainID))
+	}
+	s.wakeScheduler()
+	v, err := s.scheduleView(ctx, saved)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// DELETE /v1/chains/{id}/schedules/{sid}
+func (s *Server) deleteSchedule(c echo.Context) error {
+	if err := s.db.DeleteSchedule(c.Request().Context(), c.Param("id"), c.Param("sid")); err != nil {
+		return storeErr(err, fmt.Sprintf("schedule %q of chain %q", c.Param("sid"), c.Param("id")))
+	}
+	s.wakeScheduler()
+	return c.NoContent(http.StatusNoContent)
+}
+
+// POST /v1/chains/{id}/hooks {sync, sync_timeout_ms}: the answer carries
+// the hook's secret, the only time it is shown.
+func (s *Server) createHook(c echo.Context) error {
+	var body struct {
+		Sync          bool  `json:"sync"`
+		SyncTimeoutMS int64 `json:"sync_timeout_ms"`
+	}
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	timeout := defaultSyncTimeout
+	if body.SyncTimeoutMS != 0 {
+		timeout = time.Duration(body.SyncTimeoutMS) * time.Millisecond
+		if timeout < 100*time.Millisecond || timeout > maxSyncTimeout {
+			return apiError(EINVALID, "invalid_sync_timeout", fmt.Sprintf("sync_timeout_ms must be between 100 and %d, got %d", maxSyncTimeout.Milliseconds(), body.SyncTimeoutMS),
+				map[string]any{"field": "sync_timeout_ms"})
+		}
+	}
+	ctx := c.Request().Context()
+	ch, err := s.db.GetChain(ctx, c.Param("id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	if have, err := s.db.ListHooks(ctx, ch.ID); err != nil {
+		return err
+	} else if len(have) >= maxTriggersPerChain {
+		return apiError(EINVALID, "too_many_triggers", fmt.Sprintf("chain %q has %d hooks already, the most it may have", ch.Name, len(have)), nil)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("hook secret: %w", err)
+	}
+	h, err := s.db.CreateHook(ctx, store.Hook{ID: uuid.NewString(), ChainID: ch.ID, Secret: hex.EncodeToString(key), Sync: body.Sync, SyncTimeout: timeout})
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", ch.ID))
+	}
+	v, err := s.hookView(ctx, h)
+	if err != nil {
+		return err
+	}
+	v.Secret = h.Secret
+	return c.JSON(http.StatusCreated, v)
+}
+
+// DELETE /v1/chains/{id}/hooks/{hid}
+func (s *Server) deleteHook(c echo.Context) error {
+	if err := s.db.DeleteHook(c.Request().Context(), c.Param("id"), c.Param("hid")); err != nil {
+		return storeErr(err, fmt.Sprintf("hook %q of chain %q", c.Param("hid"), c.Param("id")))
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// SignHook returns the X-Studio-Signature value of a webhook call: what a
+// sender computes (and what the tests send).
+func SignHook(secret string, at time.Time, body []byte) string {
+	t := strconv.FormatInt(at.Unix(), 10)
+	return "t=" + t + ",v1=" + hookMAC(secret, t, body)
+}
+
+func hookMAC(secret, t string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(t))
+	m.Write([]byte("."))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// verifyHook checks a call's signature header against the hook's secret:
+// well formed, signed within hookTolerance of now (either way), and one of
+// its v1 values the HMAC of "t.body" (compared in constant time).
+func verifyHook(secret, header string, body []byte, now time.Time) error {
+	bad := func(code, msg string) error { return apiError(EUNAUTHORIZED, code, msg, nil) }
+	if header == "" {
+		return bad("missing_signature", "the call is not signed: send "+HookSignatureHeader+": t=<unix seconds>,v1=<hex HMAC-SHA256 of \"t.body\" with the hook's secret>")
+	}
+	var ts string
+	var sigs []string
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sigs = append(sigs, v)
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || len(sigs) == 0 {
+		return bad("bad_signature", "malformed "+HookSignatureHeader+": want t=<unix seconds>,v1=<hex HMAC-SHA256>")
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > hookTolerance || d < -hookTolerance {
+		return bad("stale_signature", fmt.Sprintf("the signature's timestamp is %s away from the studio's clock, more than %s: sign each call when it is sent", d.Abs().Round(time.Second), hookTolerance))
+	}
+	want := []byte(hookMAC(secret, ts, body))
+	for _, sig := range sigs {
+		if hmac.Equal([]byte(sig), want) {
+			return nil
+		}
+	}
+	return bad("bad_signature", "the signature does not match the body and the hook's secret")
+}
+
+// POST /v1/hooks/{hook_id}: authenticated by its signature, not the studio
+// token (publicPath). A bad signature is 401 and starts nothing; a body
+// that is not a JSON object is 400. The object is the run's input.
+func (s *Server) callHook(c echo.Context) error {
+	req := c.Request()
+	req.Body = http.MaxBytesReader(c.Response(), req.Body, maxHookBody)
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return apiError(ETOOLARGE, "too_large", fmt.Sprintf("a webhook body may have at most %d bytes", maxHookBody), nil)
+		}
+		return apiError(EBADREQUEST, "bad_body", "could not read the request body: "+err.Error(), nil)
+	}
+	ctx := req.Context()
+	h, err := s.db.GetHook(ctx, c.Param("hook_id"))
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("hook %q", c.Param("hook_id")))
+	}
+	if err := verifyHook(h.Secret, req.Header.Get(HookSignatureHeader), body, time.Now()); err != nil {
+		s.log.Warn("webhook call refused", "hook_id", h.ID, "err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		return err
+	}
+	input, err := hookInput(body)
+	if err != nil {
+		return err
+	}
+	ch, err := s.db.GetChain(ctx, h.ChainID)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", h.ChainID))
+	}
+	if err := s.refuseInvalid(c, ch.Doc); err != nil {
+		return err
+	}
+	id, err := s.runs.StartTriggered(ctx, ch, input, runs.Trigger{Kind: store.TriggerWebhook, ID: h.ID})
+	if err != nil {
+		return err
+	}
+	runLocation(c, id)
+	if h.Sync {
+		if r := s.waitRun(ctx, id, h.SyncTimeout); r != nil {
+			out := map[string]any{"run_id": id, "status": r.Status, "final_output": r.FinalOutput}
+			if r.Error != nil {
+				out["error"] = r.Error
+			}
+			return c.JSON(http.StatusOK, out)
+		}
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id)})
+}
+
+// hookInput decodes a webhook body: a JSON object (an empty body is {}).
+func hookInput(body []byte) (map[string]any, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return map[string]any{}, nil
+	}
+	if trimmed[0] != '{' {
+		return nil, apiError(EBADREQUEST, "not_an_object", "the webhook body must be a JSON object: it becomes the run's input", nil)
+	}
+	var input map[string]any
+	if err := bindJSONBytes(trimmed, &input); err != nil {
+		return nil, err
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	return input, nil
+}
+
+// waitRun waits up to timeout for a run to stop (finish or pause) and
+// returns it; nil when it still runs, or the caller left.
+func (s *Server) waitRun(ctx context.Context, id string, timeout time.Duration) *store.Run {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wait := 20 * time.Millisecond
+	for {
+		if r, err := s.db.GetRun(ctx, id); err == nil && r.Status.Terminal() && !s.runs.Active(id) {
+			return r
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 500*time.Millisecond)
+	}
+}
