@@ -192,6 +192,7 @@ func CheckRole(role string) error {
 	}
 	return Errorf(EINVALID, "role %q: want one of viewer, editor, approver, admin", role)
 }
+
 // Trigger kinds: what started a run other than a person or a program
 // calling the API (Run.TriggerKind).
 const (
