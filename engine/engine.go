@@ -36,6 +36,20 @@ type Options struct {
 	// ExprBudget bounds each expression evaluation of a run (zero fields:
 	// expr.DefaultBudget); it reaches tools through the run's context.
 	ExprBudget expr.Budget
+	// AttemptContext, when set, gives the context one attempt of a node
+	// executes under (tracing: it carries the attempt's span and a
+	// tool.Tracer). nil: the run's context, at no cost.
+	AttemptContext func(ctx context.Context, a AttemptInfo) context.Context
+}
+
+// AttemptInfo names one attempt of a node executing in a run, for
+// Options.AttemptContext. Its start event has been emitted already.
+type AttemptInfo struct {
+	RunID   string
+	NodeID  string
+	Kind    Kind
+	Item    *int // map body: the item index
+	Attempt int
 }
 
 // Engine runs chains. It is safe for concurrent use; one Engine serves many runs.
