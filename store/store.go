@@ -172,6 +172,7 @@ type Backend interface {
 	CheckpointStore
 	LeaseStore
 	Housekeeping
+	UsageStore
 	// Close closes the store. Close every EventWriter on it first.
 	Close() error
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlq"
 	"github.com/chainstudio/studio/store/eventbuf"
 )
 
@@ -154,7 +155,7 @@ FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil
 			return err
 		}
 	}
-	return nil
+	return sqlq.InsertModelCalls(ctx, tx, events, func(id string) bool { return !stale[id] })
 }
 
 // EventsAfter returns up to limit events of a run with seq > afterSeq, in seq

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"EngineRunPersisted", testEngineRunPersisted},
 		{"FoldedNodesMatchTheEngine", testFoldedNodesMatchTheEngine},
 		{"FoldAcrossResume", testFoldAcrossResume},
+		{"Usage", testUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
