@@ -1,0 +1,62 @@
+package runs
+
+import (
+	"context"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// Tracer traces runs (internal/telemetry implements it with OpenTelemetry).
+// It sees every event (engine.EventSink) and plugs into the engine's hooks.
+type Tracer interface {
+	engine.EventSink
+	// Capture returns the W3C traceparent of the request in ctx, "" for none.
+	Capture(ctx context.Context) string
+	// StartRun starts the span of one execution of a run and returns the
+	// context the run executes under, the traceparent of the new span, and
+	// what ends it.
+	StartRun(ctx context.Context, s RunSpan) (context.Context, string, func(*engine.Result, error))
+	// AttemptContext and OnRun are the engine's hooks (engine.Options).
+	AttemptContext(ctx context.Context, a engine.AttemptInfo) context.Context
+	OnRun(runID string, c *engine.Chain)
+}
+
+// RunSpan describes one execution of a run for Tracer.StartRun.
+type RunSpan struct {
+	RunID string
+	Kind  string // run, resume, rerun, node, a2e, agent, takeover
+	// Parent is the trace context of the request that started the run;
+	// Prior the run's own, stored by its first execution (a resume, a
+	// takeover), which wins.
+	Parent, Prior string
+}
+
+// capture is the trace context of a request, when tracing.
+func (s *Service) capture(ctx context.Context) string {
+	if s.tracer == nil || ctx == nil {
+		return ""
+	}
+	return s.tracer.Capture(ctx)
+}
+
+// traceRun starts the span of one execution of run id. The run's first
+// execution stores its span's context so that every later one (a resume
+// here or on another worker, a takeover) joins the same trace.
+func (s *Service) traceRun(ctx context.Context, id, kind, parent string) (context.Context, func(*engine.Result, error)) {
+	start := time.Now()
+	prior, err := s.traces.RunTrace(ctx, id)
+	s.storeCall("run_trace", start)
+	if err != nil {
+		s.log.Warn("read the run's trace context; its spans start a new trace", "run_id", id, "err", err)
+	}
+	ctx, tp, end := s.tracer.StartRun(ctx, RunSpan{RunID: id, Kind: kind, Parent: parent, Prior: prior})
+	if prior == "" && err == nil {
+		start := time.Now()
+		if err := s.traces.SetRunTrace(ctx, id, tp); err != nil {
+			s.log.Warn("store the run's trace context; a resume will start a new trace", "run_id", id, "err", err)
+		}
+		s.storeCall("run_trace", start)
+	}
+	return ctx, end
+}
