@@ -51,6 +51,8 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/runs/:id/diff/:other", s.diffRuns)
 	v1.POST("/runs/:id/save-test", s.saveRunAsTest)
 	v1.GET("/runs/:id/nodes/:node/why", s.runNodeWhy)
+	v1.GET("/runs/:id/usage", s.getRunUsage) // issue #19: tokens and cost
+	v1.GET("/usage", s.getUsage)             // issue #19: per chain and agent over time
 
 	v1.POST("/a2e", s.a2eRun)
 

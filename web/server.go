@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
 	"net"
 	"net/http"
@@ -89,6 +90,12 @@ type Deps struct {
 	// service as its observer so run and node metrics are counted. Nil: the
 	// server makes its own, with HTTP metrics only.
 	Metrics *Metrics
+	// Prices turn model tokens into cost (--prices); nil: tokens only.
+	Prices *Prices
+	// Propagator, when set (tracing on), reads the W3C trace context of
+	// incoming requests: the runs they start continue the caller's trace,
+	// and their log lines carry its ids.
+	Propagator propagation.TextMapPropagator
 }
 
 // Server is the studio's HTTP server.
@@ -104,6 +111,8 @@ type Server struct {
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
 	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
+	prices  *Prices            // nil: no price table
+	prop    propagation.TextMapPropagator
 	// exprRuns: runs decoded for expression previews (issue #16, api_expr.go)
 	exprRuns exprRunCache
 }
@@ -133,7 +142,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := checkExposure(cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics}
+	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
+		prices: deps.Prices, prop: deps.Propagator}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
