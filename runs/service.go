@@ -690,11 +690,11 @@ func (s *Service) storeCall(op string, start time.Time) {
 }
 
 // finished logs a run's end (every line carries its run id) and reports it.
-func (s *Service) finished(log *slog.Logger, id string, res *engine.Result, err error) {
+func (s *Service) finished(ctx context.Context, log *slog.Logger, id string, res *engine.Result, err error) {
 	if err != nil {
-		log.Error("run failed to execute", "err", err)
+		log.ErrorContext(ctx, "run failed to execute", "err", err)
 	} else if res != nil {
-		log.Info("run stopped", "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
+		log.InfoContext(ctx, "run stopped", "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
 	}
 	if s.obs != nil {
 		s.obs.RunFinished(id, res, err)
@@ -747,7 +747,7 @@ func (s *Service) execute(id, kind, parent string, ctx context.Context, cancel c
 	res, err := fn(ctx)
 	cancel(nil)
 	t.err = err
-	s.finished(log, id, res, err)
+	s.finished(ctx, log, id, res, err)
 	if endSpan != nil {
 		endSpan(res, err)
 	}
