@@ -401,3 +401,6 @@ func (t *Tracer) ModelCall(ctx context.Context, c tool.ModelCall) (context.Conte
 		span.End()
 	}
 }
+
+// Flush exports every span that ended so far.
+func (t *Tracer) Flush(ctx context.Context) error { return t.tp.ForceFlush(ctx) }
