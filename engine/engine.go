@@ -53,7 +53,7 @@ type AttemptInfo struct {
 	NodeID  string
 	Kind    Kind
 	Name    string // the tool, agent or sub-chain
-	Item    *int // map body: the item index
+	Item    *int   // map body: the item index
 	Attempt int
 }
 

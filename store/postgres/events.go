@@ -14,8 +14,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/sqlq"
 	"github.com/chainstudio/studio/store/eventbuf"
+	"github.com/chainstudio/studio/store/sqlq"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
