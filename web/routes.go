@@ -16,6 +16,7 @@ func (s *Server) routes(e *echo.Echo) {
 	s.runDiffPageRoutes(e)
 	s.loginRoutes(e)
 	s.agentPageRoutes(e)
+	s.usagePageRoutes(e)
 
 	v1 := e.Group("/v1")
 	v1.GET("/openapi.json", s.openAPI)
