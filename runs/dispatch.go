@@ -147,7 +147,7 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 	defer s.running.Add(-1)
 	kind := t.Kind
 	if t.Takeover {
-		kind = "takeover"
+		kind = kindTakeover
 	}
 	s.execute(t.RunID, kind, t.TraceParent, ctx, cancel, fn, t0)
 	if errors.Is(context.Cause(ctx), ErrLeaseLost) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 // Tracer traces runs (internal/telemetry implements it with OpenTelemetry).
@@ -26,9 +27,11 @@ type Tracer interface {
 type RunSpan struct {
 	RunID string
 	Kind  string // run, resume, rerun, node, a2e, agent, takeover
-	// Parent is the trace context of the request that started the run;
-	// Prior the run's own, stored by its first execution (a resume, a
-	// takeover), which wins.
+	// First is the run's first execution: its span's ids derive from the
+	// run id, so that later executions find it without a store read unless
+	// Parent (the trace context of the request that started the run) put
+	// it in the caller's trace. Prior is the context such a run stored.
+	First         bool
 	Parent, Prior string
 }
 
@@ -40,23 +43,33 @@ func (s *Service) capture(ctx context.Context) string {
 	return s.tracer.Capture(ctx)
 }
 
-// traceRun starts the span of one execution of run id. The run's first
-// execution stores its span's context so that every later one (a resume
-// here or on another worker, a takeover) joins the same trace.
+// traceRun starts the span of one execution of run id. A run's first
+// execution costs no store call unless a caller's trace context made it
+// part of another trace: that is stored, for the resume or takeover to
+// continue it.
 func (s *Service) traceRun(ctx context.Context, id, kind, parent string) (context.Context, func(*engine.Result, error)) {
-	start := time.Now()
-	prior, err := s.traces.RunTrace(ctx, id)
-	s.storeCall("run_trace", start)
-	if err != nil {
-		s.log.Warn("read the run's trace context; its spans start a new trace", "run_id", id, "err", err)
+	first := kind != store.KindResume && kind != kindTakeover
+	var prior string
+	if !first {
+		start := time.Now()
+		var err error
+		prior, err = s.traces.RunTrace(ctx, id)
+		s.storeCall("run_trace", start)
+		if err != nil {
+			s.log.Warn("read the run's trace context; its spans continue the trace its id gives", "run_id", id, "err", err)
+		}
 	}
-	ctx, tp, end := s.tracer.StartRun(ctx, RunSpan{RunID: id, Kind: kind, Parent: parent, Prior: prior})
-	if prior == "" && err == nil {
+	ctx, tp, end := s.tracer.StartRun(ctx, RunSpan{RunID: id, Kind: kind, First: first, Parent: parent, Prior: prior})
+	if first && parent != "" {
 		start := time.Now()
 		if err := s.traces.SetRunTrace(ctx, id, tp); err != nil {
-			s.log.Warn("store the run's trace context; a resume will start a new trace", "run_id", id, "err", err)
+			s.log.Warn("store the run's trace context; a resume will not continue the caller's trace", "run_id", id, "err", err)
 		}
 		s.storeCall("run_trace", start)
 	}
 	return ctx, end
 }
+
+// kindTakeover names, in traces and logs, the execution of a run another
+// process left unfinished.
+const kindTakeover = "takeover"

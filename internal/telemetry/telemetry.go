@@ -76,8 +76,7 @@ func FromEnv(ctx context.Context, getenv func(string) string) (*Tracer, error) {
 			res = merged
 		}
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return New(tp), nil
+	return New(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
 }
 
 func serviceName(getenv func(string) string) string {
@@ -130,8 +129,10 @@ const maxOpen = 100_000
 
 var _ runs.Tracer = (*Tracer)(nil)
 
-// New traces on tp (tests pass a provider exporting to their receiver).
-func New(tp *sdktrace.TracerProvider) *Tracer {
+// New traces on a trace provider made with opts (an exporter, a resource);
+// its ids are the tracer's own (a run's first span's derive from its id).
+func New(opts ...sdktrace.TracerProviderOption) *Tracer {
+	tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithIDGenerator(newIDGenerator()))...)
 	return &Tracer{tp: tp, tracer: tp.Tracer("github.com/chainstudio/studio"),
 		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		runs: map[string]*runTrace{}, open: map[attemptKey]*attempt{}, chain: map[string]map[string]nodeInfo{}}
@@ -175,19 +176,36 @@ func (t *Tracer) parse(tp string) (trace.SpanContext, bool) {
 func (t *Tracer) StartRun(ctx context.Context, s runs.RunSpan) (context.Context, string, func(*engine.Result, error)) {
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		attribute.String("studio.run.id", s.RunID), attribute.String("studio.run.kind", s.Kind))}
-	if prior, ok := t.parse(s.Prior); ok {
+	base := ctx
+	switch {
+	case s.First:
+		// The first execution's ids derive from the run id; under a
+		// caller's span it joins the caller's trace.
+		p := preset{trace: runTraceID(s.RunID), span: runSpanID(s.RunID)}
+		if parent, ok := t.parse(s.Parent); ok {
+			ctx, p.trace = trace.ContextWithRemoteSpanContext(ctx, parent), parent.TraceID()
+		} else {
+			opts = append(opts, trace.WithNewRoot())
+		}
+		ctx = context.WithValue(ctx, presetKey{}, p)
+	default:
+		// A resume or takeover: a child of the first execution's span (as
+		// stored, or as the run id gives it), linked to it.
+		prior, ok := t.parse(s.Prior)
+		if !ok {
+			prior = trace.NewSpanContext(trace.SpanContextConfig{TraceID: runTraceID(s.RunID), SpanID: runSpanID(s.RunID),
+				TraceFlags: trace.FlagsSampled, Remote: true})
+		}
 		ctx = trace.ContextWithRemoteSpanContext(ctx, prior)
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: prior, Attributes: []attribute.KeyValue{attribute.String("studio.link", "run")}}))
-	} else if parent, ok := t.parse(s.Parent); ok {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
-	} else {
-		opts = append(opts, trace.WithNewRoot())
 	}
 	name := "run"
 	if s.Kind != "" && s.Kind != "run" {
 		name = "run " + s.Kind
 	}
-	ctx, span := t.tracer.Start(ctx, name, opts...)
+	_, span := t.tracer.Start(ctx, name, opts...)
+	// Not ctx: the preset ids are for the run's span alone.
+	ctx = trace.ContextWithSpan(base, span)
 	t.mu.Lock()
 	if len(t.runs) < maxOpen {
 		t.runs[s.RunID] = &runTrace{span: span, ctx: ctx}
