@@ -246,10 +246,10 @@ func (t *Tracer) OnRun(runID string, c *engine.Chain) {
 		nodes[c.Nodes[i].ID] = nodeInfo{kind: c.Nodes[i].Kind, name: c.Nodes[i].Name}
 	}
 	t.mu.Lock()
-	if len(t.chain) < maxOpen {
+	run := t.runs[runID]
+	if run != nil { // a sub-chain's run has no span: its end would never clear this
 		t.chain[runID] = nodes
 	}
-	run := t.runs[runID]
 	t.mu.Unlock()
 	if run != nil {
 		run.span.SetAttributes(attribute.String("studio.chain.name", c.Name))

@@ -1,4 +1,4 @@
-package telemetry_test
+package web_test
 
 import (
 	"context"
