@@ -29,8 +29,8 @@ import (
 
 // Enabled says whether the environment asks for traces: an OTLP endpoint
 // (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or
-// OTEL_TRACES_EXPORTER=otlp, and neither OTEL_SDK_DISABLED=true nor
-// OTEL_TRACES_EXPORTER=none.
+// OTEL_TRACES_EXPORTER set (otlp, or another exporter FromEnv refuses), and
+// neither OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none.
 func Enabled(getenv func(string) string) bool {
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return false
@@ -38,7 +38,8 @@ func Enabled(getenv func(string) string) bool {
 	switch strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))) {
 	case "none":
 		return false
-	case "otlp":
+	case "":
+	default: // otlp; another exporter is asked for, and FromEnv says it is not served
 		return true
 	}
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
@@ -52,7 +53,7 @@ func FromEnv(ctx context.Context, getenv func(string) string) (*Tracer, error) {
 	if !Enabled(getenv) {
 		return nil, nil
 	}
-	if e := strings.ToLower(getenv("OTEL_TRACES_EXPORTER")); e != "" && e != "otlp" {
+	if e := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); e != "" && e != "otlp" {
 		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%s: the studio exports traces with otlp only (or none)", e)
 	}
 	proto := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
