@@ -60,13 +60,21 @@ func tokens(n int64) string {
 	return string(out)
 }
 
-// cost formats a cost; "—" without a price table, and a note for calls to
-// unpriced models.
+// cost formats a cost: "—" without a price table, "no price" when the
+// table prices none of the models called, else the sum with a note for the
+// calls to unpriced models.
 func cost(l UsageLine) string {
 	if l.Cost == nil {
 		return "—"
 	}
-	s := strconv.FormatFloat(*l.Cost, 'f', 4, 64)
+	if l.Unpriced > 0 && l.Unpriced == l.Calls {
+		return "no price"
+	}
+	prec := 4
+	if *l.Cost > 0 && *l.Cost < 0.01 { // a few calls to a cheap model: show them
+		prec = 6
+	}
+	s := strconv.FormatFloat(*l.Cost, 'f', prec, 64)
 	if l.Unpriced > 0 {
 		s += " (+" + strconv.FormatInt(l.Unpriced, 10) + " unpriced)"
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -140,8 +141,8 @@ type usageJSON struct {
 }
 
 // usageQuery reads GET /v1/usage's parameters.
-func usageQuery(c echo.Context, now time.Time) (store.UsageFilter, string, error) {
-	f := store.UsageFilter{By: c.QueryParam("by"), All: true}
+func usageQuery(q url.Values, now time.Time) (store.UsageFilter, string, error) {
+	f := store.UsageFilter{By: q.Get("by"), All: true}
 	bad := func(p, msg string) error {
 		return apiError(EBADREQUEST, "bad_parameter", msg, map[string]any{"parameter": p})
 	}
@@ -152,7 +153,7 @@ func usageQuery(c echo.Context, now time.Time) (store.UsageFilter, string, error
 	default:
 		return f, "", bad("by", fmt.Sprintf("by must be chain or agent, got %q", f.By))
 	}
-	bucket := c.QueryParam("bucket")
+	bucket := q.Get("bucket")
 	if bucket == "" {
 		bucket = "day"
 	}
@@ -161,7 +162,7 @@ func usageQuery(c echo.Context, now time.Time) (store.UsageFilter, string, error
 		return f, "", bad("bucket", fmt.Sprintf("bucket must be hour, day or week, got %q", bucket))
 	}
 	f.Until = now
-	if v := c.QueryParam("until"); v != "" {
+	if v := q.Get("until"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			return f, "", bad("until", fmt.Sprintf("until must be an RFC 3339 time (2026-05-01T00:00:00Z), got %q", v))
@@ -169,7 +170,7 @@ func usageQuery(c echo.Context, now time.Time) (store.UsageFilter, string, error
 		f.Until = t
 	}
 	f.Since = f.Until.Add(-30 * 24 * time.Hour)
-	if v := c.QueryParam("since"); v != "" {
+	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
 			return f, "", bad("since", fmt.Sprintf("since must be an RFC 3339 time (2026-04-01T00:00:00Z), got %q", v))
@@ -182,10 +183,10 @@ func usageQuery(c echo.Context, now time.Time) (store.UsageFilter, string, error
 	if f.Until.Sub(f.Since) > maxUsageSpan {
 		return f, "", bad("since", "the period is over 366 days: narrow since and until")
 	}
-	if k, set := c.QueryParams()["key"]; set {
+	if k, set := q["key"]; set {
 		f.Key, f.All = k[0], false
 	}
-	limit, err := intParam("limit", c.QueryParam("limit"), 1000, 1, 10000)
+	limit, err := intParam("limit", q.Get("limit"), 1000, 1, 10000)
 	if err != nil {
 		return f, "", err
 	}
@@ -193,9 +194,10 @@ func usageQuery(c echo.Context, now time.Time) (store.UsageFilter, string, error
 	return f, bucket, nil
 }
 
-// usage sums model calls per chain or agent over time, with their cost.
-func (s *Server) usage(c echo.Context) (*usageJSON, error) {
-	f, bucket, err := usageQuery(c, time.Now().UTC())
+// usage sums model calls per chain or agent over time, with their cost,
+// as the query q asks.
+func (s *Server) usage(c echo.Context, q url.Values) (*usageJSON, error) {
+	f, bucket, err := usageQuery(q, time.Now().UTC())
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +256,7 @@ func sortUsageKeys(keys []usageKeyJSON) {
 
 // GET /v1/usage: tokens and cost per chain or agent over time.
 func (s *Server) getUsage(c echo.Context) error {
-	u, err := s.usage(c)
+	u, err := s.usage(c, c.QueryParams())
 	if err != nil {
 		return err
 	}

@@ -56,12 +56,11 @@ func (s *Server) pageUsage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := c.Request().URL.Query()
+	q := url.Values{"by": {c.QueryParam("by")}, "bucket": {c.QueryParam("bucket")}}
 	now := time.Now().UTC()
 	q.Set("since", now.Add(-time.Duration(days)*24*time.Hour).Format(time.RFC3339))
 	q.Set("until", now.Format(time.RFC3339))
-	c.Request().URL.RawQuery = q.Encode()
-	u, err := s.usage(c)
+	u, err := s.usage(c, q)
 	if err != nil {
 		return err
 	}
@@ -100,4 +99,3 @@ func (s *Server) usageKeyLine(by, key, name string, t usageTotals) views.UsageLi
 	}
 	return l
 }
-
