@@ -32,7 +32,7 @@ type UsagePage struct {
 	Days   int    // the period: the last Days days
 	Since  time.Time
 	Priced bool
-	Lines  []UsageLine  // per key over the period
+	Lines  []UsageLine // per key over the period
 	Total  UsageLine
 	Series []UsageSlice // per bucket, newest first
 	More   bool
