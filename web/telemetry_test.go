@@ -545,3 +545,32 @@ func TestTracePauseResume(t *testing.T) {
 	childOf(t, find(t, spans, "node decide", 1)[0], resume)
 	wantAttr(t, find(t, spans, "node notify", 1)[0], "studio.node.skip_reason", engine.ReasonBranchNotTaken)
 }
+
+// TestTraceA2EJoinsTheCallersTrace: an A2E request's traceparent makes its
+// run a child of the caller's span.
+func TestTraceA2EJoinsTheCallersTrace(t *testing.T) {
+	st := newStudio(t)
+	const caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	code, m := st.do(t, "POST", "/v1/a2e", map[string]any{"type": "chain/req", "id": "t1", "version": "1.0", "streaming": false,
+		"entry_node": "e", "initial_input": map[string]any{}, "nodes": []any{map[string]any{"node_id": "e", "kind": "tool", "name": "echo", "input": map[string]any{"x": 1}}}},
+		"traceparent", caller)
+	if code != http.StatusOK || m["success"] != true {
+		t.Fatalf("a2e: %d %v", code, m)
+	}
+	traceID, _ := hex.DecodeString("0af7651916cd43dd8448eb211c80319c")
+	var run *tracepb.Span
+	testutil.Eventually(t, 10*time.Second, func() error {
+		st.tracer.Flush(context.Background())
+		for _, s := range st.rcv.trace(traceID) {
+			if s.Name == "run a2e" {
+				run = s
+				return nil
+			}
+		}
+		return errors.New("no run a2e span in the caller's trace yet")
+	})
+	if hex.EncodeToString(run.ParentSpanId) != "b7ad6b7169203331" {
+		t.Fatalf("a2e run's parent %x, want the caller's span", run.ParentSpanId)
+	}
+	childOf(t, find(t, st.rcv.trace(traceID), "node e", 1)[0], run)
+}
