@@ -94,9 +94,10 @@ type Tracer struct {
 	prop   propagation.TextMapPropagator
 
 	mu    sync.Mutex
-	runs  map[string]*runTrace // runs executing in this process
-	open  map[attemptKey]*attempt
-	chain map[string]map[string]nodeInfo // run → node id → kind and name
+	runs  map[string]*runTrace               // runs executing in this process
+	open  map[string]map[attemptKey]*attempt // run → its attempts in flight
+	nOpen int                                // attempts in open
+	chain map[string]map[string]nodeInfo     // run → node id → kind and name
 }
 
 type runTrace struct {
@@ -136,7 +137,7 @@ func New(opts ...sdktrace.TracerProviderOption) *Tracer {
 	tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithIDGenerator(newIDGenerator()))...)
 	return &Tracer{tp: tp, tracer: tp.Tracer("github.com/chainstudio/studio"),
 		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-		runs: map[string]*runTrace{}, open: map[attemptKey]*attempt{}, chain: map[string]map[string]nodeInfo{}}
+		runs: map[string]*runTrace{}, open: map[string]map[attemptKey]*attempt{}, chain: map[string]map[string]nodeInfo{}}
 }
 
 // Shutdown exports what is buffered and stops the exporter.
@@ -226,14 +227,13 @@ func (t *Tracer) StartRun(ctx context.Context, s runs.RunSpan) (context.Context,
 		t.mu.Lock()
 		delete(t.runs, s.RunID)
 		delete(t.chain, s.RunID)
-		for k, a := range t.open { // attempts the run abandoned
-			if k.run == s.RunID {
-				if a.span != nil {
-					a.span.End()
-				}
-				delete(t.open, k)
+		for _, a := range t.open[s.RunID] { // attempts the run abandoned
+			if a.span != nil {
+				a.span.End()
 			}
 		}
+		t.nOpen -= len(t.open[s.RunID])
+		delete(t.open, s.RunID)
 		t.mu.Unlock()
 	}
 	return ctx, format(span.SpanContext()), end
@@ -271,12 +271,10 @@ func (t *Tracer) AttemptContext(ctx context.Context, a engine.AttemptInfo) conte
 		key.item = *a.Item
 	}
 	t.mu.Lock()
-	st := t.open[key]
+	st := t.open[key.run][key]
 	if st == nil || st.span != nil {
 		st = &attempt{start: time.Now(), attempt: a.Attempt}
-		if len(t.open) < maxOpen {
-			t.open[key] = st
-		}
+		t.put(key, st)
 	}
 	t.mu.Unlock()
 	attrs := []attribute.KeyValue{attribute.String("studio.run.id", a.RunID), attribute.String("studio.node.id", a.NodeID),
@@ -290,6 +288,41 @@ func (t *Tracer) AttemptContext(ctx context.Context, a engine.AttemptInfo) conte
 	st.span = span
 	t.mu.Unlock()
 	return tool.WithTracer(ctx, t)
+}
+
+// put records an attempt in flight (t.mu held); past maxOpen it is not
+// kept, and its span starts at its end event instead.
+func (t *Tracer) put(k attemptKey, a *attempt) {
+	run := t.open[k.run]
+	if run == nil {
+		if t.nOpen >= maxOpen {
+			return
+		}
+		run = map[attemptKey]*attempt{}
+		t.open[k.run] = run
+	}
+	if _, ok := run[k]; !ok {
+		if t.nOpen >= maxOpen {
+			return
+		}
+		t.nOpen++
+	}
+	run[k] = a
+}
+
+// take removes and returns an attempt in flight (t.mu held).
+func (t *Tracer) take(k attemptKey) *attempt {
+	run := t.open[k.run]
+	a, ok := run[k]
+	if !ok {
+		return nil
+	}
+	delete(run, k)
+	t.nOpen--
+	if len(run) == 0 {
+		delete(t.open, k.run)
+	}
+	return a
 }
 
 // nameAttr names what a node runs: its tool, agent or sub-chain.
@@ -322,14 +355,11 @@ func (t *Tracer) Emit(ev engine.Event) {
 	}
 	t.mu.Lock()
 	if ev.Phase == engine.PhaseStart {
-		if len(t.open) < maxOpen {
-			t.open[key] = &attempt{start: ev.Time, attempt: max(ev.Attempt, 1), reused: ev.Reused}
-		}
+		t.put(key, &attempt{start: ev.Time, attempt: max(ev.Attempt, 1), reused: ev.Reused})
 		t.mu.Unlock()
 		return
 	}
-	st := t.open[key]
-	delete(t.open, key)
+	st := t.take(key)
 	run := t.runs[ev.RunID]
 	info := t.chain[ev.RunID][ev.NodeID]
 	t.mu.Unlock()
