@@ -34,6 +34,7 @@ export const PAGES = [
   { name: 'run failed, Re-run dialog', path: (f) => '/runs/' + f.failed, ready: '.runpage', act: async (page) => { await page.click('#node-table .select-node[data-node-id="boom"]'); await openDialog('#btn-rerun', '#rerun-dialog')(page); } },
   { name: 'runs list', path: '/runs' },
   { name: 'agents list', path: '/agents' },
+  { name: 'model usage', path: '/usage' },
   { name: 'agent', path: (f) => (f.agent ? '/agents/' + encodeURIComponent(f.agent) : null) },
   { name: 'login', path: '/login' },
   // The login page exists only when a token is set: a second studio, with

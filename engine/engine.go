@@ -36,6 +36,25 @@ type Options struct {
 	// ExprBudget bounds each expression evaluation of a run (zero fields:
 	// expr.DefaultBudget); it reaches tools through the run's context.
 	ExprBudget expr.Budget
+	// AttemptContext, when set, gives the context one attempt of a node
+	// executes under (tracing: it carries the attempt's span and a
+	// tool.Tracer). nil: the run's context, at no cost.
+	AttemptContext func(ctx context.Context, a AttemptInfo) context.Context
+	// OnRun, when set, hears each run (and each resume or takeover of one)
+	// begin executing, with the chain it executes: what a tracer needs to
+	// describe nodes that never execute an attempt (routers, skips).
+	OnRun func(runID string, c *Chain)
+}
+
+// AttemptInfo names one attempt of a node executing in a run, for
+// Options.AttemptContext. Its start event has been emitted already.
+type AttemptInfo struct {
+	RunID   string
+	NodeID  string
+	Kind    Kind
+	Name    string // the tool, agent or sub-chain
+	Item    *int   // map body: the item index
+	Attempt int
 }
 
 // Engine runs chains. It is safe for concurrent use; one Engine serves many runs.

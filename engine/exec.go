@@ -271,6 +271,9 @@ func (r *run) attempts(ctx context.Context, i int, item *int, fn func(context.Co
 	}
 	for a := 1; ; a++ {
 		actx := tool.WithAttempt(ctx, a)
+		if hook := r.engine.opts.AttemptContext; hook != nil {
+			actx = hook(actx, AttemptInfo{RunID: r.id, NodeID: nd.ID, Kind: nd.Kind, Name: nd.Name, Item: item, Attempt: a})
+		}
 		out, err := r.attempt(actx, nd, fn)
 		if err == nil {
 			return out, a, nil

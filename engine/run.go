@@ -228,6 +228,9 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 		ns.loopFrom[i] = noNode
 		ns.depsLeft[i] = int32(len(r.graph.dataDeps[i]))
 	}
+	if e.opts.OnRun != nil {
+		e.opts.OnRun(id, c)
+	}
 	return r
 }
 

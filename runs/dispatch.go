@@ -32,6 +32,9 @@ type Task struct {
 	// lease expired); the worker continues the run from its stored log, or
 	// starts it as above when nothing was logged.
 	Takeover bool `json:"takeover,omitempty"`
+	// TraceParent is the W3C trace context of the request that started the
+	// run, which its trace continues (tracing on).
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // Dispatcher hands recorded runs to workers that may live in other
@@ -142,7 +145,11 @@ func (s *Service) Execute(jobCtx context.Context, t Task) error {
 	t0 := &ticket{done: make(chan struct{})}
 	s.running.Add(1)
 	defer s.running.Add(-1)
-	s.execute(t.RunID, t.Kind, ctx, cancel, fn, t0)
+	kind := t.Kind
+	if t.Takeover {
+		kind = kindTakeover
+	}
+	s.execute(t.RunID, kind, t.TraceParent, ctx, cancel, fn, t0)
 	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		// Not a failure of the run: its new owner goes on with it.
 		return nil
@@ -292,6 +299,7 @@ func (s *Service) heartbeat(ctx context.Context, runID string, epoch int64, canc
 func (s *Service) dispatchCreate(ctx context.Context, run store.Run, t Task) error {
 	defer s.storeCall("create_run", time.Now())
 	run.Status = engine.StatusQueued
+	t.TraceParent = s.capture(ctx)
 	if err := s.disp.Create(ctx, run, t); err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}

@@ -68,6 +68,9 @@ type Options struct {
 	ExprBudget expr.Budget
 	Logger     *slog.Logger
 	Observer   Observer // nil: nothing observes
+	// Tracer traces runs (OpenTelemetry, internal/telemetry); nil: none.
+	// Store must then also be a store.UsageStore (the runs' trace contexts).
+	Tracer Tracer
 	// HubBuffer is how many events a live watcher may fall behind before it
 	// is cut loose; default 4096.
 	HubBuffer int
@@ -129,6 +132,8 @@ type Service struct {
 	events store.EventWriter
 	log    *slog.Logger
 	obs    Observer
+	tracer Tracer
+	traces store.UsageStore
 	now    func() time.Time
 
 	queue Queue
@@ -238,6 +243,19 @@ func New(opts Options) (*Service, error) {
 		// row says it stopped: its events are stored before its end entry.
 		cp = flushingCheckpointer{cp, s.events.Flush}
 	}
+	var attemptCtx func(context.Context, engine.AttemptInfo) context.Context
+	var onRun func(string, *engine.Chain)
+	if opts.Tracer != nil {
+		ts, ok := opts.Store.(store.UsageStore)
+		if !ok {
+			stop(nil)
+			s.events.Close()
+			return nil, errors.New("runs: a Tracer needs a Store that is also a store.UsageStore")
+		}
+		s.tracer, s.traces = opts.Tracer, ts
+		sink = append(sink, opts.Tracer)
+		attemptCtx, onRun = opts.Tracer.AttemptContext, opts.Tracer.OnRun
+	}
 	agentRunner, chains := s.agentHooks(opts)
 	s.hub.SetLimits(opts.MaxWatchers, opts.MaxWatchersPerRun)
 	s.eng = engine.New(engine.Options{
@@ -248,6 +266,9 @@ func New(opts Options) (*Service, error) {
 		Agent:        agentRunner,
 		Limits:       opts.Limits,
 		ExprBudget:   opts.ExprBudget,
+
+		AttemptContext: attemptCtx,
+		OnRun:          onRun,
 	})
 	return s, nil
 }
@@ -298,7 +319,7 @@ func (s *Service) StartTriggered(ctx context.Context, ch *store.Chain, input map
 		return "", fmt.Errorf("create run: %w", err)
 	}
 	doc := ch.Doc
-	if _, err := s.launch(id, store.KindRun, func(ctx context.Context) (*engine.Result, error) {
+	if _, err := s.launch(ctx, id, store.KindRun, func(ctx context.Context) (*engine.Result, error) {
 		return s.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
 	}); err != nil {
 		return "", err
@@ -320,7 +341,7 @@ func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[str
 		return nil, fmt.Errorf("create run: %w", err)
 	}
 	var res *engine.Result
-	t, err := s.launch(id, kind, func(rctx context.Context) (*engine.Result, error) {
+	t, err := s.launch(ctx, id, kind, func(rctx context.Context) (*engine.Result, error) {
 		var err error
 		res, err = s.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
 		return res, err
@@ -369,7 +390,7 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 		rs.Release()
 		return nil // handed on with the claim
 	}
-	if t, err := s.launch(runID, store.KindResume, rs.Run); err != nil {
+	if t, err := s.launch(ctx, runID, store.KindResume, rs.Run); err != nil {
 		if t == nil {
 			rs.Release()
 		}
@@ -450,7 +471,7 @@ func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
-	if _, err := s.launch(id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
+	if _, err := s.launch(ctx, id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
 		return s.eng.RerunOn(ctx, runID, fromNode, doc, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified})
 	}); err != nil {
 		return "", err
@@ -496,7 +517,7 @@ func (s *Service) RunNode(ctx context.Context, ch *store.Chain, nodeID string, s
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
-	if _, err := s.launch(id, store.KindNode, func(ctx context.Context) (*engine.Result, error) {
+	if _, err := s.launch(ctx, id, store.KindNode, func(ctx context.Context) (*engine.Result, error) {
 		return nr.Run(ctx, engine.RunOptions{RunID: id})
 	}); err != nil {
 		return "", err
@@ -682,11 +703,11 @@ func (s *Service) storeCall(op string, start time.Time) {
 }
 
 // finished logs a run's end (every line carries its run id) and reports it.
-func (s *Service) finished(log *slog.Logger, id string, res *engine.Result, err error) {
+func (s *Service) finished(ctx context.Context, log *slog.Logger, id string, res *engine.Result, err error) {
 	if err != nil {
-		log.Error("run failed to execute", "err", err)
+		log.ErrorContext(ctx, "run failed to execute", "err", err)
 	} else if res != nil {
-		log.Info("run stopped", "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
+		log.InfoContext(ctx, "run stopped", "status", res.Status, "duration_ms", res.DurationMS, "nodes_run", res.NodesRun)
 	}
 	if s.obs != nil {
 		s.obs.RunFinished(id, res, err)
@@ -705,14 +726,15 @@ type ticket struct {
 // (run, resume, rerun, a2e, agent), for the logs and the observer. A queued
 // run is active (Active, Cancel see it) from now on. fn is called (and the
 // ticket returned) unless the service is shut down.
-func (s *Service) launch(id, kind string, fn func(context.Context) (*engine.Result, error)) (*ticket, error) {
+func (s *Service) launch(req context.Context, id, kind string, fn func(context.Context) (*engine.Result, error)) (*ticket, error) {
+	parent := s.capture(req)
 	ctx, cancel := context.WithCancelCause(s.base)
 	if !s.track(id, cancel) {
 		cancel(nil)
 		return nil, ErrShutdown
 	}
 	t := &ticket{done: make(chan struct{})}
-	run := func() { s.execute(id, kind, ctx, cancel, fn, t) }
+	run := func() { s.execute(id, kind, parent, ctx, cancel, fn, t) }
 	if err := s.queue.Enqueue(Job{RunID: id, Kind: kind, Run: run}); err != nil {
 		// Filled up since admit: the run is recorded, so it ends cancelled
 		// with the reason rather than staying queued for ever.
@@ -723,17 +745,25 @@ func (s *Service) launch(id, kind string, fn func(context.Context) (*engine.Resu
 	return t, nil
 }
 
-// execute runs a tracked run to its end and tells its watchers.
-func (s *Service) execute(id, kind string, ctx context.Context, cancel context.CancelCauseFunc, fn func(context.Context) (*engine.Result, error), t *ticket) {
+// execute runs a tracked run to its end and tells its watchers. parent is
+// the trace context of the request that started it ("" for none).
+func (s *Service) execute(id, kind, parent string, ctx context.Context, cancel context.CancelCauseFunc, fn func(context.Context) (*engine.Result, error), t *ticket) {
 	if s.obs != nil {
 		s.obs.RunStarted(kind)
 	}
+	var endSpan func(*engine.Result, error)
+	if s.tracer != nil {
+		ctx, endSpan = s.traceRun(ctx, id, kind, parent)
+	}
 	log := s.log.With("run_id", id, "kind", kind)
-	log.Info("run started")
+	log.InfoContext(ctx, "run started")
 	res, err := fn(ctx)
 	cancel(nil)
 	t.err = err
-	s.finished(log, id, res, err)
+	s.finished(ctx, log, id, res, err)
+	if endSpan != nil {
+		endSpan(res, err)
+	}
 	// Not active before the watchers hear the end, so that what they
 	// read next (Active, the run's JSON) says it stopped.
 	s.untrack(id)

@@ -228,6 +228,7 @@ type Backend interface {
 	TriggerStore
 	Housekeeping
 	UserStore
+	UsageStore
 	// Close closes the store. Close every EventWriter on it first.
 	Close() error
 }

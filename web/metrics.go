@@ -30,6 +30,14 @@ type Metrics struct {
 	nodeSeconds  *prometheus.HistogramVec // phase
 	httpSeconds  *prometheus.HistogramVec // method, route, code class
 	storeSeconds *prometheus.HistogramVec // op
+	modelTokens  *prometheus.CounterVec   // model, type (input, output)
+	modelCalls   *prometheus.CounterVec   // model
+
+	// models are the model label values in use: at most maxModelLabels,
+	// later ones count as "other", so a stream of model names cannot grow
+	// the label set without bound.
+	modelMu sync.Mutex
+	models  map[string]bool
 
 	// Start time of every node attempt in flight, per run, so that the
 	// terminal event can observe the duration. A run's entries are dropped
@@ -73,7 +81,14 @@ func NewMetrics() *Metrics {
 		Name: "studio_store_duration_seconds", Help: "Latency of store calls: the engine's checkpoint append/load/claim, run creation, and the event-writer flush before a resume.",
 		Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1, 5},
 	}, []string{"op"})
-	m.reg.MustRegister(m.runsStarted, m.runsFinished, m.nodes, m.nodeSeconds, m.httpSeconds, m.storeSeconds,
+	m.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "studio_model_tokens_total", Help: "Tokens model servers reported for agents' model calls, by model and type (input, output); at most 50 models, the rest as other.",
+	}, []string{"model", "type"})
+	m.modelCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "studio_model_calls_total", Help: "Agents' model calls that answered, by model (at most 50, the rest as other).",
+	}, []string{"model"})
+	m.models = map[string]bool{}
+	m.reg.MustRegister(m.runsStarted, m.runsFinished, m.nodes, m.nodeSeconds, m.httpSeconds, m.storeSeconds, m.modelTokens, m.modelCalls,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -117,6 +132,13 @@ func (m *Metrics) Emit(ev engine.Event) {
 		key.item = *ev.Item
 	}
 	switch ev.Phase {
+	case engine.PhaseProgress:
+		if u, ok := engine.UsageOf(&ev); ok {
+			model := m.modelLabel(u.Model)
+			m.modelCalls.WithLabelValues(model).Inc()
+			m.modelTokens.WithLabelValues(model, "input").Add(float64(u.InputTokens))
+			m.modelTokens.WithLabelValues(model, "output").Add(float64(u.OutputTokens))
+		}
 	case engine.PhaseStart:
 		m.mu.Lock()
 		run := m.starts[ev.RunID]
@@ -147,6 +169,23 @@ func (m *Metrics) Emit(ev engine.Event) {
 			m.nodeSeconds.WithLabelValues(phase).Observe(ev.Time.Sub(started).Seconds())
 		}
 	}
+}
+
+// maxModelLabels bounds the model label values of the token counters.
+const maxModelLabels = 50
+
+// modelLabel is the label value of model: itself while there is room.
+func (m *Metrics) modelLabel(model string) string {
+	m.modelMu.Lock()
+	defer m.modelMu.Unlock()
+	if m.models[model] {
+		return model
+	}
+	if len(m.models) >= maxModelLabels || model == "" || len(model) > 128 {
+		return "other"
+	}
+	m.models[model] = true
+	return model
 }
 
 // RunStarted implements runs.Observer.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -30,6 +31,9 @@ func (s *Server) newEcho() *echo.Echo {
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(s.recoverer)
+	if s.prop != nil {
+		e.Use(s.traceContext)
+	}
 	e.Use(s.accessLog)
 	e.Use(s.metrics.middleware(func(err error) int { return s.errorFor(err).Status() }))
 	e.Use(securityHeaders)
@@ -277,4 +281,17 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 func htmlEscape(s string) string {
 	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
 	return r.Replace(s)
+}
+
+// traceContext reads the W3C trace context (traceparent, tracestate) of a
+// request into its context: a run it starts joins the caller's trace, and
+// its log lines carry the trace's ids.
+func (s *Server) traceContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Header.Get("traceparent") != "" {
+			c.SetRequest(r.WithContext(s.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
+		}
+		return next(c)
+	}
 }

@@ -80,7 +80,12 @@ func (s *Server) pageRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return renderPage(c, http.StatusOK, views.RunPage(r, events, views.NodeLabels(s.pageRunDoc(c, r)), s.runs.QueuePosition(id)))
+	u, err := s.runUsage(c, id)
+	if err != nil {
+		return err
+	}
+	labels := views.NodeLabels(s.pageRunDoc(c, r))
+	return renderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.runs.QueuePosition(id), runUsageView(u, labels)))
 }
 
 // runCanvasData is what the run canvas loads.

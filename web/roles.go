@@ -53,6 +53,8 @@ var routeActions = map[string]action{
 	"GET /agents":                          actRead,
 	"GET /agents/:name":                    actRead,
 	"POST /agents/:name/run":               actEdit,
+	"GET /usage":                           actRead,
+	"GET /runs/:id/usage":                  actRead,
 	"GET /users":                           actAdmin,
 	"POST /users":                          actAdmin,
 	"POST /users/:name/role":               actAdmin,
@@ -100,6 +102,8 @@ var routeActions = map[string]action{
 	"POST /v1/chains/:id/hooks":               actEdit, // answers the new hook's secret once
 	"DELETE /v1/chains/:id/hooks/:hid":        actEdit,
 	"POST /v1/hooks/:hook_id":                 actPublic, // authenticated by its HMAC signature, not a role
+	"GET /v1/runs/:id/usage":                  actRead,
+	"GET /v1/usage":                           actRead,
 	"GET /v1/me":                              actRead,
 	"GET /v1/users":                           actAdmin,
 	"POST /v1/users":                          actAdmin,

@@ -16,6 +16,7 @@ func (s *Server) routes(e *echo.Echo) {
 	s.runDiffPageRoutes(e)
 	s.loginRoutes(e)
 	s.agentPageRoutes(e)
+	s.usagePageRoutes(e)
 
 	v1 := e.Group("/v1")
 	v1.GET("/openapi.json", s.openAPI)
@@ -59,6 +60,8 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/runs/:id/diff/:other", s.diffRuns)
 	v1.POST("/runs/:id/save-test", s.saveRunAsTest)
 	v1.GET("/runs/:id/nodes/:node/why", s.runNodeWhy)
+	v1.GET("/runs/:id/usage", s.getRunUsage) // issue #19: tokens and cost
+	v1.GET("/usage", s.getUsage)             // issue #19: per chain and agent over time
 
 	v1.POST("/a2e", s.a2eRun)
 

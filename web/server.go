@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
 	"net"
 	"net/http"
@@ -95,6 +96,12 @@ type Deps struct {
 	// Scheduler, when set, is woken when a schedule is saved, so that it
 	// sees the change before its next look (runs.Scheduler).
 	Scheduler interface{ Wake() }
+	// Prices turn model tokens into cost (--prices); nil: tokens only.
+	Prices *Prices
+	// Propagator, when set (tracing on), reads the W3C trace context of
+	// incoming requests: the runs they start continue the caller's trace,
+	// and their log lines carry its ids.
+	Propagator propagation.TextMapPropagator
 }
 
 // Server is the studio's HTTP server.
@@ -116,6 +123,8 @@ type Server struct {
 	openMu sync.Mutex
 	open   bool
 	openAt time.Time
+	prices *Prices // nil: no price table
+	prop   propagation.TextMapPropagator
 	// exprRuns: runs decoded for expression previews (issue #16, api_expr.go)
 	exprRuns exprRunCache
 	// sched hears that a schedule was saved (issue #17, api_triggers.go); nil: none
@@ -147,7 +156,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := checkExposure(context.Background(), cfg, deps.DB); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics, sched: deps.Scheduler}
+	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
+		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}

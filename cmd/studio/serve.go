@@ -11,11 +11,14 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/examples"
+	"github.com/chainstudio/studio/internal/telemetry"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/runs/riverqueue"
 	"github.com/chainstudio/studio/store"
@@ -47,6 +50,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
+	pricesFile := fs.String("prices", os.Getenv("STUDIO_PRICES"), "a YAML price table `FILE`: model name → {input, output}, the prices of a million tokens (env STUDIO_PRICES); without it, tokens are shown without cost")
 	worker := fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
@@ -86,7 +90,30 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	var prices *web.Prices
+	if *pricesFile != "" {
+		if prices, err = web.LoadPrices(*pricesFile); err != nil {
+			fmt.Fprintf(stderr, "studio: --prices: %v\n", err)
+			return exitUsage
+		}
+	}
+	tracer, err := telemetry.FromEnv(ctx, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: tracing: %v\n", err)
+		return exitUsage
+	}
+	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	if tracer != nil {
+		handler = telemetry.LogHandler(handler)
+		defer shutdownTracer(tracer, stderr)
+	}
+	log := slog.New(handler)
+	if tracer != nil {
+		log.Info("exporting traces over OTLP", "endpoint", otlpEndpoint())
+	}
+	if prices != nil {
+		log.Info("loaded model prices", "models", prices.Len(), "file", *pricesFile)
+	}
 
 	db, err := openBackend(ctx, *dbPath, log)
 	if err != nil {
@@ -138,7 +165,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices}, db, reg, agents, log, stderr)
 }
 
 type serveConfig struct {
@@ -148,9 +175,11 @@ type serveConfig struct {
 	gov                            governorFlags
 	limits                         engine.Limits // run budgets and ceilings; zero fields: defaults
 	exprBudget                     expr.Budget
-	pg                             *postgres.DB // PostgreSQL: runs are River jobs
-	noWorker                       bool         // PostgreSQL: insert jobs only, execute none here
-	lease                          leaseFlags   // PostgreSQL: run ownership timings
+	pg                             *postgres.DB      // PostgreSQL: runs are River jobs
+	noWorker                       bool              // PostgreSQL: insert jobs only, execute none here
+	lease                          leaseFlags        // PostgreSQL: run ownership timings
+	tracer                         *telemetry.Tracer // nil: no tracing (no OTEL_* variables)
+	prices                         *web.Prices       // nil: no --prices
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -162,6 +191,10 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	metrics := web.NewMetrics()
 	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, Limits: cfg.limits, ExprBudget: cfg.exprBudget}
 	cfg.gov.applyTo(&opts)
+	var prop propagation.TextMapPropagator
+	if cfg.tracer != nil {
+		opts.Tracer, prop = cfg.tracer, cfg.tracer.Propagator()
+	}
 	var queue *riverqueue.Queue
 	if cfg.pg != nil {
 		var err error
@@ -205,7 +238,7 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		return exitFailed
 	}
 	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
-		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched})
+		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop})
 	if err != nil {
 		svc.Close()
 		fmt.Fprintf(stderr, "studio: %v\n", err)
@@ -377,4 +410,24 @@ func (g governorFlags) applyTo(o *runs.Options) {
 	set(&o.MaxQueued, g.maxQueued)
 	set(&o.MaxWatchers, g.maxWatchers)
 	set(&o.MaxWatchersPerRun, g.maxWatchersPerRun)
+}
+
+// shutdownTracer exports the spans still buffered when the studio stops.
+func shutdownTracer(t *telemetry.Tracer, stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		fmt.Fprintf(stderr, "studio: export the last spans: %v\n", err)
+	}
+}
+
+// otlpEndpoint is where traces go, for the start-up log line.
+func otlpEndpoint() string {
+	if e := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); e != "" {
+		return e
+	}
+	if e := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); e != "" {
+		return e
+	}
+	return "http://localhost:4318 (the OTLP default)"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/internal/telemetry"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/runs/riverqueue"
 	"github.com/chainstudio/studio/store/postgres"
@@ -72,7 +73,17 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	tracer, err := telemetry.FromEnv(ctx, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: tracing: %v\n", err)
+		return exitUsage
+	}
+	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
+	if tracer != nil {
+		handler = telemetry.LogHandler(handler)
+		defer shutdownTracer(tracer, stderr)
+	}
+	log := slog.New(handler)
 	db, err := openBackend(ctx, *dbURL, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
@@ -89,6 +100,9 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Limits: budgets.limits, ExprBudget: exprBudget}
 	opts.Events.Interval = workerEventInterval
+	if tracer != nil {
+		opts.Tracer = tracer
+	}
 	gov.applyTo(&opts)
 	lease.applyTo(&opts)
 	queue, err := riverqueue.New(db.pg, riverqueue.Options{Workers: opts.MaxRunning, Logger: log, LeaseTTL: *lease.ttl, ReapEvery: *lease.reap})

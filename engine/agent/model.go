@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine/redact"
+	"github.com/chainstudio/studio/engine/tool"
 )
 
 // DefaultModelTimeout bounds one model call when the link sets no
@@ -38,11 +39,31 @@ type chatRequest struct {
 }
 
 type chatResponse struct {
+	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
 			Content *string `json:"content"`
 		} `json:"message"`
 	} `json:"choices"`
+	// Usage is what the server says the call consumed; servers that do not
+	// count leave it out.
+	Usage *struct {
+		PromptTokens     json.Number `json:"prompt_tokens"`
+		CompletionTokens json.Number `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// Answer is a model's reply with the tokens the server reported.
+type Answer struct {
+	Content string
+	// Model is the model that answered, as the server names it ("" when it
+	// does not say).
+	Model string
+	// InputTokens and OutputTokens are usage.prompt_tokens and
+	// usage.completion_tokens; Reported is false when the answer had no
+	// usage object.
+	InputTokens, OutputTokens int64
+	Reported                  bool
 }
 
 // ModelClient calls OpenAI-compatible chat-completions endpoints (OpenAI,
@@ -66,24 +87,44 @@ func Endpoint(url string) string {
 // choices[0].message.content. Errors name the endpoint, the HTTP status and a
 // snippet of the body; the context bounds the call.
 func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Message) (string, error) {
-	body, err := json.Marshal(chatRequest{Model: m.Name, Messages: messages, Temperature: m.Temperature})
-	if err != nil {
-		return "", err
-	}
+	a, err := mc.Chat(ctx, "", m, messages)
+	return a.Content, err
+}
+
+// Chat is Complete returning the answer with its token usage. agent names
+// the calling agent for tracing. When ctx carries a tool.Tracer the call is
+// a span of its own and its trace context travels in the request headers.
+func (mc *ModelClient) Chat(ctx context.Context, agent string, m *Model, messages []Message) (Answer, error) {
 	endpoint := Endpoint(m.URL)
 	// url is what errors show: the endpoint without its user info and query
 	// values, which may hold credentials (http://user:pass@host/v1?api_key=K).
 	url := redact.URL(endpoint)
+	tr := tool.TracerFrom(ctx)
+	if tr == nil {
+		return mc.chat(ctx, m, messages, endpoint, url)
+	}
+	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Model: m.Name, Endpoint: url})
+	a, err := mc.chat(ctx, m, messages, endpoint, url)
+	end(tool.ModelResult{ResponseModel: a.Model, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, Err: err})
+	return a, err
+}
+
+func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, endpoint, url string) (Answer, error) {
+	body, err := json.Marshal(chatRequest{Model: m.Name, Messages: messages, Temperature: m.Temperature})
+	if err != nil {
+		return Answer{}, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("model %s at %s: %w", m.Name, url, unwrapURLError(err))
+		return Answer{}, fmt.Errorf("model %s at %s: %w", m.Name, url, unwrapURLError(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	tool.InjectTrace(ctx, req.Header)
 	if m.APIKeyEnv != "" {
 		key := mc.getenv(m.APIKeyEnv)
 		if key == "" {
-			return "", fmt.Errorf("model %s: model.api_key_env names %s, which is not set (or empty) in the studio's environment", m.Name, m.APIKeyEnv)
+			return Answer{}, fmt.Errorf("model %s: model.api_key_env names %s, which is not set (or empty) in the studio's environment", m.Name, m.APIKeyEnv)
 		}
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -94,32 +135,47 @@ func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Messag
 	res, err := client.Do(req)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-			return "", cause
+			return Answer{}, cause
 		}
-		return "", fmt.Errorf("model %s at %s: %w", m.Name, url, unwrapURLError(err))
+		return Answer{}, fmt.Errorf("model %s at %s: %w", m.Name, url, unwrapURLError(err))
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, maxModelResponse+1))
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-			return "", cause
+			return Answer{}, cause
 		}
-		return "", fmt.Errorf("model %s at %s: reading the response: %w", m.Name, url, err)
+		return Answer{}, fmt.Errorf("model %s at %s: reading the response: %w", m.Name, url, err)
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return "", fmt.Errorf("model %s at %s answered %s: %s", m.Name, url, res.Status, snippet(raw))
+		return Answer{}, fmt.Errorf("model %s at %s answered %s: %s", m.Name, url, res.Status, snippet(raw))
 	}
 	if len(raw) > maxModelResponse {
-		return "", fmt.Errorf("model %s at %s: the response is over %d bytes", m.Name, url, maxModelResponse)
+		return Answer{}, fmt.Errorf("model %s at %s: the response is over %d bytes", m.Name, url, maxModelResponse)
 	}
 	var cr chatResponse
 	if err := json.Unmarshal(raw, &cr); err != nil {
-		return "", fmt.Errorf("model %s at %s: the response is not chat-completions JSON (%v): %s", m.Name, url, err, snippet(raw))
+		return Answer{}, fmt.Errorf("model %s at %s: the response is not chat-completions JSON (%v): %s", m.Name, url, err, snippet(raw))
 	}
 	if len(cr.Choices) == 0 || cr.Choices[0].Message.Content == nil {
-		return "", fmt.Errorf("model %s at %s: the response has no choices[0].message.content: %s", m.Name, url, snippet(raw))
+		return Answer{}, fmt.Errorf("model %s at %s: the response has no choices[0].message.content: %s", m.Name, url, snippet(raw))
 	}
-	return *cr.Choices[0].Message.Content, nil
+	a := Answer{Content: *cr.Choices[0].Message.Content, Model: cr.Model}
+	if u := cr.Usage; u != nil {
+		a.InputTokens, a.OutputTokens = tokens(u.PromptTokens), tokens(u.CompletionTokens)
+		a.Reported = true
+	}
+	return a, nil
+}
+
+// tokens reads a usage count; a missing, negative or malformed one is 0 (a
+// server's odd usage never fails the answer it came with).
+func tokens(n json.Number) int64 {
+	v, err := n.Int64()
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
 }
 
 // unwrapURLError drops net/http's *url.Error wrapper, whose message repeats

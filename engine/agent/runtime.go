@@ -103,14 +103,17 @@ func (rt *Runtime) Invoke(ctx context.Context, def *Definition, input map[string
 		return nil, err
 	}
 	emit(map[string]any{"agent": def.Name, "model": def.Model.Name, "step": "model_call"})
-	answer, err := rt.Model.Complete(ctx, def.Model, messages)
+	answer, err := rt.Model.Chat(ctx, def.Name, def.Model, messages)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			return nil, cause
 		}
 		return nil, err
 	}
-	return textResult(def, answer), nil
+	// The run's record of what the call consumed (cost, the run page).
+	emit(engine.ModelUsage{Agent: def.Name, Model: def.Model.Name, InputTokens: answer.InputTokens,
+		OutputTokens: answer.OutputTokens, Reported: answer.Reported}.Progress())
+	return textResult(def, answer.Content), nil
 }
 
 // staticInput is the agent's static input plus query, context and

@@ -165,6 +165,9 @@ func (h *httpTool) call(ctx context.Context, in map[string]any, _ tool.Emitter) 
 	if err != nil {
 		return nil, fmt.Errorf("http: cannot build request %s %s: %v", method, shown, err)
 	}
+	// The run's trace continues in the called service; a traceparent the
+	// node sets itself wins (set below).
+	tool.InjectTrace(ctx, req.Header)
 	for k, v := range headers {
 		if !validHeaderName(k) {
 			return nil, fmt.Errorf("http: field \"headers\": %q is not a valid header name", k)

@@ -40,6 +40,9 @@
   const reasonText = (r) => REASONS[r] || r || '';
 
   function progressText(p) {
+    if (p && typeof p === 'object' && p.step === 'model_usage') {
+      return p.reported === false ? (p.model + ': no token usage reported') : (p.model + ': ' + p.input_tokens + ' in, ' + p.output_tokens + ' out tokens');
+    }
     if (p && typeof p === 'object' && 'done' in p && 'total' in p) return p.done + '/' + p.total;
     if (p && typeof p === 'object' && typeof p.dispatched === 'string') return 'dispatched ' + p.dispatched;
     if (p == null) return '';
@@ -387,6 +390,24 @@
     }
     apply(ev);
     appendTimeline(ev);
+    if (ev.phase === 'progress' && ev.progress && ev.progress.step === 'model_usage') refreshUsageSoon();
+  }
+
+  // The model usage panel is rendered by the server (tokens and cost per
+  // node); reload it, at most every half second, as model calls report.
+  let usageTimer = null;
+  function refreshUsageSoon() {
+    if (usageTimer) return;
+    usageTimer = setTimeout(async () => {
+      usageTimer = null;
+      const res = await fetch('/runs/' + encodeURIComponent(runId) + '/usage', { headers: { Accept: 'text/html' } });
+      if (!res.ok) return;
+      const section = $('usage-section');
+      const open = !document.getElementById('usage-panel') || document.getElementById('usage-panel').open;
+      section.innerHTML = await res.text();
+      const panel = document.getElementById('usage-panel');
+      if (panel) panel.open = open;
+    }, 500);
   }
 
   function connect() {

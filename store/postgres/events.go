@@ -15,6 +15,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/eventbuf"
+	"github.com/chainstudio/studio/store/sqlq"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
@@ -154,7 +155,7 @@ FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil
 			return err
 		}
 	}
-	return nil
+	return sqlq.InsertModelCalls(ctx, tx, events, func(id string) bool { return !stale[id] })
 }
 
 // EventsAfter returns up to limit events of a run with seq > afterSeq, in seq

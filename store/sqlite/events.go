@@ -13,6 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/eventbuf"
+	"github.com/chainstudio/studio/store/sqlq"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
@@ -112,7 +113,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 			return err
 		}
 	}
-	return nil
+	return sqlq.InsertModelCalls(ctx, tx, events, nil)
 }
 
 // EventsAfter returns up to limit events of a run with seq > afterSeq, in seq

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"Users", testUsers},
 		{"Triggers", testTriggers},
 		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
+		{"Usage", testUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
