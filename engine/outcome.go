@@ -157,8 +157,12 @@ func (r *run) recordRouting(rec *NodeRecord, rt *routing) {
 // it. stop is the typed error of a failure that stops the run (on_error
 // abort); the run fails with it once the record is applied.
 func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
+	if rec.Output != nil && !r.replay.on {
+		rec.OutputJSON = &OutputJSON{}
+	}
 	r.emit(Event{NodeID: rec.NodeID, Phase: rec.Status, Output: rec.Output, Matched: rec.Matched, Error: rec.Error, Reason: rec.Reason,
-		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Decisions: rec.Decisions})
+		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Decisions: rec.Decisions,
+		OutputJSON: rec.OutputJSON})
 	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 	if stop != nil {
 		r.fail(&RunError{Code: CodeNodeError, Message: stop.Error(), NodeID: rec.NodeID}, stop)

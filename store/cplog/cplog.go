@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/chainstudio/studio/engine"
@@ -106,7 +107,7 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 	for i := range cps {
 		cp := &cps[i]
 		if cp.Start == nil || cp.Start.Chain == nil {
-			b, err := Marshal(cp)
+			b, err := marshalEntry(cp)
 			if err != nil {
 				return nil, fmt.Errorf("%s entry: %w", cp.Kind, err)
 			}
@@ -133,4 +134,65 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 		enc.Chains[ref] = doc
 	}
 	return enc, nil
+}
+
+// A node's output is encoded once for its checkpoint entry and its event:
+// the engine gives both the same *engine.OutputJSON, and whichever is
+// encoded first stores the output's JSON there for the other. The output's
+// bytes inside the entry or event are the ones Marshal writes for it in
+// place (the same options), so the stored form does not change.
+
+// outputJSON returns v's JSON, from memo when it holds it, else encoded
+// and kept there.
+func outputJSON(v any, memo *engine.OutputJSON) ([]byte, error) {
+	if b := memo.Load(); b != nil {
+		return b, nil
+	}
+	b, err := Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return memo.Store(b), nil
+}
+
+// encoded is JSON already encoded with Marshal's options, written as is
+// (jsontext checks it and, being Marshal's own output, leaves it unchanged).
+type encoded []byte
+
+func (e encoded) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return enc.WriteValue(jsontext.Value(e))
+}
+
+// marshalEntry is Marshal(cp), with a node record's output taken from its
+// shared encoding. An output that does not encode goes the plain way, which
+// reports the error.
+func marshalEntry(cp *engine.Checkpoint) ([]byte, error) {
+	n := cp.Node
+	if n == nil || n.OutputJSON == nil || n.Output == nil {
+		return Marshal(cp)
+	}
+	out, err := outputJSON(n.Output, n.OutputJSON)
+	if err != nil {
+		return Marshal(cp)
+	}
+	rec := *n
+	rec.Output = encoded(out)
+	c := *cp
+	c.Node = &rec
+	return Marshal(&c)
+}
+
+// MarshalEvent is Marshal(e), with a node outcome's output taken from the
+// encoding it shares with the node's checkpoint entry.
+func MarshalEvent(e *engine.Event) ([]byte, error) {
+	if e.OutputJSON == nil || e.Output == nil {
+		return Marshal(e)
+	}
+	out, err := outputJSON(e.Output, e.OutputJSON)
+	if err != nil {
+		return Marshal(e)
+	}
+	c := *e
+	c.Output = encoded(out)
+	return Marshal(&c)
 }
