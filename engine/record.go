@@ -2,7 +2,7 @@ package engine
 
 import (
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -81,23 +81,27 @@ type NodeRecord struct {
 // (commit); it never encodes. The first encoding stored wins and never
 // changes, so the event and the record carry the same bytes. Code that
 // changes an event's or record's Output must clear the pointer.
-type OutputJSON struct{ b atomic.Pointer[[]byte] }
+type OutputJSON struct {
+	mu sync.Mutex
+	b  []byte
+}
 
 // Load returns the stored encoding, or nil.
 func (o *OutputJSON) Load() []byte {
-	if p := o.b.Load(); p != nil {
-		return *p
-	}
-	return nil
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b
 }
 
 // Store keeps b unless an encoding is already stored, and returns the one
 // kept: every caller gets the same bytes.
 func (o *OutputJSON) Store(b []byte) []byte {
-	if o.b.CompareAndSwap(nil, &b) {
-		return b
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.b == nil {
+		o.b = b
 	}
-	return *o.b.Load()
+	return o.b
 }
 
 // PauseRecord: a node is waiting for a resume value.

@@ -5,6 +5,7 @@
 package cplog
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -26,6 +27,26 @@ var v1 = jsonv1.DefaultOptionsV1()
 // encoding/json was a third of the CPU the store spent on a 1,000-node run.
 // The stored bytes (and so the chains' hashes) do not change.
 func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, v1) }
+
+// bufs hold the JSON of one entry or event while it is encoded.
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// MarshalString is Marshal returning a string (what the backends insert),
+// through a pooled buffer: the JSON is copied once, not twice (Marshal's
+// own copy of its buffer, then the string's).
+func MarshalString(v any) (string, error) {
+	buf := bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	err := jsonv2.MarshalWrite(buf, v, v1)
+	s := ""
+	if err == nil {
+		s = buf.String()
+	}
+	if buf.Cap() <= 64<<10 { // a rare large value does not stay pinned
+		bufs.Put(buf)
+	}
+	return s, err
+}
 
 // A run's start checkpoint holds the chain it runs. Rather than a copy in
 // every run (a large chain is hundreds of KB, and a chain version is run again
@@ -111,7 +132,7 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s entry: %w", cp.Kind, err)
 			}
-			enc.Bodies[i] = string(b)
+			enc.Bodies[i] = b
 			continue
 		}
 		doc, ref, err := e.chain(cp.Start.Chain)
@@ -122,11 +143,11 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 		start.Chain = nil
 		stored := Stored{Checkpoint: *cp, ChainSHA256: ref}
 		stored.Start = &start
-		b, err := Marshal(&stored)
+		b, err := MarshalString(&stored)
 		if err != nil {
 			return nil, fmt.Errorf("start entry: %w", err)
 		}
-		enc.Bodies[i] = string(b)
+		enc.Bodies[i] = b
 		enc.ChainRefs[i] = ref
 		if enc.Chains == nil {
 			enc.Chains = map[string]string{}
@@ -142,9 +163,10 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 // bytes inside the entry or event are the ones Marshal writes for it in
 // place (the same options), so the stored form does not change.
 
-// outputJSON returns v's JSON, from memo when it holds it, else encoded
-// and kept there.
-func outputJSON(v any, memo *engine.OutputJSON) ([]byte, error) {
+// outputJSON returns *v's JSON, from memo when it holds it, else encoded
+// and kept there. (v points into the record or event, so nothing is copied
+// to encode it.)
+func outputJSON(v *any, memo *engine.OutputJSON) ([]byte, error) {
 	if b := memo.Load(); b != nil {
 		return b, nil
 	}
@@ -155,44 +177,46 @@ func outputJSON(v any, memo *engine.OutputJSON) ([]byte, error) {
 	return memo.Store(b), nil
 }
 
-// encoded is JSON already encoded with Marshal's options, written as is
-// (jsontext checks it and, being Marshal's own output, leaves it unchanged).
-type encoded []byte
+// encoded is an output's JSON, already encoded with Marshal's options,
+// written as is (jsontext checks it and, being Marshal's own output, leaves
+// it unchanged). It holds the memo, not the bytes: one pointer, so putting
+// it in an Output (an interface) allocates nothing.
+type encoded struct{ memo *engine.OutputJSON }
 
 func (e encoded) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return enc.WriteValue(jsontext.Value(e))
+	return enc.WriteValue(jsontext.Value(e.memo.Load()))
 }
 
-// marshalEntry is Marshal(cp), with a node record's output taken from its
-// shared encoding. An output that does not encode goes the plain way, which
-// reports the error.
-func marshalEntry(cp *engine.Checkpoint) ([]byte, error) {
+// marshalEntry is MarshalString(cp), with a node record's output taken
+// from its shared encoding. An output that does not encode goes the plain
+// way, which reports the error.
+func marshalEntry(cp *engine.Checkpoint) (string, error) {
 	n := cp.Node
 	if n == nil || n.OutputJSON == nil || n.Output == nil {
-		return Marshal(cp)
+		return MarshalString(cp)
 	}
-	out, err := outputJSON(n.Output, n.OutputJSON)
-	if err != nil {
-		return Marshal(cp)
+	if _, err := outputJSON(&n.Output, n.OutputJSON); err != nil {
+		return MarshalString(cp)
 	}
+	// Copies: the engine's record is read by other goroutines (the event
+	// writer) and must not change.
 	rec := *n
-	rec.Output = encoded(out)
+	rec.Output = encoded{n.OutputJSON}
 	c := *cp
 	c.Node = &rec
-	return Marshal(&c)
+	return MarshalString(&c)
 }
 
-// MarshalEvent is Marshal(e), with a node outcome's output taken from the
-// encoding it shares with the node's checkpoint entry.
-func MarshalEvent(e *engine.Event) ([]byte, error) {
+// MarshalEvent is MarshalString(e), with a node outcome's output taken from
+// the encoding it shares with the node's checkpoint entry.
+func MarshalEvent(e *engine.Event) (string, error) {
 	if e.OutputJSON == nil || e.Output == nil {
-		return Marshal(e)
+		return MarshalString(e)
 	}
-	out, err := outputJSON(e.Output, e.OutputJSON)
-	if err != nil {
-		return Marshal(e)
+	if _, err := outputJSON(&e.Output, e.OutputJSON); err != nil {
+		return MarshalString(e)
 	}
 	c := *e
-	c.Output = encoded(out)
-	return Marshal(&c)
+	c.Output = encoded{e.OutputJSON}
+	return MarshalString(&c)
 }

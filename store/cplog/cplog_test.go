@@ -3,6 +3,8 @@ package cplog
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,7 +111,7 @@ func TestSharedOutputSameBytes(t *testing.T) {
 			cp := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointNode, EventSeq: 7, Time: at, Node: rec}
 			ev := engine.Event{RunID: "r", Seq: 7, NodeID: "n", Phase: engine.PhaseDone, Output: out, Attempt: 1, Edges: []string{"e1"}, Time: at, OutputJSON: memo}
 			var entry string
-			var event []byte
+			var event string
 			encodeEntry := func() {
 				enc, err := Encode([]engine.Checkpoint{cp})
 				if err != nil {
@@ -135,7 +137,7 @@ func TestSharedOutputSameBytes(t *testing.T) {
 			if entry != string(wantEntry) {
 				t.Errorf("output %d (event first %v): entry\n got %s\nwant %s", i, eventFirst, entry, wantEntry)
 			}
-			if !bytes.Equal(event, wantEvent) {
+			if event != string(wantEvent) {
 				t.Errorf("output %d (event first %v): event\n got %s\nwant %s", i, eventFirst, event, wantEvent)
 			}
 			wantOut, _ := json.Marshal(out)
@@ -165,8 +167,10 @@ func TestSharedOutputFixedOnceEncoded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var e struct{ Output map[string]any }
-	var c struct{ Node struct{ Output map[string]any } }
-	if err := json.Unmarshal(b, &e); err != nil {
+	var c struct {
+		Node struct{ Output map[string]any }
+	}
+	if err := json.Unmarshal([]byte(b), &e); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal([]byte(enc.Bodies[0]), &c); err != nil {
@@ -178,7 +182,7 @@ func TestSharedOutputFixedOnceEncoded(t *testing.T) {
 	// Without a shared encoding each is encoded as it is now.
 	ev.OutputJSON = nil
 	b, _ = MarshalEvent(&ev)
-	if !bytes.Contains(b, []byte(`"after"`)) {
+	if !strings.Contains(b, `"after"`) {
 		t.Fatalf("an event without a shared encoding: %s", b)
 	}
 }
@@ -197,4 +201,58 @@ func TestSharedOutputUnencodable(t *testing.T) {
 	if memo.Load() != nil {
 		t.Fatalf("a failed encoding was kept: %s", memo.Load())
 	}
+}
+
+// BenchmarkEncodeNodes1000: a 1,000-node run's node entries and done
+// events, as a store encodes them, for outputs of about 40 bytes (the
+// store benchmarks' echo nodes), 300 bytes and 4 KB of JSON; shared: with
+// an engine.OutputJSON (each output encoded once), twice: without. Where
+// shared costs less decides engine's shareOutputJSON.
+func BenchmarkEncodeNodes1000(b *testing.B) {
+	for _, size := range []int{40, 300, 4000} {
+		for _, shared := range []bool{false, true} {
+			name := fmt.Sprintf("out%d/twice", size)
+			if shared {
+				name = fmt.Sprintf("out%d/shared", size)
+			}
+			b.Run(name, func(b *testing.B) {
+				at := time.Now()
+				cps := make([]engine.Checkpoint, 1000)
+				evs := make([]engine.Event, 1000)
+				fields := map[string]any{}
+				for k := 0; len(js(fields)) < size-40; k++ {
+					fields[fmt.Sprintf("field%d", k)] = map[string]any{"n": float64(k), "s": "some text of a typical field", "ok": true}
+				}
+				for i := range cps {
+					out := map[string]any{"i": float64(i), "text": "hello"}
+					for k, v := range fields {
+						out[k] = v
+					}
+					rec := &engine.NodeRecord{NodeID: "n", Status: engine.PhaseDone, Input: map[string]any{"i": float64(i), "text": "hello"}, Output: out, Attempts: 1, Started: at, Ended: at, Fired: []string{"e"}}
+					cps[i] = engine.Checkpoint{RunID: "run", Kind: engine.CheckpointNode, EventSeq: int64(2 * i), Time: at, Node: rec}
+					evs[i] = engine.Event{RunID: "run", Seq: int64(2 * i), NodeID: "n", Phase: engine.PhaseDone, Output: out, Attempt: 1, Edges: []string{"e"}, Time: at}
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					for i := range cps {
+						if shared {
+							m := &engine.OutputJSON{}
+							cps[i].Node.OutputJSON, evs[i].OutputJSON = m, m
+						}
+						if _, err := MarshalEvent(&evs[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if _, err := Encode(cps); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -326,9 +326,9 @@ func (w *EventWriter) write(batch []engine.Event) error {
 			e.Output = map[string]any{"unencodable": err.Error()}
 			e.OutputJSON = nil
 			e.Progress = nil
-			b, _ = cplog.Marshal(&e)
+			b, _ = cplog.MarshalString(&e)
 		}
-		bodies[i] = string(b)
+		bodies[i] = b
 	}
 	return w.db.WriteEventBatch(context.Background(), batch, bodies)
 }
