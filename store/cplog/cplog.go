@@ -5,7 +5,6 @@
 package cplog
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -29,20 +28,28 @@ var v1 = jsonv1.DefaultOptionsV1()
 func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, v1) }
 
 // bufs hold the JSON of one entry or event while it is encoded.
-var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var bufs = sync.Pool{New: func() any { return new(bytesBuffer) }}
+
+// bytesBuffer is a reusable encoding buffer (an io.Writer for MarshalWrite).
+type bytesBuffer struct{ b []byte }
+
+func (w *bytesBuffer) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
 
 // MarshalString is Marshal returning a string (what the backends insert),
 // through a pooled buffer: the JSON is copied once, not twice (Marshal's
 // own copy of its buffer, then the string's).
 func MarshalString(v any) (string, error) {
-	buf := bufs.Get().(*bytes.Buffer)
-	buf.Reset()
+	buf := bufs.Get().(*bytesBuffer)
+	buf.b = buf.b[:0]
 	err := jsonv2.MarshalWrite(buf, v, v1)
 	s := ""
 	if err == nil {
-		s = buf.String()
+		s = string(buf.b)
 	}
-	if buf.Cap() <= 64<<10 { // a rare large value does not stay pinned
+	if cap(buf.b) <= 64<<10 { // a rare large value does not stay pinned
 		bufs.Put(buf)
 	}
 	return s, err
@@ -204,19 +211,5 @@ func marshalEntry(cp *engine.Checkpoint) (string, error) {
 	rec.Output = encoded{n.OutputJSON}
 	c := *cp
 	c.Node = &rec
-	return MarshalString(&c)
-}
-
-// MarshalEvent is MarshalString(e), with a node outcome's output taken from
-// the encoding it shares with the node's checkpoint entry.
-func MarshalEvent(e *engine.Event) (string, error) {
-	if e.OutputJSON == nil || e.Output == nil {
-		return MarshalString(e)
-	}
-	if _, err := outputJSON(&e.Output, e.OutputJSON); err != nil {
-		return MarshalString(e)
-	}
-	c := *e
-	c.Output = encoded{e.OutputJSON}
 	return MarshalString(&c)
 }
