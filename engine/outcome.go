@@ -153,20 +153,12 @@ func (r *run) recordRouting(rec *NodeRecord, rt *routing) {
 	}
 }
 
-// shareOutputJSON is the output size (about, as JSON; publishOutput
-// measured it) from which a node's event and record share one encoding of
-// it (OutputJSON). Below it, encoding the output again costs less than
-// sharing does (a store copies the event and the record to substitute the
-// encoding): store/cplog's BenchmarkEncodeNodes1000, CPU time, shared vs
-// twice: 40-byte outputs +35 %, 300 bytes even, 4 KB -18 %.
-const shareOutputJSON = 1024
-
 // commit publishes a decided outcome (event, then checkpoint) and applies
 // it. stop is the typed error of a failure that stops the run (on_error
 // abort); the run fails with it once the record is applied.
 func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
-	if rec.Output != nil && !r.replay.on && r.budget.outSize[i] >= shareOutputJSON {
-		rec.OutputJSON = &OutputJSON{}
+	if rec.Output != nil && !r.replay.on {
+		rec.OutputJSON = &OutputJSON{} // the event and the record share it
 	}
 	r.emit(Event{NodeID: rec.NodeID, Phase: rec.Status, Output: rec.Output, Matched: rec.Matched, Error: rec.Error, Reason: rec.Reason,
 		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Decisions: rec.Decisions,

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/chainstudio/studio/engine"
@@ -184,32 +183,3 @@ func outputJSON(v *any, memo *engine.OutputJSON) ([]byte, error) {
 	return memo.Store(b), nil
 }
 
-// encoded is an output's JSON, already encoded with Marshal's options,
-// written as is (jsontext checks it and, being Marshal's own output, leaves
-// it unchanged). It holds the memo, not the bytes: one pointer, so putting
-// it in an Output (an interface) allocates nothing.
-type encoded struct{ memo *engine.OutputJSON }
-
-func (e encoded) MarshalJSONTo(enc *jsontext.Encoder) error {
-	return enc.WriteValue(jsontext.Value(e.memo.Load()))
-}
-
-// marshalEntry is MarshalString(cp), with a node record's output taken
-// from its shared encoding. An output that does not encode goes the plain
-// way, which reports the error.
-func marshalEntry(cp *engine.Checkpoint) (string, error) {
-	n := cp.Node
-	if n == nil || n.OutputJSON == nil || n.Output == nil {
-		return MarshalString(cp)
-	}
-	if _, err := outputJSON(&n.Output, n.OutputJSON); err != nil {
-		return MarshalString(cp)
-	}
-	// Copies: the engine's record is read by other goroutines (the event
-	// writer) and must not change.
-	rec := *n
-	rec.Output = encoded{n.OutputJSON}
-	c := *cp
-	c.Node = &rec
-	return MarshalString(&c)
-}

@@ -206,8 +206,7 @@ func TestSharedOutputUnencodable(t *testing.T) {
 // BenchmarkEncodeNodes1000: a 1,000-node run's node entries and done
 // events, as a store encodes them, for outputs of about 40 bytes (the
 // store benchmarks' echo nodes), 300 bytes and 4 KB of JSON; shared: with
-// an engine.OutputJSON (each output encoded once), twice: without. Where
-// shared costs less decides engine's shareOutputJSON.
+// an engine.OutputJSON (each output encoded once), twice: without.
 func BenchmarkEncodeNodes1000(b *testing.B) {
 	for _, size := range []int{40, 300, 4000} {
 		for _, shared := range []bool{false, true} {

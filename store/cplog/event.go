@@ -1,7 +1,6 @@
 package cplog
 
 import (
-	"fmt"
 	"strconv"
 	"unicode/utf8"
 
@@ -58,14 +57,8 @@ func appendEvent(b []byte, e *engine.Event) ([]byte, error) {
 	b = appendStringField(b, `,"error":`, e.Error)
 	b = appendStringField(b, `,"reason":`, e.Reason)
 	b = appendStringField(b, `,"matched":`, e.Matched)
-	if e.Attempt != 0 {
-		b = append(b, `,"attempt":`...)
-		b = strconv.AppendInt(b, int64(e.Attempt), 10)
-	}
-	if e.Iteration != 0 {
-		b = append(b, `,"iteration":`...)
-		b = strconv.AppendInt(b, int64(e.Iteration), 10)
-	}
+	b = appendIntField(b, `,"attempt":`, e.Attempt)
+	b = appendIntField(b, `,"iteration":`, e.Iteration)
 	if e.Item != nil {
 		b = append(b, `,"item":`...)
 		b = strconv.AppendInt(b, int64(*e.Item), 10)
@@ -82,24 +75,11 @@ func appendEvent(b []byte, e *engine.Event) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if len(e.Edges) > 0 {
-		b = append(b, `,"edges":[`...)
-		for i, id := range e.Edges {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, id)
-		}
-		b = append(b, ']')
+	b = appendStrings(b, `,"edges":`, e.Edges)
+	b = appendTrue(b, `,"reused":true`, e.Reused)
+	if b, err = appendTime(append(b, `,"time":`...), e.Time); err != nil {
+		return nil, err
 	}
-	if e.Reused {
-		b = append(b, `,"reused":true`...)
-	}
-	b = append(b, `,"time":"`...)
-	if b, err = e.Time.AppendText(b); err != nil {
-		return nil, fmt.Errorf("json: error calling MarshalJSON for type time.Time: %w", err)
-	}
-	b = append(b, '"')
 	if len(e.Decisions) > 0 {
 		b = append(b, `,"decisions":`...)
 		if b, err = appendJSON(b, &e.Decisions); err != nil {
