@@ -182,4 +182,3 @@ func outputJSON(v *any, memo *engine.OutputJSON) ([]byte, error) {
 	}
 	return memo.Store(b), nil
 }
-

@@ -14,7 +14,7 @@ import (
 // output's encoding shared.
 func TestNodeEntrySameBytesAsMarshal(t *testing.T) {
 	at := time.Date(2026, 11, 30, 18, 0, 0, 123456789, time.UTC)
-	east := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", -(3*3600 + 30*60)))
+	east := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", -(3*3600+30*60)))
 	full := &engine.NodeRecord{NodeID: "n<1> & \"q\"", Status: engine.PhaseDone, Input: map[string]any{"b": []any{1.0, "<x>"}, "a": nil},
 		Output: map[string]any{"z": 1.5, "a": "x & <y>", "l": []any{nil, true, "é\u2028"}, "m": map[string]any{}}, Error: "boom\n<b>", ErrorCode: "tool_error",
 		Reason: "why", Matched: "h", Attempts: 4, Iteration: 2, Started: at, Ended: east, State: map[string]any{"k": "v", "a": 1.0},
