@@ -51,6 +51,11 @@ type Event struct {
 	// sequential link, the routing decisions taken (what each condition
 	// read, its result, the rule; see decision.go).
 	Decisions []Decision `json:"decisions,omitempty"`
+
+	// OutputJSON: on a node's done/skip/error event, shared with its
+	// checkpoint record (NodeRecord.OutputJSON), so a store encodes Output
+	// once. Not part of the event.
+	OutputJSON *OutputJSON `json:"-"`
 }
 
 // EventSink receives a run's events in seq order. Emit is called from the

@@ -76,14 +76,27 @@ func (r *run) nodeDone(i int, c completion) {
 		}
 		r.writeState(r.statePatch)
 	}
-	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
+	// The record and the encoding its event shares (commit) in one
+	// allocation: a run allocates one per node either way.
+	x := &recordOutput{NodeRecord: NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
 		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial,
-		Decisions: c.decided}
+		Decisions: c.decided}}
+	rec := &x.NodeRecord
+	if out != nil {
+		rec.OutputJSON = &x.encoded
+	}
 	r.publishOutput(i, rec)
 	rt := r.route(i, out, c.matched)
 	r.recordRouting(rec, &rt)
 	r.commit(i, rec, &rt, nil)
 	r.recycle(rt)
+}
+
+// recordOutput is a done record with the output encoding it shares with
+// its event (OutputJSON), allocated together.
+type recordOutput struct {
+	NodeRecord
+	encoded OutputJSON
 }
 
 // nodeFailed decides a failure by the node's on_error policy (see
@@ -157,8 +170,12 @@ func (r *run) recordRouting(rec *NodeRecord, rt *routing) {
 // it. stop is the typed error of a failure that stops the run (on_error
 // abort); the run fails with it once the record is applied.
 func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
+	if rec.Output != nil && rec.OutputJSON == nil && !r.replay.on {
+		rec.OutputJSON = &OutputJSON{} // the event and the record share it
+	}
 	r.emit(Event{NodeID: rec.NodeID, Phase: rec.Status, Output: rec.Output, Matched: rec.Matched, Error: rec.Error, Reason: rec.Reason,
-		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Decisions: rec.Decisions})
+		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Decisions: rec.Decisions,
+		OutputJSON: rec.OutputJSON})
 	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 	if stop != nil {
 		r.fail(&RunError{Code: CodeNodeError, Message: stop.Error(), NodeID: rec.NodeID}, stop)

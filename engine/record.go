@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -67,6 +68,40 @@ type NodeRecord struct {
 	// outgoing edges that evaluated something or applied a rule
 	// (decision.go). Logs written before decisions were recorded have none.
 	Decisions []Decision `json:"decisions,omitempty"`
+
+	// OutputJSON is shared with the node's event (Event.OutputJSON): a
+	// store encodes the output once for both. Not part of the record.
+	OutputJSON *OutputJSON `json:"-"`
+}
+
+// OutputJSON is the JSON of one node outcome's output, encoded by whichever
+// of the node's event and its checkpoint record a store writes first and
+// reused for the other (a persisted run encoded each output twice: a sixth
+// of the studio's CPU on a 1,000-node run). The engine only allocates it
+// (commit); it never encodes. The first encoding stored wins and never
+// changes, so the event and the record carry the same bytes. Code that
+// changes an event's or record's Output must clear the pointer.
+type OutputJSON struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+// Load returns the stored encoding, or nil.
+func (o *OutputJSON) Load() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b
+}
+
+// Store keeps b unless an encoding is already stored, and returns the one
+// kept: every caller gets the same bytes.
+func (o *OutputJSON) Store(b []byte) []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.b == nil {
+		o.b = b
+	}
+	return o.b
 }
 
 // PauseRecord: a node is waiting for a resume value.

@@ -26,6 +26,34 @@ var v1 = jsonv1.DefaultOptionsV1()
 // The stored bytes (and so the chains' hashes) do not change.
 func Marshal(v any) ([]byte, error) { return jsonv2.Marshal(v, v1) }
 
+// bufs hold the JSON of one entry or event while it is encoded.
+var bufs = sync.Pool{New: func() any { return new(bytesBuffer) }}
+
+// bytesBuffer is a reusable encoding buffer (an io.Writer for MarshalWrite).
+type bytesBuffer struct{ b []byte }
+
+func (w *bytesBuffer) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// MarshalString is Marshal returning a string (what the backends insert),
+// through a pooled buffer: the JSON is copied once, not twice (Marshal's
+// own copy of its buffer, then the string's).
+func MarshalString(v any) (string, error) {
+	buf := bufs.Get().(*bytesBuffer)
+	buf.b = buf.b[:0]
+	err := jsonv2.MarshalWrite(buf, v, v1)
+	s := ""
+	if err == nil {
+		s = string(buf.b)
+	}
+	if cap(buf.b) <= 64<<10 { // a rare large value does not stay pinned
+		bufs.Put(buf)
+	}
+	return s, err
+}
+
 // A run's start checkpoint holds the chain it runs. Rather than a copy in
 // every run (a large chain is hundreds of KB, and a chain version is run again
 // and again), the document is stored once in run_chains under the SHA-256 of
@@ -106,11 +134,11 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 	for i := range cps {
 		cp := &cps[i]
 		if cp.Start == nil || cp.Start.Chain == nil {
-			b, err := Marshal(cp)
+			b, err := marshalEntry(cp)
 			if err != nil {
 				return nil, fmt.Errorf("%s entry: %w", cp.Kind, err)
 			}
-			enc.Bodies[i] = string(b)
+			enc.Bodies[i] = b
 			continue
 		}
 		doc, ref, err := e.chain(cp.Start.Chain)
@@ -121,11 +149,11 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 		start.Chain = nil
 		stored := Stored{Checkpoint: *cp, ChainSHA256: ref}
 		stored.Start = &start
-		b, err := Marshal(&stored)
+		b, err := MarshalString(&stored)
 		if err != nil {
 			return nil, fmt.Errorf("start entry: %w", err)
 		}
-		enc.Bodies[i] = string(b)
+		enc.Bodies[i] = b
 		enc.ChainRefs[i] = ref
 		if enc.Chains == nil {
 			enc.Chains = map[string]string{}
@@ -133,4 +161,24 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 		enc.Chains[ref] = doc
 	}
 	return enc, nil
+}
+
+// A node's output is encoded once for its checkpoint entry and its event:
+// the engine gives both the same *engine.OutputJSON, and whichever is
+// encoded first stores the output's JSON there for the other. The output's
+// bytes inside the entry or event are the ones Marshal writes for it in
+// place (the same options), so the stored form does not change.
+
+// outputJSON returns *v's JSON, from memo when it holds it, else encoded
+// and kept there. (v points into the record or event, so nothing is copied
+// to encode it.)
+func outputJSON(v *any, memo *engine.OutputJSON) ([]byte, error) {
+	if b := memo.Load(); b != nil {
+		return b, nil
+	}
+	b, err := Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return memo.Store(b), nil
 }

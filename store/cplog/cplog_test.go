@@ -3,6 +3,8 @@ package cplog
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +86,172 @@ func TestEncoderRemembersChains(t *testing.T) {
 	if again.ChainRefs[0] != a.ChainRefs[0] {
 		t.Fatal("a chain pushed out came back with another hash")
 	}
+}
+
+// A node's done event and its checkpoint entry share one encoding of the
+// output (engine.OutputJSON): both are byte for byte what encoding/json
+// writes for them, whichever is encoded first, and the output is encoded
+// once.
+func TestSharedOutputSameBytes(t *testing.T) {
+	at := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
+	outputs := []any{
+		map[string]any{"z": 1.5, "a": "x & <y>", "l": []any{nil, true, "é\u2028"}, "m": map[string]any{}, "big": 1e21},
+		map[string]any{},
+		[]any{},
+		"",
+		"<b>",
+		0.0,
+		false,
+		map[string]any(nil),
+	}
+	for i, out := range outputs {
+		for _, eventFirst := range []bool{true, false} {
+			memo := &engine.OutputJSON{}
+			rec := &engine.NodeRecord{NodeID: "n", Status: engine.PhaseDone, Input: map[string]any{"q": "<in>"}, Output: out, Attempts: 1, Fired: []string{"e1"}, OutputJSON: memo}
+			cp := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointNode, EventSeq: 7, Time: at, Node: rec}
+			ev := engine.Event{RunID: "r", Seq: 7, NodeID: "n", Phase: engine.PhaseDone, Output: out, Attempt: 1, Edges: []string{"e1"}, Time: at, OutputJSON: memo}
+			var entry string
+			var event string
+			encodeEntry := func() {
+				enc, err := Encode([]engine.Checkpoint{cp})
+				if err != nil {
+					t.Fatalf("output %d: %v", i, err)
+				}
+				entry = enc.Bodies[0]
+			}
+			encodeEvent := func() {
+				var err error
+				if event, err = MarshalEvent(&ev); err != nil {
+					t.Fatalf("output %d: %v", i, err)
+				}
+			}
+			if eventFirst {
+				encodeEvent()
+				encodeEntry()
+			} else {
+				encodeEntry()
+				encodeEvent()
+			}
+			wantEntry, _ := json.Marshal(&cp)
+			wantEvent, _ := json.Marshal(&ev)
+			if entry != string(wantEntry) {
+				t.Errorf("output %d (event first %v): entry\n got %s\nwant %s", i, eventFirst, entry, wantEntry)
+			}
+			if event != string(wantEvent) {
+				t.Errorf("output %d (event first %v): event\n got %s\nwant %s", i, eventFirst, event, wantEvent)
+			}
+			wantOut, _ := json.Marshal(out)
+			if got := memo.Load(); !bytes.Equal(got, wantOut) {
+				t.Errorf("output %d: shared encoding %s, want %s", i, got, wantOut)
+			}
+		}
+	}
+}
+
+// Once the output is encoded for one of the two, the other carries the
+// same output even if the value changed in between (the engine never
+// changes a record it handed out; a store must not write an event and an
+// entry that disagree if something else does).
+func TestSharedOutputFixedOnceEncoded(t *testing.T) {
+	out := map[string]any{"v": "before"}
+	memo := &engine.OutputJSON{}
+	cp := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointNode, Node: &engine.NodeRecord{NodeID: "n", Status: engine.PhaseDone, Output: out, OutputJSON: memo}}
+	ev := engine.Event{RunID: "r", Seq: 1, NodeID: "n", Phase: engine.PhaseDone, Output: out, OutputJSON: memo}
+	enc, err := Encode([]engine.Checkpoint{cp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["v"] = "after"
+	b, err := MarshalEvent(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct{ Output map[string]any }
+	var c struct {
+		Node struct{ Output map[string]any }
+	}
+	if err := json.Unmarshal([]byte(b), &e); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(enc.Bodies[0]), &c); err != nil {
+		t.Fatal(err)
+	}
+	if e.Output["v"] != "before" || c.Node.Output["v"] != "before" {
+		t.Fatalf("event output %v, entry output %v: both must be the output as first encoded", e.Output, c.Node.Output)
+	}
+	// Without a shared encoding each is encoded as it is now.
+	ev.OutputJSON = nil
+	b, _ = MarshalEvent(&ev)
+	if !strings.Contains(b, `"after"`) {
+		t.Fatalf("an event without a shared encoding: %s", b)
+	}
+}
+
+// An output that cannot be encoded is reported as before, and leaves no
+// encoding behind for the other.
+func TestSharedOutputUnencodable(t *testing.T) {
+	memo := &engine.OutputJSON{}
+	out := map[string]any{"f": func() {}}
+	if _, err := Encode([]engine.Checkpoint{{Kind: engine.CheckpointNode, Node: &engine.NodeRecord{NodeID: "n", Output: out, OutputJSON: memo}}}); err == nil {
+		t.Fatal("an unencodable output was stored")
+	}
+	if _, err := MarshalEvent(&engine.Event{NodeID: "n", Output: out, OutputJSON: memo}); err == nil {
+		t.Fatal("an unencodable event output was encoded")
+	}
+	if memo.Load() != nil {
+		t.Fatalf("a failed encoding was kept: %s", memo.Load())
+	}
+}
+
+// BenchmarkEncodeNodes1000: a 1,000-node run's node entries and done
+// events, as a store encodes them, for outputs of about 40 bytes (the
+// store benchmarks' echo nodes), 300 bytes and 4 KB of JSON; shared: with
+// an engine.OutputJSON (each output encoded once), twice: without.
+func BenchmarkEncodeNodes1000(b *testing.B) {
+	for _, size := range []int{40, 300, 4000} {
+		for _, shared := range []bool{false, true} {
+			name := fmt.Sprintf("out%d/twice", size)
+			if shared {
+				name = fmt.Sprintf("out%d/shared", size)
+			}
+			b.Run(name, func(b *testing.B) {
+				at := time.Now()
+				cps := make([]engine.Checkpoint, 1000)
+				evs := make([]engine.Event, 1000)
+				fields := map[string]any{}
+				for k := 0; len(js(fields)) < size-40; k++ {
+					fields[fmt.Sprintf("field%d", k)] = map[string]any{"n": float64(k), "s": "some text of a typical field", "ok": true}
+				}
+				for i := range cps {
+					out := map[string]any{"i": float64(i), "text": "hello"}
+					for k, v := range fields {
+						out[k] = v
+					}
+					rec := &engine.NodeRecord{NodeID: "n", Status: engine.PhaseDone, Input: map[string]any{"i": float64(i), "text": "hello"}, Output: out, Attempts: 1, Started: at, Ended: at, Fired: []string{"e"}}
+					cps[i] = engine.Checkpoint{RunID: "run", Kind: engine.CheckpointNode, EventSeq: int64(2 * i), Time: at, Node: rec}
+					evs[i] = engine.Event{RunID: "run", Seq: int64(2 * i), NodeID: "n", Phase: engine.PhaseDone, Output: out, Attempt: 1, Edges: []string{"e"}, Time: at}
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					for i := range cps {
+						if shared {
+							m := &engine.OutputJSON{}
+							cps[i].Node.OutputJSON, evs[i].OutputJSON = m, m
+						}
+						if _, err := MarshalEvent(&evs[i]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if _, err := Encode(cps); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

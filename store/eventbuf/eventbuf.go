@@ -318,16 +318,17 @@ func (w *EventWriter) drain(attempts int) {
 func (w *EventWriter) write(batch []engine.Event) error {
 	bodies := make([]string, len(batch))
 	for i := range batch {
-		b, err := cplog.Marshal(&batch[i])
+		b, err := cplog.MarshalEvent(&batch[i])
 		if err != nil {
 			// An event that is not JSON-safe is stored with its output replaced,
 			// rather than blocking every event after it.
 			e := batch[i]
 			e.Output = map[string]any{"unencodable": err.Error()}
+			e.OutputJSON = nil
 			e.Progress = nil
-			b, _ = cplog.Marshal(&e)
+			b, _ = cplog.MarshalString(&e)
 		}
-		bodies[i] = string(b)
+		bodies[i] = b
 	}
 	return w.db.WriteEventBatch(context.Background(), batch, bodies)
 }

@@ -10,6 +10,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -24,6 +25,22 @@ var _ engine.Checkpointer = (*DB)(nil)
 // without, CreateRun. A start record, when given, supplies input, chain name
 // and parent.
 func (db *DB) ensureRun(ctx context.Context, tx *Tx, runID string, started int64, start *engine.StartRecord) error {
+	st, err := ensureRunStmt(runID, started, start)
+	if err != nil {
+		return err
+	}
+	_, err = db.exec(ctx, tx, st.q, st.args...)
+	return err
+}
+
+// stmt is one statement and its arguments ('?' placeholders), for the
+// transaction path (exec) and the pipelined one (rebind, queue).
+type stmt struct {
+	q    string
+	args []any
+}
+
+func ensureRunStmt(runID string, started int64, start *engine.StartRecord) (stmt, error) {
 	kind := store.KindRun
 	var input any
 	var chainName string
@@ -31,7 +48,7 @@ func (db *DB) ensureRun(ctx context.Context, tx *Tx, runID string, started int64
 	if start != nil {
 		var err error
 		if input, err = jsonMap(start.Input); err != nil {
-			return fmt.Errorf("input: %w", err)
+			return stmt{}, fmt.Errorf("input: %w", err)
 		}
 		if start.Chain != nil {
 			chainName = start.Chain.Name
@@ -41,9 +58,8 @@ func (db *DB) ensureRun(ctx context.Context, tx *Tx, runID string, started int64
 			kind = store.KindSubchain
 		}
 	}
-	_, err := db.exec(ctx, tx, `INSERT INTO runs (id, chain_name, parent_run_id, kind, input, status, started_at)
-VALUES (?, ?, ?, ?, ?, 'running', ?) ON CONFLICT (id) DO NOTHING`, runID, chainName, parent, kind, input, started)
-	return err
+	return stmt{`INSERT INTO runs (id, chain_name, parent_run_id, kind, input, status, started_at)
+VALUES (?, ?, ?, ?, ?, 'running', ?) ON CONFLICT (id) DO NOTHING`, []any{runID, chainName, parent, kind, input, started}}, nil
 }
 
 // Append adds checkpoint entries to a run's log in one transaction, and keeps
@@ -80,15 +96,7 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		// transaction: one round trip, however many entries. The (run_id,
 		// n) key still refuses an entry number another writer took; the
 		// retry in Append then goes the long way.
-		ns, kinds, nodes, refs := make([]int64, len(cps)), make([]string, len(cps)), make([]string, len(cps)), make([]*string, len(cps))
-		seqs, times := make([]int64, len(cps)), make([]int64, len(cps))
-		for i := range cps {
-			ns[i], kinds[i], nodes[i] = n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i])
-			if ref, ok := enc.ChainRefs[i].(string); ok {
-				refs[i] = &ref
-			}
-			seqs[i], times[i] = cps[i].EventSeq, cpTime(&cps[i], db.now)
-		}
+		col := db.cpColumns(n, cps, enc)
 		var epoch any // NULL: a run this process does not own, no check
 		f := db.fenceOf(runID)
 		if f != nil {
@@ -98,7 +106,7 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		if db.closed.Load() {
 			err = errClosed
 		} else {
-			res, err = db.w.ExecContext(ctx, checkpointNodesSQL, runID, ns, kinds, nodes, refs, seqs, times, enc.Bodies, epoch)
+			res, err = db.w.ExecContext(ctx, checkpointNodesSQL, runID, col.ns, col.kinds, col.nodes, col.refs, col.seqs, col.times, enc.Bodies, epoch)
 		}
 		if err == nil && f != nil {
 			if k, kerr := res.RowsAffected(); kerr != nil {
@@ -109,16 +117,7 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		}
 		last = n + int64(len(cps))
 	} else {
-		err = db.writeTx(ctx, func(tx *Tx) error {
-			if progressOnly(cps) {
-				if err := asyncCommit(ctx, tx); err != nil {
-					return err
-				}
-			}
-			var err error
-			last, err = db.appendTx(ctx, tx, runID, cps, enc)
-			return err
-		})
+		last, err = db.appendPipelined(ctx, runID, cps, enc)
 	}
 	if err != nil {
 		db.lastN.Delete(runID)
@@ -137,6 +136,164 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		db.lastN.Store(runID, last)
 	}
 	return nil
+}
+
+// cpColumnArrays holds entries as one array per column, numbered from n+1: the
+// form one INSERT … unnest takes however many entries there are.
+type cpColumnArrays struct {
+	ns, seqs, times []int64
+	kinds, nodes    []string
+	refs            []*string
+}
+
+func (db *DB) cpColumns(n int64, cps []engine.Checkpoint, enc *cplog.Encoded) cpColumnArrays {
+	c := cpColumnArrays{ns: make([]int64, len(cps)), kinds: make([]string, len(cps)), nodes: make([]string, len(cps)), refs: make([]*string, len(cps)),
+		seqs: make([]int64, len(cps)), times: make([]int64, len(cps))}
+	for i := range cps {
+		c.ns[i], c.kinds[i], c.nodes[i] = n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i])
+		if ref, ok := enc.ChainRefs[i].(string); ok {
+			c.refs[i] = &ref
+		}
+		c.seqs[i], c.times[i] = cps[i].EventSeq, cpTime(&cps[i], db.now)
+	}
+	return c
+}
+
+// checkpointRowsSQL inserts entries given as one array per column.
+const checkpointRowsSQL = `INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body)
+SELECT $1::VARCHAR, v.* FROM unnest($2::BIGINT[], $3::VARCHAR[], $4::VARCHAR[], $5::VARCHAR[], $6::BIGINT[], $7::BIGINT[], $8::TEXT[]) AS v`
+
+// appendPipelined is appendTx (with asyncCommit for progress) in at most
+// two round trips instead of one per statement (ten for a run's first
+// append: begin, run row, lock, last entry, chain, three inserts, run row,
+// commit; each round trip also waits for the server to be scheduled, which
+// on a busy machine is most of it). The transaction's statements go in
+// pipelines on one connection: the first begins and, when the run's
+// position is not cached or the run is owned here, makes sure of the run
+// row, locks it and reads its epoch and last entry number; the second
+// stores the chain, inserts every entry with one statement, updates the
+// run row and interrupts as the entries say, and commits. A cached
+// position of a run not owned here needs no read: one round trip.
+func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) (int64, error) {
+	if db.closed.Load() {
+		return 0, errClosed
+	}
+	f := db.fenceOf(runID)
+	var n int64
+	known := false
+	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
+		n, known = v.(int64), true
+	}
+	var begin []stmt
+	if !known {
+		st, err := ensureRunStmt(runID, cpTime(&cps[0], db.now), cps[0].Start)
+		if err != nil {
+			return 0, err
+		}
+		begin = append(begin, st)
+	}
+	lock := !known || f != nil
+
+	c, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	// A connection left inside a transaction (an error half-way) is closed
+	// on release, not reused.
+	defer c.Release()
+	rollback := func() {
+		if c.Conn().PgConn().TxStatus() != 'I' {
+			_, _ = c.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+		}
+	}
+
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	if progressOnly(cps) {
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	}
+	if lock {
+		for _, st := range begin {
+			b.Queue(rebind(st.q), st.args...)
+		}
+		b.Queue(`SELECT epoch FROM runs WHERE id = $1 FOR UPDATE`, runID)
+		if !known {
+			b.Queue(`SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = $1`, runID)
+		}
+		var epoch int64
+		err := sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+			for range b.Len() - 1 - boolInt(!known) {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+			if err := br.QueryRow().Scan(&epoch); err != nil {
+				return err
+			}
+			if !known {
+				return br.QueryRow().Scan(&n)
+			}
+			return nil
+		})
+		if err != nil {
+			rollback()
+			return 0, unavailable(err)
+		}
+		if f != nil && f.epoch != epoch {
+			rollback()
+			return 0, f.refused(runID)
+		}
+		b = &pgx.Batch{}
+	}
+	for ref, doc := range enc.Chains {
+		b.Queue(`INSERT INTO run_chains (sha256, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING`, ref, doc, micros(db.now()))
+	}
+	col := db.cpColumns(n, cps, enc)
+	b.Queue(checkpointRowsSQL, runID, col.ns, col.kinds, col.nodes, col.refs, col.seqs, col.times, enc.Bodies)
+	for i := range cps {
+		if cps[i].Kind == engine.CheckpointNode {
+			continue
+		}
+		sts, err := checkpointStmts(runID, col.ns[i], col.times[i], &cps[i])
+		if err != nil {
+			rollback()
+			return 0, fmt.Errorf("%s entry %d: %w", cps[i].Kind, col.ns[i], err)
+		}
+		for _, st := range sts {
+			b.Queue(rebind(st.q), st.args...)
+		}
+	}
+	b.Queue(`COMMIT`)
+	err = sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+		for range b.Len() {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		rollback()
+		return 0, unavailable(err)
+	}
+	return n + int64(len(cps)), nil
+}
+
+// sendBatch sends b on c, reads its results with read, and closes them.
+func sendBatch(ctx context.Context, c *pgxpool.Conn, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	br := c.SendBatch(ctx, b)
+	err := read(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Progress and milestones. A run's node entries and events are its
@@ -294,69 +451,79 @@ func placeholders(rows, cols int) string {
 
 // applyCheckpoint updates the run row and interrupts from one entry.
 func (db *DB) applyCheckpoint(ctx context.Context, tx *Tx, runID string, n, t int64, cp *engine.Checkpoint) error {
+	sts, err := checkpointStmts(runID, n, t, cp)
+	if err != nil {
+		return err
+	}
+	for _, st := range sts {
+		if _, err := db.exec(ctx, tx, st.q, st.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkpointStmts are the statements that update the run row and its
+// interrupts for one entry (none for node results), in order.
+func checkpointStmts(runID string, n, t int64, cp *engine.Checkpoint) ([]stmt, error) {
 	switch cp.Kind {
 	case engine.CheckpointStart:
 		if cp.Start == nil {
-			return nil
+			return nil, nil
 		}
 		input, err := jsonMap(cp.Start.Input)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		name := ""
 		if cp.Start.Chain != nil {
 			name = cp.Start.Chain.Name
 		}
-		_, err = db.exec(ctx, tx, `UPDATE runs SET status = 'running', ended_at = NULL,
+		return []stmt{{`UPDATE runs SET status = 'running', ended_at = NULL,
   input = COALESCE(input, ?),
   chain_name = CASE WHEN chain_name = '' THEN ? ELSE chain_name END,
   parent_run_id = COALESCE(parent_run_id, ?)
-WHERE id = ?`, input, name, nullString(cp.Start.ParentRunID), runID)
-		return err
+WHERE id = ?`, []any{input, name, nullString(cp.Start.ParentRunID), runID}}}, nil
 
 	case engine.CheckpointPause:
 		r := cp.Pause
 		if r == nil {
-			return nil
+			return nil, nil
 		}
-		_, err := db.exec(ctx, tx, `INSERT INTO run_interrupts (run_id, n, node_id, created_at) VALUES (?, ?, ?, ?)`,
-			runID, n, r.NodeID, t)
-		return err
+		return []stmt{{`INSERT INTO run_interrupts (run_id, n, node_id, created_at) VALUES (?, ?, ?, ?)`,
+			[]any{runID, n, r.NodeID, t}}}, nil
 
 	case engine.CheckpointResume:
-		_, err := db.exec(ctx, tx, `UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL WHERE id = ?`, runID)
-		return err
+		return []stmt{{`UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL WHERE id = ?`, []any{runID}}}, nil
 
 	case engine.CheckpointEnd:
 		r := cp.End
 		if r == nil {
-			return nil
+			return nil, nil
 		}
 		var errJSON any
 		if r.Error != nil {
 			var err error
 			if errJSON, err = jsonText(r.Error); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		final, err := jsonText(r.Final)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// outputs stays NULL: GetRun builds it from the node results it reads
 		// anyway, so the end of a run does not re-read and re-encode every
 		// output (2.5 ms of a 1,000-node run).
-		if _, err := db.exec(ctx, tx, `UPDATE runs SET status = ?, error = ?, final_output = ?, outputs = NULL, nodes_run = ?,
+		sts := []stmt{{`UPDATE runs SET status = ?, error = ?, final_output = ?, outputs = NULL, nodes_run = ?,
   ended_at = ?, duration_ms = (? - started_at) / 1000
-WHERE id = ?`, string(r.Status), errJSON, final, r.NodesRun, t, t, runID); err != nil {
-			return err
-		}
+WHERE id = ?`, []any{string(r.Status), errJSON, final, r.NodesRun, t, t, runID}}}
 		if r.Status != engine.StatusPaused {
-			_, err := db.exec(ctx, tx, `UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND claimed_at IS NULL`, t, runID)
-			return err
+			sts = append(sts, stmt{`UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND claimed_at IS NULL`, []any{t, runID}})
 		}
+		return sts, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // Load returns a run's checkpoint log in order, each start entry with its

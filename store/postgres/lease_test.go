@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -213,6 +214,56 @@ func TestTakeRenewRecover(t *testing.T) {
 	for id, want := range map[string]engine.RunStatus{"live": engine.StatusRunning, "dead": engine.StatusFailed} {
 		if info, _ := b.GetRunInfo(ctx, id); info.Status != want {
 			t.Errorf("run %s after recover: %s, want %s", id, info.Status, want)
+		}
+	}
+}
+
+// A milestone append (several statements, pipelined on one connection) that
+// fails half-way leaves nothing of itself and no transaction behind: a's
+// cached position is stale (b appended meanwhile), so its node + end append
+// hits the (run_id, n) key in its second round trip; Append retries from
+// the database, and the entries go in after b's, the run row ends, and the
+// connection that failed is not reused inside a dead transaction.
+func TestPipelinedAppendFailsWhole(t *testing.T) {
+	t.Parallel()
+	a, b := twoProcesses(t)
+	ctx := context.Background()
+	if err := a.Append(ctx, "r", storetest.CheckpointLog("r")[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, "r", nodeEntry("n0", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(ctx, "r", nodeEntry("n1", 2)); err != nil { // a's cache still says 2
+		t.Fatal(err)
+	}
+	end := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, EventSeq: 4, Time: time.Now().UTC(), End: &engine.EndRecord{Status: engine.StatusCompleted, NodesRun: 3}}
+	if err := a.Append(ctx, "r", append(nodeEntry("n2", 3), end)); err != nil {
+		t.Fatalf("append after a stale position: %v", err)
+	}
+	log, err := b.Load(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, cp := range log {
+		k := cp.Kind
+		if cp.Node != nil {
+			k += ":" + cp.Node.NodeID
+		}
+		kinds = append(kinds, k)
+	}
+	if fmt.Sprint(kinds) != "[start node:n0 node:n1 node:n2 end]" {
+		t.Fatalf("log %v", kinds)
+	}
+	if info, _ := b.GetRunInfo(ctx, "r"); info.Status != engine.StatusCompleted {
+		t.Fatalf("run is %s after its end entry, want completed", info.Status)
+	}
+	// Every connection of a's pool is usable (none left inside the failed
+	// transaction).
+	for i := 0; i < 12; i++ {
+		if err := a.Append(ctx, fmt.Sprintf("other-%d", i), storetest.CheckpointLog(fmt.Sprintf("other-%d", i))[0]); err != nil {
+			t.Fatalf("append %d after the failed one: %v", i, err)
 		}
 	}
 }
