@@ -39,6 +39,8 @@ func (r *run) route(i int, out any, matched string) routing {
 	switch {
 	case nd.Kind == KindBranch || nd.Kind == KindCondition:
 		rt = r.routeMatched(i, outs, matched)
+	case nd.Kind == KindInterrupt && matched != "" && r.outcomeRouted(i):
+		rt = r.routeMatched(i, outs, matched) // approved / rejected / timeout (approval.go)
 	case nd.RoutingOrDefault() == RoutingAll:
 		if nd.DispatchOrDefault() == DispatchSequential { // apply starts the dispatch
 			rt := noRouting(nil)
