@@ -139,6 +139,9 @@ type InterruptStore interface {
 	// ClaimEscalation marks one notification sent at now; it reports false
 	// when another caller (another process) claimed it first.
 	ClaimEscalation(ctx context.Context, runID string, n int64, stage string, now time.Time) (bool, error)
+	// Answers returns the audit entries of a run's answered interrupts
+	// (its resume entries with a value), oldest first.
+	Answers(ctx context.Context, runID string) ([]engine.ResumeRecord, error)
 }
 
 // Escalation stages.

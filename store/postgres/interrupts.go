@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlq"
 )
@@ -59,4 +60,17 @@ func (db *DB) ClaimEscalation(ctx context.Context, runID string, n int64, stage 
 		return false, fmt.Errorf("store: claim escalation of run %s: %w", runID, err)
 	}
 	return ok, nil
+}
+
+// Answers returns the audit entries of runID's answered interrupts.
+func (db *DB) Answers(ctx context.Context, runID string) ([]engine.ResumeRecord, error) {
+	var out []engine.ResumeRecord
+	err := db.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = sqlq.Answers(ctx, tx, runID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: answers of run %s: %w", runID, err)
+	}
+	return out, nil
 }

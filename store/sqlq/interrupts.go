@@ -190,3 +190,34 @@ func scanInterrupts(ctx context.Context, q Queryer, query string, args ...any) (
 	}
 	return out, rows.Err()
 }
+
+// maxAnswers bounds the audit entries one read returns (a run that loops
+// through an approval thousands of times shows the first ones).
+const maxAnswers = 1000
+
+// Answers reads the resume entries with a value of runID's log.
+func Answers(ctx context.Context, q Queryer, runID string) ([]engine.ResumeRecord, error) {
+	rows, err := q.QueryContext(ctx, `SELECT n, body FROM checkpoints WHERE run_id = ? AND kind = 'resume' ORDER BY n LIMIT ?`, runID, maxAnswers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []engine.ResumeRecord{}
+	var body []byte
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n, &body); err != nil {
+			return nil, err
+		}
+		var cp struct {
+			Resume *engine.ResumeRecord `json:"resume"`
+		}
+		if err := json.Unmarshal(body, &cp); err != nil {
+			return nil, fmt.Errorf("checkpoint %d is corrupt: %w", n, err)
+		}
+		if cp.Resume != nil && cp.Resume.HasValue {
+			out = append(out, *cp.Resume)
+		}
+	}
+	return out, rows.Err()
+}

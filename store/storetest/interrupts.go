@@ -105,9 +105,23 @@ func testInterruptsInbox(t *testing.T, open Opener) {
 		t.Errorf("due, limit 1, nearest deadline first: %s", ids(due))
 	}
 
-	// Answered: claimed, it leaves the inbox (and the sweeper's view).
+	// Answered: claimed, it leaves the inbox (and the sweeper's view), and
+	// the answer's audit entry reads back.
 	if n, err := db.ClaimInterrupt(ctx, "b"); err != nil || n != "offer" {
 		t.Fatalf("claim: %q %v", n, err)
+	}
+	ans := engine.ResumeRecord{NodeID: "offer", Value: map[string]any{"salary": 1.0}, HasValue: true, Action: engine.ActionApprove,
+		Comment: "ok", By: "token", Address: "10.0.0.7", At: t0.Add(time.Hour).UTC()}
+	if err := db.Append(ctx, "b", []engine.Checkpoint{{RunID: "b", Kind: engine.CheckpointResume, EventSeq: 2, Time: t0.Add(time.Hour), Resume: &ans}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Answers(ctx, "b")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("answers: %v %v", got, err)
+	}
+	JSONEqual(t, got[0], ans)
+	if got, _ := db.Answers(ctx, "a"); len(got) != 0 {
+		t.Errorf("answers of unanswered a: %v", got)
 	}
 	list, _ = db.ListInterrupts(ctx, store.InterruptFilter{})
 	if ids(list) != "ac" {
