@@ -25,6 +25,9 @@ func (s *Server) newEcho() *echo.Echo {
 	s.auth = newAuthState(s.cfg)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// No proxy is trusted to name the client: c.RealIP() is the socket's
+	// address, never a forwarded header a client can write (answers record it).
+	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(s.recoverer)
@@ -114,12 +117,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 					"too many wrong tokens from this address: retry in "+inSeconds(wait), nil)
 			}
 			if s.tokenMatches(bearer) {
+				c.Set(authKindKey, "token")
 				return next(c)
 			}
 			s.auth.fails.fail(client)
 			s.log.Warn("wrong bearer token", "client", client, "method", req.Method, "path", req.URL.Path,
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		} else if s.signedIn(req) {
+			c.Set(authKindKey, "token")
 			return next(c)
 		}
 		if wantsHTML(req) {
