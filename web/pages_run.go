@@ -3,11 +3,13 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
@@ -80,7 +82,11 @@ func (s *Server) pageRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return renderPage(c, http.StatusOK, views.RunPage(r, events, views.NodeLabels(s.pageRunDoc(c, r)), s.runs.QueuePosition(id)))
+	answers, err := s.db.Answers(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return renderPage(c, http.StatusOK, views.RunPage(r, events, views.NodeLabels(s.pageRunDoc(c, r)), s.runs.QueuePosition(id), answers))
 }
 
 // runCanvasData is what the run canvas loads.
@@ -238,6 +244,13 @@ func (s *Server) pageResume(c echo.Context) error {
 				return renderPage(c, http.StatusOK, views.FormError("The state patch is not a JSON object", err.Error()))
 			}
 		}
+	}
+	if value != nil { // an answer: audited like the API's (api_approvals.go)
+		comment := strings.TrimSpace(c.FormValue("comment"))
+		if n := utf8.RuneCountInString(comment); n > maxComment {
+			return renderPage(c, http.StatusOK, views.FormError("The comment is too long", fmt.Sprintf("%d characters, over the limit of %d", n, maxComment)))
+		}
+		value.Comment, value.By, value.Address = comment, answeredBy(c), c.RealIP()
 	}
 	if err := s.runs.Resume(ctx, id, value, modified); err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
