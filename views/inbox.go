@@ -62,14 +62,18 @@ func dueText(t time.Time) string {
 	return fmt.Sprintf("due in %d days", int(d.Hours()/24))
 }
 
-func onTimeoutText(p string) string {
-	switch p {
+// onTimeoutText says what the deadline does (", then …").
+func onTimeoutText(a *engine.ApprovalInfo) string {
+	if a == nil {
+		return ""
+	}
+	switch a.OnTimeout {
 	case engine.OnTimeoutReject:
-		return "then it is rejected"
+		return ", then it is rejected"
 	case engine.OnTimeoutDefault:
-		return "then the default answer is given"
+		return ", then the default answer is given"
 	case engine.OnTimeoutEdge:
-		return "then the timeout path is taken"
+		return ", then the timeout path is taken"
 	}
 	return ""
 }

@@ -71,8 +71,7 @@
       item.classList.add('answered');
       item.querySelector('.answer-form').replaceChildren(answeredNote(item, done + '. The run continues.'));
       if (live) live.textContent = done + ': ' + item.querySelector('h2').textContent.trim();
-      const left = list.querySelectorAll('.inbox-item:not(.answered)').length;
-      if (count) count.textContent = left + ' waiting';
+      recount();
       const next = list.querySelector('.inbox-item:not(.answered) button[data-action]');
       if (next) next.focus(); else item.querySelector('.ib-done-note a').focus();
       return;
@@ -82,12 +81,17 @@
     if (res.status === 409) {
       item.classList.add('answered');
       item.querySelector('.answer-form').replaceChildren(answeredNote(item, 'Someone else answered first (or the deadline did).'));
+      recount();
       return;
     }
     const field = err.details && err.details.field;
     say(item, (err.message || ('The studio answered ' + res.status)));
     if (res.status === 422 && field && field.startsWith('/')) focusField(item, field);
     else button.focus();
+  }
+
+  function recount() {
+    if (count) count.textContent = list.querySelectorAll('.inbox-item:not(.answered)').length + ' waiting';
   }
 
   function answeredNote(item, text) {
