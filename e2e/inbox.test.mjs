@@ -73,7 +73,7 @@ async function tabTo(page, sel, max = 60) {
 }
 
 test('an approver modifies then approves from the inbox, by keyboard, and the run page shows the audit', async () => {
-  const name = uniq('Invoice approval');
+  const name = uniq('Invoice sign-off');
   const ch = await api('POST', '/v1/chains', expenseChain(name));
   const runId = await pausedRun(ch.id);
 
