@@ -488,3 +488,35 @@ func (r *run) hasOutEdge(i int, label string) bool {
 func (r *run) outcomeRouted(i int) bool {
 	return r.hasOutEdge(i, LabelApproved) || r.hasOutEdge(i, LabelRejected) || r.hasOutEdge(i, LabelTimeout)
 }
+
+// TakesActions reports whether node nodeID of c is an interrupt node set up
+// for approvals (an answer schema, a proposed value, a deadline, an
+// escalation, approvers, or edges labelled approved / rejected / timeout):
+// such a node is answered with actions. Other interrupt nodes keep the plain
+// value contract ({"approved": true} from the run page's buttons).
+func TakesActions(c *Chain, nodeID string) bool {
+	if c == nil {
+		return false
+	}
+	for k := range c.Nodes {
+		nd := &c.Nodes[k]
+		if nd.ID != nodeID || nd.Kind != KindInterrupt {
+			continue
+		}
+		for _, key := range []string{"schema", "proposed", "deadline", "timeout", "on_timeout", "escalation", "approvers"} {
+			if _, ok := nd.Config[key]; ok {
+				return true
+			}
+		}
+		for e := range c.Edges {
+			if c.Edges[e].Source == nodeID {
+				switch c.Edges[e].Label {
+				case LabelApproved, LabelRejected, LabelTimeout:
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return false
+}

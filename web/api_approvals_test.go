@@ -293,3 +293,42 @@ func TestEscalationGuard(t *testing.T) {
 		t.Errorf("res %+v err %v reached %v", res, err, reached)
 	}
 }
+
+// TestRunPageAnswers: the run page's Approve answers an approval node with
+// the approve action (its proposed value), records who and the comment, and
+// the page then lists the answer; the approval example keeps its values.
+func TestRunPageAnswers(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, expenseDoc("Page", ""))
+	runID := pausedExpense(t, ts, id)
+	_, html := pageDo(t, ts.URL, "GET", "/runs/"+runID, "", "")
+	if !strings.Contains(html, "Approve takes the proposed value") || !strings.Contains(html, `id="open-inbox"`) {
+		t.Fatalf("paused run page: %s", html)
+	}
+	res, body := pageDo(t, ts.URL, "POST", "/runs/"+runID+"/resume", "application/x-www-form-urlencoded", "decision=approve&comment=fine+by+me")
+	if res.StatusCode != 200 && res.StatusCode != 303 {
+		t.Fatalf("resume: %d %s", res.StatusCode, body)
+	}
+	m := waitRun(t, ts, runID)
+	if out, _ := json.Marshal(m["outputs"].(map[string]any)["pay"]); string(out) != `{"amount":10,"to":"bob"}` {
+		t.Errorf("pay got %s", out)
+	}
+	a := m["answers"].([]any)[0].(map[string]any)
+	if a["action"] != "approve" || a["comment"] != "fine by me" || a["by"] != "local" {
+		t.Errorf("audit: %v", a)
+	}
+	_, html = pageDo(t, ts.URL, "GET", "/runs/"+runID, "", "")
+	if !strings.Contains(html, `id="run-answers"`) || !strings.Contains(html, "fine by me") {
+		t.Errorf("run page lists no answer")
+	}
+
+	plain := createChain(t, ts, approvalDoc)
+	r := do(t, ts, "POST", "/v1/chains/"+plain+"/runs", `{"input":{}}`).json(t)["run_id"].(string)
+	waitRun(t, ts, r)
+	pageDo(t, ts.URL, "POST", "/runs/"+r+"/resume", "application/x-www-form-urlencoded", "decision=approve")
+	m = waitRun(t, ts, r)
+	if a := m["answers"].([]any)[0].(map[string]any); a["action"] != "respond" || a["value"].(map[string]any)["approved"] != true {
+		t.Errorf("plain interrupt: %v", a)
+	}
+}

@@ -86,7 +86,8 @@ func (s *Server) pageRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return renderPage(c, http.StatusOK, views.RunPage(r, events, views.NodeLabels(s.pageRunDoc(c, r)), s.runs.QueuePosition(id), answers))
+	doc := s.pageRunDoc(c, r)
+	return renderPage(c, http.StatusOK, views.RunPage(r, events, views.NodeLabels(doc), s.runs.QueuePosition(id), answers, pausedTakesActions(doc, r)))
 }
 
 // runCanvasData is what the run canvas loads.
@@ -164,10 +165,12 @@ func (s *Server) fragRunControls(c echo.Context) error {
 	c.Response().Header().Set("X-Run-Status", string(r.Status))
 	c.Response().Header().Set("X-Run-Duration", strconv.FormatInt(r.DurationMS, 10))
 	var labels views.Labels
+	actions := false
 	if r.Status == engine.StatusPaused { // only "Waiting at …" names nodes
-		labels = views.NodeLabels(s.pageRunDoc(c, r))
+		doc := s.pageRunDoc(c, r)
+		labels, actions = views.NodeLabels(doc), pausedTakesActions(doc, r)
 	}
-	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID)))
+	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID), actions))
 }
 
 // fragNodeDrawer shows what one node did.
@@ -227,11 +230,23 @@ func (s *Server) pageResume(c echo.Context) error {
 	id := pageParam(c, "id")
 	var value *engine.ResumeValue
 	var modified map[string]any
+	actions := false
+	if d := c.FormValue("decision"); d == "approve" || d == "reject" {
+		if r, err := s.runForControls(c, id); err == nil {
+			actions = pausedTakesActions(s.pageRunDoc(c, r), r)
+		}
+	}
 	switch c.FormValue("decision") {
 	case "approve":
 		value = &engine.ResumeValue{Value: map[string]any{"approved": true}}
+		if actions { // an approval node: approve its proposed value
+			value = &engine.ResumeValue{Action: engine.ActionApprove}
+		}
 	case "reject":
 		value = &engine.ResumeValue{Value: map[string]any{"approved": false}}
+		if actions {
+			value = &engine.ResumeValue{Action: engine.ActionReject}
+		}
 	case "value":
 		var v any
 		if err := json.Unmarshal([]byte(c.FormValue("value")), &v); err != nil {
@@ -256,6 +271,20 @@ func (s *Server) pageResume(c echo.Context) error {
 		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
 	}
 	return pageRedirect(c, "/runs/"+id)
+}
+
+// pausedTakesActions reports whether the run waits at an interrupt node
+// answered with actions (engine.TakesActions) rather than plain values.
+func pausedTakesActions(doc *engine.Chain, r *store.Run) bool {
+	if r.Status != engine.StatusPaused {
+		return false
+	}
+	for _, n := range r.Nodes {
+		if n.Status == engine.PhasePaused && engine.TakesActions(doc, n.NodeID) {
+			return true
+		}
+	}
+	return false
 }
 
 // pageRerun starts a new run that keeps the outputs upstream of a node.
