@@ -72,6 +72,7 @@ type SweepResult struct {
 	Lost     int // deadlines another answer (or process) got to first
 	Notified int // escalation webhooks that answered 2xx
 	Failed   int // escalation webhooks that could not be told
+	Errors   int // deadlines that could not be applied (logged; tried again next sweep)
 }
 
 // maxWebhookReply bounds what is read of a webhook's reply.
@@ -96,8 +97,11 @@ func (w *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 			w.o.Logger.Info("approval deadline passed; applied on_timeout", "run", it.RunID, "node", it.NodeID, "deadline", it.Deadline)
 		case errors.As(err, &ar), errors.As(err, &busy):
 			res.Lost++
-		default:
-			return res, fmt.Errorf("apply the deadline of run %s: %w", it.RunID, err)
+		case errors.Is(err, ErrShutdown) || ctx.Err() != nil:
+			return res, nil
+		default: // one run's problem must not hold the others' deadlines up
+			res.Errors++
+			w.o.Logger.Error("could not apply an approval deadline", "run", it.RunID, "node", it.NodeID, "err", err)
 		}
 	}
 	if w.o.Notify == nil {
