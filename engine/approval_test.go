@@ -230,3 +230,19 @@ func TestInterruptConfigValidation(t *testing.T) {
 		t.Errorf("valid config has issues: %v", is)
 	}
 }
+
+// A chain test's mock of an approval node answers as approve: the
+// approved path runs, the rejected one is pruned.
+func TestApprovalMockRoutesApproved(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	c, err := engine.Decode([]byte(approveDoc("", edgesBoth)), engine.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.e.Run(t.Context(), c, nil, engine.RunOptions{Mocks: map[string]any{"ask": map[string]any{"amount": 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNodes(t, res, map[string]string{"pay": "done", "no": "skip/condition_false"})
+}
