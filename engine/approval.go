@@ -435,6 +435,14 @@ func checkAnswer(c *Chain, runID, nodeID string, info *ApprovalInfo, rec *Resume
 // answerInterrupt turns the answer an interrupt node was resumed with into
 // its completion: output, outcome handle, or error.
 func (r *run) answerInterrupt(i int, input, value any) (out any, matched string, err error) {
+	out, matched, err = r.answerOutcome(i, input, value)
+	if !r.outcomeRouted(i) {
+		matched = "" // its edges route as any node's: no handle to show
+	}
+	return out, matched, err
+}
+
+func (r *run) answerOutcome(i int, input, value any) (any, string, error) {
 	nd := &r.chain.Nodes[i]
 	rec := r.nodes.answers[i]
 	delete(r.nodes.answers, i)
