@@ -332,3 +332,18 @@ func TestRunPageAnswers(t *testing.T) {
 		t.Errorf("plain interrupt: %v", a)
 	}
 }
+
+// TestToolsListInterruptConfig: the catalogue gives forms the interrupt
+// node's config schema.
+func TestToolsListInterruptConfig(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	m := do(t, ts, "GET", "/v1/tools", nil).json(t)
+	cs := m["kinds"].(map[string]any)["interrupt"].(map[string]any)["config_schema"].(map[string]any)
+	props := cs["properties"].(map[string]any)
+	for _, k := range []string{"prompt", "schema", "proposed", "deadline", "timeout", "on_timeout", "default_value", "escalation", "notify_before", "approvers"} {
+		if props[k] == nil {
+			t.Errorf("config_schema lacks %s", k)
+		}
+	}
+}
