@@ -33,6 +33,8 @@ export const PAGES = [
   { name: 'run failed, node drawer', path: (f) => '/runs/' + f.failed, ready: '.runpage', act: async (page) => { await page.click('#node-table .select-node[data-node-id="boom"]'); await page.waitForSelector('#btn-rerun'); } },
   { name: 'run failed, Re-run dialog', path: (f) => '/runs/' + f.failed, ready: '.runpage', act: async (page) => { await page.click('#node-table .select-node[data-node-id="boom"]'); await openDialog('#btn-rerun', '#rerun-dialog')(page); } },
   { name: 'runs list', path: '/runs' },
+  { name: 'inbox', path: '/inbox', ready: '#inbox' },
+  { name: 'inbox, modify form open', path: (f) => '/inbox?run=' + f.paused, ready: '.inbox-item', act: async (page) => { await page.click('.ib-modify > summary'); await page.waitForSelector('.ib-modify[open] fieldset.schema-form'); } },
   { name: 'agents list', path: '/agents' },
   { name: 'model usage', path: '/usage' },
   { name: 'agent', path: (f) => (f.agent ? '/agents/' + encodeURIComponent(f.agent) : null) },

@@ -147,6 +147,12 @@ type RunOptions struct {
 // and resume", treats the two differently).
 type ResumeValue struct {
 	Value any `json:"value"`
+	// The answer's action (approve, reject, respond, timeout; "" is
+	// respond), comment and audit fields (approval.go).
+	Action  string `json:"action,omitempty"`
+	Comment string `json:"comment,omitempty"`
+	By      string `json:"by,omitempty"`
+	Address string `json:"address,omitempty"`
 }
 
 // ResumeOptions configure a resume.

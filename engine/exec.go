@@ -74,7 +74,8 @@ func (r *run) start(i int) {
 		return
 	case KindInterrupt:
 		if sc.hasRes {
-			r.complete(completion{i: i, out: normalizeValue(sc.resume), input: input, attempts: 1, started: now, ended: time.Now()})
+			out, matched, err := r.answerInterrupt(i, input, sc.resume)
+			r.complete(completion{i: i, out: out, err: err, matched: matched, input: input, attempts: 1, started: now, ended: time.Now()})
 			return
 		}
 		r.complete(completion{i: i, err: tool.Interrupt(r.prompt(nd, input)), input: input, attempts: 1, started: now, ended: time.Now()})

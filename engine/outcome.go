@@ -305,6 +305,9 @@ func (r *run) nodeFinished(i int, out any) {
 // nothing else runs.
 func (r *run) pauseNode(i int, prompt any, c completion) {
 	rec := &PauseRecord{NodeID: r.chain.Nodes[i].ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.nodes.iterations[i]}
+	if nd := &r.chain.Nodes[i]; nd.Kind == KindInterrupt {
+		rec.Approval = approvalInfo(nd, c.input, c.ended)
+	}
 	r.nodes.result[i].Ended = c.ended
 	r.emit(Event{NodeID: rec.NodeID, Phase: PhasePaused, Prompt: prompt, Attempt: rec.Attempts, Iteration: rec.Iteration})
 	r.addCheckpoint(Checkpoint{Kind: CheckpointPause, Pause: rec})

@@ -111,14 +111,23 @@ type PauseRecord struct {
 	Input     any    `json:"input,omitempty"`
 	Attempts  int    `json:"attempts,omitempty"`
 	Iteration int    `json:"iteration,omitempty"`
+	// Approval: an interrupt node's schema, proposed value, deadline and
+	// escalation (approval.go); nil for a pause a tool asked for.
+	Approval *ApprovalInfo `json:"approval,omitempty"`
 }
 
-// ResumeRecord: a resume claimed the run.
+// ResumeRecord: a resume claimed the run. With a value it is the answer's
+// audit entry: who answered, when, from where, how and why.
 type ResumeRecord struct {
 	NodeID        string         `json:"node_id,omitempty"` // the interrupted node, when resuming one
 	Value         any            `json:"value,omitempty"`
 	HasValue      bool           `json:"has_value"`
 	ModifiedState map[string]any `json:"modified_state,omitempty"`
+	Action        string         `json:"action,omitempty"` // approve | reject | respond | timeout; "" is respond
+	Comment       string         `json:"comment,omitempty"`
+	By            string         `json:"by,omitempty"`      // who answered, as the host knows them
+	Address       string         `json:"address,omitempty"` // the client address the answer came from
+	At            time.Time      `json:"at,omitzero"`       // when the answer was accepted
 }
 
 // EndRecord closes a run (or one leg of it, before a resume).

@@ -88,7 +88,13 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	}
 	rec := &ResumeRecord{HasValue: value != nil, ModifiedState: modifiedState}
 	if value != nil {
-		rec.Value = value.Value
+		rec.Value, rec.Action, rec.Comment, rec.By, rec.Address, rec.At = value.Value, value.Action, value.Comment, value.By, value.Address, time.Now()
+		if p := pendingPause(log); p != nil {
+			if err := checkAnswer(start.Chain, runID, p.NodeID, p.Approval, rec); err != nil {
+				e.active.Delete(runID)
+				return nil, err
+			}
+		}
 		if opts.Claim != nil {
 			// Claimed and handed on in one step by the host; the entry is
 			// written by whoever continues the run.
@@ -195,6 +201,32 @@ func handedOn(last Checkpoint, rec *ResumeRecord) bool {
 	return true
 }
 
+// pendingPause returns the oldest pause of the log's last leg that no
+// resume answered (the one a claim takes), or nil.
+func pendingPause(log []Checkpoint) *PauseRecord {
+	var pending []*PauseRecord
+	for k := range log {
+		switch cp := &log[k]; cp.Kind {
+		case CheckpointPause:
+			if cp.Pause != nil {
+				pending = append(pending, cp.Pause)
+			}
+		case CheckpointResume:
+			if cp.Resume != nil && cp.Resume.NodeID != "" {
+				pending = slices.DeleteFunc(pending, func(p *PauseRecord) bool { return p.NodeID == cp.Resume.NodeID })
+			}
+		case CheckpointEnd:
+			if cp.End != nil && cp.End.Status != StatusPaused {
+				pending = nil
+			}
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	return pending[0]
+}
+
 // inspectLog finds the start record and the latest end record.
 func inspectLog(log []Checkpoint) (*StartRecord, *EndRecord) {
 	var start *StartRecord
@@ -229,6 +261,10 @@ func (r *run) applyResume(rec *ResumeRecord) {
 		r.nodes.resumeValue = map[int]any{}
 	}
 	r.nodes.resumeValue[i] = rec.Value
+	if r.nodes.answers == nil {
+		r.nodes.answers = map[int]*ResumeRecord{}
+	}
+	r.nodes.answers[i] = rec
 	r.nodes.status[i] = nsReady
 	r.queue.push(i)
 }

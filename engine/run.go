@@ -120,6 +120,7 @@ type nodeState struct {
 	attRan      []atomic.Bool          // attached nodes (map bodies, branches) that ran at least once; set by workers
 	attBusy     []atomic.Int32         // attached nodes' calls in flight; set by workers
 	resumeValue map[int]any            // an interrupt's resume value, for its next start
+	answers     map[int]*ResumeRecord  // the answer an interrupt node resumes with (its action)
 	handlerErr  map[int]map[string]any // an on_error handler's `error`, for its next start
 }
 

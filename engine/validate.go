@@ -28,6 +28,7 @@ package engine
 //	unknown_tool               error     a tool node names a tool the host lacks (ValidateWith with Tools)
 //	missing_skill_name         error     a skill node has no name (the sub-chain it calls)
 //	invalid_proc_argv          error     a proc node's config.argv is not a non-empty array of strings
+//	invalid_interrupt_config   error     an interrupt node's config (schema, deadline, on_timeout, …) is wrong
 //	branch_no_condition        error     a branch node has no condition
 //	branch_no_edges            error     a branch node has neither a "true" nor a "false" edge
 //	branch_missing_edge        warning   a branch node has only one of its "true"/"false" edges and no
@@ -124,6 +125,7 @@ const (
 	RuleUnknownTool           = "unknown_tool"
 	RuleMissingSkillName      = "missing_skill_name"
 	RuleInvalidProcArgv       = "invalid_proc_argv"
+	RuleInterruptConfig       = "invalid_interrupt_config"
 	RuleBranchNoCondition     = "branch_no_condition"
 	RuleBranchNoEdges         = "branch_no_edges"
 	RuleBranchMissingEdge     = "branch_missing_edge"
@@ -484,6 +486,8 @@ func (v *validator) checkNodeFields(i int) {
 		}
 	case KindProc:
 		v.checkArgv(i)
+	case KindInterrupt:
+		v.checkInterruptConfig(i)
 	case KindBranch:
 		if nd.Condition == "" {
 			v.nodeIssue(i, RuleBranchNoCondition, SeverityError, "condition", fmt.Sprintf("branch node %s has no condition; set condition to the expression that picks its \"true\" or \"false\" edge", v.node(i)))
@@ -569,6 +573,23 @@ func kindName(k Kind) string {
 // checkArgv: a proc node needs config.argv, a non-empty array of strings whose
 // first element (the program) is not empty. argv supplied through input or
 // input_map instead is accepted (it is only known at run time).
+// checkInterruptConfig reports every problem of an interrupt node's config
+// (approval.go), and an on_timeout "edge" without an edge labelled timeout.
+func (v *validator) checkInterruptConfig(i int) {
+	ic, issues := ParseInterruptConfig(v.c.Nodes[i].Config)
+	for _, is := range issues {
+		v.nodeIssue(i, RuleInterruptConfig, SeverityError, is.Field, fmt.Sprintf("interrupt node %s: %s %s", v.node(i), is.Field, is.Msg))
+	}
+	if ic.OnTimeout == OnTimeoutEdge {
+		for _, ei := range v.g.out[i] {
+			if v.c.Edges[ei].Label == LabelTimeout {
+				return
+			}
+		}
+		v.nodeIssue(i, RuleInterruptConfig, SeverityError, "config.on_timeout", fmt.Sprintf("interrupt node %s: config.on_timeout is \"edge\" but no outgoing edge is labelled \"timeout\"; add one or choose reject or default", v.node(i)))
+	}
+}
+
 func (v *validator) checkArgv(i int) {
 	nd := &v.c.Nodes[i]
 	raw, ok := nd.Config["argv"]

@@ -123,6 +123,72 @@ type CheckpointStore interface {
 	engine.Checkpointer
 }
 
+// InterruptStore reads the pending interrupts of paused runs: the approval
+// inbox, and the deadlines and escalations the sweeper acts on. Answering
+// one goes through the checkpoint log (engine.Checkpointer.ClaimInterrupt).
+type InterruptStore interface {
+	// ListInterrupts lists the pending interrupts of paused runs by f.
+	ListInterrupts(ctx context.Context, f InterruptFilter) ([]Interrupt, error)
+	// DueInterrupts lists up to limit pending interrupts of paused runs
+	// whose deadline is at or before now, oldest deadline first.
+	DueInterrupts(ctx context.Context, now time.Time, limit int) ([]Interrupt, error)
+	// DueEscalations lists up to limit pending interrupts of paused runs
+	// whose escalation webhook has a notification due at now: "paused"
+	// (never sent) or "deadline_near" (notify_at passed, never sent).
+	DueEscalations(ctx context.Context, now time.Time, limit int) ([]Escalation, error)
+	// ClaimEscalation marks one notification sent at now; it reports false
+	// when another caller (another process) claimed it first.
+	ClaimEscalation(ctx context.Context, runID string, n int64, stage string, now time.Time) (bool, error)
+	// Answers returns the audit entries of a run's answered interrupts
+	// (its resume entries with a value), oldest first.
+	Answers(ctx context.Context, runID string) ([]engine.ResumeRecord, error)
+}
+
+// Escalation stages.
+const (
+	EscalationPaused       = "paused"
+	EscalationDeadlineNear = "deadline_near"
+)
+
+// InterruptSort orders the inbox.
+const (
+	SortWaiting  = "waiting"  // longest waiting first
+	SortDeadline = "deadline" // nearest deadline first, those without last
+)
+
+// InterruptFilter selects pending interrupts. Limit is bounded by the backend
+// (1..MaxInterruptsPage, default 50).
+type InterruptFilter struct {
+	ChainID string // runs of this chain
+	RunID   string // this run's
+	Text    string // substring of the prompt, chain name or node id (case-insensitive)
+	Sort    string // SortWaiting (default) or SortDeadline
+	Limit   int
+}
+
+// MaxInterruptsPage bounds one inbox page.
+const MaxInterruptsPage = 200
+
+// Interrupt is one pending interrupt of a paused run.
+type Interrupt struct {
+	RunID     string               `json:"run_id"`
+	N         int64                `json:"-"` // its entry in the run's log
+	NodeID    string               `json:"node_id"`
+	ChainID   string               `json:"chain_id,omitempty"`
+	ChainName string               `json:"chain_name"`
+	Prompt    any                  `json:"prompt,omitempty"`
+	Approval  *engine.ApprovalInfo `json:"-"`
+	Since     time.Time            `json:"waiting_since"`
+	Deadline  time.Time            `json:"deadline,omitzero"`
+}
+
+// Escalation is a notification due to an interrupt's escalation webhook.
+type Escalation struct {
+	Interrupt
+	URL   string
+	Stage string // EscalationPaused or EscalationDeadlineNear
+}
+
 // RunLease is a process's hold on a run it executes: the epoch its writes
 // carry, and whether a cancel of the run is pending.
 type RunLease struct {
@@ -224,6 +290,7 @@ type Backend interface {
 	RunStore
 	EventStore
 	CheckpointStore
+	InterruptStore
 	LeaseStore
 	TriggerStore
 	Housekeeping

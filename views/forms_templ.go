@@ -115,7 +115,7 @@ func SchemaForm(label, f, schema, value, source string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</legend><div class=\"sf-bar\"><button type=\"button\" class=\"small sf-raw-toggle\" aria-pressed=\"false\">Raw JSON</button> <span class=\"hint sf-note\" aria-live=\"polite\"></span></div><div class=\"sf-fields\"></div><label class=\"field sf-raw\" hidden><span class=\"lbl\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "</legend><div class=\"sf-bar\"><button type=\"button\" class=\"small sf-raw-toggle\" aria-pressed=\"false\">Raw JSON</button> <span class=\"hint sf-note\" role=\"status\"></span></div><div class=\"sf-fields\"></div><label class=\"field sf-raw\" hidden><span class=\"lbl\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

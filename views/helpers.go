@@ -164,13 +164,6 @@ func sortedKV[V any](m map[string]V, text func(V) string) []KV {
 func strKV(m map[string]string) []KV { return sortedKV(m, func(s string) string { return s }) }
 func anyKV(m map[string]any) []KV    { return sortedKV(m, jsonText) }
 
-func configString(n *engine.Node, key string) string {
-	if n.Config == nil {
-		return ""
-	}
-	return jsonText(n.Config[key])
-}
-
 func configJSON(n *engine.Node) string {
 	if len(n.Config) == 0 {
 		return ""

@@ -170,33 +170,19 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", c.Param("id")))
 	}
-	return c.JSON(http.StatusOK, s.runView(r))
-}
-
-// POST /v1/runs/{id}/resume {resume_value, modified_state}
-func (s *Server) resumeRun(c echo.Context) error {
-	id := c.Param("id")
-	var raw map[string]json.RawMessage
-	if err := bindJSON(c, &raw); err != nil {
+	out := s.runView(r)
+	if out.Answers, err = s.runAnswers(c.Request().Context(), r.ID); err != nil {
 		return err
 	}
-	var value *engine.ResumeValue
-	var modified map[string]any
-	for k, v := range raw {
-		switch k {
-		case "resume_value": // present, even as null, is a value
-			var x any
-			if err := json.Unmarshal(v, &x); err != nil {
-				return apiError(EBADREQUEST, "bad_json", "resume_value: "+err.Error(), map[string]any{"path": k})
-			}
-			value = &engine.ResumeValue{Value: x}
-		case "modified_state":
-			if err := json.Unmarshal(v, &modified); err != nil {
-				return apiError(EBADREQUEST, "bad_json", "modified_state must be a JSON object", map[string]any{"path": k})
-			}
-		default:
-			return apiError(EBADREQUEST, "bad_json", fmt.Sprintf("unknown field %q (resume_value, modified_state)", k), map[string]any{"path": k})
-		}
+	return c.JSON(http.StatusOK, out)
+}
+
+// POST /v1/runs/{id}/resume {resume_value | value, action, comment, modified_state}
+func (s *Server) resumeRun(c echo.Context) error {
+	id := c.Param("id")
+	value, modified, err := readAnswer(c)
+	if err != nil {
+		return err
 	}
 	if err := s.requireResumeRole(c, id); err != nil {
 		return err

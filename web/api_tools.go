@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/labstack/echo/v4"
@@ -80,5 +81,7 @@ func (s *Server) agentTools() []agentToolJSON {
 // can run, each with its input schema.
 func (s *Server) listTools(c echo.Context) error {
 	tools := s.toolCatalog()
-	return c.JSON(http.StatusOK, map[string]any{"tools": tools, "agents": s.agentTools(), "total": len(tools)})
+	// kinds: the config schema of node kinds configured by the engine itself
+	kinds := map[string]any{string(engine.KindInterrupt): map[string]any{"config_schema": engine.InterruptConfigSchema()}}
+	return c.JSON(http.StatusOK, map[string]any{"tools": tools, "agents": s.agentTools(), "kinds": kinds, "total": len(tools)})
 }

@@ -156,4 +156,18 @@ type runJSON struct {
 	Active  bool             `json:"active"` // executing or queued now (in this process; on PostgreSQL, in any)
 	// QueuePosition is a queued run's place in line (1 is next).
 	QueuePosition int `json:"queue_position,omitempty"`
+	// Answers: the audit of the run's answered interrupts (who, when, from
+	// where, action, value, comment), oldest first; GET /v1/runs/{id} only.
+	Answers []answerJSON `json:"answers,omitempty"`
+}
+
+// answerJSON is one audit entry of an answered interrupt.
+type answerJSON struct {
+	NodeID  string    `json:"node_id"`
+	Action  string    `json:"action"`
+	Value   any       `json:"value,omitempty"`
+	Comment string    `json:"comment,omitempty"`
+	By      string    `json:"by"`
+	Address string    `json:"address,omitempty"`
+	At      time.Time `json:"at,omitzero"`
 }

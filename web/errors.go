@@ -116,6 +116,7 @@ func domainError(err error) *APIError {
 		busy *runs.BusyError
 		nre  *engine.NodeRunError
 		xe   *engine.ExtractError
+		ans  *engine.AnswerError
 	)
 	switch {
 	case err == nil:
@@ -152,6 +153,12 @@ func domainError(err error) *APIError {
 	case errors.As(err, &xe):
 		return apiError(EINVALID, "extract_refused", xe.Error(),
 			map[string]any{"node_id": xe.NodeID, "edge_id": xe.EdgeID, "field": xe.Field})
+	case errors.As(err, &ans):
+		details := map[string]any{"node_id": ans.NodeID}
+		if ans.Field != "" {
+			details["field"] = ans.Field
+		}
+		return apiError(EINVALID, engine.CodeInvalidAnswer, ans.Error(), details)
 	case errors.As(err, &re): // before ChainCheckpointError: a resume error is one too
 		return apiError(EINVALID, engine.CodeResume, re.Error(), nil)
 	case errors.As(err, &ar):

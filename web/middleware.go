@@ -28,6 +28,9 @@ func (s *Server) newEcho() *echo.Echo {
 	s.auth = newAuthState(s.cfg)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// No proxy is trusted to name the client: c.RealIP() is the socket's
+	// address, never a forwarded header a client can write (answers record it).
+	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(s.recoverer)

@@ -34,6 +34,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 
 	e.GET("/chains/:id/runs", s.pageRuns)
 	e.GET("/runs", s.pageAllRuns)
+	e.GET("/inbox", s.pageInbox) // issue #17: the approval inbox
 	e.GET("/runs/:id", s.pageRun)
 	e.GET("/runs/:id/data", s.pageRunData)
 	e.GET("/runs/:id/controls", s.fragRunControls)

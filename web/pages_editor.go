@@ -202,6 +202,8 @@ func (s *Server) fragProps(c echo.Context) error {
 					pc.ProcConfig = views.SchemaJSON(t.InputSchema)
 				}
 			}
+		case engine.KindInterrupt:
+			pc.InterruptConfig = views.SchemaJSON(engine.InterruptConfigSchema())
 		case engine.KindAgent:
 			pc.Agents = s.pageAgentOptions()
 			pc.AgentConfig = views.SchemaJSON(agent.ConfigSchema())

@@ -3,11 +3,13 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
@@ -84,8 +86,13 @@ func (s *Server) pageRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	labels := views.NodeLabels(s.pageRunDoc(c, r))
-	return renderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.runs.QueuePosition(id), runUsageView(u, labels)))
+	answers, err := s.db.Answers(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	doc := s.pageRunDoc(c, r)
+	labels := views.NodeLabels(doc)
+	return renderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.runs.QueuePosition(id), runUsageView(u, labels), answers, pausedTakesActions(doc, r)))
 }
 
 // runCanvasData is what the run canvas loads.
@@ -163,10 +170,12 @@ func (s *Server) fragRunControls(c echo.Context) error {
 	c.Response().Header().Set("X-Run-Status", string(r.Status))
 	c.Response().Header().Set("X-Run-Duration", strconv.FormatInt(r.DurationMS, 10))
 	var labels views.Labels
+	actions := false
 	if r.Status == engine.StatusPaused { // only "Waiting at …" names nodes
-		labels = views.NodeLabels(s.pageRunDoc(c, r))
+		doc := s.pageRunDoc(c, r)
+		labels, actions = views.NodeLabels(doc), pausedTakesActions(doc, r)
 	}
-	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID)))
+	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID), actions))
 }
 
 // fragNodeDrawer shows what one node did.
@@ -226,11 +235,23 @@ func (s *Server) pageResume(c echo.Context) error {
 	id := pageParam(c, "id")
 	var value *engine.ResumeValue
 	var modified map[string]any
+	actions := false
+	if d := c.FormValue("decision"); d == "approve" || d == "reject" {
+		if r, err := s.runForControls(c, id); err == nil {
+			actions = pausedTakesActions(s.pageRunDoc(c, r), r)
+		}
+	}
 	switch c.FormValue("decision") {
 	case "approve":
 		value = &engine.ResumeValue{Value: map[string]any{"approved": true}}
+		if actions { // an approval node: approve its proposed value
+			value = &engine.ResumeValue{Action: engine.ActionApprove}
+		}
 	case "reject":
 		value = &engine.ResumeValue{Value: map[string]any{"approved": false}}
+		if actions {
+			value = &engine.ResumeValue{Action: engine.ActionReject}
+		}
 	case "value":
 		var v any
 		if err := json.Unmarshal([]byte(c.FormValue("value")), &v); err != nil {
@@ -247,10 +268,31 @@ func (s *Server) pageResume(c echo.Context) error {
 	if err := s.requireResumeRole(c, id); err != nil {
 		return err
 	}
+	if value != nil { // an answer: audited like the API's (api_approvals.go)
+		comment := strings.TrimSpace(c.FormValue("comment"))
+		if n := utf8.RuneCountInString(comment); n > maxComment {
+			return renderPage(c, http.StatusOK, views.FormError("The comment is too long", fmt.Sprintf("%d characters, over the limit of %d", n, maxComment)))
+		}
+		value.Comment, value.By, value.Address = comment, answeredBy(c), c.RealIP()
+	}
 	if err := s.runs.Resume(ctx, id, value, modified); err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
 	}
 	return pageRedirect(c, "/runs/"+id)
+}
+
+// pausedTakesActions reports whether the run waits at an interrupt node
+// answered with actions (engine.TakesActions) rather than plain values.
+func pausedTakesActions(doc *engine.Chain, r *store.Run) bool {
+	if r.Status != engine.StatusPaused {
+		return false
+	}
+	for _, n := range r.Nodes {
+		if n.Status == engine.PhasePaused && engine.TakesActions(doc, n.NodeID) {
+			return true
+		}
+	}
+	return false
 }
 
 // pageRerun starts a new run that keeps the outputs upstream of a node.

@@ -69,7 +69,7 @@ func TestPagePropsPerKind(t *testing.T) {
 		engine.KindCondition: {`data-f="cases"`, `data-t="cases"`},
 		engine.KindMap:       {`data-f="items_path"`, `data-f="map_node"`},
 		engine.KindParallel:  {`data-f="branches"`, `data-t="list"`},
-		engine.KindInterrupt: {`data-f="config.prompt"`},
+		engine.KindInterrupt: {`data-f="config" data-t="form"`, `&#34;on_timeout&#34;`},
 		engine.KindAgent:     {`data-f="config" data-t="form"`, `id="agent-select"`},
 	}
 	for kind, fields := range want {

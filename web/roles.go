@@ -54,11 +54,13 @@ var routeActions = map[string]action{
 	"GET /agents/:name":                    actRead,
 	"POST /agents/:name/run":               actEdit,
 	"GET /usage":                           actRead,
-	"GET /runs/:id/usage":                  actRead,
-	"GET /users":                           actAdmin,
-	"POST /users":                          actAdmin,
-	"POST /users/:name/role":               actAdmin,
-	"POST /users/:name/remove":             actAdmin,
+	"GET /inbox":                           actRead, // answering goes through resume
+
+	"GET /runs/:id/usage":      actRead,
+	"GET /users":               actAdmin,
+	"POST /users":              actAdmin,
+	"POST /users/:name/role":   actAdmin,
+	"POST /users/:name/remove": actAdmin,
 
 	// The JSON API.
 	"GET /v1/chains":                          actRead,
@@ -104,6 +106,7 @@ var routeActions = map[string]action{
 	"POST /v1/hooks/:hook_id":                 actPublic, // authenticated by its HMAC signature, not a role
 	"GET /v1/runs/:id/usage":                  actRead,
 	"GET /v1/usage":                           actRead,
+	"GET /v1/interrupts":                      actRead,
 	"GET /v1/me":                              actRead,
 	"GET /v1/users":                           actAdmin,
 	"POST /v1/users":                          actAdmin,

@@ -55,6 +55,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/runs/:id", s.getRun)
 	v1.GET("/runs/:id/events", s.runEvents)
 	v1.POST("/runs/:id/resume", s.resumeRun)
+	v1.GET("/interrupts", s.listInterrupts) // issue #17: the approval inbox
 	v1.POST("/runs/:id/cancel", s.cancelRun)
 	v1.POST("/runs/:id/rerun", s.rerunRun)
 	v1.GET("/runs/:id/diff/:other", s.diffRuns)

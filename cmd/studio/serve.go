@@ -165,12 +165,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices}, db, reg, agents, log, stderr)
 }
+
+// approvalSweepPeriod is how often pending approvals' deadlines and
+// escalations are looked at: a deadline fires at most this late.
+const approvalSweepPeriod = 5 * time.Second
 
 type serveConfig struct {
 	addr, token, publicURL, dbPath string
 	insecure                       bool
+	allowPrivate                   bool             // escalation webhooks may reach private addresses (--http-allow-private)
 	listening                      func(url string) // called once the server listens
 	gov                            governorFlags
 	limits                         engine.Limits // run budgets and ceilings; zero fields: defaults
@@ -237,6 +242,11 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
+	// Approval deadlines and escalations; on PostgreSQL every serve process
+	// sweeps, and the claims make each answer and notification happen once.
+	sweeper := runs.NewSweeper(runs.SweeperOptions{Store: db, Runs: svc, Logger: log,
+		Notify: builtin.GuardedClient(builtin.Options{HTTPAllowPrivate: cfg.allowPrivate})})
+	go sweeper.Run(ctx, approvalSweepPeriod)
 	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop})
 	if err != nil {

@@ -270,3 +270,14 @@ func isToken(s string) bool {
 
 func validMethod(m string) bool     { return isToken(m) }
 func validHeaderName(h string) bool { return isToken(h) }
+
+// GuardedClient is an HTTP client behind the http tool's address guard
+// (private and loopback destinations refused unless opts.HTTPAllowPrivate,
+// every connection and redirect checked, no proxy) and its timeout, for
+// what the host itself sends on a chain's behalf (escalation webhooks).
+func GuardedClient(opts Options) *http.Client {
+	opts = opts.withDefaults()
+	c := *newHTTPTool(opts, nil).client
+	c.Timeout = opts.HTTPTimeout
+	return &c
+}

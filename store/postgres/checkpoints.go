@@ -15,6 +15,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
+	"github.com/chainstudio/studio/store/sqlq"
 )
 
 // DB implements engine.Checkpointer.
@@ -490,8 +491,11 @@ WHERE id = ?`, []any{input, name, nullString(cp.Start.ParentRunID), runID}}}, ni
 		if r == nil {
 			return nil, nil
 		}
-		return []stmt{{`INSERT INTO run_interrupts (run_id, n, node_id, created_at) VALUES (?, ?, ?, ?)`,
-			[]any{runID, n, r.NodeID, t}}}, nil
+		q, args, err := sqlq.InsertPause(runID, n, t, r)
+		if err != nil {
+			return nil, err
+		}
+		return []stmt{{q, args}}, nil
 
 	case engine.CheckpointResume:
 		return []stmt{{`UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL WHERE id = ?`, []any{runID}}}, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
+	"github.com/chainstudio/studio/store/sqlq"
 )
 
 // DB implements engine.Checkpointer.
@@ -210,8 +211,11 @@ WHERE id = ?`, input, name, nullString(cp.Start.ParentRunID), runID)
 		if r == nil {
 			return nil
 		}
-		_, err := db.exec(ctx, tx, `INSERT INTO run_interrupts (run_id, n, node_id, created_at) VALUES (?, ?, ?, ?)`,
-			runID, n, r.NodeID, t)
+		q, args, err := sqlq.InsertPause(runID, n, t, r)
+		if err != nil {
+			return err
+		}
+		_, err = db.exec(ctx, tx, q, args...)
 		return err
 
 	case engine.CheckpointResume:

@@ -13,7 +13,7 @@ import (
 // InsertModelCalls indexes the model_usage progress events among events
 // (store.UsageStore); keep says which runs' events are written (nil: all).
 // An event stored twice is indexed once.
-func InsertModelCalls(ctx context.Context, tx Execer, events []engine.Event, keep func(runID string) bool) error {
+func InsertModelCalls(ctx context.Context, tx Writer, events []engine.Event, keep func(runID string) bool) error {
 	for i := range events {
 		e := &events[i]
 		u, ok := engine.UsageOf(e)
@@ -130,7 +130,7 @@ LIMIT ?`, args...)
 }
 
 // SetRunTrace records a run's traceparent unless it has one.
-func SetRunTrace(ctx context.Context, tx Execer, runID, traceparent string) error {
+func SetRunTrace(ctx context.Context, tx Writer, runID, traceparent string) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO run_traces (run_id, traceparent) VALUES (?, ?) ON CONFLICT (run_id) DO NOTHING`,
 		runID, cut(traceparent, 64)); err != nil {
 		return fmt.Errorf("store: trace of run %s: %w", runID, err)

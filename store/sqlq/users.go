@@ -3,7 +3,6 @@ package sqlq
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,7 +14,7 @@ import (
 // Execer runs queries and writes: a backend's write transaction.
 type Execer interface {
 	Queryer
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	Writer
 }
 
 // tokenHashHex is the stored form of a token's SHA-256: 64 hex digits.

@@ -43,6 +43,8 @@ func Run(t *testing.T, open Opener) {
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
 		{"EndClearsInterrupts", testEndClearsInterrupts},
 		{"ClaimInterruptConcurrent", testClaimInterruptConcurrent},
+		{"InterruptsInbox", testInterruptsInbox},
+		{"Escalations", testEscalations},
 		{"RecoverInterrupted", testRecoverInterrupted},
 		{"PruneRuns", testPruneRuns},
 		{"EngineRunPersisted", testEngineRunPersisted},

@@ -1,0 +1,114 @@
+// The inbox: each pending interrupt is answered in place. Approve sends the
+// proposed value, or the modified one when "Modify, then approve" is open
+// (the form is built from the interrupt's schema by forms.js); Reject sends
+// no value; a tool's pause gets a JSON answer. The server validates the
+// value against the schema and names the field when it does not fit.
+'use strict';
+(function () {
+  const list = document.getElementById('inbox-list');
+  if (!list) return;
+  const live = document.getElementById('inbox-live');
+  const count = document.getElementById('inbox-count');
+
+  function say(item, text, ok) {
+    const box = item.querySelector('.ib-result');
+    box.textContent = text;
+    box.classList.toggle('form-error', !ok);
+    box.classList.toggle('ib-done', !!ok);
+  }
+
+  // valueOf reads the value a button sends; undefined: none, null on error.
+  function valueOf(item, action) {
+    if (action === 'reject') return undefined;
+    const modify = item.querySelector('.ib-modify');
+    if (action === 'approve' && !(modify && modify.open)) return undefined;
+    const fs = item.querySelector('fieldset.schema-form');
+    if (fs) {
+      const v = window.StudioForms.read(fs);
+      if (v === window.StudioForms.INVALID) { say(item, 'The value is not valid JSON: fix it in Raw JSON.'); return null; }
+      return v === undefined ? {} : v;
+    }
+    const ta = item.querySelector('.ib-value');
+    const text = ta ? ta.value.trim() : '';
+    if (!text) { say(item, 'Type the answer as JSON, for example {"ok": true} or "yes".'); if (ta) ta.focus(); return null; }
+    try { return JSON.parse(text); } catch (e) { say(item, 'The answer is not JSON: ' + e.message); ta.focus(); return null; }
+  }
+
+  // focusField moves to the form field a 422 named (details.field, a JSON
+  // pointer such as /amount), opening the form first.
+  function focusField(item, field) {
+    const fs = item.querySelector('fieldset.schema-form');
+    const modify = item.querySelector('.ib-modify');
+    if (modify) modify.open = true;
+    if (!fs || !field || field === '/') return;
+    const name = 'value' + field.split('/').slice(1).map((p) => (/^\d+$/.test(p) ? '[' + p + ']' : '.' + p)).join('');
+    const wrap = fs.querySelector('.sf-field[data-path="' + CSS.escape(name) + '"]');
+    const input = wrap && wrap.querySelector('input, select, textarea');
+    if (input) input.focus();
+  }
+
+  async function answer(item, action, button) {
+    const value = valueOf(item, action);
+    if (value === null) return;
+    const body = { action };
+    if (value !== undefined) body.value = value;
+    const comment = item.querySelector('.ib-comment').value.trim();
+    if (comment) body.comment = comment;
+    const buttons = item.querySelectorAll('button[data-action]');
+    buttons.forEach((b) => { b.disabled = true; });
+    say(item, 'Sending…', true);
+    let res, data = {};
+    try {
+      res = await fetch(item.dataset.answerUrl, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body) });
+      data = await res.json().catch(() => ({}));
+    } catch (e) {
+      buttons.forEach((b) => { b.disabled = false; });
+      say(item, 'Could not reach the studio: ' + e.message);
+      return;
+    }
+    if (res.ok) {
+      const done = { approve: 'Approved', reject: 'Rejected', respond: 'Answered' }[action];
+      item.classList.add('answered');
+      item.querySelector('.answer-form').replaceChildren(answeredNote(item, done + '. The run continues.'));
+      if (live) live.textContent = done + ': ' + item.querySelector('h2').textContent.trim();
+      recount();
+      const next = list.querySelector('.inbox-item:not(.answered) button[data-action]');
+      if (next) next.focus(); else item.querySelector('.ib-done-note a').focus();
+      return;
+    }
+    buttons.forEach((b) => { b.disabled = false; });
+    const err = data.error || {};
+    if (res.status === 409) {
+      item.classList.add('answered');
+      item.querySelector('.answer-form').replaceChildren(answeredNote(item, 'Someone else answered first (or the deadline did).'));
+      recount();
+      return;
+    }
+    const field = err.details && err.details.field;
+    say(item, (err.message || ('The studio answered ' + res.status)));
+    if (res.status === 422 && field && field.startsWith('/')) focusField(item, field);
+    else button.focus();
+  }
+
+  function recount() {
+    if (count) count.textContent = list.querySelectorAll('.inbox-item:not(.answered)').length + ' waiting';
+  }
+
+  function answeredNote(item, text) {
+    const p = document.createElement('p');
+    p.className = 'ib-done-note';
+    p.setAttribute('role', 'status');
+    p.append(text + ' ');
+    const a = document.createElement('a');
+    a.href = '/runs/' + encodeURIComponent(item.dataset.runId);
+    a.textContent = 'Open the run';
+    p.append(a);
+    return p;
+  }
+
+  list.addEventListener('click', (e) => {
+    const b = e.target.closest('button[data-action]');
+    if (!b || !list.contains(b)) return;
+    answer(b.closest('.inbox-item'), b.dataset.action, b);
+  });
+})();

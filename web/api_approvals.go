@@ -1,0 +1,193 @@
+package web
+
+// Approvals (issue #17): the answer to a paused run (action, value,
+// comment, audited with who and from where) and the inbox of pending
+// interrupts across chains.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/labstack/echo/v4"
+)
+
+// maxComment bounds an answer's comment (characters).
+const maxComment = 2000
+
+// answeredBy names who answers, for the audit: the caller's identity
+// (a user, "token" for the --token, "local" on an open loopback studio).
+func answeredBy(c echo.Context) string {
+	if n := callerOf(c).Name; n != "" {
+		return n
+	}
+	return "anonymous"
+}
+
+// readAnswer reads a resume request's body: the value (resume_value, or
+// value), action, comment and modified_state. An action makes it an answer
+// even without a value (approve takes the proposed value, reject none).
+func readAnswer(c echo.Context) (*engine.ResumeValue, map[string]any, error) {
+	var raw map[string]json.RawMessage
+	if err := bindJSON(c, &raw); err != nil {
+		return nil, nil, err
+	}
+	var (
+		value    *engine.ResumeValue
+		modified map[string]any
+		action   string
+		comment  string
+		answered bool
+	)
+	fields := "resume_value, value, action, comment, modified_state"
+	for k, v := range raw {
+		switch k {
+		case "resume_value", "value": // present, even as null, is a value
+			if _, both := raw["resume_value"]; both && k == "value" {
+				return nil, nil, apiError(EBADREQUEST, "bad_json", "send the value as resume_value or value, not both", map[string]any{"path": k})
+			}
+			var x any
+			if err := json.Unmarshal(v, &x); err != nil {
+				return nil, nil, apiError(EBADREQUEST, "bad_json", k+": "+err.Error(), map[string]any{"path": k})
+			}
+			value, answered = &engine.ResumeValue{Value: x}, true
+		case "action":
+			if err := json.Unmarshal(v, &action); err != nil {
+				return nil, nil, apiError(EBADREQUEST, "bad_json", "action must be a string: approve, reject or respond", map[string]any{"path": k})
+			}
+			switch action {
+			case engine.ActionApprove, engine.ActionReject, engine.ActionRespond:
+			default:
+				return nil, nil, apiError(EINVALID, engine.CodeInvalidAnswer, fmt.Sprintf("action must be approve, reject or respond, got %q", action), map[string]any{"field": "action"})
+			}
+			answered = true
+		case "comment":
+			if err := json.Unmarshal(v, &comment); err != nil {
+				return nil, nil, apiError(EBADREQUEST, "bad_json", "comment must be a string", map[string]any{"path": k})
+			}
+			if n := utf8.RuneCountInString(comment); n > maxComment {
+				return nil, nil, apiError(EINVALID, engine.CodeInvalidAnswer, fmt.Sprintf("comment is %d characters, over the limit of %d", n, maxComment), map[string]any{"field": "comment"})
+			}
+		case "modified_state":
+			if err := json.Unmarshal(v, &modified); err != nil {
+				return nil, nil, apiError(EBADREQUEST, "bad_json", "modified_state must be a JSON object", map[string]any{"path": k})
+			}
+		default:
+			return nil, nil, apiError(EBADREQUEST, "bad_json", fmt.Sprintf("unknown field %q (%s)", k, fields), map[string]any{"path": k})
+		}
+	}
+	if action == engine.ActionRespond && value == nil {
+		return nil, nil, apiError(EINVALID, engine.CodeInvalidAnswer, "respond needs a value", map[string]any{"field": "value"})
+	}
+	if !answered {
+		if comment != "" {
+			return nil, nil, apiError(EINVALID, engine.CodeInvalidAnswer, "a comment goes with an answer: add an action or a value", map[string]any{"field": "comment"})
+		}
+		return nil, modified, nil
+	}
+	if value == nil {
+		value = &engine.ResumeValue{}
+	}
+	value.Action, value.Comment = action, strings.TrimSpace(comment)
+	value.By, value.Address = answeredBy(c), c.RealIP()
+	return value, modified, nil
+}
+
+// interruptJSON is one entry of the inbox.
+type interruptJSON struct {
+	RunID        string         `json:"run_id"`
+	NodeID       string         `json:"node_id"`
+	ChainID      string         `json:"chain_id,omitempty"`
+	ChainName    string         `json:"chain_name"`
+	Prompt       any            `json:"prompt,omitempty"`
+	WaitingSince time.Time      `json:"waiting_since"`
+	Deadline     *time.Time     `json:"deadline,omitempty"`
+	OnTimeout    string         `json:"on_timeout,omitempty"`
+	Approvers    []string       `json:"approvers"`
+	Schema       map[string]any `json:"schema,omitempty"`
+	Proposed     any            `json:"proposed,omitempty"`
+	Actions      []string       `json:"actions"`
+	AnswerURL    string         `json:"answer_url"`
+}
+
+func toInterruptJSON(it store.Interrupt) interruptJSON {
+	out := interruptJSON{RunID: it.RunID, NodeID: it.NodeID, ChainID: it.ChainID, ChainName: it.ChainName, Prompt: it.Prompt,
+		WaitingSince: it.Since, Approvers: []string{}, Actions: []string{engine.ActionRespond},
+		AnswerURL: "/v1/runs/" + it.RunID + "/resume"}
+	if !it.Deadline.IsZero() {
+		d := it.Deadline
+		out.Deadline = &d
+	}
+	if a := it.Approval; a != nil { // an interrupt node (a tool's pause takes a value only)
+		out.OnTimeout, out.Schema, out.Proposed = a.OnTimeout, a.Schema, a.Proposed
+		if a.Approvers != nil {
+			out.Approvers = a.Approvers
+		}
+		out.Actions = []string{engine.ActionApprove, engine.ActionReject, engine.ActionRespond}
+	}
+	return out
+}
+
+// interruptsQuery reads the inbox's filter: chain, run, q (text), sort
+// (waiting | deadline), limit.
+func interruptsQuery(c echo.Context) (store.InterruptFilter, error) {
+	var f store.InterruptFilter
+	limit, err := intParam("limit", c.QueryParam("limit"), 50, 1, store.MaxInterruptsPage)
+	if err != nil {
+		return f, err
+	}
+	f.Limit, f.ChainID, f.RunID, f.Text = limit, c.QueryParam("chain"), c.QueryParam("run"), strings.TrimSpace(c.QueryParam("q"))
+	if utf8.RuneCountInString(f.Text) > 200 {
+		return f, apiError(EBADREQUEST, "bad_parameter", "q is longer than 200 characters", map[string]any{"parameter": "q"})
+	}
+	switch sort := c.QueryParam("sort"); sort {
+	case "", store.SortWaiting, store.SortDeadline:
+		f.Sort = sort
+	default:
+		return f, apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("sort must be waiting or deadline, got %q", sort), map[string]any{"parameter": "sort"})
+	}
+	return f, nil
+}
+
+// GET /v1/interrupts?chain=&run=&q=&sort=&limit=
+func (s *Server) listInterrupts(c echo.Context) error {
+	f, err := interruptsQuery(c)
+	if err != nil {
+		return err
+	}
+	list, err := s.db.ListInterrupts(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	out := make([]interruptJSON, 0, len(list))
+	for _, it := range list {
+		out = append(out, toInterruptJSON(it))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"interrupts": out, "limit": f.Limit})
+}
+
+// runAnswers returns the audit of a run's answers.
+func (s *Server) runAnswers(ctx context.Context, runID string) ([]answerJSON, error) {
+	recs, err := s.db.Answers(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]answerJSON, 0, len(recs))
+	for _, r := range recs {
+		a := answerJSON{NodeID: r.NodeID, Action: r.Action, Value: r.Value, Comment: r.Comment, By: r.By, Address: r.Address, At: r.At}
+		if a.Action == "" {
+			a.Action = engine.ActionRespond
+		}
+		if a.By == "" {
+			a.By = "unknown" // answered before answers were audited
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
