@@ -22,11 +22,10 @@ const reservedPrefix = "__chain__"
 // maxImportSuffix bounds the " (n)" suffixes tried when an import's name is taken.
 const maxImportSuffix = 1000
 
-func (s *Server) withIssues(c echo.Context, out chainJSON) chainJSON {
-	out.Issues = s.validate(c, out.Doc)
-	valid := !engine.HasErrors(out.Issues)
-	out.Valid = &valid
-	return out
+// chainAnswer is a chain as every chain answer gives it: with the issues
+// of its document and whether it is valid.
+func (s *Server) chainAnswer(c echo.Context, ch *store.Chain) chainJSON {
+	return toChainJSON(ch, s.validate(c, ch.Doc))
 }
 
 // decodeErr turns a document decode failure into a 400 naming the place.
@@ -150,7 +149,7 @@ func (s *Server) createChain(c echo.Context) error {
 func (s *Server) chainCreated(c echo.Context, ch *store.Chain) error {
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/chains/"+url.PathEscape(ch.ID))
 	c.Response().Header().Set("ETag", etag(ch.Version))
-	return c.JSON(http.StatusCreated, s.withIssues(c, toChainJSON(ch)))
+	return c.JSON(http.StatusCreated, s.chainAnswer(c, ch))
 }
 
 // GET /v1/chains/{id}
@@ -159,12 +158,18 @@ func (s *Server) getChain(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
-	tag := etag(ch.Version)
-	c.Response().Header().Set("ETag", tag)
-	if inm := c.Request().Header.Get("If-None-Match"); inm != "" && etagMatches(inm, ch.Version) {
+	if notModified(c, ch.Version) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	return c.JSON(http.StatusOK, toChainJSON(ch))
+	return c.JSON(http.StatusOK, s.chainAnswer(c, ch))
+}
+
+// notModified sets the ETag of version and reports whether the request's
+// If-None-Match already names it (then the answer is 304).
+func notModified(c echo.Context, version int) bool {
+	c.Response().Header().Set("ETag", etag(version))
+	inm := c.Request().Header.Get("If-None-Match")
+	return inm != "" && etagMatches(inm, version)
 }
 
 // parseETag reads "v<n>" (quoted or not, weak or not).
@@ -205,13 +210,9 @@ func (s *Server) updateChain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	base := 0
-	if im := c.Request().Header.Get("If-Match"); im != "" {
-		n, ok := parseETag(im)
-		if !ok {
-			return apiError(EBADREQUEST, "bad_precondition", fmt.Sprintf(`If-Match must be the chain's ETag, "v<version>"; got %s`, im), nil)
-		}
-		base = n
+	base, err := ifMatch(c)
+	if err != nil {
+		return err
 	}
 	if base == 0 && c.QueryParam("version") != "" {
 		if base, err = intParam("version", c.QueryParam("version"), 0, 1, 1<<30); err != nil {
@@ -260,13 +261,44 @@ func (s *Server) updateChain(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("chain %q", id))
 	}
 	c.Response().Header().Set("ETag", etag(ch.Version))
-	return c.JSON(http.StatusOK, s.withIssues(c, toChainJSON(ch)))
+	return c.JSON(http.StatusOK, s.chainAnswer(c, ch))
 }
 
-// DELETE /v1/chains/{id}
+// ifMatch reads If-Match: the version the request was made against, 0 when
+// the header is absent.
+func ifMatch(c echo.Context) (int, error) {
+	im := c.Request().Header.Get("If-Match")
+	if im == "" {
+		return 0, nil
+	}
+	n, ok := parseETag(im)
+	if !ok {
+		return 0, apiError(EBADREQUEST, "bad_precondition", fmt.Sprintf(`If-Match must be the chain's ETag, "v<version>"; got %s`, im), nil)
+	}
+	return n, nil
+}
+
+// staleTag turns the store's version conflict for an If-Match request into
+// 412 (the tag is stale: nothing was changed), with the current ETag.
+func staleTag(c echo.Context, err error, what string) error {
+	var ve *store.VersionConflictError
+	if errors.As(err, &ve) {
+		c.Response().Header().Set("ETag", etag(ve.Current))
+		return apiError(ESTALE, "precondition_failed",
+			fmt.Sprintf(`If-Match: "v%d" is stale: the chain is at version %d; nothing was changed`, ve.Base, ve.Current),
+			map[string]any{"current_version": ve.Current, "base_version": ve.Base})
+	}
+	return storeErr(err, what)
+}
+
+// DELETE /v1/chains/{id} (If-Match: "v<n>" refuses when the chain moved on)
 func (s *Server) deleteChain(c echo.Context) error {
-	if err := s.db.DeleteChain(c.Request().Context(), c.Param("id")); err != nil {
-		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	base, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	if err := s.db.DeleteChain(c.Request().Context(), c.Param("id"), base); err != nil {
+		return staleTag(c, err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -276,6 +308,10 @@ func (s *Server) listVersions(c echo.Context) error {
 	vs, err := s.db.ListVersions(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	// History only grows: the newest version tags the whole list.
+	if len(vs) > 0 && notModified(c, vs[0].Version) {
+		return c.NoContent(http.StatusNotModified)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"chain_id": c.Param("id"), "versions": toChainVersionsJSON(vs)})
 }
@@ -290,7 +326,9 @@ func (s *Server) getVersion(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
 	}
-	c.Response().Header().Set("ETag", etag(v))
+	if notModified(c, v) { // a version never changes
+		return c.NoContent(http.StatusNotModified)
+	}
 	return c.JSON(http.StatusOK, toChainVersionJSON(cv))
 }
 
@@ -300,12 +338,16 @@ func (s *Server) restoreVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.db.RestoreVersion(c.Request().Context(), c.Param("id"), v, c.QueryParam("message"))
+	base, err := ifMatch(c)
 	if err != nil {
-		return storeErr(err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
+		return err
+	}
+	ch, err := s.db.RestoreVersion(c.Request().Context(), c.Param("id"), v, base, c.QueryParam("message"))
+	if err != nil {
+		return staleTag(c, err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
 	}
 	c.Response().Header().Set("ETag", etag(ch.Version))
-	return c.JSON(http.StatusOK, s.withIssues(c, toChainJSON(ch)))
+	return c.JSON(http.StatusOK, s.chainAnswer(c, ch))
 }
 
 // nameVersionBody is the body of POST /v1/chains/{id}/versions.
@@ -338,7 +380,7 @@ func (s *Server) nameVersion(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
 	c.Response().Header().Set("ETag", etag(ch.Version))
-	return c.JSON(http.StatusCreated, s.withIssues(c, toChainJSON(ch)))
+	return c.JSON(http.StatusCreated, s.chainAnswer(c, ch))
 }
 
 // GET /v1/chains/{id}/diff?from=&to=

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,6 +36,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.BodyLimit)))
 	e.Use(s.sameOrigin)
 	e.Use(s.authenticate)
+	e.Use(jsonBodies)
 	s.routes(e)
 	return e
 }
@@ -193,4 +195,29 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 func htmlEscape(s string) string {
 	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
 	return r.Replace(s)
+}
+
+// jsonBodies refuses an API request body that says it is not JSON with 415
+// (a form post or text sent by mistake, e.g. curl -d without -H): a clear
+// answer instead of a decode error. A body without a Content-Type is read
+// as JSON.
+func jsonBodies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength == 0 || !strings.HasPrefix(req.URL.Path, "/v1/") ||
+			req.Method == http.MethodGet || req.Method == http.MethodHead {
+			return next(c)
+		}
+		ct := req.Header.Get(echo.HeaderContentType)
+		if ct == "" {
+			return next(c)
+		}
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != echo.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json") {
+			return apiError(EMEDIATYPE, "unsupported_media_type",
+				fmt.Sprintf("the body must be JSON (Content-Type: application/json), not %q", ct),
+				map[string]any{"content_type": ct})
+		}
+		return next(c)
+	}
 }

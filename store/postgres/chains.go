@@ -318,9 +318,24 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 }
 
 // DeleteChain soft-deletes a chain: it disappears from lists and lookups and
-// its name becomes free; its versions and runs are kept.
-func (db *DB) DeleteChain(ctx context.Context, id string) error {
+// its name becomes free; its versions and runs are kept. baseVersion, when
+// not 0, must still be the current version (else a *VersionConflictError and
+// nothing changes).
+func (db *DB) DeleteChain(ctx context.Context, id string, baseVersion int) error {
 	err := db.writeTx(ctx, func(tx *Tx) error {
+		if baseVersion != 0 {
+			var cur int
+			err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).Scan(&cur)
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+			if cur != baseVersion {
+				return &store.VersionConflictError{ChainID: id, Base: baseVersion, Current: cur}
+			}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE chains SET deleted_at = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL`,
 			micros(db.now()), micros(db.now()), id)
 		if err != nil {
@@ -426,7 +441,9 @@ func (db *DB) GetVersion(ctx context.Context, id string, v int) (*store.ChainVer
 
 // RestoreVersion saves the content of version v as a new version (history is
 // never rewritten). An empty message becomes "restored version v".
-func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message string) (*store.Chain, error) {
+// baseVersion, when not 0, must still be the current version (else a
+// *VersionConflictError and nothing is written).
+func (db *DB) RestoreVersion(ctx context.Context, id string, v, baseVersion int, message string) (*store.Chain, error) {
 	if message == "" {
 		message = fmt.Sprintf("restored version %d", v)
 	}
@@ -441,7 +458,11 @@ func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message stri
 		if doc, err = db.loadDoc(ctx, tx, id, v); err != nil {
 			return err
 		}
-		ch, err = saveVersion(ctx, tx, id, nil, doc, b, message, store.VersionSave, now)
+		var base *int
+		if baseVersion != 0 {
+			base = &baseVersion
+		}
+		ch, err = saveVersion(ctx, tx, id, base, doc, b, message, store.VersionSave, now)
 		return err
 	})
 	if err != nil {
