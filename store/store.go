@@ -38,7 +38,8 @@ type ChainStore interface {
 	// name: the lookup the engine uses for sub-chains (skill nodes).
 	ResolveChain(ctx context.Context, name string) (*engine.Chain, error)
 	// ListChains lists live chains by name, with the status of each one's
-	// latest run, and the total number of chains matching the filter.
+	// latest run, and the total number of chains matching the filter (the
+	// whole list, whatever page f.After starts).
 	ListChains(ctx context.Context, f ChainFilter) ([]ChainSummary, int, error)
 	// DeleteChain soft-deletes a chain: it leaves lists and lookups and its
 	// name becomes free; its versions and runs are kept. baseVersion, when

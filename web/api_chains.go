@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,7 +113,7 @@ func (s *Server) validateToRun(c echo.Context, doc *engine.Chain) []engine.Issue
 	return engine.ValidateWith(doc, opts)
 }
 
-// GET /v1/chains
+// GET /v1/chains?q=&limit=&cursor= (offset= is the older paging, kept)
 func (s *Server) listChains(c echo.Context) error {
 	limit, err := intParam("limit", c.QueryParam("limit"), 50, 1, 1000)
 	if err != nil {
@@ -123,11 +124,56 @@ func (s *Server) listChains(c echo.Context) error {
 		return err
 	}
 	q := c.QueryParam("q")
-	rows, total, err := s.db.ListChains(c.Request().Context(), store.ChainFilter{Query: q, Limit: limit, Offset: offset})
+	f := store.ChainFilter{Query: q, Limit: min(limit+1, 1000), Offset: offset}
+	if cur := c.QueryParam("cursor"); cur != "" {
+		if offset != 0 {
+			return apiError(EBADREQUEST, "bad_parameter", "cursor and offset cannot be used together", map[string]any{"parameter": "offset"})
+		}
+		if f.After, err = decodeChainCursor(cur); err != nil {
+			return err
+		}
+	}
+	rows, total, err := s.db.ListChains(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"chains": toChainSummariesJSON(rows), "total": total, "limit": limit, "offset": offset})
+	// One row more than the page says whether another page follows (at
+	// the largest limit, a full page does).
+	more := len(rows) > limit || limit == 1000 && len(rows) == limit
+	if len(rows) > limit {
+		rows = rows[:limit]
+	}
+	out := map[string]any{"chains": toChainSummariesJSON(rows), "total": total, "limit": limit, "offset": offset,
+		"next": "", "next_url": nil}
+	if more {
+		last := rows[len(rows)-1]
+		next := encodeChainCursor(store.ChainKey{Name: last.Name, ID: last.ID})
+		v := url.Values{"cursor": {next}, "limit": {fmt.Sprint(limit)}}
+		if q != "" {
+			v.Set("q", q)
+		}
+		out["next"], out["next_url"] = next, "/v1/chains?"+v.Encode()
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// A chain list cursor is the last row's place, [name, id] as base64url JSON:
+// opaque to clients, and the name's own order keeps pages stable.
+func encodeChainCursor(k store.ChainKey) string {
+	b, _ := json.Marshal([2]string{k.Name, k.ID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeChainCursor(s string) (*store.ChainKey, error) {
+	var k [2]string
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &k)
+	}
+	if err != nil || k[1] == "" {
+		return nil, apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("cursor is not a cursor from a previous page: %q", s), map[string]any{"parameter": "cursor"})
+	}
+	return &store.ChainKey{Name: k[0], ID: k[1]}, nil
 }
 
 // POST /v1/chains

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/chainstudio/studio/store"
 )
 
 // Restore and delete honour If-Match: a stale tag changes nothing (412 with
@@ -136,4 +138,66 @@ func doRaw(t testing.TB, ts *httptest.Server, method, path, body, ct string) res
 		t.Fatal(err)
 	}
 	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// Chains and runs page the same way: follow next_url (always present, null
+// on the last page) or pass next as ?cursor=. A chain list cursor is the
+// last row's place, so deleting a chain already seen moves nothing.
+func TestCursorPagingChainsAndRuns(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	names := []string{"delta", "Alpha", "charlie", "bravo", "echo"}
+	ids := map[string]string{}
+	for _, n := range names {
+		ids[n] = createChain(t, ts, fmt.Sprintf(linearDoc, n))
+	}
+	var seen []string
+	next := "/v1/chains?limit=2"
+	for pages := 0; next != ""; pages++ {
+		if pages > 5 {
+			t.Fatal("paging does not end")
+		}
+		m := do(t, ts, "GET", next, nil).json(t)
+		if want := map[bool]float64{true: 5, false: 4}[pages == 0]; m["total"] != want {
+			t.Fatalf("total %v", m["total"])
+		}
+		for _, c := range m["chains"].([]any) {
+			seen = append(seen, c.(map[string]any)["name"].(string))
+		}
+		if len(seen) == 2 { // delete one already listed: the next page is unchanged
+			wantStatus(t, do(t, ts, "DELETE", "/v1/chains/"+ids["Alpha"], nil), 204)
+		}
+		next, _ = m["next_url"].(string)
+		if (next == "") != (m["next"] == "") {
+			t.Fatalf("next %q but next_url %v", m["next"], m["next_url"])
+		}
+	}
+	if got := strings.Join(seen, ","); got != "Alpha,bravo,charlie,delta,echo" {
+		t.Fatalf("pages gave %s", got)
+	}
+	m := do(t, ts, "GET", "/v1/chains?limit=5&q=a", nil).json(t)
+	if m["next_url"] != nil || len(m["chains"].([]any)) != 3 {
+		t.Fatalf("last page: %v", m)
+	}
+	for _, q := range []string{"cursor=nope", "cursor=" + encodeChainCursor(store.ChainKey{Name: "x", ID: "y"}) + "&offset=1"} {
+		r := do(t, ts, "GET", "/v1/chains?"+q, nil)
+		wantStatus(t, r, 400)
+		if r.errCode(t) != "bad_parameter" {
+			t.Fatalf("%s: %s", q, r.body)
+		}
+	}
+
+	for i := 0; i < 3; i++ {
+		startAndWait(t, ts, ids["bravo"], `{"x":1}`)
+	}
+	first := do(t, ts, "GET", "/v1/runs?limit=2", nil).json(t)
+	nextURL, _ := first["next_url"].(string)
+	if !strings.Contains(nextURL, "cursor=") || first["prev_url"] != nil {
+		t.Fatalf("first runs page: next_url %v prev_url %v", first["next_url"], first["prev_url"])
+	}
+	second := do(t, ts, "GET", nextURL, nil).json(t)
+	if len(second["runs"].([]any)) != 1 || second["next_url"] != nil || second["prev_url"] == nil {
+		t.Fatalf("second runs page: %v", second)
+	}
+	wantStatus(t, do(t, ts, "GET", "/v1/runs?cursor=bad", nil), 400)
 }

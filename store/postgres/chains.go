@@ -263,7 +263,7 @@ func likePattern(q string) string {
 }
 
 // ListChains lists live chains by name, with the status of each one's latest
-// run, and the total number of chains matching the filter.
+// run, and the total number of chains matching the filter (f.After aside).
 func (db *DB) ListChains(ctx context.Context, f store.ChainFilter) ([]store.ChainSummary, int, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
@@ -282,8 +282,13 @@ func (db *DB) ListChains(ctx context.Context, f store.ChainFilter) ([]store.Chai
 	}
 	var out []store.ChainSummary
 	var total int
+	countWhere, countArgs := where, args
+	if f.After != nil {
+		where += ` AND (LOWER(c.name) > LOWER(?) OR LOWER(c.name) = LOWER(?) AND c.id > ?)`
+		args = append(args, f.After.Name, f.After.Name, f.After.ID)
+	}
 	err := db.readTx(ctx, func(tx *Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM chains c WHERE `+where, args...).Scan(&total); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM chains c WHERE `+countWhere, countArgs...).Scan(&total); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name, c.description, c.current_version, c.node_count, c.created_at, c.updated_at,

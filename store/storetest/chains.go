@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
@@ -259,5 +260,43 @@ func testStaleBaseVersion(t *testing.T, open Opener) {
 	}
 	if err := db.DeleteChain(ctx, ch.ID, 3); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("delete of a deleted chain with a base: %v", err)
+	}
+}
+
+// ChainFilter.After pages chains in list order (case-insensitive name, then
+// id) from a row's place; the total counts the whole filtered list.
+func testChainsKeysetPaging(t *testing.T, open Opener) {
+	db := open(t)
+	ctx := context.Background()
+	for _, n := range []string{"b", "A", "c", "aa", "other"} {
+		if _, err := db.CreateChain(ctx, SampleChain(n, 1), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	var after *store.ChainKey
+	for i := 0; i < 5; i++ {
+		rows, total, err := db.ListChains(ctx, store.ChainFilter{Limit: 2, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != 5 {
+			t.Fatalf("total %d on page %d", total, i)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			got = append(got, r.Name)
+		}
+		last := rows[len(rows)-1]
+		after = &store.ChainKey{Name: last.Name, ID: last.ID}
+	}
+	if strings.Join(got, ",") != "A,aa,b,c,other" {
+		t.Fatalf("pages: %v", got)
+	}
+	rows, total, err := db.ListChains(ctx, store.ChainFilter{Query: "A", After: &store.ChainKey{Name: "a", ID: ""}})
+	if err != nil || total != 2 || len(rows) != 2 {
+		t.Fatalf("after a name with no id: %v total %d %v", rows, total, err)
 	}
 }

@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 		{"ChainLifecycle", testChainLifecycle},
 		{"NameVersion", testNameVersion},
 		{"StaleBaseVersion", testStaleBaseVersion},
+		{"ChainsKeysetPaging", testChainsKeysetPaging},
 		{"RunsKeysetPaging", testRunsKeysetPaging},
 		{"ListRunsPageBothWaysWithStatus", testListRunsPageBothWaysWithStatus},
 		{"Events", testEvents},
