@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // Resume continues a run from its checkpoint log, following the resume
@@ -117,7 +116,7 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	if seq < 0 || opts.NextSeq == 0 {
 		seq = log[len(log)-1].EventSeq
 	}
-	cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: time.Now(), Resume: rec}
+	cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: stamp(), Resume: rec}
 	if err := e.opts.Checkpointer.Append(ctx, runID, []Checkpoint{cp}); err != nil {
 		e.active.Delete(runID)
 		return nil, fmt.Errorf("engine: record resume of run %s: %w", runID, err)
@@ -441,7 +440,7 @@ func (e *Engine) ContinueResume(ctx context.Context, runID string, rec *ResumeRe
 		if seq < 0 || opts.NextSeq == 0 {
 			seq = last.EventSeq
 		}
-		cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: time.Now(), Resume: rec}
+		cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: stamp(), Resume: rec}
 		if err := e.opts.Checkpointer.Append(ctx, runID, []Checkpoint{cp}); err != nil {
 			e.active.Delete(runID)
 			return nil, fmt.Errorf("engine: record resume of run %s: %w", runID, err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -200,4 +201,27 @@ func TestCursorPagingChainsAndRuns(t *testing.T) {
 		t.Fatalf("second runs page: %v", second)
 	}
 	wantStatus(t, do(t, ts, "GET", "/v1/runs?cursor=bad", nil), 400)
+}
+
+// Every timestamp the API gives has one precision, the microsecond: a run's
+// own times (read from a database column) and its node results and events
+// (read from checkpoints) alike.
+func TestTimestampsHaveOnePrecision(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, fmt.Sprintf(linearDoc, "clock"))
+	run := startAndWait(t, ts, id, `{"x":1}`)
+	stamp := regexp.MustCompile(`"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)"`)
+	for _, path := range []string{"/v1/runs/" + run, "/v1/runs/" + run + "/events", "/v1/chains/" + id, "/v1/runs?chain=" + id} {
+		body := do(t, ts, "GET", path, nil).body
+		all := stamp.FindAllStringSubmatch(string(body), -1)
+		if len(all) == 0 {
+			t.Fatalf("%s: no timestamps in %s", path, body)
+		}
+		for _, m := range all {
+			if len(m[2]) > 7 { // a dot and more than 6 digits
+				t.Errorf("%s: %s is finer than a microsecond", path, m[1])
+			}
+		}
+	}
 }
