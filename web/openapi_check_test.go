@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"regexp"
@@ -274,6 +275,39 @@ func (ch *apiChecker) check(method, path string, status int, header http.Header,
 	return ""
 }
 
+// checkRequest validates the JSON body of a request the server accepted
+// against the operation's request schema: what the server takes, the
+// document must take too.
+func (ch *apiChecker) checkRequest(r *http.Request, body []byte) string {
+	o := ch.op(r.Method, r.URL.EscapedPath())
+	if o == nil || len(bytes.TrimSpace(body)) == 0 {
+		return ""
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "" && mt != "application/json" {
+		return ""
+	}
+	loc := o.pointer + "/requestBody/content/application~1json/schema"
+	if ch.resolve(loc) == nil {
+		return fmt.Sprintf("%s %s accepted a JSON body; the document describes none", r.Method, o.template)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return "" // not JSON at all: the answer said so, or the body was not read
+	}
+	s, err := ch.schema(loc)
+	if err != nil {
+		return fmt.Sprintf("openapi.json: compile %s: %v", loc, err)
+	}
+	if err := s.Validate(inst); err != nil {
+		b := body
+		if len(b) > 1500 {
+			b = append(b[:1500:1500], "…"...)
+		}
+		return fmt.Sprintf("%s %s accepted a body that does not match %s:\n%v\nbody: %s", r.Method, o.template, loc, err, b)
+	}
+	return ""
+}
+
 func (ch *apiChecker) resolve(ptr string) any {
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(openAPISpec))
@@ -418,6 +452,13 @@ func checkAPI(t testing.TB, h http.Handler) http.Handler {
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w}
+		var reqBody bytes.Buffer
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.TeeReader(io.LimitReader(r.Body, recordLimit), &reqBody), r.Body}
+		}
 		h.ServeHTTP(rec, r)
 		if rec.over || r.Context().Err() != nil {
 			return // too big to keep, or cut off by the client
@@ -426,10 +467,65 @@ func checkAPI(t testing.TB, h http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		if p := ch.check(r.Method, r.URL.EscapedPath(), status, w.Header(), rec.body.Bytes()); p != "" {
+		p := ch.check(r.Method, r.URL.EscapedPath(), status, w.Header(), rec.body.Bytes())
+		if p == "" && status < 300 {
+			p = ch.checkRequest(r, reqBody.Bytes())
+		}
+		if p != "" {
 			mu.Lock()
 			problems = append(problems, p)
 			mu.Unlock()
 		}
 	})
+}
+
+// The checker itself: it passes answers the document describes and names
+// each kind of drift.
+func TestOpenAPICheckerCatchesDrift(t *testing.T) {
+	t.Parallel()
+	ch, err := openAPIChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := http.Header{"Content-Type": {"application/json; charset=UTF-8"}}
+	sse := http.Header{"Content-Type": {"text/event-stream"}}
+	started := `{"run_id":"r","status":"running","chain_id":"c","chain_version":1}`
+	for _, tc := range []struct {
+		name, method, path string
+		status             int
+		header             http.Header
+		body, want         string
+	}{
+		{"described", "POST", "/v1/chains/c/runs", 202, js, started, ""},
+		{"unlisted status", "POST", "/v1/chains/c/runs", 418, js, `{}`, "does not list"},
+		{"undocumented field", "POST", "/v1/chains/c/runs", 202, js, started[:len(started)-1] + `,"extra":1}`, "/extra"},
+		{"missing field", "POST", "/v1/chains/c/runs", 202, js, `{"run_id":"r","status":"running","chain_id":"c"}`, "chain_version"},
+		{"wrong enum", "POST", "/v1/chains/c/runs", 202, js, `{"run_id":"r","status":"done","chain_id":"c","chain_version":1}`, "/status"},
+		{"undocumented media type", "GET", "/v1/chains/c", 200, http.Header{"Content-Type": {"text/plain"}}, "x", "text/plain"},
+		{"no body where one is due", "GET", "/v1/chains/c", 200, js, "", "no body"},
+		{"304 has none", "GET", "/v1/chains/c", 304, http.Header{}, "", ""},
+		{"stream frame", "GET", "/v1/runs/r/events", 200, sse, "event: queued\ndata: {\"run_id\":\"r\",\"status\":\"queued\",\"position\":1}\n\n: heartbeat\n\n", ""},
+		{"bad stream frame", "GET", "/v1/runs/r/events", 200, sse, "id: 1\nevent: start\ndata: {\"run_id\":\"r\"}\n\n", "validation failed"},
+		{"unknown route", "GET", "/v1/nope", 404, js, `{}`, ""},
+	} {
+		got := ch.check(tc.method, tc.path, tc.status, tc.header, []byte(tc.body))
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %q, want a problem containing %q", tc.name, got, tc.want)
+		}
+	}
+	req := httptestRequest("POST", "/v1/chains", `{"name":"x","nodes":[],"surprise":true}`)
+	if p := ch.checkRequest(req, []byte(`{"name":"x","nodes":[],"surprise":true}`)); !strings.Contains(p, "does not match") {
+		t.Errorf("an accepted body the document refuses: %q", p)
+	}
+	for _, body := range []string{`{"name":"x","nodes":[]}`, `{"type":"chain/req","nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`} {
+		if p := ch.checkRequest(httptestRequest("POST", "/v1/chains", body), []byte(body)); p != "" {
+			t.Errorf("%s: %s", body, p)
+		}
+	}
+}
+
+func httptestRequest(method, path, body string) *http.Request {
+	r, _ := http.NewRequest(method, "http://studio"+path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
 }
