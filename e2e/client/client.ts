@@ -97,17 +97,17 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
 
   // Chains
   note("POST /v1/chains");
-  const created = must(await c.POST("/v1/chains", { body: linear("client " + suffix), params: { query: { message: "first" } } }), "create");
+  const created = must(await c.POST("/v1/chains", { body: linear("typed-client " + suffix), params: { query: { message: "first" } } }), "create");
   const id: string = created.id;
   check(created.version === 1 && created.valid && created.issues.length === 0, "created chain");
   note("GET /v1/chains");
-  const list = must(await c.GET("/v1/chains", { params: { query: { q: "client " + suffix, limit: 10 } } }), "list chains");
+  const list = must(await c.GET("/v1/chains", { params: { query: { q: "typed-client " + suffix, limit: 10 } } }), "list chains");
   check(list.chains.length === 1 && list.next_url === null && list.next === "", "chain list page");
   note("GET /v1/chains/{id}");
   const got = must(await c.GET("/v1/chains/{id}", { params: { path: { id } } }), "get chain");
   check(got.doc.nodes.length === 2 && got.valid, "got chain");
   note("PUT /v1/chains/{id}");
-  const edited = linear("client " + suffix);
+  const edited = linear("typed-client " + suffix);
   edited.description = "edited";
   const updated = must(
     await c.PUT("/v1/chains/{id}", { params: { path: { id }, header: { "If-Match": '"v1"' } }, body: edited }),
@@ -142,9 +142,9 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   const exported = must(await c.GET("/v1/chains/{id}/export", { params: { path: { id }, query: { format: "a2e" } } }), "export");
   if (!("type" in exported) || exported.type !== "chain/req") throw new Error("the A2E export is not a chain/req");
   note("POST /v1/chains/import");
-  const imported = must(await c.POST("/v1/chains/import", { body: { ...exported, chain_id: "imported " + suffix } }), "import");
+  const imported = must(await c.POST("/v1/chains/import", { body: { ...exported, chain_id: "typed-import " + suffix } }), "import");
   if (!("id" in imported)) throw new Error("import with a new name creates a chain");
-  check(imported.name.startsWith("imported"), "imported chain name");
+  check(imported.name.startsWith("typed-import"), "imported chain name");
 
   // Runs
   note("POST /v1/chains/{id}/runs");
@@ -192,11 +192,11 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   const preview = must(await c.POST("/v1/chains/{id}/expr/preview", { params: { path: { id } }, body: { node: "a", field: "input_map.x", expr: "input.x" } }), "expr preview");
   check("value" in preview || "error" in preview, "preview answer");
   note("POST /v1/chains/{id}/extract");
-  const extracted = must(await c.POST("/v1/chains/{id}/extract", { params: { path: { id } }, body: { nodes: ["b"], name: "extracted " + suffix } }), "extract");
-  check(extracted.chain.name === "extracted " + suffix, "extracted chain");
+  const extracted = must(await c.POST("/v1/chains/{id}/extract", { params: { path: { id } }, body: { nodes: ["b"], name: "typed-extract " + suffix } }), "extract");
+  check(extracted.chain.name === "typed-extract " + suffix, "extracted chain");
 
   // Interrupts and resume
-  const asking = must(await c.POST("/v1/chains", { body: approval("approval " + suffix) }), "create approval");
+  const asking = must(await c.POST("/v1/chains", { body: approval("typed-interrupt " + suffix) }), "create approval");
   const paused = await settle(c, must(await c.POST("/v1/chains/{id}/runs", { params: { path: { id: asking.id } } }), "start approval").run_id);
   check(paused.status === "paused" && paused.pending.length === 1, "paused at the interrupt");
   note("POST /v1/runs/{id}/resume");
@@ -208,7 +208,7 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   note("POST /v1/a2e");
   const a2e = must(
     await c.POST("/v1/a2e", {
-      body: { type: "chain/req", chain_id: "a2e " + suffix, streaming: false, nodes: [{ node_id: "a", kind: "tool", name: "echo" }], initial_input: { x: 1 } },
+      body: { type: "chain/req", chain_id: "typed-a2e " + suffix, streaming: false, nodes: [{ node_id: "a", kind: "tool", name: "echo" }], initial_input: { x: 1 } },
     }),
     "a2e",
   );
@@ -239,5 +239,9 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   check(mustFail(refused, 412, "stale delete").error.code === "precondition_failed", "stale delete refused");
   const deleted = await c.DELETE("/v1/chains/{id}", { params: { path: { id }, header: { "If-Match": '"v5"' } } });
   check(deleted.response.status === 204, "deleted");
+  // Leave the shared studio as it was found: the other chains this made go too.
+  for (const other of [imported.id, extracted.chain.id, asking.id]) {
+    check((await c.DELETE("/v1/chains/{id}", { params: { path: { id: other } } })).response.status === 204, "clean up " + other);
+  }
   return called;
 }
