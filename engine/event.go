@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 )
@@ -30,15 +31,19 @@ const (
 
 // Event is one phase change of one node in one run. Seq is monotonic per run.
 type Event struct {
-	RunID     string    `json:"run_id"`
-	Seq       int64     `json:"seq"`
-	NodeID    string    `json:"node_id"`
-	Phase     Phase     `json:"phase"`
-	Output    any       `json:"output,omitempty"`
-	Error     string    `json:"error,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
-	Matched   string    `json:"matched,omitempty"` // condition/branch nodes: the handle taken
-	Attempt   int       `json:"attempt,omitempty"`
+	RunID   string `json:"run_id"`
+	Seq     int64  `json:"seq"`
+	NodeID  string `json:"node_id"`
+	Phase   Phase  `json:"phase"`
+	Output  any    `json:"output,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Matched string `json:"matched,omitempty"` // condition/branch nodes: the handle taken
+	// Attempt counts the node's attempts, this one included: on a start,
+	// the attempt starting; on done or error, how many were made. "attempts"
+	// as in node results (NodeResult.Attempts); events stored before the
+	// rename said "attempt" and still read (UnmarshalJSON).
+	Attempt   int       `json:"attempts,omitempty"`
 	Iteration int       `json:"iteration,omitempty"` // 1-based run count of a node inside a loop
 	Item      *int      `json:"item,omitempty"`      // map body: the item index
 	Progress  any       `json:"progress,omitempty"`
@@ -56,6 +61,24 @@ type Event struct {
 	// checkpoint record (NodeRecord.OutputJSON), so a store encodes Output
 	// once. Not part of the event.
 	OutputJSON *OutputJSON `json:"-"`
+}
+
+// UnmarshalJSON reads an event, taking the attempt count from the key
+// "attempt" that events were stored with before it was named "attempts".
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	var aux struct {
+		plain
+		Legacy int `json:"attempt"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*e = Event(aux.plain)
+	if e.Attempt == 0 {
+		e.Attempt = aux.Legacy
+	}
+	return nil
 }
 
 // EventSink receives a run's events in seq order. Emit is called from the

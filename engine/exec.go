@@ -27,13 +27,13 @@ func (r *run) start(i int) {
 	r.nodesRun++
 	r.running++
 	r.chargeNode()
-	now := time.Now()
+	now := stamp()
 	r.nodes.result[i] = NodeResult{NodeID: nd.ID, Status: PhaseStart, Started: now, Iteration: r.nodes.iterations[i]}
 
 	if rec, ok := r.reuse[nd.ID]; ok { // re-run from a node: upstream outputs are kept
 		delete(r.reuse, nd.ID)
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now, Reused: true})
-		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: time.Now(), reused: true,
+		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: stamp(), reused: true,
 			decided: routerTests(rec.Decisions)})
 		return
 	}
@@ -60,25 +60,25 @@ func (r *run) start(i int) {
 	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now})
 	input, err := r.buildInput(i, sc, up)
 	if err != nil {
-		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: time.Now()})
+		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: stamp()})
 		return
 	}
 	if out, err, ok := r.mocked(nd); ok {
-		r.complete(completion{i: i, out: out, err: err, input: input, attempts: 1, started: now, ended: time.Now()})
+		r.complete(completion{i: i, out: out, err: err, input: input, attempts: 1, started: now, ended: stamp()})
 		return
 	}
 	switch nd.Kind {
 	case KindBranch, KindCondition:
 		matched, decided, err := r.matchHandle(i, input, sc)
-		r.complete(completion{i: i, out: input, input: input, err: err, matched: matched, attempts: 1, started: now, ended: time.Now(), decided: decided})
+		r.complete(completion{i: i, out: input, input: input, err: err, matched: matched, attempts: 1, started: now, ended: stamp(), decided: decided})
 		return
 	case KindInterrupt:
 		if sc.hasRes {
 			out, matched, err := r.answerInterrupt(i, input, sc.resume)
-			r.complete(completion{i: i, out: out, err: err, matched: matched, input: input, attempts: 1, started: now, ended: time.Now()})
+			r.complete(completion{i: i, out: out, err: err, matched: matched, input: input, attempts: 1, started: now, ended: stamp()})
 			return
 		}
-		r.complete(completion{i: i, err: tool.Interrupt(r.prompt(nd, input)), input: input, attempts: 1, started: now, ended: time.Now()})
+		r.complete(completion{i: i, err: tool.Interrupt(r.prompt(nd, input)), input: input, attempts: 1, started: now, ended: stamp()})
 		return
 	}
 	if r.prepared.plan.inline[i] && !sc.hasRes {
@@ -160,7 +160,7 @@ func (r *run) runInline(i int, input any, started time.Time) {
 		}
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Reason: "retrying"})
 	}
-	r.complete(completion{i: i, out: normalizeValue(out), err: err, attempts: a, input: input, started: started, ended: time.Now()})
+	r.complete(completion{i: i, out: normalizeValue(out), err: err, attempts: a, input: input, started: started, ended: stamp()})
 }
 
 func (r *run) progress(nodeID string) tool.Emitter {
@@ -176,7 +176,7 @@ func (r *run) work(i int, input any, resume any, resumed bool, fs *scope, starte
 	out, attempts, err := r.attempts(ctx, i, nil, func(ctx context.Context) (any, error) {
 		return r.execNode(ctx, i, input, fs)
 	})
-	r.report(completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: time.Now()})
+	r.report(completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: stamp()})
 }
 
 // buildInput merges a node's static input with its resolved input_map (the

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -148,7 +147,7 @@ func (r *run) nodeFailed(i int, c completion) {
 func (r *run) skipNode(t int, reason string) {
 	rt := noRouting(nil)
 	rt.pruned = r.graph.out[t]
-	rec := &NodeRecord{NodeID: r.chain.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Ended: time.Now(), Pruned: r.edgeIDs(rt.pruned)}
+	rec := &NodeRecord{NodeID: r.chain.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Ended: stamp(), Pruned: r.edgeIDs(rt.pruned)}
 	r.publishOutput(t, rec)
 	r.commit(t, rec, &rt, nil)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // Resume continues a run from its checkpoint log, following the resume
@@ -88,7 +87,7 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	}
 	rec := &ResumeRecord{HasValue: value != nil, ModifiedState: modifiedState}
 	if value != nil {
-		rec.Value, rec.Action, rec.Comment, rec.By, rec.Address, rec.At = value.Value, value.Action, value.Comment, value.By, value.Address, time.Now()
+		rec.Value, rec.Action, rec.Comment, rec.By, rec.Address, rec.At = value.Value, value.Action, value.Comment, value.By, value.Address, stamp()
 		if p := pendingPause(log); p != nil {
 			if err := checkAnswer(start.Chain, runID, p.NodeID, p.Approval, rec); err != nil {
 				e.active.Delete(runID)
@@ -123,7 +122,7 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	if seq < 0 || opts.NextSeq == 0 {
 		seq = log[len(log)-1].EventSeq
 	}
-	cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: time.Now(), Resume: rec}
+	cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: stamp(), Resume: rec}
 	if err := e.opts.Checkpointer.Append(ctx, runID, []Checkpoint{cp}); err != nil {
 		e.active.Delete(runID)
 		return nil, fmt.Errorf("engine: record resume of run %s: %w", runID, err)
@@ -477,7 +476,7 @@ func (e *Engine) ContinueResume(ctx context.Context, runID string, rec *ResumeRe
 		if seq < 0 || opts.NextSeq == 0 {
 			seq = last.EventSeq
 		}
-		cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: time.Now(), Resume: rec}
+		cp := Checkpoint{RunID: runID, Kind: CheckpointResume, EventSeq: seq, Time: stamp(), Resume: rec}
 		if err := e.opts.Checkpointer.Append(ctx, runID, []Checkpoint{cp}); err != nil {
 			e.active.Delete(runID)
 			return nil, fmt.Errorf("engine: record resume of run %s: %w", runID, err)

@@ -200,7 +200,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	r := &run{
 		engine: e, prepared: p, graph: p.g, chain: c, id: id,
 		ctx: rctx, cancel: cancel,
-		started: time.Now(), maxConc: maxConc, strict: c.StrictConditions, sink: sink,
+		started: stamp(), maxConc: maxConc, strict: c.StrictConditions, sink: sink,
 		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
 		loopCount: make([]int, len(c.Edges)),
 		quit:      make(chan struct{}),
@@ -277,7 +277,7 @@ func (r *run) emit(ev Event) {
 	}
 	ev.RunID = r.id
 	if ev.Time.IsZero() {
-		ev.Time = time.Now()
+		ev.Time = stamp()
 	}
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
@@ -301,7 +301,7 @@ func (r *run) addCheckpoint(cp Checkpoint) {
 		return
 	}
 	cp.RunID = r.id
-	cp.Time = time.Now()
+	cp.Time = stamp()
 	cp.EventSeq = r.lastSeq()
 	r.checkpointFailed(r.checkpoints.add(cp))
 }
@@ -674,7 +674,7 @@ func (r *run) finishRun() (*Result, error) {
 			}
 			switch r.nodes.status[i] {
 			case nsIdle, nsWaitDeps, nsReady:
-				now := time.Now()
+				now := stamp()
 				if r.nodes.stopped[i] {
 					// ended with an error when the run stopped
 					u := UnfinishedNode{NodeID: r.chain.Nodes[i].ID, Status: PhaseError, Reason: ReasonUpstreamStopped,
@@ -741,7 +741,7 @@ func flushers(s EventSink) []Flusher {
 }
 
 func (r *run) result(status RunStatus) *Result {
-	now := time.Now()
+	now := stamp()
 	res := &Result{
 		RunID: r.id, Status: status, Outputs: make(map[string]any, len(r.nodeResults)),
 		Error: r.outcome.err, err: r.outcome.typed, NodesRun: r.nodesRun, State: r.state,

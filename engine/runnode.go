@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 )
@@ -383,7 +382,7 @@ func (nr *NodeRun) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: sr})
 	for _, rec := range nr.pinned {
 		j := r.graph.idx[rec.NodeID]
-		rec.Ended = time.Now()
+		rec.Ended = stamp()
 		r.publishOutput(j, rec)
 		rt := noRouting(nil)
 		r.commit(j, rec, &rt, nil)

@@ -40,7 +40,14 @@ type ChainFilter struct {
 	Query  string // name substring, case-insensitive
 	Limit  int    // default 50, at most 1000
 	Offset int
+	// After is the keyset cursor: only chains after this one in list order
+	// (case-insensitive name, then id). Pages stay stable while chains are
+	// added or deleted, which an offset does not.
+	After *ChainKey
 }
+
+// ChainKey is a chain's place in list order.
+type ChainKey struct{ Name, ID string }
 
 // ChainVersion is one immutable saved version of a chain. Doc is nil in
 // ListVersions results.

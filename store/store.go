@@ -38,18 +38,22 @@ type ChainStore interface {
 	// name: the lookup the engine uses for sub-chains (skill nodes).
 	ResolveChain(ctx context.Context, name string) (*engine.Chain, error)
 	// ListChains lists live chains by name, with the status of each one's
-	// latest run, and the total number of chains matching the filter.
+	// latest run, and the total number of chains matching the filter (the
+	// whole list, whatever page f.After starts).
 	ListChains(ctx context.Context, f ChainFilter) ([]ChainSummary, int, error)
 	// DeleteChain soft-deletes a chain: it leaves lists and lookups and its
-	// name becomes free; its versions and runs are kept.
-	DeleteChain(ctx context.Context, id string) error
+	// name becomes free; its versions and runs are kept. baseVersion, when
+	// not 0, must still be the current version (else a *VersionConflictError).
+	DeleteChain(ctx context.Context, id string, baseVersion int) error
 	// ListVersions lists a chain's versions newest first, without documents
 	// (deleted chains too, so that old runs can show their chain).
 	ListVersions(ctx context.Context, id string) ([]ChainVersion, error)
 	// GetVersion returns one version of a chain with its document.
 	GetVersion(ctx context.Context, id string, v int) (*ChainVersion, error)
-	// RestoreVersion saves the content of version v as a new version.
-	RestoreVersion(ctx context.Context, id string, v int, message string) (*Chain, error)
+	// RestoreVersion saves the content of version v as a new version;
+	// baseVersion, when not 0, must still be the current version (else a
+	// *VersionConflictError).
+	RestoreVersion(ctx context.Context, id string, v, baseVersion int, message string) (*Chain, error)
 	// NameVersion saves the current document again as a new version named
 	// message (VersionNamed); baseVersion, when not 0, must still be the
 	// current version (else a *VersionConflictError).

@@ -48,7 +48,7 @@ func newAgentServer(t *testing.T, dir string) (*Server, *httptest.Server) {
 	if !registered { // until routes.go calls agentRoutes
 		srv.agentRoutes(srv.echo)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(checkAPI(t, srv.Handler()))
 	t.Cleanup(ts.Close)
 	return srv, ts
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,11 +23,10 @@ const reservedPrefix = "__chain__"
 // maxImportSuffix bounds the " (n)" suffixes tried when an import's name is taken.
 const maxImportSuffix = 1000
 
-func (s *Server) withIssues(c echo.Context, out chainJSON) chainJSON {
-	out.Issues = s.validate(c, out.Doc)
-	valid := !engine.HasErrors(out.Issues)
-	out.Valid = &valid
-	return out
+// chainAnswer is a chain as every chain answer gives it: with the issues
+// of its document and whether it is valid.
+func (s *Server) chainAnswer(c echo.Context, ch *store.Chain) chainJSON {
+	return toChainJSON(ch, s.validate(c, ch.Doc))
 }
 
 // decodeErr turns a document decode failure into a 400 naming the place.
@@ -113,7 +113,7 @@ func (s *Server) validateToRun(c echo.Context, doc *engine.Chain) []engine.Issue
 	return engine.ValidateWith(doc, opts)
 }
 
-// GET /v1/chains
+// GET /v1/chains?q=&limit=&cursor= (offset= is the older paging, kept)
 func (s *Server) listChains(c echo.Context) error {
 	limit, err := intParam("limit", c.QueryParam("limit"), 50, 1, 1000)
 	if err != nil {
@@ -124,11 +124,56 @@ func (s *Server) listChains(c echo.Context) error {
 		return err
 	}
 	q := c.QueryParam("q")
-	rows, total, err := s.db.ListChains(c.Request().Context(), store.ChainFilter{Query: q, Limit: limit, Offset: offset})
+	f := store.ChainFilter{Query: q, Limit: min(limit+1, 1000), Offset: offset}
+	if cur := c.QueryParam("cursor"); cur != "" {
+		if offset != 0 {
+			return apiError(EBADREQUEST, "bad_parameter", "cursor and offset cannot be used together", map[string]any{"parameter": "offset"})
+		}
+		if f.After, err = decodeChainCursor(cur); err != nil {
+			return err
+		}
+	}
+	rows, total, err := s.db.ListChains(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"chains": toChainSummariesJSON(rows), "total": total, "limit": limit, "offset": offset})
+	// One row more than the page says whether another page follows (at
+	// the largest limit, a full page does).
+	more := len(rows) > limit || limit == 1000 && len(rows) == limit
+	if len(rows) > limit {
+		rows = rows[:limit]
+	}
+	out := map[string]any{"chains": toChainSummariesJSON(rows), "total": total, "limit": limit, "offset": offset,
+		"next": "", "next_url": nil}
+	if more {
+		last := rows[len(rows)-1]
+		next := encodeChainCursor(store.ChainKey{Name: last.Name, ID: last.ID})
+		v := url.Values{"cursor": {next}, "limit": {fmt.Sprint(limit)}}
+		if q != "" {
+			v.Set("q", q)
+		}
+		out["next"], out["next_url"] = next, "/v1/chains?"+v.Encode()
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// A chain list cursor is the last row's place, [name, id] as base64url JSON:
+// opaque to clients, and the name's own order keeps pages stable.
+func encodeChainCursor(k store.ChainKey) string {
+	b, _ := json.Marshal([2]string{k.Name, k.ID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeChainCursor(s string) (*store.ChainKey, error) {
+	var k [2]string
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &k)
+	}
+	if err != nil || k[1] == "" {
+		return nil, apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("cursor is not a cursor from a previous page: %q", s), map[string]any{"parameter": "cursor"})
+	}
+	return &store.ChainKey{Name: k[0], ID: k[1]}, nil
 }
 
 // POST /v1/chains
@@ -150,7 +195,7 @@ func (s *Server) createChain(c echo.Context) error {
 func (s *Server) chainCreated(c echo.Context, ch *store.Chain) error {
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/chains/"+url.PathEscape(ch.ID))
 	c.Response().Header().Set("ETag", etag(ch.Version))
-	return c.JSON(http.StatusCreated, s.withIssues(c, toChainJSON(ch)))
+	return c.JSON(http.StatusCreated, s.chainAnswer(c, ch))
 }
 
 // GET /v1/chains/{id}
@@ -159,12 +204,18 @@ func (s *Server) getChain(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
-	tag := etag(ch.Version)
-	c.Response().Header().Set("ETag", tag)
-	if inm := c.Request().Header.Get("If-None-Match"); inm != "" && etagMatches(inm, ch.Version) {
+	if notModified(c, ch.Version) {
 		return c.NoContent(http.StatusNotModified)
 	}
-	return c.JSON(http.StatusOK, toChainJSON(ch))
+	return c.JSON(http.StatusOK, s.chainAnswer(c, ch))
+}
+
+// notModified sets the ETag of version and reports whether the request's
+// If-None-Match already names it (then the answer is 304).
+func notModified(c echo.Context, version int) bool {
+	c.Response().Header().Set("ETag", etag(version))
+	inm := c.Request().Header.Get("If-None-Match")
+	return inm != "" && etagMatches(inm, version)
 }
 
 // parseETag reads "v<n>" (quoted or not, weak or not).
@@ -205,13 +256,9 @@ func (s *Server) updateChain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	base := 0
-	if im := c.Request().Header.Get("If-Match"); im != "" {
-		n, ok := parseETag(im)
-		if !ok {
-			return apiError(EBADREQUEST, "bad_precondition", fmt.Sprintf(`If-Match must be the chain's ETag, "v<version>"; got %s`, im), nil)
-		}
-		base = n
+	base, err := ifMatch(c)
+	if err != nil {
+		return err
 	}
 	if base == 0 && c.QueryParam("version") != "" {
 		if base, err = intParam("version", c.QueryParam("version"), 0, 1, 1<<30); err != nil {
@@ -260,13 +307,44 @@ func (s *Server) updateChain(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("chain %q", id))
 	}
 	c.Response().Header().Set("ETag", etag(ch.Version))
-	return c.JSON(http.StatusOK, s.withIssues(c, toChainJSON(ch)))
+	return c.JSON(http.StatusOK, s.chainAnswer(c, ch))
 }
 
-// DELETE /v1/chains/{id}
+// ifMatch reads If-Match: the version the request was made against, 0 when
+// the header is absent.
+func ifMatch(c echo.Context) (int, error) {
+	im := c.Request().Header.Get("If-Match")
+	if im == "" {
+		return 0, nil
+	}
+	n, ok := parseETag(im)
+	if !ok {
+		return 0, apiError(EBADREQUEST, "bad_precondition", fmt.Sprintf(`If-Match must be the chain's ETag, "v<version>"; got %s`, im), nil)
+	}
+	return n, nil
+}
+
+// staleTag turns the store's version conflict for an If-Match request into
+// 412 (the tag is stale: nothing was changed), with the current ETag.
+func staleTag(c echo.Context, err error, what string) error {
+	var ve *store.VersionConflictError
+	if errors.As(err, &ve) {
+		c.Response().Header().Set("ETag", etag(ve.Current))
+		return apiError(ESTALE, "precondition_failed",
+			fmt.Sprintf(`If-Match: "v%d" is stale: the chain is at version %d; nothing was changed`, ve.Base, ve.Current),
+			map[string]any{"current_version": ve.Current, "base_version": ve.Base})
+	}
+	return storeErr(err, what)
+}
+
+// DELETE /v1/chains/{id} (If-Match: "v<n>" refuses when the chain moved on)
 func (s *Server) deleteChain(c echo.Context) error {
-	if err := s.db.DeleteChain(c.Request().Context(), c.Param("id")); err != nil {
-		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	base, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	if err := s.db.DeleteChain(c.Request().Context(), c.Param("id"), base); err != nil {
+		return staleTag(c, err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -276,6 +354,10 @@ func (s *Server) listVersions(c echo.Context) error {
 	vs, err := s.db.ListVersions(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	// History only grows: the newest version tags the whole list.
+	if len(vs) > 0 && notModified(c, vs[0].Version) {
+		return c.NoContent(http.StatusNotModified)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"chain_id": c.Param("id"), "versions": toChainVersionsJSON(vs)})
 }
@@ -290,7 +372,9 @@ func (s *Server) getVersion(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
 	}
-	c.Response().Header().Set("ETag", etag(v))
+	if notModified(c, v) { // a version never changes
+		return c.NoContent(http.StatusNotModified)
+	}
 	return c.JSON(http.StatusOK, toChainVersionJSON(cv))
 }
 
@@ -300,12 +384,16 @@ func (s *Server) restoreVersion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.db.RestoreVersion(c.Request().Context(), c.Param("id"), v, c.QueryParam("message"))
+	base, err := ifMatch(c)
 	if err != nil {
-		return storeErr(err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
+		return err
+	}
+	ch, err := s.db.RestoreVersion(c.Request().Context(), c.Param("id"), v, base, c.QueryParam("message"))
+	if err != nil {
+		return staleTag(c, err, fmt.Sprintf("version %d of chain %q", v, c.Param("id")))
 	}
 	c.Response().Header().Set("ETag", etag(ch.Version))
-	return c.JSON(http.StatusOK, s.withIssues(c, toChainJSON(ch)))
+	return c.JSON(http.StatusOK, s.chainAnswer(c, ch))
 }
 
 // nameVersionBody is the body of POST /v1/chains/{id}/versions.
@@ -338,7 +426,7 @@ func (s *Server) nameVersion(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
 	c.Response().Header().Set("ETag", etag(ch.Version))
-	return c.JSON(http.StatusCreated, s.withIssues(c, toChainJSON(ch)))
+	return c.JSON(http.StatusCreated, s.chainAnswer(c, ch))
 }
 
 // GET /v1/chains/{id}/diff?from=&to=

@@ -75,7 +75,7 @@ func (s *Server) extractChain(c echo.Context) error {
 	}
 	return c.JSON(http.StatusCreated, map[string]any{
 		"parent": parent,
-		"chain":  toChainJSON(created),
+		"chain":  s.chainAnswer(c, created),
 	})
 }
 

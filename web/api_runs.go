@@ -103,6 +103,12 @@ func runsQuery(c echo.Context, defLimit int) (store.RunFilter, error) {
 		f.Status = engine.RunStatus(st)
 	}
 	f.Before, f.After = c.QueryParam("before"), c.QueryParam("after")
+	if cur := c.QueryParam("cursor"); cur != "" { // the next page, as every list spells it
+		if f.Before != "" {
+			return f, apiError(EBADREQUEST, "bad_parameter", "cursor and before cannot be used together", map[string]any{"parameter": "before"})
+		}
+		f.Before = cur
+	}
 	if f.Before != "" && f.After != "" {
 		return f, apiError(EBADREQUEST, "bad_parameter", "before and after cannot be used together", map[string]any{"parameter": "after"})
 	}
@@ -128,6 +134,8 @@ func runsCursorErr(c echo.Context, err error) error {
 		p := "before"
 		if c.QueryParam("after") != "" {
 			p = "after"
+		} else if c.QueryParam("cursor") != "" {
+			p = "cursor"
 		}
 		return apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("%s is not a cursor from a previous page: %q", p, c.QueryParam(p)), map[string]any{"parameter": p})
 	}
@@ -144,7 +152,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return runsCursorErr(c, err)
 	}
-	out := map[string]any{"runs": toRunsJSON(page.Runs), "next": page.Older, "prev": page.Newer}
+	out := map[string]any{"runs": toRunsJSON(page.Runs), "next": page.Older, "prev": page.Newer, "next_url": nil, "prev_url": nil}
 	link := func(key, cursor string) string {
 		q := url.Values{key: {cursor}, "limit": {fmt.Sprint(f.Limit)}}
 		if f.ChainID != "" {
@@ -156,7 +164,7 @@ func (s *Server) listRuns(c echo.Context) error {
 		return "/v1/runs?" + q.Encode()
 	}
 	if page.Older != "" {
-		out["next_url"] = link("before", page.Older)
+		out["next_url"] = link("cursor", page.Older)
 	}
 	if page.Newer != "" {
 		out["prev_url"] = link("after", page.Newer)

@@ -417,7 +417,7 @@ func (s *Server) callHook(c echo.Context) error {
 			return c.JSON(http.StatusOK, out)
 		}
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id)})
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id), "chain_id": ch.ID, "chain_version": ch.Version})
 }
 
 // hookInput decodes a webhook body: a JSON object (an empty body is {}).

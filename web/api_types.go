@@ -28,17 +28,22 @@ type chainFields struct {
 // after a write, its validation findings.
 type chainJSON struct {
 	chainFields
-	// Issues are the validation findings of the saved document (create,
-	// update, import, restore): a chain with errors can be saved but not run.
-	Issues []engine.Issue `json:"issues,omitempty"`
-	Valid  *bool          `json:"valid,omitempty"`
+	// Issues are the validation findings of the document (every chain
+	// answer has them, see chainAnswer): a chain with errors can be saved but
+	// not run.
+	Issues []engine.Issue `json:"issues"`
+	Valid  bool           `json:"valid"`
 }
 
-func toChainJSON(ch *store.Chain) chainJSON {
+// toChainJSON is a chain with its validation findings (never nil).
+func toChainJSON(ch *store.Chain, issues []engine.Issue) chainJSON {
+	if issues == nil {
+		issues = []engine.Issue{}
+	}
 	return chainJSON{chainFields: chainFields{
 		ID: ch.ID, Name: ch.Name, Description: ch.Description, Version: ch.Version,
 		NodeCount: ch.NodeCount, Created: ch.Created, Updated: ch.Updated, Doc: ch.Doc,
-	}}
+	}, Issues: issues, Valid: !engine.HasErrors(issues)}
 }
 
 // chainSummaryJSON is one row of GET /v1/chains.

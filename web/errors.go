@@ -30,6 +30,8 @@ const (
 	EFORBIDDEN    = "forbidden"    // refused whoever asks (a cross-site write)
 	ENOTALLOWED   = "not_allowed"  // the route does not take this method
 	EPRECONDITION = "precondition" // a required If-Match is missing
+	ESTALE        = "stale"        // If-Match names a version that is no longer current
+	EMEDIATYPE    = "media_type"   // the body says it is not JSON
 	EMISDIRECTED  = "misdirected"  // the Host header names another site (DNS rebinding)
 	ETOOMANY      = "too_many"     // too many failed attempts from one client; retry later
 	ENOSPACE      = "no_space"     // the database's disk is full
@@ -48,6 +50,8 @@ var errorStatus = map[string]int{
 	EINVALID:      http.StatusUnprocessableEntity,
 	EMISDIRECTED:  http.StatusMisdirectedRequest,
 	EPRECONDITION: http.StatusPreconditionRequired,
+	ESTALE:        http.StatusPreconditionFailed,
+	EMEDIATYPE:    http.StatusUnsupportedMediaType,
 	ETOOMANY:      http.StatusTooManyRequests,
 	EINTERNAL:     http.StatusInternalServerError,
 	EUNAVAILABLE:  http.StatusServiceUnavailable,

@@ -29,6 +29,8 @@ func TestErrorStatusTable(t *testing.T) {
 		EMISDIRECTED:  421,
 		EINVALID:      422,
 		EPRECONDITION: 428,
+		ESTALE:        412,
+		EMEDIATYPE:    415,
 		ETOOMANY:      429,
 		EINTERNAL:     500,
 		EUNAVAILABLE:  503,

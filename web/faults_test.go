@@ -221,7 +221,7 @@ func TestFaultsDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(checkAPI(t, srv.Handler()))
 	defer func() {
 		ts.Close()
 		srv.Shutdown(ctx)

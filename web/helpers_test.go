@@ -70,7 +70,7 @@ func newTestServerOpts(t testing.TB, cfg Config, reg *engine.Registry, tune func
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewServer(checkAPI(t, srv.Handler()))
 	t.Cleanup(ts.Close)
 	return srv, ts
 }

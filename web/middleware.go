@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,6 +46,7 @@ func (s *Server) newEcho() *echo.Echo {
 	e.Use(s.sameOrigin)
 	e.Use(s.authenticate)
 	e.Use(s.authorize)
+	e.Use(jsonBodies)
 	s.routes(e)
 	s.registered = map[string]bool{}
 	for _, rt := range e.Routes() {
@@ -294,6 +296,31 @@ func (s *Server) traceContext(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		if r.Header.Get("traceparent") != "" {
 			c.SetRequest(r.WithContext(s.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
+		}
+		return next(c)
+	}
+}
+
+// jsonBodies refuses an API request body that says it is not JSON with 415
+// (a form post or text sent by mistake, e.g. curl -d without -H): a clear
+// answer instead of a decode error. A body without a Content-Type is read
+// as JSON.
+func jsonBodies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength == 0 || !strings.HasPrefix(req.URL.Path, "/v1/") ||
+			req.Method == http.MethodGet || req.Method == http.MethodHead {
+			return next(c)
+		}
+		ct := req.Header.Get(echo.HeaderContentType)
+		if ct == "" {
+			return next(c)
+		}
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != echo.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json") {
+			return apiError(EMEDIATYPE, "unsupported_media_type",
+				fmt.Sprintf("the body must be JSON (Content-Type: application/json), not %q", ct),
+				map[string]any{"content_type": ct})
 		}
 		return next(c)
 	}

@@ -107,7 +107,7 @@ func (s *Server) pageImport(c echo.Context) error {
 
 // pageDeleteChain soft-deletes a chain; the row disappears.
 func (s *Server) pageDeleteChain(c echo.Context) error {
-	if err := s.db.DeleteChain(c.Request().Context(), pageParam(c, "id")); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.db.DeleteChain(c.Request().Context(), pageParam(c, "id"), 0); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return c.HTML(http.StatusOK, "")

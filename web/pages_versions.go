@@ -67,7 +67,7 @@ func (s *Server) pageRestore(c echo.Context) error {
 	if err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Cannot restore", "version must be a number"))
 	}
-	ch, err := s.db.RestoreVersion(c.Request().Context(), pageParam(c, "id"), v, "")
+	ch, err := s.db.RestoreVersion(c.Request().Context(), pageParam(c, "id"), v, 0, "")
 	if err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Cannot restore", err.Error()))
 	}

@@ -88,7 +88,7 @@
 
   function extra(ev) {
     let s = '';
-    if (ev.attempt > 1) s += ' attempt ' + ev.attempt;
+    if (ev.attempts > 1) s += ' attempt ' + ev.attempts;
     if (ev.iteration > 1) s += ' iteration ' + ev.iteration;
     if (ev.item != null) s += ' item ' + ev.item;
     return s;

@@ -263,7 +263,7 @@ func likePattern(q string) string {
 }
 
 // ListChains lists live chains by name, with the status of each one's latest
-// run, and the total number of chains matching the filter.
+// run, and the total number of chains matching the filter (f.After aside).
 func (db *DB) ListChains(ctx context.Context, f store.ChainFilter) ([]store.ChainSummary, int, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
@@ -282,8 +282,13 @@ func (db *DB) ListChains(ctx context.Context, f store.ChainFilter) ([]store.Chai
 	}
 	var out []store.ChainSummary
 	var total int
+	countWhere, countArgs := where, args
+	if f.After != nil {
+		where += ` AND (LOWER(c.name) > LOWER(?) OR LOWER(c.name) = LOWER(?) AND c.id > ?)`
+		args = append(args, f.After.Name, f.After.Name, f.After.ID)
+	}
 	err := db.readTx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM chains c WHERE `+where, args...).Scan(&total); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM chains c WHERE `+countWhere, countArgs...).Scan(&total); err != nil {
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name, c.description, c.current_version, c.node_count, c.created_at, c.updated_at,
@@ -318,9 +323,24 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 }
 
 // DeleteChain soft-deletes a chain: it disappears from lists and lookups and
-// its name becomes free; its versions and runs are kept.
-func (db *DB) DeleteChain(ctx context.Context, id string) error {
+// its name becomes free; its versions and runs are kept. baseVersion, when
+// not 0, must still be the current version (else a *VersionConflictError and
+// nothing changes).
+func (db *DB) DeleteChain(ctx context.Context, id string, baseVersion int) error {
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		if baseVersion != 0 {
+			var cur int
+			err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`, id).Scan(&cur)
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+			if cur != baseVersion {
+				return &store.VersionConflictError{ChainID: id, Base: baseVersion, Current: cur}
+			}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE chains SET deleted_at = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL`,
 			micros(db.now()), micros(db.now()), id)
 		if err != nil {
@@ -426,7 +446,9 @@ func (db *DB) GetVersion(ctx context.Context, id string, v int) (*store.ChainVer
 
 // RestoreVersion saves the content of version v as a new version (history is
 // never rewritten). An empty message becomes "restored version v".
-func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message string) (*store.Chain, error) {
+// baseVersion, when not 0, must still be the current version (else a
+// *VersionConflictError and nothing is written).
+func (db *DB) RestoreVersion(ctx context.Context, id string, v, baseVersion int, message string) (*store.Chain, error) {
 	if message == "" {
 		message = fmt.Sprintf("restored version %d", v)
 	}
@@ -441,7 +463,11 @@ func (db *DB) RestoreVersion(ctx context.Context, id string, v int, message stri
 		if doc, err = db.loadDoc(ctx, tx, id, v); err != nil {
 			return err
 		}
-		ch, err = saveVersion(ctx, tx, id, nil, doc, b, message, store.VersionSave, now)
+		var base *int
+		if baseVersion != 0 {
+			base = &baseVersion
+		}
+		ch, err = saveVersion(ctx, tx, id, base, doc, b, message, store.VersionSave, now)
 		return err
 	})
 	if err != nil {

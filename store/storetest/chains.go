@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
@@ -115,7 +116,7 @@ func testChainLifecycle(t *testing.T, open Opener) {
 	}})
 
 	// Restore v1 → v3 with v1's content.
-	ch3, err := db.RestoreVersion(ctx, ch.ID, 1, "")
+	ch3, err := db.RestoreVersion(ctx, ch.ID, 1, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,10 +159,10 @@ func testChainLifecycle(t *testing.T, open Opener) {
 	}
 
 	// Delete frees the name; history stays readable.
-	if err := db.DeleteChain(ctx, ch.ID); err != nil {
+	if err := db.DeleteChain(ctx, ch.ID, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteChain(ctx, ch.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := db.DeleteChain(ctx, ch.ID, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	if _, err := db.GetChain(ctx, ch.ID); !errors.Is(err, store.ErrNotFound) {
@@ -224,5 +225,78 @@ func testNameVersion(t *testing.T, open Opener) {
 	}
 	if _, err := db.NameVersion(ctx, "nope", 0, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown chain: %v", err)
+	}
+}
+
+// Restore and delete with a base version that is no longer current change
+// nothing and say which version is (the API's If-Match); with the current
+// one they go ahead.
+func testStaleBaseVersion(t *testing.T, open Opener) {
+	db := open(t)
+	ctx := context.Background()
+	ch, err := db.CreateChain(ctx, SampleChain("stale", 2), "created")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SaveChain(ctx, ch.ID, 1, SampleChain("stale", 3), "edit"); err != nil {
+		t.Fatal(err)
+	}
+	var ve *store.VersionConflictError
+	if _, err := db.RestoreVersion(ctx, ch.ID, 1, 1, ""); !errors.As(err, &ve) || ve.Current != 2 || ve.Base != 1 {
+		t.Fatalf("restore on a stale base: %v", err)
+	}
+	if err := db.DeleteChain(ctx, ch.ID, 1); !errors.As(err, &ve) || ve.Current != 2 {
+		t.Fatalf("delete on a stale base: %v", err)
+	}
+	if vs, _ := db.ListVersions(ctx, ch.ID); len(vs) != 2 {
+		t.Fatalf("a refused restore wrote a version: %+v", vs)
+	}
+	got, err := db.RestoreVersion(ctx, ch.ID, 1, 2, "")
+	if err != nil || got.Version != 3 || len(got.Doc.Nodes) != 2 {
+		t.Fatalf("restore on the current base: %+v %v", got, err)
+	}
+	if err := db.DeleteChain(ctx, ch.ID, 3); err != nil {
+		t.Fatalf("delete on the current base: %v", err)
+	}
+	if err := db.DeleteChain(ctx, ch.ID, 3); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("delete of a deleted chain with a base: %v", err)
+	}
+}
+
+// ChainFilter.After pages chains in list order (case-insensitive name, then
+// id) from a row's place; the total counts the whole filtered list.
+func testChainsKeysetPaging(t *testing.T, open Opener) {
+	db := open(t)
+	ctx := context.Background()
+	for _, n := range []string{"b", "A", "c", "aa", "other"} {
+		if _, err := db.CreateChain(ctx, SampleChain(n, 1), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	var after *store.ChainKey
+	for i := 0; i < 5; i++ {
+		rows, total, err := db.ListChains(ctx, store.ChainFilter{Limit: 2, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != 5 {
+			t.Fatalf("total %d on page %d", total, i)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			got = append(got, r.Name)
+		}
+		last := rows[len(rows)-1]
+		after = &store.ChainKey{Name: last.Name, ID: last.ID}
+	}
+	if strings.Join(got, ",") != "A,aa,b,c,other" {
+		t.Fatalf("pages: %v", got)
+	}
+	rows, total, err := db.ListChains(ctx, store.ChainFilter{Query: "A", After: &store.ChainKey{Name: "a", ID: ""}})
+	if err != nil || total != 2 || len(rows) != 2 {
+		t.Fatalf("after a name with no id: %v total %d %v", rows, total, err)
 	}
 }

@@ -38,7 +38,7 @@ func testErrorCodes(t *testing.T, open Opener) {
 	want("missing run", err, store.ENOTFOUND, store.ErrNotFound)
 	_, err = db.GetRunInfo(ctx, "missing")
 	want("missing run info", err, store.ENOTFOUND, store.ErrNotFound)
-	err = db.DeleteChain(ctx, "missing")
+	err = db.DeleteChain(ctx, "missing", 0)
 	want("delete of a missing chain", err, store.ENOTFOUND, store.ErrNotFound)
 
 	_, err = db.CreateChain(ctx, SampleChain("coded", 1), "")

@@ -36,6 +36,8 @@ func Run(t *testing.T, open Opener) {
 		{"RunInfo", testRunInfo},
 		{"ChainLifecycle", testChainLifecycle},
 		{"NameVersion", testNameVersion},
+		{"StaleBaseVersion", testStaleBaseVersion},
+		{"ChainsKeysetPaging", testChainsKeysetPaging},
 		{"RunsKeysetPaging", testRunsKeysetPaging},
 		{"ListRunsPageBothWaysWithStatus", testListRunsPageBothWaysWithStatus},
 		{"Events", testEvents},

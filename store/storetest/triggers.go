@@ -107,7 +107,7 @@ func testTriggers(t *testing.T, open Opener) {
 		t.Fatalf("bounded history: %d firings, newest %+v, %v", len(fs), fs[0], err)
 	}
 
-	if err := db.DeleteChain(ctx, ch.ID); err != nil {
+	if err := db.DeleteChain(ctx, ch.ID, 0); err != nil {
 		t.Fatal(err)
 	}
 	if ss, err := db.ListSchedules(ctx, ""); err != nil || len(ss) != 0 {
