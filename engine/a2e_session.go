@@ -263,11 +263,8 @@ func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID stri
 		return // a resent message: it is running or was answered already
 	}
 	if s.opts.Check != nil {
-		if issues := errorsOnly(s.opts.Check(c)); len(issues) > 0 {
-			verr := &ValidationError{Issues: issues}
-			resp := NewResponseMessage(req, nil)
-			resp.Error = wireError(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: issues, NodeID: issues[0].NodeID})
-			s.send(resp)
+		if issues := s.opts.Check(c); HasErrors(issues) {
+			s.send(NewInvalidResponse(req, issues))
 			return
 		}
 	}

@@ -171,3 +171,21 @@ func wireError(e *RunError) *WireError {
 	}
 	return we
 }
+
+// NewInvalidResponse is the chain/resp refusing a request whose chain did
+// not validate (chain_invalid, or chain_cycle for a cycle), naming the
+// first node at fault; nothing ran.
+func NewInvalidResponse(req *Request, issues []Issue) ResponseMessage {
+	issues = errorsOnly(issues)
+	m := NewResponseMessage(req, nil)
+	verr := &ValidationError{Issues: issues}
+	re := &RunError{Code: CodeInvalid, Message: verr.Error(), Issues: issues}
+	for _, is := range issues {
+		if is.NodeID != "" {
+			re.NodeID = is.NodeID
+			break
+		}
+	}
+	m.Error = wireError(re)
+	return m
+}

@@ -40,6 +40,11 @@ type Config struct {
 	// SSEHeartbeat is how often an idle event stream sends a comment line,
 	// so proxies and browsers keep the connection open; default 15s.
 	SSEHeartbeat time.Duration
+	// A2EMaxSessions bounds the open A2E HTTP sessions (default 64);
+	// A2ESessionIdle is how long one lives with no stream and no send
+	// (default 10 minutes).
+	A2EMaxSessions int
+	A2ESessionIdle time.Duration
 }
 
 // RunService is what the HTTP layer asks of the run service (runs.Service):
@@ -106,6 +111,11 @@ type Server struct {
 	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
 	// exprRuns: runs decoded for expression previews (issue #16, api_expr.go)
 	exprRuns exprRunCache
+	// a2e: the A2E HTTP transport's sessions (api_a2e_session.go); base
+	// is their context, cancelled at Shutdown.
+	a2e      a2eSessions
+	base     context.Context
+	stopBase context.CancelFunc
 }
 
 // New builds the server's routes over its dependencies.
@@ -134,6 +144,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics}
+	s.base, s.stopBase = context.WithCancel(context.Background())
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
@@ -206,6 +217,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var errs []error
+	s.stopBase() // A2E sessions' runs stop with the rest
 	if err := s.runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}
