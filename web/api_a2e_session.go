@@ -215,15 +215,15 @@ func (s *Server) a2eOpenSession(c echo.Context) error {
 // the stream. 202 once the session took it (an answer that is an error is a
 // chain/resp on the stream too); a resent chain/req id is not run twice.
 func (s *Server) a2eSend(c echo.Context) error {
-	h, err := s.lookupSession(c)
-	if err != nil {
-		return err
-	}
 	body, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	a2eNoteEnvelope(c, body)
+	a2eNoteEnvelope(c, body) // a refusal answers the message by its id
+	h, err := s.lookupSession(c)
+	if err != nil {
+		return err
+	}
 	if h.full() {
 		return apiError(EUNAVAILABLE, "stream_not_read",
 			"the session's stream is not being read and its queue is full: read GET /v1/a2e/stream, then send again", nil)
