@@ -169,6 +169,15 @@ func wireError(e *RunError) *WireError {
 			break
 		}
 	}
+	// Name the first node at fault, so the agent knows where to look.
+	for _, is := range e.Issues {
+		if we.NodeID != "" {
+			break
+		}
+		if is.Severity == SeverityError {
+			we.NodeID = is.NodeID
+		}
+	}
 	return we
 }
 
@@ -179,13 +188,6 @@ func NewInvalidResponse(req *Request, issues []Issue) ResponseMessage {
 	issues = errorsOnly(issues)
 	m := NewResponseMessage(req, nil)
 	verr := &ValidationError{Issues: issues}
-	re := &RunError{Code: CodeInvalid, Message: verr.Error(), Issues: issues}
-	for _, is := range issues {
-		if is.NodeID != "" {
-			re.NodeID = is.NodeID
-			break
-		}
-	}
-	m.Error = wireError(re)
+	m.Error = wireError(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: issues})
 	return m
 }

@@ -182,3 +182,18 @@ func TestA2EStdioConcurrentRequests(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// A tool this host lacks is refused before anything runs, on stdio as on
+// HTTP: chain_invalid naming the node and the unknown_tool rule, no events.
+func TestA2EStdioUnknownToolRefusedBeforeRunning(t *testing.T) {
+	t.Parallel()
+	msgs := a2eExchange(t, `{"type":"chain/req","id":"u","nodes":[{"node_id":"a","kind":"tool","name":"echo","next_node":"b"},{"node_id":"b","kind":"tool","name":"no_such_tool"}]}`+"\n")
+	if len(msgs) != 1 {
+		t.Fatalf("want only the chain/resp, got %v", msgs)
+	}
+	e, _ := msgs[0]["error"].(map[string]any)
+	if msgs[0]["type"] != "chain/resp" || msgs[0]["success"] != false || e["code"] != "chain_invalid" || e["node_id"] != "b" ||
+		!strings.Contains(e["message"].(string), "unknown_tool") || msgs[0]["nodes_run"].(float64) != 0 {
+		t.Fatalf("resp: %v", msgs[0])
+	}
+}
