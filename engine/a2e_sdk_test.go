@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
 
@@ -27,5 +28,33 @@ func TestA2ESDKCheckRefuses(t *testing.T) {
 	}
 	if err := sdk.Check([]byte(`{"type":"pong","id":"a","ts":1,"req_id":"p","uptime_seconds":1.5}`)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The SDK's recorded chain/req (every ChainNode field, unused ones as empty
+// strings, `$.` paths, correlation_id) decodes and validates without
+// errors; its `$.read.path` (read holds only its output) is a warning that
+// says what to write instead.
+func TestA2ESDKChainRequestValidates(t *testing.T) {
+	t.Parallel()
+	sdk, err := enginetest.LoadA2ESDK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sdk.Message("chain_req", map[string]any{"session_id": "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, req, err := engine.DecodeDocument(msg, engine.Limits{})
+	if err != nil || req == nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if req.CorrelationID != "" || c.Nodes[1].Condition != "$.input.n > `0`" {
+		t.Fatalf("request: %+v", req)
+	}
+	issues := engine.ValidateWith(c, engine.ValidateOptions{})
+	if engine.HasErrors(issues) || len(issues) != 1 || issues[0].Rule != engine.RuleNodeField || issues[0].NodeID != "pos" ||
+		!strings.Contains(issues[0].Message, "read read.output.path") {
+		t.Fatalf("issues: %v", issues)
 	}
 }
