@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -138,11 +138,7 @@ func NewSession(ctx context.Context, opts SessionOptions) *Session {
 // NewSessionID returns a fresh session id (32 hex digits, as the SDK's).
 func NewSessionID() string { return hexID() }
 
-func hexID() string {
-	u := uuid.New()
-	b, _ := u.MarshalText()
-	return string(bytes.ReplaceAll(b, []byte("-"), nil))
-}
+func hexID() string { return strings.ReplaceAll(uuid.NewString(), "-", "") }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.opts.ID }
@@ -152,9 +148,6 @@ func (s *Session) send(msg any) {
 	defer s.sendMu.Unlock()
 	s.opts.Send(msg)
 }
-
-// Busy reports whether every run slot is taken (Handle of a chain/req would wait).
-func (s *Session) Busy() bool { return len(s.slots) == cap(s.slots) }
 
 // Handle answers one message. A chain/req starts running in the background
 // once a run slot is free (Handle waits for one, or for ctx); every other
@@ -335,6 +328,3 @@ func (s *Session) Drain(d time.Duration) {
 
 // Close stops every running chain and waits for their answers.
 func (s *Session) Close() { s.Drain(0) }
-
-// Running reports how many chains are running.
-func (s *Session) Running() int { return len(s.slots) }
