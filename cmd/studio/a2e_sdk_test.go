@@ -197,3 +197,32 @@ func TestA2EStdioUnknownToolRefusedBeforeRunning(t *testing.T) {
 		t.Fatalf("resp: %v", msgs[0])
 	}
 }
+
+// shutdown gives running chains its timeout to answer, then cancels them:
+// each still answers (chain_cancelled) before the host exits. A handshake
+// in another protocol version is refused (ok false, the reason), one without
+// the chains capability accepts none.
+func TestA2EStdioShutdownAndHandshakeRefusals(t *testing.T) {
+	t.Parallel()
+	h := startSDKStdio(t)
+	h.send("handshake_req", map[string]any{"id": "v2", "version": "2.0"})
+	if m := h.next(); m["ok"] != false || m["req_id"] != "v2" || !strings.Contains(m["reason"].(string), `"2.0"`) {
+		t.Fatalf("version 2.0: %v", m)
+	}
+	h.send("handshake_req", map[string]any{"id": "nocaps", "agent_caps": []string{"streaming"}})
+	if m := h.next(); m["ok"] != true || len(m["accepted_caps"].([]any)) != 0 {
+		t.Fatalf("no chains capability: %v", m)
+	}
+	h.send("chain_req", map[string]any{"id": "long", "session_id": "", "streaming": false, "entry_node": "n", "nodes": []any{
+		map[string]any{"node_id": "n", "kind": "tool", "name": "delay", "input": map[string]any{"ms": 60000}}}})
+	time.Sleep(100 * time.Millisecond) // let it start
+	start := time.Now()
+	h.send("shutdown", map[string]any{"timeout": 0})
+	m := h.next()
+	if e, _ := m["error"].(map[string]any); m["type"] != "chain/resp" || m["req_id"] != "long" || e["code"] != "chain_cancelled" {
+		t.Fatalf("cancelled at shutdown: %v", m)
+	}
+	if code := <-h.exit; code != exitOK || time.Since(start) > 5*time.Second {
+		t.Fatalf("exit %d after %v", code, time.Since(start))
+	}
+}
