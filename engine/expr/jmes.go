@@ -443,6 +443,11 @@ func (e *Expr) evalJMESPath(ctx context.Context, s Scope, strict bool) (result a
 	if e.dn != nil {
 		return evalBudgeted(ctx, e.src, e.dn, e.dcalls, data)
 	}
+	if len(e.dollars) > 0 {
+		// Only the budgeted evaluator knows "$" is the root; go-jmespath
+		// would read a field of that name and answer null.
+		return nil, &EvalError{Src: e.src, Msg: `"$" cannot be evaluated here`}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			msg := explainJMESPath(e.src, data)
