@@ -175,9 +175,11 @@ func (e *Engine) Prepare(ctx context.Context, c *Chain) *Prepared {
 func (e *Engine) validateOptions(ctx context.Context) ValidateOptions {
 	vo := ValidateOptions{Limits: e.opts.Limits, SkipTests: true}
 	if e.checkTools {
-		// A tool the host lacks is refused before the run starts
-		// (unknown_tool), on every door, not found failing at its node.
+		// A tool the host lacks, or a static input its schema refuses, is
+		// refused before the run starts (unknown_tool, input_schema), on
+		// every door, not found failing at its node.
 		vo.Tools = e.opts.Registry.Has
+		vo.Schemas = e.opts.Registry.NodeSchemas(nil)
 	}
 	if e.opts.Chains != nil {
 		vo.Resolve = func(name string) (*Chain, bool) {

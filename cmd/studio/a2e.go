@@ -60,6 +60,9 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
 	reg.SetInline(builtin.Inline...)
+	for _, t := range builtin.Catalog() { // the input_schema rule, as the server checks it
+		reg.SetInputSchema(t.Name, t.InputSchema)
+	}
 	opts := engine.Options{Registry: reg}
 	if *chains != "" {
 		resolve := folderResolver(filepath.Join(*chains, "x"))

@@ -226,3 +226,14 @@ func TestA2EStdioShutdownAndHandshakeRefusals(t *testing.T) {
 		t.Fatalf("exit %d after %v", code, time.Since(start))
 	}
 }
+
+// A static input the tool's schema refuses is refused before running on
+// stdio too (input_schema), as the server refuses it for a saved chain.
+func TestA2EStdioInputSchemaRefusedBeforeRunning(t *testing.T) {
+	t.Parallel()
+	msgs := a2eExchange(t, `{"type":"chain/req","id":"s","nodes":[{"node_id":"d","kind":"tool","name":"delay","input":{"ms":"soon"}}]}`+"\n")
+	e, _ := msgs[0]["error"].(map[string]any)
+	if len(msgs) != 1 || e["code"] != "chain_invalid" || e["node_id"] != "d" || !strings.Contains(e["message"].(string), "input_schema") {
+		t.Fatalf("resp: %v", msgs)
+	}
+}
