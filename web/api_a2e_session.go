@@ -39,10 +39,34 @@ const (
 	a2eSlotWait = 10 * time.Second
 )
 
-// a2eSessions is the server's table of HTTP sessions.
+// a2eSessions is the server's table of HTTP sessions. Its context, made on
+// first use, is every session's: Shutdown cancels it.
 type a2eSessions struct {
-	mu sync.Mutex
-	m  map[string]*a2eHTTPSession
+	mu     sync.Mutex
+	m      map[string]*a2eHTTPSession
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// base returns the sessions' context.
+func (t *a2eSessions) base() context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx == nil {
+		t.ctx, t.cancel = context.WithCancel(context.Background())
+	}
+	return t.ctx
+}
+
+// stop cancels every session's runs (server shutdown); sessions opened
+// after it start cancelled.
+func (t *a2eSessions) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx == nil {
+		t.ctx, t.cancel = context.WithCancel(context.Background())
+	}
+	t.cancel()
 }
 
 // a2eHTTPSession is one session and the queue between it and its stream.
@@ -188,12 +212,13 @@ func (s *Server) a2eOpenSession(c echo.Context) error {
 	s.expireIdle(now)
 	max, _ := s.a2eSessionLimits()
 	h := &a2eHTTPSession{signal: make(chan struct{}, 1), used: now}
-	h.sess = engine.NewSession(s.base, engine.SessionOptions{
+	base := s.a2e.base()
+	h.sess = engine.NewSession(base, engine.SessionOptions{
 		IDIssued: true,
 		Limits:   s.cfg.Limits,
 		Send:     h.push,
 		Run:      s.a2eRunFunc,
-		Check:    func(doc *engine.Chain) []engine.Issue { return s.validateToRunCtx(s.base, doc) },
+		Check:    func(doc *engine.Chain) []engine.Issue { return s.validateToRunCtx(base, doc) },
 		RunCode:  s.a2eRunCode,
 	})
 	s.a2e.mu.Lock()

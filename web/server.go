@@ -106,16 +106,12 @@ type Server struct {
 	log     *slog.Logger
 	http    *http.Server
 	finals  singleflight.Group // the final `run` event of event streams
+	a2e     a2eSessions        // the A2E HTTP transport's sessions (api_a2e_session.go)
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
 	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
 	// exprRuns: runs decoded for expression previews (issue #16, api_expr.go)
 	exprRuns exprRunCache
-	// a2e: the A2E HTTP transport's sessions (api_a2e_session.go); base
-	// is their context, cancelled at Shutdown.
-	a2e      a2eSessions
-	base     context.Context
-	stopBase context.CancelFunc
 }
 
 // New builds the server's routes over its dependencies.
@@ -144,7 +140,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics}
-	s.base, s.stopBase = context.WithCancel(context.Background())
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
@@ -217,7 +212,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var errs []error
-	s.stopBase() // A2E sessions' runs stop with the rest
+	s.a2e.stop() // A2E sessions' runs stop with the rest
 	if err := s.runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}
