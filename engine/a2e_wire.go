@@ -68,7 +68,9 @@ func NewEventMessage(reqID string, ev Event) EventMessage {
 	switch ev.Phase {
 	case PhaseDone:
 		m.Output = ev.Output
-	case PhaseError:
+	case PhaseError, PhaseSkip:
+		// A node skipped by on_error: skip carries the error it had; one
+		// skipped by routing has none.
 		m.Error = ev.Error
 	case PhaseProgress:
 		m.Output = ev.Progress
@@ -78,17 +80,11 @@ func NewEventMessage(reqID string, ev Event) EventMessage {
 	return m
 }
 
-// Succeeded is chain/resp's success: the run completed, or it is partial
-// with no run error (every node failure was handled by the chain's own
-// on_error policy: skip, continue or a handler node).
+// Succeeded is chain/resp's success: "whether all nodes completed without
+// error" (A2E). A failure the chain handled (on_error skip, continue or a
+// handler node) still makes it false; the run's own status stays partial.
 func Succeeded(res *Result) bool {
-	switch res.Status {
-	case StatusCompleted:
-		return true
-	case StatusPartial:
-		return res.Error == nil
-	}
-	return false
+	return res.Status == StatusCompleted
 }
 
 // NewResponseMessage builds the chain/resp closing an A2E exchange.
@@ -122,10 +118,36 @@ func NewResponseMessage(req *Request, res *Result) ResponseMessage {
 			we.Message = fmt.Sprintf("run %s is paused at interrupt node %q, waiting for a resume value", res.RunID, we.NodeID)
 		}
 		m.Error = we
+	case res.Status == StatusPartial:
+		m.Error = handledError(res)
 	case !m.Success:
 		m.Error = &WireError{Code: "chain_" + string(res.Status), Message: fmt.Sprintf("run %s ended %s", res.RunID, res.Status)}
 	}
 	return m
+}
+
+// handledError is the chain/resp error of a partial run: the first node
+// failure the chain handled (skip, continue or a handler), so the agent
+// learns which node failed and why although the run went on.
+func handledError(res *Result) *WireError {
+	var first *NodeResult
+	for _, nr := range res.Nodes {
+		if nr.Error == "" || nr.Status == PhaseDone && nr.Reason == "" {
+			continue
+		}
+		if first == nil || nr.Ended.Before(first.Ended) || nr.Ended.Equal(first.Ended) && nr.NodeID < first.NodeID {
+			first = nr
+		}
+	}
+	if first == nil {
+		return &WireError{Code: CodeNodeError, Message: fmt.Sprintf("run %s ended partial: a node failure was handled by its on_error policy (the skip and error events name it)", res.RunID)}
+	}
+	how := first.Reason
+	if how == "" {
+		how = string(first.Status)
+	}
+	return &WireError{Code: CodeNodeError, NodeID: first.NodeID,
+		Message: fmt.Sprintf("node %q failed (handled: %s): %s", first.NodeID, how, first.Error)}
 }
 
 // wireError is the chain/resp error of a run error. A2E's error table has
@@ -147,5 +169,25 @@ func wireError(e *RunError) *WireError {
 			break
 		}
 	}
+	// Name the first node at fault, so the agent knows where to look.
+	for _, is := range e.Issues {
+		if we.NodeID != "" {
+			break
+		}
+		if is.Severity == SeverityError {
+			we.NodeID = is.NodeID
+		}
+	}
 	return we
+}
+
+// NewInvalidResponse is the chain/resp refusing a request whose chain did
+// not validate (chain_invalid, or chain_cycle for a cycle), naming the
+// first node at fault; nothing ran.
+func NewInvalidResponse(req *Request, issues []Issue) ResponseMessage {
+	issues = errorsOnly(issues)
+	m := NewResponseMessage(req, nil)
+	verr := &ValidationError{Issues: issues}
+	m.Error = wireError(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: issues})
+	return m
 }

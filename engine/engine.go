@@ -59,12 +59,14 @@ type AttemptInfo struct {
 
 // Engine runs chains. It is safe for concurrent use; one Engine serves many runs.
 type Engine struct {
-	opts   Options
-	active runSet // runs executing in this process
+	opts       Options
+	active     runSet // runs executing in this process
+	checkTools bool   // the host gave its tools: validation refuses a tool it lacks
 }
 
 // New returns an engine.
 func New(opts Options) *Engine {
+	checkTools := opts.Registry != nil
 	if opts.Registry == nil {
 		opts.Registry = NewRegistry()
 	}
@@ -78,7 +80,7 @@ func New(opts Options) *Engine {
 		opts.MaxConcurrency = DefaultMaxConcurrency
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	return &Engine{opts: opts}
+	return &Engine{opts: opts, checkTools: checkTools}
 }
 
 // runSet is the set of run ids executing in this process.
@@ -197,6 +199,13 @@ func (e *Engine) Prepare(ctx context.Context, c *Chain) *Prepared {
 
 func (e *Engine) validateOptions(ctx context.Context) ValidateOptions {
 	vo := ValidateOptions{Limits: e.opts.Limits, SkipTests: true}
+	if e.checkTools {
+		// A tool the host lacks, or a static input its schema refuses, is
+		// refused before the run starts (unknown_tool, input_schema), on
+		// every door, not found failing at its node.
+		vo.Tools = e.opts.Registry.Has
+		vo.Schemas = e.opts.Registry.NodeSchemas(nil)
+	}
 	if e.opts.Chains != nil {
 		vo.Resolve = func(name string) (*Chain, bool) {
 			c, err := e.opts.Chains(ctx, name)

@@ -740,6 +740,19 @@ func flushers(s EventSink) []Flusher {
 	return nil
 }
 
+// completedAs returns the node whose output is node i's: i when it
+// completed, else its error handler when that completed in its place (A2E:
+// the handler is then the node that ended that path), else -1.
+func (r *run) completedAs(i int) int {
+	if r.nodes.status[i] == nsDone {
+		return i
+	}
+	if h, ok := r.prepared.g.idx[r.chain.Nodes[i].ErrorHandler()]; ok && r.nodes.status[h] == nsDone {
+		return h
+	}
+	return -1
+}
+
 func (r *run) result(status RunStatus) *Result {
 	now := stamp()
 	res := &Result{
@@ -763,19 +776,21 @@ func (r *run) result(status RunStatus) *Result {
 	if r.prepared.plan != nil {
 		terminals = r.prepared.plan.terminals
 	}
+	bestOut := -1 // the node whose output stands for best: best, or its error handler
 	for _, i := range terminals {
-		if r.nodes.status[i] == nsDone && (best < 0 || r.prepared.plan.topoPos[i] > r.prepared.plan.topoPos[best]) {
-			best = i
+		out := r.completedAs(i)
+		if out >= 0 && (best < 0 || r.prepared.plan.topoPos[i] > r.prepared.plan.topoPos[best]) {
+			best, bestOut = i, out
 		}
 	}
 	if r.single() { // a node run alone: its output, whatever comes after it
-		best = -1
+		bestOut = -1
 		if i := r.only - 1; r.nodes.status[i] == nsDone {
-			best = i
+			bestOut = i
 		}
 	}
-	if best >= 0 {
-		res.FinalOutput = r.nodeResults[r.chain.Nodes[best].ID]
+	if bestOut >= 0 {
+		res.FinalOutput = r.nodeResults[r.chain.Nodes[bestOut].ID]
 	}
 	return res
 }

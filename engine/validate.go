@@ -147,6 +147,7 @@ const (
 	RuleUnknownDataReference  = "unknown_data_reference"
 	RuleAttachedDataReference = "attached_data_reference"
 	RuleUnknownName           = "unknown_name"
+	RuleNodeField             = "node_field"
 	RuleBareWordComparison    = "bare_word_comparison"
 	RuleMultipleUnconditional = "multiple_unconditional"
 	RuleMultipleDefaults      = "multiple_defaults"
@@ -865,6 +866,7 @@ func (v *validator) checkDataRefs(i int) {
 				v.nodeIssue(i, RuleUnknownDataReference, SeverityError, field, fmt.Sprintf("node %s: %s reads %s, but there is no node %q (context names: %s)%s", v.node(i), field, text, id, strings.Join(ReservedNames, ", "), v.didYouMean(id)))
 				continue
 			}
+			v.warnNodeField(i, -1, field, r)
 			if j == i || v.attach[j]&(bitMapBody|bitBranch) == 0 {
 				continue
 			}
@@ -981,6 +983,7 @@ func (v *validator) warnNames(node, edge int, field string, e *expr.Expr) {
 			continue
 		}
 		if _, ok := v.g.idx[id]; ok {
+			v.warnNodeField(node, edge, field, r)
 			continue
 		}
 		if v.bare[e][r.Root] {
@@ -992,6 +995,21 @@ func (v *validator) warnNames(node, edge int, field string, e *expr.Expr) {
 		} else {
 			v.edgeIssue(edge, RuleUnknownName, SeverityWarning, field, fmt.Sprintf("%s: condition reads %s, which is neither a node nor a context name (%s); it is always null%s", v.edge(edge), text, strings.Join(ReservedNames, ", "), hint))
 		}
+	}
+}
+
+// warnNodeField warns about `<id>.<field>` with a field other than output:
+// a node's entry in the context holds only its output, so the path is
+// always null. (A2E SDK examples write `$.read.path` for read's output.)
+func (v *validator) warnNodeField(node, edge int, field string, r expr.Ref) {
+	if r.Root == "node_results" || r.Field == "" || r.Field == "output" {
+		return
+	}
+	msg := fmt.Sprintf("reads %s.%s, but %s holds only the node's output (%s.output); it is always null: read %s.output.%s", r.Root, r.Field, r.Root, r.Root, r.Root, r.Field)
+	if node >= 0 {
+		v.nodeIssue(node, RuleNodeField, SeverityWarning, field, fmt.Sprintf("node %s: %s %s", v.node(node), field, msg))
+	} else {
+		v.edgeIssue(edge, RuleNodeField, SeverityWarning, field, fmt.Sprintf("%s: condition %s", v.edge(edge), msg))
 	}
 }
 

@@ -71,11 +71,16 @@ func (w *a2eWriter) start() {
 }
 
 func (w *a2eWriter) write(typ string, msg any) error {
-	w.start()
 	b, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
+	return w.writeRaw(typ, b)
+}
+
+// writeRaw frames one encoded message.
+func (w *a2eWriter) writeRaw(typ string, b []byte) error {
+	w.start()
 	var frame []byte
 	if w.ndjson {
 		frame = append(b, '\n')
@@ -87,7 +92,7 @@ func (w *a2eWriter) write(typ string, msg any) error {
 		frame = append(frame, b...)
 		frame = append(frame, "\n\n"...)
 	}
-	_, err = w.c.Response().Write(frame)
+	_, err := w.c.Response().Write(frame)
 	return err
 }
 
@@ -110,6 +115,7 @@ func (s *Server) a2eRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	a2eNoteEnvelope(c, body)
 	doc, req, err := s.decodeDocumentBytes(body)
 	if err != nil {
 		return err
@@ -123,6 +129,19 @@ func (s *Server) a2eRun(c echo.Context) error {
 		input = map[string]any{}
 	}
 	ctx := c.Request().Context()
+	// Validated as a saved chain is before its run (the host's tools,
+	// schemas, sub-chains): refused with chain_invalid, nothing run.
+	if issues := s.validateToRunCtx(ctx, doc); engine.HasErrors(issues) {
+		resp := engine.NewInvalidResponse(req, issues)
+		if !req.IsStreaming() {
+			return c.JSON(http.StatusOK, resp)
+		}
+		w := &a2eWriter{c: c, ndjson: acceptsNDJSON(c.Request().Header.Get(echo.HeaderAccept))}
+		if err := w.write(engine.TypeResponse, resp); err == nil {
+			c.Response().Flush()
+		}
+		return nil
+	}
 
 	if !req.IsStreaming() {
 		res, err := s.runs.RunAdHoc(ctx, doc, input, store.KindA2E, nil)
@@ -181,4 +200,47 @@ func (s *Server) a2eRun(c echo.Context) error {
 			return nil
 		}
 	}
+}
+
+// a2eEnvelopeKey holds, for the error handler, the id and chain_id of the
+// A2E message a request carried, so a refusal answers it by req_id.
+const a2eEnvelopeKey = "a2e.envelope"
+
+// a2eNoteEnvelope reads what it can of a message's envelope.
+func a2eNoteEnvelope(c echo.Context, body []byte) {
+	var env struct {
+		ID      any `json:"id"`
+		ChainID any `json:"chain_id"`
+	}
+	_ = json.Unmarshal(body, &env)
+	id, _ := env.ID.(string)
+	chainID, _ := env.ChainID.(string)
+	c.Set(a2eEnvelopeKey, &engine.Request{ID: id, ChainID: chainID})
+}
+
+// isA2EPath reports whether a request is for the A2E door, whose every
+// answer, an error too, is an A2E message.
+func isA2EPath(p string) bool {
+	return p == "/v1/a2e" || strings.HasPrefix(p, "/v1/a2e/")
+}
+
+// a2eErrorResponse is an API error as A2E's answer: a chain/resp with
+// success false and the error's code, message and details (the HTTP status
+// stays the error's). The SDK's client rejects a message without a type.
+func a2eErrorResponse(c echo.Context, ae *APIError) engine.ResponseMessage {
+	req, _ := c.Get(a2eEnvelopeKey).(*engine.Request)
+	resp := engine.NewResponseMessage(req, nil)
+	resp.Error = &engine.WireError{Code: ae.Code, Message: ae.Message, Details: detailsMap(ae.Details)}
+	return resp
+}
+
+// detailsMap is an API error's details as a chain/resp error's.
+func detailsMap(d any) map[string]any {
+	switch v := d.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return v
+	}
+	return map[string]any{"details": d}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/base64"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,7 +83,12 @@ func checkName(name string) error {
 // validateOptions checks skills against the saved chains and tools against
 // the registry.
 func (s *Server) apiValidateOptions(c echo.Context) engine.ValidateOptions {
-	ctx := c.Request().Context()
+	return s.validateOptionsCtx(c.Request().Context())
+}
+
+// validateOptionsCtx is apiValidateOptions for work that outlives a request
+// (an A2E session's chain/req messages).
+func (s *Server) validateOptionsCtx(ctx context.Context) engine.ValidateOptions {
 	reg := s.reg
 	return engine.ValidateOptions{
 		Limits: s.cfg.Limits,
@@ -108,7 +114,11 @@ func (s *Server) validate(c echo.Context, doc *engine.Chain) []engine.Issue {
 // its test cases. A broken test fails `studio test` and shows in the editor,
 // but it does not stop the chain itself from running.
 func (s *Server) validateToRun(c echo.Context, doc *engine.Chain) []engine.Issue {
-	opts := s.apiValidateOptions(c)
+	return s.validateToRunCtx(c.Request().Context(), doc)
+}
+
+func (s *Server) validateToRunCtx(ctx context.Context, doc *engine.Chain) []engine.Issue {
+	opts := s.validateOptionsCtx(ctx)
 	opts.SkipTests = true
 	return engine.ValidateWith(doc, opts)
 }

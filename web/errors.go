@@ -243,6 +243,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.NoContent(status)
 		return
 	}
+	if isA2EPath(c.Request().URL.Path) {
+		_ = c.JSON(status, a2eErrorResponse(c, ae))
+		return
+	}
 	if wantsHTML(c.Request()) {
 		_ = c.HTML(status, "<!doctype html><title>Error</title><link rel=\"icon\" href=\"data:,\"><p>"+htmlEscape(ae.Message)+"</p><p><a href=\"/\">Chains</a></p>")
 		return

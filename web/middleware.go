@@ -308,7 +308,8 @@ func (s *Server) traceContext(next echo.HandlerFunc) echo.HandlerFunc {
 func jsonBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.ContentLength == 0 || !strings.HasPrefix(req.URL.Path, "/v1/") ||
+		// The A2E SDK's HTTP transport sends its messages as text/plain.
+		if req.ContentLength == 0 || !strings.HasPrefix(req.URL.Path, "/v1/") || req.URL.Path == "/v1/a2e/send" ||
 			req.Method == http.MethodGet || req.Method == http.MethodHead {
 			return next(c)
 		}

@@ -93,6 +93,9 @@ var routeActions = map[string]action{
 	"POST /v1/runs/:id/save-test":             actEdit, // writes the test into the chain
 	"GET /v1/runs/:id/nodes/:node/why":        actRead,
 	"POST /v1/a2e":                            actEdit, // runs a chain
+	"POST /v1/a2e/session":                    actEdit, // the SDK's HTTP transport: its chains run
+	"POST /v1/a2e/send":                       actEdit,
+	"GET /v1/a2e/stream":                      actEdit,
 	"GET /v1/agents":                          actRead,
 	"GET /v1/agents/:name":                    actRead,
 	"GET /v1/agents/:name/chain":              actRead,

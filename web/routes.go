@@ -65,6 +65,10 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/usage", s.getUsage)             // issue #19: per chain and agent over time
 
 	v1.POST("/a2e", s.a2eRun)
+	// The A2E SDK's HTTP transport under the base URL /v1/a2e (api_a2e_session.go).
+	v1.POST("/a2e/session", s.a2eOpenSession)
+	v1.POST("/a2e/send", s.a2eSend)
+	v1.GET("/a2e/stream", s.a2eStream)
 
 	s.agentRoutes(e)
 	s.userRoutes(e)

@@ -42,6 +42,11 @@ type Config struct {
 	// SSEHeartbeat is how often an idle event stream sends a comment line,
 	// so proxies and browsers keep the connection open; default 15s.
 	SSEHeartbeat time.Duration
+	// A2EMaxSessions bounds the open A2E HTTP sessions (default 64);
+	// A2ESessionIdle is how long one lives with no stream and no send
+	// (default 10 minutes).
+	A2EMaxSessions int
+	A2ESessionIdle time.Duration
 }
 
 // RunService is what the HTTP layer asks of the run service (runs.Service):
@@ -114,6 +119,7 @@ type Server struct {
 	log     *slog.Logger
 	http    *http.Server
 	finals  singleflight.Group // the final `run` event of event streams
+	a2e     a2eSessions        // the A2E HTTP transport's sessions (api_a2e_session.go)
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
 	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
@@ -243,6 +249,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var errs []error
+	s.a2e.stop() // A2E sessions' runs stop with the rest
 	if err := s.runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}

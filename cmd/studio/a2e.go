@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
@@ -35,11 +36,15 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	chains := fs.String("chains", "", "the folder `DIR` of saved chains (*.json) that skill nodes call by name (default: none)")
+	parallel := fs.Int("max-parallel", engine.DefaultMaxParallel, "run at most `N` chain/req messages at once; more wait (the handshake's max_parallel)")
 	fs.Usage = func() {
 		printUsage(fs, "studio a2e [flags] < requests.ndjson",
-			"The A2E chain host on stdin/stdout: reads one chain/req JSON per line and writes\n"+
-				"NDJSON: the request's chain/event messages (unless streaming is false), then its chain/resp.\n"+
-				"A line that is not a chain/req gets a chain/resp with success false and error code chain_decode.")
+			"The A2E chain host on stdin/stdout: reads one A2E message per line (handshake/req, ping,\n"+
+				"chain/req, shutdown) and writes NDJSON: handshake/resp, pong, and for each chain/req its\n"+
+				"chain/event messages (unless streaming is false), then its chain/resp. Requests run\n"+
+				"concurrently, answered by req_id. A line that is not a message gets a chain/resp with\n"+
+				"success false and error code chain_decode. shutdown, or the end of input, waits for\n"+
+				"running chains, then exits.")
 	}
 	args, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -48,9 +53,16 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if !wantArgs(fs, args) {
 		return exitUsage
 	}
+	if *parallel < 1 || *parallel > maxParallel {
+		fmt.Fprintf(stderr, "studio a2e: --max-parallel must be between 1 and %d\n", maxParallel)
+		return exitUsage
+	}
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
 	reg.SetInline(builtin.Inline...)
+	for _, t := range builtin.Catalog() { // the input_schema rule, as the server checks it
+		reg.SetInputSchema(t.Name, t.InputSchema)
+	}
 	opts := engine.Options{Registry: reg}
 	if *chains != "" {
 		resolve := folderResolver(filepath.Join(*chains, "x"))
@@ -63,6 +75,17 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	eng := engine.New(opts)
 	out := &ndjsonWriter{w: bufio.NewWriter(stdout)}
+	sess := engine.NewSession(ctx, engine.SessionOptions{
+		MaxParallel: *parallel,
+		Send:        out.write,
+		Run: func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
+			input := req.InitialInput
+			if input == nil {
+				input = map[string]any{}
+			}
+			return eng.Run(ctx, c, input, engine.RunOptions{Sink: sink})
+		},
+	})
 
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	for {
@@ -73,9 +96,16 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			resp.Error = &engine.WireError{Code: engine.CodeDecode, Message: fmt.Sprintf("the line is over the limit of %d bytes", maxA2ELine)}
 			out.write(resp)
 		case len(bytes.TrimSpace(line)) > 0:
-			serveA2ELine(ctx, eng, line, out)
+			if shutdown, drain := sess.Handle(ctx, line); shutdown {
+				// The agent says goodbye: finish what runs (within its
+				// timeout), then exit.
+				sess.Drain(drain)
+				return exitOK
+			}
 		}
 		if err != nil {
+			// End of input: every request read is answered before exiting.
+			sess.Drain(maxDrain)
 			if errors.Is(err, io.EOF) {
 				return exitOK
 			}
@@ -83,10 +113,19 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return exitFailed
 		}
 		if ctx.Err() != nil {
+			sess.Close()
 			return exitStopped
 		}
 	}
 }
+
+// maxParallel bounds --max-parallel: each running chain holds goroutines
+// and its events.
+const maxParallel = 256
+
+// maxDrain bounds the wait for running chains at the end of input (a chain's
+// own timeout normally ends it sooner).
+const maxDrain = 24 * time.Hour
 
 // readLine reads one line (without the newline) of at most max bytes; a
 // longer line is consumed and reported with over set.
@@ -110,40 +149,6 @@ func readLine(r *bufio.Reader, max int) (line []byte, over bool, err error) {
 		}
 		return bytes.TrimRight(buf, "\r\n"), false, err
 	}
-}
-
-// serveA2ELine answers one request line.
-func serveA2ELine(ctx context.Context, eng *engine.Engine, line []byte, out *ndjsonWriter) {
-	c, req, err := engine.DecodeDocument(line, engine.Limits{})
-	if err == nil && req == nil {
-		err = &engine.DecodeError{Path: "type", Msg: `not an A2E message: a chain/req has "type": "chain/req"`}
-	}
-	if err != nil {
-		// Echo what can be read of the envelope so the agent can correlate.
-		var env struct {
-			ID      string `json:"id"`
-			ChainID string `json:"chain_id"`
-		}
-		_ = json.Unmarshal(line, &env)
-		resp := engine.NewResponseMessage(&engine.Request{ID: env.ID, ChainID: env.ChainID}, nil)
-		resp.Error = &engine.WireError{Code: engine.CodeDecode, Message: err.Error()}
-		out.write(resp)
-		return
-	}
-	var sink engine.EventSink
-	if req.IsStreaming() {
-		sink = engine.SinkFunc(func(ev engine.Event) { out.write(engine.NewEventMessage(req.ID, ev)) })
-	}
-	input := req.InitialInput
-	if input == nil {
-		input = map[string]any{}
-	}
-	res, err := eng.Run(ctx, c, input, engine.RunOptions{Sink: sink})
-	resp := engine.NewResponseMessage(req, res)
-	if res == nil && err != nil {
-		resp.Error = &engine.WireError{Code: "host_error", Message: err.Error()}
-	}
-	out.write(resp)
 }
 
 // ndjsonWriter writes one JSON value per line and flushes, safely from

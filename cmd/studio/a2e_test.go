@@ -45,25 +45,35 @@ func TestA2EStdio(t *testing.T) {
 		`not json`,
 	}, "\n")
 	msgs := a2eExchange(t, lines, "--chains", dir)
-	var kinds []string
+	// Requests run concurrently: each one's messages keep their order, and
+	// its chain/resp comes last.
+	byReq := map[string][]map[string]any{}
 	for _, m := range msgs {
-		kinds = append(kinds, m["type"].(string)+":"+m["req_id"].(string))
+		id := m["req_id"].(string)
+		byReq[id] = append(byReq[id], m)
+	}
+	var kinds []string
+	for _, id := range []string{"r1", "r2", "r3", ""} {
+		for _, m := range byReq[id] {
+			kinds = append(kinds, m["type"].(string)+":"+id)
+		}
 	}
 	want := "chain/event:r1 chain/event:r1 chain/event:r1 chain/event:r1 chain/resp:r1 chain/resp:r2 chain/resp:r3 chain/resp:"
-	if strings.Join(kinds, " ") != want {
+	if len(msgs) != 8 || strings.Join(kinds, " ") != want {
 		t.Fatalf("messages:\n%s\nwant\n%s", strings.Join(kinds, " "), want)
 	}
-	if r := msgs[4]; r["success"] != true || r["chain_id"] != "two" || r["nodes_run"].(float64) != 2 {
+	if r := byReq["r1"][4]; r["success"] != true || r["chain_id"] != "two" || r["nodes_run"].(float64) != 2 {
 		t.Fatalf("r1 resp: %v", r)
 	}
-	if e := msgs[5]["error"].(map[string]any); msgs[5]["success"] != false || e["code"] != "chain_decode" || !strings.Contains(e["message"].(string), "bogus") {
-		t.Fatalf("r2 resp: %v", msgs[5])
+	r2 := byReq["r2"][0]
+	if e := r2["error"].(map[string]any); r2["success"] != false || e["code"] != "chain_decode" || !strings.Contains(e["message"].(string), "bogus") {
+		t.Fatalf("r2 resp: %v", r2)
 	}
-	if msgs[6]["success"] != true {
-		t.Fatalf("r3 resp: %v", msgs[6])
+	if byReq["r3"][0]["success"] != true {
+		t.Fatalf("r3 resp: %v", byReq["r3"][0])
 	}
-	if msgs[7]["error"].(map[string]any)["code"] != "chain_decode" {
-		t.Fatalf("not json: %v", msgs[7])
+	if byReq[""][0]["error"].(map[string]any)["code"] != "chain_decode" {
+		t.Fatalf("not json: %v", byReq[""][0])
 	}
 }
 

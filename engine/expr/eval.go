@@ -32,6 +32,16 @@ func (n *pathNode) eval(s Scope, strict bool) (any, error) {
 
 // resolve walks the path; ok is false when any step is missing.
 func (n *pathNode) resolve(s Scope) (any, bool) {
+	if n.root == "@" { // $ alone: the whole context
+		if t, tracing := s.(*Trace); tracing {
+			s = t.scope
+		}
+		r, ok := s.(Rooter)
+		if !ok {
+			return nil, false
+		}
+		return r.Root(), true
+	}
 	v, ok := s.Lookup(n.root)
 	if !ok {
 		return nil, false

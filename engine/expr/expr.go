@@ -170,6 +170,8 @@ type Expr struct {
 	root node
 
 	// JMESPath
+	jsrc      string             // src with each bare "$" rewritten for go-jmespath (dollar.go)
+	dollars   []int              // offsets in src of the rewritten "$"s
 	jp        *jmespath.JMESPath // compiled on first evaluation: validation only parses
 	jpOnce    sync.Once
 	jpErr     error

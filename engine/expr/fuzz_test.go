@@ -7,6 +7,9 @@ import (
 
 var fuzzSeeds = []string{
 	"length(output.items) > `0`",
+	"$.input.n > `0`",
+	"items[?v > $.input.min].v",
+	"{{ $.input['x-y'] }} == 5",
 	"read.output",
 	`"email-composer".output.answer`,
 	"{{state.x}} == billing",

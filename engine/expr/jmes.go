@@ -125,7 +125,7 @@ func (e *Expr) jmesSyntaxError(err error) *SyntaxError {
 	msg := err.Error()
 	var se jmespath.SyntaxError
 	if errors.As(err, &se) {
-		pos = se.Offset
+		pos = srcPos(se.Offset, e.dollars)
 		msg = jmesTokenName.Replace(strings.TrimPrefix(msg, "SyntaxError: "))
 	}
 	if pos < 0 {
@@ -148,7 +148,8 @@ func (e *Expr) parseJMESPath(lim Limits) (err error) {
 			err = &SyntaxError{Src: e.src, Pos: len(e.src), Msg: "invalid expression"}
 		}
 	}()
-	ast, perr := jmespath.NewParser().Parse(e.src)
+	e.jsrc, e.dollars = rewriteDollar(e.src)
+	ast, perr := jmespath.NewParser().Parse(e.jsrc)
 	if perr != nil {
 		return e.jmesSyntaxError(perr)
 	}
@@ -158,8 +159,20 @@ func (e *Expr) parseJMESPath(lim Limits) (err error) {
 		if err := e.validate(root); err != nil {
 			return err
 		}
+		if err := e.checkDollar(root); err != nil {
+			return err
+		}
 		a.walk(root, false)
+		if a.dollars < len(e.dollars) {
+			// A "$" the walk did not reach (inside a filter or a
+			// projection) reads from the root at run time: count the whole
+			// context as read.
+			a.readsRoot = true
+		}
 	} else {
+		if len(e.dollars) > 0 {
+			return &SyntaxError{Src: e.src, Pos: e.dollars[0], Msg: `"$" is not supported by this build`}
+		}
 		a.readsRoot = true
 	}
 	e.readsRoot = a.readsRoot
@@ -236,6 +249,7 @@ type jmesAnalysis struct {
 	reads     [][]string // every chain, optional ones too (EvalTraced)
 	readText  []string
 	readSeen  map[string]bool
+	dollars   int // "$" path starts consumed by addChain
 }
 
 // fieldChain returns the names of a pure field chain (a, a.b, "x-y".b).
@@ -279,6 +293,14 @@ func lead(n jnode, out []string) []string {
 }
 
 func (a *jmesAnalysis) addChain(names []string, optional bool) {
+	if names[0] == rootField {
+		// $.a.b reads a.b from the root; $ alone reads all of it.
+		a.dollars++
+		if names = names[1:]; len(names) == 0 {
+			a.readsRoot = true
+			return
+		}
+	}
 	r := Ref{Root: names[0]}
 	if len(names) > 1 {
 		r.Field = names[1]
@@ -417,9 +439,14 @@ func (e *Expr) evalJMESPath(ctx context.Context, s Scope, strict bool) (result a
 			}
 		}
 	}
-	e.dnOnce.Do(func() { e.dn, e.dcalls = compileDiag(e.src) })
+	e.dnOnce.Do(func() { e.dn, e.dcalls = compileDiag(e.jsrc, e.src) })
 	if e.dn != nil {
 		return evalBudgeted(ctx, e.src, e.dn, e.dcalls, data)
+	}
+	if len(e.dollars) > 0 {
+		// Only the budgeted evaluator knows "$" is the root; go-jmespath
+		// would read a field of that name and answer null.
+		return nil, &EvalError{Src: e.src, Msg: `"$" cannot be evaluated here`}
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -433,7 +460,7 @@ func (e *Expr) evalJMESPath(ctx context.Context, s Scope, strict bool) (result a
 	e.jpOnce.Do(func() {
 		// The source already parsed, so this cannot fail with a syntax error;
 		// it is deferred because compiling builds a function table (≈80 allocations).
-		e.jp, e.jpErr = jmespath.Compile(e.src)
+		e.jp, e.jpErr = jmespath.Compile(e.jsrc)
 	})
 	if e.jpErr != nil {
 		return nil, &EvalError{Src: e.src, Msg: e.jpErr.Error()}
@@ -474,7 +501,9 @@ func chainExists(data map[string]any, names []string) bool {
 
 // compileDiag builds the tree the budgeted evaluator walks, or nil when
 // go-jmespath's tree cannot be read (evaluation then falls back to it).
-func compileDiag(src string) (root *dnode, calls []srcCall) {
+// jsrc is what go-jmespath parses (src with "$" rewritten); the calls are
+// read from src as written, for error messages.
+func compileDiag(jsrc, src string) (root *dnode, calls []srcCall) {
 	defer func() {
 		if r := recover(); r != nil {
 			root, calls = nil, nil
@@ -483,7 +512,7 @@ func compileDiag(src string) (root *dnode, calls []srcCall) {
 	if !jast.ok {
 		return nil, nil
 	}
-	ast, err := jmespath.NewParser().Parse(src)
+	ast, err := jmespath.NewParser().Parse(jsrc)
 	if err != nil {
 		return nil, nil
 	}
@@ -502,7 +531,7 @@ func compileDiag(src string) (root *dnode, calls []srcCall) {
 // stopping when ctx ends. It gives go-jmespath's results (the compliance
 // suite checks it) with errors that name the function and argument.
 func evalBudgeted(ctx context.Context, src string, root *dnode, calls []srcCall, data any) (result any, err error) {
-	d := &diag{calls: calls, m: newMeter(ctx, budgetOf(ctx))}
+	d := &diag{calls: calls, m: newMeter(ctx, budgetOf(ctx)), root: data}
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = nil, &EvalError{Src: src, Msg: "evaluation failed"}
@@ -542,7 +571,8 @@ func Search(ctx context.Context, src string, data any) (any, error) {
 	if c, ok := searchCache.Load(src); ok {
 		ent = c.(*searchEntry)
 	} else {
-		root, calls := compileDiag(src)
+		jsrc, _ := rewriteDollar(src)
+		root, calls := compileDiag(jsrc, src)
 		if root == nil {
 			return nil, &EvalError{Src: src, Msg: "expression could not be compiled"}
 		}

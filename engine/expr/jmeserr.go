@@ -395,6 +395,7 @@ type diag struct {
 	calls []srcCall // nil when the source could not be matched to the AST
 	steps int
 	m     *meter // set when evaluating for a result: charges sizes, watches the context
+	root  any    // what "$" reads (dollar.go)
 }
 
 // take charges x, about to be put into a value being built.
@@ -514,6 +515,9 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 	case int(jmespath.ASTFunctionExpression):
 		return d.call(n, v)
 	case int(jmespath.ASTField):
+		if n.str == rootField {
+			return d.root, false, nil
+		}
 		m, ok := v.(map[string]any)
 		if ms, isScope := v.(MapScope); isScope {
 			m, ok = ms, true
@@ -912,7 +916,8 @@ func explainJMESPath(src string, data any) (msg string) {
 	if !jast.ok {
 		return ""
 	}
-	ast, err := jmespath.NewParser().Parse(src)
+	jsrc, _ := rewriteDollar(src)
+	ast, err := jmespath.NewParser().Parse(jsrc)
 	if err != nil {
 		return ""
 	}
@@ -920,7 +925,7 @@ func explainJMESPath(src string, data any) (msg string) {
 	var fns []*dnode
 	next := 0
 	numberCalls(root, &next, &fns)
-	d := &diag{calls: scanCalls(src)}
+	d := &diag{calls: scanCalls(src), root: data}
 	if len(d.calls) != len(fns) {
 		d.calls = nil
 	}

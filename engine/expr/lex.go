@@ -29,7 +29,8 @@ const (
 	tLE
 	tGT
 	tGE
-	tClose // }}
+	tClose  // }}
+	tDollar // $, the root of the context
 )
 
 type token struct {
@@ -122,6 +123,8 @@ func (l *lexer) next() (token, *SyntaxError) {
 		return one(tDot)
 	case '|':
 		return one(tPipe)
+	case '$':
+		return one(tDollar)
 	case '-':
 		return one(tMinus)
 	case '}':

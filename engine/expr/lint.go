@@ -39,7 +39,7 @@ func BareWords(e *Expr, known func(name string) bool) []BareWord {
 		if !jast.ok {
 			return nil
 		}
-		ast, err := jmespath.NewParser().Parse(e.src)
+		ast, err := jmespath.NewParser().Parse(e.jsrc)
 		if err != nil {
 			return nil
 		}

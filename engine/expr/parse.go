@@ -182,7 +182,7 @@ func (p *parser) startsOperand() bool {
 			return false
 		}
 		return true
-	case tNum, tStr, tLParen, tLBrack, tMinus:
+	case tNum, tStr, tLParen, tLBrack, tMinus, tDollar:
 		return true
 	}
 	return false
@@ -360,6 +360,8 @@ func (p *parser) parsePrimary() (node, *SyntaxError) {
 			return p.lit(nil)
 		}
 		return p.parsePath()
+	case tDollar:
+		return p.parseDollar()
 	}
 	return nil, p.unexpected("expected an operand")
 }
@@ -423,6 +425,53 @@ func (p *parser) parsePath() (node, *SyntaxError) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
+	return p.pathRest(n, start, end)
+}
+
+// parseDollar parses a path written from the root: $.a.b is a.b, $['x-y']
+// is the name x-y, and $ alone is the whole context (root "@").
+func (p *parser) parseDollar() (node, *SyntaxError) {
+	start, end := p.tok.pos, p.tok.end
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	n := &pathNode{root: "@"}
+	switch p.tok.kind {
+	case tDot:
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind != tIdent {
+			return nil, p.unexpected(`expected a name after "$."`)
+		}
+		n.root = p.tok.str
+	case tLBrack:
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind != tStr {
+			return nil, p.unexpected(`expected a quoted name after "$["`)
+		}
+		n.root = p.tok.str
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind != tRBrack {
+			return nil, p.unexpected(`expected "]"`)
+		}
+	default:
+		n.text = "$"
+		return n, nil
+	}
+	end = p.tok.end
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	return p.pathRest(n, start, end)
+}
+
+// pathRest parses the steps after a path's first name.
+func (p *parser) pathRest(n *pathNode, start, end int) (node, *SyntaxError) {
 	for {
 		switch p.tok.kind {
 		case tDot:

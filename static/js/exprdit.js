@@ -89,7 +89,9 @@
     let partial = m[3] || '';
     if (!m[2] && !m[3]) { partial = segs.pop() || ''; } // no dot: the last word is being typed
     const before = text.slice(0, m.index);
-    if (/\.$/.test(before)) return null; // inside something we cannot follow (e.g. `foo().x`)
+    // `$.` is the root of the context (`$.input.n` is `input.n`); any other
+    // dot before the path is something we cannot follow (e.g. `foo().x`).
+    if (/\.$/.test(before) && !/(^|[^\w$])\$\.$/.test(before)) return null;
     return { segments: segs, partial, start: text.length - partial.length, afterDot: !!m[2] || segs.length > 0 };
   }
 

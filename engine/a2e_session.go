@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The A2E base protocol around the chains capability: an agent opens a
+// session with handshake/req, checks it with ping, and closes it with
+// shutdown; chain/req messages run in between, several at a time, each
+// answered by its id (req_id). A Session speaks that protocol over any
+// transport: the stdio host feeds it lines, the HTTP host the bodies of
+// POST …/send, and both hand it a Send that writes one message.
+
+// Base-protocol message types and the capability this host offers.
+const (
+	TypeHandshakeReq  = "handshake/req"
+	TypeHandshakeResp = "handshake/resp"
+	TypePing          = "ping"
+	TypePong          = "pong"
+	TypeShutdown      = "shutdown"
+	CapabilityChains  = "chains"
+)
+
+// DefaultMaxParallel bounds the chain/req messages one session runs at once
+// (the handshake's max_parallel).
+const DefaultMaxParallel = 4
+
+// seenIDs bounds how many recent chain/req ids a session remembers, so a
+// resent message (the SDK's HTTP transport retries a failed send) does not
+// run twice.
+const seenIDs = 1024
+
+// HandshakeRequest is the agent's handshake/req.
+type HandshakeRequest struct {
+	Type      string   `json:"type"`
+	ID        string   `json:"id"`
+	Version   string   `json:"version"`
+	Ts        float64  `json:"ts"`
+	AgentID   string   `json:"agent_id"`
+	AgentCaps []string `json:"agent_caps"`
+	AuthToken string   `json:"auth_token"`
+}
+
+// Capability is one negotiated capability of a handshake/resp.
+type Capability struct {
+	Capability string         `json:"capability"`
+	Enabled    bool           `json:"enabled"`
+	Metadata   map[string]any `json:"metadata"`
+}
+
+// HandshakeResponse is the host's handshake/resp.
+type HandshakeResponse struct {
+	Type         string       `json:"type"`
+	ID           string       `json:"id"`
+	Version      string       `json:"version"`
+	Ts           float64      `json:"ts"`
+	ReqID        string       `json:"req_id"`
+	SessionID    string       `json:"session_id"`
+	AcceptedCaps []Capability `json:"accepted_caps"`
+	MaxParallel  int          `json:"max_parallel"`
+	OK           bool         `json:"ok"`
+	Reason       string       `json:"reason"`
+}
+
+// Pong answers a ping.
+type Pong struct {
+	Type          string  `json:"type"`
+	ID            string  `json:"id"`
+	Version       string  `json:"version"`
+	Ts            float64 `json:"ts"`
+	ReqID         string  `json:"req_id"`
+	UptimeSeconds float64 `json:"uptime_seconds"`
+}
+
+// SessionOptions configure a Session.
+type SessionOptions struct {
+	// ID is the session id (handshake/resp's session_id); a new one when empty.
+	ID string
+	// IDIssued says the agent was already given ID (the HTTP transport's
+	// POST …/session): a chain/req naming another session_id is refused
+	// from the start, not only after a handshake.
+	IDIssued bool
+	// MaxParallel bounds the chain/req messages running at once
+	// (DefaultMaxParallel when ≤ 0); Handle waits for a free slot.
+	MaxParallel int
+	Limits      Limits
+	// Run runs a decoded request's chain, sending events to sink (nil when
+	// the request is not streaming). A nil result with an error is a host
+	// failure; RunCode turns that error into chain/resp's error.
+	Run func(ctx context.Context, req *Request, c *Chain, sink EventSink) (*Result, error)
+	// Check, when set, validates a chain before it runs; issues with errors
+	// refuse it with chain_invalid (chain_cycle for a cycle), nothing run.
+	Check func(c *Chain) []Issue
+	// RunCode names a host failure (nil: host_error and the error's text).
+	RunCode func(err error) *WireError
+	// Send writes one message to the agent. The session calls it from one
+	// goroutine at a time.
+	Send func(msg any)
+}
+
+// Session is one agent's A2E session.
+type Session struct {
+	opts    SessionOptions
+	started time.Time
+	ctx     context.Context
+	cancel  context.CancelFunc
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	sendMu  sync.Mutex
+
+	mu     sync.Mutex
+	closed bool
+	issued bool // the agent knows the session id: chain/req's session_id must match
+	seen   map[string]struct{}
+	order  []string // seen ids, oldest first
+}
+
+// NewSession starts a session; its runs stop when ctx ends or Close is called.
+func NewSession(ctx context.Context, opts SessionOptions) *Session {
+	if opts.ID == "" {
+		opts.ID = NewSessionID()
+	}
+	if opts.MaxParallel <= 0 {
+		opts.MaxParallel = DefaultMaxParallel
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return &Session{opts: opts, started: time.Now(), ctx: ctx, cancel: cancel, issued: opts.IDIssued,
+		slots: make(chan struct{}, opts.MaxParallel), seen: map[string]struct{}{}}
+}
+
+// NewSessionID returns a fresh session id (32 hex digits, as the SDK's).
+func NewSessionID() string { return hexID() }
+
+func hexID() string { return strings.ReplaceAll(uuid.NewString(), "-", "") }
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.opts.ID }
+
+func (s *Session) send(msg any) {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	s.opts.Send(msg)
+}
+
+// Handle answers one message. A chain/req starts running in the background
+// once a run slot is free (Handle waits for one, or for ctx); every other
+// message is answered before Handle returns. It reports a shutdown message
+// with the time the agent gives the host to drain.
+func (s *Session) Handle(ctx context.Context, msg []byte) (shutdown bool, drain time.Duration) {
+	var env struct {
+		Type    json.RawMessage `json:"type"`
+		ID      string          `json:"id"`
+		ChainID string          `json:"chain_id"`
+		Timeout *float64        `json:"timeout"`
+	}
+	_ = json.Unmarshal(msg, &env)
+	var typ string
+	_ = json.Unmarshal(env.Type, &typ)
+	switch typ {
+	case TypeHandshakeReq:
+		resp := s.handshake(msg)
+		if resp.OK {
+			s.mu.Lock()
+			s.issued = true
+			s.mu.Unlock()
+		}
+		s.send(resp)
+	case TypePing:
+		s.send(Pong{Type: TypePong, ID: hexID(), Version: WireVersion, Ts: unixSeconds(time.Now()),
+			ReqID: env.ID, UptimeSeconds: time.Since(s.started).Seconds()})
+	case TypeShutdown:
+		drain = 10 * time.Second // the base protocol's default
+		if env.Timeout != nil && *env.Timeout >= 0 {
+			drain = time.Duration(min(*env.Timeout, 3600) * float64(time.Second))
+		}
+		return true, drain
+	default:
+		s.chainRequest(ctx, msg, env.ID, env.ChainID)
+	}
+	return false, 0
+}
+
+// handshake answers a handshake/req: the session id and, of the agent's
+// capabilities, the one this host has (chains).
+func (s *Session) handshake(msg []byte) HandshakeResponse {
+	var req HandshakeRequest
+	err := json.Unmarshal(msg, &req)
+	resp := HandshakeResponse{Type: TypeHandshakeResp, ID: hexID(), Version: WireVersion, Ts: unixSeconds(time.Now()),
+		ReqID: req.ID, SessionID: s.opts.ID, AcceptedCaps: []Capability{}, MaxParallel: s.opts.MaxParallel, OK: true}
+	switch {
+	case err != nil:
+		resp.OK, resp.Reason = false, "handshake/req does not decode: "+err.Error()
+	case req.Version != "" && req.Version != WireVersion:
+		resp.OK, resp.Reason = false, fmt.Sprintf("unsupported protocol version %q (this host speaks %q)", req.Version, WireVersion)
+	default:
+		for _, c := range req.AgentCaps {
+			if c == CapabilityChains {
+				resp.AcceptedCaps = append(resp.AcceptedCaps, Capability{Capability: CapabilityChains, Enabled: true, Metadata: map[string]any{}})
+				break
+			}
+		}
+	}
+	return resp
+}
+
+// refuse sends the chain/resp refusing a request before it ran.
+func (s *Session) refuse(reqID, chainID string, we *WireError) {
+	resp := NewResponseMessage(&Request{ID: reqID, ChainID: chainID}, nil)
+	resp.Error = we
+	s.send(resp)
+}
+
+// firstSeen records a chain/req id; false when it was seen recently.
+func (s *Session) firstSeen(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.seen[id]; dup {
+		return false
+	}
+	s.seen[id] = struct{}{}
+	s.order = append(s.order, id)
+	if len(s.order) > seenIDs {
+		delete(s.seen, s.order[0])
+		s.order = s.order[1:]
+	}
+	return true
+}
+
+func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID string) {
+	c, req, err := DecodeDocument(msg, s.opts.Limits)
+	if err == nil && req == nil {
+		err = &DecodeError{Path: "type", Msg: `not an A2E message: send handshake/req, ping, shutdown or chain/req (a chain/req has "type": "chain/req")`}
+	}
+	if err != nil {
+		s.refuse(id, chainID, &WireError{Code: CodeDecode, Message: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	issued := s.issued
+	s.mu.Unlock()
+	// Before a handshake (a bare chain/req on stdio) any session_id is the
+	// agent's own label; after it, it must be the one the host gave.
+	if issued && req.SessionID != "" && req.SessionID != s.opts.ID {
+		s.refuse(req.ID, req.ChainID, &WireError{Code: CodeDecode,
+			Message: fmt.Sprintf("session_id: %q is not this session (%q, from handshake/resp)", req.SessionID, s.opts.ID)})
+		return
+	}
+	if id != "" && !s.firstSeen(id) {
+		return // a resent message: it is running or was answered already
+	}
+	if s.opts.Check != nil {
+		if issues := s.opts.Check(c); HasErrors(issues) {
+			s.send(NewInvalidResponse(req, issues))
+			return
+		}
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		s.refuse(req.ID, req.ChainID, &WireError{Code: "host_busy",
+			Message: fmt.Sprintf("the session already runs %d chains (max_parallel); send again when one has answered", s.opts.MaxParallel)})
+		return
+	case <-s.ctx.Done():
+		s.refuse(req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.slots
+		s.refuse(req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer func() { <-s.slots; s.wg.Done() }()
+		s.run(req, c)
+	}()
+}
+
+func (s *Session) run(req *Request, c *Chain) {
+	var sink EventSink
+	if req.IsStreaming() {
+		sink = SinkFunc(func(ev Event) { s.send(NewEventMessage(req.ID, ev)) })
+	}
+	res, err := s.opts.Run(s.ctx, req, c, sink)
+	resp := NewResponseMessage(req, res)
+	if res == nil {
+		if err == nil {
+			err = fmt.Errorf("the run did not start")
+		}
+		we := &WireError{Code: "host_error", Message: err.Error()}
+		if s.opts.RunCode != nil {
+			if w := s.opts.RunCode(err); w != nil {
+				we = w
+			}
+		}
+		resp.Error = we
+	}
+	s.send(resp)
+}
+
+// Drain waits up to d for the running chains to answer, then stops the
+// rest (each still answers, cancelled) and waits for them.
+func (s *Session) Drain(d time.Duration) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	s.cancel()
+	<-done
+}
+
+// Close stops every running chain and waits for their answers.
+func (s *Session) Close() { s.Drain(0) }
