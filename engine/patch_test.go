@@ -83,4 +83,3 @@ func TestApplyPatchErrors(t *testing.T) {
 		}
 	}
 }
-
