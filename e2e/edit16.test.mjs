@@ -67,3 +67,70 @@ test('an edit to a 5,000-node chain saves a patch of one node; p95 of the round 
   assert.ok(p95 < Number(process.env.E2E_RTT5000_MAX_MS || 1000), 'p95 within the ceiling, was ' + p95.toFixed(1));
   await page.done();
 });
+
+// A skill node opens the chain it runs read-only over the canvas, with the
+// keyboard: nested skill nodes open in the same view, Back returns a level,
+// Esc returns to the editor (focus back on the button), nothing is saved
+// and the page does not navigate.
+test('a skill node opens its chain read-only in place; Back and Esc return', { timeout: 120000 }, async () => {
+  const innermost = uniq('e2e-innermost');
+  const inner = uniq('e2e-inner');
+  await api('POST', '/v1/chains', { name: innermost, nodes: [{ node_id: 'deep', kind: 'tool', name: 'echo', label: 'Deep step', position: { x: 0, y: 0 } }] });
+  await api('POST', '/v1/chains', {
+    name: inner,
+    nodes: [
+      { node_id: 'fetch', kind: 'tool', name: 'echo', label: 'Fetch', position: { x: 0, y: 0 } },
+      { node_id: 'go_deeper', kind: 'skill', name: innermost, label: 'Go deeper', position: { x: 250, y: 0 } },
+      { node_id: 'finish', kind: 'tool', name: 'echo', label: 'Finish', position: { x: 500, y: 0 } },
+    ],
+    edges: [{ source: 'fetch', target: 'go_deeper' }, { source: 'go_deeper', target: 'finish' }],
+  });
+  const outer = await api('POST', '/v1/chains', {
+    name: uniq('e2e-outer'),
+    nodes: [
+      { node_id: 'start', kind: 'tool', name: 'echo', label: 'Start', position: { x: 0, y: 0 } },
+      { node_id: 'call', kind: 'skill', name: inner, label: 'Call inner', position: { x: 250, y: 0 } },
+    ],
+    edges: [{ source: 'start', target: 'call' }],
+  });
+  const page = await open('/chains/' + outer.id);
+  await page.waitForSelector('#editor[data-ready="1"]');
+  const url = page.url();
+  await clickNode(page, 'call');
+  const btn = page.locator('.props[data-id="call"] [data-open-subchain]');
+  await btn.waitFor();
+  await btn.focus();
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((n) => document.getElementById('editor').dataset.subchain === n, inner);
+  assert.equal(await page.textContent('#subchain-title'), `Chain “${inner}”`);
+  const shown = await page.evaluate(() => ({ nodes: window.__subchain.cy.nodes().map((n) => n.id()).sort(), grab: window.__subchain.cy.autoungrabify() }));
+  assert.deepEqual(shown.nodes, ['fetch', 'finish', 'go_deeper'], 'the inner chain is drawn');
+  assert.equal(shown.grab, true, 'nodes cannot be dragged: read-only');
+  assert.ok(await page.isVisible('#subchain-dialog .subchain-badge'), 'says read-only');
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(SHOTS, 'subchain-open.png') });
+  // the skill node inside opens its own chain, by keyboard
+  await page.focus('#subchain-skills [data-skill]');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((n) => document.getElementById('editor').dataset.subchain === n, innermost);
+  assert.deepEqual(await page.evaluate(() => window.__subchain.cy.nodes().map((n) => n.id())), ['deep']);
+  assert.match(await page.textContent('#subchain-path'), /node go_deeper › /);
+  await page.screenshot({ path: join(SHOTS, 'subchain-nested.png') });
+  // Back returns one level
+  await page.click('#subchain-back');
+  await page.waitForFunction((n) => document.getElementById('editor').dataset.subchain === n, inner);
+  assert.ok(await page.isHidden('#subchain-back'), 'no Back at the first level');
+  // Esc returns to the editor, focus on the button that opened it
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => !document.getElementById('subchain-dialog').open);
+  assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.hasAttribute('data-open-subchain')), true, 'focus returns to Open chain');
+  assert.equal(page.url(), url, 'never navigated');
+  assert.equal(await page.evaluate(() => window.__studio.version), 1, 'nothing saved');
+  // a skill node whose chain is gone says so in the view
+  await page.evaluate(() => window.__studio.edit(() => { window.__studio.doc.nodes.find((n) => n.node_id === 'call').name = 'no-such-chain-e2e'; }));
+  await btn.click();
+  await page.waitForFunction(() => document.getElementById('editor').dataset.subchain === 'error');
+  assert.match(await page.textContent('#subchain-msg'), /Cannot open “no-such-chain-e2e”: no saved chain is named "no-such-chain-e2e"/);
+  await page.keyboard.press('Escape');
+  await page.done();
+});
