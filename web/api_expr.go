@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chaintest"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
@@ -40,6 +41,7 @@ var exprBudget = expr.Budget{MaxElements: 200_000, MaxBytes: 4 << 20}
 // exprRunData is what a run recorded that expressions can read.
 type exprRunData struct {
 	runID   string
+	test    string // set when the data is a chain test's in-memory run (no run yet)
 	status  engine.RunStatus
 	input   map[string]any
 	outputs map[string]any // node id → output, for the nodes that produced one
@@ -111,6 +113,45 @@ func (s *Server) lastRunData(ctx context.Context, chainID, runID string) (*exprR
 		s.exprRuns.put(d)
 	}
 	return d, nil
+}
+
+// exprTestRunTimeout bounds the in-memory run of a chain test a preview
+// reads when the chain never ran (mocks stand in for anything outside).
+const exprTestRunTimeout = 2 * time.Second
+
+// exprData is the latest run's data, or, when the chain never ran, the data
+// of its first test's in-memory run (its input and mocks, issue #16), or nil.
+// A test's data is kept like a finished run's, by chain version.
+func (s *Server) exprData(ctx context.Context, ch *store.Chain, runID string) (*exprRunData, error) {
+	d, err := s.lastRunData(ctx, ch.ID, runID)
+	if d != nil || err != nil || runID != "" || len(ch.Doc.Tests) == 0 {
+		return d, err
+	}
+	key := fmt.Sprintf("test:%s:v%d", ch.ID, ch.Version)
+	if d := s.exprRuns.get(key); d != nil {
+		return d, nil
+	}
+	tr, err := chaintest.RunTrace(ctx, ch.Doc, chaintest.Options{Registry: s.reg, Limits: s.cfg.Limits, Timeout: exprTestRunTimeout}, 0)
+	if err != nil {
+		// no data to show is the preview's ordinary "not run yet" case
+		return nil, nil //nolint:nilerr
+	}
+	d = &exprRunData{runID: key, test: tr.Test, status: tr.Status, input: tr.Input, outputs: tr.Outputs}
+	s.exprRuns.put(d)
+	return d, nil
+}
+
+// describeData fills a context or preview answer's run_id / test / note.
+func describeData(out map[string]any, d *exprRunData) {
+	switch {
+	case d == nil:
+		out["note"] = "the chain has not run yet: names read null"
+	case d.test != "":
+		out["test"] = d.test
+		out["note"] = fmt.Sprintf("the chain has not run yet: names read what its test %q gives (its input and mocks, run in memory)", d.test)
+	default:
+		out["run_id"] = d.runID
+	}
 }
 
 // exprTarget reads which field is meant: node (or edge) and field.
@@ -317,7 +358,7 @@ func (s *Server) exprContext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.lastRunData(ctx, ch.ID, t.RunID)
+	d, err := s.exprData(ctx, ch, t.RunID)
 	if err != nil {
 		return err
 	}
@@ -330,8 +371,8 @@ func (s *Server) exprContext(c echo.Context) error {
 		"functions": expr.Functions(), "run_id": "",
 	}
 	shapes := map[string]*Shape{}
+	describeData(out, d)
 	if d != nil {
-		out["run_id"] = d.runID
 		budget := exprShapeNodes
 		sc := newExprScope(f, d)
 		for _, n := range []string{"output", "input", "trigger"} {
@@ -386,16 +427,12 @@ func (s *Server) exprPreview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.lastRunData(ctx, ch.ID, req.RunID)
+	d, err := s.exprData(ctx, ch, req.RunID)
 	if err != nil {
 		return err
 	}
 	out := map[string]any{"run_id": ""}
-	if d != nil {
-		out["run_id"] = d.runID
-	} else {
-		out["note"] = "the chain has not run yet: names read null"
-	}
+	describeData(out, d)
 	// The expression's own faults are the preview's answer, not a bad
 	// request: 200 with "error", as the field's check shows them.
 	e, err := expr.Parse(req.Expr)
