@@ -389,8 +389,114 @@ func (s *Server) exprContext(c echo.Context) error {
 			}
 		}
 	}
+	out["schema_shapes"] = s.schemaShapes(ch.Doc, f, shapes)
 	out["shapes"] = shapes
 	return c.JSON(http.StatusOK, out)
+}
+
+// schemaShapes fills in, from the tools' declared output schemas, the
+// shapes no run gave (the chain never ran, or the run did not reach the
+// node), so a field completes `fetch.output.` before the first run
+// (issue #16). It returns the names it filled.
+func (s *Server) schemaShapes(c *engine.Chain, f *engine.ExprField, shapes map[string]*Shape) []string {
+	filled := []string{}
+	budget := exprShapeNodes
+	for _, sh := range shapes {
+		budget -= shapeSize(sh)
+	}
+	schemaOf := func(id string) map[string]any {
+		for i := range c.Nodes {
+			if n := &c.Nodes[i]; n.ID == id && n.Kind == engine.KindTool {
+				sc, _ := s.reg.OutputSchema(n.Name)
+				return sc
+			}
+		}
+		return nil
+	}
+	if _, ok := shapes["output"]; !ok && contains(f.Names, "output") && len(f.From) == 1 {
+		if sc := schemaOf(f.From[0]); sc != nil {
+			shapes["output"] = shapeOfSchema(sc, exprShapeDepth, &budget)
+			filled = append(filled, "output")
+		}
+	}
+	for i, id := range f.Upstream {
+		if i >= exprShapeUp || budget <= 0 {
+			break
+		}
+		if _, ok := shapes[id]; ok {
+			continue
+		}
+		if sc := schemaOf(id); sc != nil {
+			shapes[id] = &Shape{Type: "object", Keys: map[string]*Shape{"output": shapeOfSchema(sc, exprShapeDepth, &budget)}}
+			filled = append(filled, id)
+		}
+	}
+	return filled
+}
+
+func shapeSize(sh *Shape) int {
+	if sh == nil {
+		return 0
+	}
+	n := 1 + shapeSize(sh.Elem)
+	for _, k := range sh.Keys {
+		n += shapeSize(k)
+	}
+	return n
+}
+
+// shapeOfSchema is shapeOf for a JSON Schema: its type, properties and
+// items, as deep and as many as shapeOf would list.
+func shapeOfSchema(sc map[string]any, depth int, budget *int) *Shape {
+	*budget--
+	sh := &Shape{Type: schemaType(sc)}
+	if depth <= 0 {
+		return sh
+	}
+	if props, ok := sc["properties"].(map[string]any); ok {
+		if sh.Type == "" {
+			sh.Type = "object"
+		}
+		sh.Keys = map[string]*Shape{}
+		for k, v := range props {
+			if len(sh.Keys) >= exprShapeKeys || *budget <= 0 {
+				sh.More = true
+				break
+			}
+			sub, _ := v.(map[string]any)
+			sh.Keys[k] = shapeOfSchema(sub, depth-1, budget)
+		}
+	}
+	if items, ok := sc["items"].(map[string]any); ok && *budget > 0 {
+		if sh.Type == "" {
+			sh.Type = "array"
+		}
+		sh.Elem = shapeOfSchema(items, depth-1, budget)
+	}
+	return sh
+}
+
+// schemaType is a schema's JSON type ("integer" is a number; of a list of
+// types, the first that is not null); "" when it says none.
+func schemaType(sc map[string]any) string {
+	t := sc["type"]
+	if l, ok := t.([]any); ok {
+		t = nil
+		for _, x := range l {
+			if x != "null" {
+				t = x
+				break
+			}
+		}
+	}
+	switch t {
+	case "integer":
+		return "number"
+	case nil:
+		return ""
+	}
+	str, _ := t.(string)
+	return str
 }
 
 // exprPreviewRequest is the body of POST /v1/chains/{id}/expr/preview.

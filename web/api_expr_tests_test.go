@@ -43,3 +43,38 @@ func TestExprPreviewReadsATestWithoutARun(t *testing.T) {
 		t.Errorf("after a run = %v", m)
 	}
 }
+
+// Without a run (or a test), a tool's declared output schema gives the
+// shapes that complete `fetch.output.` and `output.` (issue #16).
+func TestExprContextShapesFromToolSchemas(t *testing.T) {
+	t.Parallel()
+	reg := testRegistry()
+	reg.SetOutputSchema("http", map[string]any{"type": "object", "properties": map[string]any{
+		"status": map[string]any{"type": "integer"}, "body": map[string]any{"type": "any"},
+		"items": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{"sku": map[string]any{"type": "string"}}}}}})
+	_, srv := newTestServerWith(t, Config{}, reg)
+	id := createChain(t, srv, `{"name":"expr-schema","nodes":[
+	{"node_id":"fetch","kind":"tool","name":"http","input":{"url":"http://127.0.0.1:9/"}},
+	{"node_id":"route","kind":"branch","condition":"output.status == `+"`200`"+`"}],
+	"edges":[{"source":"fetch","target":"route"}]}`)
+	r := do(t, srv, "GET", "/v1/chains/"+id+"/expr/context?node=route&field=condition", nil)
+	wantStatus(t, r, 200)
+	m := r.json(t)
+	sh := m["shapes"].(map[string]any)
+	fetch, _ := sh["fetch"].(map[string]any)
+	if fetch == nil {
+		t.Fatalf("no shape for fetch: %s", r.body)
+	}
+	out := fetch["keys"].(map[string]any)["output"].(map[string]any)["keys"].(map[string]any)
+	if out["status"].(map[string]any)["type"] != "number" || out["items"].(map[string]any)["elem"].(map[string]any)["keys"].(map[string]any)["sku"] == nil {
+		t.Errorf("fetch.output shape = %v", out)
+	}
+	if got := m["schema_shapes"].([]any); len(got) != 1 || got[0] != "fetch" {
+		t.Errorf("schema_shapes = %v", got)
+	}
+	r = do(t, srv, "GET", "/v1/chains/"+id+"/expr/context?node=fetch&field=set_state.k", nil)
+	m = r.json(t)
+	if o, _ := m["shapes"].(map[string]any)["output"].(map[string]any); o == nil || o["keys"].(map[string]any)["status"] == nil {
+		t.Errorf("fetch's own output = %s", r.body)
+	}
+}
