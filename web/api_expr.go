@@ -42,6 +42,7 @@ var exprBudget = expr.Budget{MaxElements: 200_000, MaxBytes: 4 << 20}
 type exprRunData struct {
 	runID   string
 	test    string // set when the data is a chain test's in-memory run (no run yet)
+	version int    // the chain version that test ran on
 	status  engine.RunStatus
 	input   map[string]any
 	outputs map[string]any // node id → output, for the nodes that produced one
@@ -69,6 +70,12 @@ func (c *exprRunCache) get(id string) *exprRunData {
 func (c *exprRunCache) put(d *exprRunData) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for i, o := range c.runs {
+		if o.runID == d.runID { // a chain's test data: the newer replaces it
+			c.runs = append(c.runs[:i:i], c.runs[i+1:]...)
+			break
+		}
+	}
 	c.runs = append(c.runs, d)
 	if len(c.runs) > exprRunsCached {
 		c.runs = c.runs[len(c.runs)-exprRunsCached:]
@@ -121,24 +128,82 @@ const exprTestRunTimeout = 2 * time.Second
 
 // exprData is the latest run's data, or, when the chain never ran, the data
 // of its first test's in-memory run (its input and mocks, issue #16), or nil.
-// A test's data is kept like a finished run's, by chain version.
-func (s *Server) exprData(ctx context.Context, ch *store.Chain, runID string) (*exprRunData, error) {
+// A test's data is kept per chain, with the version it ran on: while an
+// expression is being typed the saved version often does not validate (a
+// half-written expression), and the engine runs no invalid chain, so the
+// last version whose test ran is what the preview reads meanwhile.
+//
+// A preview passes the expression being typed (typed, src): the test runs on
+// the chain with that expression in its field, as it will be once saved.
+func (s *Server) exprData(ctx context.Context, ch *store.Chain, runID string, typed *exprTarget, src string) (*exprRunData, error) {
 	d, err := s.lastRunData(ctx, ch.ID, runID)
 	if d != nil || err != nil || runID != "" || len(ch.Doc.Tests) == 0 {
 		return d, err
 	}
-	key := fmt.Sprintf("test:%s:v%d", ch.ID, ch.Version)
-	if d := s.exprRuns.get(key); d != nil {
-		return d, nil
+	key := "test:" + ch.ID
+	last := s.exprRuns.get(key)
+	if last != nil && last.version == ch.Version {
+		return last, nil
 	}
-	tr, err := chaintest.RunTrace(ctx, ch.Doc, chaintest.Options{Registry: s.reg, Limits: s.cfg.Limits, Timeout: exprTestRunTimeout}, 0)
+	doc := ch.Doc
+	if typed != nil {
+		doc = withExpr(doc, *typed, src)
+	}
+	tr, err := chaintest.RunTrace(ctx, doc, chaintest.Options{Registry: s.reg, Limits: s.cfg.Limits, Timeout: exprTestRunTimeout}, 0)
 	if err != nil {
-		// no data to show is the preview's ordinary "not run yet" case
-		return nil, nil //nolint:nilerr
+		return last, nil //nolint:nilerr // no data (or older data) is the preview's "not run yet" case
 	}
-	d = &exprRunData{runID: key, test: tr.Test, status: tr.Status, input: tr.Input, outputs: tr.Outputs}
+	d = &exprRunData{runID: key, test: tr.Test, version: ch.Version, status: tr.Status, input: tr.Input, outputs: tr.Outputs}
 	s.exprRuns.put(d)
 	return d, nil
+}
+
+// withExpr is c with src in the expression field t names (a copy: c's
+// own nodes, edges and maps are left as they are).
+func withExpr(c *engine.Chain, t exprTarget, src string) *engine.Chain {
+	out := *c
+	if t.Edge != "" {
+		out.Edges = append([]engine.Edge(nil), c.Edges...)
+		for i := range out.Edges {
+			if e := &out.Edges[i]; (e.ID == t.Edge || e.Source+"->"+e.Target == t.Edge) && t.Field == "condition" {
+				e.Condition = src
+			}
+		}
+		return &out
+	}
+	out.Nodes = append([]engine.Node(nil), c.Nodes...)
+	for i := range out.Nodes {
+		n := &out.Nodes[i]
+		if n.ID != t.Node {
+			continue
+		}
+		var k int
+		switch {
+		case t.Field == "condition":
+			n.Condition = src
+		case t.Field == "items_path":
+			n.ItemsPath = src
+		case strings.HasPrefix(t.Field, "input_map."):
+			n.InputMap = withKey(n.InputMap, strings.TrimPrefix(t.Field, "input_map."), src)
+		case strings.HasPrefix(t.Field, "set_state."):
+			n.SetState = withKey(n.SetState, strings.TrimPrefix(t.Field, "set_state."), src)
+		default:
+			if _, err := fmt.Sscanf(t.Field, "cases[%d].when", &k); err == nil && k >= 0 && k < len(n.Cases) {
+				n.Cases = append([]engine.Case(nil), n.Cases...)
+				n.Cases[k].When = src
+			}
+		}
+	}
+	return &out
+}
+
+func withKey(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
 }
 
 // describeData fills a context or preview answer's run_id / test / note.
@@ -358,7 +423,7 @@ func (s *Server) exprContext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.exprData(ctx, ch, t.RunID)
+	d, err := s.exprData(ctx, ch, t.RunID, nil, "")
 	if err != nil {
 		return err
 	}
@@ -533,7 +598,7 @@ func (s *Server) exprPreview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.exprData(ctx, ch, req.RunID)
+	d, err := s.exprData(ctx, ch, req.RunID, &req.exprTarget, req.Expr)
 	if err != nil {
 		return err
 	}

@@ -78,3 +78,20 @@ func TestExprContextShapesFromToolSchemas(t *testing.T) {
 		t.Errorf("fetch's own output = %s", r.body)
 	}
 }
+
+// While the field is half-typed the saved chain does not validate; the test
+// runs with the expression as typed, so the preview still has its data.
+func TestExprPreviewTestRunsWithTheTypedExpression(t *testing.T) {
+	t.Parallel()
+	_, srv := newTestServer(t)
+	id := createChain(t, srv, `{"name":"expr-typed","nodes":[
+	{"node_id":"fetch","kind":"tool","name":"http","input":{"url":"http://127.0.0.1:9/"}},
+	{"node_id":"route","kind":"branch","condition":"fetch.output."},
+	{"node_id":"hi","kind":"tool","name":"echo"},{"node_id":"lo","kind":"tool","name":"echo"}],
+	"edges":[{"source":"fetch","target":"route"},{"source":"route","target":"hi","label":"true"},{"source":"route","target":"lo","label":"false"}],
+	"tests":[{"name":"t","mocks":{"fetch":{"status":200,"headers":{},"body":{"title":"Hello"}}},"assert":{}}]}`)
+	r := do(t, srv, "POST", "/v1/chains/"+id+"/expr/preview", map[string]any{"node": "route", "field": "condition", "expr": "fetch.output.body.title"})
+	if m := r.json(t); m["value"] != `"Hello"` || m["test"] != "t" {
+		t.Errorf("preview = %v", m)
+	}
+}
