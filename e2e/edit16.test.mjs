@@ -134,3 +134,52 @@ test('a skill node opens its chain read-only in place; Back and Esc return', { t
   await page.keyboard.press('Escape');
   await page.done();
 });
+
+// Before the first run: the preview reads the chain's test (its mocks), and
+// an upstream tool's fields complete from its output schema.
+test('no run yet: the expression preview reads a test\'s mocks; fields complete from a tool\'s schema', { timeout: 120000 }, async () => {
+  const ch = await api('POST', '/v1/chains', {
+    name: uniq('e2e-edit16-expr'),
+    nodes: [
+      { node_id: 'fetch', kind: 'tool', name: 'http', input: { url: 'http://127.0.0.1:9/' }, position: { x: 0, y: 0 } },
+      { node_id: 'route', kind: 'branch', condition: 'output.status == `200`', position: { x: 250, y: 0 } },
+      { node_id: 'ok', kind: 'tool', name: 'echo', position: { x: 500, y: -60 } },
+      { node_id: 'bad', kind: 'tool', name: 'echo', position: { x: 500, y: 60 } },
+    ],
+    edges: [{ source: 'fetch', target: 'route' }, { source: 'route', target: 'ok', label: 'true' }, { source: 'route', target: 'bad', label: 'false' }],
+  });
+  const page = await open('/chains/' + ch.id);
+  await page.waitForSelector('#editor[data-ready="1"]');
+  await clickNode(page, 'route');
+  const cond = '.props[data-id="route"] input.expr[data-f="condition"]';
+  await page.waitForSelector(cond);
+  // no run, no test: fetch's fields come from the http tool's schema
+  await page.focus(cond);
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.type('fetch.output.', { delay: 15 });
+  await page.waitForFunction(() => [...document.querySelectorAll('.exprdit-list:not([hidden]) [role=option] .exprdit-label')].some((x) => x.textContent === 'status'));
+  const opts = await page.$$eval('.exprdit-list:not([hidden]) [role=option]', (xs) => xs.map((x) => x.textContent));
+  assert.ok(opts.some((o) => /status.*number.*tool schema/.test(o)), 'status from the tool schema: ' + opts.join(' | '));
+  await page.screenshot({ path: join(SHOTS, 'expr-schema.png') });
+  await page.keyboard.press('Escape');
+  // a test with mocks: the preview evaluates against it
+  await api('PUT', '/v1/chains/' + ch.id + '?version=' + (await page.evaluate(() => window.__studio.version)), {
+    ...(await api('GET', '/v1/chains/' + ch.id)).doc,
+    tests: [{ name: 'page found', mocks: { fetch: { status: 200, headers: {}, body: { title: 'Hello' } } }, assert: { status: 'completed' } }],
+  });
+  await page.reload();
+  await page.waitForSelector('#editor[data-ready="1"]');
+  await clickNode(page, 'route');
+  await page.waitForSelector(cond);
+  await page.focus(cond);
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.type('fetch.output.body.title', { delay: 15 });
+  await page.waitForFunction((s) => (document.querySelector(s).parentElement.querySelector('.exprdit-preview') || {}).textContent?.includes('"Hello"'), cond, { timeout: 10000 });
+  const pv = await page.$eval(cond, (inp) => inp.parentElement.querySelector('.exprdit-preview').textContent);
+  assert.match(pv, /test “page found” \(no run yet\)/);
+  await page.screenshot({ path: join(SHOTS, 'expr-test-preview.png') });
+  await page.keyboard.press('Escape');
+  await page.done();
+});
