@@ -191,17 +191,8 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 	}
 	c.Edges = make([]Edge, 0, len(f.Edges))
 	for i, raw := range f.Edges {
-		var e Edge
-		path := fmt.Sprintf("edges[%d]", i)
-		if err := strictUnmarshalAt(path, raw, &e); err != nil {
-			return nil, err
-		}
-		if e.ID != "" {
-			path += fmt.Sprintf(" %q", truncate(e.ID, 64))
-		} else {
-			path += fmt.Sprintf(" %q -> %q", truncate(e.Source, 64), truncate(e.Target, 64))
-		}
-		if err := checkEdgeFields(&e, path, lim); err != nil {
+		e, err := decodeEdge("edges", i, raw, lim)
+		if err != nil {
 			return nil, err
 		}
 		c.Edges = append(c.Edges, e)
@@ -238,19 +229,8 @@ func decodeNodes(raws []json.RawMessage, lim Limits) ([]Node, error) {
 	nodes := make([]Node, 0, len(raws))
 	seen := make(map[string]int, len(raws))
 	for i, raw := range raws {
-		path := fmt.Sprintf("nodes[%d]", i)
-		var id struct {
-			ID any `json:"node_id"`
-		}
-		_ = json.Unmarshal(raw, &id) // only to name the node in errors
-		if s, ok := id.ID.(string); ok && s != "" {
-			path += fmt.Sprintf(" %q", truncate(s, 64))
-		}
-		var n Node
-		if err := strictUnmarshalAt(path, raw, &n); err != nil {
-			return nil, err
-		}
-		if err := checkNodeFields(&n, path, lim); err != nil {
+		n, path, err := decodeNode("nodes", i, raw, lim)
+		if err != nil {
 			return nil, err
 		}
 		if j, dup := seen[n.ID]; dup {
@@ -260,6 +240,45 @@ func decodeNodes(raws []json.RawMessage, lim Limits) ([]Node, error) {
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
+}
+
+// decodeNode strictly decodes list[i], one node, and checks its fields; the
+// path it returns names the node for later errors.
+func decodeNode(list string, i int, raw json.RawMessage, lim Limits) (Node, string, error) {
+	path := fmt.Sprintf("%s[%d]", list, i)
+	var id struct {
+		ID any `json:"node_id"`
+	}
+	_ = json.Unmarshal(raw, &id) // only to name the node in errors
+	if s, ok := id.ID.(string); ok && s != "" {
+		path += fmt.Sprintf(" %q", truncate(s, 64))
+	}
+	var n Node
+	if err := strictUnmarshalAt(path, raw, &n); err != nil {
+		return Node{}, path, err
+	}
+	if err := checkNodeFields(&n, path, lim); err != nil {
+		return Node{}, path, err
+	}
+	return n, path, nil
+}
+
+// decodeEdge strictly decodes list[i], one edge, and checks its fields.
+func decodeEdge(list string, i int, raw json.RawMessage, lim Limits) (Edge, error) {
+	var e Edge
+	path := fmt.Sprintf("%s[%d]", list, i)
+	if err := strictUnmarshalAt(path, raw, &e); err != nil {
+		return Edge{}, err
+	}
+	if e.ID != "" {
+		path += fmt.Sprintf(" %q", truncate(e.ID, 64))
+	} else {
+		path += fmt.Sprintf(" %q -> %q", truncate(e.Source, 64), truncate(e.Target, 64))
+	}
+	if err := checkEdgeFields(&e, path, lim); err != nil {
+		return Edge{}, err
+	}
+	return e, nil
 }
 
 func checkNodeFields(n *Node, path string, lim Limits) error {

@@ -454,7 +454,7 @@ func EditorPage(ch *store.Chain, issues []engine.Issue) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Layout(ch.Name, "editor", []string{"vendor/graph.js", "js/canvas.js", "js/layout.js", "js/editor.js", "js/forms.js", "js/navigate.js", "js/notes.js", "js/panels.js", "js/runnode.js", "js/tests.js", "js/exprdit.js", "js/extract.js", "js/triggers.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Layout(ch.Name, "editor", []string{"vendor/graph.js", "js/canvas.js", "js/layout.js", "js/editor.js", "js/forms.js", "js/navigate.js", "js/notes.js", "js/panels.js", "js/runnode.js", "js/tests.js", "js/exprdit.js", "js/extract.js", "js/triggers.js", "js/subchain.js"}).Render(templ.WithChildren(ctx, templ_7745c5c3_Var2), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -266,14 +266,9 @@ func (s *Server) updateChain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	base, err := ifMatch(c)
+	base, err := baseVersion(c)
 	if err != nil {
 		return err
-	}
-	if base == 0 && c.QueryParam("version") != "" {
-		if base, err = intParam("version", c.QueryParam("version"), 0, 1, 1<<30); err != nil {
-			return err
-		}
 	}
 	message := c.QueryParam("message")
 	// The wrapped form carries the version beside the document.
@@ -296,13 +291,36 @@ func (s *Server) updateChain(c echo.Context) error {
 		return err
 	}
 	if base == 0 {
-		// Tell 404 from 428 so the caller knows what to fix.
-		if _, err := s.db.GetChain(c.Request().Context(), id); err != nil {
-			return storeErr(err, fmt.Sprintf("chain %q", id))
-		}
-		return apiError(EPRECONDITION, "precondition_required",
-			`updating a chain needs the version the edit started from: send If-Match: "v<version>" (the ETag of GET), ?version=<n>, or {"version": n, "doc": {...}}`, nil)
+		return s.needBase(c, id, `, ?version=<n>, or {"version": n, "doc": {...}}`)
 	}
+	return s.saveAndAnswer(c, id, base, doc, message)
+}
+
+// baseVersion reads the version an update starts from: If-Match, else
+// ?version; 0 when neither is given.
+func baseVersion(c echo.Context) (int, error) {
+	if n, err := ifMatch(c); err != nil || n != 0 {
+		return n, err
+	}
+	if c.QueryParam("version") != "" {
+		return intParam("version", c.QueryParam("version"), 0, 1, 1<<30)
+	}
+	return 0, nil
+}
+
+// needBase answers an update without a base version: 404 when the chain
+// does not exist, else 428, so the caller knows what to fix.
+func (s *Server) needBase(c echo.Context, id, forms string) error {
+	if _, err := s.db.GetChain(c.Request().Context(), id); err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", id))
+	}
+	return apiError(EPRECONDITION, "precondition_required",
+		`updating a chain needs the version the edit started from: send If-Match: "v<version>" (the ETag of GET)`+forms, nil)
+}
+
+// saveAndAnswer stores doc as the version after base and answers with the
+// chain and its issues.
+func (s *Server) saveAndAnswer(c echo.Context, id string, base int, doc *engine.Chain, message string) error {
 	if err := checkName(doc.Name); err != nil {
 		return err
 	}
@@ -610,4 +628,50 @@ func (s *Server) validateDocument(c echo.Context) error {
 		format = "a2e"
 	}
 	return c.JSON(http.StatusOK, map[string]any{"issues": issues, "valid": !engine.HasErrors(issues), "format": format})
+}
+
+// patchedDoc applies patch (engine.Patch) to version base of chain id, which
+// must be its current version: a patch names changes to one version, so on
+// any other it is a *store.VersionConflictError before it is read. The store
+// checks the version again when the result is saved.
+func (s *Server) patchedDoc(ctx context.Context, id string, base int, patch []byte) (*engine.Chain, error) {
+	ch, err := s.db.GetChain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if ch.Version != base {
+		return nil, &store.VersionConflictError{ChainID: id, Base: base, Current: ch.Version}
+	}
+	// GetChain's document is the caller's own copy, so it is patched in place.
+	if err := engine.ApplyPatch(ch.Doc, patch, s.cfg.Limits); err != nil {
+		return nil, err
+	}
+	return ch.Doc, nil
+}
+
+// PATCH /v1/chains/{id}: an engine.Patch (only the changed nodes and edges)
+// applied to the version If-Match names, saved as the next version.
+func (s *Server) patchChain(c echo.Context) error {
+	id := c.Param("id")
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	base, err := baseVersion(c)
+	if err != nil {
+		return err
+	}
+	if base == 0 {
+		return s.needBase(c, id, " or ?version=<n>")
+	}
+	doc, err := s.patchedDoc(c.Request().Context(), id, base, body)
+	var de *engine.DecodeError
+	switch {
+	case errors.As(err, &de):
+		return apiError(EBADREQUEST, engine.CodeDecode, "the patch does not apply: "+de.Error(),
+			map[string]any{"path": de.Path, "message": de.Msg})
+	case err != nil:
+		return storeErr(err, fmt.Sprintf("chain %q", id))
+	}
+	return s.saveAndAnswer(c, id, base, doc, c.QueryParam("message"))
 }

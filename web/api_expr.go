@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chaintest"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
@@ -40,6 +41,8 @@ var exprBudget = expr.Budget{MaxElements: 200_000, MaxBytes: 4 << 20}
 // exprRunData is what a run recorded that expressions can read.
 type exprRunData struct {
 	runID   string
+	test    string // set when the data is a chain test's in-memory run (no run yet)
+	version int    // the chain version that test ran on
 	status  engine.RunStatus
 	input   map[string]any
 	outputs map[string]any // node id → output, for the nodes that produced one
@@ -67,6 +70,12 @@ func (c *exprRunCache) get(id string) *exprRunData {
 func (c *exprRunCache) put(d *exprRunData) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for i, o := range c.runs {
+		if o.runID == d.runID { // a chain's test data: the newer replaces it
+			c.runs = append(c.runs[:i:i], c.runs[i+1:]...)
+			break
+		}
+	}
 	c.runs = append(c.runs, d)
 	if len(c.runs) > exprRunsCached {
 		c.runs = c.runs[len(c.runs)-exprRunsCached:]
@@ -111,6 +120,103 @@ func (s *Server) lastRunData(ctx context.Context, chainID, runID string) (*exprR
 		s.exprRuns.put(d)
 	}
 	return d, nil
+}
+
+// exprTestRunTimeout bounds the in-memory run of a chain test a preview
+// reads when the chain never ran (mocks stand in for anything outside).
+const exprTestRunTimeout = 2 * time.Second
+
+// exprData is the latest run's data, or, when the chain never ran, the data
+// of its first test's in-memory run (its input and mocks, issue #16), or nil.
+// A test's data is kept per chain, with the version it ran on: while an
+// expression is being typed the saved version often does not validate (a
+// half-written expression), and the engine runs no invalid chain, so the
+// last version whose test ran is what the preview reads meanwhile.
+//
+// A preview passes the expression being typed (typed, src): the test runs on
+// the chain with that expression in its field, as it will be once saved.
+func (s *Server) exprData(ctx context.Context, ch *store.Chain, runID string, typed *exprTarget, src string) (*exprRunData, error) {
+	d, err := s.lastRunData(ctx, ch.ID, runID)
+	if d != nil || err != nil || runID != "" || len(ch.Doc.Tests) == 0 {
+		return d, err
+	}
+	key := "test:" + ch.ID
+	last := s.exprRuns.get(key)
+	if last != nil && last.version == ch.Version {
+		return last, nil
+	}
+	doc := ch.Doc
+	if typed != nil {
+		doc = withExpr(doc, *typed, src)
+	}
+	tr, err := chaintest.RunTrace(ctx, doc, chaintest.Options{Registry: s.reg, Limits: s.cfg.Limits, Timeout: exprTestRunTimeout}, 0)
+	if err != nil {
+		return last, nil //nolint:nilerr // no data (or older data) is the preview's "not run yet" case
+	}
+	d = &exprRunData{runID: key, test: tr.Test, version: ch.Version, status: tr.Status, input: tr.Input, outputs: tr.Outputs}
+	s.exprRuns.put(d)
+	return d, nil
+}
+
+// withExpr is c with src in the expression field t names (a copy: c's
+// own nodes, edges and maps are left as they are).
+func withExpr(c *engine.Chain, t exprTarget, src string) *engine.Chain {
+	out := *c
+	if t.Edge != "" {
+		out.Edges = append([]engine.Edge(nil), c.Edges...)
+		for i := range out.Edges {
+			if e := &out.Edges[i]; (e.ID == t.Edge || e.Source+"->"+e.Target == t.Edge) && t.Field == "condition" {
+				e.Condition = src
+			}
+		}
+		return &out
+	}
+	out.Nodes = append([]engine.Node(nil), c.Nodes...)
+	for i := range out.Nodes {
+		n := &out.Nodes[i]
+		if n.ID != t.Node {
+			continue
+		}
+		var k int
+		switch {
+		case t.Field == "condition":
+			n.Condition = src
+		case t.Field == "items_path":
+			n.ItemsPath = src
+		case strings.HasPrefix(t.Field, "input_map."):
+			n.InputMap = withKey(n.InputMap, strings.TrimPrefix(t.Field, "input_map."), src)
+		case strings.HasPrefix(t.Field, "set_state."):
+			n.SetState = withKey(n.SetState, strings.TrimPrefix(t.Field, "set_state."), src)
+		default:
+			if _, err := fmt.Sscanf(t.Field, "cases[%d].when", &k); err == nil && k >= 0 && k < len(n.Cases) {
+				n.Cases = append([]engine.Case(nil), n.Cases...)
+				n.Cases[k].When = src
+			}
+		}
+	}
+	return &out
+}
+
+func withKey(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}
+
+// describeData fills a context or preview answer's run_id / test / note.
+func describeData(out map[string]any, d *exprRunData) {
+	switch {
+	case d == nil:
+		out["note"] = "the chain has not run yet: names read null"
+	case d.test != "":
+		out["test"] = d.test
+		out["note"] = fmt.Sprintf("the chain has not run yet: names read what its test %q gives (its input and mocks, run in memory)", d.test)
+	default:
+		out["run_id"] = d.runID
+	}
 }
 
 // exprTarget reads which field is meant: node (or edge) and field.
@@ -317,7 +423,7 @@ func (s *Server) exprContext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.lastRunData(ctx, ch.ID, t.RunID)
+	d, err := s.exprData(ctx, ch, t.RunID, nil, "")
 	if err != nil {
 		return err
 	}
@@ -330,8 +436,8 @@ func (s *Server) exprContext(c echo.Context) error {
 		"functions": expr.Functions(), "run_id": "",
 	}
 	shapes := map[string]*Shape{}
+	describeData(out, d)
 	if d != nil {
-		out["run_id"] = d.runID
 		budget := exprShapeNodes
 		sc := newExprScope(f, d)
 		for _, n := range []string{"output", "input", "trigger"} {
@@ -348,8 +454,120 @@ func (s *Server) exprContext(c echo.Context) error {
 			}
 		}
 	}
+	out["schema_shapes"] = s.schemaShapes(ch.Doc, f, shapes)
 	out["shapes"] = shapes
 	return c.JSON(http.StatusOK, out)
+}
+
+// schemaShapes fills in, from the tools' declared output schemas, the
+// shapes no run gave (the chain never ran, or the run did not reach the
+// node), so a field completes `fetch.output.` before the first run
+// (issue #16). It returns the names it filled.
+func (s *Server) schemaShapes(c *engine.Chain, f *engine.ExprField, shapes map[string]*Shape) []string {
+	filled := []string{}
+	budget := exprShapeNodes
+	for _, sh := range shapes {
+		budget -= shapeSize(sh)
+	}
+	schemaOf := func(id string) map[string]any {
+		for i := range c.Nodes {
+			if n := &c.Nodes[i]; n.ID == id && n.Kind == engine.KindTool {
+				sc, _ := s.reg.OutputSchema(n.Name)
+				return sc
+			}
+		}
+		return nil
+	}
+	if _, ok := shapes["output"]; !ok && contains(f.Names, "output") && len(f.From) == 1 {
+		if sc := schemaOf(f.From[0]); sc != nil {
+			shapes["output"] = shapeOfSchema(sc, exprShapeDepth, &budget)
+			filled = append(filled, "output")
+		}
+	}
+	for i, id := range f.Upstream {
+		if i >= exprShapeUp || budget <= 0 {
+			break
+		}
+		if _, ok := shapes[id]; ok {
+			continue
+		}
+		if sc := schemaOf(id); sc != nil {
+			shapes[id] = &Shape{Type: "object", Keys: map[string]*Shape{"output": shapeOfSchema(sc, exprShapeDepth, &budget)}}
+			filled = append(filled, id)
+		}
+	}
+	return filled
+}
+
+func shapeSize(sh *Shape) int {
+	if sh == nil {
+		return 0
+	}
+	n := 1 + shapeSize(sh.Elem)
+	for _, k := range sh.Keys {
+		n += shapeSize(k)
+	}
+	return n
+}
+
+// shapeOfSchema is shapeOf for a JSON Schema: its type, properties and
+// items, as deep and as many as shapeOf would list.
+func shapeOfSchema(sc map[string]any, depth int, budget *int) *Shape {
+	*budget--
+	sh := &Shape{Type: schemaType(sc)}
+	if depth <= 0 {
+		if sh.Type == "" {
+			sh.Type = "any"
+		}
+		return sh
+	}
+	if props, ok := sc["properties"].(map[string]any); ok {
+		if sh.Type == "" {
+			sh.Type = "object"
+		}
+		sh.Keys = map[string]*Shape{}
+		for k, v := range props {
+			if len(sh.Keys) >= exprShapeKeys || *budget <= 0 {
+				sh.More = true
+				break
+			}
+			sub, _ := v.(map[string]any)
+			sh.Keys[k] = shapeOfSchema(sub, depth-1, budget)
+		}
+	}
+	if items, ok := sc["items"].(map[string]any); ok && *budget > 0 {
+		if sh.Type == "" {
+			sh.Type = "array"
+		}
+		sh.Elem = shapeOfSchema(items, depth-1, budget)
+	}
+	if sh.Type == "" {
+		sh.Type = "any" // the schema does not say: any JSON value
+	}
+	return sh
+}
+
+// schemaType is a schema's JSON type ("integer" is a number; of a list of
+// types, the first that is not null); "" when it says none.
+func schemaType(sc map[string]any) string {
+	t := sc["type"]
+	if l, ok := t.([]any); ok {
+		t = nil
+		for _, x := range l {
+			if x != "null" {
+				t = x
+				break
+			}
+		}
+	}
+	switch t {
+	case "integer":
+		return "number"
+	case nil:
+		return ""
+	}
+	str, _ := t.(string)
+	return str
 }
 
 // exprPreviewRequest is the body of POST /v1/chains/{id}/expr/preview.
@@ -386,16 +604,12 @@ func (s *Server) exprPreview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.lastRunData(ctx, ch.ID, req.RunID)
+	d, err := s.exprData(ctx, ch, req.RunID, &req.exprTarget, req.Expr)
 	if err != nil {
 		return err
 	}
 	out := map[string]any{"run_id": ""}
-	if d != nil {
-		out["run_id"] = d.runID
-	} else {
-		out["note"] = "the chain has not run yet: names read null"
-	}
+	describeData(out, d)
 	// The expression's own faults are the preview's answer, not a bad
 	// request: 200 with "error", as the field's check shows them.
 	e, err := expr.Parse(req.Expr)

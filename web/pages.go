@@ -26,6 +26,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 
 	e.GET("/chains/:id", s.pageEditor)
 	e.GET("/chains/:id/data", s.pageChainData)
+	e.GET("/skill-chain/data", s.pageSkillChainData) // issue #16: a skill node's chain, read-only in the editor
 	e.POST("/chains/:id/save", s.pageSave)
 	e.POST("/chains/:id/run", s.pageStartRun)
 	e.GET("/chains/:id/nodes/:node/runnode", s.fragRunNodeDialog)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
@@ -42,17 +43,43 @@ func (s *Server) pageChainData(c echo.Context) error {
 	return c.JSON(http.StatusOK, editorData{ID: ch.ID, Name: ch.Name, Version: ch.Version, Doc: ch.Doc})
 }
 
+// pageSkillChainData is the saved chain a skill node runs, by the name the
+// node calls it by (?name=): what the editor's read-only "Open chain" view
+// draws. JSON like pageChainData; a missing chain is 200 {error}, as
+// fragments answer, so the browser console stays clean.
+func (s *Server) pageSkillChainData(c echo.Context) error {
+	name := c.QueryParam("name")
+	if name == "" || len(name) > maxNameBytes {
+		return c.JSON(http.StatusOK, map[string]string{"error": "name a chain: ?name= (1 to 256 bytes)"})
+	}
+	ch, err := s.db.GetChainByName(c.Request().Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		return c.JSON(http.StatusOK, map[string]string{"error": fmt.Sprintf("no saved chain is named %q", name)})
+	}
+	if err != nil {
+		return fmt.Errorf("skill chain %q: %w", name, err)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, editorData{ID: ch.ID, Name: ch.Name, Version: ch.Version, Doc: ch.Doc})
+}
+
 // Save states the editor reads from the X-Save-State header.
 const (
 	editorSaveSaved     = "saved"    // a new version was written (X-Chain-Version)
 	editorSaveInvalid   = "invalid"  // the document does not decode; nothing written
 	editorSaveConflict  = "conflict" // another tab saved first (X-Chain-Version: the current one)
 	editorSaveNameTaken = "name_taken"
+	// the patch does not apply to the saved version (it was made against
+	// another copy, or is malformed): nothing written, send the whole document
+	editorSavePatchRefused = "patch_refused"
 )
 
+// editorSaveRequest is the whole document (doc) or, for a large chain, a
+// patch of what changed since base_version (engine.Patch).
 type editorSaveRequest struct {
 	BaseVersion int             `json:"base_version"`
 	Doc         json.RawMessage `json:"doc"`
+	Patch       json.RawMessage `json:"patch"`
 	Message     string          `json:"message"`
 }
 
@@ -62,22 +89,36 @@ type editorSaveRequest struct {
 func (s *Server) pageSave(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := pageParam(c, "id")
+	timing := serverTiming{start: time.Now()}
 	var req editorSaveRequest
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return err
 	}
 	h := c.Response().Header()
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Doc) == 0 {
+	if err := json.Unmarshal(body, &req); err != nil || (len(req.Doc) == 0) == (len(req.Patch) == 0) {
 		h.Set("X-Save-State", editorSaveInvalid)
-		msg := "the request is not {base_version, doc}"
+		msg := "the request is not {base_version, doc} or {base_version, patch}"
 		if err != nil {
 			msg += ": " + err.Error()
 		}
 		return renderPage(c, http.StatusOK, views.Issues(nil, msg))
 	}
-	doc, err := engine.Decode(req.Doc, s.cfg.Limits)
-	if err != nil {
+	var doc *engine.Chain
+	if len(req.Patch) > 0 {
+		doc, err = s.patchedDoc(ctx, id, req.BaseVersion, req.Patch)
+		var vc *store.VersionConflictError
+		var de *engine.DecodeError
+		switch {
+		case errors.As(err, &vc):
+			return saveConflict(c, vc)
+		case errors.As(err, &de):
+			h.Set("X-Save-State", editorSavePatchRefused)
+			return renderPage(c, http.StatusOK, views.Issues(nil, "the change could not be applied: "+de.Error()))
+		case err != nil:
+			return pageNotFound(err, "chain")
+		}
+	} else if doc, err = engine.Decode(req.Doc, s.cfg.Limits); err != nil {
 		h.Set("X-Save-State", editorSaveInvalid)
 		return renderPage(c, http.StatusOK, views.Issues(nil, err.Error()))
 	}
@@ -85,6 +126,7 @@ func (s *Server) pageSave(c echo.Context) error {
 		h.Set("X-Save-State", editorSaveInvalid)
 		return renderPage(c, http.StatusOK, views.Issues(nil, "not saved: "+err.Error()))
 	}
+	timing.mark("decode")
 	msg := req.Message
 	if msg == "" {
 		msg = "edited in the designer"
@@ -93,10 +135,7 @@ func (s *Server) pageSave(c echo.Context) error {
 	var vc *store.VersionConflictError
 	switch {
 	case errors.As(err, &vc):
-		h.Set("X-Save-State", editorSaveConflict)
-		h.Set("X-Chain-Version", strconv.Itoa(vc.Current))
-		return renderPage(c, http.StatusOK, views.FormError("Not saved: another tab saved first",
-			fmt.Sprintf("this page edits version %d but the chain is at version %d", vc.Base, vc.Current)))
+		return saveConflict(c, vc)
 	case errors.Is(err, store.ErrNameTaken):
 		h.Set("X-Save-State", editorSaveNameTaken)
 		h.Set("X-Chain-Version", strconv.Itoa(req.BaseVersion))
@@ -105,7 +144,9 @@ func (s *Server) pageSave(c echo.Context) error {
 	case err != nil:
 		return pageNotFound(err, "chain")
 	}
+	timing.mark("store")
 	issues := engine.ValidateWith(doc, s.pageValidateOptions(c))
+	timing.mark("validate")
 	errs := 0
 	for _, is := range issues {
 		if is.Severity == engine.SeverityError {
@@ -115,7 +156,36 @@ func (s *Server) pageSave(c echo.Context) error {
 	h.Set("X-Save-State", editorSaveSaved)
 	h.Set("X-Chain-Version", strconv.Itoa(ch.Version))
 	h.Set("X-Issue-Errors", strconv.Itoa(errs))
+	h.Set("Server-Timing", timing.String())
 	return renderPage(c, http.StatusOK, views.Issues(issues, ""))
+}
+
+// serverTiming collects the steps of a request for the Server-Timing
+// header, so the browser (and its developer tools) can see where a save's
+// time went on the server.
+type serverTiming struct {
+	start time.Time
+	last  time.Time
+	steps []string
+}
+
+func (t *serverTiming) mark(name string) {
+	now := time.Now()
+	if t.last.IsZero() {
+		t.last = t.start
+	}
+	t.steps = append(t.steps, fmt.Sprintf("%s;dur=%.1f", name, float64(now.Sub(t.last).Microseconds())/1000))
+	t.last = now
+}
+
+func (t *serverTiming) String() string { return strings.Join(t.steps, ", ") }
+
+func saveConflict(c echo.Context, vc *store.VersionConflictError) error {
+	h := c.Response().Header()
+	h.Set("X-Save-State", editorSaveConflict)
+	h.Set("X-Chain-Version", strconv.Itoa(vc.Current))
+	return renderPage(c, http.StatusOK, views.FormError("Not saved: another tab saved first",
+		fmt.Sprintf("this page edits version %d but the chain is at version %d", vc.Base, vc.Current)))
 }
 
 // pageStartRun checks the input and starts a run of the saved chain.

@@ -26,6 +26,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/chains/import", s.importChain)
 	v1.GET("/chains/:id", s.getChain)
 	v1.PUT("/chains/:id", s.updateChain)
+	v1.PATCH("/chains/:id", s.patchChain) // issue #16: save only what changed
 	v1.DELETE("/chains/:id", s.deleteChain)
 	v1.GET("/chains/:id/versions", s.listVersions)
 	v1.POST("/chains/:id/versions", s.nameVersion)

@@ -508,3 +508,44 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Trace is what one test's run produced: the data a designer can preview
+// expressions against before the chain has ever run.
+type Trace struct {
+	Test    string           // the test's name
+	Status  engine.RunStatus // how its run ended
+	Input   map[string]any
+	Outputs map[string]any // node id → output, for the nodes that produced one
+}
+
+// RunTrace runs test i of c in memory, as Run does (its mocks stand in for
+// every node that could reach outside; only pure tools run), and returns
+// what each node output. A chain with validation errors runs nothing.
+func RunTrace(ctx context.Context, c *engine.Chain, opts Options, i int) (*Trace, error) {
+	if i < 0 || i >= len(c.Tests) {
+		return nil, fmt.Errorf("%w: index %d of %d", ErrNoTest, i, len(c.Tests))
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	s := newSession(c, opts)
+	vo := engine.ValidateOptions{Limits: opts.Limits, ToolOutput: s.host.OutputSchema, SkipTests: true}
+	if opts.Registry != nil {
+		vo.Tools = opts.Registry.Has
+	}
+	if engine.HasErrors(engine.ValidateWith(c, vo)) {
+		return nil, errors.New("the chain has validation errors: its tests cannot run")
+	}
+	t := &c.Tests[i]
+	tctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	res, err := s.eng.RunPrepared(tctx, s.eng.Prepare(ctx, c), t.Input, engine.RunOptions{Mocks: t.Mocks, MockErrors: t.Errors})
+	if err != nil {
+		return nil, fmt.Errorf("test %q: %w", t.Name, err)
+	}
+	out := res.Outputs
+	if out == nil {
+		out = map[string]any{}
+	}
+	return &Trace{Test: t.Name, Status: res.Status, Input: t.Input, Outputs: out}, nil
+}

@@ -26,7 +26,8 @@
   let conflict = false;
   let selOrder = [];
   let rtts = [];
-  window.__studio = { rtts, get doc() { return doc; }, get cy() { return cy; }, get version() { return version; }, edit: (fn) => mutate(fn) };
+  const saveSteps = [];
+  window.__studio = { rtts, saveSteps, get doc() { return doc; }, get cy() { return cy; }, get version() { return version; }, edit: (fn) => mutate(fn) };
 
   // ---- document helpers -------------------------------------------------
 
@@ -100,10 +101,13 @@
 
   // ---- saving and validation -----------------------------------------------
 
-  function setSaveState(state, text) {
+  // The texts are short on purpose: the state keeps one width (app.css) so
+  // the toolbar never wraps mid-edit (see .save-state).
+  function setSaveState(state, text, title) {
     saveStateEl.dataset.state = state;
     saveStateEl.textContent = text;
-    saveStateEl.removeAttribute('title');
+    if (title) saveStateEl.title = title;
+    else saveStateEl.removeAttribute('title');
   }
 
   const scheduleSave = Studio.debounce(() => save(), 300);
@@ -112,38 +116,127 @@
   const readOnly = document.body.dataset.canEdit === 'no';
   function scheduleSaveWrapper() {
     if (conflict) return;
-    if (readOnly) { setSaveState('readonly', 'Read only: your role cannot save'); return; }
-    setSaveState('pending', 'Unsaved changes…');
+    if (readOnly) { setSaveState('readonly', 'Read only', 'Your role cannot save: changes here are not kept'); return; }
+    setSaveState('pending', 'Unsaved…', 'Unsaved changes: saved in a moment');
     scheduleSave();
   }
 
-  async function save() {
+  // ---- patches: a save sends only the nodes and edges that changed ----------
+  //
+  // saved is what the server holds at `version`, as JSON text per node and
+  // edge (built lazily from savedText, the document as loaded, so opening a
+  // large chain pays nothing for it). A save diffs the document against it
+  // and sends an engine.Patch; the whole document goes when the diff cannot
+  // say it (reordered nodes, an edge without an id) or the server refuses
+  // the patch.
+  let marked = new Set(); // ids of the elements markIssues gave a marker
+  let savedText = null;
+  let savedWrapped = false;
+  let saved = null;
+
+  function jsonOf(list, key) {
+    const m = new Map();
+    for (const x of list) m.set(x[key], JSON.stringify(x));
+    return m;
+  }
+
+  function snapshotOf(d) {
+    const top = {};
+    for (const [k, v] of Object.entries(d)) if (k !== 'nodes' && k !== 'edges') top[k] = v;
+    return { top: JSON.stringify(top), topObj: top, nodes: jsonOf(d.nodes || [], 'node_id'), edges: jsonOf(d.edges || [], 'id') };
+  }
+
+  // orderKept: the ids still there keep the saved order and new ids come
+  // after them, which is the order the server gives a patched chain.
+  function orderKept(cur, base) {
+    let j = 0;
+    let fresh = false;
+    const keys = [...base.keys()];
+    const live = new Set(cur);
+    for (const id of cur) {
+      if (!base.has(id)) { fresh = true; continue; }
+      if (fresh) return false;
+      while (j < keys.length && !live.has(keys[j])) j++;
+      if (keys[j] !== id) return false;
+      j++;
+    }
+    return true;
+  }
+
+  // diff returns { patch, next } (next: the snapshot once saved), or null
+  // when the whole document must be sent.
+  function diff() {
+    if (!saved && savedText) {
+      const d = JSON.parse(savedText);
+      saved = snapshotOf(savedWrapped ? d.doc : d);
+      savedText = null;
+      savedWrapped = false;
+    }
+    if (!saved) return null;
+    const next = snapshotOf(doc);
+    const curN = doc.nodes.map((n) => n.node_id);
+    const curE = doc.edges.map((e) => e.id);
+    if (next.nodes.size !== curN.length || next.edges.size !== curE.length || curE.some((id) => !id)) return null;
+    if (!orderKept(curN, saved.nodes) || !orderKept(curE, saved.edges)) return null;
+    const patch = { expect: { nodes: curN.length, edges: curE.length } };
+    const changedOf = (cur, base) => { const out = []; for (const [id, text] of cur) if (base.get(id) !== text) out.push(text); return out; };
+    const goneOf = (cur, base) => { const out = []; for (const id of base.keys()) if (!cur.has(id)) out.push(id); return out; };
+    const nodes = changedOf(next.nodes, saved.nodes), edges = changedOf(next.edges, saved.edges);
+    const rmN = goneOf(next.nodes, saved.nodes), rmE = goneOf(next.edges, saved.edges);
+    if (nodes.length) patch.nodes = nodes.map((t) => JSON.parse(t));
+    if (edges.length) patch.edges = edges.map((t) => JSON.parse(t));
+    if (rmN.length) patch.remove_nodes = rmN;
+    if (rmE.length) patch.remove_edges = rmE;
+    if (next.top !== saved.top) patch.chain = next.topObj;
+    return { patch, next };
+  }
+
+  // save sends the edits; full (after a refused patch) sends the whole
+  // document, timed from t0, when the first attempt started.
+  async function save(full, t0) {
     if (conflict) return;
     if (saving) { saveAgain = true; return; }
     saving = true;
     setSaveState('saving', 'Saving…');
-    const t0 = performance.now();
+    t0 = t0 || performance.now();
+    let retryFull = false;
     try {
+      const d = full ? null : diff();
+      const text = d ? null : JSON.stringify(doc);
+      const body = d ? JSON.stringify({ base_version: version, patch: d.patch }) : '{"base_version":' + version + ',"doc":' + text + '}';
+      const next = d ? d.next : null;
+      const tSent = performance.now();
       const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/save', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', Accept: 'text/html' },
-        body: JSON.stringify({ base_version: version, doc }),
+        body,
       });
       const html = await res.text();
+      const tBack = performance.now();
       const state = res.headers.get('X-Save-State');
       if (res.status === 403) {
         setSaveState('error', 'Not saved: your role cannot edit chains');
       } else if (!res.ok) {
         setSaveState('error', 'Not saved: ' + res.status);
+      } else if (state === 'patch_refused') {
+        saved = null; // the server's copy is not what this page thinks: send it all
+        retryFull = true;
       } else if (state === 'saved') {
+        // what the server now holds; the full form keeps the text to diff later
+        if (next) saved = next;
+        else { saved = null; savedText = text; savedWrapped = false; }
         version = Number(res.headers.get('X-Chain-Version'));
         root.dataset.version = String(version);
         issuesEl.innerHTML = html;
         markIssues();
         // an edit made while this save was in flight is not saved yet: say so
-        if (saveAgain || scheduleSave.pending()) setSaveState('pending', 'Unsaved changes…');
+        if (saveAgain || scheduleSave.pending()) setSaveState('pending', 'Unsaved…', 'Unsaved changes: saved in a moment');
         else setSaveState('saved', 'Saved v' + version);
         root.dispatchEvent(new CustomEvent('studio:saved', { detail: { version } })); // tests.js runs the tests
+        // where the time went, for the browser suite's figures
+        saveSteps.push({ form: d ? 'patch' : 'full', bytes: body.length, diff: tSent - t0, request: tBack - tSent,
+          server: res.headers.get('Server-Timing') || '', after: performance.now() - tBack });
+        if (saveSteps.length > 100) saveSteps.shift();
       } else if (state === 'conflict') {
         conflict = true;
         $('conflict').hidden = false;
@@ -161,6 +254,9 @@
       setSaveState('error', 'Not saved: ' + err.message);
     } finally {
       saving = false;
+    }
+    if (retryFull) return save(true, t0);
+    {
       const rtt = performance.now() - t0;
       rtts.push(rtt);
       root.dataset.rtt = rtt.toFixed(1);
@@ -178,18 +274,27 @@
   function markIssues() {
     const body = issuesEl.querySelector('#issues-body');
     const errors = body ? Number(body.dataset.errors) : 0;
+    // Only the elements whose marker changes are touched: restyling every
+    // marked node of a large chain after each save costs a frame or more.
+    const want = new Map();
+    for (const b of issuesEl.querySelectorAll('.issue-link')) {
+      const id = b.dataset.nodeId || b.dataset.edgeId;
+      if (!id) continue;
+      if (b.dataset.severity === 'error') want.set(id, 'issue-error');
+      else if (!want.has(id)) want.set(id, 'issue-warning');
+    }
     cy.batch(() => {
-      cy.elements('.issue-error, .issue-warning').removeClass('issue-error issue-warning');
-      for (const b of issuesEl.querySelectorAll('.issue-link')) {
-        const cls = b.dataset.severity === 'error' ? 'issue-error' : 'issue-warning';
-        const id = b.dataset.nodeId || b.dataset.edgeId;
-        if (!id) continue;
+      for (const id of marked) {
+        if (want.has(id)) continue;
+        cy.getElementById(id).removeClass('issue-error issue-warning');
+      }
+      for (const [id, cls] of want) {
         const ele = cy.getElementById(id);
-        if (ele.nonempty() && !(cls === 'issue-warning' && ele.hasClass('issue-error'))) {
-          ele.removeClass('issue-warning').addClass(cls);
-        }
+        if (ele.empty() || ele.hasClass(cls)) continue;
+        ele.removeClass('issue-error issue-warning').addClass(cls);
       }
     });
+    marked = new Set(want.keys());
     const why = errors > 0 ? 'Cannot run: fix ' + errors + (errors === 1 ? ' error' : ' errors') + ' first (see Validation)' : 'Run the saved chain';
     runBtn.disabled = errors > 0;
     runBtn.title = why;
@@ -221,11 +326,17 @@
     refreshAttach(n);
   }
 
+  // refreshAttach redraws a node's attachment links (map body, branches,
+  // error handler): its own links only, found from the node, not by a scan
+  // of every edge of the chain.
   function refreshAttach(n) {
-    const ids = new Set(nodeIds());
+    const ele = cy.getElementById(n.node_id);
+    const old = ele.connectedEdges('.attach').filter((e) => e.data('owner') === n.node_id);
+    const links = Studio.attachLinks(n, { has: (id) => cy.getElementById(id).nonempty() || !!nodeById(id) });
+    if (old.empty() && !links.length) return;
     cy.batch(() => {
-      cy.edges('.attach').filter((e) => e.data('owner') === n.node_id).remove();
-      cy.add(Studio.attachLinks(n, ids));
+      old.remove();
+      cy.add(links.filter((l) => cy.getElementById(l.data.target).nonempty()));
     });
   }
 
@@ -657,6 +768,11 @@
     const fieldKey = (target === 'node' ? obj.node_id : target === 'edge' ? obj.id : '') + '|' + (source === 'input' && document.activeElement ? fieldOf(document.activeElement) : Math.random());
     const cp = fieldKey !== lastPropField;
     lastPropField = source === 'input' ? fieldKey : '';
+    // what a node receives depends on its input and input map only: typing
+    // its label asks the server nothing (on a large chain that request and
+    // its answer cost more than the save)
+    const receivesOf = () => (target === 'node' ? JSON.stringify([obj.kind, obj.input, obj.input_map]) : '');
+    const before = receivesOf();
     mutate(() => {
       for (const [f, v] of values) setPath(obj, f, v);
       if (target === 'chain' && !doc.name) doc.name = 'untitled';
@@ -664,7 +780,7 @@
       if (target === 'edge') refreshEdge(obj.id);
       if (target === 'chain') $('chain-title').textContent = doc.name;
     }, { noCheckpoint: !cp });
-    if (target === 'node') refreshReceives();
+    if (target === 'node' && receivesOf() !== before) refreshReceives();
   }
 
   // ---- renaming a node -------------------------------------------------------
@@ -1059,10 +1175,14 @@
     let data;
     if (root.dataset.doc) {
       data = { doc: JSON.parse(root.dataset.doc), version: Number(root.dataset.version) };
+      savedText = root.dataset.doc; // what the server holds: saves diff against it
       delete root.dataset.doc;
     } else {
       const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/data', { headers: { Accept: 'application/json' } });
-      data = await res.json();
+      const text = await res.text();
+      data = JSON.parse(text);
+      savedText = text; // {id, name, version, doc}: diff() reads its doc
+      savedWrapped = true;
     }
     performance.mark('studio:data');
     doc = data.doc;

@@ -116,7 +116,8 @@
       if (s && s.keys) {
         for (const k of Object.keys(s.keys).sort()) {
           const t = /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? k : '"' + k.replace(/["\\]/g, '\\$&') + '"';
-          out.push({ text: t, label: k, detail: s.keys[k].type + (ctx.run_id ? ' · last run' : ''), kind: 'field' });
+          const from = ctx.run_id ? ' · last run' : ctx.test ? ' · test' : (ctx.schema_shapes || []).includes(p.segments[0]) ? ' · tool schema' : '';
+          out.push({ text: t, label: k, detail: s.keys[k].type + from, kind: 'field' });
         }
       }
     }
@@ -252,7 +253,7 @@
     if (res.error) {
       parts.push(Studio.el('div', { class: 'exprdit-err', role: 'status' }, Studio.el('span', { class: 'exprdit-tag', text: 'error' }), ' ' + res.error.message));
     } else {
-      const where = res.run_id ? 'last run' : 'no run yet';
+      const where = res.run_id ? 'last run' : res.test ? 'test “' + res.test + '” (no run yet)' : 'no run yet';
       parts.push(Studio.el('div', { class: 'exprdit-val' },
         Studio.el('span', { class: 'exprdit-tag', text: '= ' + res.type, title: 'evaluated on the ' + where }),
         ' ', Studio.el('code', { text: res.value + (res.truncated ? ' …' : '') }),

@@ -1,0 +1,109 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/views"
+)
+
+// bigEditorChain is e2e/lib.mjs's bigChain: a spine of echo tools with positions.
+func bigEditorChain(name string, n int) *engine.Chain {
+	doc := &engine.Chain{Name: name}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("n%d", i)
+		doc.Nodes = append(doc.Nodes, engine.Node{ID: id, Kind: engine.KindTool, Name: "echo", Label: fmt.Sprintf("Step %d", i),
+			Position: &engine.Position{X: float64(i%40) * 200, Y: float64(i/40) * 110}})
+		if i > 0 {
+			doc.Edges = append(doc.Edges, engine.Edge{Source: fmt.Sprintf("n%d", i-1), Target: id})
+		}
+	}
+	return doc
+}
+
+// BenchmarkEditorSaveSteps times each step of the editor's save of a
+// 5,000-node chain, to see where a round trip goes: decode is the whole
+// document's strict decode (the save before patches), patch its
+// replacement (read the latest version, apply a one-node patch).
+func BenchmarkEditorSaveSteps(b *testing.B) {
+	srv, _ := newTestServer(b)
+	ctx := context.Background()
+	doc := bigEditorChain("bench-save", 5000)
+	ch, err := srv.db.CreateChain(ctx, doc, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, _ := json.Marshal(doc)
+	b.Logf("document %d bytes", len(body))
+	v := ch.Version
+	b.Run("decode", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := engine.Decode(body, srv.cfg.Limits); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// the patch form of the same save: the stored latest version, copied
+	// from the decoded-document cache, with one node replaced
+	patch := []byte(`{"nodes":[{"node_id":"n1","kind":"tool","name":"echo","label":"Step 1 edited","position":{"x":200,"y":0}}],"expect":{"nodes":5000,"edges":4999}}`)
+	b.Run("patch", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			cur, err := srv.db.GetChain(ctx, ch.ID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := engine.ApplyPatch(cur.Doc, patch, srv.cfg.Limits); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("store", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			doc.Nodes[1].Label = fmt.Sprint("x", i)
+			c2, err := srv.db.SaveChainAs(ctx, ch.ID, v, doc, "e", store.VersionAutosave)
+			if err != nil {
+				b.Fatal(err)
+			}
+			v = c2.Version
+		}
+	})
+	b.Run("get", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := srv.db.GetChain(ctx, ch.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	var issues []engine.Issue
+	b.Run("validate", func(b *testing.B) {
+		opts := engine.ValidateOptions{Tools: srv.reg.Has, ToolOutput: srv.reg.OutputSchema, Schemas: srv.reg.NodeSchemas(srv.agents.Schemas), Limits: srv.cfg.Limits}
+		for i := 0; i < b.N; i++ {
+			issues = engine.ValidateWith(doc, opts)
+		}
+	})
+	b.Run("render", func(b *testing.B) {
+		var buf bytes.Buffer
+		for i := 0; i < b.N; i++ {
+			buf.Reset()
+			if err := views.Issues(issues, "").Render(ctx, &buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Logf("%d issues, %d bytes", len(issues), buf.Len())
+	})
+}
+
+// BenchmarkEditorEncode5000 is the JSON encoding a stored version costs.
+func BenchmarkEditorEncode5000(b *testing.B) {
+	doc := bigEditorChain("bench-save", 5000)
+	for i := 0; i < b.N; i++ {
+		if _, err := json.Marshal(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
