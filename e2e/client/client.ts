@@ -48,6 +48,62 @@ const approval = (name: string): Schemas["ChainDocument"] => ({
   edges: [{ source: "ask", target: "after" }],
 });
 
+type A2EFrame = Schemas["A2EHandshakeFrame"] | Schemas["A2EPongFrame"] | Schemas["A2EEventFrame"] | Schemas["A2ERespFrame"];
+
+// A frame of GET /v1/a2e/stream read the way the document says: its event names its data's type.
+function isA2EFrame(f: { event: string; data: unknown }): f is A2EFrame {
+  const d = f.data;
+  return ["handshake/resp", "pong", "chain/event", "chain/resp"].includes(f.event) &&
+    typeof d === "object" && d !== null && "type" in d && d.type === f.event && "req_id" in d && typeof d.req_id === "string";
+}
+
+/** The SSE frames of a stream, one at a time (comments skipped). */
+async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: unknown }> {
+  const reader = body.getReader();
+  const text = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += text.decode(value, { stream: true });
+    let end: number;
+    while ((end = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      let event = "message";
+      const data: string[] = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length > 0) {
+        const parsed: unknown = JSON.parse(data.join("\n"));
+        yield { event, data: parsed };
+      }
+    }
+  }
+}
+
+/** The next A2E frame of a stream, or an error when it ends first. */
+async function nextFrame(frames: AsyncGenerator<{ event: string; data: unknown }>): Promise<A2EFrame> {
+  const { value, done } = await frames.next();
+  if (done === true) throw new Error("the A2E stream ended");
+  if (!isA2EFrame(value)) throw new Error(`not an A2E frame of the document: ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** X-Studio-Signature of a webhook call: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">. */
+async function signHook(secret: string, body: string): Promise<string> {
+  const t = Math.floor(Date.now() / 1000).toString();
+  const enc = new TextEncoder();
+  const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(t + "." + body)));
+  return `t=${t},v1=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+const a2eMessage = (type: string, id: string, fields: Record<string, unknown> = {}): string =>
+  JSON.stringify({ type, id, version: "1.0", ts: Date.now() / 1000, ...fields });
+
 async function settle(c: Client, id: string): Promise<Schemas["Run"]> {
   for (let i = 0; i < 200; i++) {
     const run = must(await c.GET("/v1/runs/{id}", { params: { path: { id } } }), "get run");
@@ -86,6 +142,38 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   note("POST /logout");
   const logout = await c.POST("/logout", { parseAs: "text" });
   check(logout.response.ok || logout.response.status === 303, "logout");
+
+  // People: who the caller is, and the users. The suite runs against an open
+  // loopback studio (caller: the admin "local"); adding a user would end the
+  // open mode for every test file sharing the studio (they carry no token), and
+  // an admin cannot remove itself, so here the users operations are called only
+  // in ways that change nothing: the refusals the document lists. Adding,
+  // changing and removing users for real is covered by the Go tests
+  // (web/api_users_test.go), which check those answers against this document too.
+  note("GET /v1/me");
+  const me = must(await c.GET("/v1/me"), "me");
+  check(me.role !== undefined && (me.can ?? []).includes("read"), "me: a role that may read");
+  const open = me.via === "local";
+  check(!open || (me.name === "local" && me.role === "admin" && (me.can ?? []).includes("admin")), "open studio: the admin local");
+  note("GET /v1/users");
+  const users = must(await c.GET("/v1/users"), "users");
+  check(!open || (users.users ?? []).length === 0, "an open studio has no users");
+  if (open) {
+    note("POST /v1/users");
+    const badName = await c.POST("/v1/users", { body: { name: "no spaces " + suffix, role: "admin" } });
+    check(mustFail(badName, 422, "add a user with a bad name").error.code === "invalid_user", "bad user name refused");
+    const firstViewer = await c.POST("/v1/users", { body: { name: "typed-" + suffix, role: "viewer" } });
+    check(mustFail(firstViewer, 409, "a first user who is not an admin").error.code === "first_user_admin", "first user must be an admin");
+    check((must(await c.GET("/v1/me"), "me after").via === "local"), "the studio is still open");
+    note("PUT /v1/users/{name}");
+    const setRole = await c.PUT("/v1/users/{name}", { params: { path: { name: "typed-" + suffix } }, body: { role: "editor" } });
+    check(mustFail(setRole, 404, "set the role of an unknown user").error.code === "not_found", "unknown user's role");
+    const badRole = await c.PUT("/v1/users/{name}", { params: { path: { name: "typed-" + suffix } }, body: { role: "admin" } });
+    check(badRole.response.status === 404, "unknown user");
+    note("DELETE /v1/users/{name}");
+    const remove = await c.DELETE("/v1/users/{name}", { params: { path: { name: "typed-" + suffix } } });
+    check(mustFail(remove, 404, "remove an unknown user").error.code === "not_found", "unknown user removed");
+  }
 
   // Tools and validation
   note("GET /v1/tools");
@@ -136,6 +224,21 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   note("GET /v1/chains/{id}/diff");
   const diff = must(await c.GET("/v1/chains/{id}/diff", { params: { path: { id }, query: { from: 1, to: 2 } } }), "diff");
   check(diff.from === 1 && diff.to === 2 && !diff.empty, "version diff");
+  note("PATCH /v1/chains/{id}");
+  const stalePatch = await c.PATCH("/v1/chains/{id}", {
+    params: { path: { id }, header: { "If-Match": '"v3"' } },
+    body: { nodes: [{ node_id: "b", kind: "tool", name: "echo", label: "second echo" }] },
+  });
+  check(mustFail(stalePatch, 409, "patch of an old version").error.code === "version_conflict", "stale patch refused");
+  const patched = must(
+    await c.PATCH("/v1/chains/{id}", {
+      params: { path: { id }, header: { "If-Match": '"v4"' }, query: { message: "label b" } },
+      body: { nodes: [{ node_id: "b", kind: "tool", name: "echo", label: "second echo" }], expect: { nodes: 2, edges: 1 } },
+    }),
+    "patch",
+  );
+  check(patched.version === 5 && patched.doc.nodes.length === 2 && patched.doc.edges?.length === 1, "patched version");
+  check(patched.doc.nodes.find((n) => n.node_id === "b")?.label === "second echo", "patched node b in place");
 
   // Export and import: the A2E message validates as its own schema
   note("GET /v1/chains/{id}/export");
@@ -151,6 +254,12 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   const started = must(await c.POST("/v1/chains/{id}/runs", { params: { path: { id } }, body: { input: { x: 1 } } }), "start run");
   const run = await settle(c, started.run_id);
   check(run.status === "completed" && run.nodes_run === 2, "run completed");
+  note("GET /v1/runs/{id}/usage");
+  const usage = must(await c.GET("/v1/runs/{id}/usage", { params: { path: { id: run.id } } }), "run usage");
+  check(usage.run_id === run.id && usage.calls.length === 0 && usage.nodes.length === 0, "echo makes no model calls");
+  note("GET /v1/usage");
+  const byChain = must(await c.GET("/v1/usage", { params: { query: { by: "chain", bucket: "day", key: id } } }), "usage");
+  check(byChain.by === "chain" && byChain.bucket === "day" && (byChain.rows ?? []).length === 0, "no model calls on this chain");
   note("GET /v1/runs/{id}");
   const nodes: Schemas["NodeResult"][] = run.nodes ?? [];
   check(nodes.every((n) => (n.attempts ?? 1) >= 1), "node results count attempts");
@@ -199,6 +308,10 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   const asking = must(await c.POST("/v1/chains", { body: approval("typed-interrupt " + suffix) }), "create approval");
   const paused = await settle(c, must(await c.POST("/v1/chains/{id}/runs", { params: { path: { id: asking.id } } }), "start approval").run_id);
   check(paused.status === "paused" && paused.pending.length === 1, "paused at the interrupt");
+  note("GET /v1/interrupts");
+  const inbox = must(await c.GET("/v1/interrupts", { params: { query: { run: paused.id, sort: "waiting", limit: 10 } } }), "interrupts");
+  const pending = inbox.interrupts ?? [];
+  check(pending.length === 1 && pending[0]?.node_id === "ask" && pending[0]?.chain_id === asking.id && pending[0]?.prompt === "ok?", "the inbox holds the pause");
   note("POST /v1/runs/{id}/resume");
   const resumed = must(await c.POST("/v1/runs/{id}/resume", { params: { path: { id: paused.id } }, body: { resume_value: "yes" } }), "resume");
   check(resumed.status === "running" || resumed.status === "queued", "resume status");
@@ -214,6 +327,100 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   );
   if (Array.isArray(a2e) || a2e.type !== "chain/resp") throw new Error("a2e: not one chain/resp");
   check(a2e.success && a2e.error === null, "a2e success");
+
+  // A2E over the SDK's HTTP transport: a session, its stream, and messages.
+  note("POST /v1/a2e/session");
+  const session = must(await c.POST("/v1/a2e/session"), "a2e session").session_id;
+  const sid = { "X-Session-Id": session };
+  note("GET /v1/a2e/stream");
+  const stream = must(await c.GET("/v1/a2e/stream", { params: { header: sid }, parseAs: "stream" }), "a2e stream");
+  if (stream === null) throw new Error("a2e stream: no body");
+  const frames = sseFrames(stream);
+  const send = async (msg: string): Promise<void> => {
+    const r = await c.POST("/v1/a2e/send", {
+      params: { header: sid },
+      body: msg,
+      bodySerializer: (b) => b,
+      headers: { "Content-Type": "text/plain" },
+    });
+    check(must(r, "a2e send").accepted === true, "a2e message accepted");
+  };
+  note("POST /v1/a2e/send");
+  await send(a2eMessage("handshake/req", "hs-" + suffix, { agent_id: "typed-client", agent_caps: ["chains", "streaming"], auth_token: "" }));
+  const hs = await nextFrame(frames);
+  if (hs.event !== "handshake/resp") throw new Error(`want handshake/resp, got ${hs.event}`);
+  check(hs.data.ok && hs.data.req_id === "hs-" + suffix && hs.data.session_id === session, "handshake answered");
+  await send(a2eMessage("ping", "ping-" + suffix));
+  const pong = await nextFrame(frames);
+  check(pong.event === "pong" && pong.data.req_id === "ping-" + suffix, "pong");
+  await send(a2eMessage("chain/req", "req-" + suffix, {
+    session_id: session, chain_id: "typed-session " + suffix, streaming: true, initial_input: { x: 3 },
+    nodes: [{ node_id: "a", kind: "tool", name: "echo", input_map: { x: "$.input.x" } }],
+  }));
+  let seen = 0;
+  for (;;) {
+    const f = await nextFrame(frames);
+    check(f.data.req_id === "req-" + suffix, "a frame of the chain/req");
+    if (f.event === "chain/event") {
+      seen++;
+      continue;
+    }
+    if (f.event !== "chain/resp") throw new Error(`unexpected ${f.event}`);
+    check(f.data.success && f.data.error === null && f.data.nodes_run === 1 && seen > 0, "the session's chain ran, with events");
+    break;
+  }
+  await send(a2eMessage("shutdown", "bye-" + suffix, { timeout: 5 }));
+  check((await frames.next()).done === true, "the stream ends after shutdown");
+  const gone = await c.POST("/v1/a2e/send", {
+    params: { header: sid }, body: a2eMessage("ping", "late-" + suffix), bodySerializer: (b) => b, headers: { "Content-Type": "text/plain" },
+  });
+  check(mustFail(gone, 404, "send after shutdown").error?.code === "unknown_session", "session gone after shutdown");
+
+  // Triggers: a schedule and a webhook on the chain made above.
+  note("POST /v1/chains/{id}/schedules");
+  const sched = must(
+    await c.POST("/v1/chains/{id}/schedules", { params: { path: { id } }, body: { cron: "0 3 1 1 *", time_zone: "Europe/Paris", input: { x: 7 }, overlap: "skip" } }),
+    "add schedule",
+  );
+  check(sched.chain_id === id && sched.enabled === true && sched.time_zone === "Europe/Paris" && typeof sched.next_tick === "string", "schedule added");
+  const schedId = sched.id ?? "";
+  note("PUT /v1/chains/{id}/schedules/{sid}");
+  const paused2 = must(
+    await c.PUT("/v1/chains/{id}/schedules/{sid}", { params: { path: { id, sid: schedId } }, body: { cron: "@daily", enabled: false } }),
+    "disable schedule",
+  );
+  check(paused2.cron === "@daily" && paused2.enabled === false && paused2.next_tick === undefined && paused2.time_zone === "UTC", "schedule replaced");
+  note("POST /v1/chains/{id}/hooks");
+  const hook = must(await c.POST("/v1/chains/{id}/hooks", { params: { path: { id } }, body: { sync: true, sync_timeout_ms: 10000 } }), "add hook");
+  if (hook.id === undefined || hook.secret === undefined) throw new Error("a new hook carries its id and secret");
+  const hookId = hook.id;
+  check(hook.path === "/v1/hooks/" + hookId && hook.sync === true, "hook added");
+  note("POST /v1/hooks/{hook_id}");
+  const unsigned = await c.POST("/v1/hooks/{hook_id}", { params: { path: { hook_id: hookId }, header: { "X-Studio-Signature": "t=0,v1=00" } }, body: { x: 2 } });
+  check(unsigned.response.status === 401, "a badly signed call is refused");
+  const payload = JSON.stringify({ x: 2 });
+  const fired = await c.POST("/v1/hooks/{hook_id}", {
+    params: { path: { hook_id: hookId }, header: { "X-Studio-Signature": await signHook(hook.secret, payload) } },
+    body: { x: 2 },
+    bodySerializer: () => payload,
+  });
+  const firedRun = must(fired, "call hook");
+  check(fired.response.status === 200 && firedRun.status === "completed" && typeof firedRun.run_id === "string", "a sync hook answers the finished run");
+  note("GET /v1/chains/{id}/triggers");
+  const triggers = must(await c.GET("/v1/chains/{id}/triggers", { params: { path: { id } } }), "triggers");
+  check((triggers.schedules ?? []).some((t) => t.id === schedId && t.enabled === false), "triggers list the schedule");
+  const listed = (triggers.hooks ?? []).find((h) => h.id === hookId);
+  check(listed !== undefined && listed.secret === undefined && (listed.firings ?? []).some((f) => f.run_id === firedRun.run_id && f.outcome === "started"), "triggers list the hook, its firing, not its secret");
+  note("DELETE /v1/chains/{id}/schedules/{sid}");
+  check((await c.DELETE("/v1/chains/{id}/schedules/{sid}", { params: { path: { id, sid: schedId } } })).response.status === 204, "schedule deleted");
+  note("DELETE /v1/chains/{id}/hooks/{hid}");
+  check((await c.DELETE("/v1/chains/{id}/hooks/{hid}", { params: { path: { id, hid: hookId } } })).response.status === 204, "hook deleted");
+  const after = must(await c.GET("/v1/chains/{id}/triggers", { params: { path: { id } } }), "triggers after");
+  check((after.schedules ?? []).length === 0 && (after.hooks ?? []).length === 0, "no triggers left");
+  const deadHook = await c.POST("/v1/hooks/{hook_id}", {
+    params: { path: { hook_id: hookId }, header: { "X-Studio-Signature": await signHook(hook.secret, payload) } }, body: { x: 2 }, bodySerializer: () => payload,
+  });
+  check(deadHook.response.status === 404, "a deleted hook answers 404");
 
   // Agents
   note("GET /v1/agents");
@@ -237,7 +444,7 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   note("DELETE /v1/chains/{id}");
   const refused = await c.DELETE("/v1/chains/{id}", { params: { path: { id }, header: { "If-Match": '"v1"' } } });
   check(mustFail(refused, 412, "stale delete").error.code === "precondition_failed", "stale delete refused");
-  const deleted = await c.DELETE("/v1/chains/{id}", { params: { path: { id }, header: { "If-Match": '"v5"' } } });
+  const deleted = await c.DELETE("/v1/chains/{id}", { params: { path: { id }, header: { "If-Match": '"v6"' } } });
   check(deleted.response.status === 204, "deleted");
   // Leave the shared studio as it was found: the other chains this made go too.
   for (const other of [imported.id, extracted.chain.id, asking.id]) {
