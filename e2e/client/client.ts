@@ -389,7 +389,7 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
     await c.PUT("/v1/chains/{id}/schedules/{sid}", { params: { path: { id, sid: schedId } }, body: { cron: "@daily", enabled: false } }),
     "disable schedule",
   );
-  check(paused2.cron === "@daily" && paused2.enabled === false && paused2.next_tick === undefined && paused2.time_zone === "UTC", "schedule replaced");
+  check(paused2.cron === "@daily" && paused2.enabled === false && paused2.next_tick === undefined && paused2.time_zone === "" && paused2.overlap === "skip", "schedule replaced");
   note("POST /v1/chains/{id}/hooks");
   const hook = must(await c.POST("/v1/chains/{id}/hooks", { params: { path: { id } }, body: { sync: true, sync_timeout_ms: 10000 } }), "add hook");
   if (hook.id === undefined || hook.secret === undefined) throw new Error("a new hook carries its id and secret");
