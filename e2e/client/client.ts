@@ -113,9 +113,22 @@ async function settle(c: Client, id: string): Promise<Schemas["Run"]> {
   throw new Error(`run ${id} did not settle`);
 }
 
-/** Runs every operation once; returns the operations it called. */
+/**
+ * Runs every operation once; returns the operations it called. The chains it
+ * made are deleted even when a check fails, so a failed run does not leave
+ * them in the shared studio.
+ */
 export async function exercise(baseUrl: string, suffix: string): Promise<string[]> {
   const c = createClient<paths>({ baseUrl });
+  const made: string[] = [];
+  try {
+    return await drive(c, suffix, made);
+  } finally {
+    for (const id of made) await c.DELETE("/v1/chains/{id}", { params: { path: { id } } }); // 404 when drive deleted it
+  }
+}
+
+async function drive(c: Client, suffix: string, made: string[]): Promise<string[]> {
   const called: string[] = [];
   const note = (op: string) => called.push(op);
 
@@ -149,7 +162,8 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   // an admin cannot remove itself, so here the users operations are called only
   // in ways that change nothing: the refusals the document lists. Adding,
   // changing and removing users for real is covered by the Go tests
-  // (web/api_users_test.go), which check those answers against this document too.
+  // (web/roles_test.go: TestRolesOnRealResources, TestOpenStudioUntilTheFirstUser),
+  // whose answers web/openapi_check_test.go checks against this document too.
   note("GET /v1/me");
   const me = must(await c.GET("/v1/me"), "me");
   check(me.role !== undefined && (me.can ?? []).includes("read"), "me: a role that may read");
@@ -168,8 +182,11 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
     note("PUT /v1/users/{name}");
     const setRole = await c.PUT("/v1/users/{name}", { params: { path: { name: "typed-" + suffix } }, body: { role: "editor" } });
     check(mustFail(setRole, 404, "set the role of an unknown user").error.code === "not_found", "unknown user's role");
-    const badRole = await c.PUT("/v1/users/{name}", { params: { path: { name: "typed-" + suffix } }, body: { role: "admin" } });
-    check(badRole.response.status === 404, "unknown user");
+    // A role the type does not allow, sent anyway: the server names the refusal.
+    const badRole = await c.PUT("/v1/users/{name}", {
+      params: { path: { name: "typed-" + suffix } }, body: { role: "viewer" }, bodySerializer: () => JSON.stringify({ role: "boss" }),
+    });
+    check(mustFail(badRole, 422, "an unknown role").error.code === "invalid_role", "unknown role refused");
     note("DELETE /v1/users/{name}");
     const remove = await c.DELETE("/v1/users/{name}", { params: { path: { name: "typed-" + suffix } } });
     check(mustFail(remove, 404, "remove an unknown user").error.code === "not_found", "unknown user removed");
@@ -187,6 +204,7 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   note("POST /v1/chains");
   const created = must(await c.POST("/v1/chains", { body: linear("typed-client " + suffix), params: { query: { message: "first" } } }), "create");
   const id: string = created.id;
+  made.push(id);
   check(created.version === 1 && created.valid && created.issues.length === 0, "created chain");
   note("GET /v1/chains");
   const list = must(await c.GET("/v1/chains", { params: { query: { q: "typed-client " + suffix, limit: 10 } } }), "list chains");
@@ -247,6 +265,7 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   note("POST /v1/chains/import");
   const imported = must(await c.POST("/v1/chains/import", { body: { ...exported, chain_id: "typed-import " + suffix } }), "import");
   if (!("id" in imported)) throw new Error("import with a new name creates a chain");
+  made.push(imported.id);
   check(imported.name.startsWith("typed-import"), "imported chain name");
 
   // Runs
@@ -302,10 +321,12 @@ export async function exercise(baseUrl: string, suffix: string): Promise<string[
   check("value" in preview || "error" in preview, "preview answer");
   note("POST /v1/chains/{id}/extract");
   const extracted = must(await c.POST("/v1/chains/{id}/extract", { params: { path: { id } }, body: { nodes: ["b"], name: "typed-extract " + suffix } }), "extract");
+  made.push(extracted.chain.id);
   check(extracted.chain.name === "typed-extract " + suffix, "extracted chain");
 
   // Interrupts and resume
   const asking = must(await c.POST("/v1/chains", { body: approval("typed-interrupt " + suffix) }), "create approval");
+  made.push(asking.id);
   const paused = await settle(c, must(await c.POST("/v1/chains/{id}/runs", { params: { path: { id: asking.id } } }), "start approval").run_id);
   check(paused.status === "paused" && paused.pending.length === 1, "paused at the interrupt");
   note("GET /v1/interrupts");
