@@ -432,7 +432,7 @@ func (s *Server) exprContext(c echo.Context) error {
 		names = append(names, exprName{Name: n, Detail: exprNameDetail[n]})
 	}
 	out := map[string]any{
-		"names": names, "upstream": f.Upstream, "output_of": f.OutputOf, "from": f.From,
+		"names": names, "upstream": orEmpty(f.Upstream), "output_of": f.OutputOf, "from": orEmpty(f.From),
 		"functions": expr.Functions(), "run_id": "",
 	}
 	shapes := map[string]*Shape{}
@@ -765,4 +765,12 @@ func quoteOperand(src, word string) string {
 		}
 	}
 	return ""
+}
+
+// orEmpty answers a nil list as [] rather than null: clients iterate it.
+func orEmpty(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
