@@ -43,6 +43,7 @@ type Event struct {
 	Item      *int      `json:"item,omitempty"`      // map body: the item index
 	Progress  any       `json:"progress,omitempty"`
 	Prompt    any       `json:"prompt,omitempty"` // paused: what the node asks for
+	PauseID   string    `json:"pause_id,omitempty"` // paused: the pause's id, when it is not the node id
 	Edges     []string  `json:"edges,omitempty"`  // on done/skip/error: ids of the outgoing edges that fired
 	Reused    bool      `json:"reused,omitempty"` // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
 	Time      time.Time `json:"time"`

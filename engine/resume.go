@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -89,17 +90,27 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	rec := &ResumeRecord{HasValue: value != nil, ModifiedState: modifiedState}
 	if value != nil {
 		rec.Value = value.Value
+		pause, err := choosePause(runID, opts.PauseID, log)
+		if err != nil {
+			e.active.Delete(runID)
+			return nil, err
+		}
+		rec.NodeID, rec.PauseID = pause.NodeID, pause.PauseID
 		if opts.Claim != nil {
 			// Claimed and handed on in one step by the host; the entry is
 			// written by whoever continues the run.
-			if rec.NodeID, err = opts.Claim(ctx, runID, *rec); err != nil {
+			if _, err = opts.Claim(ctx, runID, *rec); err != nil {
 				e.active.Delete(runID)
 				return nil, err
 			}
 			return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts, handed: true}, nil
 		}
-		if rec.NodeID, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID); err != nil {
+		if _, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID, rec.PauseID); err != nil {
 			e.active.Delete(runID)
+			var ae *AlreadyResumedError
+			if errors.As(err, &ae) && ae.PauseID == "" {
+				ae.PauseID = rec.PauseID
+			}
 			return nil, err
 		}
 	} else if opts.Claim != nil {
@@ -127,6 +138,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 
 // NodeID returns the interrupted node being resumed ("" for a failed run).
 func (rs *Resumption) NodeID() string { return rs.rec.NodeID }
+
+// PauseID returns the pause being answered ("" for a failed run).
+func (rs *Resumption) PauseID() string { return rs.rec.PauseID }
 
 // Release gives up a Resumption that will not be run.
 func (rs *Resumption) Release() {
@@ -220,17 +234,63 @@ func (r *run) applyResume(rec *ResumeRecord) {
 	if rec.NodeID == "" {
 		return
 	}
-	i, ok := r.graph.idx[rec.NodeID]
+	id := rec.PauseID
+	if id == "" {
+		id = rec.NodeID
+	}
+	k := slices.IndexFunc(r.pending, func(p Pending) bool { return p.PauseID == id })
+	if k < 0 {
+		return
+	}
+	p := r.pending[k]
+	i, ok := r.graph.idx[p.NodeID]
 	if !ok {
 		return
 	}
-	r.pending = slices.DeleteFunc(r.pending, func(p Pending) bool { return p.NodeID == rec.NodeID })
-	if r.nodes.resumeValue == nil {
-		r.nodes.resumeValue = map[int]any{}
+	if r.nodes.status[i] == nsRunning {
+		// The node is running for another answer and still holds this
+		// pause: the answer waits until it stops (applyDeferred).
+		r.nodes.deferred = append(r.nodes.deferred, rec)
+		return
 	}
-	r.nodes.resumeValue[i] = rec.Value
-	r.nodes.status[i] = nsReady
-	r.queue.push(i)
+	r.pending = slices.Delete(r.pending, k, k+1)
+	if id == p.NodeID {
+		if r.nodes.resumeValue == nil {
+			r.nodes.resumeValue = map[int]any{}
+		}
+		r.nodes.resumeValue[i] = rec.Value
+	} else {
+		if r.nodes.answers == nil {
+			r.nodes.answers = map[int]map[string]answer{}
+		}
+		if r.nodes.answers[i] == nil {
+			r.nodes.answers[i] = map[string]answer{}
+		}
+		r.nodes.answers[i][id] = answer{value: rec.Value, sub: p.sub}
+	}
+	if r.nodes.status[i] == nsPaused {
+		r.nodes.status[i] = nsReady
+		r.queue.push(i)
+	}
+}
+
+// applyDeferred applies the answers that came while node i ran, now that it
+// paused again. Their resume entries are written now, after the node's
+// pauses, so a replay meets them in the same order.
+func (r *run) applyDeferred(i int) {
+	if len(r.nodes.deferred) == 0 {
+		return
+	}
+	recs := r.nodes.deferred
+	r.nodes.deferred = nil
+	for _, rec := range recs {
+		if r.graph.idx[rec.NodeID] != i {
+			r.nodes.deferred = append(r.nodes.deferred, rec)
+			continue
+		}
+		r.addCheckpoint(Checkpoint{Kind: CheckpointResume, Resume: rec})
+		r.applyResume(rec)
+	}
 }
 
 // restartFailed queues the nodes a failed run did not finish: the node whose
@@ -266,7 +326,11 @@ func (r *run) replayLog(log []Checkpoint) {
 			r.replayNode(cp.Node)
 		case CheckpointPause:
 			if i, ok := r.graph.idx[cp.Pause.NodeID]; ok {
-				r.applyPause(i, cp.Pause)
+				r.applyPause(i, cp.Pause, cp.Time)
+			}
+		case CheckpointSlots:
+			if i, ok := r.graph.idx[cp.Slots.NodeID]; ok {
+				r.applySlots(i, cp.Slots)
 			}
 		case CheckpointResume:
 			r.applyResume(cp.Resume)
