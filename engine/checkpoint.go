@@ -107,7 +107,7 @@ func (m *MemoryCheckpointer) ClaimInterrupt(_ context.Context, runID, pauseID st
 		k = slices.Index(p, pauseID)
 	}
 	if k < 0 || len(p) == 0 {
-		return "", &AlreadyResumedError{RunID: runID}
+		return "", &AlreadyResumedError{RunID: runID, PauseID: pauseID}
 	}
 	id := p[k]
 	m.pending[runID] = slices.Delete(slices.Clone(p), k, k+1)

@@ -115,15 +115,15 @@ type nodeState struct {
 	depsLeft    []int32 // input_map dependencies not finished yet
 	depsDone    []bool  // the node's dependants were told it finished
 	iterations  []int
-	stopped     []bool                 // ended with an error because the run stopped; resumable
-	fatal       []bool                 // its failure stopped the run; a resume runs it again
-	attRan      []atomic.Bool          // attached nodes (map bodies, branches) that ran at least once; set by workers
-	attBusy     []atomic.Int32         // attached nodes' calls in flight; set by workers
-	resumeValue map[int]any            // an interrupt's resume value, for its next start
-	answers     map[int]map[string]answer // answers to pauses inside a node (items, branches, sub-chains), for its next start
+	stopped     []bool                     // ended with an error because the run stopped; resumable
+	fatal       []bool                     // its failure stopped the run; a resume runs it again
+	attRan      []atomic.Bool              // attached nodes (map bodies, branches) that ran at least once; set by workers
+	attBusy     []atomic.Int32             // attached nodes' calls in flight; set by workers
+	resumeValue map[int]any                // an interrupt's resume value, for its next start
+	answers     map[int]map[string]answer  // answers to pauses inside a node (items, branches, sub-chains), for its next start
 	slots       map[int]map[int]SlotOutput // a paused node's finished items or branches
-	deferred    []*ResumeRecord           // answers to a node that was running when they came
-	handlerErr  map[int]map[string]any // an on_error handler's `error`, for its next start
+	deferred    []*ResumeRecord            // answers to a node that was running when they came
+	handlerErr  map[int]map[string]any     // an on_error handler's `error`, for its next start
 }
 
 // readyQueue holds the nodes due to start, in order, and the skips decided

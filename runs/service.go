@@ -763,9 +763,9 @@ func (t timedCheckpointer) Load(ctx context.Context, runID string) ([]engine.Che
 	return t.Checkpointer.Load(ctx, runID)
 }
 
-func (t timedCheckpointer) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
+func (t timedCheckpointer) ClaimInterrupt(ctx context.Context, runID, pauseID string) (string, error) {
 	defer t.time("checkpoint_claim", time.Now())
-	return t.Checkpointer.ClaimInterrupt(ctx, runID)
+	return t.Checkpointer.ClaimInterrupt(ctx, runID, pauseID)
 }
 
 func (t timedCheckpointer) time(op string, start time.Time) { t.obs.StoreCall(op, time.Since(start)) }

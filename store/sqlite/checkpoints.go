@@ -210,8 +210,10 @@ WHERE id = ?`, input, name, nullString(cp.Start.ParentRunID), runID)
 		if r == nil {
 			return nil
 		}
+		// node_id keeps the pause id (the node id for a top-level
+		// interrupt), so each pause of a node is claimed on its own.
 		_, err := db.exec(ctx, tx, `INSERT INTO run_interrupts (run_id, n, node_id, created_at) VALUES (?, ?, ?, ?)`,
-			runID, n, r.NodeID, t)
+			runID, n, r.ID(), t)
 		return err
 
 	case engine.CheckpointResume:
@@ -307,10 +309,11 @@ func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, erro
 	return out, nil
 }
 
-// ClaimInterrupt claims the run's oldest unclaimed pause and returns its node
-// id. Of concurrent claims of one pause exactly one wins; the others (and a
-// claim when nothing is pending) get *engine.AlreadyResumedError.
-func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
+// ClaimInterrupt claims the run's unclaimed pause pauseID (with "", its
+// oldest unclaimed pause) and returns its pause id. Of concurrent claims of
+// one pause exactly one wins; the others (and a claim when that pause is not
+// pending) get *engine.AlreadyResumedError.
+func (db *DB) ClaimInterrupt(ctx context.Context, runID, pauseID string) (string, error) {
 	var nodeID string
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
 		var one int
@@ -322,9 +325,10 @@ func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) 
 			return err
 		}
 		var n int64
-		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL ORDER BY n LIMIT 1`, runID).Scan(&n, &nodeID)
+		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL AND (? = '' OR node_id = ?) ORDER BY n LIMIT 1`,
+			runID, pauseID, pauseID).Scan(&n, &nodeID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &engine.AlreadyResumedError{RunID: runID}
+			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 		}
 		if err != nil {
 			return err
@@ -337,7 +341,7 @@ func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) 
 		if k, err := res.RowsAffected(); err != nil {
 			return err
 		} else if k != 1 {
-			return &engine.AlreadyResumedError{RunID: runID}
+			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 		}
 		return nil
 	})

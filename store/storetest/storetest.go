@@ -43,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
 		{"EndClearsInterrupts", testEndClearsInterrupts},
 		{"ClaimInterruptConcurrent", testClaimInterruptConcurrent},
+		{"ClaimPauseByID", testClaimPauseByID},
 		{"RecoverInterrupted", testRecoverInterrupted},
 		{"PruneRuns", testPruneRuns},
 		{"EngineRunPersisted", testEngineRunPersisted},
