@@ -64,8 +64,9 @@ func New(opts Options) *Engine {
 
 // runSet is the set of run ids executing in this process.
 type runSet struct {
-	mu sync.Mutex
-	m  map[string]struct{}
+	mu    sync.Mutex
+	m     map[string]struct{}
+	boxes map[string]*mailbox // the running runs that take answers
 }
 
 // Load reports whether id is in the set.

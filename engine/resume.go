@@ -41,7 +41,8 @@ type Resumption struct {
 	rec     *ResumeRecord
 	opts    ResumeOptions
 	started bool
-	handed  bool // claimed through ResumeOptions.Claim: continued elsewhere
+	handed  bool     // claimed through ResumeOptions.Claim: continued elsewhere
+	box     *mailbox // the answer went to the running run (answerLive)
 }
 
 // StartResume checks a resume against the resume table and claims the run
@@ -71,6 +72,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is paused at an interrupt; resume it with a value"}}
 	case status != StatusPaused && value != nil:
 		if _, running := e.active.Load(runID); running {
+			if opts.Claim == nil {
+				return e.answerRunning(ctx, runID, value, modifiedState, opts)
+			}
 			return nil, busy()
 		}
 		return nil, &AlreadyResumedError{RunID: runID}
@@ -80,6 +84,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	// Hold the run before claiming its interrupt, so a claim is never spent
 	// by a resume that then finds the run busy.
 	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
+		if value != nil && opts.Claim == nil {
+			return e.answerRunning(ctx, runID, value, modifiedState, opts)
+		}
 		return nil, busy()
 	}
 	p := e.Prepare(ctx, start.Chain)
@@ -136,6 +143,62 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts}, nil
 }
 
+// liveWait bounds how long an answer waits for a run executing here to take
+// answers (it is between legs: starting, or writing its end).
+const liveWait = 5 * time.Second
+
+// answerRunning answers a pause of a run that is executing in this process:
+// handed to the run when it takes answers, or resumed as usual once it
+// stopped (it paused again in between).
+func (e *Engine) answerRunning(ctx context.Context, runID string, value *ResumeValue, modifiedState map[string]any, opts ResumeOptions) (*Resumption, error) {
+	deadline := time.Now().Add(liveWait)
+	for {
+		if len(modifiedState) > 0 {
+			break // a state patch needs a leg of its own
+		}
+		log, err := e.opts.Checkpointer.Load(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if rs, ok, err := e.answerLive(ctx, runID, value, log, opts); ok {
+			return rs, err
+		}
+		if _, running := e.active.Load(runID); !running {
+			return e.StartResume(ctx, runID, value, modifiedState, opts)
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		t := time.NewTimer(2 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+	return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
+}
+
+// answerLive answers a pause of a run that is executing in this process.
+func (e *Engine) answerLive(ctx context.Context, runID string, value *ResumeValue, log []Checkpoint, opts ResumeOptions) (*Resumption, bool, error) {
+	pause, err := choosePause(runID, opts.PauseID, log)
+	if err != nil {
+		return nil, true, err
+	}
+	rec := &ResumeRecord{HasValue: true, Value: value.Value, NodeID: pause.NodeID, PauseID: pause.PauseID}
+	b, ok, err := e.deliver(ctx, runID, rec)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return &Resumption{e: e, runID: runID, rec: rec, box: b, started: true}, true, nil
+}
+
+// Delivered reports whether the answer was handed to the run executing in
+// this process: Run then waits for that run's end, and a host has nothing
+// to launch.
+func (rs *Resumption) Delivered() bool { return rs.box != nil }
+
 // NodeID returns the interrupted node being resumed ("" for a failed run).
 func (rs *Resumption) NodeID() string { return rs.rec.NodeID }
 
@@ -152,6 +215,14 @@ func (rs *Resumption) Release() {
 
 // Run rebuilds the run from its log and continues it under ctx.
 func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
+	if rs.box != nil {
+		select {
+		case <-rs.box.done:
+			return rs.box.res, rs.box.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
 	if rs.started || rs.handed {
 		rs.Release()
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: rs.runID, Msg: "this resumption was already run, released or handed on"}}
@@ -171,6 +242,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 		r.seq = rs.opts.NextSeq - 1
 	}
 	r.applyResume(rs.rec) // its checkpoint was written by StartResume
+	r.openBox()
 	if rs.rec.NodeID == "" {
 		r.restartFailed()
 	}

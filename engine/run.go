@@ -95,6 +95,7 @@ type run struct {
 
 	outcome  runOutcome
 	pending  []Pending // interrupts waiting for a resume value
+	box      *mailbox  // answers that came while the run executes
 	nodesRun int
 	budget   runBudget
 }
@@ -350,6 +351,10 @@ func (r *run) loop() {
 	defer close(r.quit)
 	ctxDone := r.ctx.Done()
 	var grace <-chan time.Time
+	var mail <-chan struct{}
+	if r.box != nil {
+		mail = r.box.wake
+	}
 	for {
 		r.drainSkips()
 		if !r.outcome.stopping {
@@ -364,6 +369,9 @@ func (r *run) loop() {
 				continue
 			}
 			if !r.outcome.stopping && r.resolveDead() {
+				continue
+			}
+			if r.takeMail(true) && !r.outcome.stopping {
 				continue
 			}
 			break
@@ -393,6 +401,10 @@ func (r *run) loop() {
 			r.timedOut()
 		case <-grace:
 			r.abandonRunning()
+		case <-mail:
+			if !r.outcome.stopping {
+				r.takeMail(false)
+			}
 		}
 	}
 	r.checkpointFailed(r.checkpoints.sync())
@@ -653,7 +665,8 @@ func (r *run) upstream(i int) any {
 }
 
 // finishRun computes the result and writes the closing checkpoint.
-func (r *run) finishRun() (*Result, error) {
+func (r *run) finishRun() (res *Result, err error) {
+	defer func() { r.closeBox(res, err) }()
 	r.drainSkips()
 	status := StatusCompleted
 	switch {
@@ -702,7 +715,7 @@ func (r *run) finishRun() (*Result, error) {
 	r.emitMu.Lock()
 	r.closed = true
 	r.emitMu.Unlock()
-	res := r.result(status)
+	res = r.result(status)
 	end := &EndRecord{Status: status, Error: r.outcome.err, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
 	r.checkpointFailed(r.checkpoints.sync())
