@@ -326,6 +326,12 @@ func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[str
 // allowed, continues the run in the background. The error is the engine's
 // typed resume error, or ErrShutdown.
 func (s *Service) Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error {
+	return s.ResumePause(ctx, runID, "", value, modified)
+}
+
+// ResumePause is Resume answering the pause pauseID of the run ("": the
+// only one pending).
+func (s *Service) ResumePause(ctx context.Context, runID, pauseID string, value *engine.ResumeValue, modified map[string]any) error {
 	if _, err := s.admit(); err != nil {
 		return err
 	}
@@ -339,7 +345,7 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 	if err != nil {
 		return err
 	}
-	ropts := engine.ResumeOptions{NextSeq: maxSeq + 1}
+	ropts := engine.ResumeOptions{NextSeq: maxSeq + 1, PauseID: pauseID}
 	if s.disp != nil {
 		// The claim (a pause's interrupt, a failed run's status) and the
 		// job that continues the run commit together; the worker that
@@ -351,6 +357,9 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 	rs, err := s.eng.StartResume(ctx, runID, value, modified, ropts)
 	if err != nil {
 		return err
+	}
+	if rs.Delivered() {
+		return nil // the run executing here took the answer
 	}
 	if s.disp != nil {
 		rs.Release()
