@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"EndClearsInterrupts", testEndClearsInterrupts},
 		{"ClaimInterruptConcurrent", testClaimInterruptConcurrent},
 		{"ClaimPauseByID", testClaimPauseByID},
+		{"PausesAcrossRestart", testPausesAcrossRestart},
 		{"RecoverInterrupted", testRecoverInterrupted},
 		{"PruneRuns", testPruneRuns},
 		{"EngineRunPersisted", testEngineRunPersisted},
