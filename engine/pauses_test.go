@@ -253,3 +253,33 @@ func TestPausesConcurrentAnswers(t *testing.T) {
 		t.Fatalf("run ended %+v", last.End)
 	}
 }
+
+// A map whose body is a skill: each item's sub-chain pauses under
+// "<map>[k]/<inner id>", and each answer resumes that item's sub-chain run.
+func TestPausesInSkillInsideMap(t *testing.T) {
+	t.Parallel()
+	sub := `{"name":"sub","nodes":[{"node_id":"q","kind":"interrupt"}],"edges":[]}`
+	h := newHarness(t, func(o *engine.Options) {
+		o.Chains = func(ctx context.Context, name string) (*engine.Chain, error) {
+			return mustDecode(t, sub), nil
+		}
+	})
+	doc := `{"name":"top","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},
+{"node_id":"body","kind":"skill","name":"sub"}],"edges":[]}`
+	res := h.start(doc, map[string]any{"items": []any{"x", "y"}})
+	wantStatus(t, res, engine.StatusPaused)
+	if got := pauseIDs(res); got != "m[0]/q,m[1]/q" && got != "m[1]/q,m[0]/q" {
+		t.Fatalf("pending = %s", pendingJS(res))
+	}
+	if _, err := h.resumeAt(res.RunID, "m[1]/q", "Y"); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := h.resumeAt(res.RunID, "m[0]/q", "X")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, r2, engine.StatusCompleted)
+	if js(r2.Outputs["m"]) != `["X","Y"]` {
+		t.Errorf("m = %s", js(r2.Outputs["m"]))
+	}
+}
