@@ -235,8 +235,9 @@ func (r *run) clearPauses(i int) {
 	delete(r.nodes.answers, i)
 }
 
-// pendingIn lists the pauses a log leaves waiting, oldest first, and whether
-// id was ever a pause of the run.
+// pendingIn lists the pauses a log leaves waiting, oldest first: pause
+// entries less the ones a resume entry answered; an end that is not paused
+// leaves none (the store clears them the same way).
 func pendingIn(log []Checkpoint) []Pending {
 	var out []Pending
 	for k := range log {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/tool"
@@ -281,5 +282,45 @@ func TestPausesInSkillInsideMap(t *testing.T) {
 	wantStatus(t, r2, engine.StatusCompleted)
 	if js(r2.Outputs["m"]) != `["X","Y"]` {
 		t.Errorf("m = %s", js(r2.Outputs["m"]))
+	}
+}
+
+// An answer that comes while the run still executes other nodes is handed
+// to the running run: the run never stops paused, and Resume returns the
+// run's result once it ends.
+func TestPausesAnsweredWhileRunning(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	doc := `{"name":"a","nodes":[{"node_id":"ask","kind":"interrupt","config":{"prompt":"now?"}},
+{"node_id":"slow","kind":"tool","name":"delay","input":{"ms":400}},
+{"node_id":"j","kind":"tool","name":"echo","input_map":{"a":"ask.output","s":"slow.output.ms"}}],
+"edges":[{"source":"ask","target":"j"},{"source":"slow","target":"j"}]}`
+	done := make(chan *engine.Result, 1)
+	go func() {
+		res, err := h.e.Run(context.Background(), mustDecode(t, doc), nil, engine.RunOptions{RunID: "live"})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	for k := 0; ; k++ {
+		log, _ := h.cp.Load(context.Background(), "live")
+		if len(engine.PendingPauses(log)) == 1 {
+			break
+		}
+		if k > 300 {
+			t.Fatal("the pause was never logged")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res, err := h.resumeAt("live", "ask", "yes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-done
+	wantStatus(t, first, engine.StatusCompleted)
+	wantStatus(t, res, engine.StatusCompleted)
+	if js(res.FinalOutput) != `{"a":"yes","s":400}` {
+		t.Errorf("final = %s", js(res.FinalOutput))
 	}
 }

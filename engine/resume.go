@@ -242,7 +242,6 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 		r.seq = rs.opts.NextSeq - 1
 	}
 	r.applyResume(rs.rec) // its checkpoint was written by StartResume
-	r.openBox()
 	if rs.rec.NodeID == "" {
 		r.restartFailed()
 	}

@@ -351,10 +351,8 @@ func (r *run) loop() {
 	defer close(r.quit)
 	ctxDone := r.ctx.Done()
 	var grace <-chan time.Time
-	var mail <-chan struct{}
-	if r.box != nil {
-		mail = r.box.wake
-	}
+	r.openBox() // answers to its pauses may come while it runs
+	mail := r.box.wake
 	for {
 		r.drainSkips()
 		if !r.outcome.stopping {
