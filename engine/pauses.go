@@ -85,8 +85,8 @@ type fanState struct {
 // takeFan gathers node i's pause state for its next start (nil: none).
 func (r *run) takeFan(i int) *fanState {
 	id := r.chain.Nodes[i].ID
-	f := &fanState{done: r.nodes.slots[i], answers: r.nodes.answers[i]}
-	delete(r.nodes.answers, i)
+	f := &fanState{done: r.nodes.slots[i], answers: r.nodes.slotAnswers[i]}
+	delete(r.nodes.slotAnswers, i)
 	for _, p := range r.pending {
 		if p.NodeID == id {
 			f.pending = append(f.pending, p.PauseID)
@@ -232,7 +232,7 @@ func (r *run) applySlots(i int, rec *SlotsRecord) {
 // afresh.
 func (r *run) clearPauses(i int) {
 	delete(r.nodes.slots, i)
-	delete(r.nodes.answers, i)
+	delete(r.nodes.slotAnswers, i)
 }
 
 // pendingIn lists the pauses a log leaves waiting, oldest first: pause

@@ -331,13 +331,13 @@ func (r *run) applyResume(rec *ResumeRecord) {
 		}
 		r.nodes.resumeValue[i] = rec.Value
 	} else {
-		if r.nodes.answers == nil {
-			r.nodes.answers = map[int]map[string]answer{}
+		if r.nodes.slotAnswers == nil {
+			r.nodes.slotAnswers = map[int]map[string]answer{}
 		}
-		if r.nodes.answers[i] == nil {
-			r.nodes.answers[i] = map[string]answer{}
+		if r.nodes.slotAnswers[i] == nil {
+			r.nodes.slotAnswers[i] = map[string]answer{}
 		}
-		r.nodes.answers[i][id] = answer{value: rec.Value, sub: p.sub}
+		r.nodes.slotAnswers[i][id] = answer{value: rec.Value, sub: p.sub}
 	}
 	if r.nodes.status[i] == nsPaused {
 		r.nodes.status[i] = nsReady

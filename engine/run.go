@@ -121,7 +121,7 @@ type nodeState struct {
 	attRan      []atomic.Bool              // attached nodes (map bodies, branches) that ran at least once; set by workers
 	attBusy     []atomic.Int32             // attached nodes' calls in flight; set by workers
 	resumeValue map[int]any                // an interrupt's resume value, for its next start
-	answers     map[int]map[string]answer  // answers to pauses inside a node (items, branches, sub-chains), for its next start
+	slotAnswers map[int]map[string]answer  // answers to pauses inside a node (items, branches, sub-chains), for its next start
 	slots       map[int]map[int]SlotOutput // a paused node's finished items or branches
 	deferred    []*ResumeRecord            // answers to a node that was running when they came
 	handlerErr  map[int]map[string]any     // an on_error handler's `error`, for its next start
