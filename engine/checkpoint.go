@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -16,6 +17,7 @@ const (
 	CheckpointResume = "resume" // a resume began (value or state patch)
 	CheckpointEnd    = "end"    // the run ended with a status
 	CheckpointEdges  = "edges"  // sequential dispatch decided more of a node's edges
+	CheckpointSlots  = "slots"  // map items or branches of a paused node finished
 )
 
 // Checkpoint is one entry of a run's log. Exactly one of the record pointers
@@ -31,6 +33,7 @@ type Checkpoint struct {
 	Resume   *ResumeRecord `json:"resume,omitempty"`
 	End      *EndRecord    `json:"end,omitempty"`
 	Edges    *EdgesRecord  `json:"edges,omitempty"`
+	Slots    *SlotsRecord  `json:"slots,omitempty"`
 }
 
 // Checkpointer persists runs' checkpoint logs.
@@ -39,20 +42,21 @@ type Checkpoint struct {
 // one call may carry several. Append must not keep the slice (the engine
 // reuses its array); the records it points to are never modified. Load returns the whole log, or a
 // *ChainCheckpointError when the run is unknown. ClaimInterrupt atomically
-// claims the oldest unclaimed pause of the run and returns its node id; when
-// none is pending it returns an *AlreadyResumedError. Of concurrent claims of
-// one pause exactly one succeeds.
+// claims the unclaimed pause pauseID of the run (PauseRecord.ID), or with
+// pauseID "" the oldest unclaimed one, and returns its pause id; when that
+// pause is not pending it returns an *AlreadyResumedError. Of concurrent
+// claims of one pause exactly one succeeds.
 type Checkpointer interface {
 	Append(ctx context.Context, runID string, cps []Checkpoint) error
 	Load(ctx context.Context, runID string) ([]Checkpoint, error)
-	ClaimInterrupt(ctx context.Context, runID string) (nodeID string, err error)
+	ClaimInterrupt(ctx context.Context, runID, pauseID string) (claimed string, err error)
 }
 
 // MemoryCheckpointer keeps checkpoint logs in memory.
 type MemoryCheckpointer struct {
 	mu      sync.Mutex
 	logs    map[string][]Checkpoint
-	pending map[string][]string // run → unclaimed paused node ids, oldest first
+	pending map[string][]string // run → unclaimed pause ids, oldest first
 }
 
 // NewMemoryCheckpointer returns an empty in-memory checkpointer.
@@ -71,7 +75,7 @@ func (m *MemoryCheckpointer) Append(_ context.Context, runID string, cps []Check
 	for _, cp := range cps {
 		switch cp.Kind {
 		case CheckpointPause:
-			m.pending[runID] = append(m.pending[runID], cp.Pause.NodeID)
+			m.pending[runID] = append(m.pending[runID], cp.Pause.ID())
 		case CheckpointEnd:
 			if cp.End.Status != StatusPaused {
 				delete(m.pending, runID)
@@ -91,16 +95,21 @@ func (m *MemoryCheckpointer) Load(_ context.Context, runID string) ([]Checkpoint
 	return append([]Checkpoint(nil), log...), nil
 }
 
-func (m *MemoryCheckpointer) ClaimInterrupt(_ context.Context, runID string) (string, error) {
+func (m *MemoryCheckpointer) ClaimInterrupt(_ context.Context, runID, pauseID string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.logs[runID]; !ok {
 		return "", &ChainCheckpointError{RunID: runID, Msg: "no such run"}
 	}
 	p := m.pending[runID]
-	if len(p) == 0 {
-		return "", &AlreadyResumedError{RunID: runID}
+	k := 0
+	if pauseID != "" {
+		k = slices.Index(p, pauseID)
 	}
-	m.pending[runID] = p[1:]
-	return p[0], nil
+	if k < 0 || len(p) == 0 {
+		return "", &AlreadyResumedError{RunID: runID, PauseID: pauseID}
+	}
+	id := p[k]
+	m.pending[runID] = slices.Delete(slices.Clone(p), k, k+1)
+	return id, nil
 }

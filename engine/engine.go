@@ -85,8 +85,9 @@ func New(opts Options) *Engine {
 
 // runSet is the set of run ids executing in this process.
 type runSet struct {
-	mu sync.Mutex
-	m  map[string]struct{}
+	mu    sync.Mutex
+	m     map[string]struct{}
+	boxes map[string]*mailbox // the running runs that take answers
 }
 
 // Load reports whether id is in the set.
@@ -168,7 +169,10 @@ type ResumeOptions struct {
 	// (ContinueResume with the record). StartResume then writes nothing.
 	// A resume of a failed run (no value) goes the same way: the host
 	// claims the run itself (rec.HasValue false, the node id ignored).
-	Claim func(ctx context.Context, runID string, rec ResumeRecord) (nodeID string, err error)
+	Claim func(ctx context.Context, runID string, rec ResumeRecord) (pauseID string, err error)
+	// PauseID names the pause a resume with a value answers; it may be
+	// empty when exactly one is pending (choosePause).
+	PauseID string
 }
 
 // Prepared is a chain checked and indexed once, ready to run many times (like

@@ -119,11 +119,15 @@ func (e *ChainResumeError) As(target any) bool {
 // AlreadyResumedError: a resume value was given but nothing is pending: the run
 // was never interrupted, or another resume already claimed the interrupt.
 type AlreadyResumedError struct {
-	RunID string
+	RunID   string
+	PauseID string // the pause asked for, when one was named
 }
 
 func (e *AlreadyResumedError) Code() string { return CodeAlreadyResumed }
 func (e *AlreadyResumedError) Error() string {
+	if e.PauseID != "" {
+		return fmt.Sprintf("pause %q of run %q is not pending: it was already answered", e.PauseID, e.RunID)
+	}
 	return fmt.Sprintf("run %q has no pending interrupt: it was never interrupted or was already resumed", e.RunID)
 }
 

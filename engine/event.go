@@ -47,9 +47,10 @@ type Event struct {
 	Iteration int       `json:"iteration,omitempty"` // 1-based run count of a node inside a loop
 	Item      *int      `json:"item,omitempty"`      // map body: the item index
 	Progress  any       `json:"progress,omitempty"`
-	Prompt    any       `json:"prompt,omitempty"` // paused: what the node asks for
-	Edges     []string  `json:"edges,omitempty"`  // on done/skip/error: ids of the outgoing edges that fired
-	Reused    bool      `json:"reused,omitempty"` // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
+	Prompt    any       `json:"prompt,omitempty"`   // paused: what the node asks for
+	PauseID   string    `json:"pause_id,omitempty"` // paused: the pause's id, when it is not the node id
+	Edges     []string  `json:"edges,omitempty"`    // on done/skip/error: ids of the outgoing edges that fired
+	Reused    bool      `json:"reused,omitempty"`   // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
 	Time      time.Time `json:"time"`
 
 	// Decisions: on done/skip/error, and on the progress event of a

@@ -92,7 +92,7 @@ func (r *run) start(i int) {
 	if r.done == nil { // made on first use: chains of inline tools never need it
 		r.done = make(chan completion, min(len(r.chain.Nodes), 32)+1)
 	}
-	go r.work(i, input, sc.resume, sc.hasRes, fs, now)
+	go r.work(i, input, sc.resume, sc.hasRes, fs, r.takeFan(i), now)
 }
 
 // mocked returns the output (or error) RunOptions.Mocks (MockErrors) give
@@ -168,10 +168,15 @@ func (r *run) progress(nodeID string) tool.Emitter {
 }
 
 // work runs one node's attempts on its own goroutine.
-func (r *run) work(i int, input any, resume any, resumed bool, fs *scope, started time.Time) {
+func (r *run) work(i int, input any, resume any, resumed bool, fs *scope, fan *fanState, started time.Time) {
 	ctx := r.ctx
 	if resumed {
 		ctx = tool.WithResume(ctx, resume)
+	}
+	if k := r.chain.Nodes[i].Kind; k != KindMap && k != KindParallel {
+		ctx = fan.ctxFor(ctx, r.chain.Nodes[i].ID) // a skill's sub-chain answers
+	} else {
+		ctx = context.WithValue(ctx, fanKey{}, fan)
 	}
 	out, attempts, err := r.attempts(ctx, i, nil, func(ctx context.Context) (any, error) {
 		return r.execNode(ctx, i, input, fs)
@@ -279,7 +284,7 @@ func (r *run) attempts(ctx context.Context, i int, item *int, fn func(context.Co
 		if err == nil {
 			return out, a, nil
 		}
-		if _, ok := tool.IsInterrupt(err); ok || a >= max || ctx.Err() != nil {
+		if isPause(err) || a >= max || ctx.Err() != nil {
 			return nil, a, err
 		}
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Item: item, Reason: "retrying"})
@@ -393,13 +398,20 @@ func (r *run) runSub(ctx context.Context, name string, input map[string]any) (an
 	if err != nil {
 		return nil, fmt.Errorf("skill %q: %w", name, err)
 	}
-	res, err := r.engine.RunPrepared(ctx, r.engine.Prepare(ctx, c), input, RunOptions{ParentRunID: r.id, depth: r.depth + 1})
+	var res *Result
+	if sa, ok := ctx.Value(subAnswersKey{}).(*subAnswers); ok {
+		res, err = r.resumeSub(ctx, sa) // answers to the sub-chain's pauses
+	} else {
+		res, err = r.engine.RunPrepared(ctx, r.engine.Prepare(ctx, c), input, RunOptions{ParentRunID: r.id, depth: r.depth + 1})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("skill %q: %w", name, err)
 	}
 	switch res.Status {
 	case StatusCompleted, StatusPartial:
 		return res.FinalOutput, nil
+	case StatusPaused:
+		return nil, subPaused(res)
 	}
 	msg := string(res.Status)
 	if res.Error != nil {
@@ -439,8 +451,12 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Attempt: attempts, Item: item})
 		return out, nil
 	}
-	if _, ok := tool.IsInterrupt(err); ok {
-		err = errors.New("interrupts are not supported inside map bodies or parallel branches")
+	if ie, ok := tool.IsInterrupt(err); ok {
+		r.emit(Event{NodeID: nd.ID, Phase: PhasePaused, Prompt: ie.Prompt, Attempt: attempts, Item: item})
+		return nil, err // the owner pauses with the slot's id
+	}
+	if isPause(err) {
+		return nil, err
 	}
 	// A failure the body's own on_error handles is not the owner's failure,
 	// but it is still a failure: the slot is marked handled, so the owner
@@ -513,7 +529,11 @@ func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, er
 		n := done.Add(1)
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseProgress, Progress: map[string]any{"done": float64(n), "total": float64(total)}})
 	}
-	return r.fanOut(ctx, nd, calls, progress)
+	ids := make([]string, total)
+	for k := range ids {
+		ids[k] = fmt.Sprintf("%s[%d]", nd.ID, k)
+	}
+	return r.fanOut(ctx, nd, calls, ids, progress)
 }
 
 // execParallel runs the parallel node's branches at once.
@@ -526,16 +546,25 @@ func (r *run) execParallel(ctx context.Context, i int, input any, fs *scope) (an
 			return r.execAttached(ctx, j, fs, input, nil, nil)
 		}
 	}
-	return r.fanOut(ctx, nd, calls, nil)
+	return r.fanOut(ctx, nd, calls, nd.Branches, nil)
 }
 
+// fanKey carries a map or parallel node's pause state (*fanState) to its
+// fan-out.
+type fanKey struct{}
+
 // fanOut runs calls concurrently (bounded) and combines their results in
-// order according to the node's parallel_failure_mode.
-func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context) (any, error), progress func()) (any, error) {
+// order according to the node's parallel_failure_mode. ids are the slots'
+// pause ids: a slot that finished before a pause keeps its output, one still
+// waiting for an answer stays paused, and one answered runs with its answer.
+func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context) (any, error), ids []string, progress func()) (any, error) {
 	n := len(calls)
 	if n == 0 {
 		return []any{}, nil
 	}
+	fan, _ := ctx.Value(fanKey{}).(*fanState)
+	paused := make([]*pausedErr, n) // slots that paused (or stay paused)
+	fresh := make([]bool, n)        // slots that finished in this attempt
 	mode := nd.FailureModeOrDefault()
 	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -557,7 +586,31 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 				if k >= n || fctx.Err() != nil {
 					return
 				}
-				outs[k], errs[k] = calls[k](fctx)
+				if d, ok := fan.slot(k); ok {
+					outs[k] = d.Output
+					if d.Handled {
+						outs[k] = handledOut{d.Output}
+					}
+					continue
+				}
+				if fan.blocked(ids[k]) {
+					paused[k] = &pausedErr{}
+					continue
+				}
+				outs[k], errs[k] = calls[k](fan.ctxFor(fctx, ids[k]))
+				if errs[k] != nil && isPause(errs[k]) {
+					slot := k
+					if ie, ok := tool.IsInterrupt(errs[k]); ok {
+						paused[k] = &pausedErr{pauses: []slotPause{{id: ids[k], prompt: ie.Prompt, slot: &slot}}}
+					} else {
+						var pe *pausedErr
+						errors.As(errs[k], &pe)
+						paused[k] = pe.prefixed(ids[k], &slot)
+					}
+					errs[k] = nil
+					continue
+				}
+				fresh[k] = errs[k] == nil
 				if errs[k] == nil {
 					sz := valueSize(outs[k], sizeLimit)
 					held.Add(sz)
@@ -576,14 +629,25 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
+	var pe *pausedErr
+	for k := range paused {
+		if paused[k] == nil {
+			continue
+		}
+		if pe == nil {
+			pe = &pausedErr{}
+		}
+		pe.pauses = append(pe.pauses, paused[k].pauses...)
+	}
 	label := "branch"
 	if nd.Kind == KindMap {
 		label = "item"
 	}
 	partial := false
+	handled := make([]bool, n)
 	for k, o := range outs {
 		if ho, ok := o.(handledOut); ok {
-			outs[k], partial = ho.v, true
+			outs[k], partial, handled[k] = ho.v, true, true
 		}
 	}
 	var failed []int
@@ -591,6 +655,15 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 		if err != nil {
 			failed = append(failed, k)
 		}
+	}
+	if pe != nil && (len(failed) == 0 || mode == FailAnySuccess) {
+		// Slots wait for answers: the node pauses, keeping what finished.
+		for k := range outs {
+			if fresh[k] {
+				pe.done = append(pe.done, SlotOutput{Slot: k, Output: outs[k], Handled: handled[k]})
+			}
+		}
+		return nil, pe
 	}
 	switch mode {
 	case FailFast:

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -40,6 +42,11 @@ func (r *run) complete(c completion) {
 	}
 	if ie, ok := tool.IsInterrupt(c.err); ok {
 		r.pauseNode(i, ie.Prompt, c)
+		return
+	}
+	var pe *pausedErr
+	if errors.As(c.err, &pe) {
+		r.pauseSlots(i, pe, c)
 		return
 	}
 	if !r.outcome.stopping && r.ctx.Err() != nil {
@@ -213,6 +220,7 @@ func (r *run) publishOutput(i int, rec *NodeRecord) {
 // the run stops).
 func (r *run) apply(i int, rec *NodeRecord, rt *routing) {
 	r.nodes.result[i] = rec.result()
+	r.clearPauses(i)
 	if rec.Iteration > 0 {
 		r.nodes.iterations[i] = rec.Iteration
 	}
@@ -310,14 +318,17 @@ func (r *run) pauseNode(i int, prompt any, c completion) {
 	r.nodes.result[i].Ended = c.ended
 	r.emit(Event{NodeID: rec.NodeID, Phase: PhasePaused, Prompt: prompt, Attempt: rec.Attempts, Iteration: rec.Iteration})
 	r.addCheckpoint(Checkpoint{Kind: CheckpointPause, Pause: rec})
-	r.applyPause(i, rec)
+	r.applyPause(i, rec, stamp())
+	r.applyDeferred(i)
 }
 
 // applyPause marks node i waiting for a resume value, live and in replay.
-func (r *run) applyPause(i int, rec *PauseRecord) {
+func (r *run) applyPause(i int, rec *PauseRecord, since time.Time) {
 	r.nodes.status[i] = nsPaused
 	rec.applyTo(&r.nodes.result[i])
-	r.pending = append(r.pending, Pending{NodeID: rec.NodeID, Prompt: rec.Prompt})
+	id := rec.ID()
+	r.pending = slices.DeleteFunc(r.pending, func(p Pending) bool { return p.PauseID == id })
+	r.pending = append(r.pending, Pending{PauseID: id, NodeID: rec.NodeID, Prompt: rec.Prompt, Since: since, slot: rec.Slot, sub: rec.SubRunID})
 }
 
 // stoppedNode: the run was already stopping (another node failed, timeout,

@@ -104,9 +104,15 @@ func (o *OutputJSON) Store(b []byte) []byte {
 	return o.b
 }
 
-// PauseRecord: a node is waiting for a resume value.
+// PauseRecord: a node is waiting for a resume value. One node may hold
+// several pauses at once (map items, parallel branches, a sub-chain's
+// pauses); PauseID tells them apart (docs/chain-format.md, "Pauses inside
+// map items, branches and sub-chains").
 type PauseRecord struct {
 	NodeID    string `json:"node_id"`
+	PauseID   string `json:"pause_id,omitempty"`   // "": the node id (a top-level interrupt; logs written before pause ids)
+	Slot      *int   `json:"slot,omitempty"`       // the map item or parallel branch that paused
+	SubRunID  string `json:"sub_run_id,omitempty"` // the sub-chain run that holds the pause (skills)
 	Prompt    any    `json:"prompt,omitempty"`
 	Input     any    `json:"input,omitempty"`
 	Attempts  int    `json:"attempts,omitempty"`
@@ -116,10 +122,34 @@ type PauseRecord struct {
 	Approval *ApprovalInfo `json:"approval,omitempty"`
 }
 
+// ID is the pause's id: PauseID, or the node id for a top-level interrupt.
+func (rec *PauseRecord) ID() string {
+	if rec.PauseID != "" {
+		return rec.PauseID
+	}
+	return rec.NodeID
+}
+
+// SlotsRecord: map items or parallel branches of a paused node that
+// finished; a resume of the node keeps their outputs instead of running
+// them again.
+type SlotsRecord struct {
+	NodeID string       `json:"node_id"`
+	Done   []SlotOutput `json:"done"`
+}
+
+// SlotOutput is one finished map item or parallel branch.
+type SlotOutput struct {
+	Slot    int  `json:"slot"`
+	Output  any  `json:"output,omitempty"`
+	Handled bool `json:"handled,omitempty"` // its failure was handled (the run ends partial)
+}
+
 // ResumeRecord: a resume claimed the run. With a value it is the answer's
 // audit entry: who answered, when, from where, how and why.
 type ResumeRecord struct {
-	NodeID        string         `json:"node_id,omitempty"` // the interrupted node, when resuming one
+	NodeID        string         `json:"node_id,omitempty"`  // the interrupted node, when resuming one
+	PauseID       string         `json:"pause_id,omitempty"` // the claimed pause ("": NodeID, older logs)
 	Value         any            `json:"value,omitempty"`
 	HasValue      bool           `json:"has_value"`
 	ModifiedState map[string]any `json:"modified_state,omitempty"`

@@ -52,8 +52,12 @@ type NodeResult struct {
 
 // Pending is an interrupt waiting for a resume value.
 type Pending struct {
-	NodeID string `json:"node_id"`
-	Prompt any    `json:"prompt,omitempty"`
+	PauseID string    `json:"pause_id"`
+	NodeID  string    `json:"node_id"`
+	Prompt  any       `json:"prompt,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	slot    *int      // the map item or branch that paused
+	sub     string    // the sub-chain run holding it
 }
 
 // Result is the outcome of Run or Resume.

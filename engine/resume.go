@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Resume continues a run from its checkpoint log, following the resume
@@ -39,7 +41,8 @@ type Resumption struct {
 	rec     *ResumeRecord
 	opts    ResumeOptions
 	started bool
-	handed  bool // claimed through ResumeOptions.Claim: continued elsewhere
+	handed  bool     // claimed through ResumeOptions.Claim: continued elsewhere
+	box     *mailbox // the answer went to the running run (answerLive)
 }
 
 // StartResume checks a resume against the resume table and claims the run
@@ -69,6 +72,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is paused at an interrupt; resume it with a value"}}
 	case status != StatusPaused && value != nil:
 		if _, running := e.active.Load(runID); running {
+			if opts.Claim == nil {
+				return e.answerRunning(ctx, runID, value, modifiedState, opts)
+			}
 			return nil, busy()
 		}
 		return nil, &AlreadyResumedError{RunID: runID}
@@ -78,6 +84,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	// Hold the run before claiming its interrupt, so a claim is never spent
 	// by a resume that then finds the run busy.
 	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
+		if value != nil && opts.Claim == nil {
+			return e.answerRunning(ctx, runID, value, modifiedState, opts)
+		}
 		return nil, busy()
 	}
 	p := e.Prepare(ctx, start.Chain)
@@ -88,8 +97,14 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	rec := &ResumeRecord{HasValue: value != nil, ModifiedState: modifiedState}
 	if value != nil {
 		rec.Value, rec.Action, rec.Comment, rec.By, rec.Address, rec.At = value.Value, value.Action, value.Comment, value.By, value.Address, stamp()
-		if p := pendingPause(log); p != nil {
-			if err := checkAnswer(start.Chain, runID, p.NodeID, p.Approval, rec); err != nil {
+		pause, err := choosePause(runID, opts.PauseID, log)
+		if err != nil {
+			e.active.Delete(runID)
+			return nil, err
+		}
+		rec.NodeID, rec.PauseID = pause.NodeID, pause.PauseID
+		if pr := pauseRecordOf(log, pause.PauseID); pr != nil {
+			if err := checkAnswer(start.Chain, runID, pr.NodeID, pr.Approval, rec); err != nil {
 				e.active.Delete(runID)
 				return nil, err
 			}
@@ -97,14 +112,18 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		if opts.Claim != nil {
 			// Claimed and handed on in one step by the host; the entry is
 			// written by whoever continues the run.
-			if rec.NodeID, err = opts.Claim(ctx, runID, *rec); err != nil {
+			if _, err = opts.Claim(ctx, runID, *rec); err != nil {
 				e.active.Delete(runID)
 				return nil, err
 			}
 			return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts, handed: true}, nil
 		}
-		if rec.NodeID, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID); err != nil {
+		if _, err = e.opts.Checkpointer.ClaimInterrupt(ctx, runID, rec.PauseID); err != nil {
 			e.active.Delete(runID)
+			var ae *AlreadyResumedError
+			if errors.As(err, &ae) && ae.PauseID == "" {
+				ae.PauseID = rec.PauseID
+			}
 			return nil, err
 		}
 	} else if opts.Claim != nil {
@@ -130,8 +149,75 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts}, nil
 }
 
+// liveWait bounds how long an answer waits for a run executing here to take
+// answers (it is between legs: starting, or writing its end).
+const liveWait = 5 * time.Second
+
+// answerRunning answers a pause of a run that is executing in this process:
+// handed to the run when it takes answers, or resumed as usual once it
+// stopped (it paused again in between).
+func (e *Engine) answerRunning(ctx context.Context, runID string, value *ResumeValue, modifiedState map[string]any, opts ResumeOptions) (*Resumption, error) {
+	deadline := time.Now().Add(liveWait)
+	for {
+		if len(modifiedState) > 0 {
+			break // a state patch needs a leg of its own
+		}
+		log, err := e.opts.Checkpointer.Load(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if rs, ok, err := e.answerLive(ctx, runID, value, log, opts); ok {
+			return rs, err
+		}
+		if _, running := e.active.Load(runID); !running {
+			return e.StartResume(ctx, runID, value, modifiedState, opts)
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		t := time.NewTimer(2 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+	return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
+}
+
+// answerLive answers a pause of a run that is executing in this process.
+func (e *Engine) answerLive(ctx context.Context, runID string, value *ResumeValue, log []Checkpoint, opts ResumeOptions) (*Resumption, bool, error) {
+	pause, err := choosePause(runID, opts.PauseID, log)
+	if err != nil {
+		return nil, true, err
+	}
+	rec := &ResumeRecord{HasValue: true, Value: value.Value, NodeID: pause.NodeID, PauseID: pause.PauseID,
+		Action: value.Action, Comment: value.Comment, By: value.By, Address: value.Address, At: stamp()}
+	if start, _ := inspectLog(log); start != nil && start.Chain != nil {
+		if pr := pauseRecordOf(log, pause.PauseID); pr != nil {
+			if err := checkAnswer(start.Chain, runID, pr.NodeID, pr.Approval, rec); err != nil {
+				return nil, true, err
+			}
+		}
+	}
+	b, ok, err := e.deliver(ctx, runID, rec)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return &Resumption{e: e, runID: runID, rec: rec, box: b, started: true}, true, nil
+}
+
+// Delivered reports whether the answer was handed to the run executing in
+// this process: Run then waits for that run's end, and a host has nothing
+// to launch.
+func (rs *Resumption) Delivered() bool { return rs.box != nil }
+
 // NodeID returns the interrupted node being resumed ("" for a failed run).
 func (rs *Resumption) NodeID() string { return rs.rec.NodeID }
+
+// PauseID returns the pause being answered ("" for a failed run).
+func (rs *Resumption) PauseID() string { return rs.rec.PauseID }
 
 // Release gives up a Resumption that will not be run.
 func (rs *Resumption) Release() {
@@ -143,6 +229,14 @@ func (rs *Resumption) Release() {
 
 // Run rebuilds the run from its log and continues it under ctx.
 func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
+	if rs.box != nil {
+		select {
+		case <-rs.box.done:
+			return rs.box.res, rs.box.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
 	if rs.started || rs.handed {
 		rs.Release()
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: rs.runID, Msg: "this resumption was already run, released or handed on"}}
@@ -200,30 +294,15 @@ func handedOn(last Checkpoint, rec *ResumeRecord) bool {
 	return true
 }
 
-// pendingPause returns the oldest pause of the log's last leg that no
-// resume answered (the one a claim takes), or nil.
-func pendingPause(log []Checkpoint) *PauseRecord {
-	var pending []*PauseRecord
-	for k := range log {
-		switch cp := &log[k]; cp.Kind {
-		case CheckpointPause:
-			if cp.Pause != nil {
-				pending = append(pending, cp.Pause)
-			}
-		case CheckpointResume:
-			if cp.Resume != nil && cp.Resume.NodeID != "" {
-				pending = slices.DeleteFunc(pending, func(p *PauseRecord) bool { return p.NodeID == cp.Resume.NodeID })
-			}
-		case CheckpointEnd:
-			if cp.End != nil && cp.End.Status != StatusPaused {
-				pending = nil
-			}
+// pauseRecordOf is the newest pause entry of the pause id in a log, with
+// the interrupt's approval settings the answer is checked against.
+func pauseRecordOf(log []Checkpoint, id string) *PauseRecord {
+	for k := len(log) - 1; k >= 0; k-- {
+		if cp := &log[k]; cp.Kind == CheckpointPause && cp.Pause != nil && cp.Pause.ID() == id {
+			return cp.Pause
 		}
 	}
-	if len(pending) == 0 {
-		return nil
-	}
-	return pending[0]
+	return nil
 }
 
 // inspectLog finds the start record and the latest end record.
@@ -251,21 +330,67 @@ func (r *run) applyResume(rec *ResumeRecord) {
 	if rec.NodeID == "" {
 		return
 	}
-	i, ok := r.graph.idx[rec.NodeID]
+	id := rec.PauseID
+	if id == "" {
+		id = rec.NodeID
+	}
+	k := slices.IndexFunc(r.pending, func(p Pending) bool { return p.PauseID == id })
+	if k < 0 {
+		return
+	}
+	p := r.pending[k]
+	i, ok := r.graph.idx[p.NodeID]
 	if !ok {
 		return
 	}
-	r.pending = slices.DeleteFunc(r.pending, func(p Pending) bool { return p.NodeID == rec.NodeID })
-	if r.nodes.resumeValue == nil {
-		r.nodes.resumeValue = map[int]any{}
+	if r.nodes.status[i] == nsRunning {
+		// The node is running for another answer and still holds this
+		// pause: the answer waits until it stops (applyDeferred).
+		r.nodes.deferred = append(r.nodes.deferred, rec)
+		return
 	}
-	r.nodes.resumeValue[i] = rec.Value
-	if r.nodes.answers == nil {
-		r.nodes.answers = map[int]*ResumeRecord{}
+	r.pending = slices.Delete(r.pending, k, k+1)
+	if id == p.NodeID {
+		if r.nodes.resumeValue == nil {
+			r.nodes.resumeValue = map[int]any{}
+		}
+		r.nodes.resumeValue[i] = rec.Value
+		if r.nodes.answers == nil {
+			r.nodes.answers = map[int]*ResumeRecord{}
+		}
+		r.nodes.answers[i] = rec // its action (approve, reject, respond)
+	} else {
+		if r.nodes.slotAnswers == nil {
+			r.nodes.slotAnswers = map[int]map[string]answer{}
+		}
+		if r.nodes.slotAnswers[i] == nil {
+			r.nodes.slotAnswers[i] = map[string]answer{}
+		}
+		r.nodes.slotAnswers[i][id] = answer{value: rec.Value, sub: p.sub}
 	}
-	r.nodes.answers[i] = rec
-	r.nodes.status[i] = nsReady
-	r.queue.push(i)
+	if r.nodes.status[i] == nsPaused {
+		r.nodes.status[i] = nsReady
+		r.queue.push(i)
+	}
+}
+
+// applyDeferred applies the answers that came while node i ran, now that it
+// paused again. Their resume entries are written now, after the node's
+// pauses, so a replay meets them in the same order.
+func (r *run) applyDeferred(i int) {
+	if len(r.nodes.deferred) == 0 {
+		return
+	}
+	recs := r.nodes.deferred
+	r.nodes.deferred = nil
+	for _, rec := range recs {
+		if r.graph.idx[rec.NodeID] != i {
+			r.nodes.deferred = append(r.nodes.deferred, rec)
+			continue
+		}
+		r.addCheckpoint(Checkpoint{Kind: CheckpointResume, Resume: rec})
+		r.applyResume(rec)
+	}
 }
 
 // restartFailed queues the nodes a failed run did not finish: the node whose
@@ -301,7 +426,11 @@ func (r *run) replayLog(log []Checkpoint) {
 			r.replayNode(cp.Node)
 		case CheckpointPause:
 			if i, ok := r.graph.idx[cp.Pause.NodeID]; ok {
-				r.applyPause(i, cp.Pause)
+				r.applyPause(i, cp.Pause, cp.Time)
+			}
+		case CheckpointSlots:
+			if i, ok := r.graph.idx[cp.Slots.NodeID]; ok {
+				r.applySlots(i, cp.Slots)
 			}
 		case CheckpointResume:
 			r.applyResume(cp.Resume)

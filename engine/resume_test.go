@@ -3,8 +3,10 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 )
@@ -25,6 +27,21 @@ func (h *harness) resume(id string, v *engine.ResumeValue, state map[string]any)
 
 func val(v any) *engine.ResumeValue { return &engine.ResumeValue{Value: v} }
 
+// resumeAt answers one pause of a run.
+func (h *harness) resumeAt(id, pause string, v any) (*engine.Result, error) {
+	h.t.Helper()
+	return h.e.Resume(context.Background(), id, val(v), nil, engine.ResumeOptions{PauseID: pause})
+}
+
+// pendingJS is res.Pending as JSON without the times.
+func pendingJS(res *engine.Result) string {
+	p := append([]engine.Pending(nil), res.Pending...)
+	for k := range p {
+		p[k].Since = time.Time{}
+	}
+	return js(p)
+}
+
 const approvalDoc = `{"name":"a","nodes":[{"node_id":"r","kind":"tool","name":"echo"},
 {"node_id":"ask","kind":"interrupt","config":{"prompt":"approve?"}},
 {"node_id":"other","kind":"tool","name":"delay","input":{"ms":30}},
@@ -37,7 +54,7 @@ func TestResumeInterrupt(t *testing.T) {
 		h := newHarness(t)
 		res := h.start(approvalDoc, nil)
 		wantStatus(t, res, engine.StatusPaused)
-		if js(res.Pending) != `[{"node_id":"ask","prompt":"approve?"}]` {
+		if pendingJS(res) != `[{"pause_id":"ask","node_id":"ask","prompt":"approve?"}]` {
 			t.Errorf("pending = %s", js(res.Pending))
 		}
 		wantNodes(t, res, map[string]string{"other": "done", "ask": "paused"})
@@ -51,7 +68,7 @@ func TestResumeInterrupt(t *testing.T) {
 		doc := `{"name":"a","nodes":[{"node_id":"ask","kind":"tool","name":"interrupt","input":{"prompt":"ok?"}},{"node_id":"n","kind":"tool","name":"echo"}],"edges":[{"source":"ask","target":"n"}]}`
 		res := h.start(doc, nil)
 		wantStatus(t, res, engine.StatusPaused)
-		if js(res.Pending) != `[{"node_id":"ask","prompt":"ok?"}]` {
+		if pendingJS(res) != `[{"pause_id":"ask","node_id":"ask","prompt":"ok?"}]` {
 			t.Errorf("pending = %s", js(res.Pending))
 		}
 		res2, err := h.resume(res.RunID, val(map[string]any{"yes": true}), nil)
@@ -382,7 +399,12 @@ func TestResumeTwoInterrupts(t *testing.T) {
 	if len(res.Pending) != 2 {
 		t.Fatalf("pending = %s", js(res.Pending))
 	}
-	res, err := h.resume(res.RunID, val("a"), nil)
+	// Two pending: a resume must name one (422 naming both).
+	var re *engine.ChainResumeError
+	if _, err := h.resume(res.RunID, val("a"), nil); !errors.As(err, &re) || !strings.Contains(err.Error(), "pending: i1, i2") {
+		t.Fatalf("resume without pause_id: %v", err)
+	}
+	res, err := h.resumeAt(res.RunID, "i1", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +484,7 @@ func TestContinueResumeHandedRecord(t *testing.T) {
 	logBefore, _ := h.e.Checkpointer().Load(ctx, res.RunID)
 	var handed engine.ResumeRecord
 	rs, err := h.e.StartResume(ctx, res.RunID, val("yes"), nil, engine.ResumeOptions{Claim: func(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
-		node, err := h.e.Checkpointer().ClaimInterrupt(ctx, runID)
+		node, err := h.e.Checkpointer().ClaimInterrupt(ctx, runID, "")
 		rec.NodeID = node
 		handed = rec
 		return node, err

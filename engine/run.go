@@ -95,6 +95,7 @@ type run struct {
 
 	outcome  runOutcome
 	pending  []Pending // interrupts waiting for a resume value
+	box      *mailbox  // answers that came while the run executes
 	nodesRun int
 	budget   runBudget
 }
@@ -115,13 +116,16 @@ type nodeState struct {
 	depsLeft    []int32 // input_map dependencies not finished yet
 	depsDone    []bool  // the node's dependants were told it finished
 	iterations  []int
-	stopped     []bool                 // ended with an error because the run stopped; resumable
-	fatal       []bool                 // its failure stopped the run; a resume runs it again
-	attRan      []atomic.Bool          // attached nodes (map bodies, branches) that ran at least once; set by workers
-	attBusy     []atomic.Int32         // attached nodes' calls in flight; set by workers
-	resumeValue map[int]any            // an interrupt's resume value, for its next start
-	answers     map[int]*ResumeRecord  // the answer an interrupt node resumes with (its action)
-	handlerErr  map[int]map[string]any // an on_error handler's `error`, for its next start
+	stopped     []bool                     // ended with an error because the run stopped; resumable
+	fatal       []bool                     // its failure stopped the run; a resume runs it again
+	attRan      []atomic.Bool              // attached nodes (map bodies, branches) that ran at least once; set by workers
+	attBusy     []atomic.Int32             // attached nodes' calls in flight; set by workers
+	resumeValue map[int]any                // an interrupt's resume value, for its next start
+	answers     map[int]*ResumeRecord      // the answer an interrupt node resumes with (its action)
+	slotAnswers map[int]map[string]answer  // answers to pauses inside a node (items, branches, sub-chains), for its next start
+	slots       map[int]map[int]SlotOutput // a paused node's finished items or branches
+	deferred    []*ResumeRecord            // answers to a node that was running when they came
+	handlerErr  map[int]map[string]any     // an on_error handler's `error`, for its next start
 }
 
 // readyQueue holds the nodes due to start, in order, and the skips decided
@@ -351,6 +355,8 @@ func (r *run) loop() {
 	defer close(r.quit)
 	ctxDone := r.ctx.Done()
 	var grace <-chan time.Time
+	r.openBox() // answers to its pauses may come while it runs
+	mail := r.box.wake
 	for {
 		r.drainSkips()
 		if !r.outcome.stopping {
@@ -365,6 +371,9 @@ func (r *run) loop() {
 				continue
 			}
 			if !r.outcome.stopping && r.resolveDead() {
+				continue
+			}
+			if r.takeMail(true) && !r.outcome.stopping {
 				continue
 			}
 			break
@@ -394,6 +403,10 @@ func (r *run) loop() {
 			r.timedOut()
 		case <-grace:
 			r.abandonRunning()
+		case <-mail:
+			if !r.outcome.stopping {
+				r.takeMail(false)
+			}
 		}
 	}
 	r.checkpointFailed(r.checkpoints.sync())
@@ -654,7 +667,8 @@ func (r *run) upstream(i int) any {
 }
 
 // finishRun computes the result and writes the closing checkpoint.
-func (r *run) finishRun() (*Result, error) {
+func (r *run) finishRun() (res *Result, err error) {
+	defer func() { r.closeBox(res, err) }()
 	r.drainSkips()
 	status := StatusCompleted
 	switch {
@@ -703,7 +717,7 @@ func (r *run) finishRun() (*Result, error) {
 	r.emitMu.Lock()
 	r.closed = true
 	r.emitMu.Unlock()
-	res := r.result(status)
+	res = r.result(status)
 	end := &EndRecord{Status: status, Error: r.outcome.err, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
 	r.checkpointFailed(r.checkpoints.sync())

@@ -31,9 +31,9 @@ type SweepStore interface {
 	ClaimEscalation(ctx context.Context, runID string, n int64, stage string, now time.Time) (bool, error)
 }
 
-// Resumer answers a paused run (Service.Resume).
+// Resumer answers one pause of a paused run (Service.ResumePause).
 type Resumer interface {
-	Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error
+	ResumePause(ctx context.Context, runID, pauseID string, value *engine.ResumeValue, modified map[string]any) error
 }
 
 // SweeperOptions configure a Sweeper.
@@ -88,7 +88,7 @@ func (w *Sweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	for _, it := range due {
 		v := &engine.ResumeValue{Action: engine.ActionTimeout, By: "deadline"}
-		err := w.o.Runs.Resume(ctx, it.RunID, v, nil)
+		err := w.o.Runs.ResumePause(ctx, it.RunID, it.NodeID, v, nil) // node_id holds the pause id
 		var ar *engine.AlreadyResumedError
 		var busy *engine.ChainResumeError
 		switch {

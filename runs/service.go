@@ -360,6 +360,12 @@ func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[str
 // allowed, continues the run in the background. The error is the engine's
 // typed resume error, or ErrShutdown.
 func (s *Service) Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error {
+	return s.ResumePause(ctx, runID, "", value, modified)
+}
+
+// ResumePause is Resume answering the pause pauseID of the run ("": the
+// only one pending).
+func (s *Service) ResumePause(ctx context.Context, runID, pauseID string, value *engine.ResumeValue, modified map[string]any) error {
 	if _, err := s.admit(); err != nil {
 		return err
 	}
@@ -373,7 +379,7 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 	if err != nil {
 		return err
 	}
-	ropts := engine.ResumeOptions{NextSeq: maxSeq + 1}
+	ropts := engine.ResumeOptions{NextSeq: maxSeq + 1, PauseID: pauseID}
 	if s.disp != nil {
 		// The claim (a pause's interrupt, a failed run's status) and the
 		// job that continues the run commit together; the worker that
@@ -385,6 +391,9 @@ func (s *Service) Resume(ctx context.Context, runID string, value *engine.Resume
 	rs, err := s.eng.StartResume(ctx, runID, value, modified, ropts)
 	if err != nil {
 		return err
+	}
+	if rs.Delivered() {
+		return nil // the run executing here took the answer
 	}
 	if s.disp != nil {
 		rs.Release()
@@ -806,9 +815,9 @@ func (t timedCheckpointer) Load(ctx context.Context, runID string) ([]engine.Che
 	return t.Checkpointer.Load(ctx, runID)
 }
 
-func (t timedCheckpointer) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
+func (t timedCheckpointer) ClaimInterrupt(ctx context.Context, runID, pauseID string) (string, error) {
 	defer t.time("checkpoint_claim", time.Now())
-	return t.Checkpointer.ClaimInterrupt(ctx, runID)
+	return t.Checkpointer.ClaimInterrupt(ctx, runID, pauseID)
 }
 
 func (t timedCheckpointer) time(op string, start time.Time) { t.obs.StoreCall(op, time.Since(start)) }

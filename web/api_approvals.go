@@ -31,12 +31,12 @@ func answeredBy(c echo.Context) string {
 }
 
 // readAnswer reads a resume request's body: the value (resume_value, or
-// value), action, comment and modified_state. An action makes it an answer
+// value), action, comment, modified_state and pause_id. An action makes it an answer
 // even without a value (approve takes the proposed value, reject none).
-func readAnswer(c echo.Context) (*engine.ResumeValue, map[string]any, error) {
+func readAnswer(c echo.Context) (*engine.ResumeValue, map[string]any, string, error) {
 	var raw map[string]json.RawMessage
 	if err := bindJSON(c, &raw); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	var (
 		value    *engine.ResumeValue
@@ -44,59 +44,64 @@ func readAnswer(c echo.Context) (*engine.ResumeValue, map[string]any, error) {
 		action   string
 		comment  string
 		answered bool
+		pauseID  string
 	)
-	fields := "resume_value, value, action, comment, modified_state"
+	fields := "resume_value, value, action, comment, modified_state, pause_id"
 	for k, v := range raw {
 		switch k {
 		case "resume_value", "value": // present, even as null, is a value
 			if _, both := raw["resume_value"]; both && k == "value" {
-				return nil, nil, apiError(EBADREQUEST, "bad_json", "send the value as resume_value or value, not both", map[string]any{"path": k})
+				return nil, nil, "", apiError(EBADREQUEST, "bad_json", "send the value as resume_value or value, not both", map[string]any{"path": k})
 			}
 			var x any
 			if err := json.Unmarshal(v, &x); err != nil {
-				return nil, nil, apiError(EBADREQUEST, "bad_json", k+": "+err.Error(), map[string]any{"path": k})
+				return nil, nil, "", apiError(EBADREQUEST, "bad_json", k+": "+err.Error(), map[string]any{"path": k})
 			}
 			value, answered = &engine.ResumeValue{Value: x}, true
 		case "action":
 			if err := json.Unmarshal(v, &action); err != nil {
-				return nil, nil, apiError(EBADREQUEST, "bad_json", "action must be a string: approve, reject or respond", map[string]any{"path": k})
+				return nil, nil, "", apiError(EBADREQUEST, "bad_json", "action must be a string: approve, reject or respond", map[string]any{"path": k})
 			}
 			switch action {
 			case engine.ActionApprove, engine.ActionReject, engine.ActionRespond:
 			default:
-				return nil, nil, apiError(EINVALID, engine.CodeInvalidAnswer, fmt.Sprintf("action must be approve, reject or respond, got %q", action), map[string]any{"field": "action"})
+				return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, fmt.Sprintf("action must be approve, reject or respond, got %q", action), map[string]any{"field": "action"})
 			}
 			answered = true
 		case "comment":
 			if err := json.Unmarshal(v, &comment); err != nil {
-				return nil, nil, apiError(EBADREQUEST, "bad_json", "comment must be a string", map[string]any{"path": k})
+				return nil, nil, "", apiError(EBADREQUEST, "bad_json", "comment must be a string", map[string]any{"path": k})
 			}
 			if n := utf8.RuneCountInString(comment); n > maxComment {
-				return nil, nil, apiError(EINVALID, engine.CodeInvalidAnswer, fmt.Sprintf("comment is %d characters, over the limit of %d", n, maxComment), map[string]any{"field": "comment"})
+				return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, fmt.Sprintf("comment is %d characters, over the limit of %d", n, maxComment), map[string]any{"field": "comment"})
+			}
+		case "pause_id": // which pause, when several wait (map items, branches, sub-chains)
+			if err := json.Unmarshal(v, &pauseID); err != nil || pauseID == "" || len(pauseID) > maxPauseID {
+				return nil, nil, "", apiError(EBADREQUEST, "bad_json", fmt.Sprintf("pause_id must be a non-empty string of at most %d bytes", maxPauseID), map[string]any{"path": k})
 			}
 		case "modified_state":
 			if err := json.Unmarshal(v, &modified); err != nil {
-				return nil, nil, apiError(EBADREQUEST, "bad_json", "modified_state must be a JSON object", map[string]any{"path": k})
+				return nil, nil, "", apiError(EBADREQUEST, "bad_json", "modified_state must be a JSON object", map[string]any{"path": k})
 			}
 		default:
-			return nil, nil, apiError(EBADREQUEST, "bad_json", fmt.Sprintf("unknown field %q (%s)", k, fields), map[string]any{"path": k})
+			return nil, nil, "", apiError(EBADREQUEST, "bad_json", fmt.Sprintf("unknown field %q (%s)", k, fields), map[string]any{"path": k})
 		}
 	}
 	if action == engine.ActionRespond && value == nil {
-		return nil, nil, apiError(EINVALID, engine.CodeInvalidAnswer, "respond needs a value", map[string]any{"field": "value"})
+		return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, "respond needs a value", map[string]any{"field": "value"})
 	}
 	if !answered {
 		if comment != "" {
-			return nil, nil, apiError(EINVALID, engine.CodeInvalidAnswer, "a comment goes with an answer: add an action or a value", map[string]any{"field": "comment"})
+			return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, "a comment goes with an answer: add an action or a value", map[string]any{"field": "comment"})
 		}
-		return nil, modified, nil
+		return nil, modified, pauseID, nil
 	}
 	if value == nil {
 		value = &engine.ResumeValue{}
 	}
 	value.Action, value.Comment = action, strings.TrimSpace(comment)
 	value.By, value.Address = answeredBy(c), c.RealIP()
-	return value, modified, nil
+	return value, modified, pauseID, nil
 }
 
 // interruptJSON is one entry of the inbox.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,19 +16,21 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-func (s *Server) runView(r *store.Run) runJSON {
+func (s *Server) runView(ctx context.Context, r *store.Run) (runJSON, error) {
 	out := runJSON{runFields: toRunFields(r), Pending: []engine.Pending{}, Active: s.runs.Active(r.ID)}
 	if r.Status == engine.StatusQueued {
 		out.QueuePosition = s.runs.QueuePosition(r.ID)
 	}
 	if r.Status == engine.StatusPaused {
-		for _, n := range r.Nodes {
-			if n.Status == engine.PhasePaused {
-				out.Pending = append(out.Pending, engine.Pending{NodeID: n.NodeID, Prompt: n.Prompt})
-			}
+		// Every pending pause (a node may hold several: map items,
+		// branches, a sub-chain's), from the log the resume reads.
+		log, err := s.db.Load(ctx, r.ID)
+		if err != nil {
+			return out, fmt.Errorf("run %s: pending pauses: %w", r.ID, err)
 		}
+		out.Pending = append(out.Pending, engine.PendingPauses(log)...)
 	}
-	return out
+	return out, nil
 }
 
 // startedStatus is what a run just handed to the run service is doing:
@@ -178,24 +181,34 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", c.Param("id")))
 	}
-	out := s.runView(r)
+	out, err := s.runView(c.Request().Context(), r)
+	if err != nil {
+		return err
+	}
 	if out.Answers, err = s.runAnswers(c.Request().Context(), r.ID); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// POST /v1/runs/{id}/resume {resume_value | value, action, comment, modified_state}
+// maxPauseID bounds a pause id (node ids are at most 256 bytes; a pause id
+// adds an item index or a sub-chain's id).
+const maxPauseID = 1024
+
+// POST /v1/runs/{id}/resume {resume_value | value, action, comment, modified_state, pause_id}
 func (s *Server) resumeRun(c echo.Context) error {
 	id := c.Param("id")
-	value, modified, err := readAnswer(c)
+	value, modified, pauseID, err := readAnswer(c)
 	if err != nil {
 		return err
 	}
 	if err := s.requireResumeRole(c, id); err != nil {
 		return err
 	}
-	if err := s.runs.Resume(c.Request().Context(), id, value, modified); err != nil {
+	if pauseID != "" && value == nil {
+		return apiError(EBADREQUEST, "bad_json", "pause_id needs a resume_value: only a paused run's pause is answered", map[string]any{"path": "pause_id"})
+	}
+	if err := s.runs.ResumePause(c.Request().Context(), id, pauseID, value, modified); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"run_id": id, "status": s.startedStatus(id)})

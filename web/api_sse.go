@@ -217,7 +217,11 @@ func (st *sseStream) finish(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(st.s.runView(r))
+		out, err := st.s.runView(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
 	})
 	if err != nil {
 		return st.fail(err)

@@ -59,6 +59,8 @@ type RunService interface {
 	// RunAdHoc runs an unsaved chain and blocks until it stops.
 	RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error)
 	Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error
+	// ResumePause is Resume answering one pause ("": the only one pending).
+	ResumePause(ctx context.Context, runID, pauseID string, value *engine.ResumeValue, modified map[string]any) error
 	Rerun(ctx context.Context, runID, fromNode string, input, modified map[string]any) (string, error)
 	// RerunWith is Rerun with a choice of chain version; RunNode runs one
 	// node alone with pinned data (PlanNodeRun checks it, running nothing).

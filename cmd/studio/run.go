@@ -113,9 +113,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		answers = answers[1:]
 		if !*asJSON {
-			fmt.Fprintf(stdout, "resuming %s with %s\n", res.Pending[0].NodeID, compact(v, 120))
+			fmt.Fprintf(stdout, "resuming %s with %s\n", res.Pending[0].PauseID, compact(v, 120))
 		}
-		res, err = eng.Resume(ctx, res.RunID, &engine.ResumeValue{Value: v}, nil, engine.ResumeOptions{})
+		// Each --answer answers the oldest pause still pending.
+		res, err = eng.Resume(ctx, res.RunID, &engine.ResumeValue{Value: v}, nil, engine.ResumeOptions{PauseID: res.Pending[0].PauseID})
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)

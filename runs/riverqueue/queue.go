@@ -27,7 +27,7 @@ type Store interface {
 	WithTx(ctx context.Context, fn func(pgx.Tx) error) error
 	CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error
 	CancelQueuedTx(ctx context.Context, tx pgx.Tx, runID string) (bool, error)
-	ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID string) (string, error)
+	ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID, pauseID string) (string, error)
 	// The lease's transactional parts (store/postgres/lease.go).
 	RequestCancelTx(ctx context.Context, tx pgx.Tx, runID string) error
 	ClaimFailedTx(ctx context.Context, tx pgx.Tx, runID string) error
@@ -193,14 +193,16 @@ func (q *Queue) Claim(ctx context.Context, runID string, rec engine.ResumeRecord
 	err := q.db.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if rec.HasValue {
-			node, err = q.db.ClaimInterruptTx(ctx, tx, runID)
+			node, err = q.db.ClaimInterruptTx(ctx, tx, runID, rec.PauseID)
 		} else {
 			err = q.db.ClaimFailedTx(ctx, tx, runID)
 		}
 		if err != nil {
 			return err
 		}
-		rec.NodeID = node
+		if rec.HasValue {
+			rec.PauseID = node // the engine chose it; the claim confirms it
+		}
 		if q.beforeInsert != nil {
 			if err := q.beforeInsert(runID); err != nil {
 				return err

@@ -24,8 +24,8 @@ type handOn struct {
 	q   *Queue
 }
 
-func (h handOn) Resume(ctx context.Context, runID string, v *engine.ResumeValue, modified map[string]any) error {
-	rs, err := h.eng.StartResume(ctx, runID, v, modified, engine.ResumeOptions{Claim: h.q.Claim})
+func (h handOn) ResumePause(ctx context.Context, runID, pauseID string, v *engine.ResumeValue, modified map[string]any) error {
+	rs, err := h.eng.StartResume(ctx, runID, v, modified, engine.ResumeOptions{Claim: h.q.Claim, PauseID: pauseID})
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func TestSweepersOnSeveralProcesses(t *testing.T) {
 		t.Fatalf("continued: %+v %v", res, err)
 	}
 	// A person answering now is late.
-	if err := (handOn{eng, q}).Resume(ctx, id, &engine.ResumeValue{Action: engine.ActionApprove}, nil); engine.CodeOf(err) != engine.CodeAlreadyResumed {
+	if err := (handOn{eng, q}).ResumePause(ctx, id, "", &engine.ResumeValue{Action: engine.ActionApprove}, nil); engine.CodeOf(err) != engine.CodeAlreadyResumed {
 		t.Fatalf("late answer: %v", err)
 	}
 }

@@ -50,7 +50,8 @@
   async function answer(item, action, button) {
     const value = valueOf(item, action);
     if (value === null) return;
-    const body = { action };
+    // the pause this item is (a node id, or e.g. review[3] for a map item)
+    const body = { action, pause_id: item.dataset.nodeId };
     if (value !== undefined) body.value = value;
     const comment = item.querySelector('.ib-comment').value.trim();
     if (comment) body.comment = comment;

@@ -16,7 +16,7 @@ import (
 // (checkpointFields, nodeFields).
 
 var (
-	checkpointFields = []string{"run_id", "kind", "event_seq", "time", "start", "node", "pause", "resume", "end", "edges"}
+	checkpointFields = []string{"run_id", "kind", "event_seq", "time", "start", "node", "pause", "resume", "end", "edges", "slots"}
 	nodeFields       = []string{"node_id", "status", "input", "output", "error", "error_code", "reason", "matched", "attempts",
 		"iteration", "started", "ended", "state", "fired", "pruned", "held", "handled", "fatal", "partial", "sequential",
 		"deferred", "failed", "reused", "decisions"}
@@ -25,7 +25,7 @@ var (
 // marshalEntry is MarshalString(cp): node entries by hand, with the output
 // taken from the encoding the entry shares with the node's event.
 func marshalEntry(cp *engine.Checkpoint) (string, error) {
-	if cp.Node == nil || cp.Start != nil || cp.Pause != nil || cp.Resume != nil || cp.End != nil || cp.Edges != nil {
+	if cp.Node == nil || cp.Start != nil || cp.Pause != nil || cp.Resume != nil || cp.End != nil || cp.Edges != nil || cp.Slots != nil {
 		return MarshalString(cp)
 	}
 	buf := bufs.Get().(*bytesBuffer)

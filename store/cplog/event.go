@@ -18,8 +18,8 @@ import (
 
 // eventFields are the JSON names of engine.Event's fields, in order, as
 // appendEvent writes them; a test compares them with the struct's tags.
-var eventFields = []string{"run_id", "seq", "node_id", "phase", "output", "error", "reason", "matched", "attempt",
-	"iteration", "item", "progress", "prompt", "edges", "reused", "time", "decisions"}
+var eventFields = []string{"run_id", "seq", "node_id", "phase", "output", "error", "reason", "matched", "attempts",
+	"iteration", "item", "progress", "prompt", "pause_id", "edges", "reused", "time", "decisions"}
 
 // MarshalEvent is MarshalString(e): the same bytes as encoding/json. A node
 // outcome's output is taken from the encoding it shares with the node's
@@ -57,7 +57,7 @@ func appendEvent(b []byte, e *engine.Event) ([]byte, error) {
 	b = appendStringField(b, `,"error":`, e.Error)
 	b = appendStringField(b, `,"reason":`, e.Reason)
 	b = appendStringField(b, `,"matched":`, e.Matched)
-	b = appendIntField(b, `,"attempt":`, e.Attempt)
+	b = appendIntField(b, `,"attempts":`, e.Attempt)
 	b = appendIntField(b, `,"iteration":`, e.Iteration)
 	if e.Item != nil {
 		b = append(b, `,"item":`...)
@@ -75,6 +75,7 @@ func appendEvent(b []byte, e *engine.Event) ([]byte, error) {
 			return nil, err
 		}
 	}
+	b = appendStringField(b, `,"pause_id":`, e.PauseID)
 	b = appendStrings(b, `,"edges":`, e.Edges)
 	b = appendTrue(b, `,"reused":true`, e.Reused)
 	if b, err = appendTime(append(b, `,"time":`...), e.Time); err != nil {

@@ -587,10 +587,11 @@ func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, erro
 	return out, nil
 }
 
-// ClaimInterrupt claims the run's oldest unclaimed pause and returns its node
-// id. Of concurrent claims of one pause exactly one wins; the others (and a
-// claim when nothing is pending) get *engine.AlreadyResumedError.
-func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
+// ClaimInterrupt claims the run's unclaimed pause pauseID (with "", its
+// oldest unclaimed pause) and returns its pause id. Of concurrent claims of
+// one pause exactly one wins; the others (and a claim when that pause is not
+// pending) get *engine.AlreadyResumedError.
+func (db *DB) ClaimInterrupt(ctx context.Context, runID, pauseID string) (string, error) {
 	var nodeID string
 	err := db.writeTx(ctx, func(tx *Tx) error {
 		var one int
@@ -602,9 +603,10 @@ func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) 
 			return err
 		}
 		var n int64
-		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL ORDER BY n LIMIT 1`, runID).Scan(&n, &nodeID)
+		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL AND (? = '' OR node_id = ?) ORDER BY n LIMIT 1`,
+			runID, pauseID, pauseID).Scan(&n, &nodeID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &engine.AlreadyResumedError{RunID: runID}
+			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 		}
 		if err != nil {
 			return err
@@ -617,7 +619,7 @@ func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) 
 		if k, err := res.RowsAffected(); err != nil {
 			return err
 		} else if k != 1 {
-			return &engine.AlreadyResumedError{RunID: runID}
+			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 		}
 		return nil
 	})
@@ -632,11 +634,11 @@ func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) 
 	return nodeID, nil
 }
 
-// ClaimInterruptTx claims a run's first unclaimed interrupt, as
-// ClaimInterrupt does, inside tx, and marks the run running again: the
+// ClaimInterruptTx claims a run's unclaimed pause pauseID ("": the first),
+// as ClaimInterrupt does, inside tx, and marks the run running again: the
 // caller commits the claim with the job that continues the run, so that a
 // claimed pause always has its continuation.
-func (db *DB) ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID string) (string, error) {
+func (db *DB) ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID, pauseID string) (string, error) {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM checkpoints WHERE run_id = $1 LIMIT 1`, runID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -650,10 +652,11 @@ func (db *DB) ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID string) (st
 	// The conditional UPDATE is re-checked after a concurrent claim
 	// commits, so of concurrent claims one wins.
 	err = tx.QueryRow(ctx, `UPDATE run_interrupts SET claimed_at = $2
-WHERE run_id = $1 AND claimed_at IS NULL AND n = (SELECT min(n) FROM run_interrupts WHERE run_id = $1 AND claimed_at IS NULL)
-RETURNING n, node_id`, runID, micros(db.now())).Scan(&n, &nodeID)
+WHERE run_id = $1 AND claimed_at IS NULL AND n = (SELECT min(n) FROM run_interrupts
+  WHERE run_id = $1 AND claimed_at IS NULL AND ($3 = '' OR node_id = $3))
+RETURNING n, node_id`, runID, micros(db.now()), pauseID).Scan(&n, &nodeID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", &engine.AlreadyResumedError{RunID: runID}
+		return "", &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)

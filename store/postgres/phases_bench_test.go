@@ -46,8 +46,8 @@ func (p *phaseTimer) Load(ctx context.Context, id string) ([]engine.Checkpoint, 
 	return p.db.Load(ctx, id)
 }
 
-func (p *phaseTimer) ClaimInterrupt(ctx context.Context, id string) (string, error) {
-	return p.db.ClaimInterrupt(ctx, id)
+func (p *phaseTimer) ClaimInterrupt(ctx context.Context, id, pauseID string) (string, error) {
+	return p.db.ClaimInterrupt(ctx, id, pauseID)
 }
 
 func (p *phaseTimer) WriteEventBatch(ctx context.Context, b []engine.Event, bodies []string) error {

@@ -311,10 +311,11 @@ func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, erro
 	return out, nil
 }
 
-// ClaimInterrupt claims the run's oldest unclaimed pause and returns its node
-// id. Of concurrent claims of one pause exactly one wins; the others (and a
-// claim when nothing is pending) get *engine.AlreadyResumedError.
-func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) {
+// ClaimInterrupt claims the run's unclaimed pause pauseID (with "", its
+// oldest unclaimed pause) and returns its pause id. Of concurrent claims of
+// one pause exactly one wins; the others (and a claim when that pause is not
+// pending) get *engine.AlreadyResumedError.
+func (db *DB) ClaimInterrupt(ctx context.Context, runID, pauseID string) (string, error) {
 	var nodeID string
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
 		var one int
@@ -326,9 +327,10 @@ func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) 
 			return err
 		}
 		var n int64
-		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL ORDER BY n LIMIT 1`, runID).Scan(&n, &nodeID)
+		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL AND (? = '' OR node_id = ?) ORDER BY n LIMIT 1`,
+			runID, pauseID, pauseID).Scan(&n, &nodeID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &engine.AlreadyResumedError{RunID: runID}
+			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 		}
 		if err != nil {
 			return err
@@ -341,7 +343,7 @@ func (db *DB) ClaimInterrupt(ctx context.Context, runID string) (string, error) 
 		if k, err := res.RowsAffected(); err != nil {
 			return err
 		} else if k != 1 {
-			return &engine.AlreadyResumedError{RunID: runID}
+			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 		}
 		return nil
 	})

@@ -215,7 +215,7 @@ func TestClaimInterruptTwoProcessesWorth(t *testing.T) {
 			if i%2 == 1 {
 				h = db2
 			}
-			_, results[i] = h.ClaimInterrupt(ctx, "x")
+			_, results[i] = h.ClaimInterrupt(ctx, "x", "")
 		}()
 	}
 	wg.Wait()

@@ -18,7 +18,9 @@ type Writer interface {
 }
 
 // InsertPause is the statement and arguments that record a pause entry (log
-// entry n, written at t µs) as a pending interrupt of runID.
+// entry n, written at t µs) as a pending interrupt of runID. node_id keeps
+// the pause id (the node id for a top-level interrupt), so each pause of a
+// node is listed and claimed on its own.
 func InsertPause(runID string, n, t int64, rec *engine.PauseRecord) (string, []any, error) {
 	var prompt, approval, deadline, notifyAt any
 	esc := ""
@@ -44,7 +46,7 @@ func InsertPause(runID string, n, t int64, rec *engine.PauseRecord) (string, []a
 		esc = a.Escalation
 	}
 	return `INSERT INTO run_interrupts (run_id, n, node_id, created_at, prompt, approval, deadline, escalation, notify_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		[]any{runID, n, rec.NodeID, t, prompt, approval, deadline, esc, notifyAt}, nil
+		[]any{runID, n, rec.ID(), t, prompt, approval, deadline, esc, notifyAt}, nil
 }
 
 const interruptCols = `i.run_id, i.n, i.node_id, COALESCE(r.chain_id, ''), r.chain_name, i.prompt, i.approval, i.created_at, i.deadline`

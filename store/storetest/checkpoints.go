@@ -23,7 +23,7 @@ func testCheckpointRoundTrip(t *testing.T, open Opener) {
 		if _, err := cp.Load(ctx, id); !errors.As(err, &ce) {
 			t.Fatalf("%T load unknown: %v", cp, err)
 		}
-		if _, err := cp.ClaimInterrupt(ctx, id); !errors.As(err, &ce) {
+		if _, err := cp.ClaimInterrupt(ctx, id, ""); !errors.As(err, &ce) {
 			t.Fatalf("%T claim unknown: %v", cp, err)
 		}
 	}
@@ -43,11 +43,11 @@ func testCheckpointRoundTrip(t *testing.T, open Opener) {
 				t.Fatalf("paused run %+v", r)
 			}
 			for _, cp := range []engine.Checkpointer{mem, db} {
-				n, err := cp.ClaimInterrupt(ctx, id)
+				n, err := cp.ClaimInterrupt(ctx, id, "")
 				if err != nil || n != "n1" {
 					t.Fatalf("%T claim: %q %v", cp, n, err)
 				}
-				_, err = cp.ClaimInterrupt(ctx, id)
+				_, err = cp.ClaimInterrupt(ctx, id, "")
 				if !errors.Is(err, engine.ErrAlreadyResumed) {
 					t.Fatalf("%T second claim: %v", cp, err)
 				}
@@ -104,11 +104,11 @@ func testEndClearsInterrupts(t *testing.T, open Opener) {
 		cp.Append(ctx, "r", []engine.Checkpoint{b[1][2]})
 	}
 	for _, cp := range []engine.Checkpointer{mem, db} {
-		if n, err := cp.ClaimInterrupt(ctx, "r"); err != nil || n != "n1" {
+		if n, err := cp.ClaimInterrupt(ctx, "r", ""); err != nil || n != "n1" {
 			t.Fatalf("%T: oldest pause first: %q %v", cp, n, err)
 		}
 		cp.Append(ctx, "r", []engine.Checkpoint{cancel})
-		if _, err := cp.ClaimInterrupt(ctx, "r"); !errors.Is(err, engine.ErrAlreadyResumed) {
+		if _, err := cp.ClaimInterrupt(ctx, "r", ""); !errors.Is(err, engine.ErrAlreadyResumed) {
 			t.Fatalf("%T: claim after cancel: %v", cp, err)
 		}
 	}
@@ -132,7 +132,7 @@ func testClaimInterruptConcurrent(t *testing.T, open Opener) {
 		go func() {
 			defer wg.Done()
 			<-start
-			n, err := db.ClaimInterrupt(ctx, "race")
+			n, err := db.ClaimInterrupt(ctx, "race", "")
 			mu.Lock()
 			defer mu.Unlock()
 			var ae *engine.AlreadyResumedError
@@ -150,5 +150,69 @@ func testClaimInterruptConcurrent(t *testing.T, open Opener) {
 	wg.Wait()
 	if wins != 1 || already != 19 {
 		t.Fatalf("wins %d, already resumed %d", wins, already)
+	}
+}
+
+// testClaimPauseByID: a run with several pauses (map items, a sub-chain's)
+// has each claimed by its pause id, once; concurrent claims of different
+// pauses all win, and a second claim of one pause is AlreadyResumed.
+func testClaimPauseByID(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	mem := engine.NewMemoryCheckpointer()
+	b := CheckpointLog("multi")
+	ids := []string{"review[0]", "review[1]", "review[2]", "sk/ask"}
+	var pauses []engine.Checkpoint
+	for k, id := range ids {
+		node, slot := "review", k
+		rec := &engine.PauseRecord{NodeID: node, PauseID: id, Slot: &slot, Prompt: "p" + id}
+		if id == "sk/ask" {
+			rec = &engine.PauseRecord{NodeID: "sk", PauseID: id, SubRunID: "sub-1"}
+		}
+		pauses = append(pauses, engine.Checkpoint{RunID: "multi", Kind: engine.CheckpointPause, Pause: rec})
+	}
+	for _, cp := range []engine.Checkpointer{mem, db} {
+		if err := cp.Append(ctx, "multi", b[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.Append(ctx, "multi", pauses); err != nil {
+			t.Fatal(err)
+		}
+		// The log keeps what a replay needs: the pause ids, slot and sub-run.
+		log, err := cp.Load(ctx, "multi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := log[len(log)-1].Pause
+		if last == nil || last.ID() != "sk/ask" || last.SubRunID != "sub-1" || log[len(log)-2].Pause.Slot == nil || *log[len(log)-2].Pause.Slot != 2 {
+			t.Fatalf("%T: logged pause %+v", cp, last)
+		}
+		if len(engine.PendingPauses(log)) != 4 {
+			t.Fatalf("%T: pending %+v", cp, engine.PendingPauses(log))
+		}
+		var wg sync.WaitGroup
+		got := make([]string, len(ids))
+		errs := make([]error, len(ids))
+		for k := range ids {
+			k := len(ids) - 1 - k // out of order
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[k], errs[k] = cp.ClaimInterrupt(ctx, "multi", ids[k])
+			}()
+		}
+		wg.Wait()
+		for k := range ids {
+			if errs[k] != nil || got[k] != ids[k] {
+				t.Fatalf("%T: claim %s: %q %v", cp, ids[k], got[k], errs[k])
+			}
+		}
+		var ae *engine.AlreadyResumedError
+		if _, err := cp.ClaimInterrupt(ctx, "multi", "review[1]"); !errors.As(err, &ae) || ae.PauseID != "review[1]" {
+			t.Fatalf("%T: second claim of review[1]: %v", cp, err)
+		}
+		if _, err := cp.ClaimInterrupt(ctx, "multi", ""); !errors.Is(err, engine.ErrAlreadyResumed) {
+			t.Fatalf("%T: claim with all answered: %v", cp, err)
+		}
 	}
 }

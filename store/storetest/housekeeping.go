@@ -54,7 +54,7 @@ func testRecoverInterrupted(t *testing.T, open Opener) {
 	if r, _ := db.GetRun(ctx, "paused"); r.Status != engine.StatusPaused {
 		t.Fatalf("paused run touched: %s", r.Status)
 	}
-	if n, err := db.ClaimInterrupt(ctx, "paused"); err != nil || n != "n1" {
+	if n, err := db.ClaimInterrupt(ctx, "paused", ""); err != nil || n != "n1" {
 		t.Fatalf("paused run's interrupt: %q %v", n, err)
 	}
 	if r, _ := db.GetRun(ctx, "done"); r.Status != engine.StatusFailed || r.Error.Code != engine.CodeNodeError {

@@ -107,7 +107,7 @@ func testInterruptsInbox(t *testing.T, open Opener) {
 
 	// Answered: claimed, it leaves the inbox (and the sweeper's view), and
 	// the answer's audit entry reads back.
-	if n, err := db.ClaimInterrupt(ctx, "b"); err != nil || n != "offer" {
+	if n, err := db.ClaimInterrupt(ctx, "b", ""); err != nil || n != "offer" {
 		t.Fatalf("claim: %q %v", n, err)
 	}
 	ans := engine.ResumeRecord{NodeID: "offer", Value: map[string]any{"salary": 1.0}, HasValue: true, Action: engine.ActionApprove,

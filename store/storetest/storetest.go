@@ -47,6 +47,8 @@ func Run(t *testing.T, open Opener) {
 		{"ClaimInterruptConcurrent", testClaimInterruptConcurrent},
 		{"InterruptsInbox", testInterruptsInbox},
 		{"Escalations", testEscalations},
+		{"ClaimPauseByID", testClaimPauseByID},
+		{"PausesAcrossRestart", testPausesAcrossRestart},
 		{"RecoverInterrupted", testRecoverInterrupted},
 		{"PruneRuns", testPruneRuns},
 		{"EngineRunPersisted", testEngineRunPersisted},
