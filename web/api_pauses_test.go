@@ -72,3 +72,33 @@ func TestResumeNamedPauses(t *testing.T) {
 		t.Fatalf("final output %s (run %v)", out, m)
 	}
 }
+
+// The run page shows one answer form per pending pause, each naming its
+// pause; answering one from the page leaves the others waiting.
+func TestRunPageAnswersEachPause(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, `{"name":"page-pauses","nodes":[
+{"node_id":"review","kind":"map","items_path":"input.items","map_node":"ask"},
+{"node_id":"ask","kind":"tool","name":"interrupt","input_map":{"prompt":"item"}}],"edges":[]}`)
+	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"items":["a","b"]}}`)
+	runID := r.json(t)["run_id"].(string)
+	if m := waitRun(t, ts, runID); m["status"] != "paused" {
+		t.Fatalf("not paused: %v", m)
+	}
+	_, html := pageDo(t, ts.URL, "GET", "/runs/"+runID+"/controls", "", "")
+	for _, want := range []string{`name="pause_id" value="review[0]"`, `name="pause_id" value="review[1]"`, `id="btn-approve"`, `id="btn-approve-2"`, `<pre class="prompt" id="prompt-2">b</pre>`} {
+		if !strings.Contains(html, want) {
+			t.Fatalf("controls lack %s:\n%s", want, html)
+		}
+	}
+	res, body := pageDo(t, ts.URL, "POST", "/runs/"+runID+"/resume", "application/x-www-form-urlencoded", "decision=value&value=%22B%22&pause_id=review%5B1%5D")
+	if res.StatusCode != 200 && res.StatusCode != 303 || strings.Contains(body, "Could not resume") {
+		t.Fatalf("resume from the page: %d %s", res.StatusCode, body)
+	}
+	m := waitRun(t, ts, runID)
+	pending := m["pending"].([]any)
+	if m["status"] != "paused" || len(pending) != 1 || pending[0].(map[string]any)["pause_id"] != "review[0]" {
+		t.Fatalf("after the page's answer: %v", m)
+	}
+}

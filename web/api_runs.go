@@ -21,16 +21,23 @@ func (s *Server) runView(ctx context.Context, r *store.Run) (runJSON, error) {
 	if r.Status == engine.StatusQueued {
 		out.QueuePosition = s.runs.QueuePosition(r.ID)
 	}
-	if r.Status == engine.StatusPaused {
-		// Every pending pause (a node may hold several: map items,
-		// branches, a sub-chain's), from the log the resume reads.
-		log, err := s.db.Load(ctx, r.ID)
-		if err != nil {
-			return out, fmt.Errorf("run %s: pending pauses: %w", r.ID, err)
-		}
-		out.Pending = append(out.Pending, engine.PendingPauses(log)...)
+	pending, err := s.pendingPauses(ctx, r)
+	out.Pending = append(out.Pending, pending...)
+	return out, err
+}
+
+// pendingPauses lists every pause a paused run waits on (a node may hold
+// several: map items, branches, a sub-chain's), from the log the resume
+// reads; none for a run that is not paused.
+func (s *Server) pendingPauses(ctx context.Context, r *store.Run) ([]engine.Pending, error) {
+	if r.Status != engine.StatusPaused {
+		return nil, nil
 	}
-	return out, nil
+	log, err := s.db.Load(ctx, r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: pending pauses: %w", r.ID, err)
+	}
+	return engine.PendingPauses(log), nil
 }
 
 // startedStatus is what a run just handed to the run service is doing:

@@ -90,9 +90,13 @@ func (s *Server) pageRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	pending, err := s.pendingPauses(c.Request().Context(), r)
+	if err != nil {
+		return err
+	}
 	doc := s.pageRunDoc(c, r)
 	labels := views.NodeLabels(doc)
-	return renderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.runs.QueuePosition(id), runUsageView(u, labels), answers, pausedTakesActions(doc, r)))
+	return renderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.runs.QueuePosition(id), runUsageView(u, labels), answers, pausedTakesActions(doc, r), pending))
 }
 
 // runCanvasData is what the run canvas loads.
@@ -175,7 +179,11 @@ func (s *Server) fragRunControls(c echo.Context) error {
 		doc := s.pageRunDoc(c, r)
 		labels, actions = views.NodeLabels(doc), pausedTakesActions(doc, r)
 	}
-	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID), actions))
+	pending, err := s.pendingPauses(c.Request().Context(), r)
+	if err != nil {
+		return err
+	}
+	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID), actions, pending))
 }
 
 // fragNodeDrawer shows what one node did.
@@ -275,7 +283,11 @@ func (s *Server) pageResume(c echo.Context) error {
 		}
 		value.Comment, value.By, value.Address = comment, answeredBy(c), c.RealIP()
 	}
-	if err := s.runs.Resume(ctx, id, value, modified); err != nil {
+	pauseID := c.FormValue("pause_id") // one form per pending pause
+	if len(pauseID) > maxPauseID {
+		return renderPage(c, http.StatusOK, views.FormError("Could not resume", fmt.Sprintf("the pause id is over %d bytes", maxPauseID)))
+	}
+	if err := s.runs.ResumePause(ctx, id, pauseID, value, modified); err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
 	}
 	return pageRedirect(c, "/runs/"+id)
