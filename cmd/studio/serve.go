@@ -242,11 +242,6 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
-	// Approval deadlines and escalations; on PostgreSQL every serve process
-	// sweeps, and the claims make each answer and notification happen once.
-	sweeper := runs.NewSweeper(runs.SweeperOptions{Store: db, Runs: svc, Logger: log,
-		Notify: builtin.GuardedClient(builtin.Options{HTTPAllowPrivate: cfg.allowPrivate})})
-	go sweeper.Run(ctx, approvalSweepPeriod)
 	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop})
 	if err != nil {
@@ -257,13 +252,23 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	schedCtx, stopSched := context.WithCancel(ctx)
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); sched.Run(schedCtx) }()
-	defer func() { stopSched(); <-schedDone }()
+	// Approval deadlines and escalations; on PostgreSQL every serve process
+	// sweeps, and the claims make each answer and notification happen once.
+	// Started once the server could be built, and stopped before the store
+	// closes (a sweep on a closed store only logs errors).
+	sweeper := runs.NewSweeper(runs.SweeperOptions{Store: db, Runs: svc, Logger: log,
+		Notify: builtin.GuardedClient(builtin.Options{HTTPAllowPrivate: cfg.allowPrivate})})
+	sweepDone := make(chan struct{})
+	go func() { defer close(sweepDone); sweeper.Run(schedCtx, approvalSweepPeriod) }()
 	err = srv.ListenAndServe(ctx, func(url string) {
 		if cfg.listening != nil {
 			cfg.listening(url)
 		}
 		log.Info("Chain Studio is running", "url", url, "db", cfg.dbPath)
 	})
+	stopSched() // the scheduler and the sweeper stop before the run service
+	<-schedDone
+	<-sweepDone
 	if cerr := svc.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("store the last events: %w", cerr))
 	}
