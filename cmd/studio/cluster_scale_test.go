@@ -302,10 +302,19 @@ func TestClusterScale800Runs(t *testing.T) {
 		t.Errorf("the API-only serve executed runs")
 	}
 	// Each run has one job, completed: none left behind, none retried.
+	// River marks a job completed a moment after its worker returned (its
+	// completer writes in batches), after the run itself has ended: wait
+	// for that, a few seconds at most.
 	var jobs, done int
-	if err := db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'completed' AND attempt = 1)
+	for wait := time.Now().Add(10 * time.Second); ; {
+		if err := db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE state = 'completed' AND attempt = 1)
 FROM river_job WHERE args->>'run_id' = ANY($1)`, ids).Scan(&jobs, &done); err != nil {
-		t.Fatal(err)
+			t.Fatal(err)
+		}
+		if done == total || time.Now().After(wait) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if jobs != total || done != total {
 		t.Errorf("%d River jobs for %d runs, %d completed at their first attempt; want one each", jobs, total, done)
