@@ -304,11 +304,22 @@ func (s *Service) StartTriggered(ctx context.Context, ch *store.Chain, input map
 	}
 	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun, Input: input, Started: s.now(),
 		TriggerKind: trig.Kind, TriggerID: trig.ID, TriggerTick: trig.Tick}
+	doc := ch.Doc
+	return s.startRecorded(ctx, run, Task{RunID: id, Kind: store.KindRun, ChainID: ch.ID, ChainVersion: ch.Version},
+		func(ctx context.Context) (*engine.Result, error) {
+			return s.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
+		})
+}
+
+// startRecorded records a run and has it executed: as a job with its task
+// (a dispatcher: PostgreSQL workers), or admitted to this process's queue,
+// recorded and launched with fn. It returns the run id.
+func (s *Service) startRecorded(ctx context.Context, run store.Run, task Task, fn func(context.Context) (*engine.Result, error)) (string, error) {
 	if s.disp != nil {
-		if err := s.dispatchCreate(ctx, run, Task{RunID: id, Kind: store.KindRun, ChainID: ch.ID, ChainVersion: ch.Version}); err != nil {
+		if err := s.dispatchCreate(ctx, run, task); err != nil {
 			return "", err
 		}
-		return id, nil
+		return run.ID, nil
 	}
 	status, err := s.admit()
 	if err != nil {
@@ -318,13 +329,10 @@ func (s *Service) StartTriggered(ctx context.Context, ch *store.Chain, input map
 	if _, err := s.createRun(ctx, run); err != nil {
 		return "", fmt.Errorf("create run: %w", err)
 	}
-	doc := ch.Doc
-	if _, err := s.launch(ctx, id, store.KindRun, func(ctx context.Context) (*engine.Result, error) {
-		return s.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
-	}); err != nil {
+	if _, err := s.launch(ctx, run.ID, run.Kind, fn); err != nil {
 		return "", err
 	}
-	return id, nil
+	return run.ID, nil
 }
 
 // RunAdHoc runs a chain that is not saved (A2E requests, agent runs), with an
@@ -466,26 +474,9 @@ func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (
 	}
 	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: version, ChainName: orig.ChainName,
 		ParentRunID: runID, Kind: store.KindRerun, Input: input, Started: s.now()}
-	if s.disp != nil {
-		if err := s.dispatchCreate(ctx, run, task); err != nil {
-			return "", err
-		}
-		return id, nil
-	}
-	status, err := s.admit()
-	if err != nil {
-		return "", err
-	}
-	run.Status = status
-	if _, err := s.createRun(ctx, run); err != nil {
-		return "", fmt.Errorf("create run: %w", err)
-	}
-	if _, err := s.launch(ctx, id, store.KindRerun, func(ctx context.Context) (*engine.Result, error) {
+	return s.startRecorded(ctx, run, task, func(ctx context.Context) (*engine.Result, error) {
 		return s.eng.RerunOn(ctx, runID, fromNode, doc, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified})
-	}); err != nil {
-		return "", err
-	}
-	return id, nil
+	})
 }
 
 // PlanNodeRun checks that a node of doc can run alone with the data src
@@ -510,28 +501,11 @@ func (s *Service) RunNode(ctx context.Context, ch *store.Chain, nodeID string, s
 	id := uuid.NewString()
 	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, ParentRunID: src.FromRun,
 		Kind: store.KindNode, Input: nr.Input(), Started: s.now()}
-	if s.disp != nil {
-		t := Task{RunID: id, Kind: store.KindNode, ChainID: ch.ID, ChainVersion: ch.Version, NodeID: nodeID,
-			ParentRunID: src.FromRun, Pinned: src.Pinned, Modified: src.State}
-		if err := s.dispatchCreate(ctx, run, t); err != nil {
-			return "", err
-		}
-		return id, nil
-	}
-	status, err := s.admit()
-	if err != nil {
-		return "", err
-	}
-	run.Status = status
-	if _, err := s.createRun(ctx, run); err != nil {
-		return "", fmt.Errorf("create run: %w", err)
-	}
-	if _, err := s.launch(ctx, id, store.KindNode, func(ctx context.Context) (*engine.Result, error) {
+	t := Task{RunID: id, Kind: store.KindNode, ChainID: ch.ID, ChainVersion: ch.Version, NodeID: nodeID,
+		ParentRunID: src.FromRun, Pinned: src.Pinned, Modified: src.State}
+	return s.startRecorded(ctx, run, t, func(ctx context.Context) (*engine.Result, error) {
 		return nr.Run(ctx, engine.RunOptions{RunID: id})
-	}); err != nil {
-		return "", err
-	}
-	return id, nil
+	})
 }
 
 // Cancel stops a running or queued run; it ends `cancelled` and can be
