@@ -123,7 +123,12 @@ func TestWebhookStartsARun(t *testing.T) {
 	}
 	wantStatus(t, do(t, ts, "POST", "/v1/hooks/no-such-hook", body, HookSignatureHeader, SignHook(secret, now, []byte(body))), http.StatusNotFound)
 
-	r = call(body, HookSignatureHeader, SignHook(secret, time.Now().Add(-4*time.Minute), []byte(body)))
+	// Senders label the body as they like: the signature decides, not the
+	// Content-Type (a form-labelled unsigned call is 401, not 415).
+	if r := call(body, "Content-Type", "application/x-www-form-urlencoded"); r.status != 401 || r.errCode(t) != "missing_signature" {
+		t.Errorf("unsigned form-labelled call: %d %s", r.status, r.body)
+	}
+	r = call(body, HookSignatureHeader, SignHook(secret, time.Now().Add(-4*time.Minute), []byte(body)), "Content-Type", "text/plain")
 	wantStatus(t, r, http.StatusAccepted)
 	runID := r.json(t)["run_id"].(string)
 	if r.header.Get("Location") != "/v1/runs/"+runID {

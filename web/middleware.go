@@ -301,6 +301,14 @@ func (s *Server) traceContext(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// anyBodyType: routes whose senders label JSON bodies as they like and
+// whose handlers check the body themselves: the A2E SDK's HTTP transport
+// (text/plain), and webhooks (signed bytes; a body that is not a JSON
+// object is 400 there).
+func anyBodyType(path string) bool {
+	return path == "/v1/a2e/send" || strings.HasPrefix(path, "/v1/hooks/")
+}
+
 // jsonBodies refuses an API request body that says it is not JSON with 415
 // (a form post or text sent by mistake, e.g. curl -d without -H): a clear
 // answer instead of a decode error. A body without a Content-Type is read
@@ -308,8 +316,7 @@ func (s *Server) traceContext(next echo.HandlerFunc) echo.HandlerFunc {
 func jsonBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		// The A2E SDK's HTTP transport sends its messages as text/plain.
-		if req.ContentLength == 0 || !strings.HasPrefix(req.URL.Path, "/v1/") || req.URL.Path == "/v1/a2e/send" ||
+		if req.ContentLength == 0 || !strings.HasPrefix(req.URL.Path, "/v1/") || anyBodyType(req.URL.Path) ||
 			req.Method == http.MethodGet || req.Method == http.MethodHead {
 			return next(c)
 		}
