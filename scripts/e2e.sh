@@ -7,16 +7,20 @@
 #   scripts/e2e.sh                the tests; screenshots go to a temporary directory
 #   scripts/e2e.sh --screenshots  the same, writing the README pictures into
 #                                 docs/screenshots (make screenshots)
+#   scripts/e2e.sh e2e/x.test.mjs only the named test files (the inner loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 shots=""
+files=()
 for arg in "$@"; do
   case "$arg" in
     --screenshots) shots="$PWD/docs/screenshots" ;;
-    *) echo "e2e: unknown option $arg (known: --screenshots)"; exit 2 ;;
+    e2e/*.mjs) files+=("$arg") ;;
+    *) echo "e2e: unknown option $arg (known: --screenshots, e2e/NAME.test.mjs)"; exit 2 ;;
   esac
 done
+[ ${#files[@]} -gt 0 ] || files=(e2e/)
 
 if [ ! -x /usr/bin/chromium ]; then
   echo "e2e: installing chromium (Debian package)"
@@ -55,7 +59,7 @@ if [ -z "$url" ]; then echo "e2e: the studio did not report its address:"; cat "
 echo "e2e: studio at $url"
 
 status=0
-STUDIO_URL="$url" STUDIO_SHOTS="$shots" STUDIO_BIN="$tmp/studio" node --test --test-concurrency=1 --test-reporter=tap e2e/ || status=$?
+STUDIO_URL="$url" STUDIO_SHOTS="$shots" STUDIO_BIN="$tmp/studio" node --test --test-concurrency=1 --test-reporter=tap "${files[@]}" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "e2e: server log (last 40 lines):"; tail -40 "$tmp/server.log"
 fi
