@@ -147,6 +147,9 @@ func resolveAuth(ctx context.Context, in map[string]any) (*tool.Secret, credenti
 		return nil, credential.Type{}, nil
 	}
 	a, ok := raw.(map[string]any)
+	if ok && len(a) == 0 { // a form whose credential was cleared
+		return nil, credential.Type{}, nil
+	}
 	if !ok {
 		return nil, credential.Type{}, fmt.Errorf(`http: field "auth" must be an object such as {"credential": "github"}, got %s`, jsonKind(raw))
 	}
