@@ -99,7 +99,7 @@ func (s *Server) validateOptionsCtx(ctx context.Context) engine.ValidateOptions 
 		Tools:      reg.Has,
 		ToolOutput: reg.OutputSchema,
 		Schemas:    reg.NodeSchemas(s.agents.Schemas),
-		Credential: s.credentialCheck(ctx, ""),
+		Credential: s.credentialCheck(ctx, "", false),
 	}
 }
 
@@ -115,7 +115,9 @@ func (s *Server) validate(c echo.Context, doc *engine.Chain) []engine.Issue {
 // its test cases. A broken test fails `studio test` and shows in the editor,
 // but it does not stop the chain itself from running.
 func (s *Server) validateToRun(c echo.Context, doc *engine.Chain) []engine.Issue {
-	return s.validateToRunCtx(c.Request().Context(), doc)
+	opts := s.apiValidateOptions(c)
+	opts.SkipTests = true
+	return engine.ValidateWith(doc, opts)
 }
 
 func (s *Server) validateToRunCtx(ctx context.Context, doc *engine.Chain) []engine.Issue {

@@ -204,28 +204,27 @@ func credentialErr(err error, name string) error {
 }
 
 // credentialCheck is the validator's look-up of the credentials a chain
-// names; chainID "" when the chain is not known (a run's start: the call
-// itself then checks the chain may use it).
-func (s *Server) credentialCheck(ctx context.Context, chainID string) func(string) (string, bool, bool) {
+// names. chainID is the chain being checked ("" for a chain not saved yet,
+// which only credentials open to every chain allow); known false skips the
+// chain check (a run whose chain is not at hand: the call itself checks).
+func (s *Server) credentialCheck(ctx context.Context, chainID string, known bool) func(string) (string, bool, bool) {
 	if s.vault == nil {
 		return nil
 	}
 	return func(name string) (string, bool, bool) {
 		typ, found, allowed := s.vault.Usable(ctx, chainID, name)
-		if chainID == "" {
-			allowed = true
-		}
-		return typ, found, allowed
+		return typ, found, allowed || !known
 	}
 }
 
-// withCredentials adds the credential checks for the chain a route names
-// (chains/:id routes) to vo.
+// withCredentials adds the credential checks to vo for the chain the route
+// names (chains/:id routes), or a new chain (other routes: create, import,
+// validate).
 func (s *Server) withCredentials(c echo.Context, vo engine.ValidateOptions) engine.ValidateOptions {
 	chainID := ""
 	if p := c.Path(); strings.HasPrefix(p, "/v1/chains/:id") || strings.HasPrefix(p, "/chains/:id") {
 		chainID = c.Param("id")
 	}
-	vo.Credential = s.credentialCheck(c.Request().Context(), chainID)
+	vo.Credential = s.credentialCheck(c.Request().Context(), chainID, true)
 	return vo
 }
