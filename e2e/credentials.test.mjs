@@ -1,49 +1,22 @@
 // Browser tests of credentials: a studio of its own with an admin and an
 // editor. The admin adds a credential on Settings → Credentials (its value
 // is never shown again); the editor picks it by name in an http node's form.
-// Uses STUDIO_BIN (scripts/e2e.sh sets it) or builds the studio.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, close, open, SHOTS, ROOT } from './lib.mjs';
+import { launch, close, open, ownStudio, SHOTS } from './lib.mjs';
 
-let dir, proc, base;
-const tokens = {};
+let studio, base, tokens;
 const SECRET = 'ghp_browser-secret-0123456789';
 
 before(async () => {
   await launch();
-  dir = mkdtempSync(join(tmpdir(), 'studio-credentials-'));
-  let bin = process.env.STUDIO_BIN;
-  if (!bin) {
-    bin = join(dir, 'studio');
-    execFileSync('go', ['build', '-o', bin, './cmd/studio'], { cwd: ROOT, stdio: 'inherit' });
-  }
-  const db = join(dir, 'credentials.db');
-  for (const [name, role] of [['ada', 'admin'], ['eddie', 'editor']]) {
-    tokens[role] = execFileSync(bin, ['users', 'add', name, '--role', role, '--db', db], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  }
-  proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--db', db, '--no-examples', '--agents', join(dir, 'none')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, STUDIO_CREDENTIALS_KEY: '' } });
-  base = await new Promise((resolve, reject) => {
-    let log = '';
-    const seen = (b) => {
-      log += b;
-      const m = /url=(http:\/\/127\.0\.0\.1:\d+)/.exec(log);
-      if (m) resolve(m[1]);
-    };
-    proc.stdout.on('data', seen);
-    proc.stderr.on('data', seen);
-    proc.on('exit', (code) => reject(new Error('the studio exited (' + code + '): ' + log)));
-    setTimeout(() => reject(new Error('the studio did not start: ' + log)), 15000);
-  });
+  studio = await ownStudio('studio-credentials-', [['ada', 'admin'], ['eddie', 'editor']]);
+  ({ base, tokens } = studio);
 });
 after(async () => {
   await close();
-  if (proc) proc.kill();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (studio) studio.stop();
 });
 
 async function call(role, method, path, body) {

@@ -151,7 +151,7 @@ func resolveAuth(ctx context.Context, in map[string]any) (*tool.Secret, credenti
 		return nil, credential.Type{}, nil
 	}
 	if !ok {
-		return nil, credential.Type{}, fmt.Errorf(`http: field "auth" must be an object such as {"credential": "github"}, got %s`, jsonKind(raw))
+		return nil, credential.Type{}, fmt.Errorf(`http: field "auth" must be an object such as {"credential": "github"}, got %s`, typeName(raw))
 	}
 	for k := range a {
 		if k != "credential" {
@@ -175,21 +175,6 @@ func resolveAuth(ctx context.Context, in map[string]any) (*tool.Secret, credenti
 		return nil, credential.Type{}, fmt.Errorf("http: credential %q is of type %s, which an HTTP request cannot carry (use %s)", name, sec.Type, strings.Join(credential.TypesFor(credential.UseHTTP), ", "))
 	}
 	return sec, typ, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "an array"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
 }
 
 // applyCredential sets what the credential's type sends: a header, a query

@@ -51,13 +51,17 @@ func TestHTTPCredentialTypes(t *testing.T) {
 		check  func(h http.Header, q url.Values) bool
 		secret string
 	}{
-		{"bearer", func(h http.Header, _ url.Values) bool { return h.Get("Authorization") == "Bearer tok-bearer-0123456789" }, "tok-bearer-0123456789"},
+		{"bearer", func(h http.Header, _ url.Values) bool {
+			return h.Get("Authorization") == "Bearer tok-bearer-0123456789"
+		}, "tok-bearer-0123456789"},
 		{"header", func(h http.Header, _ url.Values) bool { return h.Get("X-API-Key") == "key-header-0123456789" }, "key-header-0123456789"},
 		{"query", func(_ http.Header, q url.Values) bool { return q.Get("api_key") == "key query/+&0123" }, "key query/+&0123"},
 		{"basic", func(h http.Header, _ url.Values) bool {
 			return h.Get("Authorization") == "Basic "+base64.StdEncoding.EncodeToString([]byte("ann:pw-basic-0123456789"))
 		}, "pw-basic-0123456789"},
-		{"headers", func(h http.Header, _ url.Values) bool { return h.Get("X-Secret") == "hdr-secret-0123456789" && h.Get("X-Team") == "core" }, "hdr-secret-0123456789"},
+		{"headers", func(h http.Header, _ url.Values) bool {
+			return h.Get("X-Secret") == "hdr-secret-0123456789" && h.Get("X-Team") == "core"
+		}, "hdr-secret-0123456789"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
