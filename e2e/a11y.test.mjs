@@ -37,6 +37,7 @@ export const PAGES = [
   { name: 'inbox, modify form open', path: (f) => '/inbox?run=' + f.paused, ready: '.inbox-item', act: async (page) => { await page.click('.ib-modify > summary'); await page.waitForSelector('.ib-modify[open] fieldset.schema-form'); } },
   { name: 'agents list', path: '/agents' },
   { name: 'model usage', path: '/usage' },
+  { name: 'credentials', path: '/settings/credentials', ready: '#credential-form' },
   { name: 'agent', path: (f) => (f.agent ? '/agents/' + encodeURIComponent(f.agent) : null) },
   { name: 'login', path: '/login' },
   // The login page exists only when a token is set: a second studio, with

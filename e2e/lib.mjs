@@ -92,3 +92,39 @@ export function bigChain(name, n, withPositions = true) {
   }
   return { name, nodes, edges };
 }
+
+// ownStudio starts a studio of the test file's own on a fresh database, with
+// users added by `studio users add` before it starts ([[name, role], …]); it
+// returns its base URL, the users' tokens by role, and stop(). It uses
+// STUDIO_BIN (scripts/e2e.sh sets it) or builds the studio.
+export async function ownStudio(prefix, users, extraArgs = []) {
+  const { spawn, execFileSync } = await import('node:child_process');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  let bin = process.env.STUDIO_BIN;
+  if (!bin) {
+    bin = join(dir, 'studio');
+    execFileSync('go', ['build', '-o', bin, './cmd/studio'], { cwd: ROOT, stdio: 'inherit' });
+  }
+  const db = join(dir, 'studio.db');
+  const tokens = {};
+  for (const [name, role] of users) {
+    // the token is stdout's only line; what it is goes to stderr
+    tokens[role] = execFileSync(bin, ['users', 'add', name, '--role', role, '--db', db], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  }
+  const proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--db', db, '--no-examples', '--agents', join(dir, 'none'), ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const base = await new Promise((resolve, reject) => {
+    let log = '';
+    const seen = (b) => {
+      log += b;
+      const m = /url=(http:\/\/127\.0\.0\.1:\d+)/.exec(log);
+      if (m) resolve(m[1]);
+    };
+    proc.stdout.on('data', seen);
+    proc.stderr.on('data', seen);
+    proc.on('exit', (code) => reject(new Error('the studio exited (' + code + '): ' + log)));
+    setTimeout(() => reject(new Error('the studio did not start: ' + log)), 15000);
+  });
+  const stop = () => { proc.kill(); rmSync(dir, { recursive: true, force: true }); };
+  return { base, tokens, stop };
+}

@@ -26,6 +26,9 @@ package engine
 //	expression_syntax          error     an expression does not parse (Field and Pos say where)
 //	missing_tool_name          error     a tool node has no name
 //	unknown_tool               error     a tool node names a tool the host lacks (ValidateWith with Tools)
+//	unknown_credential         error     an http node's auth names a credential the host lacks (ValidateWith with Credential)
+//	credential_type            error     ... a credential of a type a request cannot carry (a model key)
+//	credential_not_allowed     error     ... a credential limited to other chains
 //	missing_skill_name         error     a skill node has no name (the sub-chain it calls)
 //	invalid_proc_argv          error     a proc node's config.argv is not a non-empty array of strings
 //	invalid_interrupt_config   error     an interrupt node's config (schema, deadline, on_timeout, …) is wrong
@@ -98,10 +101,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/expr"
 )
 
@@ -123,6 +128,9 @@ const (
 	RuleExpressionSyntax      = "expression_syntax"
 	RuleMissingToolName       = "missing_tool_name"
 	RuleUnknownTool           = "unknown_tool"
+	RuleUnknownCredential     = "unknown_credential"
+	RuleCredentialType        = "credential_type"
+	RuleCredentialNotAllowed  = "credential_not_allowed"
 	RuleMissingSkillName      = "missing_skill_name"
 	RuleInvalidProcArgv       = "invalid_proc_argv"
 	RuleInterruptConfig       = "invalid_interrupt_config"
@@ -192,6 +200,10 @@ type ValidateOptions struct {
 	// SkipTests leaves the chain's test cases unchecked (the engine's own
 	// Prepare: a broken test never stops the chain from running).
 	SkipTests bool
+	// Credential looks up a stored credential a node names (an http node's
+	// auth.credential): its type, whether it exists, and whether this chain
+	// may use it. nil skips the credential checks.
+	Credential func(name string) (typ string, found, allowed bool)
 }
 
 // Validate runs every structural check. It never panics, whatever the chain
@@ -472,6 +484,33 @@ func (v *validator) checkNodeIDs() {
 	}
 }
 
+// checkCredential: a static auth.credential of an http node names a stored
+// credential of a type a request can carry, which this chain may use. A
+// name computed by input_map is checked when the call is made.
+func (v *validator) checkCredential(i int) {
+	nd := &v.c.Nodes[i]
+	if v.opts.Credential == nil || nd.Name != "http" {
+		return
+	}
+	auth, ok := nd.Input["auth"].(map[string]any)
+	if !ok {
+		return
+	}
+	name, ok := auth["credential"].(string)
+	if !ok || name == "" {
+		return
+	}
+	typ, found, allowed := v.opts.Credential(name)
+	switch {
+	case !found:
+		v.nodeIssue(i, RuleUnknownCredential, SeverityError, "input.auth.credential", fmt.Sprintf("node %s uses credential %q, which this studio does not have; an admin adds it in Settings → Credentials", v.node(i), name))
+	case !slices.Contains(credential.TypesFor(credential.UseHTTP), typ):
+		v.nodeIssue(i, RuleCredentialType, SeverityError, "input.auth.credential", fmt.Sprintf("node %s uses credential %q of type %s, which an HTTP request cannot carry (use %s)", v.node(i), name, typ, strings.Join(credential.TypesFor(credential.UseHTTP), ", ")))
+	case !allowed:
+		v.nodeIssue(i, RuleCredentialNotAllowed, SeverityError, "input.auth.credential", fmt.Sprintf("node %s uses credential %q, which this chain may not use; an admin can allow it in Settings → Credentials", v.node(i), name))
+	}
+}
+
 func (v *validator) checkNodeFields(i int) {
 	nd := &v.c.Nodes[i]
 	switch nd.Kind {
@@ -481,6 +520,7 @@ func (v *validator) checkNodeFields(i int) {
 		} else if v.opts.Tools != nil && !v.opts.Tools(nd.Name) {
 			v.nodeIssue(i, RuleUnknownTool, SeverityError, "name", fmt.Sprintf("tool node %s calls tool %q, which this host does not provide", v.node(i), nd.Name))
 		}
+		v.checkCredential(i)
 	case KindSkill:
 		if nd.Name == "" {
 			v.nodeIssue(i, RuleMissingSkillName, SeverityError, "name", fmt.Sprintf("skill node %s has no name; set name to the chain it calls", v.node(i)))

@@ -964,3 +964,32 @@ func TestValidateBareWordsNotReported(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateCredentialReferences(t *testing.T) {
+	stored := map[string]struct {
+		typ     string
+		allowed bool
+	}{"github": {"bearer", true}, "llm": {"openai", true}, "other": {"bearer", false}}
+	opts := ValidateOptions{Credential: func(name string) (string, bool, bool) {
+		c, ok := stored[name]
+		return c.typ, ok, c.allowed
+	}}
+	for name, want := range map[string]string{"github": "", "nope": RuleUnknownCredential, "llm": RuleCredentialType, "other": RuleCredentialNotAllowed} {
+		c := &Chain{Name: "c", Nodes: []Node{{ID: "h", Kind: KindTool, Name: "http", Input: map[string]any{"url": "http://127.0.0.1/", "auth": map[string]any{"credential": name}}}}}
+		var got []Issue
+		for _, is := range ValidateWith(c, opts) {
+			if strings.Contains(is.Rule, "credential") {
+				got = append(got, is)
+			}
+		}
+		if want == "" {
+			if len(got) != 0 {
+				t.Errorf("%s: %+v", name, got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Rule != want || got[0].Field != "input.auth.credential" || !strings.Contains(got[0].Message, `"`+name+`"`) || got[0].NodeID != "h" {
+			t.Errorf("%s: %+v, want one %s naming it", name, got, want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
 )
@@ -113,6 +114,9 @@ type Options struct {
 	// (PostgreSQL's LISTEN/NOTIFY): the watched remote runs are read at
 	// once rather than at the next poll.
 	EventHints <-chan struct{}
+	// Credentials resolves the stored credentials a run's tools name; nil:
+	// a tool that names one fails with tool.ErrNoCredentials.
+	Credentials Credentials
 }
 
 // DefaultLeaseTTL is how long a run's lease lasts without a heartbeat.
@@ -134,6 +138,7 @@ type Service struct {
 	obs    Observer
 	tracer Tracer
 	traces store.UsageStore
+	creds  Credentials
 	now    func() time.Time
 
 	queue Queue
@@ -190,7 +195,7 @@ func New(opts Options) (*Service, error) {
 	}
 	base, stop := context.WithCancelCause(context.Background())
 	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), queue: opts.Queue, events: opts.Store.NewEventWriter(opts.Events),
-		log: opts.Logger, obs: opts.Observer, now: opts.Now, base: base, stop: stop, active: map[string]context.CancelCauseFunc{},
+		log: opts.Logger, obs: opts.Observer, creds: opts.Credentials, now: opts.Now, base: base, stop: stop, active: map[string]context.CancelCauseFunc{},
 		disp: opts.Dispatcher, poll: opts.RemotePoll, pollers: map[string]struct{}{}}
 	if s.poll <= 0 {
 		s.poll = time.Second
@@ -737,6 +742,9 @@ func (s *Service) execute(id, kind, parent string, ctx context.Context, cancel c
 	var endSpan func(*engine.Result, error)
 	if s.tracer != nil {
 		ctx, endSpan = s.traceRun(ctx, id, kind, parent)
+	}
+	if s.creds != nil {
+		ctx = tool.WithCredentials(ctx, runCredentials{creds: s.creds, store: s.store, runID: id})
 	}
 	log := s.log.With("run_id", id, "kind", kind)
 	log.InfoContext(ctx, "run started")

@@ -282,3 +282,47 @@ type Firing struct {
 // MaxFiringsKept bounds the firings kept per trigger: older ones are deleted
 // as new ones are recorded (the newest tick is always kept).
 const MaxFiringsKept = 100
+
+// MaxCredentialName bounds a credential's name (bytes).
+const MaxCredentialName = 64
+
+// Credential is a stored credential as it may be shown: its name, type,
+// the values of the fields that are not secret, which secret fields hold a
+// value, and who may use it. A secret value is never part of it.
+type Credential struct {
+	ID     string
+	Name   string
+	Type   string
+	Public map[string]string // the non-secret fields (an API key's header name, a username, a base URL)
+	Set    []string          // the secret fields that hold a value, by name
+	// Chains lists the ids of the chains that may use it; empty: every chain.
+	Chains    []string
+	CreatedBy string
+	Created   time.Time
+	UpdatedBy string
+	Updated   time.Time
+	LastUsed  time.Time // zero until a run first uses it
+}
+
+// SealedCredential is a credential with its secret fields sealed (field
+// name → sealed bytes); only the credential vault opens them.
+type SealedCredential struct {
+	Credential
+	Sealed map[string][]byte
+}
+
+// CheckCredentialName reports what is wrong with a credential's name: 1 to
+// MaxCredentialName letters, digits and . _ - (chains name it in their
+// documents). The error is ErrInvalid.
+func CheckCredentialName(name string) error {
+	if name == "" || len(name) > MaxCredentialName {
+		return Errorf(EINVALID, "credential name %q: want 1 to %d characters", name, MaxCredentialName)
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+		if !ok {
+			return Errorf(EINVALID, "credential name %q: use letters, digits and . _ - only", name)
+		}
+	}
+	return nil
+}

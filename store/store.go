@@ -287,6 +287,34 @@ type UserStore interface {
 	RemoveUser(ctx context.Context, name string) error
 }
 
+// CredentialStore keeps credentials with their secret fields sealed; it
+// never sees a value in clear (the vault seals and opens them).
+type CredentialStore interface {
+	// AddCredential stores a new credential; a name in use is ErrNameTaken.
+	AddCredential(ctx context.Context, c *SealedCredential) error
+	// UpdateCredential replaces the credential with c's id: its type,
+	// fields, chains and who changed it when. ErrNotFound when none.
+	UpdateCredential(ctx context.Context, c *SealedCredential) error
+	// GetCredential returns the credential named name, ErrNotFound when none.
+	GetCredential(ctx context.Context, name string) (*SealedCredential, error)
+	// ListCredentials lists the credentials by name, without sealed values.
+	ListCredentials(ctx context.Context) ([]Credential, error)
+	// RemoveCredential deletes the credential named name.
+	RemoveCredential(ctx context.Context, name string) error
+	// TouchCredential records that a run used the credential with this id.
+	TouchCredential(ctx context.Context, id string, at time.Time) error
+	// CredentialKeyCheck returns the value sealed with the key in use when
+	// the first credential was stored (nil before), so that a wrong key is
+	// told at start-up rather than at a run.
+	CredentialKeyCheck(ctx context.Context) ([]byte, error)
+	// SetCredentialKeyCheck stores the key check once; a second one is
+	// ErrConflict (only a rotation replaces it).
+	SetCredentialKeyCheck(ctx context.Context, check []byte) error
+	// ResealCredentials replaces every sealed value by reseal's answer and
+	// the key check by check, in one transaction: all or nothing.
+	ResealCredentials(ctx context.Context, reseal func(id, field string, sealed []byte) ([]byte, error), check []byte) error
+}
+
 // Backend is a whole storage backend: what cmd/studio opens and hands to the
 // server and the run service.
 type Backend interface {
@@ -300,6 +328,7 @@ type Backend interface {
 	Housekeeping
 	UserStore
 	UsageStore
+	CredentialStore
 	// Close closes the store. Close every EventWriter on it first.
 	Close() error
 }

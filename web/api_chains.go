@@ -83,7 +83,7 @@ func checkName(name string) error {
 // validateOptions checks skills against the saved chains and tools against
 // the registry.
 func (s *Server) apiValidateOptions(c echo.Context) engine.ValidateOptions {
-	return s.validateOptionsCtx(c.Request().Context())
+	return s.withCredentials(c, s.validateOptionsCtx(c.Request().Context()))
 }
 
 // validateOptionsCtx is apiValidateOptions for work that outlives a request
@@ -99,6 +99,7 @@ func (s *Server) validateOptionsCtx(ctx context.Context) engine.ValidateOptions 
 		Tools:      reg.Has,
 		ToolOutput: reg.OutputSchema,
 		Schemas:    reg.NodeSchemas(s.agents.Schemas),
+		Credential: s.credentialCheck(ctx, "", false),
 	}
 }
 
@@ -114,7 +115,9 @@ func (s *Server) validate(c echo.Context, doc *engine.Chain) []engine.Issue {
 // its test cases. A broken test fails `studio test` and shows in the editor,
 // but it does not stop the chain itself from running.
 func (s *Server) validateToRun(c echo.Context, doc *engine.Chain) []engine.Issue {
-	return s.validateToRunCtx(c.Request().Context(), doc)
+	opts := s.apiValidateOptions(c)
+	opts.SkipTests = true
+	return engine.ValidateWith(doc, opts)
 }
 
 func (s *Server) validateToRunCtx(ctx context.Context, doc *engine.Chain) []engine.Issue {

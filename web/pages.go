@@ -85,7 +85,7 @@ func pageParam(c echo.Context, name string) string {
 func (s *Server) pageValidateOptions(c echo.Context) engine.ValidateOptions {
 	ctx := c.Request().Context()
 	reg := s.reg
-	return engine.ValidateOptions{
+	return s.withCredentials(c, engine.ValidateOptions{
 		Resolve: func(name string) (*engine.Chain, bool) {
 			ch, err := s.db.ResolveChain(ctx, name)
 			return ch, err == nil && ch != nil
@@ -94,5 +94,5 @@ func (s *Server) pageValidateOptions(c echo.Context) engine.ValidateOptions {
 		ToolOutput: reg.OutputSchema,
 		Schemas:    reg.NodeSchemas(s.agents.Schemas),
 		Limits:     s.cfg.Limits,
-	}
+	})
 }

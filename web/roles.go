@@ -57,11 +57,14 @@ var routeActions = map[string]action{
 	"GET /usage":                           actRead,
 	"GET /inbox":                           actRead, // answering goes through resume
 
-	"GET /runs/:id/usage":      actRead,
-	"GET /users":               actAdmin,
-	"POST /users":              actAdmin,
-	"POST /users/:name/role":   actAdmin,
-	"POST /users/:name/remove": actAdmin,
+	"GET /runs/:id/usage":                     actRead,
+	"GET /settings/credentials":               actAdmin,
+	"POST /settings/credentials":              actAdmin,
+	"POST /settings/credentials/:name/remove": actAdmin,
+	"GET /users":                              actAdmin,
+	"POST /users":                             actAdmin,
+	"POST /users/:name/role":                  actAdmin,
+	"POST /users/:name/remove":                actAdmin,
 
 	// The JSON API.
 	"GET /v1/chains":                          actRead,
@@ -113,6 +116,12 @@ var routeActions = map[string]action{
 	"GET /v1/usage":                           actRead,
 	"GET /v1/interrupts":                      actRead,
 	"GET /v1/me":                              actRead,
+	"GET /v1/credential-types":                actRead,
+	"GET /v1/credentials":                     actRead, // viewers get names only
+	"POST /v1/credentials":                    actAdmin,
+	"GET /v1/credentials/:name":               actRead, // never a value
+	"PATCH /v1/credentials/:name":             actAdmin,
+	"DELETE /v1/credentials/:name":            actAdmin,
 	"GET /v1/users":                           actAdmin,
 	"POST /v1/users":                          actAdmin,
 	"PUT /v1/users/:name":                     actAdmin,

@@ -73,6 +73,7 @@ func (s *Server) routes(e *echo.Echo) {
 
 	s.agentRoutes(e)
 	s.userRoutes(e)
+	s.credentialRoutes(e)
 }
 
 func (s *Server) healthz(c echo.Context) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/vault"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 )
@@ -109,6 +110,9 @@ type Deps struct {
 	// incoming requests: the runs they start continue the caller's trace,
 	// and their log lines carry its ids.
 	Propagator propagation.TextMapPropagator
+	// Vault keeps the credentials chains use by name; nil: none (the
+	// credentials routes list nothing and refuse to add).
+	Vault *vault.Vault
 }
 
 // Server is the studio's HTTP server.
@@ -137,6 +141,7 @@ type Server struct {
 	exprRuns exprRunCache
 	// sched hears that a schedule was saved (issue #17, api_triggers.go); nil: none
 	sched interface{ Wake() }
+	vault *vault.Vault // nil: no credentials
 }
 
 // New builds the server's routes over its dependencies.
@@ -165,7 +170,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
-		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator}
+		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}

@@ -35,6 +35,9 @@ func commands() []command {
 		{"test", "run the tests kept in chain files (a FILE or every *.json of a DIR); exit 1 on any failure", cmdTest},
 		{"a2e", "the A2E chain host on stdin/stdout: chain/req lines in, chain/event and chain/resp NDJSON out", cmdA2E},
 		{"users", "add, list, set-role or remove the people who sign in, each with a role and their own token", cmdUsers},
+		{"credentials", "add, list, set, remove the credentials chains use by name, or rotate their key", func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+			return cmdCredentials(ctx, args, os.Stdin, stdout, stderr)
+		}},
 		{"backup", "write a consistent copy of the database (safe while the studio runs)", cmdBackup},
 		{"help", "show this list, or `studio help COMMAND` for a command's flags", nil},
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/chainstudio/studio/runs/riverqueue"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres"
+	"github.com/chainstudio/studio/store/vault"
 	"github.com/chainstudio/studio/web"
 )
 
@@ -51,6 +52,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
 	pricesFile := fs.String("prices", os.Getenv("STUDIO_PRICES"), "a YAML price table `FILE`: model name → {input, output}, the prices of a million tokens (env STUDIO_PRICES); without it, tokens are shown without cost")
+	keyFile := fs.String("credentials-key-file", os.Getenv("STUDIO_CREDENTIALS_KEY_FILE"), "the credentials key `FILE`, 64 hex digits, mode 0600 (env STUDIO_CREDENTIALS_KEY_FILE, or the key itself in STUDIO_CREDENTIALS_KEY); default on SQLite: the database's path + .key, created on first start; on PostgreSQL every process needs the same key, and without one credentials are off")
 	worker := fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
@@ -130,6 +132,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else if n > 0 {
 		log.Info("marked runs interrupted by the last stop as failed; resume them to continue", "runs", n)
 	}
+	src := credentialKeySource(*dbPath, *keyFile)
+	vlt, err := openVault(ctx, db, src, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	if vlt.Enabled() {
+		log.Info("credentials are sealed with the key in "+src.describe()+"; back it up with the database", "key", src.describe())
+	} else {
+		log.Info("credentials are off: no credentials key (--credentials-key-file or " + keyEnv + ")")
+	}
 	if pol, ok := keep.policy(); ok {
 		go pruneRuns(ctx, db, pol, log)
 	}
@@ -165,7 +178,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt}, db, reg, agents, log, stderr)
 }
 
 // approvalSweepPeriod is how often pending approvals' deadlines and
@@ -185,6 +198,7 @@ type serveConfig struct {
 	lease                          leaseFlags        // PostgreSQL: run ownership timings
 	tracer                         *telemetry.Tracer // nil: no tracing (no OTEL_* variables)
 	prices                         *web.Prices       // nil: no --prices
+	vault                          *vault.Vault      // the credentials chains use by name
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -195,6 +209,9 @@ type serveConfig struct {
 func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engine.Registry, agents *agent.Set, log *slog.Logger, stderr io.Writer) int {
 	metrics := web.NewMetrics()
 	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, Limits: cfg.limits, ExprBudget: cfg.exprBudget}
+	if cfg.vault != nil {
+		opts.Credentials = cfg.vault
+	}
 	cfg.gov.applyTo(&opts)
 	var prop propagation.TextMapPropagator
 	if cfg.tracer != nil {
@@ -243,7 +260,7 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		return exitFailed
 	}
 	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
-		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop})
+		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault})
 	if err != nil {
 		svc.Close()
 		fmt.Fprintf(stderr, "studio: %v\n", err)

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/redact"
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -66,6 +67,14 @@ func newHTTPTool(opts Options, exempt func(netip.AddrPort) bool) *httpTool {
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return fmt.Errorf("redirect to %q refused: only http and https are allowed", redact.URL(req.URL.String()))
 			}
+			// A credential is for the host it was sent to: net/http drops
+			// Authorization on a redirect to another host, but not an API
+			// key's own header or a custom header set.
+			if ca, ok := req.Context().Value(credentialHostKey{}).(credentialHost); ok && req.URL.Host != ca.host {
+				for _, name := range ca.headers {
+					req.Header.Del(name)
+				}
+			}
 			return nil
 		},
 	}
@@ -91,8 +100,117 @@ func (h *httpTool) control(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// call implements the http tool.
+// credentialHost is what a request sent with a credential carries in its
+// context: the host the credential was meant for, and the headers that hold it.
+type credentialHost struct {
+	host    string
+	headers []string
+}
+
+type credentialHostKey struct{}
+
+// scrubbedError is an error whose text has had a credential scrubbed from it;
+// it still wraps the original, so callers can tell a timeout or a refusal.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// call implements the http tool. A node naming a stored credential (auth:
+// {"credential": NAME}) has it resolved here, for this request only; every
+// form of its secret values is scrubbed from the output and the error, since
+// a server may echo the headers it was sent.
 func (h *httpTool) call(ctx context.Context, in map[string]any, _ tool.Emitter) (any, error) {
+	secret, typ, err := resolveAuth(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if secret == nil {
+		return h.request(ctx, in, nil, credential.Type{})
+	}
+	scrub := credential.NewScrubber(typ.Secrets(secret.Values))
+	out, err := h.request(ctx, in, secret, typ)
+	if err != nil {
+		return nil, &scrubbedError{msg: scrub.String(err.Error()), err: err}
+	}
+	return scrub.Value(out), nil
+}
+
+// resolveAuth reads the node's auth field and resolves the credential it
+// names, checking that its type is one a request can carry.
+func resolveAuth(ctx context.Context, in map[string]any) (*tool.Secret, credential.Type, error) {
+	raw, present := in["auth"]
+	if !present || raw == nil {
+		return nil, credential.Type{}, nil
+	}
+	a, ok := raw.(map[string]any)
+	if ok && len(a) == 0 { // a form whose credential was cleared
+		return nil, credential.Type{}, nil
+	}
+	if !ok {
+		return nil, credential.Type{}, fmt.Errorf(`http: field "auth" must be an object such as {"credential": "github"}, got %s`, typeName(raw))
+	}
+	for k := range a {
+		if k != "credential" {
+			return nil, credential.Type{}, fmt.Errorf(`http: field "auth" has an unknown field %q (only "credential")`, k)
+		}
+	}
+	name, ok := a["credential"].(string)
+	if !ok || name == "" {
+		return nil, credential.Type{}, fmt.Errorf(`http: field "auth.credential" must name a stored credential`)
+	}
+	creds := tool.CredentialsFrom(ctx)
+	if creds == nil {
+		return nil, credential.Type{}, fmt.Errorf("http: credential %q: %w", name, tool.ErrNoCredentials)
+	}
+	sec, err := creds.Credential(ctx, name)
+	if err != nil {
+		return nil, credential.Type{}, fmt.Errorf("http: %w", err)
+	}
+	typ, ok := credential.Lookup(sec.Type)
+	if !ok || typ.Use != credential.UseHTTP {
+		return nil, credential.Type{}, fmt.Errorf("http: credential %q is of type %s, which an HTTP request cannot carry (use %s)", name, sec.Type, strings.Join(credential.TypesFor(credential.UseHTTP), ", "))
+	}
+	return sec, typ, nil
+}
+
+// applyCredential sets what the credential's type sends: a header, a query
+// parameter or basic auth. It returns the header names it set, which a
+// redirect to another host must not carry.
+func applyCredential(req *http.Request, sec *tool.Secret, typ credential.Type) []string {
+	v := credential.Values(sec.Values)
+	switch typ.Name {
+	case credential.Bearer:
+		req.Header.Set("Authorization", "Bearer "+v.String("token"))
+		return []string{"Authorization"}
+	case credential.Basic:
+		req.SetBasicAuth(v.String("username"), v.String("password"))
+		return []string{"Authorization"}
+	case credential.APIKey:
+		if v.String("in") == "query" {
+			q := req.URL.Query()
+			q.Set(v.String("name"), v.String("value"))
+			req.URL.RawQuery = q.Encode()
+			return nil
+		}
+		req.Header.Set(v.String("name"), v.String("value"))
+		return []string{v.String("name")}
+	case credential.Headers:
+		var names []string
+		for k, hv := range v.Map("headers") {
+			req.Header.Set(k, hv)
+			names = append(names, k)
+		}
+		return names
+	}
+	return nil
+}
+
+// request makes the call; sec, when set, is the credential it carries.
+func (h *httpTool) request(ctx context.Context, in map[string]any, sec *tool.Secret, typ credential.Type) (any, error) {
 	method, ok, err := getString("http", in, "method")
 	if err != nil {
 		return nil, err
@@ -183,6 +301,10 @@ func (h *httpTool) call(ctx context.Context, in map[string]any, _ tool.Emitter) 
 	}
 	if jsonBody && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if sec != nil {
+		names := applyCredential(req, sec, typ)
+		req = req.WithContext(context.WithValue(req.Context(), credentialHostKey{}, credentialHost{host: req.URL.Host, headers: names}))
 	}
 
 	fail := func(err error) error {

@@ -319,7 +319,20 @@
     };
     const placeholder = s.default !== undefined ? 'default: ' + shown(s, s.default) : '';
 
-    if (Array.isArray(s.enum) || t === 'boolean') {
+    if (s['x-credential']) {
+      // a stored credential, by name: the select offers those this chain
+      // may use (never a value; the API has none to give)
+      widget = el('select', { id, class: 'sf-credential', 'aria-describedby': described, 'aria-required': required ? 'true' : null });
+      widget.append(el('option', { value: '', text: '— choose a credential —' }));
+      if (cur) widget.append(el('option', { value: cur, text: cur, selected: true }));
+      credentialNames().then((names) => {
+        const keep = widget.value;
+        widget.replaceChildren(el('option', { value: '', text: names.length ? '— choose a credential —' : '— no credentials: an admin adds them in Settings → Credentials —' }));
+        for (const n of names) widget.append(el('option', { value: n, text: n, selected: n === keep }));
+        if (keep && !names.includes(keep)) widget.append(el('option', { value: keep, text: keep + ' (not available to this chain)', selected: true }));
+      });
+      widget.addEventListener('change', () => change(widget.value || undefined));
+    } else if (Array.isArray(s.enum) || t === 'boolean') {
       const opts = Array.isArray(s.enum) ? s.enum : [true, false];
       widget = el('select', { id, 'aria-describedby': described, 'aria-required': required ? 'true' : null });
       widget.append(el('option', { value: '', text: s.default !== undefined ? '— default: ' + shown(s, s.default) + ' —' : '— not set —' }));
@@ -370,6 +383,20 @@
     const p = problem(s, cur);
     if (p) { err.textContent = p; widget.setAttribute('aria-invalid', 'true'); }
     return wrap;
+  }
+
+  // credentialNames lists, once per page, the credentials this chain may use.
+  let credentialList = null;
+  function credentialNames() {
+    if (!credentialList) {
+      const root = document.querySelector('[data-chain-id]');
+      const q = root ? '?chain=' + encodeURIComponent(root.dataset.chainId) : '';
+      credentialList = fetch('/v1/credentials' + q, { headers: { Accept: 'application/json' } })
+        .then((r) => (r.ok ? r.json() : { credentials: [] }))
+        .then((b) => (b.credentials || []).map((c) => c.name))
+        .catch(() => []);
+    }
+    return credentialList;
   }
 
   // rows edits a list (items) or a map (additionalProperties): add and remove rows.

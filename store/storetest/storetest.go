@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"Triggers", testTriggers},
 		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
 		{"Usage", testUsage},
+		{"Credentials", testCredentials},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

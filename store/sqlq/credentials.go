@@ -1,0 +1,237 @@
+package sqlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/chainstudio/studio/store"
+)
+
+// Credentials: a row per credential, its secret fields sealed (JSON: field
+// → sealed bytes, base64), and one key-check row. Both backends run this SQL.
+
+const credentialColumns = `id, name, type, public_fields, sealed_fields, chains, created_by, created_at, updated_by, updated_at, last_used_at`
+
+func credentialArgs(c *store.SealedCredential) (public, sealed, chains string, err error) {
+	pub := c.Public
+	if pub == nil {
+		pub = map[string]string{}
+	}
+	p, err := json.Marshal(pub)
+	if err != nil {
+		return "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
+	}
+	s, err := json.Marshal(c.Sealed) // []byte values encode as base64
+	if err != nil {
+		return "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
+	}
+	ch := c.Chains
+	if ch == nil {
+		ch = []string{}
+	}
+	b, err := json.Marshal(ch)
+	if err != nil {
+		return "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
+	}
+	return string(p), string(s), string(b), nil
+}
+
+// AddCredential inserts a new credential; a name in use is ErrNameTaken.
+func AddCredential(ctx context.Context, tx Execer, c *store.SealedCredential) error {
+	if err := store.CheckCredentialName(c.Name); err != nil {
+		return err
+	}
+	if _, err := GetCredential(ctx, tx, c.Name); err == nil {
+		return fmt.Errorf("credential %q already exists: %w", c.Name, store.ErrNameTaken)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	pub, sealed, chains, err := credentialArgs(c)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (`+credentialColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+		c.ID, c.Name, c.Type, pub, sealed, chains, c.CreatedBy, c.Created.UnixMicro(), c.UpdatedBy, c.Updated.UnixMicro())
+	if err != nil {
+		return fmt.Errorf("store: add credential %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// UpdateCredential replaces the credential with c's id (its name stays).
+func UpdateCredential(ctx context.Context, tx Execer, c *store.SealedCredential) error {
+	pub, sealed, chains, err := credentialArgs(c)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE credentials SET type = ?, public_fields = ?, sealed_fields = ?, chains = ?, updated_by = ?, updated_at = ? WHERE id = ?`,
+		c.Type, pub, sealed, chains, c.UpdatedBy, c.Updated.UnixMicro(), c.ID)
+	if err != nil {
+		return fmt.Errorf("store: update credential %q: %w", c.Name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("%w: no credential named %q", store.ErrNotFound, c.Name)
+	}
+	return nil
+}
+
+// GetCredential reads the credential named name, sealed values included.
+func GetCredential(ctx context.Context, q Queryer, name string) (*store.SealedCredential, error) {
+	cs, err := credentials(ctx, q, true, `SELECT `+credentialColumns+` FROM credentials WHERE name = ?`, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("%w: no credential named %q", store.ErrNotFound, name)
+	}
+	return &cs[0], nil
+}
+
+// ListCredentials lists every credential by name, without sealed values.
+func ListCredentials(ctx context.Context, q Queryer) ([]store.Credential, error) {
+	cs, err := credentials(ctx, q, false, `SELECT `+credentialColumns+` FROM credentials ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Credential, len(cs))
+	for i := range cs {
+		out[i] = cs[i].Credential
+	}
+	return out, nil
+}
+
+func credentials(ctx context.Context, q Queryer, withSealed bool, query string, args ...any) ([]store.SealedCredential, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: read credentials: %w", err)
+	}
+	defer rows.Close()
+	var out []store.SealedCredential
+	for rows.Next() {
+		var c store.SealedCredential
+		var pub, sealed, chains string
+		var created, updated int64
+		var used sql.NullInt64
+		if err := rows.Scan(&c.ID, &c.Name, &c.Type, &pub, &sealed, &chains, &c.CreatedBy, &created, &c.UpdatedBy, &updated, &used); err != nil {
+			return nil, fmt.Errorf("store: read credentials: %w", err)
+		}
+		if err := json.Unmarshal([]byte(pub), &c.Public); err != nil {
+			return nil, fmt.Errorf("store: credential %q: public fields: %w", c.Name, err)
+		}
+		var s map[string][]byte
+		if err := json.Unmarshal([]byte(sealed), &s); err != nil {
+			return nil, fmt.Errorf("store: credential %q: sealed fields: %w", c.Name, err)
+		}
+		for k := range s {
+			c.Set = append(c.Set, k)
+		}
+		sort.Strings(c.Set)
+		if withSealed {
+			c.Sealed = s
+		}
+		if err := json.Unmarshal([]byte(chains), &c.Chains); err != nil {
+			return nil, fmt.Errorf("store: credential %q: chains: %w", c.Name, err)
+		}
+		c.Created = time.UnixMicro(created).UTC()
+		c.Updated = time.UnixMicro(updated).UTC()
+		if used.Valid {
+			c.LastUsed = time.UnixMicro(used.Int64).UTC()
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read credentials: %w", err)
+	}
+	return out, nil
+}
+
+// RemoveCredential deletes the credential named name.
+func RemoveCredential(ctx context.Context, tx Execer, name string) error {
+	res, err := tx.ExecContext(ctx, `DELETE FROM credentials WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("store: remove credential %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("%w: no credential named %q", store.ErrNotFound, name)
+	}
+	return nil
+}
+
+// TouchCredential records a use; a removed credential is no error (the run
+// resolved it before it went).
+func TouchCredential(ctx context.Context, w Writer, id string, at time.Time) error {
+	if _, err := w.ExecContext(ctx, `UPDATE credentials SET last_used_at = ? WHERE id = ?`, at.UnixMicro(), id); err != nil {
+		return fmt.Errorf("store: record a use of credential %s: %w", id, err)
+	}
+	return nil
+}
+
+// CredentialKeyCheck reads the key check, nil when none is stored.
+func CredentialKeyCheck(ctx context.Context, q Queryer) ([]byte, error) {
+	rows, err := q.QueryContext(ctx, `SELECT sealed FROM credential_key WHERE id = 1`)
+	if err != nil {
+		return nil, fmt.Errorf("store: read the credentials key check: %w", err)
+	}
+	defer rows.Close()
+	var check []byte
+	if rows.Next() {
+		if err := rows.Scan(&check); err != nil {
+			return nil, fmt.Errorf("store: read the credentials key check: %w", err)
+		}
+	}
+	return check, rows.Err()
+}
+
+// SetCredentialKeyCheck stores the key check once.
+func SetCredentialKeyCheck(ctx context.Context, tx Execer, check []byte) error {
+	old, err := CredentialKeyCheck(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		return store.Errorf(store.ECONFLICT, "the credentials key check is set already (a rotation replaces it)")
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO credential_key (id, sealed) VALUES (1, ?)`, check); err != nil {
+		return fmt.Errorf("store: store the credentials key check: %w", err)
+	}
+	return nil
+}
+
+// ResealCredentials replaces every sealed value and the key check, inside
+// the caller's transaction.
+func ResealCredentials(ctx context.Context, tx Execer, reseal func(id, field string, sealed []byte) ([]byte, error), check []byte) error {
+	cs, err := credentials(ctx, tx, true, `SELECT `+credentialColumns+` FROM credentials ORDER BY name`)
+	if err != nil {
+		return err
+	}
+	for i := range cs {
+		c := &cs[i]
+		next := make(map[string][]byte, len(c.Sealed))
+		for field, v := range c.Sealed {
+			nv, err := reseal(c.ID, field, v)
+			if err != nil {
+				return fmt.Errorf("credential %q, field %q: %w", c.Name, field, err)
+			}
+			next[field] = nv
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			return fmt.Errorf("store: credential %q: %w", c.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE credentials SET sealed_fields = ? WHERE id = ?`, string(b), c.ID); err != nil {
+			return fmt.Errorf("store: reseal credential %q: %w", c.Name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM credential_key WHERE id = 1`); err != nil {
+		return fmt.Errorf("store: replace the credentials key check: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO credential_key (id, sealed) VALUES (1, ?)`, check); err != nil {
+		return fmt.Errorf("store: replace the credentials key check: %w", err)
+	}
+	return nil
+}
