@@ -1706,3 +1706,83 @@ func (sc *skillChecker) call(path []string, callee string) (m skillMemo, complet
 	}
 	return m, complete
 }
+
+// ---------------------------------------------------------------- one field
+
+// WithExpr returns a copy of c with src in one expression field: field
+// (condition, items_path, cases[N].when, input_map.KEY or set_state.KEY) of
+// node nodeID, or the condition of edge edgeID (its id, or "source->target").
+// c's own nodes, edges, cases and maps are left as they are. ok is false
+// when c has no such field (an unknown node or edge, a case it lacks).
+func WithExpr(c *Chain, nodeID, edgeID, field, src string) (out *Chain, ok bool) {
+	cp := *c
+	if edgeID != "" {
+		if field != "condition" {
+			return c, false
+		}
+		cp.Edges = append([]Edge(nil), c.Edges...)
+		for i := range cp.Edges {
+			if e := &cp.Edges[i]; e.ID == edgeID || e.Source+"->"+e.Target == edgeID {
+				e.Condition, ok = src, true
+			}
+		}
+		return &cp, ok
+	}
+	cp.Nodes = append([]Node(nil), c.Nodes...)
+	for i := range cp.Nodes {
+		n := &cp.Nodes[i]
+		if n.ID != nodeID {
+			continue
+		}
+		var k int
+		switch {
+		case field == "condition":
+			n.Condition, ok = src, true
+		case field == "items_path":
+			n.ItemsPath, ok = src, true
+		case strings.HasPrefix(field, "input_map."):
+			n.InputMap, ok = withKey(n.InputMap, strings.TrimPrefix(field, "input_map."), src), true
+		case strings.HasPrefix(field, "set_state."):
+			n.SetState, ok = withKey(n.SetState, strings.TrimPrefix(field, "set_state."), src), true
+		default:
+			if _, err := fmt.Sscanf(field, "cases[%d].when", &k); err == nil && field == "cases["+itoa(k)+"].when" && k >= 0 && k < len(n.Cases) {
+				n.Cases = append([]Case(nil), n.Cases...)
+				n.Cases[k].When, ok = src, true
+			}
+		}
+	}
+	return &cp, ok
+}
+
+func withKey(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}
+
+// FieldIssues is what the validator says about one expression field when it
+// holds src: the issues ValidateWith reports with that node (or edge) and
+// field, other than expression_syntax (a field check shows the parse error
+// itself, with its caret). The designer's field check shows these, so the
+// field and the Validation panel never disagree. nil when c has no such
+// field.
+func FieldIssues(c *Chain, nodeID, edgeID, field, src string, opts ValidateOptions) []Issue {
+	doc, ok := WithExpr(c, nodeID, edgeID, field, src)
+	if !ok {
+		return nil
+	}
+	opts.SkipTests = true
+	var out []Issue
+	for _, is := range ValidateWith(doc, opts) {
+		if is.Field != field || is.Rule == RuleExpressionSyntax {
+			continue
+		}
+		if (edgeID != "" && is.EdgeID == edgeID) || (edgeID == "" && is.EdgeID == "" && is.NodeID == nodeID) {
+			out = append(out, is)
+		}
+	}
+	return out
+}

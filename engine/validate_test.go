@@ -986,3 +986,28 @@ func TestValidateBareWordsNotReported(t *testing.T) {
 		}
 	}
 }
+
+// FieldIssues is Validate's say on one field holding the text being typed:
+// the bare-word warning of that case, not the other case's, and nothing for
+// a field the chain lacks.
+func TestFieldIssuesAreTheValidatorsForThatField(t *testing.T) {
+	t.Parallel()
+	c := vchain(vnodes(Node{ID: "route", Kind: KindCondition, Cases: []Case{{Handle: "a", When: "input.x == 'a'"}, {Handle: "b", When: "input.x == bee"}}}, vtool("x"), vtool("y"), vtool("d")),
+		vlabel("route", "x", "a"), vlabel("route", "y", "b"), vlabel("route", "d", "default"))
+	got := FieldIssues(c, "route", "", "cases[0].when", "input.x == high", ValidateOptions{})
+	if len(got) != 1 || got[0].Rule != RuleBareWordComparison || !strings.Contains(got[0].Message, "input.x == 'high'") {
+		t.Fatalf("cases[0].when:%s", dump(got))
+	}
+	if c.Nodes[0].Cases[0].When != "input.x == 'a'" {
+		t.Errorf("FieldIssues changed the chain: %q", c.Nodes[0].Cases[0].When)
+	}
+	if got := FieldIssues(c, "route", "", "cases[0].when", "input.x == 'high'", ValidateOptions{}); len(got) != 0 {
+		t.Errorf("a quoted comparison:%s", dump(got))
+	}
+	if got := FieldIssues(c, "route", "", "cases[2].when", "input.x == high", ValidateOptions{}); got != nil {
+		t.Errorf("a case the chain lacks:%s", dump(got))
+	}
+	if got := FieldIssues(c, "", "route->x", "condition", "input.x == high", ValidateOptions{}); len(got) != 1 || got[0].EdgeID != "route->x" {
+		t.Errorf("edge condition:%s", dump(got))
+	}
+}
