@@ -42,6 +42,8 @@ package engine
 //	condition_handles          error     a condition node lacks the edge for a case handle, or a
 //	                                     default edge (labelled "default", or unlabelled: the router's fallback)
 //	unknown_handle             warning   an edge from a condition/branch node whose label matches no handle
+//	shadowed_fallback          warning   an unlabelled edge from a condition/branch node that also has a
+//	                                     default edge: the router takes the default first, so it never fires
 //	missing_map_node           error     a map node has no map_node
 //	missing_items_path         error     a map node has no items_path
 //	parallel_no_branches       warning   a parallel node has no branches (it runs and outputs [])
@@ -173,6 +175,7 @@ const (
 	RuleSkillCycle            = "skill_cycle"
 	RuleMaxDepth              = "max_depth"
 	RuleOverCeiling           = "over_ceiling"
+	RuleShadowedFallback      = "shadowed_fallback"
 	maxListed                 = 5    // edges/handles named in one message before "and N more"
 	maxSkillVisits            = 4096 // sub-chain expansions one ValidateWith may do
 	maxSkillRecursion         = 256  // hard bound on sub-chain nesting explored
@@ -1082,6 +1085,7 @@ func (v *validator) checkRouting(i int) {
 				v.edgeIssue(k, RuleUnknownHandle, SeverityWarning, "label", fmt.Sprintf("%s from branch node %s is labelled %q; a branch node picks the edge labelled \"true\" or \"false\" (else \"default\", else an unlabelled one), so this edge never fires", v.edge(k), v.node(i), lbl))
 			}
 		}
+		v.warnShadowedFallback(i, "branch", `"true" or "false"`)
 		switch {
 		case !hasTrue && !hasFalse:
 			v.nodeIssue(i, RuleBranchNoEdges, SeverityError, "", fmt.Sprintf("branch node %s has no edge labelled \"true\" or \"false\"; add at least one (true_node/false_node in A2E)", v.node(i)))
@@ -1185,6 +1189,7 @@ func (v *validator) checkConditionHandles(i int) {
 			v.nodeIssue(i, RuleConditionHandles, SeverityError, "cases["+itoa(handles[h])+"].handle", fmt.Sprintf("condition node %s has no edge for handle %q; add an edge labelled %q", v.node(i), h, h))
 		}
 	}
+	v.warnShadowedFallback(i, "condition", "a case handle")
 	if len(nd.Cases) > 0 && !hasDefault {
 		v.nodeIssue(i, RuleConditionHandles, SeverityError, "edges", fmt.Sprintf("condition node %s has no default edge; add an edge labelled \"default\" (taken when no case matches)", v.node(i)))
 	}
@@ -1195,6 +1200,31 @@ func (v *validator) checkConditionHandles(i int) {
 		}
 		if _, ok := handles[lbl]; !ok {
 			v.edgeIssue(k, RuleUnknownHandle, SeverityWarning, "label", fmt.Sprintf("%s from condition node %s is labelled %q, which matches no case handle (handles: %s), so it never fires", v.edge(k), v.node(i), lbl, quoteList(order)))
+		}
+	}
+}
+
+// warnShadowedFallback warns about each unlabelled edge out of condition or
+// branch node i when the node also has a default edge (labelled "default" or
+// default: true): routeMatched tries the matched handle, then the default,
+// and only then an unlabelled edge, so the unlabelled one can never fire. A
+// default that is a loop edge does not shadow it: once the loop reaches its
+// max_iterations the router passes over it to the unlabelled edge.
+func (v *validator) warnShadowedFallback(i int, kind, handles string) {
+	c := v.c
+	def := -1
+	for _, k := range v.g.out[i] {
+		if e := &c.Edges[k]; (e.Label == defaultHandleLabel || e.Default) && !e.IsLoop() {
+			def = k
+			break
+		}
+	}
+	if def < 0 {
+		return
+	}
+	for _, k := range v.g.out[i] {
+		if e := &c.Edges[k]; e.Label == "" && !e.Default {
+			v.edgeIssue(k, RuleShadowedFallback, SeverityWarning, "label", fmt.Sprintf("%s from %s node %s has no label, and the node's default %s is taken whenever no handle matches, so this edge never fires; label it with %s, or delete it", v.edge(k), kind, v.node(i), v.edge(def), handles))
 		}
 	}
 }
@@ -1715,4 +1745,84 @@ func (sc *skillChecker) call(path []string, callee string) (m skillMemo, complet
 		sc.memo[callee] = m
 	}
 	return m, complete
+}
+
+// ---------------------------------------------------------------- one field
+
+// WithExpr returns a copy of c with src in one expression field: field
+// (condition, items_path, cases[N].when, input_map.KEY or set_state.KEY) of
+// node nodeID, or the condition of edge edgeID (its id, or "source->target").
+// c's own nodes, edges, cases and maps are left as they are. ok is false
+// when c has no such field (an unknown node or edge, a case it lacks).
+func WithExpr(c *Chain, nodeID, edgeID, field, src string) (out *Chain, ok bool) {
+	cp := *c
+	if edgeID != "" {
+		if field != "condition" {
+			return c, false
+		}
+		cp.Edges = append([]Edge(nil), c.Edges...)
+		for i := range cp.Edges {
+			if e := &cp.Edges[i]; e.ID == edgeID || e.Source+"->"+e.Target == edgeID {
+				e.Condition, ok = src, true
+			}
+		}
+		return &cp, ok
+	}
+	cp.Nodes = append([]Node(nil), c.Nodes...)
+	for i := range cp.Nodes {
+		n := &cp.Nodes[i]
+		if n.ID != nodeID {
+			continue
+		}
+		var k int
+		switch {
+		case field == "condition":
+			n.Condition, ok = src, true
+		case field == "items_path":
+			n.ItemsPath, ok = src, true
+		case strings.HasPrefix(field, "input_map."):
+			n.InputMap, ok = withKey(n.InputMap, strings.TrimPrefix(field, "input_map."), src), true
+		case strings.HasPrefix(field, "set_state."):
+			n.SetState, ok = withKey(n.SetState, strings.TrimPrefix(field, "set_state."), src), true
+		default:
+			if _, err := fmt.Sscanf(field, "cases[%d].when", &k); err == nil && field == "cases["+itoa(k)+"].when" && k >= 0 && k < len(n.Cases) {
+				n.Cases = append([]Case(nil), n.Cases...)
+				n.Cases[k].When, ok = src, true
+			}
+		}
+	}
+	return &cp, ok
+}
+
+func withKey(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}
+
+// FieldIssues is what the validator says about one expression field when it
+// holds src: the issues ValidateWith reports with that node (or edge) and
+// field, other than expression_syntax (a field check shows the parse error
+// itself, with its caret). The designer's field check shows these, so the
+// field and the Validation panel never disagree. nil when c has no such
+// field.
+func FieldIssues(c *Chain, nodeID, edgeID, field, src string, opts ValidateOptions) []Issue {
+	doc, ok := WithExpr(c, nodeID, edgeID, field, src)
+	if !ok {
+		return nil
+	}
+	opts.SkipTests = true
+	var out []Issue
+	for _, is := range ValidateWith(doc, opts) {
+		if is.Field != field || is.Rule == RuleExpressionSyntax {
+			continue
+		}
+		if (edgeID != "" && is.EdgeID == edgeID) || (edgeID == "" && is.EdgeID == "" && is.NodeID == nodeID) {
+			out = append(out, is)
+		}
+	}
+	return out
 }

@@ -155,6 +155,13 @@ func ruleCases() []ruleCase {
 		{name: "unknown_handle", chain: vchain(vnodes(Node{ID: "route", Kind: KindCondition, Cases: []Case{{Handle: "refund", When: "input.refund"}}}, vtool("r"), vtool("d"), vtool("typo")),
 			vlabel("route", "r", "refund"), vlabel("route", "d", "default"), vlabel("route", "typo", "refnd")),
 			rule: RuleUnknownHandle, sev: SeverityWarning, edge: "route->typo", field: "label", phrase: `labelled "refnd", which matches no case handle`},
+		{name: "shadowed_fallback", chain: vchain(vnodes(Node{ID: "route", Kind: KindCondition, Cases: []Case{{Handle: "refund", When: "input.refund"}}}, vtool("r"), vtool("d"), vtool("other")),
+			vlabel("route", "r", "refund"), vlabel("route", "d", "default"), vedge("route", "other")),
+			rule: RuleShadowedFallback, sev: SeverityWarning, edge: "route->other", field: "label",
+			phrase: `edge "route->other" (route -> other) from condition node "route" has no label, and the node's default edge "route->d" (route -> d) is taken whenever no handle matches, so this edge never fires; label it with a case handle, or delete it`},
+		{name: "shadowed_fallback_branch", chain: vchain(vnodes(Node{ID: "check", Kind: KindBranch, Condition: "input.ok"}, vtool("yes"), vtool("d"), vtool("other")),
+			vlabel("check", "yes", "true"), Edge{ID: "fallback", Source: "check", Target: "d", Default: true}, vedge("check", "other")),
+			rule: RuleShadowedFallback, sev: SeverityWarning, edge: "check->other", field: "label", phrase: `from branch node "check" has no label, and the node's default edge "fallback"`},
 		{name: "missing_map_node", chain: vchain(vnodes(Node{ID: "batch", Kind: KindMap, ItemsPath: "input.files"})),
 			rule: RuleMissingMapNode, sev: SeverityError, node: "batch", field: "map_node", phrase: "has no map_node"},
 		{name: "missing_items_path", chain: vchain(vnodes(Node{ID: "batch", Kind: KindMap, MapNode: "body"}, vtool("body"))),
@@ -281,7 +288,7 @@ func TestValidateRulesCovered(t *testing.T) {
 		RuleAttachedDataReference, RuleUnknownName, RuleMultipleUnconditional, RuleMultipleDefaults,
 		RuleDefaultWithCondition, RuleSiblingGuardParallel, RuleDispatchIgnored, RuleChainCycle, RuleDataCycle,
 		RuleLoopEdgeNotInCycle, RuleLoopContinueNoExit, RuleUnreachable, RuleUnknownEntryNode, RuleEntryNotRoot,
-		RuleUnknownChain, RuleSkillCycle, RuleMaxDepth, RuleBareWordComparison,
+		RuleUnknownChain, RuleSkillCycle, RuleMaxDepth, RuleBareWordComparison, RuleShadowedFallback,
 	} {
 		if !rows[r] {
 			t.Errorf("rule %s has no table row", r)
@@ -549,6 +556,21 @@ func TestValidateConditionUnlabelledEdgeIsDefault(t *testing.T) {
 		vlabel("route", "x", "a"), vedge("route", "y"))
 	if issues := Validate(c); len(issues) != 0 {
 		t.Fatalf("an unlabelled edge is the router's fallback; want no issues, got:%s", dump(issues))
+	}
+}
+
+// A default that is a loop edge does not shadow an unlabelled edge: at the
+// loop's cap the router passes over it to the unlabelled one.
+func TestValidateLoopDefaultDoesNotShadowFallback(t *testing.T) {
+	t.Parallel()
+	loop := vloop("route", "start", 3)
+	loop.Label = "default"
+	c := vchain(vnodes(vtool("start"), Node{ID: "route", Kind: KindCondition, Cases: []Case{{Handle: "done", When: "input.done"}}}, vtool("fin"), vtool("out")),
+		vedge("start", "route"), vlabel("route", "fin", "done"), loop, vedge("route", "out"))
+	for _, is := range Validate(c) {
+		if is.Rule == RuleShadowedFallback {
+			t.Errorf("loop default reported as shadowing: %s", is.String())
+		}
 	}
 }
 
@@ -962,6 +984,31 @@ func TestValidateBareWordsNotReported(t *testing.T) {
 		if is.Rule == RuleUnknownName {
 			t.Errorf("reported twice: %s", is.Message)
 		}
+	}
+}
+
+// FieldIssues is Validate's say on one field holding the text being typed:
+// the bare-word warning of that case, not the other case's, and nothing for
+// a field the chain lacks.
+func TestFieldIssuesAreTheValidatorsForThatField(t *testing.T) {
+	t.Parallel()
+	c := vchain(vnodes(Node{ID: "route", Kind: KindCondition, Cases: []Case{{Handle: "a", When: "input.x == 'a'"}, {Handle: "b", When: "input.x == bee"}}}, vtool("x"), vtool("y"), vtool("d")),
+		vlabel("route", "x", "a"), vlabel("route", "y", "b"), vlabel("route", "d", "default"))
+	got := FieldIssues(c, "route", "", "cases[0].when", "input.x == high", ValidateOptions{})
+	if len(got) != 1 || got[0].Rule != RuleBareWordComparison || !strings.Contains(got[0].Message, "input.x == 'high'") {
+		t.Fatalf("cases[0].when:%s", dump(got))
+	}
+	if c.Nodes[0].Cases[0].When != "input.x == 'a'" {
+		t.Errorf("FieldIssues changed the chain: %q", c.Nodes[0].Cases[0].When)
+	}
+	if got := FieldIssues(c, "route", "", "cases[0].when", "input.x == 'high'", ValidateOptions{}); len(got) != 0 {
+		t.Errorf("a quoted comparison:%s", dump(got))
+	}
+	if got := FieldIssues(c, "route", "", "cases[2].when", "input.x == high", ValidateOptions{}); got != nil {
+		t.Errorf("a case the chain lacks:%s", dump(got))
+	}
+	if got := FieldIssues(c, "", "route->x", "condition", "input.x == high", ValidateOptions{}); len(got) != 1 || got[0].EdgeID != "route->x" {
+		t.Errorf("edge condition:%s", dump(got))
 	}
 }
 

@@ -23,6 +23,13 @@ type WhyStep struct {
 	Decision
 	Target string `json:"target,omitempty"` // the edge's target
 	Note   string `json:"note,omitempty"`   // said when the step is not a recorded decision
+	// Chose and Tests explain a router's edge that was not taken, among a
+	// skipped node's causes: the handle the router chose (the fired edge's
+	// label, "default" for its fallback) and the router's own tests (its
+	// condition, or its cases in order) with the values each read, the
+	// records its own answer lists under Decisions.
+	Chose string     `json:"chose,omitempty"`
+	Tests []Decision `json:"tests,omitempty"`
 }
 
 // WhyAnswer explains one node of a run.
@@ -245,6 +252,31 @@ func (w *whyLog) incoming(id string) []WhyStep {
 	return out
 }
 
+// choice is how router id chose: the handle it took and its own tests
+// (copies, with the router named), for a cause that is one of its edges.
+func (w *whyLog) choice(id string) (string, []Decision) {
+	chose := w.results[id].Matched
+	for _, e := range w.out[id] {
+		if chose != "" {
+			break
+		}
+		if d, ok := w.edgeDec[e.ID]; ok && d.Outcome == OutcomeFired {
+			switch {
+			case e.Label != "":
+				chose = e.Label
+			default:
+				chose = defaultHandleLabel // the default: true or unlabelled fallback
+			}
+		}
+	}
+	tests := make([]Decision, 0, len(w.tests[id]))
+	for _, d := range w.tests[id] {
+		d.Node = id
+		tests = append(tests, d)
+	}
+	return chose, tests
+}
+
 // maxCauses bounds a why answer (a pruned branch can span thousands of nodes).
 const maxCauses = 1000
 
@@ -269,6 +301,7 @@ func (w *whyLog) causes(id string, nr NodeResult) ([]WhyStep, string) {
 	}
 	var steps []WhyStep
 	seen := map[string]bool{id: true}
+	explained := map[string]bool{} // routers whose tests a step lists
 	queue := []string{id}
 	for len(queue) > 0 && len(steps) < maxCauses {
 		n := queue[0]
@@ -279,6 +312,13 @@ func (w *whyLog) causes(id string, nr NodeResult) ([]WhyStep, string) {
 		}
 		for _, e := range ins {
 			st := w.edgeStep(e)
+			if st.Outcome == OutcomePruned && w.isRouter(e.Source) && st.Rule != RulePrunedUpstreamSkipped && st.Rule != RuleUpstreamFailed {
+				st.Chose, st.Tests = w.choice(e.Source)
+				if explained[e.Source] {
+					st.Tests = nil // listed with the router's first edge: an answer lists each router's tests once
+				}
+				explained[e.Source] = true
+			}
 			steps = append(steps, st)
 			if st.Rule == RulePrunedUpstreamSkipped && !seen[e.Source] {
 				seen[e.Source] = true

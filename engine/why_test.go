@@ -440,3 +440,54 @@ func TestWhyLaterOutcomes(t *testing.T) {
 		wantSteps(t, "c causes", why(t, h, res.RunID, "c").Causes, []string{"a->c guard false all_matches pruned output.no=false"})
 	})
 }
+
+// A skipped node behind a router says how the router chose, not only that it
+// chose another edge: the handle it took and its tests (the expression and
+// the values each read), as the router's own answer lists them.
+func TestWhySkippedBranchSaysHowTheRouterChose(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	res := h.run(`{"name":"r","nodes":[`+nodes("a")+`,{"node_id":"route","kind":"condition","cases":[
+			{"handle":"high","when":"output.level == 'high'"},{"handle":"mid","when":"output.level == 'mid'"}]},`+nodes("hi", "mid", "rest", "after")+`],
+		"edges":[{"source":"a","target":"route"},
+			{"source":"route","target":"hi","label":"high"},{"source":"route","target":"mid","label":"mid"},
+			{"source":"route","target":"rest","label":"default"},{"source":"hi","target":"after"}]}`, map[string]any{"level": "low"})
+	wantStatus(t, res, engine.StatusCompleted)
+	for _, node := range []string{"hi", "after"} {
+		a := why(t, h, res.RunID, node)
+		var st *engine.WhyStep
+		for k := range a.Causes {
+			if a.Causes[k].Edge == "route->hi" {
+				st = &a.Causes[k]
+			}
+		}
+		if st == nil {
+			t.Fatalf("%s: no cause on route->hi: %s", node, js(a.Causes))
+		}
+		if st.Chose != "default" {
+			t.Errorf("%s: chose %q, want default", node, st.Chose)
+		}
+		wantSteps(t, node+": how route chose", func() []engine.WhyStep {
+			out := make([]engine.WhyStep, len(st.Tests))
+			for k, d := range st.Tests {
+				out[k] = engine.WhyStep{Decision: d}
+			}
+			return out
+		}(), []string{
+			`route case handle=high false first_match output.level="low"`,
+			`route case handle=mid false first_match output.level="low"`,
+		})
+	}
+
+	// a branch: the condition and what it read
+	res = h.run(`{"name":"r","nodes":[{"node_id":"br","kind":"branch","condition":"output.score > `+"`5`"+`"},`+nodes("yes", "no")+`],
+		"edges":[{"source":"br","target":"yes","label":"true"},{"source":"br","target":"no","label":"false"}]}`, map[string]any{"score": 9.0})
+	wantStatus(t, res, engine.StatusCompleted)
+	a := why(t, h, res.RunID, "no")
+	if len(a.Causes) != 1 || a.Causes[0].Chose != "true" || len(a.Causes[0].Tests) != 1 {
+		t.Fatalf("no: causes %s", js(a.Causes))
+	}
+	if got := stepText(engine.WhyStep{Decision: a.Causes[0].Tests[0]}); got != "br branch_condition handle=true true first_match output.score=9" {
+		t.Errorf("no: the branch's test: %s", got)
+	}
+}

@@ -147,7 +147,7 @@ func (s *Server) exprData(ctx context.Context, ch *store.Chain, runID string, ty
 	}
 	doc := ch.Doc
 	if typed != nil {
-		doc = withExpr(doc, *typed, src)
+		doc, _ = engine.WithExpr(doc, typed.Node, typed.Edge, typed.Field, src)
 	}
 	tr, err := chaintest.RunTrace(ctx, doc, chaintest.Options{Registry: s.reg, Limits: s.cfg.Limits, Timeout: exprTestRunTimeout}, 0)
 	if err != nil {
@@ -156,54 +156,6 @@ func (s *Server) exprData(ctx context.Context, ch *store.Chain, runID string, ty
 	d = &exprRunData{runID: key, test: tr.Test, version: ch.Version, status: tr.Status, input: tr.Input, outputs: tr.Outputs}
 	s.exprRuns.put(d)
 	return d, nil
-}
-
-// withExpr is c with src in the expression field t names (a copy: c's
-// own nodes, edges and maps are left as they are).
-func withExpr(c *engine.Chain, t exprTarget, src string) *engine.Chain {
-	out := *c
-	if t.Edge != "" {
-		out.Edges = append([]engine.Edge(nil), c.Edges...)
-		for i := range out.Edges {
-			if e := &out.Edges[i]; (e.ID == t.Edge || e.Source+"->"+e.Target == t.Edge) && t.Field == "condition" {
-				e.Condition = src
-			}
-		}
-		return &out
-	}
-	out.Nodes = append([]engine.Node(nil), c.Nodes...)
-	for i := range out.Nodes {
-		n := &out.Nodes[i]
-		if n.ID != t.Node {
-			continue
-		}
-		var k int
-		switch {
-		case t.Field == "condition":
-			n.Condition = src
-		case t.Field == "items_path":
-			n.ItemsPath = src
-		case strings.HasPrefix(t.Field, "input_map."):
-			n.InputMap = withKey(n.InputMap, strings.TrimPrefix(t.Field, "input_map."), src)
-		case strings.HasPrefix(t.Field, "set_state."):
-			n.SetState = withKey(n.SetState, strings.TrimPrefix(t.Field, "set_state."), src)
-		default:
-			if _, err := fmt.Sscanf(t.Field, "cases[%d].when", &k); err == nil && k >= 0 && k < len(n.Cases) {
-				n.Cases = append([]engine.Case(nil), n.Cases...)
-				n.Cases[k].When = src
-			}
-		}
-	}
-	return &out
-}
-
-func withKey(m map[string]string, k, v string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	for a, b := range m {
-		out[a] = b
-	}
-	out[k] = v
-	return out
 }
 
 // describeData fills a context or preview answer's run_id / test / note.

@@ -199,3 +199,38 @@ func testutilEventuallyRunning(t *testing.T, ts *httptest.Server, id string) {
 		return nil
 	})
 }
+
+// The API's why of a node skipped behind a router carries how the router
+// chose (chose, tests with their reads), in the documented shape.
+func TestRunNodeWhyRouterCause(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	chainID := createChain(t, ts, `{"name":"whyroute","nodes":[
+		{"node_id":"route","kind":"condition","cases":[{"handle":"hot","when":"input.level == 'high'"}]},
+		{"node_id":"hot","kind":"tool","name":"echo"},{"node_id":"cold","kind":"tool","name":"echo"}],
+		"edges":[{"source":"route","target":"hot","label":"hot"},{"source":"route","target":"cold","label":"default"}]}`)
+	r := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{"input":{"level":"low"}}`)
+	runID := r.json(t)["run_id"].(string)
+	if m := waitRun(t, ts, runID); m["status"] != "completed" {
+		t.Fatalf("run: %v", m)
+	}
+	var a struct {
+		Causes []struct {
+			Edge  string        `json:"edge"`
+			Chose string        `json:"chose"`
+			Tests []whyStepJSON `json:"tests"`
+		} `json:"causes"`
+	}
+	res := do(t, ts, "GET", "/v1/runs/"+runID+"/nodes/hot/why", nil)
+	wantStatus(t, res, http.StatusOK)
+	if err := json.Unmarshal(res.body, &a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Causes) != 1 || a.Causes[0].Chose != "default" || len(a.Causes[0].Tests) != 1 {
+		t.Fatalf("causes: %s", res.body)
+	}
+	tst := a.Causes[0].Tests[0]
+	if tst.Expr != "input.level == 'high'" || tst.Result != "false" || len(tst.Reads) != 1 || tst.Reads[0].Path != "input.level" || tst.Reads[0].Value != `"low"` {
+		t.Errorf("the router's test: %+v", tst)
+	}
+}

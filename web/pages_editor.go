@@ -12,6 +12,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
@@ -298,9 +299,30 @@ func (s *Server) fragProps(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.FormError("Cannot show properties", "post {node}, {edge} or {chain}"))
 }
 
-// fragExpr checks one expression as it is typed.
+// fragExpr checks one expression as it is typed. With the field named
+// (chain, node or edge, field: the designer's fields send them) it also
+// shows what the validator says about the field holding src, on the saved
+// chain, so the field and the Validation panel agree (a bare-word
+// comparison is a warning in both, not a green check under the field).
 func (s *Server) fragExpr(c echo.Context) error {
-	return renderPage(c, http.StatusOK, views.ExprCheck(c.FormValue("src"), false))
+	src := c.FormValue("src")
+	var issues []engine.Issue
+	id, field := c.FormValue("chain"), c.FormValue("field")
+	if id != "" && field != "" && strings.TrimSpace(src) != "" && len(src) <= expr.DefaultLimits.MaxLength {
+		ch, err := s.db.GetChain(c.Request().Context(), id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// not saved yet (or deleted): the expression's own verdict only
+		case err != nil:
+			return err
+		default:
+			// Only the expression rules can name an expression field, and
+			// none of them needs sub-chains, tools or schemas: leaving those
+			// out keeps a keystroke's check off the store.
+			issues = engine.FieldIssues(ch.Doc, c.FormValue("node"), c.FormValue("edge"), field, src, engine.ValidateOptions{Limits: s.cfg.Limits})
+		}
+	}
+	return renderPage(c, http.StatusOK, views.ExprCheck(src, false, issues))
 }
 
 // describeInput says what the edited node will receive, by the engine's rule,

@@ -3,6 +3,7 @@ package expr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -91,6 +92,7 @@ var (
 		"tJSONLiteral", "literal", "tStringLiteral", "raw string", "tCurrent", `"@"`,
 		"tExpref", `"&"`, "tOr", `"||"`, "tAnd", `"&&"`, "tNot", `"!"`,
 		"tEQ", `"=="`, "tNE", `"!="`, "tLTE", `"<="`, "tGTE", `">="`, "tLT", `"<"`, "tGT", `">"`,
+		"tUnknown", `"="`,
 	)
 )
 
@@ -124,9 +126,14 @@ func (e *Expr) jmesSyntaxError(err error) *SyntaxError {
 	pos := 0
 	msg := err.Error()
 	var se jmespath.SyntaxError
+	unknown := false
 	if errors.As(err, &se) {
 		pos = srcPos(se.Offset, e.dollars)
-		msg = jmesTokenName.Replace(strings.TrimPrefix(msg, "SyntaxError: "))
+		msg = strings.TrimPrefix(msg, "SyntaxError: ")
+		// go-jmespath's lexer makes tUnknown of one thing only: an "="
+		// that does not start "==".
+		unknown = strings.Contains(msg, "tUnknown")
+		msg = jmesTokenName.Replace(msg)
 	}
 	if pos < 0 {
 		pos = 0
@@ -134,7 +141,21 @@ func (e *Expr) jmesSyntaxError(err error) *SyntaxError {
 	if pos > len(e.src) {
 		pos = len(e.src)
 	}
+	if unknown {
+		msg = loneEquals(e.src, pos)
+	}
 	return &SyntaxError{Src: e.src, Pos: pos, Msg: msg}
+}
+
+// loneEquals explains an "=" at pos that is not an operator: "==" compares
+// (and "=!", "=<", "=>" are "!=", "<=", ">=" the wrong way round).
+func loneEquals(src string, pos int) string {
+	if pos < len(src) && src[pos] == '=' && pos+1 < len(src) {
+		if op := src[pos+1]; op == '!' || op == '<' || op == '>' {
+			return fmt.Sprintf(`"=%c" is not an operator: did you mean "%c="?`, op, op)
+		}
+	}
+	return `"=" is not an operator: did you mean "==" (JMESPath compares with ==)?`
 }
 
 func (e *Expr) parseJMESPath(lim Limits) (err error) {

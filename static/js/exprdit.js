@@ -74,6 +74,23 @@
     return promise;
   }
 
+  // ---- the field's check names its field ---------------------------------------
+
+  // The check under a field (POST /fragments/expr, htmx) is sent which chain,
+  // node or edge and field it is, so the server answers with what the
+  // validator says about the field holding the typed text (a bare-word
+  // comparison is the Validation panel's warning there, not a green check).
+  propsEl.addEventListener('htmx:config:request', (e) => {
+    const ctx = e.detail && e.detail.ctx;
+    const inp = ctx && ctx.sourceElement;
+    if (!inp || !inp.matches || !inp.matches('input.expr') || !(ctx.request.body instanceof FormData)) return;
+    const f = fieldOf(inp);
+    if (!f) return;
+    ctx.request.body.set('chain', chainId);
+    ctx.request.body.set(f.target, f.id);
+    ctx.request.body.set('field', f.field);
+  });
+
   // ---- completion -----------------------------------------------------------
 
   let current = null; // { inp, f, list, items, active }

@@ -92,8 +92,14 @@
     }
     if (d.handle) { // a router's edge: say what the router chose
       if (d.outcome === 'fired') return [head('fired: '), code(d.node), ' chose “' + d.handle + '”'];
-      const chosen = answer && answer.matched ? ' chose “' + answer.matched + '”' : ' chose another edge';
-      return [head('not taken: '), code(d.node), chosen];
+      // a cause names what the router chose and how (its tests, their reads)
+      const matched = d.chose || (answer && answer.node === d.node && answer.matched);
+      const parts = [head('not taken: '), code(d.node), matched ? ' chose “' + matched + '”' : ' chose another edge'];
+      for (const t of d.tests || []) {
+        if (t.result === 'not_evaluated') continue;
+        parts.push('; ', ...stepParts(t, answer));
+      }
+      return parts;
     }
     if (d.rule === 'all_matches') return [head('not taken: '), 'default — a guard matched'];
     if (d.rule === 'first_match') return [head('not taken: '), 'an earlier edge matched'];
