@@ -486,8 +486,9 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 }
 
 // handledOut is the output of a map item or parallel branch whose failure
-// was handled (the body's on_error, the owner's continue or any_success), and of a map or parallel
-// node with such a slot: the node succeeds with v, and the run ends partial.
+// was handled (the body's on_error, the owner's continue or any_success),
+// and of a map or parallel node with such a slot: the node succeeds with v,
+// and the run ends partial.
 // It never leaves the engine: complete() and fanOut unwrap it.
 type handledOut struct{ v any }
 
