@@ -7,21 +7,22 @@ import (
 	"github.com/google/uuid"
 )
 
-// EventMessage is an A2E chain/event message, field for field.
-// Output carries the node's output on "done"; Error the message on "error".
-// Phases beyond A2E's four (start, done, error, skip) are passed through as is: on "progress"
-// Output carries the progress report, on "paused" the interrupt's prompt.
+// EventMessage is an A2E chain/event message, field for field (the SDK's
+// ChainEvent model). Output carries the node's output on "done" only;
+// Error the message on "error" only. Data is the base A2EEvent's payload:
+// what else the event says, as the studio's own keys (see eventData).
 type EventMessage struct {
-	Type    string  `json:"type"`
-	ID      string  `json:"id"`
-	Version string  `json:"version"`
-	Ts      float64 `json:"ts"`
-	ReqID   string  `json:"req_id"`
-	NodeID  string  `json:"node_id"`
-	Phase   Phase   `json:"phase"`
-	Output  any     `json:"output"`
-	Error   string  `json:"error"`
-	Seq     int64   `json:"seq"`
+	Type    string         `json:"type"`
+	ID      string         `json:"id"`
+	Version string         `json:"version"`
+	Ts      float64        `json:"ts"`
+	ReqID   string         `json:"req_id"`
+	NodeID  string         `json:"node_id"`
+	Phase   Phase          `json:"phase"`
+	Output  any            `json:"output"`
+	Error   string         `json:"error"`
+	Seq     int64          `json:"seq"`
+	Data    map[string]any `json:"data"`
 }
 
 // WireError is the error dict of a chain/resp.
@@ -63,21 +64,40 @@ func NewEventMessage(reqID string, ev Event) EventMessage {
 	}
 	m := EventMessage{
 		Type: TypeEvent, ID: uuid.NewString(), Version: WireVersion, Ts: unixSeconds(t),
-		ReqID: reqID, NodeID: ev.NodeID, Phase: ev.Phase, Seq: ev.Seq,
+		ReqID: reqID, NodeID: ev.NodeID, Phase: ev.Phase, Seq: ev.Seq, Data: eventData(ev),
 	}
 	switch ev.Phase {
 	case PhaseDone:
 		m.Output = ev.Output
-	case PhaseError, PhaseSkip:
-		// A node skipped by on_error: skip carries the error it had; one
-		// skipped by routing has none.
+	case PhaseError:
 		m.Error = ev.Error
-	case PhaseProgress:
-		m.Output = ev.Progress
-	case PhasePaused:
-		m.Output = ev.Prompt
 	}
 	return m
+}
+
+// eventData is a chain/event's data: "item" (the map item's index) on the
+// events of a map body, so an agent tells the items apart; "reason" (why a
+// node was skipped, or what follows an error: "retrying", "on_error_skip");
+// "progress" on "progress" events and "prompt" on "paused"
+// (phases beyond A2E's four). Empty, never null, when it says nothing.
+func eventData(ev Event) map[string]any {
+	d := map[string]any{}
+	if ev.Item != nil {
+		d["item"] = float64(*ev.Item)
+	}
+	if ev.Reason != "" {
+		d["reason"] = ev.Reason
+	}
+	switch ev.Phase {
+	case PhaseProgress:
+		d["progress"] = ev.Progress
+	case PhasePaused:
+		d["prompt"] = ev.Prompt
+		if ev.PauseID != "" {
+			d["pause_id"] = ev.PauseID
+		}
+	}
+	return d
 }
 
 // Succeeded is chain/resp's success: "whether all nodes completed without
@@ -130,14 +150,26 @@ func NewResponseMessage(req *Request, res *Result) ResponseMessage {
 // failure the chain handled (skip, continue or a handler), so the agent
 // learns which node failed and why although the run went on.
 func handledError(res *Result) *WireError {
-	var first *NodeResult
+	var first, fan *NodeResult
+	earlier := func(a, b *NodeResult) bool {
+		return b == nil || a.Ended.Before(b.Ended) || a.Ended.Equal(b.Ended) && a.NodeID < b.NodeID
+	}
 	for _, nr := range res.Nodes {
+		if nr.Status == PhaseDone && nr.Partial && earlier(nr, fan) {
+			fan = nr
+		}
 		if nr.Error == "" || nr.Status == PhaseDone && nr.Reason == "" {
 			continue
 		}
-		if first == nil || nr.Ended.Before(first.Ended) || nr.Ended.Equal(first.Ended) && nr.NodeID < first.NodeID {
+		if earlier(nr, first) {
 			first = nr
 		}
+	}
+	if first == nil && fan != nil {
+		// The failures were inside a map or parallel node, which completed
+		// with them: its items' or branches' error events name each one.
+		return &WireError{Code: CodeNodeError, NodeID: fan.NodeID,
+			Message: fmt.Sprintf("node %q completed, but some of its map items or parallel branches failed and were handled (their error events name them; continue gives {\"error\": …} entries in its output)", fan.NodeID)}
 	}
 	if first == nil {
 		return &WireError{Code: CodeNodeError, Message: fmt.Sprintf("run %s ended partial: a node failure was handled by its on_error policy (the skip and error events name it)", res.RunID)}

@@ -8,32 +8,40 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 func TestNewEventMessage(t *testing.T) {
 	t.Parallel()
 	at := time.Unix(1716123456, 789000000)
+	one := 1
 	cases := []struct {
 		ev         engine.Event
 		output     any
 		errMessage string
+		data       string
 	}{
-		{engine.Event{Seq: 1, NodeID: "a", Phase: engine.PhaseStart, Time: at}, nil, ""},
-		{engine.Event{Seq: 2, NodeID: "a", Phase: engine.PhaseDone, Output: "out", Time: at}, "out", ""},
-		{engine.Event{Seq: 3, NodeID: "b", Phase: engine.PhaseError, Error: "boom", Time: at}, nil, "boom"},
-		{engine.Event{Seq: 4, NodeID: "c", Phase: engine.PhaseProgress, Progress: 0.5, Time: at}, 0.5, ""},
-		{engine.Event{Seq: 5, NodeID: "d", Phase: engine.PhasePaused, Prompt: "ok?", Time: at}, "ok?", ""},
+		{engine.Event{Seq: 1, NodeID: "a", Phase: engine.PhaseStart, Time: at}, nil, "", `{}`},
+		{engine.Event{Seq: 2, NodeID: "a", Phase: engine.PhaseDone, Output: "out", Time: at}, "out", "", `{}`},
+		{engine.Event{Seq: 3, NodeID: "b", Phase: engine.PhaseError, Error: "boom", Time: at}, nil, "boom", `{}`},
+		// A2E: output only on done, error only on error; the rest is data.
+		{engine.Event{Seq: 4, NodeID: "c", Phase: engine.PhaseProgress, Progress: 0.5, Time: at}, nil, "", `{"progress":0.5}`},
+		{engine.Event{Seq: 5, NodeID: "d", Phase: engine.PhasePaused, Prompt: "ok?", Time: at}, nil, "", `{"prompt":"ok?"}`},
+		{engine.Event{Seq: 6, NodeID: "e", Phase: engine.PhaseSkip, Error: "disk", Reason: engine.ReasonOnErrorSkip, Time: at}, nil, "", `{"reason":"on_error_skip"}`},
+		{engine.Event{Seq: 7, NodeID: "body", Phase: engine.PhaseDone, Output: "x", Item: &one, Time: at}, "x", "", `{"item":1}`},
+		{engine.Event{Seq: 8, NodeID: "body", Phase: engine.PhaseError, Error: "e", Reason: "retrying", Item: &one, Time: at}, nil, "e", `{"item":1,"reason":"retrying"}`},
 	}
 	for _, c := range cases {
 		m := engine.NewEventMessage("req", c.ev)
 		if m.Type != engine.TypeEvent || m.Version != "1.0" || m.ReqID != "req" || m.ID == "" || m.Seq != c.ev.Seq ||
-			m.NodeID != c.ev.NodeID || m.Phase != c.ev.Phase || m.Output != c.output || m.Error != c.errMessage || m.Ts != 1716123456.789 {
+			m.NodeID != c.ev.NodeID || m.Phase != c.ev.Phase || m.Output != c.output || m.Error != c.errMessage || m.Ts != 1716123456.789 ||
+			js(m.Data) != c.data {
 			t.Fatalf("%+v → %+v", c.ev, m)
 		}
 		b, _ := json.Marshal(m)
 		var raw map[string]any
 		_ = json.Unmarshal(b, &raw)
-		if len(raw) != 10 {
+		if len(raw) != 11 {
 			t.Fatalf("chain/event has %d fields: %s", len(raw), b)
 		}
 	}
@@ -72,24 +80,14 @@ func TestNewResponseMessage(t *testing.T) {
 }
 
 // A2E: success means every node completed without error. A failure handled
-// by on_error skip makes it false, the run stays partial, and the skip event
-// on the wire carries the error; with an error handler the handler's output
+// by on_error skip makes it false, the run stays partial, and the wire
+// carries the failure in an error event before the skip; with an error handler the handler's output
 // is final_output (the node that ended that path).
 func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	t.Parallel()
 	run := func(doc string) (*engine.Result, []engine.EventMessage) {
 		t.Helper()
-		h := newHarness(t)
-		c, req, err := engine.DecodeDocument([]byte(doc), engine.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msgs []engine.EventMessage
-		sink := engine.SinkFunc(func(ev engine.Event) { msgs = append(msgs, engine.NewEventMessage(req.ID, ev)) })
-		res, err := h.e.Run(context.Background(), c, req.InitialInput, engine.RunOptions{Sink: sink})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res, msgs, _ := a2eExchange(t, doc)
 		return res, msgs
 	}
 
@@ -100,14 +98,16 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	if res.Status != engine.StatusPartial || m.Success || m.Error == nil || m.Error.NodeID != "a" {
 		t.Fatalf("skip: status %s, resp %s", res.Status, js(m))
 	}
-	var skip *engine.EventMessage
-	for i := range msgs {
-		if msgs[i].Phase == engine.PhaseSkip && msgs[i].NodeID == "a" {
-			skip = &msgs[i]
+	// The failure is an error event with the message, its reason the
+	// policy; then the skip, without error (A2E: error only on "error").
+	var got []string
+	for _, e := range msgs {
+		if e.NodeID == "a" {
+			got = append(got, string(e.Phase)+"|"+e.Error+"|"+js(e.Data))
 		}
 	}
-	if skip == nil || !strings.Contains(skip.Error, "flaky disk") {
-		t.Fatalf("skip event of a: %s", js(skip))
+	if strings.Join(got, " ") != `start||{} error|flaky disk|{"reason":"on_error_skip"} skip||{"reason":"on_error_skip"}` {
+		t.Fatalf("events of a: %v", got)
 	}
 
 	res, _ = run(`{"type":"chain/req","id":"h","nodes":[
@@ -131,5 +131,120 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 		if e.Phase == engine.PhaseSkip && e.Error != "" {
 			t.Fatalf("routing skip with an error: %s", js(e))
 		}
+	}
+}
+
+// a2eExchange runs a chain/req the way the A2E door does and returns the
+// chain/event messages and the closing chain/resp, each checked against the
+// SDK's schema of its type.
+func a2eExchange(t *testing.T, doc string) (*engine.Result, []engine.EventMessage, engine.ResponseMessage) {
+	t.Helper()
+	sdk, err := enginetest.LoadA2ESDK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	c, req, err := engine.DecodeDocument([]byte(doc), engine.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []engine.EventMessage
+	sink := engine.SinkFunc(func(ev engine.Event) { msgs = append(msgs, engine.NewEventMessage(req.ID, ev)) })
+	res, err := h.e.Run(context.Background(), c, req.InitialInput, engine.RunOptions{Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := engine.NewResponseMessage(req, res)
+	for _, m := range append([]any{resp}, anys(msgs)...) {
+		b, _ := json.Marshal(m)
+		if err := sdk.Check(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range msgs { // A2E: output only on done, error only on error
+		if m.Output != nil && m.Phase != engine.PhaseDone || m.Error != "" && m.Phase != engine.PhaseError {
+			t.Fatalf("%s event with output %s, error %q", m.Phase, js(m.Output), m.Error)
+		}
+	}
+	return res, msgs, resp
+}
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+// parallel_failure_mode continue (the default) collects every result: a
+// failing branch is an {"error": …} entry in declaration order, the
+// parallel node completes, and the run is partial, so success is false.
+func TestA2EParallelContinueCollectsBranchErrors(t *testing.T) {
+	t.Parallel()
+	res, _, resp := a2eExchange(t, `{"type":"chain/req","id":"pc","nodes":[
+		{"node_id":"p","kind":"parallel","branches":["ok","boom"]},
+		{"node_id":"ok","kind":"tool","name":"echo","input":{"v":"good"}},
+		{"node_id":"boom","kind":"tool","name":"fail","input":{"message":"kaboom"}}]}`)
+	if res.Status != engine.StatusPartial || res.Nodes["p"].Status != engine.PhaseDone {
+		t.Fatalf("status %s, p %s: %s", res.Status, res.Nodes["p"].Status, js(res.Error))
+	}
+	if js(resp.Outputs["p"]) != `[{"v":"good"},{"error":"kaboom"}]` || js(resp.FinalOutput) != js(resp.Outputs["p"]) {
+		t.Fatalf("outputs %s, final_output %s", js(resp.Outputs), js(resp.FinalOutput))
+	}
+	if resp.Success || resp.Error == nil || resp.Error.Code != engine.CodeNodeError || resp.Error.NodeID != "p" {
+		t.Fatalf("chain/resp: %s", js(resp))
+	}
+}
+
+// Every per-item event of a map body says which item it is (data.item), so
+// an agent tells the items apart; a failing item is collected and the map's
+// next_node runs.
+func TestA2EMapItemEventsCarryTheItem(t *testing.T) {
+	t.Parallel()
+	res, msgs, resp := a2eExchange(t, `{"type":"chain/req","id":"mi","initial_input":{"files":[1,-5,2]},"entry_node":"batch","nodes":[
+		{"node_id":"batch","kind":"map","items_path":"input.files","map_node":"process_file","next_node":"report"},
+		{"node_id":"process_file","kind":"tool","name":"delay","input_map":{"ms":"item"}},
+		{"node_id":"report","kind":"tool","name":"echo","input_map":{"n":"length(batch.output)"}}]}`)
+	if res.Status != engine.StatusPartial || js(resp.Outputs["report"]) != `{"n":3}` || resp.Success {
+		t.Fatalf("status %s, resp %s", res.Status, js(resp))
+	}
+	perItem := map[string][]string{}
+	for _, m := range msgs {
+		if m.NodeID != "process_file" {
+			continue
+		}
+		item, ok := m.Data["item"].(float64)
+		if !ok {
+			t.Fatalf("%s event of process_file without data.item: %s", m.Phase, js(m))
+		}
+		k := js(item)
+		perItem[k] = append(perItem[k], string(m.Phase)+"|"+m.Error)
+	}
+	want := map[string]string{"0": "start| done|", "1": `start| error|delay: field "ms" must be >= 0, got -5`, "2": "start| done|"}
+	for k, w := range want {
+		if strings.Join(perItem[k], " ") != w {
+			t.Errorf("item %s: %v, want %s", k, perItem[k], w)
+		}
+	}
+	if len(perItem) != 3 {
+		t.Errorf("items on the wire: %v", perItem)
+	}
+}
+
+// The terminal-node rule with an error handler: bad fails (its next_node
+// after is skipped), its handler fix completes and nothing depends on it, so
+// fix ends that path and gives final_output.
+func TestA2EFinalOutputFromAHandler(t *testing.T) {
+	t.Parallel()
+	res, _, resp := a2eExchange(t, `{"type":"chain/req","id":"fo","entry_node":"bad","nodes":[
+		{"node_id":"bad","kind":"tool","name":"fail","input":{"message":"no"},"next_node":"after","on_error":"fix"},
+		{"node_id":"after","kind":"tool","name":"echo","input":{"v":"after"}},
+		{"node_id":"fix","kind":"tool","name":"echo","input":{"v":"fixed"}}]}`)
+	if res.Status != engine.StatusPartial || res.Nodes["after"].Status != engine.PhaseSkip {
+		t.Fatalf("status %s, after %s", res.Status, res.Nodes["after"].Status)
+	}
+	if js(res.FinalOutput) != `{"v":"fixed"}` || js(resp.FinalOutput) != `{"v":"fixed"}` || js(resp.Outputs) != `{"fix":{"v":"fixed"}}` {
+		t.Fatalf("final_output %s, outputs %s", js(resp.FinalOutput), js(resp.Outputs))
 	}
 }

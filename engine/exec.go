@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -463,11 +462,12 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 	// succeeds and the run ends partial.
 	switch pol := nd.OnErrorOrDefault(); pol {
 	case OnErrorSkip:
+		r.emitSkippedFailure(Event{NodeID: nd.ID, Error: err.Error(), Attempt: attempts, Item: item})
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseSkip, Error: err.Error(), Reason: ReasonOnErrorSkip, Attempt: attempts, Item: item})
 		return handledOut{nil}, nil
 	case OnErrorContinue:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
-		return handledOut{map[string]any{"error": err.Error()}}, nil
+		return handledOut{errorEntry(err)}, nil
 	case OnErrorAbort:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
 		return nil, err
@@ -486,13 +486,16 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 }
 
 // handledOut is the output of a map item or parallel branch whose failure
-// was handled (the body's on_error, any_success), and of a map or parallel
-// node with such a slot: the node succeeds with v, and the run ends partial.
+// was handled (the body's on_error, the owner's continue or any_success),
+// and of a map or parallel node with such a slot: the node succeeds with v,
+// and the run ends partial.
 // It never leaves the engine: complete() and fanOut unwrap it.
 type handledOut struct{ v any }
 
-// maxFailuresListed bounds how many failed items a fan-out error names.
-const maxFailuresListed = 5
+// errorEntry is a failed slot's entry in a map or parallel node's output
+// (the body's on_error: continue, or the owner's parallel_failure_mode:
+// continue), as the routed-chain specification gives it: {"error": str(e)}.
+func errorEntry(err error) map[string]any { return map[string]any{"error": err.Error()} }
 
 // execMap fans the map body out over items_path, bounded by max_concurrency.
 func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, error) {
@@ -610,6 +613,11 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 					errs[k] = nil
 					continue
 				}
+				if errs[k] != nil && mode == FailContinue {
+					// continue collects: the failure is the slot's entry,
+					// handled, so the node succeeds and the run ends partial.
+					outs[k], errs[k] = handledOut{errorEntry(errs[k])}, nil
+				}
 				fresh[k] = errs[k] == nil
 				if errs[k] == nil {
 					sz := valueSize(outs[k], sizeLimit)
@@ -690,48 +698,13 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 			}
 			outs, partial = ok, true
 		}
-	default: // continue: every call ran to its end; an unhandled failure still fails the node
-		if len(failed) > 0 {
-			return nil, fanOutFailure(label, n, failed, errs)
-		}
 	}
+	// continue: every failure became an {"error": …} entry, collected above.
 	if partial {
 		return handledOut{outs}, nil
 	}
 	return outs, nil
 }
-
-// fanOutFailure names the failed items or branches of a continue fan-out
-// (the first few, then how many more).
-func fanOutFailure(label string, n int, failed []int, errs []error) error {
-	if len(failed) == 1 {
-		k := failed[0]
-		return fmt.Errorf("%s %d of %d failed: %w", label, k, n, errs[k])
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d %ss failed: ", len(failed), n, label)
-	for j, k := range failed {
-		if j == maxFailuresListed {
-			fmt.Fprintf(&b, "; and %d more", len(failed)-j)
-			break
-		}
-		if j > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s %d: %v", label, k, errs[k])
-	}
-	return &fanOutError{msg: b.String(), first: errs[failed[0]]}
-}
-
-// fanOutError lists several failures; it unwraps to the first, so its code
-// (and any typed cause) is the first failure's.
-type fanOutError struct {
-	msg   string
-	first error
-}
-
-func (e *fanOutError) Error() string { return e.msg }
-func (e *fanOutError) Unwrap() error { return e.first }
 
 func (r *run) startHandler(h, from int, errScope map[string]any) {
 	if r.single() { // a node run alone: its handler is downstream of it

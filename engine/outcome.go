@@ -179,6 +179,9 @@ func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
 	if rec.Output != nil && rec.OutputJSON == nil && !r.replay.on {
 		rec.OutputJSON = &OutputJSON{} // the event and the record share it
 	}
+	if rec.Status == PhaseSkip && rec.Reason == ReasonOnErrorSkip {
+		r.emitSkippedFailure(Event{NodeID: rec.NodeID, Error: rec.Error, Attempt: rec.Attempts, Iteration: rec.Iteration, Time: rec.Ended})
+	}
 	r.emit(Event{NodeID: rec.NodeID, Phase: rec.Status, Output: rec.Output, Matched: rec.Matched, Error: rec.Error, Reason: rec.Reason,
 		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Decisions: rec.Decisions,
 		OutputJSON: rec.OutputJSON})
@@ -187,6 +190,15 @@ func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
 		r.fail(&RunError{Code: CodeNodeError, Message: stop.Error(), NodeID: rec.NodeID}, stop)
 	}
 	r.apply(i, rec, rt)
+}
+
+// emitSkippedFailure emits the error event of a node that failed under
+// on_error: skip, before its skip event: the failure is an error (A2E fills
+// `error` on "error" events only), and its reason says the policy skipped
+// it, so readers that count node ends wait for the skip.
+func (r *run) emitSkippedFailure(ev Event) {
+	ev.Phase, ev.Reason = PhaseError, ReasonOnErrorSkip
+	r.emit(ev)
 }
 
 // outcome is the record's phase as the scheduler sees it: a guard failure

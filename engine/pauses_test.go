@@ -141,6 +141,43 @@ func TestPausesSurviveRestart(t *testing.T) {
 	}
 }
 
+// Under continue, a branch that fails while another pauses is collected:
+// the parallel node pauses, keeping the {"error": …} entry; on the answer
+// the failed branch does not run again and the run ends partial with both
+// in declaration order.
+func TestPausesKeepACollectedFailure(t *testing.T) {
+	t.Parallel()
+	var failed atomic.Int64
+	var ran atomic.Int64
+	h := newHarness(t, askTool(&ran), func(o *engine.Options) {
+		o.Registry.Register("fails", func(ctx context.Context, in map[string]any, _ tool.Emitter) (any, error) {
+			failed.Add(1)
+			return nil, errors.New("no " + fmt.Sprint(in["name"]))
+		})
+	})
+	res := h.start(`{"name":"m","nodes":[
+{"node_id":"review","kind":"parallel","branches":["ask","bad"]},
+{"node_id":"ask","kind":"tool","name":"maybe_ask","input":{"name":"a","ask":true}},
+{"node_id":"bad","kind":"tool","name":"fails","input":{"name":"b"}},
+{"node_id":"after","kind":"tool","name":"echo","input_map":{"all":"review.output"}}],
+"edges":[{"source":"review","target":"after"}]}`, nil)
+	wantStatus(t, res, engine.StatusPaused)
+	if pauseIDs(res) != "ask" {
+		t.Fatalf("pending = %s", pendingJS(res))
+	}
+	last, err := h.resumeAt(res.RunID, "ask", "yes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, last, engine.StatusPartial)
+	if js(last.Outputs["after"]) != `{"all":[{"answer":"yes","name":"a"},{"error":"no b"}]}` {
+		t.Errorf("after = %s", js(last.Outputs["after"]))
+	}
+	if n := failed.Load(); n != 1 {
+		t.Errorf("the failed branch ran %d times, want 1 (kept across the resume)", n)
+	}
+}
+
 // Parallel branches pause under their branch node ids.
 func TestPausesInParallelBranches(t *testing.T) {
 	t.Parallel()

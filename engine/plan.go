@@ -10,7 +10,8 @@ import (
 // plan is what a valid chain's runs share: computed once per Prepare.
 type plan struct {
 	roots      []int
-	terminals  []int   // no outgoing edges, no dependants, not attached
+	terminals  []int   // no outgoing edges, no dependants, not attached (or a run-level error handler)
+	termRank   []int   // per terminal, its place in topological order (final_output: the highest completed)
 	topoPos    []int   // position in topological order (declaration order breaks ties)
 	dependants [][]int // reverse of graph.dataDeps
 	// frozen lists, per owner (map/parallel node, or a node with an error
@@ -37,12 +38,19 @@ func newPlan(g *graph, reg *Registry) *plan {
 			p.dependants[d] = append(p.dependants[d], i)
 		}
 	}
+	p.topo(g)
 	for i := 0; i < n; i++ {
-		if len(g.out[i]) == 0 && len(p.dependants[i]) == 0 && !g.attached(i) {
+		if len(g.out[i]) == 0 && len(p.dependants[i]) == 0 && (!g.attached(i) || runLevelHandler(g, i)) {
 			p.terminals = append(p.terminals, i)
+			// A handler has no edge from the node it stands in for, but it
+			// runs after it: it ranks just after the latest of its owners.
+			rank := 2 * p.topoPos[i]
+			for _, a := range g.owners[i] {
+				rank = max(rank, 2*p.topoPos[a.owner]+1)
+			}
+			p.termRank = append(p.termRank, rank)
 		}
 	}
-	p.topo(g)
 	p.edgeID1 = make([][]string, len(g.c.Edges))
 	for k := range g.c.Edges {
 		p.edgeID1[k] = []string{g.c.Edges[k].ID}
@@ -66,6 +74,19 @@ func newPlan(g *graph, reg *Registry) *plan {
 		}
 	}
 	return p
+}
+
+// runLevelHandler: node i is only ever an error handler, of nodes that run
+// in the run itself (not inside a map or parallel node). It runs as a node
+// of the run, so when nothing depends on it, it ends a path: a terminal
+// node (A2E: "no other node lists it as a dependency").
+func runLevelHandler(g *graph, i int) bool {
+	for _, a := range g.owners[i] {
+		if a.rel != RelHandler || g.attached(a.owner) {
+			return false
+		}
+	}
+	return len(g.owners[i]) > 0
 }
 
 // topo orders nodes by non-loop edges and data dependencies (Kahn's

@@ -188,7 +188,7 @@ func (rec *NodeRecord) result() NodeResult {
 	return NodeResult{
 		NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output,
 		Error: rec.Error, Reason: rec.Reason, Matched: rec.Matched,
-		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused,
+		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused, Partial: rec.Partial,
 	}
 }
 

@@ -48,6 +48,9 @@ type NodeResult struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	Prompt    any       `json:"prompt,omitempty"` // paused nodes
 	Reused    bool      `json:"reused,omitempty"` // a re-run kept this output from the earlier run
+	// Partial: done, but some of its map items or parallel branches failed
+	// and were handled ({"error": …} entries, on_error, any_success).
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Pending is an interrupt waiting for a resume value.

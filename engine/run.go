@@ -784,17 +784,18 @@ func (r *run) result(status RunStatus) *Result {
 			res.Nodes[r.nodes.result[i].NodeID] = &r.nodes.result[i] // the run is over: r.nodes.result no longer changes
 		}
 	}
-	// final_output: the last terminal node that completed, in topological order.
-	best := -1
+	// final_output: the last terminal node that completed, in topological
+	// order (an error handler nothing depends on is one, after its owner).
+	bestRank := -1
 	var terminals []int
 	if r.prepared.plan != nil {
 		terminals = r.prepared.plan.terminals
 	}
-	bestOut := -1 // the node whose output stands for best: best, or its error handler
-	for _, i := range terminals {
+	bestOut := -1 // the node whose output stands for the best terminal: itself, or its error handler
+	for k, i := range terminals {
 		out := r.completedAs(i)
-		if out >= 0 && (best < 0 || r.prepared.plan.topoPos[i] > r.prepared.plan.topoPos[best]) {
-			best, bestOut = i, out
+		if rank := r.prepared.plan.termRank[k]; out >= 0 && rank > bestRank {
+			bestRank, bestOut = rank, out
 		}
 	}
 	if r.single() { // a node run alone: its output, whatever comes after it

@@ -63,7 +63,7 @@ func keysOf(m map[string]any) string {
 }
 
 const (
-	eventKeys = "error,id,node_id,output,phase,req_id,seq,ts,type,version"
+	eventKeys = "data,error,id,node_id,output,phase,req_id,seq,ts,type,version"
 	respKeys  = "chain_id,duration_ms,error,final_output,id,nodes_run,outputs,req_id,success,ts,type,version"
 )
 

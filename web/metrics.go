@@ -154,7 +154,9 @@ func (m *Metrics) Emit(ev engine.Event) {
 		}
 		m.mu.Unlock()
 	case engine.PhaseDone, engine.PhaseError, engine.PhaseSkip:
-		if ev.Reason == "retrying" {
+		// An error followed by a retry, or by the skip its on_error chose,
+		// does not end the node: the event after it does.
+		if ev.Reason == "retrying" || ev.Phase == engine.PhaseError && ev.Reason == engine.ReasonOnErrorSkip {
 			return
 		}
 		m.mu.Lock()

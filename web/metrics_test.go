@@ -92,6 +92,31 @@ func TestMetricsNeedTheTokenAndCountRuns(t *testing.T) {
 	}
 }
 
+// A node that fails under on_error: skip sends an error event and then its
+// skip: it is one node execution, counted once, as a skip.
+func TestMetricsCountASkippedFailureOnce(t *testing.T) {
+	t.Parallel()
+	const token = "metrics-token"
+	_, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
+	auth := []string{"Authorization", "Bearer " + token}
+	r := do(t, ts, "POST", "/v1/chains", `{"name":"skipfail","nodes":[
+	{"node_id":"a","kind":"tool","name":"fail","input":{"message":"flaky disk"},"on_error":"skip"}]}`, auth...)
+	wantStatus(t, r, http.StatusCreated)
+	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{}`, auth...)
+	wantStatus(t, r, http.StatusAccepted)
+	waitStatus(t, ts, r.json(t)["run_id"].(string), "partial", auth)
+	text := string(do(t, ts, "GET", "/metrics", nil, auth...).body)
+	for sample, want := range map[string]float64{
+		`studio_node_executions_total{phase="skip"}`:       1,
+		`studio_node_duration_seconds_count{phase="skip"}`: 1,
+		`studio_node_executions_total{phase="error"}`:      -1, // never counted
+	} {
+		if got := metricValue(t, text, sample); got != want {
+			t.Errorf("%s = %v, want %v", sample, got, want)
+		}
+	}
+}
+
 // The watchers gauge follows open event streams.
 func TestMetricsWatchersGauge(t *testing.T) {
 	t.Parallel()

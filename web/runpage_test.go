@@ -123,6 +123,27 @@ func TestPageDrawerNestedFailedNode(t *testing.T) {
 	}
 }
 
+// A parallel node that collected a failing branch (continue, the default)
+// shows done with its output, the {"error": …} entry in place, and says in
+// its drawer that a branch failed and was handled.
+func TestPageDrawerCollectedFailure(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, `{"name":"par","nodes":[
+	{"node_id":"fan","kind":"parallel","branches":["ok","broken"]},
+	{"node_id":"ok","kind":"tool","name":"echo","input":{"v":"good"}},
+	{"node_id":"broken","kind":"tool","name":"fail","input":{"message":"this source is down"}}]}`)
+	runID := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{}`).json(t)["run_id"].(string)
+	if r := waitRun(t, ts, runID); r["status"] != "partial" {
+		t.Fatalf("run: %v", r)
+	}
+	_, html := pageDo(t, ts.URL, "GET", "/runs/"+runID+"/nodes/fan", "", "")
+	if !strings.Contains(html, "ph-done") || !strings.Contains(html, `id="drawer-partial"`) || !strings.Contains(html, "this source is down") ||
+		strings.Contains(html, `id="drawer-error"`) {
+		t.Fatalf("drawer of the parallel node: %s", html)
+	}
+}
+
 // Labels are what people read; the id is beside them.
 func TestPageRunLabels(t *testing.T) {
 	t.Parallel()

@@ -349,6 +349,9 @@ func (t *Tracer) Emit(ev engine.Event) {
 	default:
 		return
 	}
+	if ev.Phase == engine.PhaseError && ev.Reason == engine.ReasonOnErrorSkip {
+		return // the skip that follows ends the attempt
+	}
 	key := attemptKey{run: ev.RunID, node: ev.NodeID, item: -1}
 	if ev.Item != nil {
 		key.item = *ev.Item

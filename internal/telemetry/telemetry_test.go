@@ -114,3 +114,31 @@ func TestEnabled(t *testing.T) {
 		t.Errorf("no variables: %v %v", tr, err)
 	}
 }
+
+// A node that fails under on_error: skip sends an error event, then its
+// skip: one attempt, one span, which the skip ends (status skip, its reason).
+func TestSkippedFailureIsOneSpan(t *testing.T) {
+	ctx := context.Background()
+	tr, exp := process()
+	ctx, _, end := tr.StartRun(ctx, runs.RunSpan{RunID: "run-s", Kind: "run", First: true})
+	tr.AttemptContext(ctx, engine.AttemptInfo{RunID: "run-s", NodeID: "a", Kind: engine.KindTool, Attempt: 1})
+	tr.Emit(engine.Event{RunID: "run-s", NodeID: "a", Phase: engine.PhaseStart, Attempt: 1})
+	tr.Emit(engine.Event{RunID: "run-s", NodeID: "a", Phase: engine.PhaseError, Error: "disk", Reason: engine.ReasonOnErrorSkip, Attempt: 1})
+	tr.Emit(engine.Event{RunID: "run-s", NodeID: "a", Phase: engine.PhaseSkip, Error: "disk", Reason: engine.ReasonOnErrorSkip, Attempt: 1})
+	end(nil, nil)
+	var nodes []string
+	for _, s := range exp.GetSpans() {
+		if s.Name != "node a" {
+			continue
+		}
+		for _, kv := range s.Attributes {
+			if kv.Key == "studio.node.status" || kv.Key == "studio.node.skip_reason" {
+				nodes = append(nodes, string(kv.Key)+"="+kv.Value.AsString())
+			}
+		}
+		nodes = append(nodes, "|")
+	}
+	if strings.Join(nodes, " ") != "studio.node.status=skip studio.node.skip_reason=on_error_skip |" {
+		t.Fatalf("spans of node a: %v", nodes)
+	}
+}
