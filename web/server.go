@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,11 @@ type Config struct {
 	// AllowedHosts are further Host names to accept (tests use httptest's
 	// example.com); loopback names and the listen address always are.
 	AllowedHosts []string
+	// TrustedProxies are the reverse proxies (--trusted-proxy) whose
+	// X-Forwarded-For names the client, for the failed-attempt limiter and
+	// the address an answer records; from any other peer the header is
+	// ignored.
+	TrustedProxies []netip.Prefix
 	// SSEHeartbeat is how often an idle event stream sends a comment line,
 	// so proxies and browsers keep the connection open; default 15s.
 	SSEHeartbeat time.Duration
