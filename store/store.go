@@ -300,6 +300,9 @@ type Backend interface {
 	Housekeeping
 	UserStore
 	UsageStore
+	// Ping makes one round trip to the database (the readiness probe asks
+	// it with a short deadline): nil when it answers.
+	Ping(ctx context.Context) error
 	// Close closes the store. Close every EventWriter on it first.
 	Close() error
 }

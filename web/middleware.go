@@ -112,11 +112,11 @@ func (s *Server) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// publicPaths need no token: the health check, the login page, the
+// publicPaths need no token: the health checks, the login page, the
 // static assets the login page uses, and webhook calls (POST
 // /v1/hooks/{hook_id}), which carry their hook's HMAC signature instead.
 func publicPath(p string) bool {
-	return p == "/healthz" || p == "/login" || strings.HasPrefix(p, "/static/") || hookPath(p)
+	return p == "/healthz" || p == "/livez" || p == "/readyz" || p == "/login" || strings.HasPrefix(p, "/static/") || hookPath(p)
 }
 
 // hookPath: /v1/hooks/{one segment}, nothing under it.

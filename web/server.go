@@ -127,6 +127,8 @@ type Server struct {
 	log     *slog.Logger
 	http    *http.Server
 	finals  singleflight.Group // the final `run` event of event streams
+	pings   singleflight.Group // readiness probes' store pings (health.go)
+	pingLog *logSummary        // failed readiness pings
 	a2e     a2eSessions        // the A2E HTTP transport's sessions (api_a2e_session.go)
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
@@ -172,6 +174,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
 		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator}
+	s.pingLog = newLogSummary(s.log, "readiness: the store does not answer")
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
@@ -258,6 +261,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	s.a2e.stop() // A2E sessions' runs stop with the rest
+	s.pingLog.stop()
 	if err := s.runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}
