@@ -129,6 +129,7 @@ type Server struct {
 	finals  singleflight.Group // the final `run` event of event streams
 	pings   singleflight.Group // readiness probes' store pings (health.go)
 	pingLog *logSummary        // failed readiness pings
+	hookLog *logSummary        // refused webhook calls (api_triggers.go)
 	a2e     a2eSessions        // the A2E HTTP transport's sessions (api_a2e_session.go)
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
@@ -175,6 +176,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
 		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator}
 	s.pingLog = newLogSummary(s.log, "readiness: the store does not answer")
+	s.hookLog = newLogSummary(s.log, "webhook call refused")
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
@@ -262,6 +264,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
 	s.a2e.stop() // A2E sessions' runs stop with the rest
 	s.pingLog.stop()
+	s.hookLog.stop()
 	if err := s.runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}

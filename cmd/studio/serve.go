@@ -136,6 +136,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if pol, ok := keep.policy(); ok {
 		go pruneRuns(ctx, db, pol, log)
 	}
+	go pruneHookSignatures(ctx, db, hookSignaturePrunePeriod, log)
 	if !*noExamples {
 		if err := loadExamples(ctx, db, log); err != nil {
 			fmt.Fprintf(stderr, "studio: load examples: %v\n", err)
@@ -325,6 +326,32 @@ func pruneRuns(ctx context.Context, db store.Housekeeping, pol store.Retention, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// hookSignaturePrunePeriod is how often the webhook signatures whose window
+// has passed are deleted (they refuse nothing once expired; this bounds the
+// table to about one period of accepted calls).
+const hookSignaturePrunePeriod = 10 * time.Minute
+
+// pruneHookSignatures deletes expired webhook signature digests every
+// period until ctx ends.
+func pruneHookSignatures(ctx context.Context, db store.Housekeeping, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := db.PruneHookSignatures(ctx, time.Now()); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("prune webhook signatures", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned expired webhook signatures", "count", n)
 		}
 	}
 }
