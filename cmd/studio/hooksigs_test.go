@@ -30,7 +30,10 @@ func TestPruneHookSignaturesLoop(t *testing.T) {
 	db := &countingPrune{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); pruneHookSignatures(ctx, db, time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() {
+		defer close(done)
+		pruneHookSignatures(ctx, db, time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if n := db.calls.Load(); n < 2 {
 			return fmt.Errorf("%d prunes", n)
