@@ -23,21 +23,15 @@ func (s *Server) livez(c echo.Context) error {
 
 // GET /readyz (and /healthz): the store answers a ping within
 // readyTimeout; else 503 store_unavailable with the reason. Probes arriving
-// together share one ping, which runs apart from any one request, so a
-// flood of probes is one query at a time.
+// together share one ping, which runs apart from any one request (a probe
+// that hangs up does not fail the others' ping), so a flood of probes is one
+// query at a time.
 func (s *Server) readyz(c echo.Context) error {
-	ch := s.pings.DoChan("ping", func() (any, error) {
+	_, err, _ := s.pings.Do("ping", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 		defer cancel()
 		return nil, s.db.Ping(ctx)
 	})
-	var err error
-	select {
-	case r := <-ch:
-		err = r.Err
-	case <-c.Request().Context().Done():
-		return c.Request().Context().Err()
-	}
 	if err == nil {
 		return c.JSON(http.StatusOK, map[string]any{"status": "ok"})
 	}
