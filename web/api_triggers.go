@@ -344,8 +344,8 @@ func hookMAC(secret, t string, body []byte) string {
 // ahead, and one of its v1 values the HMAC of "t.body" (compared in
 // constant time). It returns when the call was signed and the v1 value that
 // matched, which callHook records so that the call is accepted once.
-func verifyHook(secret, header string, body []byte, now time.Time) (time.Time, string, error) {
-	bad := func(code, msg string) (time.Time, string, error) {
+func verifyHook(secret, header string, body []byte, now time.Time) (time.Time, string, *APIError) {
+	bad := func(code, msg string) (time.Time, string, *APIError) {
 		return time.Time{}, "", apiError(EUNAUTHORIZED, code, msg, nil)
 	}
 	if header == "" {
@@ -410,10 +410,10 @@ func (s *Server) callHook(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("hook %q", c.Param("hook_id")))
 	}
-	signedAt, mac, err := verifyHook(h.Secret, req.Header.Get(HookSignatureHeader), body, time.Now())
-	if err != nil {
-		s.hookLog.warn(err.(*APIError).Code, "hook_id", h.ID, "err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-		return err
+	signedAt, mac, bad := verifyHook(h.Secret, req.Header.Get(HookSignatureHeader), body, time.Now())
+	if bad != nil {
+		s.hookLog.warn(bad.Code, "hook_id", h.ID, "err", bad, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		return bad
 	}
 	input, err := hookInput(body)
 	if err != nil {

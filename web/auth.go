@@ -218,10 +218,10 @@ func (l *failLimiter) blocked(client string) time.Duration {
 		b = &l.overflow
 		l.refill(b, now)
 	}
-	if b == nil || b.tokens >= 1 {
+	if b == nil {
 		return 0
 	}
-	return time.Duration((1 - b.tokens) * float64(l.every))
+	return l.wait(b)
 }
 
 // wait is how long a bucket refilled to now is empty for (0: a token left).
