@@ -75,6 +75,9 @@ var (
 	// ErrAlreadyFired: a schedule's tick is already recorded (another
 	// process fired it, or it was skipped). Nothing was written.
 	ErrAlreadyFired = &Error{Code: ECONFLICT, Message: "the schedule's tick has already fired"}
+	// ErrSignatureUsed: a webhook call's signature was accepted before,
+	// within its window (a replay). Nothing was written.
+	ErrSignatureUsed = &Error{Code: ECONFLICT, Message: "the webhook signature has been used already"}
 )
 
 // ConflictError: a chain name is already used by another (non-deleted) chain.

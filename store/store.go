@@ -249,6 +249,13 @@ type TriggerStore interface {
 	ListFirings(ctx context.Context, triggerID string, limit int) ([]Firing, error)
 	// ChainBusy reports whether a run of the chain is queued or running.
 	ChainBusy(ctx context.Context, chainID string) (bool, error)
+	// UseHookSignature records that a call of hook hookID with a
+	// signature of this SHA-256 digest was accepted, until expires (when
+	// the signature's timestamp leaves the accepted window). A digest
+	// recorded before and not expired at now is ErrSignatureUsed, and
+	// nothing is written: of concurrent calls with one signature, in any
+	// number of processes sharing the database, one is accepted.
+	UseHookSignature(ctx context.Context, hookID string, digest []byte, now, expires time.Time) error
 }
 
 // Housekeeping is what the studio does to a store outside any request.
@@ -263,6 +270,9 @@ type Housekeeping interface {
 	// Backup writes a consistent copy of the store to path, which must not
 	// exist.
 	Backup(ctx context.Context, path string) error
+	// PruneHookSignatures deletes the webhook signature digests expired at
+	// now (UseHookSignature) and returns how many.
+	PruneHookSignatures(ctx context.Context, now time.Time) (int, error)
 }
 
 // UserStore keeps the studio's named users (issue #17). A user's token is
@@ -329,6 +339,9 @@ type Backend interface {
 	UserStore
 	UsageStore
 	CredentialStore
+	// Ping makes one round trip to the database (the readiness probe asks
+	// it with a short deadline): nil when it answers.
+	Ping(ctx context.Context) error
 	// Close closes the store. Close every EventWriter on it first.
 	Close() error
 }

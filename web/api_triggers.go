@@ -31,10 +31,15 @@ const (
 	maxTriggersPerChain = 20       // schedules, and hooks, per chain
 	maxTriggerInput     = 64 << 10 // a schedule's input, encoded
 	maxHookBody         = 1 << 20  // a webhook call's body
-	hookTolerance       = 5 * time.Minute
-	defaultSyncTimeout  = 30 * time.Second
-	maxSyncTimeout      = 120 * time.Second
-	firingsShown        = 5 // last firings per trigger in the list
+	// A signature's timestamp may be hookTolerance old and hookSkew
+	// ahead of the studio's clock (the sender's clock may run a little
+	// fast); within that window each signature is accepted once (the
+	// store remembers its digest until the timestamp is hookTolerance old).
+	hookTolerance      = 5 * time.Minute
+	hookSkew           = 30 * time.Second
+	defaultSyncTimeout = 30 * time.Second
+	maxSyncTimeout     = 120 * time.Second
+	firingsShown       = 5 // last firings per trigger in the list
 	// HookSignatureHeader carries a webhook call's signature:
 	// "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>".
 	HookSignatureHeader = "X-Studio-Signature"
@@ -335,10 +340,14 @@ func hookMAC(secret, t string, body []byte) string {
 }
 
 // verifyHook checks a call's signature header against the hook's secret:
-// well formed, signed within hookTolerance of now (either way), and one of
-// its v1 values the HMAC of "t.body" (compared in constant time).
-func verifyHook(secret, header string, body []byte, now time.Time) error {
-	bad := func(code, msg string) error { return apiError(EUNAUTHORIZED, code, msg, nil) }
+// well formed, signed at most hookTolerance ago and at most hookSkew
+// ahead, and one of its v1 values the HMAC of "t.body" (compared in
+// constant time). It returns when the call was signed and the v1 value that
+// matched, which callHook records so that the call is accepted once.
+func verifyHook(secret, header string, body []byte, now time.Time) (time.Time, string, *APIError) {
+	bad := func(code, msg string) (time.Time, string, *APIError) {
+		return time.Time{}, "", apiError(EUNAUTHORIZED, code, msg, nil)
+	}
 	if header == "" {
 		return bad("missing_signature", "the call is not signed: send "+HookSignatureHeader+": t=<unix seconds>,v1=<hex HMAC-SHA256 of \"t.body\" with the hook's secret>")
 	}
@@ -357,21 +366,34 @@ func verifyHook(secret, header string, body []byte, now time.Time) error {
 	if err != nil || len(sigs) == 0 {
 		return bad("bad_signature", "malformed "+HookSignatureHeader+": want t=<unix seconds>,v1=<hex HMAC-SHA256>")
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > hookTolerance || d < -hookTolerance {
-		return bad("stale_signature", fmt.Sprintf("the signature's timestamp is %s away from the studio's clock, more than %s: sign each call when it is sent", d.Abs().Round(time.Second), hookTolerance))
+	at := time.Unix(sec, 0)
+	if d := now.Sub(at); d > hookTolerance {
+		return bad("stale_signature", fmt.Sprintf("the signature's timestamp is %s old, more than %s: sign each call when it is sent", d.Round(time.Second), hookTolerance))
+	} else if -d > hookSkew {
+		return bad("stale_signature", fmt.Sprintf("the signature's timestamp is %s ahead of the studio's clock, more than %s: check the sender's clock", (-d).Round(time.Second), hookSkew))
 	}
 	want := []byte(hookMAC(secret, ts, body))
 	for _, sig := range sigs {
 		if hmac.Equal([]byte(sig), want) {
-			return nil
+			return at, string(want), nil
 		}
 	}
 	return bad("bad_signature", "the signature does not match the body and the hook's secret")
 }
 
+// useSignature records the call's signature in the store, so that a replay
+// of it (in this process or another on the same database) is refused with
+// 409 signature_replayed until its timestamp is too old to be accepted.
+func (s *Server) useSignature(ctx context.Context, hookID, mac string, signedAt time.Time) error {
+	d := sha256.Sum256([]byte(hookID + "." + mac))
+	return s.db.UseHookSignature(ctx, hookID, d[:], time.Now(), signedAt.Add(hookTolerance))
+}
+
 // POST /v1/hooks/{hook_id}: authenticated by its signature, not the studio
-// token (publicPath). A bad signature is 401 and starts nothing; a body
-// that is not a JSON object is 400. The object is the run's input.
+// token (publicPath). A bad signature is 401 and starts nothing, a
+// signature used before is 409; a body that is not a JSON object is 400.
+// The object is the run's input. Refusals are logged once, then summarised
+// (hookLog), so a flood of bad calls cannot flood the log.
 func (s *Server) callHook(c echo.Context) error {
 	req := c.Request()
 	req.Body = http.MaxBytesReader(c.Response(), req.Body, maxHookBody)
@@ -388,9 +410,10 @@ func (s *Server) callHook(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("hook %q", c.Param("hook_id")))
 	}
-	if err := verifyHook(h.Secret, req.Header.Get(HookSignatureHeader), body, time.Now()); err != nil {
-		s.log.Warn("webhook call refused", "hook_id", h.ID, "err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-		return err
+	signedAt, mac, bad := verifyHook(h.Secret, req.Header.Get(HookSignatureHeader), body, time.Now())
+	if bad != nil {
+		s.hookLog.warn(bad.Code, "hook_id", h.ID, "err", bad, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		return bad
 	}
 	input, err := hookInput(body)
 	if err != nil {
@@ -401,6 +424,15 @@ func (s *Server) callHook(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("chain %q", h.ChainID))
 	}
 	if err := s.refuseInvalid(c, ch.Doc); err != nil {
+		return err
+	}
+	// Last before the start: a call refused above may be sent again with
+	// its signature; from here on the signature is spent.
+	if err := s.useSignature(ctx, h.ID, mac, signedAt); errors.Is(err, store.ErrSignatureUsed) {
+		s.hookLog.warn("signature_replayed", "hook_id", h.ID, "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		return apiError(ECONFLICT, "signature_replayed",
+			"this signature was accepted before: each call is accepted once, so sign every call (a retry too) when it is sent", nil)
+	} else if err != nil {
 		return err
 	}
 	id, err := s.runs.StartTriggered(ctx, ch, input, runs.Trigger{Kind: store.TriggerWebhook, ID: h.ID})

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -33,16 +34,28 @@ const (
 // attempts, and knows which Host names it answers to.
 type authState struct {
 	sessions *sessionStore
-	fails    *failLimiter
-	hosts    hostPolicy
-	secure   bool // cookies get Secure: --public-url is https
+	fails    *failLimiter // failed attempts per client address
+	// credFails counts failed attempts per presented credential (by its
+	// hash), whatever the address: one wrong token retried from many
+	// addresses is slowed too. Its clock is fails.now.
+	credFails *failLimiter
+	hosts     hostPolicy
+	proxies   proxyPolicy
+	secure    bool // cookies get Secure: --public-url is https
 }
 
 func newAuthState(cfg Config) *authState {
 	a := &authState{
-		sessions: &sessionStore{m: map[string]session{}, max: maxSessions, ttl: sessionTTL, now: time.Now},
-		fails:    &failLimiter{m: map[string]*bucket{}, max: maxLimited, burst: authFailBurst, every: authFailEvery, now: time.Now},
-		hosts:    newHostPolicy(cfg),
+		sessions:  &sessionStore{m: map[string]session{}, max: maxSessions, ttl: sessionTTL, now: time.Now},
+		fails:     newFailLimiter(),
+		credFails: newFailLimiter(),
+		hosts:     newHostPolicy(cfg),
+	}
+	for _, p := range cfg.TrustedProxies {
+		if p.Addr().Is4In6() { // ::ffff:10.0.0.0/104 is 10.0.0.0/8: addresses are compared unmapped
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(0, p.Bits()-96))
+		}
+		a.proxies.trusted = append(a.proxies.trusted, p.Masked())
 	}
 	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Scheme == "https" {
 		a.secure = true
@@ -136,9 +149,11 @@ func (s *sessionStore) len() int {
 	return len(s.m)
 }
 
-// failLimiter is a token bucket per client for failed sign-ins and wrong
-// bearer tokens: a client that has used its bucket is refused (429) before
-// its next guess is even compared.
+// failLimiter is a token bucket per key (a client address, a credential)
+// for failed sign-ins and wrong bearer tokens. Only failures spend tokens,
+// and only a failure is refused (429) once its bucket is empty: a right
+// credential always gets in, so wrong tokens sent through the same address
+// (every client of a reverse proxy) never lock the right ones out.
 type failLimiter struct {
 	mu       sync.Mutex
 	m        map[string]*bucket
@@ -147,6 +162,10 @@ type failLimiter struct {
 	burst    float64
 	every    time.Duration
 	now      func() time.Time
+}
+
+func newFailLimiter() *failLimiter {
+	return &failLimiter{m: map[string]*bucket{}, max: maxLimited, burst: authFailBurst, every: authFailEvery, now: time.Now}
 }
 
 type bucket struct {
@@ -199,10 +218,45 @@ func (l *failLimiter) blocked(client string) time.Duration {
 		b = &l.overflow
 		l.refill(b, now)
 	}
-	if b == nil || b.tokens >= 1 {
+	if b == nil {
+		return 0
+	}
+	return l.wait(b)
+}
+
+// wait is how long a bucket refilled to now is empty for (0: a token left).
+func (l *failLimiter) wait(b *bucket) time.Duration {
+	if b.tokens >= 1 {
 		return 0
 	}
 	return time.Duration((1 - b.tokens) * float64(l.every))
+}
+
+// failed records a failed attempt (a credential that matched no one) from
+// the client address addr presenting cred, and reports how long the caller
+// must refuse it with 429 when the address's or the credential's bucket is
+// empty (0: answer the failure as such, 401 or the form again). One lock
+// over both buckets, so that parallel guesses cannot pass the burst.
+func (a *authState) failed(addr, cred string) time.Duration {
+	a.fails.mu.Lock()
+	defer a.fails.mu.Unlock()
+	a.credFails.mu.Lock()
+	defer a.credFails.mu.Unlock()
+	now := a.fails.now()
+	ba, bc := a.fails.get(addr, true, now), a.credFails.get(credKey(cred), true, now)
+	if w := max(a.fails.wait(ba), a.credFails.wait(bc)); w > 0 {
+		return w
+	}
+	ba.tokens--
+	bc.tokens--
+	return 0
+}
+
+// credKey is the limiter's key of a presented credential: part of its
+// SHA-256, so the limiter holds no secret.
+func credKey(cred string) string {
+	h := sha256.Sum256([]byte(cred))
+	return hex.EncodeToString(h[:12])
 }
 
 // fail records a failed attempt by client.
@@ -232,24 +286,85 @@ func inSeconds(d time.Duration) string {
 	return "1 second"
 }
 
-// clientKey identifies a client for the limiter: its address as the TCP
-// connection shows it (forwarded headers are the client's to forge), an
-// IPv6 client by its /64, which one host usually owns whole.
-func clientKey(req *http.Request) string {
-	host, _, err := net.SplitHostPort(req.RemoteAddr)
-	if err != nil {
-		host = req.RemoteAddr
+// clientKey identifies a client for the limiter by its address
+// (clientAddr), an IPv6 client by its /64, which one host usually owns whole.
+func (a *authState) clientKey(req *http.Request) string {
+	ip, ok := a.proxies.clientAddr(req)
+	if !ok {
+		return req.RemoteAddr
 	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	ip = ip.Unmap().WithZone("")
 	if ip.Is6() {
 		p, _ := ip.Prefix(64)
 		return p.String()
 	}
 	return ip.String()
+}
+
+// proxyPolicy names the reverse proxies (--trusted-proxy) whose
+// X-Forwarded-For says who their client is. Without any, the header is
+// the client's to write and is ignored.
+type proxyPolicy struct {
+	trusted []netip.Prefix
+}
+
+func (p proxyPolicy) trusts(ip netip.Addr) bool {
+	for _, pr := range p.trusted {
+		if pr.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientAddr is the address of the request's client: the TCP peer's, or,
+// when the peer is a trusted proxy, the rightmost X-Forwarded-For hop that
+// is not a trusted proxy (each proxy appends the address it was reached
+// from, so the hops left of the first untrusted one are the client's to
+// forge). A hop that is not an address ends the walk at the last trusted
+// hop. ok is false when RemoteAddr is no address (tests' fake requests).
+func (p proxyPolicy) clientAddr(req *http.Request) (netip.Addr, bool) {
+	peer, ok := parseHop(req.RemoteAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	if !p.trusts(peer) {
+		return peer, true
+	}
+	var hops []string
+	for _, v := range req.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	client := peer
+	for i := len(hops) - 1; i >= 0; i-- {
+		ip, ok := parseHop(hops[i])
+		if !ok {
+			break
+		}
+		client = ip
+		if !p.trusts(ip) {
+			break
+		}
+	}
+	return client, true
+}
+
+// parseHop reads an address as RemoteAddr and X-Forwarded-For write it:
+// "192.0.2.1", "192.0.2.1:443", "2001:db8::1", "[2001:db8::1]:443";
+// IPv4-mapped IPv6 addresses as IPv4, without zone.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		ap, err2 := netip.ParseAddrPort(s)
+		if err2 != nil {
+			if ip, err = netip.ParseAddr(strings.Trim(s, "[]")); err != nil {
+				return netip.Addr{}, false
+			}
+		} else {
+			ip = ap.Addr()
+		}
+	}
+	return ip.Unmap().WithZone(""), true
 }
 
 // hostPolicy lists the Host names the studio answers to, so that a page on

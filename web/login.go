@@ -56,18 +56,18 @@ func (s *Server) postLogin(c echo.Context) error {
 	} else if open {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
-	client := clientKey(c.Request())
-	if wait := s.auth.fails.blocked(client); wait > 0 {
-		c.Response().Header().Set("Retry-After", retryAfter(wait))
-		return renderPage(c, ErrorStatusCode(ETOOMANY), views.Login(next,
-			"Too many failed sign-ins from your address. Try again in "+inSeconds(wait)+"."))
-	}
-	id, ok, err := s.identityOf(c.Request().Context(), c.FormValue("token"))
+	client := s.auth.clientKey(c.Request())
+	token := c.FormValue("token")
+	id, ok, err := s.identityOf(c.Request().Context(), token)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		s.auth.fails.fail(client)
+		if wait := s.auth.failed(client, token); wait > 0 {
+			c.Response().Header().Set("Retry-After", retryAfter(wait))
+			return renderPage(c, ErrorStatusCode(ETOOMANY), views.Login(next,
+				"Too many failed sign-ins from your address or with this token. Try again in "+inSeconds(wait)+"."))
+		}
 		s.log.Warn("failed sign-in", "client", client,
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		// 200 with the form again: a browser form, and a 401 would only add console noise

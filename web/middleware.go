@@ -29,9 +29,15 @@ func (s *Server) newEcho() *echo.Echo {
 	s.auth = newAuthState(s.cfg)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	// No proxy is trusted to name the client: c.RealIP() is the socket's
-	// address, never a forwarded header a client can write (answers record it).
-	e.IPExtractor = echo.ExtractIPDirect()
+	// c.RealIP() (answers record it) is the socket's address, or the
+	// forwarded client's behind a --trusted-proxy; never a header an
+	// untrusted peer wrote.
+	e.IPExtractor = func(req *http.Request) string {
+		if ip, ok := s.auth.proxies.clientAddr(req); ok {
+			return ip.String()
+		}
+		return req.RemoteAddr
+	}
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{}))
 	e.Use(s.recoverer)
@@ -106,11 +112,11 @@ func (s *Server) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// publicPaths need no token: the health check, the login page, the
+// publicPaths need no token: the health checks, the login page, the
 // static assets the login page uses, and webhook calls (POST
 // /v1/hooks/{hook_id}), which carry their hook's HMAC signature instead.
 func publicPath(p string) bool {
-	return p == "/healthz" || p == "/login" || strings.HasPrefix(p, "/static/") || hookPath(p)
+	return p == "/healthz" || p == "/livez" || p == "/readyz" || p == "/login" || strings.HasPrefix(p, "/static/") || hookPath(p)
 }
 
 // hookPath: /v1/hooks/{one segment}, nothing under it.
@@ -122,8 +128,9 @@ func hookPath(p string) bool {
 // authenticate finds who sent the request (callerOf): a user's or the
 // --token's `Authorization: Bearer <token>` for programs, the sign-in
 // session cookie for browsers, or, on an open studio (no users, no --token,
-// loopback or --insecure), the local user. A client that has sent too many
-// wrong tokens is refused (429) before its next one is compared. What the
+// loopback or --insecure), the local user. A token is always compared: a
+// right one gets in; a wrong one from an address or of a credential that
+// failed too often is 429 rather than 401 (authState.failed). What the
 // caller may do is authorize's business.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -140,12 +147,6 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if bearer, ok := bearerToken(req); ok {
-			client := clientKey(req)
-			if wait := s.auth.fails.blocked(client); wait > 0 {
-				c.Response().Header().Set("Retry-After", retryAfter(wait))
-				return apiError(ETOOMANY, "too_many_requests",
-					"too many wrong tokens from this address: retry in "+inSeconds(wait), nil)
-			}
 			id, ok, err := s.identityOf(req.Context(), bearer)
 			if err != nil {
 				return err
@@ -154,7 +155,12 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				setCaller(c, id, false)
 				return next(c)
 			}
-			s.auth.fails.fail(client)
+			client := s.auth.clientKey(req)
+			if wait := s.auth.failed(client, bearer); wait > 0 {
+				c.Response().Header().Set("Retry-After", retryAfter(wait))
+				return apiError(ETOOMANY, "too_many_requests",
+					"too many wrong tokens from this address or with this token: retry in "+inSeconds(wait)+" (a right token is let in at any time)", nil)
+			}
 			s.log.Warn("wrong bearer token", "client", client, "method", req.Method, "path", req.URL.Path,
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		} else if id, ok, err := s.sessionIdentity(req); err != nil {

@@ -1,16 +1,14 @@
 package web
 
-import (
-	"net/http"
-
-	"github.com/labstack/echo/v4"
-)
+import "github.com/labstack/echo/v4"
 
 // routes registers every route. Keep this the one table of routes: the
 // access test walks it to prove none is left open when a token is set, and
 // the OpenAPI test proves each /v1 route is described in openapi.json.
 func (s *Server) routes(e *echo.Echo) {
-	e.GET("/healthz", s.healthz)
+	e.GET("/livez", s.livez)
+	e.GET("/readyz", s.readyz)
+	e.GET("/healthz", s.readyz) // readiness, as load balancers probing /healthz expect (docs/deploy.md)
 	e.GET("/metrics", s.metrics.handler())
 	s.pageRoutes(e)
 	s.runDiffPageRoutes(e)
@@ -74,8 +72,4 @@ func (s *Server) routes(e *echo.Echo) {
 	s.agentRoutes(e)
 	s.userRoutes(e)
 	s.credentialRoutes(e)
-}
-
-func (s *Server) healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"status": "ok"})
 }

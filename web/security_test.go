@@ -31,7 +31,9 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token-0123456789"
 	srv, ts := newTestServerWith(t, Config{Token: token}, testRegistry())
-	srv.auth.fails.burst = 1e9 // one wrong token per route: more than the limiter lets through
+	// The same wrong token from one address on every route: more than the
+	// limiter lets through, per address and per token.
+	srv.auth.fails.burst, srv.auth.credFails.burst = 1e9, 1e9
 	routes := srv.echo.Routes()
 	if len(routes) < 20 {
 		t.Fatalf("only %d routes", len(routes))

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,11 @@ type Config struct {
 	// AllowedHosts are further Host names to accept (tests use httptest's
 	// example.com); loopback names and the listen address always are.
 	AllowedHosts []string
+	// TrustedProxies are the reverse proxies (--trusted-proxy) whose
+	// X-Forwarded-For names the client, for the failed-attempt limiter and
+	// the address an answer records; from any other peer the header is
+	// ignored.
+	TrustedProxies []netip.Prefix
 	// SSEHeartbeat is how often an idle event stream sends a comment line,
 	// so proxies and browsers keep the connection open; default 15s.
 	SSEHeartbeat time.Duration
@@ -125,6 +131,9 @@ type Server struct {
 	log     *slog.Logger
 	http    *http.Server
 	finals  singleflight.Group // the final `run` event of event streams
+	pings   singleflight.Group // readiness probes' store pings (health.go)
+	pingLog *logSummary        // failed readiness pings
+	hookLog *logSummary        // refused webhook calls (api_triggers.go)
 	a2e     a2eSessions        // the A2E HTTP transport's sessions (api_a2e_session.go)
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
@@ -171,6 +180,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
 		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault}
+	s.pingLog = newLogSummary(s.log, "readiness: the store does not answer")
+	s.hookLog = newLogSummary(s.log, "webhook call refused")
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
@@ -257,6 +268,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	s.a2e.stop() // A2E sessions' runs stop with the rest
+	s.pingLog.stop()
+	s.hookLog.stop()
 	if err := s.runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}

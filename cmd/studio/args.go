@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 )
 
@@ -102,4 +103,33 @@ func wantArgs(fs *flag.FlagSet, args []string, names ...string) bool {
 	}
 	fs.Usage()
 	return false
+}
+
+// prefixListFlag collects --trusted-proxy ranges: a CIDR (10.0.0.0/8,
+// fd00::/8) or one address (a /32 or /128), refused at start when it is
+// neither, so that a typo never silently trusts nothing (or everything).
+type prefixListFlag []netip.Prefix
+
+func (l *prefixListFlag) String() string {
+	s := make([]string, len(*l))
+	for i, p := range *l {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *prefixListFlag) Set(v string) error {
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		ip, ierr := netip.ParseAddr(v)
+		if ierr != nil {
+			return fmt.Errorf("%q is not a CIDR range (10.0.0.0/8) or an address", v)
+		}
+		p = netip.PrefixFrom(ip, ip.BitLen())
+	}
+	if p.Bits() == 0 {
+		return fmt.Errorf("%q trusts every address: name the proxies' range", v)
+	}
+	*l = append(*l, p.Masked())
+	return nil
 }

@@ -210,3 +210,27 @@ func TestRunExpressionErrorInPlainWords(t *testing.T) {
 		t.Errorf("go-jmespath's internals leak:\n%s", out)
 	}
 }
+
+// --trusted-proxy takes ranges and single addresses; a typo or a range
+// that trusts every peer stops the studio at start.
+func TestTrustedProxyFlag(t *testing.T) {
+	t.Parallel()
+	var l prefixListFlag
+	for _, v := range []string{"10.0.0.0/8", "192.0.2.7", "fd00::1/8", "::1"} {
+		if err := l.Set(v); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+	}
+	if got := l.String(); got != "10.0.0.0/8,192.0.2.7/32,fd00::/8,::1/128" {
+		t.Fatalf("ranges %s", got)
+	}
+	for _, v := range []string{"proxy.example", "10.0.0.0/33", "0.0.0.0/0", "::/0", ""} {
+		if err := l.Set(v); err == nil {
+			t.Errorf("%q accepted", v)
+		}
+	}
+	code, _, errb := studio(t, "serve", "--trusted-proxy", "10.0.0.0/99")
+	if code != exitUsage || !strings.Contains(errb, "not a CIDR range") {
+		t.Fatalf("serve --trusted-proxy 10.0.0.0/99: exit %d %s", code, errb)
+	}
+}

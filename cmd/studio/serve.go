@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"os"
 	"time"
@@ -42,6 +43,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	token := fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer `TOKEN` required by the API and pages (env STUDIO_TOKEN)")
 	insecure := fs.Bool("insecure", false, "allow listening off loopback without a token")
 	publicURL := fs.String("public-url", os.Getenv("STUDIO_PUBLIC_URL"), "the `URL` people reach the studio at, behind a proxy (env STUDIO_PUBLIC_URL): its host is accepted besides the listen address and loopback names, and https makes the sign-in cookie Secure")
+	var trustedProxies prefixListFlag
+	fs.Var(&trustedProxies, "trusted-proxy", "take the client's address from X-Forwarded-For (its rightmost hop outside these ranges) when the peer is in the `CIDR` (repeatable; default: none, the header is ignored)")
 	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
 	var allowProc listFlag
 	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
@@ -146,6 +149,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if pol, ok := keep.policy(); ok {
 		go pruneRuns(ctx, db, pol, log)
 	}
+	go pruneHookSignatures(ctx, db, hookSignaturePrunePeriod, log)
 	if !*noExamples {
 		if err := loadExamples(ctx, db, log); err != nil {
 			fmt.Fprintf(stderr, "studio: load examples: %v\n", err)
@@ -178,7 +182,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt}, db, reg, agents, log, stderr)
 }
 
 // approvalSweepPeriod is how often pending approvals' deadlines and
@@ -188,6 +192,7 @@ const approvalSweepPeriod = 5 * time.Second
 type serveConfig struct {
 	addr, token, publicURL, dbPath string
 	insecure                       bool
+	trustedProxies                 []netip.Prefix   // --trusted-proxy
 	allowPrivate                   bool             // escalation webhooks may reach private addresses (--http-allow-private)
 	listening                      func(url string) // called once the server listens
 	gov                            governorFlags
@@ -259,7 +264,7 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
-	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
+	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, TrustedProxies: cfg.trustedProxies, Logger: log, Limits: cfg.limits},
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault})
 	if err != nil {
 		svc.Close()
@@ -338,6 +343,32 @@ func pruneRuns(ctx context.Context, db store.Housekeeping, pol store.Retention, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// hookSignaturePrunePeriod is how often the webhook signatures whose window
+// has passed are deleted (they refuse nothing once expired; this bounds the
+// table to about one period of accepted calls).
+const hookSignaturePrunePeriod = 10 * time.Minute
+
+// pruneHookSignatures deletes expired webhook signature digests every
+// period until ctx ends.
+func pruneHookSignatures(ctx context.Context, db store.Housekeeping, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := db.PruneHookSignatures(ctx, time.Now()); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("prune webhook signatures", "err", err)
+			}
+		} else if n > 0 {
+			log.Debug("pruned expired webhook signatures", "count", n)
 		}
 	}
 }

@@ -147,6 +147,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// Ping implements store.Backend: one round trip on a pooled connection.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
 // Close closes the pool. Close any EventWriter on it first.
 func (db *DB) Close() error {
 	if db.closed.Swap(true) {

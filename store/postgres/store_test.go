@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -242,17 +243,7 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 func TestNodeAppendAfterAnotherWriter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.Schema(t)
-	a, err := Open(ctx, dsn, Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, dsn, Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTwo(t)
 	t0 := time.Now().UTC()
 	node := func(id string, seq int64) []engine.Checkpoint {
 		return []engine.Checkpoint{{RunID: "r", Kind: engine.CheckpointNode, EventSeq: seq, Time: t0, Node: &engine.NodeRecord{
@@ -333,4 +324,36 @@ AND application_name = current_setting('application_name') AND pid <> pg_backend
 		t.Fatalf("killed %d listening sessions: %v", killed, err)
 	}
 	wait("after the listener's connection was killed")
+}
+
+// Two processes on one database: a webhook signature one of them accepted
+// is a replay for the other.
+func TestHookSignatureAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := openTwo(t)
+	now := time.Now()
+	d := sha256.Sum256([]byte("t=1,v1=abc"))
+	if err := a.UseHookSignature(ctx, "h", d[:], now, now.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UseHookSignature(ctx, "h", d[:], now, now.Add(5*time.Minute)); !errors.Is(err, store.ErrSignatureUsed) {
+		t.Fatalf("the other process used the signature again: %v, want ErrSignatureUsed", err)
+	}
+}
+
+// openTwo opens two stores on one new schema, as two processes would.
+func openTwo(t *testing.T) (*DB, *DB) {
+	t.Helper()
+	dsn := pgtest.Schema(t)
+	var dbs [2]*DB
+	for i := range dbs {
+		db, err := Open(context.Background(), dsn, Options{MaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs[i] = db
+	}
+	return dbs[0], dbs[1]
 }

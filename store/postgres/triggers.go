@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlq"
@@ -134,4 +135,33 @@ func (db *DB) ChainBusy(ctx context.Context, chainID string) (bool, error) {
 		return false, fmt.Errorf("store: is a run of chain %s going: %w", chainID, err)
 	}
 	return busy, nil
+}
+
+// UseHookSignature implements store.TriggerStore.
+func (db *DB) UseHookSignature(ctx context.Context, hookID string, digest []byte, now, expires time.Time) error {
+	var used bool
+	err := db.writeTx(ctx, func(tx *Tx) (err error) {
+		used, err = sqlq.UseHookSignature(ctx, tx, hookID, digest, now, expires)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: record the signature of a call of hook %s: %w", hookID, err)
+	}
+	if used {
+		return fmt.Errorf("%w (hook %s)", store.ErrSignatureUsed, hookID)
+	}
+	return nil
+}
+
+// PruneHookSignatures implements store.Housekeeping.
+func (db *DB) PruneHookSignatures(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	err := db.writeTx(ctx, func(tx *Tx) (err error) {
+		n, err = sqlq.PruneHookSignatures(ctx, tx, now)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune webhook signatures: %w", err)
+	}
+	return n, nil
 }

@@ -148,6 +148,15 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// Ping implements store.Backend: one query on the read pool.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.r.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("store: ping %s: %w", db.path, err)
+	}
+	return nil
+}
+
 // Close closes the database. Close any EventWriter on it first.
 func (db *DB) Close() error {
 	if db.closed {

@@ -57,6 +57,7 @@ func Run(t *testing.T, open Opener) {
 		{"Users", testUsers},
 		{"Triggers", testTriggers},
 		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
+		{"HookSignatures", testHookSignatures},
 		{"Usage", testUsage},
 		{"Credentials", testCredentials},
 	} {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -178,5 +179,72 @@ func testScheduleTickFiresOnce(t *testing.T, open Opener) {
 	}
 	if err := db.RecordFiring(ctx, store.Firing{TriggerID: "s", Tick: next, Outcome: store.FiringMissed}); !errors.Is(err, store.ErrAlreadyFired) {
 		t.Fatalf("recording a tick twice: %v", err)
+	}
+}
+
+// A webhook signature is accepted once within its window: a second use is
+// ErrSignatureUsed (ECONFLICT) whoever asks, of concurrent uses exactly one
+// wins, an expired digest may be used again, and pruning deletes only the
+// expired ones.
+func testHookSignatures(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Now().Truncate(time.Second)
+	digest := func(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+	if err := db.UseHookSignature(ctx, "h1", digest("a"), now, now.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	err := db.UseHookSignature(ctx, "h1", digest("a"), now.Add(time.Minute), now.Add(6*time.Minute))
+	if !errors.Is(err, store.ErrSignatureUsed) || store.ErrorCode(err) != store.ECONFLICT {
+		t.Fatalf("the same signature again within its window: %v, want ErrSignatureUsed", err)
+	}
+	if err := db.UseHookSignature(ctx, "h1", digest("b"), now, now.Add(5*time.Minute)); err != nil {
+		t.Fatalf("another signature: %v", err)
+	}
+	if err := db.UseHookSignature(ctx, "h1", []byte("short"), now, now.Add(time.Minute)); store.ErrorCode(err) != store.EINVALID {
+		t.Fatalf("a digest that is no SHA-256: %v, want invalid", err)
+	}
+
+	// Ten callers at once with one signature: one is accepted.
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = db.UseHookSignature(ctx, "h2", digest("c"), now, now.Add(5*time.Minute))
+		}(i)
+	}
+	wg.Wait()
+	accepted := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			accepted++
+		case !errors.Is(err, store.ErrSignatureUsed):
+			t.Fatalf("concurrent use: %v", err)
+		}
+	}
+	if accepted != 1 {
+		t.Fatalf("%d of 10 concurrent uses of one signature accepted, want 1", accepted)
+	}
+
+	// Past its expiry a digest is free again, pruned or not.
+	later := now.Add(5*time.Minute + time.Second)
+	if err := db.UseHookSignature(ctx, "h1", digest("a"), later, later.Add(5*time.Minute)); err != nil {
+		t.Fatalf("an expired digest used again: %v", err)
+	}
+	if err := db.UseHookSignature(ctx, "h1", digest("a"), later, later.Add(5*time.Minute)); !errors.Is(err, store.ErrSignatureUsed) {
+		t.Fatalf("the digest taken over is not remembered: %v", err)
+	}
+	// b and c expire at now+5m; a now expires at later+5m.
+	if n, err := db.PruneHookSignatures(ctx, later); err != nil || n != 2 {
+		t.Fatalf("prune: %d %v, want 2 expired digests deleted", n, err)
+	}
+	if err := db.UseHookSignature(ctx, "h1", digest("a"), later, later.Add(5*time.Minute)); !errors.Is(err, store.ErrSignatureUsed) {
+		t.Fatalf("pruning deleted a live digest: %v", err)
+	}
+	if n, err := db.PruneHookSignatures(ctx, later); err != nil || n != 0 {
+		t.Fatalf("second prune: %d %v", n, err)
 	}
 }
