@@ -1,7 +1,6 @@
 package views
 
 import (
-	"fmt"
 	"math"
 	"strings"
 
@@ -52,31 +51,25 @@ func shortID(id string) string {
 	return id
 }
 
-// msText writes a node duration (milliseconds, to the microsecond) for
-// people, as the run page does; under a millisecond it keeps one decimal.
-func msText(ms float64) string {
-	if ms < 1 {
-		return fmt.Sprintf("%.1f ms", math.Max(ms, 0.1))
-	}
-	return duration(int64(math.Round(ms)))
-}
-
 func sideDuration(s *engine.NodeSide) string {
 	if s == nil || s.DurationMS == nil {
 		return "—"
 	}
-	return msText(*s.DurationMS)
+	return duration(*s.DurationMS)
 }
 
-// deltaText is a duration change with its sign: "+12 ms", "−1.4 s".
+// deltaText is a duration change with its sign: "+12 ms", "−1.4 s"; under
+// a millisecond either way it is "< 1 ms", too small to have a direction.
 func deltaText(ms float64) string {
 	switch {
+	case ms == 0:
+		return "no change"
+	case math.Abs(ms) < 1:
+		return duration(math.Abs(ms))
 	case ms > 0:
-		return "+" + msText(ms)
-	case ms < 0:
-		return "−" + msText(-ms)
+		return "+" + duration(ms)
 	}
-	return "no change"
+	return "−" + duration(-ms)
 }
 
 func orNone(s string) string {

@@ -669,10 +669,12 @@
     const html = await res.text();
     performance.mark('studio:props-fetched');
     if (seq !== propsSeq) return; // a newer selection won
+    const kept = keepFocus();
     propsEl.innerHTML = html;
     if (window.StudioForms) window.StudioForms.mount(propsEl); // forms from schemas (forms.js)
     performance.mark('studio:props-html');
     if (window.htmx) window.htmx.process(propsEl);
+    kept();
     if (focusPropsNext) {
       focusPropsNext = false;
       const f = propsEl.querySelector('input:not([type=hidden]):not([disabled]), select, textarea');
@@ -680,6 +682,34 @@
     }
   }
   const scheduleProps = Studio.debounce(showProps, 30);
+
+  // keepFocus notes the panel field that has the focus before the panel is
+  // redrawn and returns the function that gives it back afterwards, to the
+  // same field of the new panel, with what was typed there since the panel
+  // was asked for and the caret where it was. Without it the focus fell to
+  // the page at each redraw (after a rename, say) and the next keys went to
+  // the canvas's shortcuts. A panel for another element keeps the focus in
+  // the properties section.
+  const FOCUSABLE = 'input:not([type=hidden]), select, textarea, button, summary, [tabindex]';
+  function keepFocus() {
+    const a = document.activeElement;
+    if (!a || a === propsEl || !propsEl.contains(a)) return () => {};
+    const old = propsEl.querySelector('.props');
+    const same = (p) => old && p && p.dataset.target === old.dataset.target && p.dataset.id === old.dataset.id;
+    const f = fieldOf(a);
+    const i = [...propsEl.querySelectorAll(FOCUSABLE)].filter((el) => fieldOf(el) === f).indexOf(a);
+    const text = a.matches('input[type=text], input[type=number], input:not([type]), textarea');
+    const value = text ? a.value : null;
+    let range = null;
+    try { range = text ? [a.selectionStart, a.selectionEnd] : null; } catch { /* a number field has no caret */ }
+    return () => {
+      const el = same(propsEl.querySelector('.props')) && i >= 0 ? [...propsEl.querySelectorAll(FOCUSABLE)].filter((x) => fieldOf(x) === f)[i] : null;
+      if (!el || el.disabled) { propsEl.focus({ preventScroll: true }); return; }
+      if (text && el.value !== value) el.value = value;
+      el.focus({ preventScroll: true });
+      if (range) { try { el.setSelectionRange(range[0], range[1]); } catch { /* no caret */ } }
+    };
+  }
 
   function readValue(el) {
     const t = el.dataset.t;
@@ -873,6 +903,9 @@
     // the typed id stays in the field with the reason beside it; nothing changes
     showIdProblem(input, problem);
     if (problem) return;
+    // the panel edits the node under its new id from now on: a label typed
+    // before the panel is redrawn goes to the renamed node
+    panel.dataset.id = id;
     mutate(() => {
       rename(old, id);
       cy.batch(() => {
@@ -1016,9 +1049,10 @@
     if (mod && (e.key === 'z' || e.key === 'Z')) { e.preventDefault(); if (e.shiftKey) redo(); else undo(); return; }
     if (mod && (e.key === 'y' || e.key === 'Y')) { e.preventDefault(); redo(); return; }
     if (mod && (e.key === 'a' || e.key === 'A')) { e.preventDefault(); cy.nodes().not('.eh-handle').select(); return; }
-    if (!mod && (e.key === 'Delete' || e.key === 'Backspace')) { e.preventDefault(); deleteSelection(); return; }
-    if (!mod && (e.key === 'c' || e.key === 'C') && !e.altKey) { e.preventDefault(); connectSelected(); return; } // the picker's field must not get the c
-    if (!mod && e.key === 'f') { Studio.fit(cy); }
+    if (!Studio.canvasKey(e)) return;
+    if (e.key === 'Delete' || e.key === 'Backspace') { e.preventDefault(); deleteSelection(); return; }
+    if (e.key === 'c' || e.key === 'C') { e.preventDefault(); connectSelected(); return; } // the picker's field must not get the c
+    if (e.key === 'f') { Studio.fit(cy); }
   });
 
   document.addEventListener('copy', (e) => {
@@ -1194,6 +1228,11 @@
       if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
     } });
     cy.on('studio-loaded', () => { markIssues(); syncTableSelection(); });
+    // A press on the graph gives it the focus, so that the single-key
+    // shortcuts (Studio.canvasKey) act: Cytoscape's own canvases do not take it.
+    cyEl.addEventListener('pointerdown', (e) => {
+      if (e.target.tagName === 'CANVAS' && document.activeElement !== cyEl) cyEl.focus({ preventScroll: true });
+    }, true);
     // Cytoscape only notices window resizes: follow the container itself
     new ResizeObserver(() => { if (!cy.destroyed()) cy.resize(); }).observe(cyEl);
     performance.mark('studio:cy');
