@@ -3,6 +3,7 @@ package views
 import (
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
 )
@@ -107,4 +108,24 @@ func compareLabel(o CompareOption) string {
 		s += " (previous run)"
 	}
 	return s
+}
+
+// maxInputText is how much of a run's input the comparison page prints
+// (pretty JSON bytes); the changed paths above it are listed in full.
+const maxInputText = 8 << 10
+
+// inputText is a run's input as indented JSON, cut at maxInputText bytes.
+func inputText(in map[string]any) string {
+	if in == nil {
+		in = map[string]any{}
+	}
+	t := pretty(in)
+	if len(t) <= maxInputText {
+		return t
+	}
+	cut := maxInputText
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return t[:cut] + "\n… (the first " + itoa(cut) + " of " + itoa(len(t)) + " bytes)"
 }
