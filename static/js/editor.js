@@ -1013,16 +1013,16 @@
     if (id) selectAndFocus(id);
   });
 
-  // The canvas row keeps the viewport's height less the toolbar and the node
-  // list's summary, whatever the list shows; the list's open state is kept.
-  const toolbarEl = root.querySelector('.toolbar');
+  // The editor fills the window below the page's top bar (app.css, .editor):
+  // its top is measured, not assumed, since the bar wraps on a narrow window.
   const pane = $('node-list-pane');
   const summaryEl = pane.querySelector('summary');
   function measureChrome() {
-    root.style.setProperty('--editor-chrome', (toolbarEl.offsetHeight + summaryEl.offsetHeight + 2) + 'px');
+    root.style.setProperty('--editor-top', Math.max(0, Math.round(root.getBoundingClientRect().top + window.scrollY)) + 'px');
   }
   measureChrome();
-  new ResizeObserver(measureChrome).observe(toolbarEl);
+  const topbar = document.querySelector('.topbar');
+  if (topbar) new ResizeObserver(measureChrome).observe(topbar);
   try { if (localStorage.getItem('studio.nodeList') === 'closed') pane.open = false; } catch { /* storage off */ }
   // A details element that is open in the page's HTML fires 'toggle' once
   // on its own after loading; only a person opening the list brings it into
