@@ -125,6 +125,7 @@ test('single-key shortcuts act only on the canvas, and the shortcut list turns t
   // Ctrl shortcuts still work
   await page.keyboard.press('Control+z');
   await page.waitForFunction(() => (window.__studio.doc.notes || []).length === 0);
+  await waitSaved(page);
 
   // remembered in this browser
   await page.reload();
@@ -135,8 +136,9 @@ test('single-key shortcuts act only on the canvas, and the shortcut list turns t
   await page.check('#single-keys');
   await page.keyboard.press('Escape');
   await page.click('#cy', { position: { x: 8, y: 8 } });
+  const had = await notes();
   await page.keyboard.press('n');
-  await page.waitForFunction(() => (window.__studio.doc.notes || []).length === 1);
+  await page.waitForFunction((n) => (window.__studio.doc.notes || []).length === n + 1, had);
   await page.done();
 });
 

@@ -1228,9 +1228,11 @@
       if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
     } });
     cy.on('studio-loaded', () => { markIssues(); syncTableSelection(); });
-    // A press on the graph gives it the focus, so that the single-key
-    // shortcuts (Studio.canvasKey) act: Cytoscape's own canvases do not take it.
-    cyEl.addEventListener('pointerdown', (e) => {
+    // A click on the graph gives it the focus, so that the single-key
+    // shortcuts (Studio.canvasKey) act: Cytoscape's own canvases do not take
+    // it, and Cytoscape blurs the focused element on mousedown, so the focus
+    // is given when the button comes up.
+    cyEl.addEventListener('pointerup', (e) => {
       if (e.target.tagName === 'CANVAS' && document.activeElement !== cyEl) cyEl.focus({ preventScroll: true });
     }, true);
     // Cytoscape only notices window resizes: follow the container itself
