@@ -19,6 +19,7 @@ type RunSide struct {
 	// known). Two runs of one version may share one *Chain: it is then read
 	// once.
 	Chain       *Chain
+	Input       map[string]any // what the run was started with
 	Status      RunStatus
 	Error       *RunError
 	FinalOutput any
@@ -95,9 +96,12 @@ type RunDiff struct {
 	ErrorB        *RunError `json:"error_b,omitempty"`
 	DurationAMS   int64     `json:"duration_a_ms"`
 	DurationBMS   int64     `json:"duration_b_ms"`
-	FinalOutput   ValueDiff `json:"final_output"`
-	NodesAdded    []string  `json:"nodes_added"`   // in b's chain only
-	NodesRemoved  []string  `json:"nodes_removed"` // in a's chain only
+	// Input compares what the two runs were started with: a different
+	// input often explains every other difference.
+	Input        ValueDiff `json:"input"`
+	FinalOutput  ValueDiff `json:"final_output"`
+	NodesAdded   []string  `json:"nodes_added"`   // in b's chain only
+	NodesRemoved []string  `json:"nodes_removed"` // in a's chain only
 	// Divergence is the first node, in topological order (ties by id), whose
 	// status, error, route or output differs; nil when none does.
 	Divergence *Divergence `json:"divergence"`
@@ -227,6 +231,9 @@ func CompareRuns(a, b *RunSide, lim RunDiffLimits) *RunDiff {
 		d.ErrorA, d.ErrorB = a.Error, b.Error
 	}
 	vd := &valueDiffer{lim: lim, budget: lim.MaxTotalPaths}
+	// the inputs first: the page shows them first, and the total budget of
+	// paths must not leave them out
+	d.Input = vd.diff(inputValue(a.Input), inputValue(b.Input))
 
 	resA, resB := resultsByID(a.Nodes), resultsByID(b.Nodes)
 	inA, inB := nodeSet(ca, resA), nodeSet(cb, resB)
@@ -290,8 +297,17 @@ func CompareRuns(a, b *RunSide, lim RunDiffLimits) *RunDiff {
 	}
 	d.FinalOutput = vd.diff(a.FinalOutput, b.FinalOutput)
 	d.Truncated = vd.truncated
-	d.Same = d.Differing == 0 && !d.StatusChanged && d.ErrorA == nil && d.ErrorB == nil && !d.FinalOutput.Changed
+	d.Same = d.Differing == 0 && !d.StatusChanged && d.ErrorA == nil && d.ErrorB == nil && !d.FinalOutput.Changed && !d.Input.Changed
 	return d
+}
+
+// inputValue is a run's input as a JSON value: no input is the empty object
+// the run read (a nil map and {} are the same input).
+func inputValue(in map[string]any) any {
+	if in == nil {
+		return map[string]any{}
+	}
+	return in
 }
 
 func runErrorsEqual(a, b *RunError) bool {

@@ -29,7 +29,7 @@ func sideOf(t *testing.T, doc string, input map[string]any) *engine.RunSide {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine.RunSide{Chain: log[0].Start.Chain, Status: res.Status, Error: res.Error, FinalOutput: res.FinalOutput,
+	return &engine.RunSide{Chain: log[0].Start.Chain, Input: input, Status: res.Status, Error: res.Error, FinalOutput: res.FinalOutput,
 		DurationMS: res.DurationMS, Nodes: nodes, Fired: engine.FiredEdges(log)}
 }
 
@@ -372,6 +372,34 @@ func TestCompareRunsRunLevel(t *testing.T) {
 	}
 	if d.Divergence != nil {
 		t.Fatalf("no node differs, so no divergence: %s", js(d.Divergence))
+	}
+}
+
+// Two runs started with different inputs differ, even when every node and
+// the final output agree: the input is compared first, path by path.
+func TestCompareRunsInputs(t *testing.T) {
+	t.Parallel()
+	c := chainOf("x")
+	a := side(c, nil, nodeSpec{id: "x", status: "done"})
+	b := side(c, nil, nodeSpec{id: "x", status: "done"})
+	a.Input = map[string]any{"n": 1.0, "keep": "same"}
+	b.Input = map[string]any{"n": 2.0, "keep": "same", "extra": true}
+	d := engine.CompareRuns(a, b, engine.RunDiffLimits{})
+	if d.Same || !d.Input.Changed {
+		t.Fatalf("different inputs compare as the same: %s", js(d))
+	}
+	got := map[string]string{}
+	for _, p := range d.Input.Paths {
+		got[p.Path] = p.Op + " " + string(p.Old) + " " + string(p.New)
+	}
+	want := map[string]string{"n": "changed 1 2", "extra": "added  true"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("input paths = %v, want %v", got, want)
+	}
+	// no input and an empty one are the same input
+	a.Input, b.Input = nil, map[string]any{}
+	if d := engine.CompareRuns(a, b, engine.RunDiffLimits{}); !d.Same || d.Input.Changed {
+		t.Fatalf("nil and {} inputs: %s", js(d.Input))
 	}
 }
 

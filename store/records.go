@@ -121,9 +121,13 @@ type Run struct {
 type RunFilter struct {
 	ChainID string           // "" = runs of every chain
 	Status  engine.RunStatus // "" = any status
-	Limit   int              // default 50, at most 1000
-	Before  string           // cursor from a previous page; "" = newest
-	After   string           // cursor of a page's first run: the page of runs just newer than it
+	// NodeID keeps the runs that reached this node: their checkpoint log
+	// has an entry of it (it finished, failed or paused there; a skip does
+	// not count). Answered from the checkpoints' node column, run by run.
+	NodeID string
+	Limit  int    // default 50, at most 1000
+	Before string // cursor from a previous page; "" = newest
+	After  string // cursor of a page's first run: the page of runs just newer than it
 }
 
 // RunPage is one page of ListRunsPage: Older and Newer are the cursors of

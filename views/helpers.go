@@ -6,6 +6,7 @@ package views
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,26 +85,34 @@ func clock(t time.Time) string {
 	return t.Local().Format("15:04:05.000")
 }
 
-func duration(ms int64) string {
+// duration is the one formatter of a duration for people, in
+// milliseconds: "—" when unknown (negative), "< 1 ms" under a millisecond (a
+// run that took no measurable time took some), then 12 ms, 1.4 s,
+// 2 min 3 s, 1 h 5 min. static/js/common.js (Studio.duration) writes the same.
+func duration(ms float64) string {
 	switch {
-	case ms <= 0:
+	case ms < 0 || math.IsNaN(ms):
 		return "—"
-	case ms < 1000:
-		return fmt.Sprintf("%d ms", ms)
+	case ms < 1:
+		return "< 1 ms"
+	case ms < 999.5:
+		return fmt.Sprintf("%d ms", int64(math.Round(ms)))
 	case ms < 60_000:
-		return fmt.Sprintf("%.1f s", float64(ms)/1000)
+		return fmt.Sprintf("%.1f s", ms/1000)
 	}
-	if ms < 3_600_000 { // for people: 2 min 3 s, 1 h 5 min
-		return fmt.Sprintf("%d min %d s", ms/60_000, ms/1000%60)
+	n := int64(ms)
+	if n < 3_600_000 { // for people: 2 min 3 s, 1 h 5 min
+		return fmt.Sprintf("%d min %d s", n/60_000, n/1000%60)
 	}
-	return fmt.Sprintf("%d h %d min", ms/3_600_000, ms/60_000%60)
+	return fmt.Sprintf("%d h %d min", n/3_600_000, n/60_000%60)
 }
 
+// durationBetween is the time from a to b, "—" when either is unknown.
 func durationBetween(a, b time.Time) string {
 	if a.IsZero() || b.IsZero() {
 		return "—"
 	}
-	return duration(max(b.Sub(a).Milliseconds(), 1))
+	return duration(float64(b.Sub(a).Microseconds()) / 1000)
 }
 
 // pretty renders a JSON value indented; strings stay JSON-quoted so that the

@@ -1,9 +1,9 @@
 package views
 
 import (
-	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
 )
@@ -52,31 +52,25 @@ func shortID(id string) string {
 	return id
 }
 
-// msText writes a node duration (milliseconds, to the microsecond) for
-// people, as the run page does; under a millisecond it keeps one decimal.
-func msText(ms float64) string {
-	if ms < 1 {
-		return fmt.Sprintf("%.1f ms", math.Max(ms, 0.1))
-	}
-	return duration(int64(math.Round(ms)))
-}
-
 func sideDuration(s *engine.NodeSide) string {
 	if s == nil || s.DurationMS == nil {
 		return "—"
 	}
-	return msText(*s.DurationMS)
+	return duration(*s.DurationMS)
 }
 
-// deltaText is a duration change with its sign: "+12 ms", "−1.4 s".
+// deltaText is a duration change with its sign: "+12 ms", "−1.4 s"; under
+// a millisecond either way it is "< 1 ms", too small to have a direction.
 func deltaText(ms float64) string {
 	switch {
+	case ms == 0:
+		return "no change"
+	case math.Abs(ms) < 1:
+		return duration(math.Abs(ms))
 	case ms > 0:
-		return "+" + msText(ms)
-	case ms < 0:
-		return "−" + msText(-ms)
+		return "+" + duration(ms)
 	}
-	return "no change"
+	return "−" + duration(-ms)
 }
 
 func orNone(s string) string {
@@ -114,4 +108,24 @@ func compareLabel(o CompareOption) string {
 		s += " (previous run)"
 	}
 	return s
+}
+
+// maxInputText is how much of a run's input the comparison page prints
+// (pretty JSON bytes); the changed paths above it are listed in full.
+const maxInputText = 8 << 10
+
+// inputText is a run's input as indented JSON, cut at maxInputText bytes.
+func inputText(in map[string]any) string {
+	if in == nil {
+		in = map[string]any{}
+	}
+	t := pretty(in)
+	if len(t) <= maxInputText {
+		return t
+	}
+	cut := maxInputText
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return t[:cut] + "\n… (the first " + itoa(cut) + " of " + itoa(len(t)) + " bytes)"
 }

@@ -15,7 +15,7 @@ func TestRunDiffDurationTexts(t *testing.T) {
 	for _, c := range []struct {
 		ms   float64
 		want string
-	}{{12.4, "+12 ms"}, {-1400, "−1.4 s"}, {0, "no change"}, {0.04, "+0.1 ms"}, {-0.25, "−0.2 ms"}, {125_000, "+2 min 5 s"}} {
+	}{{12.4, "+12 ms"}, {-1400, "−1.4 s"}, {0, "no change"}, {0.04, "< 1 ms"}, {-0.25, "< 1 ms"}, {125_000, "+2 min 5 s"}} {
 		if got := deltaText(c.ms); got != c.want {
 			t.Errorf("deltaText(%v) = %q, want %q", c.ms, got, c.want)
 		}

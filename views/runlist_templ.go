@@ -47,10 +47,10 @@ func AgentOf(r *store.Run) string {
 // runDuration is a run's duration for people; a run that ended within the
 // millisecond is "< 1 ms", not unknown.
 func runDuration(r *store.Run) string {
-	if r.DurationMS == 0 && !r.Ended.IsZero() {
-		return "< 1 ms"
+	if r.Ended.IsZero() {
+		return "—"
 	}
-	return duration(r.DurationMS)
+	return duration(float64(r.DurationMS))
 }
 
 // triggerText says what started a run: a schedule or webhook (issue #17),

@@ -96,7 +96,7 @@ func (s *Server) runSide(ctx context.Context, id string) (*store.Run, *engine.Ru
 	if err != nil {
 		return nil, nil, storeErr(err, fmt.Sprintf("run %q", id))
 	}
-	side := &engine.RunSide{Status: r.Status, Error: r.Error, FinalOutput: r.FinalOutput, DurationMS: r.DurationMS}
+	side := &engine.RunSide{Input: r.Input, Status: r.Status, Error: r.Error, FinalOutput: r.FinalOutput, DurationMS: r.DurationMS}
 	log, err := s.db.Load(ctx, id)
 	var none *engine.ChainCheckpointError
 	switch {

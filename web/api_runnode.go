@@ -61,20 +61,63 @@ func (s *Server) sourceRun(ctx context.Context, ch *store.Chain, runID string) e
 	return nil
 }
 
-// NodeSourceRun is one of a chain's latest runs as a source of a node's
-// upstream data: Err says what it lacks (nil: it has all of it).
+// NodeSourceRun is one of a chain's runs as a source of a node's upstream
+// data: Err says what it lacks (nil: it has all of it).
 type NodeSourceRun struct {
 	Run store.Run
 	Err error
 }
 
-// nodeSourceRuns checks the chain's latest runs, newest first, as sources
-// for running node alone.
-func (s *Server) nodeSourceRuns(ctx context.Context, ch *store.Chain, node string) ([]NodeSourceRun, error) {
-	rs, _, err := s.db.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: sourceRunsChecked})
-	if err != nil {
-		return nil, err
+// nodeSources is one page of candidate source runs for running a node
+// alone: Older is the cursor of the next page of runs that reached the node
+// ("" when there is none), Searched says the page came from that search.
+type nodeSources struct {
+	Runs     []NodeSourceRun
+	Older    string
+	Searched bool
+	Latest   int // how many of Runs are the chain's latest runs
+}
+
+// nodeSourceRuns finds source runs for running node alone. With no cursor
+// it checks the chain's latest runs, newest first; when none of them has
+// what the node needs, it goes on to the older runs that reached the node
+// (a store query over the runs' node results, however far back they are).
+// With a cursor it reads the next page of that search. Each page checks at
+// most sourceRunsChecked runs: each check costs one read of a run's log.
+func (s *Server) nodeSourceRuns(ctx context.Context, ch *store.Chain, node, before string) (nodeSources, error) {
+	var out nodeSources
+	if before == "" {
+		rs, next, err := s.db.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: sourceRunsChecked})
+		if err != nil {
+			return out, err
+		}
+		if out.Runs, err = s.checkSources(ctx, ch, node, rs); err != nil {
+			return out, err
+		}
+		out.Latest = len(out.Runs)
+		if next == "" || usableSource(out.Runs) != "" {
+			return out, nil
+		}
+		before = next
 	}
+	p, err := s.db.ListRunsPage(ctx, store.RunFilter{ChainID: ch.ID, NodeID: node, Limit: sourceRunsChecked, Before: before})
+	if errors.Is(err, store.ErrInvalid) {
+		return out, apiError(EBADREQUEST, "bad_parameter", "before: "+err.Error(), map[string]any{"path": "before"})
+	}
+	if err != nil {
+		return out, err
+	}
+	found, err := s.checkSources(ctx, ch, node, p.Runs)
+	if err != nil {
+		return out, err
+	}
+	out.Runs = append(out.Runs, found...)
+	out.Older, out.Searched = p.Older, true
+	return out, nil
+}
+
+// checkSources checks each run as a source of node's upstream data.
+func (s *Server) checkSources(ctx context.Context, ch *store.Chain, node string, rs []store.Run) ([]NodeSourceRun, error) {
 	out := make([]NodeSourceRun, 0, len(rs))
 	for _, r := range rs {
 		_, err := s.runs.PlanNodeRun(ctx, ch.Doc, node, engine.NodeRunSource{FromRun: r.ID})
@@ -88,20 +131,26 @@ func (s *Server) nodeSourceRuns(ctx context.Context, ch *store.Chain, node strin
 	return out, nil
 }
 
+// usableSource is the first run that has everything ("" when none has).
+func usableSource(cands []NodeSourceRun) string {
+	for _, c := range cands {
+		if c.Err == nil {
+			return c.Run.ID
+		}
+	}
+	return ""
+}
+
 // defaultNodeSource is the latest run of the chain that has every upstream
-// output the node needs ("" when none of the last few has, or the node
-// needs none and the chain never ran).
+// output the node needs: of its last few runs, else of the last few that
+// reached the node ("" when none has, or the node needs none and the chain
+// never ran).
 func (s *Server) defaultNodeSource(ctx context.Context, ch *store.Chain, node string) (string, error) {
-	cands, err := s.nodeSourceRuns(ctx, ch, node)
+	cands, err := s.nodeSourceRuns(ctx, ch, node, "")
 	if err != nil {
 		return "", err
 	}
-	for _, c := range cands {
-		if c.Err == nil {
-			return c.Run.ID, nil
-		}
-	}
-	return "", nil
+	return usableSource(cands.Runs), nil
 }
 
 // POST /v1/chains/{id}/nodes/{node}/run {from_run?, pinned?, input?, state?, version?}
@@ -151,7 +200,7 @@ func (s *Server) runNode(c echo.Context) error {
 	var nre *engine.NodeRunError
 	if errors.As(err, &nre) && chosen == "none" && nre.Reason == engine.NodeRunMissingUpstream {
 		// say where it was looked for
-		nre.Msg = fmt.Sprintf("node %q needs the output of %q: none of the chain's last %d runs has it; name a run (from_run) or pin the outputs (pinned)", node, nre.Needs[0], sourceRunsChecked)
+		nre.Msg = fmt.Sprintf("node %q needs the output of %q: none of the chain's last %d runs, nor of the last %d that reached %q, has it; name a run (from_run) or pin the outputs (pinned)", node, nre.Needs[0], sourceRunsChecked, sourceRunsChecked, node)
 	}
 	if err != nil {
 		return err

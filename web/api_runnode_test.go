@@ -88,7 +88,7 @@ func TestRunNodeAPIErrors(t *testing.T) {
 		status           int
 		code, msg        string
 	}{
-		{"no run has the upstream", "/nodes/b/run", `{}`, 422, "node_run_missing_upstream", `node "b" needs the output of "a": none of the chain's last 10 runs has it`},
+		{"no run has the upstream", "/nodes/b/run", `{}`, 422, "node_run_missing_upstream", `node "b" needs the output of "a": none of the chain's last 10 runs, nor of the last 10 that reached "b", has it`},
 		{"pinned lacks it", "/nodes/b/run", `{"pinned":{"c":1}}`, 422, "node_run_missing_upstream", `node "b" needs the output of "a": the pinned outputs have none`},
 		{"pinned unknown node", "/nodes/b/run", `{"pinned":{"zz":1}}`, 422, "node_run_unknown_pinned", `pinned.zz: node "zz" is not in the chain`},
 		{"run of another chain", "/nodes/b/run", `{"from_run":"` + otherRun + `"}`, 422, "wrong_run", "is not a run of chain"},
@@ -210,5 +210,48 @@ func TestRunNodeDialogPage(t *testing.T) {
 	_, html = pageDo(t, ts.URL, "GET", "/chains/"+id+"/nodes/body/runnode", "", "")
 	if !strings.Contains(html, "Cannot run this node alone") || !strings.Contains(html, `runs inside &#34;m&#34;`) {
 		t.Errorf("a map body must be refused with its owner named:\n%s", html)
+	}
+}
+
+// When none of the chain's latest runs has what a node needs, the dialog
+// (and the API's default source) goes on to the older runs that reached
+// the node, found by the store, instead of saying "run the whole chain".
+func TestRunNodeSearchesOlderRunsThatReachedTheNode(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, `{"name":"pin-older","nodes":[
+	{"node_id":"gate","kind":"branch","condition":"input.go","true_node":"a","false_node":"stop"},
+	{"node_id":"a","kind":"tool","name":"echo","input_map":{"x":"input.x"}},
+	{"node_id":"b","kind":"tool","name":"echo"},
+	{"node_id":"stop","kind":"tool","name":"echo"}],
+	"edges":[{"source":"a","target":"b"}]}`)
+	start := func(input string) string {
+		r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":`+input+`}`)
+		wantStatus(t, r, 202)
+		run := r.json(t)["run_id"].(string)
+		waitRun(t, ts, run)
+		return run
+	}
+	old := start(`{"go":true,"x":7}`)
+	for i := 0; i < sourceRunsChecked+1; i++ {
+		start(`{"go":false}`) // a and b skipped: no output of a
+	}
+	_, html := pageDo(t, ts.URL, "GET", "/chains/"+id+"/nodes/b/runnode", "", "")
+	if !strings.Contains(html, `value="`+old+`" checked`) || strings.Contains(html, `id="runnode-none"`) || !strings.Contains(html, `id="runnode-searched"`) {
+		t.Fatalf("the older run that reached b is not offered and chosen:\n%s", html)
+	}
+	if n := strings.Count(html, `name="from_run"`); n != sourceRunsChecked+1 {
+		t.Errorf("the latest %d runs and the one found: %d choices", sourceRunsChecked, n)
+	}
+	if strings.Contains(html, `id="runnode-more"`) {
+		t.Errorf("no older run reached b: nothing more to search:\n%s", html)
+	}
+	r := do(t, ts, "POST", "/v1/chains/"+id+"/nodes/b/run", `{}`)
+	wantStatus(t, r, 202)
+	if m := r.json(t); m["from_run"] != old || m["source"] != "latest" {
+		t.Fatalf("the API's default source: %v", m)
+	}
+	if res, _ := pageDo(t, ts.URL, "GET", "/chains/"+id+"/nodes/b/runnode?before=!!", "", ""); res.StatusCode != 400 {
+		t.Errorf("a bad cursor: %d", res.StatusCode)
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // fragRunNodeDialog renders the editor's "Run this node" dialog: the
 // chain's latest runs, each checked as a source of the node's upstream
-// outputs, the latest that has them chosen.
+// outputs, the latest that has them chosen; when none has them, the older
+// runs that reached the node, a page at a time (?before= the next page).
 func (s *Server) fragRunNodeDialog(c echo.Context) error {
 	ctx := c.Request().Context()
 	ch, err := s.chainAt(ctx, pageParam(c, "id"), 0)
@@ -36,11 +37,12 @@ func (s *Server) fragRunNodeDialog(c echo.Context) error {
 	if n.Label != node {
 		d.Label = n.Label
 	}
-	cands, err := s.nodeSourceRuns(ctx, ch, node)
+	cands, err := s.nodeSourceRuns(ctx, ch, node, c.QueryParam("before"))
 	if err != nil {
 		return err
 	}
-	for _, cd := range cands {
+	d.Older, d.Searched, d.Continued, d.Latest = cands.Older, cands.Searched, c.QueryParam("before") != "", cands.Latest
+	for _, cd := range cands.Runs {
 		src := views.NodeSource{Run: cd.Run}
 		if cd.Err != nil {
 			src.Problem = cd.Err.Error()

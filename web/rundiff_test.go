@@ -290,3 +290,49 @@ func TestRunDiffParallelBranches(t *testing.T) {
 		t.Fatalf("the owner comes first: %v", div)
 	}
 }
+
+// The comparison shows the two runs' inputs first: the API compares them
+// path by path, and the page prints them above everything else it compares.
+func TestRunDiffShowsTheInputsFirst(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, fmt.Sprintf(diffBranchDoc, "inputs", "", ""))
+	a := startAndWait(t, ts, id, `{"items":[1,2],"who":"ann"}`)
+	b := startAndWait(t, ts, id, `{"items":[1,2],"who":"bob"}`)
+
+	r := do(t, ts, "GET", "/v1/runs/"+a+"/diff/"+b, nil)
+	wantStatus(t, r, http.StatusOK)
+	m := r.json(t)
+	in := m["input"].(map[string]any)
+	paths := in["paths"].([]any)
+	if in["changed"] != true || len(paths) != 1 || paths[0].(map[string]any)["path"] != "who" ||
+		paths[0].(map[string]any)["old"] != "ann" || paths[0].(map[string]any)["new"] != "bob" {
+		t.Fatalf("input diff: %v", in)
+	}
+	if m["same"] != false {
+		t.Fatalf("runs started with different inputs are not the same: %s", r.body)
+	}
+
+	page := string(do(t, ts, "GET", "/runs/"+a+"/diff/"+b, nil).body)
+	at := strings.Index(page, `id="rundiff-input"`)
+	if at < 0 {
+		t.Fatalf("the page does not show the inputs")
+	}
+	if v := strings.Index(page, `id="rundiff-verdict"`); v < at {
+		t.Errorf("the inputs come after the verdict (%d < %d)", v, at)
+	}
+	block := page[at:strings.Index(page, `id="rundiff-verdict"`)]
+	for _, want := range []string{"differs", `id="input-diff"`, "<code>who</code>", `id="input-a"`, `&#34;ann&#34;`, `id="input-b"`, `&#34;bob&#34;`} {
+		if !strings.Contains(block, want) {
+			t.Errorf("the inputs block lacks %q:\n%s", want, block)
+		}
+	}
+
+	// the same input: said once, shown once
+	c := startAndWait(t, ts, id, `{"items":[1,2],"who":"ann"}`)
+	page = string(do(t, ts, "GET", "/runs/"+a+"/diff/"+c, nil).body)
+	block = page[strings.Index(page, `id="rundiff-input"`):strings.Index(page, `id="rundiff-verdict"`)]
+	if !strings.Contains(block, "the same") || strings.Contains(block, `id="input-b"`) || !strings.Contains(block, "A and B") {
+		t.Errorf("the same input:\n%s", block)
+	}
+}

@@ -461,6 +461,27 @@
     if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(eles); }
   };
 
+  // Single-key shortcuts (a letter, ?, + and −, Delete, Backspace, the
+  // arrows) act only while the focus is on the canvas (the graph or its
+  // controls): a key typed anywhere else, e.g. just after a properties field
+  // was redrawn under it, must not edit the chain. They can be turned off
+  // (WCAG 2.1.4); the choice is kept in this browser.
+  const SINGLE_KEYS = 'studio.singleKeyShortcuts';
+  Studio.singleKeysOn = function () {
+    try { return localStorage.getItem(SINGLE_KEYS) !== 'off'; } catch { return true; }
+  };
+  Studio.setSingleKeys = function (on) {
+    try { if (on) localStorage.removeItem(SINGLE_KEYS); else localStorage.setItem(SINGLE_KEYS, 'off'); } catch { /* storage off: this page only */ }
+  };
+  // canvasKey says whether the single-key shortcut in keydown e may act.
+  Studio.canvasKey = function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey || !Studio.singleKeysOn()) return false;
+    if (document.querySelector('dialog[open]')) return false;
+    const t = document.activeElement;
+    if (!t || t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)) return false;
+    return !!t.closest('.canvas-wrap');
+  };
+
   Studio.focus = function (cy, ele) {
     if (!ele || ele.empty()) return;
     cy.animate({ center: { eles: ele }, zoom: Math.max(cy.zoom(), 0.9) }, { duration: 200 });

@@ -3,6 +3,18 @@
 (function () {
   const Studio = (window.Studio = window.Studio || {});
 
+  // duration is the one formatter of a duration (milliseconds) for people,
+  // as the server writes it (views/helpers.go duration): "—" unknown,
+  // "< 1 ms" under a millisecond, 12 ms, 1.4 s, 2 min 3 s, 1 h 5 min.
+  Studio.duration = function (ms) {
+    if (typeof ms !== 'number' || !(ms >= 0)) return '—';
+    if (ms < 1) return '< 1 ms';
+    if (ms < 999.5) return Math.round(ms) + ' ms';
+    if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+    if (ms < 3600000) return Math.floor(ms / 60000) + ' min ' + Math.floor(ms / 1000) % 60 + ' s';
+    return Math.floor(ms / 3600000) + ' h ' + Math.floor(ms / 60000) % 60 + ' min';
+  };
+
   // Close buttons inside dialogs.
   document.addEventListener('click', (e) => {
     const b = e.target.closest('.close-dialog');

@@ -669,10 +669,12 @@
     const html = await res.text();
     performance.mark('studio:props-fetched');
     if (seq !== propsSeq) return; // a newer selection won
+    const kept = keepFocus();
     propsEl.innerHTML = html;
     if (window.StudioForms) window.StudioForms.mount(propsEl); // forms from schemas (forms.js)
     performance.mark('studio:props-html');
     if (window.htmx) window.htmx.process(propsEl);
+    kept();
     if (focusPropsNext) {
       focusPropsNext = false;
       const f = propsEl.querySelector('input:not([type=hidden]):not([disabled]), select, textarea');
@@ -680,6 +682,34 @@
     }
   }
   const scheduleProps = Studio.debounce(showProps, 30);
+
+  // keepFocus notes the panel field that has the focus before the panel is
+  // redrawn and returns the function that gives it back afterwards, to the
+  // same field of the new panel, with what was typed there since the panel
+  // was asked for and the caret where it was. Without it the focus fell to
+  // the page at each redraw (after a rename, say) and the next keys went to
+  // the canvas's shortcuts. A panel for another element keeps the focus in
+  // the properties section.
+  const FOCUSABLE = 'input:not([type=hidden]), select, textarea, button, summary, [tabindex]';
+  function keepFocus() {
+    const a = document.activeElement;
+    if (!a || a === propsEl || !propsEl.contains(a)) return () => {};
+    const old = propsEl.querySelector('.props');
+    const same = (p) => old && p && p.dataset.target === old.dataset.target && p.dataset.id === old.dataset.id;
+    const f = fieldOf(a);
+    const i = [...propsEl.querySelectorAll(FOCUSABLE)].filter((el) => fieldOf(el) === f).indexOf(a);
+    const text = a.matches('input[type=text], input[type=number], input:not([type]), textarea');
+    const value = text ? a.value : null;
+    let range = null;
+    try { range = text ? [a.selectionStart, a.selectionEnd] : null; } catch { /* a number field has no caret */ }
+    return () => {
+      const el = same(propsEl.querySelector('.props')) && i >= 0 ? [...propsEl.querySelectorAll(FOCUSABLE)].filter((x) => fieldOf(x) === f)[i] : null;
+      if (!el || el.disabled) { propsEl.focus({ preventScroll: true }); return; }
+      if (text && el.value !== value) el.value = value;
+      el.focus({ preventScroll: true });
+      if (range) { try { el.setSelectionRange(range[0], range[1]); } catch { /* no caret */ } }
+    };
+  }
 
   function readValue(el) {
     const t = el.dataset.t;
@@ -873,6 +903,9 @@
     // the typed id stays in the field with the reason beside it; nothing changes
     showIdProblem(input, problem);
     if (problem) return;
+    // the panel edits the node under its new id from now on: a label typed
+    // before the panel is redrawn goes to the renamed node
+    panel.dataset.id = id;
     mutate(() => {
       rename(old, id);
       cy.batch(() => {
@@ -980,16 +1013,16 @@
     if (id) selectAndFocus(id);
   });
 
-  // The canvas row keeps the viewport's height less the toolbar and the node
-  // list's summary, whatever the list shows; the list's open state is kept.
-  const toolbarEl = root.querySelector('.toolbar');
+  // The editor fills the window below the page's top bar (app.css, .editor):
+  // its top is measured, not assumed, since the bar wraps on a narrow window.
   const pane = $('node-list-pane');
   const summaryEl = pane.querySelector('summary');
   function measureChrome() {
-    root.style.setProperty('--editor-chrome', (toolbarEl.offsetHeight + summaryEl.offsetHeight + 2) + 'px');
+    root.style.setProperty('--editor-top', Math.max(0, Math.round(root.getBoundingClientRect().top + window.scrollY)) + 'px');
   }
   measureChrome();
-  new ResizeObserver(measureChrome).observe(toolbarEl);
+  const topbar = document.querySelector('.topbar');
+  if (topbar) new ResizeObserver(measureChrome).observe(topbar);
   try { if (localStorage.getItem('studio.nodeList') === 'closed') pane.open = false; } catch { /* storage off */ }
   // A details element that is open in the page's HTML fires 'toggle' once
   // on its own after loading; only a person opening the list brings it into
@@ -1016,9 +1049,10 @@
     if (mod && (e.key === 'z' || e.key === 'Z')) { e.preventDefault(); if (e.shiftKey) redo(); else undo(); return; }
     if (mod && (e.key === 'y' || e.key === 'Y')) { e.preventDefault(); redo(); return; }
     if (mod && (e.key === 'a' || e.key === 'A')) { e.preventDefault(); cy.nodes().not('.eh-handle').select(); return; }
-    if (!mod && (e.key === 'Delete' || e.key === 'Backspace')) { e.preventDefault(); deleteSelection(); return; }
-    if (!mod && (e.key === 'c' || e.key === 'C') && !e.altKey) { e.preventDefault(); connectSelected(); return; } // the picker's field must not get the c
-    if (!mod && e.key === 'f') { Studio.fit(cy); }
+    if (!Studio.canvasKey(e)) return;
+    if (e.key === 'Delete' || e.key === 'Backspace') { e.preventDefault(); deleteSelection(); return; }
+    if (e.key === 'c' || e.key === 'C') { e.preventDefault(); connectSelected(); return; } // the picker's field must not get the c
+    if (e.key === 'f') { Studio.fit(cy); }
   });
 
   document.addEventListener('copy', (e) => {
@@ -1194,6 +1228,13 @@
       if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
     } });
     cy.on('studio-loaded', () => { markIssues(); syncTableSelection(); });
+    // A click on the graph gives it the focus, so that the single-key
+    // shortcuts (Studio.canvasKey) act: Cytoscape's own canvases do not take
+    // it, and Cytoscape blurs the focused element on mousedown, so the focus
+    // is given when the button comes up.
+    cyEl.addEventListener('pointerup', (e) => {
+      if (e.target.tagName === 'CANVAS' && document.activeElement !== cyEl) cyEl.focus({ preventScroll: true });
+    }, true);
     // Cytoscape only notices window resizes: follow the container itself
     new ResizeObserver(() => { if (!cy.destroyed()) cy.resize(); }).observe(cyEl);
     performance.mark('studio:cy');

@@ -93,10 +93,7 @@
   document.addEventListener('click', (e) => { if (e.target.closest('#btn-extract')) open(); });
   document.addEventListener('keydown', (e) => {
     const st = S();
-    if (!st || !st.mutate || e.ctrlKey || e.metaKey || e.altKey) return;
-    const t = e.target;
-    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
-    if (document.querySelector('dialog[open]')) return;
+    if (!st || !st.mutate || !Studio.canvasKey(e)) return;
     if (e.key === 'e' || e.key === 'E') { e.preventDefault(); open(); }
   });
 })();

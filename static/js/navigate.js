@@ -108,11 +108,19 @@
     if (!help) {
       const rows = SHORTCUTS.map(([k, what]) => Studio.el('tr', {}, Studio.el('th', { scope: 'row' }, Studio.el('kbd', { text: k })), Studio.el('td', { text: what })));
       const table = Studio.el('table', { class: 'list compact shortcuts' }, Studio.el('tbody', {}, ...rows));
+      // WCAG 2.1.4: the single-key shortcuts can be turned off
+      const toggle = Studio.el('input', { type: 'checkbox', id: 'single-keys', 'aria-describedby': 'single-keys-help' });
+      toggle.checked = Studio.singleKeysOn();
+      toggle.addEventListener('change', () => Studio.setSingleKeys(toggle.checked));
       help = Studio.el('dialog', { id: 'shortcuts-dialog', 'aria-labelledby': 'shortcuts-title' },
-        Studio.el('h2', { id: 'shortcuts-title', text: 'Keyboard shortcuts' }), table,
+        Studio.el('h2', { id: 'shortcuts-title', text: 'Keyboard shortcuts' }),
+        Studio.el('p', { class: 'single-keys' }, Studio.el('label', {}, toggle, ' Single-key shortcuts')),
+        Studio.el('p', { class: 'hint', id: 'single-keys-help', text: 'The shortcuts of one key (a letter, ?, + / −, Delete, the arrow keys) act only while the canvas has the focus (click it, or Tab to it). Turned off, they do nothing; the Ctrl shortcuts still work. Remembered in this browser.' }),
+        table,
         Studio.el('div', { class: 'dialog-actions' }, Studio.el('button', { type: 'button', class: 'close-dialog primary', text: 'Close' })));
       root.append(help);
     }
+    help.querySelector('#single-keys').checked = Studio.singleKeysOn();
     help.showModal();
     help.querySelector('.close-dialog').focus();
   }
@@ -338,7 +346,7 @@
     if (typing(e) || document.querySelector('dialog[open]')) return;
     const cy = st.cy;
     if (mod && (e.key === 'd' || e.key === 'D')) { e.preventDefault(); duplicate(); return; }
-    if (mod || e.altKey) return;
+    if (!Studio.canvasKey(e)) return;
     if (e.key === '?') { e.preventDefault(); openHelp(); return; }
     if (e.key === 'z' || e.key === 'Z') { zoomTo(cy, selectedNodes(cy)); return; }
     if (e.key === '+' || e.key === '=') { zoomBy(cy, 1.2); return; }

@@ -146,10 +146,7 @@
   });
 
   document.addEventListener('keydown', (e) => {
-    if (!plane || e.ctrlKey || e.metaKey || e.altKey) return;
-    const t = e.target;
-    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
-    if (document.querySelector('dialog[open]')) return;
+    if (!plane || !Studio.canvasKey(e)) return;
     if (e.key === 'n' || e.key === 'N') { e.preventDefault(); addNote(); }
   });
 })();

@@ -68,14 +68,8 @@
     return '';
   }
 
-  // durations for people: 12 ms, 1.4 s, 2 min 3 s (as the server writes them)
-  function fmtDuration(ms) {
-    if (!(ms >= 0)) return '';
-    if (ms < 1000) return Math.max(Math.round(ms), 1) + ' ms';
-    if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
-    if (ms < 3600000) return Math.floor(ms / 60000) + ' min ' + Math.floor(ms / 1000) % 60 + ' s';
-    return Math.floor(ms / 3600000) + ' h ' + Math.floor(ms / 60000) % 60 + ' min';
-  }
+  // durations for people, as the server writes them (common.js)
+  const fmtDuration = Studio.duration;
   window.__run.fmtDuration = fmtDuration;
 
   // a node's label with its id beside it, as the server renders it
@@ -372,7 +366,8 @@
     const s = $('run-status');
     s.textContent = status.replace(/_/g, ' ');
     s.className = 'status status-' + status;
-    if (ms) $('run-duration').textContent = fmtDuration(ms);
+    // a run that ended within the millisecond took "< 1 ms", not no time
+    if (ms || !['running', 'queued', 'paused'].includes(status)) $('run-duration').textContent = fmtDuration(ms);
   }
 
   function onEvent(e) {

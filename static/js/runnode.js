@@ -51,25 +51,29 @@
     return dialog;
   }
 
-  async function openDialog(nodeId, btn) {
-    opener = btn;
+  async function openDialog(nodeId, btn, before) {
+    if (btn) opener = btn;
     // the node must be saved as shown before it can run
     if (window.__studio && window.__studio.flush) await window.__studio.flush();
     const dlg = ensureDialog();
     dlg.replaceChildren(Studio.el('p', { class: 'hint', text: 'Looking for runs with this node\'s inputs…' }));
     if (!dlg.open) dlg.showModal();
-    const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/nodes/' + encodeURIComponent(nodeId) + '/runnode', { headers: { Accept: 'text/html' } });
+    // before: the next page of the older runs that reached the node
+    const q = before ? '?before=' + encodeURIComponent(before) : '';
+    const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/nodes/' + encodeURIComponent(nodeId) + '/runnode' + q, { headers: { Accept: 'text/html' } });
     dlg.innerHTML = await res.text();
     if (!dlg.querySelector('form')) { // an error fragment: let it be closed
       dlg.append(Studio.el('div', { class: 'dialog-actions' }, Studio.el('button', { type: 'button', class: 'close-dialog', id: 'runnode-cancel' }, 'Close')));
     }
-    const first = dlg.querySelector('input[name=from_run]:checked') || dlg.querySelector('#runnode-submit:not([disabled])') || dlg.querySelector('#runnode-cancel');
+    const first = dlg.querySelector('input[name=from_run]:checked') || dlg.querySelector('#runnode-submit:not([disabled])') || dlg.querySelector('#runnode-more') || dlg.querySelector('#runnode-cancel');
     if (first) first.focus();
   }
 
   document.addEventListener('click', (e) => {
     const b = e.target.closest('#btn-run-node');
     if (b) openDialog(b.dataset.nodeId, b);
+    const more = e.target.closest('#runnode-more');
+    if (more) openDialog(more.closest('form').dataset.nodeId, null, more.dataset.before);
   });
 
   async function onSubmit(e) {

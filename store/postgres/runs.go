@@ -231,6 +231,10 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		where = append(where, "status = ?")
 		args = append(args, string(f.Status))
 	}
+	if f.NodeID != "" {
+		where = append(where, reachedNode)
+		args = append(args, f.NodeID)
+	}
 	order := ` ORDER BY started_at DESC, id`
 	switch {
 	case f.Before != "":
@@ -357,3 +361,6 @@ WHERE id = $1 AND status = 'queued'`, runID, now)
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// reachedNode keeps the runs that got to RunFilter.NodeID (sqlq.ReachedNode).
+var reachedNode = sqlq.ReachedNode(`(c.body::jsonb -> 'node' ->> 'status')`)

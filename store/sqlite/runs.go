@@ -228,6 +228,10 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		where = append(where, "status = ?")
 		args = append(args, string(f.Status))
 	}
+	if f.NodeID != "" {
+		where = append(where, reachedNode)
+		args = append(args, f.NodeID)
+	}
 	order := ` ORDER BY started_at DESC, id`
 	switch {
 	case f.Before != "":
@@ -296,3 +300,6 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 	p.Runs = runs
 	return p, nil
 }
+
+// reachedNode keeps the runs that got to RunFilter.NodeID (sqlq.ReachedNode).
+var reachedNode = sqlq.ReachedNode(`json_extract(c.body, '$.node.status')`)

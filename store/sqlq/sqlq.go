@@ -83,3 +83,14 @@ func DecodeCursor(c string) (int64, string, error) {
 	}
 	return started, id, nil
 }
+
+// ReachedNode is the condition on runs (the table named runs) that keeps
+// those whose checkpoint log has a pause entry, or a node entry other than a
+// skip, of the node given as its one argument: the runs that got to the
+// node. Each run's entries are found by the primary key's run_id prefix; only
+// the node's own entries are decoded, by the backend's nodeStatus
+// expression (the "status" of a node entry's "node" in c.body).
+func ReachedNode(nodeStatus string) string {
+	return `EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = runs.id AND c.node_id = ? AND ` +
+		`(c.kind = 'pause' OR (c.kind = 'node' AND ` + nodeStatus + ` <> 'skip')))`
+}

@@ -132,3 +132,78 @@ func testListRunsPageBothWaysWithStatus(t *testing.T, open Opener) {
 		t.Fatal("before and after together accepted")
 	}
 }
+
+// RunFilter.NodeID keeps the runs that reached a node, found from their
+// checkpoints (a node entry other than a skip, or a pause), in the list's order and
+// paged like it; runs of other chains and runs that did not get there are
+// left out however old or new they are.
+func testRunsThatReachedANode(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	ch, _ := db.CreateChain(ctx, SampleChain("reach", 3), "")
+	other, _ := db.CreateChain(ctx, SampleChain("reach other", 3), "")
+	t0 := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	var want []string
+	for i := 0; i < 24; i++ {
+		id := fmt.Sprintf("reach-%02d", i)
+		chainID := ch.ID
+		if i%4 == 3 {
+			chainID = other.ID // reached n1 too, but of another chain
+		}
+		if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: chainID, ChainVersion: 1, Started: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		at := t0.Add(time.Duration(i) * time.Minute)
+		cps := []engine.Checkpoint{
+			{RunID: id, Kind: engine.CheckpointStart, Time: at, Start: &engine.StartRecord{Chain: SampleChain("reach", 3)}},
+			{RunID: id, Kind: engine.CheckpointNode, EventSeq: 1, Time: at, Node: &engine.NodeRecord{NodeID: "n0", Status: engine.PhaseDone, Output: "x", Attempts: 1, Started: at, Ended: at}},
+		}
+		reached := i%4 == 3
+		switch i % 4 {
+		case 0: // finished n1
+			cps = append(cps, engine.Checkpoint{RunID: id, Kind: engine.CheckpointNode, EventSeq: 2, Time: at, Node: &engine.NodeRecord{NodeID: "n1", Status: engine.PhaseDone, Output: "y", Attempts: 1, Started: at, Ended: at}})
+			reached = true
+		case 1: // paused at n1
+			cps = append(cps, engine.Checkpoint{RunID: id, Kind: engine.CheckpointPause, EventSeq: 2, Time: at, Pause: &engine.PauseRecord{NodeID: "n1", Prompt: "ok?"}})
+			reached = true
+		case 2: // decided n1 without getting there: a skip
+			cps = append(cps, engine.Checkpoint{RunID: id, Kind: engine.CheckpointNode, EventSeq: 2, Time: at, Node: &engine.NodeRecord{NodeID: "n1", Status: engine.PhaseSkip, Reason: "branch_not_taken"}})
+		}
+		if reached {
+			cps = append(cps, engine.Checkpoint{RunID: id, Kind: engine.CheckpointNode, EventSeq: 3, Time: at, Node: &engine.NodeRecord{NodeID: "n2", Status: engine.PhaseDone, Attempts: 1, Started: at, Ended: at}})
+		}
+		if err := db.Append(ctx, id, cps); err != nil {
+			t.Fatal(err)
+		}
+		if chainID == ch.ID && reached {
+			want = append([]string{id}, want...) // newest first
+		}
+	}
+	var got []string
+	cursor := ""
+	pages := 0
+	for {
+		p, err := db.ListRunsPage(ctx, store.RunFilter{ChainID: ch.ID, NodeID: "n1", Limit: 5, Before: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range p.Runs {
+			got = append(got, r.ID)
+		}
+		if p.Older == "" {
+			break
+		}
+		cursor = p.Older
+	}
+	if !reflect.DeepEqual(got, want) || pages != 3 {
+		t.Fatalf("runs that reached n1, %d pages:\n%v\nwant\n%v", pages, got, want)
+	}
+	if p, _ := db.ListRunsPage(ctx, store.RunFilter{ChainID: ch.ID, NodeID: "nope"}); len(p.Runs) != 0 {
+		t.Fatalf("a node no run reached: %d runs", len(p.Runs))
+	}
+	// n0, which every run reached: the chain filter still applies
+	if p, _ := db.ListRunsPage(ctx, store.RunFilter{ChainID: other.ID, NodeID: "n0", Limit: 100}); len(p.Runs) != 6 {
+		t.Fatalf("runs of the other chain that reached n0: %d", len(p.Runs))
+	}
+}

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Opener) {
 		{"ChainsKeysetPaging", testChainsKeysetPaging},
 		{"RunsKeysetPaging", testRunsKeysetPaging},
 		{"ListRunsPageBothWaysWithStatus", testListRunsPageBothWaysWithStatus},
+		{"RunsThatReachedANode", testRunsThatReachedANode},
 		{"Events", testEvents},
 		{"EventWriter", testEventWriter},
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
