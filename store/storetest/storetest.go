@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"FoldedNodesMatchTheEngine", testFoldedNodesMatchTheEngine},
 		{"FoldAcrossResume", testFoldAcrossResume},
 		{"Users", testUsers},
+		{"LastAdmin", testLastAdmin},
 		{"Triggers", testTriggers},
 		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
 		{"Usage", testUsage},
