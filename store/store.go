@@ -26,7 +26,8 @@ type ChainStore interface {
 	// SaveChain stores doc as a new version of chain id. baseVersion is the
 	// version the edit started from: when the chain has moved on since,
 	// nothing is written and a *VersionConflictError carries the current
-	// version.
+	// version. A document equal to the current version's (its stored
+	// form) writes nothing and returns the chain at its current version.
 	SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*Chain, error)
 	// SaveChainAs is SaveChain recording how the version was made.
 	SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind VersionKind) (*Chain, error)
