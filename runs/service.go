@@ -710,6 +710,11 @@ type ticket struct {
 // run is active (Active, Cancel see it) from now on. fn is called (and the
 // ticket returned) unless the service is shut down.
 func (s *Service) launch(req context.Context, id, kind string, fn func(context.Context) (*engine.Result, error)) (*ticket, error) {
+	return s.launchOn(req, id, kind, fn, s.queue.Enqueue)
+}
+
+// launchOn is launch with the call that queues the job.
+func (s *Service) launchOn(req context.Context, id, kind string, fn func(context.Context) (*engine.Result, error), enqueue func(Job) error) (*ticket, error) {
 	parent := s.capture(req)
 	ctx, cancel := context.WithCancelCause(s.base)
 	if !s.track(id, cancel) {
@@ -718,7 +723,7 @@ func (s *Service) launch(req context.Context, id, kind string, fn func(context.C
 	}
 	t := &ticket{done: make(chan struct{})}
 	run := func() { s.execute(id, kind, parent, ctx, cancel, fn, t) }
-	if err := s.queue.Enqueue(Job{RunID: id, Kind: kind, Run: run}); err != nil {
+	if err := enqueue(Job{RunID: id, Kind: kind, Run: run}); err != nil {
 		// Filled up since admit: the run is recorded, so it ends cancelled
 		// with the reason rather than staying queued for ever.
 		cancel(err)
