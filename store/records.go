@@ -144,6 +144,11 @@ const CodeInterruptedByRestart = "interrupted_by_restart"
 // started, so they are started again, not resumed.
 const CodeInterruptedBeforeStart = "interrupted_before_start"
 
+// CodeStorageUnavailable is the error code of runs that stopped because the
+// store refused their writes (a full disk): their end, or some of their
+// events, could not be stored.
+const CodeStorageUnavailable = "storage_unavailable"
+
 // Retention says which runs PruneRuns deletes: runs that started more than
 // OlderThan ago (0: any age) and are not among the KeepPerChain newest runs of
 // their chain (0: keep none by count). At least one must be set. Running and
