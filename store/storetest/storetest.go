@@ -43,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListRunsPageBothWaysWithStatus", testListRunsPageBothWaysWithStatus},
 		{"Events", testEvents},
 		{"EventWriter", testEventWriter},
+		{"EventWriterLostRun", testEventWriterLostRun},
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
 		{"EndClearsInterrupts", testEndClearsInterrupts},
 		{"ClaimInterruptConcurrent", testClaimInterruptConcurrent},
