@@ -76,7 +76,14 @@ func NewFIFO(slots, maxWaiting int) *FIFO {
 }
 
 // Enqueue implements Queue.
-func (q *FIFO) Enqueue(j Job) error {
+func (q *FIFO) Enqueue(j Job) error { return q.enqueue(j, true) }
+
+// EnqueueOver is Enqueue without the waiting limit: for runs admitted
+// before a restart, queued again at start-up (Service.Requeue), whose
+// number the limit bounded when they were admitted.
+func (q *FIFO) EnqueueOver(j Job) error { return q.enqueue(j, false) }
+
+func (q *FIFO) enqueue(j Job, limit bool) error {
 	q.mu.Lock()
 	switch {
 	case q.closed:
@@ -87,7 +94,7 @@ func (q *FIFO) Enqueue(j Job) error {
 		q.mu.Unlock()
 		go q.exec(j)
 		return nil
-	case len(q.waiting) >= q.max:
+	case limit && len(q.waiting) >= q.max:
 		q.mu.Unlock()
 		return q.full()
 	}

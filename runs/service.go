@@ -243,11 +243,15 @@ func New(opts Options) (*Service, error) {
 		sink = append(sink, s.obs)
 		cp = timedCheckpointer{cp, s.obs}
 	}
-	if s.disp != nil {
-		// Other processes read a run's events from the store as soon as its
-		// row says it stopped: its events are stored before its end entry.
-		cp = flushingCheckpointer{cp, s.events.Flush}
+	// A run's events are stored before its end entry: other processes read
+	// them as soon as its row says it stopped, and a run that lost some
+	// (the disk full) does not end as if its history were whole: the end
+	// entry is refused, and the run ends failed (storage_unavailable).
+	flush := func(ctx context.Context, _ string) error { return s.events.Flush(ctx) }
+	if rf, ok := s.events.(store.RunFlusher); ok {
+		flush = rf.FlushRun
 	}
+	cp = flushingCheckpointer{cp, flush}
 	var attemptCtx func(context.Context, engine.AttemptInfo) context.Context
 	var onRun func(string, *engine.Chain)
 	if opts.Tracer != nil {
@@ -521,7 +525,7 @@ func (s *Service) Cancel(runID string) bool {
 		return true
 	}
 	if s.disp == nil {
-		return false
+		return s.cancelOrphan(runID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -715,6 +719,11 @@ type ticket struct {
 // run is active (Active, Cancel see it) from now on. fn is called (and the
 // ticket returned) unless the service is shut down.
 func (s *Service) launch(req context.Context, id, kind string, fn func(context.Context) (*engine.Result, error)) (*ticket, error) {
+	return s.launchOn(req, id, kind, fn, s.queue.Enqueue)
+}
+
+// launchOn is launch with the call that queues the job.
+func (s *Service) launchOn(req context.Context, id, kind string, fn func(context.Context) (*engine.Result, error), enqueue func(Job) error) (*ticket, error) {
 	parent := s.capture(req)
 	ctx, cancel := context.WithCancelCause(s.base)
 	if !s.track(id, cancel) {
@@ -723,7 +732,7 @@ func (s *Service) launch(req context.Context, id, kind string, fn func(context.C
 	}
 	t := &ticket{done: make(chan struct{})}
 	run := func() { s.execute(id, kind, parent, ctx, cancel, fn, t) }
-	if err := s.queue.Enqueue(Job{RunID: id, Kind: kind, Run: run}); err != nil {
+	if err := enqueue(Job{RunID: id, Kind: kind, Run: run}); err != nil {
 		// Filled up since admit: the run is recorded, so it ends cancelled
 		// with the reason rather than staying queued for ever.
 		cancel(err)
@@ -755,6 +764,15 @@ func (s *Service) execute(id, kind, parent string, ctx context.Context, cancel c
 	if endSpan != nil {
 		endSpan(res, err)
 	}
+	if err != nil && s.disp == nil && !errors.Is(err, ErrShutdown) && !refused(err) {
+		// The engine could not store the run's end (the store refused a
+		// write): the run's row still says running. It ends failed here,
+		// now or once the store takes writes again (a River job is retried
+		// instead: its worker takes the run over).
+		if s.endStranded(id, err, t) {
+			return
+		}
+	}
 	// Not active before the watchers hear the end, so that what they
 	// read next (Active, the run's JSON) says it stopped.
 	s.untrack(id)
@@ -762,17 +780,26 @@ func (s *Service) execute(id, kind, parent string, ctx context.Context, cancel c
 	close(t.done)
 }
 
+// refused reports whether err is a typed engine error (a resume or
+// checkpoint refused before the run went on: the run is as it was), not a
+// write the store failed.
+func refused(err error) bool {
+	var typed interface{ Code() string }
+	return errors.As(err, &typed)
+}
+
 // flushingCheckpointer stores every event emitted so far before an end
-// entry (stopped, paused) is written.
+// entry (stopped, paused) is written, and refuses the entry when events of
+// the run were lost (flush answers *store.EventsLostError).
 type flushingCheckpointer struct {
 	engine.Checkpointer
-	flush func(context.Context) error
+	flush func(ctx context.Context, runID string) error
 }
 
 func (f flushingCheckpointer) Append(ctx context.Context, runID string, cps []engine.Checkpoint) error {
 	for _, cp := range cps {
 		if cp.Kind == engine.CheckpointEnd {
-			if err := f.flush(context.WithoutCancel(ctx)); err != nil {
+			if err := f.flush(context.WithoutCancel(ctx), runID); err != nil {
 				return fmt.Errorf("store the run's events before its end: %w", err)
 			}
 			break

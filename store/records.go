@@ -142,6 +142,17 @@ type RunPage struct {
 // that were running when the studio stopped.
 const CodeInterruptedByRestart = "interrupted_by_restart"
 
+// CodeInterruptedBeforeStart is the error code of runs that were waiting in
+// the queue when the studio stopped and cannot be queued again (a re-run, a
+// node run, an ad-hoc run: what they run was not stored): they never
+// started, so they are started again, not resumed.
+const CodeInterruptedBeforeStart = "interrupted_before_start"
+
+// CodeStorageUnavailable is the error code of runs that stopped because the
+// store refused their writes (a full disk): their end, or some of their
+// events, could not be stored.
+const CodeStorageUnavailable = "storage_unavailable"
+
 // Retention says which runs PruneRuns deletes: runs that started more than
 // OlderThan ago (0: any age) and are not among the KeepPerChain newest runs of
 // their chain (0: keep none by count). At least one must be set. Running and

@@ -11,6 +11,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -26,7 +27,8 @@ type ChainStore interface {
 	// SaveChain stores doc as a new version of chain id. baseVersion is the
 	// version the edit started from: when the chain has moved on since,
 	// nothing is written and a *VersionConflictError carries the current
-	// version.
+	// version. A document equal to the current version's (its stored
+	// form) writes nothing and returns the chain at its current version.
 	SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*Chain, error)
 	// SaveChainAs is SaveChain recording how the version was made.
 	SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind VersionKind) (*Chain, error)
@@ -112,6 +114,29 @@ type EventWriter interface {
 	// Dropped counts events given up on after repeated write failures.
 	Dropped() uint64
 }
+
+// RunFlusher is what an EventWriter may also do (the shared one does):
+// FlushRun waits like Flush, then reports with an *EventsLostError whether
+// events of runID were given up on since the last FlushRun for it (and
+// forgets them). Another run's losses are not its error, nor consumed.
+type RunFlusher interface {
+	FlushRun(ctx context.Context, runID string) error
+}
+
+// EventsLostError says that Events events of a run could not be stored
+// after repeated attempts (Err is the last write error): the run's
+// stored history is incomplete.
+type EventsLostError struct {
+	RunID  string
+	Events uint64
+	Err    error
+}
+
+func (e *EventsLostError) Error() string {
+	return fmt.Sprintf("%d events of run %s could not be stored: %v", e.Events, e.RunID, e.Err)
+}
+
+func (e *EventsLostError) Unwrap() error { return e.Err }
 
 // EventWriterOptions configure an EventWriter. The zero value is usable.
 type EventWriterOptions struct {

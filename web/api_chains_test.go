@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -345,5 +347,46 @@ func TestBodyLimitIs413JSON(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		t.Fatalf("chunked oversize: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+}
+
+// A PUT or PATCH that changes nothing answers 200 with the same ETag and
+// makes no version; a real change still makes one.
+func TestNoOpSaveKeepsVersion(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServer(t)
+	id := createChain(t, ts, fmt.Sprintf(linearDoc, "same"))
+	versions := func() int {
+		t.Helper()
+		vs, err := srv.db.ListVersions(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(vs)
+	}
+	r := do(t, ts, "GET", "/v1/chains/"+id, nil)
+	wantStatus(t, r, 200)
+	doc, _ := json.Marshal(r.json(t)["doc"])
+	for _, body := range []string{fmt.Sprintf(linearDoc, "same"), string(doc)} {
+		r = do(t, ts, "PUT", "/v1/chains/"+id, body, "If-Match", `"v1"`)
+		wantStatus(t, r, 200)
+		if r.header.Get("ETag") != `"v1"` || r.json(t)["version"].(float64) != 1 {
+			t.Fatalf("no-op PUT: ETag %q, %s", r.header.Get("ETag"), r.body)
+		}
+	}
+	// A patch that sets what is already there.
+	patch := `{"nodes": [{"node_id": "a", "kind": "tool", "name": "echo", "input_map": {"x": "input.x"}}]}`
+	r = do(t, ts, "PATCH", "/v1/chains/"+id, patch, "If-Match", `"v1"`)
+	wantStatus(t, r, 200)
+	if r.header.Get("ETag") != `"v1"` || r.json(t)["version"].(float64) != 1 {
+		t.Fatalf("no-op PATCH: ETag %q, %s", r.header.Get("ETag"), r.body)
+	}
+	if n := versions(); n != 1 {
+		t.Fatalf("%d versions after no-op saves, want 1", n)
+	}
+	r = do(t, ts, "PUT", "/v1/chains/"+id, fmt.Sprintf(linearDoc, "renamed"), "If-Match", `"v1"`)
+	wantStatus(t, r, 200)
+	if r.header.Get("ETag") != `"v2"` || versions() != 2 {
+		t.Fatalf("a real change: ETag %q, %d versions", r.header.Get("ETag"), versions())
 	}
 }

@@ -62,7 +62,7 @@ func TestIfNoneMatchOnVersions(t *testing.T) {
 	if len(r.body) != 0 {
 		t.Fatalf("304 with a body: %s", r.body)
 	}
-	wantStatus(t, do(t, ts, "PUT", "/v1/chains/"+id, fmt.Sprintf(linearDoc, "cached"), "If-Match", `"v1"`), 200)
+	wantStatus(t, do(t, ts, "PUT", "/v1/chains/"+id, fmt.Sprintf(linearDoc, "cached, edited"), "If-Match", `"v1"`), 200)
 	r = do(t, ts, "GET", "/v1/chains/"+id+"/versions", nil, "If-None-Match", `"v1"`)
 	wantStatus(t, r, 200)
 	if n := len(r.json(t)["versions"].([]any)); n != 2 || r.header.Get("ETag") != `"v2"` {

@@ -133,7 +133,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "studio: recover runs: %v\n", err)
 		return exitFailed
 	} else if n > 0 {
-		log.Info("marked runs interrupted by the last stop as failed; resume them to continue", "runs", n)
+		log.Info("marked runs interrupted by the last stop as failed (interrupted_by_restart: resume them; interrupted_before_start: start them again)", "runs", n)
 	}
 	src := credentialKeySource(*dbPath, *keyFile)
 	vlt, err := openVault(ctx, db, src, log)
@@ -246,6 +246,16 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
+	}
+	// The runs accepted before the last stop that never started, left
+	// queued by RecoverInterrupted, wait in line again (a no-op with River:
+	// its jobs outlive the process).
+	if n, err := svc.Requeue(ctx, db); err != nil {
+		svc.Close()
+		fmt.Fprintf(stderr, "studio: queue again the runs accepted before the last stop: %v\n", err)
+		return exitFailed
+	} else if n > 0 {
+		log.Info("queued again the runs accepted before the last stop that had not started", "runs", n)
 	}
 	if queue != nil {
 		if err := queue.Start(ctx, svc); err != nil {

@@ -38,9 +38,10 @@ type EventWriter struct {
 	emitted  uint64 // events accepted by Emit
 	settled  uint64 // events committed, or dropped after retries
 	dropped  uint64
-	err      error // a loss not yet reported by Flush
-	failing  bool  // inside a run of failed attempts (log once)
-	flushing int   // Flush calls waiting
+	err      error               // a loss not yet reported by Flush
+	lost     map[string]*lostRun // runs whose events were dropped, until FlushRun
+	failing  bool                // inside a run of failed attempts (log once)
+	flushing int                 // Flush calls waiting
 	changed  chan struct{}
 	closed   bool
 
@@ -49,7 +50,18 @@ type EventWriter struct {
 	done chan struct{}
 }
 
+// lostRun is what a run lost: how many events, and the last write error.
+type lostRun struct {
+	n   uint64
+	err error
+}
+
+// maxLostRuns bounds how many runs' losses wait for their FlushRun; past
+// it, further runs' losses are reported by Flush (and the log) only.
+const maxLostRuns = 10000
+
 var (
+	_ store.RunFlusher = (*EventWriter)(nil)
 	_ engine.EventSink = (*EventWriter)(nil)
 	_ engine.Flusher   = (*EventWriter)(nil)
 )
@@ -118,11 +130,40 @@ func (w *EventWriter) Emit(e engine.Event) {
 // Flush waits until every event emitted before the call is committed (or
 // given up on), and returns any write failure not yet reported.
 func (w *EventWriter) Flush(ctx context.Context) error {
+	if err := w.settle(ctx); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.err
+	w.err = nil
+	return err
+}
+
+// FlushRun waits like Flush, then returns an *store.EventsLostError when
+// events of runID were dropped since its last FlushRun. It leaves other
+// failures to Flush.
+func (w *EventWriter) FlushRun(ctx context.Context, runID string) error {
+	if err := w.settle(ctx); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.lost[runID]
+	if l == nil {
+		return nil
+	}
+	delete(w.lost, runID)
+	return &store.EventsLostError{RunID: runID, Events: l.n, Err: l.err}
+}
+
+// settle waits until every event emitted before the call is committed or
+// given up on.
+func (w *EventWriter) settle(ctx context.Context) error {
 	w.mu.Lock()
 	target := w.emitted
 	w.flushing++
 	defer func() {
-		w.mu.Lock()
 		w.flushing--
 		w.mu.Unlock()
 	}()
@@ -133,14 +174,12 @@ func (w *EventWriter) Flush(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			w.mu.Lock()
 			return fmt.Errorf("store: flush events: %w", ctx.Err())
 		}
 		w.mu.Lock()
 	}
-	err := w.err
-	w.err = nil
-	w.mu.Unlock()
-	return err
+	return nil
 }
 
 // Close writes everything buffered and stops the writer. It returns any
@@ -278,6 +317,22 @@ func (w *EventWriter) giveUp(attempts int, err error) bool {
 	w.log.Error("store: events dropped after repeated write failures", "events", n, "run_id", runID, "err", err)
 	lost := fmt.Errorf("store: %d events (run %s, seq %d..) were not stored: %w", n, runID, firstSeq(w.buf), err)
 	w.err = errors.Join(w.err, lost)
+	if w.lost == nil {
+		w.lost = map[string]*lostRun{}
+	}
+	for i := range w.buf {
+		id := w.buf[i].RunID
+		l := w.lost[id]
+		if l == nil {
+			if len(w.lost) >= maxLostRuns {
+				continue
+			}
+			l = &lostRun{}
+			w.lost[id] = l
+		}
+		l.n++
+		l.err = err
+	}
 	clear(w.buf)
 	w.buf = w.buf[:0]
 	w.dropped += uint64(n)

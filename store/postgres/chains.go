@@ -120,7 +120,7 @@ func (db *DB) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *
 	var ch *store.Chain
 	err = db.writeTx(ctx, func(tx *Tx) error {
 		var err error
-		ch, err = saveVersion(ctx, tx, id, &baseVersion, doc, body, message, kind, now)
+		ch, err = saveVersion(ctx, tx, id, &baseVersion, doc, body, message, kind, now, true)
 		return err
 	})
 	if err != nil {
@@ -131,8 +131,10 @@ func (db *DB) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *
 }
 
 // saveVersion appends a version to a live chain. base == nil skips the
-// optimistic-concurrency check.
-func saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time) (*store.Chain, error) {
+// optimistic-concurrency check. keepSame: a document whose stored form is
+// the current version's (a save that changes nothing) writes nothing and
+// returns the chain at its current version, so that its ETag stays.
+func saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time, keepSame bool) (*store.Chain, error) {
 	var cur int
 	var created int64
 	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at FROM chains WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).Scan(&cur, &created)
@@ -144,6 +146,22 @@ func saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *engine.
 	}
 	if base != nil && *base != cur {
 		return nil, &store.VersionConflictError{ChainID: id, Base: *base, Current: cur}
+	}
+	if keepSame {
+		var same bool
+		var updated int64
+		// Compared in the database: a large document is not read back.
+		err := tx.QueryRowContext(ctx, `SELECT v.doc = ?, c.updated_at FROM chain_versions v JOIN chains c ON c.id = v.chain_id
+WHERE v.chain_id = ? AND v.version = ?`, body, id, cur).Scan(&same, &updated)
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			return &store.Chain{
+				ID: id, Name: doc.Name, Description: doc.Description, Version: cur, NodeCount: len(doc.Nodes),
+				Created: fromMicros(created), Updated: fromMicros(updated),
+			}, nil
+		}
 	}
 	holder, err := nameHolder(ctx, tx, doc.Name, id)
 	if err != nil {
@@ -467,7 +485,7 @@ func (db *DB) RestoreVersion(ctx context.Context, id string, v, baseVersion int,
 		if baseVersion != 0 {
 			base = &baseVersion
 		}
-		ch, err = saveVersion(ctx, tx, id, base, doc, b, message, store.VersionSave, now)
+		ch, err = saveVersion(ctx, tx, id, base, doc, b, message, store.VersionSave, now, false)
 		return err
 	})
 	if err != nil {
@@ -515,7 +533,7 @@ func (db *DB) NameVersion(ctx context.Context, id string, baseVersion int, messa
 		if doc, err = db.loadDoc(ctx, tx, id, cur); err != nil {
 			return err
 		}
-		ch, err = saveVersion(ctx, tx, id, &cur, doc, body, message, store.VersionNamed, now)
+		ch, err = saveVersion(ctx, tx, id, &cur, doc, body, message, store.VersionNamed, now, false)
 		return err
 	})
 	if err != nil {

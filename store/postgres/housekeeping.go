@@ -11,11 +11,14 @@ import (
 	"github.com/chainstudio/studio/store/sqlq"
 )
 
-const interruptedMessage = "the studio stopped while this run was running; resume it to continue from its last checkpoint"
-
-// RecoverInterrupted marks every run left "running" or "queued" by a previous process as
-// failed with code interrupted_by_restart, appending an "end" checkpoint so
-// that a resume sees a failed run. Call it at startup, before starting runs.
+// RecoverInterrupted ends or requeues every run a previous process left
+// "running" or "queued" (only a crash leaves one: a clean stop cancels
+// them), as sqlq.Recovery decides in one transaction per run: a run with a
+// start entry is marked failed with code interrupted_by_restart by an "end"
+// checkpoint, so that a resume continues it; a saved chain's run that never
+// started stays queued for the run service to queue again; any other run
+// that never started is failed with interrupted_before_start (start it
+// again). Call it at startup, before starting runs.
 // Paused runs are left alone, and so are runs whose lease is live: another
 // process executes them (a cluster never calls this at start-up: the
 // reaper takes dead processes' runs over instead). It returns how many runs
@@ -56,24 +59,15 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 			if err != nil {
 				return err
 			}
-			nodes, err := sqlq.RunNodes(ctx, tx, id, "")
+			what, err := sqlq.Recovery(ctx, tx, id, seq, db.now())
 			if err != nil {
 				return err
 			}
-			nodesRun := 0
-			for _, nr := range nodes {
-				if nr.Status == engine.PhaseDone || nr.Status == engine.PhaseError {
-					nodesRun++
-				}
+			if what.Requeue {
+				_, err := db.exec(ctx, tx, `UPDATE runs SET status = 'queued' WHERE id = ?`, id)
+				return err
 			}
-			cp := engine.Checkpoint{
-				RunID: id, Kind: engine.CheckpointEnd, EventSeq: seq, Time: db.now().UTC(),
-				End: &engine.EndRecord{
-					Status:   engine.StatusFailed,
-					Error:    &engine.RunError{Code: store.CodeInterruptedByRestart, Message: interruptedMessage},
-					NodesRun: nodesRun,
-				},
-			}
+			cp := *what.End
 			cps := []engine.Checkpoint{cp}
 			enc, err := cplog.Encode(cps)
 			if err != nil {
@@ -90,6 +84,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 		if marked {
 			n++
 		}
+
 	}
 	return n, nil
 }

@@ -46,7 +46,7 @@ func (db *DB) SetUserRole(ctx context.Context, name, role string) (*store.User, 
 	var u *store.User
 	err := db.writeTx(ctx, func(tx *Tx) error {
 		var err error
-		u, err = sqlq.SetUserRole(ctx, tx, name, role)
+		u, err = sqlq.SetUserRole(ctx, tx, lockAdmins, name, role)
 		return err
 	})
 	return u, err
@@ -55,6 +55,9 @@ func (db *DB) SetUserRole(ctx context.Context, name, role string) (*store.User, 
 // RemoveUser removes a live user; its token stops working at once.
 func (db *DB) RemoveUser(ctx context.Context, name string) error {
 	return db.writeTx(ctx, func(tx *Tx) error {
-		return sqlq.RemoveUser(ctx, tx, name, micros(db.now()))
+		return sqlq.RemoveUser(ctx, tx, lockAdmins, name, micros(db.now()))
 	})
 }
+
+// lockAdmins: see sqlq.LockAdmins.
+const lockAdmins sqlq.LockAdmins = " FOR UPDATE"

@@ -107,23 +107,84 @@ func users(ctx context.Context, q Queryer, query string, args ...any) ([]store.U
 	return out, nil
 }
 
-// SetUserRole changes a live user's role.
-func SetUserRole(ctx context.Context, tx Execer, name, role string) (*store.User, error) {
+// LockAdmins is what SetUserRole and RemoveUser append to the query that
+// reads the live admins before a change: "" where the backend's write
+// transactions are serial already (SQLite's one writer, BEGIN IMMEDIATE),
+// " FOR UPDATE" on PostgreSQL, so that two admins changing each other at
+// once are serialized on the admin rows and the second sees the first's
+// change.
+type LockAdmins string
+
+// keepAnAdmin locks the live admins' rows (lock), runs change, and refuses
+// it (rolling back with the caller's transaction) when it left live users
+// but no admin among them: nobody could manage users any more. Removing
+// the last user of all is allowed (the studio is open again).
+func keepAnAdmin(ctx context.Context, tx Execer, lock LockAdmins, name, what string, change func() error) error {
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM users WHERE removed_at IS NULL AND role = ? ORDER BY name`+string(lock), store.RoleAdmin)
+	if err != nil {
+		return fmt.Errorf("store: read the admins: %w", err)
+	}
+	for rows.Next() { // every row read: each is locked as it is returned
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("store: read the admins: %w", err)
+	}
+	if err := change(); err != nil {
+		return err
+	}
+	var admins, live int
+	rows, err = tx.QueryContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN role = ? THEN 1 ELSE 0 END), 0) FROM users WHERE removed_at IS NULL`, store.RoleAdmin)
+	if err == nil {
+		if rows.Next() {
+			err = rows.Scan(&live, &admins)
+		}
+		if rerr := rows.Err(); err == nil {
+			err = rerr
+		}
+		rows.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("store: count the admins: %w", err)
+	}
+	if live > 0 && admins == 0 {
+		return store.Errorf(store.ECONFLICT, "cannot %s user %q: it is the last admin, and a studio with users needs one to manage them; make another user admin first", what, name)
+	}
+	return nil
+}
+
+// SetUserRole changes a live user's role; a change that leaves no admin
+// among the live users is refused (ECONFLICT).
+func SetUserRole(ctx context.Context, tx Execer, lock LockAdmins, name, role string) (*store.User, error) {
 	if err := store.CheckRole(role); err != nil {
 		return nil, err
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE users SET role = ? WHERE name = ? AND removed_at IS NULL`, role, name)
+	err := keepAnAdmin(ctx, tx, lock, name, "demote", func() error { return setRole(ctx, tx, name, role) })
 	if err != nil {
-		return nil, fmt.Errorf("store: set the role of user %q: %w", name, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return nil, fmt.Errorf("%w: no user named %q", store.ErrNotFound, name)
+		return nil, err
 	}
 	return GetUser(ctx, tx, name)
 }
 
-// RemoveUser marks a live user removed (now: unix microseconds).
-func RemoveUser(ctx context.Context, tx Execer, name string, now int64) error {
+func setRole(ctx context.Context, tx Execer, name, role string) error {
+	res, err := tx.ExecContext(ctx, `UPDATE users SET role = ? WHERE name = ? AND removed_at IS NULL`, role, name)
+	if err != nil {
+		return fmt.Errorf("store: set the role of user %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("%w: no user named %q", store.ErrNotFound, name)
+	}
+	return nil
+}
+
+// RemoveUser marks a live user removed (now: unix microseconds); removing
+// the last admin while other users remain is refused (ECONFLICT).
+func RemoveUser(ctx context.Context, tx Execer, lock LockAdmins, name string, now int64) error {
+	return keepAnAdmin(ctx, tx, lock, name, "remove", func() error { return removeUser(ctx, tx, name, now) })
+}
+
+func removeUser(ctx context.Context, tx Execer, name string, now int64) error {
 	res, err := tx.ExecContext(ctx, `UPDATE users SET removed_at = ? WHERE name = ? AND removed_at IS NULL`, now, name)
 	if err != nil {
 		return fmt.Errorf("store: remove user %q: %w", name, err)

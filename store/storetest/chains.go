@@ -300,3 +300,59 @@ func testChainsKeysetPaging(t *testing.T, open Opener) {
 		t.Fatalf("after a name with no id: %v total %d %v", rows, total, err)
 	}
 }
+
+// NoOpSave: a save whose document is the current version's (a fresh copy
+// of it, decoded again: the comparison is of the stored form) writes no
+// version and returns the chain at its current version; any change, even
+// a node's position, makes one. Both SaveChain and SaveChainAs.
+func testNoOpSave(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	ch, err := db.CreateChain(ctx, SampleChain("same", 3), "initial")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := db.GetChain(ctx, ch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(cur.Doc)
+	var again engine.Chain
+	if err := json.Unmarshal(b, &again); err != nil {
+		t.Fatal(err)
+	}
+	for i, save := range []func(*engine.Chain) (*store.Chain, error){
+		func(d *engine.Chain) (*store.Chain, error) { return db.SaveChain(ctx, ch.ID, 1, d, "nothing") },
+		func(d *engine.Chain) (*store.Chain, error) {
+			return db.SaveChainAs(ctx, ch.ID, 1, d, "autosave", store.VersionAutosave)
+		},
+	} {
+		got, err := save(&again)
+		if err != nil {
+			t.Fatalf("save %d: %v", i, err)
+		}
+		if got.Version != 1 || got.ID != ch.ID || got.Name != "same" || got.NodeCount != 3 {
+			t.Fatalf("no-op save %d answered %+v, want version 1", i, got)
+		}
+	}
+	if vs, err := db.ListVersions(ctx, ch.ID); err != nil || len(vs) != 1 {
+		t.Fatalf("after no-op saves: %d versions (%v), want 1", len(vs), err)
+	}
+	if c, _ := db.GetChain(ctx, ch.ID); c.Version != 1 {
+		t.Fatalf("current version %d after no-op saves", c.Version)
+	}
+	// A stale base still conflicts, whatever the document.
+	moved := again.Clone()
+	moved.Nodes[0].Position = &engine.Position{X: 1, Y: 2}
+	if got, err := db.SaveChain(ctx, ch.ID, 1, moved, "moved"); err != nil || got.Version != 2 {
+		t.Fatalf("a moved node: %+v %v, want version 2", got, err)
+	}
+	var ve *store.VersionConflictError
+	if _, err := db.SaveChain(ctx, ch.ID, 1, moved, "stale"); !errors.As(err, &ve) || ve.Current != 2 {
+		t.Fatalf("stale no-op: %v, want a version conflict", err)
+	}
+	// Restoring and naming still make versions (they record an act).
+	if got, err := db.NameVersion(ctx, ch.ID, 2, "release"); err != nil || got.Version != 3 {
+		t.Fatalf("name version: %+v %v", got, err)
+	}
+}

@@ -2,7 +2,10 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -110,5 +113,45 @@ func testEventWriter(t *testing.T, open Opener) {
 	w.Emit(Events("last", 11, 1)[0])
 	if n, _ := db.MaxSeq(ctx, "last"); n != 11 {
 		t.Fatalf("late event: %d", n)
+	}
+}
+
+// EventWriterLostRun: a batch the store refuses (here: seqs already
+// stored) is given up on after MaxRetries, and FlushRun reports it to its
+// run only, once, as an *store.EventsLostError; another run's FlushRun is
+// clean.
+func testEventWriterLostRun(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	w := db.NewEventWriter(store.EventWriterOptions{MaxRetries: 2, Interval: time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer w.Close()
+	rf, ok := w.(store.RunFlusher)
+	if !ok {
+		t.Fatalf("the event writer %T cannot say which run lost events", w)
+	}
+	if err := db.AppendEvents(ctx, Events("dup", 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range Events("dup", 2, 2) { // seqs 2 and 3 again
+		w.Emit(e)
+	}
+	var lost *store.EventsLostError
+	if err := rf.FlushRun(ctx, "dup"); !errors.As(err, &lost) || lost.RunID != "dup" || lost.Events != 2 || lost.Err == nil {
+		t.Fatalf("FlushRun of the run whose batch was refused: %v", err)
+	}
+	if err := rf.FlushRun(ctx, "dup"); err != nil {
+		t.Fatalf("a second FlushRun reports the loss again: %v", err)
+	}
+	for _, e := range Events("clean", 1, 5) {
+		w.Emit(e)
+	}
+	if err := rf.FlushRun(ctx, "clean"); err != nil {
+		t.Fatalf("FlushRun of a run whose events were stored: %v", err)
+	}
+	if n, _ := db.MaxSeq(ctx, "clean"); n != 5 {
+		t.Fatalf("clean run: max seq %d after FlushRun", n)
+	}
+	if w.Dropped() != 2 {
+		t.Fatalf("dropped %d, want 2", w.Dropped())
 	}
 }

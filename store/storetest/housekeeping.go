@@ -26,20 +26,58 @@ func testRecoverInterrupted(t *testing.T, open Opener) {
 	for _, bb := range CheckpointLog("done") {
 		db.Append(ctx, "done", bb)
 	}
-	// A run still waiting in the queue when the process died: the store
-	// keeps the status queued, and recovery fails it too.
+	// Runs still waiting in the queue when the process died (the store
+	// keeps the status queued). An ad-hoc one and a re-run cannot be
+	// queued again (what they run lived in the process): they fail, saying
+	// to start them again, not to resume.
 	if _, err := db.CreateRun(ctx, store.Run{ID: "waiting", Status: engine.StatusQueued}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := db.GetRunInfo(ctx, "waiting"); r == nil || r.Status != engine.StatusQueued {
 		t.Fatalf("queued run stored as %+v", r)
 	}
+	ch, err := db.CreateChain(ctx, SampleChain("saved", 2), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateRun(ctx, store.Run{ID: "rerun", ChainID: ch.ID, ChainVersion: 1, ParentRunID: "done", Kind: store.KindRerun, Status: engine.StatusQueued}); err != nil {
+		t.Fatal(err)
+	}
+	// A saved chain's runs that never started, one queued, one given a
+	// slot but killed before its start entry: both stay queued, to be
+	// queued again with their input.
+	for _, id := range []string{"saved-queued", "saved-running"} {
+		st := engine.StatusQueued
+		if id == "saved-running" {
+			st = engine.StatusRunning
+		}
+		if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: ch.ID, ChainVersion: 1, Kind: store.KindRun, Input: map[string]any{"q": id}, Status: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Events but no start entry: it did start, but nothing resumes it.
+	if _, err := db.CreateRun(ctx, store.Run{ID: "saved-events", ChainID: ch.ID, ChainVersion: 1, Kind: store.KindRun, Status: engine.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	db.AppendEvents(ctx, Events("saved-events", 1, 2))
 	n, err := db.RecoverInterrupted(ctx)
-	if err != nil || n != 2 {
+	if err != nil || n != 4 {
 		t.Fatalf("recovered %d, %v", n, err)
 	}
-	if r, _ := db.GetRunInfo(ctx, "waiting"); r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart {
-		t.Fatalf("queued run after recovery: %+v", r)
+	for _, id := range []string{"waiting", "rerun", "saved-events"} {
+		r, _ := db.GetRunInfo(ctx, id)
+		if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedBeforeStart || strings.Contains(r.Error.Message, "resume it") {
+			t.Fatalf("never-started %s after recovery: %+v", id, r)
+		}
+		if !strings.Contains(r.Error.Message, "start it again") {
+			t.Fatalf("never-started %s: message %q does not say to start it again", id, r.Error.Message)
+		}
+	}
+	for _, id := range []string{"saved-queued", "saved-running"} {
+		r, _ := db.GetRunInfo(ctx, id)
+		if r.Status != engine.StatusQueued || r.Error != nil || r.Input["q"] != id {
+			t.Fatalf("saved run %s after recovery: %+v, want queued with its input", id, r)
+		}
 	}
 	r, _ := db.GetRun(ctx, "mid")
 	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart ||
@@ -62,6 +100,9 @@ func testRecoverInterrupted(t *testing.T, open Opener) {
 	}
 	if n, _ := db.RecoverInterrupted(ctx); n != 0 {
 		t.Fatalf("second recovery marked %d", n)
+	}
+	if r, _ := db.GetRunInfo(ctx, "saved-queued"); r.Status != engine.StatusQueued {
+		t.Fatalf("second recovery changed a requeued run: %+v", r)
 	}
 }
 

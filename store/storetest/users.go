@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/chainstudio/studio/store"
@@ -91,5 +93,100 @@ func testUsers(t *testing.T, open Opener) {
 	}
 	if _, err := db.UserByTokenHash(ctx, hash("bob-token")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("old bob token: %v", err)
+	}
+}
+
+// LastAdmin: while users exist one of them is an admin. Demoting or
+// removing the last admin is ECONFLICT and changes nothing, also when two
+// admins demote (or remove) each other at the same moment: exactly one of
+// the two changes wins, every try. Removing the very last user is allowed.
+func testLastAdmin(t *testing.T, open Opener) {
+	db := open(t)
+	ctx := context.Background()
+	hash := func(tok string) []byte { h := sha256.Sum256([]byte(tok)); return h[:] }
+	if _, err := db.AddUser(ctx, "ann", store.RoleAdmin, hash("ann")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddUser(ctx, "bob", store.RoleViewer, hash("bob")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetUserRole(ctx, "ann", store.RoleEditor); store.ErrorCode(err) != store.ECONFLICT {
+		t.Fatalf("demote the last admin: %v, want conflict", err)
+	}
+	if err := db.RemoveUser(ctx, "ann"); store.ErrorCode(err) != store.ECONFLICT {
+		t.Fatalf("remove the last admin: %v, want conflict", err)
+	}
+	if u, _ := db.GetUser(ctx, "ann"); u == nil || u.Role != store.RoleAdmin {
+		t.Fatalf("a refused change changed ann: %+v", u)
+	}
+	admins := func() []string {
+		t.Helper()
+		us, err := db.ListUsers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, u := range us {
+			if u.Role == store.RoleAdmin {
+				out = append(out, u.Name)
+			}
+		}
+		return out
+	}
+	prev := "ann" // the one admin before each try
+	for try := range 20 {
+		a, b := fmt.Sprintf("a%d", try), fmt.Sprintf("b%d", try)
+		for _, n := range []string{a, b} {
+			if _, err := db.AddUser(ctx, n, store.RoleAdmin, hash(n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// a and b become the only two admins.
+		if _, err := db.SetUserRole(ctx, prev, store.RoleViewer); err != nil {
+			t.Fatalf("try %d: demote %s with two admins left: %v", try, prev, err)
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for k, other := range []string{b, a} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if try%2 == 0 { // demote each other
+					_, errs[k] = db.SetUserRole(ctx, other, store.RoleEditor)
+				} else { // remove each other
+					errs[k] = db.RemoveUser(ctx, other)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case store.ErrorCode(err) != store.ECONFLICT:
+				t.Fatalf("try %d: %v", try, err)
+			}
+		}
+		got := admins()
+		if won != 1 || len(got) != 1 {
+			t.Fatalf("try %d: %d of 2 changes won (%v), admins now %v: want exactly one admin", try, won, errs, got)
+		}
+		prev = got[0]
+	}
+	// The last user of all may go: the studio is open again.
+	us, _ := db.ListUsers(ctx)
+	for _, u := range us {
+		if u.Name != prev {
+			if err := db.RemoveUser(ctx, u.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.RemoveUser(ctx, prev); err != nil {
+		t.Fatalf("remove the only user left: %v", err)
 	}
 }
