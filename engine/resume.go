@@ -67,6 +67,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	if last != nil {
 		status = last.Status
 	}
+	if value != nil && len(modifiedState) > 0 {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "an answer to a pause cannot patch the run's state (modified_state): the answered step must do what the person saw"}}
+	}
 	switch {
 	case status == StatusPaused && value == nil:
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is paused at an interrupt; resume it with a value"}}

@@ -209,7 +209,7 @@ func (s *Server) resumeRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.requireResumeRole(c, id); err != nil {
+	if err := s.requireResumeRole(c, id, pauseID, value != nil); err != nil {
 		return err
 	}
 	if pauseID != "" && value == nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,20 +158,53 @@ func refuseRole(id Identity, a action) error {
 		map[string]any{"needs": need, "role": id.Role, "user": id.Name})
 }
 
-// requireResumeRole: answering a paused run needs actAnswer, resuming a
-// failed or cancelled one (running it again) actEdit. An unknown run is
-// left to the resume itself to report.
-func (s *Server) requireResumeRole(c echo.Context, runID string) error {
-	r, err := s.db.GetRunInfo(c.Request().Context(), runID)
+// requireResumeRole: answering a pause needs actAnswer whatever the run's
+// status (a running run holds pauses too: map items, branches, sub-chains
+// answered while the rest runs); resuming a failed or cancelled run with
+// no answer (running it again) needs actEdit. An answer to a pause whose
+// interrupt names approvers must come from one of them (requireApprover).
+func (s *Server) requireResumeRole(c echo.Context, runID, pauseID string, answering bool) error {
+	id := callerOf(c)
+	if !answering {
+		// An unknown run, or a paused one (which needs an answer), is left
+		// to the resume itself to report.
+		r, err := s.db.GetRunInfo(c.Request().Context(), runID)
+		if err != nil || r.Status == engine.StatusPaused {
+			return nil
+		}
+		if !roleAllows(id.Role, actEdit) {
+			return refuseRole(id, actEdit)
+		}
+		return nil
+	}
+	if !roleAllows(id.Role, actAnswer) {
+		return refuseRole(id, actAnswer)
+	}
+	return s.requireApprover(c.Request().Context(), id, runID, pauseID)
+}
+
+// requireApprover refuses an answer to a pause whose interrupt node lists
+// approvers (config.approvers: names or roles) from a caller who is none of
+// them: 403 not_an_approver naming who may. On a studio without users or a
+// token (the local single user) there is no one else to be, so it passes.
+// An unknown run or pause is left to the resume itself to report.
+func (s *Server) requireApprover(ctx context.Context, id Identity, runID, pauseID string) error {
+	if id.Via == "local" {
+		return nil
+	}
+	log, err := s.db.Load(ctx, runID)
 	if err != nil {
 		return nil
 	}
-	need := actEdit
-	if r.Status == engine.StatusPaused {
-		need = actAnswer
+	p, err := engine.PauseToAnswer(runID, pauseID, log)
+	if err != nil {
+		return nil
 	}
-	if id := callerOf(c); !roleAllows(id.Role, need) {
-		return refuseRole(id, need)
+	a := p.Approval()
+	if a == nil || len(a.Approvers) == 0 || slices.Contains(a.Approvers, id.Name) || slices.Contains(a.Approvers, id.Role) {
+		return nil
 	}
-	return nil
+	return apiError(EFORBIDDEN, "not_an_approver",
+		fmt.Sprintf("pause %q may be answered only by %s; %s (%s) is not one of them", p.PauseID, strings.Join(a.Approvers, ", "), id.Name, id.Role),
+		map[string]any{"approvers": a.Approvers, "pause_id": p.PauseID, "node_id": p.NodeID, "user": id.Name, "role": id.Role})
 }

@@ -1,0 +1,226 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/internal/testutil"
+)
+
+// pageForm posts the run page's answer form.
+func pageForm(t *testing.T, ts *httptest.Server, path string, form url.Values, headers ...string) (int, string) {
+	t.Helper()
+	res, body := pageDo(t, ts.URL, "POST", path, "application/x-www-form-urlencoded", form.Encode(), headers...)
+	return res.StatusCode, body
+}
+
+// paletteInterruptDoc: an interrupt node as the palette adds it (a prompt
+// only: no schema, proposed value or outcome edges), then a step after it.
+const paletteInterruptDoc = `{"name":"palette-interrupt","nodes":[
+	{"node_id":"prep","kind":"tool","name":"echo","input_map":{"amount":"input.amount"}},
+	{"node_id":"ask","kind":"interrupt","label":"Check the amount","config":{"prompt":"Pay it?"}},
+	{"node_id":"after","kind":"tool","name":"echo","input_map":{"answer":"ask.output"}}],
+	"edges":[{"source":"prep","target":"ask"},{"source":"ask","target":"after"}]}`
+
+// The same decision on the same pause means one thing whichever door it
+// comes through: the API, the run page's form, and the inbox (which posts
+// the body static/js/inbox.js builds to the answer URL it is given). Reject
+// without a rejected edge fails the run at the node; approve outputs the
+// proposed value (the node's input) and the run goes on; each is audited
+// as what was clicked.
+func TestAnswerFromEveryDoorIsOneAnswer(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, paletteInterruptDoc)
+	paused := func() string {
+		t.Helper()
+		r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"amount":7}}`)
+		wantStatus(t, r, 202)
+		run := r.json(t)["run_id"].(string)
+		if m := waitRun(t, ts, run); m["status"] != "paused" {
+			t.Fatalf("not paused: %v", m)
+		}
+		return run
+	}
+	doors := map[string]func(run, action string){
+		"api": func(run, action string) {
+			wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"action":"`+action+`"}`), 200)
+		},
+		"run page": func(run, action string) {
+			code, body := pageForm(t, ts, "/runs/"+run+"/resume", url.Values{"decision": {action}, "pause_id": {"ask"}})
+			if code != 200 && code != 303 || strings.Contains(body, "Could not resume") {
+				t.Fatalf("page answer %s: %d %s", action, code, body)
+			}
+		},
+		"inbox": func(run, action string) {
+			items := do(t, ts, "GET", "/v1/interrupts?run="+run, nil).json(t)["interrupts"].([]any)
+			if len(items) != 1 {
+				t.Fatalf("inbox: %v", items)
+			}
+			it := items[0].(map[string]any)
+			body, _ := json.Marshal(map[string]any{"action": action, "pause_id": it["node_id"]})
+			wantStatus(t, do(t, ts, "POST", it["answer_url"].(string), string(body)), 200)
+		},
+	}
+	type outcome struct {
+		Status, Action, ErrCode, After string
+		Rejected                       bool // the run's error says the node was rejected
+	}
+	for _, action := range []string{engine.ActionApprove, engine.ActionReject} {
+		got := map[string]outcome{}
+		for door, answer := range doors {
+			run := paused()
+			answer(run, action)
+			var m map[string]any
+			testutil.Eventually(t, 10*time.Second, func() error {
+				m = do(t, ts, "GET", "/v1/runs/"+run, nil).json(t)
+				if st := m["status"]; st == "running" || st == "paused" || st == "queued" {
+					return fmt.Errorf("the run of %s answered from %s is %v", action, door, st)
+				}
+				return nil
+			})
+			o := outcome{Status: m["status"].(string)}
+			if a := m["answers"].([]any); len(a) == 1 {
+				o.Action = a[0].(map[string]any)["action"].(string)
+			}
+			if e, _ := m["error"].(map[string]any); e != nil {
+				o.ErrCode, _ = e["code"].(string)
+				msg, _ := e["message"].(string)
+				o.Rejected = strings.Contains(msg, "rejected by local")
+			}
+			if out, ok := m["outputs"].(map[string]any)["after"]; ok {
+				b, _ := json.Marshal(out)
+				o.After = string(b)
+			}
+			got[door] = o
+		}
+		want := outcome{Status: "completed", Action: "approve", After: `{"answer":{"amount":7}}`}
+		if action == engine.ActionReject {
+			want = outcome{Status: "failed", Action: "reject", ErrCode: engine.CodeNodeError, Rejected: true}
+		}
+		for door, o := range got {
+			if o != want {
+				t.Errorf("%s from %s: %+v, want %+v (every door: %+v)", action, door, o, want, got)
+			}
+		}
+	}
+}
+
+// pausedWhileRunning starts doc (an interrupt beside a long delay) as the
+// editor and waits until its pause is in the log while the run still runs.
+func pausedWhileRunning(t *testing.T, srv *Server, ts *httptest.Server, doc string, editor []string) string {
+	t.Helper()
+	r := do(t, ts, "POST", "/v1/chains", doc, editor...)
+	wantStatus(t, r, http.StatusCreated)
+	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{"input":{}}`, editor...)
+	wantStatus(t, r, http.StatusAccepted)
+	run := r.json(t)["run_id"].(string)
+	t.Cleanup(func() { srv.runs.Cancel(run) })
+	testutil.Eventually(t, 10*time.Second, func() error {
+		log, err := srv.db.Load(context.Background(), run)
+		if err != nil || len(engine.PendingPauses(log)) != 1 {
+			return fmt.Errorf("run %s has not paused at ask (%v)", run, err)
+		}
+		return nil
+	})
+	if m := do(t, ts, "GET", "/v1/runs/"+run, nil, editor...).json(t); m["status"] != "running" {
+		t.Fatalf("the run should still run beside its pause: %v", m["status"])
+	}
+	return run
+}
+
+func runningPauseDoc(name, approvers string) string {
+	return `{"name":"` + name + `","nodes":[
+	{"node_id":"start","kind":"tool","name":"echo"},
+	{"node_id":"ask","kind":"interrupt","config":{"prompt":"ok?"` + approvers + `}},
+	{"node_id":"wait","kind":"tool","name":"delay","input":{"ms":60000}}],
+	"edges":[{"source":"start","target":"ask"},{"source":"start","target":"wait"}]}`
+}
+
+// Answering a pause needs the answer right whatever the run's status: a
+// running run's pause (here an interrupt beside a long step) is refused to
+// the editor on the API and on the page form, and nothing is claimed; the
+// approver's answer goes in and is audited.
+func TestAnsweringARunningRunsPauseNeedsTheAnswerRole(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{}, testRegistry())
+	h := roleTokens(t, srv)
+	run := pausedWhileRunning(t, srv, ts, runningPauseDoc("running-pause", ""), h["editor"])
+
+	r := do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"action":"approve","pause_id":"ask"}`, h["editor"]...)
+	if r.status != 403 || r.errCode(t) != "role_required" || !strings.Contains(string(r.body), "approver or admin") {
+		t.Fatalf("editor answers a running run's pause through the API: %d %s", r.status, r.body)
+	}
+	code, body := pageForm(t, ts, "/runs/"+run+"/resume", url.Values{"decision": {"approve"}, "pause_id": {"ask"}}, h["editor"]...)
+	if code != 403 || !strings.Contains(body, "this needs the role approver or admin") {
+		t.Fatalf("editor answers a running run's pause from the page: %d %s", code, body)
+	}
+	if a, _ := do(t, ts, "GET", "/v1/runs/"+run, nil, h["viewer"]...).json(t)["answers"].([]any); len(a) != 0 {
+		t.Fatalf("a refused answer was recorded: %v", a)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"action":"approve","pause_id":"ask"}`, h["approver"]...), http.StatusOK)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		a, _ := do(t, ts, "GET", "/v1/runs/"+run, nil, h["viewer"]...).json(t)["answers"].([]any)
+		if len(a) != 1 || a[0].(map[string]any)["by"] != "approver1" || a[0].(map[string]any)["action"] != "approve" {
+			return fmt.Errorf("audit: %v", a)
+		}
+		return nil
+	})
+}
+
+// config.approvers is enforced, not only shown: a name or role not listed
+// gets 403 not_an_approver naming who may (an admin too), on the API and
+// the page form; a listed name or role answers.
+func TestApproversAreEnforced(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{}, testRegistry())
+	h := roleTokens(t, srv)
+	run := pausedWhileRunning(t, srv, ts, runningPauseDoc("named-approvers", `,"approvers":["approver1","finance"]`), h["editor"])
+
+	r := do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"action":"approve"}`, h["admin"]...)
+	if r.status != 403 || r.errCode(t) != "not_an_approver" || !strings.Contains(string(r.body), "approver1, finance") {
+		t.Fatalf("an admin not among the approvers: %d %s", r.status, r.body)
+	}
+	if d := r.errDetails(t); d["pause_id"] != "ask" || d["user"] != "admin1" {
+		t.Fatalf("details: %v", d)
+	}
+	code, body := pageForm(t, ts, "/runs/"+run+"/resume", url.Values{"decision": {"reject"}, "pause_id": {"ask"}}, h["admin"]...)
+	if code != 403 || !strings.Contains(body, "may be answered only by approver1, finance") {
+		t.Fatalf("page form from an admin not among the approvers: %d %s", code, body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"action":"approve"}`, h["approver"]...), http.StatusOK)
+
+	// A role listed lets in whoever has it.
+	run2 := pausedWhileRunning(t, srv, ts, runningPauseDoc("role-approvers", `,"approvers":["admin"]`), h["editor"])
+	r = do(t, ts, "POST", "/v1/runs/"+run2+"/resume", `{"action":"approve"}`, h["approver"]...)
+	if r.status != 403 || r.errCode(t) != "not_an_approver" {
+		t.Fatalf("approver not among the approvers: %d %s", r.status, r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run2+"/resume", `{"action":"approve"}`, h["admin"]...), http.StatusOK)
+}
+
+// An answer cannot patch state: approve with modified_state is refused with
+// 422 naming the field, nothing is claimed, and the run still waits.
+func TestAnswerCannotPatchState(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, expenseDoc("NoPatch", ""))
+	runID := pausedExpense(t, ts, id)
+	r := do(t, ts, "POST", "/v1/runs/"+runID+"/resume", `{"action":"approve","modified_state":{"payee":"mallory","amount":99999}}`)
+	wantStatus(t, r, 422)
+	if r.errCode(t) != engine.CodeAnswerPatchesState || r.errDetails(t)["field"] != "modified_state" {
+		t.Fatalf("answer with a state patch: %s", r.body)
+	}
+	m := do(t, ts, "GET", "/v1/runs/"+runID, nil).json(t)
+	if a, _ := m["answers"].([]any); m["status"] != "paused" || len(a) != 0 {
+		t.Fatalf("after the refusal: %v", m)
+	}
+}
