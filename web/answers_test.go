@@ -224,3 +224,29 @@ func TestAnswerCannotPatchState(t *testing.T) {
 		t.Fatalf("after the refusal: %v", m)
 	}
 }
+
+// The inbox card names the node by its label, the id beside it (a map
+// item's pause by its node's label and the pause id).
+func TestInboxCardNamesTheNodeByItsLabel(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, paletteInterruptDoc)
+	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"amount":7}}`)
+	run := r.json(t)["run_id"].(string)
+	waitRun(t, ts, run)
+	_, html := pageDo(t, ts.URL, "GET", "/inbox?run="+run, "", "")
+	if !strings.Contains(html, `<span class="node-label">Check the amount</span> <code class="node-id">ask</code>`) {
+		t.Errorf("the card does not name the node by its label:\n%s", html)
+	}
+
+	maps := createChain(t, ts, `{"name":"labelled-map","nodes":[
+{"node_id":"review","kind":"map","label":"Review each","items_path":"input.items","map_node":"ask"},
+{"node_id":"ask","kind":"tool","name":"interrupt","input_map":{"prompt":"item"}}],"edges":[]}`)
+	r = do(t, ts, "POST", "/v1/chains/"+maps+"/runs", `{"input":{"items":["a"]}}`)
+	run = r.json(t)["run_id"].(string)
+	waitRun(t, ts, run)
+	_, html = pageDo(t, ts.URL, "GET", "/inbox?run="+run, "", "")
+	if !strings.Contains(html, `<span class="node-label">Review each</span> <code class="node-id">review</code> <code class="pause-id">review[0]</code>`) {
+		t.Errorf("a map item's card:\n%s", html)
+	}
+}
