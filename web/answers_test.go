@@ -250,3 +250,70 @@ func TestInboxCardNamesTheNodeByItsLabel(t *testing.T) {
 		t.Errorf("a map item's card:\n%s", html)
 	}
 }
+
+// statePatches returns the outputs of the run's state_patch events, read
+// from its event stream (a run that ended: the stream replays and closes).
+func statePatches(t *testing.T, ts *httptest.Server, run string, auth ...string) []map[string]any {
+	t.Helper()
+	r := do(t, ts, "GET", "/v1/runs/"+run+"/events", nil, auth...)
+	wantStatus(t, r, 200)
+	var out []map[string]any
+	for _, line := range strings.Split(string(r.body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || !strings.Contains(data, `"phase":"state_patch"`) { // the last frame is the run, not an event
+			continue
+		}
+		var e engine.Event
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			t.Fatalf("event %s: %v", data, err)
+		}
+		if e.Phase == engine.PhaseStatePatch {
+			out = append(out, e.Output.(map[string]any))
+		}
+	}
+	return out
+}
+
+// Every state patch is an event with the patch and who sent it, on the
+// run's timeline: the resume of a failed run (API) and a re-run (page form).
+func TestStatePatchesAreRecordedWithTheirSender(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{}, testRegistry())
+	h := roleTokens(t, srv)
+	r := do(t, ts, "POST", "/v1/chains", `{"name":"f","nodes":[
+		{"node_id":"a","kind":"tool","name":"echo"},
+		{"node_id":"b","kind":"tool","name":"fail","input_map":{"until_attempt":"state.attempts"}}],
+		"edges":[{"source":"a","target":"b"}]}`, h["editor"]...)
+	wantStatus(t, r, http.StatusCreated)
+	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{}`, h["editor"]...)
+	run := r.json(t)["run_id"].(string)
+	waitStatus(t, ts, run, "failed", h["viewer"])
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"modified_state":{"attempts":1}}`, h["editor"]...), 200)
+	waitStatus(t, ts, run, "completed", h["viewer"])
+	p := statePatches(t, ts, run, h["viewer"]...)
+	if b, _ := json.Marshal(p); string(b) != `[{"by":"editor1","patch":{"attempts":1}}]` {
+		t.Fatalf("state patch events of the resumed run: %s", b)
+	}
+	_, html := pageDo(t, ts.URL, "GET", "/runs/"+run, "", "", h["viewer"]...)
+	if !strings.Contains(html, `state patched by editor1: {&#34;attempts&#34;:1}`) {
+		t.Errorf("the timeline does not show the patch:\n%s", html)
+	}
+
+	code, body := pageForm(t, ts, "/runs/"+run+"/rerun", url.Values{"node": {"b"}, "modified_state": {`{"attempts":2,"note":"try"}`}}, h["admin"]...)
+	if code != 303 && code != 200 || strings.Contains(body, "Could not") {
+		t.Fatalf("re-run from the page: %d %s", code, body)
+	}
+	var rerun string
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, x := range do(t, ts, "GET", "/v1/runs", nil, h["viewer"]...).json(t)["runs"].([]any) {
+			if m := x.(map[string]any); m["parent_run_id"] == run && m["status"] != "running" && m["status"] != "queued" {
+				rerun = m["id"].(string)
+				return nil
+			}
+		}
+		return fmt.Errorf("the re-run of %s has not ended", run)
+	})
+	if b, _ := json.Marshal(statePatches(t, ts, rerun, h["viewer"]...)); string(b) != `[{"by":"admin1","patch":{"attempts":2,"note":"try"}}]` {
+		t.Fatalf("state patch events of the re-run: %s", b)
+	}
+}

@@ -274,7 +274,7 @@ func (s *Server) pageResume(c echo.Context) error {
 		}
 		auditAnswer(c, value, comment)
 	}
-	if err := s.runs.ResumePause(ctx, id, pauseID, value, modified); err != nil {
+	if err := s.runs.ResumePause(engine.WithSender(ctx, answeredBy(c)), id, pauseID, value, modified); err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
 	}
 	return pageRedirect(c, "/runs/"+id)
@@ -320,7 +320,7 @@ func (s *Server) pageRerun(c echo.Context) error {
 	if cv != nil && cv.Doc.Node(node) == nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run on that version", "node "+strconv.Quote(node)+" is not in version "+strconv.Itoa(cv.Version)+" of the chain"))
 	}
-	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: node, Input: input, Modified: modified, Version: cv})
+	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: node, Input: input, Modified: modified, Version: cv, By: answeredBy(c)})
 	if err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", err.Error()))
 	}
