@@ -67,6 +67,11 @@ type Pending struct {
 // (schema, proposed value, approvers); nil for a pause a tool asked for.
 func (p Pending) Approval() *ApprovalInfo { return p.approval }
 
+// SubRun is the sub-chain run that holds the pause ("" when the pause is
+// the run's own): its log has the inner pause, with the inner interrupt's
+// approval settings.
+func (p Pending) SubRun() string { return p.sub }
+
 // TakesActions reports whether the pause is answered with approve / reject
 // (an interrupt node's); a tool's pause takes respond with a value only.
 func (p Pending) TakesActions() bool { return p.approval != nil }

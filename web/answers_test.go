@@ -254,3 +254,28 @@ func TestStatePatchesAreRecordedWithTheirSender(t *testing.T) {
 		t.Fatalf("state patch events of the re-run: %s", b)
 	}
 }
+
+// The approvers of an interrupt inside a sub-chain (a skill node's chain)
+// are enforced too: its pause "<skill>/<inner id>" is checked against the
+// inner interrupt's approvers.
+func TestApproversOfASubChainsPauseAreEnforced(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{}, testRegistry())
+	h := roleTokens(t, srv)
+	wantStatus(t, do(t, ts, "POST", "/v1/chains", `{"name":"inner-approval","nodes":[
+	{"node_id":"q","kind":"interrupt","config":{"prompt":"inner?","approvers":["admin1"]}}],"edges":[]}`, h["editor"]...), http.StatusCreated)
+	r := do(t, ts, "POST", "/v1/chains", `{"name":"outer","nodes":[
+	{"node_id":"sk","kind":"skill","name":"inner-approval"},{"node_id":"after","kind":"tool","name":"echo"}],
+	"edges":[{"source":"sk","target":"after"}]}`, h["editor"]...)
+	wantStatus(t, r, http.StatusCreated)
+	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{"input":{}}`, h["editor"]...)
+	wantStatus(t, r, http.StatusAccepted)
+	run := r.json(t)["run_id"].(string)
+	waitStatus(t, ts, run, "paused", h["viewer"])
+	r = do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"value":"yes","pause_id":"sk/q"}`, h["approver"]...)
+	if r.status != 403 || r.errCode(t) != "not_an_approver" || !strings.Contains(string(r.body), "admin1") {
+		t.Fatalf("approver answers a sub-chain pause only admin1 may: %d %s", r.status, r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"value":"yes","pause_id":"sk/q"}`, h["admin"]...), http.StatusOK)
+	waitStatus(t, ts, run, "completed", h["viewer"])
+}

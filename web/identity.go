@@ -183,6 +183,10 @@ func (s *Server) requireResumeRole(c echo.Context, runID, pauseID string, answer
 	return s.requireApprover(c.Request().Context(), id, runID, pauseID)
 }
 
+// maxApproverDepth bounds how deep requireApprover follows a pause into
+// sub-chains (skills nest at most engine's depth limit; deeper is unusual).
+const maxApproverDepth = 16
+
 // requireApprover refuses an answer to a pause whose interrupt node lists
 // approvers (config.approvers: names or roles) from a caller who is none of
 // them: 403 not_an_approver naming who may. On a studio without users or a
@@ -192,15 +196,32 @@ func (s *Server) requireApprover(ctx context.Context, id Identity, runID, pauseI
 	if id.Via == "local" {
 		return nil
 	}
-	log, err := s.db.Load(ctx, runID)
-	if err != nil {
-		return nil
+	// A pause inside a sub-chain ("<skill>/<inner id>", "<map>[k]/<inner
+	// id>") is the sub-chain run's own pause: its interrupt's approvers are
+	// in that run's log (a bounded walk down the nesting).
+	var p engine.Pending
+	var a *engine.ApprovalInfo
+	for depth := 0; depth < maxApproverDepth; depth++ {
+		log, err := s.db.Load(ctx, runID)
+		if err != nil {
+			return nil
+		}
+		inner, err := engine.PauseToAnswer(runID, pauseID, log)
+		if err != nil {
+			return nil
+		}
+		if depth == 0 {
+			p = inner
+		}
+		if a = inner.Approval(); a != nil || inner.SubRun() == "" {
+			break
+		}
+		_, rest, ok := strings.Cut(inner.PauseID, "/")
+		if !ok {
+			break
+		}
+		runID, pauseID = inner.SubRun(), rest
 	}
-	p, err := engine.PauseToAnswer(runID, pauseID, log)
-	if err != nil {
-		return nil
-	}
-	a := p.Approval()
 	if a == nil || len(a.Approvers) == 0 || slices.Contains(a.Approvers, id.Name) || slices.Contains(a.Approvers, id.Role) {
 		return nil
 	}
