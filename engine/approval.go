@@ -60,6 +60,11 @@ const CodeRejected = "rejected"
 // CodeInvalidAnswer: an answer does not fit the pause (its action or value).
 const CodeInvalidAnswer = "invalid_answer"
 
+// CodeAnswerPatchesState: an answer to a pause came with a state patch. An
+// answer only answers: what the approved step does must be what the person
+// saw, so patching state is left to a re-run or the resume of a failed run.
+const CodeAnswerPatchesState = "answer_patches_state"
+
 // maxApprovers bounds config.approvers.
 const maxApprovers = 50
 
@@ -497,34 +502,18 @@ func (r *run) outcomeRouted(i int) bool {
 	return r.hasOutEdge(i, LabelApproved) || r.hasOutEdge(i, LabelRejected) || r.hasOutEdge(i, LabelTimeout)
 }
 
-// TakesActions reports whether node nodeID of c is an interrupt node set up
-// for approvals (an answer schema, a proposed value, a deadline, an
-// escalation, approvers, or edges labelled approved / rejected / timeout):
-// such a node is answered with actions. Other interrupt nodes keep the plain
-// value contract ({"approved": true} from the run page's buttons).
-func TakesActions(c *Chain, nodeID string) bool {
-	if c == nil {
-		return false
+// NewAnswer is a person's answer to a pause, built alike whichever door it
+// comes through (the API, the inbox, which posts to the API, and the run
+// page's buttons), so that approve, reject and respond mean one thing. What
+// the action does is decided where the node takes the answer
+// (answerOutcome), from the action alone: approve outputs the value given,
+// or else the proposed one, and the run goes on; respond outputs the value
+// and goes on; reject outputs no value of the person's: it takes the edge
+// labelled "rejected", or fails the node (code "rejected"). hasValue false:
+// no value was given (approve then takes the proposed value).
+func NewAnswer(action string, value any, hasValue bool) *ResumeValue {
+	if !hasValue || action == ActionReject {
+		value = nil
 	}
-	for k := range c.Nodes {
-		nd := &c.Nodes[k]
-		if nd.ID != nodeID || nd.Kind != KindInterrupt {
-			continue
-		}
-		for _, key := range []string{"schema", "proposed", "deadline", "timeout", "on_timeout", "escalation", "approvers"} {
-			if _, ok := nd.Config[key]; ok {
-				return true
-			}
-		}
-		for e := range c.Edges {
-			if c.Edges[e].Source == nodeID {
-				switch c.Edges[e].Label {
-				case LabelApproved, LabelRejected, LabelTimeout:
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return false
+	return &ResumeValue{Action: action, Value: value}
 }

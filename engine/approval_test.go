@@ -246,3 +246,60 @@ func TestApprovalMockRoutesApproved(t *testing.T) {
 	}
 	wantNodes(t, res, map[string]string{"pay": "done", "no": "skip/condition_false"})
 }
+
+// An answer only answers: one that carries a state patch is refused before
+// anything is claimed (the approved step must do what the person saw), and
+// the same answer without it then goes in with the state untouched.
+func TestAnswerWithStatePatchIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	doc := `{"name":"patch","nodes":[
+{"node_id":"ask","kind":"interrupt","config":{"prompt":"pay?","proposed":{"amount":10}}},
+{"node_id":"pay","kind":"tool","name":"echo","input_map":{"amount":"ask.output.amount","payee":"state.payee"}}],
+"edges":[{"source":"ask","target":"pay"}]}`
+	res := h.start(doc, nil)
+	wantStatus(t, res, engine.StatusPaused)
+	_, err := h.resume(res.RunID, answer("approve", nil, ""), map[string]any{"payee": "mallory"})
+	var re *engine.ChainResumeError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "modified_state") {
+		t.Fatalf("answer with a state patch: err = %v", err)
+	}
+	res2, err := h.resume(res.RunID, answer("approve", nil, ""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js(res2.Outputs["pay"]) != `{"amount":10,"payee":null}` {
+		t.Errorf("pay = %s", js(res2.Outputs["pay"]))
+	}
+}
+
+// NewAnswer is the answer every door sends: on an interrupt node with a
+// prompt only, approve outputs the node's input and the run goes on, reject
+// fails the node with code rejected (no rejected edge), and a value given
+// with reject is not the node's output.
+func TestNewAnswerMeansOneThing(t *testing.T) {
+	t.Parallel()
+	doc := `{"name":"plain","nodes":[{"node_id":"r","kind":"tool","name":"echo","input":{"amount":7}},
+{"node_id":"ask","kind":"interrupt","config":{"prompt":"ok?"}},
+{"node_id":"after","kind":"tool","name":"echo","input_map":{"answer":"ask.output"}}],
+"edges":[{"source":"r","target":"ask"},{"source":"ask","target":"after"}]}`
+	h := newHarness(t)
+	res := h.start(doc, nil)
+	res2, err := h.resume(res.RunID, engine.NewAnswer(engine.ActionApprove, nil, false), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res2, engine.StatusCompleted)
+	if js(res2.Outputs["after"]) != `{"answer":{"amount":7}}` {
+		t.Errorf("approve: after = %s", js(res2.Outputs["after"]))
+	}
+	res = h.start(doc, nil)
+	res2, err = h.resume(res.RunID, engine.NewAnswer(engine.ActionReject, map[string]any{"approved": true}, true), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, res2, engine.StatusFailed)
+	if _, ran := res2.Outputs["after"]; ran || res2.Error == nil || !strings.Contains(res2.Error.Message, "rejected") {
+		t.Errorf("reject: outputs %v, error %+v", res2.Outputs, res2.Error)
+	}
+}

@@ -133,6 +133,9 @@ type RunOptions struct {
 	// ModifiedState is merged into the run's state before any node runs; on
 	// a re-run it wins over the state writes of the reused nodes.
 	ModifiedState map[string]any
+	// PatchedBy names who sent ModifiedState (kept in the start entry and
+	// its state_patch event).
+	PatchedBy string
 	// Mocks maps node ids to outputs given instead of running the node: a
 	// mocked node's tool, program, sub-chain or agent is never called (its
 	// input is still built). Chain tests use it (engine/chaintest).
@@ -244,11 +247,14 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	r.depth = opts.depth
 	sr := &StartRecord{Chain: p.chain, Input: r.input, ParentRunID: opts.ParentRunID, Depth: opts.depth, RerunFrom: opts.rerunFrom}
 	if len(opts.ModifiedState) > 0 {
-		sr.ModifiedState = normalizeMap(opts.ModifiedState)
+		sr.ModifiedState, sr.PatchedBy = normalizeMap(opts.ModifiedState), opts.PatchedBy
 		r.statePatch = sr.ModifiedState
 		r.writeState(r.statePatch)
 	}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: sr})
+	if sr.ModifiedState != nil { // the timeline says what was patched, and by whom
+		r.emit(statePatchEvent(sr.ModifiedState, sr.PatchedBy))
+	}
 	if p.plan == nil {
 		verr := &ValidationError{Issues: p.issues}
 		r.outcome.invalid = true

@@ -17,7 +17,35 @@ const (
 	PhaseError    Phase = "error"
 	PhasePaused   Phase = "paused"
 	PhaseProgress Phase = "progress" // a tool's emit, or a map node's item count
+	// PhaseStatePatch: the run's state was patched (a re-run's or a failed
+	// run's resume modified_state) before its nodes ran on. The event has
+	// no node; its output is {"patch": the patch as merged, "by": who sent
+	// it, as the host knows them (left out when unknown)}.
+	PhaseStatePatch Phase = "state_patch"
 )
+
+// statePatchEvent is the event that records a state patch and its sender.
+func statePatchEvent(patch map[string]any, by string) Event {
+	out := map[string]any{"patch": patch}
+	if by != "" {
+		out["by"] = by
+	}
+	return Event{Phase: PhaseStatePatch, Output: out}
+}
+
+type senderKey struct{}
+
+// WithSender names who sends the request ctx carries (a user, "token",
+// "local"), so that a state patch the engine records says who sent it.
+func WithSender(ctx context.Context, by string) context.Context {
+	return context.WithValue(ctx, senderKey{}, by)
+}
+
+// SenderOf is the sender WithSender named ("" none).
+func SenderOf(ctx context.Context) string {
+	s, _ := ctx.Value(senderKey{}).(string)
+	return s
+}
 
 // Skip reasons carried by skip events and node results.
 const (

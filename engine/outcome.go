@@ -340,7 +340,7 @@ func (r *run) applyPause(i int, rec *PauseRecord, since time.Time) {
 	rec.applyTo(&r.nodes.result[i])
 	id := rec.ID()
 	r.pending = slices.DeleteFunc(r.pending, func(p Pending) bool { return p.PauseID == id })
-	r.pending = append(r.pending, Pending{PauseID: id, NodeID: rec.NodeID, Prompt: rec.Prompt, Since: since, slot: rec.Slot, sub: rec.SubRunID})
+	r.pending = append(r.pending, Pending{PauseID: id, NodeID: rec.NodeID, Prompt: rec.Prompt, Since: since, slot: rec.Slot, sub: rec.SubRunID, approval: rec.Approval})
 }
 
 // stoppedNode: the run was already stopping (another node failed, timeout,

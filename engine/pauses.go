@@ -245,7 +245,7 @@ func pendingIn(log []Checkpoint) []Pending {
 		switch cp.Kind {
 		case CheckpointPause:
 			out = append(out, Pending{PauseID: cp.Pause.ID(), NodeID: cp.Pause.NodeID, Prompt: cp.Pause.Prompt, Since: cp.Time,
-				slot: cp.Pause.Slot, sub: cp.Pause.SubRunID})
+				slot: cp.Pause.Slot, sub: cp.Pause.SubRunID, approval: cp.Pause.Approval})
 		case CheckpointResume:
 			id := cp.Resume.PauseID
 			if id == "" {
@@ -263,6 +263,13 @@ func pendingIn(log []Checkpoint) []Pending {
 
 // PendingPauses lists the pauses a run's log leaves waiting for an answer.
 func PendingPauses(log []Checkpoint) []Pending { return pendingIn(log) }
+
+// PauseToAnswer is the pause a resume of the run with pauseID would answer
+// (the one named, or the only one pending), chosen as StartResume chooses
+// it: a host checks who may answer it before handing the answer on.
+func PauseToAnswer(runID, pauseID string, log []Checkpoint) (Pending, error) {
+	return choosePause(runID, pauseID, log)
+}
 
 // choosePause picks the pause a resume answers: the one named, or the only
 // one pending. Naming none while several wait, or one the run never had, is

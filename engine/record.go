@@ -35,6 +35,7 @@ type StartRecord struct {
 	// the state before any node runs.
 	RerunFrom     string         `json:"rerun_from,omitempty"`
 	ModifiedState map[string]any `json:"modified_state,omitempty"`
+	PatchedBy     string         `json:"patched_by,omitempty"` // who sent ModifiedState
 	// Pinned: the run is one node run alone, its upstream pinned (RunNode).
 	Pinned *PinnedRecord `json:"pinned,omitempty"`
 }

@@ -61,7 +61,23 @@ type Pending struct {
 	Since   time.Time `json:"since,omitzero"`
 	slot    *int      // the map item or branch that paused
 	sub     string    // the sub-chain run holding it
+	// approval: the interrupt node's approval settings (nil: a tool's pause,
+	// or a pause inside a sub-chain, which is answered with a value).
+	approval *ApprovalInfo
 }
+
+// Approval returns the approval settings of the interrupt node that paused
+// (schema, proposed value, approvers); nil for a pause a tool asked for.
+func (p Pending) Approval() *ApprovalInfo { return p.approval }
+
+// SubRun is the sub-chain run that holds the pause ("" when the pause is
+// the run's own): its log has the inner pause, with the inner interrupt's
+// approval settings.
+func (p Pending) SubRun() string { return p.sub }
+
+// TakesActions reports whether the pause is answered with approve / reject
+// (an interrupt node's); a tool's pause takes respond with a value only.
+func (p Pending) TakesActions() bool { return p.approval != nil }
 
 // Result is the outcome of Run or Resume.
 type Result struct {

@@ -67,6 +67,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 	if last != nil {
 		status = last.Status
 	}
+	if value != nil && len(modifiedState) > 0 {
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "an answer to a pause cannot patch the run's state (modified_state): the answered step must do what the person saw"}}
+	}
 	switch {
 	case status == StatusPaused && value == nil:
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is paused at an interrupt; resume it with a value"}}
@@ -95,6 +98,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
 	}
 	rec := &ResumeRecord{HasValue: value != nil, ModifiedState: modifiedState}
+	if value == nil && len(modifiedState) > 0 {
+		rec.By = SenderOf(ctx) // the patch's sender, for its state_patch event
+	}
 	if value != nil {
 		rec.Value, rec.Action, rec.Comment, rec.By, rec.Address, rec.At = value.Value, value.Action, value.Comment, value.By, value.Address, stamp()
 		pause, err := choosePause(runID, opts.PauseID, log)
@@ -256,6 +262,9 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 		r.seq = rs.opts.NextSeq - 1
 	}
 	r.applyResume(rs.rec) // its checkpoint was written by StartResume
+	if rs.rec.NodeID == "" && len(rs.rec.ModifiedState) > 0 {
+		r.emit(statePatchEvent(normalizeMap(rs.rec.ModifiedState), rs.rec.By))
+	}
 	if rs.rec.NodeID == "" {
 		r.restartFailed()
 	}

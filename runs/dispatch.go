@@ -20,7 +20,8 @@ type Task struct {
 	ChainVersion int            `json:"chain_version,omitempty"`
 	ParentRunID  string         `json:"parent_run_id,omitempty"` // rerun: the run re-run
 	FromNode     string         `json:"from_node,omitempty"`
-	Modified     map[string]any `json:"modified,omitempty"` // rerun: the state patch; node: the state given
+	Modified     map[string]any `json:"modified,omitempty"`   // rerun: the state patch; node: the state given
+	PatchedBy    string         `json:"patched_by,omitempty"` // rerun: who sent the state patch
 	// NodeID and Pinned: a node run alone (kind node), its upstream outputs
 	// given explicitly; ParentRunID is then the run the rest comes from.
 	NodeID string         `json:"node_id,omitempty"`
@@ -225,7 +226,7 @@ func (s *Service) taskFunc(ctx context.Context, t Task) (func(context.Context) (
 			doc = cv.Doc
 		}
 		return func(ctx context.Context) (*engine.Result, error) {
-			return s.eng.RerunOn(ctx, t.ParentRunID, t.FromNode, doc, info.Input, engine.RunOptions{RunID: t.RunID, ParentRunID: t.ParentRunID, ModifiedState: t.Modified})
+			return s.eng.RerunOn(ctx, t.ParentRunID, t.FromNode, doc, info.Input, engine.RunOptions{RunID: t.RunID, ParentRunID: t.ParentRunID, ModifiedState: t.Modified, PatchedBy: t.PatchedBy})
 		}, nil
 	case store.KindNode:
 		info, err := s.store.GetRunInfo(ctx, t.RunID)

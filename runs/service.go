@@ -455,6 +455,7 @@ type RerunSpec struct {
 	FromNode string
 	Input    map[string]any // nil: the run's input
 	Modified map[string]any // merged into the state before any node runs
+	By       string         // who sent Modified (its state_patch event says so)
 	// Version, when set, is the chain version to run instead of the run's
 	// own: upstream nodes changed since run again (engine.RerunOn).
 	Version *store.ChainVersion
@@ -476,7 +477,7 @@ func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (
 	}
 	version := orig.ChainVersion
 	var doc *engine.Chain
-	task := Task{RunID: id, Kind: store.KindRerun, ParentRunID: runID, FromNode: fromNode, Modified: modified}
+	task := Task{RunID: id, Kind: store.KindRerun, ParentRunID: runID, FromNode: fromNode, Modified: modified, PatchedBy: spec.By}
 	if v := spec.Version; v != nil {
 		version, doc = v.Version, v.Doc
 		task.ChainID, task.ChainVersion = orig.ChainID, v.Version
@@ -484,7 +485,7 @@ func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (
 	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: version, ChainName: orig.ChainName,
 		ParentRunID: runID, Kind: store.KindRerun, Input: input, Started: s.now()}
 	return s.startRecorded(ctx, run, task, func(ctx context.Context) (*engine.Result, error) {
-		return s.eng.RerunOn(ctx, runID, fromNode, doc, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified})
+		return s.eng.RerunOn(ctx, runID, fromNode, doc, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified, PatchedBy: spec.By})
 	})
 }
 

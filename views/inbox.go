@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
@@ -17,6 +18,18 @@ type InboxFilter struct {
 	Chains  []store.ChainSummary
 	Limit   int
 	Full    bool // the page is full: more may wait
+	// Labels are the node labels of the items' chains, by chain id.
+	Labels map[string]Labels
+}
+
+// pauseNodeID is the node a pause id belongs to: the id up to a map item's
+// or branch's "[k]" or a sub-chain's "/inner" ("review[1]/approve" is
+// review's).
+func pauseNodeID(pauseID string) string {
+	if k := strings.IndexAny(pauseID, "[/"); k > 0 {
+		return pauseID[:k]
+	}
+	return pauseID
 }
 
 // Filtered reports whether any filter is set.

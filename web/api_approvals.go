@@ -96,12 +96,25 @@ func readAnswer(c echo.Context) (*engine.ResumeValue, map[string]any, string, er
 		}
 		return nil, modified, pauseID, nil
 	}
-	if value == nil {
-		value = &engine.ResumeValue{}
+	if modified != nil { // the approved step must do what the person saw
+		return nil, nil, "", apiError(EINVALID, engine.CodeAnswerPatchesState,
+			"an answer to a pause cannot patch the run's state: leave out modified_state (patching state is a re-run's, or the resume of a failed run's)",
+			map[string]any{"field": "modified_state"})
 	}
-	value.Action, value.Comment = action, strings.TrimSpace(comment)
-	value.By, value.Address = answeredBy(c), c.RealIP()
-	return value, modified, pauseID, nil
+	var x any
+	if value != nil {
+		x = value.Value
+	}
+	value = engine.NewAnswer(action, x, value != nil)
+	auditAnswer(c, value, comment)
+	return value, nil, pauseID, nil
+}
+
+// auditAnswer fills in what the audit keeps of an answer besides its action
+// and value: the comment, who sent it and from where (the API and the run
+// page alike).
+func auditAnswer(c echo.Context, v *engine.ResumeValue, comment string) {
+	v.Comment, v.By, v.Address = strings.TrimSpace(comment), answeredBy(c), c.RealIP()
 }
 
 // interruptJSON is one entry of the inbox.

@@ -87,10 +87,13 @@ func TestRunPageAnswersEachPause(t *testing.T) {
 		t.Fatalf("not paused: %v", m)
 	}
 	_, html := pageDo(t, ts.URL, "GET", "/runs/"+runID+"/controls", "", "")
-	for _, want := range []string{`name="pause_id" value="review[0]"`, `name="pause_id" value="review[1]"`, `id="btn-approve"`, `id="btn-approve-2"`, `<pre class="prompt" id="prompt-2">b</pre>`} {
+	for _, want := range []string{`name="pause_id" value="review[0]"`, `name="pause_id" value="review[1]"`, `id="btn-resume-value"`, `id="btn-resume-value-2"`, `<pre class="prompt" id="prompt-2">b</pre>`} {
 		if !strings.Contains(html, want) {
 			t.Fatalf("controls lack %s:\n%s", want, html)
 		}
+	}
+	if strings.Contains(html, `id="btn-approve"`) { // a tool's pause takes a value, as in the inbox
+		t.Fatalf("a tool's pause offers Approve:\n%s", html)
 	}
 	res, body := pageDo(t, ts.URL, "POST", "/runs/"+runID+"/resume", "application/x-www-form-urlencoded", "decision=value&value=%22B%22&pause_id=review%5B1%5D")
 	if res.StatusCode != 200 && res.StatusCode != 303 || strings.Contains(body, "Could not resume") {

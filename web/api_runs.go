@@ -209,13 +209,14 @@ func (s *Server) resumeRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.requireResumeRole(c, id); err != nil {
+	if err := s.requireResumeRole(c, id, pauseID, value != nil); err != nil {
 		return err
 	}
 	if pauseID != "" && value == nil {
 		return apiError(EBADREQUEST, "bad_json", "pause_id needs a resume_value: only a paused run's pause is answered", map[string]any{"path": "pause_id"})
 	}
-	if err := s.runs.ResumePause(c.Request().Context(), id, pauseID, value, modified); err != nil {
+	ctx := engine.WithSender(c.Request().Context(), answeredBy(c)) // a state patch's event names its sender
+	if err := s.runs.ResumePause(ctx, id, pauseID, value, modified); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"run_id": id, "status": s.startedStatus(id)})
@@ -278,7 +279,7 @@ func (s *Server) rerunRun(c echo.Context) error {
 	if k, ok := blankKey(body.ModifiedState); ok {
 		return apiError(EINVALID, "bad_state_patch", fmt.Sprintf("modified_state: key %q is not a state key (empty or blank)", k), map[string]any{"path": "modified_state"})
 	}
-	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: body.FromNode, Input: body.Input, Modified: body.ModifiedState, Version: cv})
+	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: body.FromNode, Input: body.Input, Modified: body.ModifiedState, Version: cv, By: answeredBy(c)})
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}

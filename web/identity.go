@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,20 +158,74 @@ func refuseRole(id Identity, a action) error {
 		map[string]any{"needs": need, "role": id.Role, "user": id.Name})
 }
 
-// requireResumeRole: answering a paused run needs actAnswer, resuming a
-// failed or cancelled one (running it again) actEdit. An unknown run is
-// left to the resume itself to report.
-func (s *Server) requireResumeRole(c echo.Context, runID string) error {
-	r, err := s.db.GetRunInfo(c.Request().Context(), runID)
-	if err != nil {
+// requireResumeRole: answering a pause needs actAnswer whatever the run's
+// status (a running run holds pauses too: map items, branches, sub-chains
+// answered while the rest runs); resuming a failed or cancelled run with
+// no answer (running it again) needs actEdit. An answer to a pause whose
+// interrupt names approvers must come from one of them (requireApprover).
+func (s *Server) requireResumeRole(c echo.Context, runID, pauseID string, answering bool) error {
+	id := callerOf(c)
+	if !answering {
+		// An unknown run, or a paused one (which needs an answer), is left
+		// to the resume itself to report.
+		r, err := s.db.GetRunInfo(c.Request().Context(), runID)
+		if err != nil || r.Status == engine.StatusPaused {
+			return nil
+		}
+		if !roleAllows(id.Role, actEdit) {
+			return refuseRole(id, actEdit)
+		}
 		return nil
 	}
-	need := actEdit
-	if r.Status == engine.StatusPaused {
-		need = actAnswer
+	if !roleAllows(id.Role, actAnswer) {
+		return refuseRole(id, actAnswer)
 	}
-	if id := callerOf(c); !roleAllows(id.Role, need) {
-		return refuseRole(id, need)
+	return s.requireApprover(c.Request().Context(), id, runID, pauseID)
+}
+
+// maxApproverDepth bounds how deep requireApprover follows a pause into
+// sub-chains (skills nest at most engine's depth limit; deeper is unusual).
+const maxApproverDepth = 16
+
+// requireApprover refuses an answer to a pause whose interrupt node lists
+// approvers (config.approvers: names or roles) from a caller who is none of
+// them: 403 not_an_approver naming who may. On a studio without users or a
+// token (the local single user) there is no one else to be, so it passes.
+// An unknown run or pause is left to the resume itself to report.
+func (s *Server) requireApprover(ctx context.Context, id Identity, runID, pauseID string) error {
+	if id.Via == "local" {
+		return nil
 	}
-	return nil
+	// A pause inside a sub-chain ("<skill>/<inner id>", "<map>[k]/<inner
+	// id>") is the sub-chain run's own pause: its interrupt's approvers are
+	// in that run's log (a bounded walk down the nesting).
+	var p engine.Pending
+	var a *engine.ApprovalInfo
+	for depth := 0; depth < maxApproverDepth; depth++ {
+		log, err := s.db.Load(ctx, runID)
+		if err != nil {
+			return nil
+		}
+		inner, err := engine.PauseToAnswer(runID, pauseID, log)
+		if err != nil {
+			return nil
+		}
+		if depth == 0 {
+			p = inner
+		}
+		if a = inner.Approval(); a != nil || inner.SubRun() == "" {
+			break
+		}
+		_, rest, ok := strings.Cut(inner.PauseID, "/")
+		if !ok {
+			break
+		}
+		runID, pauseID = inner.SubRun(), rest
+	}
+	if a == nil || len(a.Approvers) == 0 || slices.Contains(a.Approvers, id.Name) || slices.Contains(a.Approvers, id.Role) {
+		return nil
+	}
+	return apiError(EFORBIDDEN, "not_an_approver",
+		fmt.Sprintf("pause %q may be answered only by %s; %s (%s) is not one of them", p.PauseID, strings.Join(a.Approvers, ", "), id.Name, id.Role),
+		map[string]any{"approvers": a.Approvers, "pause_id": p.PauseID, "node_id": p.NodeID, "user": id.Name, "role": id.Role})
 }

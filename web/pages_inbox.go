@@ -24,7 +24,21 @@ func (s *Server) pageInbox(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// People read node labels: each card names its node by the label in
+	// the chain (its current version), the id beside it; one read per
+	// chain on the page.
+	labels := map[string]views.Labels{}
+	for _, it := range items {
+		if _, seen := labels[it.ChainID]; seen || it.ChainID == "" {
+			continue
+		}
+		labels[it.ChainID] = nil
+		if ch, err := s.db.GetChain(ctx, it.ChainID); err == nil {
+			labels[it.ChainID] = views.NodeLabels(ch.Doc)
+		}
+	}
 	return renderPage(c, http.StatusOK, views.InboxPage(items, views.InboxFilter{
 		Text: f.Text, ChainID: f.ChainID, RunID: f.RunID, Sort: f.Sort, Chains: chains, Limit: f.Limit, Full: len(items) == f.Limit,
+		Labels: labels,
 	}))
 }

@@ -96,7 +96,7 @@ func (s *Server) pageRun(c echo.Context) error {
 	}
 	doc := s.pageRunDoc(c, r)
 	labels := views.NodeLabels(doc)
-	return renderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.runs.QueuePosition(id), runUsageView(u, labels), answers, pausedTakesActions(doc, r), pending))
+	return renderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.runs.QueuePosition(id), runUsageView(u, labels), answers, pending))
 }
 
 // runCanvasData is what the run canvas loads.
@@ -174,16 +174,14 @@ func (s *Server) fragRunControls(c echo.Context) error {
 	c.Response().Header().Set("X-Run-Status", string(r.Status))
 	c.Response().Header().Set("X-Run-Duration", strconv.FormatInt(r.DurationMS, 10))
 	var labels views.Labels
-	actions := false
 	if r.Status == engine.StatusPaused { // only "Waiting at …" names nodes
-		doc := s.pageRunDoc(c, r)
-		labels, actions = views.NodeLabels(doc), pausedTakesActions(doc, r)
+		labels = views.NodeLabels(s.pageRunDoc(c, r))
 	}
 	pending, err := s.pendingPauses(c.Request().Context(), r)
 	if err != nil {
 		return err
 	}
-	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID), actions, pending))
+	return renderPage(c, http.StatusOK, views.RunControls(r, labels, s.runs.QueuePosition(r.ID), pending))
 }
 
 // fragNodeDrawer shows what one node did.
@@ -236,36 +234,25 @@ func (s *Server) fragNodeDrawer(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.NodeDrawer(d))
 }
 
-// pageResume resumes a paused run with a value (Approve, Reject, or the JSON
-// typed), or a failed one with an optional state patch.
+// pageResume answers a pause (Approve, Reject, or the JSON typed, sent as
+// the same answers the API and the inbox send: engine.NewAnswer), or
+// resumes a failed run with an optional state patch.
 func (s *Server) pageResume(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := pageParam(c, "id")
 	var value *engine.ResumeValue
 	var modified map[string]any
-	actions := false
-	if d := c.FormValue("decision"); d == "approve" || d == "reject" {
-		if r, err := s.runForControls(c, id); err == nil {
-			actions = pausedTakesActions(s.pageRunDoc(c, r), r)
-		}
-	}
 	switch c.FormValue("decision") {
 	case "approve":
-		value = &engine.ResumeValue{Value: map[string]any{"approved": true}}
-		if actions { // an approval node: approve its proposed value
-			value = &engine.ResumeValue{Action: engine.ActionApprove}
-		}
+		value = engine.NewAnswer(engine.ActionApprove, nil, false)
 	case "reject":
-		value = &engine.ResumeValue{Value: map[string]any{"approved": false}}
-		if actions {
-			value = &engine.ResumeValue{Action: engine.ActionReject}
-		}
+		value = engine.NewAnswer(engine.ActionReject, nil, false)
 	case "value":
 		var v any
 		if err := json.Unmarshal([]byte(c.FormValue("value")), &v); err != nil {
 			return renderPage(c, http.StatusOK, views.FormError("The resume value is not JSON", err.Error()))
 		}
-		value = &engine.ResumeValue{Value: v}
+		value = engine.NewAnswer(engine.ActionRespond, v, true)
 	default:
 		if raw := strings.TrimSpace(c.FormValue("modified_state")); raw != "" {
 			if err := json.Unmarshal([]byte(raw), &modified); err != nil {
@@ -273,7 +260,11 @@ func (s *Server) pageResume(c echo.Context) error {
 			}
 		}
 	}
-	if err := s.requireResumeRole(c, id); err != nil {
+	pauseID := c.FormValue("pause_id") // one form per pending pause
+	if len(pauseID) > maxPauseID {
+		return renderPage(c, http.StatusOK, views.FormError("Could not resume", fmt.Sprintf("the pause id is over %d bytes", maxPauseID)))
+	}
+	if err := s.requireResumeRole(c, id, pauseID, value != nil); err != nil {
 		return err
 	}
 	if value != nil { // an answer: audited like the API's (api_approvals.go)
@@ -281,30 +272,12 @@ func (s *Server) pageResume(c echo.Context) error {
 		if n := utf8.RuneCountInString(comment); n > maxComment {
 			return renderPage(c, http.StatusOK, views.FormError("The comment is too long", fmt.Sprintf("%d characters, over the limit of %d", n, maxComment)))
 		}
-		value.Comment, value.By, value.Address = comment, answeredBy(c), c.RealIP()
+		auditAnswer(c, value, comment)
 	}
-	pauseID := c.FormValue("pause_id") // one form per pending pause
-	if len(pauseID) > maxPauseID {
-		return renderPage(c, http.StatusOK, views.FormError("Could not resume", fmt.Sprintf("the pause id is over %d bytes", maxPauseID)))
-	}
-	if err := s.runs.ResumePause(ctx, id, pauseID, value, modified); err != nil {
+	if err := s.runs.ResumePause(engine.WithSender(ctx, answeredBy(c)), id, pauseID, value, modified); err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
 	}
 	return pageRedirect(c, "/runs/"+id)
-}
-
-// pausedTakesActions reports whether the run waits at an interrupt node
-// answered with actions (engine.TakesActions) rather than plain values.
-func pausedTakesActions(doc *engine.Chain, r *store.Run) bool {
-	if r.Status != engine.StatusPaused {
-		return false
-	}
-	for _, n := range r.Nodes {
-		if n.Status == engine.PhasePaused && engine.TakesActions(doc, n.NodeID) {
-			return true
-		}
-	}
-	return false
 }
 
 // pageRerun starts a new run that keeps the outputs upstream of a node.
@@ -347,7 +320,7 @@ func (s *Server) pageRerun(c echo.Context) error {
 	if cv != nil && cv.Doc.Node(node) == nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run on that version", "node "+strconv.Quote(node)+" is not in version "+strconv.Itoa(cv.Version)+" of the chain"))
 	}
-	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: node, Input: input, Modified: modified, Version: cv})
+	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: node, Input: input, Modified: modified, Version: cv, By: answeredBy(c)})
 	if err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", err.Error()))
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/chainstudio/studio/store"
 )
 
-// pageDo sends one request to a page route as a browser would (same origin).
-func pageDo(t *testing.T, base, method, path, contentType, body string) (*http.Response, string) {
+// pageDo sends one request to a page route as a browser would (same origin);
+// headers are name, value pairs added to it.
+func pageDo(t *testing.T, base, method, path, contentType, body string, headers ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
@@ -26,6 +27,9 @@ func pageDo(t *testing.T, base, method, path, contentType, body string) (*http.R
 	req.Header.Set("Accept", "text/html")
 	if method != http.MethodGet {
 		req.Header.Set("Origin", base)
+	}
+	for k := 0; k+1 < len(headers); k += 2 {
+		req.Header.Set(headers[k], headers[k+1])
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err := client.Do(req)

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
@@ -372,4 +375,66 @@ func BenchmarkAuthenticate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// pausedWhileRunning starts doc (an interrupt beside a long delay) as the
+// editor and waits until its pause is in the log while the run still runs.
+func pausedWhileRunning(t *testing.T, srv *Server, ts *httptest.Server, doc string, editor []string) string {
+	t.Helper()
+	r := do(t, ts, "POST", "/v1/chains", doc, editor...)
+	wantStatus(t, r, http.StatusCreated)
+	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{"input":{}}`, editor...)
+	wantStatus(t, r, http.StatusAccepted)
+	run := r.json(t)["run_id"].(string)
+	t.Cleanup(func() { srv.runs.Cancel(run) })
+	testutil.Eventually(t, 10*time.Second, func() error {
+		log, err := srv.db.Load(context.Background(), run)
+		if err != nil || len(engine.PendingPauses(log)) != 1 {
+			return fmt.Errorf("run %s has not paused at ask (%v)", run, err)
+		}
+		return nil
+	})
+	if m := do(t, ts, "GET", "/v1/runs/"+run, nil, editor...).json(t); m["status"] != "running" {
+		t.Fatalf("the run should still run beside its pause: %v", m["status"])
+	}
+	return run
+}
+
+func runningPauseDoc(name, approvers string) string {
+	return `{"name":"` + name + `","nodes":[
+	{"node_id":"start","kind":"tool","name":"echo"},
+	{"node_id":"ask","kind":"interrupt","config":{"prompt":"ok?"` + approvers + `}},
+	{"node_id":"wait","kind":"tool","name":"delay","input":{"ms":60000}}],
+	"edges":[{"source":"start","target":"ask"},{"source":"start","target":"wait"}]}`
+}
+
+// Answering a pause needs the answer right whatever the run's status: a
+// running run's pause (here an interrupt beside a long step) is refused to
+// the editor on the API and on the page form, and nothing is claimed; the
+// approver's answer goes in and is audited.
+func TestAnsweringARunningRunsPauseNeedsTheAnswerRole(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServerWith(t, Config{}, testRegistry())
+	h := roleTokens(t, srv)
+	run := pausedWhileRunning(t, srv, ts, runningPauseDoc("running-pause", ""), h["editor"])
+
+	r := do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"action":"approve","pause_id":"ask"}`, h["editor"]...)
+	if r.status != 403 || r.errCode(t) != "role_required" || !strings.Contains(string(r.body), "approver or admin") {
+		t.Fatalf("editor answers a running run's pause through the API: %d %s", r.status, r.body)
+	}
+	code, body := pageForm(t, ts, "/runs/"+run+"/resume", url.Values{"decision": {"approve"}, "pause_id": {"ask"}}, h["editor"]...)
+	if code != 403 || !strings.Contains(body, "this needs the role approver or admin") {
+		t.Fatalf("editor answers a running run's pause from the page: %d %s", code, body)
+	}
+	if a, _ := do(t, ts, "GET", "/v1/runs/"+run, nil, h["viewer"]...).json(t)["answers"].([]any); len(a) != 0 {
+		t.Fatalf("a refused answer was recorded: %v", a)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{"action":"approve","pause_id":"ask"}`, h["approver"]...), http.StatusOK)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		a, _ := do(t, ts, "GET", "/v1/runs/"+run, nil, h["viewer"]...).json(t)["answers"].([]any)
+		if len(a) != 1 || a[0].(map[string]any)["by"] != "approver1" || a[0].(map[string]any)["action"] != "approve" {
+			return fmt.Errorf("audit: %v", a)
+		}
+		return nil
+	})
 }

@@ -2,7 +2,9 @@
 // proposed value, or the modified one when "Modify, then approve" is open
 // (the form is built from the interrupt's schema by forms.js); Reject sends
 // no value; a tool's pause gets a JSON answer. The server validates the
-// value against the schema and names the field when it does not fit.
+// value against the schema and names the field when it does not fit. Once
+// answered, the card says what the run then did (failed, completed, waits
+// for another answer), read from the run, not assumed.
 'use strict';
 (function () {
   const list = document.getElementById('inbox-list');
@@ -70,11 +72,14 @@
     if (res.ok) {
       const done = { approve: 'Approved', reject: 'Rejected', respond: 'Answered' }[action];
       item.classList.add('answered');
-      item.querySelector('.answer-form').replaceChildren(answeredNote(item, done + '. The run continues.'));
-      if (live) live.textContent = done + ': ' + item.querySelector('h2').textContent.trim();
+      const note = answeredNote(item, done + '. Waiting for the run…');
+      item.querySelector('.answer-form').replaceChildren(note);
       recount();
       const next = list.querySelector('.inbox-item:not(.answered) button[data-action]');
-      if (next) next.focus(); else item.querySelector('.ib-done-note a').focus();
+      if (next) next.focus(); else note.querySelector('a').focus();
+      const text = done + '. ' + await outcomeOf(item.dataset.runId);
+      note.firstChild.textContent = text + ' ';
+      if (live) live.textContent = text + ' ' + item.querySelector('h2').textContent.replace(/\s+/g, ' ').trim();
       return;
     }
     buttons.forEach((b) => { b.disabled = false; });
@@ -89,6 +94,32 @@
     say(item, (err.message || ('The studio answered ' + res.status)));
     if (res.status === 422 && field && field.startsWith('/')) focusField(item, field);
     else button.focus();
+  }
+
+  // outcomeOf says what the answer did to the run, from the run's state:
+  // it reads the run until it stops (failed, completed, paused again) or a
+  // few seconds pass while it still runs (then it says so).
+  async function outcomeOf(runId) {
+    let run = null;
+    for (let k = 0; k < 20; k++) {
+      try {
+        const r = await fetch('/v1/runs/' + encodeURIComponent(runId), { headers: { Accept: 'application/json' } });
+        if (r.ok) run = await r.json();
+      } catch (e) { /* the note keeps the last state read */ }
+      if (run && run.status !== 'running' && run.status !== 'queued') break;
+      await new Promise((ok) => setTimeout(ok, 250));
+    }
+    if (!run) return 'Open the run to see what it did.';
+    const err = run.error && run.error.message ? ': ' + run.error.message : '';
+    switch (run.status) {
+      case 'failed': return 'The run failed' + err + '.';
+      case 'completed': return 'The run completed.';
+      case 'partial': return 'The run ended partial' + err + '.';
+      case 'cancelled': return 'The run was cancelled.';
+      case 'timed_out': return 'The run timed out.';
+      case 'paused': return 'The run waits for another answer.';
+    }
+    return 'The run continues.';
   }
 
   function recount() {

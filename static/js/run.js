@@ -62,6 +62,7 @@
     if (ev.phase === 'progress') return progressText(ev.progress);
     if (ev.matched) return 'matched ' + ev.matched;
     if (ev.phase === 'paused') return 'waiting for a person';
+    if (ev.phase === 'state_patch') return 'state patched by ' + ((ev.output && ev.output.by) || 'unknown') + ': ' + JSON.stringify(ev.output && ev.output.patch);
     if (ev.reused && ev.phase === 'done') return 'reused: output kept from the earlier run';
     if (ev.reused) return 'reused';
     if (rerun && ev.phase === 'start') return 'ran again';
@@ -93,7 +94,9 @@
     shown = ev.seq;
     const li = Studio.el('li', { class: 'ev ph-' + ev.phase + (ev.reused ? ' reused' : ''), 'data-seq': String(ev.seq), 'data-node-id': ev.node_id },
       Studio.el('span', { class: 't', text: clock(ev.time) }),
-      Studio.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, title: label(ev.node_id) ? label(ev.node_id) + ' (' + ev.node_id + ')' : ev.node_id }, ...nameEl(ev.node_id)),
+      ev.node_id // an event of the run itself (a state patch) has no node
+        ? Studio.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, title: label(ev.node_id) ? label(ev.node_id) + ' (' + ev.node_id + ')' : ev.node_id }, ...nameEl(ev.node_id))
+        : Studio.el('span', { class: 'ev-node ev-run', text: 'the run' }),
       Studio.el('span', { class: 'ph', text: ev.phase }),
       Studio.el('span', { class: 'detail', text: detail(ev) + extra(ev) }));
     const atBottom = timeline.parentElement.scrollTop + timeline.parentElement.clientHeight >= timeline.parentElement.scrollHeight - 30;
@@ -408,7 +411,7 @@
   function connect() {
     if (es) es.close();
     es = new EventSource('/v1/runs/' + encodeURIComponent(runId) + '/events?after=' + applied);
-    for (const ph of ['start', 'done', 'skip', 'error', 'paused', 'progress']) es.addEventListener(ph, onEvent);
+    for (const ph of ['start', 'done', 'skip', 'error', 'paused', 'progress', 'state_patch']) es.addEventListener(ph, onEvent);
     es.addEventListener('queued', (e) => {
       let q;
       try { q = JSON.parse(e.data); } catch { return; }
