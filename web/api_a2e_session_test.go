@@ -29,17 +29,24 @@ type sdkHTTP struct {
 
 func openSDKHTTP(t *testing.T, ts *httptest.Server) *sdkHTTP {
 	t.Helper()
+	r := do(t, ts, "POST", "/v1/a2e/session", nil)
+	wantStatus(t, r, 200)
+	id, _ := r.json(t)["session_id"].(string)
+	if id == "" {
+		t.Fatalf("session: %s", r.body)
+	}
+	return attachSDKHTTP(t, ts, id)
+}
+
+// attachSDKHTTP is openSDKHTTP on a session already open: its stream.
+func attachSDKHTTP(t *testing.T, ts *httptest.Server, session string) *sdkHTTP {
+	t.Helper()
 	sdk, err := enginetest.LoadA2ESDK()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := do(t, ts, "POST", "/v1/a2e/session", nil)
-	wantStatus(t, r, 200)
-	h := &sdkHTTP{t: t, ts: ts, sdk: sdk, session: r.json(t)["session_id"].(string),
+	h := &sdkHTTP{t: t, ts: ts, sdk: sdk, session: session,
 		msgs: make(chan map[string]any, 256), ended: make(chan struct{})}
-	if h.session == "" {
-		t.Fatalf("session: %s", r.body)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/a2e/stream", nil)
@@ -56,7 +63,7 @@ func openSDKHTTP(t *testing.T, ts *httptest.Server) *sdkHTTP {
 		defer close(h.ended)
 		defer res.Body.Close()
 		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(nil, 1<<20)
+		sc.Buffer(nil, 4<<20)
 		var data []string
 		for sc.Scan() {
 			line := sc.Text()
