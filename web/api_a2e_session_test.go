@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine/enginetest"
+	"github.com/chainstudio/studio/internal/testutil"
 )
 
 // sdkHTTP is the A2E SDK's HTTP transport against a test studio: POST
@@ -274,7 +275,7 @@ func TestA2EUnknownToolRefusedBeforeRunning(t *testing.T) {
 // unused for the idle time is gone.
 func TestA2EHTTPSessionBounds(t *testing.T) {
 	t.Parallel()
-	_, ts := newTestServerWith(t, Config{A2EMaxSessions: 2, A2ESessionIdle: 200 * time.Millisecond}, testRegistry())
+	srv, ts := newTestServerWith(t, Config{A2EMaxSessions: 2, A2ESessionIdle: 200 * time.Millisecond}, testRegistry())
 	a := do(t, ts, "POST", "/v1/a2e/session", nil).json(t)["session_id"].(string)
 	wantStatus(t, do(t, ts, "POST", "/v1/a2e/session", nil), 200)
 	r := do(t, ts, "POST", "/v1/a2e/session", nil)
@@ -282,7 +283,16 @@ func TestA2EHTTPSessionBounds(t *testing.T) {
 	if r.json(t)["error"].(map[string]any)["code"] != "too_many_sessions" {
 		t.Fatalf("third session: %s", r.body)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Polled without using the session: a send would be activity.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		srv.expireIdle(time.Now())
+		srv.a2e.mu.Lock()
+		defer srv.a2e.mu.Unlock()
+		if srv.a2e.m[a] != nil {
+			return fmt.Errorf("the idle session is still open")
+		}
+		return nil
+	})
 	wantStatus(t, do(t, ts, "POST", "/v1/a2e/send", `{"type":"ping","id":"p"}`, HeaderSessionID, a), 404)
 	wantStatus(t, do(t, ts, "POST", "/v1/a2e/session", nil), 200) // the expired ones made room
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"FoldAcrossResume", testFoldAcrossResume},
 		{"Users", testUsers},
 		{"Triggers", testTriggers},
+		{"A2ESessionRun", testA2ESessionRun},
 		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
 		{"Usage", testUsage},
 	} {
