@@ -238,6 +238,32 @@ func TestA2EStdioInputSchemaRefusedBeforeRunning(t *testing.T) {
 	}
 }
 
+// delayReq is a recorded-shape chain/req of one delay node of ms.
+func delayReq(id string, ms int) map[string]any {
+	return map[string]any{"id": id, "session_id": "", "streaming": false, "entry_node": "n", "nodes": []any{map[string]any{
+		"node_id": "n", "kind": "tool", "name": "delay", "input": map[string]any{"ms": ms}, "input_map": map[string]any{},
+		"condition": "", "true_node": "", "false_node": "", "items_path": "", "map_node": "", "next_node": "", "on_error": "abort"}}}
+}
+
+// answeredThenShutdown waits for n successful chain/resp messages, then
+// shuts the host down and wants it to exit cleanly.
+func (h *sdkStdio) answeredThenShutdown(n int) {
+	h.t.Helper()
+	got := map[string]bool{}
+	for len(got) < n {
+		if m := h.next(); m["type"] == "chain/resp" {
+			if m["success"] != true {
+				h.t.Fatalf("resp: %v", m)
+			}
+			got[m["req_id"].(string)] = true
+		}
+	}
+	h.send("shutdown", nil)
+	if code := <-h.exit; code != exitOK {
+		h.t.Fatalf("exit %d", code)
+	}
+}
+
 // Control messages never wait behind work: with every run slot taken
 // (--max-parallel 2, two long chains) and a third chain/req waiting for a
 // slot, a ping is answered at once, before any chain answers; the waiting
@@ -245,14 +271,9 @@ func TestA2EStdioInputSchemaRefusedBeforeRunning(t *testing.T) {
 func TestA2EStdioPingDoesNotWaitForASlot(t *testing.T) {
 	t.Parallel()
 	h := startSDKStdio(t, "--max-parallel", "2")
-	chain := func(id string, ms int) map[string]any {
-		return map[string]any{"id": id, "session_id": "", "streaming": false, "entry_node": "n", "nodes": []any{map[string]any{
-			"node_id": "n", "kind": "tool", "name": "delay", "input": map[string]any{"ms": ms}, "input_map": map[string]any{},
-			"condition": "", "true_node": "", "false_node": "", "items_path": "", "map_node": "", "next_node": "", "on_error": "abort"}}}
-	}
-	h.send("chain_req", chain("long1", 4000))
-	h.send("chain_req", chain("long2", 4000))
-	h.send("chain_req", chain("waiting", 10))
+	h.send("chain_req", delayReq("long1", 4000))
+	h.send("chain_req", delayReq("long2", 4000))
+	h.send("chain_req", delayReq("waiting", 10))
 	start := time.Now()
 	pingID := h.send("ping", nil)
 	m := h.next()
@@ -262,19 +283,7 @@ func TestA2EStdioPingDoesNotWaitForASlot(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("pong after %v", d)
 	}
-	got := map[string]bool{}
-	for len(got) < 3 {
-		if m := h.next(); m["type"] == "chain/resp" {
-			if m["success"] != true {
-				t.Fatalf("resp: %v", m)
-			}
-			got[m["req_id"].(string)] = true
-		}
-	}
-	h.send("shutdown", nil)
-	if code := <-h.exit; code != exitOK {
-		t.Fatalf("exit %d", code)
-	}
+	h.answeredThenShutdown(3)
 }
 
 // The requests waiting for a slot are bounded (--max-queued): one past the
@@ -282,14 +291,9 @@ func TestA2EStdioPingDoesNotWaitForASlot(t *testing.T) {
 func TestA2EStdioQueueBounded(t *testing.T) {
 	t.Parallel()
 	h := startSDKStdio(t, "--max-parallel", "1", "--max-queued", "1")
-	chain := func(id string, ms int) map[string]any {
-		return map[string]any{"id": id, "session_id": "", "streaming": false, "entry_node": "n", "nodes": []any{map[string]any{
-			"node_id": "n", "kind": "tool", "name": "delay", "input": map[string]any{"ms": ms}, "input_map": map[string]any{},
-			"condition": "", "true_node": "", "false_node": "", "items_path": "", "map_node": "", "next_node": "", "on_error": "abort"}}}
-	}
-	h.send("chain_req", chain("running", 3000))
-	h.send("chain_req", chain("waiting", 10))
-	h.send("chain_req", chain("refused", 10))
+	h.send("chain_req", delayReq("running", 3000))
+	h.send("chain_req", delayReq("waiting", 10))
+	h.send("chain_req", delayReq("refused", 10))
 	m := h.next()
 	e, _ := m["error"].(map[string]any)
 	if m["type"] != "chain/resp" || m["req_id"] != "refused" || e["code"] != "host_busy" || !strings.Contains(e["message"].(string), "1 wait") {
@@ -299,17 +303,5 @@ func TestA2EStdioQueueBounded(t *testing.T) {
 	if m := h.next(); m["type"] != "pong" || m["req_id"] != pingID {
 		t.Fatalf("%v, want the pong", m)
 	}
-	got := map[string]bool{}
-	for len(got) < 2 {
-		if m := h.next(); m["type"] == "chain/resp" {
-			if m["success"] != true {
-				t.Fatalf("resp: %v", m)
-			}
-			got[m["req_id"].(string)] = true
-		}
-	}
-	h.send("shutdown", nil)
-	if code := <-h.exit; code != exitOK {
-		t.Fatalf("exit %d", code)
-	}
+	h.answeredThenShutdown(2)
 }
