@@ -104,10 +104,16 @@ type SessionOptions struct {
 	MaxParallel int
 	// MaxQueued and MaxQueuedBytes bound the chain/req messages waiting
 	// for a slot (DefaultMaxQueued, DefaultMaxQueuedBytes when ≤ 0): one
-	// past either is refused at once with host_busy.
+	// past either is refused at once with host_busy, unless WaitForRoom.
 	MaxQueued      int
 	MaxQueuedBytes int
-	Limits         Limits
+	// WaitForRoom makes Handle wait, for a chain/req past those bounds,
+	// until one waiting starts (or Handle's ctx ends: host_busy) instead of
+	// refusing it: a reader of a pipe stops reading, and a file of many
+	// requests runs them all. Only with the queue full does a control
+	// message wait.
+	WaitForRoom bool
+	Limits      Limits
 	// Run runs a decoded request's chain, sending events to sink (nil when
 	// the request is not streaming). A nil result with an error is a host
 	// failure; RunCode turns that error into chain/resp's error.
@@ -158,6 +164,7 @@ type Session struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	slots   chan struct{}
+	room    chan struct{} // a waiting request left the queue
 	wg      sync.WaitGroup
 	sendMu  sync.Mutex
 
@@ -186,7 +193,7 @@ func NewSession(ctx context.Context, opts SessionOptions) *Session {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	return &Session{opts: opts, started: time.Now(), ctx: ctx, cancel: cancel, issued: opts.IDIssued,
-		slots: make(chan struct{}, opts.MaxParallel), seen: map[string]struct{}{}}
+		slots: make(chan struct{}, opts.MaxParallel), room: make(chan struct{}, 1), seen: map[string]struct{}{}}
 }
 
 // NewSessionID returns a fresh session id (32 hex digits, as the SDK's).
@@ -251,7 +258,7 @@ func (s *Session) HandleReply(ctx context.Context, msg []byte, r Reply) (shutdow
 		done()
 		return true, drain
 	default:
-		if s.chainRequest(msg, env.ID, env.ChainID, r) {
+		if s.chainRequest(ctx, msg, env.ID, env.ChainID, r) {
 			return false, 0 // the run calls done after its chain/resp
 		}
 	}
@@ -307,9 +314,10 @@ func (s *Session) firstSeen(id string) bool {
 
 // chainRequest answers a chain/req that is refused at once, or accepts it:
 // it waits for a run slot in the background, so the door that read it is
-// free for the next message. It reports whether the request was accepted
+// free for the next message (with the queue full and WaitForRoom, it first
+// waits for room, up to ctx). It reports whether the request was accepted
 // (its run then calls r.Done).
-func (s *Session) chainRequest(msg []byte, id, chainID string, r Reply) (accepted bool) {
+func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID string, r Reply) (accepted bool) {
 	c, req, err := DecodeDocument(msg, s.opts.Limits)
 	if err == nil && req == nil {
 		err = &DecodeError{Path: "type", Msg: `not an A2E message: send handshake/req, ping, shutdown or chain/req (a chain/req has "type": "chain/req")`}
@@ -338,30 +346,46 @@ func (s *Session) chainRequest(msg []byte, id, chainID string, r Reply) (accepte
 		}
 	}
 	size := len(msg)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		s.refuse(r, req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
-		return false
-	}
-	// A request that finds a slot free does not count as waiting; the
-	// queue bounds only those that would wait.
-	select {
-	case s.slots <- struct{}{}:
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go s.runInSlot(req, c, r)
-		return true
-	default:
-	}
-	if s.queued >= s.opts.MaxQueued || s.queuedBytes+size > s.opts.MaxQueuedBytes {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			s.refuse(r, req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
+			return false
+		}
+		// A request that finds a slot free does not count as waiting; the
+		// queue bounds only those that would wait.
+		select {
+		case s.slots <- struct{}{}:
+			s.wg.Add(1)
+			s.mu.Unlock()
+			go s.runInSlot(req, c, r)
+			return true
+		default:
+		}
+		full := s.queued >= s.opts.MaxQueued || s.queuedBytes+size > s.opts.MaxQueuedBytes
+		if !full {
+			break // s.mu held
+		}
 		queued, bytes := s.queued, s.queuedBytes
 		s.mu.Unlock()
-		s.refuse(r, req.ID, req.ChainID, &WireError{Code: "host_busy",
+		busy := &WireError{Code: "host_busy",
 			Message: fmt.Sprintf("the session runs %d chains (max_parallel) and %d wait (%d bytes; at most %d, %d bytes); send again when one has answered",
 				s.opts.MaxParallel, queued, bytes, s.opts.MaxQueued, s.opts.MaxQueuedBytes),
-			Details: map[string]any{"max_parallel": s.opts.MaxParallel, "max_queued": s.opts.MaxQueued, "max_queued_bytes": s.opts.MaxQueuedBytes}})
-		return false
+			Details: map[string]any{"max_parallel": s.opts.MaxParallel, "max_queued": s.opts.MaxQueued, "max_queued_bytes": s.opts.MaxQueuedBytes}}
+		if !s.opts.WaitForRoom || size > s.opts.MaxQueuedBytes {
+			s.refuse(r, req.ID, req.ChainID, busy)
+			return false
+		}
+		select {
+		case <-s.room:
+		case <-ctx.Done():
+			s.refuse(r, req.ID, req.ChainID, busy)
+			return false
+		case <-s.ctx.Done():
+			s.refuse(r, req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
+			return false
+		}
 	}
 	s.queued++
 	s.queuedBytes += size
@@ -373,6 +397,10 @@ func (s *Session) chainRequest(msg []byte, id, chainID string, r Reply) (accepte
 			s.queued--
 			s.queuedBytes -= size
 			s.mu.Unlock()
+			select {
+			case s.room <- struct{}{}:
+			default:
+			}
 		}
 		select {
 		case s.slots <- struct{}{}:

@@ -37,7 +37,7 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	chains := fs.String("chains", "", "the folder `DIR` of saved chains (*.json) that skill nodes call by name (default: none)")
 	parallel := fs.Int("max-parallel", engine.DefaultMaxParallel, "run at most `N` chain/req messages at once; more wait (the handshake's max_parallel)")
-	queued := fs.Int("max-queued", engine.DefaultMaxQueued, "let at most `N` chain/req messages wait for a run slot (and 32 MiB of them); more are answered host_busy at once")
+	queued := fs.Int("max-queued", engine.DefaultMaxQueued, "let at most `N` chain/req messages wait for a run slot (and 32 MiB of them); past that, reading input waits for room")
 	fs.Usage = func() {
 		printUsage(fs, "studio a2e [flags] < requests.ndjson",
 			"The A2E chain host on stdin/stdout: reads one A2E message per line (handshake/req, ping,\n"+
@@ -83,6 +83,7 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	sess := engine.NewSession(ctx, engine.SessionOptions{
 		MaxParallel: *parallel,
 		MaxQueued:   *queued,
+		WaitForRoom: true, // a file of requests runs whole: reading waits for room
 		Send:        out.write,
 		Run: func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
 			input := req.InitialInput
