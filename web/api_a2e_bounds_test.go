@@ -143,8 +143,9 @@ func TestA2EHTTPSessionHoldsNoMoreThanItsCap(t *testing.T) {
 // The report's case at a smaller scale: 12 concurrent chain/req with
 // answers of about 10 MiB each, on a session whose stream is not read, at
 // the default cap (32 MiB). The heap holds the cap, not the answers: it
-// grows by less than the cap and 32 MiB of slack, where keeping every
-// answer is over 120 MiB. Not parallel, so the heap is this test's.
+// grows by less than the cap and 64 MiB of slack (what the run service and
+// the store hold of the runs meanwhile), where keeping every answer grows
+// it by about 150 MiB. Not parallel, so the heap is this test's.
 func TestA2EHTTPSessionHeapStaysBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds about 120 MiB of answers")
@@ -171,7 +172,9 @@ func TestA2EHTTPSessionHeapStaysBounded(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	testutil.Eventually(t, 60*time.Second, func() error {
+	// Generous: under -race on a shared machine the 480 renderings take
+	// over a minute.
+	testutil.Eventually(t, 5*time.Minute, func() error {
 		if _, _, n := heldOf(h); n > 0 {
 			return fmt.Errorf("%d messages in flight", n)
 		}
@@ -185,8 +188,8 @@ func TestA2EHTTPSessionHeapStaysBounded(t *testing.T) {
 	if peak > limit {
 		t.Fatalf("the session held %d bytes, over its cap of %d", peak, limit)
 	}
-	if grew > limit+32<<20 {
-		t.Fatalf("the heap grew by %d MiB with the answers held, over the %d MiB cap and 32 MiB of slack", grew>>20, limit>>20)
+	if grew > limit+64<<20 {
+		t.Fatalf("the heap grew by %d MiB with the answers held, over the %d MiB cap and 64 MiB of slack", grew>>20, limit>>20)
 	}
 	runtime.KeepAlive(h)
 }
