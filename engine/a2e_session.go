@@ -32,6 +32,18 @@ const (
 // (the handshake's max_parallel).
 const DefaultMaxParallel = 4
 
+// DefaultMaxQueued and DefaultMaxQueuedBytes bound the chain/req messages a
+// session has accepted that wait for a run slot: their count and the bytes
+// of their messages. A control message never waits behind them.
+const (
+	DefaultMaxQueued      = 64
+	DefaultMaxQueuedBytes = 32 << 20
+)
+
+// TypeError is the base protocol's error message (host → agent): a host
+// uses it for what answers no request, such as a session it closes.
+const TypeError = "error"
+
 // seenIDs bounds how many recent chain/req ids a session remembers, so a
 // resent message (the SDK's HTTP transport retries a failed send) does not
 // run twice.
@@ -88,8 +100,19 @@ type SessionOptions struct {
 	// from the start, not only after a handshake.
 	IDIssued bool
 	// MaxParallel bounds the chain/req messages running at once
-	// (DefaultMaxParallel when ≤ 0); Handle waits for a free slot.
+	// (DefaultMaxParallel when ≤ 0); the others wait for a free slot.
 	MaxParallel int
+	// MaxQueued and MaxQueuedBytes bound the chain/req messages waiting
+	// for a slot (DefaultMaxQueued, DefaultMaxQueuedBytes when ≤ 0): one
+	// past either is refused at once with host_busy, unless WaitForRoom.
+	MaxQueued      int
+	MaxQueuedBytes int
+	// WaitForRoom makes Handle wait, for a chain/req past those bounds,
+	// until one waiting starts (or Handle's ctx ends: host_busy) instead of
+	// refusing it: a reader of a pipe stops reading, and a file of many
+	// requests runs them all. Only with the queue full does a control
+	// message wait.
+	WaitForRoom bool
 	Limits      Limits
 	// Run runs a decoded request's chain, sending events to sink (nil when
 	// the request is not streaming). A nil result with an error is a host
@@ -100,9 +123,38 @@ type SessionOptions struct {
 	Check func(c *Chain) []Issue
 	// RunCode names a host failure (nil: host_error and the error's text).
 	RunCode func(err error) *WireError
-	// Send writes one message to the agent. The session calls it from one
-	// goroutine at a time.
+	// Send writes one message to the agent (unless HandleReply was given
+	// another). The session calls it from one goroutine at a time.
 	Send func(msg any)
+}
+
+// Reply is where the answers to one message go (HandleReply).
+type Reply struct {
+	// Send writes the answers (handshake/resp, pong, chain/event,
+	// chain/resp); nil: SessionOptions.Send.
+	Send func(msg any)
+	// Done, when set, is called once after the last answer to the message
+	// was sent, or at once when none will be (shutdown, a resent chain/req).
+	Done func()
+}
+
+// ErrorMessage is the base protocol's error message.
+type ErrorMessage struct {
+	Type      string         `json:"type"`
+	ID        string         `json:"id"`
+	Version   string         `json:"version"`
+	Ts        float64        `json:"ts"`
+	ReqID     string         `json:"req_id"`
+	Code      string         `json:"code"`
+	Message   string         `json:"message"`
+	Retryable bool           `json:"retryable"`
+	Detail    map[string]any `json:"detail,omitempty"`
+}
+
+// NewErrorMessage builds an error message answering no request.
+func NewErrorMessage(code, message string, retryable bool) ErrorMessage {
+	return ErrorMessage{Type: TypeError, ID: hexID(), Version: WireVersion, Ts: unixSeconds(time.Now()),
+		Code: code, Message: message, Retryable: retryable}
 }
 
 // Session is one agent's A2E session.
@@ -112,14 +164,17 @@ type Session struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	slots   chan struct{}
+	room    chan struct{} // a waiting request left the queue
 	wg      sync.WaitGroup
 	sendMu  sync.Mutex
 
-	mu     sync.Mutex
-	closed bool
-	issued bool // the agent knows the session id: chain/req's session_id must match
-	seen   map[string]struct{}
-	order  []string // seen ids, oldest first
+	mu          sync.Mutex
+	closed      bool
+	issued      bool // the agent knows the session id: chain/req's session_id must match
+	seen        map[string]struct{}
+	order       []string // seen ids, oldest first
+	queued      int      // chain/req messages accepted, waiting for a slot
+	queuedBytes int      // their bytes
 }
 
 // NewSession starts a session; its runs stop when ctx ends or Close is called.
@@ -130,9 +185,15 @@ func NewSession(ctx context.Context, opts SessionOptions) *Session {
 	if opts.MaxParallel <= 0 {
 		opts.MaxParallel = DefaultMaxParallel
 	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = DefaultMaxQueued
+	}
+	if opts.MaxQueuedBytes <= 0 {
+		opts.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	return &Session{opts: opts, started: time.Now(), ctx: ctx, cancel: cancel, issued: opts.IDIssued,
-		slots: make(chan struct{}, opts.MaxParallel), seen: map[string]struct{}{}}
+		slots: make(chan struct{}, opts.MaxParallel), room: make(chan struct{}, 1), seen: map[string]struct{}{}}
 }
 
 // NewSessionID returns a fresh session id (32 hex digits, as the SDK's).
@@ -143,17 +204,31 @@ func hexID() string { return strings.ReplaceAll(uuid.NewString(), "-", "") }
 // ID returns the session id.
 func (s *Session) ID() string { return s.opts.ID }
 
-func (s *Session) send(msg any) {
+func (s *Session) send(r Reply, msg any) {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
+	if r.Send != nil {
+		r.Send(msg)
+		return
+	}
 	s.opts.Send(msg)
 }
 
-// Handle answers one message. A chain/req starts running in the background
-// once a run slot is free (Handle waits for one, or for ctx); every other
-// message is answered before Handle returns. It reports a shutdown message
-// with the time the agent gives the host to drain.
+// Handle answers one message. A chain/req is accepted into the session's
+// bounded queue and runs in the background once a run slot is free, so
+// Handle never waits behind running chains: handshake/req and ping are
+// answered, and shutdown reported, before it returns. It reports a
+// shutdown message with the time the agent gives the host to drain.
 func (s *Session) Handle(ctx context.Context, msg []byte) (shutdown bool, drain time.Duration) {
+	return s.HandleReply(ctx, msg, Reply{})
+}
+
+// HandleReply is Handle with the message's answers sent to r.
+func (s *Session) HandleReply(ctx context.Context, msg []byte, r Reply) (shutdown bool, drain time.Duration) {
+	done := r.Done
+	if done == nil {
+		done = func() {}
+	}
 	var env struct {
 		Type    json.RawMessage `json:"type"`
 		ID      string          `json:"id"`
@@ -171,19 +246,23 @@ func (s *Session) Handle(ctx context.Context, msg []byte) (shutdown bool, drain 
 			s.issued = true
 			s.mu.Unlock()
 		}
-		s.send(resp)
+		s.send(r, resp)
 	case TypePing:
-		s.send(Pong{Type: TypePong, ID: hexID(), Version: WireVersion, Ts: unixSeconds(time.Now()),
+		s.send(r, Pong{Type: TypePong, ID: hexID(), Version: WireVersion, Ts: unixSeconds(time.Now()),
 			ReqID: env.ID, UptimeSeconds: time.Since(s.started).Seconds()})
 	case TypeShutdown:
 		drain = 10 * time.Second // the base protocol's default
 		if env.Timeout != nil && *env.Timeout >= 0 {
 			drain = time.Duration(min(*env.Timeout, 3600) * float64(time.Second))
 		}
+		done()
 		return true, drain
 	default:
-		s.chainRequest(ctx, msg, env.ID, env.ChainID)
+		if s.chainRequest(ctx, msg, env.ID, env.ChainID, r) {
+			return false, 0 // the run calls done after its chain/resp
+		}
 	}
+	done()
 	return false, 0
 }
 
@@ -211,10 +290,10 @@ func (s *Session) handshake(msg []byte) HandshakeResponse {
 }
 
 // refuse sends the chain/resp refusing a request before it ran.
-func (s *Session) refuse(reqID, chainID string, we *WireError) {
+func (s *Session) refuse(r Reply, reqID, chainID string, we *WireError) {
 	resp := NewResponseMessage(&Request{ID: reqID, ChainID: chainID}, nil)
 	resp.Error = we
-	s.send(resp)
+	s.send(r, resp)
 }
 
 // firstSeen records a chain/req id; false when it was seen recently.
@@ -233,14 +312,19 @@ func (s *Session) firstSeen(id string) bool {
 	return true
 }
 
-func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID string) {
+// chainRequest answers a chain/req that is refused at once, or accepts it:
+// it waits for a run slot in the background, so the door that read it is
+// free for the next message (with the queue full and WaitForRoom, it first
+// waits for room, up to ctx). It reports whether the request was accepted
+// (its run then calls r.Done).
+func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID string, r Reply) (accepted bool) {
 	c, req, err := DecodeDocument(msg, s.opts.Limits)
 	if err == nil && req == nil {
 		err = &DecodeError{Path: "type", Msg: `not an A2E message: send handshake/req, ping, shutdown or chain/req (a chain/req has "type": "chain/req")`}
 	}
 	if err != nil {
-		s.refuse(id, chainID, &WireError{Code: CodeDecode, Message: err.Error()})
-		return
+		s.refuse(r, id, chainID, &WireError{Code: CodeDecode, Message: err.Error()})
+		return false
 	}
 	s.mu.Lock()
 	issued := s.issued
@@ -248,48 +332,114 @@ func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID stri
 	// Before a handshake (a bare chain/req on stdio) any session_id is the
 	// agent's own label; after it, it must be the one the host gave.
 	if issued && req.SessionID != "" && req.SessionID != s.opts.ID {
-		s.refuse(req.ID, req.ChainID, &WireError{Code: CodeDecode,
+		s.refuse(r, req.ID, req.ChainID, &WireError{Code: CodeDecode,
 			Message: fmt.Sprintf("session_id: %q is not this session (%q, from handshake/resp)", req.SessionID, s.opts.ID)})
-		return
+		return false
 	}
 	if id != "" && !s.firstSeen(id) {
-		return // a resent message: it is running or was answered already
+		return false // a resent message: it is running or was answered already
 	}
 	if s.opts.Check != nil {
 		if issues := s.opts.Check(c); HasErrors(issues) {
-			s.send(NewInvalidResponse(req, issues))
-			return
+			s.send(r, NewInvalidResponse(req, issues))
+			return false
 		}
 	}
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		s.refuse(req.ID, req.ChainID, &WireError{Code: "host_busy",
-			Message: fmt.Sprintf("the session already runs %d chains (max_parallel); send again when one has answered", s.opts.MaxParallel)})
-		return
-	case <-s.ctx.Done():
-		s.refuse(req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
-		return
-	}
-	s.mu.Lock()
-	if s.closed {
+	size := len(msg)
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			s.refuse(r, req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
+			return false
+		}
+		// A request that finds a slot free does not count as waiting; the
+		// queue bounds only those that would wait.
+		select {
+		case s.slots <- struct{}{}:
+			s.wg.Add(1)
+			s.mu.Unlock()
+			go s.runInSlot(req, c, r)
+			return true
+		default:
+		}
+		full := s.queued >= s.opts.MaxQueued || s.queuedBytes+size > s.opts.MaxQueuedBytes
+		if !full {
+			break // s.mu held
+		}
+		queued, bytes := s.queued, s.queuedBytes
 		s.mu.Unlock()
-		<-s.slots
-		s.refuse(req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
-		return
+		busy := &WireError{Code: "host_busy",
+			Message: fmt.Sprintf("the session runs %d chains (max_parallel) and %d wait (%d bytes; at most %d, %d bytes); send again when one has answered",
+				s.opts.MaxParallel, queued, bytes, s.opts.MaxQueued, s.opts.MaxQueuedBytes),
+			Details: map[string]any{"max_parallel": s.opts.MaxParallel, "max_queued": s.opts.MaxQueued, "max_queued_bytes": s.opts.MaxQueuedBytes}}
+		if !s.opts.WaitForRoom || size > s.opts.MaxQueuedBytes {
+			s.refuse(r, req.ID, req.ChainID, busy)
+			return false
+		}
+		select {
+		case <-s.room:
+		case <-ctx.Done():
+			s.refuse(r, req.ID, req.ChainID, busy)
+			return false
+		case <-s.ctx.Done():
+			s.refuse(r, req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session is closing"})
+			return false
+		}
 	}
+	s.queued++
+	s.queuedBytes += size
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
-		defer func() { <-s.slots; s.wg.Done() }()
-		s.run(req, c)
+		unqueue := func() {
+			s.mu.Lock()
+			s.queued--
+			s.queuedBytes -= size
+			s.mu.Unlock()
+			select {
+			case s.room <- struct{}{}:
+			default:
+			}
+		}
+		select {
+		case s.slots <- struct{}{}:
+			unqueue()
+			s.runInSlot(req, c, r)
+		case <-s.ctx.Done():
+			unqueue()
+			s.refuse(r, req.ID, req.ChainID, &WireError{Code: "host_error", Message: "the session closed before a run slot was free"})
+			s.finish(r)
+		}
 	}()
+	return true
 }
 
-func (s *Session) run(req *Request, c *Chain) {
+// Queued reports the chain/req messages waiting for a run slot and their bytes.
+func (s *Session) Queued() (n, bytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued, s.queuedBytes
+}
+
+// runInSlot runs an accepted request in the slot it holds, then frees it.
+func (s *Session) runInSlot(req *Request, c *Chain, r Reply) {
+	defer func() { <-s.slots; s.finish(r) }()
+	s.run(req, c, r)
+}
+
+// finish ends an accepted request: its answers are all sent.
+func (s *Session) finish(r Reply) {
+	if r.Done != nil {
+		r.Done()
+	}
+	s.wg.Done()
+}
+
+func (s *Session) run(req *Request, c *Chain, r Reply) {
 	var sink EventSink
 	if req.IsStreaming() {
-		sink = SinkFunc(func(ev Event) { s.send(NewEventMessage(req.ID, ev)) })
+		sink = SinkFunc(func(ev Event) { s.send(r, NewEventMessage(req.ID, ev)) })
 	}
 	res, err := s.opts.Run(s.ctx, req, c, sink)
 	resp := NewResponseMessage(req, res)
@@ -305,7 +455,7 @@ func (s *Session) run(req *Request, c *Chain) {
 		}
 		resp.Error = we
 	}
-	s.send(resp)
+	s.send(r, resp)
 }
 
 // Drain waits up to d for the running chains to answer, then stops the

@@ -291,7 +291,8 @@ func (s *Service) Start(ctx context.Context, ch *store.Chain, input map[string]a
 }
 
 // Trigger says what started a run other than a person or program calling
-// the API: a schedule's tick or a webhook's call (store.Trigger*).
+// the API: a schedule's tick, a webhook's call, an A2E session
+// (store.Trigger*).
 type Trigger struct {
 	Kind string
 	ID   string
@@ -348,12 +349,20 @@ func (s *Service) startRecorded(ctx context.Context, run store.Run, task Task, f
 // extra sink for this run's events. It blocks until the run stops; it stops
 // early when ctx ends.
 func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error) {
+	return s.RunAdHocTriggered(ctx, doc, input, kind, Trigger{}, sink)
+}
+
+// RunAdHocTriggered is RunAdHoc for a run that trig started (an A2E
+// session: store.TriggerA2ESession and its id); the run records it. Only
+// schedules and webhooks have firings.
+func (s *Service) RunAdHocTriggered(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, trig Trigger, sink engine.EventSink) (*engine.Result, error) {
 	status, err := s.admit()
 	if err != nil {
 		return nil, err
 	}
 	id := uuid.NewString()
-	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: status, Started: s.now()}
+	run := store.Run{ID: id, ChainName: doc.Name, Kind: kind, Input: input, Status: status, Started: s.now(),
+		TriggerKind: trig.Kind, TriggerID: trig.ID}
 	if _, err := s.createRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
 	}

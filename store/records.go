@@ -108,7 +108,8 @@ type Run struct {
 	DurationMS   int64
 	Nodes        []engine.NodeResult
 	// TriggerKind and TriggerID say which trigger started the run
-	// (TriggerSchedule, TriggerWebhook); "" when a person or program did
+	// (TriggerSchedule, TriggerWebhook, TriggerA2ESession); "" when a
+	// person or program did
 	// (Kind says how). TriggerTick is a schedule's tick: CreateRun records
 	// the firing (TriggerID, TriggerTick) with the run in one transaction,
 	// and refuses a tick already recorded (ErrAlreadyFired).
@@ -216,10 +217,12 @@ func CheckRole(role string) error {
 }
 
 // Trigger kinds: what started a run other than a person or a program
-// calling the API (Run.TriggerKind).
+// calling the API (Run.TriggerKind). An A2E session's runs name the
+// session (TriggerID, the session id); sessions have no firings.
 const (
-	TriggerSchedule = "schedule"
-	TriggerWebhook  = "webhook"
+	TriggerSchedule   = "schedule"
+	TriggerWebhook    = "webhook"
+	TriggerA2ESession = "a2e_session"
 )
 
 // Overlap policies: what a schedule does at a tick while a run of its chain

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine/enginetest"
+	"github.com/chainstudio/studio/internal/testutil"
 )
 
 // sdkHTTP is the A2E SDK's HTTP transport against a test studio: POST
@@ -29,17 +30,24 @@ type sdkHTTP struct {
 
 func openSDKHTTP(t *testing.T, ts *httptest.Server) *sdkHTTP {
 	t.Helper()
+	r := do(t, ts, "POST", "/v1/a2e/session", nil)
+	wantStatus(t, r, 200)
+	id, _ := r.json(t)["session_id"].(string)
+	if id == "" {
+		t.Fatalf("session: %s", r.body)
+	}
+	return attachSDKHTTP(t, ts, id)
+}
+
+// attachSDKHTTP is openSDKHTTP on a session already open: its stream.
+func attachSDKHTTP(t *testing.T, ts *httptest.Server, session string) *sdkHTTP {
+	t.Helper()
 	sdk, err := enginetest.LoadA2ESDK()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := do(t, ts, "POST", "/v1/a2e/session", nil)
-	wantStatus(t, r, 200)
-	h := &sdkHTTP{t: t, ts: ts, sdk: sdk, session: r.json(t)["session_id"].(string),
+	h := &sdkHTTP{t: t, ts: ts, sdk: sdk, session: session,
 		msgs: make(chan map[string]any, 256), ended: make(chan struct{})}
-	if h.session == "" {
-		t.Fatalf("session: %s", r.body)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/a2e/stream", nil)
@@ -56,7 +64,7 @@ func openSDKHTTP(t *testing.T, ts *httptest.Server) *sdkHTTP {
 		defer close(h.ended)
 		defer res.Body.Close()
 		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(nil, 1<<20)
+		sc.Buffer(nil, 4<<20)
 		var data []string
 		for sc.Scan() {
 			line := sc.Text()
@@ -267,7 +275,7 @@ func TestA2EUnknownToolRefusedBeforeRunning(t *testing.T) {
 // unused for the idle time is gone.
 func TestA2EHTTPSessionBounds(t *testing.T) {
 	t.Parallel()
-	_, ts := newTestServerWith(t, Config{A2EMaxSessions: 2, A2ESessionIdle: 200 * time.Millisecond}, testRegistry())
+	srv, ts := newTestServerWith(t, Config{A2EMaxSessions: 2, A2ESessionIdle: 200 * time.Millisecond}, testRegistry())
 	a := do(t, ts, "POST", "/v1/a2e/session", nil).json(t)["session_id"].(string)
 	wantStatus(t, do(t, ts, "POST", "/v1/a2e/session", nil), 200)
 	r := do(t, ts, "POST", "/v1/a2e/session", nil)
@@ -275,7 +283,16 @@ func TestA2EHTTPSessionBounds(t *testing.T) {
 	if r.json(t)["error"].(map[string]any)["code"] != "too_many_sessions" {
 		t.Fatalf("third session: %s", r.body)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Polled without using the session: a send would be activity.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		srv.expireIdle(time.Now())
+		srv.a2e.mu.Lock()
+		defer srv.a2e.mu.Unlock()
+		if srv.a2e.m[a] != nil {
+			return fmt.Errorf("the idle session is still open")
+		}
+		return nil
+	})
 	wantStatus(t, do(t, ts, "POST", "/v1/a2e/send", `{"type":"ping","id":"p"}`, HeaderSessionID, a), 404)
 	wantStatus(t, do(t, ts, "POST", "/v1/a2e/session", nil), 200) // the expired ones made room
 }

@@ -49,11 +49,17 @@ type Config struct {
 	// SSEHeartbeat is how often an idle event stream sends a comment line,
 	// so proxies and browsers keep the connection open; default 15s.
 	SSEHeartbeat time.Duration
-	// A2EMaxSessions bounds the open A2E HTTP sessions (default 64);
-	// A2ESessionIdle is how long one lives with no stream and no send
-	// (default 10 minutes).
-	A2EMaxSessions int
-	A2ESessionIdle time.Duration
+	// A2EMaxSessions bounds the open A2E HTTP sessions (default 64), and
+	// A2EMaxSessionsPerUser those one user opens (default 8);
+	// A2ESessionIdle is how long one lives with no send, nothing delivered
+	// and no chain in flight (default 10 minutes); A2ESessionBytes bounds
+	// what one session holds for its agent: messages queued and being
+	// written, and room reserved for the answers of messages in flight
+	// (default 32 MiB).
+	A2EMaxSessions        int
+	A2EMaxSessionsPerUser int
+	A2ESessionIdle        time.Duration
+	A2ESessionBytes       int
 }
 
 // RunService is what the HTTP layer asks of the run service (runs.Service):
@@ -65,6 +71,9 @@ type RunService interface {
 	StartTriggered(ctx context.Context, ch *store.Chain, input map[string]any, t runs.Trigger) (string, error)
 	// RunAdHoc runs an unsaved chain and blocks until it stops.
 	RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error)
+	// RunAdHocTriggered is RunAdHoc for a run something named started (an
+	// A2E session): the run records it.
+	RunAdHocTriggered(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, t runs.Trigger, sink engine.EventSink) (*engine.Result, error)
 	Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error
 	// ResumePause is Resume answering one pause ("": the only one pending).
 	ResumePause(ctx context.Context, runID, pauseID string, value *engine.ResumeValue, modified map[string]any) error

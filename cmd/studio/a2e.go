@@ -37,14 +37,15 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	chains := fs.String("chains", "", "the folder `DIR` of saved chains (*.json) that skill nodes call by name (default: none)")
 	parallel := fs.Int("max-parallel", engine.DefaultMaxParallel, "run at most `N` chain/req messages at once; more wait (the handshake's max_parallel)")
+	queued := fs.Int("max-queued", engine.DefaultMaxQueued, "let at most `N` chain/req messages wait for a run slot (and 32 MiB of them); past that, reading input waits for room")
 	fs.Usage = func() {
 		printUsage(fs, "studio a2e [flags] < requests.ndjson",
 			"The A2E chain host on stdin/stdout: reads one A2E message per line (handshake/req, ping,\n"+
 				"chain/req, shutdown) and writes NDJSON: handshake/resp, pong, and for each chain/req its\n"+
 				"chain/event messages (unless streaming is false), then its chain/resp. Requests run\n"+
-				"concurrently, answered by req_id. A line that is not a message gets a chain/resp with\n"+
-				"success false and error code chain_decode. shutdown, or the end of input, waits for\n"+
-				"running chains, then exits.")
+				"concurrently, answered by req_id; ping and shutdown never wait behind them. A line\n"+
+				"that is not a message gets a chain/resp with success false and error code chain_decode.\n"+
+				"shutdown, or the end of input, waits for running chains, then exits.")
 	}
 	args, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -55,6 +56,10 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	if *parallel < 1 || *parallel > maxParallel {
 		fmt.Fprintf(stderr, "studio a2e: --max-parallel must be between 1 and %d\n", maxParallel)
+		return exitUsage
+	}
+	if *queued < 1 || *queued > maxQueued {
+		fmt.Fprintf(stderr, "studio a2e: --max-queued must be between 1 and %d\n", maxQueued)
 		return exitUsage
 	}
 	reg := engine.NewRegistry()
@@ -77,6 +82,8 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	out := &ndjsonWriter{w: bufio.NewWriter(stdout)}
 	sess := engine.NewSession(ctx, engine.SessionOptions{
 		MaxParallel: *parallel,
+		MaxQueued:   *queued,
+		WaitForRoom: true, // a file of requests runs whole: reading waits for room
 		Send:        out.write,
 		Run: func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
 			input := req.InitialInput
@@ -122,6 +129,10 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // maxParallel bounds --max-parallel: each running chain holds goroutines
 // and its events.
 const maxParallel = 256
+
+// maxQueued bounds --max-queued: each waiting chain/req holds its decoded
+// chain (and all of them at most engine.DefaultMaxQueuedBytes of messages).
+const maxQueued = 4096
 
 // maxDrain bounds the wait for running chains at the end of input (a chain's
 // own timeout normally ends it sooner).

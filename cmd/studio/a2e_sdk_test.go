@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +236,87 @@ func TestA2EStdioInputSchemaRefusedBeforeRunning(t *testing.T) {
 	e, _ := msgs[0]["error"].(map[string]any)
 	if len(msgs) != 1 || e["code"] != "chain_invalid" || e["node_id"] != "d" || !strings.Contains(e["message"].(string), "input_schema") {
 		t.Fatalf("resp: %v", msgs)
+	}
+}
+
+// delayReq is a recorded-shape chain/req of one delay node of ms.
+func delayReq(id string, ms int) map[string]any {
+	return map[string]any{"id": id, "session_id": "", "streaming": false, "entry_node": "n", "nodes": []any{map[string]any{
+		"node_id": "n", "kind": "tool", "name": "delay", "input": map[string]any{"ms": ms}, "input_map": map[string]any{},
+		"condition": "", "true_node": "", "false_node": "", "items_path": "", "map_node": "", "next_node": "", "on_error": "abort"}}}
+}
+
+// answeredThenShutdown waits for n successful chain/resp messages, then
+// shuts the host down and wants it to exit cleanly.
+func (h *sdkStdio) answeredThenShutdown(n int) {
+	h.t.Helper()
+	got := map[string]bool{}
+	for len(got) < n {
+		if m := h.next(); m["type"] == "chain/resp" {
+			if m["success"] != true {
+				h.t.Fatalf("resp: %v", m)
+			}
+			got[m["req_id"].(string)] = true
+		}
+	}
+	h.send("shutdown", nil)
+	if code := <-h.exit; code != exitOK {
+		h.t.Fatalf("exit %d", code)
+	}
+}
+
+// Control messages never wait behind work: with every run slot taken
+// (--max-parallel 2, two long chains) and a third chain/req waiting for a
+// slot, a ping is answered at once, before any chain answers; the waiting
+// request is accepted and runs when a slot frees.
+func TestA2EStdioPingDoesNotWaitForASlot(t *testing.T) {
+	t.Parallel()
+	h := startSDKStdio(t, "--max-parallel", "2")
+	h.send("chain_req", delayReq("long1", 4000))
+	h.send("chain_req", delayReq("long2", 4000))
+	h.send("chain_req", delayReq("waiting", 10))
+	start := time.Now()
+	pingID := h.send("ping", nil)
+	m := h.next()
+	if m["type"] != "pong" || m["req_id"] != pingID {
+		t.Fatalf("first answer %v, want the pong: the ping waited behind the chains", m)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("pong after %v", d)
+	}
+	h.answeredThenShutdown(3)
+}
+
+// The requests waiting for a slot are bounded (--max-queued): past the
+// bound, reading input waits for room, so every request of a long input
+// still runs, and a ping sent once room is free is answered at once.
+func TestA2EStdioQueueBounded(t *testing.T) {
+	t.Parallel()
+	h := startSDKStdio(t, "--max-parallel", "1", "--max-queued", "1")
+	start := time.Now()
+	h.send("chain_req", delayReq("running", 1000))
+	h.send("chain_req", delayReq("waiting", 10))
+	h.send("chain_req", delayReq("third", 10))
+	pingID := h.send("ping", nil)
+	var order []string
+	for len(order) < 4 {
+		m := h.next()
+		if m["type"] == "chain/resp" && m["success"] != true {
+			t.Fatalf("resp: %v", m)
+		}
+		id, _ := m["req_id"].(string)
+		order = append(order, id)
+	}
+	// The third request was read once "waiting" left the queue, when
+	// "running" answered, and the ping right after it.
+	if order[0] != "running" || time.Since(start) < time.Second {
+		t.Fatalf("answers in order %v after %v", order, time.Since(start))
+	}
+	if !slices.Contains(order, pingID) || !slices.Contains(order, "third") {
+		t.Fatalf("answers %v, want every request and the pong", order)
+	}
+	h.send("shutdown", nil)
+	if code := <-h.exit; code != exitOK {
+		t.Fatalf("exit %d", code)
 	}
 }

@@ -59,6 +59,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	worker := fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
+	a2eSess := registerA2ESessions(fs)
 	lease := registerLease(fs)
 	var keep retention
 	keep.register(fs)
@@ -84,6 +85,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	if err := gov.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	if err := a2eSess.check(); err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
@@ -182,7 +187,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, a2e: a2eSess, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt}, db, reg, agents, log, stderr)
 }
 
 // approvalSweepPeriod is how often pending approvals' deadlines and
@@ -196,7 +201,8 @@ type serveConfig struct {
 	allowPrivate                   bool             // escalation webhooks may reach private addresses (--http-allow-private)
 	listening                      func(url string) // called once the server listens
 	gov                            governorFlags
-	limits                         engine.Limits // run budgets and ceilings; zero fields: defaults
+	a2e                            a2eSessionFlags // A2E HTTP sessions' bounds; nil fields: defaults
+	limits                         engine.Limits   // run budgets and ceilings; zero fields: defaults
 	exprBudget                     expr.Budget
 	pg                             *postgres.DB      // PostgreSQL: runs are River jobs
 	noWorker                       bool              // PostgreSQL: insert jobs only, execute none here
@@ -274,7 +280,9 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
-	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, TrustedProxies: cfg.trustedProxies, Logger: log, Limits: cfg.limits},
+	wcfg := web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, TrustedProxies: cfg.trustedProxies, Logger: log, Limits: cfg.limits}
+	cfg.a2e.applyTo(&wcfg)
+	srv, err := web.New(wcfg,
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault})
 	if err != nil {
 		svc.Close()
@@ -483,6 +491,54 @@ func (g governorFlags) applyTo(o *runs.Options) {
 	set(&o.MaxQueued, g.maxQueued)
 	set(&o.MaxWatchers, g.maxWatchers)
 	set(&o.MaxWatchersPerRun, g.maxWatchersPerRun)
+}
+
+// a2eSessionFlags bound the A2E HTTP sessions (serve only). A nil field (a
+// test's serveConfig) keeps the server's default.
+type a2eSessionFlags struct {
+	maxSessions, perUser *int
+	idle                 *time.Duration
+	bytes                *int64
+}
+
+func registerA2ESessions(fs *flag.FlagSet) a2eSessionFlags {
+	return a2eSessionFlags{
+		maxSessions: fs.Int("a2e-max-sessions", 64, "keep at most `N` A2E HTTP sessions open in all; more are refused with 429"),
+		perUser:     fs.Int("a2e-max-sessions-per-user", 8, "keep at most `N` A2E HTTP sessions open per user; more are refused with 429"),
+		idle:        fs.Duration("a2e-session-idle", 10*time.Minute, "close an A2E HTTP session after `DURATION` with no send, nothing delivered and no chain in flight, its stream too"),
+		bytes:       fs.Int64("a2e-session-bytes", 32<<20, "let one A2E HTTP session hold at most `BYTES` for its agent (answers queued or in flight); sends past it are refused with 503 stream_not_read"),
+	}
+}
+
+func (f a2eSessionFlags) check() error {
+	for name, v := range map[string]*int{"--a2e-max-sessions": f.maxSessions, "--a2e-max-sessions-per-user": f.perUser} {
+		if v != nil && *v <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", name, *v)
+		}
+	}
+	if f.idle != nil && *f.idle <= 0 {
+		return fmt.Errorf("--a2e-session-idle must be positive, got %s", *f.idle)
+	}
+	// Under 1 MiB a session could hold little more than one chain/req.
+	if f.bytes != nil && (*f.bytes < 1<<20 || *f.bytes > 1<<40) {
+		return fmt.Errorf("--a2e-session-bytes must be between 1 MiB and 1 TiB, got %d", *f.bytes)
+	}
+	return nil
+}
+
+func (f a2eSessionFlags) applyTo(c *web.Config) {
+	if f.maxSessions != nil {
+		c.A2EMaxSessions = *f.maxSessions
+	}
+	if f.perUser != nil {
+		c.A2EMaxSessionsPerUser = *f.perUser
+	}
+	if f.idle != nil {
+		c.A2ESessionIdle = *f.idle
+	}
+	if f.bytes != nil {
+		c.A2ESessionBytes = int(*f.bytes)
+	}
 }
 
 // shutdownTracer exports the spans still buffered when the studio stops.

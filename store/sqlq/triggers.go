@@ -295,10 +295,10 @@ func ChainBusy(ctx context.Context, q Conn, chainID string) (bool, error) {
 	return err == nil, err
 }
 
-// RunFiring is the firing CreateRun records with a run a trigger started;
-// ok is false for other runs.
+// RunFiring is the firing CreateRun records with a run a schedule or a
+// webhook started; ok is false for other runs (an A2E session's too).
 func RunFiring(r store.Run) (f store.Firing, ok bool) {
-	if r.TriggerKind == "" || r.TriggerID == "" {
+	if (r.TriggerKind != store.TriggerSchedule && r.TriggerKind != store.TriggerWebhook) || r.TriggerID == "" {
 		return f, false
 	}
 	tick := time.Time{}

@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener) {
 		{"Users", testUsers},
 		{"LastAdmin", testLastAdmin},
 		{"Triggers", testTriggers},
+		{"A2ESessionRun", testA2ESessionRun},
 		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
 		{"HookSignatures", testHookSignatures},
 		{"Usage", testUsage},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -246,5 +247,29 @@ func testHookSignatures(t *testing.T, open Opener) {
 	}
 	if n, err := db.PruneHookSignatures(ctx, later); err != nil || n != 0 {
 		t.Fatalf("second prune: %d %v", n, err)
+	}
+}
+
+// A run an A2E session started records the session (TriggerA2ESession and
+// its id) and reads back with it, listed too; a session has no firings.
+func testA2ESessionRun(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	const session = "0123456789abcdef0123456789abcdef"
+	started := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	if _, err := db.CreateRun(ctx, store.Run{ID: "r-a2e", ChainName: "pipeline", Kind: store.KindA2E, Status: engine.StatusRunning,
+		Input: map[string]any{}, Started: started, TriggerKind: store.TriggerA2ESession, TriggerID: session}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.GetRunInfo(ctx, "r-a2e")
+	if err != nil || got.TriggerKind != store.TriggerA2ESession || got.TriggerID != session || got.Kind != store.KindA2E {
+		t.Fatalf("run started by an A2E session reads back as %+v (%v)", got, err)
+	}
+	runs, _, err := db.ListRuns(ctx, store.RunFilter{})
+	if err != nil || len(runs) != 1 || runs[0].TriggerKind != store.TriggerA2ESession || runs[0].TriggerID != session {
+		t.Fatalf("listed runs: %+v %v", runs, err)
+	}
+	if fs, err := db.ListFirings(ctx, session, 0); err != nil || len(fs) != 0 {
+		t.Fatalf("an A2E session's run recorded firings: %+v %v", fs, err)
 	}
 }
