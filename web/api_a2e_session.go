@@ -284,9 +284,11 @@ func (s *Server) a2eStream(c echo.Context) error {
 		h.used = time.Now()
 		h.mu.Unlock()
 	}()
-	w := &a2eWriter{c: c}
-	w.start()
-	c.Response().Flush()
+	w := s.newA2EWriter(c, streamA2E, false)
+	defer w.close()
+	if w.start() != nil {
+		return nil
+	}
 	beat := time.NewTicker(s.cfg.SSEHeartbeat)
 	defer beat.Stop()
 	ctx := c.Request().Context()
@@ -305,8 +307,8 @@ func (s *Server) a2eStream(c echo.Context) error {
 				return nil
 			}
 		}
-		if len(msgs) > 0 {
-			c.Response().Flush()
+		if w.flush() != nil {
+			return nil
 		}
 		if closed {
 			return nil
@@ -316,10 +318,9 @@ func (s *Server) a2eStream(c echo.Context) error {
 			return nil
 		case <-h.signal:
 		case <-beat.C:
-			if _, err := c.Response().Write([]byte(": keep-alive\n\n")); err != nil {
+			if w.comment("keep-alive") != nil {
 				return nil
 			}
-			c.Response().Flush()
 			h.touch()
 		}
 	}
