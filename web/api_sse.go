@@ -218,36 +218,14 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 		if err := st.out.Reserve(ctx, max(st.frame, sseMinReserve)); err != nil {
 			return errStreamGone
 		}
-		evs, err := st.s.db.EventsAfter(ctx, st.run, st.last, st.page)
+		if err := st.out.enterRead(ctx); err != nil {
+			return errStreamGone
+		}
+		n, bytes, room, err := st.readPage(ctx)
+		st.out.leaveRead()
 		if err != nil {
 			return err
 		}
-		n, bytes, room := len(evs), 0, true
-		for i := range evs {
-			frame, err := sseEventFrame(nil, &evs[i])
-			if err != nil {
-				return err
-			}
-			seq := evs[i].Seq
-			evs[i] = engine.Event{} // its output is in the frame now
-			st.frame = max(st.frame, len(frame))
-			ok, err := st.out.TryAppend(frame)
-			if err != nil {
-				return errStreamGone
-			}
-			if !ok {
-				room = false
-				break // read again from st.last once Reserve found room
-			}
-			st.last = seq
-			bytes += len(frame)
-			if st.out.Full() {
-				if err := st.out.Flush(); err != nil {
-					return errStreamGone
-				}
-			}
-		}
-		evs = nil
 		if !room {
 			st.page = 1
 			continue
@@ -261,6 +239,37 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 		// The next page: about limit bytes of frames this size.
 		st.page = min(replayPageEvents, max(1, limit*n/max(bytes, 1)))
 	}
+}
+
+// readPage reads one page after st.last and buffers its frames while the
+// budget has room (room false: a frame found none and was dropped with the
+// rest of the page). The frames are written after it, out of the replay
+// readers' gate.
+func (st *sseStream) readPage(ctx context.Context) (n, bytes int, room bool, err error) {
+	evs, err := st.s.db.EventsAfter(ctx, st.run, st.last, st.page)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	n = len(evs)
+	for i := range evs {
+		frame, err := sseEventFrame(nil, &evs[i])
+		if err != nil {
+			return 0, 0, false, err
+		}
+		seq := evs[i].Seq
+		evs[i] = engine.Event{} // its output is in the frame now
+		st.frame = max(st.frame, len(frame))
+		ok, err := st.out.TryAppend(frame)
+		if err != nil {
+			return 0, 0, false, errStreamGone
+		}
+		if !ok {
+			return n, bytes, false, nil // read again from st.last once Reserve found room
+		}
+		st.last = seq
+		bytes += len(frame)
+	}
+	return n, bytes, true, nil
 }
 
 // sseMinReserve is the room a replay read asks for before it has seen a
@@ -322,11 +331,15 @@ func (st *sseStream) fail(err error) error {
 // data = the event JSON.
 func encodeSSE(ev *engine.Event) ([]byte, error) { return sseEventFrame(nil, ev) }
 
-// sseEventFrame appends an event's SSE frame to buf.
+// sseEventFrame appends an event's SSE frame to buf (nil: a frame of its
+// own, allocated at its size).
 func sseEventFrame(buf []byte, ev *engine.Event) ([]byte, error) {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return buf, err
+	}
+	if buf == nil {
+		buf = make([]byte, 0, len(b)+len(ev.Phase)+40)
 	}
 	buf = append(buf, "id: "...)
 	buf = strconv.AppendInt(buf, ev.Seq, 10)

@@ -63,10 +63,17 @@ type streamPool struct {
 	conns    map[string]*atomic.Int64
 	timeouts map[string]*atomic.Uint64 // write deadlines passed
 	waits    map[string]*atomic.Uint64 // no room within the deadline
+	// reads admits replayReaders store reads (and their encoding) at once:
+	// a read decodes events before their size is known, so it is the
+	// number of readers that bounds what reads hold.
+	reads chan struct{}
 }
 
+// replayReaders is how many replays read and encode a page at once.
+const replayReaders = 2
+
 func newStreamPool(timeout time.Duration, perConn int, total int64) *streamPool {
-	p := &streamPool{timeout: timeout, perConn: perConn, total: total, freed: make(chan struct{}),
+	p := &streamPool{timeout: timeout, perConn: perConn, total: total, freed: make(chan struct{}), reads: make(chan struct{}, replayReaders),
 		conns: map[string]*atomic.Int64{}, timeouts: map[string]*atomic.Uint64{}, waits: map[string]*atomic.Uint64{}}
 	for _, k := range streamKinds {
 		p.conns[k] = new(atomic.Int64)
@@ -291,6 +298,33 @@ func (sw *streamWriter) Reserve(ctx context.Context, n int) error {
 	return nil
 }
 
+// enterRead waits for one of the replay readers' places, within the
+// deadline of the bytes the read is for; leaveRead gives it back.
+func (sw *streamWriter) enterRead(ctx context.Context) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	sw.startClock()
+	select {
+	case sw.pool.reads <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(time.Until(sw.due))
+	defer t.Stop()
+	select {
+	case sw.pool.reads <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return sw.fail(ctx.Err())
+	case <-t.C:
+		sw.pool.waits[sw.kind].Add(1)
+		return sw.fail(errStreamStalled)
+	}
+}
+
+func (sw *streamWriter) leaveRead() { <-sw.pool.reads }
+
 // Append buffers frame, waiting for room in the budget if need be (within
 // the deadline), and writes the buffer once it is full. As with
 // TryAppend, frame must not change until the next Flush.
@@ -355,12 +389,14 @@ func (sw *streamWriter) Flush() error {
 	return nil
 }
 
-// fail records the stream's end and gives back what it holds; the
-// connection is closed when the handler returns (a write that missed its
-// deadline leaves it unusable).
+// fail records the stream's end and gives back what it holds. The
+// deadline moves to now, so nothing more is written (not even the chunked
+// body's end, which would let the connection be reused): the server closes
+// the connection when the handler returns.
 func (sw *streamWriter) fail(err error) error {
 	if sw.err == nil {
 		sw.err = err
+		_ = sw.rc.SetWriteDeadline(time.Now())
 	}
 	sw.drop()
 	return sw.err

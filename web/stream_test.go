@@ -1,0 +1,176 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/internal/testutil"
+	"github.com/chainstudio/studio/store"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// bigFinishedRun stores a completed run of n events whose outputs are
+// size bytes each, as a run of large node outputs leaves it.
+func bigFinishedRun(t testing.TB, db store.Backend, id string, n, size int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainName: "big", Kind: "run", Status: engine.StatusCompleted, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Repeat("x", size)
+	for i := 1; i <= n; i++ {
+		ev := engine.Event{RunID: id, Seq: int64(i), NodeID: fmt.Sprintf("n%d", i), Phase: engine.PhaseDone, Time: time.Now(), Output: out}
+		if err := db.AppendEvents(ctx, []engine.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// metricSum adds up a metric's samples over its label sets.
+func metricSum(t testing.TB, srv *Server, name string) float64 {
+	t.Helper()
+	fams, err := srv.Metrics().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += gaugeOrCounter(m)
+		}
+	}
+	return sum
+}
+
+func gaugeOrCounter(m *dto.Metric) float64 {
+	if m.Gauge != nil {
+		return m.GetGauge().GetValue()
+	}
+	return m.GetCounter().GetValue()
+}
+
+// Two hundred clients that ask for the events of a finished run of 100
+// events of 1 MB and never read hold less than 64 MiB between them, and
+// the server cuts every one of them once the write timeout passes.
+func TestStalledStreamsBoundedAndCut(t *testing.T) {
+	const (
+		streams = 200
+		bound   = 64 << 20
+		timeout = 2 * time.Second
+		slack   = 10 * time.Second
+	)
+	srv, _ := newTestServerWith(t, Config{StreamWriteTimeout: timeout}, testRegistry())
+	bigFinishedRun(t, srv.db, "big1", 100, 1<<20)
+	// A server of its own: the API checker's recorder would keep bodies.
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	// The connections the server closed: the reading client's stays open.
+	var closed atomic.Int64
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	// A reader that takes it all gets the whole run, ending with its result.
+	res, err := openSSE(context.Background(), ts.Client(), ts.URL+"/v1/runs/big1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readStream(t, res.Body, nil)
+	res.Body.Close()
+	if len(got.events) != 100 || got.run == nil {
+		t.Fatalf("a reading client got %d events, run %v", len(got.events), got.run != nil)
+	}
+	checkSeqs(t, got.events)
+	got = streamResult{}
+
+	base := liveHeap()
+	maxGrowth := uint64(0)
+	sample := func() error {
+		if h := liveHeap(); h > base {
+			maxGrowth = max(maxGrowth, h-base)
+		}
+		if maxGrowth >= bound {
+			return fmt.Errorf("the heap grew by %d MiB with stalled streams open, over %d MiB", maxGrowth>>20, bound>>20)
+		}
+		return nil
+	}
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	stalled := &testutil.Stalled{}
+	t.Cleanup(stalled.Close)
+	req := testutil.GetRequest(addr, "/v1/runs/big1/events", "Accept: text/event-stream")
+	for len(stalled.Conns) < streams {
+		if err := stalled.Add(addr, 4, req); err != nil {
+			t.Fatal(err)
+		}
+		if err := sample(); err != nil {
+			t.Fatalf("after %d connections: %v", len(stalled.Conns), err)
+		}
+	}
+	opened := time.Now()
+
+	// Every one is counted as an open stream while it stalls...
+	seen := 0.0
+	cut := func() float64 {
+		return metricSum(t, srv, "studio_stream_write_timeouts_total") + metricSum(t, srv, "studio_stream_budget_timeouts_total")
+	}
+	testutil.Eventually(t, timeout+slack, func() error {
+		if err := sample(); err != nil {
+			return nil // reported below
+		}
+		seen = max(seen, metricSum(t, srv, "studio_stream_connections")+cut())
+		if seen < streams {
+			return fmt.Errorf("%v of %d streams counted", seen, streams)
+		}
+		return nil
+	})
+	if err := sample(); err != nil {
+		t.Fatal(err)
+	}
+	// ...and cut within the write timeout (and the machine's slack).
+	testutil.Eventually(t, timeout+slack-time.Since(opened), func() error {
+		if err := sample(); err != nil {
+			return nil
+		}
+		if n := cut(); n < streams {
+			return fmt.Errorf("%v of %d stalled streams cut; %v open, %v bytes buffered", n, streams,
+				metricSum(t, srv, "studio_stream_connections"), metricSum(t, srv, "studio_stream_buffered_bytes"))
+		}
+		if n := metricSum(t, srv, "studio_stream_connections"); n != 0 {
+			return fmt.Errorf("%v streams still open", n)
+		}
+		if n := closed.Load(); n < streams {
+			return fmt.Errorf("the server closed %d of the %d connections", n, streams)
+		}
+		return nil
+	})
+	if err := sample(); err != nil {
+		t.Fatal(err)
+	}
+	if b := metricSum(t, srv, "studio_stream_buffered_bytes"); b != 0 {
+		t.Fatalf("%v bytes still buffered with every stream closed", b)
+	}
+	t.Logf("%d stalled streams: heap grew by at most %.1f MiB; all cut %v after the last opened", streams, float64(maxGrowth)/(1<<20), time.Since(opened).Round(time.Millisecond))
+}
