@@ -54,6 +54,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	worker := fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
+	streams := registerStreams(fs)
 	lease := registerLease(fs)
 	var keep retention
 	keep.register(fs)
@@ -79,6 +80,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	if err := gov.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	if err := streams.check(); err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
@@ -165,7 +170,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, dbPath: db.name, listening: recordAddress, gov: gov, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, streams: streams}, db, reg, agents, log, stderr)
 }
 
 // approvalSweepPeriod is how often pending approvals' deadlines and
@@ -185,6 +190,7 @@ type serveConfig struct {
 	lease                          leaseFlags        // PostgreSQL: run ownership timings
 	tracer                         *telemetry.Tracer // nil: no tracing (no OTEL_* variables)
 	prices                         *web.Prices       // nil: no --prices
+	streams                        streamFlags       // bounds of streaming responses; nil fields: web's defaults
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -242,7 +248,9 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
-	srv, err := web.New(web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits},
+	wcfg := web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, Logger: log, Limits: cfg.limits}
+	cfg.streams.applyTo(&wcfg)
+	srv, err := web.New(wcfg,
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop})
 	if err != nil {
 		svc.Close()
@@ -425,6 +433,49 @@ func (g governorFlags) applyTo(o *runs.Options) {
 	set(&o.MaxQueued, g.maxQueued)
 	set(&o.MaxWatchers, g.maxWatchers)
 	set(&o.MaxWatchersPerRun, g.maxWatchersPerRun)
+}
+
+// streamFlags bound what streaming responses (event streams, A2E streams)
+// hold for a client that does not read (serve only). A nil field (a test's
+// serveConfig) keeps the server's default.
+type streamFlags struct {
+	writeTimeout             *time.Duration
+	bufferBytes, bufferTotal *int64
+}
+
+func registerStreams(fs *flag.FlagSet) streamFlags {
+	return streamFlags{
+		writeTimeout: fs.Duration("stream-write-timeout", 30*time.Second, "disconnect a streaming client (run events, A2E) that does not take a write within `DURATION`, and release what was held for it"),
+		bufferBytes:  fs.Int64("stream-buffer-bytes", 256<<10, "buffer at most `BYTES` of frames for one streaming connection before writing them (one larger frame is held alone)"),
+		bufferTotal:  fs.Int64("stream-buffer-total", 32<<20, "buffer at most `BYTES` for all streaming connections together; a stream with no room waits (within --stream-write-timeout)"),
+	}
+}
+
+func (f streamFlags) check() error {
+	if f.writeTimeout != nil && *f.writeTimeout <= 0 {
+		return fmt.Errorf("--stream-write-timeout must be positive, got %v", *f.writeTimeout)
+	}
+	for name, v := range map[string]*int64{"--stream-buffer-bytes": f.bufferBytes, "--stream-buffer-total": f.bufferTotal} {
+		if v != nil && *v <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", name, *v)
+		}
+	}
+	if f.bufferBytes != nil && f.bufferTotal != nil && *f.bufferBytes > *f.bufferTotal {
+		return fmt.Errorf("--stream-buffer-bytes (%d) must not be over --stream-buffer-total (%d)", *f.bufferBytes, *f.bufferTotal)
+	}
+	return nil
+}
+
+func (f streamFlags) applyTo(c *web.Config) {
+	if f.writeTimeout != nil {
+		c.StreamWriteTimeout = *f.writeTimeout
+	}
+	if f.bufferBytes != nil {
+		c.StreamBufferBytes = int(min(*f.bufferBytes, 1<<30))
+	}
+	if f.bufferTotal != nil {
+		c.StreamBufferTotal = *f.bufferTotal
+	}
 }
 
 // shutdownTracer exports the spans still buffered when the studio stops.
