@@ -174,3 +174,42 @@ func TestStalledStreamsBoundedAndCut(t *testing.T) {
 	}
 	t.Logf("%d stalled streams: heap grew by at most %.1f MiB; all cut %v after the last opened", streams, float64(maxGrowth)/(1<<20), time.Since(opened).Round(time.Millisecond))
 }
+
+// POST /v1/a2e answered as SSE, to a client that never reads: the server
+// cuts it within the write timeout (which cancels its run) and holds
+// nothing after.
+func TestStalledA2EAnswerCut(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	srv, _ := newTestServerWith(t, Config{StreamWriteTimeout: timeout}, testRegistry())
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+
+	// Twenty echo nodes in a line, each passing on a 1 MB input: twenty
+	// 1 MB events, more than the sockets' buffers hold.
+	var nodes []string
+	for i := range 20 {
+		next := ""
+		if i < 19 {
+			next = fmt.Sprintf(`,"next_node":"n%d"`, i+1)
+		}
+		nodes = append(nodes, fmt.Sprintf(`{"node_id":"n%d","kind":"tool","name":"echo"%s}`, i, next))
+	}
+	body := fmt.Sprintf(`{"type":"chain/req","id":"big","version":"1.0","nodes":[%s],"entry_node":"n0","initial_input":{"text":%q},"streaming":true}`,
+		strings.Join(nodes, ","), strings.Repeat("z", 1<<20))
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	req := fmt.Sprintf("POST /v1/a2e HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+	testutil.OpenStalled(t, addr, 2, req)
+
+	testutil.Eventually(t, timeout+15*time.Second, func() error {
+		cut := metricSum(t, srv, "studio_stream_write_timeouts_total") + metricSum(t, srv, "studio_stream_budget_timeouts_total")
+		open := metricSum(t, srv, "studio_stream_connections")
+		if cut < 2 || open != 0 {
+			return fmt.Errorf("%v of 2 stalled A2E answers cut, %v streams open", cut, open)
+		}
+		return nil
+	})
+	if b := metricSum(t, srv, "studio_stream_buffered_bytes"); b != 0 {
+		t.Fatalf("%v bytes still buffered", b)
+	}
+}
