@@ -185,18 +185,7 @@ func TestStalledA2EAnswerCut(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 
-	// Twenty echo nodes in a line, each passing on a 1 MB input: twenty
-	// 1 MB events, more than the sockets' buffers hold.
-	var nodes []string
-	for i := range 20 {
-		next := ""
-		if i < 19 {
-			next = fmt.Sprintf(`,"next_node":"n%d"`, i+1)
-		}
-		nodes = append(nodes, fmt.Sprintf(`{"node_id":"n%d","kind":"tool","name":"echo"%s}`, i, next))
-	}
-	body := fmt.Sprintf(`{"type":"chain/req","id":"big","version":"1.0","nodes":[%s],"entry_node":"n0","initial_input":{"text":%q},"streaming":true}`,
-		strings.Join(nodes, ","), strings.Repeat("z", 1<<20))
+	body := bigA2ERequest("big")
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	req := fmt.Sprintf("POST /v1/a2e HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
 	testutil.OpenStalled(t, addr, 2, req)
@@ -212,4 +201,47 @@ func TestStalledA2EAnswerCut(t *testing.T) {
 	if b := metricSum(t, srv, "studio_stream_buffered_bytes"); b != 0 {
 		t.Fatalf("%v bytes still buffered", b)
 	}
+}
+
+// bigA2ERequest is a chain/req of twenty echo nodes in a line, each passing
+// on a 1 MB input: twenty 1 MB events, more than the sockets' buffers hold.
+func bigA2ERequest(id string) string {
+	var nodes []string
+	for i := range 20 {
+		next := ""
+		if i < 19 {
+			next = fmt.Sprintf(`,"next_node":"n%d"`, i+1)
+		}
+		nodes = append(nodes, fmt.Sprintf(`{"node_id":"n%d","kind":"tool","name":"echo"%s}`, i, next))
+	}
+	return fmt.Sprintf(`{"type":"chain/req","id":%q,"version":"1.0","nodes":[%s],"entry_node":"n0","initial_input":{"text":%q},"streaming":true}`,
+		id, strings.Join(nodes, ","), strings.Repeat("z", 1<<20))
+}
+
+// An A2E session's stream nobody reads is cut within the write timeout.
+func TestStalledA2ESessionStreamCut(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	srv, _ := newTestServerWith(t, Config{StreamWriteTimeout: timeout}, testRegistry())
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	r := do(t, ts, "POST", "/v1/a2e/session", nil)
+	wantStatus(t, r, 200)
+	session := r.json(t)["session_id"].(string)
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	testutil.OpenStalled(t, addr, 1, testutil.GetRequest(addr, "/v1/a2e/stream", "Accept: text/event-stream", HeaderSessionID+": "+session))
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := srv.streams.Connections(streamA2E); n != 1 {
+			return fmt.Errorf("%d session streams open", n)
+		}
+		return nil
+	})
+	wantStatus(t, do(t, ts, "POST", "/v1/a2e/send", bigA2ERequest("s1"), "Content-Type", "text/plain", HeaderSessionID, session), 202)
+	testutil.Eventually(t, timeout+15*time.Second, func() error {
+		cut := metricSum(t, srv, "studio_stream_write_timeouts_total") + metricSum(t, srv, "studio_stream_budget_timeouts_total")
+		if open := srv.streams.Connections(""); cut < 1 || open != 0 {
+			return fmt.Errorf("%v stalled session streams cut, %v streams open", cut, open)
+		}
+		return nil
+	})
 }
