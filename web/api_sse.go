@@ -12,6 +12,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
 
@@ -22,11 +23,10 @@ const sseFlushGap = 10 * time.Millisecond
 
 // A replay reads the store in pages bounded by count and by bytes: at most
 // replayPageEvents events, and about the stream's buffer bound
-// (Config.StreamBufferBytes) of encoded frames. The store's reads are by
-// count, so the count of the next page follows the size of the frames of
-// the last one, starting from one event: a run of 1 MB events is read one
-// event at a time, a run of small ones a full page at a time.
-const replayPageEvents = 100
+// (Config.StreamBufferBytes) of stored events (store.EventPager; a store
+// that reads by count only gets a count that follows the size of the
+// frames of the last page, starting from one event).
+const replayPageEvents = 256
 
 // sseStream writes one run's events to one watcher.
 type sseStream struct {
@@ -233,7 +233,7 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 		if err := st.flush(); err != nil {
 			return errStreamGone
 		}
-		if n < st.page {
+		if n == 0 || (n < st.page && !st.paged()) {
 			return nil
 		}
 		// The next page: about limit bytes of frames this size.
@@ -246,7 +246,14 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 // rest of the page). The frames are written after it, out of the replay
 // readers' gate.
 func (st *sseStream) readPage(ctx context.Context) (n, bytes int, room bool, err error) {
-	evs, err := st.s.db.EventsAfter(ctx, st.run, st.last, st.page)
+	var evs []engine.Event
+	if pager, ok := st.s.db.(store.EventPager); ok {
+		// Bounded by the bytes stored as well: the count may stay full.
+		st.page = replayPageEvents
+		evs, err = pager.EventsAfterBytes(ctx, st.run, st.last, st.page, int64(st.s.cfg.StreamBufferBytes))
+	} else {
+		evs, err = st.s.db.EventsAfter(ctx, st.run, st.last, st.page)
+	}
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -270,6 +277,13 @@ func (st *sseStream) readPage(ctx context.Context) (n, bytes int, room bool, err
 		bytes += len(frame)
 	}
 	return n, bytes, true, nil
+}
+
+// paged reports whether the store bounds reads by bytes, so that a page
+// shorter than asked for is not the end of the run's events.
+func (st *sseStream) paged() bool {
+	_, ok := st.s.db.(store.EventPager)
+	return ok
 }
 
 // sseMinReserve is the room a replay read asks for before it has seen a

@@ -298,19 +298,19 @@ func (sw *streamWriter) Reserve(ctx context.Context, n int) error {
 	return nil
 }
 
-// enterRead waits for one of the replay readers' places, within the
-// deadline of the bytes the read is for; leaveRead gives it back.
+// enterRead waits for one of the replay readers' places, at most the write
+// timeout (the wait is the server's, not the client's: it does not run the
+// clock of the bytes to send); leaveRead gives it back.
 func (sw *streamWriter) enterRead(ctx context.Context) error {
 	if sw.err != nil {
 		return sw.err
 	}
-	sw.startClock()
 	select {
 	case sw.pool.reads <- struct{}{}:
 		return nil
 	default:
 	}
-	t := time.NewTimer(time.Until(sw.due))
+	t := time.NewTimer(sw.pool.timeout)
 	defer t.Stop()
 	select {
 	case sw.pool.reads <- struct{}{}:

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunsKeysetPaging", testRunsKeysetPaging},
 		{"ListRunsPageBothWaysWithStatus", testListRunsPageBothWaysWithStatus},
 		{"Events", testEvents},
+		{"EventsAfterBytes", testEventsAfterBytes},
 		{"EventWriter", testEventWriter},
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
 		{"EndClearsInterrupts", testEndClearsInterrupts},
