@@ -214,6 +214,7 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 		st.s.log.Warn("event stream: flushing the event writer failed; replaying what is stored", "run_id", st.run, "err", err)
 	}
 	limit := st.s.cfg.StreamBufferBytes
+	st.frame = max(st.frame, st.s.streams.frameHint(st.run))
 	for {
 		if err := st.out.Reserve(ctx, max(st.frame, sseMinReserve)); err != nil {
 			return errStreamGone
@@ -223,6 +224,7 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 		}
 		n, bytes, room, err := st.readPage(ctx)
 		st.out.leaveRead()
+		st.s.streams.noteFrame(st.run, st.frame)
 		if err != nil {
 			return err
 		}

@@ -50,7 +50,7 @@ type Config struct {
 	// Bounds of every streaming response (stream.go): how long a client
 	// may take to accept a write (default 30s), how many bytes one
 	// connection buffers before writing (default 256 KiB), and how many all
-	// of them hold at once (default 32 MiB).
+	// of them hold at once (default 16 MiB).
 	StreamWriteTimeout time.Duration
 	StreamBufferBytes  int
 	StreamBufferTotal  int64

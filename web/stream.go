@@ -32,7 +32,7 @@ import (
 const (
 	defaultStreamWriteTimeout = 30 * time.Second
 	defaultStreamBufferBytes  = 256 << 10
-	defaultStreamBufferTotal  = 32 << 20
+	defaultStreamBufferTotal  = 16 << 20
 	// streamKeepBuffer is the largest buffer a connection keeps between
 	// writes; a larger one (a big frame) is given back after its write.
 	streamKeepBuffer = 16 << 10
@@ -67,13 +67,39 @@ type streamPool struct {
 	// a read decodes events before their size is known, so it is the
 	// number of readers that bounds what reads hold.
 	reads chan struct{}
+	// sizes is the largest frame seen per run (at most maxSizeHints runs):
+	// a new replay of a run reserves room for it before its first read,
+	// instead of reading a large event only to drop it for want of room.
+	sizes map[string]int
+}
+
+const maxSizeHints = 1024
+
+// frameHint is the largest frame a replay of run has seen (0: none).
+func (p *streamPool) frameHint(run string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sizes[run]
+}
+
+// noteFrame records a frame size of run's replay.
+func (p *streamPool) noteFrame(run string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n <= p.sizes[run] {
+		return
+	}
+	if len(p.sizes) >= maxSizeHints {
+		clear(p.sizes)
+	}
+	p.sizes[run] = n
 }
 
 // replayReaders is how many replays read and encode a page at once.
 const replayReaders = 2
 
 func newStreamPool(timeout time.Duration, perConn int, total int64) *streamPool {
-	p := &streamPool{timeout: timeout, perConn: perConn, total: total, freed: make(chan struct{}), reads: make(chan struct{}, replayReaders),
+	p := &streamPool{timeout: timeout, perConn: perConn, total: total, freed: make(chan struct{}), reads: make(chan struct{}, replayReaders), sizes: map[string]int{},
 		conns: map[string]*atomic.Int64{}, timeouts: map[string]*atomic.Uint64{}, waits: map[string]*atomic.Uint64{}}
 	for _, k := range streamKinds {
 		p.conns[k] = new(atomic.Int64)
@@ -298,9 +324,11 @@ func (sw *streamWriter) Reserve(ctx context.Context, n int) error {
 	return nil
 }
 
-// enterRead waits for one of the replay readers' places, at most the write
-// timeout (the wait is the server's, not the client's: it does not run the
-// clock of the bytes to send); leaveRead gives it back.
+// enterRead waits for one of the replay readers' places; leaveRead gives
+// it back. The wait is the server's, not the client's, so it is bounded by
+// the request alone: a waiting stream holds no frame (only the room it
+// reserved), and cutting healthy clients of a loaded server would only
+// have them reconnect and read again.
 func (sw *streamWriter) enterRead(ctx context.Context) error {
 	if sw.err != nil {
 		return sw.err
@@ -308,18 +336,8 @@ func (sw *streamWriter) enterRead(ctx context.Context) error {
 	select {
 	case sw.pool.reads <- struct{}{}:
 		return nil
-	default:
-	}
-	t := time.NewTimer(sw.pool.timeout)
-	defer t.Stop()
-	select {
-	case sw.pool.reads <- struct{}{}:
-		return nil
 	case <-ctx.Done():
 		return sw.fail(ctx.Err())
-	case <-t.C:
-		sw.pool.waits[sw.kind].Add(1)
-		return sw.fail(errStreamStalled)
 	}
 }
 

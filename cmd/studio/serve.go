@@ -447,7 +447,7 @@ func registerStreams(fs *flag.FlagSet) streamFlags {
 	return streamFlags{
 		writeTimeout: fs.Duration("stream-write-timeout", 30*time.Second, "disconnect a streaming client (run events, A2E) that does not take a write within `DURATION`, and release what was held for it"),
 		bufferBytes:  fs.Int64("stream-buffer-bytes", 256<<10, "buffer at most `BYTES` of frames for one streaming connection before writing them (one larger frame is held alone)"),
-		bufferTotal:  fs.Int64("stream-buffer-total", 32<<20, "buffer at most `BYTES` for all streaming connections together; a stream with no room waits (within --stream-write-timeout)"),
+		bufferTotal:  fs.Int64("stream-buffer-total", 16<<20, "buffer at most `BYTES` for all streaming connections together; a stream with no room waits (within --stream-write-timeout)"),
 	}
 }
 
