@@ -88,6 +88,14 @@ type RunStore interface {
 	ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error)
 }
 
+// EventPager is what a backend may offer besides EventStore: a read of
+// events bounded by the bytes stored as well as by count (maxBytes <= 0:
+// by count only), so that a reader of large events holds about maxBytes
+// (plus one stored batch), not limit of them.
+type EventPager interface {
+	EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error)
+}
+
 // EventStore keeps each run's events, in seq order.
 type EventStore interface {
 	// AppendEvents stores events in one write. A run's events come in

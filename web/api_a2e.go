@@ -47,16 +47,28 @@ func (q *wireQueue) take() []engine.EventMessage {
 	return out
 }
 
-// a2eWriter frames messages as SSE or NDJSON.
+// a2eWriter frames messages as SSE or NDJSON, through a streamWriter (its
+// write deadline and byte budget).
 type a2eWriter struct {
 	c       echo.Context
+	out     *streamWriter
 	ndjson  bool
 	started bool
 }
 
-func (w *a2eWriter) start() {
+// newA2EWriter opens a streaming answer of a kind (streamA2ERun,
+// streamA2E); close it when the handler ends.
+func (s *Server) newA2EWriter(c echo.Context, kind string, ndjson bool) *a2eWriter {
+	return &a2eWriter{c: c, out: s.openStream(c, kind), ndjson: ndjson}
+}
+
+// close gives back what the stream holds.
+func (w *a2eWriter) close() { w.out.close() }
+
+// start sends the status line and headers once.
+func (w *a2eWriter) start() error {
 	if w.started {
-		return
+		return w.out.err
 	}
 	w.started = true
 	h := w.c.Response().Header()
@@ -67,7 +79,7 @@ func (w *a2eWriter) start() {
 		h.Set("Cache-Control", "no-cache, no-transform")
 		h.Set("X-Accel-Buffering", "no")
 	}
-	w.c.Response().WriteHeader(http.StatusOK)
+	return w.out.Start(http.StatusOK)
 }
 
 func (w *a2eWriter) write(typ string, msg any) error {
@@ -78,12 +90,15 @@ func (w *a2eWriter) write(typ string, msg any) error {
 	return w.writeRaw(typ, b)
 }
 
-// writeRaw frames one encoded message.
+// writeRaw frames one encoded message; flush sends it.
 func (w *a2eWriter) writeRaw(typ string, b []byte) error {
-	w.start()
+	if err := w.start(); err != nil {
+		return err
+	}
 	var frame []byte
 	if w.ndjson {
-		frame = append(b, '\n')
+		frame = make([]byte, 0, len(b)+1)
+		frame = append(append(frame, b...), '\n')
 	} else {
 		frame = make([]byte, 0, len(b)+32)
 		frame = append(frame, "event: "...)
@@ -92,8 +107,27 @@ func (w *a2eWriter) writeRaw(typ string, b []byte) error {
 		frame = append(frame, b...)
 		frame = append(frame, "\n\n"...)
 	}
-	_, err := w.c.Response().Write(frame)
-	return err
+	return w.out.Append(w.c.Request().Context(), frame)
+}
+
+// comment writes an SSE comment line (a heartbeat) and flushes it.
+func (w *a2eWriter) comment(text string) error {
+	if err := w.start(); err != nil {
+		return err
+	}
+	if err := w.out.Append(w.c.Request().Context(), []byte(": "+text+"\n\n")); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// flush writes what is buffered and flushes the connection, within the
+// write deadline.
+func (w *a2eWriter) flush() error {
+	if !w.started {
+		return nil
+	}
+	return w.out.Flush()
 }
 
 // acceptsNDJSON reports whether the client asked for NDJSON rather than SSE.
@@ -136,9 +170,10 @@ func (s *Server) a2eRun(c echo.Context) error {
 		if !req.IsStreaming() {
 			return c.JSON(http.StatusOK, resp)
 		}
-		w := &a2eWriter{c: c, ndjson: acceptsNDJSON(c.Request().Header.Get(echo.HeaderAccept))}
+		w := s.newA2EWriter(c, streamA2ERun, acceptsNDJSON(c.Request().Header.Get(echo.HeaderAccept)))
+		defer w.close()
 		if err := w.write(engine.TypeResponse, resp); err == nil {
-			c.Response().Flush()
+			_ = w.flush()
 		}
 		return nil
 	}
@@ -161,17 +196,15 @@ func (s *Server) a2eRun(c echo.Context) error {
 		res, err := s.runs.RunAdHoc(ctx, doc, input, store.KindA2E, q)
 		done <- outcome{res, err}
 	}()
-	w := &a2eWriter{c: c, ndjson: acceptsNDJSON(c.Request().Header.Get(echo.HeaderAccept))}
+	w := s.newA2EWriter(c, streamA2ERun, acceptsNDJSON(c.Request().Header.Get(echo.HeaderAccept)))
+	defer w.close()
 	send := func() error {
 		for _, m := range q.take() {
 			if err := w.write(engine.TypeEvent, m); err != nil {
 				return err
 			}
 		}
-		if w.started {
-			c.Response().Flush()
-		}
-		return nil
+		return w.flush()
 	}
 	for {
 		select {
@@ -189,14 +222,15 @@ func (s *Server) a2eRun(c echo.Context) error {
 				}
 				resp := engine.NewResponseMessage(req, nil)
 				resp.Error = &engine.WireError{Code: "host_error", Message: out.err.Error()}
-				_ = w.write(engine.TypeResponse, resp)
-				c.Response().Flush()
+				if w.write(engine.TypeResponse, resp) == nil {
+					_ = w.flush()
+				}
 				return nil
 			}
 			if err := w.write(engine.TypeResponse, engine.NewResponseMessage(req, out.res)); err != nil {
 				return nil
 			}
-			c.Response().Flush()
+			_ = w.flush()
 			return nil
 		}
 	}

@@ -427,9 +427,11 @@ func (s *Server) a2eStream(c echo.Context) error {
 		h.streams--
 		h.mu.Unlock()
 	}()
-	w := &a2eWriter{c: c}
-	w.start()
-	c.Response().Flush()
+	w := s.newA2EWriter(c, streamA2E, false)
+	defer w.close()
+	if w.start() != nil {
+		return nil
+	}
 	beat := time.NewTicker(s.cfg.SSEHeartbeat)
 	defer beat.Stop()
 	// An attached stream is no activity: the stream looks for idle
@@ -459,15 +461,15 @@ func (s *Server) a2eStream(c echo.Context) error {
 			}
 		}
 		h.written(n)
-		if len(msgs) > 0 {
-			c.Response().Flush()
+		if w.flush() != nil {
+			return nil
 		}
 		if closed {
 			h.mu.Lock()
 			final := h.final
 			h.mu.Unlock()
 			if final != nil && w.writeRaw(engine.TypeError, final) == nil {
-				c.Response().Flush()
+				w.flush()
 			}
 			return nil
 		}
@@ -478,10 +480,10 @@ func (s *Server) a2eStream(c echo.Context) error {
 		case now := <-idleCheck.C:
 			s.expireIdle(now)
 		case <-beat.C:
-			if _, err := c.Response().Write([]byte(": keep-alive\n\n")); err != nil {
+			// a heartbeat is no activity: an idle session expires with its stream
+			if w.comment("keep-alive") != nil {
 				return nil
 			}
-			c.Response().Flush()
 		}
 	}
 }

@@ -1,9 +1,9 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
 
@@ -20,17 +21,23 @@ import (
 // what lets hundreds of watchers follow a fast run.
 const sseFlushGap = 10 * time.Millisecond
 
-// replayPage is how many stored events one replay query reads.
-const replayPage = 1000
+// A replay reads the store in pages bounded by count and by bytes: at most
+// replayPageEvents events, and about the stream's buffer bound
+// (Config.StreamBufferBytes) of stored events (store.EventPager; a store
+// that reads by count only gets a count that follows the size of the
+// frames of the last page, starting from one event).
+const replayPageEvents = 256
 
 // sseStream writes one run's events to one watcher.
 type sseStream struct {
 	s    *Server
 	c    echo.Context
-	w    *echo.Response
+	out  *streamWriter
 	run  string
 	last int64 // the highest seq sent
-	buf  bytes.Buffer
+	// page is the count of the next replay page; frame the size of the
+	// largest frame seen, the room a read asks for before it reads.
+	page, frame int
 }
 
 // GET /v1/runs/{id}/events
@@ -65,13 +72,17 @@ func (s *Server) runEvents(c echo.Context) error {
 	}
 	defer s.runs.Unsubscribe(sub)
 
-	st := &sseStream{s: s, c: c, w: c.Response(), run: id, last: after}
-	h := st.w.Header()
+	out := s.openStream(c, streamRunEvents)
+	defer out.close()
+	st := &sseStream{s: s, c: c, out: out, run: id, last: after, page: 1}
+	w := c.Response()
+	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
-	st.w.WriteHeader(http.StatusOK)
-	st.w.Flush()
+	if err := out.Start(http.StatusOK); err != nil {
+		return nil
+	}
 
 	if err := st.catchUp(ctx); err != nil {
 		return st.fail(err)
@@ -99,7 +110,10 @@ func (s *Server) runEvents(c echo.Context) error {
 	}
 	if pos := s.runs.QueuePosition(id); pos > 0 {
 		// Waiting for a slot: say so now; its events follow once it starts.
-		fmt.Fprintf(&st.buf, "event: queued\ndata: {\"run_id\":%q,\"status\":\"queued\",\"position\":%d}\n\n", id, pos)
+		frame := fmt.Appendf(nil, "event: queued\ndata: {\"run_id\":%q,\"status\":\"queued\",\"position\":%d}\n\n", id, pos)
+		if err := st.out.Append(ctx, frame); err != nil {
+			return nil
+		}
 		if err := st.flush(); err != nil {
 			return nil
 		}
@@ -111,7 +125,9 @@ func (s *Server) runEvents(c echo.Context) error {
 			return nil
 		case <-tick.C:
 			if flushC == nil {
-				st.buf.WriteString(": heartbeat\n\n")
+				if err := st.out.Append(ctx, sseHeartbeat); err != nil {
+					return nil
+				}
 				if err := flushNow(); err != nil {
 					return nil
 				}
@@ -129,6 +145,9 @@ func (s *Server) runEvents(c echo.Context) error {
 				}
 			}
 			clear(pending)
+			if st.out.err != nil {
+				return nil // the watcher stalled or went away
+			}
 			if !ok {
 				if sub.Ended {
 					// Send what arrived live before waiting on the store:
@@ -145,7 +164,11 @@ func (s *Server) runEvents(c echo.Context) error {
 				_ = st.flush()
 				return nil
 			}
-			if flushC == nil {
+			if st.out.Full() {
+				if err := flushNow(); err != nil {
+					return nil
+				}
+			} else if flushC == nil {
 				if wait := sseFlushGap - time.Since(lastFlush); wait > 0 {
 					flushTimer.Reset(wait)
 					flushC = flushTimer.C
@@ -175,35 +198,105 @@ func (st *sseStream) live(ctx context.Context, ev *runs.LiveEvent) error {
 	if err != nil {
 		return err
 	}
-	st.buf.Write(frame)
+	if err := st.out.Append(ctx, frame); err != nil {
+		return nil // the watcher stalled or went away: the loop ends it
+	}
 	st.last = ev.Seq
 	return nil
 }
 
 // catchUp flushes the event writer and sends every stored event after the
-// last one sent.
+// last one sent, in pages (replayPageEvents). A page is read only once the
+// byte budget has room for its largest frame so far; a frame that finds no
+// room is dropped with the rest of its page and read again once there is.
 func (st *sseStream) catchUp(ctx context.Context) error {
 	if err := st.s.runs.Flush(ctx); err != nil && ctx.Err() == nil {
 		st.s.log.Warn("event stream: flushing the event writer failed; replaying what is stored", "run_id", st.run, "err", err)
 	}
+	limit := st.s.cfg.StreamBufferBytes
+	st.frame = max(st.frame, st.s.streams.frameHint(st.run))
 	for {
-		evs, err := st.s.db.EventsAfter(ctx, st.run, st.last, replayPage)
+		if err := st.out.Reserve(ctx, max(st.frame, sseMinReserve)); err != nil {
+			return errStreamGone
+		}
+		if err := st.out.enterRead(ctx); err != nil {
+			return errStreamGone
+		}
+		n, bytes, room, err := st.readPage(ctx)
+		st.out.leaveRead()
+		st.s.streams.noteFrame(st.run, st.frame)
 		if err != nil {
 			return err
 		}
-		for i := range evs {
-			if err := st.event(&evs[i]); err != nil {
-				return err
-			}
+		if !room {
+			st.page = 1
+			continue
 		}
 		if err := st.flush(); err != nil {
-			return err
+			return errStreamGone
 		}
-		if len(evs) < replayPage {
+		if n == 0 || (n < st.page && !st.paged()) {
 			return nil
 		}
+		// The next page: about limit bytes of frames this size.
+		st.page = min(replayPageEvents, max(1, limit*n/max(bytes, 1)))
 	}
 }
+
+// readPage reads one page after st.last and buffers its frames while the
+// budget has room (room false: a frame found none and was dropped with the
+// rest of the page). The frames are written after it, out of the replay
+// readers' gate.
+func (st *sseStream) readPage(ctx context.Context) (n, bytes int, room bool, err error) {
+	var evs []engine.Event
+	if pager, ok := st.s.db.(store.EventPager); ok {
+		// Bounded by the bytes stored as well: the count may stay full.
+		st.page = replayPageEvents
+		evs, err = pager.EventsAfterBytes(ctx, st.run, st.last, st.page, int64(st.s.cfg.StreamBufferBytes))
+	} else {
+		evs, err = st.s.db.EventsAfter(ctx, st.run, st.last, st.page)
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	n = len(evs)
+	for i := range evs {
+		frame, err := sseEventFrame(nil, &evs[i])
+		if err != nil {
+			return 0, 0, false, err
+		}
+		seq := evs[i].Seq
+		evs[i] = engine.Event{} // its output is in the frame now
+		st.frame = max(st.frame, len(frame))
+		ok, err := st.out.TryAppend(frame)
+		if err != nil {
+			return 0, 0, false, errStreamGone
+		}
+		if !ok {
+			return n, bytes, false, nil // read again from st.last once Reserve found room
+		}
+		st.last = seq
+		bytes += len(frame)
+	}
+	return n, bytes, true, nil
+}
+
+// paged reports whether the store bounds reads by bytes, so that a page
+// shorter than asked for is not the end of the run's events.
+func (st *sseStream) paged() bool {
+	_, ok := st.s.db.(store.EventPager)
+	return ok
+}
+
+// sseMinReserve is the room a replay read asks for before it has seen a
+// frame of the run.
+const sseMinReserve = 16 << 10
+
+var sseHeartbeat = []byte(": heartbeat\n\n")
+
+// errStreamGone is a stream whose watcher stalled or left: nothing is
+// reported to it.
+var errStreamGone = errors.New("web: the watcher stalled or left")
 
 // finish replays what is left, sends the run's result and ends the stream.
 func (st *sseStream) finish(ctx context.Context) error {
@@ -226,24 +319,27 @@ func (st *sseStream) finish(ctx context.Context) error {
 	if err != nil {
 		return st.fail(err)
 	}
-	st.buf.WriteString("event: run\ndata: ")
-	st.buf.Write(v.([]byte))
-	st.buf.WriteString("\n\n")
-	_ = st.flush()
+	final := v.([]byte)
+	frame := make([]byte, 0, len(final)+20)
+	frame = append(frame, "event: run\ndata: "...)
+	frame = append(append(frame, final...), "\n\n"...)
+	if err := st.out.Append(ctx, frame); err == nil {
+		_ = st.flush()
+	}
 	return nil
 }
 
 // fail reports an error inside an open stream (the status line is gone).
 func (st *sseStream) fail(err error) error {
-	if st.c.Request().Context().Err() != nil {
-		return nil // the watcher left
+	if errors.Is(err, errStreamGone) || st.out.err != nil || st.c.Request().Context().Err() != nil {
+		return nil // the watcher stalled or left
 	}
 	st.s.log.Error("event stream failed", "run_id", st.run, "err", err)
 	b, _ := json.Marshal(map[string]any{"error": apiError(EINTERNAL, "internal", "the event stream failed; reconnect to resume", nil)})
-	st.buf.WriteString("event: error\ndata: ")
-	st.buf.Write(b)
-	st.buf.WriteString("\n\n")
-	_ = st.flush()
+	frame := append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
+	if err := st.out.Append(st.c.Request().Context(), frame); err == nil {
+		_ = st.flush()
+	}
 	return nil
 }
 
@@ -251,11 +347,15 @@ func (st *sseStream) fail(err error) error {
 // data = the event JSON.
 func encodeSSE(ev *engine.Event) ([]byte, error) { return sseEventFrame(nil, ev) }
 
-// sseEventFrame appends an event's SSE frame to buf.
+// sseEventFrame appends an event's SSE frame to buf (nil: a frame of its
+// own, allocated at its size).
 func sseEventFrame(buf []byte, ev *engine.Event) ([]byte, error) {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return buf, err
+	}
+	if buf == nil {
+		buf = make([]byte, 0, len(b)+len(ev.Phase)+40)
 	}
 	buf = append(buf, "id: "...)
 	buf = strconv.AppendInt(buf, ev.Seq, 10)
@@ -266,27 +366,6 @@ func sseEventFrame(buf []byte, ev *engine.Event) ([]byte, error) {
 	return append(buf, "\n\n"...), nil
 }
 
-// event buffers one event frame: id = seq, event = phase, data = the event.
-func (st *sseStream) event(ev *engine.Event) error {
-	b, err := sseEventFrame(st.buf.AvailableBuffer(), ev)
-	if err != nil {
-		return err
-	}
-	st.buf.Write(b)
-	st.last = ev.Seq
-	return nil
-}
-
-// flush writes the buffered frames and flushes the connection.
-func (st *sseStream) flush() error {
-	if st.buf.Len() == 0 {
-		return nil
-	}
-	_, err := st.w.Write(st.buf.Bytes())
-	st.buf.Reset()
-	if err != nil {
-		return err
-	}
-	st.w.Flush()
-	return nil
-}
+// flush writes the buffered frames and flushes the connection, within
+// the write deadline.
+func (st *sseStream) flush() error { return st.out.Flush() }

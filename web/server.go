@@ -60,6 +60,13 @@ type Config struct {
 	A2EMaxSessionsPerUser int
 	A2ESessionIdle        time.Duration
 	A2ESessionBytes       int
+	// Bounds of every streaming response (stream.go): how long a client
+	// may take to accept a write (default 30s), how many bytes one
+	// connection buffers before writing (default 256 KiB), and how many all
+	// of them hold at once (default 16 MiB).
+	StreamWriteTimeout time.Duration
+	StreamBufferBytes  int
+	StreamBufferTotal  int64
 }
 
 // RunService is what the HTTP layer asks of the run service (runs.Service):
@@ -143,6 +150,7 @@ type Server struct {
 	pings   singleflight.Group // readiness probes' store pings (health.go)
 	pingLog *logSummary        // failed readiness pings
 	hookLog *logSummary        // refused webhook calls (api_triggers.go)
+	streams *streamPool        // the budget and counts of streaming responses (stream.go)
 	a2e     a2eSessions        // the A2E HTTP transport's sessions (api_a2e_session.go)
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
@@ -176,6 +184,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.SSEHeartbeat <= 0 {
 		cfg.SSEHeartbeat = 15 * time.Second
 	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = defaultStreamWriteTimeout
+	}
+	if cfg.StreamBufferBytes <= 0 {
+		cfg.StreamBufferBytes = defaultStreamBufferBytes
+	}
+	if cfg.StreamBufferTotal <= 0 {
+		cfg.StreamBufferTotal = defaultStreamBufferTotal
+	}
 	switch {
 	case deps.DB == nil:
 		return nil, errors.New("web: Deps.DB is required")
@@ -196,6 +213,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if err := s.metrics.watch(deps.Runs); err != nil {
 		return nil, err
+	}
+	s.streams = newStreamPool(cfg.StreamWriteTimeout, cfg.StreamBufferBytes, cfg.StreamBufferTotal)
+	for _, c := range s.streams.collectors() {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
 	s.echo = s.newEcho()
 	return s, nil

@@ -60,6 +60,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	budgets := registerBudgets(fs)
 	gov := registerGovernor(fs)
 	a2eSess := registerA2ESessions(fs)
+	streams := registerStreams(fs)
 	lease := registerLease(fs)
 	var keep retention
 	keep.register(fs)
@@ -89,6 +90,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 	if err := a2eSess.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	if err := streams.check(); err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
@@ -187,7 +192,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, a2e: a2eSess, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, a2e: a2eSess, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt, streams: streams}, db, reg, agents, log, stderr)
 }
 
 // approvalSweepPeriod is how often pending approvals' deadlines and
@@ -210,6 +215,7 @@ type serveConfig struct {
 	tracer                         *telemetry.Tracer // nil: no tracing (no OTEL_* variables)
 	prices                         *web.Prices       // nil: no --prices
 	vault                          *vault.Vault      // the credentials chains use by name
+	streams                        streamFlags       // bounds of streaming responses; nil fields: web's defaults
 }
 
 // serveRuns builds the run service (with its event writer on the store) and
@@ -282,6 +288,7 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	}
 	wcfg := web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, TrustedProxies: cfg.trustedProxies, Logger: log, Limits: cfg.limits}
 	cfg.a2e.applyTo(&wcfg)
+	cfg.streams.applyTo(&wcfg)
 	srv, err := web.New(wcfg,
 		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault})
 	if err != nil {
@@ -559,4 +566,47 @@ func otlpEndpoint() string {
 		return e
 	}
 	return "http://localhost:4318 (the OTLP default)"
+}
+
+// streamFlags bound what streaming responses (event streams, A2E streams)
+// hold for a client that does not read (serve only). A nil field (a test's
+// serveConfig) keeps the server's default.
+type streamFlags struct {
+	writeTimeout             *time.Duration
+	bufferBytes, bufferTotal *int64
+}
+
+func registerStreams(fs *flag.FlagSet) streamFlags {
+	return streamFlags{
+		writeTimeout: fs.Duration("stream-write-timeout", 30*time.Second, "disconnect a streaming client (run events, A2E) that does not take a write within `DURATION`, and release what was held for it"),
+		bufferBytes:  fs.Int64("stream-buffer-bytes", 256<<10, "buffer at most `BYTES` of frames for one streaming connection before writing them (one larger frame is held alone)"),
+		bufferTotal:  fs.Int64("stream-buffer-total", 16<<20, "buffer at most `BYTES` for all streaming connections together; a stream with no room waits (within --stream-write-timeout)"),
+	}
+}
+
+func (f streamFlags) check() error {
+	if f.writeTimeout != nil && *f.writeTimeout <= 0 {
+		return fmt.Errorf("--stream-write-timeout must be positive, got %v", *f.writeTimeout)
+	}
+	for name, v := range map[string]*int64{"--stream-buffer-bytes": f.bufferBytes, "--stream-buffer-total": f.bufferTotal} {
+		if v != nil && *v <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", name, *v)
+		}
+	}
+	if f.bufferBytes != nil && f.bufferTotal != nil && *f.bufferBytes > *f.bufferTotal {
+		return fmt.Errorf("--stream-buffer-bytes (%d) must not be over --stream-buffer-total (%d)", *f.bufferBytes, *f.bufferTotal)
+	}
+	return nil
+}
+
+func (f streamFlags) applyTo(c *web.Config) {
+	if f.writeTimeout != nil {
+		c.StreamWriteTimeout = *f.writeTimeout
+	}
+	if f.bufferBytes != nil {
+		c.StreamBufferBytes = int(min(*f.bufferBytes, 1<<30))
+	}
+	if f.bufferTotal != nil {
+		c.StreamBufferTotal = *f.bufferTotal
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chainstudio/studio/engine"
@@ -161,39 +160,13 @@ FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil
 // EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
 // order (limit <= 0: 1000).
 func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
-	// From the batch holding afterSeq+1 (the last one starting at or before
-	// it) onwards; both bounds use the (run_id, first_seq) key.
-	rows, err := db.r.QueryContext(ctx, `SELECT body FROM event_batches
-WHERE run_id = ?1 AND last_seq > ?2
-  AND first_seq >= COALESCE((SELECT MAX(first_seq) FROM event_batches WHERE run_id = ?1 AND first_seq <= ?2 + 1), 0)
-ORDER BY first_seq`, runID, afterSeq)
-	if err != nil {
-		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []engine.Event
-	var body []byte
-	for rows.Next() && len(out) < limit {
-		if err := rows.Scan(&body); err != nil {
-			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
-		}
-		var batch []engine.Event
-		if err := jsonv2.Unmarshal(body, &batch); err != nil {
-			return nil, fmt.Errorf("store: events of run %s: stored events are corrupt: %w", runID, err)
-		}
-		for _, e := range batch {
-			if e.Seq > afterSeq && len(out) < limit {
-				out = append(out, e)
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
-	}
-	return out, nil
+	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, 0)
+}
+
+// EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
+// stored events were read (store.EventPager).
+func (db *DB) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
+	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, maxBytes)
 }
 
 // MaxSeq returns the highest stored event seq of a run (0 when none).

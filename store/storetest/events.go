@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,54 @@ func testEvents(t *testing.T, open Opener) {
 	if r, err := db.GetRun(ctx, "r1"); err != nil || r.Status != engine.StatusRunning {
 		t.Fatalf("run row %v %v", r, err)
 	}
+}
+
+// A read bounded by bytes stops once about that many stored bytes were
+// read: large events come a few at a time, small ones by count.
+func testEventsAfterBytes(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	pager, ok := db.(store.EventPager)
+	if !ok {
+		t.Fatalf("%T is not a store.EventPager", db)
+	}
+	big := strings.Repeat("b", 300<<10)
+	evs := Events("rb", 1, 10)
+	for i := range evs {
+		evs[i].Output = big
+		if err := db.AppendEvents(ctx, evs[i:i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.AppendEvents(ctx, Events("rb", 11, 50)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := pager.EventsAfterBytes(ctx, "rb", 2, 100, 500<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two batches of 300 KiB reach 500 KiB: events 3 and 4.
+	if len(got) != 2 || got[0].Seq != 3 || got[1].Seq != 4 || got[0].Output != big {
+		t.Fatalf("a 500 KiB read of 300 KiB events: %d events from %v", len(got), seqsOf(got))
+	}
+	if got, _ := pager.EventsAfterBytes(ctx, "rb", 2, 100, 1); len(got) != 1 || got[0].Seq != 3 {
+		t.Fatalf("a read always reads one batch: %v", seqsOf(got))
+	}
+	got, _ = pager.EventsAfterBytes(ctx, "rb", 10, 20, 500<<10)
+	if len(got) != 20 || got[0].Seq != 11 {
+		t.Fatalf("small events come by count: %v", seqsOf(got))
+	}
+	if got, _ := pager.EventsAfterBytes(ctx, "rb", 0, 0, 0); len(got) != 60 {
+		t.Fatalf("unbounded: %d events", len(got))
+	}
+}
+
+func seqsOf(evs []engine.Event) []int64 {
+	var out []int64
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
 }
 
 func testEventWriter(t *testing.T, open Opener) {

@@ -43,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListRunsPageBothWaysWithStatus", testListRunsPageBothWaysWithStatus},
 		{"RunsThatReachedANode", testRunsThatReachedANode},
 		{"Events", testEvents},
+		{"EventsAfterBytes", testEventsAfterBytes},
 		{"EventWriter", testEventWriter},
 		{"EventWriterLostRun", testEventWriterLostRun},
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},

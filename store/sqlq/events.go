@@ -1,0 +1,53 @@
+package sqlq
+
+import (
+	"context"
+	"fmt"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/chainstudio/studio/engine"
+)
+
+// EventsAfter reads up to limit events of a run with seq > afterSeq, in seq
+// order (limit <= 0: 1000), from the batches that stop once maxBytes of
+// stored batch bodies were read (maxBytes <= 0: no bound; at least one
+// batch is always read). A batch holds at most 256 KiB unless it is one
+// larger event, so a read holds about maxBytes plus one batch.
+func EventsAfter(ctx context.Context, q Queryer, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	// From the batch holding afterSeq+1 (the last one starting at or before
+	// it) onwards; both bounds use the (run_id, first_seq) key.
+	rows, err := q.QueryContext(ctx, `SELECT body FROM event_batches
+WHERE run_id = ?1 AND last_seq > ?2
+  AND first_seq >= COALESCE((SELECT MAX(first_seq) FROM event_batches WHERE run_id = ?1 AND first_seq <= ?2 + 1), 0)
+ORDER BY first_seq`, runID, afterSeq)
+	if err != nil {
+		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []engine.Event
+	var body []byte
+	read := int64(0)
+	for (maxBytes <= 0 || read < maxBytes) && len(out) < limit && rows.Next() {
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+		}
+		read += int64(len(body))
+		var batch []engine.Event
+		if err := jsonv2.Unmarshal(body, &batch); err != nil {
+			return nil, fmt.Errorf("store: events of run %s: stored events are corrupt: %w", runID, err)
+		}
+		for _, e := range batch {
+			if e.Seq > afterSeq && len(out) < limit {
+				out = append(out, e)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+	}
+	return out, nil
+}
