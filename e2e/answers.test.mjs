@@ -57,7 +57,7 @@ const outcome = (run) => ({
 
 for (const action of ['approve', 'reject']) {
   test(`${action} from the API, the run page and the inbox has one outcome`, async () => {
-    const ch = await api('POST', '/v1/chains', paletteChain(uniq('One answer ' + action)));
+    const ch = await api('POST', '/v1/chains', paletteChain(uniq('One answer, ' + (action === 'approve' ? 'yes' : 'no'))));
     const runs = { api: await pausedRun(ch.id), page: await pausedRun(ch.id), inbox: await pausedRun(ch.id) };
 
     await api('POST', '/v1/runs/' + runs.api + '/resume', { action });

@@ -104,7 +104,7 @@ test('theme: light / dark / system, remembered, applied before the first paint, 
   // Reachable with Tab from the top of the page, switched with the keyboard.
   await page.keyboard.press('Tab');
   let tabs = 1;
-  while ((await page.evaluate(() => document.activeElement.id)) !== 'theme-select' && tabs < 10) { await page.keyboard.press('Tab'); tabs++; }
+  while ((await page.evaluate(() => document.activeElement.id)) !== 'theme-select' && tabs < 20) { await page.keyboard.press('Tab'); tabs++; }
   assert.equal(await page.evaluate(() => document.activeElement.id), 'theme-select', 'the switch is in the tab order');
   await page.selectOption('#theme-select', 'dark');
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');

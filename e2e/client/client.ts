@@ -135,6 +135,10 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   // Service
   note("GET /healthz");
   check(must(await c.GET("/healthz"), "healthz").status === "ok", "healthz status");
+  note("GET /livez");
+  check(must(await c.GET("/livez"), "livez").status === "ok", "livez status");
+  note("GET /readyz");
+  check(must(await c.GET("/readyz"), "readyz").status === "ok", "readyz status");
   note("GET /v1/openapi.json");
   const spec = must(await c.GET("/v1/openapi.json"), "openapi");
   check(typeof spec === "object", "openapi document");
@@ -191,6 +195,31 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
     const remove = await c.DELETE("/v1/users/{name}", { params: { path: { name: "typed-" + suffix } } });
     check(mustFail(remove, 404, "remove an unknown user").error.code === "not_found", "unknown user removed");
   }
+
+  // Credentials: added, read, changed and removed; no answer carries a value.
+  const secret = "typed-client-secret-" + suffix;
+  const credName = "typed-" + suffix;
+  note("GET /v1/credential-types");
+  const types = must(await c.GET("/v1/credential-types"), "credential types");
+  check(types.types.some((t) => t.name === "bearer" && t.use === "http"), "bearer is a credential type");
+  note("POST /v1/credentials");
+  const added = must(await c.POST("/v1/credentials", { body: { name: credName, type: "bearer", fields: { token: secret } } }), "add a credential");
+  check(added.name === credName && (added.set ?? []).includes("token"), "the credential says its token is set");
+  const badCred = await c.POST("/v1/credentials", { body: { name: "no spaces " + suffix, type: "bearer", fields: { token: "x" } } });
+  check(mustFail(badCred, 422, "a credential with a bad name").error.code === "invalid_credential", "bad credential name refused");
+  note("GET /v1/credentials");
+  const creds = must(await c.GET("/v1/credentials"), "credentials");
+  check(creds.credentials.some((x) => x.name === credName), "the credential is listed");
+  note("GET /v1/credentials/{name}");
+  const oneCred = must(await c.GET("/v1/credentials/{name}", { params: { path: { name: credName } } }), "a credential");
+  check(oneCred.type === "bearer", "the credential's type");
+  note("PATCH /v1/credentials/{name}");
+  const changed = must(await c.PATCH("/v1/credentials/{name}", { params: { path: { name: credName } }, body: { chains: ["some-chain-id"] } }), "change a credential");
+  check(changed.all_chains === false && (changed.chains ?? []).includes("some-chain-id"), "the credential is limited to a chain");
+  check(![added, creds, oneCred, changed].some((x) => JSON.stringify(x).includes(secret)), "no answer holds the value");
+  note("DELETE /v1/credentials/{name}");
+  const removed = await c.DELETE("/v1/credentials/{name}", { params: { path: { name: credName } } });
+  check(removed.response.status === 204, "the credential is removed");
 
   // Tools and validation
   note("GET /v1/tools");
