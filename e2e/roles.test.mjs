@@ -4,47 +4,20 @@
 // Uses STUDIO_BIN (scripts/e2e.sh sets it) or builds the studio.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, close, open, SHOTS, ROOT } from './lib.mjs';
+import { launch, close, open, ownStudio, SHOTS } from './lib.mjs';
 
-let dir, proc, base;
-const tokens = {};
+let studio, base, tokens;
 
 before(async () => {
   await launch();
-  dir = mkdtempSync(join(tmpdir(), 'studio-roles-'));
-  let bin = process.env.STUDIO_BIN;
-  if (!bin) {
-    bin = join(dir, 'studio');
-    execFileSync('go', ['build', '-o', bin, './cmd/studio'], { cwd: ROOT, stdio: 'inherit' });
-  }
-  const db = join(dir, 'roles.db');
-  for (const [name, role] of [['ada', 'admin'], ['vic', 'viewer'], ['eddie', 'editor']]) {
-    // the token is stdout's only line; what it is goes to stderr
-    tokens[role] = execFileSync(bin, ['users', 'add', name, '--role', role, '--db', db], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    assert.match(tokens[role], /^stu_[0-9a-f]{64}$/);
-  }
-  proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--db', db, '--agents', join(dir, 'none')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  base = await new Promise((resolve, reject) => {
-    let log = '';
-    const seen = (b) => {
-      log += b;
-      const m = /url=(http:\/\/127\.0\.0\.1:\d+)/.exec(log);
-      if (m) resolve(m[1]);
-    };
-    proc.stdout.on('data', seen);
-    proc.stderr.on('data', seen);
-    proc.on('exit', (code) => reject(new Error('the studio exited (' + code + '): ' + log)));
-    setTimeout(() => reject(new Error('the studio did not start: ' + log)), 15000);
-  });
+  studio = await ownStudio('studio-roles-', [['ada', 'admin'], ['vic', 'viewer'], ['eddie', 'editor']], { examples: true });
+  ({ base, tokens } = studio);
+  for (const role of ['admin', 'viewer', 'editor']) assert.match(tokens[role], /^stu_[0-9a-f]{64}$/);
 });
 after(async () => {
   await close();
-  if (proc) proc.kill();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (studio) studio.stop();
 });
 
 async function call(role, method, path, body) {

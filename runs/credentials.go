@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -14,18 +15,29 @@ type Credentials interface {
 }
 
 // runCredentials resolves credentials for one run: the chain the run
-// belongs to decides which it may use. The run's record is read at the first
-// use, so that a run without credentials costs nothing.
+// belongs to decides which it may use. The run's record is read at the
+// first use (and again only after a failed read), so a run without
+// credentials costs nothing and one that makes many calls reads it once.
 type runCredentials struct {
 	creds Credentials
 	store Store
 	runID string
+
+	mu       sync.Mutex
+	resolver tool.Credentials // nil until the run's record was read
 }
 
-func (r runCredentials) Credential(ctx context.Context, name string) (*tool.Secret, error) {
-	run, err := r.store.GetRunInfo(ctx, r.runID)
-	if err != nil {
-		return nil, fmt.Errorf("credential %q: the run's chain: %w", name, err)
+func (r *runCredentials) Credential(ctx context.Context, name string) (*tool.Secret, error) {
+	r.mu.Lock()
+	if r.resolver == nil {
+		run, err := r.store.GetRunInfo(ctx, r.runID)
+		if err != nil { // not kept: the next call reads again
+			r.mu.Unlock()
+			return nil, fmt.Errorf("credential %q: the run's chain: %w", name, err)
+		}
+		r.resolver = r.creds.ForChain(run.ChainID)
 	}
-	return r.creds.ForChain(run.ChainID).Credential(ctx, name)
+	res := r.resolver
+	r.mu.Unlock()
+	return res.Credential(ctx, name)
 }

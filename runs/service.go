@@ -763,7 +763,7 @@ func (s *Service) execute(id, kind, parent string, ctx context.Context, cancel c
 		ctx, endSpan = s.traceRun(ctx, id, kind, parent)
 	}
 	if s.creds != nil {
-		ctx = tool.WithCredentials(ctx, runCredentials{creds: s.creds, store: s.store, runID: id})
+		ctx = tool.WithCredentials(ctx, &runCredentials{creds: s.creds, store: s.store, runID: id})
 	}
 	log := s.log.With("run_id", id, "kind", kind)
 	log.InfoContext(ctx, "run started")

@@ -18,7 +18,6 @@ import (
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres"
 	"github.com/chainstudio/studio/store/seal"
-	"github.com/chainstudio/studio/store/sqlite"
 	"github.com/chainstudio/studio/store/vault"
 )
 
@@ -172,7 +171,7 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 		fmt.Fprintf(stderr, "studio credentials add: --type is required: %s\n", strings.Join(credential.TypeNames(), ", "))
 		return exitUsage
 	}
-	db, err := openCredentialStore(ctx, *dbPath)
+	db, err := openAdminStore(ctx, *dbPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -229,21 +228,6 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 		return exitFailed
 	}
 	return exitOK
-}
-
-// credentialDB is a store with its credentials, closed after the command.
-type credentialDB interface {
-	store.CredentialStore
-	Close() error
-}
-
-// openCredentialStore opens the database without the SQLite owner lock, as
-// `studio users` does: credentials can be managed while the studio runs.
-func openCredentialStore(ctx context.Context, dsn string) (credentialDB, error) {
-	if postgres.IsDSN(dsn) {
-		return postgres.Open(ctx, dsn, postgres.Options{})
-	}
-	return sqlite.Open(ctx, dsn, sqlite.Options{})
 }
 
 // fieldValues reads K=V flags into a type's values: K=- takes V from a line

@@ -200,7 +200,7 @@ func TestTrustUnderStalledClients(t *testing.T) {
 	// session, so they are answered response_too_large, not kept); only
 	// the asking run is left once they ended.
 	if err := testutil.Poll(120*time.Second, func() error {
-		if n := metricAuth(p, tokens["admin"], "studio_runs_active"); n > 1 {
+		if n := metricSumOf(p, tokens["admin"], "studio_runs_active"); n > 1 {
 			return fmt.Errorf("%v runs active", n)
 		}
 		return nil
@@ -212,7 +212,7 @@ func TestTrustUnderStalledClients(t *testing.T) {
 	// says so (a client cannot tell: Linux keeps delivering what the
 	// server's socket had queued after the server let go of it).
 	err := testutil.Poll(60*time.Second, func() error {
-		if n := streamsOpen(t, p, tokens["admin"]); n != 0 {
+		if n := metricSumOf(p, tokens["admin"], "studio_stream_connections"); n != 0 {
 			return fmt.Errorf("%v event streams still open on the server", n)
 		}
 		return nil
@@ -251,40 +251,25 @@ func a2eSession(t *testing.T, p *studioProc, token string) string {
 	return id
 }
 
-// metricAuth reads one unlabelled metric from /metrics as the token's user.
-func metricAuth(p *studioProc, token, name string) float64 {
+// metricLines returns the lines of /metrics read as the token's user.
+func metricLines(p *studioProc, token string) []string {
 	req, _ := http.NewRequest("GET", p.url+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return -1
+		return nil
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			var v float64
-			fmt.Sscan(rest, &v)
-			return v
-		}
-	}
-	return -1
+	return strings.Split(string(b), "\n")
 }
 
-// streamsOpen sums the studio's studio_stream_connections gauge (-1 when
-// /metrics cannot be read).
-func streamsOpen(t *testing.T, p *studioProc, token string) float64 {
-	req, _ := http.NewRequest("GET", p.url+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return -1
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+// metricSumOf sums the samples of the metric name, labelled or not (-1 when
+// /metrics has none).
+func metricSumOf(p *studioProc, token, name string) float64 {
 	sum, found := 0.0, false
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "studio_stream_connections{") {
+	for _, line := range metricLines(p, token) {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
 			var v float64
 			fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
 			sum += v

@@ -63,7 +63,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 	}
-	db, err := openUserStore(ctx, *dbPath)
+	db, err := openAdminStore(ctx, *dbPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -94,15 +94,10 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// userDB is a store with its users, closed after the command.
-type userDB interface {
-	store.UserStore
-	Close() error
-}
-
-// openUserStore opens the database the way serve names it, without the
-// SQLite owner lock: users can be managed while the studio runs.
-func openUserStore(ctx context.Context, dsn string) (userDB, error) {
+// openAdminStore opens the database the way serve names it, without the
+// SQLite owner lock, for the commands that manage it beside a running
+// studio (users, credentials): the server reads both on each use.
+func openAdminStore(ctx context.Context, dsn string) (store.Backend, error) {
 	if postgres.IsDSN(dsn) {
 		return postgres.Open(ctx, dsn, postgres.Options{})
 	}

@@ -42,6 +42,30 @@ type Vault struct {
 	mu     sync.RWMutex
 	key    *seal.Key // nil: credentials are off
 	reload func() (*seal.Key, error)
+
+	// touched is when this process last recorded each credential's use:
+	// "last used" is written at most once a touchEvery, not on every call.
+	touchMu sync.Mutex
+	touched map[string]time.Time
+}
+
+// touchEvery is how stale a credential's "last used" may be: a chain that
+// makes thousands of calls writes it once a minute, not thousands of times.
+const touchEvery = time.Minute
+
+// shouldTouch reports whether the use of credential id at now is to be
+// written, and notes it.
+func (v *Vault) shouldTouch(id string, now time.Time) bool {
+	v.touchMu.Lock()
+	defer v.touchMu.Unlock()
+	if last, ok := v.touched[id]; ok && now.Sub(last) < touchEvery {
+		return false
+	}
+	if v.touched == nil || len(v.touched) >= 10_000 {
+		v.touched = map[string]time.Time{}
+	}
+	v.touched[id] = now
+	return true
 }
 
 // Options configure a vault.
@@ -334,8 +358,10 @@ func (r resolver) Credential(ctx context.Context, name string) (*tool.Secret, er
 	if err != nil {
 		return nil, fmt.Errorf("credential %q: %w", name, err)
 	}
-	if err := r.v.db.TouchCredential(ctx, c.ID, r.v.now()); err != nil {
-		r.v.log.Warn("credentials: could not record a use", "credential", name, "err", err)
+	if now := r.v.now(); r.v.shouldTouch(c.ID, now) {
+		if err := r.v.db.TouchCredential(ctx, c.ID, now); err != nil {
+			r.v.log.Warn("credentials: could not record a use", "credential", name, "err", err)
+		}
 	}
 	return &tool.Secret{Name: c.Name, Type: c.Type, Values: values}, nil
 }
