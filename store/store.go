@@ -88,14 +88,6 @@ type RunStore interface {
 	ListRunsPage(ctx context.Context, f RunFilter) (RunPage, error)
 }
 
-// EventPager is what a backend may offer besides EventStore: a read of
-// events bounded by the bytes stored as well as by count (maxBytes <= 0:
-// by count only), so that a reader of large events holds about maxBytes
-// (plus one stored batch), not limit of them.
-type EventPager interface {
-	EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error)
-}
-
 // EventStore keeps each run's events, in seq order.
 type EventStore interface {
 	// AppendEvents stores events in one write. A run's events come in
@@ -105,6 +97,11 @@ type EventStore interface {
 	// EventsAfter returns up to limit events of a run with seq > afterSeq,
 	// in seq order (limit <= 0: 1000).
 	EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error)
+	// EventsAfterBytes is EventsAfter that also stops once about maxBytes
+	// of stored events were read (maxBytes <= 0: by count only), so that a
+	// reader of large events holds about maxBytes (plus one stored batch),
+	// not limit of them.
+	EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error)
 	// MaxSeq returns the highest stored event seq of a run (0 when none).
 	MaxSeq(ctx context.Context, runID string) (int64, error)
 	// NewEventWriter starts a buffered writer of events into this store.

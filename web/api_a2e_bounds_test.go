@@ -59,9 +59,11 @@ func TestA2EHTTPSessionHoldsNoMoreThanItsCap(t *testing.T) {
 	id := do(t, ts, "POST", "/v1/a2e/session", nil).json(t)["session_id"].(string)
 	h := a2eSessionOf(t, srv, id)
 
-	// 24 senders at once, nobody reading the stream: each answer is about
-	// 2 × 2 × 64 KiB, so the cap holds about four of them (fewer when the
-	// streaming ones' events took room).
+	// 24 senders at once, nobody reading the stream. The twelve
+	// non-streaming answers are about 2 × 2 × 64 KiB each, so the cap holds
+	// about four of them; the twelve streaming ones are small, so their
+	// events take room without ever leaving too little for the first big
+	// answer, whatever order the runs finish in.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	accepted := map[string]bool{}
@@ -71,7 +73,11 @@ func TestA2EHTTPSessionHoldsNoMoreThanItsCap(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			reqID := fmt.Sprintf("r%d", i)
-			r := do(t, ts, "POST", "/v1/a2e/send", bigChainReq(reqID, 2, 64<<10, i%2 == 0), HeaderSessionID, id)
+			streaming, size := i%2 == 0, 64<<10
+			if streaming {
+				size = 256
+			}
+			r := do(t, ts, "POST", "/v1/a2e/send", bigChainReq(reqID, 2, size, streaming), HeaderSessionID, id)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

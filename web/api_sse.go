@@ -12,7 +12,6 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
-	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
 
@@ -23,9 +22,7 @@ const sseFlushGap = 10 * time.Millisecond
 
 // A replay reads the store in pages bounded by count and by bytes: at most
 // replayPageEvents events, and about the stream's buffer bound
-// (Config.StreamBufferBytes) of stored events (store.EventPager; a store
-// that reads by count only gets a count that follows the size of the
-// frames of the last page, starting from one event).
+// (Config.StreamBufferBytes) of stored events.
 const replayPageEvents = 256
 
 // sseStream writes one run's events to one watcher.
@@ -35,9 +32,9 @@ type sseStream struct {
 	out  *streamWriter
 	run  string
 	last int64 // the highest seq sent
-	// page is the count of the next replay page; frame the size of the
-	// largest frame seen, the room a read asks for before it reads.
-	page, frame int
+	// frame is the size of the largest frame seen, the room a read asks
+	// for before it reads.
+	frame int
 }
 
 // GET /v1/runs/{id}/events
@@ -74,7 +71,7 @@ func (s *Server) runEvents(c echo.Context) error {
 
 	out := s.openStream(c, streamRunEvents)
 	defer out.close()
-	st := &sseStream{s: s, c: c, out: out, run: id, last: after, page: 1}
+	st := &sseStream{s: s, c: c, out: out, run: id, last: after}
 	w := c.Response()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
@@ -213,7 +210,6 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 	if err := st.s.runs.Flush(ctx); err != nil && ctx.Err() == nil {
 		st.s.log.Warn("event stream: flushing the event writer failed; replaying what is stored", "run_id", st.run, "err", err)
 	}
-	limit := st.s.cfg.StreamBufferBytes
 	st.frame = max(st.frame, st.s.streams.frameHint(st.run))
 	for {
 		if err := st.out.Reserve(ctx, max(st.frame, sseMinReserve)); err != nil {
@@ -222,24 +218,21 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 		if err := st.out.enterRead(ctx); err != nil {
 			return errStreamGone
 		}
-		n, bytes, room, err := st.readPage(ctx)
+		n, room, err := st.readPage(ctx)
 		st.out.leaveRead()
 		st.s.streams.noteFrame(st.run, st.frame)
 		if err != nil {
 			return err
 		}
 		if !room {
-			st.page = 1
 			continue
 		}
 		if err := st.flush(); err != nil {
 			return errStreamGone
 		}
-		if n == 0 || (n < st.page && !st.paged()) {
+		if n == 0 {
 			return nil
 		}
-		// The next page: about limit bytes of frames this size.
-		st.page = min(replayPageEvents, max(1, limit*n/max(bytes, 1)))
 	}
 }
 
@@ -247,45 +240,31 @@ func (st *sseStream) catchUp(ctx context.Context) error {
 // budget has room (room false: a frame found none and was dropped with the
 // rest of the page). The frames are written after it, out of the replay
 // readers' gate.
-func (st *sseStream) readPage(ctx context.Context) (n, bytes int, room bool, err error) {
-	var evs []engine.Event
-	if pager, ok := st.s.db.(store.EventPager); ok {
-		// Bounded by the bytes stored as well: the count may stay full.
-		st.page = replayPageEvents
-		evs, err = pager.EventsAfterBytes(ctx, st.run, st.last, st.page, int64(st.s.cfg.StreamBufferBytes))
-	} else {
-		evs, err = st.s.db.EventsAfter(ctx, st.run, st.last, st.page)
-	}
+func (st *sseStream) readPage(ctx context.Context) (n int, room bool, err error) {
+	// Bounded by the bytes stored as well: the count may stay full.
+	evs, err := st.s.db.EventsAfterBytes(ctx, st.run, st.last, replayPageEvents, int64(st.s.cfg.StreamBufferBytes))
 	if err != nil {
-		return 0, 0, false, err
+		return 0, false, err
 	}
 	n = len(evs)
 	for i := range evs {
 		frame, err := sseEventFrame(nil, &evs[i])
 		if err != nil {
-			return 0, 0, false, err
+			return 0, false, err
 		}
 		seq := evs[i].Seq
 		evs[i] = engine.Event{} // its output is in the frame now
 		st.frame = max(st.frame, len(frame))
 		ok, err := st.out.TryAppend(frame)
 		if err != nil {
-			return 0, 0, false, errStreamGone
+			return 0, false, errStreamGone
 		}
 		if !ok {
-			return n, bytes, false, nil // read again from st.last once Reserve found room
+			return n, false, nil // read again from st.last once Reserve found room
 		}
 		st.last = seq
-		bytes += len(frame)
 	}
-	return n, bytes, true, nil
-}
-
-// paged reports whether the store bounds reads by bytes, so that a page
-// shorter than asked for is not the end of the run's events.
-func (st *sseStream) paged() bool {
-	_, ok := st.s.db.(store.EventPager)
-	return ok
+	return n, true, nil
 }
 
 // sseMinReserve is the room a replay read asks for before it has seen a

@@ -164,7 +164,7 @@ func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, lim
 }
 
 // EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
-// stored events were read (store.EventPager).
+// stored events were read.
 func (db *DB) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
 	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, maxBytes)
 }

@@ -59,10 +59,6 @@ func testEvents(t *testing.T, open Opener) {
 func testEventsAfterBytes(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	pager, ok := db.(store.EventPager)
-	if !ok {
-		t.Fatalf("%T is not a store.EventPager", db)
-	}
 	big := strings.Repeat("b", 300<<10)
 	evs := Events("rb", 1, 10)
 	for i := range evs {
@@ -74,7 +70,7 @@ func testEventsAfterBytes(t *testing.T, open Opener) {
 	if err := db.AppendEvents(ctx, Events("rb", 11, 50)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := pager.EventsAfterBytes(ctx, "rb", 2, 100, 500<<10)
+	got, err := db.EventsAfterBytes(ctx, "rb", 2, 100, 500<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +78,14 @@ func testEventsAfterBytes(t *testing.T, open Opener) {
 	if len(got) != 2 || got[0].Seq != 3 || got[1].Seq != 4 || got[0].Output != big {
 		t.Fatalf("a 500 KiB read of 300 KiB events: %d events from %v", len(got), seqsOf(got))
 	}
-	if got, _ := pager.EventsAfterBytes(ctx, "rb", 2, 100, 1); len(got) != 1 || got[0].Seq != 3 {
+	if got, _ := db.EventsAfterBytes(ctx, "rb", 2, 100, 1); len(got) != 1 || got[0].Seq != 3 {
 		t.Fatalf("a read always reads one batch: %v", seqsOf(got))
 	}
-	got, _ = pager.EventsAfterBytes(ctx, "rb", 10, 20, 500<<10)
+	got, _ = db.EventsAfterBytes(ctx, "rb", 10, 20, 500<<10)
 	if len(got) != 20 || got[0].Seq != 11 {
 		t.Fatalf("small events come by count: %v", seqsOf(got))
 	}
-	if got, _ := pager.EventsAfterBytes(ctx, "rb", 0, 0, 0); len(got) != 60 {
+	if got, _ := db.EventsAfterBytes(ctx, "rb", 0, 0, 0); len(got) != 60 {
 		t.Fatalf("unbounded: %d events", len(got))
 	}
 }
