@@ -127,3 +127,47 @@ func TestOnlyThePostgresWiringImportsRiver(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTheWiringAndTheRiverQueueImportThePostgresBackend: like the SQLite
+// backend, store/postgres is opened by cmd/studio alone. The one other
+// package that builds with it is runs/riverqueue: the River run queue is
+// PostgreSQL's by nature, writing a run and its job in one of the backend's
+// transactions and reading the backend's leases to take over a dead
+// worker's runs. Nothing above it (runs, web, views) does.
+func TestOnlyTheWiringAndTheRiverQueueImportThePostgresBackend(t *testing.T) {
+	t.Parallel()
+	postgres := module + "/store/postgres"
+	allowed := []string{module + "/cmd/studio", module + "/runs/riverqueue"}
+	for _, p := range listPackages(t) {
+		if under(p.ImportPath, postgres) || slices.Contains(allowed, p.ImportPath) {
+			continue
+		}
+		if slices.Contains(p.Deps, postgres) {
+			t.Errorf("%s depends on %s: only cmd/studio and runs/riverqueue may; take a store.Backend instead", p.ImportPath, postgres)
+		}
+		if slices.Contains(p.TestImports, postgres) || slices.Contains(p.XTestImports, postgres) {
+			t.Errorf("the tests of %s import %s: test against a store.Backend (store/storetest holds the contract)", p.ImportPath, postgres)
+		}
+	}
+}
+
+// TestStoreImportsNoLayerAbove: the store's packages (the records, both
+// backends, what they share) sit under the run service, HTTP and pages and
+// never reach up to them, nor to River: runs/riverqueue depends on
+// store/postgres, never the reverse.
+func TestStoreImportsNoLayerAbove(t *testing.T) {
+	t.Parallel()
+	above := []string{module + "/runs", module + "/web", module + "/views", module + "/cmd", "github.com/riverqueue/river"}
+	for _, p := range listPackages(t) {
+		if !under(p.ImportPath, module+"/store") {
+			continue
+		}
+		for _, d := range p.Deps {
+			for _, a := range above {
+				if under(d, a) {
+					t.Errorf("%s depends on %s", p.ImportPath, d)
+				}
+			}
+		}
+	}
+}
