@@ -1,4 +1,4 @@
-// Keyboard and canvas navigation, and large chains (issue #16), driven as a
+// Keyboard and canvas navigation, and large chains, driven as a
 // person would: the mouse wheel, Ctrl+F, `?`, Z, the arrow keys, C with the
 // target picker, Ctrl+D, the minimap; a 1,000-node chain without positions;
 // how long 1,000 / 5,000 / 10,000-node chains take to open interactive and

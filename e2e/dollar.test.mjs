@@ -1,4 +1,4 @@
-// Browser test of `$` as the root of the chain context (issue #18) in the
+// Browser test of `$` as the root of the chain context in the
 // expression editor: after `$.` the completion offers the context's names,
 // after `$.output.` the fields the last run produced, and the live preview
 // shows the value of a `$.` path. Screenshots go to DOLLAR_SHOTS (default:

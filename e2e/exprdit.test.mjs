@@ -1,4 +1,4 @@
-// Browser tests of the expression editor (issue #16): completion of names,
+// Browser tests of the expression editor: completion of names,
 // upstream nodes, the last run's fields and functions in an expression field
 // (keyboard, ARIA combobox); the live preview under the field; "did you
 // mean" for a typo; the bare-word comparison fixed in one click; and the

@@ -1,4 +1,4 @@
-// Browser test of "Extract to sub-chain" (issue #16): select two nodes of a
+// Browser test of "Extract to sub-chain": select two nodes of a
 // simple chain with the mouse, extract them from the keyboard, and check
 // that the parent shows one skill node, both chains validate, and a run of
 // the parent ends with the same output as before. Screenshots go to

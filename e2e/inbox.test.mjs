@@ -1,4 +1,4 @@
-// The approval inbox (issue #17), driven like an approver would: the pending
+// The approval inbox, driven like an approver would: the pending
 // interrupt shows its chain, prompt, approvers and deadline; the approver
 // opens "Modify, then approve" (a form from the interrupt's schema), types an
 // amount over the schema's maximum and is told which field, fixes it and

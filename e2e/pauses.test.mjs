@@ -1,4 +1,4 @@
-// Pauses inside map items (issue #17): a run whose map asks a person about
+// Pauses inside map items: a run whose map asks a person about
 // each item shows one answer form per pending pause on its page, each naming
 // its pause; answering one by keyboard leaves the other waiting, answering
 // the last completes the run with both answers in item order.

@@ -1,4 +1,4 @@
-// Browser tests of people and roles (issue #17): a studio of its own, its
+// Browser tests of people and roles: a studio of its own, its
 // users added with `studio users add` before it starts; a viewer, an editor
 // and an admin sign in with their tokens and see what their role allows.
 // Uses STUDIO_BIN (scripts/e2e.sh sets it) or builds the studio.

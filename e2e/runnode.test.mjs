@@ -1,4 +1,4 @@
-// Browser tests of running one node with pinned data (issue #15): "Run this
+// Browser tests of running one node with pinned data: "Run this
 // node" in the editor with an earlier run's data, the node run's page and
 // the run lists, and "Re-run from here" on the current version of a chain.
 // Screenshots go to RUNNODE_SHOTS (default: the OS temp dir).

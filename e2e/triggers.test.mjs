@@ -1,4 +1,4 @@
-// Browser test of triggers (issue #17): in the designer's Triggers panel,
+// Browser test of triggers: in the designer's Triggers panel,
 // a malformed cron is refused with the field and column, a schedule is added
 // and edited, a webhook is created and its secret shown once; a signed POST
 // to the webhook starts a run that the runs list shows as "started by

@@ -1,4 +1,4 @@
-// Model usage (issue #19): the run page's usage panel (tokens and cost per
+// Model usage: the run page's usage panel (tokens and cost per
 // node and in total, reloaded live as model calls report) and the /usage
 // page. It needs a studio whose agents folder holds at least one model agent
 // whose model server answers with `usage` (an OpenAI-compatible server on

@@ -8,7 +8,7 @@ import (
 	"github.com/chainstudio/studio/engine/expr"
 )
 
-// What the expression editor needs from the engine (issue #16): the names an
+// What the expression editor needs from the engine: the names an
 // expression field can read, the nodes upstream of it, and "did you mean"
 // for a name that resolves to nothing.
 

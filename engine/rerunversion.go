@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Re-running on another version of a run's chain (issue #15): which
+// Re-running on another version of a run's chain: which
 // upstream outputs still hold. docs/design.md ("Re-run on another
 // version: what is reused") states the rule.
 

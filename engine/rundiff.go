@@ -8,7 +8,7 @@ import (
 	"strconv"
 )
 
-// Comparing two runs (issue #15, "Compare two runs"). CompareRuns is pure:
+// Comparing two runs (the run page's "Compare with…"). CompareRuns is pure:
 // the caller reads both runs (their chains, node results, fired edges and
 // final outputs) and gets back, per node, what differs. docs/design.md
 // ("Comparing two runs") says why it is shaped this way.

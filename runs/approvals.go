@@ -1,6 +1,6 @@
 package runs
 
-// The approvals sweeper (issue #17): deadlines fire without a person, and
+// The approvals sweeper: deadlines fire without a person, and
 // escalation webhooks hear about pauses. It acts through the same paths a
 // person does, so several processes sharing a database can sweep at once:
 // a timeout is an answer through Resume (the interrupt's claim is atomic:

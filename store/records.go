@@ -163,7 +163,7 @@ type Retention struct {
 	KeepPerChain int
 }
 
-// Roles a user can have (issue #17). They form a ladder: each role may do
+// Roles a user can have. They form a ladder: each role may do
 // what the roles before it may (docs/design.md, "People and roles").
 const (
 	RoleViewer   = "viewer"   // reads chains, runs and pages

@@ -305,7 +305,7 @@ type Housekeeping interface {
 	PruneHookSignatures(ctx context.Context, now time.Time) (int, error)
 }
 
-// UserStore keeps the studio's named users (issue #17). A user's token is
+// UserStore keeps the studio's named users. A user's token is
 // never stored: only its SHA-256 (tokenHash, 32 bytes), which is how a
 // request's token finds its user. Removed users leave every lookup and their
 // name becomes free; their row stays, so that old audit records keep naming

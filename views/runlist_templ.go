@@ -53,7 +53,7 @@ func runDuration(r *store.Run) string {
 	return duration(float64(r.DurationMS))
 }
 
-// triggerText says what started a run: a schedule or webhook (issue #17),
+// triggerText says what started a run: a schedule or webhook,
 // else how it was made.
 func triggerText(r *store.Run) string {
 	switch r.TriggerKind {

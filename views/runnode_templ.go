@@ -14,7 +14,7 @@ import (
 	"github.com/chainstudio/studio/store"
 )
 
-// Running one node alone with pinned data (issue #15): the editor's dialog,
+// Running one node alone with pinned data: the editor's dialog,
 // the run page's banner, and the re-run dialog's choice of version.
 
 // NodeSource is one of the chain's latest runs offered as the source of a

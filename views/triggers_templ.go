@@ -11,7 +11,7 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import "github.com/chainstudio/studio/store"
 
-// TriggersPanel is the designer's triggers panel (issue #17): the chain's
+// TriggersPanel is the designer's triggers panel: the chain's
 // schedules and webhooks with their last firings; static/js/triggers.js
 // fills it from GET /v1/chains/{id}/triggers and edits them through the API.
 // Triggers are records beside the chain, not part of its document: editing

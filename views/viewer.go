@@ -2,7 +2,7 @@ package views
 
 import "context"
 
-// Viewer is who is looking at a page (issue #17): the header names them,
+// Viewer is who is looking at a page: the header names them,
 // and pages leave out the actions their role cannot use (the server refuses
 // those anyway).
 type Viewer struct {

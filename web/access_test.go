@@ -206,7 +206,7 @@ func TestLoginCookie(t *testing.T) {
 }
 
 // The one public API route: POST /v1/hooks/{hook_id} is authenticated by
-// its hook's HMAC signature instead of the studio token (issue #17). With a
+// its hook's HMAC signature instead of the studio token. With a
 // token set, an unsigned call is still refused (401 missing_signature, not
 // the token's "unauthorized"), and nothing beside it is public.
 func TestHookRouteIsSignedNotTokened(t *testing.T) {

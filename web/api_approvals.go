@@ -1,6 +1,6 @@
 package web
 
-// Approvals (issue #17): the answer to a paused run (action, value,
+// Approvals: the answer to a paused run (action, value,
 // comment, audited with who and from where) and the inbox of pending
 // interrupts across chains.
 

@@ -19,7 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// The expression editor's two endpoints (issue #16): what a field can read
+// The expression editor's two endpoints: what a field can read
 // (names, upstream nodes, the shape of the last run's data, functions), and
 // a preview that evaluates an expression against the last run's data with
 // the engine's evaluator under a small budget.
@@ -127,7 +127,7 @@ func (s *Server) lastRunData(ctx context.Context, chainID, runID string) (*exprR
 const exprTestRunTimeout = 2 * time.Second
 
 // exprData is the latest run's data, or, when the chain never ran, the data
-// of its first test's in-memory run (its input and mocks, issue #16), or nil.
+// of its first test's in-memory run (its input and mocks), or nil.
 // A test's data is kept per chain, with the version it ran on: while an
 // expression is being typed the saved version often does not validate (a
 // half-written expression), and the engine runs no invalid chain, so the
@@ -413,8 +413,8 @@ func (s *Server) exprContext(c echo.Context) error {
 
 // schemaShapes fills in, from the tools' declared output schemas, the
 // shapes no run gave (the chain never ran, or the run did not reach the
-// node), so a field completes `fetch.output.` before the first run
-// (issue #16). It returns the names it filled.
+// node), so a field completes `fetch.output.` before the first run.
+// It returns the names it filled.
 func (s *Server) schemaShapes(c *engine.Chain, f *engine.ExprField, shapes map[string]*Shape) []string {
 	filled := []string{}
 	budget := exprShapeNodes

@@ -6,7 +6,7 @@ import (
 )
 
 // A chain that never ran previews against its first test: the test's input
-// and mocks, run in memory (issue #16). A run, once there, wins.
+// and mocks, run in memory. A run, once there, wins.
 func TestExprPreviewReadsATestWithoutARun(t *testing.T) {
 	t.Parallel()
 	_, srv := newTestServer(t)
@@ -45,7 +45,7 @@ func TestExprPreviewReadsATestWithoutARun(t *testing.T) {
 }
 
 // Without a run (or a test), a tool's declared output schema gives the
-// shapes that complete `fetch.output.` and `output.` (issue #16).
+// shapes that complete `fetch.output.` and `output.`.
 func TestExprContextShapesFromToolSchemas(t *testing.T) {
 	t.Parallel()
 	reg := testRegistry()

@@ -14,7 +14,7 @@ import (
 )
 
 // Running one node alone with pinned data, and choosing the version a
-// re-run runs (issue #15). The engine resolves and checks the data
+// re-run runs. The engine resolves and checks the data
 // (engine.PlanNodeRun); these handlers find the chain version and the
 // source run and map the answers.
 

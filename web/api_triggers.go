@@ -22,7 +22,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Triggers (issue #17): a chain's schedules and webhooks, and the webhook
+// Triggers: a chain's schedules and webhooks, and the webhook
 // endpoint itself. Schedules fire in runs.Scheduler; docs/design.md,
 // "Triggers", says why they are records apart from the chain document.
 

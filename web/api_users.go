@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// userRoutes: who am I, and the admins' user management (issue #17). The
+// userRoutes: who am I, and the admins' user management. The
 // roles these need are declared in roles.go like every route's.
 func (s *Server) userRoutes(e *echo.Echo) {
 	v1 := e.Group("/v1")

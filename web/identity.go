@@ -16,7 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Identity is who sent a request (issue #17): a named user, the legacy
+// Identity is who sent a request: a named user, the legacy
 // --token (an admin named "token"), or on a studio with neither users nor a
 // token, the local single user (an admin named "local").
 type Identity struct {

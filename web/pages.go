@@ -26,7 +26,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 
 	e.GET("/chains/:id", s.pageEditor)
 	e.GET("/chains/:id/data", s.pageChainData)
-	e.GET("/skill-chain/data", s.pageSkillChainData) // issue #16: a skill node's chain, read-only in the editor
+	e.GET("/skill-chain/data", s.pageSkillChainData) // a skill node's chain, read-only in the editor
 	e.POST("/chains/:id/save", s.pageSave)
 	e.POST("/chains/:id/run", s.pageStartRun)
 	e.GET("/chains/:id/nodes/:node/runnode", s.fragRunNodeDialog)
@@ -35,7 +35,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 
 	e.GET("/chains/:id/runs", s.pageRuns)
 	e.GET("/runs", s.pageAllRuns)
-	e.GET("/inbox", s.pageInbox) // issue #17: the approval inbox
+	e.GET("/inbox", s.pageInbox) // the approval inbox
 	e.GET("/runs/:id", s.pageRun)
 	e.GET("/runs/:id/data", s.pageRunData)
 	e.GET("/runs/:id/controls", s.fragRunControls)

@@ -8,7 +8,7 @@ import (
 )
 
 // routeActions declares, in this one place, what every route does as far
-// as roles go (issue #17): "METHOD path" as registered in routes.go → the
+// as roles go: "METHOD path" as registered in routes.go → the
 // action a caller's role must allow. authorize refuses a registered route
 // missing here, and TestEveryRouteEveryRole walks echo's routes, so a route
 // added without a line here fails that test.

@@ -24,7 +24,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/chains/import", s.importChain)
 	v1.GET("/chains/:id", s.getChain)
 	v1.PUT("/chains/:id", s.updateChain)
-	v1.PATCH("/chains/:id", s.patchChain) // issue #16: save only what changed
+	v1.PATCH("/chains/:id", s.patchChain) // save only what changed
 	v1.DELETE("/chains/:id", s.deleteChain)
 	v1.GET("/chains/:id/versions", s.listVersions)
 	v1.POST("/chains/:id/versions", s.nameVersion)
@@ -35,10 +35,10 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/chains/:id/runs", s.startRun)
 	v1.POST("/chains/:id/nodes/:node/run", s.runNode)
 	v1.POST("/chains/:id/tests/run", s.runChainTests)
-	v1.GET("/chains/:id/expr/context", s.exprContext)  // issue #16: expression editor
-	v1.POST("/chains/:id/expr/preview", s.exprPreview) // issue #16: expression editor
-	v1.POST("/chains/:id/extract", s.extractChain)     // issue #16: extract to sub-chain
-	// issue #17: triggers (api_triggers.go)
+	v1.GET("/chains/:id/expr/context", s.exprContext)  // the expression editor
+	v1.POST("/chains/:id/expr/preview", s.exprPreview) // the expression editor
+	v1.POST("/chains/:id/extract", s.extractChain)     // extract to sub-chain
+	// triggers (api_triggers.go)
 	v1.GET("/chains/:id/triggers", s.listTriggers)
 	v1.POST("/chains/:id/schedules", s.createSchedule)
 	v1.PUT("/chains/:id/schedules/:sid", s.updateSchedule)
@@ -54,14 +54,14 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/runs/:id", s.getRun)
 	v1.GET("/runs/:id/events", s.runEvents)
 	v1.POST("/runs/:id/resume", s.resumeRun)
-	v1.GET("/interrupts", s.listInterrupts) // issue #17: the approval inbox
+	v1.GET("/interrupts", s.listInterrupts) // the approval inbox
 	v1.POST("/runs/:id/cancel", s.cancelRun)
 	v1.POST("/runs/:id/rerun", s.rerunRun)
 	v1.GET("/runs/:id/diff/:other", s.diffRuns)
 	v1.POST("/runs/:id/save-test", s.saveRunAsTest)
 	v1.GET("/runs/:id/nodes/:node/why", s.runNodeWhy)
-	v1.GET("/runs/:id/usage", s.getRunUsage) // issue #19: tokens and cost
-	v1.GET("/usage", s.getUsage)             // issue #19: per chain and agent over time
+	v1.GET("/runs/:id/usage", s.getRunUsage) // tokens and cost
+	v1.GET("/usage", s.getUsage)             // per chain and agent over time
 
 	v1.POST("/a2e", s.a2eRun)
 	// The A2E SDK's HTTP transport under the base URL /v1/a2e (api_a2e_session.go).

@@ -163,9 +163,9 @@ type Server struct {
 	openAt time.Time
 	prices *Prices // nil: no price table
 	prop   propagation.TextMapPropagator
-	// exprRuns: runs decoded for expression previews (issue #16, api_expr.go)
+	// exprRuns: runs decoded for expression previews (api_expr.go)
 	exprRuns exprRunCache
-	// sched hears that a schedule was saved (issue #17, api_triggers.go); nil: none
+	// sched hears that a schedule was saved (api_triggers.go); nil: none
 	sched interface{ Wake() }
 	vault *vault.Vault // nil: no credentials
 }

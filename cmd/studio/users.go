@@ -19,7 +19,7 @@ studio users list                     list the users and their roles
 studio users set-role NAME --role ROLE
 studio users remove NAME              its token and sessions stop working at once`
 
-// cmdUsers manages the studio's users in its database (issue #17). It works
+// cmdUsers manages the studio's users in its database. It works
 // while the studio runs: a SQLite file is opened beside the server (as
 // backup does), and the server reads users on each request.
 func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) int {

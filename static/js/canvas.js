@@ -175,7 +175,7 @@
   Studio.layout = function (cy, opts) {
     Studio.loadAll(cy);
     const eles = cy.elements().not('.eh-handle, .eh-ghost, .eh-preview');
-    // ---- issue #16: the layered, folding layout (layout.js) where the page has it
+    // ---- the layered, folding layout (layout.js) where the page has it
     if (Studio.layeredPositions) {
       const pos = Studio.layeredPositions(Studio.layoutDocOf(cy));
       cy.batch(() => { for (const [id, p] of pos) cy.getElementById(id).position(p); });
@@ -202,7 +202,7 @@
     opts = opts || {};
     const nodes = doc.nodes || [];
     let needsLayout = nodes.some((n) => !n.position);
-    // ---- issue #16: a chain without positions is laid out before it is
+    // ---- a chain without positions is laid out before it is
     // drawn (linear time), so even a 10,000-node one opens progressively
     if (needsLayout && Studio.layeredPositions) {
       const pos = Studio.layeredPositions(doc);
@@ -232,7 +232,7 @@
       pixelRatio: nodes.length > 300 ? 1 : 'auto',
     });
     performance.mark('studio:cy-constructed');
-    // ---- issue #16: wheel zoom about 1.2× a notch (Cytoscape's own is
+    // ---- wheel zoom about 1.2× a notch (Cytoscape's own is
     // about 5%, and changing its sensitivity logs a warning). Captured on
     // the container's parent so Cytoscape never sees the wheel.
     if (container.parentElement && opts.userZoom !== false) {

@@ -111,7 +111,7 @@
   }
 
   const scheduleSave = Studio.debounce(() => save(), 300);
-  // A viewer (issue #17) may look and try things, but the server refuses
+  // A viewer may look and try things, but the server refuses
   // saves: say so instead of sending them.
   const readOnly = document.body.dataset.canEdit === 'no';
   function scheduleSaveWrapper() {
@@ -314,7 +314,7 @@
     });
     markIssues();
     showProps();
-    root.dispatchEvent(new CustomEvent('studio:rebuilt')); // notes.js redraws the notes (issue #16)
+    root.dispatchEvent(new CustomEvent('studio:rebuilt')); // notes.js redraws the notes
   }
 
   function refreshNode(id) {
@@ -374,7 +374,7 @@
     });
     cy.$(':selected').unselect();
     cy.getElementById(id).select();
-    focusPropsNext = true; // issue #16: the new node's fields come next
+    focusPropsNext = true; // the new node's fields come next
     return id;
   }
   let focusPropsNext = false;
@@ -481,7 +481,7 @@
     const ordered = selOrder.filter((id) => sel.some((n) => n.id() === id));
     const rest = doc.nodes.map((n) => n.node_id).filter((id) => !ordered.includes(id) && cy.getElementById(id).selected());
     const ids = ordered.concat(rest);
-    // canvas navigation (issue #16): one node selected picks the target by name
+    // canvas navigation: one node selected picks the target by name
     if (ids.length === 1 && Studio.pickTarget) { Studio.pickTarget(ids[0]); return; }
     if (ids.length < 2) {
       flash('Select two or more nodes (in order) to connect them.');
@@ -1319,7 +1319,7 @@
     // how much of the canvas was drawn when the page became ready: the
     // progressive opening is measured here, not raced from outside
     window.__studio.nodesAtReady = cy.nodes().length;
-    // ---- canvas navigation (navigate.js, issue #16): what it may call ----
+    // ---- canvas navigation (navigate.js): what it may call ----
     Object.assign(window.__studio, { mutate, addNode, addEdge, copySelection, paste, deleteSelection, flash, hideHandle, nodeById, rebuild });
     root.dispatchEvent(new CustomEvent('studio:ready'));
     Studio.startLoading(cy);

@@ -1,4 +1,4 @@
-// The expression editor (issue #16): completion and a live preview for every
+// The expression editor: completion and a live preview for every
 // expression field of the properties panel (input.expr). It only reads the
 // panel and the page; the edits it makes go through an `input` event, so
 // editor.js saves them as if typed.

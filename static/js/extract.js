@@ -1,4 +1,4 @@
-// Extract to sub-chain (issue #16): the selected nodes move into a new
+// Extract to sub-chain: the selected nodes move into a new
 // chain and one skill node takes their place. The server does the rewrite
 // and refuses what it cannot do faithfully (POST /v1/chains/{id}/extract,
 // engine/extract.go); it creates the new chain only when both documents

@@ -1,4 +1,4 @@
-// Layered auto-layout for chains of any length (issue #16). Dagre gives a
+// Layered auto-layout for chains of any length. Dagre gives a
 // good layout for a small chain but a 1,000-node spine comes out as one row
 // (unreadable at any zoom that shows it) and costs seconds. This one is
 // linear in nodes + edges: ranks by longest path from the roots, order in a

@@ -1,4 +1,4 @@
-// Canvas navigation for the designer (issue #16): find a node (Ctrl+F),
+// Canvas navigation for the designer: find a node (Ctrl+F),
 // zoom to the selection, move the selection with the arrow keys, duplicate
 // (Ctrl+D), connect to a node picked by name, a minimap, and `?` for the
 // list of every shortcut. Every edit goes through the editor's mutate, so

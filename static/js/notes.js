@@ -1,4 +1,4 @@
-// Sticky notes on the designer's canvas (issue #16). They live in the chain
+// Sticky notes on the designer's canvas. They live in the chain
 // document's `notes` (the engine ignores them) and are drawn as HTML over
 // the canvas, in a plane that follows Cytoscape's pan and zoom, so their
 // text is ordinary text: selectable, editable, read by a screen reader.
@@ -139,7 +139,7 @@
     render();
     const controls = document.querySelector('.canvas-controls');
     const btn = Studio.el('button', { type: 'button', id: 'btn-note', title: 'Add a sticky note (N)', text: '+ Note' });
-    btn.dataset.needs = 'edit'; // hidden from viewers (issue #17)
+    btn.dataset.needs = 'edit'; // hidden from viewers
     btn.addEventListener('click', addNote);
     if (controls) controls.prepend(btn);
     root.addEventListener('studio:rebuilt', render);

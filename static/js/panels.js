@@ -1,4 +1,4 @@
-// Resizable, collapsible panels of the designer (issue #16): the side panel
+// Resizable, collapsible panels of the designer: the side panel
 // (properties, validation, tests) is resized by dragging the splitter at its
 // left edge or with the arrow keys on it; the palette and the side panel
 // collapse; the layout is remembered in this browser (localStorage).

@@ -1,4 +1,4 @@
-// A skill node's chain, read-only, in place (issue #16): "Open chain" in a
+// A skill node's chain, read-only, in place: "Open chain" in a
 // skill node's properties shows the chain the node runs in a dialog over
 // the canvas, without leaving the editor. Skill nodes inside it open their
 // own chain in the same view (a list of buttons, or a double-click on the

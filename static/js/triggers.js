@@ -1,4 +1,4 @@
-// The designer's triggers panel (issue #17): the chain's schedules and
+// The designer's triggers panel: the chain's schedules and
 // webhooks with their last firings (GET /v1/chains/{id}/triggers); add, edit
 // and remove a schedule; create a webhook and show its secret once; remove
 // one. Triggers live beside the chain: nothing here saves a version.

@@ -9,7 +9,7 @@ import (
 	"github.com/chainstudio/studio/store/sqlq"
 )
 
-// The users table (issue #17): the SQL is shared with the other backend
+// The users table: the SQL is shared with the other backend
 // (sqlq/users.go); this file only gives it transactions.
 
 // AddUser stores a new user with the SHA-256 of its token.

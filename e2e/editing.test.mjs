@@ -1,15 +1,15 @@
-// Editing power (issue #16, helper "edit16"): the save of one edit to a
+// Editing power: the save of one edit to a
 // 5,000-node chain sends a patch (the changed node), and where its time goes;
 // the patch and the whole-document save agree; a skill node opens the chain
-// it runs read-only in place. Screenshots go to EDIT16_SHOTS (default
-// /tmp/edit16/shots).
+// it runs read-only in place. Screenshots go to EDITING_SHOTS (default
+// /tmp/editing/shots).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { BASE, launch, close, open, api, waitSaved, nodePos, percentile, bigChain } from './lib.mjs';
 
-const SHOTS = process.env.EDIT16_SHOTS || '/tmp/edit16/shots';
+const SHOTS = process.env.EDITING_SHOTS || '/tmp/editing/shots';
 mkdirSync(SHOTS, { recursive: true });
 
 before(async () => { await launch(); });
@@ -33,7 +33,7 @@ async function typeLabel(page, id, text) {
 }
 
 test('an edit to a 5,000-node chain saves a patch of one node; p95 of the round trip', { timeout: 300000 }, async () => {
-  const ch = await api('POST', '/v1/chains', bigChain(uniq('e2e-edit16-5000'), 5000));
+  const ch = await api('POST', '/v1/chains', bigChain(uniq('e2e-editing-5000'), 5000));
   const page = await open();
   await page.goto(BASE + '/chains/' + ch.id);
   await page.waitForSelector('#editor[data-ready="1"]', { timeout: 60000 });
@@ -57,8 +57,8 @@ test('an edit to a 5,000-node chain saves a patch of one node; p95 of the round 
     (server[name] = server[name] || []).push(Number(dur));
   }
   const p50 = percentile(rtts, 50), p95 = percentile(rtts, 95);
-  console.log(`FIGURE edit16 save + validation round-trip, 5000 nodes: p50 ${p50.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms over ${n} edits (patch of ${steps[0].bytes} bytes); target p95 150 ms: ${p95 < 150 ? 'met' : 'MISSED'}`);
-  console.log(`FIGURE edit16 save steps (medians, ms): diff ${med('diff')}, request ${med('request')} (server: ${Object.entries(server).map(([k, v]) => k + ' ' + percentile(v, 50).toFixed(1)).join(', ')}), after ${med('after')}`);
+  console.log(`FIGURE editing save + validation round-trip, 5000 nodes: p50 ${p50.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms over ${n} edits (patch of ${steps[0].bytes} bytes); target p95 150 ms: ${p95 < 150 ? 'met' : 'MISSED'}`);
+  console.log(`FIGURE editing save steps (medians, ms): diff ${med('diff')}, request ${med('request')} (server: ${Object.entries(server).map(([k, v]) => k + ' ' + percentile(v, 50).toFixed(1)).join(', ')}), after ${med('after')}`);
   // the server holds exactly the page's document
   const got = await api('GET', '/v1/chains/' + ch.id);
   assert.equal(got.doc.nodes.find((x) => x.node_id === 'n1').label, 'Step 1 edit ' + (n - 1));
@@ -139,7 +139,7 @@ test('a skill node opens its chain read-only in place; Back and Esc return', { t
 // an upstream tool's fields complete from its output schema.
 test('no run yet: the expression preview reads a test\'s mocks; fields complete from a tool\'s schema', { timeout: 120000 }, async () => {
   const ch = await api('POST', '/v1/chains', {
-    name: uniq('e2e-edit16-expr'),
+    name: uniq('e2e-editing-expr'),
     nodes: [
       { node_id: 'fetch', kind: 'tool', name: 'http', input: { url: 'http://127.0.0.1:9/' }, position: { x: 0, y: 0 } },
       { node_id: 'route', kind: 'branch', condition: 'output.status == `200`', position: { x: 250, y: 0 } },
