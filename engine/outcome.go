@@ -23,8 +23,8 @@ import (
 // Replay (resume) rebuilds the run from the log: it publishes each record's
 // state writes and output, then applies it through the same apply. Readers
 // of the log fold the same records (NodeResultFold), so a new outcome or
-// record field is handled once. docs/design.md ("Engine: node outcomes and
-// the run's state") has the overview.
+// record field is handled once. docs/design.md ("Node outcomes and the
+// run's state") has the overview.
 
 // complete applies a worker's completion on the coordinator.
 func (r *run) complete(c completion) {

@@ -10,7 +10,7 @@ import (
 // turns entries into node results. The live run, replay (resume) and the
 // store's read side all derive a node's result from these records through
 // the functions below, so a new record field or outcome is handled in one
-// place. docs/design.md ("Engine: node outcomes and the run's state")
+// place. docs/design.md ("Node outcomes and the run's state")
 // describes the path.
 
 // EdgesRecord: edges of a node decided after its completion (routing "all"
