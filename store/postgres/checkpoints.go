@@ -15,7 +15,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // DB implements engine.Checkpointer.
@@ -491,7 +491,7 @@ WHERE id = ?`, []any{input, name, nullString(cp.Start.ParentRunID), runID}}}, ni
 		if r == nil {
 			return nil, nil
 		}
-		q, args, err := sqlq.InsertPause(runID, n, t, r)
+		q, args, err := sqlstore.InsertPause(runID, n, t, r)
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/eventbuf"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
@@ -154,19 +154,19 @@ FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil
 			return err
 		}
 	}
-	return sqlq.InsertModelCalls(ctx, tx, events, func(id string) bool { return !stale[id] })
+	return sqlstore.InsertModelCalls(ctx, tx, events, func(id string) bool { return !stale[id] })
 }
 
 // EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
 // order (limit <= 0: 1000).
 func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, 0)
+	return sqlstore.EventsAfter(ctx, db.r, runID, afterSeq, limit, 0)
 }
 
 // EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
 // stored events were read.
 func (db *DB) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
-	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, maxBytes)
+	return sqlstore.EventsAfter(ctx, db.r, runID, afterSeq, limit, maxBytes)
 }
 
 // MaxSeq returns the highest stored event seq of a run (0 when none).

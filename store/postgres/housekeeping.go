@@ -8,12 +8,12 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // RecoverInterrupted ends or requeues every run a previous process left
 // "running" or "queued" (only a crash leaves one: a clean stop cancels
-// them), as sqlq.Recovery decides in one transaction per run: a run with a
+// them), as sqlstore.Recovery decides in one transaction per run: a run with a
 // start entry is marked failed with code interrupted_by_restart by an "end"
 // checkpoint, so that a resume continues it; a saved chain's run that never
 // started stays queued for the run service to queue again; any other run
@@ -59,7 +59,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 			if err != nil {
 				return err
 			}
-			what, err := sqlq.Recovery(ctx, tx, id, seq, db.now())
+			what, err := sqlstore.Recovery(ctx, tx, id, seq, db.now())
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 func jsonText(v any) (any, error) {
@@ -63,7 +63,7 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) {
 	err = db.writeTx(ctx, func(tx *Tx) error {
 		// A trigger's firing first: a schedule tick already fired writes
 		// nothing.
-		if f, ok := sqlq.RunFiring(r); ok {
+		if f, ok := sqlstore.RunFiring(r); ok {
 			if err := insertFiring(ctx, tx, f); err != nil {
 				return err
 			}
@@ -141,7 +141,7 @@ func (db *DB) GetRun(ctx context.Context, id string) (*store.Run, error) {
 		if err != nil {
 			return err
 		}
-		if r.Nodes, err = sqlq.RunNodes(ctx, tx, id, ""); err != nil {
+		if r.Nodes, err = sqlstore.RunNodes(ctx, tx, id, ""); err != nil {
 			return err
 		}
 		if r.Outputs == nil {
@@ -172,7 +172,7 @@ func (db *DB) GetRunNode(ctx context.Context, runID, nodeID string) (*engine.Nod
 	var nodes []engine.NodeResult
 	err := db.readTx(ctx, func(tx *Tx) error {
 		var err error
-		nodes, err = sqlq.RunNodes(ctx, tx, runID, nodeID)
+		nodes, err = sqlstore.RunNodes(ctx, tx, runID, nodeID)
 		return err
 	})
 	if err != nil {
@@ -238,7 +238,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 	order := ` ORDER BY started_at DESC, id`
 	switch {
 	case f.Before != "":
-		started, id, err := sqlq.DecodeCursor(f.Before)
+		started, id, err := sqlstore.DecodeCursor(f.Before)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
@@ -247,7 +247,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		where = append(where, "started_at <= ? AND (started_at < ? OR id > ?)")
 		args = append(args, started, started, id)
 	case f.After != "":
-		started, id, err := sqlq.DecodeCursor(f.After)
+		started, id, err := sqlstore.DecodeCursor(f.After)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
@@ -287,17 +287,17 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		slices.Reverse(runs)
 		if len(runs) > 0 {
 			// came back from an older page: there is one
-			p.Older = sqlq.EncodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			p.Older = sqlstore.EncodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
 			if more {
-				p.Newer = sqlq.EncodeCursor(micros(runs[0].Started), runs[0].ID)
+				p.Newer = sqlstore.EncodeCursor(micros(runs[0].Started), runs[0].ID)
 			}
 		}
 	} else if len(runs) > 0 {
 		if more {
-			p.Older = sqlq.EncodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			p.Older = sqlstore.EncodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
 		}
 		if f.Before != "" {
-			p.Newer = sqlq.EncodeCursor(micros(runs[0].Started), runs[0].ID)
+			p.Newer = sqlstore.EncodeCursor(micros(runs[0].Started), runs[0].ID)
 		}
 	}
 	p.Runs = runs
@@ -326,17 +326,17 @@ func (db *DB) CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error {
 	}
 	// A trigger's firing first, in the transaction of the run's job: a
 	// schedule tick another process already fired writes nothing.
-	if f, ok := sqlq.RunFiring(r); ok {
+	if f, ok := sqlstore.RunFiring(r); ok {
 		if f.Created.IsZero() {
 			f.Created = r.Started
 		}
-		if _, err := tx.Exec(ctx, rebind(sqlq.InsertFiringSQL), sqlq.FiringArgs(f)...); err != nil {
+		if _, err := tx.Exec(ctx, rebind(sqlstore.InsertFiringSQL), sqlstore.FiringArgs(f)...); err != nil {
 			if isUniqueViolation(err) {
 				return fmt.Errorf("store: create run %s: %w (tick %s)", r.ID, store.ErrAlreadyFired, f.Tick.Format(time.RFC3339))
 			}
 			return fmt.Errorf("store: create run %s: record its firing: %w", r.ID, err)
 		}
-		if _, err := tx.Exec(ctx, rebind(sqlq.TrimFiringsSQL), sqlq.TrimFiringsArgs(f.TriggerID)...); err != nil {
+		if _, err := tx.Exec(ctx, rebind(sqlstore.TrimFiringsSQL), sqlstore.TrimFiringsArgs(f.TriggerID)...); err != nil {
 			return fmt.Errorf("store: create run %s: trim firings: %w", r.ID, err)
 		}
 	}
@@ -362,5 +362,5 @@ WHERE id = $1 AND status = 'queued'`, runID, now)
 	return tag.RowsAffected() == 1, nil
 }
 
-// reachedNode keeps the runs that got to RunFilter.NodeID (sqlq.ReachedNode).
-var reachedNode = sqlq.ReachedNode(`(c.body::jsonb -> 'node' ->> 'status')`)
+// reachedNode keeps the runs that got to RunFilter.NodeID (sqlstore.ReachedNode).
+var reachedNode = sqlstore.ReachedNode(`(c.body::jsonb -> 'node' ->> 'status')`)

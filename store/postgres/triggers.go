@@ -6,17 +6,17 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
-// The triggers (schedules, hooks, firings): store/sqlq/triggers.go holds
+// The triggers (schedules, hooks, firings): store/sqlstore/triggers.go holds
 // their SQL, shared with the SQLite backend.
 
 // CreateSchedule implements store.TriggerStore.
 func (db *DB) CreateSchedule(ctx context.Context, s store.Schedule) (*store.Schedule, error) {
 	now := db.now()
 	s.Created, s.Updated = now, now
-	err := db.writeTx(ctx, func(tx *Tx) error { return sqlq.InsertSchedule(ctx, tx, s) })
+	err := db.writeTx(ctx, func(tx *Tx) error { return sqlstore.InsertSchedule(ctx, tx, s) })
 	if err != nil {
 		return nil, fmt.Errorf("store: create schedule: %w", err)
 	}
@@ -26,7 +26,7 @@ func (db *DB) CreateSchedule(ctx context.Context, s store.Schedule) (*store.Sche
 // UpdateSchedule implements store.TriggerStore.
 func (db *DB) UpdateSchedule(ctx context.Context, s store.Schedule) (*store.Schedule, error) {
 	s.Updated = db.now()
-	if err := db.writeTx(ctx, func(tx *Tx) error { return sqlq.UpdateSchedule(ctx, tx, s) }); err != nil {
+	if err := db.writeTx(ctx, func(tx *Tx) error { return sqlstore.UpdateSchedule(ctx, tx, s) }); err != nil {
 		return nil, fmt.Errorf("store: update schedule: %w", err)
 	}
 	return db.schedule(ctx, s.ChainID, s.ID)
@@ -47,7 +47,7 @@ func (db *DB) schedule(ctx context.Context, chainID, id string) (*store.Schedule
 
 // DeleteSchedule implements store.TriggerStore.
 func (db *DB) DeleteSchedule(ctx context.Context, chainID, id string) error {
-	if err := db.writeTx(ctx, func(tx *Tx) error { return sqlq.DeleteSchedule(ctx, tx, chainID, id) }); err != nil {
+	if err := db.writeTx(ctx, func(tx *Tx) error { return sqlstore.DeleteSchedule(ctx, tx, chainID, id) }); err != nil {
 		return fmt.Errorf("store: delete schedule: %w", err)
 	}
 	return nil
@@ -55,7 +55,7 @@ func (db *DB) DeleteSchedule(ctx context.Context, chainID, id string) error {
 
 // ListSchedules implements store.TriggerStore.
 func (db *DB) ListSchedules(ctx context.Context, chainID string) ([]store.Schedule, error) {
-	ss, err := sqlq.ListSchedules(ctx, db.r, chainID)
+	ss, err := sqlstore.ListSchedules(ctx, db.r, chainID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list schedules: %w", err)
 	}
@@ -65,7 +65,7 @@ func (db *DB) ListSchedules(ctx context.Context, chainID string) ([]store.Schedu
 // CreateHook implements store.TriggerStore.
 func (db *DB) CreateHook(ctx context.Context, h store.Hook) (*store.Hook, error) {
 	h.Created = db.now()
-	if err := db.writeTx(ctx, func(tx *Tx) error { return sqlq.InsertHook(ctx, tx, h) }); err != nil {
+	if err := db.writeTx(ctx, func(tx *Tx) error { return sqlstore.InsertHook(ctx, tx, h) }); err != nil {
 		return nil, fmt.Errorf("store: create hook: %w", err)
 	}
 	return db.GetHook(ctx, h.ID)
@@ -73,7 +73,7 @@ func (db *DB) CreateHook(ctx context.Context, h store.Hook) (*store.Hook, error)
 
 // GetHook implements store.TriggerStore.
 func (db *DB) GetHook(ctx context.Context, id string) (*store.Hook, error) {
-	h, err := sqlq.GetHook(ctx, db.r, id)
+	h, err := sqlstore.GetHook(ctx, db.r, id)
 	if err != nil {
 		return nil, fmt.Errorf("store: get hook: %w", err)
 	}
@@ -82,7 +82,7 @@ func (db *DB) GetHook(ctx context.Context, id string) (*store.Hook, error) {
 
 // ListHooks implements store.TriggerStore.
 func (db *DB) ListHooks(ctx context.Context, chainID string) ([]store.Hook, error) {
-	hs, err := sqlq.ListHooks(ctx, db.r, chainID)
+	hs, err := sqlstore.ListHooks(ctx, db.r, chainID)
 	if err != nil {
 		return nil, fmt.Errorf("store: list hooks: %w", err)
 	}
@@ -91,7 +91,7 @@ func (db *DB) ListHooks(ctx context.Context, chainID string) ([]store.Hook, erro
 
 // DeleteHook implements store.TriggerStore.
 func (db *DB) DeleteHook(ctx context.Context, chainID, id string) error {
-	if err := db.writeTx(ctx, func(tx *Tx) error { return sqlq.DeleteHook(ctx, tx, chainID, id) }); err != nil {
+	if err := db.writeTx(ctx, func(tx *Tx) error { return sqlstore.DeleteHook(ctx, tx, chainID, id) }); err != nil {
 		return fmt.Errorf("store: delete hook: %w", err)
 	}
 	return nil
@@ -109,10 +109,10 @@ func (db *DB) RecordFiring(ctx context.Context, f store.Firing) error {
 	return nil
 }
 
-// insertFiring is sqlq.InsertFiring with a tick recorded twice read as
+// insertFiring is sqlstore.InsertFiring with a tick recorded twice read as
 // store.ErrAlreadyFired.
 func insertFiring(ctx context.Context, tx *Tx, f store.Firing) error {
-	err := sqlq.InsertFiring(ctx, tx, f)
+	err := sqlstore.InsertFiring(ctx, tx, f)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("%w (tick %s)", store.ErrAlreadyFired, f.Tick.Format("2006-01-02T15:04:05Z07:00"))
 	}
@@ -121,7 +121,7 @@ func insertFiring(ctx context.Context, tx *Tx, f store.Firing) error {
 
 // ListFirings implements store.TriggerStore.
 func (db *DB) ListFirings(ctx context.Context, triggerID string, limit int) ([]store.Firing, error) {
-	fs, err := sqlq.ListFirings(ctx, db.r, triggerID, limit)
+	fs, err := sqlstore.ListFirings(ctx, db.r, triggerID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: list firings: %w", err)
 	}
@@ -130,7 +130,7 @@ func (db *DB) ListFirings(ctx context.Context, triggerID string, limit int) ([]s
 
 // ChainBusy implements store.TriggerStore.
 func (db *DB) ChainBusy(ctx context.Context, chainID string) (bool, error) {
-	busy, err := sqlq.ChainBusy(ctx, db.r, chainID)
+	busy, err := sqlstore.ChainBusy(ctx, db.r, chainID)
 	if err != nil {
 		return false, fmt.Errorf("store: is a run of chain %s going: %w", chainID, err)
 	}
@@ -141,7 +141,7 @@ func (db *DB) ChainBusy(ctx context.Context, chainID string) (bool, error) {
 func (db *DB) UseHookSignature(ctx context.Context, hookID string, digest []byte, now, expires time.Time) error {
 	var used bool
 	err := db.writeTx(ctx, func(tx *Tx) (err error) {
-		used, err = sqlq.UseHookSignature(ctx, tx, hookID, digest, now, expires)
+		used, err = sqlstore.UseHookSignature(ctx, tx, hookID, digest, now, expires)
 		return err
 	})
 	if err != nil {
@@ -157,7 +157,7 @@ func (db *DB) UseHookSignature(ctx context.Context, hookID string, digest []byte
 func (db *DB) PruneHookSignatures(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := db.writeTx(ctx, func(tx *Tx) (err error) {
-		n, err = sqlq.PruneHookSignatures(ctx, tx, now)
+		n, err = sqlstore.PruneHookSignatures(ctx, tx, now)
 		return err
 	})
 	if err != nil {

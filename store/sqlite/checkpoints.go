@@ -13,7 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // DB implements engine.Checkpointer.
@@ -211,7 +211,7 @@ WHERE id = ?`, input, name, nullString(cp.Start.ParentRunID), runID)
 		if r == nil {
 			return nil
 		}
-		q, args, err := sqlq.InsertPause(runID, n, t, r)
+		q, args, err := sqlstore.InsertPause(runID, n, t, r)
 		if err != nil {
 			return err
 		}

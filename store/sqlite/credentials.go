@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // The credentials tables: the SQL is shared with the other backend
-// (sqlq/credentials.go); this file only gives it transactions.
+// (sqlstore/credentials.go); this file only gives it transactions.
 
 // AddCredential stores a new credential; a name in use is ErrNameTaken.
 func (db *DB) AddCredential(ctx context.Context, c *store.SealedCredential) error {
-	err := db.writeTx(ctx, func(tx *sql.Tx) error { return sqlq.AddCredential(ctx, tx, c) })
+	err := db.writeTx(ctx, func(tx *sql.Tx) error { return sqlstore.AddCredential(ctx, tx, c) })
 	if isUniqueViolation(err) { // a concurrent add of the same name
 		return fmt.Errorf("credential %q already exists: %w", c.Name, store.ErrNameTaken)
 	}
@@ -24,40 +24,40 @@ func (db *DB) AddCredential(ctx context.Context, c *store.SealedCredential) erro
 
 // UpdateCredential replaces the credential with c's id.
 func (db *DB) UpdateCredential(ctx context.Context, c *store.SealedCredential) error {
-	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlq.UpdateCredential(ctx, tx, c) })
+	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlstore.UpdateCredential(ctx, tx, c) })
 }
 
 // GetCredential returns the credential named name.
 func (db *DB) GetCredential(ctx context.Context, name string) (*store.SealedCredential, error) {
-	return sqlq.GetCredential(ctx, db.r, name)
+	return sqlstore.GetCredential(ctx, db.r, name)
 }
 
 // ListCredentials lists the credentials by name.
 func (db *DB) ListCredentials(ctx context.Context) ([]store.Credential, error) {
-	return sqlq.ListCredentials(ctx, db.r)
+	return sqlstore.ListCredentials(ctx, db.r)
 }
 
 // RemoveCredential deletes the credential named name.
 func (db *DB) RemoveCredential(ctx context.Context, name string) error {
-	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlq.RemoveCredential(ctx, tx, name) })
+	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlstore.RemoveCredential(ctx, tx, name) })
 }
 
 // TouchCredential records that a run used a credential.
 func (db *DB) TouchCredential(ctx context.Context, id string, at time.Time) error {
-	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlq.TouchCredential(ctx, tx, id, at) })
+	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlstore.TouchCredential(ctx, tx, id, at) })
 }
 
 // CredentialKeyCheck returns the key check, nil before the first credential.
 func (db *DB) CredentialKeyCheck(ctx context.Context) ([]byte, error) {
-	return sqlq.CredentialKeyCheck(ctx, db.r)
+	return sqlstore.CredentialKeyCheck(ctx, db.r)
 }
 
 // SetCredentialKeyCheck stores the key check once.
 func (db *DB) SetCredentialKeyCheck(ctx context.Context, check []byte) error {
-	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlq.SetCredentialKeyCheck(ctx, tx, check) })
+	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlstore.SetCredentialKeyCheck(ctx, tx, check) })
 }
 
 // ResealCredentials re-encrypts every credential in one transaction.
 func (db *DB) ResealCredentials(ctx context.Context, reseal func(id, field string, sealed []byte) ([]byte, error), check []byte) error {
-	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlq.ResealCredentials(ctx, tx, reseal, check) })
+	return db.writeTx(ctx, func(tx *sql.Tx) error { return sqlstore.ResealCredentials(ctx, tx, reseal, check) })
 }

@@ -8,14 +8,14 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // ListInterrupts lists the pending interrupts of paused runs (the inbox).
 func (db *DB) ListInterrupts(ctx context.Context, f store.InterruptFilter) ([]store.Interrupt, error) {
 	var out []store.Interrupt
 	err := db.readTx(ctx, func(tx *sql.Tx) (err error) {
-		out, err = sqlq.ListInterrupts(ctx, tx, f)
+		out, err = sqlstore.ListInterrupts(ctx, tx, f)
 		return err
 	})
 	if err != nil {
@@ -28,7 +28,7 @@ func (db *DB) ListInterrupts(ctx context.Context, f store.InterruptFilter) ([]st
 func (db *DB) DueInterrupts(ctx context.Context, now time.Time, limit int) ([]store.Interrupt, error) {
 	var out []store.Interrupt
 	err := db.readTx(ctx, func(tx *sql.Tx) (err error) {
-		out, err = sqlq.DueInterrupts(ctx, tx, now, limit)
+		out, err = sqlstore.DueInterrupts(ctx, tx, now, limit)
 		return err
 	})
 	if err != nil {
@@ -41,7 +41,7 @@ func (db *DB) DueInterrupts(ctx context.Context, now time.Time, limit int) ([]st
 func (db *DB) DueEscalations(ctx context.Context, now time.Time, limit int) ([]store.Escalation, error) {
 	var out []store.Escalation
 	err := db.readTx(ctx, func(tx *sql.Tx) (err error) {
-		out, err = sqlq.DueEscalations(ctx, tx, now, limit)
+		out, err = sqlstore.DueEscalations(ctx, tx, now, limit)
 		return err
 	})
 	if err != nil {
@@ -54,7 +54,7 @@ func (db *DB) DueEscalations(ctx context.Context, now time.Time, limit int) ([]s
 func (db *DB) ClaimEscalation(ctx context.Context, runID string, n int64, stage string, now time.Time) (bool, error) {
 	var ok bool
 	err := db.writeTx(ctx, func(tx *sql.Tx) (err error) {
-		ok, err = sqlq.ClaimEscalation(ctx, tx, runID, n, stage, now)
+		ok, err = sqlstore.ClaimEscalation(ctx, tx, runID, n, stage, now)
 		return err
 	})
 	if err != nil {
@@ -67,7 +67,7 @@ func (db *DB) ClaimEscalation(ctx context.Context, runID string, n int64, stage 
 func (db *DB) Answers(ctx context.Context, runID string) ([]engine.ResumeRecord, error) {
 	var out []engine.ResumeRecord
 	err := db.readTx(ctx, func(tx *sql.Tx) (err error) {
-		out, err = sqlq.Answers(ctx, tx, runID)
+		out, err = sqlstore.Answers(ctx, tx, runID)
 		return err
 	})
 	if err != nil {

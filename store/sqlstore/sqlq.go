@@ -1,7 +1,7 @@
-// Package sqlq holds the SQL both store backends run unchanged, written
+// Package sqlstore holds the SQL both store backends run unchanged, written
 // once with ? placeholders (the PostgreSQL backend rewrites them): a backend
 // passes its transaction or connection as a Queryer.
-package sqlq
+package sqlstore
 
 import (
 	"context"
