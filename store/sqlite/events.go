@@ -37,7 +37,7 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 		}
 		bodies[i] = string(b)
 	}
-	err := db.writeTx(ctx, func(tx *sql.Tx) error { return db.appendEventsTx(ctx, tx, events, bodies) })
+	err := db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies) })
 	if err != nil {
 		return fmt.Errorf("store: append events of run %s: %w", events[0].RunID, err)
 	}
@@ -51,7 +51,7 @@ const maxBatchBody = 256 << 10
 
 // appendEventsTx writes each run's events in events as batch rows (one per
 // run, more when they are large); bodies are the events' JSON.
-func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Event, bodies []string) error {
+func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event, bodies []string) error {
 	type runBatch struct {
 		id          string
 		first, last int64
@@ -72,9 +72,9 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 			b = nil // full: start another row
 		}
 		if b == nil {
-			t := micros(e.Time)
+			t := sqlstore.Micros(e.Time)
 			if t == 0 {
-				t = micros(db.now())
+				t = sqlstore.Micros(db.now())
 			}
 			b = &runBatch{id: e.RunID, first: e.Seq, created: t}
 			b.body.Grow(min(maxBatchBody, 64<<10))
@@ -97,7 +97,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 				return err
 			}
 			var stored sql.NullInt64
-			err := db.queryRow(ctx, tx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.id).Scan(&stored)
+			err := tx.QueryRowPrepared(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.id).Scan(&stored)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
@@ -106,42 +106,12 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Ev
 			}
 		}
 		b.body.WriteByte(']')
-		if _, err := db.exec(ctx, tx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecPrepared(ctx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
 			b.id, b.first, b.last, b.created, b.body.String()); err != nil {
 			return err
 		}
 	}
 	return sqlstore.InsertModelCalls(ctx, tx, events, nil)
-}
-
-// EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
-// order (limit <= 0: 1000).
-func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	return sqlstore.EventsAfter(ctx, db.r, runID, afterSeq, limit, 0)
-}
-
-// EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
-// stored events were read.
-func (db *DB) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
-	return sqlstore.EventsAfter(ctx, db.r, runID, afterSeq, limit, maxBytes)
-}
-
-// MaxSeq returns the highest stored event seq of a run (0 when none).
-func (db *DB) MaxSeq(ctx context.Context, runID string) (int64, error) {
-	n, err := maxSeq(ctx, db.r, runID)
-	if err != nil {
-		return 0, fmt.Errorf("store: max seq of run %s: %w", runID, err)
-	}
-	return n, nil
-}
-
-func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
-	var n int64
-	err := q.QueryRowContext(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, runID).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return n, err
 }
 
 // EventWriter is the buffered event writer on this backend.
@@ -164,5 +134,5 @@ func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
 
 // WriteEventBatch stores one batch of the event writer in one transaction.
 func (db *DB) WriteEventBatch(ctx context.Context, batch []engine.Event, bodies []string) error {
-	return db.writeTx(ctx, func(tx *sql.Tx) error { return db.appendEventsTx(ctx, tx, batch, bodies) })
+	return db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, batch, bodies) })
 }

@@ -2,11 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -44,15 +42,15 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 	n := 0
 	for _, id := range ids {
 		marked := false
-		err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		err := db.writeTx(ctx, func(tx *Tx) error {
 			var status string
-			if err := db.queryRow(ctx, tx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&status); err != nil {
+			if err := tx.QueryRowPrepared(ctx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&status); err != nil {
 				return err
 			}
 			if status != string(engine.StatusRunning) && status != string(engine.StatusQueued) {
 				return nil // changed since the scan
 			}
-			seq, err := maxSeq(ctx, tx, id)
+			seq, err := sqlstore.MaxSeqOf(ctx, tx, id)
 			if err != nil {
 				return err
 			}
@@ -61,7 +59,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 				return err
 			}
 			if what.Requeue {
-				_, err := db.exec(ctx, tx, `UPDATE runs SET status = 'queued' WHERE id = ?`, id)
+				_, err := tx.ExecPrepared(ctx, `UPDATE runs SET status = 'queued' WHERE id = ?`, id)
 				return err
 			}
 			cp := *what.End
@@ -101,77 +99,4 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 		return fmt.Errorf("store: backup to %s: %w", path, err)
 	}
 	return nil
-}
-
-// pruneBatch bounds how many runs one delete transaction removes, so the
-// writer is never held for long.
-const pruneBatch = 500
-
-// PruneRuns deletes old runs with their events, checkpoints, node results and
-// interrupts. Chains and their versions are never touched. It returns how many
-// runs it deleted.
-func (db *DB) PruneRuns(ctx context.Context, ret store.Retention) (int, error) {
-	if ret.OlderThan <= 0 && ret.KeepPerChain <= 0 {
-		return 0, fmt.Errorf("store: prune runs: %w: retention sets no limit", store.ErrInvalid)
-	}
-	var cond []string
-	var args []any
-	cond = append(cond, "status NOT IN ('running', 'paused')")
-	if ret.OlderThan > 0 {
-		cond = append(cond, "started_at < ?")
-		args = append(args, micros(db.now().Add(-ret.OlderThan)))
-	}
-	if ret.KeepPerChain > 0 {
-		cond = append(cond, "rn > ?")
-		args = append(args, ret.KeepPerChain)
-	}
-	q := `SELECT id FROM (
-  SELECT id, status, started_at,
-         ROW_NUMBER() OVER (PARTITION BY COALESCE(chain_id, '') ORDER BY started_at DESC, id) AS rn
-  FROM runs
-) ranked WHERE ` + strings.Join(cond, " AND ") + ` LIMIT ?`
-	total := 0
-	for {
-		var n int
-		err := db.writeTx(ctx, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, q, append(args, pruneBatch)...)
-			if err != nil {
-				return err
-			}
-			var ids []any
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				ids = append(ids, id)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return nil
-			}
-			res, err := db.exec(ctx, tx, `DELETE FROM runs WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, ids...)
-			if err != nil {
-				return err
-			}
-			k, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			n = int(k)
-			// The chains only these runs named go with them.
-			return db.pruneRunChainsTx(ctx, tx)
-		})
-		if err != nil {
-			return total, fmt.Errorf("store: prune runs: %w", err)
-		}
-		total += n
-		if n < pruneBatch {
-			return total, nil
-		}
-	}
 }

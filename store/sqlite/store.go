@@ -29,6 +29,7 @@ import (
 
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/doccache"
+	"github.com/chainstudio/studio/store/sqlstore"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -57,6 +58,9 @@ type Options struct {
 
 // DB is an open studio database.
 type DB struct {
+	// Store is the logic both SQL backends share, over dialect.
+	*sqlstore.Store
+
 	w      *sql.DB // the one writer connection
 	r      *sql.DB // read-only pool
 	path   string
@@ -145,6 +149,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	db.r = r
+	db.Store = sqlstore.New(dialect{db}, r, db.docs, db.now)
 	return db, nil
 }
 
@@ -247,7 +252,7 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 }
 
 func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
-	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+	err = db.writeTx(ctx, func(tx *Tx) error {
 		var have sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&have); err != nil {
 			return err
@@ -264,7 +269,7 @@ func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err er
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, micros(db.now())); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, sqlstore.Micros(db.now())); err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
 		}
 		return nil
@@ -272,22 +277,59 @@ func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err er
 	return done, err
 }
 
+// Tx is a transaction on this database (the shared SQL's, sqlstore.Tx).
+type Tx = sqlstore.Tx
+
 // writeTx runs fn in a write transaction on the writer connection
 // (BEGIN IMMEDIATE, from the DSN's _txlock). fn must only use tx.
-func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+func (db *DB) writeTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return dialect{db}.WriteTx(ctx, func(tx *sql.Tx) error { return fn(sqlstore.NewTx(tx, dialect{db})) })
+}
+
+// readTx runs fn in a read transaction on the reader pool, so that several
+// queries see one snapshot.
+func (db *DB) readTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return dialect{db}.ReadTx(ctx, func(tx *sql.Tx) error { return fn(sqlstore.NewTx(tx, dialect{db})) })
+}
+
+// dialect is SQLite's sqlstore.Dialect: one writer whose transactions are
+// serial (no FOR UPDATE), ? placeholders as they are, and the writer's
+// prepared statements.
+type dialect struct{ db *DB }
+
+func (d dialect) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		db.prepareWanted()
+		d.db.prepareWanted()
 		return err
 	}
 	err = tx.Commit()
-	db.prepareWanted()
+	d.db.prepareWanted()
 	return err
 }
+
+func (d dialect) ReadTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+func (dialect) Rebind(q string) string { return q }
+
+func (d dialect) Prepared(q string) *sql.Stmt { return d.db.stmt(q) }
+
+func (dialect) ForUpdate() string { return "" }
+
+func (dialect) IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
+
+func (dialect) NodeStatus() string { return `json_extract(c.body, '$.node.status')` }
 
 // stmt returns the cached prepared statement for q, or nil the first time
 // (q is then prepared after the current transaction, when the writer
@@ -331,76 +373,6 @@ func (db *DB) prepareWanted() {
 		}
 		db.stmtMu.Unlock()
 	}
-}
-
-// exec runs a write statement inside tx, through the statement cache.
-func (db *DB) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
-	if st := db.stmt(q); st != nil {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	return tx.ExecContext(ctx, q, args...)
-}
-
-// queryRow runs a one-row query inside tx, through the statement cache.
-func (db *DB) queryRow(ctx context.Context, tx *sql.Tx, q string, args ...any) *sql.Row {
-	if st := db.stmt(q); st != nil {
-		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-	}
-	return tx.QueryRowContext(ctx, q, args...)
-}
-
-// readTx runs fn in a read transaction on the reader pool, so that several
-// queries see one snapshot.
-func (db *DB) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	return fn(tx)
-}
-
-// micros converts a time to the stored form: unix microseconds, UTC.
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-func nullMicros(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
-func fromNullMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return fromMicros(v.Int64)
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullInt(v int) any {
-	if v == 0 {
-		return nil
-	}
-	return v
 }
 
 // isUniqueViolation reports whether err is a UNIQUE/PRIMARY KEY constraint

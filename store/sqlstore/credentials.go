@@ -235,3 +235,52 @@ func ResealCredentials(ctx context.Context, tx Execer, reseal func(id, field str
 	}
 	return nil
 }
+
+// AddCredential stores a new credential; a name in use is ErrNameTaken.
+func (s *Store) AddCredential(ctx context.Context, c *store.SealedCredential) error {
+	err := s.writeTx(ctx, func(tx *Tx) error { return AddCredential(ctx, tx, c) })
+	if s.d.IsUniqueViolation(err) { // a concurrent add of the same name
+		return fmt.Errorf("credential %q already exists: %w", c.Name, store.ErrNameTaken)
+	}
+	return err
+}
+
+// UpdateCredential replaces the credential with c's id.
+func (s *Store) UpdateCredential(ctx context.Context, c *store.SealedCredential) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return UpdateCredential(ctx, tx, c) })
+}
+
+// GetCredential returns the credential named name.
+func (s *Store) GetCredential(ctx context.Context, name string) (*store.SealedCredential, error) {
+	return GetCredential(ctx, s.r, name)
+}
+
+// ListCredentials lists the credentials by name.
+func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
+	return ListCredentials(ctx, s.r)
+}
+
+// RemoveCredential deletes the credential named name.
+func (s *Store) RemoveCredential(ctx context.Context, name string) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return RemoveCredential(ctx, tx, name) })
+}
+
+// TouchCredential records that a run used a credential.
+func (s *Store) TouchCredential(ctx context.Context, id string, at time.Time) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return TouchCredential(ctx, tx, id, at) })
+}
+
+// CredentialKeyCheck returns the key check, nil before the first credential.
+func (s *Store) CredentialKeyCheck(ctx context.Context) ([]byte, error) {
+	return CredentialKeyCheck(ctx, s.r)
+}
+
+// SetCredentialKeyCheck stores the key check once.
+func (s *Store) SetCredentialKeyCheck(ctx context.Context, check []byte) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return SetCredentialKeyCheck(ctx, tx, check) })
+}
+
+// ResealCredentials re-encrypts every credential in one transaction.
+func (s *Store) ResealCredentials(ctx context.Context, reseal func(id, field string, sealed []byte) ([]byte, error), check []byte) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return ResealCredentials(ctx, tx, reseal, check) })
+}

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -50,4 +52,35 @@ ORDER BY first_seq`, runID, afterSeq)
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 	}
 	return out, nil
+}
+
+// EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
+// order (limit <= 0: 1000).
+func (s *Store) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
+	return EventsAfter(ctx, s.r, runID, afterSeq, limit, 0)
+}
+
+// EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
+// stored events were read.
+func (s *Store) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
+	return EventsAfter(ctx, s.r, runID, afterSeq, limit, maxBytes)
+}
+
+// MaxSeq returns the highest stored event seq of a run (0 when none).
+func (s *Store) MaxSeq(ctx context.Context, runID string) (int64, error) {
+	n, err := MaxSeqOf(ctx, s.r, runID)
+	if err != nil {
+		return 0, fmt.Errorf("store: max seq of run %s: %w", runID, err)
+	}
+	return n, nil
+}
+
+// MaxSeqOf is MaxSeq read through q (a transaction).
+func MaxSeqOf(ctx context.Context, q rowQueryer, runID string) (int64, error) {
+	var n int64
+	err := q.QueryRowContext(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, runID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
 }

@@ -223,3 +223,68 @@ func Answers(ctx context.Context, q Queryer, runID string) ([]engine.ResumeRecor
 	}
 	return out, rows.Err()
 }
+
+// ListInterrupts lists the pending interrupts of paused runs (the inbox).
+func (s *Store) ListInterrupts(ctx context.Context, f store.InterruptFilter) ([]store.Interrupt, error) {
+	var out []store.Interrupt
+	err := s.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = ListInterrupts(ctx, tx, f)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list interrupts: %w", err)
+	}
+	return out, nil
+}
+
+// DueInterrupts lists pending interrupts whose deadline passed by now.
+func (s *Store) DueInterrupts(ctx context.Context, now time.Time, limit int) ([]store.Interrupt, error) {
+	var out []store.Interrupt
+	err := s.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = DueInterrupts(ctx, tx, now, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: due interrupts: %w", err)
+	}
+	return out, nil
+}
+
+// DueEscalations lists the escalation notifications due at now.
+func (s *Store) DueEscalations(ctx context.Context, now time.Time, limit int) ([]store.Escalation, error) {
+	var out []store.Escalation
+	err := s.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = DueEscalations(ctx, tx, now, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: due escalations: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimEscalation marks a notification sent; false: it was already.
+func (s *Store) ClaimEscalation(ctx context.Context, runID string, n int64, stage string, now time.Time) (bool, error) {
+	var ok bool
+	err := s.writeTx(ctx, func(tx *Tx) (err error) {
+		ok, err = ClaimEscalation(ctx, tx, runID, n, stage, now)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: claim escalation of run %s: %w", runID, err)
+	}
+	return ok, nil
+}
+
+// Answers returns the audit entries of runID's answered interrupts.
+func (s *Store) Answers(ctx context.Context, runID string) ([]engine.ResumeRecord, error) {
+	var out []engine.ResumeRecord
+	err := s.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = Answers(ctx, tx, runID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: answers of run %s: %w", runID, err)
+	}
+	return out, nil
+}

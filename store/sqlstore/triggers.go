@@ -307,3 +307,157 @@ func RunFiring(r store.Run) (f store.Firing, ok bool) {
 	}
 	return store.Firing{TriggerID: r.TriggerID, Tick: tick, RunID: r.ID, Outcome: store.FiringStarted, Created: r.Started}, true
 }
+
+// CreateSchedule implements store.TriggerStore.
+func (s *Store) CreateSchedule(ctx context.Context, sc store.Schedule) (*store.Schedule, error) {
+	now := s.now()
+	sc.Created, sc.Updated = now, now
+	err := s.writeTx(ctx, func(tx *Tx) error { return InsertSchedule(ctx, tx, sc) })
+	if err != nil {
+		return nil, fmt.Errorf("store: create schedule: %w", err)
+	}
+	return s.schedule(ctx, sc.ChainID, sc.ID)
+}
+
+// UpdateSchedule implements store.TriggerStore.
+func (s *Store) UpdateSchedule(ctx context.Context, sc store.Schedule) (*store.Schedule, error) {
+	sc.Updated = s.now()
+	if err := s.writeTx(ctx, func(tx *Tx) error { return UpdateSchedule(ctx, tx, sc) }); err != nil {
+		return nil, fmt.Errorf("store: update schedule: %w", err)
+	}
+	return s.schedule(ctx, sc.ChainID, sc.ID)
+}
+
+func (s *Store) schedule(ctx context.Context, chainID, id string) (*store.Schedule, error) {
+	ss, err := s.ListSchedules(ctx, chainID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ss {
+		if ss[i].ID == id {
+			return &ss[i], nil
+		}
+	}
+	return nil, fmt.Errorf("store: %w: schedule %q", store.ErrNotFound, id)
+}
+
+// DeleteSchedule implements store.TriggerStore.
+func (s *Store) DeleteSchedule(ctx context.Context, chainID, id string) error {
+	if err := s.writeTx(ctx, func(tx *Tx) error { return DeleteSchedule(ctx, tx, chainID, id) }); err != nil {
+		return fmt.Errorf("store: delete schedule: %w", err)
+	}
+	return nil
+}
+
+// ListSchedules implements store.TriggerStore.
+func (s *Store) ListSchedules(ctx context.Context, chainID string) ([]store.Schedule, error) {
+	ss, err := ListSchedules(ctx, s.r, chainID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list schedules: %w", err)
+	}
+	return ss, nil
+}
+
+// CreateHook implements store.TriggerStore.
+func (s *Store) CreateHook(ctx context.Context, h store.Hook) (*store.Hook, error) {
+	h.Created = s.now()
+	if err := s.writeTx(ctx, func(tx *Tx) error { return InsertHook(ctx, tx, h) }); err != nil {
+		return nil, fmt.Errorf("store: create hook: %w", err)
+	}
+	return s.GetHook(ctx, h.ID)
+}
+
+// GetHook implements store.TriggerStore.
+func (s *Store) GetHook(ctx context.Context, id string) (*store.Hook, error) {
+	h, err := GetHook(ctx, s.r, id)
+	if err != nil {
+		return nil, fmt.Errorf("store: get hook: %w", err)
+	}
+	return h, nil
+}
+
+// ListHooks implements store.TriggerStore.
+func (s *Store) ListHooks(ctx context.Context, chainID string) ([]store.Hook, error) {
+	hs, err := ListHooks(ctx, s.r, chainID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list hooks: %w", err)
+	}
+	return hs, nil
+}
+
+// DeleteHook implements store.TriggerStore.
+func (s *Store) DeleteHook(ctx context.Context, chainID, id string) error {
+	if err := s.writeTx(ctx, func(tx *Tx) error { return DeleteHook(ctx, tx, chainID, id) }); err != nil {
+		return fmt.Errorf("store: delete hook: %w", err)
+	}
+	return nil
+}
+
+// RecordFiring implements store.TriggerStore.
+func (s *Store) RecordFiring(ctx context.Context, f store.Firing) error {
+	if f.Created.IsZero() {
+		f.Created = s.now()
+	}
+	err := s.writeTx(ctx, func(tx *Tx) error { return s.insertFiring(ctx, tx, f) })
+	if err != nil {
+		return fmt.Errorf("store: record firing of %s: %w", f.TriggerID, err)
+	}
+	return nil
+}
+
+// insertFiring is InsertFiring with a tick recorded twice read as
+// store.ErrAlreadyFired.
+func (s *Store) insertFiring(ctx context.Context, tx *Tx, f store.Firing) error {
+	err := InsertFiring(ctx, tx, f)
+	if s.d.IsUniqueViolation(err) {
+		return fmt.Errorf("%w (tick %s)", store.ErrAlreadyFired, f.Tick.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	return err
+}
+
+// ListFirings implements store.TriggerStore.
+func (s *Store) ListFirings(ctx context.Context, triggerID string, limit int) ([]store.Firing, error) {
+	fs, err := ListFirings(ctx, s.r, triggerID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list firings: %w", err)
+	}
+	return fs, nil
+}
+
+// ChainBusy implements store.TriggerStore.
+func (s *Store) ChainBusy(ctx context.Context, chainID string) (bool, error) {
+	busy, err := ChainBusy(ctx, s.r, chainID)
+	if err != nil {
+		return false, fmt.Errorf("store: is a run of chain %s going: %w", chainID, err)
+	}
+	return busy, nil
+}
+
+// UseHookSignature implements store.TriggerStore.
+func (s *Store) UseHookSignature(ctx context.Context, hookID string, digest []byte, now, expires time.Time) error {
+	var used bool
+	err := s.writeTx(ctx, func(tx *Tx) (err error) {
+		used, err = UseHookSignature(ctx, tx, hookID, digest, now, expires)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: record the signature of a call of hook %s: %w", hookID, err)
+	}
+	if used {
+		return fmt.Errorf("%w (hook %s)", store.ErrSignatureUsed, hookID)
+	}
+	return nil
+}
+
+// PruneHookSignatures implements store.Housekeeping.
+func (s *Store) PruneHookSignatures(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	err := s.writeTx(ctx, func(tx *Tx) (err error) {
+		n, err = PruneHookSignatures(ctx, tx, now)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune webhook signatures: %w", err)
+	}
+	return n, nil
+}

@@ -153,3 +153,25 @@ func RunTrace(ctx context.Context, q Queryer, runID string) (string, error) {
 	}
 	return tp, errors.Join(rows.Err())
 }
+
+var _ store.UsageStore = (*Store)(nil)
+
+// RunUsage implements store.UsageStore.
+func (s *Store) RunUsage(ctx context.Context, runID string) ([]store.ModelCall, error) {
+	return RunUsage(ctx, s.r, runID)
+}
+
+// Usage implements store.UsageStore.
+func (s *Store) Usage(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error) {
+	return Usage(ctx, s.r, f)
+}
+
+// SetRunTrace implements store.UsageStore.
+func (s *Store) SetRunTrace(ctx context.Context, runID, traceparent string) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return SetRunTrace(ctx, tx, runID, traceparent) })
+}
+
+// RunTrace implements store.UsageStore.
+func (s *Store) RunTrace(ctx context.Context, runID string) (string, error) {
+	return RunTrace(ctx, s.r, runID)
+}

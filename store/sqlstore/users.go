@@ -194,3 +194,50 @@ func removeUser(ctx context.Context, tx Execer, name string, now int64) error {
 	}
 	return nil
 }
+
+// AddUser stores a new user with the SHA-256 of its token.
+func (s *Store) AddUser(ctx context.Context, name, role string, tokenHash []byte) (*store.User, error) {
+	var u *store.User
+	err := s.writeTx(ctx, func(tx *Tx) error {
+		var err error
+		u, err = AddUser(ctx, tx, name, role, tokenHash, Micros(s.now()))
+		return err
+	})
+	if s.d.IsUniqueViolation(err) { // a concurrent add of the same name
+		return nil, fmt.Errorf("user %q already exists: %w", name, store.ErrNameTaken)
+	}
+	return u, err
+}
+
+// UserByTokenHash returns the live user whose token has this SHA-256.
+func (s *Store) UserByTokenHash(ctx context.Context, tokenHash []byte) (*store.User, error) {
+	return UserByTokenHash(ctx, s.r, tokenHash)
+}
+
+// GetUser returns the live user named name.
+func (s *Store) GetUser(ctx context.Context, name string) (*store.User, error) {
+	return GetUser(ctx, s.r, name)
+}
+
+// ListUsers lists the live users by name.
+func (s *Store) ListUsers(ctx context.Context) ([]store.User, error) {
+	return ListUsers(ctx, s.r)
+}
+
+// SetUserRole changes a live user's role.
+func (s *Store) SetUserRole(ctx context.Context, name, role string) (*store.User, error) {
+	var u *store.User
+	err := s.writeTx(ctx, func(tx *Tx) error {
+		var err error
+		u, err = SetUserRole(ctx, tx, s.lock, name, role)
+		return err
+	})
+	return u, err
+}
+
+// RemoveUser removes a live user; its token stops working at once.
+func (s *Store) RemoveUser(ctx context.Context, name string) error {
+	return s.writeTx(ctx, func(tx *Tx) error {
+		return RemoveUser(ctx, tx, s.lock, name, Micros(s.now()))
+	})
+}
