@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -30,7 +29,7 @@ func (db *DB) ensureRun(ctx context.Context, tx *Tx, runID string, started int64
 	if err != nil {
 		return err
 	}
-	_, err = db.exec(ctx, tx, st.q, st.args...)
+	_, err = tx.ExecContext(ctx, st.q, st.args...)
 	return err
 }
 
@@ -48,7 +47,7 @@ func ensureRunStmt(runID string, started int64, start *engine.StartRecord) (stmt
 	var parent any
 	if start != nil {
 		var err error
-		if input, err = jsonMap(start.Input); err != nil {
+		if input, err = sqlstore.JSONMap(start.Input); err != nil {
 			return stmt{}, fmt.Errorf("input: %w", err)
 		}
 		if start.Chain != nil {
@@ -247,7 +246,7 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 		b = &pgx.Batch{}
 	}
 	for ref, doc := range enc.Chains {
-		b.Queue(`INSERT INTO run_chains (sha256, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING`, ref, doc, micros(db.now()))
+		b.Queue(`INSERT INTO run_chains (sha256, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING`, ref, doc, sqlstore.Micros(db.now()))
 	}
 	col := db.cpColumns(n, cps, enc)
 	b.Queue(checkpointRowsSQL, runID, col.ns, col.kinds, col.nodes, col.refs, col.seqs, col.times, enc.Bodies)
@@ -347,9 +346,9 @@ func (db *DB) nodeOnlyAppend(runID string, cps []engine.Checkpoint, enc *cplog.E
 
 func cpTime(cp *engine.Checkpoint, now func() time.Time) int64 {
 	if cp.Time.IsZero() {
-		return micros(now())
+		return sqlstore.Micros(now())
 	}
-	return micros(cp.Time)
+	return sqlstore.Micros(cp.Time)
 }
 
 // appendTx appends entries inside tx and returns the last entry's number.
@@ -371,11 +370,11 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 		if err := db.lockRun(ctx, tx, runID); err != nil {
 			return 0, err
 		}
-		if err := db.queryRow(ctx, tx, `SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = ?`, runID).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = ?`, runID).Scan(&n); err != nil {
 			return 0, err
 		}
 	}
-	if err := db.storeRunChainsTx(ctx, tx, enc.Chains); err != nil {
+	if err := sqlstore.StoreRunChains(ctx, tx, enc.Chains, db.now()); err != nil {
 		return 0, err
 	}
 	// Rows go in with multi-row statements: one statement per group of
@@ -386,7 +385,7 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 		for i := start; i < end; i++ {
 			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.ChainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.Bodies[i])
 		}
-		if _, err := db.exec(ctx, tx, checkpointInsertSQLs[end-start], args...); err != nil {
+		if _, err := tx.ExecContext(ctx, checkpointInsertSQLs[end-start], args...); err != nil {
 			return 0, err
 		}
 		// Entries other than node results may change the run row or its
@@ -457,7 +456,7 @@ func (db *DB) applyCheckpoint(ctx context.Context, tx *Tx, runID string, n, t in
 		return err
 	}
 	for _, st := range sts {
-		if _, err := db.exec(ctx, tx, st.q, st.args...); err != nil {
+		if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
 			return err
 		}
 	}
@@ -472,7 +471,7 @@ func checkpointStmts(runID string, n, t int64, cp *engine.Checkpoint) ([]stmt, e
 		if cp.Start == nil {
 			return nil, nil
 		}
-		input, err := jsonMap(cp.Start.Input)
+		input, err := sqlstore.JSONMap(cp.Start.Input)
 		if err != nil {
 			return nil, err
 		}
@@ -484,7 +483,7 @@ func checkpointStmts(runID string, n, t int64, cp *engine.Checkpoint) ([]stmt, e
   input = COALESCE(input, ?),
   chain_name = CASE WHEN chain_name = '' THEN ? ELSE chain_name END,
   parent_run_id = COALESCE(parent_run_id, ?)
-WHERE id = ?`, []any{input, name, nullString(cp.Start.ParentRunID), runID}}}, nil
+WHERE id = ?`, []any{input, name, sqlstore.NullString(cp.Start.ParentRunID), runID}}}, nil
 
 	case engine.CheckpointPause:
 		r := cp.Pause
@@ -508,11 +507,11 @@ WHERE id = ?`, []any{input, name, nullString(cp.Start.ParentRunID), runID}}}, ni
 		var errJSON any
 		if r.Error != nil {
 			var err error
-			if errJSON, err = jsonText(r.Error); err != nil {
+			if errJSON, err = sqlstore.JSONText(r.Error); err != nil {
 				return nil, err
 			}
 		}
-		final, err := jsonText(r.Final)
+		final, err := sqlstore.JSONText(r.Final)
 		if err != nil {
 			return nil, err
 		}
@@ -528,110 +527,6 @@ WHERE id = ?`, []any{string(r.Status), errJSON, final, r.NodesRun, t, t, runID}}
 		return sts, nil
 	}
 	return nil, nil
-}
-
-// Load returns a run's checkpoint log in order, each start entry with its
-// chain; a run without one is a *engine.ChainCheckpointError.
-func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, error) {
-	var out []engine.Checkpoint
-	err := db.readTx(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT n, body FROM checkpoints WHERE run_id = ? ORDER BY n`, runID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		type pending struct {
-			at  int
-			n   int64
-			ref string
-		}
-		var refs []pending
-		var body []byte
-		for rows.Next() {
-			var n int64
-			if err := rows.Scan(&n, &body); err != nil {
-				return err
-			}
-			var cp cplog.Stored
-			if err := jsonv2.Unmarshal(body, &cp); err != nil {
-				return &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d is corrupt: %v", n, err)}
-			}
-			if cp.ChainSHA256 != "" && cp.Start != nil && cp.Start.Chain == nil {
-				refs = append(refs, pending{len(out), n, cp.ChainSHA256})
-			}
-			out = append(out, cp.Checkpoint)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
-		for _, p := range refs {
-			chain, err := db.runChain(ctx, tx, p.ref)
-			if err != nil {
-				return &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d: %v", p.n, err)}
-			}
-			out[p.at].Start.Chain = chain
-		}
-		return nil
-	})
-	if err != nil {
-		var ce *engine.ChainCheckpointError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
-	}
-	if len(out) == 0 {
-		return nil, &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
-	}
-	return out, nil
-}
-
-// ClaimInterrupt claims the run's unclaimed pause pauseID (with "", its
-// oldest unclaimed pause) and returns its pause id. Of concurrent claims of
-// one pause exactly one wins; the others (and a claim when that pause is not
-// pending) get *engine.AlreadyResumedError.
-func (db *DB) ClaimInterrupt(ctx context.Context, runID, pauseID string) (string, error) {
-	var nodeID string
-	err := db.writeTx(ctx, func(tx *Tx) error {
-		var one int
-		err := db.queryRow(ctx, tx, `SELECT 1 FROM checkpoints WHERE run_id = ? LIMIT 1`, runID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
-		}
-		if err != nil {
-			return err
-		}
-		var n int64
-		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL AND (? = '' OR node_id = ?) ORDER BY n LIMIT 1`,
-			runID, pauseID, pauseID).Scan(&n, &nodeID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
-		}
-		if err != nil {
-			return err
-		}
-		res, err := db.exec(ctx, tx, `UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND n = ? AND claimed_at IS NULL`,
-			micros(db.now()), runID, n)
-		if err != nil {
-			return err
-		}
-		if k, err := res.RowsAffected(); err != nil {
-			return err
-		} else if k != 1 {
-			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
-		}
-		return nil
-	})
-	if err != nil {
-		var ce *engine.ChainCheckpointError
-		var ae *engine.AlreadyResumedError
-		if errors.As(err, &ce) || errors.As(err, &ae) {
-			return "", err
-		}
-		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
-	}
-	return nodeID, nil
 }
 
 // ClaimInterruptTx claims a run's unclaimed pause pauseID ("": the first),
@@ -654,7 +549,7 @@ func (db *DB) ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID, pauseID st
 	err = tx.QueryRow(ctx, `UPDATE run_interrupts SET claimed_at = $2
 WHERE run_id = $1 AND claimed_at IS NULL AND n = (SELECT min(n) FROM run_interrupts
   WHERE run_id = $1 AND claimed_at IS NULL AND ($3 = '' OR node_id = $3))
-RETURNING n, node_id`, runID, micros(db.now()), pauseID).Scan(&n, &nodeID)
+RETURNING n, node_id`, runID, sqlstore.Micros(db.now()), pauseID).Scan(&n, &nodeID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 	}

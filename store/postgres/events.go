@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,9 +77,9 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event,
 			b = nil // full: start another row
 		}
 		if b == nil {
-			t := micros(e.Time)
+			t := sqlstore.Micros(e.Time)
 			if t == 0 {
-				t = micros(db.now())
+				t = sqlstore.Micros(db.now())
 			}
 			b = &runBatch{id: e.RunID, first: e.Seq, created: t}
 			b.body.Grow(min(maxBatchBody, 64<<10))
@@ -119,7 +118,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event,
 		// The lock, the epoch and the last stored seq in one round trip.
 		var epoch int64
 		var last sql.NullInt64
-		if err := db.queryRow(ctx, tx, `SELECT r.epoch, (SELECT last_seq FROM event_batches WHERE run_id = r.id ORDER BY first_seq DESC LIMIT 1)
+		if err := tx.QueryRowContext(ctx, `SELECT r.epoch, (SELECT last_seq FROM event_batches WHERE run_id = r.id ORDER BY first_seq DESC LIMIT 1)
 FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil {
 			return err
 		}
@@ -149,42 +148,12 @@ FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil
 			}
 		}
 		b.body.WriteByte(']')
-		if _, err := db.exec(ctx, tx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
 			b.id, b.first, b.last, b.created, b.body.String()); err != nil {
 			return err
 		}
 	}
 	return sqlstore.InsertModelCalls(ctx, tx, events, func(id string) bool { return !stale[id] })
-}
-
-// EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
-// order (limit <= 0: 1000).
-func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	return sqlstore.EventsAfter(ctx, db.r, runID, afterSeq, limit, 0)
-}
-
-// EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
-// stored events were read.
-func (db *DB) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
-	return sqlstore.EventsAfter(ctx, db.r, runID, afterSeq, limit, maxBytes)
-}
-
-// MaxSeq returns the highest stored event seq of a run (0 when none).
-func (db *DB) MaxSeq(ctx context.Context, runID string) (int64, error) {
-	n, err := maxSeq(ctx, db.r, runID)
-	if err != nil {
-		return 0, fmt.Errorf("store: max seq of run %s: %w", runID, err)
-	}
-	return n, nil
-}
-
-func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
-	var n int64
-	err := q.QueryRowContext(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, runID).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return n, err
 }
 
 // EventWriter is the buffered event writer on this backend.
@@ -264,9 +233,9 @@ func (db *DB) writeOwnedEvents(ctx context.Context, f *fence, batch []engine.Eve
 			body.Reset()
 		}
 		if body.Len() == 0 {
-			t := micros(e.Time)
+			t := sqlstore.Micros(e.Time)
 			if t == 0 {
-				t = micros(db.now())
+				t = sqlstore.Micros(db.now())
 			}
 			firsts, lasts, created = append(firsts, e.Seq), append(lasts, e.Seq), append(created, t)
 			body.WriteByte('[')

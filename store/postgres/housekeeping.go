@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -47,7 +46,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 		err := db.writeTx(ctx, func(tx *Tx) error {
 			var status string
 			var live bool
-			if err := db.queryRow(ctx, tx, `SELECT status, COALESCE(lease_until, 0) >= `+nowMicros+` FROM runs WHERE id = ? FOR UPDATE`, id).Scan(&status, &live); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT status, COALESCE(lease_until, 0) >= `+nowMicros+` FROM runs WHERE id = ? FOR UPDATE`, id).Scan(&status, &live); err != nil {
 				return err
 			}
 			// "queued": a run waiting for a slot when the process died (a
@@ -55,7 +54,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 			if status != string(engine.StatusRunning) && status != "queued" || live {
 				return nil // changed since the scan
 			}
-			seq, err := maxSeq(ctx, tx, id)
+			seq, err := sqlstore.MaxSeqOf(ctx, tx, id)
 			if err != nil {
 				return err
 			}
@@ -64,7 +63,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 				return err
 			}
 			if what.Requeue {
-				_, err := db.exec(ctx, tx, `UPDATE runs SET status = 'queued' WHERE id = ?`, id)
+				_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'queued' WHERE id = ?`, id)
 				return err
 			}
 			cp := *what.End
@@ -95,82 +94,4 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 // files. It returns an EINVALID store.Error that says so.
 func (db *DB) Backup(ctx context.Context, path string) error {
 	return store.Errorf(store.EINVALID, "store: backup: the database is on PostgreSQL (%s): back it up with pg_dump (pg_dump --format=custom --file=studio.dump DATABASE_URL), not with studio backup", db.dsn)
-}
-
-// pruneBatch bounds how many runs one delete transaction removes, so the
-// writer is never held for long.
-const pruneBatch = 500
-
-// PruneRuns deletes old runs with their events, checkpoints, node results and
-// interrupts. Chains and their versions are never touched. It returns how many
-// runs it deleted.
-func (db *DB) PruneRuns(ctx context.Context, ret store.Retention) (int, error) {
-	if ret.OlderThan <= 0 && ret.KeepPerChain <= 0 {
-		return 0, fmt.Errorf("store: prune runs: %w: retention sets no limit", store.ErrInvalid)
-	}
-	var cond []string
-	var args []any
-	cond = append(cond, "status NOT IN ('running', 'paused')")
-	if ret.OlderThan > 0 {
-		cond = append(cond, "started_at < ?")
-		args = append(args, micros(db.now().Add(-ret.OlderThan)))
-	}
-	if ret.KeepPerChain > 0 {
-		cond = append(cond, "rn > ?")
-		args = append(args, ret.KeepPerChain)
-	}
-	q := `SELECT id FROM (
-  SELECT id, status, started_at,
-         ROW_NUMBER() OVER (PARTITION BY COALESCE(chain_id, '') ORDER BY started_at DESC, id) AS rn
-  FROM runs
-) ranked WHERE ` + strings.Join(cond, " AND ") + ` LIMIT ?`
-	total := 0
-	for {
-		var n int
-		err := db.writeTx(ctx, func(tx *Tx) error {
-			rows, err := tx.QueryContext(ctx, q, append(args, pruneBatch)...)
-			if err != nil {
-				return err
-			}
-			var ids []any
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				ids = append(ids, id)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return nil
-			}
-			in := `(?` + strings.Repeat(", ?", len(ids)-1) + `)`
-			// Checkpoints have no foreign key (migration 3): they go first.
-			if _, err := db.exec(ctx, tx, `DELETE FROM checkpoints WHERE run_id IN `+in, ids...); err != nil {
-				return err
-			}
-			res, err := db.exec(ctx, tx, `DELETE FROM runs WHERE id IN `+in, ids...)
-			if err != nil {
-				return err
-			}
-			k, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			n = int(k)
-			// The chains only these runs named go with them.
-			return db.pruneRunChainsTx(ctx, tx)
-		})
-		if err != nil {
-			return total, fmt.Errorf("store: prune runs: %w", err)
-		}
-		total += n
-		if n < pruneBatch {
-			return total, nil
-		}
-	}
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
 	"github.com/chainstudio/studio/store/doccache"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -61,6 +62,9 @@ type Options struct {
 
 // DB is an open studio database on PostgreSQL.
 type DB struct {
+	// Store is the logic both SQL backends share, over dialect.
+	*sqlstore.Store
+
 	pool   *pgxpool.Pool
 	sql    *sql.DB
 	w, r   *conn // both the pool: named as in the SQLite backend
@@ -136,15 +140,22 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
 	}
-	sdb := stdlib.OpenDBFromPool(pool)
-	c := &conn{sdb}
-	db := &DB{pool: pool, sql: sdb, w: c, r: c, dsn: where, log: opts.Logger, now: time.Now, docs: doccache.New(opts.DocCacheSize)}
+	db := newDB(pool, where, opts.Logger, opts.DocCacheSize)
 	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
-		sdb.Close()
+		db.sql.Close()
 		pool.Close()
 		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
 	}
 	return db, nil
+}
+
+// newDB is the store on pool; where names the database in messages.
+func newDB(pool *pgxpool.Pool, where string, log *slog.Logger, docCacheSize int) *DB {
+	sdb := stdlib.OpenDBFromPool(pool)
+	c := &conn{sdb}
+	db := &DB{pool: pool, sql: sdb, w: c, r: c, dsn: where, log: log, now: time.Now, docs: doccache.New(docCacheSize)}
+	db.Store = sqlstore.New(dialect{db}, c, db.docs, db.now)
+	return db
 }
 
 // Ping implements store.Backend: one round trip on a pooled connection.
@@ -245,7 +256,7 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 			if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, micros(db.now())); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, sqlstore.Micros(db.now())); err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
 		}
@@ -255,33 +266,57 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 
 // writeTx runs fn in a read-write transaction.
 func (db *DB) writeTx(ctx context.Context, fn func(tx *Tx) error) error {
-	if db.closed.Load() {
+	return dialect{db}.WriteTx(ctx, func(tx *sql.Tx) error { return fn(sqlstore.NewTx(tx, dialect{db})) })
+}
+
+// readTx runs fn in a read-only transaction, so that several queries see
+// one snapshot.
+func (db *DB) readTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return dialect{db}.ReadTx(ctx, func(tx *sql.Tx) error { return fn(sqlstore.NewTx(tx, dialect{db})) })
+}
+
+// dialect is PostgreSQL's sqlstore.Dialect: transactions that write at once
+// (so FOR UPDATE where a write depends on what it read), $n placeholders,
+// and a failure to reach the server read as EUNAVAILABLE. pgx caches each
+// statement's plan per connection, so nothing is prepared here.
+type dialect struct{ db *DB }
+
+func (d dialect) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if d.db.closed.Load() {
 		return errClosed
 	}
-	tx, err := db.sql.BeginTx(ctx, nil)
+	tx, err := d.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return unavailable(err)
 	}
-	if err := fn(&Tx{tx}); err != nil {
+	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
 }
 
-// readTx runs fn in a read-only transaction, so that several queries see
-// one snapshot.
-func (db *DB) readTx(ctx context.Context, fn func(tx *Tx) error) error {
-	if db.closed.Load() {
+func (d dialect) ReadTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if d.db.closed.Load() {
 		return errClosed
 	}
-	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	tx, err := d.db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return unavailable(err)
 	}
 	defer tx.Rollback()
-	return fn(&Tx{tx})
+	return fn(tx)
 }
+
+func (dialect) Rebind(q string) string { return rebind(q) }
+
+func (dialect) Prepared(string) *sql.Stmt { return nil }
+
+func (dialect) ForUpdate() string { return " FOR UPDATE" }
+
+func (dialect) IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
+
+func (dialect) NodeStatus() string { return `(c.body::jsonb -> 'node' ->> 'status')` }
 
 var errClosed = fmt.Errorf("%w: the store is closed", store.ErrUnavailable)
 
@@ -300,31 +335,9 @@ func unavailable(err error) error {
 	return err
 }
 
-// exec runs a write statement inside tx.
-func (db *DB) exec(ctx context.Context, tx *Tx, q string, args ...any) (sql.Result, error) {
-	return tx.ExecContext(ctx, q, args...)
-}
-
-// queryRow runs a one-row query inside tx.
-func (db *DB) queryRow(ctx context.Context, tx *Tx, q string, args ...any) *sql.Row {
-	return tx.QueryRowContext(ctx, q, args...)
-}
-
-// Tx is a transaction whose queries are written with SQLite's '?'
-// placeholders (as in the SQLite backend) and rebound to PostgreSQL's $n.
-type Tx struct{ *sql.Tx }
-
-func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.Tx.ExecContext(ctx, rebind(q), args...)
-}
-
-func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.Tx.QueryContext(ctx, rebind(q), args...)
-}
-
-func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.Tx.QueryRowContext(ctx, rebind(q), args...)
-}
+// Tx is a transaction on this database (the shared SQL's, sqlstore.Tx):
+// its queries are written with '?' placeholders and rebound to $n.
+type Tx = sqlstore.Tx
 
 // conn is the pool with the same rebinding.
 type conn struct{ db *sql.DB }
@@ -381,42 +394,6 @@ func rebind(q string) string {
 		rebound.Store(q, out)
 	}
 	return out
-}
-
-// micros converts a time to the stored form: unix microseconds, UTC.
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-func fromNullMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return fromMicros(v.Int64)
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullInt(v int) any {
-	if v == 0 {
-		return nil
-	}
-	return v
 }
 
 // isUniqueViolation reports whether err is a unique or primary key
