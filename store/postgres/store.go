@@ -24,7 +24,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +57,9 @@ type Options struct {
 
 	// schemaUpTo stops migrations at that version (tests); 0 means the latest.
 	schemaUpTo int
+	// migrationFiles replaces the embedded migrations folder (tests open
+	// databases migrated from files of other names with it).
+	migrationFiles fs.FS
 }
 
 // DB is an open studio database on PostgreSQL.
@@ -92,13 +94,7 @@ type DB struct {
 }
 
 // SchemaVersionError: the database was written by a newer studio.
-type SchemaVersionError struct {
-	Have, Known int
-}
-
-func (e *SchemaVersionError) Error() string {
-	return fmt.Sprintf("database schema version %d is newer than this studio (knows up to %d); upgrade the studio", e.Have, e.Known)
-}
+type SchemaVersionError = sqlstore.SchemaVersionError
 
 // IsDSN reports whether s names a PostgreSQL database (a postgres:// or
 // postgresql:// URL) rather than a SQLite file.
@@ -141,7 +137,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
 	}
 	db := newDB(pool, where, opts.Logger, opts.DocCacheSize)
-	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
+	if err := db.migrate(ctx, opts); err != nil {
 		db.sql.Close()
 		pool.Close()
 		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
@@ -185,42 +181,7 @@ func (db *DB) Where() string { return db.dsn }
 // SchemaVersion returns the schema version this binary knows.
 func SchemaVersion() int { return len(migrations()) }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() []migration {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		panic("store: embedded migrations: " + err.Error())
-	}
-	var out []migration
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".sql") {
-			continue
-		}
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			panic("store: migration file name must be NNNN_name.sql: " + name)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			panic("store: embedded migration " + name + ": " + err.Error())
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			panic(fmt.Sprintf("store: migrations are not numbered 1..n: %s is number %d", m.name, i+1))
-		}
-	}
-	return out
-}
+func migrations() []sqlstore.Migration { return sqlstore.Migrations(migrationFS, "migrations") }
 
 // migrationLock is the key of the advisory lock migrations hold, so that
 // processes starting at once against one database migrate it once.
@@ -229,8 +190,11 @@ const migrationLock = 0x5354_5544_494f // "STUDIO"
 // migrate applies, in one transaction under a transaction-scoped advisory
 // lock, every migration this binary knows that the database lacks, and
 // refuses a database from a newer studio.
-func (db *DB) migrate(ctx context.Context, upTo int) error {
-	ms := migrations()
+func (db *DB) migrate(ctx context.Context, opts Options) error {
+	ms, upTo := migrations(), opts.schemaUpTo
+	if opts.migrationFiles != nil {
+		ms = sqlstore.Migrations(opts.migrationFiles, ".")
+	}
 	if upTo > 0 && upTo < len(ms) {
 		ms = ms[:upTo]
 	}
@@ -238,10 +202,7 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrationLock)); err != nil {
 			return fmt.Errorf("migrate: lock: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-    version    INTEGER NOT NULL PRIMARY KEY,
-    applied_at BIGINT  NOT NULL
-)`); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlstore.CreateSchemaVersion); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		var have sql.NullInt64
@@ -253,11 +214,11 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 			return &SchemaVersionError{Have: cur, Known: len(ms)}
 		}
 		for _, m := range ms[cur:] {
-			if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+			if _, err := tx.Tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, sqlstore.Micros(db.now())); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.Version, sqlstore.Micros(db.now())); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 		}
 		return nil

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +53,9 @@ type Options struct {
 	// schemaUpTo stops migrations at that version (tests build databases
 	// of an older schema with it); 0 means the latest.
 	schemaUpTo int
+	// migrationFiles replaces the embedded migrations folder (tests open
+	// databases migrated from files of other names with it).
+	migrationFiles fs.FS
 }
 
 // DB is an open studio database.
@@ -82,13 +84,7 @@ type DB struct {
 }
 
 // SchemaVersionError: the database was written by a newer studio.
-type SchemaVersionError struct {
-	Have, Known int
-}
-
-func (e *SchemaVersionError) Error() string {
-	return fmt.Sprintf("database schema version %d is newer than this studio (knows up to %d); upgrade the studio", e.Have, e.Known)
-}
+type SchemaVersionError = sqlstore.SchemaVersionError
 
 // Open opens (creating if needed) the database at path and migrates it to the
 // latest schema.
@@ -130,7 +126,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db := &DB{w: w, path: path, log: opts.Logger, now: time.Now, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{},
 		docs: doccache.New(opts.DocCacheSize)}
-	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
+	if err := db.migrate(ctx, opts); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -190,54 +186,19 @@ func (db *DB) Path() string { return db.path }
 // SchemaVersion returns the schema version this binary knows.
 func SchemaVersion() int { return len(migrations()) }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() []migration {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		panic("store: embedded migrations: " + err.Error())
-	}
-	var out []migration
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".sql") {
-			continue
-		}
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			panic("store: migration file name must be NNNN_name.sql: " + name)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			panic("store: embedded migration " + name + ": " + err.Error())
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			panic(fmt.Sprintf("store: migrations are not numbered 1..n: %s is number %d", m.name, i+1))
-		}
-	}
-	return out
-}
+func migrations() []sqlstore.Migration { return sqlstore.Migrations(migrationFS, "migrations") }
 
 // migrate applies every migration this binary knows that the database lacks,
 // each in its own transaction, and refuses a database from a newer studio.
-func (db *DB) migrate(ctx context.Context, upTo int) error {
-	ms := migrations()
+func (db *DB) migrate(ctx context.Context, opts Options) error {
+	ms, upTo := migrations(), opts.schemaUpTo
+	if opts.migrationFiles != nil {
+		ms = sqlstore.Migrations(opts.migrationFiles, ".")
+	}
 	if upTo > 0 && upTo < len(ms) {
 		ms = ms[:upTo]
 	}
-	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-    version    INTEGER NOT NULL PRIMARY KEY,
-    applied_at BIGINT  NOT NULL
-)`); err != nil {
+	if _, err := db.w.ExecContext(ctx, sqlstore.CreateSchemaVersion); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	for {
@@ -251,7 +212,7 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 	}
 }
 
-func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
+func (db *DB) migrateOne(ctx context.Context, ms []sqlstore.Migration) (done bool, err error) {
 	err = db.writeTx(ctx, func(tx *Tx) error {
 		var have sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&have); err != nil {
@@ -266,11 +227,11 @@ func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err er
 			return nil
 		}
 		m := ms[cur]
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, sqlstore.Micros(db.now())); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.Version, sqlstore.Micros(db.now())); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		return nil
 	})
