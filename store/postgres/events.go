@@ -3,10 +3,8 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,25 +28,16 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	bodies := make([]string, len(events))
-	for i := range events {
-		b, err := json.Marshal(&events[i])
-		if err != nil {
-			return fmt.Errorf("store: append events of run %s: event %d: %w", events[i].RunID, events[i].Seq, err)
-		}
-		bodies[i] = string(b)
+	bodies, err := sqlstore.EventBodies(events)
+	if err != nil {
+		return err
 	}
-	err := db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies, false) })
+	err = db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies, false) })
 	if err != nil {
 		return fmt.Errorf("store: append events of run %s: %w", events[0].RunID, err)
 	}
 	return nil
 }
-
-// maxBatchBody bounds one stored batch: a reader wanting one event decodes
-// the whole row it sits in, so events with large outputs are spread over
-// more rows instead of making one huge one.
-const maxBatchBody = 256 << 10
 
 // appendEventsTx writes each run's events in events as batch rows (one per
 // run, more when they are large); bodies are the events' JSON. The events
@@ -57,48 +46,17 @@ const maxBatchBody = 256 << 10
 // writer's batches mix runs, and one run's lost lease must not hold the
 // others' events.
 func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event, bodies []string, dropStale bool) error {
-	type runBatch struct {
-		id          string
-		first, last int64
-		created     int64
-		body        strings.Builder
-	}
-	var order []*runBatch          // rows to insert, in order
-	open := map[string]*runBatch{} // each run's row being filled
-	lastSeq := map[string]int64{}  // each run's last seq in this write
-	for i := range events {
-		e := &events[i]
-		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
-			return &store.EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
-		}
-		lastSeq[e.RunID] = e.Seq
-		b := open[e.RunID]
-		if b != nil && b.body.Len()+len(bodies[i]) > maxBatchBody {
-			b = nil // full: start another row
-		}
-		if b == nil {
-			t := sqlstore.Micros(e.Time)
-			if t == 0 {
-				t = sqlstore.Micros(db.now())
-			}
-			b = &runBatch{id: e.RunID, first: e.Seq, created: t}
-			b.body.Grow(min(maxBatchBody, 64<<10))
-			b.body.WriteByte('[')
-			open[e.RunID] = b
-			order = append(order, b)
-		} else {
-			b.body.WriteByte(',')
-		}
-		b.body.WriteString(bodies[i])
-		b.last = e.Seq
+	order, err := sqlstore.EventBatches(events, bodies, db.now)
+	if err != nil {
+		return err
 	}
 	// Each run must exist, and is locked (in id order, so that two writers
 	// never wait for each other) so that its stored last seq cannot change
 	// before this write commits.
 	firsts := map[string]int64{}
 	for _, b := range order {
-		if _, ok := firsts[b.id]; !ok {
-			firsts[b.id] = b.created
+		if _, ok := firsts[b.RunID]; !ok {
+			firsts[b.RunID] = b.Created
 		}
 	}
 	ids := make([]string, 0, len(firsts))
@@ -136,20 +94,19 @@ FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil
 	}
 	checked := map[string]bool{}
 	for _, b := range order {
-		if stale[b.id] {
+		if stale[b.RunID] {
 			continue
 		}
-		if !checked[b.id] {
+		if !checked[b.RunID] {
 			// The first row of each run in this write: its events must come
 			// after what is stored.
-			checked[b.id] = true
-			if b.first <= stored[b.id] {
-				return &store.EventSeqError{RunID: b.id, Seq: b.first, After: stored[b.id]}
+			checked[b.RunID] = true
+			if b.First <= stored[b.RunID] {
+				return &store.EventSeqError{RunID: b.RunID, Seq: b.First, After: stored[b.RunID]}
 			}
 		}
-		b.body.WriteByte(']')
 		if _, err := tx.ExecContext(ctx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
-			b.id, b.first, b.last, b.created, b.body.String()); err != nil {
+			b.RunID, b.First, b.Last, b.Created, b.Body); err != nil {
 			return err
 		}
 	}
@@ -219,34 +176,14 @@ func oneRun(batch []engine.Event) bool {
 // asyncCommit).
 func (db *DB) writeOwnedEvents(ctx context.Context, f *fence, batch []engine.Event, bodies []string) error {
 	runID := batch[0].RunID
-	var firsts, lasts, created []int64
-	var rows []string
-	var body strings.Builder
-	for i := range batch {
-		e := &batch[i]
-		if i > 0 && e.Seq <= batch[i-1].Seq {
-			return &store.EventSeqError{RunID: runID, Seq: e.Seq, After: batch[i-1].Seq}
-		}
-		if body.Len() > 0 && body.Len()+len(bodies[i]) > maxBatchBody {
-			body.WriteByte(']')
-			rows = append(rows, body.String())
-			body.Reset()
-		}
-		if body.Len() == 0 {
-			t := sqlstore.Micros(e.Time)
-			if t == 0 {
-				t = sqlstore.Micros(db.now())
-			}
-			firsts, lasts, created = append(firsts, e.Seq), append(lasts, e.Seq), append(created, t)
-			body.WriteByte('[')
-		} else {
-			body.WriteByte(',')
-		}
-		body.WriteString(bodies[i])
-		lasts[len(lasts)-1] = e.Seq
+	batches, err := sqlstore.EventBatches(batch, bodies, db.now)
+	if err != nil {
+		return err
 	}
-	body.WriteByte(']')
-	rows = append(rows, body.String())
+	firsts, lasts, created, rows := make([]int64, len(batches)), make([]int64, len(batches)), make([]int64, len(batches)), make([]string, len(batches))
+	for i, b := range batches {
+		firsts[i], lasts[i], created[i], rows[i] = b.First, b.Last, b.Created, b.Body
+	}
 	if db.closed.Load() {
 		return errClosed
 	}
@@ -270,7 +207,7 @@ WHERE (SELECT epoch FROM runs WHERE id = $1::VARCHAR) = $6
 	br := db.pool.SendBatch(ctx, b)
 	var epoch, stored int64
 	var inserted int64
-	err := func() error {
+	err = func() error {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}

@@ -3,12 +3,16 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 // EventsAfter reads up to limit events of a run with seq > afterSeq, in seq
@@ -83,4 +87,80 @@ func MaxSeqOf(ctx context.Context, q rowQueryer, runID string) (int64, error) {
 		return 0, nil
 	}
 	return n, err
+}
+
+// MaxBatchBody bounds one stored batch of events: a reader wanting one event
+// decodes the whole row it sits in, so events with large outputs are spread
+// over more rows instead of making one huge one.
+const MaxBatchBody = 256 << 10
+
+// EventBatch is one row of event_batches: a JSON array of one run's events
+// First..Last in seq order.
+type EventBatch struct {
+	RunID       string
+	First, Last int64
+	Created     int64 // unix microseconds
+	Body        string
+}
+
+// EventBatches groups events into the rows they are stored as: one per run
+// per write, more when they are large (MaxBatchBody), in the order of each
+// row's first event. bodies are the events' JSON; an event without a time
+// makes its row's time now. A run's events must come in increasing seq order
+// (else a *store.EventSeqError).
+func EventBatches(events []engine.Event, bodies []string, now func() time.Time) ([]EventBatch, error) {
+	type filling struct {
+		at   int // in out
+		body strings.Builder
+	}
+	var out []EventBatch
+	var rows []*filling
+	open := map[string]*filling{} // each run's row being filled
+	lastSeq := map[string]int64{} // each run's last seq in this write
+	for i := range events {
+		e := &events[i]
+		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
+			return nil, &store.EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
+		}
+		lastSeq[e.RunID] = e.Seq
+		f := open[e.RunID]
+		if f != nil && f.body.Len()+len(bodies[i]) > MaxBatchBody {
+			f = nil // full: start another row
+		}
+		if f == nil {
+			t := Micros(e.Time)
+			if t == 0 {
+				t = Micros(now())
+			}
+			f = &filling{at: len(out)}
+			f.body.Grow(min(MaxBatchBody, 64<<10))
+			f.body.WriteByte('[')
+			open[e.RunID] = f
+			rows = append(rows, f)
+			out = append(out, EventBatch{RunID: e.RunID, First: e.Seq, Created: t})
+		} else {
+			f.body.WriteByte(',')
+		}
+		f.body.WriteString(bodies[i])
+		out[f.at].Last = e.Seq
+	}
+	for _, f := range rows {
+		f.body.WriteByte(']')
+		out[f.at].Body = f.body.String()
+	}
+	return out, nil
+}
+
+// EventBodies encodes events as they are stored, for EventBatches; its
+// error is the store's answer to AppendEvents.
+func EventBodies(events []engine.Event) ([]string, error) {
+	bodies := make([]string, len(events))
+	for i := range events {
+		b, err := json.Marshal(&events[i])
+		if err != nil {
+			return nil, fmt.Errorf("store: append events of run %s: event %d: %w", events[i].RunID, events[i].Seq, err)
+		}
+		bodies[i] = string(b)
+	}
+	return bodies, nil
 }
