@@ -5,14 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
 	"github.com/chainstudio/studio/store/sqlstore"
 )
@@ -20,46 +17,14 @@ import (
 // DB implements engine.Checkpointer.
 var _ engine.Checkpointer = (*DB)(nil)
 
-// ensureRun inserts a minimal run row when none exists, so that the run's
-// checkpoints and events (which reference it) can be stored before, or
-// without, CreateRun. A start record, when given, supplies input, chain name
-// and parent.
+// ensureRun inserts a minimal run row when none exists (sqlstore.EnsureRunStmt).
 func (db *DB) ensureRun(ctx context.Context, tx *Tx, runID string, started int64, start *engine.StartRecord) error {
-	st, err := ensureRunStmt(runID, started, start)
+	st, err := sqlstore.EnsureRunStmt(runID, started, start)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, st.q, st.args...)
+	_, err = tx.ExecContext(ctx, st.Q, st.Args...)
 	return err
-}
-
-// stmt is one statement and its arguments ('?' placeholders), for the
-// transaction path (exec) and the pipelined one (rebind, queue).
-type stmt struct {
-	q    string
-	args []any
-}
-
-func ensureRunStmt(runID string, started int64, start *engine.StartRecord) (stmt, error) {
-	kind := store.KindRun
-	var input any
-	var chainName string
-	var parent any
-	if start != nil {
-		var err error
-		if input, err = sqlstore.JSONMap(start.Input); err != nil {
-			return stmt{}, fmt.Errorf("input: %w", err)
-		}
-		if start.Chain != nil {
-			chainName = start.Chain.Name
-		}
-		if start.ParentRunID != "" {
-			parent = start.ParentRunID
-			kind = store.KindSubchain
-		}
-	}
-	return stmt{`INSERT INTO runs (id, chain_name, parent_run_id, kind, input, status, started_at)
-VALUES (?, ?, ?, ?, ?, 'running', ?) ON CONFLICT (id) DO NOTHING`, []any{runID, chainName, parent, kind, input, started}}, nil
 }
 
 // Append adds checkpoint entries to a run's log in one transaction, and keeps
@@ -150,11 +115,11 @@ func (db *DB) cpColumns(n int64, cps []engine.Checkpoint, enc *cplog.Encoded) cp
 	c := cpColumnArrays{ns: make([]int64, len(cps)), kinds: make([]string, len(cps)), nodes: make([]string, len(cps)), refs: make([]*string, len(cps)),
 		seqs: make([]int64, len(cps)), times: make([]int64, len(cps))}
 	for i := range cps {
-		c.ns[i], c.kinds[i], c.nodes[i] = n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i])
+		c.ns[i], c.kinds[i], c.nodes[i] = n+int64(i)+1, cps[i].Kind, sqlstore.CheckpointNodeID(&cps[i])
 		if ref, ok := enc.ChainRefs[i].(string); ok {
 			c.refs[i] = &ref
 		}
-		c.seqs[i], c.times[i] = cps[i].EventSeq, cpTime(&cps[i], db.now)
+		c.seqs[i], c.times[i] = cps[i].EventSeq, sqlstore.CheckpointTime(&cps[i], db.now)
 	}
 	return c
 }
@@ -184,9 +149,9 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
 		n, known = v.(int64), true
 	}
-	var begin []stmt
+	var begin []sqlstore.Stmt
 	if !known {
-		st, err := ensureRunStmt(runID, cpTime(&cps[0], db.now), cps[0].Start)
+		st, err := sqlstore.EnsureRunStmt(runID, sqlstore.CheckpointTime(&cps[0], db.now), cps[0].Start)
 		if err != nil {
 			return 0, err
 		}
@@ -214,7 +179,7 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 	}
 	if lock {
 		for _, st := range begin {
-			b.Queue(rebind(st.q), st.args...)
+			b.Queue(rebind(st.Q), st.Args...)
 		}
 		b.Queue(`SELECT epoch FROM runs WHERE id = $1 FOR UPDATE`, runID)
 		if !known {
@@ -254,13 +219,13 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 		if cps[i].Kind == engine.CheckpointNode {
 			continue
 		}
-		sts, err := checkpointStmts(runID, col.ns[i], col.times[i], &cps[i])
+		sts, err := sqlstore.CheckpointStmts(runID, col.ns[i], col.times[i], &cps[i])
 		if err != nil {
 			rollback()
 			return 0, fmt.Errorf("%s entry %d: %w", cps[i].Kind, col.ns[i], err)
 		}
 		for _, st := range sts {
-			b.Queue(rebind(st.q), st.args...)
+			b.Queue(rebind(st.Q), st.Args...)
 		}
 	}
 	b.Queue(`COMMIT`)
@@ -344,13 +309,6 @@ func (db *DB) nodeOnlyAppend(runID string, cps []engine.Checkpoint, enc *cplog.E
 	return v.(int64), true
 }
 
-func cpTime(cp *engine.Checkpoint, now func() time.Time) int64 {
-	if cp.Time.IsZero() {
-		return sqlstore.Micros(now())
-	}
-	return sqlstore.Micros(cp.Time)
-}
-
 // appendTx appends entries inside tx and returns the last entry's number.
 // For a run this process is writing, the run row's existence and the log's
 // last entry number come from the lastN cache instead of two queries.
@@ -364,7 +322,7 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 			}
 		}
 	} else {
-		if err := db.ensureRun(ctx, tx, runID, cpTime(&cps[0], db.now), cps[0].Start); err != nil {
+		if err := db.ensureRun(ctx, tx, runID, sqlstore.CheckpointTime(&cps[0], db.now), cps[0].Start); err != nil {
 			return 0, err
 		}
 		if err := db.lockRun(ctx, tx, runID); err != nil {
@@ -374,51 +332,7 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 			return 0, err
 		}
 	}
-	if err := sqlstore.StoreRunChains(ctx, tx, enc.Chains, db.now()); err != nil {
-		return 0, err
-	}
-	// Rows go in with multi-row statements: one statement per group of
-	// entries instead of one per entry (one round trip per group).
-	for start := 0; start < len(cps); {
-		end := min(start+cpRowsPerStatement, len(cps))
-		args := make([]any, 0, cpCols*(end-start))
-		for i := start; i < end; i++ {
-			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.ChainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.Bodies[i])
-		}
-		if _, err := tx.ExecContext(ctx, checkpointInsertSQLs[end-start], args...); err != nil {
-			return 0, err
-		}
-		// Entries other than node results may change the run row or its
-		// interrupts.
-		for i := start; i < end; i++ {
-			cp := &cps[i]
-			if cp.Kind == engine.CheckpointNode {
-				continue
-			}
-			ni := n + int64(i-start) + 1
-			if err := db.applyCheckpoint(ctx, tx, runID, ni, cpTime(cp, db.now), cp); err != nil {
-				return 0, fmt.Errorf("%s entry %d: %w", cp.Kind, ni, err)
-			}
-		}
-		n += int64(end - start)
-		start = end
-	}
-	return n, nil
-}
-
-// cpRowsPerStatement bounds a multi-row insert (PostgreSQL allows 65,535
-// parameters).
-const (
-	cpRowsPerStatement = 64
-	cpCols             = 8
-)
-
-var checkpointInsertSQLs [cpRowsPerStatement + 1]string
-
-func init() {
-	for k := 1; k <= cpRowsPerStatement; k++ {
-		checkpointInsertSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body) VALUES " + placeholders(k, cpCols)
-	}
+	return sqlstore.InsertCheckpoints(ctx, tx, runID, n, cps, enc, db.now)
 }
 
 // checkpointNodesSQL inserts node entries given as one array per column,
@@ -431,103 +345,6 @@ const checkpointNodesSQL = `INSERT INTO checkpoints (run_id, n, kind, node_id, c
 SELECT ?1::VARCHAR, v.* FROM unnest(?2::BIGINT[], ?3::VARCHAR[], ?4::VARCHAR[], ?5::VARCHAR[], ?6::BIGINT[], ?7::BIGINT[], ?8::TEXT[]) AS v,
   (SELECT set_config('synchronous_commit', 'off', true)) AS a
 WHERE ?9::BIGINT IS NULL OR EXISTS (SELECT 1 FROM runs WHERE id = ?1::VARCHAR AND epoch = ?9 FOR SHARE)`
-
-// cpNodeID is the node a node or pause entry is about, "" for other kinds.
-func cpNodeID(cp *engine.Checkpoint) string {
-	switch {
-	case cp.Node != nil:
-		return cp.Node.NodeID
-	case cp.Pause != nil:
-		return cp.Pause.NodeID
-	}
-	return ""
-}
-
-// placeholders returns "(?, …), (?, …)" for rows rows of cols columns.
-func placeholders(rows, cols int) string {
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
-	return strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
-}
-
-// applyCheckpoint updates the run row and interrupts from one entry.
-func (db *DB) applyCheckpoint(ctx context.Context, tx *Tx, runID string, n, t int64, cp *engine.Checkpoint) error {
-	sts, err := checkpointStmts(runID, n, t, cp)
-	if err != nil {
-		return err
-	}
-	for _, st := range sts {
-		if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkpointStmts are the statements that update the run row and its
-// interrupts for one entry (none for node results), in order.
-func checkpointStmts(runID string, n, t int64, cp *engine.Checkpoint) ([]stmt, error) {
-	switch cp.Kind {
-	case engine.CheckpointStart:
-		if cp.Start == nil {
-			return nil, nil
-		}
-		input, err := sqlstore.JSONMap(cp.Start.Input)
-		if err != nil {
-			return nil, err
-		}
-		name := ""
-		if cp.Start.Chain != nil {
-			name = cp.Start.Chain.Name
-		}
-		return []stmt{{`UPDATE runs SET status = 'running', ended_at = NULL,
-  input = COALESCE(input, ?),
-  chain_name = CASE WHEN chain_name = '' THEN ? ELSE chain_name END,
-  parent_run_id = COALESCE(parent_run_id, ?)
-WHERE id = ?`, []any{input, name, sqlstore.NullString(cp.Start.ParentRunID), runID}}}, nil
-
-	case engine.CheckpointPause:
-		r := cp.Pause
-		if r == nil {
-			return nil, nil
-		}
-		q, args, err := sqlstore.InsertPause(runID, n, t, r)
-		if err != nil {
-			return nil, err
-		}
-		return []stmt{{q, args}}, nil
-
-	case engine.CheckpointResume:
-		return []stmt{{`UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL WHERE id = ?`, []any{runID}}}, nil
-
-	case engine.CheckpointEnd:
-		r := cp.End
-		if r == nil {
-			return nil, nil
-		}
-		var errJSON any
-		if r.Error != nil {
-			var err error
-			if errJSON, err = sqlstore.JSONText(r.Error); err != nil {
-				return nil, err
-			}
-		}
-		final, err := sqlstore.JSONText(r.Final)
-		if err != nil {
-			return nil, err
-		}
-		// outputs stays NULL: GetRun builds it from the node results it reads
-		// anyway, so the end of a run does not re-read and re-encode every
-		// output (2.5 ms of a 1,000-node run).
-		sts := []stmt{{`UPDATE runs SET status = ?, error = ?, final_output = ?, outputs = NULL, nodes_run = ?,
-  ended_at = ?, duration_ms = (? - started_at) / 1000
-WHERE id = ?`, []any{string(r.Status), errJSON, final, r.NodesRun, t, t, runID}}}
-		if r.Status != engine.StatusPaused {
-			sts = append(sts, stmt{`UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND claimed_at IS NULL`, []any{t, runID}})
-		}
-		return sts, nil
-	}
-	return nil, nil
-}
 
 // ClaimInterruptTx claims a run's unclaimed pause pauseID ("": the first),
 // as ClaimInterrupt does, inside tx, and marks the run running again: the
