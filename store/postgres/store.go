@@ -2,12 +2,16 @@
 // the same contract (store/storetest) as store/sqlite, for a studio whose
 // database is a PostgreSQL server (studio serve --db postgres://…).
 //
-// The SQL is explicit and close to SQLite's: times are BIGINT unix
-// microseconds, documents are TEXT holding JSON. Every read path decodes a
-// whole document in Go, so jsonb would only add a parse on each write and a
-// re-serialisation on each read. Connections come from a pgxpool.Pool, used
-// through database/sql (pgx's stdlib adapter) so that the queries read as in
-// the SQLite backend; pgx caches each statement's plan per connection.
+// The records' logic is package sqlstore's, shared with store/sqlite over
+// this package's dialect: times are BIGINT unix microseconds, documents are
+// TEXT holding JSON. Every read path decodes a whole document in Go, so
+// jsonb would only add a parse on each write and a re-serialisation on each
+// read. Connections come from a pgxpool.Pool, used through database/sql
+// (pgx's stdlib adapter) so that the shared queries run unchanged; pgx
+// caches each statement's plan per connection. What is left here is
+// PostgreSQL's own: opening, migrations under an advisory lock, run leases
+// and fencing, LISTEN/NOTIFY, the pipelined checkpoint and event appends,
+// and the transactions River's jobs commit with.
 //
 // Unlike SQLite, several transactions write at once: writes that read then
 // write lock the row they depend on (SELECT … FOR UPDATE) or write

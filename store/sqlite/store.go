@@ -8,9 +8,11 @@
 // BEGIN IMMEDIATE transaction; WAL with synchronous=NORMAL keeps every
 // committed transaction across a process crash (kill -9).
 //
-// The SQL is kept portable (plain types, times as BIGINT unix microseconds,
-// JSON as TEXT) so that another backend can implement the same interfaces;
-// store/storetest is the contract both pass.
+// The records' logic is package sqlstore's, shared with store/postgres over
+// this package's dialect; what is left here is SQLite's own: opening with
+// its pragmas, migrations, the file lock, the checkpoint and event writes
+// through the writer's prepared statements, recovery after a crash and
+// backup. store/storetest is the contract both backends pass.
 package sqlite
 
 import (

@@ -128,7 +128,9 @@ func (s *Store) SaveChainAs(ctx context.Context, id string, baseVersion int, doc
 	}
 	ch.Doc = doccache.Clone(doc)
 	// The next read is the editor's next save or a run of this version:
-	// keep it decoded (a 5,000-node document takes ~20 ms to decode).
+	// keep it decoded (a 5,000-node document takes ~20 ms to decode). A
+	// version never changes once written, so the entry holds in every
+	// process sharing the database.
 	s.docs.Put(id, ch.Version, doc)
 	return ch, nil
 }

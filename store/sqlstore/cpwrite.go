@@ -84,7 +84,7 @@ WHERE id = ?`, []any{input, name, NullString(cp.Start.ParentRunID), runID}}}, ni
 		if r == nil {
 			return nil, nil
 		}
-		q, args, err := InsertPause(runID, n, t, r)
+		q, args, err := insertPause(runID, n, t, r)
 		if err != nil {
 			return nil, err
 		}

@@ -15,12 +15,12 @@ import (
 	"github.com/chainstudio/studio/store"
 )
 
-// EventsAfter reads up to limit events of a run with seq > afterSeq, in seq
+// eventsAfter reads up to limit events of a run with seq > afterSeq, in seq
 // order (limit <= 0: 1000), from the batches that stop once maxBytes of
 // stored batch bodies were read (maxBytes <= 0: no bound; at least one
 // batch is always read). A batch holds at most 256 KiB unless it is one
 // larger event, so a read holds about maxBytes plus one batch.
-func EventsAfter(ctx context.Context, q Queryer, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
+func eventsAfter(ctx context.Context, q Queryer, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -61,13 +61,13 @@ ORDER BY first_seq`, runID, afterSeq)
 // EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
 // order (limit <= 0: 1000).
 func (s *Store) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	return EventsAfter(ctx, s.r, runID, afterSeq, limit, 0)
+	return eventsAfter(ctx, s.r, runID, afterSeq, limit, 0)
 }
 
 // EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
 // stored events were read.
 func (s *Store) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
-	return EventsAfter(ctx, s.r, runID, afterSeq, limit, maxBytes)
+	return eventsAfter(ctx, s.r, runID, afterSeq, limit, maxBytes)
 }
 
 // MaxSeq returns the highest stored event seq of a run (0 when none).

@@ -59,7 +59,7 @@ FROM runs WHERE id = ?`, id, id)
 	end := &engine.EndRecord{Status: engine.StatusFailed}
 	switch {
 	case started:
-		nodes, err := RunNodes(ctx, tx, id, "")
+		nodes, err := runNodes(ctx, tx, id, "")
 		if err != nil {
 			return Interrupted{}, err
 		}

@@ -139,7 +139,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 		if err != nil {
 			return err
 		}
-		if r.Nodes, err = RunNodes(ctx, tx, id, ""); err != nil {
+		if r.Nodes, err = runNodes(ctx, tx, id, ""); err != nil {
 			return err
 		}
 		if r.Outputs == nil {
@@ -170,7 +170,7 @@ func (s *Store) GetRunNode(ctx context.Context, runID, nodeID string) (*engine.N
 	var nodes []engine.NodeResult
 	err := s.readTx(ctx, func(tx *Tx) error {
 		var err error
-		nodes, err = RunNodes(ctx, tx, runID, nodeID)
+		nodes, err = runNodes(ctx, tx, runID, nodeID)
 		return err
 	})
 	if err != nil {
@@ -236,7 +236,7 @@ func (s *Store) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunP
 	order := ` ORDER BY started_at DESC, id`
 	switch {
 	case f.Before != "":
-		started, id, err := DecodeCursor(f.Before)
+		started, id, err := decodeCursor(f.Before)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
@@ -245,7 +245,7 @@ func (s *Store) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunP
 		where = append(where, "started_at <= ? AND (started_at < ? OR id > ?)")
 		args = append(args, started, started, id)
 	case f.After != "":
-		started, id, err := DecodeCursor(f.After)
+		started, id, err := decodeCursor(f.After)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
@@ -285,17 +285,17 @@ func (s *Store) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunP
 		slices.Reverse(runs)
 		if len(runs) > 0 {
 			// came back from an older page: there is one
-			p.Older = EncodeCursor(Micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			p.Older = encodeCursor(Micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
 			if more {
-				p.Newer = EncodeCursor(Micros(runs[0].Started), runs[0].ID)
+				p.Newer = encodeCursor(Micros(runs[0].Started), runs[0].ID)
 			}
 		}
 	} else if len(runs) > 0 {
 		if more {
-			p.Older = EncodeCursor(Micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			p.Older = encodeCursor(Micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
 		}
 		if f.Before != "" {
-			p.Newer = EncodeCursor(Micros(runs[0].Started), runs[0].ID)
+			p.Newer = encodeCursor(Micros(runs[0].Started), runs[0].ID)
 		}
 	}
 	p.Runs = runs

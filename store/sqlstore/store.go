@@ -1,3 +1,16 @@
+// Package sqlstore is the store both SQL backends (store/sqlite,
+// store/postgres) are: every record of package store read and written
+// once, over a small Dialect for what truly differs between them
+// (placeholders, FOR UPDATE, unique-violation errors, the JSON expression of
+// a node entry's status, how transactions begin and commit). Its SQL is
+// written with ? placeholders, times as BIGINT unix microseconds and
+// documents as TEXT holding JSON, the same in both schemas.
+//
+// It was sqlq, the queries both backends ran; it is named for what it is
+// now, a store with a Dialect under it, of which a backend keeps only what
+// is its own: opening and its settings, migrations, the file lock and
+// backup (SQLite), leases, LISTEN and the pipelined appends (PostgreSQL).
+// store/storetest is the contract both pass.
 package sqlstore
 
 import (
@@ -53,7 +66,7 @@ type Store struct {
 // docs is the backend's cache of decoded chain documents; now is its clock.
 func New(d Dialect, r Conn, docs *doccache.Cache, now func() time.Time) *Store {
 	return &Store{d: d, r: r, docs: docs, now: now, lock: LockAdmins(d.ForUpdate()),
-		reachedNode: ReachedNode(d.NodeStatus())}
+		reachedNode: reachedNode(d.NodeStatus())}
 }
 
 // Tx is a transaction of either backend, written with ? placeholders.
