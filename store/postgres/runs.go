@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlstore"
 	"github.com/jackc/pgx/v5"
@@ -15,21 +14,9 @@ import (
 // commits it together with its own rows (a River job), so that a worker
 // never sees a job whose run is not committed.
 func (db *DB) CreateRunTx(ctx context.Context, tx pgx.Tx, r store.Run) error {
-	if r.ID == "" {
-		return fmt.Errorf("store: create run: %w: no run id", store.ErrInvalid)
-	}
-	if r.Kind == "" {
-		r.Kind = store.KindRun
-	}
-	if r.Status == "" {
-		r.Status = engine.StatusRunning
-	}
-	if r.Started.IsZero() {
-		r.Started = db.now()
-	}
-	input, err := sqlstore.JSONMap(r.Input)
+	r, input, err := sqlstore.NewRun(r, db.now())
 	if err != nil {
-		return fmt.Errorf("store: create run %s: input: %w", r.ID, err)
+		return err
 	}
 	// A trigger's firing first, in the transaction of the run's job: a
 	// schedule tick another process already fired writes nothing.
@@ -68,5 +55,3 @@ WHERE id = $1 AND status = 'queued'`, runID, now)
 	}
 	return tag.RowsAffected() == 1, nil
 }
-
-// reachedNode keeps the runs that got to RunFilter.NodeID (sqlstore.ReachedNode).

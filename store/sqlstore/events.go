@@ -110,32 +110,47 @@ type EventBatch struct {
 // (else a *store.EventSeqError).
 func EventBatches(events []engine.Event, bodies []string, now func() time.Time) ([]EventBatch, error) {
 	type filling struct {
+		run  string
 		at   int // in out
 		body strings.Builder
 	}
 	var out []EventBatch
 	var rows []*filling
-	open := map[string]*filling{} // each run's row being filled
-	lastSeq := map[string]int64{} // each run's last seq in this write
+	// Each run's row being filled, found by a scan: a write holds the
+	// events of one run or of a few, and a map per write costs more.
+	var open []*filling
 	for i := range events {
 		e := &events[i]
-		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
-			return nil, &store.EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
+		k := -1
+		for j := range open {
+			if open[j].run == e.RunID {
+				k = j
+				break
+			}
 		}
-		lastSeq[e.RunID] = e.Seq
-		f := open[e.RunID]
-		if f != nil && f.body.Len()+len(bodies[i]) > MaxBatchBody {
-			f = nil // full: start another row
+		var f *filling
+		if k >= 0 {
+			f = open[k]
+			if last := out[f.at].Last; e.Seq <= last {
+				return nil, &store.EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
+			}
+			if f.body.Len()+len(bodies[i]) > MaxBatchBody {
+				f = nil // full: start another row
+			}
 		}
 		if f == nil {
 			t := Micros(e.Time)
 			if t == 0 {
 				t = Micros(now())
 			}
-			f = &filling{at: len(out)}
+			f = &filling{run: e.RunID, at: len(out)}
 			f.body.Grow(min(MaxBatchBody, 64<<10))
 			f.body.WriteByte('[')
-			open[e.RunID] = f
+			if k >= 0 {
+				open[k] = f
+			} else {
+				open = append(open, f)
+			}
 			rows = append(rows, f)
 			out = append(out, EventBatch{RunID: e.RunID, First: e.Seq, Created: t})
 		} else {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
@@ -36,13 +37,12 @@ func JSONMap(v map[string]any) (any, error) {
 	return JSONText(v)
 }
 
-// CreateRun records a run before the engine starts it. Status defaults to
-// running, Kind to "run", Started to now. When the run row already exists
-// (the engine's first checkpoint or event got there first), its metadata is
-// filled in from r.
-func (s *Store) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) {
+// NewRun is r with a new run's defaults (Kind "run", Status running,
+// Started now), Started to the microsecond as stored, and its input as
+// stored; a run without an id is ErrInvalid.
+func NewRun(r store.Run, now time.Time) (store.Run, any, error) {
 	if r.ID == "" {
-		return nil, fmt.Errorf("store: create run: %w: no run id", store.ErrInvalid)
+		return r, nil, fmt.Errorf("store: create run: %w: no run id", store.ErrInvalid)
 	}
 	if r.Kind == "" {
 		r.Kind = store.KindRun
@@ -51,12 +51,24 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) 
 		r.Status = engine.StatusRunning
 	}
 	if r.Started.IsZero() {
-		r.Started = s.now()
+		r.Started = now
 	}
 	r.Started = FromMicros(Micros(r.Started))
 	input, err := JSONMap(r.Input)
 	if err != nil {
-		return nil, fmt.Errorf("store: create run %s: input: %w", r.ID, err)
+		return r, nil, fmt.Errorf("store: create run %s: input: %w", r.ID, err)
+	}
+	return r, input, nil
+}
+
+// CreateRun records a run before the engine starts it. Status defaults to
+// running, Kind to "run", Started to now. When the run row already exists
+// (the engine's first checkpoint or event got there first), its metadata is
+// filled in from r.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) {
+	r, input, err := NewRun(r, s.now())
+	if err != nil {
+		return nil, err
 	}
 	err = s.writeTx(ctx, func(tx *Tx) error {
 		// A trigger's firing first: a schedule tick already fired writes

@@ -33,8 +33,8 @@ type Dialect interface {
 	// the backend's own.
 	Rebind(q string) string
 	// Prepared returns a statement prepared for q on the connection write
-	// transactions run on, or nil (Tx.ExecPrepared and Tx.QueryRowPrepared then run q as
-	// is).
+	// transactions run on, or nil (Tx.ExecPrepared and Tx.QueryRowPrepared
+	// then run q as is).
 	Prepared(q string) *sql.Stmt
 	// ForUpdate ends a SELECT whose rows a write depends on: " FOR UPDATE"
 	// where write transactions run at once, "" where they are serial
@@ -44,21 +44,23 @@ type Dialect interface {
 	// constraint failure.
 	IsUniqueViolation(err error) bool
 	// NodeStatus is the expression that reads the "status" of the "node" of
-	// a checkpoint entry's body c.body (see ReachedNode).
+	// a checkpoint entry's body c.body (see reachedNode).
 	NodeStatus() string
 }
 
 // Store is the store both SQL backends are: chains and their versions,
-// runs, checkpoint reads, triggers, users, credentials, interrupts and usage,
-// written once over a Dialect. A backend embeds it and adds what is its own
-// (opening, migrations, checkpoint and event writes, leases, backup).
+// runs, checkpoint reads, event reads, pruning, triggers, users,
+// credentials, interrupts and usage, written once over a Dialect. A backend
+// embeds it and adds what is its own (opening, migrations, checkpoint and
+// event writes, recovery, leases, backup).
 type Store struct {
 	d    Dialect
 	r    Conn
 	docs *doccache.Cache
 	now  func() time.Time
 	lock LockAdmins
-	// reachedNode is ReachedNode in the dialect's JSON.
+	// reachedNode is the run-list condition on a node (runread.go), in
+	// the dialect's JSON.
 	reachedNode string
 }
 
