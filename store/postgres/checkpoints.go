@@ -38,7 +38,7 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 	if err != nil {
 		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
 	}
-	_, cached := db.lastN.Load(runID)
+	_, cached := db.lastN.Of(runID)
 	err = db.appendCommit(ctx, runID, cps, enc)
 	if err != nil && cached && isUniqueViolation(err) {
 		// The cached position was stale (another writer appended; the
@@ -85,21 +85,10 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		last, err = db.appendPipelined(ctx, runID, cps, enc)
 	}
 	if err != nil {
-		db.lastN.Delete(runID)
+		db.lastN.Forget(runID)
 		return err
 	}
-	ended := false
-	for i := range cps {
-		if cps[i].Kind == engine.CheckpointEnd {
-			ended = true
-		}
-	}
-	if ended {
-		// Forget runs that stopped; a resume reads the position again.
-		db.lastN.Delete(runID)
-	} else {
-		db.lastN.Store(runID, last)
-	}
+	db.lastN.Appended(runID, cps, last)
 	return nil
 }
 
@@ -146,8 +135,8 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 	f := db.fenceOf(runID)
 	var n int64
 	known := false
-	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
-		n, known = v.(int64), true
+	if v, ok := db.lastN.Of(runID); ok && cps[0].Start == nil {
+		n, known = v, true
 	}
 	var begin []sqlstore.Stmt
 	if !known {
@@ -302,11 +291,7 @@ func (db *DB) nodeOnlyAppend(runID string, cps []engine.Checkpoint, enc *cplog.E
 			return 0, false
 		}
 	}
-	v, ok := db.lastN.Load(runID)
-	if !ok {
-		return 0, false
-	}
-	return v.(int64), true
+	return db.lastN.Of(runID)
 }
 
 // appendTx appends entries inside tx and returns the last entry's number.
@@ -314,8 +299,8 @@ func (db *DB) nodeOnlyAppend(runID string, cps []engine.Checkpoint, enc *cplog.E
 // last entry number come from the lastN cache instead of two queries.
 func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) (int64, error) {
 	var n int64
-	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
-		n = v.(int64)
+	if v, ok := db.lastN.Of(runID); ok && cps[0].Start == nil {
+		n = v
 		if db.fenceOf(runID) != nil {
 			if err := db.lockRun(ctx, tx, runID); err != nil {
 				return 0, err

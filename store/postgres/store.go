@@ -88,9 +88,9 @@ type DB struct {
 	// EventsChannel (processes watching runs executing here read sooner).
 	notifyEvents atomic.Bool
 
-	// lastN caches, for runs this process is appending checkpoints to, the
-	// number of the run's last checkpoint (run id → int64).
-	lastN sync.Map
+	// lastN caches the position of the runs this process appends
+	// checkpoints to.
+	lastN sqlstore.Positions
 
 	// fences holds the epoch of each run this process executes under a
 	// lease (run id → *fence): its writes check it (lease.go).

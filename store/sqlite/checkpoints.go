@@ -35,10 +35,10 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 	}
 	err = db.appendCommit(ctx, runID, cps, enc)
 	if err != nil {
-		if _, cached := db.lastN.Load(runID); cached {
+		if _, cached := db.lastN.Of(runID); cached {
 			// The cached position may be stale (another process appended):
 			// retry once from the database.
-			db.lastN.Delete(runID)
+			db.lastN.Forget(runID)
 			err = db.appendCommit(ctx, runID, cps, enc)
 		}
 	}
@@ -57,21 +57,10 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		return err
 	})
 	if err != nil {
-		db.lastN.Delete(runID)
+		db.lastN.Forget(runID)
 		return err
 	}
-	ended := false
-	for i := range cps {
-		if cps[i].Kind == engine.CheckpointEnd {
-			ended = true
-		}
-	}
-	if ended {
-		// Forget runs that stopped; a resume reads the position again.
-		db.lastN.Delete(runID)
-	} else {
-		db.lastN.Store(runID, last)
-	}
+	db.lastN.Appended(runID, cps, last)
 	return nil
 }
 
@@ -80,8 +69,8 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 // last entry number come from the lastN cache instead of two queries.
 func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) (int64, error) {
 	var n int64
-	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
-		n = v.(int64)
+	if v, ok := db.lastN.Of(runID); ok && cps[0].Start == nil {
+		n = v
 	} else {
 		if err := db.ensureRun(ctx, tx, runID, sqlstore.CheckpointTime(&cps[0], db.now), cps[0].Start); err != nil {
 			return 0, err

@@ -22,7 +22,7 @@ func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		db.lastN.Delete(runID)
+		db.lastN.Forget(runID)
 		_, err = db.appendTx(ctx, tx, runID, cps, enc)
 		return err
 	})

@@ -76,9 +76,9 @@ type DB struct {
 	// transaction (parsing SQL costs more than running it in SQLite).
 	docs *doccache.Cache // decoded chain documents
 
-	// lastN caches, for runs this process is appending checkpoints to, the
-	// number of the run's last checkpoint (run id → int64).
-	lastN sync.Map
+	// lastN caches the position of the runs this process appends
+	// checkpoints to.
+	lastN sqlstore.Positions
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
