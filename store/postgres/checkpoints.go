@@ -17,16 +17,6 @@ import (
 // DB implements engine.Checkpointer.
 var _ engine.Checkpointer = (*DB)(nil)
 
-// ensureRun inserts a minimal run row when none exists (sqlstore.EnsureRunStmt).
-func (db *DB) ensureRun(ctx context.Context, tx *Tx, runID string, started int64, start *engine.StartRecord) error {
-	st, err := sqlstore.EnsureRunStmt(runID, started, start)
-	if err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, st.Q, st.Args...)
-	return err
-}
-
 // Append adds checkpoint entries to a run's log in one transaction, and keeps
 // the run row and its pending interrupts up to date. Node results are not
 // stored apart from the log: GetRun folds them from it.
@@ -307,7 +297,7 @@ func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.C
 			}
 		}
 	} else {
-		if err := db.ensureRun(ctx, tx, runID, sqlstore.CheckpointTime(&cps[0], db.now), cps[0].Start); err != nil {
+		if err := sqlstore.EnsureRun(ctx, tx, runID, sqlstore.CheckpointTime(&cps[0], db.now), cps[0].Start); err != nil {
 			return 0, err
 		}
 		if err := db.lockRun(ctx, tx, runID); err != nil {

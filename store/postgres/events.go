@@ -69,7 +69,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event,
 	for _, id := range ids {
 		f := db.fenceOf(id)
 		if f == nil { // a run this process owns has its row already
-			if err := db.ensureRun(ctx, tx, id, firsts[id], nil); err != nil {
+			if err := sqlstore.EnsureRun(ctx, tx, id, firsts[id], nil); err != nil {
 				return err
 			}
 		}

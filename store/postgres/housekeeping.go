@@ -14,13 +14,9 @@ import (
 // is live: another process executes them (a cluster never calls this at
 // start-up: the reaper takes dead processes' runs over instead).
 func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
-	return sqlstore.RecoverInterrupted(ctx, db.Store, `COALESCE(lease_until, 0) < `+nowMicros, func(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint) error {
-		enc, err := cplog.Encode(cps)
-		if err != nil {
-			return err
-		}
+	return sqlstore.RecoverInterrupted(ctx, db.Store, `COALESCE(lease_until, 0) < `+nowMicros, func(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) error {
 		db.lastN.Forget(runID)
-		_, err = db.appendTx(ctx, tx, runID, cps, enc)
+		_, err := db.appendTx(ctx, tx, runID, cps, enc)
 		return err
 	})
 }

@@ -51,7 +51,7 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event,
 			// The first row of each run in this write: the run must exist and
 			// its events must come after what is stored.
 			checked[b.RunID] = true
-			if err := db.ensureRun(ctx, tx, b.RunID, b.Created, nil); err != nil {
+			if err := sqlstore.EnsureRun(ctx, tx, b.RunID, b.Created, nil); err != nil {
 				return err
 			}
 			var stored sql.NullInt64

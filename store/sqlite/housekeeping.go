@@ -17,13 +17,9 @@ import (
 // before starting runs: the file lock makes this process the database's only
 // one, so every such run is free.
 func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
-	return sqlstore.RecoverInterrupted(ctx, db.Store, `TRUE`, func(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint) error {
-		enc, err := cplog.Encode(cps)
-		if err != nil {
-			return err
-		}
+	return sqlstore.RecoverInterrupted(ctx, db.Store, `TRUE`, func(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) error {
 		db.lastN.Forget(runID)
-		_, err = db.appendTx(ctx, tx, runID, cps, enc)
+		_, err := db.appendTx(ctx, tx, runID, cps, enc)
 		return err
 	})
 }

@@ -57,6 +57,16 @@ func EnsureRunStmt(runID string, started int64, start *engine.StartRecord) (Stmt
 VALUES (?, ?, ?, ?, ?, 'running', ?) ON CONFLICT (id) DO NOTHING`, []any{runID, chainName, parent, kind, input, started}}, nil
 }
 
+// EnsureRun runs EnsureRunStmt in tx.
+func EnsureRun(ctx context.Context, tx *Tx, runID string, started int64, start *engine.StartRecord) error {
+	st, err := EnsureRunStmt(runID, started, start)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecPrepared(ctx, st.Q, st.Args...)
+	return err
+}
+
 // CheckpointStmts are the statements that update the run row and its
 // interrupts for entry n (time t), none for node results, in order.
 func CheckpointStmts(runID string, n, t int64, cp *engine.Checkpoint) ([]Stmt, error) {

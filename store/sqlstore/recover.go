@@ -8,6 +8,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/cplog"
 )
 
 const (
@@ -87,7 +88,7 @@ FROM runs WHERE id = ?`, id, id)
 // process owns the database); end appends a run's end entry inside tx, as
 // the backend appends entries. Paused runs are left alone. It returns how
 // many runs it marked.
-func RecoverInterrupted(ctx context.Context, s *Store, free string, end func(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint) error) (int, error) {
+func RecoverInterrupted(ctx context.Context, s *Store, free string, end func(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) error) (int, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN ('running', 'queued') AND `+free+` ORDER BY started_at, id`)
 	if err != nil {
 		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
@@ -129,8 +130,13 @@ func RecoverInterrupted(ctx context.Context, s *Store, free string, end func(ctx
 				_, err := tx.ExecPrepared(ctx, `UPDATE runs SET status = 'queued' WHERE id = ?`, id)
 				return err
 			}
+			cps := []engine.Checkpoint{*what.End}
+			enc, err := cplog.Encode(cps)
+			if err != nil {
+				return err
+			}
 			marked = true
-			return end(ctx, tx, id, []engine.Checkpoint{*what.End})
+			return end(ctx, tx, id, cps, enc)
 		})
 		if err != nil {
 			return n, fmt.Errorf("store: recover interrupted run %s: %w", id, err)
