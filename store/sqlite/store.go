@@ -72,14 +72,15 @@ type DB struct {
 	now    func() time.Time
 	closed bool
 
-	// Statements prepared once on the writer connection and reused by every
-	// transaction (parsing SQL costs more than running it in SQLite).
 	docs *doccache.Cache // decoded chain documents
 
 	// lastN caches the position of the runs this process appends
 	// checkpoints to.
 	lastN sqlstore.Positions
 
+	// Statements prepared once on the writer connection and reused by every
+	// transaction (parsing SQL costs more than running it in SQLite): the
+	// dialect's Prepared.
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 	wanted map[string]bool
