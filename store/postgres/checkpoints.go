@@ -5,63 +5,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // DB implements engine.Checkpointer.
 var _ engine.Checkpointer = (*DB)(nil)
-
-// ensureRun inserts a minimal run row when none exists, so that the run's
-// checkpoints and events (which reference it) can be stored before, or
-// without, CreateRun. A start record, when given, supplies input, chain name
-// and parent.
-func (db *DB) ensureRun(ctx context.Context, tx *Tx, runID string, started int64, start *engine.StartRecord) error {
-	st, err := ensureRunStmt(runID, started, start)
-	if err != nil {
-		return err
-	}
-	_, err = db.exec(ctx, tx, st.q, st.args...)
-	return err
-}
-
-// stmt is one statement and its arguments ('?' placeholders), for the
-// transaction path (exec) and the pipelined one (rebind, queue).
-type stmt struct {
-	q    string
-	args []any
-}
-
-func ensureRunStmt(runID string, started int64, start *engine.StartRecord) (stmt, error) {
-	kind := store.KindRun
-	var input any
-	var chainName string
-	var parent any
-	if start != nil {
-		var err error
-		if input, err = jsonMap(start.Input); err != nil {
-			return stmt{}, fmt.Errorf("input: %w", err)
-		}
-		if start.Chain != nil {
-			chainName = start.Chain.Name
-		}
-		if start.ParentRunID != "" {
-			parent = start.ParentRunID
-			kind = store.KindSubchain
-		}
-	}
-	return stmt{`INSERT INTO runs (id, chain_name, parent_run_id, kind, input, status, started_at)
-VALUES (?, ?, ?, ?, ?, 'running', ?) ON CONFLICT (id) DO NOTHING`, []any{runID, chainName, parent, kind, input, started}}, nil
-}
 
 // Append adds checkpoint entries to a run's log in one transaction, and keeps
 // the run row and its pending interrupts up to date. Node results are not
@@ -74,7 +28,7 @@ func (db *DB) Append(ctx context.Context, runID string, cps []engine.Checkpoint)
 	if err != nil {
 		return fmt.Errorf("store: append checkpoint to run %s: %w", runID, err)
 	}
-	_, cached := db.lastN.Load(runID)
+	_, cached := db.lastN.Of(runID)
 	err = db.appendCommit(ctx, runID, cps, enc)
 	if err != nil && cached && isUniqueViolation(err) {
 		// The cached position was stale (another writer appended; the
@@ -121,21 +75,10 @@ func (db *DB) appendCommit(ctx context.Context, runID string, cps []engine.Check
 		last, err = db.appendPipelined(ctx, runID, cps, enc)
 	}
 	if err != nil {
-		db.lastN.Delete(runID)
+		db.lastN.Forget(runID)
 		return err
 	}
-	ended := false
-	for i := range cps {
-		if cps[i].Kind == engine.CheckpointEnd {
-			ended = true
-		}
-	}
-	if ended {
-		// Forget runs that stopped; a resume reads the position again.
-		db.lastN.Delete(runID)
-	} else {
-		db.lastN.Store(runID, last)
-	}
+	db.lastN.Appended(runID, cps, last)
 	return nil
 }
 
@@ -151,11 +94,11 @@ func (db *DB) cpColumns(n int64, cps []engine.Checkpoint, enc *cplog.Encoded) cp
 	c := cpColumnArrays{ns: make([]int64, len(cps)), kinds: make([]string, len(cps)), nodes: make([]string, len(cps)), refs: make([]*string, len(cps)),
 		seqs: make([]int64, len(cps)), times: make([]int64, len(cps))}
 	for i := range cps {
-		c.ns[i], c.kinds[i], c.nodes[i] = n+int64(i)+1, cps[i].Kind, cpNodeID(&cps[i])
+		c.ns[i], c.kinds[i], c.nodes[i] = n+int64(i)+1, cps[i].Kind, sqlstore.CheckpointNodeID(&cps[i])
 		if ref, ok := enc.ChainRefs[i].(string); ok {
 			c.refs[i] = &ref
 		}
-		c.seqs[i], c.times[i] = cps[i].EventSeq, cpTime(&cps[i], db.now)
+		c.seqs[i], c.times[i] = cps[i].EventSeq, sqlstore.CheckpointTime(&cps[i], db.now)
 	}
 	return c
 }
@@ -182,12 +125,12 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 	f := db.fenceOf(runID)
 	var n int64
 	known := false
-	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
-		n, known = v.(int64), true
+	if v, ok := db.lastN.Of(runID); ok && cps[0].Start == nil {
+		n, known = v, true
 	}
-	var begin []stmt
+	var begin []sqlstore.Stmt
 	if !known {
-		st, err := ensureRunStmt(runID, cpTime(&cps[0], db.now), cps[0].Start)
+		st, err := sqlstore.EnsureRunStmt(runID, sqlstore.CheckpointTime(&cps[0], db.now), cps[0].Start)
 		if err != nil {
 			return 0, err
 		}
@@ -215,7 +158,7 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 	}
 	if lock {
 		for _, st := range begin {
-			b.Queue(rebind(st.q), st.args...)
+			b.Queue(rebind(st.Q), st.Args...)
 		}
 		b.Queue(`SELECT epoch FROM runs WHERE id = $1 FOR UPDATE`, runID)
 		if !known {
@@ -247,7 +190,7 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 		b = &pgx.Batch{}
 	}
 	for ref, doc := range enc.Chains {
-		b.Queue(`INSERT INTO run_chains (sha256, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING`, ref, doc, micros(db.now()))
+		b.Queue(`INSERT INTO run_chains (sha256, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING`, ref, doc, sqlstore.Micros(db.now()))
 	}
 	col := db.cpColumns(n, cps, enc)
 	b.Queue(checkpointRowsSQL, runID, col.ns, col.kinds, col.nodes, col.refs, col.seqs, col.times, enc.Bodies)
@@ -255,13 +198,13 @@ func (db *DB) appendPipelined(ctx context.Context, runID string, cps []engine.Ch
 		if cps[i].Kind == engine.CheckpointNode {
 			continue
 		}
-		sts, err := checkpointStmts(runID, col.ns[i], col.times[i], &cps[i])
+		sts, err := sqlstore.CheckpointStmts(runID, col.ns[i], col.times[i], &cps[i])
 		if err != nil {
 			rollback()
 			return 0, fmt.Errorf("%s entry %d: %w", cps[i].Kind, col.ns[i], err)
 		}
 		for _, st := range sts {
-			b.Queue(rebind(st.q), st.args...)
+			b.Queue(rebind(st.Q), st.Args...)
 		}
 	}
 	b.Queue(`COMMIT`)
@@ -338,18 +281,7 @@ func (db *DB) nodeOnlyAppend(runID string, cps []engine.Checkpoint, enc *cplog.E
 			return 0, false
 		}
 	}
-	v, ok := db.lastN.Load(runID)
-	if !ok {
-		return 0, false
-	}
-	return v.(int64), true
-}
-
-func cpTime(cp *engine.Checkpoint, now func() time.Time) int64 {
-	if cp.Time.IsZero() {
-		return micros(now())
-	}
-	return micros(cp.Time)
+	return db.lastN.Of(runID)
 }
 
 // appendTx appends entries inside tx and returns the last entry's number.
@@ -357,69 +289,25 @@ func cpTime(cp *engine.Checkpoint, now func() time.Time) int64 {
 // last entry number come from the lastN cache instead of two queries.
 func (db *DB) appendTx(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) (int64, error) {
 	var n int64
-	if v, ok := db.lastN.Load(runID); ok && cps[0].Start == nil {
-		n = v.(int64)
+	if v, ok := db.lastN.Of(runID); ok && cps[0].Start == nil {
+		n = v
 		if db.fenceOf(runID) != nil {
 			if err := db.lockRun(ctx, tx, runID); err != nil {
 				return 0, err
 			}
 		}
 	} else {
-		if err := db.ensureRun(ctx, tx, runID, cpTime(&cps[0], db.now), cps[0].Start); err != nil {
+		if err := sqlstore.EnsureRun(ctx, tx, runID, sqlstore.CheckpointTime(&cps[0], db.now), cps[0].Start); err != nil {
 			return 0, err
 		}
 		if err := db.lockRun(ctx, tx, runID); err != nil {
 			return 0, err
 		}
-		if err := db.queryRow(ctx, tx, `SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = ?`, runID).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = ?`, runID).Scan(&n); err != nil {
 			return 0, err
 		}
 	}
-	if err := db.storeRunChainsTx(ctx, tx, enc.Chains); err != nil {
-		return 0, err
-	}
-	// Rows go in with multi-row statements: one statement per group of
-	// entries instead of one per entry (one round trip per group).
-	for start := 0; start < len(cps); {
-		end := min(start+cpRowsPerStatement, len(cps))
-		args := make([]any, 0, cpCols*(end-start))
-		for i := start; i < end; i++ {
-			args = append(args, runID, n+int64(i-start)+1, cps[i].Kind, cpNodeID(&cps[i]), enc.ChainRefs[i], cps[i].EventSeq, cpTime(&cps[i], db.now), enc.Bodies[i])
-		}
-		if _, err := db.exec(ctx, tx, checkpointInsertSQLs[end-start], args...); err != nil {
-			return 0, err
-		}
-		// Entries other than node results may change the run row or its
-		// interrupts.
-		for i := start; i < end; i++ {
-			cp := &cps[i]
-			if cp.Kind == engine.CheckpointNode {
-				continue
-			}
-			ni := n + int64(i-start) + 1
-			if err := db.applyCheckpoint(ctx, tx, runID, ni, cpTime(cp, db.now), cp); err != nil {
-				return 0, fmt.Errorf("%s entry %d: %w", cp.Kind, ni, err)
-			}
-		}
-		n += int64(end - start)
-		start = end
-	}
-	return n, nil
-}
-
-// cpRowsPerStatement bounds a multi-row insert (PostgreSQL allows 65,535
-// parameters).
-const (
-	cpRowsPerStatement = 64
-	cpCols             = 8
-)
-
-var checkpointInsertSQLs [cpRowsPerStatement + 1]string
-
-func init() {
-	for k := 1; k <= cpRowsPerStatement; k++ {
-		checkpointInsertSQLs[k] = "INSERT INTO checkpoints (run_id, n, kind, node_id, chain_sha256, event_seq, created_at, body) VALUES " + placeholders(k, cpCols)
-	}
+	return sqlstore.InsertCheckpoints(ctx, tx, runID, n, cps, enc, db.now)
 }
 
 // checkpointNodesSQL inserts node entries given as one array per column,
@@ -432,207 +320,6 @@ const checkpointNodesSQL = `INSERT INTO checkpoints (run_id, n, kind, node_id, c
 SELECT ?1::VARCHAR, v.* FROM unnest(?2::BIGINT[], ?3::VARCHAR[], ?4::VARCHAR[], ?5::VARCHAR[], ?6::BIGINT[], ?7::BIGINT[], ?8::TEXT[]) AS v,
   (SELECT set_config('synchronous_commit', 'off', true)) AS a
 WHERE ?9::BIGINT IS NULL OR EXISTS (SELECT 1 FROM runs WHERE id = ?1::VARCHAR AND epoch = ?9 FOR SHARE)`
-
-// cpNodeID is the node a node or pause entry is about, "" for other kinds.
-func cpNodeID(cp *engine.Checkpoint) string {
-	switch {
-	case cp.Node != nil:
-		return cp.Node.NodeID
-	case cp.Pause != nil:
-		return cp.Pause.NodeID
-	}
-	return ""
-}
-
-// placeholders returns "(?, …), (?, …)" for rows rows of cols columns.
-func placeholders(rows, cols int) string {
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
-	return strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
-}
-
-// applyCheckpoint updates the run row and interrupts from one entry.
-func (db *DB) applyCheckpoint(ctx context.Context, tx *Tx, runID string, n, t int64, cp *engine.Checkpoint) error {
-	sts, err := checkpointStmts(runID, n, t, cp)
-	if err != nil {
-		return err
-	}
-	for _, st := range sts {
-		if _, err := db.exec(ctx, tx, st.q, st.args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkpointStmts are the statements that update the run row and its
-// interrupts for one entry (none for node results), in order.
-func checkpointStmts(runID string, n, t int64, cp *engine.Checkpoint) ([]stmt, error) {
-	switch cp.Kind {
-	case engine.CheckpointStart:
-		if cp.Start == nil {
-			return nil, nil
-		}
-		input, err := jsonMap(cp.Start.Input)
-		if err != nil {
-			return nil, err
-		}
-		name := ""
-		if cp.Start.Chain != nil {
-			name = cp.Start.Chain.Name
-		}
-		return []stmt{{`UPDATE runs SET status = 'running', ended_at = NULL,
-  input = COALESCE(input, ?),
-  chain_name = CASE WHEN chain_name = '' THEN ? ELSE chain_name END,
-  parent_run_id = COALESCE(parent_run_id, ?)
-WHERE id = ?`, []any{input, name, nullString(cp.Start.ParentRunID), runID}}}, nil
-
-	case engine.CheckpointPause:
-		r := cp.Pause
-		if r == nil {
-			return nil, nil
-		}
-		q, args, err := sqlq.InsertPause(runID, n, t, r)
-		if err != nil {
-			return nil, err
-		}
-		return []stmt{{q, args}}, nil
-
-	case engine.CheckpointResume:
-		return []stmt{{`UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL WHERE id = ?`, []any{runID}}}, nil
-
-	case engine.CheckpointEnd:
-		r := cp.End
-		if r == nil {
-			return nil, nil
-		}
-		var errJSON any
-		if r.Error != nil {
-			var err error
-			if errJSON, err = jsonText(r.Error); err != nil {
-				return nil, err
-			}
-		}
-		final, err := jsonText(r.Final)
-		if err != nil {
-			return nil, err
-		}
-		// outputs stays NULL: GetRun builds it from the node results it reads
-		// anyway, so the end of a run does not re-read and re-encode every
-		// output (2.5 ms of a 1,000-node run).
-		sts := []stmt{{`UPDATE runs SET status = ?, error = ?, final_output = ?, outputs = NULL, nodes_run = ?,
-  ended_at = ?, duration_ms = (? - started_at) / 1000
-WHERE id = ?`, []any{string(r.Status), errJSON, final, r.NodesRun, t, t, runID}}}
-		if r.Status != engine.StatusPaused {
-			sts = append(sts, stmt{`UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND claimed_at IS NULL`, []any{t, runID}})
-		}
-		return sts, nil
-	}
-	return nil, nil
-}
-
-// Load returns a run's checkpoint log in order, each start entry with its
-// chain; a run without one is a *engine.ChainCheckpointError.
-func (db *DB) Load(ctx context.Context, runID string) ([]engine.Checkpoint, error) {
-	var out []engine.Checkpoint
-	err := db.readTx(ctx, func(tx *Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT n, body FROM checkpoints WHERE run_id = ? ORDER BY n`, runID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		type pending struct {
-			at  int
-			n   int64
-			ref string
-		}
-		var refs []pending
-		var body []byte
-		for rows.Next() {
-			var n int64
-			if err := rows.Scan(&n, &body); err != nil {
-				return err
-			}
-			var cp cplog.Stored
-			if err := jsonv2.Unmarshal(body, &cp); err != nil {
-				return &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d is corrupt: %v", n, err)}
-			}
-			if cp.ChainSHA256 != "" && cp.Start != nil && cp.Start.Chain == nil {
-				refs = append(refs, pending{len(out), n, cp.ChainSHA256})
-			}
-			out = append(out, cp.Checkpoint)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows.Close()
-		for _, p := range refs {
-			chain, err := db.runChain(ctx, tx, p.ref)
-			if err != nil {
-				return &engine.ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("entry %d: %v", p.n, err)}
-			}
-			out[p.at].Start.Chain = chain
-		}
-		return nil
-	})
-	if err != nil {
-		var ce *engine.ChainCheckpointError
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("store: load checkpoints of run %s: %w", runID, err)
-	}
-	if len(out) == 0 {
-		return nil, &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
-	}
-	return out, nil
-}
-
-// ClaimInterrupt claims the run's unclaimed pause pauseID (with "", its
-// oldest unclaimed pause) and returns its pause id. Of concurrent claims of
-// one pause exactly one wins; the others (and a claim when that pause is not
-// pending) get *engine.AlreadyResumedError.
-func (db *DB) ClaimInterrupt(ctx context.Context, runID, pauseID string) (string, error) {
-	var nodeID string
-	err := db.writeTx(ctx, func(tx *Tx) error {
-		var one int
-		err := db.queryRow(ctx, tx, `SELECT 1 FROM checkpoints WHERE run_id = ? LIMIT 1`, runID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
-		}
-		if err != nil {
-			return err
-		}
-		var n int64
-		err = db.queryRow(ctx, tx, `SELECT n, node_id FROM run_interrupts WHERE run_id = ? AND claimed_at IS NULL AND (? = '' OR node_id = ?) ORDER BY n LIMIT 1`,
-			runID, pauseID, pauseID).Scan(&n, &nodeID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
-		}
-		if err != nil {
-			return err
-		}
-		res, err := db.exec(ctx, tx, `UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND n = ? AND claimed_at IS NULL`,
-			micros(db.now()), runID, n)
-		if err != nil {
-			return err
-		}
-		if k, err := res.RowsAffected(); err != nil {
-			return err
-		} else if k != 1 {
-			return &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
-		}
-		return nil
-	})
-	if err != nil {
-		var ce *engine.ChainCheckpointError
-		var ae *engine.AlreadyResumedError
-		if errors.As(err, &ce) || errors.As(err, &ae) {
-			return "", err
-		}
-		return "", fmt.Errorf("store: claim interrupt of run %s: %w", runID, err)
-	}
-	return nodeID, nil
-}
 
 // ClaimInterruptTx claims a run's unclaimed pause pauseID ("": the first),
 // as ClaimInterrupt does, inside tx, and marks the run running again: the
@@ -654,7 +341,7 @@ func (db *DB) ClaimInterruptTx(ctx context.Context, tx pgx.Tx, runID, pauseID st
 	err = tx.QueryRow(ctx, `UPDATE run_interrupts SET claimed_at = $2
 WHERE run_id = $1 AND claimed_at IS NULL AND n = (SELECT min(n) FROM run_interrupts
   WHERE run_id = $1 AND claimed_at IS NULL AND ($3 = '' OR node_id = $3))
-RETURNING n, node_id`, runID, micros(db.now()), pauseID).Scan(&n, &nodeID)
+RETURNING n, node_id`, runID, sqlstore.Micros(db.now()), pauseID).Scan(&n, &nodeID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", &engine.AlreadyResumedError{RunID: runID, PauseID: pauseID}
 	}

@@ -3,18 +3,15 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/eventbuf"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
@@ -31,25 +28,16 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	bodies := make([]string, len(events))
-	for i := range events {
-		b, err := json.Marshal(&events[i])
-		if err != nil {
-			return fmt.Errorf("store: append events of run %s: event %d: %w", events[i].RunID, events[i].Seq, err)
-		}
-		bodies[i] = string(b)
+	bodies, err := sqlstore.EventBodies(events)
+	if err != nil {
+		return err
 	}
-	err := db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies, false) })
+	err = db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies, false) })
 	if err != nil {
 		return fmt.Errorf("store: append events of run %s: %w", events[0].RunID, err)
 	}
 	return nil
 }
-
-// maxBatchBody bounds one stored batch: a reader wanting one event decodes
-// the whole row it sits in, so events with large outputs are spread over
-// more rows instead of making one huge one.
-const maxBatchBody = 256 << 10
 
 // appendEventsTx writes each run's events in events as batch rows (one per
 // run, more when they are large); bodies are the events' JSON. The events
@@ -58,48 +46,17 @@ const maxBatchBody = 256 << 10
 // writer's batches mix runs, and one run's lost lease must not hold the
 // others' events.
 func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event, bodies []string, dropStale bool) error {
-	type runBatch struct {
-		id          string
-		first, last int64
-		created     int64
-		body        strings.Builder
-	}
-	var order []*runBatch          // rows to insert, in order
-	open := map[string]*runBatch{} // each run's row being filled
-	lastSeq := map[string]int64{}  // each run's last seq in this write
-	for i := range events {
-		e := &events[i]
-		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
-			return &store.EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
-		}
-		lastSeq[e.RunID] = e.Seq
-		b := open[e.RunID]
-		if b != nil && b.body.Len()+len(bodies[i]) > maxBatchBody {
-			b = nil // full: start another row
-		}
-		if b == nil {
-			t := micros(e.Time)
-			if t == 0 {
-				t = micros(db.now())
-			}
-			b = &runBatch{id: e.RunID, first: e.Seq, created: t}
-			b.body.Grow(min(maxBatchBody, 64<<10))
-			b.body.WriteByte('[')
-			open[e.RunID] = b
-			order = append(order, b)
-		} else {
-			b.body.WriteByte(',')
-		}
-		b.body.WriteString(bodies[i])
-		b.last = e.Seq
+	order, err := sqlstore.EventBatches(events, bodies, db.now)
+	if err != nil {
+		return err
 	}
 	// Each run must exist, and is locked (in id order, so that two writers
 	// never wait for each other) so that its stored last seq cannot change
 	// before this write commits.
 	firsts := map[string]int64{}
 	for _, b := range order {
-		if _, ok := firsts[b.id]; !ok {
-			firsts[b.id] = b.created
+		if _, ok := firsts[b.RunID]; !ok {
+			firsts[b.RunID] = b.Created
 		}
 	}
 	ids := make([]string, 0, len(firsts))
@@ -112,14 +69,14 @@ func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event,
 	for _, id := range ids {
 		f := db.fenceOf(id)
 		if f == nil { // a run this process owns has its row already
-			if err := db.ensureRun(ctx, tx, id, firsts[id], nil); err != nil {
+			if err := sqlstore.EnsureRun(ctx, tx, id, firsts[id], nil); err != nil {
 				return err
 			}
 		}
 		// The lock, the epoch and the last stored seq in one round trip.
 		var epoch int64
 		var last sql.NullInt64
-		if err := db.queryRow(ctx, tx, `SELECT r.epoch, (SELECT last_seq FROM event_batches WHERE run_id = r.id ORDER BY first_seq DESC LIMIT 1)
+		if err := tx.QueryRowContext(ctx, `SELECT r.epoch, (SELECT last_seq FROM event_batches WHERE run_id = r.id ORDER BY first_seq DESC LIMIT 1)
 FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil {
 			return err
 		}
@@ -137,54 +94,23 @@ FROM runs r WHERE r.id = ? FOR UPDATE OF r`, id).Scan(&epoch, &last); err != nil
 	}
 	checked := map[string]bool{}
 	for _, b := range order {
-		if stale[b.id] {
+		if stale[b.RunID] {
 			continue
 		}
-		if !checked[b.id] {
+		if !checked[b.RunID] {
 			// The first row of each run in this write: its events must come
 			// after what is stored.
-			checked[b.id] = true
-			if b.first <= stored[b.id] {
-				return &store.EventSeqError{RunID: b.id, Seq: b.first, After: stored[b.id]}
+			checked[b.RunID] = true
+			if b.First <= stored[b.RunID] {
+				return &store.EventSeqError{RunID: b.RunID, Seq: b.First, After: stored[b.RunID]}
 			}
 		}
-		b.body.WriteByte(']')
-		if _, err := db.exec(ctx, tx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
-			b.id, b.first, b.last, b.created, b.body.String()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
+			b.RunID, b.First, b.Last, b.Created, b.Body); err != nil {
 			return err
 		}
 	}
-	return sqlq.InsertModelCalls(ctx, tx, events, func(id string) bool { return !stale[id] })
-}
-
-// EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
-// order (limit <= 0: 1000).
-func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, 0)
-}
-
-// EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
-// stored events were read.
-func (db *DB) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
-	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, maxBytes)
-}
-
-// MaxSeq returns the highest stored event seq of a run (0 when none).
-func (db *DB) MaxSeq(ctx context.Context, runID string) (int64, error) {
-	n, err := maxSeq(ctx, db.r, runID)
-	if err != nil {
-		return 0, fmt.Errorf("store: max seq of run %s: %w", runID, err)
-	}
-	return n, nil
-}
-
-func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
-	var n int64
-	err := q.QueryRowContext(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, runID).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return n, err
+	return sqlstore.InsertModelCalls(ctx, tx, events, func(id string) bool { return !stale[id] })
 }
 
 // EventWriter is the buffered event writer on this backend.
@@ -250,34 +176,14 @@ func oneRun(batch []engine.Event) bool {
 // asyncCommit).
 func (db *DB) writeOwnedEvents(ctx context.Context, f *fence, batch []engine.Event, bodies []string) error {
 	runID := batch[0].RunID
-	var firsts, lasts, created []int64
-	var rows []string
-	var body strings.Builder
-	for i := range batch {
-		e := &batch[i]
-		if i > 0 && e.Seq <= batch[i-1].Seq {
-			return &store.EventSeqError{RunID: runID, Seq: e.Seq, After: batch[i-1].Seq}
-		}
-		if body.Len() > 0 && body.Len()+len(bodies[i]) > maxBatchBody {
-			body.WriteByte(']')
-			rows = append(rows, body.String())
-			body.Reset()
-		}
-		if body.Len() == 0 {
-			t := micros(e.Time)
-			if t == 0 {
-				t = micros(db.now())
-			}
-			firsts, lasts, created = append(firsts, e.Seq), append(lasts, e.Seq), append(created, t)
-			body.WriteByte('[')
-		} else {
-			body.WriteByte(',')
-		}
-		body.WriteString(bodies[i])
-		lasts[len(lasts)-1] = e.Seq
+	batches, err := sqlstore.EventBatches(batch, bodies, db.now)
+	if err != nil {
+		return err
 	}
-	body.WriteByte(']')
-	rows = append(rows, body.String())
+	firsts, lasts, created, rows := make([]int64, len(batches)), make([]int64, len(batches)), make([]int64, len(batches)), make([]string, len(batches))
+	for i, b := range batches {
+		firsts[i], lasts[i], created[i], rows[i] = b.First, b.Last, b.Created, b.Body
+	}
 	if db.closed.Load() {
 		return errClosed
 	}
@@ -301,7 +207,7 @@ WHERE (SELECT epoch FROM runs WHERE id = $1::VARCHAR) = $6
 	br := db.pool.SendBatch(ctx, b)
 	var epoch, stored int64
 	var inserted int64
-	err := func() error {
+	err = func() error {
 		if _, err := br.Exec(); err != nil {
 			return err
 		}

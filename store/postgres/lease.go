@@ -71,7 +71,7 @@ RETURNING epoch, cancel_requested`, runID, owner, ttl.Microseconds()).Scan(&l.Ep
 		return nil, fmt.Errorf("store: take run %s: %w", runID, unavailable(err))
 	}
 	// The cached position of the log may predate another owner's entries.
-	db.lastN.Delete(runID)
+	db.lastN.Forget(runID)
 	db.fences.Store(runID, &fence{epoch: l.Epoch, lost: lost})
 	return &l, nil
 }

@@ -2,12 +2,16 @@
 // the same contract (store/storetest) as store/sqlite, for a studio whose
 // database is a PostgreSQL server (studio serve --db postgres://…).
 //
-// The SQL is explicit and close to SQLite's: times are BIGINT unix
-// microseconds, documents are TEXT holding JSON. Every read path decodes a
-// whole document in Go, so jsonb would only add a parse on each write and a
-// re-serialisation on each read. Connections come from a pgxpool.Pool, used
-// through database/sql (pgx's stdlib adapter) so that the queries read as in
-// the SQLite backend; pgx caches each statement's plan per connection.
+// The records' logic is package sqlstore's, shared with store/sqlite over
+// this package's dialect: times are BIGINT unix microseconds, documents are
+// TEXT holding JSON. Every read path decodes a whole document in Go, so
+// jsonb would only add a parse on each write and a re-serialisation on each
+// read. Connections come from a pgxpool.Pool, used through database/sql
+// (pgx's stdlib adapter) so that the shared queries run unchanged; pgx
+// caches each statement's plan per connection. What is left here is
+// PostgreSQL's own: opening, migrations under an advisory lock, run leases
+// and fencing, LISTEN/NOTIFY, the pipelined checkpoint and event appends,
+// and the transactions River's jobs commit with.
 //
 // Unlike SQLite, several transactions write at once: writes that read then
 // write lock the row they depend on (SELECT … FOR UPDATE) or write
@@ -24,7 +28,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +42,7 @@ import (
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
 	"github.com/chainstudio/studio/store/doccache"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -57,10 +61,16 @@ type Options struct {
 
 	// schemaUpTo stops migrations at that version (tests); 0 means the latest.
 	schemaUpTo int
+	// migrationFiles replaces the embedded migrations folder (tests open
+	// databases migrated from files of other names with it).
+	migrationFiles fs.FS
 }
 
 // DB is an open studio database on PostgreSQL.
 type DB struct {
+	// Store is the logic both SQL backends share, over dialect.
+	*sqlstore.Store
+
 	pool   *pgxpool.Pool
 	sql    *sql.DB
 	w, r   *conn // both the pool: named as in the SQLite backend
@@ -78,9 +88,9 @@ type DB struct {
 	// EventsChannel (processes watching runs executing here read sooner).
 	notifyEvents atomic.Bool
 
-	// lastN caches, for runs this process is appending checkpoints to, the
-	// number of the run's last checkpoint (run id → int64).
-	lastN sync.Map
+	// lastN caches the position of the runs this process appends
+	// checkpoints to.
+	lastN sqlstore.Positions
 
 	// fences holds the epoch of each run this process executes under a
 	// lease (run id → *fence): its writes check it (lease.go).
@@ -88,13 +98,7 @@ type DB struct {
 }
 
 // SchemaVersionError: the database was written by a newer studio.
-type SchemaVersionError struct {
-	Have, Known int
-}
-
-func (e *SchemaVersionError) Error() string {
-	return fmt.Sprintf("database schema version %d is newer than this studio (knows up to %d); upgrade the studio", e.Have, e.Known)
-}
+type SchemaVersionError = sqlstore.SchemaVersionError
 
 // IsDSN reports whether s names a PostgreSQL database (a postgres:// or
 // postgresql:// URL) rather than a SQLite file.
@@ -136,15 +140,22 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
 	}
-	sdb := stdlib.OpenDBFromPool(pool)
-	c := &conn{sdb}
-	db := &DB{pool: pool, sql: sdb, w: c, r: c, dsn: where, log: opts.Logger, now: time.Now, docs: doccache.New(opts.DocCacheSize)}
-	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
-		sdb.Close()
+	db := newDB(pool, where, opts.Logger, opts.DocCacheSize)
+	if err := db.migrate(ctx, opts); err != nil {
+		db.sql.Close()
 		pool.Close()
 		return nil, fmt.Errorf("store: open postgres %s: %w", where, err)
 	}
 	return db, nil
+}
+
+// newDB is the store on pool; where names the database in messages.
+func newDB(pool *pgxpool.Pool, where string, log *slog.Logger, docCacheSize int) *DB {
+	sdb := stdlib.OpenDBFromPool(pool)
+	c := &conn{sdb}
+	db := &DB{pool: pool, sql: sdb, w: c, r: c, dsn: where, log: log, now: time.Now, docs: doccache.New(docCacheSize)}
+	db.Store = sqlstore.New(dialect{db}, c, db.docs, db.now)
+	return db
 }
 
 // Ping implements store.Backend: one round trip on a pooled connection.
@@ -174,42 +185,7 @@ func (db *DB) Where() string { return db.dsn }
 // SchemaVersion returns the schema version this binary knows.
 func SchemaVersion() int { return len(migrations()) }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() []migration {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		panic("store: embedded migrations: " + err.Error())
-	}
-	var out []migration
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".sql") {
-			continue
-		}
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			panic("store: migration file name must be NNNN_name.sql: " + name)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			panic("store: embedded migration " + name + ": " + err.Error())
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			panic(fmt.Sprintf("store: migrations are not numbered 1..n: %s is number %d", m.name, i+1))
-		}
-	}
-	return out
-}
+func migrations() []sqlstore.Migration { return sqlstore.Migrations(migrationFS, "migrations") }
 
 // migrationLock is the key of the advisory lock migrations hold, so that
 // processes starting at once against one database migrate it once.
@@ -218,8 +194,11 @@ const migrationLock = 0x5354_5544_494f // "STUDIO"
 // migrate applies, in one transaction under a transaction-scoped advisory
 // lock, every migration this binary knows that the database lacks, and
 // refuses a database from a newer studio.
-func (db *DB) migrate(ctx context.Context, upTo int) error {
-	ms := migrations()
+func (db *DB) migrate(ctx context.Context, opts Options) error {
+	ms, upTo := migrations(), opts.schemaUpTo
+	if opts.migrationFiles != nil {
+		ms = sqlstore.Migrations(opts.migrationFiles, ".")
+	}
 	if upTo > 0 && upTo < len(ms) {
 		ms = ms[:upTo]
 	}
@@ -227,10 +206,7 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrationLock)); err != nil {
 			return fmt.Errorf("migrate: lock: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-    version    INTEGER NOT NULL PRIMARY KEY,
-    applied_at BIGINT  NOT NULL
-)`); err != nil {
+		if _, err := tx.ExecContext(ctx, sqlstore.CreateSchemaVersion); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		var have sql.NullInt64
@@ -242,11 +218,11 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 			return &SchemaVersionError{Have: cur, Known: len(ms)}
 		}
 		for _, m := range ms[cur:] {
-			if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+			if _, err := tx.Tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, micros(db.now())); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.Version, sqlstore.Micros(db.now())); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 		}
 		return nil
@@ -255,33 +231,57 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 
 // writeTx runs fn in a read-write transaction.
 func (db *DB) writeTx(ctx context.Context, fn func(tx *Tx) error) error {
-	if db.closed.Load() {
+	return dialect{db}.WriteTx(ctx, func(tx *sql.Tx) error { return fn(sqlstore.NewTx(tx, dialect{db})) })
+}
+
+// readTx runs fn in a read-only transaction, so that several queries see
+// one snapshot.
+func (db *DB) readTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return dialect{db}.ReadTx(ctx, func(tx *sql.Tx) error { return fn(sqlstore.NewTx(tx, dialect{db})) })
+}
+
+// dialect is PostgreSQL's sqlstore.Dialect: transactions that write at once
+// (so FOR UPDATE where a write depends on what it read), $n placeholders,
+// and a failure to reach the server read as EUNAVAILABLE. pgx caches each
+// statement's plan per connection, so nothing is prepared here.
+type dialect struct{ db *DB }
+
+func (d dialect) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if d.db.closed.Load() {
 		return errClosed
 	}
-	tx, err := db.sql.BeginTx(ctx, nil)
+	tx, err := d.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return unavailable(err)
 	}
-	if err := fn(&Tx{tx}); err != nil {
+	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
 }
 
-// readTx runs fn in a read-only transaction, so that several queries see
-// one snapshot.
-func (db *DB) readTx(ctx context.Context, fn func(tx *Tx) error) error {
-	if db.closed.Load() {
+func (d dialect) ReadTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if d.db.closed.Load() {
 		return errClosed
 	}
-	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	tx, err := d.db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return unavailable(err)
 	}
 	defer tx.Rollback()
-	return fn(&Tx{tx})
+	return fn(tx)
 }
+
+func (dialect) Rebind(q string) string { return rebind(q) }
+
+func (dialect) Prepared(string) *sql.Stmt { return nil }
+
+func (dialect) ForUpdate() string { return " FOR UPDATE" }
+
+func (dialect) IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
+
+func (dialect) NodeStatus() string { return `(c.body::jsonb -> 'node' ->> 'status')` }
 
 var errClosed = fmt.Errorf("%w: the store is closed", store.ErrUnavailable)
 
@@ -300,31 +300,9 @@ func unavailable(err error) error {
 	return err
 }
 
-// exec runs a write statement inside tx.
-func (db *DB) exec(ctx context.Context, tx *Tx, q string, args ...any) (sql.Result, error) {
-	return tx.ExecContext(ctx, q, args...)
-}
-
-// queryRow runs a one-row query inside tx.
-func (db *DB) queryRow(ctx context.Context, tx *Tx, q string, args ...any) *sql.Row {
-	return tx.QueryRowContext(ctx, q, args...)
-}
-
-// Tx is a transaction whose queries are written with SQLite's '?'
-// placeholders (as in the SQLite backend) and rebound to PostgreSQL's $n.
-type Tx struct{ *sql.Tx }
-
-func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.Tx.ExecContext(ctx, rebind(q), args...)
-}
-
-func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.Tx.QueryContext(ctx, rebind(q), args...)
-}
-
-func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.Tx.QueryRowContext(ctx, rebind(q), args...)
-}
+// Tx is a transaction on this database (the shared SQL's, sqlstore.Tx):
+// its queries are written with '?' placeholders and rebound to $n.
+type Tx = sqlstore.Tx
 
 // conn is the pool with the same rebinding.
 type conn struct{ db *sql.DB }
@@ -381,42 +359,6 @@ func rebind(q string) string {
 		rebound.Store(q, out)
 	}
 	return out
-}
-
-// micros converts a time to the stored form: unix microseconds, UTC.
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-func fromNullMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return fromMicros(v.Int64)
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullInt(v int) any {
-	if v == 0 {
-		return nil
-	}
-	return v
 }
 
 // isUniqueViolation reports whether err is a unique or primary key

@@ -5,17 +5,16 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/doccache"
 	"github.com/chainstudio/studio/store/postgres/pgtest"
 	"github.com/chainstudio/studio/store/storetest"
 )
@@ -214,9 +213,7 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sdb := stdlib.OpenDBFromPool(pool)
-	c := &conn{sdb}
-	db := &DB{pool: pool, sql: sdb, w: c, r: c, now: time.Now, docs: doccache.New(0)}
+	db := newDB(pool, "127.0.0.1:1/gone", slog.Default(), 0)
 	defer db.Close()
 	_, err = db.GetChain(ctx, "x")
 	if store.ErrorCode(err) != store.EUNAVAILABLE {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // Run with: go test -run '^$' -bench . -benchtime 3x ./store/sqlite   (or -benchtime 1s)
@@ -107,12 +107,12 @@ func BenchmarkListRuns10k(b *testing.B) {
 	ch, _ := db.CreateChain(ctx, sampleChain("many runs", 3), "")
 	other, _ := db.CreateChain(ctx, sampleChain("other", 3), "")
 	t0 := time.Now().Add(-time.Hour)
-	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+	err := db.writeTx(ctx, func(tx *Tx) error {
 		for i := 0; i < 10_000; i++ {
 			for _, c := range []string{ch.ID, other.ID} {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, chain_id, chain_version, kind, input, status, error, final_output, nodes_run, started_at, ended_at, duration_ms)
 VALUES (?, ?, 1, 'run', '{"q":"some input"}', 'completed', NULL, '{"answer":"some output"}', 3, ?, ?, 120)`,
-					fmt.Sprintf("%s-%05d", c[:8], i), c, micros(t0.Add(time.Duration(i)*time.Millisecond)), micros(t0.Add(time.Duration(i)*time.Millisecond+120*time.Millisecond))); err != nil {
+					fmt.Sprintf("%s-%05d", c[:8], i), c, sqlstore.Micros(t0.Add(time.Duration(i)*time.Millisecond)), sqlstore.Micros(t0.Add(time.Duration(i)*time.Millisecond+120*time.Millisecond))); err != nil {
 					return err
 				}
 			}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/doccache"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // tee sends events to the writer and then to another sink, and flushes the
@@ -141,7 +141,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if res, err := eng.Run(ctx, approval, nil, engine.RunOptions{RunID: "paused-run"}); err != nil || res.Status != engine.StatusPaused {
 		t.Fatalf("approval run: %v", err)
 	}
-	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+	err = db.writeTx(ctx, func(tx *Tx) error {
 		for _, run := range []struct{ id, status, chainID string }{{"done-run", "completed", ch.ID}, {"paused-run", "paused", ""}} {
 			if _, err := tx.Exec(`INSERT INTO runs (id, chain_id, chain_version, status, started_at) VALUES (?, NULLIF(?, ''), 1, ?, 1)`, run.id, run.chainID, run.status); err != nil {
 				return err
@@ -173,7 +173,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Fatal(err)
 	}
 	var eventsBefore []engine.Event
-	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+	err = db.writeTx(ctx, func(tx *Tx) error {
 		for _, e := range sink.Events() {
 			b, _ := json.Marshal(e)
 			if _, err := tx.Exec(`INSERT INTO events (run_id, seq, node_id, phase, created_at, body) VALUES (?, ?, ?, ?, 1, ?)`, e.RunID, e.Seq, e.NodeID, e.Phase, string(b)); err != nil {
@@ -312,7 +312,7 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	}
 	// A log whose chain is gone says so, naming the entry.
 	db.w.Exec(`DELETE FROM run_chains`)
-	db.docs = doccache.New(0)
+	db.Store = sqlstore.New(dialect{db}, db.r, doccache.New(0), db.now) // an empty document cache
 	_, err := db.Load(ctx, "r2")
 	var ce *engine.ChainCheckpointError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "entry 1: its chain (sha256 ") || !strings.Contains(err.Error(), ") is missing") {

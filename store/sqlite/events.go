@@ -3,15 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/eventbuf"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 // Events are stored in batches: one row per run per write, holding a JSON
@@ -29,119 +27,48 @@ func (db *DB) AppendEvents(ctx context.Context, events []engine.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	bodies := make([]string, len(events))
-	for i := range events {
-		b, err := json.Marshal(&events[i])
-		if err != nil {
-			return fmt.Errorf("store: append events of run %s: event %d: %w", events[i].RunID, events[i].Seq, err)
-		}
-		bodies[i] = string(b)
+	bodies, err := sqlstore.EventBodies(events)
+	if err != nil {
+		return err
 	}
-	err := db.writeTx(ctx, func(tx *sql.Tx) error { return db.appendEventsTx(ctx, tx, events, bodies) })
+	err = db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, events, bodies) })
 	if err != nil {
 		return fmt.Errorf("store: append events of run %s: %w", events[0].RunID, err)
 	}
 	return nil
 }
 
-// maxBatchBody bounds one stored batch: a reader wanting one event decodes
-// the whole row it sits in, so events with large outputs are spread over
-// more rows instead of making one huge one.
-const maxBatchBody = 256 << 10
-
 // appendEventsTx writes each run's events in events as batch rows (one per
 // run, more when they are large); bodies are the events' JSON.
-func (db *DB) appendEventsTx(ctx context.Context, tx *sql.Tx, events []engine.Event, bodies []string) error {
-	type runBatch struct {
-		id          string
-		first, last int64
-		created     int64
-		body        strings.Builder
-	}
-	var order []*runBatch          // rows to insert, in order
-	open := map[string]*runBatch{} // each run's row being filled
-	lastSeq := map[string]int64{}  // each run's last seq in this write
-	for i := range events {
-		e := &events[i]
-		if last, seen := lastSeq[e.RunID]; seen && e.Seq <= last {
-			return &store.EventSeqError{RunID: e.RunID, Seq: e.Seq, After: last}
-		}
-		lastSeq[e.RunID] = e.Seq
-		b := open[e.RunID]
-		if b != nil && b.body.Len()+len(bodies[i]) > maxBatchBody {
-			b = nil // full: start another row
-		}
-		if b == nil {
-			t := micros(e.Time)
-			if t == 0 {
-				t = micros(db.now())
-			}
-			b = &runBatch{id: e.RunID, first: e.Seq, created: t}
-			b.body.Grow(min(maxBatchBody, 64<<10))
-			b.body.WriteByte('[')
-			open[e.RunID] = b
-			order = append(order, b)
-		} else {
-			b.body.WriteByte(',')
-		}
-		b.body.WriteString(bodies[i])
-		b.last = e.Seq
+func (db *DB) appendEventsTx(ctx context.Context, tx *Tx, events []engine.Event, bodies []string) error {
+	order, err := sqlstore.EventBatches(events, bodies, db.now)
+	if err != nil {
+		return err
 	}
 	checked := map[string]bool{}
 	for _, b := range order {
-		if !checked[b.id] {
+		if !checked[b.RunID] {
 			// The first row of each run in this write: the run must exist and
 			// its events must come after what is stored.
-			checked[b.id] = true
-			if err := db.ensureRun(ctx, tx, b.id, b.created, nil); err != nil {
+			checked[b.RunID] = true
+			if err := sqlstore.EnsureRun(ctx, tx, b.RunID, b.Created, nil); err != nil {
 				return err
 			}
 			var stored sql.NullInt64
-			err := db.queryRow(ctx, tx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.id).Scan(&stored)
+			err := tx.QueryRowPrepared(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, b.RunID).Scan(&stored)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-			if stored.Valid && b.first <= stored.Int64 {
-				return &store.EventSeqError{RunID: b.id, Seq: b.first, After: stored.Int64}
+			if stored.Valid && b.First <= stored.Int64 {
+				return &store.EventSeqError{RunID: b.RunID, Seq: b.First, After: stored.Int64}
 			}
 		}
-		b.body.WriteByte(']')
-		if _, err := db.exec(ctx, tx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
-			b.id, b.first, b.last, b.created, b.body.String()); err != nil {
+		if _, err := tx.ExecPrepared(ctx, `INSERT INTO event_batches (run_id, first_seq, last_seq, created_at, body) VALUES (?, ?, ?, ?, ?)`,
+			b.RunID, b.First, b.Last, b.Created, b.Body); err != nil {
 			return err
 		}
 	}
-	return sqlq.InsertModelCalls(ctx, tx, events, nil)
-}
-
-// EventsAfter returns up to limit events of a run with seq > afterSeq, in seq
-// order (limit <= 0: 1000).
-func (db *DB) EventsAfter(ctx context.Context, runID string, afterSeq int64, limit int) ([]engine.Event, error) {
-	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, 0)
-}
-
-// EventsAfterBytes is EventsAfter that stops reading once about maxBytes of
-// stored events were read.
-func (db *DB) EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error) {
-	return sqlq.EventsAfter(ctx, db.r, runID, afterSeq, limit, maxBytes)
-}
-
-// MaxSeq returns the highest stored event seq of a run (0 when none).
-func (db *DB) MaxSeq(ctx context.Context, runID string) (int64, error) {
-	n, err := maxSeq(ctx, db.r, runID)
-	if err != nil {
-		return 0, fmt.Errorf("store: max seq of run %s: %w", runID, err)
-	}
-	return n, nil
-}
-
-func maxSeq(ctx context.Context, q querier, runID string) (int64, error) {
-	var n int64
-	err := q.QueryRowContext(ctx, `SELECT last_seq FROM event_batches WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1`, runID).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return n, err
+	return sqlstore.InsertModelCalls(ctx, tx, events, nil)
 }
 
 // EventWriter is the buffered event writer on this backend.
@@ -164,5 +91,5 @@ func NewEventWriter(db *DB, opts store.EventWriterOptions) *EventWriter {
 
 // WriteEventBatch stores one batch of the event writer in one transaction.
 func (db *DB) WriteEventBatch(ctx context.Context, batch []engine.Event, bodies []string) error {
-	return db.writeTx(ctx, func(tx *sql.Tx) error { return db.appendEventsTx(ctx, tx, batch, bodies) })
+	return db.writeTx(ctx, func(tx *Tx) error { return db.appendEventsTx(ctx, tx, batch, bodies) })
 }

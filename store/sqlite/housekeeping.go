@@ -2,88 +2,26 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
-	"github.com/chainstudio/studio/store/sqlq"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
-// RecoverInterrupted ends or requeues every run a previous process left
-// "running" or "queued" (only a crash leaves one: a clean stop cancels
-// them), as sqlq.Recovery decides in one transaction per run: a run with a
-// start entry is marked failed with code interrupted_by_restart by an "end"
-// checkpoint, so that a resume continues it; a saved chain's run that never
-// started stays queued for the run service to queue again; any other run
-// that never started is failed with interrupted_before_start (start it
-// again). Call it at startup, before starting runs.
-// Paused runs are left alone. It returns how many runs it marked.
+// RecoverInterrupted ends or requeues the runs a crashed process left
+// running or queued (sqlstore.RecoverInterrupted). Call it at startup,
+// before starting runs: the file lock makes this process the database's only
+// one, so every such run is free.
 func (db *DB) RecoverInterrupted(ctx context.Context) (int, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN ('running', 'queued') ORDER BY started_at, id`)
-	if err != nil {
-		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
-	}
-	n := 0
-	for _, id := range ids {
-		marked := false
-		err := db.writeTx(ctx, func(tx *sql.Tx) error {
-			var status string
-			if err := db.queryRow(ctx, tx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&status); err != nil {
-				return err
-			}
-			if status != string(engine.StatusRunning) && status != string(engine.StatusQueued) {
-				return nil // changed since the scan
-			}
-			seq, err := maxSeq(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			what, err := sqlq.Recovery(ctx, tx, id, seq, db.now())
-			if err != nil {
-				return err
-			}
-			if what.Requeue {
-				_, err := db.exec(ctx, tx, `UPDATE runs SET status = 'queued' WHERE id = ?`, id)
-				return err
-			}
-			cp := *what.End
-			cps := []engine.Checkpoint{cp}
-			enc, err := cplog.Encode(cps)
-			if err != nil {
-				return err
-			}
-			marked = true
-			db.lastN.Delete(id)
-			_, err = db.appendTx(ctx, tx, id, cps, enc)
-			return err
-		})
-		if err != nil {
-			return n, fmt.Errorf("store: recover interrupted run %s: %w", id, err)
-		}
-		if marked {
-			n++
-		}
-
-	}
-	return n, nil
+	return sqlstore.RecoverInterrupted(ctx, db.Store, `TRUE`, func(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) error {
+		db.lastN.Forget(runID)
+		_, err := db.appendTx(ctx, tx, runID, cps, enc)
+		return err
+	})
 }
 
 // Backup writes a consistent copy of the database to path (VACUUM INTO). An
@@ -101,77 +39,4 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 		return fmt.Errorf("store: backup to %s: %w", path, err)
 	}
 	return nil
-}
-
-// pruneBatch bounds how many runs one delete transaction removes, so the
-// writer is never held for long.
-const pruneBatch = 500
-
-// PruneRuns deletes old runs with their events, checkpoints, node results and
-// interrupts. Chains and their versions are never touched. It returns how many
-// runs it deleted.
-func (db *DB) PruneRuns(ctx context.Context, ret store.Retention) (int, error) {
-	if ret.OlderThan <= 0 && ret.KeepPerChain <= 0 {
-		return 0, fmt.Errorf("store: prune runs: %w: retention sets no limit", store.ErrInvalid)
-	}
-	var cond []string
-	var args []any
-	cond = append(cond, "status NOT IN ('running', 'paused')")
-	if ret.OlderThan > 0 {
-		cond = append(cond, "started_at < ?")
-		args = append(args, micros(db.now().Add(-ret.OlderThan)))
-	}
-	if ret.KeepPerChain > 0 {
-		cond = append(cond, "rn > ?")
-		args = append(args, ret.KeepPerChain)
-	}
-	q := `SELECT id FROM (
-  SELECT id, status, started_at,
-         ROW_NUMBER() OVER (PARTITION BY COALESCE(chain_id, '') ORDER BY started_at DESC, id) AS rn
-  FROM runs
-) ranked WHERE ` + strings.Join(cond, " AND ") + ` LIMIT ?`
-	total := 0
-	for {
-		var n int
-		err := db.writeTx(ctx, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, q, append(args, pruneBatch)...)
-			if err != nil {
-				return err
-			}
-			var ids []any
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				ids = append(ids, id)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if len(ids) == 0 {
-				return nil
-			}
-			res, err := db.exec(ctx, tx, `DELETE FROM runs WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, ids...)
-			if err != nil {
-				return err
-			}
-			k, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			n = int(k)
-			// The chains only these runs named go with them.
-			return db.pruneRunChainsTx(ctx, tx)
-		})
-		if err != nil {
-			return total, fmt.Errorf("store: prune runs: %w", err)
-		}
-		total += n
-		if n < pruneBatch {
-			return total, nil
-		}
-	}
 }

@@ -8,9 +8,11 @@
 // BEGIN IMMEDIATE transaction; WAL with synchronous=NORMAL keeps every
 // committed transaction across a process crash (kill -9).
 //
-// The SQL is kept portable (plain types, times as BIGINT unix microseconds,
-// JSON as TEXT) so that another backend can implement the same interfaces;
-// store/storetest is the contract both pass.
+// The records' logic is package sqlstore's, shared with store/postgres over
+// this package's dialect; what is left here is SQLite's own: opening with
+// its pragmas, migrations, the file lock, the checkpoint and event writes
+// through the writer's prepared statements, recovery after a crash and
+// backup. store/storetest is the contract both backends pass.
 package sqlite
 
 import (
@@ -21,7 +23,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/doccache"
+	"github.com/chainstudio/studio/store/sqlstore"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -53,10 +55,16 @@ type Options struct {
 	// schemaUpTo stops migrations at that version (tests build databases
 	// of an older schema with it); 0 means the latest.
 	schemaUpTo int
+	// migrationFiles replaces the embedded migrations folder (tests open
+	// databases migrated from files of other names with it).
+	migrationFiles fs.FS
 }
 
 // DB is an open studio database.
 type DB struct {
+	// Store is the logic both SQL backends share, over dialect.
+	*sqlstore.Store
+
 	w      *sql.DB // the one writer connection
 	r      *sql.DB // read-only pool
 	path   string
@@ -64,27 +72,22 @@ type DB struct {
 	now    func() time.Time
 	closed bool
 
-	// Statements prepared once on the writer connection and reused by every
-	// transaction (parsing SQL costs more than running it in SQLite).
 	docs *doccache.Cache // decoded chain documents
 
-	// lastN caches, for runs this process is appending checkpoints to, the
-	// number of the run's last checkpoint (run id → int64).
-	lastN sync.Map
+	// lastN caches the position of the runs this process appends
+	// checkpoints to.
+	lastN sqlstore.Positions
 
+	// Statements prepared once on the writer connection and reused by every
+	// transaction (parsing SQL costs more than running it in SQLite): the
+	// dialect's Prepared.
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
 	wanted map[string]bool
 }
 
 // SchemaVersionError: the database was written by a newer studio.
-type SchemaVersionError struct {
-	Have, Known int
-}
-
-func (e *SchemaVersionError) Error() string {
-	return fmt.Sprintf("database schema version %d is newer than this studio (knows up to %d); upgrade the studio", e.Have, e.Known)
-}
+type SchemaVersionError = sqlstore.SchemaVersionError
 
 // Open opens (creating if needed) the database at path and migrates it to the
 // latest schema.
@@ -126,7 +129,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db := &DB{w: w, path: path, log: opts.Logger, now: time.Now, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{},
 		docs: doccache.New(opts.DocCacheSize)}
-	if err := db.migrate(ctx, opts.schemaUpTo); err != nil {
+	if err := db.migrate(ctx, opts); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -145,6 +148,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	db.r = r
+	db.Store = sqlstore.New(dialect{db}, r, db.docs, db.now)
 	return db, nil
 }
 
@@ -185,54 +189,19 @@ func (db *DB) Path() string { return db.path }
 // SchemaVersion returns the schema version this binary knows.
 func SchemaVersion() int { return len(migrations()) }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() []migration {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		panic("store: embedded migrations: " + err.Error())
-	}
-	var out []migration
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".sql") {
-			continue
-		}
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			panic("store: migration file name must be NNNN_name.sql: " + name)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			panic("store: embedded migration " + name + ": " + err.Error())
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			panic(fmt.Sprintf("store: migrations are not numbered 1..n: %s is number %d", m.name, i+1))
-		}
-	}
-	return out
-}
+func migrations() []sqlstore.Migration { return sqlstore.Migrations(migrationFS, "migrations") }
 
 // migrate applies every migration this binary knows that the database lacks,
 // each in its own transaction, and refuses a database from a newer studio.
-func (db *DB) migrate(ctx context.Context, upTo int) error {
-	ms := migrations()
+func (db *DB) migrate(ctx context.Context, opts Options) error {
+	ms, upTo := migrations(), opts.schemaUpTo
+	if opts.migrationFiles != nil {
+		ms = sqlstore.Migrations(opts.migrationFiles, ".")
+	}
 	if upTo > 0 && upTo < len(ms) {
 		ms = ms[:upTo]
 	}
-	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-    version    INTEGER NOT NULL PRIMARY KEY,
-    applied_at BIGINT  NOT NULL
-)`); err != nil {
+	if _, err := db.w.ExecContext(ctx, sqlstore.CreateSchemaVersion); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	for {
@@ -246,8 +215,8 @@ func (db *DB) migrate(ctx context.Context, upTo int) error {
 	}
 }
 
-func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
-	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+func (db *DB) migrateOne(ctx context.Context, ms []sqlstore.Migration) (done bool, err error) {
+	err = db.writeTx(ctx, func(tx *Tx) error {
 		var have sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&have); err != nil {
 			return err
@@ -261,33 +230,70 @@ func (db *DB) migrateOne(ctx context.Context, ms []migration) (done bool, err er
 			return nil
 		}
 		m := ms[cur]
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.version, micros(db.now())); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, m.Version, sqlstore.Micros(db.now())); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		return nil
 	})
 	return done, err
 }
 
+// Tx is a transaction on this database (the shared SQL's, sqlstore.Tx).
+type Tx = sqlstore.Tx
+
 // writeTx runs fn in a write transaction on the writer connection
 // (BEGIN IMMEDIATE, from the DSN's _txlock). fn must only use tx.
-func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+func (db *DB) writeTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return dialect{db}.WriteTx(ctx, func(tx *sql.Tx) error { return fn(sqlstore.NewTx(tx, dialect{db})) })
+}
+
+// readTx runs fn in a read transaction on the reader pool, so that several
+// queries see one snapshot.
+func (db *DB) readTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return dialect{db}.ReadTx(ctx, func(tx *sql.Tx) error { return fn(sqlstore.NewTx(tx, dialect{db})) })
+}
+
+// dialect is SQLite's sqlstore.Dialect: one writer whose transactions are
+// serial (no FOR UPDATE), ? placeholders as they are, and the writer's
+// prepared statements.
+type dialect struct{ db *DB }
+
+func (d dialect) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		db.prepareWanted()
+		d.db.prepareWanted()
 		return err
 	}
 	err = tx.Commit()
-	db.prepareWanted()
+	d.db.prepareWanted()
 	return err
 }
+
+func (d dialect) ReadTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+func (dialect) Rebind(q string) string { return q }
+
+func (d dialect) Prepared(q string) *sql.Stmt { return d.db.stmt(q) }
+
+func (dialect) ForUpdate() string { return "" }
+
+func (dialect) IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
+
+func (dialect) NodeStatus() string { return `json_extract(c.body, '$.node.status')` }
 
 // stmt returns the cached prepared statement for q, or nil the first time
 // (q is then prepared after the current transaction, when the writer
@@ -331,76 +337,6 @@ func (db *DB) prepareWanted() {
 		}
 		db.stmtMu.Unlock()
 	}
-}
-
-// exec runs a write statement inside tx, through the statement cache.
-func (db *DB) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
-	if st := db.stmt(q); st != nil {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	return tx.ExecContext(ctx, q, args...)
-}
-
-// queryRow runs a one-row query inside tx, through the statement cache.
-func (db *DB) queryRow(ctx context.Context, tx *sql.Tx, q string, args ...any) *sql.Row {
-	if st := db.stmt(q); st != nil {
-		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-	}
-	return tx.QueryRowContext(ctx, q, args...)
-}
-
-// readTx runs fn in a read transaction on the reader pool, so that several
-// queries see one snapshot.
-func (db *DB) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	return fn(tx)
-}
-
-// micros converts a time to the stored form: unix microseconds, UTC.
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(v).UTC()
-}
-
-func nullMicros(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
-func fromNullMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return fromMicros(v.Int64)
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullInt(v int) any {
-	if v == 0 {
-		return nil
-	}
-	return v
 }
 
 // isUniqueViolation reports whether err is a UNIQUE/PRIMARY KEY constraint

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/sqlstore"
 )
 
 func openTest(t testing.TB) (*DB, string) {
@@ -119,7 +120,7 @@ func TestEventsLargeAndInterleaved(t *testing.T) {
 	}
 	var rows, largest int
 	db.r.QueryRow(`SELECT COUNT(*), MAX(LENGTH(body)) FROM event_batches WHERE run_id = 'a'`).Scan(&rows, &largest)
-	if rows < 4 || largest > maxBatchBody+110<<10 {
+	if rows < 4 || largest > sqlstore.MaxBatchBody+110<<10 {
 		t.Fatalf("run a stored in %d rows, largest %d bytes", rows, largest)
 	}
 	var wantA []engine.Event

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -21,7 +20,7 @@ func createChainOldSchema(ctx context.Context, db *DB, doc *engine.Chain, messag
 	if err != nil {
 		return nil, err
 	}
-	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+	err = db.writeTx(ctx, func(tx *Tx) error {
 		if _, err := tx.Exec(`INSERT INTO chains (id, name, description, current_version, node_count, created_at, updated_at) VALUES (?, ?, '', ?, ?, 1, 1)`,
 			ch.ID, doc.Name, len(messages), len(doc.Nodes)); err != nil {
 			return err

@@ -1,4 +1,4 @@
-package sqlq
+package sqlstore
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"github.com/chainstudio/studio/store"
 )
 
-// UseHookSignature records a webhook signature's digest until expires,
+// useHookSignature records a webhook signature's digest until expires,
 // unless it is recorded already and not expired at now: used reports
 // whether it was (a replay; nothing written). An expired row of the same
 // digest is taken over, so a row that housekeeping has not deleted yet
 // never refuses a call.
-func UseHookSignature(ctx context.Context, tx Writer, hookID string, digest []byte, now, expires time.Time) (used bool, err error) {
+func useHookSignature(ctx context.Context, tx Writer, hookID string, digest []byte, now, expires time.Time) (used bool, err error) {
 	if len(digest) != sha256.Size {
 		return false, store.Errorf(store.EINVALID, "hook signature digest: want %d bytes (SHA-256), got %d", sha256.Size, len(digest))
 	}
@@ -31,8 +31,8 @@ WHERE hook_signatures.expires_at <= ?`, hex.EncodeToString(digest), hookID, micr
 	return n == 0, nil
 }
 
-// PruneHookSignatures deletes the digests expired at now.
-func PruneHookSignatures(ctx context.Context, tx Writer, now time.Time) (int, error) {
+// pruneHookSignatures deletes the digests expired at now.
+func pruneHookSignatures(ctx context.Context, tx Writer, now time.Time) (int, error) {
 	res, err := tx.ExecContext(ctx, `DELETE FROM hook_signatures WHERE expires_at <= ?`, micros(now))
 	if err != nil {
 		return 0, err

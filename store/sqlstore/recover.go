@@ -1,4 +1,4 @@
-package sqlq
+package sqlstore
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/store/cplog"
 )
 
 const (
@@ -59,7 +60,7 @@ FROM runs WHERE id = ?`, id, id)
 	end := &engine.EndRecord{Status: engine.StatusFailed}
 	switch {
 	case started:
-		nodes, err := RunNodes(ctx, tx, id, "")
+		nodes, err := runNodes(ctx, tx, id, "")
 		if err != nil {
 			return Interrupted{}, err
 		}
@@ -77,4 +78,72 @@ FROM runs WHERE id = ?`, id, id)
 		end.Error = &engine.RunError{Code: store.CodeInterruptedBeforeStart, Message: notStartedMessage}
 	}
 	return Interrupted{End: &engine.Checkpoint{RunID: id, Kind: engine.CheckpointEnd, EventSeq: seq, Time: now.UTC(), End: end}}, nil
+}
+
+// RecoverInterrupted is store.Housekeeping's RecoverInterrupted over s: it
+// ends or requeues every run a previous process left "running" or "queued"
+// (only a crash leaves one: a clean stop cancels them), as Recovery decides,
+// in one transaction per run. free is the backend's condition on a run's row
+// that no live process holds it (a lease on PostgreSQL; TRUE where one
+// process owns the database); end appends a run's end entry inside tx, as
+// the backend appends entries. Paused runs are left alone. It returns how
+// many runs it marked.
+func RecoverInterrupted(ctx context.Context, s *Store, free string, end func(ctx context.Context, tx *Tx, runID string, cps []engine.Checkpoint, enc *cplog.Encoded) error) (int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs WHERE status IN ('running', 'queued') AND `+free+` ORDER BY started_at, id`)
+	if err != nil {
+		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: recover interrupted runs: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		marked := false
+		err := s.writeTx(ctx, func(tx *Tx) error {
+			var status string
+			var isFree bool
+			if err := tx.QueryRowPrepared(ctx, `SELECT status, `+free+` FROM runs WHERE id = ?`+s.d.ForUpdate(), id).Scan(&status, &isFree); err != nil {
+				return err
+			}
+			if status != string(engine.StatusRunning) && status != string(engine.StatusQueued) || !isFree {
+				return nil // changed since the scan
+			}
+			seq, err := MaxSeqOf(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			what, err := Recovery(ctx, tx, id, seq, s.now())
+			if err != nil {
+				return err
+			}
+			if what.Requeue {
+				_, err := tx.ExecPrepared(ctx, `UPDATE runs SET status = 'queued' WHERE id = ?`, id)
+				return err
+			}
+			cps := []engine.Checkpoint{*what.End}
+			enc, err := cplog.Encode(cps)
+			if err != nil {
+				return err
+			}
+			marked = true
+			return end(ctx, tx, id, cps, enc)
+		})
+		if err != nil {
+			return n, fmt.Errorf("store: recover interrupted run %s: %w", id, err)
+		}
+		if marked {
+			n++
+		}
+	}
+	return n, nil
 }

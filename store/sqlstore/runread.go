@@ -1,7 +1,4 @@
-// Package sqlq holds the SQL both store backends run unchanged, written
-// once with ? placeholders (the PostgreSQL backend rewrites them): a backend
-// passes its transaction or connection as a Queryer.
-package sqlq
+package sqlstore
 
 import (
 	"context"
@@ -23,10 +20,10 @@ type Queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// RunNodes feeds a run's checkpoint rows to the engine's fold
+// runNodes feeds a run's checkpoint rows to the engine's fold
 // (engine.NodeResultFold), which owns what they mean. node limits the fold to
 // one node ("" for all).
-func RunNodes(ctx context.Context, tx Queryer, runID, node string) ([]engine.NodeResult, error) {
+func runNodes(ctx context.Context, tx Queryer, runID, node string) ([]engine.NodeResult, error) {
 	q := `SELECT n, kind, body FROM checkpoints WHERE run_id = ? AND kind IN ('node', 'pause', 'end', 'resume') ORDER BY n`
 	args := []any{runID}
 	if node != "" {
@@ -65,13 +62,13 @@ func RunNodes(ctx context.Context, tx Queryer, runID, node string) ([]engine.Nod
 	return f.Results(), nil
 }
 
-// EncodeCursor makes an opaque keyset cursor from a run's (started_at, id).
-func EncodeCursor(started int64, id string) string {
+// encodeCursor makes an opaque keyset cursor from a run's (started_at, id).
+func encodeCursor(started int64, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(started, 10) + ":" + id))
 }
 
-// DecodeCursor reads a cursor EncodeCursor made; a bad one is store.ErrInvalid.
-func DecodeCursor(c string) (int64, string, error) {
+// decodeCursor reads a cursor EncodeCursor made; a bad one is store.ErrInvalid.
+func decodeCursor(c string) (int64, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
 		return 0, "", fmt.Errorf("%w: bad cursor", store.ErrInvalid)
@@ -84,13 +81,13 @@ func DecodeCursor(c string) (int64, string, error) {
 	return started, id, nil
 }
 
-// ReachedNode is the condition on runs (the table named runs) that keeps
+// reachedNode is the condition on runs (the table named runs) that keeps
 // those whose checkpoint log has a pause entry, or a node entry other than a
 // skip, of the node given as its one argument: the runs that got to the
 // node. Each run's entries are found by the primary key's run_id prefix; only
 // the node's own entries are decoded, by the backend's nodeStatus
 // expression (the "status" of a node entry's "node" in c.body).
-func ReachedNode(nodeStatus string) string {
+func reachedNode(nodeStatus string) string {
 	return `EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = runs.id AND c.node_id = ? AND ` +
 		`(c.kind = 'pause' OR (c.kind = 'node' AND ` + nodeStatus + ` <> 'skip')))`
 }

@@ -1,4 +1,4 @@
-package sqlq
+package sqlstore
 
 import (
 	"context"
@@ -17,11 +17,11 @@ type Writer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// InsertPause is the statement and arguments that record a pause entry (log
+// insertPause is the statement and arguments that record a pause entry (log
 // entry n, written at t µs) as a pending interrupt of runID. node_id keeps
 // the pause id (the node id for a top-level interrupt), so each pause of a
 // node is listed and claimed on its own.
-func InsertPause(runID string, n, t int64, rec *engine.PauseRecord) (string, []any, error) {
+func insertPause(runID string, n, t int64, rec *engine.PauseRecord) (string, []any, error) {
 	var prompt, approval, deadline, notifyAt any
 	esc := ""
 	if rec.Prompt != nil {
@@ -60,8 +60,8 @@ func likePattern(q string) string {
 	return "%" + r.Replace(strings.ToLower(q)) + "%"
 }
 
-// ListInterrupts lists pending interrupts by f (store.InterruptStore).
-func ListInterrupts(ctx context.Context, q Queryer, f store.InterruptFilter) ([]store.Interrupt, error) {
+// listInterrupts lists pending interrupts by f (store.InterruptStore).
+func listInterrupts(ctx context.Context, q Queryer, f store.InterruptFilter) ([]store.Interrupt, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -91,14 +91,14 @@ func ListInterrupts(ctx context.Context, q Queryer, f store.InterruptFilter) ([]
 	return scanInterrupts(ctx, q, `SELECT `+interruptCols+pendingFrom+where+order+` LIMIT ?`, append(args, f.Limit)...)
 }
 
-// DueInterrupts lists pending interrupts whose deadline passed.
-func DueInterrupts(ctx context.Context, q Queryer, now time.Time, limit int) ([]store.Interrupt, error) {
+// dueInterrupts lists pending interrupts whose deadline passed.
+func dueInterrupts(ctx context.Context, q Queryer, now time.Time, limit int) ([]store.Interrupt, error) {
 	return scanInterrupts(ctx, q, `SELECT `+interruptCols+pendingFrom+` AND i.deadline IS NOT NULL AND i.deadline <= ?
 ORDER BY i.deadline, i.run_id, i.n LIMIT ?`, now.UnixMicro(), limit)
 }
 
-// DueEscalations lists the escalation notifications due at now.
-func DueEscalations(ctx context.Context, q Queryer, now time.Time, limit int) ([]store.Escalation, error) {
+// dueEscalations lists the escalation notifications due at now.
+func dueEscalations(ctx context.Context, q Queryer, now time.Time, limit int) ([]store.Escalation, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+interruptCols+`, i.escalation,
   CASE WHEN i.escalated_at IS NULL THEN 'paused' ELSE 'deadline_near' END`+pendingFrom+` AND i.escalation <> ''
   AND (i.escalated_at IS NULL OR (i.warned_at IS NULL AND i.notify_at IS NOT NULL AND i.notify_at <= ?))
@@ -122,8 +122,8 @@ ORDER BY i.created_at, i.run_id, i.n LIMIT ?`, now.UnixMicro(), limit)
 	return out, rows.Err()
 }
 
-// ClaimEscalation marks one notification of an interrupt sent, once.
-func ClaimEscalation(ctx context.Context, x Writer, runID string, n int64, stage string, now time.Time) (bool, error) {
+// claimEscalation marks one notification of an interrupt sent, once.
+func claimEscalation(ctx context.Context, x Writer, runID string, n int64, stage string, now time.Time) (bool, error) {
 	col := "escalated_at"
 	switch stage {
 	case store.EscalationPaused:
@@ -197,8 +197,8 @@ func scanInterrupts(ctx context.Context, q Queryer, query string, args ...any) (
 // through an approval thousands of times shows the first ones).
 const maxAnswers = 1000
 
-// Answers reads the resume entries with a value of runID's log.
-func Answers(ctx context.Context, q Queryer, runID string) ([]engine.ResumeRecord, error) {
+// answers reads the resume entries with a value of runID's log.
+func answers(ctx context.Context, q Queryer, runID string) ([]engine.ResumeRecord, error) {
 	rows, err := q.QueryContext(ctx, `SELECT n, body FROM checkpoints WHERE run_id = ? AND kind = 'resume' ORDER BY n LIMIT ?`, runID, maxAnswers)
 	if err != nil {
 		return nil, err
@@ -222,4 +222,69 @@ func Answers(ctx context.Context, q Queryer, runID string) ([]engine.ResumeRecor
 		}
 	}
 	return out, rows.Err()
+}
+
+// ListInterrupts lists the pending interrupts of paused runs (the inbox).
+func (s *Store) ListInterrupts(ctx context.Context, f store.InterruptFilter) ([]store.Interrupt, error) {
+	var out []store.Interrupt
+	err := s.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = listInterrupts(ctx, tx, f)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list interrupts: %w", err)
+	}
+	return out, nil
+}
+
+// DueInterrupts lists pending interrupts whose deadline passed by now.
+func (s *Store) DueInterrupts(ctx context.Context, now time.Time, limit int) ([]store.Interrupt, error) {
+	var out []store.Interrupt
+	err := s.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = dueInterrupts(ctx, tx, now, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: due interrupts: %w", err)
+	}
+	return out, nil
+}
+
+// DueEscalations lists the escalation notifications due at now.
+func (s *Store) DueEscalations(ctx context.Context, now time.Time, limit int) ([]store.Escalation, error) {
+	var out []store.Escalation
+	err := s.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = dueEscalations(ctx, tx, now, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: due escalations: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimEscalation marks a notification sent; false: it was already.
+func (s *Store) ClaimEscalation(ctx context.Context, runID string, n int64, stage string, now time.Time) (bool, error) {
+	var ok bool
+	err := s.writeTx(ctx, func(tx *Tx) (err error) {
+		ok, err = claimEscalation(ctx, tx, runID, n, stage, now)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: claim escalation of run %s: %w", runID, err)
+	}
+	return ok, nil
+}
+
+// Answers returns the audit entries of runID's answered interrupts.
+func (s *Store) Answers(ctx context.Context, runID string) ([]engine.ResumeRecord, error) {
+	var out []engine.ResumeRecord
+	err := s.readTx(ctx, func(tx *Tx) (err error) {
+		out, err = answers(ctx, tx, runID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: answers of run %s: %w", runID, err)
+	}
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -62,17 +62,17 @@ func nameHolder(ctx context.Context, tx *Tx, name, except string) (string, error
 }
 
 // CreateChain stores doc as version 1 of a new chain named doc.Name.
-func (db *DB) CreateChain(ctx context.Context, doc *engine.Chain, message string) (*store.Chain, error) {
+func (s *Store) CreateChain(ctx context.Context, doc *engine.Chain, message string) (*store.Chain, error) {
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, fmt.Errorf("store: create chain: %w", err)
 	}
-	now := db.now().UTC()
+	now := s.now().UTC()
 	ch := &store.Chain{
 		ID: uuid.NewString(), Name: doc.Name, Description: doc.Description, Version: 1,
-		NodeCount: len(doc.Nodes), Created: fromMicros(micros(now)), Updated: fromMicros(micros(now)),
+		NodeCount: len(doc.Nodes), Created: FromMicros(Micros(now)), Updated: FromMicros(Micros(now)),
 	}
-	err = db.writeTx(ctx, func(tx *Tx) error {
+	err = s.writeTx(ctx, func(tx *Tx) error {
 		holder, err := nameHolder(ctx, tx, doc.Name, "")
 		if err != nil {
 			return err
@@ -81,8 +81,8 @@ func (db *DB) CreateChain(ctx context.Context, doc *engine.Chain, message string
 			return &store.ConflictError{Name: doc.Name, ChainID: holder}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO chains (id, name, description, current_version, node_count, created_at, updated_at)
-VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, micros(now), micros(now)); err != nil {
-			if isUniqueViolation(err) {
+VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, Micros(now), Micros(now)); err != nil {
+			if s.d.IsUniqueViolation(err) {
 				return &store.ConflictError{Name: doc.Name}
 			}
 			return err
@@ -98,35 +98,40 @@ VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, mic
 
 func insertVersion(ctx context.Context, tx *Tx, id string, v int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO chain_versions (chain_id, version, name, node_count, message, kind, doc, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, string(kind), body, micros(now))
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, string(kind), body, Micros(now))
 	return err
 }
 
 // SaveChain stores doc as a new version of chain id. baseVersion is the
 // version the edit started from: when the chain has moved on since, nothing is
 // written and a *VersionConflictError carries the current version.
-func (db *DB) SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*store.Chain, error) {
-	return db.SaveChainAs(ctx, id, baseVersion, doc, message, store.VersionSave)
+func (s *Store) SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*store.Chain, error) {
+	return s.SaveChainAs(ctx, id, baseVersion, doc, message, store.VersionSave)
 }
 
 // SaveChainAs is SaveChain recording how the version was made (the designer's
 // autosave says VersionAutosave).
-func (db *DB) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind store.VersionKind) (*store.Chain, error) {
+func (s *Store) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind store.VersionKind) (*store.Chain, error) {
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, fmt.Errorf("store: save chain %s: %w", id, err)
 	}
-	now := db.now().UTC()
+	now := s.now().UTC()
 	var ch *store.Chain
-	err = db.writeTx(ctx, func(tx *Tx) error {
+	err = s.writeTx(ctx, func(tx *Tx) error {
 		var err error
-		ch, err = saveVersion(ctx, tx, id, &baseVersion, doc, body, message, kind, now, true)
+		ch, err = s.saveVersion(ctx, tx, id, &baseVersion, doc, body, message, kind, now, true)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: save chain %s: %w", id, err)
 	}
 	ch.Doc = doccache.Clone(doc)
+	// The next read is the editor's next save or a run of this version:
+	// keep it decoded (a 5,000-node document takes ~20 ms to decode). A
+	// version never changes once written, so the entry holds in every
+	// process sharing the database.
+	s.docs.Put(id, ch.Version, doc)
 	return ch, nil
 }
 
@@ -134,10 +139,10 @@ func (db *DB) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *
 // optimistic-concurrency check. keepSame: a document whose stored form is
 // the current version's (a save that changes nothing) writes nothing and
 // returns the chain at its current version, so that its ETag stays.
-func saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time, keepSame bool) (*store.Chain, error) {
+func (s *Store) saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time, keepSame bool) (*store.Chain, error) {
 	var cur int
 	var created int64
-	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at FROM chains WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).Scan(&cur, &created)
+	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -159,7 +164,7 @@ WHERE v.chain_id = ? AND v.version = ?`, body, id, cur).Scan(&same, &updated)
 		if same {
 			return &store.Chain{
 				ID: id, Name: doc.Name, Description: doc.Description, Version: cur, NodeCount: len(doc.Nodes),
-				Created: fromMicros(created), Updated: fromMicros(updated),
+				Created: FromMicros(created), Updated: FromMicros(updated),
 			}, nil
 		}
 	}
@@ -175,9 +180,9 @@ WHERE v.chain_id = ? AND v.version = ?`, body, id, cur).Scan(&same, &updated)
 		return nil, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE chains SET name = ?, description = ?, current_version = ?, node_count = ?, updated_at = ?
-WHERE id = ? AND current_version = ?`, doc.Name, doc.Description, next, len(doc.Nodes), micros(now), id, cur)
+WHERE id = ? AND current_version = ?`, doc.Name, doc.Description, next, len(doc.Nodes), Micros(now), id, cur)
 	if err != nil {
-		if isUniqueViolation(err) {
+		if s.d.IsUniqueViolation(err) {
 			return nil, &store.ConflictError{Name: doc.Name}
 		}
 		return nil, err
@@ -189,20 +194,16 @@ WHERE id = ? AND current_version = ?`, doc.Name, doc.Description, next, len(doc.
 	}
 	return &store.Chain{
 		ID: id, Name: doc.Name, Description: doc.Description, Version: next, NodeCount: len(doc.Nodes),
-		Created: fromMicros(created), Updated: fromMicros(micros(now)),
+		Created: FromMicros(created), Updated: FromMicros(Micros(now)),
 	}, nil
 }
 
 const chainCols = `id, name, description, current_version, node_count, created_at, updated_at`
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // loadDoc returns version v of chain id's document, from the cache of
 // decoded documents when it is there.
-func (db *DB) loadDoc(ctx context.Context, q querier, id string, v int) (*engine.Chain, error) {
-	if d := db.docs.Get(id, v); d != nil {
+func (s *Store) loadDoc(ctx context.Context, q rowQueryer, id string, v int) (*engine.Chain, error) {
+	if d := s.docs.Get(id, v); d != nil {
 		return d, nil
 	}
 	var body string
@@ -218,15 +219,15 @@ func (db *DB) loadDoc(ctx context.Context, q querier, id string, v int) (*engine
 	if err != nil {
 		return nil, err
 	}
-	db.docs.Put(id, v, d)
+	s.docs.Put(id, v, d)
 	return d, nil
 }
 
 // getChain reads a live chain's row (where is "id = ?" or "name = ?") and
 // its current document.
-func (db *DB) getChain(ctx context.Context, where string, arg any) (*store.Chain, error) {
+func (s *Store) getChain(ctx context.Context, where string, arg any) (*store.Chain, error) {
 	var ch store.Chain
-	err := db.readTx(ctx, func(tx *Tx) error {
+	err := s.readTx(ctx, func(tx *Tx) error {
 		var created, updated int64
 		err := tx.QueryRowContext(ctx, `SELECT `+chainCols+` FROM chains WHERE `+where+` AND deleted_at IS NULL`, arg).
 			Scan(&ch.ID, &ch.Name, &ch.Description, &ch.Version, &ch.NodeCount, &created, &updated)
@@ -236,8 +237,8 @@ func (db *DB) getChain(ctx context.Context, where string, arg any) (*store.Chain
 		if err != nil {
 			return err
 		}
-		ch.Created, ch.Updated = fromMicros(created), fromMicros(updated)
-		ch.Doc, err = db.loadDoc(ctx, tx, ch.ID, ch.Version)
+		ch.Created, ch.Updated = FromMicros(created), FromMicros(updated)
+		ch.Doc, err = s.loadDoc(ctx, tx, ch.ID, ch.Version)
 		return err
 	})
 	if err != nil {
@@ -247,8 +248,8 @@ func (db *DB) getChain(ctx context.Context, where string, arg any) (*store.Chain
 }
 
 // GetChain returns a live chain at its current version.
-func (db *DB) GetChain(ctx context.Context, id string) (*store.Chain, error) {
-	ch, err := db.getChain(ctx, "id = ?", id)
+func (s *Store) GetChain(ctx context.Context, id string) (*store.Chain, error) {
+	ch, err := s.getChain(ctx, "id = ?", id)
 	if err != nil {
 		return nil, fmt.Errorf("store: get chain %s: %w", id, err)
 	}
@@ -256,8 +257,8 @@ func (db *DB) GetChain(ctx context.Context, id string) (*store.Chain, error) {
 }
 
 // GetChainByName returns the live chain with the given name.
-func (db *DB) GetChainByName(ctx context.Context, name string) (*store.Chain, error) {
-	ch, err := db.getChain(ctx, "name = ?", name)
+func (s *Store) GetChainByName(ctx context.Context, name string) (*store.Chain, error) {
+	ch, err := s.getChain(ctx, "name = ?", name)
 	if err != nil {
 		return nil, fmt.Errorf("store: get chain %q: %w", name, err)
 	}
@@ -266,23 +267,17 @@ func (db *DB) GetChainByName(ctx context.Context, name string) (*store.Chain, er
 
 // ResolveChain returns the current document of the live chain named name; it
 // is the lookup the engine uses for sub-chains (skill nodes).
-func (db *DB) ResolveChain(ctx context.Context, name string) (*engine.Chain, error) {
-	ch, err := db.GetChainByName(ctx, name)
+func (s *Store) ResolveChain(ctx context.Context, name string) (*engine.Chain, error) {
+	ch, err := s.GetChainByName(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	return ch.Doc, nil
 }
 
-// likePattern turns a substring into a LIKE pattern with '\' escaping.
-func likePattern(q string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(strings.ToLower(q)) + "%"
-}
-
 // ListChains lists live chains by name, with the status of each one's latest
 // run, and the total number of chains matching the filter (f.After aside).
-func (db *DB) ListChains(ctx context.Context, f store.ChainFilter) ([]store.ChainSummary, int, error) {
+func (s *Store) ListChains(ctx context.Context, f store.ChainFilter) ([]store.ChainSummary, int, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -305,7 +300,7 @@ func (db *DB) ListChains(ctx context.Context, f store.ChainFilter) ([]store.Chai
 		where += ` AND (LOWER(c.name) > LOWER(?) OR LOWER(c.name) = LOWER(?) AND c.id > ?)`
 		args = append(args, f.After.Name, f.After.Name, f.After.ID)
 	}
-	err := db.readTx(ctx, func(tx *Tx) error {
+	err := s.readTx(ctx, func(tx *Tx) error {
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM chains c WHERE `+countWhere, countArgs...).Scan(&total); err != nil {
 			return err
 		}
@@ -327,9 +322,9 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 			if err := rows.Scan(&s.ID, &s.Name, &s.Description, &s.Version, &s.NodeCount, &created, &updated, &status, &lastAt); err != nil {
 				return err
 			}
-			s.Created, s.Updated = fromMicros(created), fromMicros(updated)
+			s.Created, s.Updated = FromMicros(created), FromMicros(updated)
 			s.LastRunStatus = engine.RunStatus(status.String)
-			s.LastRunAt = fromNullMicros(lastAt)
+			s.LastRunAt = FromNullMicros(lastAt)
 			out = append(out, s)
 		}
 		return rows.Err()
@@ -344,11 +339,11 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 // its name becomes free; its versions and runs are kept. baseVersion, when
 // not 0, must still be the current version (else a *VersionConflictError and
 // nothing changes).
-func (db *DB) DeleteChain(ctx context.Context, id string, baseVersion int) error {
-	err := db.writeTx(ctx, func(tx *Tx) error {
+func (s *Store) DeleteChain(ctx context.Context, id string, baseVersion int) error {
+	err := s.writeTx(ctx, func(tx *Tx) error {
 		if baseVersion != 0 {
 			var cur int
-			err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).Scan(&cur)
+			err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur)
 			if errors.Is(err, sql.ErrNoRows) {
 				return store.ErrNotFound
 			}
@@ -360,7 +355,7 @@ func (db *DB) DeleteChain(ctx context.Context, id string, baseVersion int) error
 			}
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE chains SET deleted_at = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL`,
-			micros(db.now()), micros(db.now()), id)
+			Micros(s.now()), Micros(s.now()), id)
 		if err != nil {
 			return err
 		}
@@ -381,9 +376,9 @@ func (db *DB) DeleteChain(ctx context.Context, id string, baseVersion int) error
 
 // ListVersions lists a chain's versions, newest first (documents omitted).
 // It works for deleted chains too, so that old runs can show their chain.
-func (db *DB) ListVersions(ctx context.Context, id string) ([]store.ChainVersion, error) {
+func (s *Store) ListVersions(ctx context.Context, id string) ([]store.ChainVersion, error) {
 	var out []store.ChainVersion
-	err := db.readTx(ctx, func(tx *Tx) error {
+	err := s.readTx(ctx, func(tx *Tx) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM chains WHERE id = ?`, id).Scan(&one); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
@@ -403,7 +398,7 @@ WHERE chain_id = ? ORDER BY version DESC`, id)
 			if err := rows.Scan(&v.Version, &v.Name, &v.NodeCount, &v.Message, &v.Kind, &created); err != nil {
 				return err
 			}
-			v.Created = fromMicros(created)
+			v.Created = FromMicros(created)
 			out = append(out, v)
 		}
 		return rows.Err()
@@ -414,7 +409,7 @@ WHERE chain_id = ? ORDER BY version DESC`, id)
 	return out, nil
 }
 
-func getVersionMeta(ctx context.Context, q querier, id string, v int) (*store.ChainVersion, error) {
+func getVersionMeta(ctx context.Context, q rowQueryer, id string, v int) (*store.ChainVersion, error) {
 	cv := store.ChainVersion{ChainID: id, Version: v}
 	var created int64
 	err := q.QueryRowContext(ctx, `SELECT name, node_count, message, kind, created_at FROM chain_versions WHERE chain_id = ? AND version = ?`, id, v).
@@ -425,11 +420,11 @@ func getVersionMeta(ctx context.Context, q querier, id string, v int) (*store.Ch
 	if err != nil {
 		return nil, err
 	}
-	cv.Created = fromMicros(created)
+	cv.Created = FromMicros(created)
 	return &cv, nil
 }
 
-func getVersion(ctx context.Context, q querier, id string, v int) (*store.ChainVersion, string, error) {
+func getVersion(ctx context.Context, q rowQueryer, id string, v int) (*store.ChainVersion, string, error) {
 	cv := store.ChainVersion{ChainID: id, Version: v}
 	var created int64
 	var doc string
@@ -441,19 +436,19 @@ func getVersion(ctx context.Context, q querier, id string, v int) (*store.ChainV
 	if err != nil {
 		return nil, "", err
 	}
-	cv.Created = fromMicros(created)
+	cv.Created = FromMicros(created)
 	return &cv, doc, nil
 }
 
 // GetVersion returns one version of a chain with its document.
-func (db *DB) GetVersion(ctx context.Context, id string, v int) (*store.ChainVersion, error) {
+func (s *Store) GetVersion(ctx context.Context, id string, v int) (*store.ChainVersion, error) {
 	var cv *store.ChainVersion
-	err := db.readTx(ctx, func(tx *Tx) error {
+	err := s.readTx(ctx, func(tx *Tx) error {
 		var err error
 		if cv, err = getVersionMeta(ctx, tx, id, v); err != nil {
 			return err
 		}
-		cv.Doc, err = db.loadDoc(ctx, tx, id, v)
+		cv.Doc, err = s.loadDoc(ctx, tx, id, v)
 		return err
 	})
 	if err != nil {
@@ -466,33 +461,33 @@ func (db *DB) GetVersion(ctx context.Context, id string, v int) (*store.ChainVer
 // never rewritten). An empty message becomes "restored version v".
 // baseVersion, when not 0, must still be the current version (else a
 // *VersionConflictError and nothing is written).
-func (db *DB) RestoreVersion(ctx context.Context, id string, v, baseVersion int, message string) (*store.Chain, error) {
+func (s *Store) RestoreVersion(ctx context.Context, id string, v, baseVersion int, message string) (*store.Chain, error) {
 	if message == "" {
 		message = fmt.Sprintf("restored version %d", v)
 	}
-	now := db.now().UTC()
+	now := s.now().UTC()
 	var ch *store.Chain
 	var doc *engine.Chain
-	err := db.writeTx(ctx, func(tx *Tx) error {
+	err := s.writeTx(ctx, func(tx *Tx) error {
 		_, b, err := getVersion(ctx, tx, id, v)
 		if err != nil {
 			return err
 		}
-		if doc, err = db.loadDoc(ctx, tx, id, v); err != nil {
+		if doc, err = s.loadDoc(ctx, tx, id, v); err != nil {
 			return err
 		}
 		var base *int
 		if baseVersion != 0 {
 			base = &baseVersion
 		}
-		ch, err = saveVersion(ctx, tx, id, base, doc, b, message, store.VersionSave, now, false)
+		ch, err = s.saveVersion(ctx, tx, id, base, doc, b, message, store.VersionSave, now, false)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: restore version %d of chain %s: %w", v, id, err)
 	}
 	// The new version has the old one's content: cache it under both.
-	db.docs.Put(id, ch.Version, doc)
+	s.docs.Put(id, ch.Version, doc)
 	ch.Doc = doc
 	return ch, nil
 }
@@ -503,7 +498,7 @@ func (db *DB) RestoreVersion(ctx context.Context, id string, v, baseVersion int,
 // autosave it names stays as it was. baseVersion, when not 0, is the version
 // the person was looking at: if the chain has moved on since, nothing is
 // written and a *VersionConflictError says so.
-func (db *DB) NameVersion(ctx context.Context, id string, baseVersion int, message string) (*store.Chain, error) {
+func (s *Store) NameVersion(ctx context.Context, id string, baseVersion int, message string) (*store.Chain, error) {
 	message = strings.TrimSpace(message)
 	switch {
 	case message == "":
@@ -511,12 +506,12 @@ func (db *DB) NameVersion(ctx context.Context, id string, baseVersion int, messa
 	case len(message) > store.MaxVersionMessage:
 		return nil, fmt.Errorf("store: name a version of chain %s: %w: the message is %d bytes, at most %d", id, store.ErrInvalid, len(message), store.MaxVersionMessage)
 	}
-	now := db.now().UTC()
+	now := s.now().UTC()
 	var ch *store.Chain
 	var doc *engine.Chain
-	err := db.writeTx(ctx, func(tx *Tx) error {
+	err := s.writeTx(ctx, func(tx *Tx) error {
 		var cur int
-		err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL FOR UPDATE`, id).Scan(&cur)
+		err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -530,29 +525,29 @@ func (db *DB) NameVersion(ctx context.Context, id string, baseVersion int, messa
 		if err != nil {
 			return err
 		}
-		if doc, err = db.loadDoc(ctx, tx, id, cur); err != nil {
+		if doc, err = s.loadDoc(ctx, tx, id, cur); err != nil {
 			return err
 		}
-		ch, err = saveVersion(ctx, tx, id, &cur, doc, body, message, store.VersionNamed, now, false)
+		ch, err = s.saveVersion(ctx, tx, id, &cur, doc, body, message, store.VersionNamed, now, false)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: name a version of chain %s: %w", id, err)
 	}
-	db.docs.Put(id, ch.Version, doc)
+	s.docs.Put(id, ch.Version, doc)
 	ch.Doc = doc
 	return ch, nil
 }
 
 // DiffVersions compares two versions of a chain (from → to).
-func (db *DB) DiffVersions(ctx context.Context, id string, from, to int) (*engine.ChainDiff, error) {
+func (s *Store) DiffVersions(ctx context.Context, id string, from, to int) (*engine.ChainDiff, error) {
 	var a, b *engine.Chain
-	err := db.readTx(ctx, func(tx *Tx) error {
+	err := s.readTx(ctx, func(tx *Tx) error {
 		var err error
-		if a, err = db.loadDoc(ctx, tx, id, from); err != nil {
+		if a, err = s.loadDoc(ctx, tx, id, from); err != nil {
 			return err
 		}
-		b, err = db.loadDoc(ctx, tx, id, to)
+		b, err = s.loadDoc(ctx, tx, id, to)
 		return err
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package sqlq
+package sqlstore
 
 import (
 	"context"
@@ -25,9 +25,9 @@ func tokenHashHex(h []byte) (string, error) {
 	return hex.EncodeToString(h), nil
 }
 
-// AddUser inserts a live user after checking its name, role and hash; a
+// addUser inserts a live user after checking its name, role and hash; a
 // live user of that name is ErrNameTaken. now is unix microseconds.
-func AddUser(ctx context.Context, tx Execer, name, role string, tokenHash []byte, now int64) (*store.User, error) {
+func addUser(ctx context.Context, tx Execer, name, role string, tokenHash []byte, now int64) (*store.User, error) {
 	if err := store.CheckUser(name, role); err != nil {
 		return nil, err
 	}
@@ -47,8 +47,8 @@ func AddUser(ctx context.Context, tx Execer, name, role string, tokenHash []byte
 	return &store.User{Name: name, Role: role, Created: time.UnixMicro(now).UTC()}, nil
 }
 
-// UserByTokenHash finds the live user whose token has this SHA-256.
-func UserByTokenHash(ctx context.Context, q Queryer, tokenHash []byte) (*store.User, error) {
+// userByTokenHash finds the live user whose token has this SHA-256.
+func userByTokenHash(ctx context.Context, q Queryer, tokenHash []byte) (*store.User, error) {
 	h, err := tokenHashHex(tokenHash)
 	if err != nil {
 		return nil, err
@@ -60,8 +60,8 @@ func UserByTokenHash(ctx context.Context, q Queryer, tokenHash []byte) (*store.U
 	return u, err
 }
 
-// GetUser finds the live user named name.
-func GetUser(ctx context.Context, q Queryer, name string) (*store.User, error) {
+// getUser finds the live user named name.
+func getUser(ctx context.Context, q Queryer, name string) (*store.User, error) {
 	u, err := userWhere(ctx, q, `name = ?`, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: no user named %q", store.ErrNotFound, name)
@@ -80,8 +80,8 @@ func userWhere(ctx context.Context, q Queryer, cond string, arg any) (*store.Use
 	return &us[0], nil
 }
 
-// ListUsers lists the live users by name.
-func ListUsers(ctx context.Context, q Queryer) ([]store.User, error) {
+// listUsers lists the live users by name.
+func listUsers(ctx context.Context, q Queryer) ([]store.User, error) {
 	return users(ctx, q, `SELECT name, role, created_at FROM users WHERE removed_at IS NULL ORDER BY name`)
 }
 
@@ -154,9 +154,9 @@ func keepAnAdmin(ctx context.Context, tx Execer, lock LockAdmins, name, what str
 	return nil
 }
 
-// SetUserRole changes a live user's role; a change that leaves no admin
+// setUserRole changes a live user's role; a change that leaves no admin
 // among the live users is refused (ECONFLICT).
-func SetUserRole(ctx context.Context, tx Execer, lock LockAdmins, name, role string) (*store.User, error) {
+func setUserRole(ctx context.Context, tx Execer, lock LockAdmins, name, role string) (*store.User, error) {
 	if err := store.CheckRole(role); err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func SetUserRole(ctx context.Context, tx Execer, lock LockAdmins, name, role str
 	if err != nil {
 		return nil, err
 	}
-	return GetUser(ctx, tx, name)
+	return getUser(ctx, tx, name)
 }
 
 func setRole(ctx context.Context, tx Execer, name, role string) error {
@@ -178,13 +178,13 @@ func setRole(ctx context.Context, tx Execer, name, role string) error {
 	return nil
 }
 
-// RemoveUser marks a live user removed (now: unix microseconds); removing
+// removeUser marks a live user removed (now: unix microseconds); removing
 // the last admin while other users remain is refused (ECONFLICT).
-func RemoveUser(ctx context.Context, tx Execer, lock LockAdmins, name string, now int64) error {
-	return keepAnAdmin(ctx, tx, lock, name, "remove", func() error { return removeUser(ctx, tx, name, now) })
+func removeUser(ctx context.Context, tx Execer, lock LockAdmins, name string, now int64) error {
+	return keepAnAdmin(ctx, tx, lock, name, "remove", func() error { return markRemoved(ctx, tx, name, now) })
 }
 
-func removeUser(ctx context.Context, tx Execer, name string, now int64) error {
+func markRemoved(ctx context.Context, tx Execer, name string, now int64) error {
 	res, err := tx.ExecContext(ctx, `UPDATE users SET removed_at = ? WHERE name = ? AND removed_at IS NULL`, now, name)
 	if err != nil {
 		return fmt.Errorf("store: remove user %q: %w", name, err)
@@ -193,4 +193,51 @@ func removeUser(ctx context.Context, tx Execer, name string, now int64) error {
 		return fmt.Errorf("%w: no user named %q", store.ErrNotFound, name)
 	}
 	return nil
+}
+
+// AddUser stores a new user with the SHA-256 of its token.
+func (s *Store) AddUser(ctx context.Context, name, role string, tokenHash []byte) (*store.User, error) {
+	var u *store.User
+	err := s.writeTx(ctx, func(tx *Tx) error {
+		var err error
+		u, err = addUser(ctx, tx, name, role, tokenHash, Micros(s.now()))
+		return err
+	})
+	if s.d.IsUniqueViolation(err) { // a concurrent add of the same name
+		return nil, fmt.Errorf("user %q already exists: %w", name, store.ErrNameTaken)
+	}
+	return u, err
+}
+
+// UserByTokenHash returns the live user whose token has this SHA-256.
+func (s *Store) UserByTokenHash(ctx context.Context, tokenHash []byte) (*store.User, error) {
+	return userByTokenHash(ctx, s.r, tokenHash)
+}
+
+// GetUser returns the live user named name.
+func (s *Store) GetUser(ctx context.Context, name string) (*store.User, error) {
+	return getUser(ctx, s.r, name)
+}
+
+// ListUsers lists the live users by name.
+func (s *Store) ListUsers(ctx context.Context) ([]store.User, error) {
+	return listUsers(ctx, s.r)
+}
+
+// SetUserRole changes a live user's role.
+func (s *Store) SetUserRole(ctx context.Context, name, role string) (*store.User, error) {
+	var u *store.User
+	err := s.writeTx(ctx, func(tx *Tx) error {
+		var err error
+		u, err = setUserRole(ctx, tx, s.lock, name, role)
+		return err
+	})
+	return u, err
+}
+
+// RemoveUser removes a live user; its token stops working at once.
+func (s *Store) RemoveUser(ctx context.Context, name string) error {
+	return s.writeTx(ctx, func(tx *Tx) error {
+		return removeUser(ctx, tx, s.lock, name, Micros(s.now()))
+	})
 }

@@ -1,10 +1,11 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 )
@@ -12,11 +13,12 @@ import (
 // A run's start checkpoint holds the chain it runs; the chain is stored
 // once in run_chains under its hash (the stored form is package cplog's).
 
-// storeRunChainsTx stores the chains a batch refers to, once each.
-func (db *DB) storeRunChainsTx(ctx context.Context, tx *Tx, chains map[string]string) error {
+// StoreRunChains stores the chains a batch of checkpoint entries refers to
+// (cplog.Encoded's Chains), once each.
+func StoreRunChains(ctx context.Context, tx *Tx, chains map[string]string, now time.Time) error {
 	for ref, doc := range chains {
-		if _, err := db.exec(ctx, tx, `INSERT INTO run_chains (sha256, doc, created_at) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING`,
-			ref, doc, micros(db.now())); err != nil {
+		if _, err := tx.ExecPrepared(ctx, `INSERT INTO run_chains (sha256, doc, created_at) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING`,
+			ref, doc, Micros(now)); err != nil {
 			return fmt.Errorf("run chain %s: %w", ref, err)
 		}
 	}
@@ -25,9 +27,9 @@ func (db *DB) storeRunChainsTx(ctx context.Context, tx *Tx, chains map[string]st
 
 // runChain returns the chain stored under ref, from the decoded-document
 // cache when it is there.
-func (db *DB) runChain(ctx context.Context, q querier, ref string) (*engine.Chain, error) {
+func (s *Store) runChain(ctx context.Context, q rowQueryer, ref string) (*engine.Chain, error) {
 	key := "sha256:" + ref
-	if d := db.docs.Get(key, 0); d != nil {
+	if d := s.docs.Get(key, 0); d != nil {
 		return d, nil
 	}
 	var body string
@@ -42,13 +44,13 @@ func (db *DB) runChain(ctx context.Context, q querier, ref string) (*engine.Chai
 	if err != nil {
 		return nil, err
 	}
-	db.docs.Put(key, 0, d)
+	s.docs.Put(key, 0, d)
 	return d, nil
 }
 
 // pruneRunChainsTx deletes the chains no remaining start entry names.
-func (db *DB) pruneRunChainsTx(ctx context.Context, tx *Tx) error {
-	_, err := db.exec(ctx, tx, `DELETE FROM run_chains WHERE sha256 NOT IN (
+func (s *Store) pruneRunChainsTx(ctx context.Context, tx *Tx) error {
+	_, err := tx.ExecPrepared(ctx, `DELETE FROM run_chains WHERE sha256 NOT IN (
   SELECT chain_sha256 FROM checkpoints WHERE chain_sha256 IS NOT NULL)`)
 	return err
 }

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/sqlq"
 )
 
-func jsonText(v any) (any, error) {
+// JSONText is v as stored JSON text, NULL for nil.
+func JSONText(v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -28,20 +29,20 @@ func jsonText(v any) (any, error) {
 	return string(b), nil
 }
 
-func jsonMap(v map[string]any) (any, error) {
+// JSONMap is JSONText of a map, NULL for a nil one.
+func JSONMap(v map[string]any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
-	return jsonText(v)
+	return JSONText(v)
 }
 
-// CreateRun records a run before the engine starts it. Status defaults to
-// running, Kind to "run", Started to now. When the run row already exists
-// (the engine's first checkpoint or event got there first), its metadata is
-// filled in from r.
-func (db *DB) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) {
+// NewRun is r with a new run's defaults (Kind "run", Status running,
+// Started now), Started to the microsecond as stored, and its input as
+// stored; a run without an id is ErrInvalid.
+func NewRun(r store.Run, now time.Time) (store.Run, any, error) {
 	if r.ID == "" {
-		return nil, fmt.Errorf("store: create run: %w: no run id", store.ErrInvalid)
+		return r, nil, fmt.Errorf("store: create run: %w: no run id", store.ErrInvalid)
 	}
 	if r.Kind == "" {
 		r.Kind = store.KindRun
@@ -50,18 +51,30 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) {
 		r.Status = engine.StatusRunning
 	}
 	if r.Started.IsZero() {
-		r.Started = db.now()
+		r.Started = now
 	}
-	r.Started = fromMicros(micros(r.Started))
-	input, err := jsonMap(r.Input)
+	r.Started = FromMicros(Micros(r.Started))
+	input, err := JSONMap(r.Input)
 	if err != nil {
-		return nil, fmt.Errorf("store: create run %s: input: %w", r.ID, err)
+		return r, nil, fmt.Errorf("store: create run %s: input: %w", r.ID, err)
 	}
-	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+	return r, input, nil
+}
+
+// CreateRun records a run before the engine starts it. Status defaults to
+// running, Kind to "run", Started to now. When the run row already exists
+// (the engine's first checkpoint or event got there first), its metadata is
+// filled in from r.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) (*store.Run, error) {
+	r, input, err := NewRun(r, s.now())
+	if err != nil {
+		return nil, err
+	}
+	err = s.writeTx(ctx, func(tx *Tx) error {
 		// A trigger's firing first: a schedule tick already fired writes
 		// nothing.
-		if f, ok := sqlq.RunFiring(r); ok {
-			if err := insertFiring(ctx, tx, f); err != nil {
+		if f, ok := RunFiring(r); ok {
+			if err := s.insertFiring(ctx, tx, f); err != nil {
 				return err
 			}
 		}
@@ -73,8 +86,8 @@ ON CONFLICT (id) DO UPDATE SET
   parent_run_id = COALESCE(excluded.parent_run_id, runs.parent_run_id),
   kind = excluded.kind, input = COALESCE(excluded.input, runs.input),
   trigger_kind = COALESCE(excluded.trigger_kind, runs.trigger_kind), trigger_id = COALESCE(excluded.trigger_id, runs.trigger_id)`,
-			r.ID, nullString(r.ChainID), nullInt(r.ChainVersion), r.ChainName, nullString(r.ParentRunID), r.Kind, input, string(r.Status), micros(r.Started),
-			nullString(r.TriggerKind), nullString(r.TriggerID))
+			r.ID, NullString(r.ChainID), NullInt(r.ChainVersion), r.ChainName, NullString(r.ParentRunID), r.Kind, input, string(r.Status), Micros(r.Started),
+			NullString(r.TriggerKind), NullString(r.TriggerID))
 		return err
 	})
 	if err != nil {
@@ -101,7 +114,7 @@ func scanRun(row interface{ Scan(...any) error }, full bool) (*store.Run, error)
 	r.ChainID, r.ChainVersion, r.ParentRunID = chainID.String, int(version.Int64), parent.String
 	r.TriggerKind, r.TriggerID = trigKind.String, trigID.String
 	r.Status = engine.RunStatus(status)
-	r.Started, r.Ended, r.DurationMS = fromMicros(started), fromNullMicros(ended), dur.Int64
+	r.Started, r.Ended, r.DurationMS = FromMicros(started), FromNullMicros(ended), dur.Int64
 	if errJSON.Valid {
 		r.Error = &engine.RunError{}
 		if err := json.Unmarshal([]byte(errJSON.String), r.Error); err != nil {
@@ -130,15 +143,15 @@ func scanRun(row interface{ Scan(...any) error }, full bool) (*store.Run, error)
 
 // GetRun returns a run with its per-node results (in the order the nodes
 // first finished or paused).
-func (db *DB) GetRun(ctx context.Context, id string) (*store.Run, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (*store.Run, error) {
 	var r *store.Run
-	err := db.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *Tx) error {
 		var err error
 		r, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id), true)
 		if err != nil {
 			return err
 		}
-		if r.Nodes, err = sqlq.RunNodes(ctx, tx, id, ""); err != nil {
+		if r.Nodes, err = runNodes(ctx, tx, id, ""); err != nil {
 			return err
 		}
 		if r.Outputs == nil {
@@ -155,8 +168,8 @@ func (db *DB) GetRun(ctx context.Context, id string) (*store.Run, error) {
 // GetRunInfo returns a run's row without its node results and outputs: what
 // existence checks, status checks and run headers need, at a fixed cost
 // however many nodes the run has.
-func (db *DB) GetRunInfo(ctx context.Context, id string) (*store.Run, error) {
-	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id), true)
+func (s *Store) GetRunInfo(ctx context.Context, id string) (*store.Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id), true)
 	if err != nil {
 		return nil, fmt.Errorf("store: get run %s: %w", id, err)
 	}
@@ -165,11 +178,11 @@ func (db *DB) GetRunInfo(ctx context.Context, id string) (*store.Run, error) {
 
 // GetRunNode returns what one node of a run did, folded from that node's
 // checkpoint entries only; nil when the node has not finished or paused.
-func (db *DB) GetRunNode(ctx context.Context, runID, nodeID string) (*engine.NodeResult, error) {
+func (s *Store) GetRunNode(ctx context.Context, runID, nodeID string) (*engine.NodeResult, error) {
 	var nodes []engine.NodeResult
-	err := db.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.readTx(ctx, func(tx *Tx) error {
 		var err error
-		nodes, err = sqlq.RunNodes(ctx, tx, runID, nodeID)
+		nodes, err = runNodes(ctx, tx, runID, nodeID)
 		return err
 	})
 	if err != nil {
@@ -197,8 +210,8 @@ func doneOutputs(nodes []engine.NodeResult) map[string]any {
 // ListRuns lists runs newest first, one page at a time (keyset pagination on
 // (started_at DESC, id)). next is the cursor for the following page, "" after the
 // last one. Inputs, outputs and node results are left out.
-func (db *DB) ListRuns(ctx context.Context, f store.RunFilter) (runs []store.Run, next string, err error) {
-	p, err := db.ListRunsPage(ctx, f)
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) (runs []store.Run, next string, err error) {
+	p, err := s.ListRunsPage(ctx, f)
 	if err != nil {
 		return nil, "", err
 	}
@@ -208,7 +221,7 @@ func (db *DB) ListRuns(ctx context.Context, f store.RunFilter) (runs []store.Run
 // ListRunsPage lists one page of runs newest first, filtered by chain and
 // status, with the cursors of the older and newer pages. f.After (mutually
 // exclusive with f.Before) walks back towards the newest runs.
-func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
+func (s *Store) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPage, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
@@ -229,13 +242,13 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		args = append(args, string(f.Status))
 	}
 	if f.NodeID != "" {
-		where = append(where, reachedNode)
+		where = append(where, s.reachedNode)
 		args = append(args, f.NodeID)
 	}
 	order := ` ORDER BY started_at DESC, id`
 	switch {
 	case f.Before != "":
-		started, id, err := sqlq.DecodeCursor(f.Before)
+		started, id, err := decodeCursor(f.Before)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
@@ -244,7 +257,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		where = append(where, "started_at <= ? AND (started_at < ? OR id > ?)")
 		args = append(args, started, started, id)
 	case f.After != "":
-		started, id, err := sqlq.DecodeCursor(f.After)
+		started, id, err := decodeCursor(f.After)
 		if err != nil {
 			return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 		}
@@ -259,7 +272,7 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 	}
 	q += order + ` LIMIT ?`
 	args = append(args, f.Limit+1)
-	rows, err := db.r.QueryContext(ctx, q, args...)
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return store.RunPage{}, fmt.Errorf("store: list runs: %w", err)
 	}
@@ -284,22 +297,19 @@ func (db *DB) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunPag
 		slices.Reverse(runs)
 		if len(runs) > 0 {
 			// came back from an older page: there is one
-			p.Older = sqlq.EncodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			p.Older = encodeCursor(Micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
 			if more {
-				p.Newer = sqlq.EncodeCursor(micros(runs[0].Started), runs[0].ID)
+				p.Newer = encodeCursor(Micros(runs[0].Started), runs[0].ID)
 			}
 		}
 	} else if len(runs) > 0 {
 		if more {
-			p.Older = sqlq.EncodeCursor(micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
+			p.Older = encodeCursor(Micros(runs[len(runs)-1].Started), runs[len(runs)-1].ID)
 		}
 		if f.Before != "" {
-			p.Newer = sqlq.EncodeCursor(micros(runs[0].Started), runs[0].ID)
+			p.Newer = encodeCursor(Micros(runs[0].Started), runs[0].ID)
 		}
 	}
 	p.Runs = runs
 	return p, nil
 }
-
-// reachedNode keeps the runs that got to RunFilter.NodeID (sqlq.ReachedNode).
-var reachedNode = sqlq.ReachedNode(`json_extract(c.body, '$.node.status')`)

@@ -1,4 +1,4 @@
-package sqlq
+package sqlstore
 
 import (
 	"context"
@@ -33,9 +33,9 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// LiveChain returns store.ErrNotFound unless chain id exists and is not
+// liveChain returns store.ErrNotFound unless chain id exists and is not
 // deleted.
-func LiveChain(ctx context.Context, q Conn, id string) error {
+func liveChain(ctx context.Context, q Conn, id string) error {
 	var one int
 	err := q.QueryRowContext(ctx, `SELECT 1 FROM chains WHERE id = ? AND deleted_at IS NULL`, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -44,9 +44,9 @@ func LiveChain(ctx context.Context, q Conn, id string) error {
 	return err
 }
 
-// InsertSchedule stores a new schedule of a live chain.
-func InsertSchedule(ctx context.Context, q Conn, s store.Schedule) error {
-	if err := LiveChain(ctx, q, s.ChainID); err != nil {
+// insertSchedule stores a new schedule of a live chain.
+func insertSchedule(ctx context.Context, q Conn, s store.Schedule) error {
+	if err := liveChain(ctx, q, s.ChainID); err != nil {
 		return err
 	}
 	input, err := json.Marshal(orEmpty(s.Input))
@@ -59,9 +59,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.ID, s.ChainID, s.Cron, s.TimeZone, str
 	return err
 }
 
-// UpdateSchedule replaces a schedule's fields; store.ErrNotFound when the
+// updateSchedule replaces a schedule's fields; store.ErrNotFound when the
 // chain has no such schedule.
-func UpdateSchedule(ctx context.Context, q Conn, s store.Schedule) error {
+func updateSchedule(ctx context.Context, q Conn, s store.Schedule) error {
 	input, err := json.Marshal(orEmpty(s.Input))
 	if err != nil {
 		return fmt.Errorf("%w: schedule input: %v", store.ErrInvalid, err)
@@ -92,13 +92,13 @@ func oneRow(res sql.Result, what, id string) error {
 	return nil
 }
 
-// DeleteSchedule deletes a chain's schedule and its firings.
-func DeleteSchedule(ctx context.Context, q Conn, chainID, id string) error {
+// deleteSchedule deletes a chain's schedule and its firings.
+func deleteSchedule(ctx context.Context, q Conn, chainID, id string) error {
 	return deleteTrigger(ctx, q, `DELETE FROM schedules WHERE id = ? AND chain_id = ?`, "schedule", chainID, id)
 }
 
-// DeleteHook deletes a chain's hook and its firings.
-func DeleteHook(ctx context.Context, q Conn, chainID, id string) error {
+// deleteHook deletes a chain's hook and its firings.
+func deleteHook(ctx context.Context, q Conn, chainID, id string) error {
 	return deleteTrigger(ctx, q, `DELETE FROM hooks WHERE id = ? AND chain_id = ?`, "hook", chainID, id)
 }
 
@@ -117,9 +117,9 @@ func deleteTrigger(ctx context.Context, q Conn, del, what, chainID, id string) e
 const scheduleCols = `s.id, s.chain_id, s.cron, s.time_zone, s.input, s.overlap, s.catch_up, s.enabled, s.created_at, s.updated_at,
   (SELECT MAX(f.tick) FROM trigger_firings f WHERE f.trigger_id = s.id)`
 
-// ListSchedules lists a chain's schedules, or ("" chain) the enabled
+// listSchedules lists a chain's schedules, or ("" chain) the enabled
 // schedules of every live chain.
-func ListSchedules(ctx context.Context, q Conn, chainID string) ([]store.Schedule, error) {
+func listSchedules(ctx context.Context, q Conn, chainID string) ([]store.Schedule, error) {
 	query := `SELECT ` + scheduleCols + ` FROM schedules s WHERE s.chain_id = ? ORDER BY s.created_at, s.id`
 	args := []any{chainID}
 	if chainID == "" {
@@ -154,9 +154,9 @@ WHERE c.deleted_at IS NULL AND s.enabled = 1 ORDER BY s.created_at, s.id`
 	return out, rows.Err()
 }
 
-// InsertHook stores a new hook of a live chain.
-func InsertHook(ctx context.Context, q Conn, h store.Hook) error {
-	if err := LiveChain(ctx, q, h.ChainID); err != nil {
+// insertHook stores a new hook of a live chain.
+func insertHook(ctx context.Context, q Conn, h store.Hook) error {
+	if err := liveChain(ctx, q, h.ChainID); err != nil {
 		return err
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO hooks (id, chain_id, secret, sync, sync_timeout_ms, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -167,8 +167,8 @@ func InsertHook(ctx context.Context, q Conn, h store.Hook) error {
 const hookCols = `h.id, h.chain_id, h.secret, h.sync, h.sync_timeout_ms, h.created_at,
   (SELECT MAX(f.created_at) FROM trigger_firings f WHERE f.trigger_id = h.id)`
 
-// GetHook returns a hook of a live chain with its secret.
-func GetHook(ctx context.Context, q Conn, id string) (*store.Hook, error) {
+// getHook returns a hook of a live chain with its secret.
+func getHook(ctx context.Context, q Conn, id string) (*store.Hook, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+hookCols+` FROM hooks h JOIN chains c ON c.id = h.chain_id
 WHERE h.id = ? AND c.deleted_at IS NULL`, id)
 	if err != nil {
@@ -184,8 +184,8 @@ WHERE h.id = ? AND c.deleted_at IS NULL`, id)
 	return &hs[0], nil
 }
 
-// ListHooks lists a chain's hooks without their secrets.
-func ListHooks(ctx context.Context, q Conn, chainID string) ([]store.Hook, error) {
+// listHooks lists a chain's hooks without their secrets.
+func listHooks(ctx context.Context, q Conn, chainID string) ([]store.Hook, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+hookCols+` FROM hooks h WHERE h.chain_id = ? ORDER BY h.created_at, h.id`, chainID)
 	if err != nil {
 		return nil, err
@@ -216,10 +216,10 @@ func scanHooks(rows *sql.Rows, secret bool) ([]store.Hook, error) {
 	return out, rows.Err()
 }
 
-// InsertFiring records a firing and trims the trigger's history to
+// insertFiring records a firing and trims the trigger's history to
 // store.MaxFiringsKept rows. A schedule tick already recorded fails with the
 // backend's unique violation.
-func InsertFiring(ctx context.Context, q Conn, f store.Firing) error {
+func insertFiring(ctx context.Context, q Conn, f store.Firing) error {
 	if _, err := q.ExecContext(ctx, InsertFiringSQL, FiringArgs(f)...); err != nil {
 		return err
 	}
@@ -255,8 +255,8 @@ func TrimFiringsArgs(triggerID string) []any {
 	return []any{triggerID, triggerID, store.MaxFiringsKept - 1}
 }
 
-// ListFirings lists a trigger's firings newest first.
-func ListFirings(ctx context.Context, q Conn, triggerID string, limit int) ([]store.Firing, error) {
+// listFirings lists a trigger's firings newest first.
+func listFirings(ctx context.Context, q Conn, triggerID string, limit int) ([]store.Firing, error) {
 	if limit <= 0 {
 		limit = 20
 	}
@@ -285,8 +285,8 @@ WHERE trigger_id = ? ORDER BY created_at DESC LIMIT ?`, triggerID, limit)
 	return out, rows.Err()
 }
 
-// ChainBusy reports whether a run of the chain is queued or running.
-func ChainBusy(ctx context.Context, q Conn, chainID string) (bool, error) {
+// chainBusy reports whether a run of the chain is queued or running.
+func chainBusy(ctx context.Context, q Conn, chainID string) (bool, error) {
 	var one int
 	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE chain_id = ? AND status IN ('queued', 'running') LIMIT 1`, chainID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -306,4 +306,158 @@ func RunFiring(r store.Run) (f store.Firing, ok bool) {
 		tick = r.TriggerTick
 	}
 	return store.Firing{TriggerID: r.TriggerID, Tick: tick, RunID: r.ID, Outcome: store.FiringStarted, Created: r.Started}, true
+}
+
+// CreateSchedule implements store.TriggerStore.
+func (s *Store) CreateSchedule(ctx context.Context, sc store.Schedule) (*store.Schedule, error) {
+	now := s.now()
+	sc.Created, sc.Updated = now, now
+	err := s.writeTx(ctx, func(tx *Tx) error { return insertSchedule(ctx, tx, sc) })
+	if err != nil {
+		return nil, fmt.Errorf("store: create schedule: %w", err)
+	}
+	return s.schedule(ctx, sc.ChainID, sc.ID)
+}
+
+// UpdateSchedule implements store.TriggerStore.
+func (s *Store) UpdateSchedule(ctx context.Context, sc store.Schedule) (*store.Schedule, error) {
+	sc.Updated = s.now()
+	if err := s.writeTx(ctx, func(tx *Tx) error { return updateSchedule(ctx, tx, sc) }); err != nil {
+		return nil, fmt.Errorf("store: update schedule: %w", err)
+	}
+	return s.schedule(ctx, sc.ChainID, sc.ID)
+}
+
+func (s *Store) schedule(ctx context.Context, chainID, id string) (*store.Schedule, error) {
+	ss, err := s.ListSchedules(ctx, chainID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ss {
+		if ss[i].ID == id {
+			return &ss[i], nil
+		}
+	}
+	return nil, fmt.Errorf("store: %w: schedule %q", store.ErrNotFound, id)
+}
+
+// DeleteSchedule implements store.TriggerStore.
+func (s *Store) DeleteSchedule(ctx context.Context, chainID, id string) error {
+	if err := s.writeTx(ctx, func(tx *Tx) error { return deleteSchedule(ctx, tx, chainID, id) }); err != nil {
+		return fmt.Errorf("store: delete schedule: %w", err)
+	}
+	return nil
+}
+
+// ListSchedules implements store.TriggerStore.
+func (s *Store) ListSchedules(ctx context.Context, chainID string) ([]store.Schedule, error) {
+	ss, err := listSchedules(ctx, s.r, chainID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list schedules: %w", err)
+	}
+	return ss, nil
+}
+
+// CreateHook implements store.TriggerStore.
+func (s *Store) CreateHook(ctx context.Context, h store.Hook) (*store.Hook, error) {
+	h.Created = s.now()
+	if err := s.writeTx(ctx, func(tx *Tx) error { return insertHook(ctx, tx, h) }); err != nil {
+		return nil, fmt.Errorf("store: create hook: %w", err)
+	}
+	return s.GetHook(ctx, h.ID)
+}
+
+// GetHook implements store.TriggerStore.
+func (s *Store) GetHook(ctx context.Context, id string) (*store.Hook, error) {
+	h, err := getHook(ctx, s.r, id)
+	if err != nil {
+		return nil, fmt.Errorf("store: get hook: %w", err)
+	}
+	return h, nil
+}
+
+// ListHooks implements store.TriggerStore.
+func (s *Store) ListHooks(ctx context.Context, chainID string) ([]store.Hook, error) {
+	hs, err := listHooks(ctx, s.r, chainID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list hooks: %w", err)
+	}
+	return hs, nil
+}
+
+// DeleteHook implements store.TriggerStore.
+func (s *Store) DeleteHook(ctx context.Context, chainID, id string) error {
+	if err := s.writeTx(ctx, func(tx *Tx) error { return deleteHook(ctx, tx, chainID, id) }); err != nil {
+		return fmt.Errorf("store: delete hook: %w", err)
+	}
+	return nil
+}
+
+// RecordFiring implements store.TriggerStore.
+func (s *Store) RecordFiring(ctx context.Context, f store.Firing) error {
+	if f.Created.IsZero() {
+		f.Created = s.now()
+	}
+	err := s.writeTx(ctx, func(tx *Tx) error { return s.insertFiring(ctx, tx, f) })
+	if err != nil {
+		return fmt.Errorf("store: record firing of %s: %w", f.TriggerID, err)
+	}
+	return nil
+}
+
+// insertFiring is InsertFiring with a tick recorded twice read as
+// store.ErrAlreadyFired.
+func (s *Store) insertFiring(ctx context.Context, tx *Tx, f store.Firing) error {
+	err := insertFiring(ctx, tx, f)
+	if s.d.IsUniqueViolation(err) {
+		return fmt.Errorf("%w (tick %s)", store.ErrAlreadyFired, f.Tick.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	return err
+}
+
+// ListFirings implements store.TriggerStore.
+func (s *Store) ListFirings(ctx context.Context, triggerID string, limit int) ([]store.Firing, error) {
+	fs, err := listFirings(ctx, s.r, triggerID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list firings: %w", err)
+	}
+	return fs, nil
+}
+
+// ChainBusy implements store.TriggerStore.
+func (s *Store) ChainBusy(ctx context.Context, chainID string) (bool, error) {
+	busy, err := chainBusy(ctx, s.r, chainID)
+	if err != nil {
+		return false, fmt.Errorf("store: is a run of chain %s going: %w", chainID, err)
+	}
+	return busy, nil
+}
+
+// UseHookSignature implements store.TriggerStore.
+func (s *Store) UseHookSignature(ctx context.Context, hookID string, digest []byte, now, expires time.Time) error {
+	var used bool
+	err := s.writeTx(ctx, func(tx *Tx) (err error) {
+		used, err = useHookSignature(ctx, tx, hookID, digest, now, expires)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: record the signature of a call of hook %s: %w", hookID, err)
+	}
+	if used {
+		return fmt.Errorf("%w (hook %s)", store.ErrSignatureUsed, hookID)
+	}
+	return nil
+}
+
+// PruneHookSignatures implements store.Housekeeping.
+func (s *Store) PruneHookSignatures(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	err := s.writeTx(ctx, func(tx *Tx) (err error) {
+		n, err = pruneHookSignatures(ctx, tx, now)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune webhook signatures: %w", err)
+	}
+	return n, nil
 }

@@ -1,4 +1,4 @@
-package sqlq
+package sqlstore
 
 import (
 	"context"
@@ -44,8 +44,8 @@ func cut(s string, n int) string {
 	return s
 }
 
-// RunUsage returns a run's model calls in seq order.
-func RunUsage(ctx context.Context, q Queryer, runID string) ([]store.ModelCall, error) {
+// runUsage returns a run's model calls in seq order.
+func runUsage(ctx context.Context, q Queryer, runID string) ([]store.ModelCall, error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, node_id, agent, model, input_tokens, output_tokens, reported, created_at
 FROM model_calls WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
@@ -68,8 +68,8 @@ FROM model_calls WHERE run_id = ? ORDER BY seq`, runID)
 	return out, nil
 }
 
-// Usage sums model calls (store.UsageStore.Usage).
-func Usage(ctx context.Context, q Queryer, f store.UsageFilter) ([]store.UsageRow, error) {
+// usage sums model calls (store.UsageStore.Usage).
+func usage(ctx context.Context, q Queryer, f store.UsageFilter) ([]store.UsageRow, error) {
 	if f.By != store.UsageByChain && f.By != store.UsageByAgent {
 		return nil, store.Errorf(store.EINVALID, "usage: by must be %q or %q, not %q", store.UsageByChain, store.UsageByAgent, f.By)
 	}
@@ -129,8 +129,8 @@ LIMIT ?`, args...)
 	return out, nil
 }
 
-// SetRunTrace records a run's traceparent unless it has one.
-func SetRunTrace(ctx context.Context, tx Writer, runID, traceparent string) error {
+// setRunTrace records a run's traceparent unless it has one.
+func setRunTrace(ctx context.Context, tx Writer, runID, traceparent string) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO run_traces (run_id, traceparent) VALUES (?, ?) ON CONFLICT (run_id) DO NOTHING`,
 		runID, cut(traceparent, 64)); err != nil {
 		return fmt.Errorf("store: trace of run %s: %w", runID, err)
@@ -138,8 +138,8 @@ func SetRunTrace(ctx context.Context, tx Writer, runID, traceparent string) erro
 	return nil
 }
 
-// RunTrace returns a run's traceparent, "" for none.
-func RunTrace(ctx context.Context, q Queryer, runID string) (string, error) {
+// runTrace returns a run's traceparent, "" for none.
+func runTrace(ctx context.Context, q Queryer, runID string) (string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT traceparent FROM run_traces WHERE run_id = ?`, runID)
 	if err != nil {
 		return "", fmt.Errorf("store: trace of run %s: %w", runID, err)
@@ -152,4 +152,26 @@ func RunTrace(ctx context.Context, q Queryer, runID string) (string, error) {
 		}
 	}
 	return tp, errors.Join(rows.Err())
+}
+
+var _ store.UsageStore = (*Store)(nil)
+
+// RunUsage implements store.UsageStore.
+func (s *Store) RunUsage(ctx context.Context, runID string) ([]store.ModelCall, error) {
+	return runUsage(ctx, s.r, runID)
+}
+
+// Usage implements store.UsageStore.
+func (s *Store) Usage(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error) {
+	return usage(ctx, s.r, f)
+}
+
+// SetRunTrace implements store.UsageStore.
+func (s *Store) SetRunTrace(ctx context.Context, runID, traceparent string) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return setRunTrace(ctx, tx, runID, traceparent) })
+}
+
+// RunTrace implements store.UsageStore.
+func (s *Store) RunTrace(ctx context.Context, runID string) (string, error) {
+	return runTrace(ctx, s.r, runID)
 }

@@ -1,4 +1,4 @@
-package sqlq
+package sqlstore
 
 import (
 	"context"
@@ -41,12 +41,12 @@ func credentialArgs(c *store.SealedCredential) (public, sealed, chains string, e
 	return string(p), string(s), string(b), nil
 }
 
-// AddCredential inserts a new credential; a name in use is ErrNameTaken.
-func AddCredential(ctx context.Context, tx Execer, c *store.SealedCredential) error {
+// addCredential inserts a new credential; a name in use is ErrNameTaken.
+func addCredential(ctx context.Context, tx Execer, c *store.SealedCredential) error {
 	if err := store.CheckCredentialName(c.Name); err != nil {
 		return err
 	}
-	if _, err := GetCredential(ctx, tx, c.Name); err == nil {
+	if _, err := getCredential(ctx, tx, c.Name); err == nil {
 		return fmt.Errorf("credential %q already exists: %w", c.Name, store.ErrNameTaken)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -63,8 +63,8 @@ func AddCredential(ctx context.Context, tx Execer, c *store.SealedCredential) er
 	return nil
 }
 
-// UpdateCredential replaces the credential with c's id (its name stays).
-func UpdateCredential(ctx context.Context, tx Execer, c *store.SealedCredential) error {
+// updateCredential replaces the credential with c's id (its name stays).
+func updateCredential(ctx context.Context, tx Execer, c *store.SealedCredential) error {
 	pub, sealed, chains, err := credentialArgs(c)
 	if err != nil {
 		return err
@@ -80,8 +80,8 @@ func UpdateCredential(ctx context.Context, tx Execer, c *store.SealedCredential)
 	return nil
 }
 
-// GetCredential reads the credential named name, sealed values included.
-func GetCredential(ctx context.Context, q Queryer, name string) (*store.SealedCredential, error) {
+// getCredential reads the credential named name, sealed values included.
+func getCredential(ctx context.Context, q Queryer, name string) (*store.SealedCredential, error) {
 	cs, err := credentials(ctx, q, true, `SELECT `+credentialColumns+` FROM credentials WHERE name = ?`, name)
 	if err != nil {
 		return nil, err
@@ -92,8 +92,8 @@ func GetCredential(ctx context.Context, q Queryer, name string) (*store.SealedCr
 	return &cs[0], nil
 }
 
-// ListCredentials lists every credential by name, without sealed values.
-func ListCredentials(ctx context.Context, q Queryer) ([]store.Credential, error) {
+// listCredentials lists every credential by name, without sealed values.
+func listCredentials(ctx context.Context, q Queryer) ([]store.Credential, error) {
 	cs, err := credentials(ctx, q, false, `SELECT `+credentialColumns+` FROM credentials ORDER BY name`)
 	if err != nil {
 		return nil, err
@@ -150,8 +150,8 @@ func credentials(ctx context.Context, q Queryer, withSealed bool, query string, 
 	return out, nil
 }
 
-// RemoveCredential deletes the credential named name.
-func RemoveCredential(ctx context.Context, tx Execer, name string) error {
+// removeCredential deletes the credential named name.
+func removeCredential(ctx context.Context, tx Execer, name string) error {
 	res, err := tx.ExecContext(ctx, `DELETE FROM credentials WHERE name = ?`, name)
 	if err != nil {
 		return fmt.Errorf("store: remove credential %q: %w", name, err)
@@ -162,17 +162,17 @@ func RemoveCredential(ctx context.Context, tx Execer, name string) error {
 	return nil
 }
 
-// TouchCredential records a use; a removed credential is no error (the run
+// touchCredential records a use; a removed credential is no error (the run
 // resolved it before it went).
-func TouchCredential(ctx context.Context, w Writer, id string, at time.Time) error {
+func touchCredential(ctx context.Context, w Writer, id string, at time.Time) error {
 	if _, err := w.ExecContext(ctx, `UPDATE credentials SET last_used_at = ? WHERE id = ?`, at.UnixMicro(), id); err != nil {
 		return fmt.Errorf("store: record a use of credential %s: %w", id, err)
 	}
 	return nil
 }
 
-// CredentialKeyCheck reads the key check, nil when none is stored.
-func CredentialKeyCheck(ctx context.Context, q Queryer) ([]byte, error) {
+// credentialKeyCheck reads the key check, nil when none is stored.
+func credentialKeyCheck(ctx context.Context, q Queryer) ([]byte, error) {
 	rows, err := q.QueryContext(ctx, `SELECT sealed FROM credential_key WHERE id = 1`)
 	if err != nil {
 		return nil, fmt.Errorf("store: read the credentials key check: %w", err)
@@ -187,9 +187,9 @@ func CredentialKeyCheck(ctx context.Context, q Queryer) ([]byte, error) {
 	return check, rows.Err()
 }
 
-// SetCredentialKeyCheck stores the key check once.
-func SetCredentialKeyCheck(ctx context.Context, tx Execer, check []byte) error {
-	old, err := CredentialKeyCheck(ctx, tx)
+// setCredentialKeyCheck stores the key check once.
+func setCredentialKeyCheck(ctx context.Context, tx Execer, check []byte) error {
+	old, err := credentialKeyCheck(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -202,9 +202,9 @@ func SetCredentialKeyCheck(ctx context.Context, tx Execer, check []byte) error {
 	return nil
 }
 
-// ResealCredentials replaces every sealed value and the key check, inside
+// resealCredentials replaces every sealed value and the key check, inside
 // the caller's transaction.
-func ResealCredentials(ctx context.Context, tx Execer, reseal func(id, field string, sealed []byte) ([]byte, error), check []byte) error {
+func resealCredentials(ctx context.Context, tx Execer, reseal func(id, field string, sealed []byte) ([]byte, error), check []byte) error {
 	cs, err := credentials(ctx, tx, true, `SELECT `+credentialColumns+` FROM credentials ORDER BY name`)
 	if err != nil {
 		return err
@@ -234,4 +234,53 @@ func ResealCredentials(ctx context.Context, tx Execer, reseal func(id, field str
 		return fmt.Errorf("store: replace the credentials key check: %w", err)
 	}
 	return nil
+}
+
+// AddCredential stores a new credential; a name in use is ErrNameTaken.
+func (s *Store) AddCredential(ctx context.Context, c *store.SealedCredential) error {
+	err := s.writeTx(ctx, func(tx *Tx) error { return addCredential(ctx, tx, c) })
+	if s.d.IsUniqueViolation(err) { // a concurrent add of the same name
+		return fmt.Errorf("credential %q already exists: %w", c.Name, store.ErrNameTaken)
+	}
+	return err
+}
+
+// UpdateCredential replaces the credential with c's id.
+func (s *Store) UpdateCredential(ctx context.Context, c *store.SealedCredential) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return updateCredential(ctx, tx, c) })
+}
+
+// GetCredential returns the credential named name.
+func (s *Store) GetCredential(ctx context.Context, name string) (*store.SealedCredential, error) {
+	return getCredential(ctx, s.r, name)
+}
+
+// ListCredentials lists the credentials by name.
+func (s *Store) ListCredentials(ctx context.Context) ([]store.Credential, error) {
+	return listCredentials(ctx, s.r)
+}
+
+// RemoveCredential deletes the credential named name.
+func (s *Store) RemoveCredential(ctx context.Context, name string) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return removeCredential(ctx, tx, name) })
+}
+
+// TouchCredential records that a run used a credential.
+func (s *Store) TouchCredential(ctx context.Context, id string, at time.Time) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return touchCredential(ctx, tx, id, at) })
+}
+
+// CredentialKeyCheck returns the key check, nil before the first credential.
+func (s *Store) CredentialKeyCheck(ctx context.Context) ([]byte, error) {
+	return credentialKeyCheck(ctx, s.r)
+}
+
+// SetCredentialKeyCheck stores the key check once.
+func (s *Store) SetCredentialKeyCheck(ctx context.Context, check []byte) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return setCredentialKeyCheck(ctx, tx, check) })
+}
+
+// ResealCredentials re-encrypts every credential in one transaction.
+func (s *Store) ResealCredentials(ctx context.Context, reseal func(id, field string, sealed []byte) ([]byte, error), check []byte) error {
+	return s.writeTx(ctx, func(tx *Tx) error { return resealCredentials(ctx, tx, reseal, check) })
 }
