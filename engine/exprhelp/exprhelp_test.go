@@ -40,7 +40,7 @@ func fixture(t *testing.T) (*engine.Chain, *engine.ExprField, *RunData) {
 	return c, f, d
 }
 
-func TestScopeReadsWhatTheFieldReads(t *testing.T) {
+func TestExprScopeReadsWhatTheFieldReads(t *testing.T) {
 	t.Parallel()
 	c, f, d := fixture(t)
 	if _, ok := d.Outputs["other"]; ok {
@@ -79,7 +79,7 @@ func TestScopeReadsWhatTheFieldReads(t *testing.T) {
 	}
 }
 
-func TestShapesFromTheRunAndToolSchemas(t *testing.T) {
+func TestExprShapesFromTheRunAndToolSchemas(t *testing.T) {
 	t.Parallel()
 	c, f, d := fixture(t)
 	reg := engine.NewRegistry()
@@ -108,7 +108,7 @@ func TestShapesFromTheRunAndToolSchemas(t *testing.T) {
 	}
 }
 
-func TestEvaluate(t *testing.T) {
+func TestExprPreview(t *testing.T) {
 	t.Parallel()
 	c, f, d := fixture(t)
 	eval := func(src string) *Preview {
@@ -147,7 +147,7 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
-func TestQuoteOperand(t *testing.T) {
+func TestExprQuoteOperand(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ src, word, want string }{
 		{"a == billing", "billing", "a == 'billing'"},
@@ -163,7 +163,7 @@ func TestQuoteOperand(t *testing.T) {
 	}
 }
 
-func TestFromTest(t *testing.T) {
+func TestExprDataFromTest(t *testing.T) {
 	t.Parallel()
 	c, _, _ := fixture(t)
 	reg := engine.NewRegistry()

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// TestParse: a price table names each model's two prices; anything
+// TestParsePrices: a price table names each model's two prices; anything
 // else is refused with the model and field.
-func TestParse(t *testing.T) {
+func TestParsePrices(t *testing.T) {
 	p, err := Parse([]byte("gpt-4o-mini: {input: 0.15, output: 0.6}\nllama3: {input: 0, output: 0}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -35,9 +35,9 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestTotals: calls sum their tokens; with a table, the priced calls their
+// TestPriceTotals: calls sum their tokens; with a table, the priced calls their
 // cost and the others count as unpriced.
-func TestTotals(t *testing.T) {
+func TestPriceTotals(t *testing.T) {
 	var none Totals
 	none.Add(nil, "m", 2, 10, 20, 1)
 	if none.Calls != 2 || none.InputTokens != 10 || none.OutputTokens != 20 || none.Unreported != 1 || none.Cost != nil {
