@@ -16,7 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// The expression editor's two endpoints (issue #16): what a field can read
+// The expression editor's two endpoints: what a field can read
 // (names, upstream nodes, the shape of the last run's data, functions), and
 // a preview that evaluates an expression against the last run's data. The
 // services are exprhelp's; this file finds the data and answers.
@@ -103,7 +103,7 @@ func (s *Server) lastRunData(ctx context.Context, chainID, runID string) (*exprh
 }
 
 // exprData is the latest run's data, or, when the chain never ran, the data
-// of its first test's in-memory run (its input and mocks, issue #16), or nil.
+// of its first test's in-memory run (its input and mocks), or nil.
 // A test's data is kept per chain, with the version it ran on: while an
 // expression is being typed the saved version often does not validate (a
 // half-written expression), and the engine runs no invalid chain, so the
