@@ -93,6 +93,18 @@ func (l Limits) withDefaults() Limits {
 	return d
 }
 
+// The rules of decode problems (DecodeError.Rule, Problem.Rule).
+const (
+	DecodeSyntax       = "json_syntax"   // JSON that does not parse, or ends early
+	DecodeEncoding     = "encoding"      // the document is not UTF-8
+	DecodeWrongType    = "wrong_type"    // a value of another JSON type than the field's
+	DecodeUnknownField = "unknown_field" // a key the format does not have
+	DecodeRequired     = "required"      // a field that must be given is not
+	DecodeOverLimit    = "over_limit"    // a size or count over the host's limits
+	DecodeDuplicateID  = "duplicate_id"  // two nodes (or edges) share an id
+	DecodeBadValue     = "bad_value"     // a value the field does not allow
+)
+
 // Decode reads a chain document: a studio chain or an A2E chain/req message.
 // Decoding is strict: unknown fields, unknown kinds, wrong types, duplicate ids
 // and over-limit sizes are *DecodeError values naming the node, edge and field.
@@ -107,10 +119,10 @@ func Decode(data []byte, lim Limits) (*Chain, error) {
 func DecodeDocument(data []byte, lim Limits) (*Chain, *Request, error) {
 	lim = lim.withDefaults()
 	if len(data) > lim.MaxDocumentBytes {
-		return nil, nil, &DecodeError{Msg: fmt.Sprintf("document is %d bytes, over the limit of %d", len(data), lim.MaxDocumentBytes)}
+		return nil, nil, &DecodeError{Rule: DecodeOverLimit, Msg: fmt.Sprintf("document is %d bytes, over the limit of %d", len(data), lim.MaxDocumentBytes)}
 	}
 	if !utf8.Valid(data) {
-		return nil, nil, &DecodeError{Msg: fmt.Sprintf("document is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(data))}
+		return nil, nil, &DecodeError{Rule: DecodeEncoding, Msg: fmt.Sprintf("document is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(data))}
 	}
 	// The top level must be an object; its exact "type" key (field names are
 	// case-sensitive) tells an A2E request from a studio chain.
@@ -119,7 +131,7 @@ func DecodeDocument(data []byte, lim Limits) (*Chain, *Request, error) {
 		return nil, nil, jsonError("", err, data)
 	}
 	if top == nil {
-		return nil, nil, &DecodeError{Msg: "wrong type: got JSON null, want an object (a chain document or an A2E chain/req message)"}
+		return nil, nil, &DecodeError{Rule: DecodeWrongType, Msg: "wrong type: got JSON null, want an object (a chain document or an A2E chain/req message)"}
 	}
 	if raw, ok := top["type"]; ok && string(raw) != "null" {
 		var typ string
@@ -127,7 +139,7 @@ func DecodeDocument(data []byte, lim Limits) (*Chain, *Request, error) {
 			return nil, nil, jsonError("type", err, raw)
 		}
 		if typ != TypeRequest {
-			return nil, nil, &DecodeError{Path: "type", Msg: fmt.Sprintf("unknown message type %q (a chain document has no type; an A2E request has type %q)", typ, TypeRequest)}
+			return nil, nil, &DecodeError{Path: "type", Rule: DecodeBadValue, Msg: fmt.Sprintf("unknown message type %q (a chain document has no type; an A2E request has type %q)", typ, TypeRequest)}
 		}
 		req, err := decodeRequest(data, lim)
 		if err != nil {
@@ -167,7 +179,7 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 		return nil, err
 	}
 	if f.Nodes == nil {
-		return nil, &DecodeError{Path: "nodes", Msg: "is required: a chain document needs a list of nodes (it may be empty)"}
+		return nil, &DecodeError{Path: "nodes", Rule: DecodeRequired, Msg: "is required: a chain document needs a list of nodes (it may be empty)"}
 	}
 	c := &Chain{
 		Name: f.Name, Description: f.Description, EntryNode: f.EntryNode,
@@ -175,11 +187,8 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 		Timeout: f.Timeout, MaxConcurrency: f.MaxConcurrency, MaxDepth: f.MaxDepth,
 		SampleInput: f.SampleInput,
 	}
-	if err := checkChainFields(c); err != nil {
+	if err := checkChainFields(c, lim); err != nil {
 		return nil, err
-	}
-	if len(c.EntryNode) > lim.MaxIDLength {
-		return nil, &DecodeError{Path: "entry_node", Msg: fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(c.EntryNode), lim.MaxIDLength)}
 	}
 	nodes, err := decodeNodes(f.Nodes, lim)
 	if err != nil {
@@ -187,7 +196,7 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 	}
 	c.Nodes = nodes
 	if len(f.Edges) > lim.MaxEdges {
-		return nil, &DecodeError{Path: "edges", Msg: fmt.Sprintf("%d edges, over the limit of %d", len(f.Edges), lim.MaxEdges)}
+		return nil, &DecodeError{Path: "edges", Rule: DecodeOverLimit, Msg: fmt.Sprintf("%d edges, over the limit of %d", len(f.Edges), lim.MaxEdges)}
 	}
 	c.Edges = make([]Edge, 0, len(f.Edges))
 	for i, raw := range f.Edges {
@@ -209,22 +218,34 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 	return c, nil
 }
 
-func checkChainFields(c *Chain) error {
-	if c.Timeout < 0 {
-		return &DecodeError{Path: "timeout", Msg: "must be a number of seconds ≥ 0"}
-	}
-	if c.MaxConcurrency < 0 {
-		return &DecodeError{Path: "max_concurrency", Msg: "must be ≥ 0 (0 means the host default)"}
-	}
-	if c.MaxDepth < 0 {
-		return &DecodeError{Path: "max_depth", Msg: "must be ≥ 1 (0 means the default)"}
+func checkChainFields(c *Chain, lim Limits) error {
+	if errs := chainFieldErrors(c, lim); len(errs) > 0 {
+		return errs[0]
 	}
 	return nil
 }
 
+// chainFieldErrors are every problem of the chain's own fields.
+func chainFieldErrors(c *Chain, lim Limits) []*DecodeError {
+	var errs []*DecodeError
+	if c.Timeout < 0 {
+		errs = append(errs, &DecodeError{Path: "timeout", Rule: DecodeBadValue, Msg: "must be a number of seconds ≥ 0"})
+	}
+	if c.MaxConcurrency < 0 {
+		errs = append(errs, &DecodeError{Path: "max_concurrency", Rule: DecodeBadValue, Msg: "must be ≥ 0 (0 means the host default)"})
+	}
+	if c.MaxDepth < 0 {
+		errs = append(errs, &DecodeError{Path: "max_depth", Rule: DecodeBadValue, Msg: "must be ≥ 1 (0 means the default)"})
+	}
+	if len(c.EntryNode) > lim.MaxIDLength {
+		errs = append(errs, &DecodeError{Path: "entry_node", Rule: DecodeOverLimit, Msg: fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(c.EntryNode), lim.MaxIDLength)})
+	}
+	return errs
+}
+
 func decodeNodes(raws []json.RawMessage, lim Limits) ([]Node, error) {
 	if len(raws) > lim.MaxNodes {
-		return nil, &DecodeError{Path: "nodes", Msg: fmt.Sprintf("%d nodes, over the limit of %d", len(raws), lim.MaxNodes)}
+		return nil, &DecodeError{Path: "nodes", Rule: DecodeOverLimit, Msg: fmt.Sprintf("%d nodes, over the limit of %d", len(raws), lim.MaxNodes)}
 	}
 	nodes := make([]Node, 0, len(raws))
 	seen := make(map[string]int, len(raws))
@@ -234,7 +255,7 @@ func decodeNodes(raws []json.RawMessage, lim Limits) ([]Node, error) {
 			return nil, err
 		}
 		if j, dup := seen[n.ID]; dup {
-			return nil, &DecodeError{Path: path + ".node_id", Msg: fmt.Sprintf("duplicate node id %q (also nodes[%d])", n.ID, j)}
+			return nil, &DecodeError{Path: path + ".node_id", Rule: DecodeDuplicateID, Msg: fmt.Sprintf("duplicate node id %q (also nodes[%d])", n.ID, j)}
 		}
 		seen[n.ID] = i
 		nodes = append(nodes, n)
@@ -282,113 +303,140 @@ func decodeEdge(list string, i int, raw json.RawMessage, lim Limits) (Edge, erro
 }
 
 func checkNodeFields(n *Node, path string, lim Limits) error {
-	bad := func(field, msg string) error { return &DecodeError{Path: path + "." + field, Msg: msg} }
+	if errs := nodeFieldErrors(n, path, lim); len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// nodeFieldErrors are every problem of a decoded node's fields, the one a
+// strict decode reports first.
+func nodeFieldErrors(n *Node, path string, lim Limits) []*DecodeError {
+	var errs []*DecodeError
+	bad := func(rule, field, msg string) {
+		errs = append(errs, &DecodeError{Path: path + "." + field, Rule: rule, Msg: msg})
+	}
 	switch {
 	case n.ID == "":
-		return bad("node_id", "is required")
+		bad(DecodeRequired, "node_id", "is required")
 	case len(n.ID) > lim.MaxIDLength:
-		return bad("node_id", fmt.Sprintf("is %d bytes, over the limit of %d", len(n.ID), lim.MaxIDLength))
+		bad(DecodeOverLimit, "node_id", fmt.Sprintf("is %d bytes, over the limit of %d", len(n.ID), lim.MaxIDLength))
 	case IsReserved(n.ID):
-		return bad("node_id", fmt.Sprintf("%q is reserved for the expression context (reserved: %s)", n.ID, strings.Join(ReservedNames, ", ")))
+		bad(DecodeBadValue, "node_id", fmt.Sprintf("%q is reserved for the expression context (reserved: %s)", n.ID, strings.Join(ReservedNames, ", ")))
 	case strings.IndexFunc(n.ID, unicode.IsControl) >= 0:
-		return bad("node_id", "may not contain control characters")
+		bad(DecodeBadValue, "node_id", "may not contain control characters")
+	}
+	switch {
 	case n.Kind == "":
-		return bad("kind", "is required (one of "+kindList()+")")
+		bad(DecodeRequired, "kind", "is required (one of "+kindList()+")")
 	case !n.Kind.valid():
-		return bad("kind", fmt.Sprintf("unknown kind %q (one of %s)", n.Kind, kindList()))
+		bad(DecodeBadValue, "kind", fmt.Sprintf("unknown kind %q (one of %s)", n.Kind, kindList()))
 	}
 	switch n.Routing {
 	case "", RoutingFirst, RoutingAll:
 	default:
-		return bad("routing", fmt.Sprintf("unknown routing %q (first or all)", n.Routing))
+		bad(DecodeBadValue, "routing", fmt.Sprintf("unknown routing %q (first or all)", n.Routing))
 	}
 	switch n.Dispatch {
 	case "", DispatchParallel, DispatchSequential:
 	default:
-		return bad("dispatch", fmt.Sprintf("unknown dispatch %q (parallel or sequential)", n.Dispatch))
+		bad(DecodeBadValue, "dispatch", fmt.Sprintf("unknown dispatch %q (parallel or sequential)", n.Dispatch))
 	}
 	switch n.ParallelFailureMode {
 	case "", FailContinue, FailFast, FailAnySuccess:
 	default:
-		return bad("parallel_failure_mode", fmt.Sprintf("unknown mode %q (continue, fail_fast or any_success)", n.ParallelFailureMode))
+		bad(DecodeBadValue, "parallel_failure_mode", fmt.Sprintf("unknown mode %q (continue, fail_fast or any_success)", n.ParallelFailureMode))
 	}
 	// Successor fields name nodes, so they obey the id limit; they become
 	// edges whose auto ids are built from them.
 	for _, f := range []struct{ name, v string }{{"true_node", n.TrueNode}, {"false_node", n.FalseNode}, {"next_node", n.NextNode}, {"map_node", n.MapNode}} {
 		if len(f.v) > lim.MaxIDLength {
-			return bad(f.name, fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(f.v), lim.MaxIDLength))
+			bad(DecodeOverLimit, f.name, fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(f.v), lim.MaxIDLength))
 		}
 	}
 	for i, b := range n.Branches {
 		if len(b) > lim.MaxIDLength {
-			return bad(fmt.Sprintf("branches[%d]", i), fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(b), lim.MaxIDLength))
+			bad(DecodeOverLimit, fmt.Sprintf("branches[%d]", i), fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(b), lim.MaxIDLength))
 		}
 	}
 	if n.Timeout < 0 {
-		return bad("timeout", "must be a number of seconds ≥ 0")
+		bad(DecodeBadValue, "timeout", "must be a number of seconds ≥ 0")
 	}
 	if r := n.Retry; r != nil {
 		if r.MaxAttempts < 1 || r.MaxAttempts > 100 {
-			return bad("retry.max_attempts", fmt.Sprintf("must be between 1 and 100, got %d", r.MaxAttempts))
+			bad(DecodeBadValue, "retry.max_attempts", fmt.Sprintf("must be between 1 and 100, got %d", r.MaxAttempts))
 		}
 		switch r.Backoff {
 		case "", "fixed", "exponential":
 		default:
-			return bad("retry.backoff", fmt.Sprintf("unknown backoff %q (fixed or exponential)", r.Backoff))
+			bad(DecodeBadValue, "retry.backoff", fmt.Sprintf("unknown backoff %q (fixed or exponential)", r.Backoff))
 		}
 		if r.InitialDelaySeconds < 0 || r.InitialDelaySeconds > 3600 {
-			return bad("retry.initial_delay_seconds", "must be between 0 and 3600")
+			bad(DecodeBadValue, "retry.initial_delay_seconds", "must be between 0 and 3600")
+		}
+	}
+	tooLong := func(field, v string) {
+		if len(v) > lim.MaxExpressionLength {
+			bad(DecodeOverLimit, field, fmt.Sprintf("expression is %d bytes, over the limit of %d", len(v), lim.MaxExpressionLength))
 		}
 	}
 	for k, v := range n.InputMap {
-		if len(v) > lim.MaxExpressionLength {
-			return bad("input_map."+k, fmt.Sprintf("expression is %d bytes, over the limit of %d", len(v), lim.MaxExpressionLength))
-		}
+		tooLong("input_map."+k, v)
 	}
 	for k, v := range n.SetState {
-		if len(v) > lim.MaxExpressionLength {
-			return bad("set_state."+k, fmt.Sprintf("expression is %d bytes, over the limit of %d", len(v), lim.MaxExpressionLength))
-		}
+		tooLong("set_state."+k, v)
 	}
 	for i, cs := range n.Cases {
-		if len(cs.When) > lim.MaxExpressionLength {
-			return bad(fmt.Sprintf("cases[%d].when", i), fmt.Sprintf("expression is %d bytes, over the limit of %d", len(cs.When), lim.MaxExpressionLength))
-		}
+		tooLong(fmt.Sprintf("cases[%d].when", i), cs.When)
 	}
-	for field, v := range map[string]string{"condition": n.Condition, "items_path": n.ItemsPath} {
-		if len(v) > lim.MaxExpressionLength {
-			return bad(field, fmt.Sprintf("expression is %d bytes, over the limit of %d", len(v), lim.MaxExpressionLength))
-		}
+	tooLong("condition", n.Condition)
+	tooLong("items_path", n.ItemsPath)
+	return errs
+}
+
+func checkEdgeFields(e *Edge, path string, lim Limits) error {
+	if errs := edgeFieldErrors(e, path, lim); len(errs) > 0 {
+		return errs[0]
 	}
 	return nil
 }
 
-func checkEdgeFields(e *Edge, path string, lim Limits) error {
-	bad := func(field, msg string) error { return &DecodeError{Path: path + "." + field, Msg: msg} }
-	switch {
-	case e.Source == "":
-		return bad("source", "is required")
-	case e.Target == "":
-		return bad("target", "is required")
-	case len(e.Source) > lim.MaxIDLength:
-		return bad("source", fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(e.Source), lim.MaxIDLength))
-	case len(e.Target) > lim.MaxIDLength:
-		return bad("target", fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(e.Target), lim.MaxIDLength))
-	case len(e.ID) > lim.MaxIDLength && !isAutoEdgeID(e):
+// edgeFieldErrors are every problem of a decoded edge's fields, the one a
+// strict decode reports first.
+func edgeFieldErrors(e *Edge, path string, lim Limits) []*DecodeError {
+	var errs []*DecodeError
+	bad := func(rule, field, msg string) {
+		errs = append(errs, &DecodeError{Path: path + "." + field, Rule: rule, Msg: msg})
+	}
+	if e.Source == "" {
+		bad(DecodeRequired, "source", "is required")
+	}
+	if e.Target == "" {
+		bad(DecodeRequired, "target", "is required")
+	}
+	if len(e.Source) > lim.MaxIDLength {
+		bad(DecodeOverLimit, "source", fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(e.Source), lim.MaxIDLength))
+	}
+	if len(e.Target) > lim.MaxIDLength {
+		bad(DecodeOverLimit, "target", fmt.Sprintf("names a node id of %d bytes, over the limit of %d", len(e.Target), lim.MaxIDLength))
+	}
+	if len(e.ID) > lim.MaxIDLength && !isAutoEdgeID(e) {
 		// An id Normalize derived from the edge's endpoints ("a->b", "a->b#2")
 		// is bounded by the node id limit and must survive a round trip.
-		return bad("id", fmt.Sprintf("is %d bytes, over the limit of %d", len(e.ID), lim.MaxIDLength))
-	case len(e.Condition) > lim.MaxExpressionLength:
-		return bad("condition", fmt.Sprintf("expression is %d bytes, over the limit of %d", len(e.Condition), lim.MaxExpressionLength))
-	case e.MaxIterations < 0:
-		return bad("max_iterations", "must be ≥ 1 on a loop edge (0 or absent on other edges)")
+		bad(DecodeOverLimit, "id", fmt.Sprintf("is %d bytes, over the limit of %d", len(e.ID), lim.MaxIDLength))
+	}
+	if len(e.Condition) > lim.MaxExpressionLength {
+		bad(DecodeOverLimit, "condition", fmt.Sprintf("expression is %d bytes, over the limit of %d", len(e.Condition), lim.MaxExpressionLength))
+	}
+	if e.MaxIterations < 0 {
+		bad(DecodeBadValue, "max_iterations", "must be ≥ 1 on a loop edge (0 or absent on other edges)")
 	}
 	switch e.OnMaxReached {
 	case "", OnMaxError, OnMaxContinue:
 	default:
-		return bad("on_max_reached", fmt.Sprintf("unknown value %q (error or continue)", e.OnMaxReached))
+		bad(DecodeBadValue, "on_max_reached", fmt.Sprintf("unknown value %q (error or continue)", e.OnMaxReached))
 	}
-	return nil
+	return errs
 }
 
 func kindList() string {
@@ -447,6 +495,17 @@ var requiredKeys = map[reflect.Type][]string{
 // error, so a strict decoder checks keys itself. Values that are not what t
 // expects are left for encoding/json to report.
 func checkKeys(path string, data []byte, t reflect.Type) error {
+	var first *DecodeError
+	walkKeys(path, data, t, func(e *DecodeError) bool { first = e; return false })
+	if first != nil {
+		return first
+	}
+	return nil
+}
+
+// walkKeys is checkKeys that hands each problem to report, and stops when
+// report returns false; it returns false when it stopped.
+func walkKeys(path string, data []byte, t reflect.Type, report func(*DecodeError) bool) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -454,7 +513,7 @@ func checkKeys(path string, data []byte, t reflect.Type) error {
 	case reflect.Struct:
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(data, &obj) != nil || obj == nil {
-			return nil
+			return true
 		}
 		fields := jsonFields(t)
 		keys := make([]string, 0, len(obj))
@@ -465,21 +524,20 @@ func checkKeys(path string, data []byte, t reflect.Type) error {
 		for _, k := range keys {
 			ft, ok := fields[k]
 			if !ok {
-				msg := "unknown field"
-				for name := range fields {
-					if strings.EqualFold(name, k) {
-						msg = fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", name)
-					}
+				if !report(unknownField(joinPath(path, k), k, fields)) {
+					return false
 				}
-				return &DecodeError{Path: joinPath(path, k), Msg: msg}
+				continue
 			}
-			if err := checkKeys(joinPath(path, k), obj[k], ft); err != nil {
-				return err
+			if !walkKeys(joinPath(path, k), obj[k], ft, report) {
+				return false
 			}
 		}
 		for _, k := range requiredKeys[t] {
 			if _, ok := obj[k]; !ok {
-				return &DecodeError{Path: joinPath(path, k), Msg: "is required"}
+				if !report(&DecodeError{Path: joinPath(path, k), Rule: DecodeRequired, Msg: "is required"}) {
+					return false
+				}
 			}
 		}
 	case reflect.Slice:
@@ -488,19 +546,30 @@ func checkKeys(path string, data []byte, t reflect.Type) error {
 			et = et.Elem()
 		}
 		if et.Kind() != reflect.Struct {
-			return nil
+			return true
 		}
 		var items []json.RawMessage
 		if json.Unmarshal(data, &items) != nil {
-			return nil
+			return true
 		}
 		for i, raw := range items {
-			if err := checkKeys(fmt.Sprintf("%s[%d]", path, i), raw, et); err != nil {
-				return err
+			if !walkKeys(fmt.Sprintf("%s[%d]", path, i), raw, et, report) {
+				return false
 			}
 		}
 	}
-	return nil
+	return true
+}
+
+// unknownField is the problem of key k, which is none of fields, at path.
+func unknownField(path, k string, fields map[string]reflect.Type) *DecodeError {
+	msg := "unknown field"
+	for name := range fields {
+		if strings.EqualFold(name, k) {
+			msg = fmt.Sprintf("unknown field (field names are case-sensitive: did you mean %q?)", name)
+		}
+	}
+	return &DecodeError{Path: path, Rule: DecodeUnknownField, Msg: msg}
 }
 
 var jsonFieldCache sync.Map // reflect.Type → map[string]reflect.Type
@@ -510,7 +579,23 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	if m, ok := jsonFieldCache.Load(t); ok {
 		return m.(map[string]reflect.Type)
 	}
-	m := make(map[string]reflect.Type, t.NumField())
+	index := jsonFieldIndex(t)
+	m := make(map[string]reflect.Type, len(index))
+	for name, i := range index {
+		m[name] = t.Field(i).Type
+	}
+	jsonFieldCache.Store(t, m)
+	return m
+}
+
+var jsonIndexCache sync.Map // reflect.Type → map[string]int
+
+// jsonFieldIndex maps a struct's JSON field names to their field indexes.
+func jsonFieldIndex(t reflect.Type) map[string]int {
+	if m, ok := jsonIndexCache.Load(t); ok {
+		return m.(map[string]int)
+	}
+	m := make(map[string]int, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -523,9 +608,9 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		case "":
 			name = f.Name
 		}
-		m[name] = f.Type
+		m[name] = i
 	}
-	jsonFieldCache.Store(t, m)
+	jsonIndexCache.Store(t, m)
 	return m
 }
 
@@ -561,20 +646,24 @@ func jsonError(path string, err error, data []byte) error {
 	case errors.As(err, &syn):
 		if syn.Error() == "unexpected end of JSON input" {
 			line, col := LineCol(data, int(syn.Offset))
-			return &DecodeError{Path: path, Msg: fmt.Sprintf("truncated JSON: the document ends at line %d, column %d before the value is complete", line, col)}
+			return &DecodeError{Path: path, Rule: DecodeSyntax, Line: line, Column: col,
+				Msg:       fmt.Sprintf("truncated JSON: the document ends at line %d, column %d before the value is complete", line, col),
+				placeless: "truncated JSON: the document ends before the value is complete"}
 		}
 		// Offset counts the bytes read, the offending one included.
 		line, col := LineCol(data, int(syn.Offset)-1)
-		return &DecodeError{Path: path, Msg: fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, syn.Error())}
+		return &DecodeError{Path: path, Rule: DecodeSyntax, Line: line, Column: col,
+			Msg:       fmt.Sprintf("malformed JSON at line %d, column %d: %s", line, col, syn.Error()),
+			placeless: "malformed JSON: " + syn.Error()}
 	case errors.As(err, &typ):
 		field := typ.Field
-		return &DecodeError{Path: join(path, field), Msg: fmt.Sprintf("wrong type: got JSON %s, want %s", typ.Value, goTypeName(typ.Type.String()))}
+		return &DecodeError{Path: join(path, field), Rule: DecodeWrongType, Msg: fmt.Sprintf("wrong type: got JSON %s, want %s", typ.Value, goTypeName(typ.Type.String()))}
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return &DecodeError{Path: path, Msg: "truncated JSON: the document ends before the value is complete"}
+		return &DecodeError{Path: path, Rule: DecodeSyntax, Msg: "truncated JSON: the document ends before the value is complete"}
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &DecodeError{Path: join(path, strings.Trim(f, `"`)), Msg: "unknown field"}
+		return &DecodeError{Path: join(path, strings.Trim(f, `"`)), Rule: DecodeUnknownField, Msg: "unknown field"}
 	}
 	return &DecodeError{Path: path, Msg: strings.TrimPrefix(msg, "json: ")}
 }

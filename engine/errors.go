@@ -156,10 +156,16 @@ func (e *ValidationError) Error() string {
 }
 
 // DecodeError: the document is not a well-formed chain. Path names the place
-// ("nodes[2] \"fetch\".retry.max_attempts").
+// ("nodes[2] \"fetch\".retry.max_attempts"); Rule says what kind of mistake
+// it is (DecodeSyntax, DecodeWrongType, …; "" when the decoder names none).
 type DecodeError struct {
 	Path string
 	Msg  string
+	Rule string
+	// Line and Column place a JSON syntax error (1-based; 0 otherwise), which
+	// Msg also says; placeless is Msg without the place.
+	Line, Column int
+	placeless    string
 }
 
 func (e *DecodeError) Code() string { return CodeDecode }

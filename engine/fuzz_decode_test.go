@@ -42,7 +42,25 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		roundTrip(t, data, small)
 		roundTrip(t, data, Limits{})
+		collectsAll(t, data, small)
 	})
+}
+
+// collectsAll checks DecodeAll against Decode: problems exactly when Decode
+// fails, each with a message and a place inside the document.
+func collectsAll(t *testing.T, data []byte, lim Limits) {
+	t.Helper()
+	_, err := Decode(data, lim)
+	_, ps := DecodeAll(data, lim)
+	if (err == nil) != (ps == nil) || ps != nil && len(ps) == 0 {
+		t.Fatalf("Decode says %v, DecodeAll lists %d problems", err, len(ps))
+	}
+	line, _ := LineCol(data, len(data))
+	for _, p := range ps {
+		if p.Message == "" || p.Line < 0 || p.Line > line || len(ps) > MaxProblems {
+			t.Fatalf("problem %+v of %d (the document has %d lines)", p, len(ps), line)
+		}
+	}
 }
 
 func roundTrip(t *testing.T, data []byte, lim Limits) {

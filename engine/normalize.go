@@ -41,7 +41,7 @@ func assignEdgeIDs(c *Chain) error {
 			continue
 		}
 		if j, dup := used[e.ID]; dup {
-			return &DecodeError{Path: fmt.Sprintf("edges[%d].id", i), Msg: fmt.Sprintf("duplicate edge id %q (also edges[%d])", e.ID, j)}
+			return &DecodeError{Path: fmt.Sprintf("edges[%d].id", i), Rule: DecodeDuplicateID, Msg: fmt.Sprintf("duplicate edge id %q (also edges[%d])", e.ID, j)}
 		}
 		used[e.ID] = i
 	}

@@ -37,7 +37,7 @@ func decodeNotes(raws []json.RawMessage, lim Limits) ([]Note, error) {
 		return nil, nil
 	}
 	if len(raws) > MaxNotes {
-		return nil, &DecodeError{Path: "notes", Msg: fmt.Sprintf("%d notes, over the limit of %d", len(raws), MaxNotes)}
+		return nil, &DecodeError{Path: "notes", Rule: DecodeOverLimit, Msg: fmt.Sprintf("%d notes, over the limit of %d", len(raws), MaxNotes)}
 	}
 	out := make([]Note, 0, len(raws))
 	seen := make(map[string]int, len(raws))

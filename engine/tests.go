@@ -84,7 +84,7 @@ var testStatuses = []RunStatus{StatusCompleted, StatusPartial, StatusFailed, Sta
 // decodeTests decodes the tests array strictly, each test named in errors.
 func decodeTests(raws []json.RawMessage) ([]Test, error) {
 	if len(raws) > MaxTests {
-		return nil, &DecodeError{Path: "tests", Msg: fmt.Sprintf("%d tests, over the limit of %d", len(raws), MaxTests)}
+		return nil, &DecodeError{Path: "tests", Rule: DecodeOverLimit, Msg: fmt.Sprintf("%d tests, over the limit of %d", len(raws), MaxTests)}
 	}
 	if raws == nil {
 		return nil, nil
@@ -102,7 +102,7 @@ func decodeTests(raws []json.RawMessage) ([]Test, error) {
 			return nil, err
 		}
 		if len(t.Name) > maxTestNameBytes {
-			return nil, &DecodeError{Path: path + ".name", Msg: fmt.Sprintf("is %d bytes, over the limit of %d", len(t.Name), maxTestNameBytes)}
+			return nil, &DecodeError{Path: path + ".name", Rule: DecodeOverLimit, Msg: fmt.Sprintf("is %d bytes, over the limit of %d", len(t.Name), maxTestNameBytes)}
 		}
 		t.Input = normalizeMap(t.Input)
 		for k, v := range t.Mocks {

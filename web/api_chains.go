@@ -558,9 +558,9 @@ func (s *Server) importChain(c echo.Context) error {
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Code == engine.CodeDecode {
 			if d, ok := ae.Details.(map[string]any); ok {
-				d["problems"] = decodeProblems(body, s.cfg.Limits, nil)
+				d["problems"] = decodeProblems(body, s.cfg.Limits)
 			} else {
-				ae.Details = map[string]any{"problems": decodeProblems(body, s.cfg.Limits, nil)}
+				ae.Details = map[string]any{"problems": decodeProblems(body, s.cfg.Limits)}
 			}
 		}
 		return err

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/chainstudio/studio/engine/exprhelp"
 )
 
 const exprChainDoc = `{"name":"%s","nodes":[
@@ -164,7 +166,7 @@ func TestExprPreviewBounds(t *testing.T) {
 	big := "[" + strings.Repeat("output.items,", 400) + "output.items]"
 	r := call("POST", path, map[string]any{"node": "route", "field": "condition", "expr": big})
 	wantStatus(t, r, 200)
-	if m := r.json(t); m["truncated"] != true || len(m["value"].(string)) != exprPreviewBytes {
+	if m := r.json(t); m["truncated"] != true || len(m["value"].(string)) != exprhelp.PreviewBytes {
 		t.Errorf("big result: truncated=%v len=%d", m["truncated"], len(m["value"].(string)))
 	}
 	// An expression over the parser's limit is refused before parsing.

@@ -8,40 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
-
-// usageTotals are the summed tokens (and cost) of some model calls. Cost is
-// null without a price table; Unpriced counts the calls to models the table
-// does not price (left out of Cost).
-type usageTotals struct {
-	Calls        int64    `json:"calls"`
-	InputTokens  int64    `json:"input_tokens"`
-	OutputTokens int64    `json:"output_tokens"`
-	Cost         *float64 `json:"cost"`
-	Unpriced     int64    `json:"unpriced_calls,omitempty"`
-	Unreported   int64    `json:"unreported_calls,omitempty"` // the server reported no usage
-}
-
-// add sums calls model calls to model; prices may be nil.
-func (t *usageTotals) add(p *Prices, model string, calls, in, out, unreported int64) {
-	t.Calls += calls
-	t.InputTokens += in
-	t.OutputTokens += out
-	t.Unreported += unreported
-	if p == nil {
-		return
-	}
-	if t.Cost == nil {
-		t.Cost = new(float64)
-	}
-	if c, ok := p.Cost(model, in, out); ok {
-		*t.Cost += c
-	} else {
-		t.Unpriced += calls
-	}
-}
 
 type modelCallJSON struct {
 	store.ModelCall
@@ -50,7 +20,7 @@ type modelCallJSON struct {
 
 type nodeUsageJSON struct {
 	NodeID string `json:"node_id"`
-	usageTotals
+	pricing.Totals
 }
 
 // runUsageJSON is the answer of GET /v1/runs/{id}/usage.
@@ -59,7 +29,7 @@ type runUsageJSON struct {
 	Priced bool            `json:"priced"` // a price table is loaded
 	Calls  []modelCallJSON `json:"calls"`
 	Nodes  []nodeUsageJSON `json:"nodes"` // in the order of their first call
-	Total  usageTotals     `json:"total"`
+	Total  pricing.Totals  `json:"total"`
 }
 
 // runUsage sums a run's model calls per node and in total.
@@ -86,8 +56,8 @@ func (s *Server) runUsage(c echo.Context, runID string) (*runUsageJSON, error) {
 		if !mc.Reported {
 			unreported = 1
 		}
-		out.Nodes[i].add(s.prices, mc.Model, 1, mc.InputTokens, mc.OutputTokens, unreported)
-		out.Total.add(s.prices, mc.Model, 1, mc.InputTokens, mc.OutputTokens, unreported)
+		out.Nodes[i].Add(s.prices, mc.Model, 1, mc.InputTokens, mc.OutputTokens, unreported)
+		out.Total.Add(s.prices, mc.Model, 1, mc.InputTokens, mc.OutputTokens, unreported)
 	}
 	if s.prices != nil && out.Total.Cost == nil {
 		out.Total.Cost = new(float64)
@@ -123,7 +93,7 @@ type usageRowJSON struct {
 type usageKeyJSON struct {
 	Key  string `json:"key"`
 	Name string `json:"name"`
-	usageTotals
+	pricing.Totals
 }
 
 // usageJSON is the answer of GET /v1/usage.
@@ -135,7 +105,7 @@ type usageJSON struct {
 	Priced bool           `json:"priced"`
 	Rows   []usageRowJSON `json:"rows"`  // per key, model and bucket, newest bucket first
 	Keys   []usageKeyJSON `json:"keys"`  // per chain or agent over the whole period, costliest (then most tokens) first
-	Total  usageTotals    `json:"total"` // the whole period
+	Total  pricing.Totals `json:"total"` // the whole period
 	More   bool           `json:"more"`  // rows were cut at the limit: narrow the period or the key
 	Limit  int            `json:"limit"`
 }
@@ -225,8 +195,8 @@ func (s *Server) usage(c echo.Context, q url.Values) (*usageJSON, error) {
 			index[r.Key] = i
 			out.Keys = append(out.Keys, usageKeyJSON{Key: r.Key, Name: r.Name})
 		}
-		out.Keys[i].add(s.prices, r.Model, r.Calls, r.InputTokens, r.OutputTokens, r.Unreported)
-		out.Total.add(s.prices, r.Model, r.Calls, r.InputTokens, r.OutputTokens, r.Unreported)
+		out.Keys[i].Add(s.prices, r.Model, r.Calls, r.InputTokens, r.OutputTokens, r.Unreported)
+		out.Total.Add(s.prices, r.Model, r.Calls, r.InputTokens, r.OutputTokens, r.Unreported)
 	}
 	if s.prices != nil && out.Total.Cost == nil {
 		out.Total.Cost = new(float64)

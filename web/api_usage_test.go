@@ -1,39 +1,6 @@
 package web
 
-import (
-	"strings"
-	"testing"
-)
-
-// TestParsePrices: a price table names each model's two prices; anything
-// else is refused with the model and field.
-func TestParsePrices(t *testing.T) {
-	p, err := ParsePrices([]byte("gpt-4o-mini: {input: 0.15, output: 0.6}\nllama3: {input: 0, output: 0}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, ok := p.Cost("gpt-4o-mini", 1_000_000, 2_000_000); !ok || c != 0.15+1.2 {
-		t.Fatalf("cost %v %v", c, ok)
-	}
-	if _, ok := p.Cost("unknown", 1, 1); ok {
-		t.Fatal("an unknown model is priced")
-	}
-	if _, ok := (*Prices)(nil).Cost("gpt-4o-mini", 1, 1); ok {
-		t.Fatal("no table prices something")
-	}
-	for doc, want := range map[string]string{
-		"m: {input: 1}\n":                       `model "m": output is missing`,
-		"m: {input: -1, output: 1}\n":           `model "m": input must be a price of at least 0`,
-		"m: {input: 1, output: 1, cached: 2}\n": "field cached not found",
-		"m:\n":                                  `model "m": give input and output`,
-		"":                                      "the price table is empty",
-		"- m\n":                                 "cannot unmarshal",
-	} {
-		if _, err := ParsePrices([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: error %v, want %q", doc, err, want)
-		}
-	}
-}
+import "testing"
 
 // TestUsageAPIParameters: bad parameters are a 400 naming the parameter;
 // an unknown run is a 404; an empty studio sums to nothing.

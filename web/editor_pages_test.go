@@ -125,7 +125,7 @@ func TestImportReportsEveryProblem(t *testing.T) {
 	}
 	lines := map[string]int{"timeout": 3, `nodes[0] "a".retry.max_attempts`: 5, `nodes[2] "c".kind`: 7, `nodes[2] "c".timeout`: 7, `nodes[3] "d".labl`: 8, `nodes[4] "b".node_id`: 9, `edges[1] "b" -> "c".max_iterations`: 13}
 
-	got := decodeProblems([]byte(doc), srv.cfg.Limits, nil)
+	got := decodeProblems([]byte(doc), srv.cfg.Limits)
 	if len(got) != len(want) {
 		t.Fatalf("got %d problems, want %d: %+v", len(got), len(want), got)
 	}
@@ -167,17 +167,17 @@ func TestImportReportsEveryProblem(t *testing.T) {
 func TestImportProblemsSyntax(t *testing.T) {
 	t.Parallel()
 	srv, _ := newTestServer(t)
-	got := decodeProblems([]byte("{\n  \"name\": \"x\",\n  \"nodes\": [}\n"), srv.cfg.Limits, nil)
+	got := decodeProblems([]byte("{\n  \"name\": \"x\",\n  \"nodes\": [}\n"), srv.cfg.Limits)
 	if len(got) != 1 || got[0].Line != 3 || got[0].Column != 13 || strings.Contains(got[0].Message, "line") {
 		t.Fatalf("got %+v", got)
 	}
 	// a document that decodes has none
-	if got := decodeProblems([]byte(fmt.Sprintf(linearDoc, "ok")), srv.cfg.Limits, nil); got != nil {
+	if got := decodeProblems([]byte(fmt.Sprintf(linearDoc, "ok")), srv.cfg.Limits); got != nil {
 		t.Errorf("a good document has problems: %+v", got)
 	}
 	// an A2E message: the decoder's problem, located
 	got = decodeProblems([]byte(`{"type":"chain/req","chain_id":"x",
-"nodes":[{"node_id":"a","kind":"tool","retry":7}]}`), srv.cfg.Limits, nil)
+"nodes":[{"node_id":"a","kind":"tool","retry":7}]}`), srv.cfg.Limits)
 	if len(got) != 1 || got[0].Line == 0 {
 		t.Errorf("A2E: %+v", got)
 	}

@@ -84,7 +84,7 @@ func (s *Server) pageImport(c echo.Context) error {
 	}
 	doc, req, err := engine.DecodeDocument(data, s.cfg.Limits)
 	if err != nil {
-		problems := decodeProblems(data, s.cfg.Limits, err)
+		problems := decodeProblems(data, s.cfg.Limits)
 		out := make([]views.ImportProblem, len(problems))
 		for i, p := range problems {
 			out[i] = views.ImportProblem{Path: p.Path, Line: p.Line, Column: p.Column, Message: p.Message}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
 )
@@ -22,12 +23,12 @@ func runUsageView(u *runUsageJSON, labels views.Labels) views.RunUsage {
 		if l := labels[n.NodeID]; l != "" && l != n.NodeID {
 			label = l + " (" + n.NodeID + ")"
 		}
-		v.Nodes = append(v.Nodes, usageLine(n.NodeID, label, n.usageTotals))
+		v.Nodes = append(v.Nodes, usageLine(n.NodeID, label, n.Totals))
 	}
 	return v
 }
 
-func usageLine(id, label string, t usageTotals) views.UsageLine {
+func usageLine(id, label string, t pricing.Totals) views.UsageLine {
 	return views.UsageLine{ID: id, Label: label, Calls: t.Calls, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Cost: t.Cost, Unpriced: t.Unpriced}
 }
 
@@ -66,14 +67,14 @@ func (s *Server) pageUsage(c echo.Context) error {
 	}
 	v := views.UsagePage{By: u.By, Bucket: u.Bucket, Days: days, Since: u.Since, Priced: u.Priced, More: u.More, Total: usageLine("", "Total", u.Total)}
 	for _, k := range u.Keys {
-		v.Lines = append(v.Lines, s.usageKeyLine(u.By, k.Key, k.Name, k.usageTotals))
+		v.Lines = append(v.Lines, s.usageKeyLine(u.By, k.Key, k.Name, k.Totals))
 	}
 	for _, r := range u.Rows {
 		if n := len(v.Series); n == 0 || !v.Series[n-1].Bucket.Equal(r.Bucket) {
 			v.Series = append(v.Series, views.UsageSlice{Bucket: r.Bucket})
 		}
-		var t usageTotals
-		t.add(s.prices, r.Model, r.Calls, r.InputTokens, r.OutputTokens, r.Unreported)
+		var t pricing.Totals
+		t.Add(s.prices, r.Model, r.Calls, r.InputTokens, r.OutputTokens, r.Unreported)
 		line := s.usageKeyLine(u.By, r.Key, r.Name, t)
 		line.Label += " · " + r.Model
 		sl := &v.Series[len(v.Series)-1]
@@ -84,7 +85,7 @@ func (s *Server) pageUsage(c echo.Context) error {
 
 // usageKeyLine labels a chain (linked to its runs) or an agent (linked to
 // its page).
-func (s *Server) usageKeyLine(by, key, name string, t usageTotals) views.UsageLine {
+func (s *Server) usageKeyLine(by, key, name string, t pricing.Totals) views.UsageLine {
 	l := usageLine(key, name, t)
 	switch {
 	case by == "agent":

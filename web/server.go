@@ -19,6 +19,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/vault"
@@ -127,7 +128,7 @@ type Deps struct {
 	// sees the change before its next look (runs.Scheduler).
 	Scheduler interface{ Wake() }
 	// Prices turn model tokens into cost (--prices); nil: tokens only.
-	Prices *Prices
+	Prices *pricing.Prices
 	// Propagator, when set (tracing on), reads the W3C trace context of
 	// incoming requests: the runs they start continue the caller's trace,
 	// and their log lines carry its ids.
@@ -161,7 +162,7 @@ type Server struct {
 	openMu sync.Mutex
 	open   bool
 	openAt time.Time
-	prices *Prices // nil: no price table
+	prices *pricing.Prices // nil: no price table
 	prop   propagation.TextMapPropagator
 	// exprRuns: runs decoded for expression previews (api_expr.go)
 	exprRuns exprRunCache

@@ -26,6 +26,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/internal/telemetry"
@@ -273,7 +274,7 @@ func newStudio(t *testing.T) *studio {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Shutdown(context.Background()); svc.Close() })
-	prices, err := web.ParsePrices([]byte("m-large: {input: 2.5, output: 10}\n"))
+	prices, err := pricing.Parse([]byte("m-large: {input: 2.5, output: 10}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

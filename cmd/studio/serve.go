@@ -18,6 +18,7 @@ import (
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/internal/telemetry"
 	"github.com/chainstudio/studio/runs"
@@ -105,7 +106,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	var prices *web.Prices
+	var prices *pricing.Prices
 	if *pricesFile != "" {
 		if prices, err = web.LoadPrices(*pricesFile); err != nil {
 			fmt.Fprintf(stderr, "studio: --prices: %v\n", err)
@@ -213,7 +214,7 @@ type serveConfig struct {
 	noWorker                       bool              // PostgreSQL: insert jobs only, execute none here
 	lease                          leaseFlags        // PostgreSQL: run ownership timings
 	tracer                         *telemetry.Tracer // nil: no tracing (no OTEL_* variables)
-	prices                         *web.Prices       // nil: no --prices
+	prices                         *pricing.Prices   // nil: no --prices
 	vault                          *vault.Vault      // the credentials chains use by name
 	streams                        streamFlags       // bounds of streaming responses; nil fields: web's defaults
 }

@@ -688,8 +688,10 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		if l == nil && abs {
-			return nil, true, nil // a.b with a missing is missing
+		// a.b with a missing is missing; a function on the right still
+		// runs over null, as go-jmespath runs it (a.length(@) fails).
+		if l == nil && abs && n.kids[1].typ != int(jmespath.ASTFunctionExpression) {
+			return nil, true, nil
 		}
 		return d.eval(n.kids[1], l)
 	case int(jmespath.ASTSlice):
@@ -697,7 +699,10 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 		if !ok {
 			return nil, false, nil
 		}
-		out := sliceOf(arr, n.slice)
+		out, err := sliceOf(arr, n.slice)
+		if err != nil {
+			return nil, false, err
+		}
 		for _, x := range out {
 			if err := d.take(x); err != nil {
 				return nil, false, err
@@ -731,13 +736,15 @@ func (d *diag) eval(n *dnode, v any) (any, bool, error) {
 	return nil, false, fmt.Errorf("unknown expression node %d", n.typ)
 }
 
-func sliceOf(arr []any, parts [3]*int) []any {
+// sliceOf is arr[start:stop:step]; a step of 0 is an error, as in
+// go-jmespath (over an array only: slicing anything else is null).
+func sliceOf(arr []any, parts [3]*int) ([]any, error) {
 	step := 1
 	if parts[2] != nil {
 		step = *parts[2]
 	}
 	if step == 0 {
-		return nil
+		return nil, errors.New("a slice's step cannot be 0")
 	}
 	n := len(arr)
 	bound := func(p *int, def int) int {
@@ -771,7 +778,7 @@ func sliceOf(arr []any, parts [3]*int) []any {
 	for i := start; step > 0 && i < stop || step < 0 && i > stop; i += step {
 		out = append(out, arr[i])
 	}
-	return out
+	return out, nil
 }
 
 func (d *diag) call(n *dnode, v any) (any, bool, error) {
@@ -835,6 +842,21 @@ func (d *diag) call(n *dnode, v any) (any, bool, error) {
 // byKey computes sort_by, max_by and min_by, which need the key expression
 // to give only numbers or only strings.
 func (d *diag) byKey(n *dnode, arr []any, e expref) (any, bool, error) {
+	// go-jmespath answers an empty or one-item array without evaluating
+	// the key expression, so a key that would fail is no error there.
+	switch {
+	case len(arr) == 0 && n.str == "sort_by":
+		return []any{}, false, nil
+	case len(arr) == 0:
+		return nil, false, nil
+	case len(arr) == 1 && n.str == "sort_by":
+		if err := d.take(arr[0]); err != nil {
+			return nil, false, err
+		}
+		return []any{arr[0]}, false, d.built()
+	case len(arr) == 1:
+		return arr[0], false, nil
+	}
 	keyText := d.argText(n, 1)
 	if keyText == "" {
 		keyText = "the key expression"
@@ -857,12 +879,6 @@ func (d *diag) byKey(n *dnode, arr []any, e expref) (any, bool, error) {
 				n.str, keyText, describe(keys[0], false), i, describe(k, abs))
 		}
 		keys[i] = k
-	}
-	if len(arr) == 0 {
-		if n.str == "sort_by" {
-			return []any{}, false, nil
-		}
-		return nil, false, nil
 	}
 	less := func(i, j int) bool {
 		if a, ok := keys[i].(float64); ok {

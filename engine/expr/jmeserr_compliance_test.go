@@ -19,28 +19,10 @@ import (
 // in words.
 func TestDiagMirrorsGoJMESPath(t *testing.T) {
 	t.Parallel()
-	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jmespath/go-jmespath").Output()
-	if err != nil {
-		t.Skipf("go-jmespath's source is not at hand: %v", err)
-	}
-	files, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(dir)), "compliance", "*.json"))
-	if len(files) == 0 {
-		t.Skip("no compliance suite in go-jmespath's module")
-	}
 	same, typeErrs := 0, 0
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var suites []struct {
-			Given any
-			Cases []struct{ Expression, Error string }
-		}
-		if err := json.Unmarshal(b, &suites); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, s := range suites {
+	for _, cs := range complianceSuites(t) {
+		f := cs.file
+		for _, s := range cs.suites {
 			for _, c := range s.Cases {
 				if c.Error == "invalid-type" {
 					if msg := explainJMESPath(c.Expression, s.Given); !strings.Contains(msg, "() needs") {
@@ -84,4 +66,40 @@ func TestDiagMirrorsGoJMESPath(t *testing.T) {
 	if same < 500 || typeErrs < 30 {
 		t.Errorf("only %d results and %d type errors compared: the suite moved?", same, typeErrs)
 	}
+}
+
+// complianceSuite is one file of the JMESPath compliance suite.
+type complianceSuite struct {
+	file   string
+	suites []struct {
+		Given any
+		Cases []struct{ Expression, Error string }
+	}
+}
+
+// complianceSuites reads the JMESPath compliance suite go-jmespath ships,
+// skipping tb when it is not at hand.
+func complianceSuites(tb testing.TB) []complianceSuite {
+	tb.Helper()
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/jmespath/go-jmespath").Output()
+	if err != nil {
+		tb.Skipf("go-jmespath's source is not at hand: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(dir)), "compliance", "*.json"))
+	if len(files) == 0 {
+		tb.Skip("no compliance suite in go-jmespath's module")
+	}
+	out := make([]complianceSuite, 0, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cs := complianceSuite{file: f}
+		if err := json.Unmarshal(b, &cs.suites); err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, cs)
+	}
+	return out
 }
