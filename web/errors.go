@@ -121,6 +121,8 @@ func domainError(err error) *APIError {
 		nre  *engine.NodeRunError
 		xe   *engine.ExtractError
 		ans  *engine.AnswerError
+		inv  *runs.InvalidChainError
+		rule *engine.AnswerRuleError
 	)
 	switch {
 	case err == nil:
@@ -157,6 +159,11 @@ func domainError(err error) *APIError {
 	case errors.As(err, &xe):
 		return apiError(EINVALID, "extract_refused", xe.Error(),
 			map[string]any{"node_id": xe.NodeID, "edge_id": xe.EdgeID, "field": xe.Field})
+	case errors.As(err, &inv):
+		return apiError(EINVALID, engine.CodeInvalid, inv.Error()+" (a chain with errors can be saved but not run)",
+			map[string]any{"issues": inv.Issues})
+	case errors.As(err, &rule):
+		return apiError(EINVALID, rule.Code(), rule.Msg, map[string]any{"field": rule.Field})
 	case errors.As(err, &ans):
 		details := map[string]any{"node_id": ans.NodeID}
 		if ans.Field != "" {

@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"github.com/a-h/templ"
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
@@ -78,21 +77,4 @@ func pageParam(c echo.Context, name string) string {
 		return c.Param(name)
 	}
 	return v
-}
-
-// validateOptions are the checks the editor shows: sub-chains resolved from
-// the store, tool names from the registry.
-func (s *Server) pageValidateOptions(c echo.Context) engine.ValidateOptions {
-	ctx := c.Request().Context()
-	reg := s.reg
-	return s.withCredentials(c, engine.ValidateOptions{
-		Resolve: func(name string) (*engine.Chain, bool) {
-			ch, err := s.db.ResolveChain(ctx, name)
-			return ch, err == nil && ch != nil
-		},
-		Tools:      reg.Has,
-		ToolOutput: reg.OutputSchema,
-		Schemas:    reg.NodeSchemas(s.agents.Schemas),
-		Limits:     s.cfg.Limits,
-	})
 }

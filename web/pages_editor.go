@@ -13,6 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
@@ -24,7 +25,7 @@ func (s *Server) pageEditor(c echo.Context) error {
 	if err != nil {
 		return pageNotFound(err, "chain")
 	}
-	return renderPage(c, http.StatusOK, views.EditorPage(ch, engine.ValidateWith(ch.Doc, s.pageValidateOptions(c))))
+	return renderPage(c, http.StatusOK, views.EditorPage(ch, engine.ValidateWith(ch.Doc, s.validateOptions(c))))
 }
 
 // editorData is what the canvas loads: the document at a version.
@@ -146,7 +147,7 @@ func (s *Server) pageSave(c echo.Context) error {
 		return pageNotFound(err, "chain")
 	}
 	timing.mark("store")
-	issues := engine.ValidateWith(doc, s.pageValidateOptions(c))
+	issues := engine.ValidateWith(doc, s.validateOptions(c))
 	timing.mark("validate")
 	errs := 0
 	for _, is := range issues {
@@ -202,16 +203,17 @@ func (s *Server) pageStartRun(c echo.Context) error {
 			return renderPage(c, http.StatusOK, views.FormError("The input is not a JSON object", err.Error()))
 		}
 	}
-	if issues := s.validateToRun(c, ch.Doc); engine.HasErrors(issues) {
+	runID, err := s.runs.Start(ctx, ch, input)
+	var invalid *runs.InvalidChainError
+	if errors.As(err, &invalid) {
 		var lines []string
-		for _, is := range issues {
+		for _, is := range invalid.Issues {
 			if is.Severity == engine.SeverityError {
 				lines = append(lines, is.String())
 			}
 		}
 		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", strings.Join(lines, "\n")))
 	}
-	runID, err := s.runs.Start(ctx, ch, input)
 	if err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not start the run", err.Error()))
 	}

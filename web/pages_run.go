@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
@@ -240,39 +239,40 @@ func (s *Server) fragNodeDrawer(c echo.Context) error {
 func (s *Server) pageResume(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := pageParam(c, "id")
-	var value *engine.ResumeValue
-	var modified map[string]any
+	var req engine.AnswerRequest
 	switch c.FormValue("decision") {
 	case "approve":
-		value = engine.NewAnswer(engine.ActionApprove, nil, false)
+		req.Action = engine.ActionApprove
 	case "reject":
-		value = engine.NewAnswer(engine.ActionReject, nil, false)
+		req.Action = engine.ActionReject
 	case "value":
-		var v any
-		if err := json.Unmarshal([]byte(c.FormValue("value")), &v); err != nil {
+		if err := json.Unmarshal([]byte(c.FormValue("value")), &req.Value); err != nil {
 			return renderPage(c, http.StatusOK, views.FormError("The resume value is not JSON", err.Error()))
 		}
-		value = engine.NewAnswer(engine.ActionRespond, v, true)
+		req.Action, req.HasValue = engine.ActionRespond, true
 	default:
 		if raw := strings.TrimSpace(c.FormValue("modified_state")); raw != "" {
-			if err := json.Unmarshal([]byte(raw), &modified); err != nil {
+			if err := json.Unmarshal([]byte(raw), &req.Modified); err != nil {
 				return renderPage(c, http.StatusOK, views.FormError("The state patch is not a JSON object", err.Error()))
 			}
 		}
 	}
+	if req.Action != "" { // the comment goes with an answer only
+		req.Comment = strings.TrimSpace(c.FormValue("comment"))
+	}
 	pauseID := c.FormValue("pause_id") // one form per pending pause
-	if len(pauseID) > maxPauseID {
-		return renderPage(c, http.StatusOK, views.FormError("Could not resume", fmt.Sprintf("the pause id is over %d bytes", maxPauseID)))
+	if len(pauseID) > engine.MaxPauseID {
+		return renderPage(c, http.StatusOK, views.FormError("Could not resume", fmt.Sprintf("the pause id is over %d bytes", engine.MaxPauseID)))
+	}
+	value, modified, err := engine.ReadAnswer(req)
+	if err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
 	}
 	if err := s.requireResumeRole(c, id, pauseID, value != nil); err != nil {
 		return err
 	}
 	if value != nil { // an answer: audited like the API's (api_approvals.go)
-		comment := strings.TrimSpace(c.FormValue("comment"))
-		if n := utf8.RuneCountInString(comment); n > maxComment {
-			return renderPage(c, http.StatusOK, views.FormError("The comment is too long", fmt.Sprintf("%d characters, over the limit of %d", n, maxComment)))
-		}
-		auditAnswer(c, value, comment)
+		auditAnswer(c, value)
 	}
 	if err := s.runs.ResumePause(engine.WithSender(ctx, answeredBy(c)), id, pauseID, value, modified); err != nil {
 		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))

@@ -24,8 +24,8 @@ func (s *Server) fragRunNodeDialog(c echo.Context) error {
 	if n == nil {
 		return renderPage(c, http.StatusOK, views.FormError("Cannot run this node", "node "+node+" is not in the saved chain yet; wait for the save and try again"))
 	}
-	if issues := s.validateToRun(c, ch.Doc); engine.HasErrors(issues) {
-		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", (&engine.ValidationError{Issues: issues}).Error()))
+	if err := s.runs.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
+		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", err.Error()))
 	}
 	// A node that cannot run alone at all (a map body …) says so at once.
 	_, err = s.runs.PlanNodeRun(ctx, ch.Doc, node, engine.NodeRunSource{})

@@ -90,6 +90,12 @@ type RunService interface {
 	RerunWith(ctx context.Context, runID string, spec runs.RerunSpec) (string, error)
 	RunNode(ctx context.Context, ch *store.Chain, nodeID string, src engine.NodeRunSource) (string, error)
 	PlanNodeRun(ctx context.Context, doc *engine.Chain, nodeID string, src engine.NodeRunSource) (*engine.NodeRun, error)
+	// ValidateOptions are the checks a chain is held to (the editor's and
+	// the run door's); CheckRun refuses a chain a run would be refused on
+	// (*runs.InvalidChainError), CheckAdHoc gives an unsaved chain's issues.
+	ValidateOptions(ctx context.Context, chainID string) engine.ValidateOptions
+	CheckRun(ctx context.Context, chainID string, doc *engine.Chain) error
+	CheckAdHoc(ctx context.Context, doc *engine.Chain) []engine.Issue
 	// RunChain is the chain document a run executed (its start checkpoint).
 	RunChain(ctx context.Context, runID string) (*engine.Chain, error)
 	Cancel(runID string) bool
