@@ -234,14 +234,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	ae := s.errorFor(err)
-	switch ae.Kind {
-	case ENOSPACE:
-		s.log.Error("database disk full", "path", c.Request().URL.Path, "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	case EINTERNAL:
-		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	}
+	s.logAPIError(c, ae, err)
 	status := ae.Status()
 	if ae.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", retryAfter(ae.RetryAfter))
@@ -259,6 +252,19 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	_ = c.JSON(status, map[string]any{"error": ae})
+}
+
+// logAPIError logs the errors a person cannot act on (internal errors, a
+// full disk) with the request id.
+func (s *Server) logAPIError(c echo.Context, ae *APIError, err error) {
+	switch ae.Kind {
+	case ENOSPACE:
+		s.log.Error("database disk full", "path", c.Request().URL.Path, "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	case EINTERNAL:
+		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	}
 }
 
 // diskFull reports whether err is SQLite's SQLITE_FULL (the disk holding the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
 )
 
@@ -61,6 +62,24 @@ func renderPage(c echo.Context, status int, comp templ.Component) error {
 func pageRedirect(c echo.Context, target string) error {
 	c.Response().Header().Set("HX-Redirect", target)
 	return c.NoContent(http.StatusOK)
+}
+
+// formError answers a form's refusal through the error table: the status
+// the API answers err with, and its message in the form's error fragment
+// under title (htmx swaps an answer of any status but 204 and 304 into
+// the form's target). An internal error is logged and not shown.
+func (s *Server) formError(c echo.Context, title string, err error) error {
+	ae := s.errorFor(err)
+	s.logAPIError(c, ae, err)
+	if ae.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", retryAfter(ae.RetryAfter))
+	}
+	return renderPage(c, ae.Status(), views.FormError(title, ae.Message))
+}
+
+// formRefusal is formError for a refusal the handler itself finds.
+func (s *Server) formRefusal(c echo.Context, title, kind, code, msg string) error {
+	return s.formError(c, title, apiError(kind, code, msg, nil))
 }
 
 // notFound maps a store "not found" to a 404 (an HTML page for browsers).

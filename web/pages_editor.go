@@ -200,7 +200,7 @@ func (s *Server) pageStartRun(c echo.Context) error {
 	input := map[string]any{}
 	if raw := strings.TrimSpace(c.FormValue("input")); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &input); err != nil {
-			return renderPage(c, http.StatusOK, views.FormError("The input is not a JSON object", err.Error()))
+			return s.formRefusal(c, "The input is not a JSON object", EBADREQUEST, "bad_json", err.Error())
 		}
 	}
 	runID, err := s.runs.Start(ctx, ch, input)
@@ -212,10 +212,10 @@ func (s *Server) pageStartRun(c echo.Context) error {
 				lines = append(lines, is.String())
 			}
 		}
-		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", strings.Join(lines, "\n")))
+		return s.formRefusal(c, "The chain has errors; fix them before running", EINVALID, engine.CodeInvalid, strings.Join(lines, "\n"))
 	}
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not start the run", err.Error()))
+		return s.formError(c, "Could not start the run", err)
 	}
 	return pageRedirect(c, "/runs/"+runID)
 }
@@ -261,7 +261,7 @@ func (s *Server) pageAgentOptions() []views.ToolOption {
 func (s *Server) fragProps(c echo.Context) error {
 	var req editorPropsRequest
 	if err := json.NewDecoder(c.Request().Body).Decode(&req); err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Cannot show properties", err.Error()))
+		return s.formRefusal(c, "Cannot show properties", EBADREQUEST, "bad_json", err.Error())
 	}
 	pc := views.PropsCtx{NodeIDs: req.NodeIDs, SourceKind: req.SourceKind, Handles: req.Handles}
 	switch {
@@ -298,7 +298,7 @@ func (s *Server) fragProps(c echo.Context) error {
 	case req.Chain != nil:
 		return renderPage(c, http.StatusOK, views.ChainProps(*req.Chain, pc))
 	}
-	return renderPage(c, http.StatusOK, views.FormError("Cannot show properties", "post {node}, {edge} or {chain}"))
+	return s.formRefusal(c, "Cannot show properties", EBADREQUEST, "bad_json", "post {node}, {edge} or {chain}")
 }
 
 // fragExpr checks one expression as it is typed. With the field named

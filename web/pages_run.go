@@ -247,13 +247,13 @@ func (s *Server) pageResume(c echo.Context) error {
 		req.Action = engine.ActionReject
 	case "value":
 		if err := json.Unmarshal([]byte(c.FormValue("value")), &req.Value); err != nil {
-			return renderPage(c, http.StatusOK, views.FormError("The resume value is not JSON", err.Error()))
+			return s.formRefusal(c, "The resume value is not JSON", EBADREQUEST, "bad_json", err.Error())
 		}
 		req.Action, req.HasValue = engine.ActionRespond, true
 	default:
 		if raw := strings.TrimSpace(c.FormValue("modified_state")); raw != "" {
 			if err := json.Unmarshal([]byte(raw), &req.Modified); err != nil {
-				return renderPage(c, http.StatusOK, views.FormError("The state patch is not a JSON object", err.Error()))
+				return s.formRefusal(c, "The state patch is not a JSON object", EBADREQUEST, "bad_json", err.Error())
 			}
 		}
 	}
@@ -262,11 +262,11 @@ func (s *Server) pageResume(c echo.Context) error {
 	}
 	pauseID := c.FormValue("pause_id") // one form per pending pause
 	if len(pauseID) > engine.MaxPauseID {
-		return renderPage(c, http.StatusOK, views.FormError("Could not resume", fmt.Sprintf("the pause id is over %d bytes", engine.MaxPauseID)))
+		return s.formRefusal(c, "Could not resume", EBADREQUEST, "bad_json", fmt.Sprintf("the pause id is over %d bytes", engine.MaxPauseID))
 	}
 	value, modified, err := engine.ReadAnswer(req)
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
+		return s.formError(c, "Could not resume", err)
 	}
 	if err := s.requireResumeRole(c, id, pauseID, value != nil); err != nil {
 		return err
@@ -275,7 +275,7 @@ func (s *Server) pageResume(c echo.Context) error {
 		auditAnswer(c, value)
 	}
 	if err := s.runs.ResumePause(engine.WithSender(ctx, answeredBy(c)), id, pauseID, value, modified); err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
+		return s.formError(c, "Could not resume", err)
 	}
 	return pageRedirect(c, "/runs/"+id)
 }
@@ -285,7 +285,7 @@ func (s *Server) pageRerun(c echo.Context) error {
 	id := pageParam(c, "id")
 	node := c.FormValue("node")
 	if node == "" {
-		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", "no node given"))
+		return s.formRefusal(c, "Could not re-run", EINVALID, "from_node_required", "no node given")
 	}
 	// Both fields are optional: empty keeps the run's input and its state.
 	var input, modified map[string]any
@@ -302,11 +302,11 @@ func (s *Server) pageRerun(c echo.Context) error {
 			if err != nil {
 				msg = err.Error()
 			}
-			return renderPage(c, http.StatusOK, views.FormError(f.what+" is not a JSON object", msg))
+			return s.formRefusal(c, f.what+" is not a JSON object", EBADREQUEST, "bad_json", msg)
 		}
 	}
 	if k, ok := blankKey(modified); ok {
-		return renderPage(c, http.StatusOK, views.FormError("The state patch (modified_state) has a blank key", strconv.Quote(k)))
+		return s.formRefusal(c, "The state patch (modified_state) has a blank key", EINVALID, "bad_state_patch", strconv.Quote(k))
 	}
 	ctx := c.Request().Context()
 	orig, err := s.db.GetRunInfo(ctx, id)
@@ -315,14 +315,14 @@ func (s *Server) pageRerun(c echo.Context) error {
 	}
 	cv, err := s.rerunVersion(ctx, orig, c.FormValue("version"))
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not re-run on that version", err.Error()))
+		return s.formError(c, "Could not re-run on that version", err)
 	}
 	if cv != nil && cv.Doc.Node(node) == nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not re-run on that version", "node "+strconv.Quote(node)+" is not in version "+strconv.Itoa(cv.Version)+" of the chain"))
+		return s.formRefusal(c, "Could not re-run on that version", EINVALID, "unknown_node", "node "+strconv.Quote(node)+" is not in version "+strconv.Itoa(cv.Version)+" of the chain")
 	}
 	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: node, Input: input, Modified: modified, Version: cv, By: answeredBy(c)})
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", err.Error()))
+		return s.formError(c, "Could not re-run", err)
 	}
 	return pageRedirect(c, "/runs/"+newID)
 }
