@@ -69,9 +69,28 @@ type Config struct {
 	StreamBufferTotal  int64
 }
 
+// Store is the part of a storage backend (store.Backend) web reads and
+// writes: chains and their versions, runs and their events, checkpoint
+// logs (a run's chain, its node results), the interrupts inbox, triggers,
+// users and sessions, model usage, and the readiness ping. Leases,
+// housekeeping and the sealed credentials are the run service's, the
+// host's and the vault's.
+type Store interface {
+	store.ChainStore
+	store.RunStore
+	store.EventStore
+	store.CheckpointStore
+	store.InterruptStore
+	store.TriggerStore
+	store.UserStore
+	RunUsage(ctx context.Context, runID string) ([]store.ModelCall, error)
+	Usage(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error)
+	Ping(ctx context.Context) error
+}
+
 // Deps are what the server runs on, built by the host (cmd/studio).
 type Deps struct {
-	DB store.Backend
+	DB Store
 	// Runs is the run service every run starts, steers and is watched
 	// through (runs.Service); reads of finished runs go to the store.
 	Runs     *runs.Service
@@ -98,7 +117,7 @@ type Deps struct {
 // Server is the studio's HTTP server.
 type Server struct {
 	cfg     Config
-	db      store.Backend
+	db      Store
 	reg     *engine.Registry
 	runs    *runs.Service
 	echo    *echo.Echo
