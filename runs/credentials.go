@@ -9,9 +9,12 @@ import (
 )
 
 // Credentials gives the resolver for the runs of one saved chain (chainID ""
-// for a chain that is not saved: an A2E request, an agent's chain).
+// for a chain that is not saved: an A2E request, an agent's chain), and
+// tells the validator about a credential a chain names: its type, whether
+// it exists, and whether chainID may use it.
 type Credentials interface {
 	ForChain(chainID string) tool.Credentials
+	Usable(ctx context.Context, chainID, name string) (typ string, found, allowed bool)
 }
 
 // runCredentials resolves credentials for one run: the chain the run

@@ -267,6 +267,10 @@ func (sc *Scheduler) start(ctx context.Context, log *slog.Logger, s *store.Sched
 	if errors.Is(err, store.ErrAlreadyFired) || errors.Is(err, ErrShutdown) || ctx.Err() != nil {
 		return // fired elsewhere; or stopping: after the restart it is a missed tick
 	}
+	var invalid *InvalidChainError
+	if errors.As(err, &invalid) { // refused before anything was recorded: no run
+		log.Warn("scheduler: the chain has errors; the tick runs nothing", "tick", tick, "err", err)
+	}
 	sc.record(ctx, log, store.Firing{TriggerID: s.ID, Tick: tick, Outcome: store.FiringFailed, Message: "the run could not start: " + errorText(err)})
 }
 
@@ -281,10 +285,12 @@ func (sc *Scheduler) record(ctx context.Context, log *slog.Logger, f store.Firin
 }
 
 // errorText is an error's message for a firing row a person reads: a store
-// error's own text, a run service error's (queue full, shutting down).
+// error's own text, a run service error's (queue full, shutting down, the
+// chain's validation errors).
 func errorText(err error) string {
 	var busy *BusyError
-	if errors.As(err, &busy) || errors.Is(err, ErrShutdown) {
+	var invalid *InvalidChainError
+	if errors.As(err, &busy) || errors.As(err, &invalid) || errors.Is(err, ErrShutdown) {
 		return err.Error()
 	}
 	return store.ErrorMessage(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -301,5 +302,40 @@ func TestSchedulerQueuedTickPolicyChanged(t *testing.T) {
 	}
 	if sc.waiting() {
 		t.Fatal("a tick still waits")
+	}
+}
+
+// invalidChainStore is a trigStore whose chain has validation errors (an
+// unknown tool), started by a real Service.
+type invalidChainStore struct{ *trigStore }
+
+func (m invalidChainStore) GetChain(_ context.Context, id string) (*store.Chain, error) {
+	doc := `{"name":"broken","nodes":[{"node_id":"a","kind":"tool","name":"no_such_tool"}]}`
+	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	return &store.Chain{ID: id, Name: "broken", Version: 1, Doc: c}, err
+}
+
+// A schedule on a chain with validation errors makes no run: the run
+// service refuses it before anything is recorded, and the tick is recorded
+// failed with the chain's errors.
+func TestScheduleOnInvalidChainMakesNoRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	st := invalidChainStore{newTrigStore(minutely("s", store.OverlapAllow, store.CatchUpSkip))}
+	clock := &fakeClock{}
+	sc, err := NewScheduler(SchedulerOptions{Store: st, Starter: f.svc, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fireAt(t, sc, clock, t0.Add(time.Second))
+	f.store.mu.Lock()
+	n := len(f.store.runs)
+	f.store.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d runs recorded for an invalid chain", n)
+	}
+	fi, ok := st.firing("s", t0)
+	if !ok || fi.Outcome != store.FiringFailed || fi.RunID != "" || !strings.Contains(fi.Message, "no_such_tool") {
+		t.Fatalf("tick %v: %+v (recorded %v)", t0, fi, ok)
 	}
 }

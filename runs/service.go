@@ -139,6 +139,7 @@ type Service struct {
 	tracer Tracer
 	traces store.UsageStore
 	creds  Credentials
+	valid  validation // the checks a chain passes before it runs
 	now    func() time.Time
 
 	queue Queue
@@ -196,7 +197,7 @@ func New(opts Options) (*Service, error) {
 	base, stop := context.WithCancelCause(context.Background())
 	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), queue: opts.Queue, events: opts.Store.NewEventWriter(opts.Events),
 		log: opts.Logger, obs: opts.Observer, creds: opts.Credentials, now: opts.Now, base: base, stop: stop, active: map[string]context.CancelCauseFunc{},
-		disp: opts.Dispatcher, poll: opts.RemotePoll, pollers: map[string]struct{}{}}
+		disp: opts.Dispatcher, poll: opts.RemotePoll, pollers: map[string]struct{}{}, valid: newValidation(opts)}
 	if s.poll <= 0 {
 		s.poll = time.Second
 	}
@@ -303,10 +304,14 @@ type Trigger struct {
 }
 
 // StartTriggered is Start for a run a trigger started: the run records the
-// trigger, and its firing is stored with it.
+// trigger, and its firing is stored with it. A chain with validation errors
+// is refused (*InvalidChainError) and nothing is recorded.
 func (s *Service) StartTriggered(ctx context.Context, ch *store.Chain, input map[string]any, trig Trigger) (string, error) {
 	if s.base.Err() != nil {
 		return "", ErrShutdown // recording it would leave a run that never starts
+	}
+	if err := s.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
+		return "", err
 	}
 	id := uuid.NewString()
 	if input == nil {
@@ -354,8 +359,12 @@ func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[str
 
 // RunAdHocTriggered is RunAdHoc for a run that trig started (an A2E
 // session: store.TriggerA2ESession and its id); the run records it. Only
-// schedules and webhooks have firings.
+// schedules and webhooks have firings. A chain with validation errors is
+// refused (*InvalidChainError, see CheckAdHoc) and nothing is recorded.
 func (s *Service) RunAdHocTriggered(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, trig Trigger, sink engine.EventSink) (*engine.Result, error) {
+	if issues := s.CheckAdHoc(ctx, doc); engine.HasErrors(issues) {
+		return nil, &InvalidChainError{Issues: issues}
+	}
 	status, err := s.admit()
 	if err != nil {
 		return nil, err
@@ -470,7 +479,9 @@ type RerunSpec struct {
 	Version *store.ChainVersion
 }
 
-// RerunWith starts a re-run as spec says (see Rerun).
+// RerunWith starts a re-run as spec says (see Rerun). A re-run on another
+// version than the run's is refused when that version has validation errors
+// (*InvalidChainError); the run's own version is the one it ran.
 func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (string, error) {
 	if s.base.Err() != nil {
 		return "", ErrShutdown
@@ -478,6 +489,11 @@ func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (
 	orig, err := s.store.GetRunInfo(ctx, runID)
 	if err != nil {
 		return "", err
+	}
+	if spec.Version != nil {
+		if err := s.CheckRun(ctx, orig.ChainID, spec.Version.Doc); err != nil {
+			return "", err
+		}
 	}
 	id := uuid.NewString()
 	input, fromNode, modified := spec.Input, spec.FromNode, spec.Modified
@@ -506,12 +522,15 @@ func (s *Service) PlanNodeRun(ctx context.Context, doc *engine.Chain, nodeID str
 
 // RunNode runs one node of a saved chain version alone, its upstream data
 // pinned (src), in the background, and returns the run id. The request is
-// checked first: a *engine.NodeRunError, *engine.ValidationError or the
+// checked first: an *InvalidChainError, a *engine.NodeRunError or the
 // source run's checkpoint error comes back before anything is recorded.
 // The run is of kind node; its parent is the source run.
 func (s *Service) RunNode(ctx context.Context, ch *store.Chain, nodeID string, src engine.NodeRunSource) (string, error) {
 	if s.base.Err() != nil {
 		return "", ErrShutdown
+	}
+	if err := s.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
+		return "", err
 	}
 	nr, err := s.PlanNodeRun(ctx, ch.Doc, nodeID, src)
 	if err != nil {

@@ -376,3 +376,38 @@ func TestNewNeedsItsParts(t *testing.T) {
 		t.Fatal("New without a store succeeded")
 	}
 }
+
+// The run door refuses a chain with validation errors before anything is
+// recorded, whichever call starts the run, with the validator's issues.
+func TestRunDoorRefusesInvalidChains(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	doc := chainOf(t, `{"name":"broken","nodes":[{"node_id":"a","kind":"tool","name":"no_such_tool"}]}`)
+	ch := &store.Chain{ID: "c1", Version: 1, Name: "broken", Doc: doc}
+	check := func(what string, err error) {
+		t.Helper()
+		var invalid *InvalidChainError
+		if !errors.As(err, &invalid) || !engine.HasErrors(invalid.Issues) || invalid.Code() != engine.CodeInvalid {
+			t.Errorf("%s: %v, want an *InvalidChainError", what, err)
+		}
+	}
+	_, err := f.svc.Start(ctx, ch, nil)
+	check("Start", err)
+	_, err = f.svc.StartTriggered(ctx, ch, nil, Trigger{Kind: store.TriggerWebhook, ID: "h"})
+	check("StartTriggered", err)
+	_, err = f.svc.RunNode(ctx, ch, "a", engine.NodeRunSource{})
+	check("RunNode", err)
+	_, err = f.svc.RunAdHoc(ctx, doc, nil, store.KindA2E, nil)
+	check("RunAdHoc", err)
+	check("CheckRun", f.svc.CheckRun(ctx, ch.ID, doc))
+	f.store.mu.Lock()
+	n := len(f.store.runs)
+	f.store.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d runs recorded", n)
+	}
+	if err := f.svc.CheckRun(ctx, "c1", chainOf(t, gatedDoc)); err != nil {
+		t.Fatalf("a valid chain: %v", err)
+	}
+}

@@ -2,11 +2,13 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
@@ -163,23 +165,15 @@ func (s *Server) a2eRun(c echo.Context) error {
 		input = map[string]any{}
 	}
 	ctx := c.Request().Context()
-	// Validated as a saved chain is before its run (the host's tools,
-	// schemas, sub-chains): refused with chain_invalid, nothing run.
-	if issues := s.validateToRunCtx(ctx, doc); engine.HasErrors(issues) {
-		resp := engine.NewInvalidResponse(req, issues)
-		if !req.IsStreaming() {
-			return c.JSON(http.StatusOK, resp)
-		}
-		w := s.newA2EWriter(c, streamA2ERun, acceptsNDJSON(c.Request().Header.Get(echo.HeaderAccept)))
-		defer w.close()
-		if err := w.write(engine.TypeResponse, resp); err == nil {
-			_ = w.flush()
-		}
-		return nil
-	}
-
+	// The run service validates the chain as a saved chain is before its
+	// run (the host's tools, schemas, sub-chains): a chain with errors is
+	// answered chain_invalid, nothing run.
+	var invalid *runs.InvalidChainError
 	if !req.IsStreaming() {
 		res, err := s.runs.RunAdHoc(ctx, doc, input, store.KindA2E, nil)
+		if errors.As(err, &invalid) {
+			return c.JSON(http.StatusOK, engine.NewInvalidResponse(req, invalid.Issues))
+		}
 		if res == nil {
 			return err
 		}
@@ -217,6 +211,12 @@ func (s *Server) a2eRun(c echo.Context) error {
 				return nil
 			}
 			if out.res == nil {
+				if errors.As(out.err, &invalid) {
+					if w.write(engine.TypeResponse, engine.NewInvalidResponse(req, invalid.Issues)) == nil {
+						_ = w.flush()
+					}
+					return nil
+				}
 				if !w.started {
 					return out.err
 				}

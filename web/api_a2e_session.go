@@ -363,7 +363,7 @@ func (s *Server) a2eOpenSession(c echo.Context) error {
 		Run: func(ctx context.Context, req *engine.Request, doc *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
 			return s.a2eRunFunc(ctx, id, req, doc, sink)
 		},
-		Check:   func(doc *engine.Chain) []engine.Issue { return s.validateToRunCtx(base, doc) },
+		Check:   func(doc *engine.Chain) []engine.Issue { return s.runs.CheckAdHoc(base, doc) },
 		RunCode: s.a2eRunCode,
 	})
 	s.a2e.m[id] = h

@@ -18,9 +18,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// maxComment bounds an answer's comment (characters).
-const maxComment = 2000
-
 // answeredBy names who answers, for the audit: the caller's identity
 // (a user, "token" for the --token, "local" on an open loopback studio).
 func answeredBy(c echo.Context) string {
@@ -31,20 +28,16 @@ func answeredBy(c echo.Context) string {
 }
 
 // readAnswer reads a resume request's body: the value (resume_value, or
-// value), action, comment, modified_state and pause_id. An action makes it an answer
-// even without a value (approve takes the proposed value, reject none).
+// value), action, comment, modified_state and pause_id. What they mean, and
+// the rules an answer keeps, are the engine's (engine.ReadAnswer).
 func readAnswer(c echo.Context) (*engine.ResumeValue, map[string]any, string, error) {
 	var raw map[string]json.RawMessage
 	if err := bindJSON(c, &raw); err != nil {
 		return nil, nil, "", err
 	}
 	var (
-		value    *engine.ResumeValue
-		modified map[string]any
-		action   string
-		comment  string
-		answered bool
-		pauseID  string
+		req     engine.AnswerRequest
+		pauseID string
 	)
 	fields := "resume_value, value, action, comment, modified_state, pause_id"
 	for k, v := range raw {
@@ -53,68 +46,47 @@ func readAnswer(c echo.Context) (*engine.ResumeValue, map[string]any, string, er
 			if _, both := raw["resume_value"]; both && k == "value" {
 				return nil, nil, "", apiError(EBADREQUEST, "bad_json", "send the value as resume_value or value, not both", map[string]any{"path": k})
 			}
-			var x any
-			if err := json.Unmarshal(v, &x); err != nil {
+			if err := json.Unmarshal(v, &req.Value); err != nil {
 				return nil, nil, "", apiError(EBADREQUEST, "bad_json", k+": "+err.Error(), map[string]any{"path": k})
 			}
-			value, answered = &engine.ResumeValue{Value: x}, true
+			req.HasValue = true
 		case "action":
-			if err := json.Unmarshal(v, &action); err != nil {
+			if err := json.Unmarshal(v, &req.Action); err != nil {
 				return nil, nil, "", apiError(EBADREQUEST, "bad_json", "action must be a string: approve, reject or respond", map[string]any{"path": k})
 			}
-			switch action {
-			case engine.ActionApprove, engine.ActionReject, engine.ActionRespond:
-			default:
-				return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, fmt.Sprintf("action must be approve, reject or respond, got %q", action), map[string]any{"field": "action"})
+			if req.Action == "" { // sent, it must name one
+				return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, `action must be approve, reject or respond, got ""`, map[string]any{"field": "action"})
 			}
-			answered = true
 		case "comment":
-			if err := json.Unmarshal(v, &comment); err != nil {
+			if err := json.Unmarshal(v, &req.Comment); err != nil {
 				return nil, nil, "", apiError(EBADREQUEST, "bad_json", "comment must be a string", map[string]any{"path": k})
 			}
-			if n := utf8.RuneCountInString(comment); n > maxComment {
-				return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, fmt.Sprintf("comment is %d characters, over the limit of %d", n, maxComment), map[string]any{"field": "comment"})
-			}
 		case "pause_id": // which pause, when several wait (map items, branches, sub-chains)
-			if err := json.Unmarshal(v, &pauseID); err != nil || pauseID == "" || len(pauseID) > maxPauseID {
-				return nil, nil, "", apiError(EBADREQUEST, "bad_json", fmt.Sprintf("pause_id must be a non-empty string of at most %d bytes", maxPauseID), map[string]any{"path": k})
+			if err := json.Unmarshal(v, &pauseID); err != nil || pauseID == "" || len(pauseID) > engine.MaxPauseID {
+				return nil, nil, "", apiError(EBADREQUEST, "bad_json", fmt.Sprintf("pause_id must be a non-empty string of at most %d bytes", engine.MaxPauseID), map[string]any{"path": k})
 			}
 		case "modified_state":
-			if err := json.Unmarshal(v, &modified); err != nil {
+			if err := json.Unmarshal(v, &req.Modified); err != nil {
 				return nil, nil, "", apiError(EBADREQUEST, "bad_json", "modified_state must be a JSON object", map[string]any{"path": k})
 			}
 		default:
 			return nil, nil, "", apiError(EBADREQUEST, "bad_json", fmt.Sprintf("unknown field %q (%s)", k, fields), map[string]any{"path": k})
 		}
 	}
-	if action == engine.ActionRespond && value == nil {
-		return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, "respond needs a value", map[string]any{"field": "value"})
+	value, modified, err := engine.ReadAnswer(req)
+	if err != nil {
+		return nil, nil, "", err
 	}
-	if !answered {
-		if comment != "" {
-			return nil, nil, "", apiError(EINVALID, engine.CodeInvalidAnswer, "a comment goes with an answer: add an action or a value", map[string]any{"field": "comment"})
-		}
-		return nil, modified, pauseID, nil
-	}
-	if modified != nil { // the approved step must do what the person saw
-		return nil, nil, "", apiError(EINVALID, engine.CodeAnswerPatchesState,
-			"an answer to a pause cannot patch the run's state: leave out modified_state (patching state is a re-run's, or the resume of a failed run's)",
-			map[string]any{"field": "modified_state"})
-	}
-	var x any
 	if value != nil {
-		x = value.Value
+		auditAnswer(c, value)
 	}
-	value = engine.NewAnswer(action, x, value != nil)
-	auditAnswer(c, value, comment)
-	return value, nil, pauseID, nil
+	return value, modified, pauseID, nil
 }
 
-// auditAnswer fills in what the audit keeps of an answer besides its action
-// and value: the comment, who sent it and from where (the API and the run
-// page alike).
-func auditAnswer(c echo.Context, v *engine.ResumeValue, comment string) {
-	v.Comment, v.By, v.Address = strings.TrimSpace(comment), answeredBy(c), c.RealIP()
+// auditAnswer fills in who sent an answer and from where (the API and the
+// run page alike).
+func auditAnswer(c echo.Context, v *engine.ResumeValue) {
+	v.By, v.Address = answeredBy(c), c.RealIP()
 }
 
 // interruptJSON is one entry of the inbox.

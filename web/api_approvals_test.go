@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
@@ -108,7 +109,7 @@ func TestAnswerApproval(t *testing.T) {
 	})
 }
 
-var long = `"` + strings.Repeat("x", maxComment+1) + `"`
+var long = `"` + strings.Repeat("x", engine.MaxAnswerComment+1) + `"`
 
 func TestAnsweredByToken(t *testing.T) {
 	t.Parallel()

@@ -80,50 +80,28 @@ func checkName(name string) error {
 	return nil
 }
 
-// validateOptions checks skills against the saved chains and tools against
-// the registry.
-func (s *Server) apiValidateOptions(c echo.Context) engine.ValidateOptions {
-	return s.withCredentials(c, s.validateOptionsCtx(c.Request().Context()))
+// validateOptions are the run service's checks (runs.Service.ValidateOptions)
+// for the chain the route names (chains/:id routes), or a new chain (other
+// routes: create, import, validate): what the editor and the API show is
+// what a run is refused on.
+func (s *Server) validateOptions(c echo.Context) engine.ValidateOptions {
+	return s.runs.ValidateOptions(c.Request().Context(), routeChainID(c))
 }
 
-// validateOptionsCtx is apiValidateOptions for work that outlives a request
-// (an A2E session's chain/req messages).
-func (s *Server) validateOptionsCtx(ctx context.Context) engine.ValidateOptions {
-	reg := s.reg
-	return engine.ValidateOptions{
-		Limits: s.cfg.Limits,
-		Resolve: func(name string) (*engine.Chain, bool) {
-			ch, err := s.db.ResolveChain(ctx, name)
-			return ch, err == nil && ch != nil
-		},
-		Tools:      reg.Has,
-		ToolOutput: reg.OutputSchema,
-		Schemas:    reg.NodeSchemas(s.agents.Schemas),
-		Credential: s.credentialCheck(ctx, "", false),
+// routeChainID is the saved chain a chains/:id route names, "" on others.
+func routeChainID(c echo.Context) string {
+	if p := c.Path(); strings.HasPrefix(p, "/v1/chains/:id") || strings.HasPrefix(p, "/chains/:id") {
+		return c.Param("id")
 	}
+	return ""
 }
 
 func (s *Server) validate(c echo.Context, doc *engine.Chain) []engine.Issue {
-	issues := engine.ValidateWith(doc, s.apiValidateOptions(c))
+	issues := engine.ValidateWith(doc, s.validateOptions(c))
 	if issues == nil {
 		issues = []engine.Issue{}
 	}
 	return issues
-}
-
-// validateToRun is the check before a run starts: the chain's own rules, not
-// its test cases. A broken test fails `studio test` and shows in the editor,
-// but it does not stop the chain itself from running.
-func (s *Server) validateToRun(c echo.Context, doc *engine.Chain) []engine.Issue {
-	opts := s.apiValidateOptions(c)
-	opts.SkipTests = true
-	return engine.ValidateWith(doc, opts)
-}
-
-func (s *Server) validateToRunCtx(ctx context.Context, doc *engine.Chain) []engine.Issue {
-	opts := s.validateOptionsCtx(ctx)
-	opts.SkipTests = true
-	return engine.ValidateWith(doc, opts)
 }
 
 // GET /v1/chains?q=&limit=&cursor= (offset= is the older paging, kept)

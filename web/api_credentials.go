@@ -1,12 +1,10 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/vault"
@@ -201,30 +199,4 @@ func credentialErr(err error, name string) error {
 		return apiError(ECONFLICT, "name_taken", "a credential named "+quote(name)+" exists already", nil)
 	}
 	return storeErr(err, "credential "+quote(name))
-}
-
-// credentialCheck is the validator's look-up of the credentials a chain
-// names. chainID is the chain being checked ("" for a chain not saved yet,
-// which only credentials open to every chain allow); known false skips the
-// chain check (a run whose chain is not at hand: the call itself checks).
-func (s *Server) credentialCheck(ctx context.Context, chainID string, known bool) func(string) (string, bool, bool) {
-	if s.vault == nil {
-		return nil
-	}
-	return func(name string) (string, bool, bool) {
-		typ, found, allowed := s.vault.Usable(ctx, chainID, name)
-		return typ, found, allowed || !known
-	}
-}
-
-// withCredentials adds the credential checks to vo for the chain the route
-// names (chains/:id routes), or a new chain (other routes: create, import,
-// validate).
-func (s *Server) withCredentials(c echo.Context, vo engine.ValidateOptions) engine.ValidateOptions {
-	chainID := ""
-	if p := c.Path(); strings.HasPrefix(p, "/v1/chains/:id") || strings.HasPrefix(p, "/chains/:id") {
-		chainID = c.Param("id")
-	}
-	vo.Credential = s.credentialCheck(c.Request().Context(), chainID, true)
-	return vo
 }

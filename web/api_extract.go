@@ -55,7 +55,7 @@ func (s *Server) extractChain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := s.apiValidateOptions(c)
+	opts := s.validateOptions(c)
 	if issues := engine.ValidateWith(sub, opts); engine.HasErrors(issues) {
 		return extractInvalid("the new chain", issues)
 	}

@@ -174,11 +174,6 @@ func (s *Server) runNode(c echo.Context) error {
 	if ch.Doc.Node(node) == nil {
 		return apiError(ENOTFOUND, "not_found", fmt.Sprintf("node %q is not in version %d of chain %q", node, ch.Version, ch.ID), map[string]any{"node_id": node})
 	}
-	if issues := s.validateToRun(c, ch.Doc); engine.HasErrors(issues) {
-		return apiError(EINVALID, engine.CodeInvalid,
-			(&engine.ValidationError{Issues: issues}).Error()+" (a chain with errors can be saved but not run)",
-			map[string]any{"issues": issues})
-	}
 	src := engine.NodeRunSource{FromRun: body.FromRun, Pinned: body.Pinned, Input: body.Input, State: body.State}
 	chosen := "given"
 	switch {

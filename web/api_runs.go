@@ -66,27 +66,12 @@ func (s *Server) startRun(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
-	if err := s.refuseInvalid(c, ch.Doc); err != nil {
-		return err
-	}
 	id, err := s.runs.Start(ctx, ch, body.Input)
 	if err != nil {
 		return err
 	}
 	runLocation(c, id)
 	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id), "chain_id": ch.ID, "chain_version": ch.Version})
-}
-
-// refuseInvalid is the 422 chain_invalid that refuses to run a chain with
-// validation errors (a run started through the API or a webhook).
-func (s *Server) refuseInvalid(c echo.Context, doc *engine.Chain) error {
-	issues := s.validateToRun(c, doc)
-	if !engine.HasErrors(issues) {
-		return nil
-	}
-	return apiError(EINVALID, engine.CodeInvalid,
-		(&engine.ValidationError{Issues: issues}).Error()+" (a chain with errors can be saved but not run)",
-		map[string]any{"issues": issues})
 }
 
 // maxRunsPage bounds a page of the runs list (API and page).
@@ -198,10 +183,6 @@ func (s *Server) getRun(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// maxPauseID bounds a pause id (node ids are at most 256 bytes; a pause id
-// adds an item index or a sub-chain's id).
-const maxPauseID = 1024
-
 // POST /v1/runs/{id}/resume {resume_value | value, action, comment, modified_state, pause_id}
 func (s *Server) resumeRun(c echo.Context) error {
 	id := c.Param("id")
@@ -267,9 +248,6 @@ func (s *Server) rerunRun(c echo.Context) error {
 	where := "the run's chain"
 	if cv != nil {
 		chain, where = cv.Doc, fmt.Sprintf("version %d of the chain", cv.Version)
-		if issues := s.validateToRun(c, chain); engine.HasErrors(issues) {
-			return apiError(EINVALID, engine.CodeInvalid, (&engine.ValidationError{Issues: issues}).Error(), map[string]any{"issues": issues, "path": "version"})
-		}
 	} else if chain, err = s.runs.RunChain(ctx, id); err != nil {
 		return err
 	}
@@ -280,6 +258,10 @@ func (s *Server) rerunRun(c echo.Context) error {
 		return apiError(EINVALID, "bad_state_patch", fmt.Sprintf("modified_state: key %q is not a state key (empty or blank)", k), map[string]any{"path": "modified_state"})
 	}
 	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: body.FromNode, Input: body.Input, Modified: body.ModifiedState, Version: cv, By: answeredBy(c)})
+	var invalid *runs.InvalidChainError
+	if errors.As(err, &invalid) { // the version chosen has errors
+		return apiError(EINVALID, engine.CodeInvalid, invalid.Error(), map[string]any{"issues": invalid.Issues, "path": "version"})
+	}
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}

@@ -25,13 +25,15 @@ const sseFlushGap = 10 * time.Millisecond
 // (Config.StreamBufferBytes) of stored events.
 const replayPageEvents = 256
 
-// sseStream writes one run's events to one watcher.
+// sseStream writes one run's events to one watcher, in the order its
+// runs.Watch gives them.
 type sseStream struct {
-	s    *Server
-	c    echo.Context
-	out  *streamWriter
-	run  string
-	last int64 // the highest seq sent
+	s     *Server
+	c     echo.Context
+	out   *streamWriter
+	watch *runs.Watch
+	run   string
+	last  int64 // the highest seq sent
 	// frame is the size of the largest frame seen, the room a read asks
 	// for before it reads.
 	frame int
@@ -39,11 +41,9 @@ type sseStream struct {
 
 // GET /v1/runs/{id}/events
 //
-// Ordering without gaps or duplicates: subscribe to the run service's live
-// hub first, then flush the event writer and replay the store after
-// Last-Event-ID, then stream live events, skipping any seq already sent.
-// Events emitted between the subscription and the replay are in both and
-// sent once.
+// The run service's Watch orders the events without gaps or duplicates
+// (replay after Last-Event-ID, then live); this writes their frames, the
+// heartbeats and the run's result, within the stream's bounds.
 func (s *Server) runEvents(c echo.Context) error {
 	id := c.Param("id")
 	ctx := c.Request().Context()
@@ -63,15 +63,15 @@ func (s *Server) runEvents(c echo.Context) error {
 		return storeErr(err, fmt.Sprintf("run %q", id))
 	}
 
-	sub, err := s.runs.Subscribe(id)
+	watch, err := s.runs.Watch(id, after)
 	if err != nil {
 		return err // a watcher limit: 503 with Retry-After
 	}
-	defer s.runs.Unsubscribe(sub)
+	defer watch.Close()
 
 	out := s.openStream(c, streamRunEvents)
 	defer out.close()
-	st := &sseStream{s: s, c: c, out: out, run: id, last: after}
+	st := &sseStream{s: s, c: c, out: out, watch: watch, run: id, last: after}
 	w := c.Response()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
@@ -84,7 +84,7 @@ func (s *Server) runEvents(c echo.Context) error {
 	if err := st.catchUp(ctx); err != nil {
 		return st.fail(err)
 	}
-	if !s.runs.Active(id) {
+	if !watch.Live() {
 		// Not executing here (finished, paused, or never started in this
 		// process): the store holds the whole run.
 		return st.finish(ctx)
@@ -105,7 +105,7 @@ func (s *Server) runEvents(c echo.Context) error {
 		tick.Reset(s.cfg.SSEHeartbeat)
 		return st.flush()
 	}
-	if pos := s.runs.QueuePosition(id); pos > 0 {
+	if pos := watch.QueuePosition(); pos > 0 {
 		// Waiting for a slot: say so now; its events follow once it starts.
 		frame := fmt.Appendf(nil, "event: queued\ndata: {\"run_id\":%q,\"status\":\"queued\",\"position\":%d}\n\n", id, pos)
 		if err := st.out.Append(ctx, frame); err != nil {
@@ -115,7 +115,6 @@ func (s *Server) runEvents(c echo.Context) error {
 			return nil
 		}
 	}
-	var pending []*runs.LiveEvent
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,31 +132,26 @@ func (s *Server) runEvents(c echo.Context) error {
 			if err := flushNow(); err != nil {
 				return nil // the watcher went away
 			}
-		case _, ok := <-sub.C:
-			// Take what is queued: the events before a close are still there.
-			pending = sub.Take(pending[:0])
-			for _, ev := range pending {
-				if err := st.live(ctx, ev); err != nil {
-					return st.fail(err)
-				}
+		case _, ok := <-watch.C():
+			state, err := watch.Next(ctx, ok, st.replay, st.live)
+			if err != nil {
+				return st.fail(err)
 			}
-			clear(pending)
 			if st.out.err != nil {
 				return nil // the watcher stalled or went away
 			}
-			if !ok {
-				if sub.Ended {
-					// Send what arrived live before waiting on the store:
-					// finish flushes the event writer first, and the run's
-					// last events must not wait behind that.
-					if err := st.flush(); err != nil {
-						return nil
-					}
-					return st.finish(ctx)
+			switch state {
+			case runs.WatchEnded:
+				// Send what arrived live before waiting on the store:
+				// finish flushes the event writer first, and the run's
+				// last events must not wait behind that.
+				if err := st.flush(); err != nil {
+					return nil
 				}
-				// Dropped: this watcher fell behind. End the response; the
-				// client reconnects with Last-Event-ID and catches up from
-				// the store.
+				return st.finish(ctx)
+			case runs.WatchDropped:
+				// The client reconnects with Last-Event-ID and catches up
+				// from the store.
 				_ = st.flush()
 				return nil
 			}
@@ -177,39 +171,34 @@ func (s *Server) runEvents(c echo.Context) error {
 	}
 }
 
-// live sends a live event unless it was already sent; a gap (which the
-// subscribe-then-replay order rules out) is filled from the store.
-func (st *sseStream) live(ctx context.Context, ev *runs.LiveEvent) error {
-	if ev.Seq <= st.last {
-		return nil
-	}
-	if ev.Seq > st.last+1 {
-		if err := st.catchUp(ctx); err != nil {
-			return err
-		}
-		if ev.Seq <= st.last {
-			return nil
-		}
-	}
+// live writes a live event's frame (the watch sends each once, in order).
+func (st *sseStream) live(ev *runs.LiveEvent) error {
 	frame, err := ev.Encoded(encodeSSE)
 	if err != nil {
 		return err
 	}
-	if err := st.out.Append(ctx, frame); err != nil {
+	if err := st.out.Append(st.c.Request().Context(), frame); err != nil {
 		return nil // the watcher stalled or went away: the loop ends it
 	}
 	st.last = ev.Seq
 	return nil
 }
 
-// catchUp flushes the event writer and sends every stored event after the
-// last one sent, in pages (replayPageEvents). A page is read only once the
-// byte budget has room for its largest frame so far; a frame that finds no
-// room is dropped with the rest of its page and read again once there is.
-func (st *sseStream) catchUp(ctx context.Context) error {
-	if err := st.s.runs.Flush(ctx); err != nil && ctx.Err() == nil {
-		st.s.log.Warn("event stream: flushing the event writer failed; replaying what is stored", "run_id", st.run, "err", err)
-	}
+// catchUp has the watch store the events emitted so far and replay them.
+func (st *sseStream) catchUp(ctx context.Context) error { return st.watch.CatchUp(ctx, st.replay) }
+
+// replay sends every stored event after seq after, in pages
+// (replayPageEvents), and returns the last seq sent. A page is read only
+// once the byte budget has room for its largest frame so far; a frame that
+// finds no room is dropped with the rest of its page and read again once
+// there is.
+func (st *sseStream) replay(ctx context.Context, after int64) (int64, error) {
+	st.last = max(st.last, after)
+	err := st.replayPages(ctx)
+	return st.last, err
+}
+
+func (st *sseStream) replayPages(ctx context.Context) error {
 	st.frame = max(st.frame, st.s.streams.frameHint(st.run))
 	for {
 		if err := st.out.Reserve(ctx, max(st.frame, sseMinReserve)); err != nil {

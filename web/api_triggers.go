@@ -423,7 +423,8 @@ func (s *Server) callHook(c echo.Context) error {
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", h.ChainID))
 	}
-	if err := s.refuseInvalid(c, ch.Doc); err != nil {
+	// Refused before the signature is spent (the start checks again).
+	if err := s.runs.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
 		return err
 	}
 	// Last before the start: a call refused above may be sent again with

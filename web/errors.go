@@ -121,6 +121,8 @@ func domainError(err error) *APIError {
 		nre  *engine.NodeRunError
 		xe   *engine.ExtractError
 		ans  *engine.AnswerError
+		inv  *runs.InvalidChainError
+		rule *engine.AnswerRuleError
 	)
 	switch {
 	case err == nil:
@@ -157,6 +159,11 @@ func domainError(err error) *APIError {
 	case errors.As(err, &xe):
 		return apiError(EINVALID, "extract_refused", xe.Error(),
 			map[string]any{"node_id": xe.NodeID, "edge_id": xe.EdgeID, "field": xe.Field})
+	case errors.As(err, &inv):
+		return apiError(EINVALID, engine.CodeInvalid, inv.Error()+" (a chain with errors can be saved but not run)",
+			map[string]any{"issues": inv.Issues})
+	case errors.As(err, &rule):
+		return apiError(EINVALID, rule.Code(), rule.Msg, map[string]any{"field": rule.Field})
 	case errors.As(err, &ans):
 		details := map[string]any{"node_id": ans.NodeID}
 		if ans.Field != "" {
@@ -227,14 +234,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	ae := s.errorFor(err)
-	switch ae.Kind {
-	case ENOSPACE:
-		s.log.Error("database disk full", "path", c.Request().URL.Path, "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	case EINTERNAL:
-		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	}
+	s.logAPIError(c, ae, err)
 	status := ae.Status()
 	if ae.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", retryAfter(ae.RetryAfter))
@@ -252,6 +252,19 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	_ = c.JSON(status, map[string]any{"error": ae})
+}
+
+// logAPIError logs the errors a person cannot act on (internal errors, a
+// full disk) with the request id.
+func (s *Server) logAPIError(c echo.Context, ae *APIError, err error) {
+	switch ae.Kind {
+	case ENOSPACE:
+		s.log.Error("database disk full", "path", c.Request().URL.Path, "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	case EINTERNAL:
+		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	}
 }
 
 // diskFull reports whether err is SQLite's SQLITE_FULL (the disk holding the

@@ -101,7 +101,7 @@ func testDeps(t testing.TB, db store.Backend, reg *engine.Registry, tune func(*r
 }
 
 // service is the server's run service as the host built it.
-func service(srv *Server) *runs.Service { return srv.runs.(*runs.Service) }
+func service(srv *Server) *runs.Service { return srv.runs }
 
 type resp struct {
 	status int

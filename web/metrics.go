@@ -95,9 +95,17 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// gauged is what the metrics read of the run service (runs.Service).
+type gauged interface {
+	Watchers() int
+	ActiveCount() int
+	QueueStats() runs.QueueStats
+	EventsDropped() uint64
+}
+
 // watch registers the gauges read from the run service. One set of metrics
 // serves one run service.
-func (m *Metrics) watch(svc RunService) error {
+func (m *Metrics) watch(svc gauged) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.watched {

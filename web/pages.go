@@ -6,8 +6,8 @@ import (
 	"net/url"
 
 	"github.com/a-h/templ"
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
 )
 
@@ -64,6 +64,24 @@ func pageRedirect(c echo.Context, target string) error {
 	return c.NoContent(http.StatusOK)
 }
 
+// formError answers a form's refusal through the error table: the status
+// the API answers err with, and its message in the form's error fragment
+// under title (htmx swaps an answer of any status but 204 and 304 into
+// the form's target). An internal error is logged and not shown.
+func (s *Server) formError(c echo.Context, title string, err error) error {
+	ae := s.errorFor(err)
+	s.logAPIError(c, ae, err)
+	if ae.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", retryAfter(ae.RetryAfter))
+	}
+	return renderPage(c, ae.Status(), views.FormError(title, ae.Message))
+}
+
+// formRefusal is formError for a refusal the handler itself finds.
+func (s *Server) formRefusal(c echo.Context, title, kind, code, msg string) error {
+	return s.formError(c, title, apiError(kind, code, msg, nil))
+}
+
 // notFound maps a store "not found" to a 404 (an HTML page for browsers).
 func pageNotFound(err error, what string) error {
 	if errors.Is(err, store.ErrNotFound) {
@@ -78,21 +96,4 @@ func pageParam(c echo.Context, name string) string {
 		return c.Param(name)
 	}
 	return v
-}
-
-// validateOptions are the checks the editor shows: sub-chains resolved from
-// the store, tool names from the registry.
-func (s *Server) pageValidateOptions(c echo.Context) engine.ValidateOptions {
-	ctx := c.Request().Context()
-	reg := s.reg
-	return s.withCredentials(c, engine.ValidateOptions{
-		Resolve: func(name string) (*engine.Chain, bool) {
-			ch, err := s.db.ResolveChain(ctx, name)
-			return ch, err == nil && ch != nil
-		},
-		Tools:      reg.Has,
-		ToolOutput: reg.OutputSchema,
-		Schemas:    reg.NodeSchemas(s.agents.Schemas),
-		Limits:     s.cfg.Limits,
-	})
 }

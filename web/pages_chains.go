@@ -69,18 +69,18 @@ func (s *Server) pageImport(c echo.Context) error {
 	if fh, err := c.FormFile("file"); err == nil && fh.Size > 0 {
 		f, err := fh.Open()
 		if err != nil {
-			return renderPage(c, http.StatusOK, views.FormError("Could not read the file", err.Error()))
+			return s.formRefusal(c, "Could not read the file", EBADREQUEST, "bad_body", err.Error())
 		}
 		defer f.Close()
 		data, err = io.ReadAll(io.LimitReader(f, s.cfg.BodyLimit))
 		if err != nil {
-			return renderPage(c, http.StatusOK, views.FormError("Could not read the file", err.Error()))
+			return s.formRefusal(c, "Could not read the file", EBADREQUEST, "bad_body", err.Error())
 		}
 	} else {
 		data = []byte(c.FormValue("json"))
 	}
 	if strings.TrimSpace(string(data)) == "" {
-		return renderPage(c, http.StatusOK, views.FormError("Nothing to import", "choose a JSON file or paste a chain document"))
+		return s.formRefusal(c, "Nothing to import", EBADREQUEST, engine.CodeDecode, "choose a JSON file or paste a chain document")
 	}
 	doc, req, err := engine.DecodeDocument(data, s.cfg.Limits)
 	if err != nil {
@@ -96,11 +96,7 @@ func (s *Server) pageImport(c echo.Context) error {
 	}
 	ch, err := s.importDoc(c, doc, req, "")
 	if err != nil {
-		var ae *APIError
-		if errors.As(err, &ae) {
-			return renderPage(c, http.StatusOK, views.FormError("Not imported; nothing was saved", ae.Message))
-		}
-		return err
+		return s.formError(c, "Not imported; nothing was saved", err)
 	}
 	return pageRedirect(c, "/chains/"+ch.ID)
 }

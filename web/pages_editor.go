@@ -13,6 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
@@ -24,7 +25,7 @@ func (s *Server) pageEditor(c echo.Context) error {
 	if err != nil {
 		return pageNotFound(err, "chain")
 	}
-	return renderPage(c, http.StatusOK, views.EditorPage(ch, engine.ValidateWith(ch.Doc, s.pageValidateOptions(c))))
+	return renderPage(c, http.StatusOK, views.EditorPage(ch, engine.ValidateWith(ch.Doc, s.validateOptions(c))))
 }
 
 // editorData is what the canvas loads: the document at a version.
@@ -146,7 +147,7 @@ func (s *Server) pageSave(c echo.Context) error {
 		return pageNotFound(err, "chain")
 	}
 	timing.mark("store")
-	issues := engine.ValidateWith(doc, s.pageValidateOptions(c))
+	issues := engine.ValidateWith(doc, s.validateOptions(c))
 	timing.mark("validate")
 	errs := 0
 	for _, is := range issues {
@@ -199,21 +200,22 @@ func (s *Server) pageStartRun(c echo.Context) error {
 	input := map[string]any{}
 	if raw := strings.TrimSpace(c.FormValue("input")); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &input); err != nil {
-			return renderPage(c, http.StatusOK, views.FormError("The input is not a JSON object", err.Error()))
+			return s.formRefusal(c, "The input is not a JSON object", EBADREQUEST, "bad_json", err.Error())
 		}
 	}
-	if issues := s.validateToRun(c, ch.Doc); engine.HasErrors(issues) {
+	runID, err := s.runs.Start(ctx, ch, input)
+	var invalid *runs.InvalidChainError
+	if errors.As(err, &invalid) {
 		var lines []string
-		for _, is := range issues {
+		for _, is := range invalid.Issues {
 			if is.Severity == engine.SeverityError {
 				lines = append(lines, is.String())
 			}
 		}
-		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", strings.Join(lines, "\n")))
+		return s.formRefusal(c, "The chain has errors; fix them before running", EINVALID, engine.CodeInvalid, strings.Join(lines, "\n"))
 	}
-	runID, err := s.runs.Start(ctx, ch, input)
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not start the run", err.Error()))
+		return s.formError(c, "Could not start the run", err)
 	}
 	return pageRedirect(c, "/runs/"+runID)
 }
@@ -259,7 +261,7 @@ func (s *Server) pageAgentOptions() []views.ToolOption {
 func (s *Server) fragProps(c echo.Context) error {
 	var req editorPropsRequest
 	if err := json.NewDecoder(c.Request().Body).Decode(&req); err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Cannot show properties", err.Error()))
+		return s.formRefusal(c, "Cannot show properties", EBADREQUEST, "bad_json", err.Error())
 	}
 	pc := views.PropsCtx{NodeIDs: req.NodeIDs, SourceKind: req.SourceKind, Handles: req.Handles}
 	switch {
@@ -296,7 +298,7 @@ func (s *Server) fragProps(c echo.Context) error {
 	case req.Chain != nil:
 		return renderPage(c, http.StatusOK, views.ChainProps(*req.Chain, pc))
 	}
-	return renderPage(c, http.StatusOK, views.FormError("Cannot show properties", "post {node}, {edge} or {chain}"))
+	return s.formRefusal(c, "Cannot show properties", EBADREQUEST, "bad_json", "post {node}, {edge} or {chain}")
 }
 
 // fragExpr checks one expression as it is typed. With the field named

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/runs"
@@ -240,42 +239,43 @@ func (s *Server) fragNodeDrawer(c echo.Context) error {
 func (s *Server) pageResume(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := pageParam(c, "id")
-	var value *engine.ResumeValue
-	var modified map[string]any
+	var req engine.AnswerRequest
 	switch c.FormValue("decision") {
 	case "approve":
-		value = engine.NewAnswer(engine.ActionApprove, nil, false)
+		req.Action = engine.ActionApprove
 	case "reject":
-		value = engine.NewAnswer(engine.ActionReject, nil, false)
+		req.Action = engine.ActionReject
 	case "value":
-		var v any
-		if err := json.Unmarshal([]byte(c.FormValue("value")), &v); err != nil {
-			return renderPage(c, http.StatusOK, views.FormError("The resume value is not JSON", err.Error()))
+		if err := json.Unmarshal([]byte(c.FormValue("value")), &req.Value); err != nil {
+			return s.formRefusal(c, "The resume value is not JSON", EBADREQUEST, "bad_json", err.Error())
 		}
-		value = engine.NewAnswer(engine.ActionRespond, v, true)
+		req.Action, req.HasValue = engine.ActionRespond, true
 	default:
 		if raw := strings.TrimSpace(c.FormValue("modified_state")); raw != "" {
-			if err := json.Unmarshal([]byte(raw), &modified); err != nil {
-				return renderPage(c, http.StatusOK, views.FormError("The state patch is not a JSON object", err.Error()))
+			if err := json.Unmarshal([]byte(raw), &req.Modified); err != nil {
+				return s.formRefusal(c, "The state patch is not a JSON object", EBADREQUEST, "bad_json", err.Error())
 			}
 		}
 	}
+	if req.Action != "" { // the comment goes with an answer only
+		req.Comment = strings.TrimSpace(c.FormValue("comment"))
+	}
 	pauseID := c.FormValue("pause_id") // one form per pending pause
-	if len(pauseID) > maxPauseID {
-		return renderPage(c, http.StatusOK, views.FormError("Could not resume", fmt.Sprintf("the pause id is over %d bytes", maxPauseID)))
+	if len(pauseID) > engine.MaxPauseID {
+		return s.formRefusal(c, "Could not resume", EBADREQUEST, "bad_json", fmt.Sprintf("the pause id is over %d bytes", engine.MaxPauseID))
+	}
+	value, modified, err := engine.ReadAnswer(req)
+	if err != nil {
+		return s.formError(c, "Could not resume", err)
 	}
 	if err := s.requireResumeRole(c, id, pauseID, value != nil); err != nil {
 		return err
 	}
 	if value != nil { // an answer: audited like the API's (api_approvals.go)
-		comment := strings.TrimSpace(c.FormValue("comment"))
-		if n := utf8.RuneCountInString(comment); n > maxComment {
-			return renderPage(c, http.StatusOK, views.FormError("The comment is too long", fmt.Sprintf("%d characters, over the limit of %d", n, maxComment)))
-		}
-		auditAnswer(c, value, comment)
+		auditAnswer(c, value)
 	}
 	if err := s.runs.ResumePause(engine.WithSender(ctx, answeredBy(c)), id, pauseID, value, modified); err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not resume", err.Error()))
+		return s.formError(c, "Could not resume", err)
 	}
 	return pageRedirect(c, "/runs/"+id)
 }
@@ -285,7 +285,7 @@ func (s *Server) pageRerun(c echo.Context) error {
 	id := pageParam(c, "id")
 	node := c.FormValue("node")
 	if node == "" {
-		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", "no node given"))
+		return s.formRefusal(c, "Could not re-run", EINVALID, "from_node_required", "no node given")
 	}
 	// Both fields are optional: empty keeps the run's input and its state.
 	var input, modified map[string]any
@@ -302,11 +302,11 @@ func (s *Server) pageRerun(c echo.Context) error {
 			if err != nil {
 				msg = err.Error()
 			}
-			return renderPage(c, http.StatusOK, views.FormError(f.what+" is not a JSON object", msg))
+			return s.formRefusal(c, f.what+" is not a JSON object", EBADREQUEST, "bad_json", msg)
 		}
 	}
 	if k, ok := blankKey(modified); ok {
-		return renderPage(c, http.StatusOK, views.FormError("The state patch (modified_state) has a blank key", strconv.Quote(k)))
+		return s.formRefusal(c, "The state patch (modified_state) has a blank key", EINVALID, "bad_state_patch", strconv.Quote(k))
 	}
 	ctx := c.Request().Context()
 	orig, err := s.db.GetRunInfo(ctx, id)
@@ -315,14 +315,14 @@ func (s *Server) pageRerun(c echo.Context) error {
 	}
 	cv, err := s.rerunVersion(ctx, orig, c.FormValue("version"))
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not re-run on that version", err.Error()))
+		return s.formError(c, "Could not re-run on that version", err)
 	}
 	if cv != nil && cv.Doc.Node(node) == nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not re-run on that version", "node "+strconv.Quote(node)+" is not in version "+strconv.Itoa(cv.Version)+" of the chain"))
+		return s.formRefusal(c, "Could not re-run on that version", EINVALID, "unknown_node", "node "+strconv.Quote(node)+" is not in version "+strconv.Itoa(cv.Version)+" of the chain")
 	}
 	newID, err := s.runs.RerunWith(ctx, id, runs.RerunSpec{FromNode: node, Input: input, Modified: modified, Version: cv, By: answeredBy(c)})
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Could not re-run", err.Error()))
+		return s.formError(c, "Could not re-run", err)
 	}
 	return pageRedirect(c, "/runs/"+newID)
 }

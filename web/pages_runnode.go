@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
 )
@@ -22,16 +23,17 @@ func (s *Server) fragRunNodeDialog(c echo.Context) error {
 	node := pageParam(c, "node")
 	n := ch.Doc.Node(node)
 	if n == nil {
-		return renderPage(c, http.StatusOK, views.FormError("Cannot run this node", "node "+node+" is not in the saved chain yet; wait for the save and try again"))
+		return s.formRefusal(c, "Cannot run this node", ENOTFOUND, "not_found", "node "+node+" is not in the saved chain yet; wait for the save and try again")
 	}
-	if issues := s.validateToRun(c, ch.Doc); engine.HasErrors(issues) {
-		return renderPage(c, http.StatusOK, views.FormError("The chain has errors; fix them before running", (&engine.ValidationError{Issues: issues}).Error()))
+	var invalid *runs.InvalidChainError
+	if err := s.runs.CheckRun(ctx, ch.ID, ch.Doc); errors.As(err, &invalid) {
+		return s.formRefusal(c, "The chain has errors; fix them before running", EINVALID, engine.CodeInvalid, invalid.Error())
 	}
 	// A node that cannot run alone at all (a map body …) says so at once.
 	_, err = s.runs.PlanNodeRun(ctx, ch.Doc, node, engine.NodeRunSource{})
 	var nre *engine.NodeRunError
 	if err != nil && !(errors.As(err, &nre) && nre.Reason == engine.NodeRunMissingUpstream) {
-		return renderPage(c, http.StatusOK, views.FormError("Cannot run this node alone", err.Error()))
+		return s.formError(c, "Cannot run this node alone", err)
 	}
 	d := views.RunNodeData{ChainID: ch.ID, Version: ch.Version, NodeID: node, NeedsNone: err == nil}
 	if n.Label != node {

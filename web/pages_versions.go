@@ -65,11 +65,11 @@ func (s *Server) pageVersionData(c echo.Context) error {
 func (s *Server) pageRestore(c echo.Context) error {
 	v, err := strconv.Atoi(c.Param("v"))
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Cannot restore", "version must be a number"))
+		return s.formRefusal(c, "Cannot restore", EBADREQUEST, "bad_parameter", "version must be a number")
 	}
 	ch, err := s.db.RestoreVersion(c.Request().Context(), pageParam(c, "id"), v, 0, "")
 	if err != nil {
-		return renderPage(c, http.StatusOK, views.FormError("Cannot restore", err.Error()))
+		return s.formError(c, "Cannot restore", err)
 	}
 	return pageRedirect(c, "/chains/"+ch.ID)
 }

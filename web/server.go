@@ -1,6 +1,6 @@
 // Package web is Chain Studio's HTTP face: the JSON API, the live run stream
 // (SSE), the A2E chain host endpoint and the designer's pages. It reads the
-// store and asks the run service (RunService) to execute runs; it holds no
+// store and asks the run service (runs.Service) to execute runs; it holds no
 // chain logic and builds no engine of its own.
 package web
 
@@ -70,54 +70,31 @@ type Config struct {
 	StreamBufferTotal  int64
 }
 
-// RunService is what the HTTP layer asks of the run service (runs.Service):
-// it starts and steers runs, and hands out their live events. Reads of
-// finished runs go to the store directly.
-type RunService interface {
-	Start(ctx context.Context, ch *store.Chain, input map[string]any) (string, error)
-	// StartTriggered is Start for a run a trigger (a webhook) started.
-	StartTriggered(ctx context.Context, ch *store.Chain, input map[string]any, t runs.Trigger) (string, error)
-	// RunAdHoc runs an unsaved chain and blocks until it stops.
-	RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error)
-	// RunAdHocTriggered is RunAdHoc for a run something named started (an
-	// A2E session): the run records it.
-	RunAdHocTriggered(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, t runs.Trigger, sink engine.EventSink) (*engine.Result, error)
-	Resume(ctx context.Context, runID string, value *engine.ResumeValue, modified map[string]any) error
-	// ResumePause is Resume answering one pause ("": the only one pending).
-	ResumePause(ctx context.Context, runID, pauseID string, value *engine.ResumeValue, modified map[string]any) error
-	Rerun(ctx context.Context, runID, fromNode string, input, modified map[string]any) (string, error)
-	// RerunWith is Rerun with a choice of chain version; RunNode runs one
-	// node alone with pinned data (PlanNodeRun checks it, running nothing).
-	RerunWith(ctx context.Context, runID string, spec runs.RerunSpec) (string, error)
-	RunNode(ctx context.Context, ch *store.Chain, nodeID string, src engine.NodeRunSource) (string, error)
-	PlanNodeRun(ctx context.Context, doc *engine.Chain, nodeID string, src engine.NodeRunSource) (*engine.NodeRun, error)
-	// RunChain is the chain document a run executed (its start checkpoint).
-	RunChain(ctx context.Context, runID string) (*engine.Chain, error)
-	Cancel(runID string) bool
-	Active(runID string) bool
-	ActiveCount() int
-
-	// QueuePosition is a queued run's place in line (1 is next), 0 when
-	// it is not waiting.
-	QueuePosition(runID string) int
-	QueueStats() runs.QueueStats
-
-	// Subscribe answers a *runs.BusyError over a watcher limit.
-	Subscribe(runID string) (*runs.Subscription, error)
-	Unsubscribe(sub *runs.Subscription)
-	Watchers() int
-	// Flush makes every event emitted so far readable from the store.
-	Flush(ctx context.Context) error
-	EventsDropped() uint64
-
-	// Shutdown cancels the running runs (resumable) and waits for them.
-	Shutdown(ctx context.Context) error
+// Store is the part of a storage backend (store.Backend) web reads and
+// writes: chains and their versions, runs and their events, checkpoint
+// logs (a run's chain, its node results), the interrupts inbox, triggers,
+// users and sessions, model usage, and the readiness ping. Leases,
+// housekeeping and the sealed credentials are the run service's, the
+// host's and the vault's.
+type Store interface {
+	store.ChainStore
+	store.RunStore
+	store.EventStore
+	store.CheckpointStore
+	store.InterruptStore
+	store.TriggerStore
+	store.UserStore
+	RunUsage(ctx context.Context, runID string) ([]store.ModelCall, error)
+	Usage(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error)
+	Ping(ctx context.Context) error
 }
 
 // Deps are what the server runs on, built by the host (cmd/studio).
 type Deps struct {
-	DB       store.Backend
-	Runs     RunService
+	DB Store
+	// Runs is the run service every run starts, steers and is watched
+	// through (runs.Service); reads of finished runs go to the store.
+	Runs     *runs.Service
 	Registry *engine.Registry // the tools chains are validated against
 	Agents   *agent.Set       // loaded agents (--agents); nil: none
 	// Metrics are served at /metrics; pass the same value to the run
@@ -141,9 +118,9 @@ type Deps struct {
 // Server is the studio's HTTP server.
 type Server struct {
 	cfg     Config
-	db      store.Backend
+	db      Store
 	reg     *engine.Registry
-	runs    RunService
+	runs    *runs.Service
 	echo    *echo.Echo
 	log     *slog.Logger
 	http    *http.Server

@@ -21,7 +21,7 @@ import (
 
 // bigFinishedRun stores a completed run of n events whose outputs are
 // size bytes each, as a run of large node outputs leaves it.
-func bigFinishedRun(t testing.TB, db store.Backend, id string, n, size int) {
+func bigFinishedRun(t testing.TB, db Store, id string, n, size int) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainName: "big", Kind: "run", Status: engine.StatusCompleted, Started: time.Now()}); err != nil {
