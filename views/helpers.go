@@ -242,27 +242,6 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// ReasonText explains a skip reason in words.
-func ReasonText(r string) string {
-	switch r {
-	case engine.ReasonConditionFalse:
-		return "condition false: no incoming edge fired"
-	case engine.ReasonBranchNotTaken:
-		return "branch not taken: the router chose another edge"
-	case engine.ReasonUpstreamStopped:
-		return "upstream stopped: the run stopped before this node could run"
-	case engine.ReasonOnErrorSkip:
-		return "on_error skip: the node failed and its error policy is skip"
-	case engine.ReasonNotNeeded:
-		return "not needed: an error handler nobody needed, or a node marked reachable: false"
-	case engine.ReasonPinned:
-		return "pinned: the output comes from the source run or was given; the node did not run"
-	case engine.ReasonNoOutput:
-		return "no output: in the source run the node finished without one; it reads as null"
-	}
-	return r
-}
-
 // chainFields is the chain without its nodes and edges: what the chain's
 // property panel edits.
 func chainFields(c *engine.Chain) engine.Chain {

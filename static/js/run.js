@@ -28,15 +28,8 @@
   window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
   Object.defineProperty(window.__run, 'doc', { get: () => doc }); // why.js lists the edges
 
-  const REASONS = {
-    condition_false: 'condition false: no incoming edge fired',
-    branch_not_taken: 'branch not taken: the router chose another edge',
-    upstream_stopped: 'upstream stopped: the run stopped before this node could run',
-    on_error_skip: 'on_error skip: the node failed and its error policy is skip',
-    not_needed: 'not needed: an error handler nobody needed',
-    pinned: 'pinned: the output comes from the source run or was given; the node did not run',
-    no_output: 'no output: in the source run the node finished without one; it reads as null',
-  };
+  // the reason texts are the server's one table (views/reasons.go)
+  const REASONS = JSON.parse(root.dataset.reasons || '{}');
   const reasonText = (r) => REASONS[r] || r || '';
 
   function progressText(p) {
