@@ -17,12 +17,15 @@ import (
 	"github.com/chainstudio/studio/engine"
 )
 
-// AssetVersion is appended to static asset URLs as ?v=… so that they can be
-// cached for a year; web sets it to a hash of the embedded files.
+// AssetVersion is a path segment of static asset URLs (/static/v/<version>/…)
+// so that they can be cached for a year; web sets it to a hash of the
+// embedded files. It is in the path, not the query, because a module's
+// relative imports resolve against its URL: every module then imports its
+// peers at the same version, and each loads once.
 var AssetVersion = "dev"
 
 // Asset returns the URL of a file under static/.
-func Asset(path string) string { return "/static/" + path + "?v=" + AssetVersion }
+func Asset(path string) string { return "/static/v/" + AssetVersion + "/" + path }
 
 func assetURL(path string) templ.SafeURL { return templ.SafeURL(Asset(path)) }
 
