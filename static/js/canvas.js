@@ -167,19 +167,13 @@ export function style(mode) {
   return out;
 }
 
-// layout lays the document's nodes out left to right (dagre).
-export function layout(cy, opts) {
+// layout lays the document's nodes out left to right, in layers that fold
+// (layout.js).
+export function layout(cy) {
   loadAll(cy);
-  const eles = cy.elements().not('.eh-handle, .eh-ghost, .eh-preview');
-  // ---- issue #16: the layered, folding layout (layout.js) where the page has it
-  if (layered.layeredPositions) {
-    const pos = layered.layeredPositions(layered.layoutDocOf(cy));
-    cy.batch(() => { for (const [id, p] of pos) cy.getElementById(id).position(p); });
-    quickFit(cy);
-    return;
-  }
-  eles.layout(Object.assign({ name: 'dagre', rankDir: 'LR', nodeSep: 40, rankSep: 90, edgeSep: 20, fit: true, padding: 40, animate: false }, opts || {})).run();
-  if (cy.zoom() > 1.2) { cy.zoom(1.2); cy.center(eles); }
+  const pos = layered.layeredPositions(layered.layoutDocOf(cy));
+  cy.batch(() => { for (const [id, p] of pos) cy.getElementById(id).position(p); });
+  quickFit(cy);
 }
 
 // Large chains load progressively. Cytoscape styles, measures and caches
@@ -200,7 +194,7 @@ export function createCy(container, doc, opts) {
   let needsLayout = nodes.some((n) => !n.position);
   // ---- issue #16: a chain without positions is laid out before it is
   // drawn (linear time), so even a 10,000-node one opens progressively
-  if (needsLayout && layered.layeredPositions) {
+  if (needsLayout) {
     const pos = layered.layeredPositions(doc);
     for (const n of nodes) n.position = pos.get(n.node_id);
     needsLayout = false; // (the positions are in doc now: nothing to copy back)

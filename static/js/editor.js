@@ -7,6 +7,7 @@ import * as canvas from './canvas.js';
 import * as common from './common.js';
 import * as forms from './forms.js';
 import { SavedCopy } from './patch.js';
+import { UndoHistory } from './undo.js';
 
 // hooks are what the editor's add-ons lend it: navigate.js sets pickTarget
 // (connect one selected node to a node picked by name).
@@ -36,8 +37,6 @@ export function whenReady(fn) {
   let doc = null;
   let cy = null;
   let eh = null;
-  const undoStack = [];
-  const redoStack = [];
   let saving = false;
   let saveAgain = false;
   let conflict = false;
@@ -68,25 +67,23 @@ export function whenReady(fn) {
 
   // ---- undo / redo --------------------------------------------------------
 
-  function snapshot() { return JSON.stringify(doc); }
+  const undoHistory = new UndoHistory();
 
   function checkpoint() {
-    undoStack.push(snapshot());
-    if (undoStack.length > 200) undoStack.shift();
-    redoStack.length = 0;
+    undoHistory.record(doc);
     updateUndoButtons();
   }
 
   function updateUndoButtons() {
-    $('btn-undo').disabled = undoStack.length === 0;
-    $('btn-redo').disabled = redoStack.length === 0;
+    $('btn-undo').disabled = !undoHistory.canUndo;
+    $('btn-redo').disabled = !undoHistory.canRedo;
   }
 
   function undo() {
     lastPropField = '';
-    if (!undoStack.length) return;
-    redoStack.push(snapshot());
-    doc = JSON.parse(undoStack.pop());
+    const d = undoHistory.undo(doc);
+    if (!d) return;
+    doc = d;
     rebuild();
     changed();
     updateUndoButtons();
@@ -94,9 +91,9 @@ export function whenReady(fn) {
 
   function redo() {
     lastPropField = '';
-    if (!redoStack.length) return;
-    undoStack.push(snapshot());
-    doc = JSON.parse(redoStack.pop());
+    const d = undoHistory.redo(doc);
+    if (!d) return;
+    doc = d;
     rebuild();
     changed();
     updateUndoButtons();

@@ -108,7 +108,7 @@ import * as common from './common.js';
     if (n.empty() && !doc) {
       // ad-hoc run without a saved document: draw nodes as they appear
       n = cy.add({ group: 'nodes', data: { id, kind: 'tool', display: id } });
-      canvas.layout(cy, { animate: false });
+      canvas.layout(cy);
     }
     return n.nonempty() ? n : null;
   }
