@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, close, open, api } from './lib.mjs';
+import { launch, close, open, api, loadModule } from './lib.mjs';
 
 const SHOTS = process.env.EXPRDIT_SHOTS || join(tmpdir(), 'exprdit-shots');
 mkdirSync(SHOTS, { recursive: true });
@@ -197,7 +197,8 @@ test('preview latency on a 500-node chain (p95 < 50 ms)', async () => {
   // select the node on the canvas, as a click would (the node list shows its first 200 rows)
   const page = await open('/chains/' + ch.id);
   await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
-  await page.evaluate(() => { const cy = window.__studio.cy; window.Studio.loadAll(cy); cy.$(':selected').unselect(); cy.getElementById('n499').select(); });
+  await loadModule(page, 'canvas');
+  await page.evaluate(() => { const cy = window.__studio.cy; window.__modules.canvas.loadAll(cy); cy.$(':selected').unselect(); cy.getElementById('n499').select(); });
   await page.waitForSelector('.props[data-target="node"][data-id="n499"]');
   const field = '.props [data-f="input_map"] .kv-row input.expr';
   await page.focus(field);

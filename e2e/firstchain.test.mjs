@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { BASE, launch, close, open, api, waitSaved, SHOTS } from './lib.mjs';
+import { BASE, launch, close, open, api, waitSaved, SHOTS, loadModule } from './lib.mjs';
 
 before(async () => { await launch(); });
 after(async () => { await close(); });
@@ -176,7 +176,8 @@ test('at 1366×768 the toolbar with Run, the canvas and the properties are in vi
 
 test('a run under a millisecond says "< 1 ms": the JS formatter writes what the server writes', async () => {
   const page = await open('/runs');
-  const got = await page.evaluate(() => [0, 0.4, 1, 12.4, 1400, 123000, -1, undefined].map((ms) => window.Studio.duration(ms)));
+  await loadModule(page, 'common');
+  const got = await page.evaluate(() => [0, 0.4, 1, 12.4, 1400, 123000, -1, undefined].map((ms) => window.__modules.common.duration(ms)));
   assert.deepEqual(got, ['< 1 ms', '< 1 ms', '1 ms', '12 ms', '1.4 s', '2 min 3 s', '—', '—']);
   await page.done();
 });

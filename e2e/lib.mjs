@@ -59,6 +59,17 @@ export async function api(method, path, body) {
 }
 
 // waitSaved waits until the editor has finished saving (no pending edit).
+// loadModule puts the page's instance of one of its ES modules (static/js/NAME.js)
+// on window.__modules[NAME], for page.evaluate and waitForFunction.
+export async function loadModule(page, name) {
+  await page.evaluate(async (n) => {
+    const s = document.querySelector('script[type="module"][src*="/js/' + n + '.js"]');
+    if (!s) throw new Error('the page does not load js/' + n + '.js');
+    window.__modules = window.__modules || {};
+    window.__modules[n] = await import(s.src);
+  }, name);
+}
+
 export async function waitSaved(page) {
   await page.waitForFunction(() => document.getElementById('save-state').dataset.state === 'saved', null, { timeout: 10000 });
 }

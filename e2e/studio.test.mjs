@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BASE, SHOTS, launch, close, open, api, waitSaved, nodePos, percentile, bigChain } from './lib.mjs';
+import { BASE, SHOTS, launch, close, open, api, waitSaved, nodePos, percentile, bigChain, loadModule } from './lib.mjs';
 
 before(async () => { await launch(); });
 after(async () => { await close(); });
@@ -387,7 +387,8 @@ test('large chains: 1,000 nodes open interactive; validation round-trip at 500 n
   // what was drawn at the moment the page became ready is not)
   assert.ok(await page.evaluate(() => window.__studio.nodesAtReady) < 1000, 'ready before every node is drawn');
   const added = await addFromPalette(page, 'tool');
-  assert.deepEqual(await page.evaluate((id) => [window.__studio.cy.nodes().not('.eh-handle').length, window.__studio.cy.edges().length, window.__studio.cy.getElementById(id).nonempty(), window.Studio.loading(window.__studio.cy)], added), [1001, 999, true, false]);
+  await loadModule(page, 'canvas');
+  assert.deepEqual(await page.evaluate((id) => [window.__studio.cy.nodes().not('.eh-handle').length, window.__studio.cy.edges().length, window.__studio.cy.getElementById(id).nonempty(), window.__modules.canvas.loading(window.__studio.cy)], added), [1001, 999, true, false]);
   assert.equal(await page.getAttribute('#editor', 'data-canvas-loaded'), '1');
   await waitSaved(page);
   await page.done();
@@ -401,7 +402,8 @@ test('large chains: 1,000 nodes open interactive; validation round-trip at 500 n
     return { present: n.nonempty(), added: n.hasClass('diff-added'), inView: p.x >= ext.x1 && p.x <= ext.x2 && p.y >= ext.y1 && p.y <= ext.y2, partAtReady: window.__versions.nodesAtReady < 1001 };
   }, added);
   assert.deepEqual(first, { present: true, added: true, inView: true, partAtReady: true });
-  await vp.waitForFunction(() => !window.Studio.loading(window.__versions.cy), null, { timeout: 20000 });
+  await loadModule(vp, 'canvas');
+  await vp.waitForFunction(() => !window.__modules.canvas.loading(window.__versions.cy), null, { timeout: 20000 });
   assert.equal(await vp.evaluate(() => window.__versions.cy.nodes().length), 1001);
   await vp.done();
 

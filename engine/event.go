@@ -57,6 +57,10 @@ const (
 	ReasonGuardFailed     = "guard_failed"     // routing all: the guard of the edge into the node could not be evaluated; the node never ran, its on_error applied
 )
 
+// ReasonRetrying is the reason on an error event that another attempt of the
+// node follows.
+const ReasonRetrying = "retrying"
+
 // Event is one phase change of one node in one run. Seq is monotonic per run.
 type Event struct {
 	RunID   string `json:"run_id"`

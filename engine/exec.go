@@ -157,7 +157,7 @@ func (r *run) runInline(i int, input any, started time.Time) {
 		if err == nil || nd.Retry == nil || a >= nd.Retry.MaxAttempts {
 			break
 		}
-		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Reason: "retrying"})
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Reason: ReasonRetrying})
 	}
 	r.complete(completion{i: i, out: normalizeValue(out), err: err, attempts: a, input: input, started: started, ended: stamp()})
 }
@@ -286,7 +286,7 @@ func (r *run) attempts(ctx context.Context, i int, item *int, fn func(context.Co
 		if isPause(err) || a >= max || ctx.Err() != nil {
 			return nil, a, err
 		}
-		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Item: item, Reason: "retrying"})
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Item: item, Reason: ReasonRetrying})
 		wait := time.Duration(delay * float64(time.Second))
 		if backoff == "exponential" {
 			wait <<= a - 1

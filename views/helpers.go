@@ -17,12 +17,15 @@ import (
 	"github.com/chainstudio/studio/engine"
 )
 
-// AssetVersion is appended to static asset URLs as ?v=… so that they can be
-// cached for a year; web sets it to a hash of the embedded files.
+// AssetVersion is a path segment of static asset URLs (/static/v/<version>/…)
+// so that they can be cached for a year; web sets it to a hash of the
+// embedded files. It is in the path, not the query, because a module's
+// relative imports resolve against its URL: every module then imports its
+// peers at the same version, and each loads once.
 var AssetVersion = "dev"
 
 // Asset returns the URL of a file under static/.
-func Asset(path string) string { return "/static/" + path + "?v=" + AssetVersion }
+func Asset(path string) string { return "/static/v/" + AssetVersion + "/" + path }
 
 func assetURL(path string) templ.SafeURL { return templ.SafeURL(Asset(path)) }
 
@@ -240,27 +243,6 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
-}
-
-// ReasonText explains a skip reason in words.
-func ReasonText(r string) string {
-	switch r {
-	case engine.ReasonConditionFalse:
-		return "condition false: no incoming edge fired"
-	case engine.ReasonBranchNotTaken:
-		return "branch not taken: the router chose another edge"
-	case engine.ReasonUpstreamStopped:
-		return "upstream stopped: the run stopped before this node could run"
-	case engine.ReasonOnErrorSkip:
-		return "on_error skip: the node failed and its error policy is skip"
-	case engine.ReasonNotNeeded:
-		return "not needed: an error handler nobody needed, or a node marked reachable: false"
-	case engine.ReasonPinned:
-		return "pinned: the output comes from the source run or was given; the node did not run"
-	case engine.ReasonNoOutput:
-		return "no output: in the source run the node finished without one; it reads as null"
-	}
-	return r
 }
 
 // chainFields is the chain without its nodes and edges: what the chain's

@@ -164,7 +164,7 @@ func (m *Metrics) Emit(ev engine.Event) {
 	case engine.PhaseDone, engine.PhaseError, engine.PhaseSkip:
 		// An error followed by a retry, or by the skip its on_error chose,
 		// does not end the node: the event after it does.
-		if ev.Reason == "retrying" || ev.Phase == engine.PhaseError && ev.Reason == engine.ReasonOnErrorSkip {
+		if ev.Reason == engine.ReasonRetrying || ev.Phase == engine.PhaseError && ev.Reason == engine.ReasonOnErrorSkip {
 			return
 		}
 		m.mu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/views"
 )
 
 // pageDo sends one request to a page route as a browser would (same origin);
@@ -248,9 +249,17 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 func TestPageStaticAssetsAreCached(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServer(t)
-	res, body := pageDo(t, ts.URL, "GET", "/static/js/editor.js?v="+assetHash, "", "")
-	if res.StatusCode != 200 || !strings.Contains(res.Header.Get("Cache-Control"), "immutable") || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") || len(body) == 0 {
-		t.Errorf("asset: %d %v", res.StatusCode, res.Header)
+	for _, p := range []string{views.Asset("js/editor.js"), "/static/js/editor.js?v=" + assetHash} {
+		res, body := pageDo(t, ts.URL, "GET", p, "", "")
+		if res.StatusCode != 200 || !strings.Contains(res.Header.Get("Cache-Control"), "immutable") || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") || len(body) == 0 {
+			t.Errorf("asset %s: %d %v", p, res.StatusCode, res.Header)
+		}
+	}
+	if res, _ := pageDo(t, ts.URL, "GET", "/static/v/0123456789ab/js/editor.js", "", ""); res.StatusCode != 200 || strings.Contains(res.Header.Get("Cache-Control"), "immutable") {
+		t.Errorf("asset at another version: %d %v (served, not cached for a year)", res.StatusCode, res.Header)
+	}
+	if res, _ := pageDo(t, ts.URL, "GET", "/static/v/"+assetHash+"/../../web/pages.go", "", ""); res.StatusCode != 404 {
+		t.Errorf("versioned path outside static/: %d", res.StatusCode)
 	}
 	if res, _ := pageDo(t, ts.URL, "GET", "/static/../web/pages.go", "", ""); res.StatusCode != 404 {
 		t.Errorf("path outside static/: %d", res.StatusCode)

@@ -14,7 +14,7 @@ import (
 )
 
 // assetHash fingerprints the embedded static files; pages link assets as
-// /static/<file>?v=<hash>, so they can be cached for a year.
+// /static/v/<hash>/<file> (views.Asset), so they can be cached for a year.
 var assetHash = func() string {
 	h := sha256.New()
 	_ = fs.WalkDir(static.FS, ".", func(p string, d fs.DirEntry, err error) error {
@@ -37,6 +37,14 @@ func init() { views.AssetVersion = assetHash }
 // serveStatic serves the embedded files under /static/.
 func (s *Server) serveStatic(c echo.Context) error {
 	name := path.Clean(strings.TrimPrefix(c.Param("*"), "/"))
+	current := c.QueryParam("v") == assetHash
+	if rest, ok := strings.CutPrefix(name, "v/"); ok { // v/<hash>/<file>
+		version, file, found := strings.Cut(rest, "/")
+		if !found {
+			return echo.ErrNotFound
+		}
+		name, current = file, version == assetHash
+	}
 	if name == "." || strings.HasPrefix(name, "..") || strings.HasSuffix(name, ".go") {
 		return echo.ErrNotFound
 	}
@@ -45,7 +53,7 @@ func (s *Server) serveStatic(c echo.Context) error {
 		return echo.ErrNotFound
 	}
 	h := c.Response().Header()
-	if c.QueryParam("v") == assetHash {
+	if current {
 		h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		h.Set("Cache-Control", "no-cache")

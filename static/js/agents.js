@@ -1,11 +1,11 @@
 // Agent page: draws the agent's compiled chain read-only.
-'use strict';
+import * as canvas from './canvas.js';
 (function () {
   const root = document.getElementById('agent');
   const cyEl = document.getElementById('cy');
   if (!root || !cyEl || !root.dataset.doc) return;
   const doc = JSON.parse(root.dataset.doc);
-  const cy = window.Studio.createCy(cyEl, doc, { editable: false, mode: 'run' });
+  const cy = canvas.createCy(cyEl, doc, { editable: false, mode: 'run' });
   root.dataset.ready = '1';
   window.__agent = { cy };
 })();

@@ -1,5 +1,4 @@
 // Chain list: the new-chain and import dialogs.
-'use strict';
 (function () {
   const open = document.getElementById('open-import');
   const dialog = document.getElementById('import-dialog');

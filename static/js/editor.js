@@ -2,9 +2,27 @@
 // every edit is sent to the server, which saves it as a new version and
 // answers with the validation panel (HTML). Undo/redo keep snapshots of the
 // document.
-'use strict';
+import * as api from './api.js';
+import * as canvas from './canvas.js';
+import * as common from './common.js';
+import * as forms from './forms.js';
+import { SavedCopy } from './patch.js';
+import { UndoHistory } from './undo.js';
+
+// hooks are what the editor's add-ons lend it: navigate.js sets pickTarget
+// (connect one selected node to a node picked by name).
+export const hooks = { pickTarget: null };
+
+// whenReady runs fn once the editor has drawn its chain (studio:ready), or
+// at once when it has already: an add-on module may run after that.
+export function whenReady(fn) {
+  const root = document.getElementById('editor');
+  if (!root) return;
+  if (root.dataset.ready === '1') fn();
+  else root.addEventListener('studio:ready', fn, { once: true });
+}
+
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('editor');
   if (!root) return;
   const chainId = root.dataset.chainId;
@@ -19,8 +37,6 @@
   let doc = null;
   let cy = null;
   let eh = null;
-  const undoStack = [];
-  const redoStack = [];
   let saving = false;
   let saveAgain = false;
   let conflict = false;
@@ -51,25 +67,23 @@
 
   // ---- undo / redo --------------------------------------------------------
 
-  function snapshot() { return JSON.stringify(doc); }
+  const undoHistory = new UndoHistory();
 
   function checkpoint() {
-    undoStack.push(snapshot());
-    if (undoStack.length > 200) undoStack.shift();
-    redoStack.length = 0;
+    undoHistory.record(doc);
     updateUndoButtons();
   }
 
   function updateUndoButtons() {
-    $('btn-undo').disabled = undoStack.length === 0;
-    $('btn-redo').disabled = redoStack.length === 0;
+    $('btn-undo').disabled = !undoHistory.canUndo;
+    $('btn-redo').disabled = !undoHistory.canRedo;
   }
 
   function undo() {
     lastPropField = '';
-    if (!undoStack.length) return;
-    redoStack.push(snapshot());
-    doc = JSON.parse(undoStack.pop());
+    const d = undoHistory.undo(doc);
+    if (!d) return;
+    doc = d;
     rebuild();
     changed();
     updateUndoButtons();
@@ -77,9 +91,9 @@
 
   function redo() {
     lastPropField = '';
-    if (!redoStack.length) return;
-    undoStack.push(snapshot());
-    doc = JSON.parse(redoStack.pop());
+    const d = undoHistory.redo(doc);
+    if (!d) return;
+    doc = d;
     rebuild();
     changed();
     updateUndoButtons();
@@ -88,7 +102,7 @@
   // mutate applies one user edit: snapshot for undo, change, save.
   function mutate(fn, opts) {
     // an edit changes the document the canvas is loading from: finish first
-    Studio.loadAll(cy);
+    canvas.loadAll(cy);
     if (!opts || !opts.noCheckpoint) checkpoint();
     fn();
     changed();
@@ -110,7 +124,7 @@
     else saveStateEl.removeAttribute('title');
   }
 
-  const scheduleSave = Studio.debounce(() => save(), 300);
+  const scheduleSave = common.debounce(() => save(), 300);
   // A viewer may look and try things, but the server refuses
   // saves: say so instead of sending them.
   const readOnly = document.body.dataset.canEdit === 'no';
@@ -123,73 +137,11 @@
 
   // ---- patches: a save sends only the nodes and edges that changed ----------
   //
-  // saved is what the server holds at `version`, as JSON text per node and
-  // edge (built lazily from savedText, the document as loaded, so opening a
-  // large chain pays nothing for it). A save diffs the document against it
-  // and sends an engine.Patch; the whole document goes when the diff cannot
-  // say it (reordered nodes, an edge without an id) or the server refuses
-  // the patch.
+  // saved is what the server holds at `version` (patch.js); a save sends the
+  // patch from it, or the whole document when the diff cannot say it or the
+  // server refuses the patch.
   let marked = new Set(); // ids of the elements markIssues gave a marker
-  let savedText = null;
-  let savedWrapped = false;
-  let saved = null;
-
-  function jsonOf(list, key) {
-    const m = new Map();
-    for (const x of list) m.set(x[key], JSON.stringify(x));
-    return m;
-  }
-
-  function snapshotOf(d) {
-    const top = {};
-    for (const [k, v] of Object.entries(d)) if (k !== 'nodes' && k !== 'edges') top[k] = v;
-    return { top: JSON.stringify(top), topObj: top, nodes: jsonOf(d.nodes || [], 'node_id'), edges: jsonOf(d.edges || [], 'id') };
-  }
-
-  // orderKept: the ids still there keep the saved order and new ids come
-  // after them, which is the order the server gives a patched chain.
-  function orderKept(cur, base) {
-    let j = 0;
-    let fresh = false;
-    const keys = [...base.keys()];
-    const live = new Set(cur);
-    for (const id of cur) {
-      if (!base.has(id)) { fresh = true; continue; }
-      if (fresh) return false;
-      while (j < keys.length && !live.has(keys[j])) j++;
-      if (keys[j] !== id) return false;
-      j++;
-    }
-    return true;
-  }
-
-  // diff returns { patch, next } (next: the snapshot once saved), or null
-  // when the whole document must be sent.
-  function diff() {
-    if (!saved && savedText) {
-      const d = JSON.parse(savedText);
-      saved = snapshotOf(savedWrapped ? d.doc : d);
-      savedText = null;
-      savedWrapped = false;
-    }
-    if (!saved) return null;
-    const next = snapshotOf(doc);
-    const curN = doc.nodes.map((n) => n.node_id);
-    const curE = doc.edges.map((e) => e.id);
-    if (next.nodes.size !== curN.length || next.edges.size !== curE.length || curE.some((id) => !id)) return null;
-    if (!orderKept(curN, saved.nodes) || !orderKept(curE, saved.edges)) return null;
-    const patch = { expect: { nodes: curN.length, edges: curE.length } };
-    const changedOf = (cur, base) => { const out = []; for (const [id, text] of cur) if (base.get(id) !== text) out.push(text); return out; };
-    const goneOf = (cur, base) => { const out = []; for (const id of base.keys()) if (!cur.has(id)) out.push(id); return out; };
-    const nodes = changedOf(next.nodes, saved.nodes), edges = changedOf(next.edges, saved.edges);
-    const rmN = goneOf(next.nodes, saved.nodes), rmE = goneOf(next.edges, saved.edges);
-    if (nodes.length) patch.nodes = nodes.map((t) => JSON.parse(t));
-    if (edges.length) patch.edges = edges.map((t) => JSON.parse(t));
-    if (rmN.length) patch.remove_nodes = rmN;
-    if (rmE.length) patch.remove_edges = rmE;
-    if (next.top !== saved.top) patch.chain = next.topObj;
-    return { patch, next };
-  }
+  const saved = new SavedCopy();
 
   // save sends the edits; full (after a refused patch) sends the whole
   // document, timed from t0, when the first attempt started.
@@ -201,30 +153,22 @@
     t0 = t0 || performance.now();
     let retryFull = false;
     try {
-      const d = full ? null : diff();
+      const d = full ? null : saved.diff(doc);
       const text = d ? null : JSON.stringify(doc);
       const body = d ? JSON.stringify({ base_version: version, patch: d.patch }) : '{"base_version":' + version + ',"doc":' + text + '}';
       const next = d ? d.next : null;
       const tSent = performance.now();
-      const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/save', {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', Accept: 'text/html' },
-        body,
-      });
+      const res = await api.request('POST', '/chains/' + encodeURIComponent(chainId) + '/save', { body, accept: 'html' });
       const html = await res.text();
       const tBack = performance.now();
       const state = res.headers.get('X-Save-State');
-      if (res.status === 403) {
-        setSaveState('error', 'Not saved: your role cannot edit chains');
-      } else if (!res.ok) {
-        setSaveState('error', 'Not saved: ' + res.status);
-      } else if (state === 'patch_refused') {
-        saved = null; // the server's copy is not what this page thinks: send it all
+      if (state === 'patch_refused') {
+        saved.forget(); // the server's copy is not what this page thinks: send it all
         retryFull = true;
       } else if (state === 'saved') {
         // what the server now holds; the full form keeps the text to diff later
-        if (next) saved = next;
-        else { saved = null; savedText = text; savedWrapped = false; }
+        if (next) saved.took(next);
+        else saved.fromText(text, false);
         version = Number(res.headers.get('X-Chain-Version'));
         root.dataset.version = String(version);
         issuesEl.innerHTML = html;
@@ -251,7 +195,9 @@
         setSaveState('error', 'Not saved: invalid');
       }
     } catch (err) {
-      setSaveState('error', 'Not saved: ' + err.message);
+      if (err.status === 403) setSaveState('error', 'Not saved: your role cannot edit chains');
+      else if (err.status) setSaveState('error', 'Not saved: ' + err.status);
+      else setSaveState('error', 'Not saved: ' + err.message);
     } finally {
       saving = false;
     }
@@ -304,12 +250,12 @@
   // ---- canvas ------------------------------------------------------------
 
   function rebuild() {
-    Studio.stopLoading(cy); // everything is redrawn from the document below
+    canvas.stopLoading(cy); // everything is redrawn from the document below
     const selected = new Set(cy.$(':selected').map((e) => e.id()));
     hideHandle();
     cy.batch(() => {
       cy.elements().remove();
-      cy.add(Studio.elements(doc));
+      cy.add(canvas.elements(doc));
       for (const id of selected) cy.getElementById(id).select();
     });
     markIssues();
@@ -321,7 +267,7 @@
     const n = nodeById(id);
     const ele = cy.getElementById(id);
     if (!n || ele.empty()) return;
-    ele.data('display', Studio.nodeDisplay(n));
+    ele.data('display', canvas.nodeDisplay(n));
     ele.data('kind', n.kind);
     refreshAttach(n);
   }
@@ -332,7 +278,7 @@
   function refreshAttach(n) {
     const ele = cy.getElementById(n.node_id);
     const old = ele.connectedEdges('.attach').filter((e) => e.data('owner') === n.node_id);
-    const links = Studio.attachLinks(n, { has: (id) => cy.getElementById(id).nonempty() || !!nodeById(id) });
+    const links = canvas.attachLinks(n, { has: (id) => cy.getElementById(id).nonempty() || !!nodeById(id) });
     if (old.empty() && !links.length) return;
     cy.batch(() => {
       old.remove();
@@ -350,8 +296,8 @@
       ele = ele.move({ source: e.source, target: e.target });
       if (wasSelected) ele.select();
     }
-    ele.data('text', Studio.edgeText(e));
-    ele.classes(Studio.edgeClasses(e) + (ele.hasClass('issue-error') ? ' issue-error' : '') + (ele.hasClass('issue-warning') ? ' issue-warning' : ''));
+    ele.data('text', canvas.edgeText(e));
+    ele.classes(canvas.edgeClasses(e) + (ele.hasClass('issue-error') ? ' issue-error' : '') + (ele.hasClass('issue-warning') ? ' issue-warning' : ''));
   }
 
   const DEFAULTS = {
@@ -370,7 +316,7 @@
     n.position = { x: Math.round(pos.x), y: Math.round(pos.y) };
     mutate(() => {
       doc.nodes.push(n);
-      cy.add(Studio.nodeElement(n));
+      cy.add(canvas.nodeElement(n));
     });
     cy.$(':selected').unselect();
     cy.getElementById(id).select();
@@ -445,7 +391,7 @@
     }
     mutate(() => {
       doc.edges.push(r.edge);
-      cy.add(Studio.edgeElement(r.edge));
+      cy.add(canvas.edgeElement(r.edge));
     });
     return r.edge.id;
   }
@@ -482,7 +428,7 @@
     const rest = doc.nodes.map((n) => n.node_id).filter((id) => !ordered.includes(id) && cy.getElementById(id).selected());
     const ids = ordered.concat(rest);
     // canvas navigation: one node selected picks the target by name
-    if (ids.length === 1 && Studio.pickTarget) { Studio.pickTarget(ids[0]); return; }
+    if (ids.length === 1 && hooks.pickTarget) { hooks.pickTarget(ids[0]); return; }
     if (ids.length < 2) {
       flash('Select two or more nodes (in order) to connect them.');
       return;
@@ -506,14 +452,14 @@
     if (!planned.length) return;
     mutate(() => {
       doc.edges.push(...planned);
-      cy.batch(() => { for (const e of planned) cy.add(Studio.edgeElement(e)); });
+      cy.batch(() => { for (const e of planned) cy.add(canvas.edgeElement(e)); });
     });
   }
 
   function flash(msg) {
     let f = $('flash');
     if (!f) {
-      f = Studio.el('div', { id: 'flash', class: 'flash', role: 'status' });
+      f = common.el('div', { id: 'flash', class: 'flash', role: 'status' });
       root.append(f);
     }
     f.textContent = msg;
@@ -594,9 +540,9 @@
       const ids = new Set(nodeIds());
       cy.batch(() => {
         cy.$(':selected').unselect();
-        for (const n of newNodes) cy.add(Studio.nodeElement(n)).select();
-        for (const e of edges) cy.add(Studio.edgeElement(e));
-        for (const n of newNodes) cy.add(Studio.attachLinks(n, ids));
+        for (const n of newNodes) cy.add(canvas.nodeElement(n)).select();
+        for (const e of edges) cy.add(canvas.edgeElement(e));
+        for (const n of newNodes) cy.add(canvas.attachLinks(n, ids));
       });
     });
     return true;
@@ -623,12 +569,12 @@
   }
   // editing a node's input or input map changes what it receives: redraw
   // that block only (the fields being typed in stay as they are)
-  const refreshReceives = Studio.debounce(async () => {
+  const refreshReceives = common.debounce(async () => {
     const panel = propsEl.querySelector('.props[data-target="node"]');
     const n = panel && nodeById(panel.dataset.id);
     if (!n) return;
-    const res = await fetch('/fragments/props', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'text/html' }, body: JSON.stringify(nodePropsBody(n)) });
-    const fresh = new DOMParser().parseFromString(await res.text(), 'text/html').getElementById('receives');
+    const { html } = await api.html('POST', '/fragments/props', nodePropsBody(n));
+    const fresh = new DOMParser().parseFromString(html, 'text/html').getElementById('receives');
     const cur = propsEl.querySelector('#receives');
     if (fresh && cur && propsEl.querySelector('.props[data-target="node"]') === panel) cur.replaceWith(document.importNode(fresh, true));
   }, 250);
@@ -648,10 +594,10 @@
       const handles = s && s.kind === 'branch' ? ['true', 'false', 'default'] : s && s.kind === 'condition' ? (s.cases || []).map((c) => c.handle).concat(['default']) : [];
       body = { edge: e, node_ids: nodeIds(), source_kind: s ? s.kind : '', handles };
     } else if (sel.length > 1) {
-      propsEl.replaceChildren(Studio.el('div', { class: 'props' },
-        Studio.el('h2', { text: sel.length + ' selected' }),
-        Studio.el('p', { class: 'hint', text: 'Connect (C) joins the selected nodes one after another, in the order you selected them (Ctrl+A: list order), skipping pairs already connected and any edge that would close a cycle. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too. Each is one undo step.' }),
-        Studio.el('button', { type: 'button', id: 'btn-extract', title: 'Extract to sub-chain (E)', text: 'Extract to sub-chain…' }))); // extract.js
+      propsEl.replaceChildren(common.el('div', { class: 'props' },
+        common.el('h2', { text: sel.length + ' selected' }),
+        common.el('p', { class: 'hint', text: 'Connect (C) joins the selected nodes one after another, in the order you selected them (Ctrl+A: list order), skipping pairs already connected and any edge that would close a cycle. Delete removes them. Ctrl+C / Ctrl+V copies and pastes them, across tabs too. Each is one undo step.' }),
+        common.el('button', { type: 'button', id: 'btn-extract', title: 'Extract to sub-chain (E)', text: 'Extract to sub-chain…' }))); // extract.js
       return;
     } else {
       if (propsEl.dataset.initial === 'chain') {
@@ -665,13 +611,17 @@
     delete propsEl.dataset.initial;
     const seq = ++propsSeq;
     performance.mark('studio:props-start');
-    const res = await fetch('/fragments/props', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'text/html' }, body: JSON.stringify(body) });
-    const html = await res.text();
+    let html;
+    try {
+      ({ html } = await api.html('POST', '/fragments/props', body));
+    } catch (e) {
+      html = e.body || ''; // the route's error fragment
+    }
     performance.mark('studio:props-fetched');
     if (seq !== propsSeq) return; // a newer selection won
     const kept = keepFocus();
     propsEl.innerHTML = html;
-    if (window.StudioForms) window.StudioForms.mount(propsEl); // forms from schemas (forms.js)
+    forms.mount(propsEl); // forms from schemas (forms.js)
     performance.mark('studio:props-html');
     if (window.htmx) window.htmx.process(propsEl);
     kept();
@@ -681,7 +631,7 @@
       if (f) f.focus();
     }
   }
-  const scheduleProps = Studio.debounce(showProps, 30);
+  const scheduleProps = common.debounce(showProps, 30);
 
   // keepFocus notes the panel field that has the focus before the panel is
   // redrawn and returns the function that gives it back afterwards, to the
@@ -734,9 +684,8 @@
         return Object.keys(o).length ? o : undefined;
       }
       case 'form': { // forms from schemas (forms.js)
-        if (!window.StudioForms) return INVALID; // not loaded: leave the value as it is
-        const v = window.StudioForms.read(el);
-        return v === window.StudioForms.INVALID ? INVALID : v;
+        const v = forms.read(el);
+        return v === forms.INVALID ? INVALID : v;
       }
       case 'cases': {
         const out = [];
@@ -886,7 +835,7 @@
       return;
     }
     if (!el) {
-      el = Studio.el('p', { id: 'node-id-error', class: 'expr-err', role: 'alert' });
+      el = common.el('p', { id: 'node-id-error', class: 'expr-err', role: 'alert' });
       label.after(el);
     }
     el.textContent = msg;
@@ -911,7 +860,7 @@
       cy.batch(() => {
         cy.$(':selected').unselect();
         cy.elements().remove();
-        cy.add(Studio.elements(doc));
+        cy.add(canvas.elements(doc));
         cy.getElementById(id).select();
       });
     });
@@ -952,7 +901,7 @@
 
   // ---- node list (the canvas's text alternative) ----------------------------
 
-  const scheduleNodeTable = Studio.debounce(renderNodeTable, 120);
+  const scheduleNodeTable = common.debounce(renderNodeTable, 120);
   function renderNodeTable() {
     const tbody = document.querySelector('#node-table tbody');
     const next = new Map();
@@ -966,19 +915,19 @@
     const all = tableShowAll || doc.nodes.length <= TABLE_ROWS;
     const shown = all ? doc.nodes : doc.nodes.filter((n, i) => i < TABLE_ROWS || selected.has(n.node_id));
     const rows = shown.map((n) => {
-      const tr = Studio.el('tr', { 'data-node-id': n.node_id, 'aria-selected': selected.has(n.node_id) ? 'true' : 'false' });
+      const tr = common.el('tr', { 'data-node-id': n.node_id, 'aria-selected': selected.has(n.node_id) ? 'true' : 'false' });
       tr.append(
-        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': n.node_id, text: n.node_id, 'aria-label': 'Select node ' + n.node_id })),
-        Studio.el('td', { text: n.kind }),
-        Studio.el('td', { text: n.label || '' }),
-        Studio.el('td', { text: (next.get(n.node_id) || []).join(', ') }),
+        common.el('td', {}, common.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': n.node_id, text: n.node_id, 'aria-label': 'Select node ' + n.node_id })),
+        common.el('td', { text: n.kind }),
+        common.el('td', { text: n.label || '' }),
+        common.el('td', { text: (next.get(n.node_id) || []).join(', ') }),
       );
       return tr;
     });
     if (!all) {
-      const more = Studio.el('button', { type: 'button', class: 'linklike', id: 'table-show-all', text: 'Show all ' + doc.nodes.length + ' nodes' });
+      const more = common.el('button', { type: 'button', class: 'linklike', id: 'table-show-all', text: 'Show all ' + doc.nodes.length + ' nodes' });
       more.addEventListener('click', () => { tableShowAll = true; renderNodeTable(); });
-      rows.push(Studio.el('tr', {}, Studio.el('td', { colspan: 4 }, more)));
+      rows.push(common.el('tr', {}, common.el('td', { colspan: 4 }, more)));
     }
     tbody.replaceChildren(...rows);
     $('node-count').textContent = String(doc.nodes.length);
@@ -998,12 +947,12 @@
   });
 
   function selectAndFocus(id) {
-    if (cy.getElementById(id).empty()) Studio.loadAll(cy);
+    if (cy.getElementById(id).empty()) canvas.loadAll(cy);
     const ele = cy.getElementById(id);
     if (ele.empty()) return;
     cy.$(':selected').unselect();
     ele.select();
-    Studio.focus(cy, ele);
+    canvas.focus(cy, ele);
   }
 
   issuesEl.addEventListener('click', (e) => {
@@ -1049,10 +998,10 @@
     if (mod && (e.key === 'z' || e.key === 'Z')) { e.preventDefault(); if (e.shiftKey) redo(); else undo(); return; }
     if (mod && (e.key === 'y' || e.key === 'Y')) { e.preventDefault(); redo(); return; }
     if (mod && (e.key === 'a' || e.key === 'A')) { e.preventDefault(); cy.nodes().not('.eh-handle').select(); return; }
-    if (!Studio.canvasKey(e)) return;
+    if (!canvas.canvasKey(e)) return;
     if (e.key === 'Delete' || e.key === 'Backspace') { e.preventDefault(); deleteSelection(); return; }
     if (e.key === 'c' || e.key === 'C') { e.preventDefault(); connectSelected(); return; } // the picker's field must not get the c
-    if (e.key === 'f') { Studio.fit(cy); }
+    if (e.key === 'f') { canvas.fit(cy); }
   });
 
   document.addEventListener('copy', (e) => {
@@ -1083,12 +1032,12 @@
   $('btn-redo').addEventListener('click', redo);
   $('btn-delete').addEventListener('click', deleteSelection);
   $('btn-connect').addEventListener('click', connectSelected);
-  $('btn-fit').addEventListener('click', () => Studio.fit(cy));
+  $('btn-fit').addEventListener('click', () => canvas.fit(cy));
   $('btn-reload').addEventListener('click', () => location.reload());
   $('btn-layout').addEventListener('click', () => {
     hideHandle();
     mutate(() => {
-      Studio.layout(cy);
+      canvas.layout(cy);
       for (const n of doc.nodes) {
         const p = cy.getElementById(n.node_id).position();
         n.position = { x: Math.round(p.x), y: Math.round(p.y) };
@@ -1160,17 +1109,13 @@
     e.preventDefault();
     const out = $('save-version-result');
     const message = svMessage.value.trim();
-    if (!message) { out.replaceChildren(Studio.el('div', { class: 'form-error', text: 'Give the version a name.' })); return; }
+    if (!message) { out.replaceChildren(common.el('div', { class: 'form-error', text: 'Give the version a name.' })); return; }
     await flush();
-    const res = await fetch('/v1/chains/' + encodeURIComponent(chainId) + '/versions', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: JSON.stringify({ message, version }),
-    });
-    const body = await res.json().catch(() => ({}));
-    if (!res.ok) {
-      const msg = (body.error && body.error.message) || ('HTTP ' + res.status);
-      out.replaceChildren(Studio.el('div', { class: 'form-error', text: 'Not saved: ' + msg }));
+    let body;
+    try {
+      body = await api.post('/v1/chains/' + encodeURIComponent(chainId) + '/versions', { message, version });
+    } catch (err) {
+      out.replaceChildren(common.el('div', { class: 'form-error', text: 'Not saved: ' + err.message }));
       return;
     }
     version = body.version;
@@ -1203,33 +1148,31 @@
 
   // ---- start -------------------------------------------------------------------
 
-  const showLoading = Studio.showLoading(root);
+  const showLoading = canvas.showLoading(root);
 
   async function init() {
     let data;
     if (root.dataset.doc) {
       data = { doc: JSON.parse(root.dataset.doc), version: Number(root.dataset.version) };
-      savedText = root.dataset.doc; // what the server holds: saves diff against it
+      saved.fromText(root.dataset.doc, false); // what the server holds: saves diff against it
       delete root.dataset.doc;
     } else {
-      const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/data', { headers: { Accept: 'application/json' } });
-      const text = await res.text();
+      const text = await (await api.request('GET', '/chains/' + encodeURIComponent(chainId) + '/data')).text();
       data = JSON.parse(text);
-      savedText = text; // {id, name, version, doc}: diff() reads its doc
-      savedWrapped = true;
+      saved.fromText(text, true); // {id, name, version, doc}: the diff reads its doc
     }
     performance.mark('studio:data');
     doc = data.doc;
     version = data.version;
     doc.nodes = doc.nodes || [];
     doc.edges = doc.edges || [];
-    cy = Studio.createCy(cyEl, doc, { editable: true, progressive: true, onProgress: (loaded, total) => {
+    cy = canvas.createCy(cyEl, doc, { editable: true, progressive: true, onProgress: (loaded, total) => {
       showLoading(loaded, total);
       if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
     } });
     cy.on('studio-loaded', () => { markIssues(); syncTableSelection(); });
     // A click on the graph gives it the focus, so that the single-key
-    // shortcuts (Studio.canvasKey) act: Cytoscape's own canvases do not take
+    // shortcuts (canvas.canvasKey) act: Cytoscape's own canvases do not take
     // it, and Cytoscape blurs the focused element on mousedown, so the focus
     // is given when the button comes up.
     cyEl.addEventListener('pointerup', (e) => {
@@ -1276,7 +1219,7 @@
 
     // moves: one undo step per drag, saved once
     let moved = new Set();
-    const applyMoves = Studio.debounce(() => {
+    const applyMoves = common.debounce(() => {
       const ids = moved;
       moved = new Set();
       mutate(() => {
@@ -1322,9 +1265,9 @@
     // ---- canvas navigation (navigate.js): what it may call ----
     Object.assign(window.__studio, { mutate, addNode, addEdge, copySelection, paste, deleteSelection, flash, hideHandle, nodeById, rebuild });
     root.dispatchEvent(new CustomEvent('studio:ready'));
-    Studio.startLoading(cy);
+    canvas.startLoading(cy);
   }
-  const syncTableSelectionSoon = Studio.debounce(() => {
+  const syncTableSelectionSoon = common.debounce(() => {
     if (!tableShowAll && doc.nodes.length > TABLE_ROWS) renderNodeTable();
     else syncTableSelection();
   }, 50);

@@ -5,9 +5,9 @@
 //
 // Server side: GET /v1/chains/{id}/expr/context (names, upstream nodes, the
 // shape of the last run's data, functions) and POST …/expr/preview.
-'use strict';
+import * as api from './api.js';
+import * as common from './common.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('editor');
   const propsEl = document.getElementById('props');
   if (!root || !propsEl) return;
@@ -67,8 +67,7 @@
     const k = keyOf(f);
     const c = contexts.get(k);
     if (c && performance.now() - c.at < CONTEXT_TTL) return c.promise;
-    const promise = fetch(base + 'context?' + query(f), { headers: { Accept: 'application/json' } })
-      .then((r) => (r.ok ? r.json() : null)).catch(() => null);
+    const promise = api.get(base + 'context?' + query(f)).catch(() => null);
     contexts.set(k, { at: performance.now(), promise });
     if (contexts.size > 50) contexts.delete(contexts.keys().next().value);
     return promise;
@@ -148,7 +147,7 @@
     if (!inp.id) inp.id = 'exprdit-in-' + Math.random().toString(36).slice(2, 9);
     let list = document.getElementById(inp.id + '-list');
     if (!list) {
-      list = Studio.el('div', { id: inp.id + '-list', role: 'listbox', class: 'exprdit-list', 'aria-label': 'Completions' });
+      list = common.el('div', { id: inp.id + '-list', role: 'listbox', class: 'exprdit-list', 'aria-label': 'Completions' });
       list.hidden = true;
       inp.after(list);
       list.addEventListener('mousedown', (e) => {
@@ -176,10 +175,10 @@
 
   function render() {
     const { list, items, inp } = current;
-    list.replaceChildren(...items.map((c, i) => Studio.el('div', {
+    list.replaceChildren(...items.map((c, i) => common.el('div', {
       role: 'option', id: list.id + '-' + i, 'data-i': String(i), class: 'exprdit-opt kind-' + c.kind,
       'aria-selected': i === current.active ? 'true' : 'false',
-    }, Studio.el('span', { class: 'exprdit-label', text: c.label }), Studio.el('span', { class: 'exprdit-detail', text: c.detail || '' }))));
+    }, common.el('span', { class: 'exprdit-label', text: c.label }), common.el('span', { class: 'exprdit-detail', text: c.detail || '' }))));
     list.hidden = items.length === 0;
     inp.setAttribute('aria-expanded', items.length ? 'true' : 'false');
     if (items.length) {
@@ -223,7 +222,7 @@
   function previewFor(inp) {
     let box = inp.parentElement.querySelector(':scope > .exprdit-preview');
     if (!box) {
-      box = Studio.el('div', { class: 'exprdit-preview', 'aria-live': 'polite' });
+      box = common.el('div', { class: 'exprdit-preview', 'aria-live': 'polite' });
       const msg = inp.parentElement.querySelector(':scope > .expr-msg');
       (msg || inp).after(box);
     }
@@ -238,7 +237,7 @@
     if (!f || !src.trim()) { box.replaceChildren(); return; }
     const waiting = !saved.has(f.target + '|' + f.id);
     if (current && current.inp === inp) current.waiting = waiting;
-    if (waiting) { box.replaceChildren(Studio.el('span', { class: 'hint', text: 'Preview once the chain is saved…' })); return; }
+    if (waiting) { box.replaceChildren(common.el('span', { class: 'hint', text: 'Preview once the chain is saved…' })); return; }
     const my = ++previewSeq;
     const t0 = performance.now();
     const body = { field: f.field, expr: src };
@@ -249,11 +248,9 @@
     if (ctx && ctx.run_id) body.run_id = ctx.run_id;
     let res;
     try {
-      const r = await fetch(base + 'preview', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body) });
-      res = await r.json();
-      if (!r.ok) res = { error: { message: (res.error && res.error.message) || ('preview failed: ' + r.status) } };
+      res = await api.post(base + 'preview', body);
     } catch (err) {
-      res = { error: { message: 'preview failed: ' + err.message } };
+      res = { error: { message: err.code ? err.message : 'preview failed: ' + err.message } };
     }
     if (my !== previewSeq || inp.value !== src) return; // typed on since
     showPreview(inp, box, res);
@@ -268,29 +265,29 @@
   function showPreview(inp, box, res) {
     const parts = [];
     if (res.error) {
-      parts.push(Studio.el('div', { class: 'exprdit-err', role: 'status' }, Studio.el('span', { class: 'exprdit-tag', text: 'error' }), ' ' + res.error.message));
+      parts.push(common.el('div', { class: 'exprdit-err', role: 'status' }, common.el('span', { class: 'exprdit-tag', text: 'error' }), ' ' + res.error.message));
     } else {
       const where = res.run_id ? 'last run' : res.test ? 'test “' + res.test + '” (no run yet)' : 'no run yet';
-      parts.push(Studio.el('div', { class: 'exprdit-val' },
-        Studio.el('span', { class: 'exprdit-tag', text: '= ' + res.type, title: 'evaluated on the ' + where }),
-        ' ', Studio.el('code', { text: res.value + (res.truncated ? ' …' : '') }),
-        Studio.el('span', { class: 'exprdit-where', text: ' · ' + where })));
+      parts.push(common.el('div', { class: 'exprdit-val' },
+        common.el('span', { class: 'exprdit-tag', text: '= ' + res.type, title: 'evaluated on the ' + where }),
+        ' ', common.el('code', { text: res.value + (res.truncated ? ' …' : '') }),
+        common.el('span', { class: 'exprdit-where', text: ' · ' + where })));
     }
     for (const w of res.warnings || []) {
-      const row = Studio.el('div', { class: 'exprdit-warn' }, w.did_you_mean ? w.name + ' names nothing here (always null). ' : w.message);
+      const row = common.el('div', { class: 'exprdit-warn' }, w.did_you_mean ? w.name + ' names nothing here (always null). ' : w.message);
       if (w.did_you_mean) {
-        row.append(Studio.el('button', { type: 'button', class: 'small exprdit-fix', 'data-name': w.name, 'data-alt': w.did_you_mean, text: 'Did you mean ' + w.did_you_mean + '?' }));
+        row.append(common.el('button', { type: 'button', class: 'small exprdit-fix', 'data-name': w.name, 'data-alt': w.did_you_mean, text: 'Did you mean ' + w.did_you_mean + '?' }));
       }
       parts.push(row);
     }
     for (const fx of res.fixes || []) {
-      parts.push(Studio.el('div', { class: 'exprdit-warn' }, fx.message + ' ',
-        Studio.el('button', { type: 'button', class: 'small exprdit-fix', 'data-expr': fx.expr, text: 'Fix: ' + fx.expr })));
+      parts.push(common.el('div', { class: 'exprdit-warn' }, fx.message + ' ',
+        common.el('button', { type: 'button', class: 'small exprdit-fix', 'data-expr': fx.expr, text: 'Fix: ' + fx.expr })));
     }
     box.replaceChildren(...parts);
   }
 
-  const schedulePreview = Studio.debounce(() => { if (current) preview(current.inp); }, 40);
+  const schedulePreview = common.debounce(() => { if (current) preview(current.inp); }, 40);
 
   // replaceName swaps a whole name (not a field after a dot, not in quotes).
   function replaceName(src, name, alt) {
@@ -343,14 +340,10 @@
       if (!src || !saved.has(edgeId ? 'edge|' + edgeId : 'node|' + nodeId)) continue;
       const body = { field, expr: src };
       if (edgeId) body.edge = edgeId; else body.node = nodeId;
-      let res = null;
-      try {
-        const r = await fetch(base + 'preview', { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body) });
-        res = r.ok ? await r.json() : null;
-      } catch { res = null; }
+      const res = await api.post(base + 'preview', body).catch(() => null);
       const fx = res && res.fixes && res.fixes[0];
       if (!fx || !b.isConnected) continue;
-      const btn = Studio.el('button', { type: 'button', class: 'small exprdit-issue-fix', 'data-expr': fx.expr, 'data-from': src, text: 'Fix: ' + fx.expr,
+      const btn = common.el('button', { type: 'button', class: 'small exprdit-issue-fix', 'data-expr': fx.expr, 'data-from': src, text: 'Fix: ' + fx.expr,
         'aria-label': 'Fix ' + field + ' of ' + (edgeId || nodeId) + ': write ' + fx.expr });
       btn.dataset.nodeId = nodeId || '';
       btn.dataset.edgeId = edgeId || '';

@@ -4,9 +4,10 @@
 // engine/extract.go); it creates the new chain only when both documents
 // validate. Here we ask the name, send the editor's current document, and
 // apply the rewritten parent as one undo step, saved like any edit.
-'use strict';
+import * as api from './api.js';
+import * as canvas from './canvas.js';
+import * as common from './common.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('editor');
   if (!root) return;
   const S = () => window.__studio;
@@ -24,16 +25,16 @@
     const ids = selectedIds();
     if (!ids.length) { S().flash('Select the nodes to extract first.'); return; }
     if (!dlg) {
-      const input = Studio.el('input', { type: 'text', id: 'extract-name', name: 'name', required: '', maxlength: '200', autocomplete: 'off', spellcheck: 'false' });
-      const err = Studio.el('div', { id: 'extract-error', role: 'alert' });
-      const form = Studio.el('form', { method: 'dialog' },
-        Studio.el('h2', { id: 'extract-title' }),
-        Studio.el('p', { class: 'hint', id: 'extract-hint' }),
-        Studio.el('label', { for: 'extract-name', text: 'Name of the new chain' }), input, err,
-        Studio.el('div', { class: 'dialog-actions' },
-          Studio.el('button', { type: 'submit', class: 'primary', id: 'extract-ok', text: 'Extract' }),
-          Studio.el('button', { type: 'button', class: 'close-dialog', text: 'Cancel' })));
-      dlg = Studio.el('dialog', { id: 'extract-dialog', 'aria-labelledby': 'extract-title' }, form);
+      const input = common.el('input', { type: 'text', id: 'extract-name', name: 'name', required: '', maxlength: '200', autocomplete: 'off', spellcheck: 'false' });
+      const err = common.el('div', { id: 'extract-error', role: 'alert' });
+      const form = common.el('form', { method: 'dialog' },
+        common.el('h2', { id: 'extract-title' }),
+        common.el('p', { class: 'hint', id: 'extract-hint' }),
+        common.el('label', { for: 'extract-name', text: 'Name of the new chain' }), input, err,
+        common.el('div', { class: 'dialog-actions' },
+          common.el('button', { type: 'submit', class: 'primary', id: 'extract-ok', text: 'Extract' }),
+          common.el('button', { type: 'button', class: 'close-dialog', text: 'Cancel' })));
+      dlg = common.el('dialog', { id: 'extract-dialog', 'aria-labelledby': 'extract-title' }, form);
       root.append(dlg);
       dlg.querySelector('.close-dialog').addEventListener('click', () => dlg.close());
       form.addEventListener('submit', (e) => { e.preventDefault(); submit(); });
@@ -53,25 +54,16 @@
     const ok = dlg.querySelector('#extract-ok');
     const err = dlg.querySelector('#extract-error');
     const name = input.value.trim();
-    if (!name) { err.replaceChildren(Studio.el('div', { class: 'form-error', text: 'Give the new chain a name.' })); input.focus(); return; }
+    if (!name) { err.replaceChildren(common.el('div', { class: 'form-error', text: 'Give the new chain a name.' })); input.focus(); return; }
     ok.disabled = true;
-    let res, data;
+    let data;
     try {
-      res = await fetch('/v1/chains/' + encodeURIComponent(chainId) + '/extract', {
-        method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-        body: JSON.stringify({ nodes: dlg.ids, name, doc: S().doc }),
-      });
-      data = await res.json().catch(() => ({}));
+      data = await api.post('/v1/chains/' + encodeURIComponent(chainId) + '/extract', { nodes: dlg.ids, name, doc: S().doc });
     } catch (e) {
-      res = { ok: false, status: 0 };
-      data = { error: { message: 'The studio did not answer: ' + e.message } };
-    } finally { ok.disabled = false; }
-    if (!res.ok) {
-      const msg = (data.error && data.error.message) || ('HTTP ' + res.status);
-      err.replaceChildren(Studio.el('div', { class: 'form-error' }, Studio.el('strong', { text: 'Not extracted' }), Studio.el('pre', { text: msg })));
+      err.replaceChildren(common.el('div', { class: 'form-error' }, common.el('strong', { text: 'Not extracted' }), common.el('pre', { text: e.message })));
       input.focus();
       return;
-    }
+    } finally { ok.disabled = false; }
     dlg.close();
     const parent = data.parent;
     const skill = parent.nodes.find((n) => n.kind === 'skill' && n.name === data.chain.name && dlg.ids.includes(n.node_id));
@@ -89,11 +81,10 @@
     S().flash('Extracted ' + dlg.ids.length + ' node(s) into chain "' + data.chain.name + '"');
   }
 
-  Studio.extractSelection = open;
   document.addEventListener('click', (e) => { if (e.target.closest('#btn-extract')) open(); });
   document.addEventListener('keydown', (e) => {
     const st = S();
-    if (!st || !st.mutate || !Studio.canvasKey(e)) return;
+    if (!st || !st.mutate || !canvas.canvasKey(e)) return;
     if (e.key === 'e' || e.key === 'E') { e.preventDefault(); open(); }
   });
 })();

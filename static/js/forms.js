@@ -3,558 +3,555 @@
 // tool or agent (views/forms.templ renders the container).
 //
 // The form edits one object (its state); editor.js reads it back through
-// data-t="form" (StudioForms.read). A raw-JSON view edits the same state, so
+// data-t="form" (read, exported). A raw-JSON view edits the same state, so
 // the two stay in sync both ways. A field can instead take an expression:
 // that moves the key to the node's input_map (whose entry wins over a static
 // value at run time, as before), and the field says so.
-(function () {
-  'use strict';
+import * as api from './api.js';
 
-  const INVALID = Symbol('invalid form');
-  const MAX_ROWS = 200; // rows one list or map field renders
-  let uid = 0;
-  const nextId = (p) => 'sf-' + p + '-' + (++uid);
+const INVALID = Symbol('invalid form');
+const MAX_ROWS = 200; // rows one list or map field renders
+let uid = 0;
+const nextId = (p) => 'sf-' + p + '-' + (++uid);
 
-  function el(tag, attrs, ...kids) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === undefined || v === null || v === false) continue;
-      if (k === 'text') e.textContent = v; else e.setAttribute(k, v === true ? '' : v);
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'text') e.textContent = v; else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids) if (k) e.append(k);
+  return e;
+}
+
+const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const types = (s) => (Array.isArray(s.type) ? s.type : s.type ? [s.type] : []);
+const mainType = (s) => types(s).find((t) => t !== 'null') || '';
+
+function order(schema) {
+  const props = Object.keys(schema.properties || {});
+  const want = Array.isArray(schema['x-order']) ? schema['x-order'].filter((k) => props.includes(k)) : [];
+  return want.concat(props.filter((k) => !want.includes(k)).sort());
+}
+
+function parseSchema(text) {
+  if (!text) return null;
+  try { const s = JSON.parse(text); return isObj(s) ? s : null; } catch { return null; }
+}
+
+// ---- reading what a person typed ------------------------------------------
+
+// typed converts a text field's content to the value for schema s; what does
+// not fit stays text, so validation names it (`input.ms: want a number, got "fast"`).
+function typed(s, text) {
+  const t = mainType(s);
+  if (text.trim() === '') return undefined;
+  if (t === 'number' || t === 'integer') {
+    const n = Number(text.trim());
+    return /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text.trim()) && Number.isFinite(n) ? n : text;
+  }
+  if (t === 'string') return text;
+  if (t === 'object' || t === 'array' || t === '') {
+    try { return JSON.parse(text); } catch { return text; }
+  }
+  return text;
+}
+
+function shown(s, v) {
+  if (v === undefined) return '';
+  if (typeof v === 'string') return v;
+  return JSON.stringify(v);
+}
+
+// problem says at once why a value does not fit (the save's validation says
+// the same with the field path).
+function problem(s, v) {
+  if (v === undefined) return '';
+  const t = mainType(s);
+  const got = typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v);
+  if ((t === 'number' || t === 'integer') && typeof v !== 'number') return 'want a number, got ' + got;
+  if (t === 'integer' && !Number.isInteger(v)) return 'want an integer, got ' + got;
+  if (typeof v === 'number') {
+    if (typeof s.minimum === 'number' && v < s.minimum) return 'want at least ' + s.minimum + ', got ' + v;
+    if (typeof s.maximum === 'number' && v > s.maximum) return 'want at most ' + s.maximum + ', got ' + v;
+    if (typeof s.exclusiveMinimum === 'number' && v <= s.exclusiveMinimum) return 'want more than ' + s.exclusiveMinimum + ', got ' + v;
+  }
+  return '';
+}
+
+// ---- the form ----------------------------------------------------------------
+
+// f is the per-form controller kept on the fieldset.
+function controller(fs) {
+  if (fs._sf) return fs._sf;
+  const f = {
+    fs,
+    schema: parseSchema(fs.dataset.schema),
+    state: {},
+    invalid: false,
+    fields: fs.querySelector('.sf-fields'),
+    raw: fs.querySelector('.sf-raw'),
+    rawText: fs.querySelector('.sf-raw-text'),
+    rawErr: fs.querySelector('.sf-raw-err'),
+    toggle: fs.querySelector('.sf-raw-toggle'),
+    note: fs.querySelector('.sf-note'),
+  };
+  try { const v = JSON.parse(fs.dataset.value || '{}'); f.state = isObj(v) ? v : {}; } catch { f.state = {}; }
+  fs._sf = f;
+  f.toggle.addEventListener('click', () => setRaw(f, f.raw.hidden));
+  f.rawText.addEventListener('input', (e) => {
+    if (!e.isTrusted) return; // commit()'s own nudge to editor.js
+    const txt = f.rawText.value.trim();
+    let v;
+    try { v = txt === '' ? {} : JSON.parse(txt); } catch (err) {
+      return rawProblem(f, 'Not JSON: ' + err.message);
     }
-    for (const k of kids) if (k) e.append(k);
-    return e;
-  }
+    if (!isObj(v)) return rawProblem(f, 'The ' + fs.dataset.f + ' must be a JSON object.');
+    rawProblem(f, '');
+    f.state = v;
+    render(f); // the hidden fields follow
+  });
+  return f;
+}
 
-  const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
-  const types = (s) => (Array.isArray(s.type) ? s.type : s.type ? [s.type] : []);
-  const mainType = (s) => types(s).find((t) => t !== 'null') || '';
+function rawProblem(f, msg) {
+  f.invalid = !!msg;
+  f.rawErr.textContent = msg;
+  if (msg) f.rawText.setAttribute('aria-invalid', 'true'); else f.rawText.removeAttribute('aria-invalid');
+}
 
-  function order(schema) {
-    const props = Object.keys(schema.properties || {});
-    const want = Array.isArray(schema['x-order']) ? schema['x-order'].filter((k) => props.includes(k)) : [];
-    return want.concat(props.filter((k) => !want.includes(k)).sort());
-  }
-
-  function parseSchema(text) {
-    if (!text) return null;
-    try { const s = JSON.parse(text); return isObj(s) ? s : null; } catch { return null; }
-  }
-
-  // ---- reading what a person typed ------------------------------------------
-
-  // typed converts a text field's content to the value for schema s; what does
-  // not fit stays text, so validation names it (`input.ms: want a number, got "fast"`).
-  function typed(s, text) {
-    const t = mainType(s);
-    if (text.trim() === '') return undefined;
-    if (t === 'number' || t === 'integer') {
-      const n = Number(text.trim());
-      return /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text.trim()) && Number.isFinite(n) ? n : text;
-    }
-    if (t === 'string') return text;
-    if (t === 'object' || t === 'array' || t === '') {
-      try { return JSON.parse(text); } catch { return text; }
-    }
-    return text;
-  }
-
-  function shown(s, v) {
-    if (v === undefined) return '';
-    if (typeof v === 'string') return v;
-    return JSON.stringify(v);
-  }
-
-  // problem says at once why a value does not fit (the save's validation says
-  // the same with the field path).
-  function problem(s, v) {
-    if (v === undefined) return '';
-    const t = mainType(s);
-    const got = typeof v === 'string' ? JSON.stringify(v) : JSON.stringify(v);
-    if ((t === 'number' || t === 'integer') && typeof v !== 'number') return 'want a number, got ' + got;
-    if (t === 'integer' && !Number.isInteger(v)) return 'want an integer, got ' + got;
-    if (typeof v === 'number') {
-      if (typeof s.minimum === 'number' && v < s.minimum) return 'want at least ' + s.minimum + ', got ' + v;
-      if (typeof s.maximum === 'number' && v > s.maximum) return 'want at most ' + s.maximum + ', got ' + v;
-      if (typeof s.exclusiveMinimum === 'number' && v <= s.exclusiveMinimum) return 'want more than ' + s.exclusiveMinimum + ', got ' + v;
-    }
-    return '';
-  }
-
-  // ---- the form ----------------------------------------------------------------
-
-  // f is the per-form controller kept on the fieldset.
-  function controller(fs) {
-    if (fs._sf) return fs._sf;
-    const f = {
-      fs,
-      schema: parseSchema(fs.dataset.schema),
-      state: {},
-      invalid: false,
-      fields: fs.querySelector('.sf-fields'),
-      raw: fs.querySelector('.sf-raw'),
-      rawText: fs.querySelector('.sf-raw-text'),
-      rawErr: fs.querySelector('.sf-raw-err'),
-      toggle: fs.querySelector('.sf-raw-toggle'),
-      note: fs.querySelector('.sf-note'),
-    };
-    try { const v = JSON.parse(fs.dataset.value || '{}'); f.state = isObj(v) ? v : {}; } catch { f.state = {}; }
-    fs._sf = f;
-    f.toggle.addEventListener('click', () => setRaw(f, f.raw.hidden));
-    f.rawText.addEventListener('input', (e) => {
-      if (!e.isTrusted) return; // commit()'s own nudge to editor.js
-      const txt = f.rawText.value.trim();
-      let v;
-      try { v = txt === '' ? {} : JSON.parse(txt); } catch (err) {
-        return rawProblem(f, 'Not JSON: ' + err.message);
-      }
-      if (!isObj(v)) return rawProblem(f, 'The ' + fs.dataset.f + ' must be a JSON object.');
-      rawProblem(f, '');
-      f.state = v;
-      render(f); // the hidden fields follow
-    });
-    return f;
-  }
-
-  function rawProblem(f, msg) {
-    f.invalid = !!msg;
-    f.rawErr.textContent = msg;
-    if (msg) f.rawText.setAttribute('aria-invalid', 'true'); else f.rawText.removeAttribute('aria-invalid');
-  }
-
-  function setRaw(f, on) {
-    if (on) {
-      f.rawText.value = JSON.stringify(f.state, null, 2);
-      rawProblem(f, '');
-    } else if (f.invalid) {
-      f.rawText.focus();
-      return; // stay until the JSON parses: the fields cannot show it
-    }
-    f.raw.hidden = !on;
-    f.fields.hidden = on && !!f.schema;
-    f.toggle.setAttribute('aria-pressed', on ? 'true' : 'false');
-    f.toggle.textContent = on && f.schema ? 'Form' : 'Raw JSON';
-    if (on) f.rawText.focus();
-    else {
-      render(f);
-      const first = f.fields.querySelector('input, select, textarea, button');
-      if (first) first.focus();
-    }
-  }
-
-  // commit tells editor.js the value changed (its input listener saves).
-  function commit(f) {
-    if (!f.raw.hidden) return;
+function setRaw(f, on) {
+  if (on) {
     f.rawText.value = JSON.stringify(f.state, null, 2);
-    f.rawText.dispatchEvent(new Event('input', { bubbles: true }));
+    rawProblem(f, '');
+  } else if (f.invalid) {
+    f.rawText.focus();
+    return; // stay until the JSON parses: the fields cannot show it
   }
-
-  // inputMap returns key → expression of the node's input_map rows.
-  function inputMap(f) {
-    const out = new Map();
-    if (f.fs.dataset.f !== 'input') return out;
-    const kv = f.fs.closest('.props') && f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]');
-    if (!kv) return out;
-    for (const row of kv.querySelectorAll(':scope > .kv-rows > .kv-row')) {
-      const k = row.querySelector('.k').value.trim();
-      const v = row.querySelector('.v-wrap input');
-      if (k) out.set(k, { expr: v ? v.value : '', row });
-    }
-    return out;
-  }
-
-  // useExpression moves a field to the input_map: a new row keyed by it,
-  // focused, and the static value dropped.
-  function useExpression(f, key) {
-    const kv = f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]');
-    if (!kv) return;
-    kv.querySelector('.add-row').click(); // editor.js adds and focuses the row
-    const rows = kv.querySelectorAll(':scope > .kv-rows > .kv-row');
-    const row = rows[rows.length - 1];
-    row.querySelector('.k').value = key;
-    delete f.state[key];
+  f.raw.hidden = !on;
+  f.fields.hidden = on && !!f.schema;
+  f.toggle.setAttribute('aria-pressed', on ? 'true' : 'false');
+  f.toggle.textContent = on && f.schema ? 'Form' : 'Raw JSON';
+  if (on) f.rawText.focus();
+  else {
     render(f);
-    commit(f);
-    row.querySelector('.k').dispatchEvent(new Event('input', { bubbles: true }));
+    const first = f.fields.querySelector('input, select, textarea, button');
+    if (first) first.focus();
+  }
+}
+
+// commit tells editor.js the value changed (its input listener saves).
+function commit(f) {
+  if (!f.raw.hidden) return;
+  f.rawText.value = JSON.stringify(f.state, null, 2);
+  f.rawText.dispatchEvent(new Event('input', { bubbles: true }));
+}
+
+// inputMap returns key → expression of the node's input_map rows.
+function inputMap(f) {
+  const out = new Map();
+  if (f.fs.dataset.f !== 'input') return out;
+  const kv = f.fs.closest('.props') && f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]');
+  if (!kv) return out;
+  for (const row of kv.querySelectorAll(':scope > .kv-rows > .kv-row')) {
+    const k = row.querySelector('.k').value.trim();
     const v = row.querySelector('.v-wrap input');
-    if (v) v.focus();
+    if (k) out.set(k, { expr: v ? v.value : '', row });
   }
+  return out;
+}
 
-  function render(f) {
-    const s = f.schema;
-    f.fields.replaceChildren();
-    f.toggle.hidden = !s;
-    if (!s) {
-      f.raw.hidden = false;
-      if (document.activeElement !== f.rawText) f.rawText.value = JSON.stringify(f.state, null, 2);
-      f.note.textContent = f.fs.dataset.source && !selectedName(f) ? '' : 'No schema declared: edit the value as JSON.';
-      return;
-    }
-    const props = s.properties || {};
-    const req = new Set(Array.isArray(s.required) ? s.required : []);
-    const im = inputMap(f);
-    const keys = order(s);
-    for (const k of keys) {
-      f.fields.append(field(f, [k], props[k] || {}, req.has(k), im.get(k)));
-    }
-    const extra = Object.keys(f.state).filter((k) => !(k in props));
-    f.note.textContent = extra.length && s.additionalProperties === false ? 'Also set, not fields of this ' + what(f) + ': ' + extra.join(', ') + ' (remove them in Raw JSON).' : '';
-    if (s.additionalProperties !== false) f.fields.append(others(f, props, extra, im));
+// useExpression moves a field to the input_map: a new row keyed by it,
+// focused, and the static value dropped.
+function useExpression(f, key) {
+  const kv = f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]');
+  if (!kv) return;
+  kv.querySelector('.add-row').click(); // editor.js adds and focuses the row
+  const rows = kv.querySelectorAll(':scope > .kv-rows > .kv-row');
+  const row = rows[rows.length - 1];
+  row.querySelector('.k').value = key;
+  delete f.state[key];
+  render(f);
+  commit(f);
+  row.querySelector('.k').dispatchEvent(new Event('input', { bubbles: true }));
+  const v = row.querySelector('.v-wrap input');
+  if (v) v.focus();
+}
+
+function render(f) {
+  const s = f.schema;
+  f.fields.replaceChildren();
+  f.toggle.hidden = !s;
+  if (!s) {
+    f.raw.hidden = false;
+    if (document.activeElement !== f.rawText) f.rawText.value = JSON.stringify(f.state, null, 2);
+    f.note.textContent = f.fs.dataset.source && !selectedName(f) ? '' : 'No schema declared: edit the value as JSON.';
+    return;
   }
+  const props = s.properties || {};
+  const req = new Set(Array.isArray(s.required) ? s.required : []);
+  const im = inputMap(f);
+  const keys = order(s);
+  for (const k of keys) {
+    f.fields.append(field(f, [k], props[k] || {}, req.has(k), im.get(k)));
+  }
+  const extra = Object.keys(f.state).filter((k) => !(k in props));
+  f.note.textContent = extra.length && s.additionalProperties === false ? 'Also set, not fields of this ' + what(f) + ': ' + extra.join(', ') + ' (remove them in Raw JSON).' : '';
+  if (s.additionalProperties !== false) f.fields.append(others(f, props, extra, im));
+}
 
-  // others edits the keys the schema does not declare (a tool like echo
-  // takes any; a value kept from another tool shows here, removable).
-  function others(f, props, extra, im) {
-    const keys = Object.keys(props);
-    const box = el('fieldset', { class: 'sf-others' }, el('legend', { text: keys.length ? 'Other values' : 'Values' }));
-    box.append(el('p', { class: 'hint', text: keys.length ? 'not fields of this ' + what(f) + '; JSON when it parses, text otherwise' : 'any keys; JSON when it parses, text otherwise' }));
-    for (const k of extra) {
-      let key = k;
-      const ki = el('input', { type: 'text', class: 'sf-key', value: k, placeholder: 'key', 'aria-label': 'Key', autocomplete: 'off', spellcheck: 'false' });
-      const vi = el('input', { type: 'text', class: 'sf-item', value: shown({}, f.state[k]), placeholder: 'value', 'aria-label': k + ' value', autocomplete: 'off', spellcheck: 'false' });
-      ki.addEventListener('input', () => {
-        const nk = ki.value.trim();
-        if (!nk || (nk !== key && (nk in f.state || nk in props))) { ki.setAttribute('aria-invalid', 'true'); return; }
-        ki.removeAttribute('aria-invalid');
-        const v = f.state[key];
-        delete f.state[key];
-        f.state[nk] = v;
-        key = nk;
-        vi.setAttribute('aria-label', nk + ' value');
-      });
-      vi.addEventListener('input', () => { f.state[key] = typed({}, vi.value) ?? ''; });
-      const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + k, text: '✕' });
-      rm.addEventListener('click', () => {
-        delete f.state[key];
-        render(f);
-        commit(f);
-        const add = f.fields.querySelector('.sf-others .sf-add');
-        if (add) add.focus();
-      });
-      const row = el('div', { class: 'sf-row sf-kv' }, ki, vi, rm);
-      if (im.has(key)) row.append(el('span', { class: 'hint', text: 'input_map sets it' }));
-      box.append(row);
-    }
-    const add = el('button', { type: 'button', class: 'small sf-add', text: keys.length ? '+ Add another value' : '+ Add', 'aria-label': keys.length ? 'Add another value' : 'Add a value' });
-    add.addEventListener('click', () => {
-      let k = 'key';
-      for (let n = 2; k in f.state || k in props; n++) k = 'key' + n;
-      f.state[k] = '';
+// others edits the keys the schema does not declare (a tool like echo
+// takes any; a value kept from another tool shows here, removable).
+function others(f, props, extra, im) {
+  const keys = Object.keys(props);
+  const box = el('fieldset', { class: 'sf-others' }, el('legend', { text: keys.length ? 'Other values' : 'Values' }));
+  box.append(el('p', { class: 'hint', text: keys.length ? 'not fields of this ' + what(f) + '; JSON when it parses, text otherwise' : 'any keys; JSON when it parses, text otherwise' }));
+  for (const k of extra) {
+    let key = k;
+    const ki = el('input', { type: 'text', class: 'sf-key', value: k, placeholder: 'key', 'aria-label': 'Key', autocomplete: 'off', spellcheck: 'false' });
+    const vi = el('input', { type: 'text', class: 'sf-item', value: shown({}, f.state[k]), placeholder: 'value', 'aria-label': k + ' value', autocomplete: 'off', spellcheck: 'false' });
+    ki.addEventListener('input', () => {
+      const nk = ki.value.trim();
+      if (!nk || (nk !== key && (nk in f.state || nk in props))) { ki.setAttribute('aria-invalid', 'true'); return; }
+      ki.removeAttribute('aria-invalid');
+      const v = f.state[key];
+      delete f.state[key];
+      f.state[nk] = v;
+      key = nk;
+      vi.setAttribute('aria-label', nk + ' value');
+    });
+    vi.addEventListener('input', () => { f.state[key] = typed({}, vi.value) ?? ''; });
+    const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + k, text: '✕' });
+    rm.addEventListener('click', () => {
+      delete f.state[key];
       render(f);
       commit(f);
-      const ins = f.fields.querySelectorAll('.sf-others .sf-key');
-      if (ins.length) { ins[ins.length - 1].focus(); ins[ins.length - 1].select(); }
+      const add = f.fields.querySelector('.sf-others .sf-add');
+      if (add) add.focus();
     });
-    if (keys.length && !extra.length) return add; // the declared fields come first: no empty box
-    box.append(add);
-    return box;
+    const row = el('div', { class: 'sf-row sf-kv' }, ki, vi, rm);
+    if (im.has(key)) row.append(el('span', { class: 'hint', text: 'input_map sets it' }));
+    box.append(row);
   }
+  const add = el('button', { type: 'button', class: 'small sf-add', text: keys.length ? '+ Add another value' : '+ Add', 'aria-label': keys.length ? 'Add another value' : 'Add a value' });
+  add.addEventListener('click', () => {
+    let k = 'key';
+    for (let n = 2; k in f.state || k in props; n++) k = 'key' + n;
+    f.state[k] = '';
+    render(f);
+    commit(f);
+    const ins = f.fields.querySelectorAll('.sf-others .sf-key');
+    if (ins.length) { ins[ins.length - 1].focus(); ins[ins.length - 1].select(); }
+  });
+  if (keys.length && !extra.length) return add; // the declared fields come first: no empty box
+  box.append(add);
+  return box;
+}
 
-  function what(f) { return f.fs.dataset.source === 'agent-select' ? 'agent' : f.fs.dataset.f === 'config' ? 'node' : 'tool'; }
+function what(f) { return f.fs.dataset.source === 'agent-select' ? 'agent' : f.fs.dataset.f === 'config' ? 'node' : 'tool'; }
 
-  function selectedName(f) {
-    const sel = f.fs.dataset.source && document.getElementById(f.fs.dataset.source);
-    return sel ? sel.value : '';
+function selectedName(f) {
+  const sel = f.fs.dataset.source && document.getElementById(f.fs.dataset.source);
+  return sel ? sel.value : '';
+}
+
+function getAt(obj, path) {
+  let o = obj;
+  for (const p of path) { if (o == null) return undefined; o = o[p]; }
+  return o;
+}
+// setAt writes v at path (undefined removes it) and drops emptied objects.
+function setAt(obj, path, v) {
+  let o = obj;
+  const chain = [];
+  for (let i = 0; i < path.length - 1; i++) {
+    if (!isObj(o[path[i]]) && !Array.isArray(o[path[i]])) { if (v === undefined) return; o[path[i]] = typeof path[i + 1] === 'number' ? [] : {}; }
+    chain.push([o, path[i]]);
+    o = o[path[i]];
   }
-
-  function getAt(obj, path) {
-    let o = obj;
-    for (const p of path) { if (o == null) return undefined; o = o[p]; }
-    return o;
+  const last = path[path.length - 1];
+  if (v === undefined) { if (Array.isArray(o)) o.splice(last, 1); else delete o[last]; } else o[last] = v;
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const [parent, key] = chain[i];
+    const c = parent[key];
+    if (isObj(c) && Object.keys(c).length === 0) delete parent[key]; else break;
   }
-  // setAt writes v at path (undefined removes it) and drops emptied objects.
-  function setAt(obj, path, v) {
-    let o = obj;
-    const chain = [];
-    for (let i = 0; i < path.length - 1; i++) {
-      if (!isObj(o[path[i]]) && !Array.isArray(o[path[i]])) { if (v === undefined) return; o[path[i]] = typeof path[i + 1] === 'number' ? [] : {}; }
-      chain.push([o, path[i]]);
-      o = o[path[i]];
-    }
-    const last = path[path.length - 1];
-    if (v === undefined) { if (Array.isArray(o)) o.splice(last, 1); else delete o[last]; } else o[last] = v;
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const [parent, key] = chain[i];
-      const c = parent[key];
-      if (isObj(c) && Object.keys(c).length === 0) delete parent[key]; else break;
-    }
-  }
+}
 
-  function pathText(f, path) {
-    return f.fs.dataset.f + path.map((p) => (typeof p === 'number' ? '[' + p + ']' : '.' + p)).join('');
-  }
+function pathText(f, path) {
+  return f.fs.dataset.f + path.map((p) => (typeof p === 'number' ? '[' + p + ']' : '.' + p)).join('');
+}
 
-  // field renders one property: label (required mark), widget, description.
-  function field(f, path, s, required, mapped) {
-    const key = path[path.length - 1];
-    const t = mainType(s);
-    const id = nextId('f');
-    const helpId = id + '-help';
-    const errId = id + '-err';
-    const wrap = el('div', { class: 'sf-field', 'data-path': pathText(f, path) });
-    const lbl = el('label', { class: 'lbl', for: id, text: String(key) });
-    if (required) lbl.append(el('abbr', { class: 'sf-req', title: 'required', text: ' *' }));
-    if (t) lbl.append(el('span', { class: 'sf-type', text: ' ' + t }));
-    wrap.append(lbl);
-    const help = s.description ? el('span', { class: 'hint sf-help', id: helpId, text: s.description }) : null;
-    const err = el('span', { class: 'expr-err sf-err', id: errId, role: 'alert' });
-    const described = [help ? helpId : '', errId].filter(Boolean).join(' ');
+// field renders one property: label (required mark), widget, description.
+function field(f, path, s, required, mapped) {
+  const key = path[path.length - 1];
+  const t = mainType(s);
+  const id = nextId('f');
+  const helpId = id + '-help';
+  const errId = id + '-err';
+  const wrap = el('div', { class: 'sf-field', 'data-path': pathText(f, path) });
+  const lbl = el('label', { class: 'lbl', for: id, text: String(key) });
+  if (required) lbl.append(el('abbr', { class: 'sf-req', title: 'required', text: ' *' }));
+  if (t) lbl.append(el('span', { class: 'sf-type', text: ' ' + t }));
+  wrap.append(lbl);
+  const help = s.description ? el('span', { class: 'hint sf-help', id: helpId, text: s.description }) : null;
+  const err = el('span', { class: 'expr-err sf-err', id: errId, role: 'alert' });
+  const described = [help ? helpId : '', errId].filter(Boolean).join(' ');
 
-    if (mapped) {
-      // the input_map entry wins over a static value: say so, and lead there
-      const shownExpr = el('input', { type: 'text', id, class: 'expr', value: mapped.expr, readonly: true, 'aria-describedby': described });
-      const go = el('button', { type: 'button', class: 'small linklike', text: 'Edit in Input map' });
-      go.addEventListener('click', () => { const v = mapped.row.querySelector('.v-wrap input'); if (v) v.focus(); });
-      wrap.append(el('div', { class: 'sf-row' }, shownExpr, go), el('span', { class: 'hint', text: 'Set by an expression (input_map), evaluated when the node runs.' }));
-      if (help) wrap.append(help);
-      return wrap;
-    }
-
-    const cur = getAt(f.state, path);
-    let widget;
-    const change = (v) => {
-      setAt(f.state, path, v);
-      const p = problem(s, v);
-      err.textContent = p;
-      if (p) widget.setAttribute('aria-invalid', 'true'); else widget.removeAttribute('aria-invalid');
-    };
-    const placeholder = s.default !== undefined ? 'default: ' + shown(s, s.default) : '';
-
-    if (s['x-credential']) {
-      // a stored credential, by name: the select offers those this chain
-      // may use (never a value; the API has none to give)
-      widget = el('select', { id, class: 'sf-credential', 'aria-describedby': described, 'aria-required': required ? 'true' : null });
-      widget.append(el('option', { value: '', text: '— choose a credential —' }));
-      if (cur) widget.append(el('option', { value: cur, text: cur, selected: true }));
-      credentialNames().then((names) => {
-        const keep = widget.value;
-        widget.replaceChildren(el('option', { value: '', text: names.length ? '— choose a credential —' : '— no credentials: an admin adds them in Settings → Credentials —' }));
-        for (const n of names) widget.append(el('option', { value: n, text: n, selected: n === keep }));
-        if (keep && !names.includes(keep)) widget.append(el('option', { value: keep, text: keep + ' (not available to this chain)', selected: true }));
-      });
-      widget.addEventListener('change', () => change(widget.value || undefined));
-    } else if (Array.isArray(s.enum) || t === 'boolean') {
-      const opts = Array.isArray(s.enum) ? s.enum : [true, false];
-      widget = el('select', { id, 'aria-describedby': described, 'aria-required': required ? 'true' : null });
-      widget.append(el('option', { value: '', text: s.default !== undefined ? '— default: ' + shown(s, s.default) + ' —' : '— not set —' }));
-      let found = cur === undefined;
-      opts.forEach((o, i) => {
-        const sel = cur !== undefined && JSON.stringify(o) === JSON.stringify(cur);
-        found = found || sel;
-        widget.append(el('option', { value: String(i), text: shown(s, o), selected: sel }));
-      });
-      if (!found) widget.append(el('option', { value: 'cur', text: shown(s, cur) + ' (not allowed)', selected: true }));
-      widget.addEventListener('change', () => {
-        if (widget.value === 'cur') return;
-        change(widget.value === '' ? undefined : opts[Number(widget.value)]);
-      });
-    } else if (t === 'object' && s.properties && Object.keys(s.properties).length) {
-      const inner = el('fieldset', { class: 'sf-object', id });
-      inner.append(el('legend', { text: String(key) }));
-      const req = new Set(Array.isArray(s.required) ? s.required : []);
-      for (const k of order(s)) inner.append(field(f, path.concat([k]), s.properties[k] || {}, req.has(k), null));
-      wrap.replaceChildren(inner);
-      if (help) inner.insertBefore(help, inner.children[1] || null);
-      return wrap;
-    } else if (t === 'object' || t === 'array') {
-      widget = rows(f, path, s, t, id, described);
-      wrap.append(widget);
-      if (help) wrap.append(help);
-      wrap.append(err);
-      return wrap;
-    } else {
-      const long = t === 'string' && /template|expression|prompt|stdin|body/.test(String(key));
-      widget = el(long ? 'textarea' : 'input', {
-        id, type: long ? null : 'text', rows: long ? '3' : null, placeholder,
-        inputmode: t === 'number' || t === 'integer' ? 'decimal' : null,
-        autocomplete: 'off', spellcheck: 'false', 'aria-describedby': described, 'aria-required': required ? 'true' : null,
-      });
-      widget.value = shown(s, cur);
-      widget.addEventListener('input', () => change(typed(s, widget.value)));
-    }
-    const row = el('div', { class: 'sf-row' }, widget);
-    if (f.fs.dataset.f === 'input' && path.length === 1 && f.fs.closest('.props') && f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]')) {
-      const fx = el('button', { type: 'button', class: 'small sf-fx', title: 'Use an expression for ' + key + ' (input_map)', 'aria-label': 'ƒx: use an expression for ' + key, text: 'ƒx' });
-      fx.addEventListener('click', () => useExpression(f, key));
-      row.append(fx);
-    }
-    wrap.append(row);
+  if (mapped) {
+    // the input_map entry wins over a static value: say so, and lead there
+    const shownExpr = el('input', { type: 'text', id, class: 'expr', value: mapped.expr, readonly: true, 'aria-describedby': described });
+    const go = el('button', { type: 'button', class: 'small linklike', text: 'Edit in Input map' });
+    go.addEventListener('click', () => { const v = mapped.row.querySelector('.v-wrap input'); if (v) v.focus(); });
+    wrap.append(el('div', { class: 'sf-row' }, shownExpr, go), el('span', { class: 'hint', text: 'Set by an expression (input_map), evaluated when the node runs.' }));
     if (help) wrap.append(help);
-    wrap.append(err);
-    const p = problem(s, cur);
-    if (p) { err.textContent = p; widget.setAttribute('aria-invalid', 'true'); }
     return wrap;
   }
 
-  // credentialNames lists, once per page, the credentials this chain may use.
-  let credentialList = null;
-  function credentialNames() {
-    if (!credentialList) {
-      const root = document.querySelector('[data-chain-id]');
-      const q = root ? '?chain=' + encodeURIComponent(root.dataset.chainId) : '';
-      credentialList = fetch('/v1/credentials' + q, { headers: { Accept: 'application/json' } })
-        .then((r) => (r.ok ? r.json() : { credentials: [] }))
-        .then((b) => (b.credentials || []).map((c) => c.name))
-        .catch(() => []);
-    }
-    return credentialList;
-  }
+  const cur = getAt(f.state, path);
+  let widget;
+  const change = (v) => {
+    setAt(f.state, path, v);
+    const p = problem(s, v);
+    err.textContent = p;
+    if (p) widget.setAttribute('aria-invalid', 'true'); else widget.removeAttribute('aria-invalid');
+  };
+  const placeholder = s.default !== undefined ? 'default: ' + shown(s, s.default) : '';
 
-  // rows edits a list (items) or a map (additionalProperties): add and remove rows.
-  function rows(f, path, s, t, id, described) {
-    const box = el('div', { class: 'sf-rows', id, role: 'group', 'aria-describedby': described });
-    const cur = getAt(f.state, path);
-    const itemSchema = (t === 'array' ? s.items : s.additionalProperties);
-    const is = isObj(itemSchema) ? itemSchema : {};
-    const name = String(path[path.length - 1]);
-    const redraw = (focusLast) => {
-      const fresh = rows(f, path, s, t, id, described);
-      box.replaceWith(fresh);
-      const ins = fresh.querySelectorAll('input');
-      if (focusLast && ins.length) ins[t === 'array' ? ins.length - 1 : ins.length - 2].focus();
-      else { const add = fresh.querySelector('.sf-add'); if (add) add.focus(); }
-      commit(f);
-    };
-    if (t === 'array') {
-      const list = Array.isArray(cur) ? cur : [];
-      list.slice(0, MAX_ROWS).forEach((v, i) => {
-        const inp = el('input', { type: 'text', class: 'sf-item', value: shown(is, v), 'aria-label': name + ' item ' + (i + 1), autocomplete: 'off', spellcheck: 'false' });
-        inp.addEventListener('input', () => { const a = getAt(f.state, path); a[i] = typed(is, inp.value) ?? ''; });
-        const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + name + ' item ' + (i + 1), text: '✕' });
-        rm.addEventListener('click', () => { const a = getAt(f.state, path); a.splice(i, 1); if (!a.length) setAt(f.state, path, undefined); redraw(false); });
-        box.append(el('div', { class: 'sf-row' }, inp, rm));
-      });
-      if (!Array.isArray(cur) && cur !== undefined) box.append(el('p', { class: 'expr-err', text: 'want a list, got ' + JSON.stringify(cur) + ' (fix it in Raw JSON)' }));
-    } else {
-      const m = isObj(cur) ? cur : {};
-      Object.keys(m).slice(0, MAX_ROWS).forEach((k) => {
-        let key = k;
-        const ki = el('input', { type: 'text', class: 'sf-key', value: k, placeholder: 'name', 'aria-label': name + ' name', autocomplete: 'off', spellcheck: 'false' });
-        const vi = el('input', { type: 'text', class: 'sf-item', value: shown(is, m[k]), placeholder: 'value', 'aria-label': name + ' ' + k + ' value', autocomplete: 'off', spellcheck: 'false' });
-        ki.addEventListener('input', () => {
-          const o = getAt(f.state, path);
-          const nk = ki.value;
-          if (!nk || (nk !== key && nk in o)) { ki.setAttribute('aria-invalid', 'true'); return; }
-          ki.removeAttribute('aria-invalid');
-          const entries = Object.entries(o).map(([a, b]) => [a === key ? nk : a, b]);
-          for (const a of Object.keys(o)) delete o[a];
-          for (const [a, b] of entries) o[a] = b;
-          key = nk;
-          vi.setAttribute('aria-label', name + ' ' + nk + ' value');
-        });
-        vi.addEventListener('input', () => { getAt(f.state, path)[key] = typed(is, vi.value) ?? ''; });
-        const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + name + ' ' + k, text: '✕' });
-        rm.addEventListener('click', () => { const o = getAt(f.state, path); delete o[key]; if (!Object.keys(o).length) setAt(f.state, path, undefined); redraw(false); });
-        box.append(el('div', { class: 'sf-row sf-kv' }, ki, vi, rm));
-      });
-    }
-    const noun = t === 'array' ? 'item' : 'entry';
-    const add = el('button', { type: 'button', class: 'small sf-add', text: '+ Add ' + noun, 'aria-label': 'Add ' + noun + ' to ' + name });
-    add.addEventListener('click', () => {
-      if (t === 'array') {
-        const a = Array.isArray(getAt(f.state, path)) ? getAt(f.state, path) : [];
-        if (a.length >= MAX_ROWS) return;
-        a.push('');
-        setAt(f.state, path, a);
-      } else {
-        const o = isObj(getAt(f.state, path)) ? getAt(f.state, path) : {};
-        let k = 'name';
-        for (let n = 2; k in o; n++) k = 'name' + n;
-        o[k] = '';
-        setAt(f.state, path, o);
-      }
-      redraw(true);
+  if (s['x-credential']) {
+    // a stored credential, by name: the select offers those this chain
+    // may use (never a value; the API has none to give)
+    widget = el('select', { id, class: 'sf-credential', 'aria-describedby': described, 'aria-required': required ? 'true' : null });
+    widget.append(el('option', { value: '', text: '— choose a credential —' }));
+    if (cur) widget.append(el('option', { value: cur, text: cur, selected: true }));
+    credentialNames().then((names) => {
+      const keep = widget.value;
+      widget.replaceChildren(el('option', { value: '', text: names.length ? '— choose a credential —' : '— no credentials: an admin adds them in Settings → Credentials —' }));
+      for (const n of names) widget.append(el('option', { value: n, text: n, selected: n === keep }));
+      if (keep && !names.includes(keep)) widget.append(el('option', { value: keep, text: keep + ' (not available to this chain)', selected: true }));
     });
-    box.append(add);
-    return box;
+    widget.addEventListener('change', () => change(widget.value || undefined));
+  } else if (Array.isArray(s.enum) || t === 'boolean') {
+    const opts = Array.isArray(s.enum) ? s.enum : [true, false];
+    widget = el('select', { id, 'aria-describedby': described, 'aria-required': required ? 'true' : null });
+    widget.append(el('option', { value: '', text: s.default !== undefined ? '— default: ' + shown(s, s.default) + ' —' : '— not set —' }));
+    let found = cur === undefined;
+    opts.forEach((o, i) => {
+      const sel = cur !== undefined && JSON.stringify(o) === JSON.stringify(cur);
+      found = found || sel;
+      widget.append(el('option', { value: String(i), text: shown(s, o), selected: sel }));
+    });
+    if (!found) widget.append(el('option', { value: 'cur', text: shown(s, cur) + ' (not allowed)', selected: true }));
+    widget.addEventListener('change', () => {
+      if (widget.value === 'cur') return;
+      change(widget.value === '' ? undefined : opts[Number(widget.value)]);
+    });
+  } else if (t === 'object' && s.properties && Object.keys(s.properties).length) {
+    const inner = el('fieldset', { class: 'sf-object', id });
+    inner.append(el('legend', { text: String(key) }));
+    const req = new Set(Array.isArray(s.required) ? s.required : []);
+    for (const k of order(s)) inner.append(field(f, path.concat([k]), s.properties[k] || {}, req.has(k), null));
+    wrap.replaceChildren(inner);
+    if (help) inner.insertBefore(help, inner.children[1] || null);
+    return wrap;
+  } else if (t === 'object' || t === 'array') {
+    widget = rows(f, path, s, t, id, described);
+    wrap.append(widget);
+    if (help) wrap.append(help);
+    wrap.append(err);
+    return wrap;
+  } else {
+    const long = t === 'string' && /template|expression|prompt|stdin|body/.test(String(key));
+    widget = el(long ? 'textarea' : 'input', {
+      id, type: long ? null : 'text', rows: long ? '3' : null, placeholder,
+      inputmode: t === 'number' || t === 'integer' ? 'decimal' : null,
+      autocomplete: 'off', spellcheck: 'false', 'aria-describedby': described, 'aria-required': required ? 'true' : null,
+    });
+    widget.value = shown(s, cur);
+    widget.addEventListener('input', () => change(typed(s, widget.value)));
   }
+  const row = el('div', { class: 'sf-row' }, widget);
+  if (f.fs.dataset.f === 'input' && path.length === 1 && f.fs.closest('.props') && f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]')) {
+    const fx = el('button', { type: 'button', class: 'small sf-fx', title: 'Use an expression for ' + key + ' (input_map)', 'aria-label': 'ƒx: use an expression for ' + key, text: 'ƒx' });
+    fx.addEventListener('click', () => useExpression(f, key));
+    row.append(fx);
+  }
+  wrap.append(row);
+  if (help) wrap.append(help);
+  wrap.append(err);
+  const p = problem(s, cur);
+  if (p) { err.textContent = p; widget.setAttribute('aria-invalid', 'true'); }
+  return wrap;
+}
 
-  // ---- the picker: the description and the form follow it at once -----------
+// credentialNames lists, once per page, the credentials this chain may use.
+let credentialList = null;
+function credentialNames() {
+  if (!credentialList) {
+    const root = document.querySelector('[data-chain-id]');
+    const q = root ? '?chain=' + encodeURIComponent(root.dataset.chainId) : '';
+    credentialList = api.get('/v1/credentials' + q)
+      .then((b) => (b.credentials || []).map((c) => c.name))
+      .catch(() => []); // none offered: the field still takes a typed name
+  }
+  return credentialList;
+}
 
-  function followSelect(sel) {
-    const opt = sel.selectedOptions[0];
-    const help = document.getElementById(sel.id + '-help');
-    if (help) help.textContent = opt ? opt.dataset.help || '' : '';
-    const panel = sel.closest('.props');
-    if (!panel) return;
-    for (const fs of panel.querySelectorAll('fieldset.schema-form[data-source="' + sel.id + '"]')) {
-      const f = controller(fs);
-      f.schema = parseSchema(opt ? opt.dataset.schema : '');
-      fs.dataset.schema = opt ? opt.dataset.schema || '' : '';
-      if (f.schema && !f.invalid) { f.raw.hidden = true; f.fields.hidden = false; f.toggle.setAttribute('aria-pressed', 'false'); f.toggle.textContent = 'Raw JSON'; }
-      render(f);
+// rows edits a list (items) or a map (additionalProperties): add and remove rows.
+function rows(f, path, s, t, id, described) {
+  const box = el('div', { class: 'sf-rows', id, role: 'group', 'aria-describedby': described });
+  const cur = getAt(f.state, path);
+  const itemSchema = (t === 'array' ? s.items : s.additionalProperties);
+  const is = isObj(itemSchema) ? itemSchema : {};
+  const name = String(path[path.length - 1]);
+  const redraw = (focusLast) => {
+    const fresh = rows(f, path, s, t, id, described);
+    box.replaceWith(fresh);
+    const ins = fresh.querySelectorAll('input');
+    if (focusLast && ins.length) ins[t === 'array' ? ins.length - 1 : ins.length - 2].focus();
+    else { const add = fresh.querySelector('.sf-add'); if (add) add.focus(); }
+    commit(f);
+  };
+  if (t === 'array') {
+    const list = Array.isArray(cur) ? cur : [];
+    list.slice(0, MAX_ROWS).forEach((v, i) => {
+      const inp = el('input', { type: 'text', class: 'sf-item', value: shown(is, v), 'aria-label': name + ' item ' + (i + 1), autocomplete: 'off', spellcheck: 'false' });
+      inp.addEventListener('input', () => { const a = getAt(f.state, path); a[i] = typed(is, inp.value) ?? ''; });
+      const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + name + ' item ' + (i + 1), text: '✕' });
+      rm.addEventListener('click', () => { const a = getAt(f.state, path); a.splice(i, 1); if (!a.length) setAt(f.state, path, undefined); redraw(false); });
+      box.append(el('div', { class: 'sf-row' }, inp, rm));
+    });
+    if (!Array.isArray(cur) && cur !== undefined) box.append(el('p', { class: 'expr-err', text: 'want a list, got ' + JSON.stringify(cur) + ' (fix it in Raw JSON)' }));
+  } else {
+    const m = isObj(cur) ? cur : {};
+    Object.keys(m).slice(0, MAX_ROWS).forEach((k) => {
+      let key = k;
+      const ki = el('input', { type: 'text', class: 'sf-key', value: k, placeholder: 'name', 'aria-label': name + ' name', autocomplete: 'off', spellcheck: 'false' });
+      const vi = el('input', { type: 'text', class: 'sf-item', value: shown(is, m[k]), placeholder: 'value', 'aria-label': name + ' ' + k + ' value', autocomplete: 'off', spellcheck: 'false' });
+      ki.addEventListener('input', () => {
+        const o = getAt(f.state, path);
+        const nk = ki.value;
+        if (!nk || (nk !== key && nk in o)) { ki.setAttribute('aria-invalid', 'true'); return; }
+        ki.removeAttribute('aria-invalid');
+        const entries = Object.entries(o).map(([a, b]) => [a === key ? nk : a, b]);
+        for (const a of Object.keys(o)) delete o[a];
+        for (const [a, b] of entries) o[a] = b;
+        key = nk;
+        vi.setAttribute('aria-label', name + ' ' + nk + ' value');
+      });
+      vi.addEventListener('input', () => { getAt(f.state, path)[key] = typed(is, vi.value) ?? ''; });
+      const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + name + ' ' + k, text: '✕' });
+      rm.addEventListener('click', () => { const o = getAt(f.state, path); delete o[key]; if (!Object.keys(o).length) setAt(f.state, path, undefined); redraw(false); });
+      box.append(el('div', { class: 'sf-row sf-kv' }, ki, vi, rm));
+    });
+  }
+  const noun = t === 'array' ? 'item' : 'entry';
+  const add = el('button', { type: 'button', class: 'small sf-add', text: '+ Add ' + noun, 'aria-label': 'Add ' + noun + ' to ' + name });
+  add.addEventListener('click', () => {
+    if (t === 'array') {
+      const a = Array.isArray(getAt(f.state, path)) ? getAt(f.state, path) : [];
+      if (a.length >= MAX_ROWS) return;
+      a.push('');
+      setAt(f.state, path, a);
+    } else {
+      const o = isObj(getAt(f.state, path)) ? getAt(f.state, path) : {};
+      let k = 'name';
+      for (let n = 2; k in o; n++) k = 'name' + n;
+      o[k] = '';
+      setAt(f.state, path, o);
     }
-  }
-
-  // capture: runs before editor.js saves the change, so the save reads the
-  // form as the new tool shows it
-  document.addEventListener('change', (e) => {
-    const sel = e.target;
-    if (sel instanceof HTMLSelectElement && sel.closest('.props') && (sel.id === 'tool-select' || sel.id === 'agent-select')) followSelect(sel);
-  }, true);
-
-  // input_map rows added, renamed or removed: the fields say which keys they set
-  function refreshMapped(panel) {
-    for (const fs of panel.querySelectorAll('fieldset.schema-form[data-f="input"]')) {
-      const f = controller(fs);
-      if (f.schema && f.raw.hidden) render(f);
-    }
-  }
-  document.addEventListener('input', (e) => {
-    const kv = e.target.closest && e.target.closest('fieldset[data-f="input_map"]');
-    if (kv) refreshMapped(kv.closest('.props'));
+    redraw(true);
   });
-  document.addEventListener('click', (e) => {
-    const rm = e.target.closest && e.target.closest('fieldset[data-f="input_map"] .remove-row');
-    if (rm) { const panel = rm.closest('.props'); setTimeout(() => refreshMapped(panel), 0); }
-  });
+  box.append(add);
+  return box;
+}
 
-  // A validation issue on input.x or config.x leads to its field: clicking
-  // it selects the node (editor.js) and then focuses the field here.
-  let pendingFocus = null;
-  function focusIssue(root) {
-    if (!pendingFocus) return false;
-    const panel = root.querySelector('.props[data-target="node"]') || (root.matches && root.matches('.props') ? root : null);
-    if (!panel || panel.dataset.id !== pendingFocus.node) return false;
-    // the field itself, or the nearest field that holds it (input.headers.Accept → input.headers)
-    let path = pendingFocus.path;
-    let field = null;
-    while (path && !(field = panel.querySelector('.sf-field[data-path="' + CSS.escape(path) + '"]'))) {
-      path = path.replace(/(\.[^.[]*|\[\d+\])$/, '');
-      if (!/[.[]/.test(path)) break;
-    }
-    pendingFocus = null;
-    if (!field) return false;
-    const target = field.querySelector('input, select, textarea');
-    if (target) { target.focus(); field.scrollIntoView({ block: 'nearest' }); }
-    return true;
-  }
-  document.addEventListener('click', (e) => {
-    const b = e.target.closest && e.target.closest('.issue-link');
-    if (!b || !/^(input|config)[.[]/.test(b.dataset.field || '')) return;
-    pendingFocus = { node: b.dataset.nodeId, path: b.dataset.field };
-    // the panel is rendered anew for the selection (mount focuses then);
-    // should none come, the panel shown is the node's
-    const want = pendingFocus;
-    setTimeout(() => { const props = document.getElementById('props'); if (props && pendingFocus === want) focusIssue(props); }, 600);
-  });
+// ---- the picker: the description and the form follow it at once -----------
 
-  // mount builds every form in root (the panel after each render).
-  function mount(root) {
-    for (const fs of root.querySelectorAll('fieldset.schema-form')) {
-      const f = controller(fs);
-      render(f);
-    }
-    focusIssue(root);
-  }
-
-  // read returns the form's value for editor.js (INVALID while the raw JSON
-  // does not parse: nothing is saved then).
-  function read(fs) {
+function followSelect(sel) {
+  const opt = sel.selectedOptions[0];
+  const help = document.getElementById(sel.id + '-help');
+  if (help) help.textContent = opt ? opt.dataset.help || '' : '';
+  const panel = sel.closest('.props');
+  if (!panel) return;
+  for (const fs of panel.querySelectorAll('fieldset.schema-form[data-source="' + sel.id + '"]')) {
     const f = controller(fs);
-    if (f.invalid) return INVALID;
-    return Object.keys(f.state).length ? JSON.parse(JSON.stringify(f.state)) : undefined;
+    f.schema = parseSchema(opt ? opt.dataset.schema : '');
+    fs.dataset.schema = opt ? opt.dataset.schema || '' : '';
+    if (f.schema && !f.invalid) { f.raw.hidden = true; f.fields.hidden = false; f.toggle.setAttribute('aria-pressed', 'false'); f.toggle.textContent = 'Raw JSON'; }
+    render(f);
   }
+}
 
-  window.StudioForms = { mount, read, INVALID };
-  document.addEventListener('DOMContentLoaded', () => mount(document));
-})();
+// capture: runs before editor.js saves the change, so the save reads the
+// form as the new tool shows it
+document.addEventListener('change', (e) => {
+  const sel = e.target;
+  if (sel instanceof HTMLSelectElement && sel.closest('.props') && (sel.id === 'tool-select' || sel.id === 'agent-select')) followSelect(sel);
+}, true);
+
+// input_map rows added, renamed or removed: the fields say which keys they set
+function refreshMapped(panel) {
+  for (const fs of panel.querySelectorAll('fieldset.schema-form[data-f="input"]')) {
+    const f = controller(fs);
+    if (f.schema && f.raw.hidden) render(f);
+  }
+}
+document.addEventListener('input', (e) => {
+  const kv = e.target.closest && e.target.closest('fieldset[data-f="input_map"]');
+  if (kv) refreshMapped(kv.closest('.props'));
+});
+document.addEventListener('click', (e) => {
+  const rm = e.target.closest && e.target.closest('fieldset[data-f="input_map"] .remove-row');
+  if (rm) { const panel = rm.closest('.props'); setTimeout(() => refreshMapped(panel), 0); }
+});
+
+// A validation issue on input.x or config.x leads to its field: clicking
+// it selects the node (editor.js) and then focuses the field here.
+let pendingFocus = null;
+function focusIssue(root) {
+  if (!pendingFocus) return false;
+  const panel = root.querySelector('.props[data-target="node"]') || (root.matches && root.matches('.props') ? root : null);
+  if (!panel || panel.dataset.id !== pendingFocus.node) return false;
+  // the field itself, or the nearest field that holds it (input.headers.Accept → input.headers)
+  let path = pendingFocus.path;
+  let field = null;
+  while (path && !(field = panel.querySelector('.sf-field[data-path="' + CSS.escape(path) + '"]'))) {
+    path = path.replace(/(\.[^.[]*|\[\d+\])$/, '');
+    if (!/[.[]/.test(path)) break;
+  }
+  pendingFocus = null;
+  if (!field) return false;
+  const target = field.querySelector('input, select, textarea');
+  if (target) { target.focus(); field.scrollIntoView({ block: 'nearest' }); }
+  return true;
+}
+document.addEventListener('click', (e) => {
+  const b = e.target.closest && e.target.closest('.issue-link');
+  if (!b || !/^(input|config)[.[]/.test(b.dataset.field || '')) return;
+  pendingFocus = { node: b.dataset.nodeId, path: b.dataset.field };
+  // the panel is rendered anew for the selection (mount focuses then);
+  // should none come, the panel shown is the node's
+  const want = pendingFocus;
+  setTimeout(() => { const props = document.getElementById('props'); if (props && pendingFocus === want) focusIssue(props); }, 600);
+});
+
+// mount builds every form in root (the panel after each render).
+function mount(root) {
+  for (const fs of root.querySelectorAll('fieldset.schema-form')) {
+    const f = controller(fs);
+    render(f);
+  }
+  focusIssue(root);
+}
+
+// read returns the form's value for editor.js (INVALID while the raw JSON
+// does not parse: nothing is saved then).
+function read(fs) {
+  const f = controller(fs);
+  if (f.invalid) return INVALID;
+  return Object.keys(f.state).length ? JSON.parse(JSON.stringify(f.state)) : undefined;
+}
+
+document.addEventListener('DOMContentLoaded', () => mount(document));
+export { mount, read, INVALID };

@@ -5,7 +5,8 @@
 // value against the schema and names the field when it does not fit. Once
 // answered, the card says what the run then did (failed, completed, waits
 // for another answer), read from the run, not assumed.
-'use strict';
+import * as api from './api.js';
+import * as forms from './forms.js';
 (function () {
   const list = document.getElementById('inbox-list');
   if (!list) return;
@@ -26,8 +27,8 @@
     if (action === 'approve' && !(modify && modify.open)) return undefined;
     const fs = item.querySelector('fieldset.schema-form');
     if (fs) {
-      const v = window.StudioForms.read(fs);
-      if (v === window.StudioForms.INVALID) { say(item, 'The value is not valid JSON: fix it in Raw JSON.'); return null; }
+      const v = forms.read(fs);
+      if (v === forms.INVALID) { say(item, 'The value is not valid JSON: fix it in Raw JSON.'); return null; }
       return v === undefined ? {} : v;
     }
     const ta = item.querySelector('.ib-value');
@@ -60,16 +61,13 @@
     const buttons = item.querySelectorAll('button[data-action]');
     buttons.forEach((b) => { b.disabled = true; });
     say(item, 'Sending…', true);
-    let res, data = {};
+    let fail = null;
     try {
-      res = await fetch(item.dataset.answerUrl, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body) });
-      data = await res.json().catch(() => ({}));
+      await api.post(item.dataset.answerUrl, body);
     } catch (e) {
-      buttons.forEach((b) => { b.disabled = false; });
-      say(item, 'Could not reach the studio: ' + e.message);
-      return;
+      fail = e;
     }
-    if (res.ok) {
+    if (!fail) {
       const done = { approve: 'Approved', reject: 'Rejected', respond: 'Answered' }[action];
       item.classList.add('answered');
       const note = answeredNote(item, done + '. Waiting for the run…');
@@ -83,16 +81,15 @@
       return;
     }
     buttons.forEach((b) => { b.disabled = false; });
-    const err = data.error || {};
-    if (res.status === 409) {
+    if (fail.status === 409) {
       item.classList.add('answered');
       item.querySelector('.answer-form').replaceChildren(answeredNote(item, 'Someone else answered first (or the deadline did).'));
       recount();
       return;
     }
-    const field = err.details && err.details.field;
-    say(item, (err.message || ('The studio answered ' + res.status)));
-    if (res.status === 422 && field && field.startsWith('/')) focusField(item, field);
+    const field = fail.details && fail.details.field;
+    say(item, fail.message);
+    if (fail.status === 422 && field && field.startsWith('/')) focusField(item, field);
     else button.focus();
   }
 
@@ -103,8 +100,7 @@
     let run = null;
     for (let k = 0; k < 20; k++) {
       try {
-        const r = await fetch('/v1/runs/' + encodeURIComponent(runId), { headers: { Accept: 'application/json' } });
-        if (r.ok) run = await r.json();
+        run = await api.get('/v1/runs/' + encodeURIComponent(runId));
       } catch (e) { /* the note keeps the last state read */ }
       if (run && run.status !== 'running' && run.status !== 'queued') break;
       await new Promise((ok) => setTimeout(ok, 250));

@@ -3,9 +3,10 @@
 // (Ctrl+D), connect to a node picked by name, a minimap, and `?` for the
 // list of every shortcut. Every edit goes through the editor's mutate, so
 // each action is one undo step and is saved like any other.
-'use strict';
+import * as canvas from './canvas.js';
+import * as common from './common.js';
+import { hooks, whenReady } from './editor.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('editor');
   if (!root) return;
   const $ = (id) => document.getElementById(id);
@@ -42,7 +43,7 @@
   // ---- zoom ---------------------------------------------------------------
 
   function zoomTo(cy, eles) {
-    Studio.loadAll(cy);
+    canvas.loadAll(cy);
     if (!eles || eles.empty()) eles = cy.nodes().not('.eh-handle');
     if (eles.empty()) return;
     const bb = eles.boundingBox({ includeLabels: false });
@@ -64,10 +65,10 @@
   }
   function openFind() {
     if (!find) {
-      const input = Studio.el('input', { type: 'search', id: 'find-input', placeholder: 'Find node: id, label or kind', 'aria-label': 'Find a node by id, label or kind', autocomplete: 'off', spellcheck: 'false' });
-      const count = Studio.el('span', { id: 'find-count', class: 'hint', role: 'status', 'aria-live': 'polite' });
-      const close = Studio.el('button', { type: 'button', class: 'find-close', 'aria-label': 'Close find', text: '×' });
-      const bar = Studio.el('div', { id: 'find-bar', class: 'find-bar', role: 'search' }, input, count, close);
+      const input = common.el('input', { type: 'search', id: 'find-input', placeholder: 'Find node: id, label or kind', 'aria-label': 'Find a node by id, label or kind', autocomplete: 'off', spellcheck: 'false' });
+      const count = common.el('span', { id: 'find-count', class: 'hint', role: 'status', 'aria-live': 'polite' });
+      const close = common.el('button', { type: 'button', class: 'find-close', 'aria-label': 'Close find', text: '×' });
+      const bar = common.el('div', { id: 'find-bar', class: 'find-bar', role: 'search' }, input, count, close);
       $('cy').parentElement.append(bar);
       find = { bar, input, count, matches: [], at: -1 };
       input.addEventListener('input', () => { find.matches = matchesOf(input.value); find.at = -1; step(1); });
@@ -93,7 +94,7 @@
     if (!m.length) { find.count.textContent = find.input.value.trim() ? 'no match' : ''; return; }
     find.at = (find.at + dir + m.length) % m.length;
     find.count.textContent = (find.at + 1) + ' of ' + m.length;
-    Studio.loadAll(cy);
+    canvas.loadAll(cy);
     const ele = cy.getElementById(m[find.at]);
     cy.$(':selected').unselect();
     ele.select();
@@ -106,21 +107,21 @@
   let help = null;
   function openHelp() {
     if (!help) {
-      const rows = SHORTCUTS.map(([k, what]) => Studio.el('tr', {}, Studio.el('th', { scope: 'row' }, Studio.el('kbd', { text: k })), Studio.el('td', { text: what })));
-      const table = Studio.el('table', { class: 'list compact shortcuts' }, Studio.el('tbody', {}, ...rows));
+      const rows = SHORTCUTS.map(([k, what]) => common.el('tr', {}, common.el('th', { scope: 'row' }, common.el('kbd', { text: k })), common.el('td', { text: what })));
+      const table = common.el('table', { class: 'list compact shortcuts' }, common.el('tbody', {}, ...rows));
       // WCAG 2.1.4: the single-key shortcuts can be turned off
-      const toggle = Studio.el('input', { type: 'checkbox', id: 'single-keys', 'aria-describedby': 'single-keys-help' });
-      toggle.checked = Studio.singleKeysOn();
-      toggle.addEventListener('change', () => Studio.setSingleKeys(toggle.checked));
-      help = Studio.el('dialog', { id: 'shortcuts-dialog', 'aria-labelledby': 'shortcuts-title' },
-        Studio.el('h2', { id: 'shortcuts-title', text: 'Keyboard shortcuts' }),
-        Studio.el('p', { class: 'single-keys' }, Studio.el('label', {}, toggle, ' Single-key shortcuts')),
-        Studio.el('p', { class: 'hint', id: 'single-keys-help', text: 'The shortcuts of one key (a letter, ?, + / −, Delete, the arrow keys) act only while the canvas has the focus (click it, or Tab to it). Turned off, they do nothing; the Ctrl shortcuts still work. Remembered in this browser.' }),
+      const toggle = common.el('input', { type: 'checkbox', id: 'single-keys', 'aria-describedby': 'single-keys-help' });
+      toggle.checked = canvas.singleKeysOn();
+      toggle.addEventListener('change', () => canvas.setSingleKeys(toggle.checked));
+      help = common.el('dialog', { id: 'shortcuts-dialog', 'aria-labelledby': 'shortcuts-title' },
+        common.el('h2', { id: 'shortcuts-title', text: 'Keyboard shortcuts' }),
+        common.el('p', { class: 'single-keys' }, common.el('label', {}, toggle, ' Single-key shortcuts')),
+        common.el('p', { class: 'hint', id: 'single-keys-help', text: 'The shortcuts of one key (a letter, ?, + / −, Delete, the arrow keys) act only while the canvas has the focus (click it, or Tab to it). Turned off, they do nothing; the Ctrl shortcuts still work. Remembered in this browser.' }),
         table,
-        Studio.el('div', { class: 'dialog-actions' }, Studio.el('button', { type: 'button', class: 'close-dialog primary', text: 'Close' })));
+        common.el('div', { class: 'dialog-actions' }, common.el('button', { type: 'button', class: 'close-dialog primary', text: 'Close' })));
       root.append(help);
     }
-    help.querySelector('#single-keys').checked = Studio.singleKeysOn();
+    help.querySelector('#single-keys').checked = canvas.singleKeysOn();
     help.showModal();
     help.querySelector('.close-dialog').focus();
   }
@@ -128,13 +129,13 @@
   // ---- connect: the target picker ------------------------------------------
 
   let picker = null;
-  Studio.pickTarget = function (src) {
+  hooks.pickTarget = function (src) {
     if (!picker) {
-      const input = Studio.el('input', { type: 'text', id: 'pick-input', role: 'combobox', 'aria-expanded': 'true', 'aria-controls': 'pick-list', 'aria-autocomplete': 'list', autocomplete: 'off', spellcheck: 'false', 'aria-label': 'Target node: type to filter' });
-      const list = Studio.el('ul', { id: 'pick-list', class: 'pick-list', role: 'listbox', 'aria-label': 'Target nodes' });
-      const title = Studio.el('h2', { id: 'pick-title' });
-      const dlg = Studio.el('dialog', { id: 'pick-dialog', 'aria-labelledby': 'pick-title' }, title, input, list,
-        Studio.el('div', { class: 'dialog-actions' }, Studio.el('button', { type: 'button', class: 'close-dialog', text: 'Cancel' })));
+      const input = common.el('input', { type: 'text', id: 'pick-input', role: 'combobox', 'aria-expanded': 'true', 'aria-controls': 'pick-list', 'aria-autocomplete': 'list', autocomplete: 'off', spellcheck: 'false', 'aria-label': 'Target node: type to filter' });
+      const list = common.el('ul', { id: 'pick-list', class: 'pick-list', role: 'listbox', 'aria-label': 'Target nodes' });
+      const title = common.el('h2', { id: 'pick-title' });
+      const dlg = common.el('dialog', { id: 'pick-dialog', 'aria-labelledby': 'pick-title' }, title, input, list,
+        common.el('div', { class: 'dialog-actions' }, common.el('button', { type: 'button', class: 'close-dialog', text: 'Cancel' })));
       root.append(dlg);
       picker = { dlg, input, list, title, src: '', ids: [], at: 0 };
       input.addEventListener('input', () => { picker.at = 0; renderPick(); });
@@ -174,12 +175,12 @@
       if (n.node_id === picker.src) continue;
       if (q && ![n.node_id, n.label, n.kind, n.name].some((v) => typeof v === 'string' && v.toLowerCase().includes(q))) continue;
       if (rows.length >= PICK_ROWS) { more++; continue; }
-      const li = Studio.el('li', { role: 'option', id: 'pick-' + rows.length, 'data-id': n.node_id },
-        Studio.el('code', { text: n.node_id }), ' ', Studio.el('span', { class: 'hint', text: (n.label ? n.label + ' · ' : '') + n.kind + (taken.has(n.node_id) ? ' · connected' : '') }));
+      const li = common.el('li', { role: 'option', id: 'pick-' + rows.length, 'data-id': n.node_id },
+        common.el('code', { text: n.node_id }), ' ', common.el('span', { class: 'hint', text: (n.label ? n.label + ' · ' : '') + n.kind + (taken.has(n.node_id) ? ' · connected' : '') }));
       rows.push(li);
     }
-    if (!rows.length) rows.push(Studio.el('li', { class: 'hint', text: 'No node matches.' }));
-    if (more) rows.push(Studio.el('li', { class: 'hint', text: more + ' more: type to narrow' }));
+    if (!rows.length) rows.push(common.el('li', { class: 'hint', text: 'No node matches.' }));
+    if (more) rows.push(common.el('li', { class: 'hint', text: more + ' more: type to narrow' }));
     picker.list.replaceChildren(...rows);
     markPick();
   }
@@ -243,11 +244,11 @@
 
   function minimap(cy) {
     const W = 200, H = 130;
-    const canvas = Studio.el('canvas', { id: 'minimap', class: 'minimap', width: String(W), height: String(H), role: 'img', 'aria-label': 'Minimap: click or drag to move the view' });
-    const collapse = Studio.el('button', { type: 'button', id: 'minimap-toggle', class: 'minimap-toggle', 'aria-expanded': 'true', 'aria-controls': 'minimap', title: 'Hide the minimap', text: '▾ Map' });
-    const box = Studio.el('div', { class: 'minimap-box' }, collapse, canvas);
+    const mini = common.el('canvas', { id: 'minimap', class: 'minimap', width: String(W), height: String(H), role: 'img', 'aria-label': 'Minimap: click or drag to move the view' });
+    const collapse = common.el('button', { type: 'button', id: 'minimap-toggle', class: 'minimap-toggle', 'aria-expanded': 'true', 'aria-controls': 'minimap', title: 'Hide the minimap', text: '▾ Map' });
+    const box = common.el('div', { class: 'minimap-box' }, collapse, mini);
     $('cy').parentElement.append(box);
-    const ctx = canvas.getContext('2d');
+    const ctx = mini.getContext('2d');
     let frame = null; // model box the minimap shows
     let pending = false;
     function bounds() {
@@ -265,7 +266,7 @@
     }
     function draw() {
       pending = false;
-      if (canvas.hidden || cy.destroyed()) return;
+      if (mini.hidden || cy.destroyed()) return;
       frame = bounds();
       ctx.clearRect(0, 0, W, H);
       if (!frame) return;
@@ -273,15 +274,15 @@
       // nodes at their size (156 × 54), never under 2 × 1.5 px
       const w = Math.max(2, 156 / frame.s), h = Math.max(1.5, 54 / frame.s);
       const box = (n, k) => ctx.fillRect((n.position.x - frame.x1) / frame.s - (w * k) / 2, (n.position.y - frame.y1) / frame.s - (h * k) / 2, w * k, h * k);
-      ctx.fillStyle = Studio.cssVar('--node-border', '#8a94a8');
+      ctx.fillStyle = canvas.cssVar('--node-border', '#8a94a8');
       for (const n of S().doc.nodes) if (n.position && !sel.has(n.node_id)) box(n, 1);
-      ctx.fillStyle = Studio.cssVar('--accent', '#2f6fed');
+      ctx.fillStyle = canvas.cssVar('--accent', '#2f6fed');
       for (const id of sel) {
         const n = S().nodeById(id);
         if (n && n.position) box(n, w < 4 ? 2 : 1);
       }
       const ext = cy.extent();
-      ctx.strokeStyle = Studio.cssVar('--accent', '#2f6fed');
+      ctx.strokeStyle = canvas.cssVar('--accent', '#2f6fed');
       ctx.lineWidth = 1.5;
       ctx.strokeRect((ext.x1 - frame.x1) / frame.s, (ext.y1 - frame.y1) / frame.s, ext.w / frame.s, ext.h / frame.s);
     }
@@ -291,25 +292,25 @@
     new ResizeObserver(redraw).observe($('cy'));
     function panTo(e) {
       if (!frame) return;
-      const r = canvas.getBoundingClientRect();
+      const r = mini.getBoundingClientRect();
       const mx = frame.x1 + (e.clientX - r.left) * frame.s, my = frame.y1 + (e.clientY - r.top) * frame.s;
       const z = cy.zoom();
       cy.stop();
       cy.pan({ x: cy.width() / 2 - mx * z, y: cy.height() / 2 - my * z });
     }
-    canvas.addEventListener('pointerdown', (e) => { canvas.setPointerCapture(e.pointerId); panTo(e); });
-    canvas.addEventListener('pointermove', (e) => { if (canvas.hasPointerCapture(e.pointerId)) panTo(e); });
+    mini.addEventListener('pointerdown', (e) => { mini.setPointerCapture(e.pointerId); panTo(e); });
+    mini.addEventListener('pointermove', (e) => { if (mini.hasPointerCapture(e.pointerId)) panTo(e); });
     let open = true;
     try { open = localStorage.getItem('studio.minimap') !== 'closed'; } catch { /* storage off */ }
     const show = (on) => {
-      canvas.hidden = !on;
+      mini.hidden = !on;
       collapse.setAttribute('aria-expanded', String(on));
       collapse.textContent = on ? '▾ Map' : '▸ Map';
       collapse.title = on ? 'Hide the minimap' : 'Show the minimap';
       if (on) redraw();
     };
     collapse.addEventListener('click', () => {
-      open = canvas.hidden;
+      open = mini.hidden;
       show(open);
       try { localStorage.setItem('studio.minimap', open ? 'open' : 'closed'); } catch { /* storage off */ }
     });
@@ -318,15 +319,15 @@
 
   // ---- wiring -------------------------------------------------------------------
 
-  root.addEventListener('studio:ready', () => {
+  whenReady(() => {
     const cy = S().cy;
     minimap(cy);
-    const controls = Studio.el('div', { class: 'canvas-controls', role: 'group', 'aria-label': 'View' },
-      Studio.el('button', { type: 'button', id: 'btn-zoom-in', title: 'Zoom in (+)', 'aria-label': 'Zoom in', text: '+' }),
-      Studio.el('button', { type: 'button', id: 'btn-zoom-out', title: 'Zoom out (−)', 'aria-label': 'Zoom out', text: '−' }),
-      Studio.el('button', { type: 'button', id: 'btn-zoom-sel', title: 'Zoom to the selection (Z)', text: 'Zoom to selection' }),
-      Studio.el('button', { type: 'button', id: 'btn-find', title: 'Find a node (Ctrl+F)', text: 'Find' }),
-      Studio.el('button', { type: 'button', id: 'btn-shortcuts', title: 'Keyboard shortcuts (?)', 'aria-label': 'Keyboard shortcuts', text: '?' }));
+    const controls = common.el('div', { class: 'canvas-controls', role: 'group', 'aria-label': 'View' },
+      common.el('button', { type: 'button', id: 'btn-zoom-in', title: 'Zoom in (+)', 'aria-label': 'Zoom in', text: '+' }),
+      common.el('button', { type: 'button', id: 'btn-zoom-out', title: 'Zoom out (−)', 'aria-label': 'Zoom out', text: '−' }),
+      common.el('button', { type: 'button', id: 'btn-zoom-sel', title: 'Zoom to the selection (Z)', text: 'Zoom to selection' }),
+      common.el('button', { type: 'button', id: 'btn-find', title: 'Find a node (Ctrl+F)', text: 'Find' }),
+      common.el('button', { type: 'button', id: 'btn-shortcuts', title: 'Keyboard shortcuts (?)', 'aria-label': 'Keyboard shortcuts', text: '?' }));
     $('cy').parentElement.append(controls);
     $('btn-zoom-in').addEventListener('click', () => zoomBy(cy, 1.2));
     $('btn-zoom-out').addEventListener('click', () => zoomBy(cy, 1 / 1.2));
@@ -346,7 +347,7 @@
     if (typing(e) || document.querySelector('dialog[open]')) return;
     const cy = st.cy;
     if (mod && (e.key === 'd' || e.key === 'D')) { e.preventDefault(); duplicate(); return; }
-    if (!Studio.canvasKey(e)) return;
+    if (!canvas.canvasKey(e)) return;
     if (e.key === '?') { e.preventDefault(); openHelp(); return; }
     if (e.key === 'z' || e.key === 'Z') { zoomTo(cy, selectedNodes(cy)); return; }
     if (e.key === '+' || e.key === '=') { zoomBy(cy, 1.2); return; }

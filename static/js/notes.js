@@ -3,9 +3,10 @@
 // the canvas, in a plane that follows Cytoscape's pan and zoom, so their
 // text is ordinary text: selectable, editable, read by a screen reader.
 // Every change goes through the editor's mutate: one undo step, saved.
-'use strict';
+import * as canvas from './canvas.js';
+import * as common from './common.js';
+import { whenReady } from './editor.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('editor');
   if (!root) return;
   const S = () => window.__studio;
@@ -57,12 +58,12 @@
   }
 
   function make(n) {
-    const ta = Studio.el('textarea', { 'aria-label': 'Note ' + n.id, maxlength: String(MAX_TEXT), spellcheck: 'true', placeholder: 'Note…' });
-    const del = Studio.el('button', { type: 'button', class: 'note-del', 'aria-label': 'Delete note ' + n.id, title: 'Delete this note', text: '×' });
-    const grip = Studio.el('div', { class: 'note-grip', title: 'Drag to move; arrow keys move it when focused', tabindex: '0', role: 'button', 'aria-label': 'Move note ' + n.id + ' (arrow keys)' });
-    const el = Studio.el('div', { class: 'note', 'data-id': n.id }, grip, del, ta);
+    const ta = common.el('textarea', { 'aria-label': 'Note ' + n.id, maxlength: String(MAX_TEXT), spellcheck: 'true', placeholder: 'Note…' });
+    const del = common.el('button', { type: 'button', class: 'note-del', 'aria-label': 'Delete note ' + n.id, title: 'Delete this note', text: '×' });
+    const grip = common.el('div', { class: 'note-grip', title: 'Drag to move; arrow keys move it when focused', tabindex: '0', role: 'button', 'aria-label': 'Move note ' + n.id + ' (arrow keys)' });
+    const el = common.el('div', { class: 'note', 'data-id': n.id }, grip, del, ta);
     // typing: one undo step per burst, saved when the burst ends
-    const typed = Studio.debounce(() => {
+    const typed = common.debounce(() => {
       const cur = noteById(n.id);
       if (cur && cur.text !== ta.value) commit(() => { cur.text = ta.value; });
     }, 400);
@@ -128,17 +129,17 @@
     root.dataset.notes = String(want.size);
   }
 
-  root.addEventListener('studio:ready', () => {
+  whenReady(() => {
     const cy = S().cy;
-    const layer = Studio.el('div', { id: 'notes-layer', class: 'notes-layer' });
-    plane = Studio.el('div', { class: 'notes-plane' });
+    const layer = common.el('div', { id: 'notes-layer', class: 'notes-layer' });
+    plane = common.el('div', { class: 'notes-plane' });
     layer.append(plane);
     document.getElementById('cy').after(layer);
     cy.on('viewport', place);
     place();
     render();
     const controls = document.querySelector('.canvas-controls');
-    const btn = Studio.el('button', { type: 'button', id: 'btn-note', title: 'Add a sticky note (N)', text: '+ Note' });
+    const btn = common.el('button', { type: 'button', id: 'btn-note', title: 'Add a sticky note (N)', text: '+ Note' });
     btn.dataset.needs = 'edit'; // hidden from viewers
     btn.addEventListener('click', addNote);
     if (controls) controls.prepend(btn);
@@ -146,7 +147,7 @@
   });
 
   document.addEventListener('keydown', (e) => {
-    if (!plane || !Studio.canvasKey(e)) return;
+    if (!plane || !canvas.canvasKey(e)) return;
     if (e.key === 'n' || e.key === 'N') { e.preventDefault(); addNote(); }
   });
 })();

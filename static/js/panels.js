@@ -2,9 +2,9 @@
 // (properties, validation, tests) is resized by dragging the splitter at its
 // left edge or with the arrow keys on it; the palette and the side panel
 // collapse; the layout is remembered in this browser (localStorage).
-'use strict';
+import * as common from './common.js';
+import { whenReady } from './editor.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('editor');
   if (!root) return;
   const side = root.querySelector('.editor-body > .side');
@@ -18,7 +18,7 @@
   const clamp = (w) => Math.max(MIN, Math.min(MAX, Math.min(w, window.innerWidth - 300)));
   const save = () => { try { localStorage.setItem(KEY, JSON.stringify(st)); } catch { /* storage off */ } };
 
-  const splitter = Studio.el('div', { class: 'splitter', id: 'side-splitter', role: 'separator', tabindex: '0', 'aria-orientation': 'vertical', 'aria-controls': 'props', 'aria-label': 'Resize the side panel (arrow keys)', 'aria-valuemin': String(MIN), 'aria-valuemax': String(MAX), title: 'Drag to resize; double-click for the default width' });
+  const splitter = common.el('div', { class: 'splitter', id: 'side-splitter', role: 'separator', tabindex: '0', 'aria-orientation': 'vertical', 'aria-controls': 'props', 'aria-label': 'Resize the side panel (arrow keys)', 'aria-valuemin': String(MIN), 'aria-valuemax': String(MAX), title: 'Drag to resize; double-click for the default width' });
   side.before(splitter);
 
   function apply() {
@@ -58,11 +58,11 @@
     save();
   });
 
-  root.addEventListener('studio:ready', () => {
+  whenReady(() => {
     const controls = root.querySelector('.canvas-controls');
     if (!controls) return;
-    const pb = Studio.el('button', { type: 'button', id: 'btn-toggle-palette', 'aria-label': 'Collapse the palette', text: '◧' });
-    const sb = Studio.el('button', { type: 'button', id: 'btn-toggle-side', 'aria-label': 'Collapse the side panel', text: '◨' });
+    const pb = common.el('button', { type: 'button', id: 'btn-toggle-palette', 'aria-label': 'Collapse the palette', text: '◧' });
+    const sb = common.el('button', { type: 'button', id: 'btn-toggle-side', 'aria-label': 'Collapse the side panel', text: '◨' });
     pb.addEventListener('click', () => { st.paletteOpen = !st.paletteOpen; apply(); save(); });
     sb.addEventListener('click', () => { st.sideOpen = !st.sideOpen; apply(); save(); });
     controls.append(pb, sb);

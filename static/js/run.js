@@ -1,9 +1,10 @@
 // The run page: the chain in run mode, following the run's event stream
 // (GET /v1/runs/{id}/events). The timeline so far is rendered by the server;
 // events are applied once each, by seq, so a reload mid-run never duplicates.
-'use strict';
+import * as api from './api.js';
+import * as canvas from './canvas.js';
+import * as common from './common.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('runpage');
   if (!root) return;
   const runId = root.dataset.runId;
@@ -28,15 +29,8 @@
   window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
   Object.defineProperty(window.__run, 'doc', { get: () => doc }); // why.js lists the edges
 
-  const REASONS = {
-    condition_false: 'condition false: no incoming edge fired',
-    branch_not_taken: 'branch not taken: the router chose another edge',
-    upstream_stopped: 'upstream stopped: the run stopped before this node could run',
-    on_error_skip: 'on_error skip: the node failed and its error policy is skip',
-    not_needed: 'not needed: an error handler nobody needed',
-    pinned: 'pinned: the output comes from the source run or was given; the node did not run',
-    no_output: 'no output: in the source run the node finished without one; it reads as null',
-  };
+  // the reason texts are the server's one table (views/reasons.go)
+  const REASONS = JSON.parse(root.dataset.reasons || '{}');
   const reasonText = (r) => REASONS[r] || r || '';
 
   function progressText(p) {
@@ -70,15 +64,15 @@
   }
 
   // durations for people, as the server writes them (common.js)
-  const fmtDuration = Studio.duration;
+  const fmtDuration = common.duration;
   window.__run.fmtDuration = fmtDuration;
 
   // a node's label with its id beside it, as the server renders it
   function label(id) { const d = nodeDoc(id); return d && d.label && d.label !== id ? d.label : ''; }
   function nameEl(id) {
     const l = label(id);
-    if (!l) return [Studio.el('code', { class: 'node-name', text: id })];
-    return [Studio.el('span', { class: 'node-label', text: l }), ' ', Studio.el('code', { class: 'node-id', text: id })];
+    if (!l) return [common.el('code', { class: 'node-name', text: id })];
+    return [common.el('span', { class: 'node-label', text: l }), ' ', common.el('code', { class: 'node-id', text: id })];
   }
 
   function extra(ev) {
@@ -92,13 +86,13 @@
   function appendTimeline(ev) {
     if (ev.seq <= shown) return;
     shown = ev.seq;
-    const li = Studio.el('li', { class: 'ev ph-' + ev.phase + (ev.reused ? ' reused' : ''), 'data-seq': String(ev.seq), 'data-node-id': ev.node_id },
-      Studio.el('span', { class: 't', text: clock(ev.time) }),
+    const li = common.el('li', { class: 'ev ph-' + ev.phase + (ev.reused ? ' reused' : ''), 'data-seq': String(ev.seq), 'data-node-id': ev.node_id },
+      common.el('span', { class: 't', text: clock(ev.time) }),
       ev.node_id // an event of the run itself (a state patch) has no node
-        ? Studio.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, title: label(ev.node_id) ? label(ev.node_id) + ' (' + ev.node_id + ')' : ev.node_id }, ...nameEl(ev.node_id))
-        : Studio.el('span', { class: 'ev-node ev-run', text: 'the run' }),
-      Studio.el('span', { class: 'ph', text: ev.phase }),
-      Studio.el('span', { class: 'detail', text: detail(ev) + extra(ev) }));
+        ? common.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, title: label(ev.node_id) ? label(ev.node_id) + ' (' + ev.node_id + ')' : ev.node_id }, ...nameEl(ev.node_id))
+        : common.el('span', { class: 'ev-node ev-run', text: 'the run' }),
+      common.el('span', { class: 'ph', text: ev.phase }),
+      common.el('span', { class: 'detail', text: detail(ev) + extra(ev) }));
     const atBottom = timeline.parentElement.scrollTop + timeline.parentElement.clientHeight >= timeline.parentElement.scrollHeight - 30;
     timeline.append(li);
     if (atBottom) timeline.parentElement.scrollTop = timeline.parentElement.scrollHeight;
@@ -114,7 +108,7 @@
     if (n.empty() && !doc) {
       // ad-hoc run without a saved document: draw nodes as they appear
       n = cy.add({ group: 'nodes', data: { id, kind: 'tool', display: id } });
-      Studio.layout(cy, { animate: false });
+      canvas.layout(cy);
     }
     return n.nonempty() ? n : null;
   }
@@ -132,7 +126,7 @@
     if (st.iteration > 1) note += (note ? ' · ' : '') + '×' + st.iteration;
     if (st.reused && st.phase === 'done') note = '↺ ' + kept + (note ? ' · ' + note : '');
     else if (st.phase && st.phase !== 'start' && st.ms != null) note += (note ? ' · ' : '') + (rerun && st.phase !== 'skip' ? 'ran again · ' : '') + fmtDuration(st.ms);
-    ele.data('display', d ? Studio.nodeDisplay(d, note) : id + (note ? '\n' + note : ''));
+    ele.data('display', d ? canvas.nodeDisplay(d, note) : id + (note ? '\n' + note : ''));
     ele.removeClass(PHASE_CLASSES + ' reused');
     if (st.phase) ele.addClass('ph-' + st.phase);
     if (st.reused) ele.addClass('reused');
@@ -232,12 +226,12 @@
     const tbody = document.querySelector('#node-table tbody');
     const trs = ids.map((id) => {
       const d = nodeDoc(id);
-      const tr = Studio.el('tr', { 'data-node-id': id, 'aria-selected': 'false' },
+      const tr = common.el('tr', { 'data-node-id': id, 'aria-selected': 'false' },
         // named by what it shows, label and id (WCAG 2.5.3, label in name)
-        Studio.el('td', {}, Studio.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id }, ...nameEl(id))),
-        Studio.el('td', { text: d ? d.kind : '' }),
-        Studio.el('td', { class: 'phase-cell', text: '—' }),
-        Studio.el('td', { class: 'note-cell', text: '' }));
+        common.el('td', {}, common.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': id }, ...nameEl(id))),
+        common.el('td', { text: d ? d.kind : '' }),
+        common.el('td', { class: 'phase-cell', text: '—' }),
+        common.el('td', { class: 'note-cell', text: '' }));
       rows.set(id, tr);
       return tr;
     });
@@ -262,17 +256,21 @@
   async function refreshDrawer() {
     if (!selected) return;
     const id = selected;
-    const res = await fetch('/runs/' + encodeURIComponent(runId) + '/nodes/' + encodeURIComponent(id), { headers: { Accept: 'text/html' } });
-    const html = await res.text();
+    let html;
+    try {
+      ({ html } = await api.html('GET', '/runs/' + encodeURIComponent(runId) + '/nodes/' + encodeURIComponent(id)));
+    } catch (e) {
+      html = e.body || ''; // the route's error fragment
+    }
     if (selected !== id) return;
     drawer.innerHTML = html;
     if (window.htmx) window.htmx.process(drawer);
   }
-  const refreshDrawerSoon = Studio.debounce(refreshDrawer, 150);
+  const refreshDrawerSoon = common.debounce(refreshDrawer, 150);
 
   function select(id) {
     selected = id;
-    if (cy && cy.getElementById(id).empty()) Studio.loadAll(cy);
+    if (cy && cy.getElementById(id).empty()) canvas.loadAll(cy);
     for (const [nid, tr] of rows) tr.setAttribute('aria-selected', nid === id ? 'true' : 'false');
     if (cy) {
       cy.$(':selected').unselect();
@@ -286,7 +284,7 @@
     const b = e.target.closest('.select-node, .ev-node');
     if (b) {
       select(b.dataset.nodeId);
-      if (cy) Studio.focus(cy, cy.getElementById(b.dataset.nodeId));
+      if (cy) canvas.focus(cy, cy.getElementById(b.dataset.nodeId));
     }
   });
 
@@ -351,9 +349,8 @@
   // says queued; the controls are fetched again until the row catches up.
   let sawEvents = false;
   async function refreshControls(tries = 0) {
-    const res = await fetch('/runs/' + encodeURIComponent(runId) + '/controls', { headers: { Accept: 'text/html' } });
-    const html = await res.text();
-    const status = res.headers.get('X-Run-Status') || '';
+    const { html, headers } = await api.html('GET', '/runs/' + encodeURIComponent(runId) + '/controls');
+    const status = headers.get('X-Run-Status') || '';
     if (status === 'queued' && sawEvents && tries < 40) {
       setTimeout(() => refreshControls(tries + 1), 250);
       return;
@@ -361,7 +358,7 @@
     const ctl = $('run-controls');
     ctl.innerHTML = html;
     if (window.htmx) window.htmx.process(ctl);
-    setStatus(status, Number(res.headers.get('X-Run-Duration') || 0));
+    setStatus(status, Number(headers.get('X-Run-Duration') || 0));
   }
 
   function setStatus(status, ms) {
@@ -398,11 +395,11 @@
     if (usageTimer) return;
     usageTimer = setTimeout(async () => {
       usageTimer = null;
-      const res = await fetch('/runs/' + encodeURIComponent(runId) + '/usage', { headers: { Accept: 'text/html' } });
-      if (!res.ok) return;
+      let html;
+      try { ({ html } = await api.html('GET', '/runs/' + encodeURIComponent(runId) + '/usage')); } catch { return; } // the panel keeps what it showed
       const section = $('usage-section');
       const open = !document.getElementById('usage-panel') || document.getElementById('usage-panel').open;
-      section.innerHTML = await res.text();
+      section.innerHTML = html;
       const panel = document.getElementById('usage-panel');
       if (panel) panel.open = open;
     }, 500);
@@ -428,15 +425,14 @@
   // ---- start -------------------------------------------------------------------
 
   async function init() {
-    const res = await fetch('/runs/' + encodeURIComponent(runId) + '/data', { headers: { Accept: 'application/json' } });
-    const data = await res.json();
+    const data = await api.get('/runs/' + encodeURIComponent(runId) + '/data');
     doc = data.doc;
     byId = new Map(((doc && doc.nodes) || []).map((n) => [n.node_id, n]));
     const seen = new Set();
     let ids = [];
     if (doc) ids = (doc.nodes || []).map((n) => n.node_id);
     else for (const ev of data.events) if (ev.node_id && !seen.has(ev.node_id)) { seen.add(ev.node_id); ids.push(ev.node_id); }
-    cy = Studio.createCy(cyEl, doc || { nodes: ids.map((id) => ({ node_id: id, kind: 'tool' })), edges: [] }, { editable: false, mode: 'run', progressive: true, onProgress: Studio.showLoading(root) });
+    cy = canvas.createCy(cyEl, doc || { nodes: ids.map((id) => ({ node_id: id, kind: 'tool' })), edges: [] }, { editable: false, mode: 'run', progressive: true, onProgress: canvas.showLoading(root) });
     // a large chain's elements arrive after the page is ready: draw each
     // with what the events said about it so far
     cy.on('add', 'node', (e) => { if (state.has(e.target.id())) redrawNode(e.target.id()); });
@@ -449,13 +445,13 @@
       cyEl.title = e.target.id() + ': ' + (st.phase === 'start' ? 'running' : st.phase || 'not reached') + (st.reason ? ' — ' + reasonText(st.reason) : '') + (st.error ? ' — ' + st.error : '');
     });
     cy.on('mouseout', () => { cyEl.title = ''; });
-    $('btn-fit').addEventListener('click', () => Studio.fit(cy));
+    $('btn-fit').addEventListener('click', () => canvas.fit(cy));
     if (data.active) connect();
     else if (data.run && data.run.status !== root.dataset.status) refreshControls();
     await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
     root.dataset.ready = '1';
     window.__run.readyAt = performance.now();
-    Studio.startLoading(cy);
+    canvas.startLoading(cy);
   }
   init();
 })();

@@ -3,9 +3,9 @@
 // highlighted and centred. The tables are rendered by the server; selecting
 // a node in a table centres it on the canvas, and a node tapped on the
 // canvas selects its row.
-'use strict';
+import * as api from './api.js';
+import * as canvas from './canvas.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('rundiff');
   if (!root) return;
   const cyEl = document.getElementById('cy');
@@ -14,10 +14,10 @@
   // styles on top of the diff mode's: the divergence, and the edges that
   // fired in one run only
   function extraStyle() {
-    const accent = Studio.cssVar('--accent', '#2560d8');
-    const ok = Studio.cssVar('--ok', '#0f7a3a');
-    const err = Studio.cssVar('--error', '#c8281c');
-    const edge = Studio.cssVar('--edge', '#7c8699');
+    const accent = canvas.cssVar('--accent', '#2560d8');
+    const ok = canvas.cssVar('--ok', '#0f7a3a');
+    const err = canvas.cssVar('--error', '#c8281c');
+    const edge = canvas.cssVar('--edge', '#7c8699');
     return [
       { selector: 'edge.rd-fired', style: { 'line-color': edge, 'target-arrow-color': edge, width: 2.5 } },
       { selector: 'edge.rd-route-b', style: { 'line-color': ok, 'target-arrow-color': ok, width: 4 } },
@@ -30,8 +30,7 @@
   const statusWord = (s) => (s ? STATUS[s.status] || s.status : 'not in chain');
 
   async function init() {
-    const res = await fetch('/runs/' + encodeURIComponent(root.dataset.a) + '/diff/' + encodeURIComponent(root.dataset.b) + '/data', { headers: { Accept: 'application/json' } });
-    const d = await res.json();
+    const d = await api.get('/runs/' + encodeURIComponent(root.dataset.a) + '/diff/' + encodeURIComponent(root.dataset.b) + '/data');
     const diff = d.diff;
     const byNode = new Map(diff.nodes.map((n) => [n.node_id, n]));
     const doc = d.doc || { nodes: [], edges: [] };
@@ -45,8 +44,8 @@
     const divergence = root.dataset.divergence || '';
     const docNode = new Map(union.nodes.map((n) => [n.node_id, n]));
 
-    const cy = Studio.createCy(cyEl, union, { editable: false, mode: 'diff', progressive: true, anchor: divergence || undefined, onProgress: Studio.showLoading(root) });
-    const restyle = () => { if (!cy.destroyed()) cy.style(Studio.style('diff').concat(extraStyle())); };
+    const cy = canvas.createCy(cyEl, union, { editable: false, mode: 'diff', progressive: true, anchor: divergence || undefined, onProgress: canvas.showLoading(root) });
+    const restyle = () => { if (!cy.destroyed()) cy.style(canvas.style('diff').concat(extraStyle())); };
     restyle();
     // after the canvas's own handler, which sets the diff style alone
     document.addEventListener('studio:theme', restyle);
@@ -74,7 +73,7 @@
       else note = statusWord(n.a) === statusWord(n.b) ? statusWord(n.b) : statusWord(n.a) + ' → ' + statusWord(n.b);
       if (n.what && n.what.includes('output')) note += ' · output';
       if (n.what && n.what.includes('route')) note += ' · route';
-      if (dn) ele.data('display', Studio.nodeDisplay(dn, note));
+      if (dn) ele.data('display', canvas.nodeDisplay(dn, note));
     };
     cy.batch(() => cy.elements().forEach(mark));
     cy.on('add', (e) => mark(e.target));
@@ -95,12 +94,12 @@
 
     // rows ↔ canvas
     function selectNode(id, centre) {
-      if (cy.getElementById(id).empty()) Studio.loadAll(cy);
+      if (cy.getElementById(id).empty()) canvas.loadAll(cy);
       cy.$(':selected').unselect();
       const n = cy.getElementById(id);
       if (n.nonempty()) {
         n.select();
-        if (centre) { touched = true; Studio.focus(cy, n); }
+        if (centre) { touched = true; canvas.focus(cy, n); }
       }
       for (const tr of document.querySelectorAll('.rundiff-table tr[data-node-id]')) {
         tr.setAttribute('aria-selected', tr.dataset.nodeId === id ? 'true' : 'false');
@@ -132,13 +131,13 @@
       cyEl.title = id + ': ' + (a && b ? 'fired in both runs' : b ? 'fired in B only' : a ? 'fired in A only' : 'fired in neither run');
     });
     cy.on('mouseout', () => { cyEl.title = ''; });
-    $('btn-fit').addEventListener('click', () => { touched = true; Studio.fit(cy); });
+    $('btn-fit').addEventListener('click', () => { touched = true; canvas.fit(cy); });
     $('btn-divergence').addEventListener('click', () => { if (divergence) selectNode(divergence, true); });
 
     window.__rundiff = { cy, divergence, diff };
     await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
     root.dataset.ready = '1';
-    Studio.startLoading(cy);
+    canvas.startLoading(cy);
   }
   init();
 })();

@@ -3,9 +3,9 @@
 // The button goes into the node's property panel; the dialog comes from the
 // server (the chain's latest runs, checked as sources); the node's output
 // or error is shown in the panel with a link to the run.
-'use strict';
+import * as api from './api.js';
+import * as common from './common.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('editor');
   const props = document.getElementById('props');
   if (!root || !props) return;
@@ -20,10 +20,10 @@
     const panel = props.querySelector('.props[data-target="node"]');
     if (!panel || panel.querySelector('#runnode-section')) return;
     const id = panel.dataset.id;
-    const out = Studio.el('div', { id: 'runnode-result', class: 'runnode-result', role: 'status', 'aria-live': 'polite' });
+    const out = common.el('div', { id: 'runnode-result', class: 'runnode-result', role: 'status', 'aria-live': 'polite' });
     if (results.has(id)) out.append(results.get(id));
-    const section = Studio.el('section', { id: 'runnode-section', class: 'runnode-section', 'aria-label': 'Run this node' },
-      Studio.el('button', { type: 'button', id: 'btn-run-node', 'aria-haspopup': 'dialog', 'data-node-id': id, title: 'Run only this node, with the outputs it reads taken from an earlier run' }, 'Run this node…'),
+    const section = common.el('section', { id: 'runnode-section', class: 'runnode-section', 'aria-label': 'Run this node' },
+      common.el('button', { type: 'button', id: 'btn-run-node', 'aria-haspopup': 'dialog', 'data-node-id': id, title: 'Run only this node, with the outputs it reads taken from an earlier run' }, 'Run this node…'),
       out);
     const h = panel.querySelector('h2');
     if (h) h.after(section); else panel.prepend(section);
@@ -35,7 +35,7 @@
 
   function ensureDialog() {
     if (dialog) return dialog;
-    dialog = Studio.el('dialog', { id: 'runnode-dialog', class: 'runnode-dialog', 'aria-labelledby': 'runnode-title', 'aria-describedby': 'runnode-what' });
+    dialog = common.el('dialog', { id: 'runnode-dialog', class: 'runnode-dialog', 'aria-labelledby': 'runnode-title', 'aria-describedby': 'runnode-what' });
     root.append(dialog);
     dialog.addEventListener('close', () => { if (opener && opener.isConnected) opener.focus(); });
     dialog.addEventListener('submit', onSubmit);
@@ -56,14 +56,19 @@
     // the node must be saved as shown before it can run
     if (window.__studio && window.__studio.flush) await window.__studio.flush();
     const dlg = ensureDialog();
-    dlg.replaceChildren(Studio.el('p', { class: 'hint', text: 'Looking for runs with this node\'s inputs…' }));
+    dlg.replaceChildren(common.el('p', { class: 'hint', text: 'Looking for runs with this node\'s inputs…' }));
     if (!dlg.open) dlg.showModal();
     // before: the next page of the older runs that reached the node
     const q = before ? '?before=' + encodeURIComponent(before) : '';
-    const res = await fetch('/chains/' + encodeURIComponent(chainId) + '/nodes/' + encodeURIComponent(nodeId) + '/runnode' + q, { headers: { Accept: 'text/html' } });
-    dlg.innerHTML = await res.text();
+    try {
+      dlg.innerHTML = (await api.html('GET', '/chains/' + encodeURIComponent(chainId) + '/nodes/' + encodeURIComponent(nodeId) + '/runnode' + q)).html;
+    } catch (e) {
+      // the route answers an error with a fragment to show; without one, its message
+      if (e.body) dlg.innerHTML = e.body;
+      else dlg.replaceChildren(common.el('div', { class: 'form-error', text: e.message }));
+    }
     if (!dlg.querySelector('form')) { // an error fragment: let it be closed
-      dlg.append(Studio.el('div', { class: 'dialog-actions' }, Studio.el('button', { type: 'button', class: 'close-dialog', id: 'runnode-cancel' }, 'Close')));
+      dlg.append(common.el('div', { class: 'dialog-actions' }, common.el('button', { type: 'button', class: 'close-dialog', id: 'runnode-cancel' }, 'Close')));
     }
     const first = dlg.querySelector('input[name=from_run]:checked') || dlg.querySelector('#runnode-submit:not([disabled])') || dlg.querySelector('#runnode-more') || dlg.querySelector('#runnode-cancel');
     if (first) first.focus();
@@ -82,24 +87,19 @@
     const nodeId = form.dataset.nodeId;
     const err = form.querySelector('#runnode-error');
     const choice = form.querySelector('input[name=from_run]:checked');
-    if (!choice) { err.replaceChildren(Studio.el('div', { class: 'form-error', text: 'Choose where the upstream outputs come from.' })); return; }
+    if (!choice) { err.replaceChildren(common.el('div', { class: 'form-error', text: 'Choose where the upstream outputs come from.' })); return; }
     // "no earlier run": nothing pinned, and no run looked for
     const body = choice.value ? { from_run: choice.value } : { pinned: {} };
     body.version = Number(form.dataset.version);
     const submit = form.querySelector('#runnode-submit');
     submit.disabled = true;
-    let res, data;
+    let data;
     try {
-      res = await fetch('/v1/chains/' + encodeURIComponent(chainId) + '/nodes/' + encodeURIComponent(nodeId) + '/run', {
-        method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify(body),
-      });
-      data = await res.json().catch(() => ({}));
-    } finally { submit.disabled = false; }
-    if (!res.ok) {
-      const msg = (data.error && data.error.message) || ('HTTP ' + res.status);
-      err.replaceChildren(Studio.el('div', { class: 'form-error' }, Studio.el('strong', { text: 'Not run' }), Studio.el('pre', { text: msg })));
+      data = await api.post('/v1/chains/' + encodeURIComponent(chainId) + '/nodes/' + encodeURIComponent(nodeId) + '/run', body);
+    } catch (e) {
+      err.replaceChildren(common.el('div', { class: 'form-error' }, common.el('strong', { text: 'Not run' }), common.el('pre', { text: e.message })));
       return;
-    }
+    } finally { submit.disabled = false; }
     dialog.close();
     follow(nodeId, data.run_id);
   }
@@ -115,37 +115,35 @@
   }
 
   function runLink(runId) {
-    return Studio.el('a', { href: '/runs/' + encodeURIComponent(runId), class: 'runnode-link', id: 'runnode-link' }, 'Open the run');
+    return common.el('a', { href: '/runs/' + encodeURIComponent(runId), class: 'runnode-link', id: 'runnode-link' }, 'Open the run');
   }
 
   const pretty = (v) => JSON.stringify(v, null, 2);
 
   async function follow(nodeId, runId) {
-    show(nodeId, Studio.el('div', { class: 'runnode-out', 'data-run-id': runId },
-      Studio.el('p', {}, Studio.el('span', { class: 'status status-running', text: 'running' }), ' ', runLink(runId))));
+    show(nodeId, common.el('div', { class: 'runnode-out', 'data-run-id': runId },
+      common.el('p', {}, common.el('span', { class: 'status status-running', text: 'running' }), ' ', runLink(runId))));
     let wait = 150;
     const until = Date.now() + 10 * 60 * 1000; // a node that runs longer is followed on its run page
     let run = null;
     while (Date.now() < until) {
       await new Promise((r) => setTimeout(r, wait));
       wait = Math.min(wait * 1.5, 2000);
-      const res = await fetch('/v1/runs/' + encodeURIComponent(runId), { headers: { Accept: 'application/json' } });
-      if (!res.ok) continue;
-      run = await res.json();
+      try { run = await api.get('/v1/runs/' + encodeURIComponent(runId)); } catch { continue; } // asked again after the next wait
       if (!run.active && run.status !== 'running' && run.status !== 'queued') break;
     }
     if (!run) return;
     const nr = (run.nodes || []).find((n) => n.node_id === nodeId) || {};
-    const parts = [Studio.el('p', {},
-      Studio.el('span', { class: 'status status-' + run.status, id: 'runnode-status', text: run.status.replace(/_/g, ' ') }), ' ',
-      nr.status ? Studio.el('span', { class: 'phase ph-' + nr.status, text: nr.status }) : '', ' ',
+    const parts = [common.el('p', {},
+      common.el('span', { class: 'status status-' + run.status, id: 'runnode-status', text: run.status.replace(/_/g, ' ') }), ' ',
+      nr.status ? common.el('span', { class: 'phase ph-' + nr.status, text: nr.status }) : '', ' ',
       runLink(runId))];
-    if (nr.matched) parts.push(Studio.el('p', { class: 'hint', text: 'matched ' + nr.matched }));
+    if (nr.matched) parts.push(common.el('p', { class: 'hint', text: 'matched ' + nr.matched }));
     const error = nr.error || (run.error && run.error.message);
-    if (error) parts.push(Studio.el('div', { class: 'form-error', id: 'runnode-node-error' }, Studio.el('strong', { text: 'Error' }), Studio.el('pre', { text: error })));
+    if (error) parts.push(common.el('div', { class: 'form-error', id: 'runnode-node-error' }, common.el('strong', { text: 'Error' }), common.el('pre', { text: error })));
     if (nr.status === 'done' || nr.output !== undefined) {
-      parts.push(Studio.el('details', { open: '' }, Studio.el('summary', { text: 'Output' }), Studio.el('pre', { class: 'json', id: 'runnode-output', text: pretty(nr.output === undefined ? null : nr.output) })));
+      parts.push(common.el('details', { open: '' }, common.el('summary', { text: 'Output' }), common.el('pre', { class: 'json', id: 'runnode-output', text: pretty(nr.output === undefined ? null : nr.output) })));
     }
-    show(nodeId, Studio.el('div', { class: 'runnode-out', 'data-run-id': runId, 'data-status': run.status }, ...parts));
+    show(nodeId, common.el('div', { class: 'runnode-out', 'data-run-id': runId, 'data-status': run.status }, ...parts));
   }
 })();

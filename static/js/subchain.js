@@ -5,9 +5,10 @@
 // node); Back returns one level, Esc or Close returns to the editor with
 // the focus where it was. The chain is read from the server by the name the
 // node calls it by (GET /skill-chain/data?name=; {error} when there is none), as it is saved now.
-'use strict';
+import * as api from './api.js';
+import * as canvas from './canvas.js';
+import * as common from './common.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('editor');
   if (!root) return;
   const S = () => window.__studio;
@@ -22,18 +23,18 @@
   const $ = (id) => document.getElementById(id);
 
   function build() {
-    dlg = Studio.el('dialog', { id: 'subchain-dialog', class: 'subchain-dialog', 'aria-labelledby': 'subchain-title', 'aria-describedby': 'subchain-hint' },
-      Studio.el('div', { class: 'subchain-head' },
-        Studio.el('button', { type: 'button', id: 'subchain-back', text: '← Back', title: 'The chain this one was opened from' }),
-        Studio.el('h2', { id: 'subchain-title' }),
-        Studio.el('span', { class: 'subchain-badge', text: 'read-only' }),
-        Studio.el('a', { id: 'subchain-edit', href: '#', text: 'Open in the editor' }),
-        Studio.el('button', { type: 'button', class: 'close-dialog primary', id: 'subchain-close', text: 'Close' })),
-      Studio.el('nav', { id: 'subchain-path', class: 'subchain-path', 'aria-label': 'Chains opened' }),
-      Studio.el('p', { id: 'subchain-hint', class: 'hint', text: 'The saved chain this skill node runs, as it is now. Nothing here can be changed; Esc returns to the editor.' }),
-      Studio.el('div', { id: 'subchain-msg', role: 'status' }),
-      Studio.el('div', { id: 'subchain-cy', class: 'subchain-cy', role: 'img' }),
-      Studio.el('div', { id: 'subchain-skills', class: 'subchain-skills' }));
+    dlg = common.el('dialog', { id: 'subchain-dialog', class: 'subchain-dialog', 'aria-labelledby': 'subchain-title', 'aria-describedby': 'subchain-hint' },
+      common.el('div', { class: 'subchain-head' },
+        common.el('button', { type: 'button', id: 'subchain-back', text: '← Back', title: 'The chain this one was opened from' }),
+        common.el('h2', { id: 'subchain-title' }),
+        common.el('span', { class: 'subchain-badge', text: 'read-only' }),
+        common.el('a', { id: 'subchain-edit', href: '#', text: 'Open in the editor' }),
+        common.el('button', { type: 'button', class: 'close-dialog primary', id: 'subchain-close', text: 'Close' })),
+      common.el('nav', { id: 'subchain-path', class: 'subchain-path', 'aria-label': 'Chains opened' }),
+      common.el('p', { id: 'subchain-hint', class: 'hint', text: 'The saved chain this skill node runs, as it is now. Nothing here can be changed; Esc returns to the editor.' }),
+      common.el('div', { id: 'subchain-msg', role: 'status' }),
+      common.el('div', { id: 'subchain-cy', class: 'subchain-cy', role: 'img' }),
+      common.el('div', { id: 'subchain-skills', class: 'subchain-skills' }));
     root.append(dlg);
     $('subchain-back').addEventListener('click', back);
     dlg.addEventListener('close', () => {
@@ -58,20 +59,18 @@
     const msg = $('subchain-msg');
     msg.replaceChildren();
     if (stack.length >= MAX_LEVELS) {
-      msg.append(Studio.el('p', { class: 'form-error', text: 'Not opened: ' + MAX_LEVELS + ' chains deep already.' }));
+      msg.append(common.el('p', { class: 'form-error', text: 'Not opened: ' + MAX_LEVELS + ' chains deep already.' }));
       return;
     }
     root.dataset.subchain = 'loading';
-    let res;
     let body;
     try {
-      res = await fetch('/skill-chain/data?name=' + encodeURIComponent(name), { headers: { Accept: 'application/json' } });
-      body = await res.json();
+      body = await api.get('/skill-chain/data?name=' + encodeURIComponent(name));
     } catch (err) {
       body = { error: err.message };
     }
-    if (!res || !res.ok || body.error) {
-      msg.append(Studio.el('p', { class: 'form-error', text: 'Cannot open “' + name + '”: ' + (body.error || res.status) }));
+    if (body.error) { // the route answers a chain it cannot open with {error} (status 200)
+      msg.append(common.el('p', { class: 'form-error', text: 'Cannot open “' + name + '”: ' + body.error }));
       root.dataset.subchain = 'error';
       if (!stack.length) $('subchain-title').textContent = 'Chain “' + name + '”';
       return;
@@ -96,9 +95,9 @@
     $('subchain-back').hidden = stack.length <= 1;
     // where we are: this chain › node › chain › node › chain
     const path = $('subchain-path');
-    path.replaceChildren(Studio.el('span', { text: S().doc.name || 'this chain' }));
+    path.replaceChildren(common.el('span', { text: S().doc.name || 'this chain' }));
     for (const lvl of stack) {
-      path.append(' › ', Studio.el('span', { class: 'hint', text: lvl.via ? 'node ' + lvl.via : '' }), lvl.via ? ' › ' : '', Studio.el('strong', { text: lvl.name }));
+      path.append(' › ', common.el('span', { class: 'hint', text: lvl.via ? 'node ' + lvl.via : '' }), lvl.via ? ' › ' : '', common.el('strong', { text: lvl.name }));
     }
     const doc = JSON.parse(JSON.stringify(d.doc || { nodes: [] }));
     doc.nodes = doc.nodes || [];
@@ -108,14 +107,14 @@
     const list = $('subchain-skills');
     list.replaceChildren();
     if (skills.length) {
-      list.append(Studio.el('span', { class: 'hint', text: 'Skill nodes here (open the chain each runs): ' }));
+      list.append(common.el('span', { class: 'hint', text: 'Skill nodes here (open the chain each runs): ' }));
       for (const n of skills.slice(0, MAX_SKILL_BUTTONS)) {
-        list.append(Studio.el('button', { type: 'button', class: 'linklike', 'data-skill': n.name, 'data-node': n.node_id, text: '⊞ ' + (n.label || n.node_id) + ' → ' + n.name }));
+        list.append(common.el('button', { type: 'button', class: 'linklike', 'data-skill': n.name, 'data-node': n.node_id, text: '⊞ ' + (n.label || n.node_id) + ' → ' + n.name }));
       }
-      if (skills.length > MAX_SKILL_BUTTONS) list.append(Studio.el('span', { class: 'hint', text: ' and ' + (skills.length - MAX_SKILL_BUTTONS) + ' more (double-click them on the graph)' }));
+      if (skills.length > MAX_SKILL_BUTTONS) list.append(common.el('span', { class: 'hint', text: ' and ' + (skills.length - MAX_SKILL_BUTTONS) + ' more (double-click them on the graph)' }));
     }
     if (cy) cy.destroy();
-    cy = Studio.createCy($('subchain-cy'), doc, { editable: false, progressive: true, userZoom: true });
+    cy = canvas.createCy($('subchain-cy'), doc, { editable: false, progressive: true, userZoom: true });
     cy.on('dbltap', 'node', (e) => {
       const n = doc.nodes.find((x) => x.node_id === e.target.id());
       if (n && n.kind === 'skill' && n.name) open(n.name, n.node_id);

@@ -3,17 +3,12 @@
 // pass/fail badge, and each failing assertion marked on its node. On a run
 // page: "Save as test" (POST /v1/runs/{id}/save-test), then the designer
 // opens on the new test.
-'use strict';
+import * as api from './api.js';
+import * as common from './common.js';
 (function () {
-  const Studio = window.Studio;
   const $ = (id) => document.getElementById(id);
-  const el = (tag, attrs, ...kids) => Studio.el(tag, attrs, ...kids);
+  const el = (tag, attrs, ...kids) => common.el(tag, attrs, ...kids);
   const pretty = (v) => (v === undefined ? '(nothing)' : JSON.stringify(v, null, 2));
-
-  async function apiError(res) {
-    const body = await res.json().catch(() => ({}));
-    return (body.error && body.error.message) || ('HTTP ' + res.status);
-  }
 
   // ---- run page ------------------------------------------------------------
 
@@ -41,11 +36,7 @@
       if (!n) { out.replaceChildren(el('div', { class: 'form-error', text: 'Give the test a name.' })); name.focus(); return; }
       $('save-test-submit').disabled = true;
       try {
-        const res = await fetch('/v1/runs/' + encodeURIComponent(runpage.dataset.runId) + '/save-test', {
-          method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify({ name: n }),
-        });
-        if (!res.ok) { out.replaceChildren(el('div', { class: 'form-error', text: 'Not saved: ' + await apiError(res) })); return; }
-        const body = await res.json();
+        const body = await api.post('/v1/runs/' + encodeURIComponent(runpage.dataset.runId) + '/save-test', { name: n });
         window.location.assign(body.editor_url);
       } catch (err) {
         out.replaceChildren(el('div', { class: 'form-error', text: 'Not saved: ' + err.message }));
@@ -84,11 +75,7 @@
       if (!tests().length) { report = null; return; }
       badge.className = 'badge';
       badge.textContent = 'running…';
-      const res = await fetch('/v1/chains/' + encodeURIComponent(chainId) + '/tests/run', {
-        method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, body: '{}',
-      });
-      if (!res.ok) { report = { error: await apiError(res) }; return; }
-      report = await res.json();
+      report = await api.post('/v1/chains/' + encodeURIComponent(chainId) + '/tests/run', {});
     } catch (err) {
       report = { error: err.message };
     } finally {
@@ -301,7 +288,7 @@
   (function wait(tries) {
     const s = studio();
     if (!s || !s.cy || !s.doc) { if (tries < 200) setTimeout(() => wait(tries + 1), 50); return; }
-    s.cy.on('select unselect', 'node', Studio.debounce(showNode, 30));
+    s.cy.on('select unselect', 'node', common.debounce(showNode, 30));
     s.cy.on('studio-loaded', mark);
     render();
     runTests();

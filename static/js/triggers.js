@@ -2,28 +2,17 @@
 // webhooks with their last firings (GET /v1/chains/{id}/triggers); add, edit
 // and remove a schedule; create a webhook and show its secret once; remove
 // one. Triggers live beside the chain: nothing here saves a version.
-'use strict';
+import * as api from './api.js';
+import * as common from './common.js';
 (function () {
-  const Studio = window.Studio;
   const $ = (id) => document.getElementById(id);
-  const el = (tag, attrs, ...kids) => Studio.el(tag, attrs, ...kids);
+  const el = (tag, attrs, ...kids) => common.el(tag, attrs, ...kids);
   const root = $('editor');
   const panel = $('triggers-panel');
   if (!root || !panel) return;
   const chainId = root.dataset.chainId;
   const base = '/v1/chains/' + encodeURIComponent(chainId);
   const when = (s) => (s ? new Date(s).toLocaleString() : '');
-
-  async function api(method, path, body) {
-    const res = await fetch(path, {
-      method, headers: { Accept: 'application/json', ...(body ? { 'Content-Type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    if (res.status === 204) return null;
-    const data = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error((data.error && data.error.message) || ('HTTP ' + res.status));
-    return data;
-  }
 
   // One line per firing: when, what came of it, and the run it started.
   function firingsList(fs) {
@@ -68,7 +57,7 @@
 
   async function load() {
     try {
-      current = await api('GET', base + '/triggers');
+      current = await api.json('GET', base + '/triggers');
       render();
     } catch (err) {
       $('triggers-badge').textContent = 'not loaded: ' + err.message;
@@ -78,7 +67,7 @@
   async function remove(path, what) {
     if (!window.confirm('Remove ' + what + '? Its firings are forgotten.')) return;
     try {
-      await api('DELETE', path);
+      await api.json('DELETE', path);
     } catch (err) {
       window.alert('Not removed: ' + err.message);
     }
@@ -118,8 +107,8 @@
       catch_up: $('sched-catchup').value, input, enabled: $('sched-enabled').checked };
     $('schedule-submit').disabled = true;
     try {
-      if (editing) await api('PUT', base + '/schedules/' + encodeURIComponent(editing.id), body);
-      else await api('POST', base + '/schedules', body);
+      if (editing) await api.json('PUT', base + '/schedules/' + encodeURIComponent(editing.id), body);
+      else await api.json('POST', base + '/schedules', body);
       sdlg.close();
       load();
     } catch (err) {
@@ -149,7 +138,7 @@
     if (sync) body.sync_timeout_ms = Math.round(Number($('hook-timeout').value || 30) * 1000);
     $('hook-submit').disabled = true;
     try {
-      const h = await api('POST', base + '/hooks', body);
+      const h = await api.json('POST', base + '/hooks', body);
       $('hook-secret').value = h.secret;
       $('hook-url').value = window.location.origin + h.path;
       $('hook-created').hidden = false;

@@ -1,17 +1,16 @@
 // Versions page: draws the selected version and the current one together,
 // with added (only in current), removed (only in the old version) and changed
 // nodes and edges highlighted.
-'use strict';
+import * as api from './api.js';
+import * as canvas from './canvas.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('versions');
   if (!root || !root.dataset.selected) return;
   const cyEl = document.getElementById('cy');
   if (!cyEl) return;
 
   async function init() {
-    const res = await fetch('/chains/' + encodeURIComponent(root.dataset.chainId) + '/versions/' + root.dataset.selected + '/data', { headers: { Accept: 'application/json' } });
-    const d = await res.json();
+    const d = await api.get('/chains/' + encodeURIComponent(root.dataset.chainId) + '/versions/' + root.dataset.selected + '/data');
     const diff = d.diff || {};
     const added = new Set(diff.nodes_added || []);
     const removed = new Set(diff.nodes_removed || []);
@@ -29,7 +28,7 @@
     // A large chain opens progressively, on the first changed node; each
     // element gets its highlight as it is drawn.
     const anchor = [...changed, ...added, ...removed].find((id) => union.nodes.some((n) => n.node_id === id && n.position));
-    const cy = Studio.createCy(cyEl, union, { editable: false, mode: 'diff', progressive: true, anchor, onProgress: Studio.showLoading(root) });
+    const cy = canvas.createCy(cyEl, union, { editable: false, mode: 'diff', progressive: true, anchor, onProgress: canvas.showLoading(root) });
     const diffClass = (id, isEdge) => {
       if ((isEdge ? eAdded : added).has(id)) return 'diff-added';
       if ((isEdge ? eRemoved : removed).has(id)) return 'diff-removed';
@@ -40,10 +39,10 @@
     cy.batch(() => cy.elements().forEach(mark));
     cy.on('add', (e) => mark(e.target));
     const fit = document.getElementById('btn-fit');
-    if (fit) fit.addEventListener('click', () => Studio.fit(cy));
+    if (fit) fit.addEventListener('click', () => canvas.fit(cy));
     root.dataset.ready = '1';
     window.__versions = { cy, nodesAtReady: cy.nodes().length };
-    Studio.startLoading(cy);
+    canvas.startLoading(cy);
   }
   init();
 })();

@@ -5,22 +5,20 @@
 // button that centres the canvas on it. Everything comes from
 // GET /v1/runs/{id}/nodes/{node}/why (the node that decides an edge is its
 // source). run.js owns the canvas; this file only reads it.
-'use strict';
+import * as api from './api.js';
+import * as canvas from './canvas.js';
+import * as common from './common.js';
 (function () {
-  const Studio = window.Studio;
   const root = document.getElementById('runpage');
-  if (!root || !Studio) return;
+  if (!root) return;
   const runId = root.dataset.runId;
   const cyEl = document.getElementById('cy');
   const wrap = cyEl && cyEl.closest('.canvas-wrap');
   const drawer = document.getElementById('drawer');
   if (!cyEl || !wrap) return;
 
-  // the stylesheet beside this script (same version query)
-  const me = document.currentScript;
-  if (me && me.src) {
-    document.head.append(Studio.el('link', { rel: 'stylesheet', href: me.src.replace('/js/why.js', '/css/why.css') }));
-  }
+  // the stylesheet beside this module (the same version in its path)
+  document.head.append(common.el('link', { rel: 'stylesheet', href: new URL('../css/why.css', import.meta.url).href }));
 
   // ---- answers ------------------------------------------------------------------
 
@@ -32,12 +30,7 @@
 
   async function whyOf(node) {
     if (cache.has(node)) return cache.get(node);
-    const p = fetch('/v1/runs/' + encodeURIComponent(runId) + '/nodes/' + encodeURIComponent(node) + '/why', { headers: { Accept: 'application/json' } })
-      .then(async (res) => {
-        const body = await res.json().catch(() => ({}));
-        if (!res.ok) throw new Error((body.error && body.error.message) || 'HTTP ' + res.status);
-        return body;
-      });
+    const p = api.get('/v1/runs/' + encodeURIComponent(runId) + '/nodes/' + encodeURIComponent(node) + '/why');
     if (settled()) cache.set(node, p);
     p.catch(() => cache.delete(node));
     return p;
@@ -45,7 +38,7 @@
 
   // ---- words --------------------------------------------------------------------
 
-  const code = (s) => Studio.el('code', { text: s });
+  const code = (s) => common.el('code', { text: s });
 
   // readsText: "`output.score` was 7, `output.x` does not exist"
   function reads(d) {
@@ -62,7 +55,7 @@
   // router's chosen handle).
   function stepParts(d, answer) {
     const cls = d.outcome === 'fired' ? 'why-fired' : d.outcome === 'failed' || d.result === 'error' ? 'why-failed' : 'why-not';
-    const head = (t) => Studio.el('span', { class: cls, text: t });
+    const head = (t) => common.el('span', { class: cls, text: t });
     const withReads = (parts) => {
       const r = reads(d);
       return r.length ? parts.concat([' — '], r) : parts;
@@ -115,7 +108,7 @@
 
   // ---- the canvas -----------------------------------------------------------------
 
-  const tip = Studio.el('div', { class: 'why-tip', id: 'why-tip', role: 'tooltip', hidden: '' });
+  const tip = common.el('div', { class: 'why-tip', id: 'why-tip', role: 'tooltip', hidden: '' });
   wrap.append(tip);
   let tipEdge = null; // the edge the tip is about
   let tipSeq = 0;
@@ -170,7 +163,7 @@
       parts = ['could not read why: ' + err.message];
     }
     if (seq !== tipSeq) return; // another edge since
-    tip.replaceChildren(Studio.el('span', { class: 'why-edge-name', text: name }), Studio.el('span', { class: 'why-text' }, ...parts));
+    tip.replaceChildren(common.el('span', { class: 'why-edge-name', text: name }), common.el('span', { class: 'why-text' }, ...parts));
     tip.hidden = false;
     tip.dataset.edge = edgeId;
     placeTip();
@@ -179,7 +172,7 @@
 
   // ---- the edges as a keyboard list (roving focus: one tab stop, arrows move) ----
 
-  const list = Studio.el('ul', { class: 'why-edges', id: 'why-edges', 'aria-label': 'Edges of the chain: arrow keys move, each says why it fired or not' });
+  const list = common.el('ul', { class: 'why-edges', id: 'why-edges', 'aria-label': 'Edges of the chain: arrow keys move, each says why it fired or not' });
   wrap.append(list);
   let buttons = [];
 
@@ -187,12 +180,12 @@
     const run = window.__run;
     const doc = run && run.doc;
     const edges = doc ? (doc.edges || []).filter((e) => e.id) : [];
-    buttons = edges.map((e, k) => Studio.el('button', {
+    buttons = edges.map((e, k) => common.el('button', {
       type: 'button', class: 'why-edge', 'data-edge-id': e.id, tabindex: k === 0 ? '0' : '-1',
       'aria-label': 'Edge ' + e.source + ' → ' + e.target + (e.condition ? ', if ' + e.condition : '') + ': press to centre it',
       'aria-describedby': 'why-tip', text: 'Edge ' + e.source + ' → ' + e.target,
     }));
-    list.replaceChildren(...buttons.map((b) => Studio.el('li', {}, b)));
+    list.replaceChildren(...buttons.map((b) => common.el('li', {}, b)));
   }
 
   list.addEventListener('focusin', (ev) => {
@@ -200,7 +193,7 @@
     if (!b) return;
     for (const o of buttons) o.tabIndex = o === b ? 0 : -1;
     const c = cy();
-    if (c && c.getElementById(b.dataset.edgeId).empty()) Studio.loadAll(c);
+    if (c && c.getElementById(b.dataset.edgeId).empty()) canvas.loadAll(c);
     const e = c && c.getElementById(b.dataset.edgeId);
     if (e && e.nonempty() && !inView(e)) centre(e);
     showTip(b.dataset.edgeId, b);
@@ -245,8 +238,8 @@
   function stepButton(d, answer) {
     const parts = stepParts(d, answer);
     const where = d.edge ? 'edge ' + edgeName(d) : 'node ' + d.node;
-    const b = Studio.el('button', { type: 'button', class: 'linklike why-step', 'data-node-id': d.node || '', 'data-edge-id': d.edge || '' },
-      Studio.el('span', { class: 'why-where', text: where }), ...parts);
+    const b = common.el('button', { type: 'button', class: 'linklike why-step', 'data-node-id': d.node || '', 'data-edge-id': d.edge || '' },
+      common.el('span', { class: 'why-where', text: where }), ...parts);
     b.setAttribute('aria-label', where + ': ' + plain(parts) + '. Centre the canvas on it');
     return b;
   }
@@ -266,20 +259,20 @@
     else if (a.status === 'done' || a.status === 'error') { title = 'Why it ran'; steps = a.incoming || []; }
     const tests = (a.decisions || []).filter((d) => !d.edge);
     if (!title && !tests.length) return;
-    const sec = Studio.el('section', { class: 'why-panel', id: 'why-panel', 'aria-label': title || 'Decisions' });
+    const sec = common.el('section', { class: 'why-panel', id: 'why-panel', 'aria-label': title || 'Decisions' });
     if (title) {
-      sec.append(Studio.el('h3', { text: title }));
+      sec.append(common.el('h3', { text: title }));
       if (steps.length) {
-        const ol = Studio.el('ol', { class: 'why-causes' });
-        for (const d of steps) ol.append(Studio.el('li', {}, stepButton(d, a)));
+        const ol = common.el('ol', { class: 'why-causes' });
+        for (const d of steps) ol.append(common.el('li', {}, stepButton(d, a)));
         sec.append(ol);
       }
-      if (a.note) sec.append(Studio.el('p', { class: 'hint', text: a.note }));
+      if (a.note) sec.append(common.el('p', { class: 'hint', text: a.note }));
     }
     if (tests.length) { // a router: how it chose its handle
-      sec.append(Studio.el('h3', { text: 'How it chose' }));
-      const ol = Studio.el('ol', { class: 'why-tests' });
-      for (const d of tests) ol.append(Studio.el('li', {}, ...stepParts(d, a)));
+      sec.append(common.el('h3', { text: 'How it chose' }));
+      const ol = common.el('ol', { class: 'why-tests' });
+      for (const d of tests) ol.append(common.el('li', {}, ...stepParts(d, a)));
       sec.append(ol);
     }
     const facts = box.querySelector('dl.facts');
@@ -292,7 +285,7 @@
       const b = ev.target.closest('.why-step');
       const c = cy();
       if (!b || !c) return;
-      Studio.loadAll(c);
+      canvas.loadAll(c);
       const ele = b.dataset.edgeId ? c.getElementById(b.dataset.edgeId) : c.getElementById(b.dataset.nodeId);
       if (ele.empty()) return;
       centre(ele);
@@ -308,7 +301,7 @@
     if (!c) return;
     // the focused edge, drawn over the run colours
     const style = () => {
-      const accent = Studio.cssVar('--accent', '#2f6fed');
+      const accent = canvas.cssVar('--accent', '#2f6fed');
       c.style().selector('edge.why-focus').style({ width: 5, opacity: 1, 'line-color': accent, 'target-arrow-color': accent, 'underlay-color': accent, 'underlay-opacity': 0.2, 'underlay-padding': 4 }).update();
     };
     style();
