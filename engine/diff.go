@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/chainstudio/studio/engine/internal/jsonlit"
 )
 
 // ChainDiff is the structural difference between two chain documents (a → b).
@@ -239,7 +241,7 @@ func fieldJSON(v reflect.Value, omit bool) []byte {
 	if omit && isEmptyValue(v) {
 		return nil
 	}
-	b, err := marshalLiteral(v.Interface())
+	b, err := jsonlit.Marshal(v.Interface())
 	if err != nil {
 		// Not JSON-safe: fall back to Go's formatting so a difference still shows.
 		return []byte(fmt.Sprintf("%#v", v.Interface()))

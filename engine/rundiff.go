@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
+
+	"github.com/chainstudio/studio/engine/internal/jsonlit"
 )
 
 // Comparing two runs (issue #15, "Compare two runs"). CompareRuns is pure:
@@ -740,6 +742,6 @@ func cutJSON(v any, n int) (json.RawMessage, bool) {
 	if !cut {
 		return json.RawMessage(s), false
 	}
-	q, _ := marshalLiteral(s)
+	q, _ := jsonlit.Marshal(s)
 	return json.RawMessage(q), true
 }

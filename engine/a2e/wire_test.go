@@ -1,4 +1,4 @@
-package engine_test
+package a2e_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
 
@@ -32,8 +34,8 @@ func TestNewEventMessage(t *testing.T) {
 		{engine.Event{Seq: 8, NodeID: "body", Phase: engine.PhaseError, Error: "e", Reason: "retrying", Item: &one, Time: at}, nil, "e", `{"item":1,"reason":"retrying"}`},
 	}
 	for _, c := range cases {
-		m := engine.NewEventMessage("req", c.ev)
-		if m.Type != engine.TypeEvent || m.Version != "1.0" || m.ReqID != "req" || m.ID == "" || m.Seq != c.ev.Seq ||
+		m := a2e.NewEventMessage("req", c.ev)
+		if m.Type != a2e.TypeEvent || m.Version != "1.0" || m.ReqID != "req" || m.ID == "" || m.Seq != c.ev.Seq ||
 			m.NodeID != c.ev.NodeID || m.Phase != c.ev.Phase || m.Output != c.output || m.Error != c.errMessage || m.Ts != 1716123456.789 ||
 			js(m.Data) != c.data {
 			t.Fatalf("%+v → %+v", c.ev, m)
@@ -60,10 +62,10 @@ func TestNewResponseMessage(t *testing.T) {
 		{engine.Result{Status: engine.StatusPartial, Nodes: map[string]*engine.NodeResult{
 			"a": {NodeID: "a", Status: engine.PhaseSkip, Reason: engine.ReasonOnErrorSkip, Error: "disk"}}}, false, engine.CodeNodeError},
 		{engine.Result{Status: engine.StatusFailed, Error: &engine.RunError{Code: engine.CodeNodeError, Message: "x", NodeID: "n"}}, false, engine.CodeNodeError},
-		{engine.Result{Status: engine.StatusPaused, Pending: []engine.Pending{{NodeID: "ask"}}}, false, engine.CodePaused},
+		{engine.Result{Status: engine.StatusPaused, Pending: []engine.Pending{{NodeID: "ask"}}}, false, a2e.CodePaused},
 		{engine.Result{Status: engine.StatusCancelled}, false, "chain_cancelled"},
 	} {
-		m := engine.NewResponseMessage(req, &c.res)
+		m := a2e.NewResponseMessage(req, &c.res)
 		if m.Success != c.success || m.ReqID != "r" || m.ChainID != "c" || m.Outputs == nil || (m.Error == nil) != (c.code == "") {
 			t.Fatalf("%s: %+v", c.res.Status, m)
 		}
@@ -71,7 +73,7 @@ func TestNewResponseMessage(t *testing.T) {
 			t.Fatalf("%s: code %s", c.res.Status, m.Error.Code)
 		}
 	}
-	b, _ := json.Marshal(engine.NewResponseMessage(req, &engine.Result{Status: engine.StatusCompleted}))
+	b, _ := json.Marshal(a2e.NewResponseMessage(req, &engine.Result{Status: engine.StatusCompleted}))
 	var raw map[string]any
 	_ = json.Unmarshal(b, &raw)
 	if len(raw) != 12 || raw["error"] != nil || raw["outputs"] == nil {
@@ -85,7 +87,7 @@ func TestNewResponseMessage(t *testing.T) {
 // is final_output (the node that ended that path).
 func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	t.Parallel()
-	run := func(doc string) (*engine.Result, []engine.EventMessage) {
+	run := func(doc string) (*engine.Result, []a2e.EventMessage) {
 		t.Helper()
 		res, msgs, _ := a2eExchange(t, doc)
 		return res, msgs
@@ -94,7 +96,7 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	res, msgs := run(`{"type":"chain/req","id":"s","nodes":[
 		{"node_id":"a","kind":"tool","name":"fail","input":{"message":"flaky disk"},"on_error":"skip","next_node":"b"},
 		{"node_id":"b","kind":"tool","name":"echo","input":{"v":1}}]}`)
-	m := engine.NewResponseMessage(&engine.Request{ID: "s"}, res)
+	m := a2e.NewResponseMessage(&engine.Request{ID: "s"}, res)
 	if res.Status != engine.StatusPartial || m.Success || m.Error == nil || m.Error.NodeID != "a" {
 		t.Fatalf("skip: status %s, resp %s", res.Status, js(m))
 	}
@@ -113,7 +115,7 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	res, _ = run(`{"type":"chain/req","id":"h","nodes":[
 		{"node_id":"a","kind":"tool","name":"fail","input":{"message":"boom"},"on_error":"fix"},
 		{"node_id":"fix","kind":"tool","name":"echo","input":{"recovered":true}}]}`)
-	m = engine.NewResponseMessage(&engine.Request{ID: "h"}, res)
+	m = a2e.NewResponseMessage(&engine.Request{ID: "h"}, res)
 	if res.Status != engine.StatusPartial || m.Success || js(m.FinalOutput) != `{"recovered":true}` {
 		t.Fatalf("handler: status %s, resp %s", res.Status, js(m))
 	}
@@ -123,7 +125,7 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 		{"node_id":"check","kind":"branch","condition":"$.input.n > ` + "`0`" + `","true_node":"pos","false_node":"neg","name":"","next_node":"","on_error":"abort","items_path":"","map_node":"","input":{},"input_map":{}},
 		{"node_id":"pos","kind":"tool","name":"echo","input_map":{"n":"$.input.n"}},
 		{"node_id":"neg","kind":"tool","name":"echo"}]}`)
-	m = engine.NewResponseMessage(&engine.Request{ID: "b"}, res)
+	m = a2e.NewResponseMessage(&engine.Request{ID: "b"}, res)
 	if !m.Success || js(m.FinalOutput) != `{"n":5}` {
 		t.Fatalf("branch: %s", js(m))
 	}
@@ -137,24 +139,24 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 // a2eExchange runs a chain/req the way the A2E door does and returns the
 // chain/event messages and the closing chain/resp, each checked against the
 // SDK's schema of its type.
-func a2eExchange(t *testing.T, doc string) (*engine.Result, []engine.EventMessage, engine.ResponseMessage) {
+func a2eExchange(t *testing.T, doc string) (*engine.Result, []a2e.EventMessage, a2e.ResponseMessage) {
 	t.Helper()
 	sdk, err := enginetest.LoadA2ESDK()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t)
+	eng := newEngine()
 	c, req, err := engine.DecodeDocument([]byte(doc), engine.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msgs []engine.EventMessage
-	sink := engine.SinkFunc(func(ev engine.Event) { msgs = append(msgs, engine.NewEventMessage(req.ID, ev)) })
-	res, err := h.e.Run(context.Background(), c, req.InitialInput, engine.RunOptions{Sink: sink})
+	var msgs []a2e.EventMessage
+	sink := engine.SinkFunc(func(ev engine.Event) { msgs = append(msgs, a2e.NewEventMessage(req.ID, ev)) })
+	res, err := eng.Run(context.Background(), c, req.InitialInput, engine.RunOptions{Sink: sink})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := engine.NewResponseMessage(req, res)
+	resp := a2e.NewResponseMessage(req, res)
 	for _, m := range append([]any{resp}, anys(msgs)...) {
 		b, _ := json.Marshal(m)
 		if err := sdk.Check(b); err != nil {
@@ -246,5 +248,29 @@ func TestA2EFinalOutputFromAHandler(t *testing.T) {
 	}
 	if js(res.FinalOutput) != `{"v":"fixed"}` || js(resp.FinalOutput) != `{"v":"fixed"}` || js(resp.Outputs) != `{"fix":{"v":"fixed"}}` {
 		t.Fatalf("final_output %s, outputs %s", js(resp.FinalOutput), js(resp.Outputs))
+	}
+}
+
+// An A2E answer to a run stopped by a budget carries the budget in
+// error.details.
+func TestBudgetInA2EResponse(t *testing.T) {
+	t.Parallel()
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{}))
+	eng := engine.New(engine.Options{Registry: reg, Limits: engine.Limits{MaxNodeExecutions: 5}})
+	c, err := engine.Decode([]byte(`{"name":"loop","nodes":[
+		{"node_id":"a","kind":"tool","name":"echo","input_map":{"s":"input.s"}},
+		{"node_id":"b","kind":"tool","name":"echo","input_map":{"s":"input.s"}}],
+		"edges":[{"source":"a","target":"b"},{"source":"b","target":"a","max_iterations":1000}]}`), engine.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Run(context.Background(), c, map[string]any{"s": "x"}, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a2e.NewResponseMessage(&engine.Request{ID: "r1", ChainID: "c"}, res)
+	if m.Success || m.Error == nil || m.Error.Code != engine.CodeBudget || m.Error.Details["budget"] != engine.BudgetNodeExecutions {
+		t.Fatalf("A2E error %+v", m.Error)
 	}
 }
