@@ -129,6 +129,10 @@ func toReads(rs []expr.Read, scratch *[]byte) []Read {
 	return out
 }
 
+// BoundedJSON is v's JSON (object keys sorted), cut after about limit bytes
+// and marked "…" when cut, as decisions record the values they read.
+func BoundedJSON(v any, limit int) (string, bool) { return boundedJSON(v, limit) }
+
 // boundedJSON is v's JSON (object keys sorted), cut after about limit bytes:
 // the encoder stops as soon as it has that much, so a huge value costs no
 // more than a small one.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
@@ -116,7 +117,7 @@ func domainError(err error) *APIError {
 		re   *engine.ChainResumeError
 		ar   *engine.AlreadyResumedError
 		cp   *engine.ChainCheckpointError
-		un   *engine.UnknownNodeError
+		un   *inspect.UnknownNodeError
 		busy *runs.BusyError
 		nre  *engine.NodeRunError
 		xe   *engine.ExtractError

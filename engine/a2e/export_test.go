@@ -8,6 +8,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/engine/inspect"
 )
 
 func exportDecode(t *testing.T, doc string) *engine.Chain {
@@ -64,7 +65,7 @@ func TestExportA2ERoundTrip(t *testing.T) {
 			}
 			want := c.Clone()
 			want.Description = "" // A2E has no description
-			if d := engine.Diff(want, back); !d.Empty() {
+			if d := inspect.Diff(want, back); !d.Empty() {
 				t.Fatalf("round trip changed the chain: %+v\n%s", d, b)
 			}
 			// The successor fields are on the wire, never edges.

@@ -12,6 +12,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/doccache"
 	"github.com/google/uuid"
@@ -545,7 +546,7 @@ func (db *DB) NameVersion(ctx context.Context, id string, baseVersion int, messa
 }
 
 // DiffVersions compares two versions of a chain (from → to).
-func (db *DB) DiffVersions(ctx context.Context, id string, from, to int) (*engine.ChainDiff, error) {
+func (db *DB) DiffVersions(ctx context.Context, id string, from, to int) (*inspect.ChainDiff, error) {
 	var a, b *engine.Chain
 	err := db.readTx(ctx, func(tx *Tx) error {
 		var err error
@@ -558,5 +559,5 @@ func (db *DB) DiffVersions(ctx context.Context, id string, from, to int) (*engin
 	if err != nil {
 		return nil, fmt.Errorf("store: diff versions %d..%d of chain %s: %w", from, to, id, err)
 	}
-	return engine.Diff(a, b), nil
+	return inspect.Diff(a, b), nil
 }
