@@ -11,7 +11,7 @@ import (
 )
 
 // whyJSON is the answer of GET /v1/runs/{id}/nodes/{node}/why: the engine's
-// answer (engine/why.go) with the run it is about.
+// answer (engine/inspect/why.go) with the run it is about.
 type whyJSON struct {
 	RunID     string           `json:"run_id"`
 	RunStatus engine.RunStatus `json:"run_status"`

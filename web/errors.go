@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/edit"
 	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
@@ -120,7 +121,7 @@ func domainError(err error) *APIError {
 		un   *inspect.UnknownNodeError
 		busy *runs.BusyError
 		nre  *engine.NodeRunError
-		xe   *engine.ExtractError
+		xe   *edit.ExtractError
 		ans  *engine.AnswerError
 	)
 	switch {

@@ -2,7 +2,12 @@
 // character.
 package clip
 
-import "unicode/utf8"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
 
 // String shortens s to at most n bytes without splitting a rune, marking a
 // cut with "…".
@@ -14,4 +19,18 @@ func String(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Quoted is ss quoted and comma-separated, the first max of them, then
+// "and N more".
+func Quoted(ss []string, max int) string {
+	parts := make([]string, 0, min(len(ss), max+1))
+	for n, s := range ss {
+		if n == max {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ss)-max))
+			break
+		}
+		parts = append(parts, strconv.Quote(s))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,4 +1,4 @@
-package engine_test
+package edit_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/edit"
 )
 
 // linear: a → b → c → d; b takes what a passed on, c reads b by id, and d
@@ -23,7 +24,7 @@ const extractLinear = `{"name":"parent","timeout":60,"strict_routing":true,"node
 func TestExtractLinearKeepsFinalOutput(t *testing.T) {
 	t.Parallel()
 	c := mustDecode(t, extractLinear)
-	parent, sub, err := engine.Extract(c, []string{"b", "c"}, "inner")
+	parent, sub, err := edit.Extract(c, []string{"b", "c"}, "inner")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +94,8 @@ func TestExtractRefuses(t *testing.T) {
 		{"reserved name", extractLinear, []string{"b"}, "__chain__x", "reserved", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := engine.Extract(mustDecode(t, tc.doc), tc.sel, tc.newName)
-			var xe *engine.ExtractError
+			_, _, err := edit.Extract(mustDecode(t, tc.doc), tc.sel, tc.newName)
+			var xe *edit.ExtractError
 			if !errors.As(err, &xe) {
 				t.Fatalf("err = %v, want an ExtractError", err)
 			}
@@ -111,7 +112,7 @@ func TestExtractSharedEntryAndEntryNode(t *testing.T) {
 	t.Parallel()
 	c := mustDecode(t, `{"name":"p","entry_node":"a","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"},{"node_id":"j","kind":"tool","name":"echo"}],
 		"edges":[{"source":"a","target":"b"},{"source":"a","target":"c"},{"source":"b","target":"j"},{"source":"c","target":"j"}]}`)
-	parent, sub, err := engine.Extract(c, []string{"b", "c", "j"}, "fan")
+	parent, sub, err := edit.Extract(c, []string{"b", "c", "j"}, "fan")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestExtractSharedEntryAndEntryNode(t *testing.T) {
 	if len(sub.Edges) != 2 {
 		t.Errorf("sub edges = %+v", sub.Edges)
 	}
-	p2, _, err := engine.Extract(c, []string{"a", "b", "c", "j"}, "all")
+	p2, _, err := edit.Extract(c, []string{"a", "b", "c", "j"}, "all")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func sameFinalOutput(t *testing.T, c, parent, sub *engine.Chain) any {
 func TestExtractRootsKeepRunInput(t *testing.T) {
 	t.Parallel()
 	c := mustDecode(t, extractLinear)
-	parent, sub, err := engine.Extract(c, []string{"a", "b"}, "head")
+	parent, sub, err := edit.Extract(c, []string{"a", "b"}, "head")
 	if err != nil {
 		t.Fatal(err)
 	}
