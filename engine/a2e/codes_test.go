@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 // wireCodeCase is one row of engine/testdata/a2e_wire_codes.json, shared with the
@@ -45,16 +46,16 @@ func TestA2EWireErrorCodes(t *testing.T) {
 			}
 			m := a2e.NewResponseMessage(req, res)
 			if m.Success != tc.Success {
-				t.Fatalf("success = %v, want %v (status %s, error %s)", m.Success, tc.Success, res.Status, js(m.Error))
+				t.Fatalf("success = %v, want %v (status %s, error %s)", m.Success, tc.Success, res.Status, enginetest.JSON(m.Error))
 			}
 			if tc.Code == "" {
 				if m.Error != nil {
-					t.Fatalf("error = %s, want none", js(m.Error))
+					t.Fatalf("error = %s, want none", enginetest.JSON(m.Error))
 				}
 				return
 			}
 			if m.Error == nil || m.Error.Code != tc.Code || !strings.Contains(m.Error.Message, tc.Message) || (tc.NodeID != "" && m.Error.NodeID != tc.NodeID) {
-				t.Fatalf("error = %s, want code %s, node %q, message containing %q", js(m.Error), tc.Code, tc.NodeID, tc.Message)
+				t.Fatalf("error = %s, want code %s, node %q, message containing %q", enginetest.JSON(m.Error), tc.Code, tc.NodeID, tc.Message)
 			}
 		})
 	}

@@ -37,7 +37,7 @@ func TestNewEventMessage(t *testing.T) {
 		m := a2e.NewEventMessage("req", c.ev)
 		if m.Type != a2e.TypeEvent || m.Version != "1.0" || m.ReqID != "req" || m.ID == "" || m.Seq != c.ev.Seq ||
 			m.NodeID != c.ev.NodeID || m.Phase != c.ev.Phase || m.Output != c.output || m.Error != c.errMessage || m.Ts != 1716123456.789 ||
-			js(m.Data) != c.data {
+			enginetest.JSON(m.Data) != c.data {
 			t.Fatalf("%+v → %+v", c.ev, m)
 		}
 		b, _ := json.Marshal(m)
@@ -98,14 +98,14 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 		{"node_id":"b","kind":"tool","name":"echo","input":{"v":1}}]}`)
 	m := a2e.NewResponseMessage(&engine.Request{ID: "s"}, res)
 	if res.Status != engine.StatusPartial || m.Success || m.Error == nil || m.Error.NodeID != "a" {
-		t.Fatalf("skip: status %s, resp %s", res.Status, js(m))
+		t.Fatalf("skip: status %s, resp %s", res.Status, enginetest.JSON(m))
 	}
 	// The failure is an error event with the message, its reason the
 	// policy; then the skip, without error (A2E: error only on "error").
 	var got []string
 	for _, e := range msgs {
 		if e.NodeID == "a" {
-			got = append(got, string(e.Phase)+"|"+e.Error+"|"+js(e.Data))
+			got = append(got, string(e.Phase)+"|"+e.Error+"|"+enginetest.JSON(e.Data))
 		}
 	}
 	if strings.Join(got, " ") != `start||{} error|flaky disk|{"reason":"on_error_skip"} skip||{"reason":"on_error_skip"}` {
@@ -116,8 +116,8 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 		{"node_id":"a","kind":"tool","name":"fail","input":{"message":"boom"},"on_error":"fix"},
 		{"node_id":"fix","kind":"tool","name":"echo","input":{"recovered":true}}]}`)
 	m = a2e.NewResponseMessage(&engine.Request{ID: "h"}, res)
-	if res.Status != engine.StatusPartial || m.Success || js(m.FinalOutput) != `{"recovered":true}` {
-		t.Fatalf("handler: status %s, resp %s", res.Status, js(m))
+	if res.Status != engine.StatusPartial || m.Success || enginetest.JSON(m.FinalOutput) != `{"recovered":true}` {
+		t.Fatalf("handler: status %s, resp %s", res.Status, enginetest.JSON(m))
 	}
 
 	// A branch not taken is a skip without error, and the run succeeds.
@@ -126,12 +126,12 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 		{"node_id":"pos","kind":"tool","name":"echo","input_map":{"n":"$.input.n"}},
 		{"node_id":"neg","kind":"tool","name":"echo"}]}`)
 	m = a2e.NewResponseMessage(&engine.Request{ID: "b"}, res)
-	if !m.Success || js(m.FinalOutput) != `{"n":5}` {
-		t.Fatalf("branch: %s", js(m))
+	if !m.Success || enginetest.JSON(m.FinalOutput) != `{"n":5}` {
+		t.Fatalf("branch: %s", enginetest.JSON(m))
 	}
 	for _, e := range msgs {
 		if e.Phase == engine.PhaseSkip && e.Error != "" {
-			t.Fatalf("routing skip with an error: %s", js(e))
+			t.Fatalf("routing skip with an error: %s", enginetest.JSON(e))
 		}
 	}
 }
@@ -165,7 +165,7 @@ func a2eExchange(t *testing.T, doc string) (*engine.Result, []a2e.EventMessage, 
 	}
 	for _, m := range msgs { // A2E: output only on done, error only on error
 		if m.Output != nil && m.Phase != engine.PhaseDone || m.Error != "" && m.Phase != engine.PhaseError {
-			t.Fatalf("%s event with output %s, error %q", m.Phase, js(m.Output), m.Error)
+			t.Fatalf("%s event with output %s, error %q", m.Phase, enginetest.JSON(m.Output), m.Error)
 		}
 	}
 	return res, msgs, resp
@@ -189,13 +189,13 @@ func TestA2EParallelContinueCollectsBranchErrors(t *testing.T) {
 		{"node_id":"ok","kind":"tool","name":"echo","input":{"v":"good"}},
 		{"node_id":"boom","kind":"tool","name":"fail","input":{"message":"kaboom"}}]}`)
 	if res.Status != engine.StatusPartial || res.Nodes["p"].Status != engine.PhaseDone {
-		t.Fatalf("status %s, p %s: %s", res.Status, res.Nodes["p"].Status, js(res.Error))
+		t.Fatalf("status %s, p %s: %s", res.Status, res.Nodes["p"].Status, enginetest.JSON(res.Error))
 	}
-	if js(resp.Outputs["p"]) != `[{"v":"good"},{"error":"kaboom"}]` || js(resp.FinalOutput) != js(resp.Outputs["p"]) {
-		t.Fatalf("outputs %s, final_output %s", js(resp.Outputs), js(resp.FinalOutput))
+	if enginetest.JSON(resp.Outputs["p"]) != `[{"v":"good"},{"error":"kaboom"}]` || enginetest.JSON(resp.FinalOutput) != enginetest.JSON(resp.Outputs["p"]) {
+		t.Fatalf("outputs %s, final_output %s", enginetest.JSON(resp.Outputs), enginetest.JSON(resp.FinalOutput))
 	}
 	if resp.Success || resp.Error == nil || resp.Error.Code != engine.CodeNodeError || resp.Error.NodeID != "p" {
-		t.Fatalf("chain/resp: %s", js(resp))
+		t.Fatalf("chain/resp: %s", enginetest.JSON(resp))
 	}
 }
 
@@ -208,8 +208,8 @@ func TestA2EMapItemEventsCarryTheItem(t *testing.T) {
 		{"node_id":"batch","kind":"map","items_path":"input.files","map_node":"process_file","next_node":"report"},
 		{"node_id":"process_file","kind":"tool","name":"delay","input_map":{"ms":"item"}},
 		{"node_id":"report","kind":"tool","name":"echo","input_map":{"n":"length(batch.output)"}}]}`)
-	if res.Status != engine.StatusPartial || js(resp.Outputs["report"]) != `{"n":3}` || resp.Success {
-		t.Fatalf("status %s, resp %s", res.Status, js(resp))
+	if res.Status != engine.StatusPartial || enginetest.JSON(resp.Outputs["report"]) != `{"n":3}` || resp.Success {
+		t.Fatalf("status %s, resp %s", res.Status, enginetest.JSON(resp))
 	}
 	perItem := map[string][]string{}
 	for _, m := range msgs {
@@ -218,9 +218,9 @@ func TestA2EMapItemEventsCarryTheItem(t *testing.T) {
 		}
 		item, ok := m.Data["item"].(float64)
 		if !ok {
-			t.Fatalf("%s event of process_file without data.item: %s", m.Phase, js(m))
+			t.Fatalf("%s event of process_file without data.item: %s", m.Phase, enginetest.JSON(m))
 		}
-		k := js(item)
+		k := enginetest.JSON(item)
 		perItem[k] = append(perItem[k], string(m.Phase)+"|"+m.Error)
 	}
 	want := map[string]string{"0": "start| done|", "1": `start| error|delay: field "ms" must be >= 0, got -5`, "2": "start| done|"}
@@ -246,8 +246,8 @@ func TestA2EFinalOutputFromAHandler(t *testing.T) {
 	if res.Status != engine.StatusPartial || res.Nodes["after"].Status != engine.PhaseSkip {
 		t.Fatalf("status %s, after %s", res.Status, res.Nodes["after"].Status)
 	}
-	if js(res.FinalOutput) != `{"v":"fixed"}` || js(resp.FinalOutput) != `{"v":"fixed"}` || js(resp.Outputs) != `{"fix":{"v":"fixed"}}` {
-		t.Fatalf("final_output %s, outputs %s", js(resp.FinalOutput), js(resp.Outputs))
+	if enginetest.JSON(res.FinalOutput) != `{"v":"fixed"}` || enginetest.JSON(resp.FinalOutput) != `{"v":"fixed"}` || enginetest.JSON(resp.Outputs) != `{"fix":{"v":"fixed"}}` {
+		t.Fatalf("final_output %s, outputs %s", enginetest.JSON(resp.FinalOutput), enginetest.JSON(resp.Outputs))
 	}
 }
 

@@ -2,31 +2,12 @@ package inspect_test
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
-
-// js is v as JSON with <, > and & literal, for failure messages.
-func js(v any) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func mustDecode(t testing.TB, doc string) *engine.Chain {
-	t.Helper()
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
-	if err != nil {
-		t.Fatalf("decode: %v", err)
-	}
-	return c
-}
 
 // newEngine is an engine with the built-in tools, recording events and
 // checkpoints in memory.
@@ -54,7 +35,7 @@ func newHarness(t testing.TB) *harness {
 
 func (h *harness) run(doc string, input map[string]any) *engine.Result {
 	h.t.Helper()
-	res, err := h.e.Run(context.Background(), mustDecode(h.t, doc), input, engine.RunOptions{})
+	res, err := h.e.Run(context.Background(), enginetest.MustDecode(h.t, doc), input, engine.RunOptions{})
 	if err != nil {
 		h.t.Fatalf("run: %v", err)
 	}
@@ -77,6 +58,6 @@ func val(v any) *engine.ResumeValue { return &engine.ResumeValue{Value: v} }
 func wantStatus(t testing.TB, res *engine.Result, want engine.RunStatus) {
 	t.Helper()
 	if res.Status != want {
-		t.Fatalf("status = %s, want %s (error %s)", res.Status, want, js(res.Error))
+		t.Fatalf("status = %s, want %s (error %s)", res.Status, want, enginetest.JSON(res.Error))
 	}
 }

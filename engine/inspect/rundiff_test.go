@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/examples"
 )
@@ -19,7 +20,7 @@ import (
 func sideOf(t *testing.T, doc string, input map[string]any) *inspect.RunSide {
 	t.Helper()
 	e, _, cp := newEngine(t)
-	res, err := e.Run(context.Background(), mustDecode(t, doc), input, engine.RunOptions{})
+	res, err := e.Run(context.Background(), enginetest.MustDecode(t, doc), input, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func nodeDiff(t *testing.T, d *inspect.RunDiff, id string) inspect.NodeDiff {
 			return n
 		}
 	}
-	t.Fatalf("no node %s in the comparison: %s", id, js(d))
+	t.Fatalf("no node %s in the comparison: %s", id, enginetest.JSON(d))
 	return inspect.NodeDiff{}
 }
 
@@ -67,23 +68,23 @@ func TestCompareRunsOfTheSameRunFindsNothing(t *testing.T) {
 	s := sideOf(t, branchDoc, map[string]any{"items": []any{1.0, 2.0}})
 	d := inspect.CompareRuns(s, s, inspect.RunDiffLimits{})
 	if !d.Same || d.Divergence != nil || d.Differing != 0 || d.StatusChanged || d.FinalOutput.Changed {
-		t.Fatalf("a run compared with itself differs: %s", js(d))
+		t.Fatalf("a run compared with itself differs: %s", enginetest.JSON(d))
 	}
 	if got := order(d); !reflect.DeepEqual(got, []string{"fetch", "check", "process", "skip_log", "report"}) {
 		t.Fatalf("order %v", got)
 	}
 	for _, n := range d.Nodes {
 		if n.Change != inspect.ChangeSame || n.Route != nil || n.Output != nil {
-			t.Fatalf("node %s differs from itself: %s", n.NodeID, js(n))
+			t.Fatalf("node %s differs from itself: %s", n.NodeID, enginetest.JSON(n))
 		}
 		if n.A.Status == string(engine.PhaseDone) && (n.A.DurationMS == nil || n.DurationDeltaMS == nil || *n.DurationDeltaMS != 0) {
-			t.Fatalf("node %s: a done node has a duration and a zero delta: %s", n.NodeID, js(n))
+			t.Fatalf("node %s: a done node has a duration and a zero delta: %s", n.NodeID, enginetest.JSON(n))
 		}
 	}
 	// Two runs with the same input take the same path: only timings differ.
 	s2 := sideOf(t, branchDoc, map[string]any{"items": []any{1.0, 2.0}})
 	if d := inspect.CompareRuns(s, s2, inspect.RunDiffLimits{}); !d.Same {
-		t.Fatalf("two identical runs differ: %s", js(d))
+		t.Fatalf("two identical runs differ: %s", enginetest.JSON(d))
 	}
 }
 
@@ -96,36 +97,36 @@ func TestCompareRunsOfTwoBranches(t *testing.T) {
 	b := sideOf(t, branchDoc, map[string]any{"items": []any{}})
 	d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{})
 	if d.Same || d.Divergence == nil || d.Divergence.NodeID != "fetch" || !reflect.DeepEqual(d.Divergence.What, []string{"output"}) {
-		t.Fatalf("divergence: %s", js(d.Divergence))
+		t.Fatalf("divergence: %s", enginetest.JSON(d.Divergence))
 	}
 	fetch := nodeDiff(t, d, "fetch")
 	if want := []inspect.PathChange{{Path: "items[0]", Op: "removed", Old: json.RawMessage("1")}, {Path: "items[1]", Op: "removed", Old: json.RawMessage("2")}}; !reflect.DeepEqual(fetch.Output.Paths, want) {
-		t.Fatalf("fetch output paths %s", js(fetch.Output.Paths))
+		t.Fatalf("fetch output paths %s", enginetest.JSON(fetch.Output.Paths))
 	}
 	check := nodeDiff(t, d, "check")
 	if check.Route == nil || !reflect.DeepEqual(check.Route.OutA, []string{"check->process"}) || !reflect.DeepEqual(check.Route.OutB, []string{"check->skip_log"}) ||
 		!reflect.DeepEqual(check.Route.InA, []string{"fetch->check"}) {
-		t.Fatalf("check route: %s", js(check))
+		t.Fatalf("check route: %s", enginetest.JSON(check))
 	}
 	if !strings.Contains(strings.Join(check.What, ","), "route") {
 		t.Fatalf("check what: %v", check.What)
 	}
 	process, skip := nodeDiff(t, d, "process"), nodeDiff(t, d, "skip_log")
 	if process.A.Status != "done" || process.B.Status != "skip" || process.B.Reason != engine.ReasonBranchNotTaken || process.Change != inspect.ChangeChanged {
-		t.Fatalf("process: %s", js(process))
+		t.Fatalf("process: %s", enginetest.JSON(process))
 	}
 	if skip.A.Status != "skip" || skip.B.Status != "done" || !reflect.DeepEqual(skip.What, []string{"status", "route", "output"}) {
-		t.Fatalf("skip_log: %s", js(skip))
+		t.Fatalf("skip_log: %s", enginetest.JSON(skip))
 	}
 	if skip.DurationDeltaMS != nil || skip.B.DurationMS == nil || skip.A.DurationMS != nil {
-		t.Fatalf("a skipped node has no duration, so no delta: %s", js(skip))
+		t.Fatalf("a skipped node has no duration, so no delta: %s", enginetest.JSON(skip))
 	}
 	report := nodeDiff(t, d, "report")
 	if report.Route == nil || !reflect.DeepEqual(report.Route.InA, []string{"process->report"}) || !reflect.DeepEqual(report.Route.InB, []string{"skip_log->report"}) {
-		t.Fatalf("report's incoming route: %s", js(report))
+		t.Fatalf("report's incoming route: %s", enginetest.JSON(report))
 	}
 	if !d.FinalOutput.Changed || d.StatusChanged || d.Differing != 5 {
-		t.Fatalf("final output changed, status did not, all five nodes differ: %s", js(d))
+		t.Fatalf("final output changed, status did not, all five nodes differ: %s", enginetest.JSON(d))
 	}
 }
 
@@ -184,10 +185,10 @@ func TestCompareRunsTable(t *testing.T) {
 			check: func(t *testing.T, d *inspect.RunDiff) {
 				y := nodeDiff(t, d, "y")
 				if y.B.Error != "boom" || y.A.Error != "" || !reflect.DeepEqual(y.Route.OutA, []string{"y->z"}) || len(y.Route.OutB) != 0 {
-					t.Fatalf("y: %s", js(y))
+					t.Fatalf("y: %s", enginetest.JSON(y))
 				}
 				if y.Output != nil {
-					t.Fatalf("both outputs are null: no output difference: %s", js(y))
+					t.Fatalf("both outputs are null: no output difference: %s", enginetest.JSON(y))
 				}
 			},
 		},
@@ -205,7 +206,7 @@ func TestCompareRunsTable(t *testing.T) {
 			check: func(t *testing.T, d *inspect.RunDiff) {
 				p := nodeDiff(t, d, "p")
 				if !reflect.DeepEqual(p.Route.InA, []string{"r->p"}) || len(p.Route.InB) != 0 || !reflect.DeepEqual(p.What, []string{"route"}) {
-					t.Fatalf("p's incoming route: %s", js(p))
+					t.Fatalf("p's incoming route: %s", enginetest.JSON(p))
 				}
 			},
 		},
@@ -227,7 +228,7 @@ func TestCompareRunsTable(t *testing.T) {
 					{Path: "typ", Op: "changed", Old: json.RawMessage(`"1"`), New: json.RawMessage("1")},
 				}
 				if got := nodeDiff(t, d, "x").Output.Paths; !reflect.DeepEqual(got, want) {
-					t.Fatalf("paths\n got %s\nwant %s", js(got), js(want))
+					t.Fatalf("paths\n got %s\nwant %s", enginetest.JSON(got), enginetest.JSON(want))
 				}
 			},
 		},
@@ -239,7 +240,7 @@ func TestCompareRunsTable(t *testing.T) {
 			check: func(t *testing.T, d *inspect.RunDiff) {
 				p := nodeDiff(t, d, "x").Output.Paths
 				if len(p) != 1 || p[0].Path != "@" || string(p[0].Old) != "[1]" || string(p[0].New) != `"text"` {
-					t.Fatalf("paths %s", js(p))
+					t.Fatalf("paths %s", enginetest.JSON(p))
 				}
 			},
 		},
@@ -255,7 +256,7 @@ func TestCompareRunsTable(t *testing.T) {
 			check: func(t *testing.T, d *inspect.RunDiff) {
 				x := nodeDiff(t, d, "x")
 				if !d.Same || x.Change != "same" || x.DurationDeltaMS == nil || *x.DurationDeltaMS != 15 || *x.A.DurationMS != 10 || *x.B.DurationMS != 25 {
-					t.Fatalf("x: %s", js(x))
+					t.Fatalf("x: %s", enginetest.JSON(x))
 				}
 			},
 		},
@@ -296,10 +297,10 @@ func TestCompareRunsTable(t *testing.T) {
 				}
 				n, o := nodeDiff(t, d, "new"), nodeDiff(t, d, "old")
 				if n.Change != "added" || n.A != nil || n.B.Status != "done" || !reflect.DeepEqual(n.What, []string{"added"}) {
-					t.Fatalf("new: %s", js(n))
+					t.Fatalf("new: %s", enginetest.JSON(n))
 				}
 				if o.Change != "removed" || o.B != nil || len(o.What) != 0 {
-					t.Fatalf("old was skipped: removed, but not a divergence: %s", js(o))
+					t.Fatalf("old was skipped: removed, but not a divergence: %s", enginetest.JSON(o))
 				}
 			},
 		},
@@ -317,7 +318,7 @@ func TestCompareRunsTable(t *testing.T) {
 				Position: &engine.Position{X: 2}, Input: map[string]any{"k": 1.0}}}}, nil, nodeSpec{id: "x", status: "done"}),
 			check: func(t *testing.T, d *inspect.RunDiff) {
 				if x := nodeDiff(t, d, "x"); !reflect.DeepEqual(x.Edited, []string{"input", "label"}) || x.Change != "same" {
-					t.Fatalf("edited: %s", js(x))
+					t.Fatalf("edited: %s", enginetest.JSON(x))
 				}
 			},
 		},
@@ -328,7 +329,7 @@ func TestCompareRunsTable(t *testing.T) {
 			divergence: "x", what: []string{"status"},
 			check: func(t *testing.T, d *inspect.RunDiff) {
 				if x := nodeDiff(t, d, "x"); x.B.Status != inspect.StatusNotReached {
-					t.Fatalf("x: %s", js(x))
+					t.Fatalf("x: %s", enginetest.JSON(x))
 				}
 			},
 		},
@@ -341,7 +342,7 @@ func TestCompareRunsTable(t *testing.T) {
 				got = d.Divergence.NodeID
 			}
 			if got != tc.divergence {
-				t.Fatalf("divergence %q, want %q: %s", got, tc.divergence, js(d))
+				t.Fatalf("divergence %q, want %q: %s", got, tc.divergence, enginetest.JSON(d))
 			}
 			if d.Divergence != nil && !reflect.DeepEqual(d.Divergence.What, tc.what) {
 				t.Fatalf("divergence at %s is about %v, want %v", got, d.Divergence.What, tc.what)
@@ -350,8 +351,8 @@ func TestCompareRunsTable(t *testing.T) {
 				tc.check(t, d)
 			}
 			// Deterministic: the same comparison encodes to the same bytes.
-			if again := inspect.CompareRuns(tc.a, tc.b, inspect.RunDiffLimits{}); js(again) != js(d) {
-				t.Fatalf("two comparisons differ:\n%s\n%s", js(d), js(again))
+			if again := inspect.CompareRuns(tc.a, tc.b, inspect.RunDiffLimits{}); enginetest.JSON(again) != enginetest.JSON(d) {
+				t.Fatalf("two comparisons differ:\n%s\n%s", enginetest.JSON(d), enginetest.JSON(again))
 			}
 		})
 	}
@@ -367,13 +368,13 @@ func TestCompareRunsRunLevel(t *testing.T) {
 	b.Status, b.Error = engine.StatusFailed, &engine.RunError{Code: "node_failed", Message: "x failed"}
 	d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{})
 	if d.Same || !d.StatusChanged || d.StatusA != "completed" || d.StatusB != "failed" || d.ErrorA != nil || d.ErrorB.Code != "node_failed" {
-		t.Fatalf("run status: %s", js(d))
+		t.Fatalf("run status: %s", enginetest.JSON(d))
 	}
 	if p := d.FinalOutput.Paths; len(p) != 1 || p[0].Path != "ok" || string(p[0].Old) != "true" || string(p[0].New) != "false" {
-		t.Fatalf("final output: %s", js(d.FinalOutput))
+		t.Fatalf("final output: %s", enginetest.JSON(d.FinalOutput))
 	}
 	if d.Divergence != nil {
-		t.Fatalf("no node differs, so no divergence: %s", js(d.Divergence))
+		t.Fatalf("no node differs, so no divergence: %s", enginetest.JSON(d.Divergence))
 	}
 }
 
@@ -388,7 +389,7 @@ func TestCompareRunsInputs(t *testing.T) {
 	b.Input = map[string]any{"n": 2.0, "keep": "same", "extra": true}
 	d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{})
 	if d.Same || !d.Input.Changed {
-		t.Fatalf("different inputs compare as the same: %s", js(d))
+		t.Fatalf("different inputs compare as the same: %s", enginetest.JSON(d))
 	}
 	got := map[string]string{}
 	for _, p := range d.Input.Paths {
@@ -401,7 +402,7 @@ func TestCompareRunsInputs(t *testing.T) {
 	// no input and an empty one are the same input
 	a.Input, b.Input = nil, map[string]any{}
 	if d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{}); !d.Same || d.Input.Changed {
-		t.Fatalf("nil and {} inputs: %s", js(d.Input))
+		t.Fatalf("nil and {} inputs: %s", enginetest.JSON(d.Input))
 	}
 }
 
@@ -427,9 +428,9 @@ func TestCompareRunsBounds(t *testing.T) {
 		t.Fatalf("per value 5, 7 in all: n1 %d, n2 %d", len(n1.Output.Paths), len(n2.Output.Paths))
 	}
 	if !n3.Output.Changed || len(n3.Output.Paths) != 0 || !n3.Output.Truncated || !d.Truncated {
-		t.Fatalf("past the total budget a difference is still found, and flagged: %s", js(n3.Output))
+		t.Fatalf("past the total budget a difference is still found, and flagged: %s", enginetest.JSON(n3.Output))
 	}
-	if len(n3.A.Error) > inspect.DefaultDiffErrorBytes+len("…") || !strings.HasSuffix(n3.A.Error, "…") || !json.Valid([]byte(js(n3.A.Error))) {
+	if len(n3.A.Error) > inspect.DefaultDiffErrorBytes+len("…") || !strings.HasSuffix(n3.A.Error, "…") || !json.Valid([]byte(enginetest.JSON(n3.A.Error))) {
 		t.Fatalf("error cut to %d bytes", len(n3.A.Error))
 	}
 
@@ -444,7 +445,7 @@ func TestCompareRunsBounds(t *testing.T) {
 			t.Fatalf("%s: old %d bytes, cut %v: %s", p.Path, len(p.Old), p.OldCut, p.Old)
 		}
 		if p.Path == "v" && (p.NewCut || string(p.New) != `"short"`) {
-			t.Fatalf("a short value is whole: %s", js(p))
+			t.Fatalf("a short value is whole: %s", enginetest.JSON(p))
 		}
 	}
 }
@@ -530,7 +531,7 @@ func TestFiredEdgesOfTheLoopExample(t *testing.T) {
 			t.Fatalf("review fired %v", got)
 		}
 		if d := inspect.CompareRuns(s, s, inspect.RunDiffLimits{}); !d.Same {
-			t.Fatalf("the loop against itself: %s", js(d))
+			t.Fatalf("the loop against itself: %s", enginetest.JSON(d))
 		}
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/inspect"
 )
 
@@ -285,7 +286,7 @@ func TestDecisionsInEvents(t *testing.T) {
 	wantStatus(t, res, engine.StatusCompleted)
 	for _, ev := range h.sink.Events() {
 		if ev.NodeID == "a" && ev.Phase == engine.PhaseDone {
-			if got := js(ev.Decisions); got != `[{"edge":"a->b","kind":"edge_condition","expr":"output.score > `+"`5`"+`","reads":[{"path":"output.score","value":"7"}],"result":"true","rule":"first_match","outcome":"fired"}]` {
+			if got := enginetest.JSON(ev.Decisions); got != `[{"edge":"a->b","kind":"edge_condition","expr":"output.score > `+"`5`"+`","reads":[{"path":"output.score","value":"7"}],"result":"true","rule":"first_match","outcome":"fired"}]` {
 				t.Errorf("done event decisions = %s", got)
 			}
 			return
@@ -305,7 +306,7 @@ func TestDecisionReadsAreTruncated(t *testing.T) {
 	wantStatus(t, res, engine.StatusCompleted)
 	a := why(t, h, res.RunID, "b")
 	if len(a.Incoming) != 1 || len(a.Incoming[0].Reads) != 2 {
-		t.Fatalf("incoming = %s", js(a.Incoming))
+		t.Fatalf("incoming = %s", enginetest.JSON(a.Incoming))
 	}
 	r := a.Incoming[0].Reads[0]
 	if r.Path != "output.text" || !r.Truncated || !strings.HasSuffix(r.Value, "…") || !strings.HasPrefix(r.Value, `"éé`) {
@@ -401,7 +402,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 		// what the node's event said when it routed: deferred
 		for _, ev := range h.sink.Events() {
 			if ev.NodeID == "a" && ev.Phase == engine.PhaseDone {
-				if got := js(ev.Decisions); !strings.Contains(got, `"edge":"a->c","kind":"edge","rule":"default_no_match","outcome":"deferred"`) {
+				if got := enginetest.JSON(ev.Decisions); !strings.Contains(got, `"edge":"a->c","kind":"edge","rule":"default_no_match","outcome":"deferred"`) {
 					t.Errorf("a's done event: %s", got)
 				}
 			}
@@ -418,7 +419,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 		}
 		if len(a.Causes) != 1 || a.Causes[0].Result != engine.ResultError || a.Causes[0].Outcome != engine.OutcomeFailed ||
 			!strings.Contains(a.Causes[0].Error, "output.nope.deeper") || len(a.Causes[0].Reads) != 1 || !a.Causes[0].Reads[0].Missing {
-			t.Errorf("c causes: %s", js(a.Causes))
+			t.Errorf("c causes: %s", enginetest.JSON(a.Causes))
 		}
 	})
 	t.Run("sequential_links_passed_over", func(t *testing.T) {
@@ -432,7 +433,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 			if ev.NodeID == "a" && ev.Phase == engine.PhaseProgress {
 				n += len(ev.Decisions)
 				if ev.Progress != nil { // nothing for the canvas to show
-					t.Errorf("progress %s", js(ev.Progress))
+					t.Errorf("progress %s", enginetest.JSON(ev.Progress))
 				}
 			}
 		}
@@ -464,7 +465,7 @@ func TestWhySkippedBranchSaysHowTheRouterChose(t *testing.T) {
 			}
 		}
 		if st == nil {
-			t.Fatalf("%s: no cause on route->hi: %s", node, js(a.Causes))
+			t.Fatalf("%s: no cause on route->hi: %s", node, enginetest.JSON(a.Causes))
 		}
 		if st.Chose != "default" {
 			t.Errorf("%s: chose %q, want default", node, st.Chose)
@@ -487,7 +488,7 @@ func TestWhySkippedBranchSaysHowTheRouterChose(t *testing.T) {
 	wantStatus(t, res, engine.StatusCompleted)
 	a := why(t, h, res.RunID, "no")
 	if len(a.Causes) != 1 || a.Causes[0].Chose != "true" || len(a.Causes[0].Tests) != 1 {
-		t.Fatalf("no: causes %s", js(a.Causes))
+		t.Fatalf("no: causes %s", enginetest.JSON(a.Causes))
 	}
 	if got := stepText(inspect.WhyStep{Decision: a.Causes[0].Tests[0]}); got != "br branch_condition handle=true true first_match output.score=9" {
 		t.Errorf("no: the branch's test: %s", got)

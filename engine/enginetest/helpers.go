@@ -1,4 +1,4 @@
-package edit_test
+package enginetest
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"github.com/chainstudio/studio/engine"
 )
 
-// js is v as JSON with <, > and & literal, for failure messages.
-func js(v any) string {
+// JSON is v as JSON with <, > and & kept literal, for failure messages.
+func JSON(v any) string {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -17,7 +17,9 @@ func js(v any) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func mustDecode(t testing.TB, doc string) *engine.Chain {
+// MustDecode decodes a chain document under the default limits, failing t
+// when it does not decode.
+func MustDecode(t testing.TB, doc string) *engine.Chain {
 	t.Helper()
 	c, err := engine.Decode([]byte(doc), engine.Limits{})
 	if err != nil {
