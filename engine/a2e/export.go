@@ -35,7 +35,7 @@ func (e *ExportError) Error() string {
 // Export turns a chain into an A2E chain/req message: edges
 // become next_node / true_node / false_node on their source nodes, the name
 // becomes chain_id, the timeout the request timeout. It is the inverse of
-// Decode for every chain it accepts: Decode(json(Export(c))) has the same
+// engine.Decode for every chain it accepts: Decode(json(Export(c))) has the same
 // nodes and edges as c (edge ids become the automatic "source->target" ones;
 // the description, which A2E has no field for, is dropped).
 //
