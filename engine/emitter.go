@@ -59,10 +59,11 @@ func (e *emitter) close() {
 	e.mu.Unlock()
 }
 
-// flush flushes the sinks that buffer (a MultiSink's, each in turn).
+// flush flushes the sinks that buffer (a MultiSink's, each in turn), even
+// when ctx is cancelled: the run's last events must reach them.
 func (e *emitter) flush(ctx context.Context) {
 	for _, s := range flushers(e.sink) {
-		_ = s.Flush(ctx)
+		_ = s.Flush(context.WithoutCancel(ctx))
 	}
 }
 

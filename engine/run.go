@@ -701,7 +701,7 @@ func (r *run) finishRun() (res *Result, err error) {
 	end := &EndRecord{Status: status, Error: r.outcome.err, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
 	r.checkpointFailed(r.checkpoints.sync())
-	r.events.flush(context.WithoutCancel(r.ctx))
+	r.events.flush(r.ctx)
 	r.cancel(nil)
 	if r.outcome.infra != nil && res.Error == nil {
 		res.Error = &RunError{Code: CodeCheckpoint, Message: r.outcome.infra.Error()}
