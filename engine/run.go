@@ -82,10 +82,7 @@ type run struct {
 	only        int                    // a node run alone (RunNode): its index + 1; 0 for a whole run
 	mocks       map[string]any         // RunOptions.Mocks: read-only, shared with workers
 	mockErrs    map[string]string      // RunOptions.MockErrors: read-only
-	routeBufs   routeBufs
-	trace       expr.Trace // scratch: the paths a traced condition read (decision.go)
-	evalScope   scope      // scratch: the scope a traced condition is evaluated in
-	jsonBuf     []byte     // scratch: a value read, as JSON
+	scratch     scratch                // reused by routing and traced conditions
 	checkpoints checkpointBatcher
 
 	outcome  runOutcome
@@ -158,9 +155,6 @@ type replayState struct {
 	dispatch map[int]*dispatcher // sequential dispatches found replaying, by source
 	edgeIdx  map[string]int      // edge id → index, built on first use
 }
-
-// routeBufs are scratch lists for routing decisions (see newRouting).
-type routeBufs struct{ fired, pruned []int }
 
 // runOutcome is how the run is ending.
 type runOutcome struct {
