@@ -80,7 +80,7 @@ fuzz:
 	$(GO) test ./engine/expr -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./engine -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./engine -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./engine -run '^$$' -fuzz '^FuzzA2EMessage$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/a2e -run '^$$' -fuzz '^FuzzA2EMessage$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/agent -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./engine/agent -run '^$$' -fuzz '^FuzzSchema$$' -fuzztime $(FUZZTIME)
 

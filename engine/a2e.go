@@ -10,12 +10,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// A2E wire message types (docs/chain-format.md, "A2E compatibility").
+// The A2E request type and protocol version (docs/chain-format.md, "A2E
+// compatibility"); engine/a2e holds the messages a host answers with.
 const (
-	TypeRequest  = "chain/req"
-	TypeEvent    = "chain/event"
-	TypeResponse = "chain/resp"
-	WireVersion  = "1.0"
+	TypeRequest = "chain/req"
+	WireVersion = "1.0"
 )
 
 // Request is an A2E chain/req message.

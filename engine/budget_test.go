@@ -85,15 +85,3 @@ func TestValidateCeilings(t *testing.T) {
 		t.Errorf("at the ceiling: %+v", issues)
 	}
 }
-
-// An A2E answer to a run stopped by a budget carries the budget in
-// error.details.
-func TestBudgetInA2EResponse(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, func(o *engine.Options) { o.Limits.MaxNodeExecutions = 5 })
-	res := h.run(loopDoc("1000"), map[string]any{"s": "x"})
-	m := engine.NewResponseMessage(&engine.Request{ID: "r1", ChainID: "c"}, res)
-	if m.Success || m.Error == nil || m.Error.Code != engine.CodeBudget || m.Error.Details["budget"] != engine.BudgetNodeExecutions {
-		t.Fatalf("A2E error %+v", m.Error)
-	}
-}

@@ -129,6 +129,10 @@ func toReads(rs []expr.Read, scratch *[]byte) []Read {
 	return out
 }
 
+// BoundedJSON is v's JSON (object keys sorted), cut after about limit bytes
+// and marked "…" when cut, as decisions record the values they read.
+func BoundedJSON(v any, limit int) (string, bool) { return boundedJSON(v, limit) }
+
 // boundedJSON is v's JSON (object keys sorted), cut after about limit bytes:
 // the encoder stops as soon as it has that much, so a huge value costs no
 // more than a small one.
@@ -294,18 +298,6 @@ func (w *jsonWriter) str(s string) {
 		}
 	}
 	w.buf = append(w.buf, '"')
-}
-
-// test evaluates a condition on the coordinator, tracing what it reads.
-// The evaluation sees a copy of sc held by the run, so the caller's scope
-// stays on its stack (the trace keeps a pointer to what it evaluates in).
-func (r *run) test(e *expr.Expr, sc *scope) (bool, []Read, error) {
-	r.evalScope = *sc
-	ok, err := e.TestTraced(&r.evalScope, r.strict, &r.trace)
-	out := toReads(r.trace.Reads, &r.jsonBuf)
-	r.trace.Reset() // the scratch must not keep outputs alive
-	r.evalScope = scope{}
-	return ok, out, err
 }
 
 func resultOf(ok bool) string {

@@ -50,19 +50,6 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// A why step keeps its own fields beside the decision's.
-func TestWhyStepJSON(t *testing.T) {
-	s := WhyStep{Decision: Decision{Node: "a", Edge: "a->b", Kind: DecideEdge, Rule: RuleUnconditional, Outcome: OutcomeFired}, Target: "b", Note: "n"}
-	got, _ := json.Marshal(s)
-	if want := `{"node":"a","edge":"a->b","kind":"edge","rule":"unconditional","outcome":"fired","target":"b","note":"n"}`; string(got) != strings.ReplaceAll(want, ">", `\u003e`) {
-		t.Errorf("got %s", got)
-	}
-	var back WhyStep
-	if err := json.Unmarshal(got, &back); err != nil || back.Target != "b" || back.Note != "n" || back.Edge != "a->b" {
-		t.Errorf("round trip: %v %+v", err, back)
-	}
-}
-
 // A decision keeps at most MaxReads paths, then says how many more.
 func TestToReadsBounded(t *testing.T) {
 	var rs []expr.Read

@@ -258,7 +258,7 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	if p.plan == nil {
 		verr := &ValidationError{Issues: p.issues}
 		r.outcome.invalid = true
-		r.fail(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: errorsOnly(p.issues)}, verr)
+		r.fail(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: ErrorsOnly(p.issues)}, verr)
 		return r.finishRun()
 	}
 	if opts.reuse != nil {
@@ -275,16 +275,6 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	}
 	r.loop()
 	return r.finishRun()
-}
-
-func errorsOnly(issues []Issue) []Issue {
-	var out []Issue
-	for _, i := range issues {
-		if i.Severity == SeverityError {
-			out = append(out, i)
-		}
-	}
-	return out
 }
 
 // Err returns how the run failed as a typed error (nil when it did not fail).

@@ -232,7 +232,7 @@ func (r *run) matchHandle(i int, input any, sc *scope) (matched string, decided 
 	dsc := *sc
 	dsc.output, dsc.hasOut = input, true
 	if nd.Kind == KindBranch {
-		ok, reads, err := r.test(r.graph.condition[i], &dsc)
+		ok, reads, err := r.scratch.test(r.graph.condition[i], &dsc, r.strict)
 		d := Decision{Kind: DecideBranch, Expr: nd.Condition, Reads: reads, Result: resultOf(ok), Handle: resultOf(ok), Rule: RuleFirstMatch}
 		if err != nil {
 			d.Result, d.Error, d.Handle = ResultError, err.Error(), ""
@@ -248,7 +248,7 @@ func (r *run) matchHandle(i int, input any, sc *scope) (matched string, decided 
 			decided = append(decided, d)
 			continue
 		}
-		ok, reads, err := r.test(e, &dsc)
+		ok, reads, err := r.scratch.test(e, &dsc, r.strict)
 		d.Reads, d.Result = reads, resultOf(ok)
 		if err != nil {
 			d.Result, d.Error = ResultError, err.Error()

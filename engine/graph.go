@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"iter"
 	"sort"
 
 	"github.com/chainstudio/studio/engine/expr"
@@ -53,6 +54,35 @@ type graph struct {
 	cases     [][]*expr.Expr
 	edgeCond  []*expr.Expr
 	exprErrs  []exprErr
+}
+
+// Precedence yields, for every pair of nodes of c that one must come before
+// the other, the ids of both: a non-loop edge's source before its target, a
+// node whose output an input_map reads before the reader, an owner before
+// what is attached to it. Pairs may repeat; a broken reference is left out.
+func Precedence(c *Chain) iter.Seq2[string, string] {
+	return func(yield func(before, after string) bool) {
+		for _, e := range c.Edges {
+			if !e.IsLoop() && !yield(e.Source, e.Target) {
+				return
+			}
+		}
+		g := newGraph(c)
+		for i, deps := range g.dataDeps {
+			for _, d := range deps {
+				if !yield(c.Nodes[d].ID, c.Nodes[i].ID) {
+					return
+				}
+			}
+		}
+		for i, owners := range g.owners {
+			for _, o := range owners {
+				if !yield(c.Nodes[o.owner].ID, c.Nodes[i].ID) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // nodeIndex maps each node id to its index (the first of duplicate ids).

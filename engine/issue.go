@@ -59,3 +59,14 @@ func HasErrors(issues []Issue) bool {
 	}
 	return false
 }
+
+// ErrorsOnly is the issues of severity error, in order (nil when none).
+func ErrorsOnly(issues []Issue) []Issue {
+	var out []Issue
+	for _, i := range issues {
+		if i.Severity == SeverityError {
+			out = append(out, i)
+		}
+	}
+	return out
+}

@@ -5,7 +5,7 @@ import "fmt"
 // Normalize turns A2E successor fields (next_node, true_node, false_node) into
 // edges and gives every edge an id. true_node/false_node become edges labelled
 // "true"/"false". An edge that already exists is not added twice. Normalize is
-// idempotent; Export turns the edges back into successor fields.
+// idempotent; engine/a2e's Export turns the edges back into successor fields.
 func Normalize(c *Chain) error {
 	type key struct{ src, dst, label string }
 	have := make(map[key]bool, len(c.Edges))

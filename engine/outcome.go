@@ -95,7 +95,7 @@ func (r *run) nodeDone(i int, c completion) {
 	rt := r.route(i, out, c.matched)
 	r.recordRouting(rec, &rt)
 	r.commit(i, rec, &rt, nil)
-	r.recycle(rt)
+	r.scratch.recycle(rt)
 }
 
 // recordOutput is a done record with the output encoding it shares with
@@ -136,7 +136,7 @@ func (r *run) nodeFailed(i int, c completion) {
 		rt = r.route(i, nil, "")
 		r.recordRouting(rec, &rt)
 		r.commit(i, rec, &rt, nil)
-		r.recycle(rt)
+		r.scratch.recycle(rt)
 		return
 	default:
 		rec.Handled = pol

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/internal/intheap"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -109,7 +110,7 @@ func (p *plan) topo(g *graph) {
 			indeg[i]++
 		}
 	}
-	h := &intHeap{}
+	h := &intheap.Min{}
 	for i := 0; i < n; i++ {
 		if indeg[i] == 0 {
 			*h = append(*h, i)
@@ -136,19 +137,6 @@ func (p *plan) topo(g *graph) {
 			pos++
 		}
 	}
-}
-
-type intHeap []int
-
-func (h intHeap) Len() int           { return len(h) }
-func (h intHeap) Less(a, b int) bool { return h[a] < h[b] }
-func (h intHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
-func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *intHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // subtreeNames collects the run-level names read by the nodes attached to

@@ -259,7 +259,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	r.replayLog(rs.log)
 	r.resumeDispatchers()
 	if rs.opts.NextSeq > 0 {
-		r.seq = rs.opts.NextSeq - 1
+		r.events.continueAfter(rs.opts.NextSeq - 1)
 	}
 	r.applyResume(rs.rec) // its checkpoint was written by StartResume
 	if rs.rec.NodeID == "" && len(rs.rec.ModifiedState) > 0 {
@@ -422,9 +422,7 @@ func (r *run) replayLog(log []Checkpoint) {
 	r.seedRoots()
 	for k := range log {
 		cp := &log[k]
-		if cp.EventSeq > r.seq {
-			r.seq = cp.EventSeq
-		}
+		r.events.saw(cp.EventSeq)
 		switch cp.Kind {
 		case CheckpointStart:
 			if cp.Start != nil && len(cp.Start.ModifiedState) > 0 {

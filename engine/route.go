@@ -80,20 +80,6 @@ func (r *run) route(i int, out any, matched string) routing {
 	return rt
 }
 
-// newRouting returns a routing whose lists reuse the run's scratch buffers
-// (a decision is consumed before the next one is taken).
-func (r *run) newRouting() routing {
-	return routing{fired: r.routeBufs.fired[:0], pruned: r.routeBufs.pruned[:0], deferred: noEdge}
-}
-
-// recycle keeps a consumed routing's buffers for the next decision (only
-// for a routing from route: others may share the graph's lists).
-func (r *run) recycle(rt routing) {
-	if rt.err == nil {
-		r.routeBufs.fired, r.routeBufs.pruned = rt.fired[:0], rt.pruned[:0]
-	}
-}
-
 // canFire checks a loop edge's cap: at the cap, on_max_reached "error" fails
 // the run and "continue" prunes the edge (routing then falls back).
 func (r *run) canFire(ei int) (bool, error) {
@@ -143,7 +129,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 		rt.decisions = capped
 		return rt
 	}
-	rt := r.newRouting()
+	rt := r.scratch.routing()
 	rt.decisions = make([]Decision, 0, len(outs))
 	for _, ei := range outs {
 		e := &r.chain.Edges[ei]
@@ -178,7 +164,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 			break
 		}
 	}
-	rt := r.newRouting()
+	rt := r.scratch.routing()
 	if !anyCond { // fan-out: every edge fires
 		for _, ei := range outs {
 			ok, err := r.canFire(ei)
@@ -205,7 +191,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 			rt.decisions = append(rt.decisions, d)
 			continue
 		}
-		ok, reads, err := r.test(r.graph.edgeCond[ei], sc)
+		ok, reads, err := r.scratch.test(r.graph.edgeCond[ei], sc, r.strict)
 		d.Reads, d.Result = reads, resultOf(ok)
 		if err != nil {
 			d.Result, d.Error = ResultError, err.Error()
@@ -269,7 +255,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 // the default only when no guard matched (docs/chain-format.md, "Routing").
 func (r *run) routeAll(i int, outs []int, out any) routing {
 	sc := &scope{base: r, output: out, hasOut: true}
-	rt := r.newRouting()
+	rt := r.scratch.routing()
 	matched := false
 	def := -1
 	for _, ei := range outs {
@@ -281,7 +267,7 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 		fire := true
 		var d *Decision // guarded edges and capped loops are recorded; unconditional edges need no record
 		if e.Condition != "" {
-			ok, reads, err := r.test(r.graph.edgeCond[ei], sc)
+			ok, reads, err := r.scratch.test(r.graph.edgeCond[ei], sc, r.strict)
 			rt.decisions = append(rt.decisions, Decision{Edge: e.ID, Kind: DecideGuard, Expr: e.Condition, Reads: reads, Result: resultOf(ok), Rule: RuleAllMatches})
 			d = &rt.decisions[len(rt.decisions)-1]
 			if err != nil {
@@ -524,7 +510,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 			}
 			continue
 		}
-		ok, reads, err := r.test(r.graph.edgeCond[ei], sc)
+		ok, reads, err := r.scratch.test(r.graph.edgeCond[ei], sc, r.strict)
 		dc := note(Decision{Edge: e.ID, Kind: DecideGuard, Expr: e.Condition, Reads: reads, Result: resultOf(ok), Rule: RuleAllMatches, Outcome: OutcomePruned})
 		if err != nil {
 			dc.Result, dc.Error, dc.Outcome = ResultError, err.Error(), OutcomeFailed

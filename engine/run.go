@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,11 +61,7 @@ type run struct {
 	launches int           // nodes started: every 32nd checks the timeout
 	deadline <-chan time.Time
 
-	// Events: emitted from workers too, so under emitMu.
-	emitMu sync.Mutex
-	seq    int64
-	sink   EventSink
-	closed bool // the run returned; late events are dropped
+	events emitter // numbers the events and hands them to the sinks
 
 	// What expressions read.
 	input       map[string]any
@@ -87,10 +82,7 @@ type run struct {
 	only        int                    // a node run alone (RunNode): its index + 1; 0 for a whole run
 	mocks       map[string]any         // RunOptions.Mocks: read-only, shared with workers
 	mockErrs    map[string]string      // RunOptions.MockErrors: read-only
-	routeBufs   routeBufs
-	trace       expr.Trace // scratch: the paths a traced condition read (decision.go)
-	evalScope   scope      // scratch: the scope a traced condition is evaluated in
-	jsonBuf     []byte     // scratch: a value read, as JSON
+	scratch     scratch                // reused by routing and traced conditions
 	checkpoints checkpointBatcher
 
 	outcome  runOutcome
@@ -164,9 +156,6 @@ type replayState struct {
 	edgeIdx  map[string]int      // edge id → index, built on first use
 }
 
-// routeBufs are scratch lists for routing decisions (see newRouting).
-type routeBufs struct{ fired, pruned []int }
-
 // runOutcome is how the run is ending.
 type runOutcome struct {
 	stopping bool
@@ -204,7 +193,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	r := &run{
 		engine: e, prepared: p, graph: p.g, chain: c, id: id,
 		ctx: rctx, cancel: cancel,
-		started: stamp(), maxConc: maxConc, strict: c.StrictConditions, sink: sink,
+		started: stamp(), maxConc: maxConc, strict: c.StrictConditions, events: emitter{sink: sink},
 		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
 		loopCount: make([]int, len(c.Edges)),
 		quit:      make(chan struct{}),
@@ -274,7 +263,7 @@ func (r *run) rootNames() []string {
 	return names
 }
 
-// emit assigns the next seq and hands the event to the sinks, in order.
+// emit stamps ev as the run's and emits it (a replay emits nothing).
 func (r *run) emit(ev Event) {
 	if r.replay.on {
 		return
@@ -283,20 +272,7 @@ func (r *run) emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = stamp()
 	}
-	r.emitMu.Lock()
-	defer r.emitMu.Unlock()
-	if r.closed { // a worker abandoned after the run stopped: its events are dropped
-		return
-	}
-	r.seq++
-	ev.Seq = r.seq
-	r.sink.Emit(ev)
-}
-
-func (r *run) lastSeq() int64 {
-	r.emitMu.Lock()
-	defer r.emitMu.Unlock()
-	return r.seq
+	r.events.emit(ev)
 }
 
 // addCheckpoint collects a log entry for the batcher (replay writes none).
@@ -306,7 +282,7 @@ func (r *run) addCheckpoint(cp Checkpoint) {
 	}
 	cp.RunID = r.id
 	cp.Time = stamp()
-	cp.EventSeq = r.lastSeq()
+	cp.EventSeq = r.events.last()
 	r.checkpointFailed(r.checkpoints.add(cp))
 }
 
@@ -714,16 +690,12 @@ func (r *run) finishRun() (res *Result, err error) {
 	}
 	// The run's last event is out: whatever an abandoned worker emits from now
 	// on is dropped, so the sinks flushed below hold the whole run.
-	r.emitMu.Lock()
-	r.closed = true
-	r.emitMu.Unlock()
+	r.events.close()
 	res = r.result(status)
 	end := &EndRecord{Status: status, Error: r.outcome.err, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
 	r.checkpointFailed(r.checkpoints.sync())
-	for _, s := range flushers(r.sink) {
-		_ = s.Flush(context.WithoutCancel(r.ctx))
-	}
+	r.events.flush(r.ctx)
 	r.cancel(nil)
 	if r.outcome.infra != nil && res.Error == nil {
 		res.Error = &RunError{Code: CodeCheckpoint, Message: r.outcome.infra.Error()}
@@ -738,20 +710,6 @@ func isHandlerOnly(g *graph, i int) bool {
 		}
 	}
 	return true
-}
-
-func flushers(s EventSink) []Flusher {
-	if f, ok := s.(Flusher); ok {
-		return []Flusher{f}
-	}
-	var out []Flusher
-	if m, ok := s.(MultiSink); ok {
-		for _, x := range m {
-			out = append(out, flushers(x)...)
-		}
-		return out
-	}
-	return nil
 }
 
 // completedAs returns the node whose output is node i's: i when it

@@ -110,6 +110,7 @@ import (
 
 	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // Rule codes of validation issues (see the table above).
@@ -358,17 +359,7 @@ func (v *validator) edgeList(ks []int) string {
 	return strings.Join(parts, ", ")
 }
 
-func quoteList(ss []string) string {
-	parts := make([]string, 0, len(ss))
-	for n, s := range ss {
-		if n == maxListed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(ss)-maxListed))
-			break
-		}
-		parts = append(parts, strconv.Quote(s))
-	}
-	return strings.Join(parts, ", ")
-}
+func quoteList(ss []string) string { return clip.Quoted(ss, maxListed) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

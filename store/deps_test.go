@@ -76,7 +76,7 @@ func TestOnlyTheWiringImportsTheSQLiteBackend(t *testing.T) {
 }
 
 // TestEngineImportsNoStudioLayer: the engine is pure Go; storage, HTTP and
-// pages depend on it, never the reverse.
+// pages depend on it, never the reverse, and neither do its tests.
 func TestEngineImportsNoStudioLayer(t *testing.T) {
 	t.Parallel()
 	above := []string{module + "/store", module + "/web", module + "/views", module + "/runs", module + "/cmd"}
@@ -84,13 +84,38 @@ func TestEngineImportsNoStudioLayer(t *testing.T) {
 		if !under(p.ImportPath, module+"/engine") {
 			continue
 		}
-		for _, d := range p.Deps {
+		for _, d := range slices.Concat(p.Deps, p.TestImports, p.XTestImports) {
 			for _, a := range above {
 				if under(d, a) {
 					t.Errorf("%s depends on %s", p.ImportPath, d)
 				}
 			}
 		}
+	}
+}
+
+// TestEngineImportsNoneOfItsUsers: the A2E host, run inspection and document
+// edits are built on the engine; the engine, and every package it is built
+// from, needs none of them.
+func TestEngineImportsNoneOfItsUsers(t *testing.T) {
+	t.Parallel()
+	users := []string{module + "/engine/a2e", module + "/engine/inspect", module + "/engine/edit"}
+	found := false
+	for _, p := range listPackages(t) {
+		if p.ImportPath != module+"/engine" {
+			continue
+		}
+		found = true
+		for _, d := range p.Deps {
+			for _, u := range users {
+				if under(d, u) {
+					t.Errorf("%s depends on %s", p.ImportPath, d)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("go list did not list %s/engine", module)
 	}
 }
 

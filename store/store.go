@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 )
 
 // ChainStore keeps chains and their version history. Versions are immutable:
@@ -61,7 +62,7 @@ type ChainStore interface {
 	// current version (else a *VersionConflictError).
 	NameVersion(ctx context.Context, id string, baseVersion int, message string) (*Chain, error)
 	// DiffVersions compares two versions of a chain (from → to).
-	DiffVersions(ctx context.Context, id string, from, to int) (*engine.ChainDiff, error)
+	DiffVersions(ctx context.Context, id string, from, to int) (*inspect.ChainDiff, error)
 }
 
 // RunStore keeps runs. A run's node results are not stored apart: they are

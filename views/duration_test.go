@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -30,7 +31,7 @@ func TestDurationUnderAMillisecond(t *testing.T) {
 		t.Errorf("a node still running: %q", got)
 	}
 	ms := 0.3
-	if got := sideDuration(&engine.NodeSide{DurationMS: &ms}); got != "< 1 ms" {
+	if got := sideDuration(&inspect.NodeSide{DurationMS: &ms}); got != "< 1 ms" {
 		t.Errorf("run diff, a node of 0.3 ms: %q", got)
 	}
 	if got := runDuration(&store.Run{Status: engine.StatusRunning, Started: t0}); got != "—" {

@@ -6,11 +6,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 )
 
 // Helpers of the page comparing two runs (rundiff.templ).
 
-func divergenceID(d *engine.RunDiff) string {
+func divergenceID(d *inspect.RunDiff) string {
 	if d == nil || d.Divergence == nil {
 		return ""
 	}
@@ -20,8 +21,8 @@ func divergenceID(d *engine.RunDiff) string {
 // whatText names what differs at a node, in words.
 func whatText(what []string) string {
 	words := map[string]string{
-		engine.DiffStatus: "status", engine.DiffError: "error", engine.DiffRoute: "route taken",
-		engine.DiffOutput: "output", engine.DiffAdded: "only in B's chain", engine.DiffRemoved: "only in A's chain",
+		inspect.DiffStatus: "status", inspect.DiffError: "error", inspect.DiffRoute: "route taken",
+		inspect.DiffOutput: "output", inspect.DiffAdded: "only in B's chain", inspect.DiffRemoved: "only in A's chain",
 	}
 	out := make([]string, len(what))
 	for i, w := range what {
@@ -52,7 +53,7 @@ func shortID(id string) string {
 	return id
 }
 
-func sideDuration(s *engine.NodeSide) string {
+func sideDuration(s *inspect.NodeSide) string {
 	if s == nil || s.DurationMS == nil {
 		return "—"
 	}

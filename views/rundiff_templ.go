@@ -10,7 +10,7 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -18,7 +18,7 @@ import (
 // baseline, run B the one compared with it (its chain is drawn).
 type RunDiffView struct {
 	A, B        *store.Run
-	Diff        *engine.RunDiff
+	Diff        *inspect.RunDiff
 	SameVersion bool
 	Labels      Labels
 }
@@ -606,9 +606,9 @@ func RunDiffPage(v RunDiffView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var32 string
-				templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(engine.DefaultDiffTotalPaths))
+				templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(inspect.DefaultDiffTotalPaths))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rundiff.templ`, Line: 96, Col: 149}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rundiff.templ`, Line: 96, Col: 150}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var32))
 				if templ_7745c5c3_Err != nil {
@@ -619,9 +619,9 @@ func RunDiffPage(v RunDiffView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var33 string
-				templ_7745c5c3_Var33, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(engine.DefaultDiffPaths))
+				templ_7745c5c3_Var33, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(inspect.DefaultDiffPaths))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rundiff.templ`, Line: 96, Col: 198}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rundiff.templ`, Line: 96, Col: 200}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var33))
 				if templ_7745c5c3_Err != nil {
@@ -670,7 +670,7 @@ func RunDiffPage(v RunDiffView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				for _, n := range v.Diff.Nodes {
-					if n.Change != engine.ChangeSame {
+					if n.Change != inspect.ChangeSame {
 						templ_7745c5c3_Err = nodeDiffRow(v, n).Render(ctx, templ_7745c5c3_Buffer)
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -700,7 +700,7 @@ func RunDiffPage(v RunDiffView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			for _, n := range v.Diff.Nodes {
-				if n.Change == engine.ChangeSame {
+				if n.Change == inspect.ChangeSame {
 					templ_7745c5c3_Err = nodeDiffRow(v, n).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -1005,7 +1005,7 @@ func runDiffRunRow(which string, r *store.Run) templ.Component {
 }
 
 // nodeDiffRow is one node of the comparison.
-func nodeDiffRow(v RunDiffView, n engine.NodeDiff) templ.Component {
+func nodeDiffRow(v RunDiffView, n inspect.NodeDiff) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1103,12 +1103,12 @@ func nodeDiffRow(v RunDiffView, n engine.NodeDiff) templ.Component {
 			}
 		}
 		switch n.Change {
-		case engine.ChangeAdded:
+		case inspect.ChangeAdded:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 102, "<span class=\"badge ok\">only in B's chain</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		case engine.ChangeRemoved:
+		case inspect.ChangeRemoved:
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 103, "<span class=\"badge sev-error\">only in A's chain</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1339,7 +1339,7 @@ func nodeDiffRow(v RunDiffView, n engine.NodeDiff) templ.Component {
 	})
 }
 
-func nodeSideStatus(s *engine.NodeSide) templ.Component {
+func nodeSideStatus(s *inspect.NodeSide) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1361,7 +1361,7 @@ func nodeSideStatus(s *engine.NodeSide) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		} else if s.Status == engine.StatusNotReached {
+		} else if s.Status == inspect.StatusNotReached {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 129, "<span class=\"muted\">not reached</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1468,7 +1468,7 @@ func nodeSideStatus(s *engine.NodeSide) templ.Component {
 }
 
 // pathTable lists a value's changed paths: the path, A's value, B's value.
-func pathTable(d engine.ValueDiff, id string) templ.Component {
+func pathTable(d inspect.ValueDiff, id string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

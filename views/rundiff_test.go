@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -21,10 +22,10 @@ func TestRunDiffDurationTexts(t *testing.T) {
 		}
 	}
 	ms := 3.0
-	if got := sideDuration(&engine.NodeSide{DurationMS: &ms}); got != "3 ms" {
+	if got := sideDuration(&inspect.NodeSide{DurationMS: &ms}); got != "3 ms" {
 		t.Errorf("sideDuration = %q", got)
 	}
-	if got := sideDuration(&engine.NodeSide{}); got != "—" {
+	if got := sideDuration(&inspect.NodeSide{}); got != "—" {
 		t.Errorf("no duration: %q", got)
 	}
 }
@@ -37,7 +38,7 @@ func TestCompareLabel(t *testing.T) {
 	if got := compareLabel(CompareOption{Run: r, Default: true, Newer: true}); got != "01234567 · timed out · v3 · just now (next run)" {
 		t.Errorf("next: %q", got)
 	}
-	if got := whatText([]string{engine.DiffRoute, engine.DiffAdded}); got != "route taken, only in B's chain" {
+	if got := whatText([]string{inspect.DiffRoute, inspect.DiffAdded}); got != "route taken, only in B's chain" {
 		t.Errorf("whatText: %q", got)
 	}
 }

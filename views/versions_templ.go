@@ -10,12 +10,12 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 )
 
 // VersionsPage lists a chain's versions and shows one against the current one.
-func VersionsPage(ch *store.Chain, versions []store.ChainVersion, sel *store.ChainVersion, diff *engine.ChainDiff) templ.Component {
+func VersionsPage(ch *store.Chain, versions []store.ChainVersion, sel *store.ChainVersion, diff *inspect.ChainDiff) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -545,7 +545,7 @@ func selVersion(v *store.ChainVersion) string {
 }
 
 // DiffSummary lists a diff in words, and every changed value old → new.
-func DiffSummary(d *engine.ChainDiff, oldName, newName string) templ.Component {
+func DiffSummary(d *inspect.ChainDiff, oldName, newName string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -762,7 +762,7 @@ func DiffSummary(d *engine.ChainDiff, oldName, newName string) templ.Component {
 
 // diffTable shows changed values side by side: the field, its old value, its
 // new one.
-func diffTable(changes []engine.FieldChange, oldName, newName string) templ.Component {
+func diffTable(changes []inspect.FieldChange, oldName, newName string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/a2e"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
@@ -20,7 +21,7 @@ const MIMENDJSON = "application/x-ndjson"
 // not block on a slow client) and the handler that writes them.
 type wireQueue struct {
 	mu     sync.Mutex
-	msgs   []engine.EventMessage
+	msgs   []a2e.EventMessage
 	signal chan struct{}
 	reqID  string
 }
@@ -31,7 +32,7 @@ func newWireQueue(reqID string) *wireQueue {
 
 // Emit implements engine.EventSink.
 func (q *wireQueue) Emit(ev engine.Event) {
-	m := engine.NewEventMessage(q.reqID, ev)
+	m := a2e.NewEventMessage(q.reqID, ev)
 	q.mu.Lock()
 	q.msgs = append(q.msgs, m)
 	q.mu.Unlock()
@@ -41,7 +42,7 @@ func (q *wireQueue) Emit(ev engine.Event) {
 	}
 }
 
-func (q *wireQueue) take() []engine.EventMessage {
+func (q *wireQueue) take() []a2e.EventMessage {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := q.msgs
@@ -172,12 +173,12 @@ func (s *Server) a2eRun(c echo.Context) error {
 	if !req.IsStreaming() {
 		res, err := s.runs.RunAdHoc(ctx, doc, input, store.KindA2E, nil)
 		if errors.As(err, &invalid) {
-			return c.JSON(http.StatusOK, engine.NewInvalidResponse(req, invalid.Issues))
+			return c.JSON(http.StatusOK, a2e.NewInvalidResponse(req, invalid.Issues))
 		}
 		if res == nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, engine.NewResponseMessage(req, res))
+		return c.JSON(http.StatusOK, a2e.NewResponseMessage(req, res))
 	}
 
 	q := newWireQueue(req.ID)
@@ -194,7 +195,7 @@ func (s *Server) a2eRun(c echo.Context) error {
 	defer w.close()
 	send := func() error {
 		for _, m := range q.take() {
-			if err := w.write(engine.TypeEvent, m); err != nil {
+			if err := w.write(a2e.TypeEvent, m); err != nil {
 				return err
 			}
 		}
@@ -212,7 +213,7 @@ func (s *Server) a2eRun(c echo.Context) error {
 			}
 			if out.res == nil {
 				if errors.As(out.err, &invalid) {
-					if w.write(engine.TypeResponse, engine.NewInvalidResponse(req, invalid.Issues)) == nil {
+					if w.write(a2e.TypeResponse, a2e.NewInvalidResponse(req, invalid.Issues)) == nil {
 						_ = w.flush()
 					}
 					return nil
@@ -220,14 +221,14 @@ func (s *Server) a2eRun(c echo.Context) error {
 				if !w.started {
 					return out.err
 				}
-				resp := engine.NewResponseMessage(req, nil)
-				resp.Error = &engine.WireError{Code: "host_error", Message: out.err.Error()}
-				if w.write(engine.TypeResponse, resp) == nil {
+				resp := a2e.NewResponseMessage(req, nil)
+				resp.Error = &a2e.WireError{Code: "host_error", Message: out.err.Error()}
+				if w.write(a2e.TypeResponse, resp) == nil {
 					_ = w.flush()
 				}
 				return nil
 			}
-			if err := w.write(engine.TypeResponse, engine.NewResponseMessage(req, out.res)); err != nil {
+			if err := w.write(a2e.TypeResponse, a2e.NewResponseMessage(req, out.res)); err != nil {
 				return nil
 			}
 			_ = w.flush()
@@ -261,10 +262,10 @@ func isA2EPath(p string) bool {
 // a2eErrorResponse is an API error as A2E's answer: a chain/resp with
 // success false and the error's code, message and details (the HTTP status
 // stays the error's). The SDK's client rejects a message without a type.
-func a2eErrorResponse(c echo.Context, ae *APIError) engine.ResponseMessage {
+func a2eErrorResponse(c echo.Context, ae *APIError) a2e.ResponseMessage {
 	req, _ := c.Get(a2eEnvelopeKey).(*engine.Request)
-	resp := engine.NewResponseMessage(req, nil)
-	resp.Error = &engine.WireError{Code: ae.Code, Message: ae.Message, Details: detailsMap(ae.Details)}
+	resp := a2e.NewResponseMessage(req, nil)
+	resp.Error = &a2e.WireError{Code: ae.Code, Message: ae.Message, Details: detailsMap(ae.Details)}
 	return resp
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/a2e"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
@@ -21,7 +22,7 @@ import (
 //	POST /v1/a2e/send     one A2E message (X-Session-Id), answered on the stream
 //	GET  /v1/a2e/stream   SSE of the session's messages (X-Session-Id)
 //
-// A session is an engine.Session (handshake/req, ping, shutdown, chain/req
+// A session is an a2e.Session (handshake/req, ping, shutdown, chain/req
 // run concurrently) whose answers queue until the stream takes them.
 // Everything it holds is bounded: sessions per server and per user, and per
 // session the bytes and messages it holds for its agent — messages queued
@@ -89,7 +90,7 @@ func (t *a2eSessions) stop() {
 
 // a2eHTTPSession is one session and what it holds for its stream.
 type a2eHTTPSession struct {
-	sess  *engine.Session
+	sess  *a2e.Session
 	owner string // the user who opened it (a2eOwner)
 	limit int    // bytes it may hold
 
@@ -161,9 +162,9 @@ func (h *a2eHTTPSession) push(t *a2eTicket, msg any) {
 		return
 	}
 	var final bool
-	resp, isResp := msg.(engine.ResponseMessage)
+	resp, isResp := msg.(a2e.ResponseMessage)
 	switch msg.(type) {
-	case engine.ResponseMessage, engine.HandshakeResponse, engine.Pong:
+	case a2e.ResponseMessage, a2e.HandshakeResponse, a2e.Pong:
 		final = t != nil
 	}
 	h.mu.Lock()
@@ -190,10 +191,10 @@ func (h *a2eHTTPSession) push(t *a2eTicket, msg any) {
 
 // tooLargeResponse is the chain/resp answering a request whose own answer
 // (n bytes) does not fit in what the session may still hold.
-func tooLargeResponse(r engine.ResponseMessage, n, limit, held int) []byte {
-	out := engine.NewResponseMessage(&engine.Request{ID: r.ReqID, ChainID: r.ChainID}, nil)
+func tooLargeResponse(r a2e.ResponseMessage, n, limit, held int) []byte {
+	out := a2e.NewResponseMessage(&engine.Request{ID: r.ReqID, ChainID: r.ChainID}, nil)
 	out.DurationMS, out.NodesRun = r.DurationMS, r.NodesRun
-	out.Error = &engine.WireError{Code: CodeResponseTooLarge,
+	out.Error = &a2e.WireError{Code: CodeResponseTooLarge,
 		Message: fmt.Sprintf("the chain/resp is %d bytes, more than the session may hold (%d bytes, %d of them held unread): "+
 			"the run ran, its outputs are not kept; read GET /v1/a2e/stream as it goes, or return less", n, limit, held),
 		Details: map[string]any{"bytes": n, "limit_bytes": limit, "held_bytes": held}}
@@ -279,7 +280,7 @@ func (s *Server) expireIdle(now time.Time) {
 	}
 	s.a2e.mu.Unlock()
 	for _, h := range old {
-		final, _ := json.Marshal(engine.NewErrorMessage(CodeSessionExpired,
+		final, _ := json.Marshal(a2e.NewErrorMessage(CodeSessionExpired,
 			fmt.Sprintf("the session was idle for %s (no send and nothing delivered) and is closed; open another with POST /v1/a2e/session", idle), false))
 		go s.endSession(h, 0, final)
 	}
@@ -329,7 +330,7 @@ func (s *Server) a2eOpenSession(c echo.Context) error {
 	now := time.Now()
 	s.expireIdle(now)
 	maxAll, perUser, _, limit := s.a2eSessionLimits()
-	id := engine.NewSessionID()
+	id := a2e.NewSessionID()
 	h := &a2eHTTPSession{owner: a2eOwner(c), limit: limit, signal: make(chan struct{}, 1), used: now}
 	base := s.a2e.base()
 	s.a2e.mu.Lock()
@@ -354,7 +355,7 @@ func (s *Server) a2eOpenSession(c echo.Context) error {
 			fmt.Sprintf("%d A2E sessions are open, the limit; shut one down (a shutdown message) or wait for an idle one to expire", maxAll),
 			map[string]any{"limit": maxAll, "per": "server"})
 	}
-	h.sess = engine.NewSession(base, engine.SessionOptions{
+	h.sess = a2e.NewSession(base, a2e.SessionOptions{
 		ID:             id,
 		IDIssued:       true,
 		Limits:         s.cfg.Limits,
@@ -399,7 +400,7 @@ func (s *Server) a2eSend(c echo.Context) error {
 			map[string]any{"held_bytes": held, "limit_bytes": h.limit, "held_messages": msgs, "limit_messages": a2eQueueMessages})
 	}
 	h.touch()
-	reply := engine.Reply{Send: func(msg any) { h.push(t, msg) }, Done: func() { h.done(t) }}
+	reply := a2e.Reply{Send: func(msg any) { h.push(t, msg) }, Done: func() { h.done(t) }}
 	if shutdown, drain := h.sess.HandleReply(c.Request().Context(), body, reply); shutdown {
 		// The agent says goodbye: its running chains get the drain time to
 		// answer on the stream, then the stream ends.
@@ -468,7 +469,7 @@ func (s *Server) a2eStream(c echo.Context) error {
 			h.mu.Lock()
 			final := h.final
 			h.mu.Unlock()
-			if final != nil && w.writeRaw(engine.TypeError, final) == nil {
+			if final != nil && w.writeRaw(a2e.TypeError, final) == nil {
 				w.flush()
 			}
 			return nil
@@ -500,7 +501,7 @@ func (s *Server) a2eRunFunc(ctx context.Context, sessionID string, req *engine.R
 
 // a2eRunCode names a run the service refused (busy, shutting down) with the
 // API's own code, as POST /v1/a2e would.
-func (s *Server) a2eRunCode(err error) *engine.WireError {
+func (s *Server) a2eRunCode(err error) *a2e.WireError {
 	ae := s.errorFor(err)
-	return &engine.WireError{Code: ae.Code, Message: ae.Message, Details: detailsMap(ae.Details)}
+	return &a2e.WireError{Code: ae.Code, Message: ae.Message, Details: detailsMap(ae.Details)}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/a2e"
 	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -490,9 +491,9 @@ func (s *Server) exportChain(c echo.Context) error {
 	var body any = ch.Doc
 	suffix := ".chain.json"
 	if format == "a2e" {
-		req, err := engine.ExportA2E(ch.Doc)
+		req, err := a2e.Export(ch.Doc)
 		if err != nil {
-			var ee *engine.ExportError
+			var ee *a2e.ExportError
 			if errors.As(err, &ee) {
 				return apiError(EINVALID, "not_expressible", err.Error(), ee)
 			}

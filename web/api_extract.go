@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/edit"
 )
 
 // maxExtractNodes bounds the selection of one extract request.
@@ -51,7 +52,7 @@ func (s *Server) extractChain(c echo.Context) error {
 	if _, err := s.db.ResolveChain(ctx, body.Name); err == nil {
 		return apiError(ECONFLICT, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", body.Name), map[string]any{"name": body.Name})
 	}
-	parent, sub, err := engine.Extract(doc, body.Nodes, body.Name)
+	parent, sub, err := edit.Extract(doc, body.Nodes, body.Name)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
 )
@@ -34,7 +35,7 @@ type runDiffJSON struct {
 	A           runDiffRun `json:"a"`
 	B           runDiffRun `json:"b"`
 	SameVersion bool       `json:"same_version"`
-	*engine.RunDiff
+	*inspect.RunDiff
 }
 
 func toRunDiffRun(r *store.Run) runDiffRun {
@@ -46,7 +47,7 @@ func toRunDiffRun(r *store.Run) runDiffRun {
 type runComparison struct {
 	json         runDiffJSON
 	runA, runB   *store.Run
-	sideA, sideB *engine.RunSide
+	sideA, sideB *inspect.RunSide
 }
 
 // compareRuns reads both runs and compares them. Runs of different chains
@@ -76,10 +77,10 @@ func (s *Server) compareRuns(ctx context.Context, aID, bID string) (*runComparis
 	if ra.ChainID != "" && ra.ChainVersion == rb.ChainVersion && ra.ChainVersion > 0 && sa.Chain != nil {
 		sb.Chain = sa.Chain // one immutable version: the engine then reads it once
 	}
-	d := engine.CompareRuns(sa, sb, engine.RunDiffLimits{})
+	d := inspect.CompareRuns(sa, sb, inspect.RunDiffLimits{})
 	same := ra.ChainVersion == rb.ChainVersion && ra.ChainID != ""
 	if ra.ChainID == "" { // ad-hoc: the same document, or not
-		same = len(d.NodesAdded) == 0 && len(d.NodesRemoved) == 0 && engine.Diff(sa.Chain, sb.Chain).Empty()
+		same = len(d.NodesAdded) == 0 && len(d.NodesRemoved) == 0 && inspect.Diff(sa.Chain, sb.Chain).Empty()
 	}
 	return &runComparison{
 		json: runDiffJSON{A: toRunDiffRun(ra), B: toRunDiffRun(rb), SameVersion: same, RunDiff: d},
@@ -91,12 +92,12 @@ func (s *Server) compareRuns(ctx context.Context, aID, bID string) (*runComparis
 // checkpoint log the chain it ran, its node results and the edges each
 // node fired. A run that has logged nothing yet (queued, just started) has
 // no node results.
-func (s *Server) runSide(ctx context.Context, id string) (*store.Run, *engine.RunSide, error) {
+func (s *Server) runSide(ctx context.Context, id string) (*store.Run, *inspect.RunSide, error) {
 	r, err := s.db.GetRunInfo(ctx, id)
 	if err != nil {
 		return nil, nil, storeErr(err, fmt.Sprintf("run %q", id))
 	}
-	side := &engine.RunSide{Input: r.Input, Status: r.Status, Error: r.Error, FinalOutput: r.FinalOutput, DurationMS: r.DurationMS}
+	side := &inspect.RunSide{Input: r.Input, Status: r.Status, Error: r.Error, FinalOutput: r.FinalOutput, DurationMS: r.DurationMS}
 	log, err := s.db.Load(ctx, id)
 	var none *engine.ChainCheckpointError
 	switch {
@@ -104,7 +105,7 @@ func (s *Server) runSide(ctx context.Context, id string) (*store.Run, *engine.Ru
 		if side.Nodes, err = engine.FoldNodeResults(log); err != nil {
 			return nil, nil, fmt.Errorf("run %s: %w", id, err)
 		}
-		side.Fired = engine.FiredEdges(log)
+		side.Fired = inspect.FiredEdges(log)
 		for _, cp := range log {
 			if cp.Kind == engine.CheckpointStart && cp.Start != nil {
 				side.Chain = cp.Start.Chain
@@ -131,7 +132,7 @@ func (s *Server) runSide(ctx context.Context, id string) (*store.Run, *engine.Ru
 // attachedResults adds what the nodes run inside a map or parallel node did:
 // they keep no checkpoint entry of their own, so, as in the run page's node
 // drawer, it is folded from their events (at most maxPageEvents of them).
-func (s *Server) attachedResults(ctx context.Context, id string, side *engine.RunSide) error {
+func (s *Server) attachedResults(ctx context.Context, id string, side *inspect.RunSide) error {
 	if side.Chain == nil {
 		return nil
 	}

@@ -6,15 +6,16 @@ import (
 	"net/http"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/labstack/echo/v4"
 )
 
 // whyJSON is the answer of GET /v1/runs/{id}/nodes/{node}/why: the engine's
-// answer (engine/why.go) with the run it is about.
+// answer (engine/inspect/why.go) with the run it is about.
 type whyJSON struct {
 	RunID     string           `json:"run_id"`
 	RunStatus engine.RunStatus `json:"run_status"`
-	*engine.WhyAnswer
+	*inspect.WhyAnswer
 }
 
 // GET /v1/runs/{id}/nodes/{node}/why: why a node of a run went the way it
@@ -33,15 +34,15 @@ func (s *Server) runNodeWhy(c echo.Context) error {
 		// will run says whether the node exists.
 		doc := s.pageRunDoc(c, r)
 		if doc == nil || doc.Node(node) == nil {
-			return &engine.UnknownNodeError{RunID: id, NodeID: node}
+			return &inspect.UnknownNodeError{RunID: id, NodeID: node}
 		}
 		return c.JSON(http.StatusOK, whyJSON{RunID: id, RunStatus: r.Status,
-			WhyAnswer: &engine.WhyAnswer{Node: node, Status: engine.StatusNotReached, Note: "the run has not started yet"}})
+			WhyAnswer: &inspect.WhyAnswer{Node: node, Status: inspect.StatusNotReached, Note: "the run has not started yet"}})
 	}
 	if err != nil {
 		return fmt.Errorf("why of node %q of run %q: %w", node, id, err)
 	}
-	a, err := engine.Why(log, node)
+	a, err := inspect.Why(log, node)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/edit"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/labstack/echo/v4"
@@ -116,10 +118,10 @@ func domainError(err error) *APIError {
 		re   *engine.ChainResumeError
 		ar   *engine.AlreadyResumedError
 		cp   *engine.ChainCheckpointError
-		un   *engine.UnknownNodeError
+		un   *inspect.UnknownNodeError
 		busy *runs.BusyError
 		nre  *engine.NodeRunError
-		xe   *engine.ExtractError
+		xe   *edit.ExtractError
 		ans  *engine.AnswerError
 		inv  *runs.InvalidChainError
 		rule *engine.AnswerRuleError

@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
@@ -89,7 +90,7 @@ func (s *Server) pageRunDiffData(c echo.Context) error {
 	return c.JSON(http.StatusOK, d)
 }
 
-func allFired(s *engine.RunSide) []string {
+func allFired(s *inspect.RunSide) []string {
 	out := []string{}
 	for _, ids := range s.Fired {
 		out = append(out, ids...)

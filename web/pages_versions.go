@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
@@ -23,7 +24,7 @@ func (s *Server) pageVersions(c echo.Context) error {
 		return err
 	}
 	var sel *store.ChainVersion
-	var diff *engine.ChainDiff
+	var diff *inspect.ChainDiff
 	if v, err := strconv.Atoi(c.QueryParam("v")); err == nil {
 		if sel, err = s.db.GetVersion(ctx, ch.ID, v); err != nil {
 			return pageNotFound(err, "version")
@@ -36,11 +37,11 @@ func (s *Server) pageVersions(c echo.Context) error {
 }
 
 type versionCanvasData struct {
-	Version int               `json:"version"`
-	Current int               `json:"current"`
-	Old     *engine.Chain     `json:"old"`
-	Cur     *engine.Chain     `json:"cur"`
-	Diff    *engine.ChainDiff `json:"diff"`
+	Version int                `json:"version"`
+	Current int                `json:"current"`
+	Old     *engine.Chain      `json:"old"`
+	Cur     *engine.Chain      `json:"cur"`
+	Diff    *inspect.ChainDiff `json:"diff"`
 }
 
 func (s *Server) pageVersionData(c echo.Context) error {
@@ -58,7 +59,7 @@ func (s *Server) pageVersionData(c echo.Context) error {
 		return pageNotFound(err, "version")
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, versionCanvasData{Version: v, Current: ch.Version, Old: old.Doc, Cur: ch.Doc, Diff: engine.Diff(old.Doc, ch.Doc)})
+	return c.JSON(http.StatusOK, versionCanvasData{Version: v, Current: ch.Version, Old: old.Doc, Cur: ch.Doc, Diff: inspect.Diff(old.Doc, ch.Doc)})
 }
 
 // pageRestore saves version v's content as a new version and opens the editor.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/a2e"
 	"github.com/chainstudio/studio/engine/builtin"
 )
 
@@ -36,8 +37,8 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	chains := fs.String("chains", "", "the folder `DIR` of saved chains (*.json) that skill nodes call by name (default: none)")
-	parallel := fs.Int("max-parallel", engine.DefaultMaxParallel, "run at most `N` chain/req messages at once; more wait (the handshake's max_parallel)")
-	queued := fs.Int("max-queued", engine.DefaultMaxQueued, "let at most `N` chain/req messages wait for a run slot (and 32 MiB of them); past that, reading input waits for room")
+	parallel := fs.Int("max-parallel", a2e.DefaultMaxParallel, "run at most `N` chain/req messages at once; more wait (the handshake's max_parallel)")
+	queued := fs.Int("max-queued", a2e.DefaultMaxQueued, "let at most `N` chain/req messages wait for a run slot (and 32 MiB of them); past that, reading input waits for room")
 	fs.Usage = func() {
 		printUsage(fs, "studio a2e [flags] < requests.ndjson",
 			"The A2E chain host on stdin/stdout: reads one A2E message per line (handshake/req, ping,\n"+
@@ -80,7 +81,7 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	eng := engine.New(opts)
 	out := &ndjsonWriter{w: bufio.NewWriter(stdout)}
-	sess := engine.NewSession(ctx, engine.SessionOptions{
+	sess := a2e.NewSession(ctx, a2e.SessionOptions{
 		MaxParallel: *parallel,
 		MaxQueued:   *queued,
 		WaitForRoom: true, // a file of requests runs whole: reading waits for room
@@ -99,8 +100,8 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		line, over, err := readLine(in, maxA2ELine)
 		switch {
 		case over:
-			resp := engine.NewResponseMessage(nil, nil)
-			resp.Error = &engine.WireError{Code: engine.CodeDecode, Message: fmt.Sprintf("the line is over the limit of %d bytes", maxA2ELine)}
+			resp := a2e.NewResponseMessage(nil, nil)
+			resp.Error = &a2e.WireError{Code: engine.CodeDecode, Message: fmt.Sprintf("the line is over the limit of %d bytes", maxA2ELine)}
 			out.write(resp)
 		case len(bytes.TrimSpace(line)) > 0:
 			if shutdown, drain := sess.Handle(ctx, line); shutdown {
@@ -131,7 +132,7 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 const maxParallel = 256
 
 // maxQueued bounds --max-queued: each waiting chain/req holds its decoded
-// chain (and all of them at most engine.DefaultMaxQueuedBytes of messages).
+// chain (and all of them at most a2e.DefaultMaxQueuedBytes of messages).
 const maxQueued = 4096
 
 // maxDrain bounds the wait for running chains at the end of input (a chain's
@@ -172,8 +173,8 @@ type ndjsonWriter struct {
 func (o *ndjsonWriter) write(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		b, _ = json.Marshal(map[string]any{"type": engine.TypeResponse, "success": false,
-			"error": engine.WireError{Code: "host_error", Message: "message is not JSON: " + err.Error()}})
+		b, _ = json.Marshal(map[string]any{"type": a2e.TypeResponse, "success": false,
+			"error": a2e.WireError{Code: "host_error", Message: "message is not JSON: " + err.Error()}})
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()

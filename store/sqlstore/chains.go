@@ -12,6 +12,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/doccache"
 	"github.com/google/uuid"
@@ -540,7 +541,7 @@ func (s *Store) NameVersion(ctx context.Context, id string, baseVersion int, mes
 }
 
 // DiffVersions compares two versions of a chain (from → to).
-func (s *Store) DiffVersions(ctx context.Context, id string, from, to int) (*engine.ChainDiff, error) {
+func (s *Store) DiffVersions(ctx context.Context, id string, from, to int) (*inspect.ChainDiff, error) {
 	var a, b *engine.Chain
 	err := s.readTx(ctx, func(tx *Tx) error {
 		var err error
@@ -553,5 +554,5 @@ func (s *Store) DiffVersions(ctx context.Context, id string, from, to int) (*eng
 	if err != nil {
 		return nil, fmt.Errorf("store: diff versions %d..%d of chain %s: %w", from, to, id, err)
 	}
-	return engine.Diff(a, b), nil
+	return inspect.Diff(a, b), nil
 }

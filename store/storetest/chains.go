@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -110,9 +111,9 @@ func testChainLifecycle(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	JSONEqual(t, d, &engine.ChainDiff{NodesChanged: []engine.NodeChange{
-		{NodeID: "n1", Fields: []string{"input"}, Changes: []engine.FieldChange{{Field: "input.text", Old: json.RawMessage(`"hello n1"`), New: json.RawMessage(`"changed"`)}}},
-		{NodeID: "n2", Fields: []string{"position"}, Changes: []engine.FieldChange{{Field: "position", Old: json.RawMessage(`{"x":20,"y":5}`), New: json.RawMessage(`{"x":99,"y":99}`)}}},
+	JSONEqual(t, d, &inspect.ChainDiff{NodesChanged: []inspect.NodeChange{
+		{NodeID: "n1", Fields: []string{"input"}, Changes: []inspect.FieldChange{{Field: "input.text", Old: json.RawMessage(`"hello n1"`), New: json.RawMessage(`"changed"`)}}},
+		{NodeID: "n2", Fields: []string{"position"}, Changes: []inspect.FieldChange{{Field: "position", Old: json.RawMessage(`{"x":20,"y":5}`), New: json.RawMessage(`{"x":99,"y":99}`)}}},
 	}})
 
 	// Restore v1 → v3 with v1's content.

@@ -1,10 +1,16 @@
-package engine
+package edit
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // ExtractError says why a selection cannot be extracted faithfully: the
@@ -46,7 +52,7 @@ func (e *ExtractError) Error() string {
 // with an *ExtractError instead: several exits, entries that see different
 // inputs, expressions inside reading the run's input, state or nodes
 // outside, or nodes outside reading any selected node but the exit.
-func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error) {
+func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Chain, err error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
@@ -63,7 +69,7 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := Normalize(src); err != nil {
+	if err := engine.Normalize(src); err != nil {
 		return nil, nil, fmt.Errorf("extract: %w", err)
 	}
 	idx := make(map[string]int, len(src.Nodes))
@@ -92,7 +98,7 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 		}
 	}
 
-	var internal, entering, leaving, outside []Edge
+	var internal, entering, leaving, outside []engine.Edge
 	for _, e := range src.Edges {
 		switch {
 		case in[e.Source] && in[e.Target]:
@@ -119,7 +125,7 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 		if len(n.SetState) > 0 {
 			return nil, nil, &ExtractError{NodeID: n.ID, Field: "set_state", Msg: "a sub-chain has its own state, so state set inside it would not reach this chain"}
 		}
-		if n.Kind == KindInterrupt {
+		if n.Kind == engine.KindInterrupt {
 			return nil, nil, &ExtractError{NodeID: n.ID, Msg: "an interrupt node pauses this run; it cannot move into a sub-chain"}
 		}
 		for _, x := range nodeExprs(&n) {
@@ -154,11 +160,11 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 		return nil, nil, &ExtractError{Field: "nodes", Msg: "the selection has no last node (each selected node leads to another, e.g. through a loop edge); a sub-chain returns the output of its one last node"}
 	}
 	if len(exits) != 1 {
-		return nil, nil, &ExtractError{Field: "nodes", Msg: fmt.Sprintf("the selection must end in exactly one node, it ends in %d (%s); a sub-chain returns one output", len(exits), quoteList(exits))}
+		return nil, nil, &ExtractError{Field: "nodes", Msg: fmt.Sprintf("the selection must end in exactly one node, it ends in %d (%s); a sub-chain returns one output", len(exits), clip.Quoted(exits, maxNamed))}
 	}
 	exit := exits[0]
 	switch m := src.Nodes[idx[exit]].OnError; m {
-	case OnErrorSkip, OnErrorContinue:
+	case engine.OnErrorSkip, engine.OnErrorContinue:
 		// a failure would end the sub-run differently from this run; the
 		// skill node can carry it instead, after the extract
 		return nil, nil, &ExtractError{NodeID: exit, Field: "on_error", Msg: fmt.Sprintf("the selection's last node has on_error %q; set it on the skill node after extracting instead", m)}
@@ -223,7 +229,7 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 			}
 		}
 	}
-	for _, list := range [][]Edge{entering, leaving, outside} {
+	for _, list := range [][]engine.Edge{entering, leaving, outside} {
 		for _, e := range list {
 			if err := check("", e.ID, "condition", e.Condition); err != nil {
 				return nil, nil, err
@@ -233,7 +239,7 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 
 	// Build the sub-chain.
 	// the sub-run keeps the rules its nodes ran under
-	sub = &Chain{Name: name, Description: fmt.Sprintf("Extracted from %q.", c.Name), StrictRouting: src.StrictRouting,
+	sub = &engine.Chain{Name: name, Description: fmt.Sprintf("Extracted from %q.", c.Name), StrictRouting: src.StrictRouting,
 		StrictConditions: src.StrictConditions, Timeout: src.Timeout, MaxConcurrency: src.MaxConcurrency}
 	var sx, sy float64
 	var np int
@@ -249,13 +255,13 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 
 	// Build the parent: the skill node where the exit was.
 	exitNode := src.Nodes[idx[exit]]
-	skill := Node{ID: exit, Kind: KindSkill, Name: name,
+	skill := engine.Node{ID: exit, Kind: engine.KindSkill, Name: name,
 		Routing: exitNode.Routing, Dispatch: exitNode.Dispatch, Reachable: exitNode.Reachable}
 	if np > 0 {
-		skill.Position = &Position{X: sx / float64(np), Y: sy / float64(np)}
+		skill.Position = &engine.Position{X: sx / float64(np), Y: sy / float64(np)}
 	}
 	parent = src
-	nodes := make([]Node, 0, len(src.Nodes)-len(sub.Nodes)+1)
+	nodes := make([]engine.Node, 0, len(src.Nodes)-len(sub.Nodes)+1)
 	for _, n := range src.Nodes {
 		switch {
 		case n.ID == exit:
@@ -284,7 +290,9 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 	if parent.EntryNode != "" && in[parent.EntryNode] {
 		parent.EntryNode = exit
 	}
-	if err := assignEdgeIDs(parent); err != nil {
+	// No node has successor fields left (src is normalized, the skill node
+	// is new), so Normalize only names the edges that lost their ids.
+	if err := engine.Normalize(parent); err != nil {
 		return nil, nil, fmt.Errorf("extract: %w", err)
 	}
 	return parent, sub, nil
@@ -292,12 +300,12 @@ func Extract(c *Chain, ids []string, name string) (parent, sub *Chain, err error
 
 // copyChain deep-copies c through its JSON form (the only form the
 // document has to round-trip anyway).
-func copyChain(c *Chain) (*Chain, error) {
+func copyChain(c *engine.Chain) (*engine.Chain, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("extract: copy chain: %w", err)
 	}
-	var out Chain
+	var out engine.Chain
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, fmt.Errorf("extract: copy chain: %w", err)
 	}
@@ -306,7 +314,7 @@ func copyChain(c *Chain) (*Chain, error) {
 
 func isOnErrorMode(s string) bool {
 	switch s {
-	case OnErrorAbort, OnErrorStop, OnErrorSkip, OnErrorContinue:
+	case engine.OnErrorAbort, engine.OnErrorStop, engine.OnErrorSkip, engine.OnErrorContinue:
 		return true
 	}
 	return false
@@ -314,7 +322,7 @@ func isOnErrorMode(s string) bool {
 
 func hasNode(idx map[string]int, id string) bool { _, ok := idx[id]; return ok }
 
-func attachedSet(c *Chain) map[string]bool {
+func attachedSet(c *engine.Chain) map[string]bool {
 	m := map[string]bool{}
 	for _, n := range c.Nodes {
 		if n.MapNode != "" {
@@ -330,10 +338,13 @@ func attachedSet(c *Chain) map[string]bool {
 	return m
 }
 
+// maxNamed is how many nodes a message names before "and N more".
+const maxNamed = 5
+
 type exprField struct{ field, src string }
 
 // nodeExprs lists every expression a node carries, with its field path.
-func nodeExprs(n *Node) []exprField {
+func nodeExprs(n *engine.Node) []exprField {
 	var out []exprField
 	add := func(f, s string) {
 		if s != "" {
@@ -342,10 +353,10 @@ func nodeExprs(n *Node) []exprField {
 	}
 	add("condition", n.Condition)
 	add("items_path", n.ItemsPath)
-	for _, k := range sortedKeys(n.InputMap) {
+	for _, k := range slices.Sorted(maps.Keys(n.InputMap)) {
 		add("input_map."+k, n.InputMap[k])
 	}
-	for _, k := range sortedKeys(n.SetState) {
+	for _, k := range slices.Sorted(maps.Keys(n.SetState)) {
 		add("set_state."+k, n.SetState[k])
 	}
 	for i, cs := range n.Cases {
@@ -365,7 +376,7 @@ func refsOf(src string) []exprRef {
 	if src == "" {
 		return nil
 	}
-	e, err := parseExpr(src)
+	e, err := expr.Parse(src)
 	if err != nil {
 		return nil
 	}
@@ -377,7 +388,7 @@ func refsOf(src string) []exprRef {
 				out = append(out, exprRef{node: r.Field})
 			}
 		case r.Root == "" || r.Root == "@":
-		case IsReserved(r.Root):
+		case engine.IsReserved(r.Root):
 			out = append(out, exprRef{ctx: r.Root})
 		default:
 			out = append(out, exprRef{node: r.Root})

@@ -1,4 +1,4 @@
-package engine
+package a2e
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/engine"
 )
 
 // sessionRecorder collects what a Session sends.
@@ -43,12 +45,12 @@ func TestSessionQueueRefusesPastItsBound(t *testing.T) {
 	release := make(chan struct{})
 	rec := &sessionRecorder{}
 	s := NewSession(context.Background(), SessionOptions{MaxParallel: 1, MaxQueued: 2, Send: rec.send,
-		Run: func(ctx context.Context, req *Request, c *Chain, sink EventSink) (*Result, error) {
+		Run: func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
 			select {
 			case <-release:
 			case <-ctx.Done():
 			}
-			return &Result{Status: StatusCompleted}, nil
+			return &engine.Result{Status: engine.StatusCompleted}, nil
 		}})
 	var mu sync.Mutex
 	done := map[string]int{}
@@ -100,9 +102,9 @@ func TestSessionWaitForRoom(t *testing.T) {
 	release := make(chan struct{})
 	rec := &sessionRecorder{}
 	s := NewSession(context.Background(), SessionOptions{MaxParallel: 1, MaxQueued: 1, WaitForRoom: true, Send: rec.send,
-		Run: func(ctx context.Context, req *Request, c *Chain, sink EventSink) (*Result, error) {
+		Run: func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
 			<-release
-			return &Result{Status: StatusCompleted}, nil
+			return &engine.Result{Status: engine.StatusCompleted}, nil
 		}})
 	req := func(id string) []byte {
 		return []byte(fmt.Sprintf(`{"type":"chain/req","id":%q,"nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`, id))

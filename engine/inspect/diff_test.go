@@ -1,4 +1,4 @@
-package engine_test
+package inspect_test
 
 import (
 	"bytes"
@@ -7,18 +7,19 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/inspect"
 )
 
 // diffJSON is the diff's field lists, encoded without HTML escaping so "->"
 // reads as written (the values, old → new, are checked by TestDiffValues).
-func diffJSON(d *engine.ChainDiff) string {
+func diffJSON(d *inspect.ChainDiff) string {
 	c := *d
 	c.ChainChanges = nil
-	c.NodesChanged = append([]engine.NodeChange(nil), d.NodesChanged...)
+	c.NodesChanged = append([]inspect.NodeChange(nil), d.NodesChanged...)
 	for i := range c.NodesChanged {
 		c.NodesChanged[i].Changes = nil
 	}
-	c.EdgesChanged = append([]engine.EdgeChange(nil), d.EdgesChanged...)
+	c.EdgesChanged = append([]inspect.EdgeChange(nil), d.EdgesChanged...)
 	for i := range c.EdgesChanged {
 		c.EdgesChanged[i].Changes = nil
 	}
@@ -95,7 +96,7 @@ func TestDiff(t *testing.T) {
 			a := diffBase()
 			b := a.Clone()
 			tc.edit(b)
-			d := engine.Diff(a, b)
+			d := inspect.Diff(a, b)
 			got := diffJSON(d)
 			if got != tc.want {
 				t.Fatalf("diff\n got %s\nwant %s", got, tc.want)
@@ -105,7 +106,7 @@ func TestDiff(t *testing.T) {
 			}
 			// Deterministic: the same diff every time.
 			for i := 0; i < 5; i++ {
-				again := diffJSON(engine.Diff(a, b))
+				again := diffJSON(inspect.Diff(a, b))
 				if again != got {
 					t.Fatalf("not deterministic: %s vs %s", again, got)
 				}
@@ -116,13 +117,13 @@ func TestDiff(t *testing.T) {
 
 func TestDiffNil(t *testing.T) {
 	t.Parallel()
-	d := engine.Diff(nil, diffBase())
+	d := inspect.Diff(nil, diffBase())
 	got := diffJSON(d)
 	want := `{"chain":["name","description","entry_node"],"nodes_added":["a","b","c"],"edges_added":["c->a[yes]","e1","e2"]}`
 	if got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}
-	if !engine.Diff(nil, nil).Empty() {
+	if !inspect.Diff(nil, nil).Empty() {
 		t.Fatal("nil vs nil not empty")
 	}
 }
@@ -139,7 +140,7 @@ func TestDiffValues(t *testing.T) {
 	b.Nodes[0].Label = "Fetch"
 	b.Nodes[1].Retry.MaxAttempts = 7
 	b.Edges[0].Condition = "output.ok"
-	d := engine.Diff(a, b)
+	d := inspect.Diff(a, b)
 	var got []string
 	for _, c := range d.ChainChanges {
 		got = append(got, "chain "+c.Field+": "+string(c.Old)+" -> "+string(c.New))

@@ -1,8 +1,10 @@
-package engine
+package inspect
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/chainstudio/studio/engine"
 )
 
 // Why answers "why did this node go this way" from a run's checkpoint log:
@@ -20,7 +22,7 @@ const NoDecisionRecorded = "no decision recorded"
 // WhyStep is one step of a why answer: a decision, with the node that took
 // it (Node) and, for an edge, its target.
 type WhyStep struct {
-	Decision
+	engine.Decision
 	Target string `json:"target,omitempty"` // the edge's target
 	Note   string `json:"note,omitempty"`   // said when the step is not a recorded decision
 	// Chose and Tests explain a router's edge that was not taken, among a
@@ -28,8 +30,8 @@ type WhyStep struct {
 	// label, "default" for its fallback) and the router's own tests (its
 	// condition, or its cases in order) with the values each read, the
 	// records its own answer lists under Decisions.
-	Chose string     `json:"chose,omitempty"`
-	Tests []Decision `json:"tests,omitempty"`
+	Chose string            `json:"chose,omitempty"`
+	Tests []engine.Decision `json:"tests,omitempty"`
 }
 
 // WhyAnswer explains one node of a run.
@@ -62,19 +64,19 @@ func (e *UnknownNodeError) Error() string {
 
 // whyLog is what Why reads from a log.
 type whyLog struct {
-	chain   *Chain
-	nodes   map[string]int     // node id → index
-	edges   map[string]*Edge   // edge id → edge
-	in, out map[string][]*Edge // by node id; in: non-loop edges only
-	results map[string]NodeResult
-	last    map[string]*NodeRecord // node id → its last record
-	edgeDec map[string]Decision    // edge id → its last decision
-	tests   map[string][]Decision  // node id → its last router tests
-	endErr  *RunError
+	chain   *engine.Chain
+	nodes   map[string]int            // node id → index
+	edges   map[string]*engine.Edge   // edge id → edge
+	in, out map[string][]*engine.Edge // by node id; in: non-loop edges only
+	results map[string]engine.NodeResult
+	last    map[string]*engine.NodeRecord // node id → its last record
+	edgeDec map[string]engine.Decision    // edge id → its last decision
+	tests   map[string][]engine.Decision  // node id → its last router tests
+	endErr  *engine.RunError
 }
 
 // Why explains node nodeID of the run whose checkpoint log is log.
-func Why(log []Checkpoint, nodeID string) (*WhyAnswer, error) {
+func Why(log []engine.Checkpoint, nodeID string) (*WhyAnswer, error) {
 	w, err := readWhyLog(log)
 	if err != nil {
 		return nil, err
@@ -95,7 +97,7 @@ func Why(log []Checkpoint, nodeID string) (*WhyAnswer, error) {
 		d.Node = nodeID
 		a.Decisions = append(a.Decisions, WhyStep{Decision: d})
 	}
-	if reached && nr.Status != PhasePaused && nr.Status != PhaseStart {
+	if reached && nr.Status != engine.PhasePaused && nr.Status != engine.PhaseStart {
 		for _, e := range w.out[nodeID] {
 			a.Decisions = append(a.Decisions, w.edgeStep(e))
 		}
@@ -103,9 +105,9 @@ func Why(log []Checkpoint, nodeID string) (*WhyAnswer, error) {
 	switch {
 	case !reached:
 		a.Note = "the node has not run (yet)"
-	case nr.Status == PhaseSkip:
+	case nr.Status == engine.PhaseSkip:
 		a.Causes, a.Note = w.causes(nodeID, nr)
-	case nr.Status == PhasePaused:
+	case nr.Status == engine.PhasePaused:
 		a.Note = "the node is waiting for a person"
 		a.Incoming = w.incoming(nodeID)
 	default:
@@ -117,21 +119,21 @@ func Why(log []Checkpoint, nodeID string) (*WhyAnswer, error) {
 	return a, nil
 }
 
-func readWhyLog(log []Checkpoint) (*whyLog, error) {
-	w := &whyLog{last: map[string]*NodeRecord{}, edgeDec: map[string]Decision{}, tests: map[string][]Decision{}}
-	var fold NodeResultFold
+func readWhyLog(log []engine.Checkpoint) (*whyLog, error) {
+	w := &whyLog{last: map[string]*engine.NodeRecord{}, edgeDec: map[string]engine.Decision{}, tests: map[string][]engine.Decision{}}
+	var fold engine.NodeResultFold
 	for k := range log {
 		cp := &log[k]
 		if err := fold.Add(cp); err != nil {
 			return nil, fmt.Errorf("checkpoint entry %d: %w", k, err)
 		}
 		switch {
-		case cp.Kind == CheckpointStart && cp.Start != nil && cp.Start.Chain != nil:
+		case cp.Kind == engine.CheckpointStart && cp.Start != nil && cp.Start.Chain != nil:
 			w.chain = cp.Start.Chain
-		case cp.Kind == CheckpointNode && cp.Node != nil:
+		case cp.Kind == engine.CheckpointNode && cp.Node != nil:
 			rec := cp.Node
 			w.last[rec.NodeID] = rec
-			var tests []Decision
+			var tests []engine.Decision
 			for _, d := range rec.Decisions {
 				if d.Edge == "" {
 					tests = append(tests, d)
@@ -141,27 +143,27 @@ func readWhyLog(log []Checkpoint) (*whyLog, error) {
 				w.edgeDec[d.Edge] = d
 			}
 			w.tests[rec.NodeID] = tests
-		case cp.Kind == CheckpointEdges && cp.Edges != nil:
+		case cp.Kind == engine.CheckpointEdges && cp.Edges != nil:
 			for _, d := range cp.Edges.Decisions {
 				d.Node = cp.Edges.Source
 				w.edgeDec[d.Edge] = d
 			}
 			for _, id := range cp.Edges.Fired { // a held default fired after its fan-out
-				if d, ok := w.edgeDec[id]; ok && d.Outcome == OutcomeDeferred {
-					d.Outcome = OutcomeFired
+				if d, ok := w.edgeDec[id]; ok && d.Outcome == engine.OutcomeDeferred {
+					d.Outcome = engine.OutcomeFired
 					w.edgeDec[id] = d
 				}
 			}
-		case cp.Kind == CheckpointEnd && cp.End != nil:
+		case cp.Kind == engine.CheckpointEnd && cp.End != nil:
 			w.endErr = cp.End.Error
-		case cp.Kind == CheckpointResume:
+		case cp.Kind == engine.CheckpointResume:
 			w.endErr = nil
 		}
 	}
 	if w.chain == nil {
-		return nil, &ChainCheckpointError{Msg: "the log has no start entry with the chain"}
+		return nil, &engine.ChainCheckpointError{Msg: "the log has no start entry with the chain"}
 	}
-	w.results = map[string]NodeResult{}
+	w.results = map[string]engine.NodeResult{}
 	for _, nr := range fold.Results() {
 		w.results[nr.NodeID] = nr
 	}
@@ -169,8 +171,8 @@ func readWhyLog(log []Checkpoint) (*whyLog, error) {
 	for k, n := range w.chain.Nodes {
 		w.nodes[n.ID] = k
 	}
-	w.edges = make(map[string]*Edge, len(w.chain.Edges))
-	w.in, w.out = map[string][]*Edge{}, map[string][]*Edge{}
+	w.edges = make(map[string]*engine.Edge, len(w.chain.Edges))
+	w.in, w.out = map[string][]*engine.Edge{}, map[string][]*engine.Edge{}
 	for k := range w.chain.Edges {
 		e := &w.chain.Edges[k]
 		w.edges[e.ID] = e
@@ -194,13 +196,13 @@ func (w *whyLog) hasIncoming(id string) bool {
 // isRouter: a branch or condition node (every edge it decides is recorded).
 func (w *whyLog) isRouter(id string) bool {
 	k, ok := w.nodes[id]
-	return ok && (w.chain.Nodes[k].Kind == KindBranch || w.chain.Nodes[k].Kind == KindCondition)
+	return ok && (w.chain.Nodes[k].Kind == engine.KindBranch || w.chain.Nodes[k].Kind == engine.KindCondition)
 }
 
 // edgeStep is the decision on edge e: recorded, else derived from what its
 // source did.
-func (w *whyLog) edgeStep(e *Edge) WhyStep {
-	st := WhyStep{Decision: Decision{Node: e.Source, Edge: e.ID, Kind: DecideEdge, Expr: e.Condition}, Target: e.Target}
+func (w *whyLog) edgeStep(e *engine.Edge) WhyStep {
+	st := WhyStep{Decision: engine.Decision{Node: e.Source, Edge: e.ID, Kind: engine.DecideEdge, Expr: e.Condition}, Target: e.Target}
 	if d, ok := w.edgeDec[e.ID]; ok {
 		st.Decision = d
 		return st
@@ -214,24 +216,24 @@ func (w *whyLog) edgeStep(e *Edge) WhyStep {
 	switch {
 	case !reached:
 		st.Note = "its source " + e.Source + " has not finished"
-	case src.Status == PhaseSkip && src.Reason != ReasonOnErrorSkip && src.Reason != ReasonGuardFailed:
-		st.Rule, st.Outcome = RulePrunedUpstreamSkipped, OutcomePruned
+	case src.Status == engine.PhaseSkip && src.Reason != engine.ReasonOnErrorSkip && src.Reason != engine.ReasonGuardFailed:
+		st.Rule, st.Outcome = engine.RulePrunedUpstreamSkipped, engine.OutcomePruned
 	case rec != nil && rec.Handled != "":
-		st.Rule, st.Outcome = RuleUpstreamFailed, OutcomePruned
+		st.Rule, st.Outcome = engine.RuleUpstreamFailed, engine.OutcomePruned
 		st.Note = "its source failed and its on_error handler " + rec.Handled + " ran instead"
-	case src.Status == PhaseError && (rec == nil || rec.Fatal):
-		st.Rule, st.Outcome = RuleUpstreamFailed, OutcomePruned
+	case src.Status == engine.PhaseError && (rec == nil || rec.Fatal):
+		st.Rule, st.Outcome = engine.RuleUpstreamFailed, engine.OutcomePruned
 		st.Note = "its source failed and the run stopped"
 	case rec != nil && slices.Contains(rec.Fired, e.ID) && !expected:
-		st.Rule, st.Outcome = RuleUnconditional, OutcomeFired
+		st.Rule, st.Outcome = engine.RuleUnconditional, engine.OutcomeFired
 	case rec != nil && rec.Sequential:
 		st.Note = "a sequential link not dispatched (yet)"
 	default:
 		st.Note = NoDecisionRecorded
 		if rec != nil && slices.Contains(rec.Fired, e.ID) {
-			st.Outcome = OutcomeFired
+			st.Outcome = engine.OutcomeFired
 		} else if rec != nil && slices.Contains(rec.Pruned, e.ID) {
-			st.Outcome = OutcomePruned
+			st.Outcome = engine.OutcomePruned
 		}
 	}
 	return st
@@ -245,7 +247,7 @@ func (w *whyLog) incoming(id string) []WhyStep {
 		if e.Target != id {
 			continue
 		}
-		if st := w.edgeStep(e); st.Outcome == OutcomeFired || st.Outcome == OutcomeFailed {
+		if st := w.edgeStep(e); st.Outcome == engine.OutcomeFired || st.Outcome == engine.OutcomeFailed {
 			out = append(out, st)
 		}
 	}
@@ -254,22 +256,22 @@ func (w *whyLog) incoming(id string) []WhyStep {
 
 // choice is how router id chose: the handle it took and its own tests
 // (copies, with the router named), for a cause that is one of its edges.
-func (w *whyLog) choice(id string) (string, []Decision) {
+func (w *whyLog) choice(id string) (string, []engine.Decision) {
 	chose := w.results[id].Matched
 	for _, e := range w.out[id] {
 		if chose != "" {
 			break
 		}
-		if d, ok := w.edgeDec[e.ID]; ok && d.Outcome == OutcomeFired {
+		if d, ok := w.edgeDec[e.ID]; ok && d.Outcome == engine.OutcomeFired {
 			switch {
 			case e.Label != "":
 				chose = e.Label
 			default:
-				chose = defaultHandleLabel // the default: true or unlabelled fallback
+				chose = defaultLabel // the default: true or unlabelled fallback
 			}
 		}
 	}
-	tests := make([]Decision, 0, len(w.tests[id]))
+	tests := make([]engine.Decision, 0, len(w.tests[id]))
 	for _, d := range w.tests[id] {
 		d.Node = id
 		tests = append(tests, d)
@@ -277,20 +279,23 @@ func (w *whyLog) choice(id string) (string, []Decision) {
 	return chose, tests
 }
 
+// defaultLabel is the handle a router's fallback edge answers to.
+const defaultLabel = "default"
+
 // maxCauses bounds a why answer (a pruned branch can span thousands of nodes).
 const maxCauses = 1000
 
 // causes walks back from skipped node id to the decisions that pruned it:
 // through skipped sources (pruned_upstream_skipped) until a node that ran
 // and decided, nearest first. Each node is visited once.
-func (w *whyLog) causes(id string, nr NodeResult) ([]WhyStep, string) {
+func (w *whyLog) causes(id string, nr engine.NodeResult) ([]WhyStep, string) {
 	switch nr.Reason {
-	case ReasonNotNeeded:
-		return []WhyStep{{Decision: Decision{Node: id, Kind: DecideNode, Rule: RuleNotNeeded, Outcome: OutcomePruned}}},
+	case engine.ReasonNotNeeded:
+		return []WhyStep{{Decision: engine.Decision{Node: id, Kind: engine.DecideNode, Rule: engine.RuleNotNeeded, Outcome: engine.OutcomePruned}}},
 			"not needed: an error handler whose owners did not fail, or a node that opted out with reachable: false"
-	case ReasonOnErrorSkip:
+	case engine.ReasonOnErrorSkip:
 		return nil, "the node itself failed and its on_error is skip: " + nr.Error
-	case ReasonUpstreamStopped:
+	case engine.ReasonUpstreamStopped:
 		if len(w.in[id]) == 0 || w.endErr != nil {
 			msg := "the run stopped before this node could run"
 			if w.endErr != nil {
@@ -308,11 +313,11 @@ func (w *whyLog) causes(id string, nr NodeResult) ([]WhyStep, string) {
 		queue = queue[1:]
 		ins := w.in[n]
 		if len(ins) > 1 {
-			steps = append(steps, WhyStep{Decision: Decision{Node: n, Kind: DecideJoin, Rule: RuleJoinAllInputsPruned, Outcome: OutcomePruned}})
+			steps = append(steps, WhyStep{Decision: engine.Decision{Node: n, Kind: engine.DecideJoin, Rule: engine.RuleJoinAllInputsPruned, Outcome: engine.OutcomePruned}})
 		}
 		for _, e := range ins {
 			st := w.edgeStep(e)
-			if st.Outcome == OutcomePruned && w.isRouter(e.Source) && st.Rule != RulePrunedUpstreamSkipped && st.Rule != RuleUpstreamFailed {
+			if st.Outcome == engine.OutcomePruned && w.isRouter(e.Source) && st.Rule != engine.RulePrunedUpstreamSkipped && st.Rule != engine.RuleUpstreamFailed {
 				st.Chose, st.Tests = w.choice(e.Source)
 				if explained[e.Source] {
 					st.Tests = nil // listed with the router's first edge: an answer lists each router's tests once
@@ -320,13 +325,13 @@ func (w *whyLog) causes(id string, nr NodeResult) ([]WhyStep, string) {
 				explained[e.Source] = true
 			}
 			steps = append(steps, st)
-			if st.Rule == RulePrunedUpstreamSkipped && !seen[e.Source] {
+			if st.Rule == engine.RulePrunedUpstreamSkipped && !seen[e.Source] {
 				seen[e.Source] = true
 				queue = append(queue, e.Source)
 			}
 		}
 		if len(ins) == 0 && n != id {
-			steps = append(steps, WhyStep{Decision: Decision{Node: n, Kind: DecideNode, Rule: RuleNotNeeded, Outcome: OutcomePruned}, Note: "skipped: " + w.results[n].Reason})
+			steps = append(steps, WhyStep{Decision: engine.Decision{Node: n, Kind: engine.DecideNode, Rule: engine.RuleNotNeeded, Outcome: engine.OutcomePruned}, Note: "skipped: " + w.results[n].Reason})
 		}
 	}
 	note := ""

@@ -1,23 +1,26 @@
-package engine_test
+package inspect_test
 
 import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/enginetest"
+	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/examples"
 )
 
 // sideOf runs doc with input and reads the run back as a reader of its
 // checkpoint log does (the web layer reads stored runs the same way).
-func sideOf(t *testing.T, doc string, input map[string]any) *engine.RunSide {
+func sideOf(t *testing.T, doc string, input map[string]any) *inspect.RunSide {
 	t.Helper()
 	e, _, cp := newEngine(t)
-	res, err := e.Run(context.Background(), mustDecode(t, doc), input, engine.RunOptions{})
+	res, err := e.Run(context.Background(), enginetest.MustDecode(t, doc), input, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,8 +32,8 @@ func sideOf(t *testing.T, doc string, input map[string]any) *engine.RunSide {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine.RunSide{Chain: log[0].Start.Chain, Input: input, Status: res.Status, Error: res.Error, FinalOutput: res.FinalOutput,
-		DurationMS: res.DurationMS, Nodes: nodes, Fired: engine.FiredEdges(log)}
+	return &inspect.RunSide{Chain: log[0].Start.Chain, Input: input, Status: res.Status, Error: res.Error, FinalOutput: res.FinalOutput,
+		DurationMS: res.DurationMS, Nodes: nodes, Fired: inspect.FiredEdges(log)}
 }
 
 const branchDoc = `{"name":"branch","nodes":[
@@ -41,18 +44,18 @@ const branchDoc = `{"name":"branch","nodes":[
 	{"node_id":"report","kind":"tool","name":"echo"}],
 	"edges":[{"source":"fetch","target":"check"},{"source":"process","target":"report"},{"source":"skip_log","target":"report"}]}`
 
-func nodeDiff(t *testing.T, d *engine.RunDiff, id string) engine.NodeDiff {
+func nodeDiff(t *testing.T, d *inspect.RunDiff, id string) inspect.NodeDiff {
 	t.Helper()
 	for _, n := range d.Nodes {
 		if n.NodeID == id {
 			return n
 		}
 	}
-	t.Fatalf("no node %s in the comparison: %s", id, js(d))
-	return engine.NodeDiff{}
+	t.Fatalf("no node %s in the comparison: %s", id, enginetest.JSON(d))
+	return inspect.NodeDiff{}
 }
 
-func order(d *engine.RunDiff) []string {
+func order(d *inspect.RunDiff) []string {
 	var out []string
 	for _, n := range d.Nodes {
 		out = append(out, n.NodeID)
@@ -63,25 +66,25 @@ func order(d *engine.RunDiff) []string {
 func TestCompareRunsOfTheSameRunFindsNothing(t *testing.T) {
 	t.Parallel()
 	s := sideOf(t, branchDoc, map[string]any{"items": []any{1.0, 2.0}})
-	d := engine.CompareRuns(s, s, engine.RunDiffLimits{})
+	d := inspect.CompareRuns(s, s, inspect.RunDiffLimits{})
 	if !d.Same || d.Divergence != nil || d.Differing != 0 || d.StatusChanged || d.FinalOutput.Changed {
-		t.Fatalf("a run compared with itself differs: %s", js(d))
+		t.Fatalf("a run compared with itself differs: %s", enginetest.JSON(d))
 	}
 	if got := order(d); !reflect.DeepEqual(got, []string{"fetch", "check", "process", "skip_log", "report"}) {
 		t.Fatalf("order %v", got)
 	}
 	for _, n := range d.Nodes {
-		if n.Change != engine.ChangeSame || n.Route != nil || n.Output != nil {
-			t.Fatalf("node %s differs from itself: %s", n.NodeID, js(n))
+		if n.Change != inspect.ChangeSame || n.Route != nil || n.Output != nil {
+			t.Fatalf("node %s differs from itself: %s", n.NodeID, enginetest.JSON(n))
 		}
 		if n.A.Status == string(engine.PhaseDone) && (n.A.DurationMS == nil || n.DurationDeltaMS == nil || *n.DurationDeltaMS != 0) {
-			t.Fatalf("node %s: a done node has a duration and a zero delta: %s", n.NodeID, js(n))
+			t.Fatalf("node %s: a done node has a duration and a zero delta: %s", n.NodeID, enginetest.JSON(n))
 		}
 	}
 	// Two runs with the same input take the same path: only timings differ.
 	s2 := sideOf(t, branchDoc, map[string]any{"items": []any{1.0, 2.0}})
-	if d := engine.CompareRuns(s, s2, engine.RunDiffLimits{}); !d.Same {
-		t.Fatalf("two identical runs differ: %s", js(d))
+	if d := inspect.CompareRuns(s, s2, inspect.RunDiffLimits{}); !d.Same {
+		t.Fatalf("two identical runs differ: %s", enginetest.JSON(d))
 	}
 }
 
@@ -92,38 +95,38 @@ func TestCompareRunsOfTwoBranches(t *testing.T) {
 	t.Parallel()
 	a := sideOf(t, branchDoc, map[string]any{"items": []any{1.0, 2.0}})
 	b := sideOf(t, branchDoc, map[string]any{"items": []any{}})
-	d := engine.CompareRuns(a, b, engine.RunDiffLimits{})
+	d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{})
 	if d.Same || d.Divergence == nil || d.Divergence.NodeID != "fetch" || !reflect.DeepEqual(d.Divergence.What, []string{"output"}) {
-		t.Fatalf("divergence: %s", js(d.Divergence))
+		t.Fatalf("divergence: %s", enginetest.JSON(d.Divergence))
 	}
 	fetch := nodeDiff(t, d, "fetch")
-	if want := []engine.PathChange{{Path: "items[0]", Op: "removed", Old: json.RawMessage("1")}, {Path: "items[1]", Op: "removed", Old: json.RawMessage("2")}}; !reflect.DeepEqual(fetch.Output.Paths, want) {
-		t.Fatalf("fetch output paths %s", js(fetch.Output.Paths))
+	if want := []inspect.PathChange{{Path: "items[0]", Op: "removed", Old: json.RawMessage("1")}, {Path: "items[1]", Op: "removed", Old: json.RawMessage("2")}}; !reflect.DeepEqual(fetch.Output.Paths, want) {
+		t.Fatalf("fetch output paths %s", enginetest.JSON(fetch.Output.Paths))
 	}
 	check := nodeDiff(t, d, "check")
 	if check.Route == nil || !reflect.DeepEqual(check.Route.OutA, []string{"check->process"}) || !reflect.DeepEqual(check.Route.OutB, []string{"check->skip_log"}) ||
 		!reflect.DeepEqual(check.Route.InA, []string{"fetch->check"}) {
-		t.Fatalf("check route: %s", js(check))
+		t.Fatalf("check route: %s", enginetest.JSON(check))
 	}
 	if !strings.Contains(strings.Join(check.What, ","), "route") {
 		t.Fatalf("check what: %v", check.What)
 	}
 	process, skip := nodeDiff(t, d, "process"), nodeDiff(t, d, "skip_log")
-	if process.A.Status != "done" || process.B.Status != "skip" || process.B.Reason != engine.ReasonBranchNotTaken || process.Change != engine.ChangeChanged {
-		t.Fatalf("process: %s", js(process))
+	if process.A.Status != "done" || process.B.Status != "skip" || process.B.Reason != engine.ReasonBranchNotTaken || process.Change != inspect.ChangeChanged {
+		t.Fatalf("process: %s", enginetest.JSON(process))
 	}
 	if skip.A.Status != "skip" || skip.B.Status != "done" || !reflect.DeepEqual(skip.What, []string{"status", "route", "output"}) {
-		t.Fatalf("skip_log: %s", js(skip))
+		t.Fatalf("skip_log: %s", enginetest.JSON(skip))
 	}
 	if skip.DurationDeltaMS != nil || skip.B.DurationMS == nil || skip.A.DurationMS != nil {
-		t.Fatalf("a skipped node has no duration, so no delta: %s", js(skip))
+		t.Fatalf("a skipped node has no duration, so no delta: %s", enginetest.JSON(skip))
 	}
 	report := nodeDiff(t, d, "report")
 	if report.Route == nil || !reflect.DeepEqual(report.Route.InA, []string{"process->report"}) || !reflect.DeepEqual(report.Route.InB, []string{"skip_log->report"}) {
-		t.Fatalf("report's incoming route: %s", js(report))
+		t.Fatalf("report's incoming route: %s", enginetest.JSON(report))
 	}
 	if !d.FinalOutput.Changed || d.StatusChanged || d.Differing != 5 {
-		t.Fatalf("final output changed, status did not, all five nodes differ: %s", js(d))
+		t.Fatalf("final output changed, status did not, all five nodes differ: %s", enginetest.JSON(d))
 	}
 }
 
@@ -136,8 +139,8 @@ type nodeSpec struct {
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func side(c *engine.Chain, fired map[string][]string, specs ...nodeSpec) *engine.RunSide {
-	s := &engine.RunSide{Chain: c, Status: engine.StatusCompleted, Fired: fired}
+func side(c *engine.Chain, fired map[string][]string, specs ...nodeSpec) *inspect.RunSide {
+	s := &inspect.RunSide{Chain: c, Status: engine.StatusCompleted, Fired: fired}
 	for _, n := range specs {
 		nr := engine.NodeResult{NodeID: n.id, Status: engine.Phase(n.status), Reason: n.reason, Error: n.err, Output: n.out}
 		if n.status == "done" || n.status == "error" {
@@ -169,23 +172,23 @@ func TestCompareRunsTable(t *testing.T) {
 	router := chainOf("r p q", "r->p", "r->q")
 	cases := []struct {
 		name       string
-		a, b       *engine.RunSide
+		a, b       *inspect.RunSide
 		divergence string   // "" = none
 		what       []string // the divergence's
-		check      func(t *testing.T, d *engine.RunDiff)
+		check      func(t *testing.T, d *inspect.RunDiff)
 	}{
 		{
 			name:       "status only: the same output, one run failed the node",
 			a:          side(line, lineFired, nodeSpec{id: "x", status: "done", out: 1.0}, nodeSpec{id: "y", status: "done"}, nodeSpec{id: "z", status: "done"}),
 			b:          side(line, map[string][]string{"x": {"x->y"}}, nodeSpec{id: "x", status: "done", out: 1.0}, nodeSpec{id: "y", status: "error", err: "boom"}, nodeSpec{id: "z", status: "skip", reason: "upstream_stopped"}),
 			divergence: "y", what: []string{"status", "error", "route"},
-			check: func(t *testing.T, d *engine.RunDiff) {
+			check: func(t *testing.T, d *inspect.RunDiff) {
 				y := nodeDiff(t, d, "y")
 				if y.B.Error != "boom" || y.A.Error != "" || !reflect.DeepEqual(y.Route.OutA, []string{"y->z"}) || len(y.Route.OutB) != 0 {
-					t.Fatalf("y: %s", js(y))
+					t.Fatalf("y: %s", enginetest.JSON(y))
 				}
 				if y.Output != nil {
-					t.Fatalf("both outputs are null: no output difference: %s", js(y))
+					t.Fatalf("both outputs are null: no output difference: %s", enginetest.JSON(y))
 				}
 			},
 		},
@@ -200,10 +203,10 @@ func TestCompareRunsTable(t *testing.T) {
 			a:          side(router, map[string][]string{"r": {"r->p"}}, nodeSpec{id: "r", status: "done", out: "in"}),
 			b:          side(router, map[string][]string{"r": {"r->q"}}, nodeSpec{id: "r", status: "done", out: "in"}),
 			divergence: "r", what: []string{"route"},
-			check: func(t *testing.T, d *engine.RunDiff) {
+			check: func(t *testing.T, d *inspect.RunDiff) {
 				p := nodeDiff(t, d, "p")
 				if !reflect.DeepEqual(p.Route.InA, []string{"r->p"}) || len(p.Route.InB) != 0 || !reflect.DeepEqual(p.What, []string{"route"}) {
-					t.Fatalf("p's incoming route: %s", js(p))
+					t.Fatalf("p's incoming route: %s", enginetest.JSON(p))
 				}
 			},
 		},
@@ -214,8 +217,8 @@ func TestCompareRunsTable(t *testing.T) {
 			b: side(line, nil, nodeSpec{id: "x", status: "done", out: map[string]any{
 				"same": 1.0, "new": nil, "list": []any{1.0, 5.0}, "deep": map[string]any{"v": "new"}, "a b": 2.0, "typ": 1.0}}),
 			divergence: "x", what: []string{"output"},
-			check: func(t *testing.T, d *engine.RunDiff) {
-				want := []engine.PathChange{
+			check: func(t *testing.T, d *inspect.RunDiff) {
+				want := []inspect.PathChange{
 					{Path: `"a b"`, Op: "changed", Old: json.RawMessage("1"), New: json.RawMessage("2")},
 					{Path: "deep.v", Op: "changed", Old: json.RawMessage(`"old"`), New: json.RawMessage(`"new"`)},
 					{Path: "gone", Op: "removed", Old: json.RawMessage("true")},
@@ -225,7 +228,7 @@ func TestCompareRunsTable(t *testing.T) {
 					{Path: "typ", Op: "changed", Old: json.RawMessage(`"1"`), New: json.RawMessage("1")},
 				}
 				if got := nodeDiff(t, d, "x").Output.Paths; !reflect.DeepEqual(got, want) {
-					t.Fatalf("paths\n got %s\nwant %s", js(got), js(want))
+					t.Fatalf("paths\n got %s\nwant %s", enginetest.JSON(got), enginetest.JSON(want))
 				}
 			},
 		},
@@ -234,10 +237,10 @@ func TestCompareRunsTable(t *testing.T) {
 			a:          side(line, nil, nodeSpec{id: "x", status: "done", out: []any{1.0}}),
 			b:          side(line, nil, nodeSpec{id: "x", status: "done", out: "text"}),
 			divergence: "x", what: []string{"output"},
-			check: func(t *testing.T, d *engine.RunDiff) {
+			check: func(t *testing.T, d *inspect.RunDiff) {
 				p := nodeDiff(t, d, "x").Output.Paths
 				if len(p) != 1 || p[0].Path != "@" || string(p[0].Old) != "[1]" || string(p[0].New) != `"text"` {
-					t.Fatalf("paths %s", js(p))
+					t.Fatalf("paths %s", enginetest.JSON(p))
 				}
 			},
 		},
@@ -250,10 +253,10 @@ func TestCompareRunsTable(t *testing.T) {
 			name: "duration only: the runs are the same, the delta is reported",
 			a:    side(line, nil, nodeSpec{id: "x", status: "done", ms: 10}),
 			b:    side(line, nil, nodeSpec{id: "x", status: "done", ms: 25}),
-			check: func(t *testing.T, d *engine.RunDiff) {
+			check: func(t *testing.T, d *inspect.RunDiff) {
 				x := nodeDiff(t, d, "x")
 				if !d.Same || x.Change != "same" || x.DurationDeltaMS == nil || *x.DurationDeltaMS != 15 || *x.A.DurationMS != 10 || *x.B.DurationMS != 25 {
-					t.Fatalf("x: %s", js(x))
+					t.Fatalf("x: %s", enginetest.JSON(x))
 				}
 			},
 		},
@@ -272,7 +275,7 @@ func TestCompareRunsTable(t *testing.T) {
 			b: side(chainOf("r m k", "r->m", "r->k"), nil,
 				nodeSpec{id: "r", status: "done"}, nodeSpec{id: "m", status: "done", out: 2.0}, nodeSpec{id: "k", status: "done", out: 2.0}),
 			divergence: "k", what: []string{"output"},
-			check: func(t *testing.T, d *engine.RunDiff) {
+			check: func(t *testing.T, d *inspect.RunDiff) {
 				if got := order(d); !reflect.DeepEqual(got, []string{"r", "k", "m"}) {
 					t.Fatalf("order %v", got)
 				}
@@ -285,7 +288,7 @@ func TestCompareRunsTable(t *testing.T) {
 			b: side(chainOf("x new y", "x->new", "new->y"), map[string][]string{"x": {"x->new"}, "new": {"new->y"}},
 				nodeSpec{id: "x", status: "done"}, nodeSpec{id: "new", status: "done"}, nodeSpec{id: "y", status: "done"}),
 			divergence: "x", what: []string{"route"},
-			check: func(t *testing.T, d *engine.RunDiff) {
+			check: func(t *testing.T, d *inspect.RunDiff) {
 				if !reflect.DeepEqual(d.NodesAdded, []string{"new"}) || !reflect.DeepEqual(d.NodesRemoved, []string{"old"}) {
 					t.Fatalf("added %v removed %v", d.NodesAdded, d.NodesRemoved)
 				}
@@ -294,10 +297,10 @@ func TestCompareRunsTable(t *testing.T) {
 				}
 				n, o := nodeDiff(t, d, "new"), nodeDiff(t, d, "old")
 				if n.Change != "added" || n.A != nil || n.B.Status != "done" || !reflect.DeepEqual(n.What, []string{"added"}) {
-					t.Fatalf("new: %s", js(n))
+					t.Fatalf("new: %s", enginetest.JSON(n))
 				}
 				if o.Change != "removed" || o.B != nil || len(o.What) != 0 {
-					t.Fatalf("old was skipped: removed, but not a divergence: %s", js(o))
+					t.Fatalf("old was skipped: removed, but not a divergence: %s", enginetest.JSON(o))
 				}
 			},
 		},
@@ -313,9 +316,9 @@ func TestCompareRunsTable(t *testing.T) {
 			a:    side(&engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "x", Kind: engine.KindTool, Name: "echo", Position: &engine.Position{X: 1}}}}, nil, nodeSpec{id: "x", status: "done"}),
 			b: side(&engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "x", Kind: engine.KindTool, Name: "echo", Label: "X",
 				Position: &engine.Position{X: 2}, Input: map[string]any{"k": 1.0}}}}, nil, nodeSpec{id: "x", status: "done"}),
-			check: func(t *testing.T, d *engine.RunDiff) {
+			check: func(t *testing.T, d *inspect.RunDiff) {
 				if x := nodeDiff(t, d, "x"); !reflect.DeepEqual(x.Edited, []string{"input", "label"}) || x.Change != "same" {
-					t.Fatalf("edited: %s", js(x))
+					t.Fatalf("edited: %s", enginetest.JSON(x))
 				}
 			},
 		},
@@ -324,22 +327,22 @@ func TestCompareRunsTable(t *testing.T) {
 			a:          side(line, nil, nodeSpec{id: "x", status: "done"}),
 			b:          side(line, nil),
 			divergence: "x", what: []string{"status"},
-			check: func(t *testing.T, d *engine.RunDiff) {
-				if x := nodeDiff(t, d, "x"); x.B.Status != engine.StatusNotReached {
-					t.Fatalf("x: %s", js(x))
+			check: func(t *testing.T, d *inspect.RunDiff) {
+				if x := nodeDiff(t, d, "x"); x.B.Status != inspect.StatusNotReached {
+					t.Fatalf("x: %s", enginetest.JSON(x))
 				}
 			},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := engine.CompareRuns(tc.a, tc.b, engine.RunDiffLimits{})
+			d := inspect.CompareRuns(tc.a, tc.b, inspect.RunDiffLimits{})
 			got := ""
 			if d.Divergence != nil {
 				got = d.Divergence.NodeID
 			}
 			if got != tc.divergence {
-				t.Fatalf("divergence %q, want %q: %s", got, tc.divergence, js(d))
+				t.Fatalf("divergence %q, want %q: %s", got, tc.divergence, enginetest.JSON(d))
 			}
 			if d.Divergence != nil && !reflect.DeepEqual(d.Divergence.What, tc.what) {
 				t.Fatalf("divergence at %s is about %v, want %v", got, d.Divergence.What, tc.what)
@@ -348,8 +351,8 @@ func TestCompareRunsTable(t *testing.T) {
 				tc.check(t, d)
 			}
 			// Deterministic: the same comparison encodes to the same bytes.
-			if again := engine.CompareRuns(tc.a, tc.b, engine.RunDiffLimits{}); js(again) != js(d) {
-				t.Fatalf("two comparisons differ:\n%s\n%s", js(d), js(again))
+			if again := inspect.CompareRuns(tc.a, tc.b, inspect.RunDiffLimits{}); enginetest.JSON(again) != enginetest.JSON(d) {
+				t.Fatalf("two comparisons differ:\n%s\n%s", enginetest.JSON(d), enginetest.JSON(again))
 			}
 		})
 	}
@@ -363,15 +366,15 @@ func TestCompareRunsRunLevel(t *testing.T) {
 	a.FinalOutput = map[string]any{"ok": true}
 	b.FinalOutput = map[string]any{"ok": false}
 	b.Status, b.Error = engine.StatusFailed, &engine.RunError{Code: "node_failed", Message: "x failed"}
-	d := engine.CompareRuns(a, b, engine.RunDiffLimits{})
+	d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{})
 	if d.Same || !d.StatusChanged || d.StatusA != "completed" || d.StatusB != "failed" || d.ErrorA != nil || d.ErrorB.Code != "node_failed" {
-		t.Fatalf("run status: %s", js(d))
+		t.Fatalf("run status: %s", enginetest.JSON(d))
 	}
 	if p := d.FinalOutput.Paths; len(p) != 1 || p[0].Path != "ok" || string(p[0].Old) != "true" || string(p[0].New) != "false" {
-		t.Fatalf("final output: %s", js(d.FinalOutput))
+		t.Fatalf("final output: %s", enginetest.JSON(d.FinalOutput))
 	}
 	if d.Divergence != nil {
-		t.Fatalf("no node differs, so no divergence: %s", js(d.Divergence))
+		t.Fatalf("no node differs, so no divergence: %s", enginetest.JSON(d.Divergence))
 	}
 }
 
@@ -384,9 +387,9 @@ func TestCompareRunsInputs(t *testing.T) {
 	b := side(c, nil, nodeSpec{id: "x", status: "done"})
 	a.Input = map[string]any{"n": 1.0, "keep": "same"}
 	b.Input = map[string]any{"n": 2.0, "keep": "same", "extra": true}
-	d := engine.CompareRuns(a, b, engine.RunDiffLimits{})
+	d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{})
 	if d.Same || !d.Input.Changed {
-		t.Fatalf("different inputs compare as the same: %s", js(d))
+		t.Fatalf("different inputs compare as the same: %s", enginetest.JSON(d))
 	}
 	got := map[string]string{}
 	for _, p := range d.Input.Paths {
@@ -398,8 +401,8 @@ func TestCompareRunsInputs(t *testing.T) {
 	}
 	// no input and an empty one are the same input
 	a.Input, b.Input = nil, map[string]any{}
-	if d := engine.CompareRuns(a, b, engine.RunDiffLimits{}); !d.Same || d.Input.Changed {
-		t.Fatalf("nil and {} inputs: %s", js(d.Input))
+	if d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{}); !d.Same || d.Input.Changed {
+		t.Fatalf("nil and {} inputs: %s", enginetest.JSON(d.Input))
 	}
 }
 
@@ -419,15 +422,15 @@ func TestCompareRunsBounds(t *testing.T) {
 		nodeSpec{id: "n3", status: "error", out: 1.0, err: strings.Repeat("é", 2000)})
 	b := side(c, nil, nodeSpec{id: "n1", status: "done", out: big(2)}, nodeSpec{id: "n2", status: "done", out: big(2)},
 		nodeSpec{id: "n3", status: "error", out: 2.0, err: strings.Repeat("é", 2000)})
-	d := engine.CompareRuns(a, b, engine.RunDiffLimits{MaxPaths: 5, MaxTotalPaths: 7})
+	d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{MaxPaths: 5, MaxTotalPaths: 7})
 	n1, n2, n3 := nodeDiff(t, d, "n1"), nodeDiff(t, d, "n2"), nodeDiff(t, d, "n3")
 	if len(n1.Output.Paths) != 5 || !n1.Output.Truncated || len(n2.Output.Paths) != 2 || !n2.Output.Truncated {
 		t.Fatalf("per value 5, 7 in all: n1 %d, n2 %d", len(n1.Output.Paths), len(n2.Output.Paths))
 	}
 	if !n3.Output.Changed || len(n3.Output.Paths) != 0 || !n3.Output.Truncated || !d.Truncated {
-		t.Fatalf("past the total budget a difference is still found, and flagged: %s", js(n3.Output))
+		t.Fatalf("past the total budget a difference is still found, and flagged: %s", enginetest.JSON(n3.Output))
 	}
-	if len(n3.A.Error) > engine.DefaultDiffErrorBytes+len("…") || !strings.HasSuffix(n3.A.Error, "…") || !json.Valid([]byte(js(n3.A.Error))) {
+	if len(n3.A.Error) > inspect.DefaultDiffErrorBytes+len("…") || !strings.HasSuffix(n3.A.Error, "…") || !json.Valid([]byte(enginetest.JSON(n3.A.Error))) {
 		t.Fatalf("error cut to %d bytes", len(n3.A.Error))
 	}
 
@@ -435,14 +438,14 @@ func TestCompareRunsBounds(t *testing.T) {
 	long := strings.Repeat("x", 10_000)
 	a = side(c, nil, nodeSpec{id: "n1", status: "done", out: map[string]any{"v": long, "l": []any{long, long}}})
 	b = side(c, nil, nodeSpec{id: "n1", status: "done", out: map[string]any{"v": "short"}})
-	d = engine.CompareRuns(a, b, engine.RunDiffLimits{MaxValueBytes: 64})
+	d = inspect.CompareRuns(a, b, inspect.RunDiffLimits{MaxValueBytes: 64})
 	for _, p := range nodeDiff(t, d, "n1").Output.Paths {
 		var s string
 		if json.Unmarshal(p.Old, &s) != nil || len(s) > 64+len("…") || !p.OldCut || !strings.HasSuffix(s, "…") {
 			t.Fatalf("%s: old %d bytes, cut %v: %s", p.Path, len(p.Old), p.OldCut, p.Old)
 		}
 		if p.Path == "v" && (p.NewCut || string(p.New) != `"short"`) {
-			t.Fatalf("a short value is whole: %s", js(p))
+			t.Fatalf("a short value is whole: %s", enginetest.JSON(p))
 		}
 	}
 }
@@ -459,7 +462,7 @@ func TestFiredEdgesFromTheLog(t *testing.T) {
 		{Kind: engine.CheckpointEdges, Edges: &engine.EdgesRecord{Source: "seq", Fired: []string{"seq->b"}}},
 		{Kind: engine.CheckpointEdges, Edges: &engine.EdgesRecord{Source: "seq", Fired: []string{"seq->a"}, Pruned: []string{"seq->c"}}},
 	}
-	got := engine.FiredEdges(log)
+	got := inspect.FiredEdges(log)
 	want := map[string][]string{"review": {"review->draft", "review->publish"}, "seq": {"seq->a", "seq->b"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("fired %v, want %v", got, want)
@@ -474,29 +477,29 @@ func BenchmarkCompareRuns1000(b *testing.B) {
 	c := &engine.Chain{Name: "big"}
 	fired := map[string][]string{}
 	for i := 0; i < n; i++ {
-		id := "n" + itoa(i)
+		id := "n" + strconv.Itoa(i)
 		c.Nodes = append(c.Nodes, engine.Node{ID: id, Kind: engine.KindTool, Name: "echo", InputMap: map[string]string{"x": "input.x"}})
 		if i > 0 {
-			e := "n" + itoa(i-1) + "->" + id
-			c.Edges = append(c.Edges, engine.Edge{ID: e, Source: "n" + itoa(i-1), Target: id})
-			fired["n"+itoa(i-1)] = []string{e}
+			e := "n" + strconv.Itoa(i-1) + "->" + id
+			c.Edges = append(c.Edges, engine.Edge{ID: e, Source: "n" + strconv.Itoa(i-1), Target: id})
+			fired["n"+strconv.Itoa(i-1)] = []string{e}
 		}
 	}
 	out := func(i, v int) map[string]any {
 		m := map[string]any{"list": []any{1.0, 2.0, 3.0}, "nested": map[string]any{"a": "b", "n": float64(i)}}
 		for k := 0; k < 18; k++ {
-			m["field"+itoa(k)] = float64(v)
+			m["field"+strconv.Itoa(k)] = float64(v)
 		}
 		return m
 	}
-	mk := func(changed bool) *engine.RunSide {
-		s := &engine.RunSide{Chain: c, Status: engine.StatusCompleted, Fired: fired}
+	mk := func(changed bool) *inspect.RunSide {
+		s := &inspect.RunSide{Chain: c, Status: engine.StatusCompleted, Fired: fired}
 		for i := 0; i < n; i++ {
 			v := 1
 			if changed && i%10 == 0 {
 				v = 2
 			}
-			s.Nodes = append(s.Nodes, engine.NodeResult{NodeID: "n" + itoa(i), Status: engine.PhaseDone, Output: out(i, v), Started: t0, Ended: t0.Add(time.Millisecond)})
+			s.Nodes = append(s.Nodes, engine.NodeResult{NodeID: "n" + strconv.Itoa(i), Status: engine.PhaseDone, Output: out(i, v), Started: t0, Ended: t0.Add(time.Millisecond)})
 		}
 		return s
 	}
@@ -504,7 +507,7 @@ func BenchmarkCompareRuns1000(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if d := engine.CompareRuns(a, bb, engine.RunDiffLimits{}); d.Differing != n/10 || d.Divergence.NodeID != "n0" {
+		if d := inspect.CompareRuns(a, bb, inspect.RunDiffLimits{}); d.Differing != n/10 || d.Divergence.NodeID != "n0" {
 			b.Fatalf("differing %d", d.Differing)
 		}
 	}
@@ -527,8 +530,8 @@ func TestFiredEdgesOfTheLoopExample(t *testing.T) {
 		if got := s.Fired["review"]; !reflect.DeepEqual(got, []string{"review->draft", "review->publish"}) {
 			t.Fatalf("review fired %v", got)
 		}
-		if d := engine.CompareRuns(s, s, engine.RunDiffLimits{}); !d.Same {
-			t.Fatalf("the loop against itself: %s", js(d))
+		if d := inspect.CompareRuns(s, s, inspect.RunDiffLimits{}); !d.Same {
+			t.Fatalf("the loop against itself: %s", enginetest.JSON(d))
 		}
 		return
 	}

@@ -1,4 +1,4 @@
-package engine_test
+package a2e_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/engine/inspect"
 )
 
 func exportDecode(t *testing.T, doc string) *engine.Chain {
@@ -43,9 +45,9 @@ func TestExportA2ERoundTrip(t *testing.T) {
 	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {
 			c := exportDecode(t, doc)
-			req, err := engine.ExportA2E(c)
+			req, err := a2e.Export(c)
 			if err != nil {
-				t.Fatalf("ExportA2E: %v", err)
+				t.Fatalf("Export: %v", err)
 			}
 			if req.Type != engine.TypeRequest || req.Version != engine.WireVersion || req.ID == "" || req.Ts == 0 || req.ChainID != c.Name {
 				t.Fatalf("bad envelope: %+v", req)
@@ -63,7 +65,7 @@ func TestExportA2ERoundTrip(t *testing.T) {
 			}
 			want := c.Clone()
 			want.Description = "" // A2E has no description
-			if d := engine.Diff(want, back); !d.Empty() {
+			if d := inspect.Diff(want, back); !d.Empty() {
 				t.Fatalf("round trip changed the chain: %+v\n%s", d, b)
 			}
 			// The successor fields are on the wire, never edges.
@@ -84,7 +86,7 @@ func TestExportA2ESuccessorFields(t *testing.T) {
 		{"node_id":"yes","kind":"tool","name":"echo"},
 		{"node_id":"no","kind":"tool","name":"echo"}],
 		"edges":[{"source":"a","target":"check"},{"source":"check","target":"yes","label":"true"},{"source":"check","target":"no","label":"false"}]}`)
-	req, err := engine.ExportA2E(c)
+	req, err := a2e.Export(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,29 +110,29 @@ func TestExportA2ERefusals(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, doc string
-		want      engine.ExportError
+		want      a2e.ExportError
 	}{
 		{"conditional edge", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],
-			"edges":[{"id":"e1","source":"a","target":"b","condition":"output"}]}`, engine.ExportError{EdgeID: "e1", Field: "condition"}},
+			"edges":[{"id":"e1","source":"a","target":"b","condition":"output"}]}`, a2e.ExportError{EdgeID: "e1", Field: "condition"}},
 		{"loop edge", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],
-			"edges":[{"source":"a","target":"b"},{"id":"back","source":"b","target":"a","max_iterations":3}]}`, engine.ExportError{EdgeID: "back", Field: "max_iterations"}},
+			"edges":[{"source":"a","target":"b"},{"id":"back","source":"b","target":"a","max_iterations":3}]}`, a2e.ExportError{EdgeID: "back", Field: "max_iterations"}},
 		{"two successors", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"}],
-			"edges":[{"source":"a","target":"b"},{"source":"a","target":"c"}]}`, engine.ExportError{NodeID: "a", EdgeID: "a->c", Field: "next_node"}},
-		{"routing all", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all"}]}`, engine.ExportError{NodeID: "a", Field: "routing"}},
-		{"parallel kind", `{"name":"x","nodes":[{"node_id":"p","kind":"parallel","branches":["b"]},{"node_id":"b","kind":"tool","name":"echo"}]}`, engine.ExportError{NodeID: "p", Field: "kind"}},
-		{"condition kind", `{"name":"x","nodes":[{"node_id":"c","kind":"condition","cases":[{"handle":"h","when":"true"}]}]}`, engine.ExportError{NodeID: "c", Field: "kind"}},
-		{"interrupt kind", `{"name":"x","nodes":[{"node_id":"i","kind":"interrupt"}]}`, engine.ExportError{NodeID: "i", Field: "kind"}},
+			"edges":[{"source":"a","target":"b"},{"source":"a","target":"c"}]}`, a2e.ExportError{NodeID: "a", EdgeID: "a->c", Field: "next_node"}},
+		{"routing all", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all"}]}`, a2e.ExportError{NodeID: "a", Field: "routing"}},
+		{"parallel kind", `{"name":"x","nodes":[{"node_id":"p","kind":"parallel","branches":["b"]},{"node_id":"b","kind":"tool","name":"echo"}]}`, a2e.ExportError{NodeID: "p", Field: "kind"}},
+		{"condition kind", `{"name":"x","nodes":[{"node_id":"c","kind":"condition","cases":[{"handle":"h","when":"true"}]}]}`, a2e.ExportError{NodeID: "c", Field: "kind"}},
+		{"interrupt kind", `{"name":"x","nodes":[{"node_id":"i","kind":"interrupt"}]}`, a2e.ExportError{NodeID: "i", Field: "kind"}},
 		{"label on a tool edge", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],
-			"edges":[{"id":"e","source":"a","target":"b","label":"ok"}]}`, engine.ExportError{EdgeID: "e", Field: "label"}},
+			"edges":[{"id":"e","source":"a","target":"b","label":"ok"}]}`, a2e.ExportError{EdgeID: "e", Field: "label"}},
 		{"default edge", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],
-			"edges":[{"id":"e","source":"a","target":"b","default":true}]}`, engine.ExportError{EdgeID: "e", Field: "default"}},
-		{"strict routing", `{"name":"x","strict_routing":true,"nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`, engine.ExportError{Field: "strict_routing"}},
-		{"empty chain", `{"name":"x","nodes":[]}`, engine.ExportError{Field: "nodes"}},
+			"edges":[{"id":"e","source":"a","target":"b","default":true}]}`, a2e.ExportError{EdgeID: "e", Field: "default"}},
+		{"strict routing", `{"name":"x","strict_routing":true,"nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`, a2e.ExportError{Field: "strict_routing"}},
+		{"empty chain", `{"name":"x","nodes":[]}`, a2e.ExportError{Field: "nodes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := engine.ExportA2E(exportDecode(t, tt.doc))
-			var ee *engine.ExportError
+			_, err := a2e.Export(exportDecode(t, tt.doc))
+			var ee *a2e.ExportError
 			if !errors.As(err, &ee) {
 				t.Fatalf("want *ExportError, got %v", err)
 			}

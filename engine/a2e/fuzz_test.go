@@ -1,4 +1,4 @@
-package engine
+package a2e
 
 import (
 	"bytes"
@@ -9,7 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/engine"
 )
+
+// a2eLinearRequest is A2E's "Simple Linear Chain" wire example, verbatim.
+const a2eLinearRequest = `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"read_file","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"skill","name":"text_summarizer","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`
 
 // FuzzA2EMessage: the A2E wire decoder never panics and returns only
 // *DecodeError; a chain/req it accepts exports back to A2E (when
@@ -17,7 +22,7 @@ import (
 // from what the request carries marshal to JSON with every seed-000 field
 // present, which decodes back to the same message.
 //
-//	go test ./engine -run '^$' -fuzz '^FuzzA2EMessage$' -fuzztime 3m
+//	go test ./engine/a2e -run '^$' -fuzz '^FuzzA2EMessage$' -fuzztime 3m
 func FuzzA2EMessage(f *testing.F) {
 	for _, s := range []string{
 		a2eLinearRequest,
@@ -32,14 +37,14 @@ func FuzzA2EMessage(f *testing.F) {
 	} {
 		f.Add([]byte(s), uint8(0), uint8(0))
 	}
-	phases := []Phase{PhaseStart, PhaseDone, PhaseError, PhaseSkip, PhasePaused, PhaseProgress}
-	statuses := []RunStatus{StatusCompleted, StatusPartial, StatusFailed, StatusPaused, StatusCancelled, StatusTimedOut}
-	small := Limits{MaxNodes: 32, MaxEdges: 64, MaxIDLength: 16, MaxExpressionLength: 64, MaxDocumentBytes: 1 << 16}
+	phases := []engine.Phase{engine.PhaseStart, engine.PhaseDone, engine.PhaseError, engine.PhaseSkip, engine.PhasePaused, engine.PhaseProgress}
+	statuses := []engine.RunStatus{engine.StatusCompleted, engine.StatusPartial, engine.StatusFailed, engine.StatusPaused, engine.StatusCancelled, engine.StatusTimedOut}
+	small := engine.Limits{MaxNodes: 32, MaxEdges: 64, MaxIDLength: 16, MaxExpressionLength: 64, MaxDocumentBytes: 1 << 16}
 	f.Fuzz(func(t *testing.T, data []byte, phase, status uint8) {
-		for _, lim := range []Limits{small, {}} {
-			c, req, err := DecodeDocument(data, lim)
+		for _, lim := range []engine.Limits{small, {}} {
+			c, req, err := engine.DecodeDocument(data, lim)
 			if err != nil {
-				var de *DecodeError
+				var de *engine.DecodeError
 				if !errors.As(err, &de) {
 					t.Fatalf("error is %T, not *DecodeError: %v", err, err)
 				}
@@ -48,16 +53,16 @@ func FuzzA2EMessage(f *testing.F) {
 			if req == nil {
 				continue // a studio document: FuzzDecode's job
 			}
-			if req.Type != TypeRequest || req.ID == "" || req.Version != WireVersion || req.ChainID == "" || c.Name != req.ChainID {
+			if req.Type != engine.TypeRequest || req.ID == "" || req.Version != engine.WireVersion || req.ChainID == "" || c.Name != req.ChainID {
 				t.Fatalf("decoded request not filled in: %+v (chain %q)", req, c.Name)
 			}
 			// Export back to A2E and decode again: the same chain.
-			if exp, err := ExportA2E(c); err == nil {
+			if exp, err := Export(c); err == nil {
 				b, err := json.Marshal(exp)
 				if err != nil {
 					t.Fatalf("marshal export: %v", err)
 				}
-				c2, req2, err := DecodeDocument(b, lim)
+				c2, req2, err := engine.DecodeDocument(b, lim)
 				if err != nil {
 					t.Fatalf("re-decode of the export %s: %v", b, err)
 				}
@@ -71,7 +76,7 @@ func FuzzA2EMessage(f *testing.F) {
 				node = c.Nodes[0].ID
 				output = map[string]any{"input": c.Nodes[0].Input, "initial": req.InitialInput}
 			}
-			ev := Event{RunID: "run", Seq: int64(len(data)), NodeID: node, Phase: phases[int(phase)%len(phases)],
+			ev := engine.Event{RunID: "run", Seq: int64(len(data)), NodeID: node, Phase: phases[int(phase)%len(phases)],
 				Output: output, Progress: output, Prompt: output, Error: string(data[:min(len(data), 64)]),
 				Time: time.Unix(1716123456, 789_000_000)}
 			em := NewEventMessage(req.ID, ev)
@@ -79,17 +84,17 @@ func FuzzA2EMessage(f *testing.F) {
 			if em.Type != TypeEvent || em.ReqID != req.ID || em.Seq != ev.Seq || em.NodeID != node {
 				t.Fatalf("event message %+v", em)
 			}
-			res := &Result{RunID: "run", Status: statuses[int(status)%len(statuses)], Outputs: map[string]any{node: output},
+			res := &engine.Result{RunID: "run", Status: statuses[int(status)%len(statuses)], Outputs: map[string]any{node: output},
 				FinalOutput: output, NodesRun: len(c.Nodes), DurationMS: int64(len(data))}
-			if res.Status == StatusFailed {
-				res.Error = &RunError{Code: CodeNodeError, Message: string(data[:min(len(data), 64)]), NodeID: node}
+			if res.Status == engine.StatusFailed {
+				res.Error = &engine.RunError{Code: engine.CodeNodeError, Message: string(data[:min(len(data), 64)]), NodeID: node}
 			}
-			if res.Status == StatusPaused {
-				res.Pending = []Pending{{NodeID: node}}
+			if res.Status == engine.StatusPaused {
+				res.Pending = []engine.Pending{{NodeID: node}}
 			}
 			rm := NewResponseMessage(req, res)
 			wireRoundTrip(t, rm, &ResponseMessage{}, []string{"type", "id", "version", "ts", "req_id", "chain_id", "success", "outputs", "final_output", "duration_ms", "nodes_run", "error"})
-			if rm.ChainID != req.ChainID || rm.ReqID != req.ID || rm.Success != (res.Status == StatusCompleted) {
+			if rm.ChainID != req.ChainID || rm.ReqID != req.ID || rm.Success != (res.Status == engine.StatusCompleted) {
 				t.Fatalf("response message %+v for %s", rm, res.Status)
 			}
 			if rm.Success != (rm.Error == nil) {

@@ -1,4 +1,4 @@
-package engine
+package inspect
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/internal/jsonlit"
 )
 
 // ChainDiff is the structural difference between two chain documents (a → b).
@@ -57,21 +60,21 @@ func (d *ChainDiff) Empty() bool {
 
 // Diff compares chain a with chain b. A nil chain is an empty one. The order
 // of nodes and edges in the documents does not matter.
-func Diff(a, b *Chain) *ChainDiff {
+func Diff(a, b *engine.Chain) *ChainDiff {
 	if a == nil {
-		a = &Chain{}
+		a = &engine.Chain{}
 	}
 	if b == nil {
-		b = &Chain{}
+		b = &engine.Chain{}
 	}
 	d := &ChainDiff{}
 	d.Chain, d.ChainChanges = changedFields(reflect.ValueOf(*a), reflect.ValueOf(*b), "nodes", "edges")
 
-	an := make(map[string]*Node, len(a.Nodes))
+	an := make(map[string]*engine.Node, len(a.Nodes))
 	for i := range a.Nodes {
 		an[a.Nodes[i].ID] = &a.Nodes[i]
 	}
-	bn := make(map[string]*Node, len(b.Nodes))
+	bn := make(map[string]*engine.Node, len(b.Nodes))
 	for i := range b.Nodes {
 		bn[b.Nodes[i].ID] = &b.Nodes[i]
 	}
@@ -120,7 +123,7 @@ func Diff(a, b *Chain) *ChainDiff {
 
 // edgeKey identifies an edge across versions: its id, or for an edge without
 // one, source->target with its label.
-func edgeKey(e *Edge) string {
+func edgeKey(e *engine.Edge) string {
 	if e.ID != "" {
 		return e.ID
 	}
@@ -130,8 +133,8 @@ func edgeKey(e *Edge) string {
 	return e.Source + "->" + e.Target
 }
 
-func edgeIndex(es []Edge) map[string]*Edge {
-	m := make(map[string]*Edge, len(es))
+func edgeIndex(es []engine.Edge) map[string]*engine.Edge {
+	m := make(map[string]*engine.Edge, len(es))
 	for i := range es {
 		k := edgeKey(&es[i])
 		if _, dup := m[k]; dup {
@@ -239,7 +242,7 @@ func fieldJSON(v reflect.Value, omit bool) []byte {
 	if omit && isEmptyValue(v) {
 		return nil
 	}
-	b, err := marshalLiteral(v.Interface())
+	b, err := jsonlit.Marshal(v.Interface())
 	if err != nil {
 		// Not JSON-safe: fall back to Go's formatting so a difference still shows.
 		return []byte(fmt.Sprintf("%#v", v.Interface()))

@@ -1,11 +1,18 @@
-package engine
+package inspect
 
 import (
 	"container/heap"
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/internal/clip"
+	"github.com/chainstudio/studio/engine/internal/intheap"
+	"github.com/chainstudio/studio/engine/internal/jsonlit"
 )
 
 // Comparing two runs (the run page's "Compare with…"). CompareRuns is pure:
@@ -18,13 +25,13 @@ type RunSide struct {
 	// Chain is the document the run executed (nil: only its results are
 	// known). Two runs of one version may share one *Chain: it is then read
 	// once.
-	Chain       *Chain
+	Chain       *engine.Chain
 	Input       map[string]any // what the run was started with
-	Status      RunStatus
-	Error       *RunError
+	Status      engine.RunStatus
+	Error       *engine.RunError
 	FinalOutput any
 	DurationMS  int64
-	Nodes       []NodeResult
+	Nodes       []engine.NodeResult
 	// Fired lists, per node id, the outgoing edge ids the node fired in any
 	// pass of the run (FiredEdges reads them from a checkpoint log).
 	Fired map[string][]string
@@ -88,14 +95,14 @@ const StatusNotReached = "not_reached"
 
 // RunDiff is what differs between run a and run b.
 type RunDiff struct {
-	Same          bool      `json:"same"` // nothing differs but timings
-	StatusA       RunStatus `json:"status_a"`
-	StatusB       RunStatus `json:"status_b"`
-	StatusChanged bool      `json:"status_changed"`
-	ErrorA        *RunError `json:"error_a,omitempty"`
-	ErrorB        *RunError `json:"error_b,omitempty"`
-	DurationAMS   int64     `json:"duration_a_ms"`
-	DurationBMS   int64     `json:"duration_b_ms"`
+	Same          bool             `json:"same"` // nothing differs but timings
+	StatusA       engine.RunStatus `json:"status_a"`
+	StatusB       engine.RunStatus `json:"status_b"`
+	StatusChanged bool             `json:"status_changed"`
+	ErrorA        *engine.RunError `json:"error_a,omitempty"`
+	ErrorB        *engine.RunError `json:"error_b,omitempty"`
+	DurationAMS   int64            `json:"duration_a_ms"`
+	DurationBMS   int64            `json:"duration_b_ms"`
 	// Input compares what the two runs were started with: a different
 	// input often explains every other difference.
 	Input        ValueDiff `json:"input"`
@@ -180,7 +187,7 @@ type PathChange struct {
 // FiredEdges reads from a run's checkpoint log the outgoing edges each node
 // fired, in any pass (a loop's earlier passes included), sorted. It is the
 // one place a run's route is taken from.
-func FiredEdges(log []Checkpoint) map[string][]string {
+func FiredEdges(log []engine.Checkpoint) map[string][]string {
 	sets := map[string]map[string]bool{}
 	add := func(node string, ids []string) {
 		if len(ids) == 0 {
@@ -197,15 +204,15 @@ func FiredEdges(log []Checkpoint) map[string][]string {
 	}
 	for k := range log {
 		switch cp := &log[k]; {
-		case cp.Kind == CheckpointNode && cp.Node != nil:
+		case cp.Kind == engine.CheckpointNode && cp.Node != nil:
 			add(cp.Node.NodeID, cp.Node.Fired)
-		case cp.Kind == CheckpointEdges && cp.Edges != nil:
+		case cp.Kind == engine.CheckpointEdges && cp.Edges != nil:
 			add(cp.Edges.Source, cp.Edges.Fired)
 		}
 	}
 	out := make(map[string][]string, len(sets))
 	for node, s := range sets {
-		out[node] = sortedKeys(s)
+		out[node] = slices.Sorted(maps.Keys(s))
 	}
 	return out
 }
@@ -217,10 +224,10 @@ func CompareRuns(a, b *RunSide, lim RunDiffLimits) *RunDiff {
 	lim = lim.withDefaults()
 	ca, cb := a.Chain, b.Chain
 	if ca == nil {
-		ca = &Chain{}
+		ca = &engine.Chain{}
 	}
 	if cb == nil {
-		cb = &Chain{}
+		cb = &engine.Chain{}
 	}
 	d := &RunDiff{
 		StatusA: a.Status, StatusB: b.Status, StatusChanged: a.Status != b.Status,
@@ -310,15 +317,15 @@ func inputValue(in map[string]any) any {
 	return in
 }
 
-func runErrorsEqual(a, b *RunError) bool {
+func runErrorsEqual(a, b *engine.RunError) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
 	return a.Code == b.Code && a.Message == b.Message && a.NodeID == b.NodeID && a.EdgeID == b.EdgeID
 }
 
-func resultsByID(nodes []NodeResult) map[string]*NodeResult {
-	m := make(map[string]*NodeResult, len(nodes))
+func resultsByID(nodes []engine.NodeResult) map[string]*engine.NodeResult {
+	m := make(map[string]*engine.NodeResult, len(nodes))
 	for i := range nodes {
 		m[nodes[i].NodeID] = &nodes[i]
 	}
@@ -327,7 +334,7 @@ func resultsByID(nodes []NodeResult) map[string]*NodeResult {
 
 // nodeSet is the nodes a run has: its chain's, and any its results name
 // (a run whose chain is unknown still compares by its results).
-func nodeSet(c *Chain, res map[string]*NodeResult) map[string]bool {
+func nodeSet(c *engine.Chain, res map[string]*engine.NodeResult) map[string]bool {
 	s := make(map[string]bool, len(c.Nodes)+len(res))
 	for i := range c.Nodes {
 		s[c.Nodes[i].ID] = true
@@ -340,22 +347,22 @@ func nodeSet(c *Chain, res map[string]*NodeResult) map[string]bool {
 
 // ran reports whether a node did anything in a run: it has a record that
 // is not a skip.
-func ran(r *NodeResult) bool { return r != nil && r.Status != PhaseSkip }
+func ran(r *engine.NodeResult) bool { return r != nil && r.Status != engine.PhaseSkip }
 
-func output(r *NodeResult) any {
+func output(r *engine.NodeResult) any {
 	if r == nil {
 		return nil
 	}
 	return r.Output
 }
 
-func nodeSide(r *NodeResult, lim RunDiffLimits) *NodeSide {
+func nodeSide(r *engine.NodeResult, lim RunDiffLimits) *NodeSide {
 	if r == nil {
 		return &NodeSide{Status: StatusNotReached}
 	}
-	s := &NodeSide{Status: string(r.Status), Reason: r.Reason, Error: truncate(r.Error, lim.MaxErrorBytes),
+	s := &NodeSide{Status: string(r.Status), Reason: r.Reason, Error: clip.String(r.Error, lim.MaxErrorBytes),
 		Matched: r.Matched, Attempts: r.Attempts, Iteration: r.Iteration, Reused: r.Reused}
-	if !r.Reused && (r.Status == PhaseDone || r.Status == PhaseError) && !r.Started.IsZero() && !r.Ended.Before(r.Started) {
+	if !r.Reused && (r.Status == engine.PhaseDone || r.Status == engine.PhaseError) && !r.Started.IsZero() && !r.Ended.Before(r.Started) {
 		ms := roundMicro(float64(r.Ended.Sub(r.Started).Microseconds()) / 1000)
 		s.DurationMS = &ms
 	}
@@ -371,7 +378,7 @@ type routes struct{ in, out map[string][]string }
 // fired out of it, and what fired into it (the fired edges of the chain
 // whose target it is). The route of a run is computed here only, so that a
 // richer record of routing decisions can replace Fired in one place.
-func nodeRoutes(c *Chain, fired map[string][]string) routes {
+func nodeRoutes(c *engine.Chain, fired map[string][]string) routes {
 	r := routes{in: map[string][]string{}, out: map[string][]string{}}
 	target := make(map[string]string, len(c.Edges))
 	for i := range c.Edges {
@@ -395,7 +402,7 @@ func nodeRoutes(c *Chain, fired map[string][]string) routes {
 
 // editedNodes lists, per node in both chains, the fields of its definition
 // that changed (position left out: a move changes nothing a run does).
-func editedNodes(a, b *Chain) map[string][]string {
+func editedNodes(a, b *engine.Chain) map[string][]string {
 	out := map[string][]string{}
 	if a == b { // one version's document, shared by the caller
 		return out
@@ -418,7 +425,7 @@ func editedNodes(a, b *Chain) map[string][]string {
 // chains together (edges that are not loops, data dependencies, owners
 // before what is attached to them), ties broken by id. Nodes on a cycle
 // (two versions that reversed an edge) follow, by id.
-func compareOrder(a, b *Chain, inA, inB map[string]bool) []string {
+func compareOrder(a, b *engine.Chain, inA, inB map[string]bool) []string {
 	ids := make([]string, 0, len(inA)+len(inB))
 	for id := range inA {
 		ids = append(ids, id)
@@ -446,28 +453,15 @@ func compareOrder(a, b *Chain, inA, inB map[string]bool) []string {
 		succ[f] = append(succ[f], t)
 		indeg[t]++
 	}
-	for k, c := range []*Chain{a, b} {
+	for k, c := range []*engine.Chain{a, b} {
 		if k == 1 && b == a {
 			break
 		}
-		g := newGraph(c)
-		for _, e := range c.Edges {
-			if !e.IsLoop() {
-				link(e.Source, e.Target)
-			}
-		}
-		for i, deps := range g.dataDeps {
-			for _, d := range deps {
-				link(c.Nodes[d].ID, c.Nodes[i].ID)
-			}
-		}
-		for i, owners := range g.owners {
-			for _, o := range owners {
-				link(c.Nodes[o.owner].ID, c.Nodes[i].ID)
-			}
+		for before, after := range engine.Precedence(c) {
+			link(before, after)
 		}
 	}
-	h := &intHeap{} // indexes into ids, which are sorted: the smallest id first
+	h := &intheap.Min{} // indexes into ids, which are sorted: the smallest id first
 	for i := range ids {
 		if indeg[i] == 0 {
 			*h = append(*h, i)
@@ -732,14 +726,14 @@ func jsonEqual(a, b any) bool {
 	return false // not JSON: never equal, so a difference shows
 }
 
-// cutJSON encodes v as JSON, at most about n bytes of it (boundedJSON): a
+// cutJSON encodes v as JSON, at most about n bytes of it (BoundedJSON): a
 // longer value is a JSON string of its first n bytes and "…", so the
 // answer stays valid JSON.
 func cutJSON(v any, n int) (json.RawMessage, bool) {
-	s, cut := boundedJSON(plainJSON(v), n)
+	s, cut := engine.BoundedJSON(plainJSON(v), n)
 	if !cut {
 		return json.RawMessage(s), false
 	}
-	q, _ := marshalLiteral(s)
+	q, _ := jsonlit.Marshal(s)
 	return json.RawMessage(q), true
 }

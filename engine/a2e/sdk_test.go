@@ -1,4 +1,4 @@
-package engine_test
+package a2e_test
 
 import (
 	"strings"

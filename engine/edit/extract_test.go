@@ -1,4 +1,4 @@
-package engine_test
+package edit_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/edit"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 // linear: a → b → c → d; b takes what a passed on, c reads b by id, and d
@@ -22,8 +24,8 @@ const extractLinear = `{"name":"parent","timeout":60,"strict_routing":true,"node
 
 func TestExtractLinearKeepsFinalOutput(t *testing.T) {
 	t.Parallel()
-	c := mustDecode(t, extractLinear)
-	parent, sub, err := engine.Extract(c, []string{"b", "c"}, "inner")
+	c := enginetest.MustDecode(t, extractLinear)
+	parent, sub, err := edit.Extract(c, []string{"b", "c"}, "inner")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +54,8 @@ func TestExtractLinearKeepsFinalOutput(t *testing.T) {
 	}
 
 	before := sameFinalOutput(t, c, parent, sub)
-	if js(before) != `{"got":7,"tag":"c"}` {
-		t.Errorf("before = %s", js(before))
+	if enginetest.JSON(before) != `{"got":7,"tag":"c"}` {
+		t.Errorf("before = %s", enginetest.JSON(before))
 	}
 }
 
@@ -93,8 +95,8 @@ func TestExtractRefuses(t *testing.T) {
 		{"reserved name", extractLinear, []string{"b"}, "__chain__x", "reserved", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := engine.Extract(mustDecode(t, tc.doc), tc.sel, tc.newName)
-			var xe *engine.ExtractError
+			_, _, err := edit.Extract(enginetest.MustDecode(t, tc.doc), tc.sel, tc.newName)
+			var xe *edit.ExtractError
 			if !errors.As(err, &xe) {
 				t.Fatalf("err = %v, want an ExtractError", err)
 			}
@@ -109,9 +111,9 @@ func TestExtractRefuses(t *testing.T) {
 // skill node is fed once, and a parent entry_node inside moves to it.
 func TestExtractSharedEntryAndEntryNode(t *testing.T) {
 	t.Parallel()
-	c := mustDecode(t, `{"name":"p","entry_node":"a","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"},{"node_id":"j","kind":"tool","name":"echo"}],
+	c := enginetest.MustDecode(t, `{"name":"p","entry_node":"a","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"},{"node_id":"j","kind":"tool","name":"echo"}],
 		"edges":[{"source":"a","target":"b"},{"source":"a","target":"c"},{"source":"b","target":"j"},{"source":"c","target":"j"}]}`)
-	parent, sub, err := engine.Extract(c, []string{"b", "c", "j"}, "fan")
+	parent, sub, err := edit.Extract(c, []string{"b", "c", "j"}, "fan")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,7 @@ func TestExtractSharedEntryAndEntryNode(t *testing.T) {
 	if len(sub.Edges) != 2 {
 		t.Errorf("sub edges = %+v", sub.Edges)
 	}
-	p2, _, err := engine.Extract(c, []string{"a", "b", "c", "j"}, "all")
+	p2, _, err := edit.Extract(c, []string{"a", "b", "c", "j"}, "all")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +159,8 @@ func sameFinalOutput(t *testing.T, c, parent, sub *engine.Chain) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Status != engine.StatusCompleted || js(after.FinalOutput) != js(before.FinalOutput) {
-		t.Errorf("after = %s %s, before = %s", after.Status, js(after.FinalOutput), js(before.FinalOutput))
+	if after.Status != engine.StatusCompleted || enginetest.JSON(after.FinalOutput) != enginetest.JSON(before.FinalOutput) {
+		t.Errorf("after = %s %s, before = %s", after.Status, enginetest.JSON(after.FinalOutput), enginetest.JSON(before.FinalOutput))
 	}
 	return before.FinalOutput
 }
@@ -167,8 +169,8 @@ func sameFinalOutput(t *testing.T, c, parent, sub *engine.Chain) any {
 // read `input`: the skill node, now a root, passes the run input on.
 func TestExtractRootsKeepRunInput(t *testing.T) {
 	t.Parallel()
-	c := mustDecode(t, extractLinear)
-	parent, sub, err := engine.Extract(c, []string{"a", "b"}, "head")
+	c := enginetest.MustDecode(t, extractLinear)
+	parent, sub, err := edit.Extract(c, []string{"a", "b"}, "head")
 	if err != nil {
 		t.Fatal(err)
 	}

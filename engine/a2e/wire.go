@@ -1,10 +1,18 @@
-package engine
+package a2e
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/chainstudio/studio/engine"
 	"github.com/google/uuid"
+)
+
+// A2E message types a host sends back (docs/chain-format.md, "A2E
+// compatibility").
+const (
+	TypeEvent    = "chain/event"
+	TypeResponse = "chain/resp"
 )
 
 // EventMessage is an A2E chain/event message, field for field (the SDK's
@@ -18,7 +26,7 @@ type EventMessage struct {
 	Ts      float64        `json:"ts"`
 	ReqID   string         `json:"req_id"`
 	NodeID  string         `json:"node_id"`
-	Phase   Phase          `json:"phase"`
+	Phase   engine.Phase   `json:"phase"`
 	Output  any            `json:"output"`
 	Error   string         `json:"error"`
 	Seq     int64          `json:"seq"`
@@ -57,19 +65,19 @@ const CodePaused = "chain_paused"
 
 // NewEventMessage turns a run event into the chain/event message answering
 // request reqID. Ts is the event's own time.
-func NewEventMessage(reqID string, ev Event) EventMessage {
+func NewEventMessage(reqID string, ev engine.Event) EventMessage {
 	t := ev.Time
 	if t.IsZero() {
 		t = time.Now()
 	}
 	m := EventMessage{
-		Type: TypeEvent, ID: uuid.NewString(), Version: WireVersion, Ts: unixSeconds(t),
+		Type: TypeEvent, ID: uuid.NewString(), Version: engine.WireVersion, Ts: unixSeconds(t),
 		ReqID: reqID, NodeID: ev.NodeID, Phase: ev.Phase, Seq: ev.Seq, Data: eventData(ev),
 	}
 	switch ev.Phase {
-	case PhaseDone:
+	case engine.PhaseDone:
 		m.Output = ev.Output
-	case PhaseError:
+	case engine.PhaseError:
 		m.Error = ev.Error
 	}
 	return m
@@ -80,7 +88,7 @@ func NewEventMessage(reqID string, ev Event) EventMessage {
 // node was skipped, or what follows an error: "retrying", "on_error_skip");
 // "progress" on "progress" events and "prompt" on "paused"
 // (phases beyond A2E's four). Empty, never null, when it says nothing.
-func eventData(ev Event) map[string]any {
+func eventData(ev engine.Event) map[string]any {
 	d := map[string]any{}
 	if ev.Item != nil {
 		d["item"] = float64(*ev.Item)
@@ -89,9 +97,9 @@ func eventData(ev Event) map[string]any {
 		d["reason"] = ev.Reason
 	}
 	switch ev.Phase {
-	case PhaseProgress:
+	case engine.PhaseProgress:
 		d["progress"] = ev.Progress
-	case PhasePaused:
+	case engine.PhasePaused:
 		d["prompt"] = ev.Prompt
 		if ev.PauseID != "" {
 			d["pause_id"] = ev.PauseID
@@ -103,16 +111,16 @@ func eventData(ev Event) map[string]any {
 // Succeeded is chain/resp's success: "whether all nodes completed without
 // error" (A2E). A failure the chain handled (on_error skip, continue or a
 // handler node) still makes it false; the run's own status stays partial.
-func Succeeded(res *Result) bool {
-	return res.Status == StatusCompleted
+func Succeeded(res *engine.Result) bool {
+	return res.Status == engine.StatusCompleted
 }
 
 // NewResponseMessage builds the chain/resp closing an A2E exchange.
 // req may be nil (a request that could not be decoded); res may be nil when
 // the run never started, in which case the caller fills Error.
-func NewResponseMessage(req *Request, res *Result) ResponseMessage {
+func NewResponseMessage(req *engine.Request, res *engine.Result) ResponseMessage {
 	m := ResponseMessage{
-		Type: TypeResponse, ID: uuid.NewString(), Version: WireVersion, Ts: unixSeconds(time.Now()),
+		Type: TypeResponse, ID: uuid.NewString(), Version: engine.WireVersion, Ts: unixSeconds(time.Now()),
 		Outputs: map[string]any{},
 	}
 	if req != nil {
@@ -131,14 +139,14 @@ func NewResponseMessage(req *Request, res *Result) ResponseMessage {
 	switch {
 	case res.Error != nil:
 		m.Error = wireError(res.Error)
-	case res.Status == StatusPaused:
+	case res.Status == engine.StatusPaused:
 		we := &WireError{Code: CodePaused, Message: fmt.Sprintf("run %s is paused at an interrupt, waiting for a resume value", res.RunID)}
 		if len(res.Pending) > 0 {
 			we.NodeID = res.Pending[0].NodeID
 			we.Message = fmt.Sprintf("run %s is paused at interrupt node %q, waiting for a resume value", res.RunID, we.NodeID)
 		}
 		m.Error = we
-	case res.Status == StatusPartial:
+	case res.Status == engine.StatusPartial:
 		m.Error = handledError(res)
 	case !m.Success:
 		m.Error = &WireError{Code: "chain_" + string(res.Status), Message: fmt.Sprintf("run %s ended %s", res.RunID, res.Status)}
@@ -149,16 +157,16 @@ func NewResponseMessage(req *Request, res *Result) ResponseMessage {
 // handledError is the chain/resp error of a partial run: the first node
 // failure the chain handled (skip, continue or a handler), so the agent
 // learns which node failed and why although the run went on.
-func handledError(res *Result) *WireError {
-	var first, fan *NodeResult
-	earlier := func(a, b *NodeResult) bool {
+func handledError(res *engine.Result) *WireError {
+	var first, fan *engine.NodeResult
+	earlier := func(a, b *engine.NodeResult) bool {
 		return b == nil || a.Ended.Before(b.Ended) || a.Ended.Equal(b.Ended) && a.NodeID < b.NodeID
 	}
 	for _, nr := range res.Nodes {
-		if nr.Status == PhaseDone && nr.Partial && earlier(nr, fan) {
+		if nr.Status == engine.PhaseDone && nr.Partial && earlier(nr, fan) {
 			fan = nr
 		}
-		if nr.Error == "" || nr.Status == PhaseDone && nr.Reason == "" {
+		if nr.Error == "" || nr.Status == engine.PhaseDone && nr.Reason == "" {
 			continue
 		}
 		if earlier(nr, first) {
@@ -168,17 +176,17 @@ func handledError(res *Result) *WireError {
 	if first == nil && fan != nil {
 		// The failures were inside a map or parallel node, which completed
 		// with them: its items' or branches' error events name each one.
-		return &WireError{Code: CodeNodeError, NodeID: fan.NodeID,
+		return &WireError{Code: engine.CodeNodeError, NodeID: fan.NodeID,
 			Message: fmt.Sprintf("node %q completed, but some of its map items or parallel branches failed and were handled (their error events name them; continue gives {\"error\": …} entries in its output)", fan.NodeID)}
 	}
 	if first == nil {
-		return &WireError{Code: CodeNodeError, Message: fmt.Sprintf("run %s ended partial: a node failure was handled by its on_error policy (the skip and error events name it)", res.RunID)}
+		return &WireError{Code: engine.CodeNodeError, Message: fmt.Sprintf("run %s ended partial: a node failure was handled by its on_error policy (the skip and error events name it)", res.RunID)}
 	}
 	how := first.Reason
 	if how == "" {
 		how = string(first.Status)
 	}
-	return &WireError{Code: CodeNodeError, NodeID: first.NodeID,
+	return &WireError{Code: engine.CodeNodeError, NodeID: first.NodeID,
 		Message: fmt.Sprintf("node %q failed (handled: %s): %s", first.NodeID, how, first.Error)}
 }
 
@@ -187,14 +195,14 @@ func handledError(res *Result) *WireError {
 // (through edges or through input_map reads) answers chain_cycle, naming
 // the node, instead of the generic chain_invalid; the message still lists
 // every issue.
-func wireError(e *RunError) *WireError {
+func wireError(e *engine.RunError) *WireError {
 	we := &WireError{Code: e.Code, Message: e.Message, NodeID: e.NodeID, Details: e.Details}
-	if e.Code != CodeInvalid {
+	if e.Code != engine.CodeInvalid {
 		return we
 	}
 	for _, is := range e.Issues {
-		if is.Severity == SeverityError && (is.Rule == RuleChainCycle || is.Rule == RuleDataCycle) {
-			we.Code = CodeCycle
+		if is.Severity == engine.SeverityError && (is.Rule == engine.RuleChainCycle || is.Rule == engine.RuleDataCycle) {
+			we.Code = engine.CodeCycle
 			if we.NodeID == "" {
 				we.NodeID = is.NodeID
 			}
@@ -206,7 +214,7 @@ func wireError(e *RunError) *WireError {
 		if we.NodeID != "" {
 			break
 		}
-		if is.Severity == SeverityError {
+		if is.Severity == engine.SeverityError {
 			we.NodeID = is.NodeID
 		}
 	}
@@ -216,10 +224,10 @@ func wireError(e *RunError) *WireError {
 // NewInvalidResponse is the chain/resp refusing a request whose chain did
 // not validate (chain_invalid, or chain_cycle for a cycle), naming the
 // first node at fault; nothing ran.
-func NewInvalidResponse(req *Request, issues []Issue) ResponseMessage {
-	issues = errorsOnly(issues)
+func NewInvalidResponse(req *engine.Request, issues []engine.Issue) ResponseMessage {
+	issues = engine.ErrorsOnly(issues)
 	m := NewResponseMessage(req, nil)
-	verr := &ValidationError{Issues: issues}
-	m.Error = wireError(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: issues})
+	verr := &engine.ValidationError{Issues: issues}
+	m.Error = wireError(&engine.RunError{Code: engine.CodeInvalid, Message: verr.Error(), Issues: issues})
 	return m
 }

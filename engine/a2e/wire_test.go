@@ -1,4 +1,4 @@
-package engine_test
+package a2e_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
 
@@ -32,10 +34,10 @@ func TestNewEventMessage(t *testing.T) {
 		{engine.Event{Seq: 8, NodeID: "body", Phase: engine.PhaseError, Error: "e", Reason: "retrying", Item: &one, Time: at}, nil, "e", `{"item":1,"reason":"retrying"}`},
 	}
 	for _, c := range cases {
-		m := engine.NewEventMessage("req", c.ev)
-		if m.Type != engine.TypeEvent || m.Version != "1.0" || m.ReqID != "req" || m.ID == "" || m.Seq != c.ev.Seq ||
+		m := a2e.NewEventMessage("req", c.ev)
+		if m.Type != a2e.TypeEvent || m.Version != "1.0" || m.ReqID != "req" || m.ID == "" || m.Seq != c.ev.Seq ||
 			m.NodeID != c.ev.NodeID || m.Phase != c.ev.Phase || m.Output != c.output || m.Error != c.errMessage || m.Ts != 1716123456.789 ||
-			js(m.Data) != c.data {
+			enginetest.JSON(m.Data) != c.data {
 			t.Fatalf("%+v → %+v", c.ev, m)
 		}
 		b, _ := json.Marshal(m)
@@ -60,10 +62,10 @@ func TestNewResponseMessage(t *testing.T) {
 		{engine.Result{Status: engine.StatusPartial, Nodes: map[string]*engine.NodeResult{
 			"a": {NodeID: "a", Status: engine.PhaseSkip, Reason: engine.ReasonOnErrorSkip, Error: "disk"}}}, false, engine.CodeNodeError},
 		{engine.Result{Status: engine.StatusFailed, Error: &engine.RunError{Code: engine.CodeNodeError, Message: "x", NodeID: "n"}}, false, engine.CodeNodeError},
-		{engine.Result{Status: engine.StatusPaused, Pending: []engine.Pending{{NodeID: "ask"}}}, false, engine.CodePaused},
+		{engine.Result{Status: engine.StatusPaused, Pending: []engine.Pending{{NodeID: "ask"}}}, false, a2e.CodePaused},
 		{engine.Result{Status: engine.StatusCancelled}, false, "chain_cancelled"},
 	} {
-		m := engine.NewResponseMessage(req, &c.res)
+		m := a2e.NewResponseMessage(req, &c.res)
 		if m.Success != c.success || m.ReqID != "r" || m.ChainID != "c" || m.Outputs == nil || (m.Error == nil) != (c.code == "") {
 			t.Fatalf("%s: %+v", c.res.Status, m)
 		}
@@ -71,7 +73,7 @@ func TestNewResponseMessage(t *testing.T) {
 			t.Fatalf("%s: code %s", c.res.Status, m.Error.Code)
 		}
 	}
-	b, _ := json.Marshal(engine.NewResponseMessage(req, &engine.Result{Status: engine.StatusCompleted}))
+	b, _ := json.Marshal(a2e.NewResponseMessage(req, &engine.Result{Status: engine.StatusCompleted}))
 	var raw map[string]any
 	_ = json.Unmarshal(b, &raw)
 	if len(raw) != 12 || raw["error"] != nil || raw["outputs"] == nil {
@@ -85,7 +87,7 @@ func TestNewResponseMessage(t *testing.T) {
 // is final_output (the node that ended that path).
 func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	t.Parallel()
-	run := func(doc string) (*engine.Result, []engine.EventMessage) {
+	run := func(doc string) (*engine.Result, []a2e.EventMessage) {
 		t.Helper()
 		res, msgs, _ := a2eExchange(t, doc)
 		return res, msgs
@@ -94,16 +96,16 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	res, msgs := run(`{"type":"chain/req","id":"s","nodes":[
 		{"node_id":"a","kind":"tool","name":"fail","input":{"message":"flaky disk"},"on_error":"skip","next_node":"b"},
 		{"node_id":"b","kind":"tool","name":"echo","input":{"v":1}}]}`)
-	m := engine.NewResponseMessage(&engine.Request{ID: "s"}, res)
+	m := a2e.NewResponseMessage(&engine.Request{ID: "s"}, res)
 	if res.Status != engine.StatusPartial || m.Success || m.Error == nil || m.Error.NodeID != "a" {
-		t.Fatalf("skip: status %s, resp %s", res.Status, js(m))
+		t.Fatalf("skip: status %s, resp %s", res.Status, enginetest.JSON(m))
 	}
 	// The failure is an error event with the message, its reason the
 	// policy; then the skip, without error (A2E: error only on "error").
 	var got []string
 	for _, e := range msgs {
 		if e.NodeID == "a" {
-			got = append(got, string(e.Phase)+"|"+e.Error+"|"+js(e.Data))
+			got = append(got, string(e.Phase)+"|"+e.Error+"|"+enginetest.JSON(e.Data))
 		}
 	}
 	if strings.Join(got, " ") != `start||{} error|flaky disk|{"reason":"on_error_skip"} skip||{"reason":"on_error_skip"}` {
@@ -113,9 +115,9 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	res, _ = run(`{"type":"chain/req","id":"h","nodes":[
 		{"node_id":"a","kind":"tool","name":"fail","input":{"message":"boom"},"on_error":"fix"},
 		{"node_id":"fix","kind":"tool","name":"echo","input":{"recovered":true}}]}`)
-	m = engine.NewResponseMessage(&engine.Request{ID: "h"}, res)
-	if res.Status != engine.StatusPartial || m.Success || js(m.FinalOutput) != `{"recovered":true}` {
-		t.Fatalf("handler: status %s, resp %s", res.Status, js(m))
+	m = a2e.NewResponseMessage(&engine.Request{ID: "h"}, res)
+	if res.Status != engine.StatusPartial || m.Success || enginetest.JSON(m.FinalOutput) != `{"recovered":true}` {
+		t.Fatalf("handler: status %s, resp %s", res.Status, enginetest.JSON(m))
 	}
 
 	// A branch not taken is a skip without error, and the run succeeds.
@@ -123,13 +125,13 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 		{"node_id":"check","kind":"branch","condition":"$.input.n > ` + "`0`" + `","true_node":"pos","false_node":"neg","name":"","next_node":"","on_error":"abort","items_path":"","map_node":"","input":{},"input_map":{}},
 		{"node_id":"pos","kind":"tool","name":"echo","input_map":{"n":"$.input.n"}},
 		{"node_id":"neg","kind":"tool","name":"echo"}]}`)
-	m = engine.NewResponseMessage(&engine.Request{ID: "b"}, res)
-	if !m.Success || js(m.FinalOutput) != `{"n":5}` {
-		t.Fatalf("branch: %s", js(m))
+	m = a2e.NewResponseMessage(&engine.Request{ID: "b"}, res)
+	if !m.Success || enginetest.JSON(m.FinalOutput) != `{"n":5}` {
+		t.Fatalf("branch: %s", enginetest.JSON(m))
 	}
 	for _, e := range msgs {
 		if e.Phase == engine.PhaseSkip && e.Error != "" {
-			t.Fatalf("routing skip with an error: %s", js(e))
+			t.Fatalf("routing skip with an error: %s", enginetest.JSON(e))
 		}
 	}
 }
@@ -137,24 +139,24 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 // a2eExchange runs a chain/req the way the A2E door does and returns the
 // chain/event messages and the closing chain/resp, each checked against the
 // SDK's schema of its type.
-func a2eExchange(t *testing.T, doc string) (*engine.Result, []engine.EventMessage, engine.ResponseMessage) {
+func a2eExchange(t *testing.T, doc string) (*engine.Result, []a2e.EventMessage, a2e.ResponseMessage) {
 	t.Helper()
 	sdk, err := enginetest.LoadA2ESDK()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t)
+	eng := newEngine()
 	c, req, err := engine.DecodeDocument([]byte(doc), engine.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msgs []engine.EventMessage
-	sink := engine.SinkFunc(func(ev engine.Event) { msgs = append(msgs, engine.NewEventMessage(req.ID, ev)) })
-	res, err := h.e.Run(context.Background(), c, req.InitialInput, engine.RunOptions{Sink: sink})
+	var msgs []a2e.EventMessage
+	sink := engine.SinkFunc(func(ev engine.Event) { msgs = append(msgs, a2e.NewEventMessage(req.ID, ev)) })
+	res, err := eng.Run(context.Background(), c, req.InitialInput, engine.RunOptions{Sink: sink})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := engine.NewResponseMessage(req, res)
+	resp := a2e.NewResponseMessage(req, res)
 	for _, m := range append([]any{resp}, anys(msgs)...) {
 		b, _ := json.Marshal(m)
 		if err := sdk.Check(b); err != nil {
@@ -163,7 +165,7 @@ func a2eExchange(t *testing.T, doc string) (*engine.Result, []engine.EventMessag
 	}
 	for _, m := range msgs { // A2E: output only on done, error only on error
 		if m.Output != nil && m.Phase != engine.PhaseDone || m.Error != "" && m.Phase != engine.PhaseError {
-			t.Fatalf("%s event with output %s, error %q", m.Phase, js(m.Output), m.Error)
+			t.Fatalf("%s event with output %s, error %q", m.Phase, enginetest.JSON(m.Output), m.Error)
 		}
 	}
 	return res, msgs, resp
@@ -187,13 +189,13 @@ func TestA2EParallelContinueCollectsBranchErrors(t *testing.T) {
 		{"node_id":"ok","kind":"tool","name":"echo","input":{"v":"good"}},
 		{"node_id":"boom","kind":"tool","name":"fail","input":{"message":"kaboom"}}]}`)
 	if res.Status != engine.StatusPartial || res.Nodes["p"].Status != engine.PhaseDone {
-		t.Fatalf("status %s, p %s: %s", res.Status, res.Nodes["p"].Status, js(res.Error))
+		t.Fatalf("status %s, p %s: %s", res.Status, res.Nodes["p"].Status, enginetest.JSON(res.Error))
 	}
-	if js(resp.Outputs["p"]) != `[{"v":"good"},{"error":"kaboom"}]` || js(resp.FinalOutput) != js(resp.Outputs["p"]) {
-		t.Fatalf("outputs %s, final_output %s", js(resp.Outputs), js(resp.FinalOutput))
+	if enginetest.JSON(resp.Outputs["p"]) != `[{"v":"good"},{"error":"kaboom"}]` || enginetest.JSON(resp.FinalOutput) != enginetest.JSON(resp.Outputs["p"]) {
+		t.Fatalf("outputs %s, final_output %s", enginetest.JSON(resp.Outputs), enginetest.JSON(resp.FinalOutput))
 	}
 	if resp.Success || resp.Error == nil || resp.Error.Code != engine.CodeNodeError || resp.Error.NodeID != "p" {
-		t.Fatalf("chain/resp: %s", js(resp))
+		t.Fatalf("chain/resp: %s", enginetest.JSON(resp))
 	}
 }
 
@@ -206,8 +208,8 @@ func TestA2EMapItemEventsCarryTheItem(t *testing.T) {
 		{"node_id":"batch","kind":"map","items_path":"input.files","map_node":"process_file","next_node":"report"},
 		{"node_id":"process_file","kind":"tool","name":"delay","input_map":{"ms":"item"}},
 		{"node_id":"report","kind":"tool","name":"echo","input_map":{"n":"length(batch.output)"}}]}`)
-	if res.Status != engine.StatusPartial || js(resp.Outputs["report"]) != `{"n":3}` || resp.Success {
-		t.Fatalf("status %s, resp %s", res.Status, js(resp))
+	if res.Status != engine.StatusPartial || enginetest.JSON(resp.Outputs["report"]) != `{"n":3}` || resp.Success {
+		t.Fatalf("status %s, resp %s", res.Status, enginetest.JSON(resp))
 	}
 	perItem := map[string][]string{}
 	for _, m := range msgs {
@@ -216,9 +218,9 @@ func TestA2EMapItemEventsCarryTheItem(t *testing.T) {
 		}
 		item, ok := m.Data["item"].(float64)
 		if !ok {
-			t.Fatalf("%s event of process_file without data.item: %s", m.Phase, js(m))
+			t.Fatalf("%s event of process_file without data.item: %s", m.Phase, enginetest.JSON(m))
 		}
-		k := js(item)
+		k := enginetest.JSON(item)
 		perItem[k] = append(perItem[k], string(m.Phase)+"|"+m.Error)
 	}
 	want := map[string]string{"0": "start| done|", "1": `start| error|delay: field "ms" must be >= 0, got -5`, "2": "start| done|"}
@@ -244,7 +246,31 @@ func TestA2EFinalOutputFromAHandler(t *testing.T) {
 	if res.Status != engine.StatusPartial || res.Nodes["after"].Status != engine.PhaseSkip {
 		t.Fatalf("status %s, after %s", res.Status, res.Nodes["after"].Status)
 	}
-	if js(res.FinalOutput) != `{"v":"fixed"}` || js(resp.FinalOutput) != `{"v":"fixed"}` || js(resp.Outputs) != `{"fix":{"v":"fixed"}}` {
-		t.Fatalf("final_output %s, outputs %s", js(resp.FinalOutput), js(resp.Outputs))
+	if enginetest.JSON(res.FinalOutput) != `{"v":"fixed"}` || enginetest.JSON(resp.FinalOutput) != `{"v":"fixed"}` || enginetest.JSON(resp.Outputs) != `{"fix":{"v":"fixed"}}` {
+		t.Fatalf("final_output %s, outputs %s", enginetest.JSON(resp.FinalOutput), enginetest.JSON(resp.Outputs))
+	}
+}
+
+// An A2E answer to a run stopped by a budget carries the budget in
+// error.details.
+func TestBudgetInA2EResponse(t *testing.T) {
+	t.Parallel()
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{}))
+	eng := engine.New(engine.Options{Registry: reg, Limits: engine.Limits{MaxNodeExecutions: 5}})
+	c, err := engine.Decode([]byte(`{"name":"loop","nodes":[
+		{"node_id":"a","kind":"tool","name":"echo","input_map":{"s":"input.s"}},
+		{"node_id":"b","kind":"tool","name":"echo","input_map":{"s":"input.s"}}],
+		"edges":[{"source":"a","target":"b"},{"source":"b","target":"a","max_iterations":1000}]}`), engine.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Run(context.Background(), c, map[string]any{"s": "x"}, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a2e.NewResponseMessage(&engine.Request{ID: "r1", ChainID: "c"}, res)
+	if m.Success || m.Error == nil || m.Error.Code != engine.CodeBudget || m.Error.Details["budget"] != engine.BudgetNodeExecutions {
+		t.Fatalf("A2E error %+v", m.Error)
 	}
 }

@@ -1,7 +1,8 @@
-package engine_test
+package inspect_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,11 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/enginetest"
+	"github.com/chainstudio/studio/engine/inspect"
 )
 
 // stepText is a why step as one line: where, what, result, rule, outcome,
 // reads, note.
-func stepText(s engine.WhyStep) string {
+func stepText(s inspect.WhyStep) string {
 	where := s.Node
 	if s.Edge != "" {
 		where = s.Edge
@@ -44,7 +47,7 @@ func stepText(s engine.WhyStep) string {
 	return strings.Join(parts, " ")
 }
 
-func stepsText(ss []engine.WhyStep) []string {
+func stepsText(ss []inspect.WhyStep) []string {
 	out := make([]string, len(ss))
 	for k, s := range ss {
 		out[k] = stepText(s)
@@ -52,20 +55,20 @@ func stepsText(ss []engine.WhyStep) []string {
 	return out
 }
 
-func why(t *testing.T, h *harness, runID, node string) *engine.WhyAnswer {
+func why(t *testing.T, h *harness, runID, node string) *inspect.WhyAnswer {
 	t.Helper()
 	log, err := h.cp.Load(context.Background(), runID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := engine.Why(log, node)
+	a, err := inspect.Why(log, node)
 	if err != nil {
 		t.Fatalf("why %s: %v", node, err)
 	}
 	return a
 }
 
-func wantSteps(t *testing.T, what string, got []engine.WhyStep, want []string) {
+func wantSteps(t *testing.T, what string, got []inspect.WhyStep, want []string) {
 	t.Helper()
 	g := stepsText(got)
 	if strings.Join(g, "\n") != strings.Join(want, "\n") {
@@ -283,7 +286,7 @@ func TestDecisionsInEvents(t *testing.T) {
 	wantStatus(t, res, engine.StatusCompleted)
 	for _, ev := range h.sink.Events() {
 		if ev.NodeID == "a" && ev.Phase == engine.PhaseDone {
-			if got := js(ev.Decisions); got != `[{"edge":"a->b","kind":"edge_condition","expr":"output.score > `+"`5`"+`","reads":[{"path":"output.score","value":"7"}],"result":"true","rule":"first_match","outcome":"fired"}]` {
+			if got := enginetest.JSON(ev.Decisions); got != `[{"edge":"a->b","kind":"edge_condition","expr":"output.score > `+"`5`"+`","reads":[{"path":"output.score","value":"7"}],"result":"true","rule":"first_match","outcome":"fired"}]` {
 				t.Errorf("done event decisions = %s", got)
 			}
 			return
@@ -303,7 +306,7 @@ func TestDecisionReadsAreTruncated(t *testing.T) {
 	wantStatus(t, res, engine.StatusCompleted)
 	a := why(t, h, res.RunID, "b")
 	if len(a.Incoming) != 1 || len(a.Incoming[0].Reads) != 2 {
-		t.Fatalf("incoming = %s", js(a.Incoming))
+		t.Fatalf("incoming = %s", enginetest.JSON(a.Incoming))
 	}
 	r := a.Incoming[0].Reads[0]
 	if r.Path != "output.text" || !r.Truncated || !strings.HasSuffix(r.Value, "…") || !strings.HasPrefix(r.Value, `"éé`) {
@@ -358,13 +361,13 @@ func TestWhyOldLogWithoutDecisions(t *testing.T) {
 			log[k].Node = &rec
 		}
 	}
-	a, err := engine.Why(log, "c")
+	a, err := inspect.Why(log, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantSteps(t, "c causes", a.Causes, []string{
 		"b->c edge pruned_upstream_skipped pruned",
-		"a->b edge pruned (" + engine.NoDecisionRecorded + ")"})
+		"a->b edge pruned (" + inspect.NoDecisionRecorded + ")"})
 }
 
 func TestWhyUnknownNode(t *testing.T) {
@@ -372,8 +375,8 @@ func TestWhyUnknownNode(t *testing.T) {
 	h := newHarness(t)
 	res := h.run(`{"name":"r","nodes":[`+nodes("a")+`]}`, nil)
 	log, _ := h.cp.Load(context.Background(), res.RunID)
-	_, err := engine.Why(log, "nope")
-	var un *engine.UnknownNodeError
+	_, err := inspect.Why(log, "nope")
+	var un *inspect.UnknownNodeError
 	if !errors.As(err, &un) || un.NodeID != "nope" || un.RunID != res.RunID {
 		t.Fatalf("err = %v", err)
 	}
@@ -399,7 +402,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 		// what the node's event said when it routed: deferred
 		for _, ev := range h.sink.Events() {
 			if ev.NodeID == "a" && ev.Phase == engine.PhaseDone {
-				if got := js(ev.Decisions); !strings.Contains(got, `"edge":"a->c","kind":"edge","rule":"default_no_match","outcome":"deferred"`) {
+				if got := enginetest.JSON(ev.Decisions); !strings.Contains(got, `"edge":"a->c","kind":"edge","rule":"default_no_match","outcome":"deferred"`) {
 					t.Errorf("a's done event: %s", got)
 				}
 			}
@@ -416,7 +419,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 		}
 		if len(a.Causes) != 1 || a.Causes[0].Result != engine.ResultError || a.Causes[0].Outcome != engine.OutcomeFailed ||
 			!strings.Contains(a.Causes[0].Error, "output.nope.deeper") || len(a.Causes[0].Reads) != 1 || !a.Causes[0].Reads[0].Missing {
-			t.Errorf("c causes: %s", js(a.Causes))
+			t.Errorf("c causes: %s", enginetest.JSON(a.Causes))
 		}
 	})
 	t.Run("sequential_links_passed_over", func(t *testing.T) {
@@ -430,7 +433,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 			if ev.NodeID == "a" && ev.Phase == engine.PhaseProgress {
 				n += len(ev.Decisions)
 				if ev.Progress != nil { // nothing for the canvas to show
-					t.Errorf("progress %s", js(ev.Progress))
+					t.Errorf("progress %s", enginetest.JSON(ev.Progress))
 				}
 			}
 		}
@@ -455,22 +458,22 @@ func TestWhySkippedBranchSaysHowTheRouterChose(t *testing.T) {
 	wantStatus(t, res, engine.StatusCompleted)
 	for _, node := range []string{"hi", "after"} {
 		a := why(t, h, res.RunID, node)
-		var st *engine.WhyStep
+		var st *inspect.WhyStep
 		for k := range a.Causes {
 			if a.Causes[k].Edge == "route->hi" {
 				st = &a.Causes[k]
 			}
 		}
 		if st == nil {
-			t.Fatalf("%s: no cause on route->hi: %s", node, js(a.Causes))
+			t.Fatalf("%s: no cause on route->hi: %s", node, enginetest.JSON(a.Causes))
 		}
 		if st.Chose != "default" {
 			t.Errorf("%s: chose %q, want default", node, st.Chose)
 		}
-		wantSteps(t, node+": how route chose", func() []engine.WhyStep {
-			out := make([]engine.WhyStep, len(st.Tests))
+		wantSteps(t, node+": how route chose", func() []inspect.WhyStep {
+			out := make([]inspect.WhyStep, len(st.Tests))
 			for k, d := range st.Tests {
-				out[k] = engine.WhyStep{Decision: d}
+				out[k] = inspect.WhyStep{Decision: d}
 			}
 			return out
 		}(), []string{
@@ -485,9 +488,22 @@ func TestWhySkippedBranchSaysHowTheRouterChose(t *testing.T) {
 	wantStatus(t, res, engine.StatusCompleted)
 	a := why(t, h, res.RunID, "no")
 	if len(a.Causes) != 1 || a.Causes[0].Chose != "true" || len(a.Causes[0].Tests) != 1 {
-		t.Fatalf("no: causes %s", js(a.Causes))
+		t.Fatalf("no: causes %s", enginetest.JSON(a.Causes))
 	}
-	if got := stepText(engine.WhyStep{Decision: a.Causes[0].Tests[0]}); got != "br branch_condition handle=true true first_match output.score=9" {
+	if got := stepText(inspect.WhyStep{Decision: a.Causes[0].Tests[0]}); got != "br branch_condition handle=true true first_match output.score=9" {
 		t.Errorf("no: the branch's test: %s", got)
+	}
+}
+
+// A why step keeps its own fields beside the decision's.
+func TestWhyStepJSON(t *testing.T) {
+	s := inspect.WhyStep{Decision: engine.Decision{Node: "a", Edge: "a->b", Kind: engine.DecideEdge, Rule: engine.RuleUnconditional, Outcome: engine.OutcomeFired}, Target: "b", Note: "n"}
+	got, _ := json.Marshal(s)
+	if want := `{"node":"a","edge":"a->b","kind":"edge","rule":"unconditional","outcome":"fired","target":"b","note":"n"}`; string(got) != strings.ReplaceAll(want, ">", `\u003e`) {
+		t.Errorf("got %s", got)
+	}
+	var back inspect.WhyStep
+	if err := json.Unmarshal(got, &back); err != nil || back.Target != "b" || back.Note != "n" || back.Edge != "a->b" {
+		t.Errorf("round trip: %v %+v", err, back)
 	}
 }

@@ -1,4 +1,4 @@
-package engine_test
+package a2e_test
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
-// wireCodeCase is one row of testdata/a2e_wire_codes.json, shared with the
+// wireCodeCase is one row of engine/testdata/a2e_wire_codes.json, shared with the
 // stdio and HTTP hosts' tests.
 type wireCodeCase struct {
 	Name    string          `json:"name"`
@@ -23,7 +25,7 @@ type wireCodeCase struct {
 
 func TestA2EWireErrorCodes(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("testdata/a2e_wire_codes.json")
+	b, err := os.ReadFile("../testdata/a2e_wire_codes.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,29 +33,29 @@ func TestA2EWireErrorCodes(t *testing.T) {
 	if err := json.Unmarshal(b, &file); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t)
+	eng := newEngine()
 	for _, tc := range file.Cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			c, req, err := engine.DecodeDocument(tc.Request, engine.Limits{})
 			if err != nil || req == nil {
 				t.Fatalf("decode: %v", err)
 			}
-			res, err := h.e.Run(context.Background(), c, req.InitialInput, engine.RunOptions{})
+			res, err := eng.Run(context.Background(), c, req.InitialInput, engine.RunOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := engine.NewResponseMessage(req, res)
+			m := a2e.NewResponseMessage(req, res)
 			if m.Success != tc.Success {
-				t.Fatalf("success = %v, want %v (status %s, error %s)", m.Success, tc.Success, res.Status, js(m.Error))
+				t.Fatalf("success = %v, want %v (status %s, error %s)", m.Success, tc.Success, res.Status, enginetest.JSON(m.Error))
 			}
 			if tc.Code == "" {
 				if m.Error != nil {
-					t.Fatalf("error = %s, want none", js(m.Error))
+					t.Fatalf("error = %s, want none", enginetest.JSON(m.Error))
 				}
 				return
 			}
 			if m.Error == nil || m.Error.Code != tc.Code || !strings.Contains(m.Error.Message, tc.Message) || (tc.NodeID != "" && m.Error.NodeID != tc.NodeID) {
-				t.Fatalf("error = %s, want code %s, node %q, message containing %q", js(m.Error), tc.Code, tc.NodeID, tc.Message)
+				t.Fatalf("error = %s, want code %s, node %q, message containing %q", enginetest.JSON(m.Error), tc.Code, tc.NodeID, tc.Message)
 			}
 		})
 	}
