@@ -12,6 +12,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // Limits bound what a chain document may hold. The zero value of a field means
@@ -272,7 +274,7 @@ func decodeNode(list string, i int, raw json.RawMessage, lim Limits) (Node, stri
 	}
 	_ = json.Unmarshal(raw, &id) // only to name the node in errors
 	if s, ok := id.ID.(string); ok && s != "" {
-		path += fmt.Sprintf(" %q", truncate(s, 64))
+		path += fmt.Sprintf(" %q", clip.String(s, 64))
 	}
 	var n Node
 	if err := strictUnmarshalAt(path, raw, &n); err != nil {
@@ -292,9 +294,9 @@ func decodeEdge(list string, i int, raw json.RawMessage, lim Limits) (Edge, erro
 		return Edge{}, err
 	}
 	if e.ID != "" {
-		path += fmt.Sprintf(" %q", truncate(e.ID, 64))
+		path += fmt.Sprintf(" %q", clip.String(e.ID, 64))
 	} else {
-		path += fmt.Sprintf(" %q -> %q", truncate(e.Source, 64), truncate(e.Target, 64))
+		path += fmt.Sprintf(" %q -> %q", clip.String(e.Source, 64), clip.String(e.Target, 64))
 	}
 	if err := checkEdgeFields(&e, path, lim); err != nil {
 		return Edge{}, err
@@ -714,15 +716,4 @@ func firstInvalidUTF8(b []byte) int {
 		i += size
 	}
 	return -1
-}
-
-// truncate shortens s to at most n bytes without splitting a rune.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

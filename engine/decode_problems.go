@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // Problem is one reason a document does not decode, and where it is.
@@ -187,7 +189,7 @@ func (l *problemList) nodeProblems(i int, raw json.RawMessage, off int, lim Limi
 	name, _ := id.ID.(string)
 	path := fmt.Sprintf("nodes[%d]", i)
 	if name != "" {
-		path += fmt.Sprintf(" %q", truncate(name, 64))
+		path += fmt.Sprintf(" %q", clip.String(name, 64))
 	}
 	before := len(l.out)
 	report := func(e *DecodeError) { l.add(e, path, off, name, "") }
@@ -223,10 +225,10 @@ func (l *problemList) edgeProblems(i int, raw json.RawMessage, off int, lim Limi
 	if json.Unmarshal(raw, &ends) == nil {
 		str := func(v any) string { s, _ := v.(string); return s }
 		if name = str(ends.ID); name != "" {
-			path += fmt.Sprintf(" %q", truncate(name, 64))
+			path += fmt.Sprintf(" %q", clip.String(name, 64))
 		} else {
 			name = str(ends.Source) + "->" + str(ends.Target)
-			path += fmt.Sprintf(" %q -> %q", truncate(str(ends.Source), 64), truncate(str(ends.Target), 64))
+			path += fmt.Sprintf(" %q -> %q", clip.String(str(ends.Source), 64), clip.String(str(ends.Target), 64))
 		}
 	}
 	report := func(e *DecodeError) { l.add(e, path, off, "", name) }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"unicode"
+
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // Note is a sticky note on the designer's canvas: text at a place, kept in
@@ -48,7 +50,7 @@ func decodeNotes(raws []json.RawMessage, lim Limits) ([]Note, error) {
 			return nil, err
 		}
 		if n.ID != "" {
-			path += fmt.Sprintf(" %q", truncate(n.ID, noteIDPathBytes))
+			path += fmt.Sprintf(" %q", clip.String(n.ID, noteIDPathBytes))
 		}
 		bad := func(field, msg string) error { return &DecodeError{Path: path + "." + field, Msg: msg} }
 		switch {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // Patch is a change to a chain document that names only what changed: the
@@ -120,10 +122,10 @@ func removalSet(list string, ids []string, index map[string]int, what string) (m
 	for i, id := range ids {
 		path := fmt.Sprintf("%s[%d]", list, i)
 		if set[id] {
-			return nil, &DecodeError{Path: path, Msg: fmt.Sprintf("%s %q is listed twice", what, truncate(id, 64))}
+			return nil, &DecodeError{Path: path, Msg: fmt.Sprintf("%s %q is listed twice", what, clip.String(id, 64))}
 		}
 		if _, ok := index[id]; !ok {
-			return nil, &DecodeError{Path: path, Msg: fmt.Sprintf("no %s %q in the chain the patch applies to", what, truncate(id, 64))}
+			return nil, &DecodeError{Path: path, Msg: fmt.Sprintf("no %s %q in the chain the patch applies to", what, clip.String(id, 64))}
 		}
 		set[id] = true
 	}
@@ -197,11 +199,11 @@ func patchEdges(edges []Edge, p *Patch, lim Limits) ([]Edge, error) {
 			return nil, &DecodeError{Path: path + ".id", Msg: "is required in a patch (edges are matched by id)"}
 		}
 		if j, dup := seen[e.ID]; dup {
-			return nil, &DecodeError{Path: path + ".id", Msg: fmt.Sprintf("duplicate edge id %q (also edges[%d])", truncate(e.ID, 64), j)}
+			return nil, &DecodeError{Path: path + ".id", Msg: fmt.Sprintf("duplicate edge id %q (also edges[%d])", clip.String(e.ID, 64), j)}
 		}
 		seen[e.ID] = i
 		if removed[e.ID] {
-			return nil, &DecodeError{Path: path + ".id", Msg: fmt.Sprintf("edge %q is also in remove_edges", truncate(e.ID, 64))}
+			return nil, &DecodeError{Path: path + ".id", Msg: fmt.Sprintf("edge %q is also in remove_edges", clip.String(e.ID, 64))}
 		}
 		if at, ok := index[e.ID]; ok {
 			edges[at] = e

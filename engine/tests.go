@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // MaxTests bounds the test cases one chain document may carry.
@@ -70,7 +71,7 @@ func (x *Expect) Expression() string {
 func TestField(i int, name, field string) string {
 	p := fmt.Sprintf("tests[%d]", i)
 	if name != "" {
-		p += " " + strconv.Quote(truncate(name, 64))
+		p += " " + strconv.Quote(clip.String(name, 64))
 	}
 	if field != "" {
 		p += "." + field

@@ -1,7 +1,7 @@
 // Extract to sub-chain: the selected nodes move into a new
 // chain and one skill node takes their place. The server does the rewrite
 // and refuses what it cannot do faithfully (POST /v1/chains/{id}/extract,
-// engine/extract.go); it creates the new chain only when both documents
+// engine/edit); it creates the new chain only when both documents
 // validate. Here we ask the name, send the editor's current document, and
 // apply the rewritten parent as one undo step, saved like any edit.
 import * as api from './api.js';
