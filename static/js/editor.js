@@ -579,8 +579,12 @@ export function whenReady(fn) {
     if (fresh && cur && propsEl.querySelector('.props[data-target="node"]') === panel) cur.replaceWith(document.importNode(fresh, true));
   }, 250);
 
+  // propsSeq numbers the panel's renderings: every one counts, the ones
+  // drawn at once (a multi-selection) too, so a node's fragment that
+  // arrives after a newer selection was drawn is dropped, not shown.
   let propsSeq = 0;
   async function showProps() {
+    const seq = ++propsSeq;
     const sel = cy.$(':selected').not('.eh-handle');
     let body;
     if (sel.length === 1 && sel.isNode()) {
@@ -609,7 +613,6 @@ export function whenReady(fn) {
       body = { chain: c, node_ids: nodeIds() };
     }
     delete propsEl.dataset.initial;
-    const seq = ++propsSeq;
     performance.mark('studio:props-start');
     let html;
     try {
