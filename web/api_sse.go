@@ -33,7 +33,6 @@ type sseStream struct {
 	out   *streamWriter
 	watch *runs.Watch
 	run   string
-	last  int64 // the highest seq sent
 	// frame is the size of the largest frame seen, the room a read asks
 	// for before it reads.
 	frame int
@@ -71,7 +70,7 @@ func (s *Server) runEvents(c echo.Context) error {
 
 	out := s.openStream(c, streamRunEvents)
 	defer out.close()
-	st := &sseStream{s: s, c: c, out: out, watch: watch, run: id, last: after}
+	st := &sseStream{s: s, c: c, out: out, watch: watch, run: id}
 	w := c.Response()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
@@ -180,7 +179,6 @@ func (st *sseStream) live(ev *runs.LiveEvent) error {
 	if err := st.out.Append(st.c.Request().Context(), frame); err != nil {
 		return nil // the watcher stalled or went away: the loop ends it
 	}
-	st.last = ev.Seq
 	return nil
 }
 
@@ -193,67 +191,64 @@ func (st *sseStream) catchUp(ctx context.Context) error { return st.watch.CatchU
 // finds no room is dropped with the rest of its page and read again once
 // there is.
 func (st *sseStream) replay(ctx context.Context, after int64) (int64, error) {
-	st.last = max(st.last, after)
-	err := st.replayPages(ctx)
-	return st.last, err
-}
-
-func (st *sseStream) replayPages(ctx context.Context) error {
+	last := after
 	st.frame = max(st.frame, st.s.streams.frameHint(st.run))
 	for {
 		if err := st.out.Reserve(ctx, max(st.frame, sseMinReserve)); err != nil {
-			return errStreamGone
+			return last, errStreamGone
 		}
 		if err := st.out.enterRead(ctx); err != nil {
-			return errStreamGone
+			return last, errStreamGone
 		}
-		n, room, err := st.readPage(ctx)
+		n, sent, room, err := st.readPage(ctx, last)
 		st.out.leaveRead()
 		st.s.streams.noteFrame(st.run, st.frame)
+		last = sent
 		if err != nil {
-			return err
+			return last, err
 		}
 		if !room {
 			continue
 		}
 		if err := st.flush(); err != nil {
-			return errStreamGone
+			return last, errStreamGone
 		}
 		if n == 0 {
-			return nil
+			return last, nil
 		}
 	}
 }
 
-// readPage reads one page after st.last and buffers its frames while the
+// readPage reads one page after seq after and buffers its frames while the
 // budget has room (room false: a frame found none and was dropped with the
-// rest of the page). The frames are written after it, out of the replay
-// readers' gate.
-func (st *sseStream) readPage(ctx context.Context) (n int, room bool, err error) {
+// rest of the page); last is the seq of the last frame buffered. The frames
+// are written after it, out of the replay readers' gate.
+func (st *sseStream) readPage(ctx context.Context, after int64) (n int, last int64, room bool, err error) {
+	last = after
 	// Bounded by the bytes stored as well: the count may stay full.
-	evs, err := st.s.db.EventsAfterBytes(ctx, st.run, st.last, replayPageEvents, int64(st.s.cfg.StreamBufferBytes))
+	evs, err := st.s.db.EventsAfterBytes(ctx, st.run, after, replayPageEvents, int64(st.s.cfg.StreamBufferBytes))
 	if err != nil {
-		return 0, false, err
+		return 0, last, false, err
 	}
 	n = len(evs)
 	for i := range evs {
 		frame, err := sseEventFrame(nil, &evs[i])
 		if err != nil {
-			return 0, false, err
+			return 0, last, false, err
 		}
 		seq := evs[i].Seq
 		evs[i] = engine.Event{} // its output is in the frame now
 		st.frame = max(st.frame, len(frame))
 		ok, err := st.out.TryAppend(frame)
 		if err != nil {
-			return 0, false, errStreamGone
+			return 0, last, false, errStreamGone
 		}
 		if !ok {
-			return n, false, nil // read again from st.last once Reserve found room
+			return n, last, false, nil // read again after last once Reserve found room
 		}
-		st.last = seq
+		last = seq
 	}
-	return n, true, nil
+	return n, last, true, nil
 }
 
 // sseMinReserve is the room a replay read asks for before it has seen a
