@@ -163,6 +163,9 @@ test('no run yet: the expression preview reads a test\'s mocks; fields complete 
   assert.ok(opts.some((o) => /status.*number.*tool schema/.test(o)), 'status from the tool schema: ' + opts.join(' | '));
   await page.screenshot({ path: join(SHOTS, 'expr-schema.png') });
   await page.keyboard.press('Escape');
+  // the typing was an edit: its autosave lands before the test is added, or
+  // the PUT below would race it for the version
+  await page.waitForFunction(() => Number(document.getElementById('editor').dataset.saves || 0) > 0 && document.getElementById('save-state').dataset.state === 'saved', null, { timeout: 20000 });
   // a test with mocks: the preview evaluates against it
   await api('PUT', '/v1/chains/' + ch.id + '?version=' + (await page.evaluate(() => window.__studio.version)), {
     ...(await api('GET', '/v1/chains/' + ch.id)).doc,
