@@ -70,11 +70,11 @@ func TestRemoteWatchHintDuringRead(t *testing.T) {
 		o.Store, o.Dispatcher, o.RemotePoll, o.EventHints = rs, noDispatch{}, time.Hour, hints
 	})
 	f.store.runs["r1"] = store.Run{ID: "r1", Status: engine.StatusRunning}
-	sub, err := f.svc.Subscribe("r1")
+	sub, err := f.svc.subscribe("r1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.svc.Unsubscribe(sub)
+	defer f.svc.unsubscribe(sub)
 	// Wake the reader (its goroutine may not wait yet: hint until it
 	// reads); it reads nothing yet.
 	for reading := false; !reading; {

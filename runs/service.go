@@ -627,23 +627,6 @@ func (s *Service) localActive(runID string) bool {
 // ones not counted).
 func (s *Service) ActiveCount() int { return s.queue.Stats().Running + int(s.running.Load()) }
 
-// Subscribe starts receiving a run's live events (see Hub).
-// It answers a *BusyError when the run or the studio has as many watchers
-// as allowed.
-//
-// With a Dispatcher, the run may execute in another process: its events
-// then reach the hub from the store (watchRemote).
-func (s *Service) Subscribe(runID string) (*Subscription, error) {
-	sub, err := s.hub.Subscribe(runID)
-	if err == nil && s.disp != nil && !s.localActive(runID) {
-		s.watchRemote(runID)
-	}
-	return sub, err
-}
-
-// Unsubscribe stops a subscription.
-func (s *Service) Unsubscribe(sub *Subscription) { s.hub.Unsubscribe(sub) }
-
 // Watchers returns the number of live subscriptions.
 func (s *Service) Watchers() int { return s.hub.Watchers() }
 

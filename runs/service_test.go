@@ -184,7 +184,7 @@ func TestStartTracksAndEndsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := f.svc.Subscribe(id)
+	sub, err := f.svc.subscribe(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,9 @@ package runs
 
 import (
 	"context"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
 )
 
 // Watch follows one run's events for one watcher, in seq order, without
@@ -44,7 +47,7 @@ const (
 // seq after. It answers a *BusyError when the run or the studio has as
 // many watchers as allowed. Close it when the watcher goes.
 func (s *Service) Watch(runID string, after int64) (*Watch, error) {
-	sub, err := s.Subscribe(runID)
+	sub, err := s.subscribe(runID)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +55,7 @@ func (s *Service) Watch(runID string, after int64) (*Watch, error) {
 }
 
 // Close stops the watch.
-func (w *Watch) Close() { w.svc.Unsubscribe(w.sub) }
+func (w *Watch) Close() { w.svc.unsubscribe(w.sub) }
 
 // C receives a signal when live events wait (take them with Next) and is
 // closed when the subscription ends.
@@ -113,4 +116,140 @@ func (w *Watch) Next(ctx context.Context, open bool, replay Replayer, send func(
 		return WatchEnded, nil
 	}
 	return WatchDropped, nil
+}
+
+// ---- the live hub, fed here or from the store --------------------------------
+
+// subscribe starts receiving a run's live events (see Hub).
+// It answers a *BusyError when the run or the studio has as many watchers
+// as allowed.
+//
+// With a Dispatcher, the run may execute in another process: its events
+// then reach the hub from the store (watchRemote).
+func (s *Service) subscribe(runID string) (*Subscription, error) {
+	sub, err := s.hub.Subscribe(runID)
+	if err == nil && s.disp != nil && !s.localActive(runID) {
+		s.watchRemote(runID)
+	}
+	return sub, err
+}
+
+// unsubscribe stops a subscription.
+func (s *Service) unsubscribe(sub *Subscription) { s.hub.Unsubscribe(sub) }
+
+// remoteActive reports whether a run is queued or executing somewhere,
+// as its row says.
+func (s *Service) remoteActive(runID string) bool {
+	ctx, cancel := context.WithTimeout(s.base, 5*time.Second)
+	defer cancel()
+	r, err := s.store.GetRunInfo(ctx, runID)
+	return err == nil && (r.Status == engine.StatusQueued || r.Status == engine.StatusRunning)
+}
+
+// watchRemote feeds the hub, for the watchers of a run executing in another
+// process, with the run's new events from the store every poll period, and
+// ends the topic once the run has stopped and every event was read. One
+// poller per run, whatever its number of watchers; it stops when the last
+// watcher leaves or the run starts executing here.
+func (s *Service) watchRemote(runID string) {
+	s.mu.Lock()
+	if _, on := s.pollers[runID]; on {
+		s.mu.Unlock()
+		return
+	}
+	s.pollers[runID] = struct{}{}
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.pollers, runID)
+			s.mu.Unlock()
+		}()
+		ctx := s.base
+		// Taken before the first read, as before every read below: a batch
+		// stored after that read wakes the reader.
+		hint := s.hint()
+		last, err := s.store.MaxSeq(ctx, runID)
+		if err != nil {
+			last = 0 // the watchers skip what they already sent
+		}
+		finalSeq, waited := int64(-1), 0
+		tick := time.NewTicker(s.poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-hint:
+			}
+			// The next hint's channel, taken before this round reads: a
+			// batch committed after the read's snapshot wakes the next
+			// round at once instead of waiting for the poll.
+			hint = s.hint()
+			if s.localActive(runID) || s.hub.WatchersOf(runID) == 0 {
+				return
+			}
+			// The status first: a run that stopped before this read has
+			// all its events stored by the time they are read below.
+			info, err := s.store.GetRunInfo(ctx, runID)
+			if err != nil {
+				continue
+			}
+			stopped := info.Status != engine.StatusQueued && info.Status != engine.StatusRunning
+			if stopped && finalSeq < 0 {
+				// The end entry names the run's last event seq; the
+				// executing process may store those events a moment after
+				// the status, so the topic ends only once they are read.
+				finalSeq = 0
+				if log, err := s.store.Load(ctx, runID); err == nil && len(log) > 0 {
+					finalSeq = log[len(log)-1].EventSeq
+				}
+			}
+			for {
+				evs, err := s.remote.EventsAfter(ctx, runID, last, 1000)
+				if err != nil {
+					break
+				}
+				for _, ev := range evs {
+					s.hub.Emit(ev)
+					last = ev.Seq
+				}
+				if len(evs) < 1000 {
+					break
+				}
+			}
+			if stopped {
+				waited++
+				// Ten periods without the last events: they were lost
+				// (the executing process died); the store holds the rest.
+				if last >= finalSeq || waited > 10 {
+					s.hub.End(runID)
+					return
+				}
+			}
+		}
+	}()
+}
+
+// hint returns a channel closed at the next event hint.
+func (s *Service) hint() <-chan struct{} {
+	s.hintMu.Lock()
+	defer s.hintMu.Unlock()
+	return s.hintC
+}
+
+// relayHints wakes every remote poller on each hint.
+func (s *Service) relayHints(hints <-chan struct{}) {
+	for {
+		select {
+		case <-s.base.Done():
+			return
+		case <-hints:
+		}
+		s.hintMu.Lock()
+		close(s.hintC)
+		s.hintC = make(chan struct{})
+		s.hintMu.Unlock()
+	}
 }

@@ -21,21 +21,31 @@ import (
 	"github.com/chainstudio/studio/runs"
 )
 
-// liveProgress follows runID on the run service's live hub and returns the
+// liveProgress follows runID's live events (runs.Watch) and returns the
 // highest seq seen so far (math.MaxInt64 once the run stopped): tests wait
 // on the run's own events, not on time. Call it right after the start.
 func liveProgress(t testing.TB, srv *Server, runID string) func() int64 {
 	var seq atomic.Int64
-	sub, err := service(srv).Subscribe(runID)
+	watch, err := service(srv).Watch(runID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { service(srv).Unsubscribe(sub) })
+	t.Cleanup(watch.Close)
+	// Only the live events count here: a gap is not filled from the store.
+	noReplay := func(_ context.Context, after int64) (int64, error) { return after, nil }
+	see := func(ev *runs.LiveEvent) error {
+		seq.Store(max(seq.Load(), ev.Seq))
+		return nil
+	}
 	go func() {
-		for ev, ok := sub.Next(); ok; ev, ok = sub.Next() {
-			seq.Store(max(seq.Load(), ev.Seq))
+		for {
+			_, open := <-watch.C()
+			state, _ := watch.Next(context.Background(), open, noReplay, see)
+			if state != runs.WatchOpen || !open {
+				seq.Store(math.MaxInt64)
+				return
+			}
 		}
-		seq.Store(math.MaxInt64)
 	}()
 	return seq.Load
 }
