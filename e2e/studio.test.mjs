@@ -216,8 +216,12 @@ test('approval: the run pauses, Approve resumes it from the page; re-run from a 
   assert.ok(await page.evaluate(() => window.cytoscape && document.querySelector('#node-table tr[data-node-id="approve"] .phase-cell').textContent === 'paused'));
   await page.screenshot({ path: join(SHOTS, 'run-paused.png') });
   const pausedURL = page.url();
+  // Approve reloads the same URL: the page to read is the new one, once its
+  // script has applied the run's events (a run this short is rendered
+  // completed before the script has read them)
+  await page.evaluate(() => { window.__beforeApprove = true; });
   await page.click('#btn-approve');
-  await page.waitForFunction(() => document.getElementById('runpage') && document.getElementById('runpage').dataset.status === 'completed', null, { timeout: 15000 });
+  await page.waitForFunction(() => !window.__beforeApprove && document.getElementById('runpage')?.dataset.ready === '1' && document.getElementById('runpage').dataset.status === 'completed', null, { timeout: 15000 });
   assert.equal(page.url(), pausedURL, 'same run, resumed');
   const phases = await page.evaluate(() => window.__run.phases);
   assert.ok(phases.some((p) => p[1] === 'pay' && p[2] === 'done'), 'approved: pay ran ' + JSON.stringify(phases));
@@ -235,7 +239,7 @@ test('approval: the run pauses, Approve resumes it from the page; re-run from a 
   await page.click('#btn-rerun');
   await page.click('#rerun-submit'); // the re-run asks first
   await page.waitForURL((u) => u.href !== pausedURL && /\/runs\//.test(u.href));
-  await page.waitForFunction(() => document.getElementById('runpage') && document.getElementById('runpage').dataset.status === 'completed', null, { timeout: 15000 });
+  await page.waitForFunction(() => document.getElementById('runpage')?.dataset.ready === '1' && document.getElementById('runpage').dataset.status === 'completed', null, { timeout: 15000 });
   const rerun = await page.evaluate(() => window.__run.phases);
   assert.ok(rerun.some((p) => p[1] === 'pay' && p[2] === 'done'), 'pay re-ran');
   assert.ok(!rerun.some((p) => p[1] === 'approve' && p[2] === 'paused'), 'the approval was not asked again');
