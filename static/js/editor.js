@@ -1160,9 +1160,11 @@ export function whenReady(fn) {
       saved.fromText(root.dataset.doc, false); // what the server holds: saves diff against it
       delete root.dataset.doc;
     } else {
-      const text = await (await api.request('GET', '/chains/' + encodeURIComponent(chainId) + '/data')).text();
+      // GET /v1/chains/{id}: {id, name, version, doc, issues, …}; its text
+      // is the saved copy, and the diff reads the doc inside it
+      const text = await (await api.request('GET', '/v1/chains/' + encodeURIComponent(chainId))).text();
       data = JSON.parse(text);
-      saved.fromText(text, true); // {id, name, version, doc}: the diff reads its doc
+      saved.fromText(text, true);
     }
     performance.mark('studio:data');
     doc = data.doc;
