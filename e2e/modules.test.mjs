@@ -1,12 +1,13 @@
 // The front end's modules that need no page, run in node: api.js reads the
 // API's error envelope into ApiError, patch.js diffs the document against
-// the saved copy, undo.js steps back and forth. (The browser tests use them
-// on the pages.)
+// the saved copy, undo.js steps back and forth, editor-rename.js renames a
+// node. (The browser tests use them on the pages.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '../static/js/api.js';
 import { SavedCopy } from '../static/js/patch.js';
 import { UndoHistory } from '../static/js/undo.js';
+import { idProblem, rename } from '../static/js/editor-rename.js';
 
 // answering stubs fetch with one answer and records the request.
 function answering(status, body, type = 'application/json') {
@@ -77,4 +78,36 @@ test('undo.js: undo and redo walk the edits; a new edit ends redo', () => {
   let n = 0;
   while (h.undo({})) n++;
   assert.equal(n, 200, 'at most 200 edits back');
+});
+
+test('patch.js: the saved copy can be GET /v1/chains/{id}\'s answer, whose doc it diffs', () => {
+  const doc = { name: 'c', nodes: [{ node_id: 'a', kind: 'tool', name: 'echo' }], edges: [] };
+  const answer = { id: 'x', name: 'c', version: 3, node_count: 1, created: '2026-01-01T00:00:00Z', updated: '2026-01-01T00:00:00Z', doc, issues: [], valid: true };
+  const saved = new SavedCopy();
+  saved.fromText(JSON.stringify(answer), true);
+  assert.deepEqual(saved.diff(structuredClone(doc)).patch, { expect: { nodes: 1, edges: 0 } }, 'the answer\'s fields are not the document\'s');
+  const edited = structuredClone(doc);
+  edited.nodes[0].label = 'A';
+  assert.deepEqual(saved.diff(edited).patch, { expect: { nodes: 1, edges: 0 }, nodes: [edited.nodes[0]] });
+});
+
+test('editor-rename.js: a rename follows edges, automatic edge ids, owners and expressions', () => {
+  const doc = {
+    name: 'c', entry_node: 'a',
+    nodes: [
+      { node_id: 'a', kind: 'tool' },
+      { node_id: 'm', kind: 'map', map_node: 'a', items_path: 'a.output.items' },
+      { node_id: 'b', kind: 'tool', input_map: { x: 'a.output.v', y: 'node_results.a.output', z: 'data.output' } },
+    ],
+    edges: [{ id: 'a->b', source: 'a', target: 'b', condition: 'a.output.ok' }, { id: 'mine', source: 'a', target: 'm' }],
+  };
+  assert.match(idProblem(doc, 'b', 'a'), /already has the id/);
+  assert.match(idProblem(doc, 'input', 'a'), /reserved/);
+  assert.equal(idProblem(doc, 'fetch', 'a'), '');
+  rename(doc, 'a', 'fetch');
+  assert.equal(doc.entry_node, 'fetch');
+  assert.deepEqual(doc.edges.map((e) => [e.id, e.source, e.target, e.condition]), [['fetch->b', 'fetch', 'b', 'fetch.output.ok'], ['mine', 'fetch', 'm', undefined]]);
+  assert.equal(doc.nodes[1].map_node, 'fetch');
+  assert.equal(doc.nodes[1].items_path, 'fetch.output.items');
+  assert.deepEqual(doc.nodes[2].input_map, { x: 'fetch.output.v', y: 'node_results.fetch.output', z: 'data.output' });
 });

@@ -38,6 +38,7 @@ type ChainSummary struct {
 // ChainFilter selects chains for ListChains.
 type ChainFilter struct {
 	Query  string // name substring, case-insensitive
+	Name   string // the exact name (a skill node's lookup); "" matches any
 	Limit  int    // default 50, at most 1000
 	Offset int
 	// After is the keyset cursor: only chains after this one in list order

@@ -105,7 +105,10 @@ func (s *Server) validate(c echo.Context, doc *engine.Chain) []engine.Issue {
 	return issues
 }
 
-// GET /v1/chains?q=&limit=&cursor= (offset= is the older paging, kept)
+// GET /v1/chains?q=&name=&limit=&cursor= (offset= is the older paging,
+// kept). name= is the exact name a skill node calls a chain by: a name no
+// chain has is an empty list, not a 404, so the editor's skill view can
+// look a name up without a failed request in the browser's console.
 func (s *Server) listChains(c echo.Context) error {
 	limit, err := intParam("limit", c.QueryParam("limit"), 50, 1, 1000)
 	if err != nil {
@@ -115,8 +118,8 @@ func (s *Server) listChains(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := c.QueryParam("q")
-	f := store.ChainFilter{Query: q, Limit: min(limit+1, 1000), Offset: offset}
+	q, name := c.QueryParam("q"), c.QueryParam("name")
+	f := store.ChainFilter{Query: q, Name: name, Limit: min(limit+1, 1000), Offset: offset}
 	if cur := c.QueryParam("cursor"); cur != "" {
 		if offset != 0 {
 			return apiError(EBADREQUEST, "bad_parameter", "cursor and offset cannot be used together", map[string]any{"parameter": "offset"})
@@ -143,6 +146,9 @@ func (s *Server) listChains(c echo.Context) error {
 		v := url.Values{"cursor": {next}, "limit": {fmt.Sprint(limit)}}
 		if q != "" {
 			v.Set("q", q)
+		}
+		if name != "" {
+			v.Set("name", name)
 		}
 		out["next"], out["next_url"] = next, "/v1/chains?"+v.Encode()
 	}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/chainstudio/studio/engine"
 )
 
 func TestCreateChain(t *testing.T) {
@@ -388,5 +391,29 @@ func TestNoOpSaveKeepsVersion(t *testing.T) {
 	wantStatus(t, r, 200)
 	if r.header.Get("ETag") != `"v2"` || versions() != 2 {
 		t.Fatalf("a real change: ETag %q, %d versions", r.header.Get("ETag"), versions())
+	}
+}
+
+// The editor's read-only view of a skill node's chain finds it by its exact
+// name: a name no chain has is an empty list.
+func TestListChainsByName(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServer(t)
+	ch := patchTestChain(t, srv)
+	if _, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "pt two", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := do(t, ts, "GET", "/v1/chains?name=pt", nil)
+	wantStatus(t, r, http.StatusOK)
+	rows, _ := r.json(t)["chains"].([]any)
+	if len(rows) != 1 || rows[0].(map[string]any)["id"] != ch.ID || rows[0].(map[string]any)["version"].(float64) != 1 {
+		t.Errorf("by name: %s", r.body)
+	}
+	for _, name := range []string{"nope", "PT", "p"} {
+		r = do(t, ts, "GET", "/v1/chains?name="+url.QueryEscape(name), nil)
+		wantStatus(t, r, http.StatusOK)
+		if rows, _ := r.json(t)["chains"].([]any); len(rows) != 0 || r.json(t)["total"].(float64) != 0 {
+			t.Errorf("name %q is not exactly a chain's: %s", name, r.body)
+		}
 	}
 }

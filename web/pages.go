@@ -12,8 +12,9 @@ import (
 )
 
 // pageRoutes registers the designer's pages and their htmx fragments. Pages
-// and fragments render HTML on the server (views/); the canvas gets JSON
-// from the …/data routes. Fragments answer 200 even when they show an error,
+// and fragments render HTML on the server (views/); the editor and the
+// versions page read chains from /v1, the run pages from their …/data
+// routes. Fragments answer 200 even when they show an error,
 // so the browser console stays clean; the error is in the fragment.
 func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/static/*", s.serveStatic)
@@ -25,8 +26,6 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.POST("/chains/:id/delete", s.pageDeleteChain)
 
 	e.GET("/chains/:id", s.pageEditor)
-	e.GET("/chains/:id/data", s.pageChainData)
-	e.GET("/skill-chain/data", s.pageSkillChainData) // a skill node's chain, read-only in the editor
 	e.POST("/chains/:id/save", s.pageSave)
 	e.POST("/chains/:id/run", s.pageStartRun)
 	e.GET("/chains/:id/nodes/:node/runnode", s.fragRunNodeDialog)
@@ -45,7 +44,6 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.POST("/runs/:id/cancel", s.pageCancel)
 
 	e.GET("/chains/:id/versions", s.pageVersions)
-	e.GET("/chains/:id/versions/:v/data", s.pageVersionData)
 	e.POST("/chains/:id/versions/:v/restore", s.pageRestore)
 }
 

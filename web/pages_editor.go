@@ -28,43 +28,6 @@ func (s *Server) pageEditor(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.EditorPage(ch, engine.ValidateWith(ch.Doc, s.validateOptions(c))))
 }
 
-// editorData is what the canvas loads: the document at a version.
-type editorData struct {
-	ID      string        `json:"id"`
-	Name    string        `json:"name"`
-	Version int           `json:"version"`
-	Doc     *engine.Chain `json:"doc"`
-}
-
-func (s *Server) pageChainData(c echo.Context) error {
-	ch, err := s.db.GetChain(c.Request().Context(), pageParam(c, "id"))
-	if err != nil {
-		return pageNotFound(err, "chain")
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, editorData{ID: ch.ID, Name: ch.Name, Version: ch.Version, Doc: ch.Doc})
-}
-
-// pageSkillChainData is the saved chain a skill node runs, by the name the
-// node calls it by (?name=): what the editor's read-only "Open chain" view
-// draws. JSON like pageChainData; a missing chain is 200 {error}, as
-// fragments answer, so the browser console stays clean.
-func (s *Server) pageSkillChainData(c echo.Context) error {
-	name := c.QueryParam("name")
-	if name == "" || len(name) > maxNameBytes {
-		return c.JSON(http.StatusOK, map[string]string{"error": "name a chain: ?name= (1 to 256 bytes)"})
-	}
-	ch, err := s.db.GetChainByName(c.Request().Context(), name)
-	if errors.Is(err, store.ErrNotFound) {
-		return c.JSON(http.StatusOK, map[string]string{"error": fmt.Sprintf("no saved chain is named %q", name)})
-	}
-	if err != nil {
-		return fmt.Errorf("skill chain %q: %w", name, err)
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, editorData{ID: ch.ID, Name: ch.Name, Version: ch.Version, Doc: ch.Doc})
-}
-
 // Save states the editor reads from the X-Save-State header.
 const (
 	editorSaveSaved     = "saved"    // a new version was written (X-Chain-Version)

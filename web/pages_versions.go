@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
@@ -34,32 +33,6 @@ func (s *Server) pageVersions(c echo.Context) error {
 		}
 	}
 	return renderPage(c, http.StatusOK, views.VersionsPage(ch, versions, sel, diff))
-}
-
-type versionCanvasData struct {
-	Version int                `json:"version"`
-	Current int                `json:"current"`
-	Old     *engine.Chain      `json:"old"`
-	Cur     *engine.Chain      `json:"cur"`
-	Diff    *inspect.ChainDiff `json:"diff"`
-}
-
-func (s *Server) pageVersionData(c echo.Context) error {
-	ctx := c.Request().Context()
-	ch, err := s.db.GetChain(ctx, pageParam(c, "id"))
-	if err != nil {
-		return pageNotFound(err, "chain")
-	}
-	v, err := strconv.Atoi(c.Param("v"))
-	if err != nil {
-		return apiError(EBADREQUEST, "bad_version", "version must be a number", nil)
-	}
-	old, err := s.db.GetVersion(ctx, ch.ID, v)
-	if err != nil {
-		return pageNotFound(err, "version")
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, versionCanvasData{Version: v, Current: ch.Version, Old: old.Doc, Cur: ch.Doc, Diff: inspect.Diff(old.Doc, ch.Doc)})
 }
 
 // pageRestore saves version v's content as a new version and opens the editor.

@@ -123,24 +123,3 @@ func TestAPIPatchChain(t *testing.T) {
 		t.Errorf("details %v: %s", d, r.body)
 	}
 }
-
-// The editor's read-only view of a skill node's chain reads it by name.
-func TestPageSkillChainData(t *testing.T) {
-	t.Parallel()
-	srv, ts := newTestServer(t)
-	ch := patchTestChain(t, srv)
-	r := do(t, ts, "GET", "/skill-chain/data?name=pt", nil)
-	wantStatus(t, r, http.StatusOK)
-	got := r.json(t)
-	if got["id"] != ch.ID || got["version"].(float64) != 1 || got["doc"] == nil {
-		t.Errorf("answer: %s", r.body)
-	}
-	r = do(t, ts, "GET", "/skill-chain/data?name=nope", nil)
-	if r.json(t)["error"] != `no saved chain is named "nope"` {
-		t.Errorf("unknown name: %s", r.body)
-	}
-	r = do(t, ts, "GET", "/skill-chain/data", nil)
-	if r.json(t)["error"] == nil {
-		t.Errorf("no name: %s", r.body)
-	}
-}

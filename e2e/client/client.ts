@@ -238,6 +238,10 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   note("GET /v1/chains");
   const list = must(await c.GET("/v1/chains", { params: { query: { q: "typed-client " + suffix, limit: 10 } } }), "list chains");
   check(list.chains.length === 1 && list.next_url === null && list.next === "", "chain list page");
+  const byName = must(await c.GET("/v1/chains", { params: { query: { name: "typed-client " + suffix } } }), "list chains by name");
+  check(byName.chains.length === 1 && byName.chains[0]?.id === id, "a chain found by its exact name");
+  const noName = must(await c.GET("/v1/chains", { params: { query: { name: "typed-client " + suffix + " (none)" } } }), "list chains by a name no chain has");
+  check(noName.chains.length === 0 && noName.total === 0, "a name no chain has is an empty list");
   note("GET /v1/chains/{id}");
   const got = must(await c.GET("/v1/chains/{id}", { params: { path: { id } } }), "get chain");
   check(got.doc.nodes.length === 2 && got.valid, "got chain");

@@ -4,7 +4,9 @@
 // own chain in the same view (a list of buttons, or a double-click on the
 // node); Back returns one level, Esc or Close returns to the editor with
 // the focus where it was. The chain is read from the server by the name the
-// node calls it by (GET /skill-chain/data?name=; {error} when there is none), as it is saved now.
+// node calls it by, as it is saved now: GET /v1/chains?name= finds it (an
+// empty list when no chain has the name, so the console stays free of a
+// failed request), GET /v1/chains/{id} gives its document.
 import * as api from './api.js';
 import * as canvas from './canvas.js';
 import * as common from './common.js';
@@ -65,11 +67,11 @@ import * as common from './common.js';
     root.dataset.subchain = 'loading';
     let body;
     try {
-      body = await api.get('/skill-chain/data?name=' + encodeURIComponent(name));
+      body = await chainNamed(name);
     } catch (err) {
-      body = { error: err.message };
+      body = { error: err.message }; // the API's error envelope, read by api.js
     }
-    if (body.error) { // the route answers a chain it cannot open with {error} (status 200)
+    if (body.error) {
       msg.append(common.el('p', { class: 'form-error', text: 'Cannot open “' + name + '”: ' + body.error }));
       root.dataset.subchain = 'error';
       if (!stack.length) $('subchain-title').textContent = 'Chain “' + name + '”';
@@ -77,6 +79,15 @@ import * as common from './common.js';
     }
     stack.push({ name, data: body, via });
     show();
+  }
+
+  // chainNamed is the saved chain named name ({id, name, version, doc}), or
+  // {error} when no chain has that name.
+  async function chainNamed(name) {
+    const list = await api.get('/v1/chains?name=' + encodeURIComponent(name) + '&limit=1');
+    const row = list.chains[0];
+    if (!row) return { error: 'no saved chain is named ' + JSON.stringify(name) };
+    return api.get('/v1/chains/' + encodeURIComponent(row.id));
   }
 
   function back() {

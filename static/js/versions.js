@@ -10,16 +10,20 @@ import * as canvas from './canvas.js';
   if (!cyEl) return;
 
   async function init() {
-    const d = await api.get('/chains/' + encodeURIComponent(root.dataset.chainId) + '/versions/' + root.dataset.selected + '/data');
-    const diff = d.diff || {};
+    // the selected version and the current one, then their diff: the
+    // current version is read first so that the diff is taken against it
+    const chain = '/v1/chains/' + encodeURIComponent(root.dataset.chainId);
+    const v = root.dataset.selected;
+    const [oldV, curC] = await Promise.all([api.get(chain + '/versions/' + v), api.get(chain)]);
+    const diff = (await api.get(chain + '/diff?from=' + v + '&to=' + curC.version)).diff || {};
     const added = new Set(diff.nodes_added || []);
     const removed = new Set(diff.nodes_removed || []);
     const changed = new Set((diff.nodes_changed || []).filter((c) => !(c.fields.length === 1 && c.fields[0] === 'position')).map((c) => c.node_id));
     const eAdded = new Set(diff.edges_added || []);
     const eRemoved = new Set(diff.edges_removed || []);
     const eChanged = new Set((diff.edges_changed || []).map((c) => c.edge_id));
-    const cur = d.cur || { nodes: [], edges: [] };
-    const old = d.old || { nodes: [], edges: [] };
+    const cur = curC.doc || { nodes: [], edges: [] };
+    const old = oldV.doc || { nodes: [], edges: [] };
     // The union: current nodes and edges, plus what only the old version had.
     const union = {
       nodes: (cur.nodes || []).concat((old.nodes || []).filter((n) => removed.has(n.node_id))),

@@ -294,6 +294,10 @@ func (s *Store) ListChains(ctx context.Context, f store.ChainFilter) ([]store.Ch
 		where += ` AND LOWER(c.name) LIKE ? ESCAPE '\'`
 		args = append(args, likePattern(f.Query))
 	}
+	if f.Name != "" {
+		where += ` AND c.name = ?`
+		args = append(args, f.Name)
+	}
 	var out []store.ChainSummary
 	var total int
 	countWhere, countArgs := where, args

@@ -150,6 +150,13 @@ func testChainLifecycle(t *testing.T, open Opener) {
 	if total != 1 || len(list) != 1 || list[0].ID != ch.ID {
 		t.Fatalf("query list %+v", list)
 	}
+	list, total, _ = db.ListChains(ctx, store.ChainFilter{Name: "Fetch Report"})
+	if total != 1 || len(list) != 1 || list[0].ID != ch.ID {
+		t.Fatalf("list by name %+v", list)
+	}
+	if list, total, _ = db.ListChains(ctx, store.ChainFilter{Name: "fetch report"}); total != 0 || len(list) != 0 {
+		t.Fatalf("a name is exact, not case-insensitive: %+v", list)
+	}
 	list, total, _ = db.ListChains(ctx, store.ChainFilter{Query: "%"})
 	if total != 0 || len(list) != 0 {
 		t.Fatalf("LIKE wildcard not escaped: %+v", list)

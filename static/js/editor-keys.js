@@ -1,0 +1,155 @@
+// Keyboard shortcuts, the clipboard's events and the toolbar with its two
+// dialogs (Run… and Save version…). Single-key shortcuts act only when the
+// canvas has the focus (canvas.canvasKey) and never while a field is typed
+// in or a dialog is open.
+import * as api from './api.js';
+import * as canvas from './canvas.js';
+import * as common from './common.js';
+
+export function install(ed) {
+  const { root, $, runBtn, saveStateEl } = ed;
+
+  // ---- keyboard --------------------------------------------------------------
+
+  function typing(e) {
+    const t = e.target;
+    return t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+  }
+
+  document.addEventListener('keydown', (e) => {
+    if (typing(e) || document.querySelector('dialog[open]')) return;
+    const mod = e.ctrlKey || e.metaKey;
+    if (mod && (e.key === 'z' || e.key === 'Z')) { e.preventDefault(); if (e.shiftKey) ed.redo(); else ed.undo(); return; }
+    if (mod && (e.key === 'y' || e.key === 'Y')) { e.preventDefault(); ed.redo(); return; }
+    if (mod && (e.key === 'a' || e.key === 'A')) { e.preventDefault(); ed.cy.nodes().not('.eh-handle').select(); return; }
+    if (!canvas.canvasKey(e)) return;
+    if (e.key === 'Delete' || e.key === 'Backspace') { e.preventDefault(); ed.deleteSelection(); return; }
+    if (e.key === 'c' || e.key === 'C') { e.preventDefault(); ed.connectSelected(); return; } // the picker's field must not get the c
+    if (e.key === 'f') { canvas.fit(ed.cy); }
+  });
+
+  document.addEventListener('copy', (e) => {
+    if (typing(e)) return;
+    const text = ed.copySelection();
+    if (!text) return;
+    e.clipboardData.setData('text/plain', text);
+    e.preventDefault();
+    ed.flash('Copied ' + ed.cy.$('node:selected').not('.eh-handle').length + ' node(s)');
+  });
+  document.addEventListener('cut', (e) => {
+    if (typing(e)) return;
+    const text = ed.copySelection();
+    if (!text) return;
+    e.clipboardData.setData('text/plain', text);
+    e.preventDefault();
+    ed.deleteSelection();
+  });
+  document.addEventListener('paste', (e) => {
+    if (typing(e)) return;
+    const text = e.clipboardData.getData('text/plain');
+    if (text && ed.paste(text)) e.preventDefault();
+  });
+
+  // ---- toolbar -----------------------------------------------------------------
+
+  $('btn-undo').addEventListener('click', () => ed.undo());
+  $('btn-redo').addEventListener('click', () => ed.redo());
+  $('btn-delete').addEventListener('click', () => ed.deleteSelection());
+  $('btn-connect').addEventListener('click', () => ed.connectSelected());
+  $('btn-fit').addEventListener('click', () => canvas.fit(ed.cy));
+  $('btn-reload').addEventListener('click', () => location.reload());
+  $('btn-layout').addEventListener('click', () => {
+    ed.hideHandle();
+    ed.mutate(() => {
+      canvas.layout(ed.cy);
+      for (const n of ed.doc.nodes) {
+        const p = ed.cy.getElementById(n.node_id).position();
+        n.position = { x: Math.round(p.x), y: Math.round(p.y) };
+      }
+    });
+  });
+
+  // ---- Run… ---------------------------------------------------------------------
+
+  const runDialog = $('run-dialog');
+  const runInput = $('run-input');
+  // The run dialog starts with the last input this browser ran the chain
+  // with, else the chain's sample input, else {}; typing is kept until a run.
+  const lastInputKey = 'studio:last-input:' + ed.chainId;
+  let runInputEdited = false;
+  function prefillRunInput() {
+    if (runInputEdited) return;
+    let text = null;
+    let from = '';
+    try { text = localStorage.getItem(lastInputKey); } catch { text = null; }
+    if (text) from = 'Pre-filled with the input of your last run of this chain.';
+    else if (ed.doc && ed.doc.sample_input && typeof ed.doc.sample_input === 'object') {
+      text = JSON.stringify(ed.doc.sample_input, null, 2);
+      from = 'Pre-filled with the chain\'s sample input.';
+    } else text = '{}';
+    runInput.value = text;
+    $('run-input-source').textContent = from;
+    runInput.dispatchEvent(new Event('input'));
+    runInputEdited = false;
+  }
+  runBtn.addEventListener('click', async () => {
+    await ed.flush();
+    if (runBtn.disabled) return;
+    $('run-result').replaceChildren();
+    prefillRunInput();
+    runDialog.showModal();
+    runInput.focus();
+  });
+  // remembered when sent (the Run button is only enabled for a valid chain)
+  $('run-form').addEventListener('submit', () => {
+    if (runInput.getAttribute('aria-invalid') === 'true') return;
+    try { localStorage.setItem(lastInputKey, runInput.value.trim() || '{}'); } catch { /* storage off: nothing to remember */ }
+    runInputEdited = false;
+  }, true);
+  runInput.addEventListener('input', (e) => {
+    if (e.isTrusted) runInputEdited = true;
+    const check = $('run-input-check');
+    let err = '';
+    try {
+      const v = JSON.parse(runInput.value || '{}');
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) err = 'The input must be a JSON object, e.g. {"items": [1, 2]}.';
+    } catch (x) { err = 'Not JSON: ' + x.message; }
+    check.textContent = err;
+    check.classList.toggle('expr-err', !!err);
+    runInput.setAttribute('aria-invalid', err ? 'true' : 'false');
+    $('run-submit').disabled = !!err;
+  });
+
+  // ---- Save version… -------------------------------------------------------------
+
+  // "Save version…": the edits are saved already; this names the current
+  // version (the server writes it again as a named version).
+  const svDialog = $('save-version-dialog');
+  const svMessage = $('save-version-message');
+  $('btn-save-version').addEventListener('click', async () => {
+    await ed.flush();
+    $('save-version-result').replaceChildren();
+    svMessage.value = '';
+    svDialog.showModal();
+    svMessage.focus();
+  });
+  $('save-version-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const out = $('save-version-result');
+    const message = svMessage.value.trim();
+    if (!message) { out.replaceChildren(common.el('div', { class: 'form-error', text: 'Give the version a name.' })); return; }
+    await ed.flush();
+    let body;
+    try {
+      body = await api.post('/v1/chains/' + encodeURIComponent(ed.chainId) + '/versions', { message, version: ed.version });
+    } catch (err) {
+      out.replaceChildren(common.el('div', { class: 'form-error', text: 'Not saved: ' + err.message }));
+      return;
+    }
+    ed.version = body.version;
+    root.dataset.version = String(ed.version);
+    ed.setSaveState('saved', 'Saved v' + ed.version + ', named'); // short: the toolbar stays on one line
+    saveStateEl.title = 'v' + ed.version + ': ' + message;
+    svDialog.close();
+  });
+}
