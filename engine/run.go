@@ -46,10 +46,11 @@ type completion struct {
 // scheduler (scheduler.go), the re-run plan (rerunPlan, rerun.go), the
 // scratch (scratch.go), the checkpoint batcher (batcher.go) and the budget
 // (budget.go). What many of them read or change stays here: the per-node
-// state, the outcome, the replay flag. Every field but the emitter and the
-// attached nodes' atomics (nodes.attRan, nodes.attBusy) is owned by the
-// coordinator goroutine (loop); workers only send completions, emit events
-// and read what was set before they started.
+// state, the outcome, the replay flag. Every field but the emitter, the
+// budget's counters and the attached nodes' atomics (nodes.attRan,
+// nodes.attBusy) is owned by the coordinator goroutine (loop); workers only
+// send completions, emit events, charge the budget and read what was set
+// before they started.
 type run struct {
 	engine   *Engine
 	prepared *Prepared
