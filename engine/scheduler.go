@@ -212,6 +212,8 @@ func (r *run) drainSkips() {
 	}
 }
 
+// notifyDependants tells node i's data dependants it finished: one that was
+// waiting only for it is ready now.
 func (r *run) notifyDependants(i int) {
 	if r.nodes.depsDone[i] {
 		return
