@@ -245,11 +245,11 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 
 	r := newRun(ctx, e, p, opts.RunID, normalizeMap(input), opts.Sink)
 	r.depth = opts.depth
-	sr := &StartRecord{Chain: p.chain, Input: r.input, ParentRunID: opts.ParentRunID, Depth: opts.depth, RerunFrom: opts.rerunFrom}
+	sr := &StartRecord{Chain: p.chain, Input: r.scope.input, ParentRunID: opts.ParentRunID, Depth: opts.depth, RerunFrom: opts.rerunFrom}
 	if len(opts.ModifiedState) > 0 {
 		sr.ModifiedState, sr.PatchedBy = normalizeMap(opts.ModifiedState), opts.PatchedBy
-		r.statePatch = sr.ModifiedState
-		r.writeState(r.statePatch)
+		r.rerun.statePatch = sr.ModifiedState
+		r.scope.writeState(r.rerun.statePatch)
 	}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: sr})
 	if sr.ModifiedState != nil { // the timeline says what was patched, and by whom
@@ -262,9 +262,9 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 		return r.finishRun()
 	}
 	if opts.reuse != nil {
-		r.reuse = opts.reuse
+		r.rerun.reuse = opts.reuse
 	}
-	r.mocks, r.mockErrs = opts.Mocks, opts.MockErrors
+	r.rerun.mocks, r.rerun.mockErrs = opts.Mocks, opts.MockErrors
 	if r.ctx.Err() != nil {
 		// Cancelled before it started (a queued run cancelled while it
 		// waited, or the studio stopping): recorded, no node runs, it ends

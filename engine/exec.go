@@ -24,21 +24,20 @@ func (r *run) start(i int) {
 	r.nodes.pruneReason[i] = ""
 	r.nodes.iterations[i]++
 	r.nodesRun++
-	r.running++
+	r.sched.running++
 	r.chargeNode()
 	now := stamp()
 	r.nodes.result[i] = NodeResult{NodeID: nd.ID, Status: PhaseStart, Started: now, Iteration: r.nodes.iterations[i]}
 
-	if rec, ok := r.reuse[nd.ID]; ok { // re-run from a node: upstream outputs are kept
-		delete(r.reuse, nd.ID)
+	if rec, ok := r.rerun.takeReused(nd.ID); ok { // re-run from a node: upstream outputs are kept
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now, Reused: true})
 		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: stamp(), reused: true,
 			decided: routerTests(rec.Decisions)})
 		return
 	}
 
-	sc := &scope{base: r, output: up, hasOut: true}
-	if d := r.dispatch.byTarget[i]; d != nil { // a sequential link: its input may read the links already run
+	sc := &scope{base: &r.scope, output: up, hasOut: true}
+	if d := r.sched.dispatch.byTarget[i]; d != nil { // a sequential link: its input may read the links already run
 		sc.steps, sc.whens = d.steps, d.whens
 	}
 	if v, ok := r.nodes.resumeValue[i]; ok {
@@ -62,7 +61,7 @@ func (r *run) start(i int) {
 		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: stamp()})
 		return
 	}
-	if out, err, ok := r.mocked(nd); ok {
+	if out, err, ok := r.rerun.mocked(nd); ok {
 		r.complete(completion{i: i, out: out, err: err, input: input, attempts: 1, started: now, ended: stamp()})
 		return
 	}
@@ -86,29 +85,10 @@ func (r *run) start(i int) {
 	}
 	var fs *scope
 	if r.prepared.plan.frozen[i] != nil || r.prepared.plan.frozenAll[i] {
-		fs = &scope{base: r.freeze(i), output: input, hasOut: true, err: sc.err}
+		fs = &scope{base: r.scope.freeze(r.prepared.plan.frozen[i], r.prepared.plan.frozenAll[i]), output: input, hasOut: true, err: sc.err}
 	}
-	if r.done == nil { // made on first use: chains of inline tools never need it
-		r.done = make(chan completion, min(len(r.chain.Nodes), 32)+1)
-	}
+	r.sched.openReports(len(r.chain.Nodes))
 	go r.work(i, input, sc.resume, sc.hasRes, fs, r.takeFan(i), now)
-}
-
-// mocked returns the output (or error) RunOptions.Mocks (MockErrors) give
-// node nd instead of running it. Routers are never mocked: their output is
-// their input.
-func (r *run) mocked(nd *Node) (any, error, bool) {
-	if (r.mocks == nil && r.mockErrs == nil) || nd.Kind == KindBranch || nd.Kind == KindCondition {
-		return nil, nil, false
-	}
-	if msg, ok := r.mockErrs[nd.ID]; ok {
-		return nil, errors.New(msg), true
-	}
-	out, ok := r.mocks[nd.ID]
-	if !ok {
-		return nil, nil, false
-	}
-	return normalizeValue(out), nil, true
 }
 
 // prompt is what an interrupt node shows the person who resumes it.
@@ -117,25 +97,6 @@ func (r *run) prompt(nd *Node, input any) any {
 		return p
 	}
 	return input
-}
-
-// freeze snapshots the run-level names that node i's attached subtree reads.
-func (r *run) freeze(i int) frozenScope {
-	names := r.prepared.plan.frozen[i]
-	if r.prepared.plan.frozenAll[i] {
-		names = r.rootNames()
-	}
-	f := make(frozenScope, len(names)+2)
-	for _, n := range names {
-		if n == "node_results" {
-			f[n] = maps.Clone(r.nodeResults)
-			continue
-		}
-		if v, ok := r.lookupBase(n); ok {
-			f[n] = v
-		}
-	}
-	return f
 }
 
 // runInline runs a pure, quick tool (Registry.SetInline) on the coordinator:
@@ -180,7 +141,7 @@ func (r *run) work(i int, input any, resume any, resumed bool, fs *scope, fan *f
 	out, attempts, err := r.attempts(ctx, i, nil, func(ctx context.Context) (any, error) {
 		return r.execNode(ctx, i, input, fs)
 	})
-	r.report(completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: stamp()})
+	r.sched.report(completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: stamp()})
 }
 
 // buildInput merges a node's static input with its resolved input_map (the
@@ -439,7 +400,7 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 	input, err := r.buildInput(j, &sc, up)
 	attempts := 1
 	var out any
-	if m, merr, ok := r.mocked(nd); ok && err == nil {
+	if m, merr, ok := r.rerun.mocked(nd); ok && err == nil {
 		out, err = m, merr // every item or branch gets the same mock
 	} else if err == nil {
 		out, attempts, err = r.attempts(ctx, j, item, func(ctx context.Context) (any, error) {
@@ -573,7 +534,7 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 	defer cancel(nil)
 	outs := make([]any, n)
 	errs := make([]error, n)
-	conc := min(n, r.maxConc)
+	conc := min(n, r.sched.maxConc)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	// The items' outputs are held until the node's output replaces them.
@@ -707,7 +668,7 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 }
 
 func (r *run) startHandler(h, from int, errScope map[string]any) {
-	if r.single() { // a node run alone: its handler is downstream of it
+	if r.rerun.single() { // a node run alone: its handler is downstream of it
 		return
 	}
 	if r.nodes.handlerErr == nil {
@@ -721,7 +682,7 @@ func (r *run) startHandler(h, from int, errScope map[string]any) {
 	}
 	r.nodes.activators[h] = append(r.nodes.activators[h][:0], from)
 	r.nodes.status[h] = nsReady // handlers do not wait for data dependencies
-	r.queue.push(h)
+	r.sched.queue.push(h)
 }
 
 func (r *run) failRouting(i int, err error) {
@@ -741,7 +702,7 @@ func (r *run) applySetState(i int, out any) (map[string]any, error) {
 	if len(ss) == 0 {
 		return nil, nil
 	}
-	sc := &scope{base: r, output: out, hasOut: true}
+	sc := &scope{base: &r.scope, output: out, hasOut: true}
 	writes := make(map[string]any, len(ss))
 	for _, ne := range ss {
 		v, err := ne.e.Eval(sc, r.strict)
@@ -750,15 +711,8 @@ func (r *run) applySetState(i int, out any) (map[string]any, error) {
 		}
 		writes[ne.key] = v
 	}
-	r.writeState(writes)
+	r.scope.writeState(writes)
 	return writes, nil
-}
-
-func (r *run) writeState(writes map[string]any) {
-	next := make(map[string]any, len(r.state)+len(writes))
-	maps.Copy(next, r.state)
-	maps.Copy(next, writes)
-	r.state = next
 }
 
 func typeName(v any) string {

@@ -53,7 +53,7 @@ func (r *run) wait(hd *heldDefault, targets []int) {
 		r.fireHeld(hd)
 		return
 	}
-	r.holds = append(r.holds, hd)
+	r.sched.hold(hd)
 }
 
 // releaseHeld: node t finished; a held default whose fan-out has all
@@ -61,7 +61,7 @@ func (r *run) wait(hd *heldDefault, targets []int) {
 // there are none, which is every run without a parallel default.)
 func (r *run) releaseHeld(t int) {
 	var ready []*heldDefault
-	for _, hd := range r.holds {
+	for _, hd := range r.sched.holds {
 		if hd.waiting[t] {
 			delete(hd.waiting, t)
 			if len(hd.waiting) == 0 {
@@ -80,9 +80,7 @@ func (r *run) fireHeld(hd *heldDefault) {
 	if r.outcome.stopping {
 		return
 	}
-	if k := slices.Index(r.holds, hd); k >= 0 {
-		r.holds = slices.Delete(r.holds, k, k+1)
-	}
+	r.sched.unhold(hd)
 	src := r.chain.Nodes[hd.src].ID
 	id := r.chain.Edges[hd.edge].ID
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEdges, Edges: &EdgesRecord{Source: src, Fired: []string{id}}})
@@ -101,7 +99,7 @@ func (r *run) fireHeld(hd *heldDefault) {
 // preference, never a reason to stop. The oldest hold whose fan-out is not
 // waiting for a human (a paused node, or one downstream of it) fires now.
 func (r *run) releaseStuckHold() bool {
-	for _, hd := range r.holds {
+	for _, hd := range r.sched.holds {
 		blocked := false
 		for t := range hd.waiting {
 			blocked = r.nodes.status[t] == nsPaused

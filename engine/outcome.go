@@ -28,7 +28,7 @@ import (
 
 // complete applies a worker's completion on the coordinator.
 func (r *run) complete(c completion) {
-	r.running--
+	r.sched.running--
 	i := c.i
 	if c.input != nil && !c.reused { // the node's checkpoint keeps its input
 		r.chargeOutput(0, valueSize(c.input, r.engine.opts.Limits.MaxStoredBytes))
@@ -74,13 +74,8 @@ func (r *run) nodeDone(i int, c completion) {
 		r.nodeFailed(i, c)
 		return
 	}
-	if c.reused && len(writes) > 0 && len(r.statePatch) > 0 {
-		// the user's patch wins over what the kept outputs wrote; the record
-		// keeps only the writes that stand, so a replay gets the same state
-		for k := range r.statePatch {
-			delete(writes, k)
-		}
-		r.writeState(r.statePatch)
+	if c.reused && r.rerun.patched(writes) {
+		r.scope.writeState(r.rerun.statePatch)
 	}
 	// The record and the encoding its event shares (commit) in one
 	// allocation: a run allocates one per node either way.
@@ -308,8 +303,8 @@ func (r *run) nodeFinished(i int, out any) {
 		r.nodes.activators[i] = append(r.nodes.activators[i][:0], s)
 		r.activate(i)
 	}
-	if d, ok := r.dispatch.byTarget[i]; ok {
-		delete(r.dispatch.byTarget, i)
+	if d, ok := r.sched.dispatch.byTarget[i]; ok {
+		delete(r.sched.dispatch.byTarget, i)
 		d.steps[d.key(i, r)] = out
 		if d.waiting == i {
 			d.waiting = noNode
@@ -362,11 +357,11 @@ func (r *run) replayNode(rec *NodeRecord) {
 		return
 	}
 	// The node's live start reset these; replay has no start.
-	r.queue.skips = slices.DeleteFunc(r.queue.skips, func(t int) bool { return t == i })
+	r.sched.queue.skips = slices.DeleteFunc(r.sched.queue.skips, func(t int) bool { return t == i })
 	r.nodes.decided[i], r.nodes.fired[i] = 0, 0
 	r.nodes.activators[i] = r.nodes.activators[i][:0]
 	if len(rec.State) > 0 { // live, nodeDone wrote them before routing
-		r.writeState(rec.State)
+		r.scope.writeState(rec.State)
 	}
 	r.publishOutput(i, rec)
 	rt := r.recordedRouting(rec)

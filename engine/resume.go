@@ -253,7 +253,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	r.depth = rs.start.Depth
 	if pr := rs.start.Pinned; pr != nil {
 		if i, ok := r.graph.idx[pr.NodeID]; ok {
-			r.only = i + 1
+			r.rerun.runAlone(i)
 		}
 	}
 	r.replayLog(rs.log)
@@ -269,11 +269,11 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 		r.restartFailed()
 	}
 	r.resumeHeld()
-	if r.single() {
-		r.restoreActivators(rs.start.Pinned)              // replay cleared them
-		if i := r.only - 1; r.nodes.status[i] == nsIdle { // stopped before it finished: it runs now
+	if r.rerun.single() {
+		r.restoreActivators(rs.start.Pinned)                   // replay cleared them
+		if i := r.rerun.alone(); r.nodes.status[i] == nsIdle { // stopped before it finished: it runs now
 			r.nodes.status[i] = nsReady
-			r.queue.push(i)
+			r.sched.queue.push(i)
 		}
 	}
 	if r.ctx.Err() != nil { // cancelled while it waited for a slot
@@ -334,7 +334,7 @@ func inspectLog(log []Checkpoint) (*StartRecord, *EndRecord) {
 // applyResume resolves the claimed interrupt and merges the state patch.
 func (r *run) applyResume(rec *ResumeRecord) {
 	if len(rec.ModifiedState) > 0 {
-		r.writeState(normalizeMap(rec.ModifiedState))
+		r.scope.writeState(normalizeMap(rec.ModifiedState))
 	}
 	if rec.NodeID == "" {
 		return
@@ -379,7 +379,7 @@ func (r *run) applyResume(rec *ResumeRecord) {
 	}
 	if r.nodes.status[i] == nsPaused {
 		r.nodes.status[i] = nsReady
-		r.queue.push(i)
+		r.sched.queue.push(i)
 	}
 }
 
@@ -409,7 +409,7 @@ func (r *run) restartFailed() {
 		if r.nodes.status[i] == nsError && r.nodes.result[i].Status == PhaseError && r.nodes.fatal[i] {
 			r.nodes.fatal[i] = false
 			r.nodes.status[i] = nsReady
-			r.queue.push(i)
+			r.sched.queue.push(i)
 		}
 	}
 }
@@ -426,8 +426,8 @@ func (r *run) replayLog(log []Checkpoint) {
 		switch cp.Kind {
 		case CheckpointStart:
 			if cp.Start != nil && len(cp.Start.ModifiedState) > 0 {
-				r.statePatch = cp.Start.ModifiedState
-				r.writeState(r.statePatch)
+				r.rerun.statePatch = cp.Start.ModifiedState
+				r.scope.writeState(r.rerun.statePatch)
 			}
 		case CheckpointNode:
 			r.replayNode(cp.Node)
@@ -493,10 +493,10 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 			if r.chain.Edges[k].Condition != "" {
 				d.matched = true
 			}
-			if r.dispatch.byTarget == nil {
-				r.dispatch.byTarget = map[int]*dispatcher{}
+			if r.sched.dispatch.byTarget == nil {
+				r.sched.dispatch.byTarget = map[int]*dispatcher{}
 			}
-			r.dispatch.byTarget[t] = d
+			r.sched.dispatch.byTarget[t] = d
 			d.waiting = t
 		}
 		r.deliverFired(k)
@@ -521,13 +521,13 @@ func (r *run) resumeDispatchers() {
 	for _, d := range r.replay.dispatch {
 		if d.waiting == noNode && d.pos <= len(r.graph.out[d.src]) {
 			waiting := false
-			for _, dd := range r.dispatch.byTarget {
+			for _, dd := range r.sched.dispatch.byTarget {
 				if dd == d {
 					waiting = true
 				}
 			}
 			if !waiting {
-				r.dispatch.pending = append(r.dispatch.pending, d)
+				r.sched.dispatch.pending = append(r.sched.dispatch.pending, d)
 			}
 		}
 	}

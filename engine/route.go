@@ -156,7 +156,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 // the default, else the first unconditional edge (docs/chain-format.md,
 // "Routing").
 func (r *run) routeFirst(i int, outs []int, out any) routing {
-	sc := &scope{base: r, output: out, hasOut: true}
+	sc := &scope{base: &r.scope, output: out, hasOut: true}
 	anyCond := false
 	for _, ei := range outs {
 		if r.chain.Edges[ei].Condition != "" {
@@ -254,7 +254,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 // evaluated up front: guarded edges fire when true, unguarded ones always,
 // the default only when no guard matched (docs/chain-format.md, "Routing").
 func (r *run) routeAll(i int, outs []int, out any) routing {
-	sc := &scope{base: r, output: out, hasOut: true}
+	sc := &scope{base: &r.scope, output: out, hasOut: true}
 	rt := r.scratch.routing()
 	matched := false
 	def := -1
@@ -417,13 +417,13 @@ func (r *run) startDispatch(i int, out any) {
 		r.replay.dispatch[i] = d
 		return
 	}
-	r.dispatch.pending = append(r.dispatch.pending, d)
+	r.sched.dispatch.pending = append(r.sched.dispatch.pending, d)
 }
 
 func (r *run) runPendingDispatch() {
-	for len(r.dispatch.pending) > 0 {
-		d := r.dispatch.pending[0]
-		r.dispatch.pending = r.dispatch.pending[1:]
+	for len(r.sched.dispatch.pending) > 0 {
+		d := r.sched.dispatch.pending[0]
+		r.sched.dispatch.pending = r.sched.dispatch.pending[1:]
 		r.stepDispatch(d)
 	}
 }
@@ -434,7 +434,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 		return
 	}
 	outs := r.graph.out[d.src]
-	sc := &scope{base: r, output: d.out, hasOut: true, steps: d.steps, whens: d.whens}
+	sc := &scope{base: &r.scope, output: d.out, hasOut: true, steps: d.steps, whens: d.whens}
 	rec := &EdgesRecord{Source: r.chain.Nodes[d.src].ID}
 	emitted := 0 // decisions already carried by an event
 	defer func() {
@@ -478,10 +478,10 @@ func (r *run) stepDispatch(d *dispatcher) {
 		} else {
 			rec.Fired = append(rec.Fired, e.ID)
 		}
-		if r.dispatch.byTarget == nil {
-			r.dispatch.byTarget = map[int]*dispatcher{}
+		if r.sched.dispatch.byTarget == nil {
+			r.sched.dispatch.byTarget = map[int]*dispatcher{}
 		}
-		r.dispatch.byTarget[t] = d
+		r.sched.dispatch.byTarget[t] = d
 		d.waiting = t
 		d.link(t, r.stepKey(ei))
 		// The source's done event could not name this edge (it was decided

@@ -40,10 +40,17 @@ type completion struct {
 	decided []Decision // a router's own tests (branch condition, cases)
 }
 
-// run is one execution of a prepared chain. Every field but the emit group
-// and the attached nodes' atomics (nodes.attRan, nodes.attBusy) is owned by
-// the coordinator goroutine (loop); workers only send completions and emit
-// events.
+// run is one execution of a prepared chain: the coordinator. Its state is
+// cut into named sub-states, each a type with its methods in one file: the
+// emitter (emitter.go), the scope expressions read (runScope, scope.go), the
+// scheduler (scheduler.go), the re-run plan (rerunPlan, rerun.go), the
+// scratch (scratch.go), the checkpoint batcher (batcher.go) and the budget
+// (budget.go). What many of them read or change stays here: the per-node
+// state, the outcome, the replay flag. Every field but the emitter, the
+// budget's counters and the attached nodes' atomics (nodes.attRan,
+// nodes.attBusy) is owned by the coordinator goroutine (loop); workers only
+// send completions, emit events, charge the budget and read what was set
+// before they started.
 type run struct {
 	engine   *Engine
 	prepared *Prepared
@@ -52,37 +59,19 @@ type run struct {
 	id       string
 	depth    int // sub-chain nesting
 
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	started  time.Time
-	maxConc  int
-	strict   bool          // strict_conditions: a condition on a missing value is an error
-	timeout  time.Duration // the chain's wall-clock limit
-	launches int           // nodes started: every 32nd checks the timeout
-	deadline <-chan time.Time
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	started time.Time
+	strict  bool // strict_conditions: a condition on a missing value is an error
 
-	events emitter // numbers the events and hands them to the sinks
-
-	// What expressions read.
-	input       map[string]any
-	state       map[string]any // replaced on write, never mutated: workers may hold the old one
-	statePatch  map[string]any // a re-run's modified_state: reused nodes do not overwrite it
-	nodeResults map[string]any
-
+	events      emitter   // numbers the events and hands them to the sinks
+	scope       runScope  // what expressions read
+	sched       scheduler // what starts when
+	rerun       rerunPlan // what the run takes from an earlier one instead of running it
 	nodes       nodeState // per node
 	loopCount   []int     // per edge: times a loop edge fired
-	queue       readyQueue
-	running     int
-	done        chan completion
-	quit        chan struct{} // closed when the coordinator stops reading done
-	dispatch    dispatchState
-	holds       []*heldDefault // the held defaults not yet fired, oldest first
 	replay      replayState
-	reuse       map[string]*NodeRecord // a re-run: the kept records of the nodes upstream of its start
-	only        int                    // a node run alone (RunNode): its index + 1; 0 for a whole run
-	mocks       map[string]any         // RunOptions.Mocks: read-only, shared with workers
-	mockErrs    map[string]string      // RunOptions.MockErrors: read-only
-	scratch     scratch                // reused by routing and traced conditions
+	scratch     scratch // reused by routing and traced conditions
 	checkpoints checkpointBatcher
 
 	outcome  runOutcome
@@ -98,7 +87,6 @@ type run struct {
 type nodeState struct {
 	status      []nodeStatus
 	result      []NodeResult
-	hasOutput   []bool  // the node has an output expressions can read as <id>.output
 	decided     []int32 // incoming non-loop edges decided this pass
 	fired       []int32 // of those, the ones that fired
 	activators  [][]int // the sources whose edges activated the node this pass
@@ -118,33 +106,6 @@ type nodeState struct {
 	slots       map[int]map[int]SlotOutput // a paused node's finished items or branches
 	deferred    []*ResumeRecord            // answers to a node that was running when they came
 	handlerErr  map[int]map[string]any     // an on_error handler's `error`, for its next start
-}
-
-// readyQueue holds the nodes due to start, in order, and the skips decided
-// but not yet finished.
-type readyQueue struct {
-	ready []int
-	head  int // ready[head:] are waiting to start
-	skips []int
-}
-
-func (q *readyQueue) push(i int)     { q.ready = append(q.ready, i) }
-func (q *readyQueue) hasReady() bool { return q.head < len(q.ready) }
-
-// pop returns the next node due to start; the array is reused once empty.
-func (q *readyQueue) pop() int {
-	i := q.ready[q.head]
-	q.head++
-	if q.head == len(q.ready) {
-		q.ready, q.head = q.ready[:0], 0
-	}
-	return i
-}
-
-// dispatchState: the sequential dispatches of routing "all" nodes.
-type dispatchState struct {
-	byTarget map[int]*dispatcher // the target whose link runs now → its dispatcher
-	pending  []*dispatcher       // started by apply, stepped once the node is applied
 }
 
 // replayState is what a rebuild from the checkpoint log needs on top of the
@@ -190,14 +151,14 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	if extra != nil {
 		sink = MultiSink{e.opts.Sink, extra}
 	}
+	started := stamp()
 	r := &run{
 		engine: e, prepared: p, graph: p.g, chain: c, id: id,
 		ctx: rctx, cancel: cancel,
-		started: stamp(), maxConc: maxConc, strict: c.StrictConditions, events: emitter{sink: sink},
-		input: input, state: map[string]any{}, nodeResults: make(map[string]any, n),
+		started: started, strict: c.StrictConditions, events: emitter{sink: sink},
+		scope:     runScope{ctx: rctx, g: p.g, input: input, state: map[string]any{}, nodeResults: make(map[string]any, n)},
+		sched:     newScheduler(maxConc, started, time.Duration(timeout*float64(time.Second))),
 		loopCount: make([]int, len(c.Edges)),
-		quit:      make(chan struct{}),
-		timeout:   time.Duration(timeout * float64(time.Second)),
 	}
 	r.budget.outSize = make([]int64, n)
 	ns := &r.nodes
@@ -216,7 +177,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	}
 	r.checkpoints = newCheckpointBatcher(rctx, e.opts.Checkpointer, id, n)
 	bools := make([]bool, 4*n)
-	ns.hasOutput, ns.depsDone, ns.stopped, ns.fatal = bools[:n:n], bools[n:2*n:2*n], bools[2*n:3*n:3*n], bools[3*n:]
+	r.scope.hasOutput, ns.depsDone, ns.stopped, ns.fatal = bools[:n:n], bools[n:2*n:2*n], bools[2*n:3*n:3*n], bools[3*n:]
 	for i := range c.Nodes {
 		ns.result[i].NodeID = c.Nodes[i].ID
 		ns.loopFrom[i] = noNode
@@ -232,35 +193,6 @@ type errChainTimeout struct{ seconds float64 }
 
 func (e errChainTimeout) Error() string {
 	return fmt.Sprintf("chain timed out after %gs", e.seconds)
-}
-
-// lookupBase resolves run-level names for expressions evaluated on the
-// coordinator.
-func (r *run) lookupBase(name string) (any, bool) {
-	switch name {
-	case "input", "trigger": // agent chains call the run's original payload `trigger`
-		return r.input, true
-	case "state":
-		return r.state, true
-	case "node_results":
-		return r.nodeResults, true
-	}
-	if i, ok := r.graph.idx[name]; ok {
-		if r.nodes.hasOutput[i] { // built on demand: few expressions read <id>.output, every node has one
-			return map[string]any{"output": r.nodeResults[name]}, true
-		}
-	}
-	return nil, false
-}
-
-func (r *run) rootNames() []string {
-	names := []string{"input", "state", "node_results"}
-	for i, ok := range r.nodes.hasOutput {
-		if ok {
-			names = append(names, r.chain.Nodes[i].ID)
-		}
-	}
-	return names
 }
 
 // emit stamps ev as the run's and emits it (a replay emits nothing).
@@ -310,7 +242,7 @@ var errRunStopped = errors.New("the run stopped")
 
 // seedRoots activates every root (and replays reused outputs for re-runs).
 func (r *run) seedRoots() {
-	if r.single() {
+	if r.rerun.single() {
 		return // its one node is queued by RunNode, or by a resume
 	}
 	for _, i := range r.prepared.plan.roots {
@@ -318,17 +250,10 @@ func (r *run) seedRoots() {
 	}
 }
 
-// stopGrace is how long a stopping run waits for its running nodes to
-// return before abandoning them (a tool that ignores cancellation must not
-// hold the run): min(1s, the chain timeout), at least 20ms.
-func (r *run) stopGrace() time.Duration {
-	return max(20*time.Millisecond, min(time.Second, r.timeout))
-}
-
 // loop is the coordinator: it starts ready nodes, applies completions and
 // stops when nothing runs and nothing can start. It never polls.
 func (r *run) loop() {
-	defer close(r.quit)
+	defer close(r.sched.quit)
 	ctxDone := r.ctx.Done()
 	var grace <-chan time.Time
 	r.openBox() // answers to its pauses may come while it runs
@@ -338,9 +263,9 @@ func (r *run) loop() {
 		if !r.outcome.stopping {
 			r.launchReady()
 		}
-		if r.running == 0 {
+		if r.sched.running == 0 {
 			r.drainSkips()
-			if !r.outcome.stopping && r.queue.hasReady() {
+			if !r.outcome.stopping && r.sched.queue.hasReady() {
 				continue
 			}
 			if !r.outcome.stopping && r.releaseStuckHold() {
@@ -355,18 +280,17 @@ func (r *run) loop() {
 			break
 		}
 		r.checkpoints.coalesce(r.outcome.stopping)
-		if r.deadline == nil {
-			t := time.NewTimer(time.Until(r.started.Add(r.timeout)))
+		if r.sched.deadline == nil {
+			t := r.sched.armDeadline()
 			defer t.Stop()
-			r.deadline = t.C
 		}
 		if r.outcome.stopping && grace == nil {
-			t := time.NewTimer(r.stopGrace())
+			t := time.NewTimer(r.sched.stopGrace())
 			defer t.Stop()
 			grace = t.C
 		}
 		select {
-		case c := <-r.done:
+		case c := <-r.sched.done:
 			r.complete(c)
 		case w := <-r.checkpoints.done:
 			r.checkpointFailed(r.checkpoints.written(w))
@@ -375,7 +299,7 @@ func (r *run) loop() {
 		case <-ctxDone:
 			ctxDone = nil
 			r.stopFromContext()
-		case <-r.deadline:
+		case <-r.sched.deadline:
 			r.timedOut()
 		case <-grace:
 			r.abandonRunning()
@@ -402,16 +326,7 @@ func (r *run) abandonRunning() {
 			r.emit(Event{NodeID: r.chain.Nodes[i].ID, Phase: PhaseError, Error: "stopped: " + r.outcome.err.Message, Reason: ReasonUpstreamStopped})
 		}
 	}
-	r.running = 0
-}
-
-// report hands a worker's completion to the coordinator, unless the
-// coordinator has stopped listening.
-func (r *run) report(c completion) {
-	select {
-	case r.done <- c:
-	case <-r.quit:
-	}
+	r.sched.running = 0
 }
 
 // timedOut ends the run at the chain timeout: running nodes are cancelled
@@ -420,7 +335,7 @@ func (r *run) timedOut() {
 	if r.outcome.stopping {
 		return
 	}
-	r.cancel(errChainTimeout{r.timeout.Seconds()})
+	r.cancel(errChainTimeout{r.sched.timeout.Seconds()})
 	r.stopFromContext()
 }
 
@@ -444,160 +359,16 @@ func (r *run) stopFromContext() {
 	}
 }
 
-func (r *run) launchReady() {
-	for r.queue.hasReady() && r.running < r.maxConc && !r.outcome.stopping {
-		r.drainSkips()                                                             // skips decided by the last node come before the next start: events follow cause
-		if r.launches++; r.launches%32 == 0 && time.Since(r.started) > r.timeout { // a long stretch of inline nodes
-			r.timedOut()
-			return
-		}
-		if r.ctx.Err() != nil { // a budget ran out (inline nodes never let the loop wait and see it)
-			r.stopFromContext()
-			return
-		}
-		if i := r.queue.pop(); r.nodes.status[i] == nsReady {
-			r.start(i)
-		}
-	}
-}
-
-// activate marks a node as due to run once its data dependencies finished.
-func (r *run) activate(i int) {
-	if r.nodes.depsLeft[i] > 0 {
-		r.nodes.status[i] = nsWaitDeps
-		return
-	}
-	r.nodes.status[i] = nsReady
-	r.queue.push(i)
-}
-
-// deliverFired / deliverPruned pass one edge decision to its target.
-func (r *run) deliverFired(ei int) {
-	if r.single() { // a node run alone: nothing downstream runs, its own loop included
-		return
-	}
-	e := &r.chain.Edges[ei]
-	t := r.graph.idx[e.Target]
-	s := r.graph.idx[e.Source]
-	if e.IsLoop() {
-		r.loopCount[ei]++
-		switch r.nodes.status[t] {
-		case nsReady, nsRunning, nsWaitDeps, nsPaused:
-			r.nodes.loopFrom[t] = s // runs again when the current pass ends
-		default:
-			r.nodes.activators[t] = append(r.nodes.activators[t][:0], s)
-			r.activate(t)
-		}
-		return
-	}
-	r.nodes.decided[t]++
-	r.nodes.fired[t]++
-	r.nodes.activators[t] = append(r.nodes.activators[t], s)
-	r.checkJoin(t)
-}
-
-func (r *run) deliverPruned(ei int, reason string) {
-	if r.single() {
-		return
-	}
-	e := &r.chain.Edges[ei]
-	if e.IsLoop() {
-		return
-	}
-	t := r.graph.idx[e.Target]
-	r.nodes.decided[t]++
-	if reason != "" {
-		r.nodes.pruneReason[t] = reason
-	}
-	r.checkJoin(t)
-}
-
-// checkJoin runs or skips a node once every non-loop incoming edge is decided.
-func (r *run) checkJoin(t int) {
-	switch r.nodes.status[t] {
-	case nsReady, nsRunning, nsWaitDeps, nsPaused:
-		return
-	}
-	if int(r.nodes.decided[t]) < len(r.graph.in[t]) {
-		return
-	}
-	if r.nodes.fired[t] > 0 {
-		r.activate(t)
-		return
-	}
-	r.nodes.decided[t] = 0
-	r.nodes.status[t] = nsSkip // claimed; finished by drainSkips
-	r.queue.skips = append(r.queue.skips, t)
-}
-
-// drainSkips finishes queued skips iteratively (a pruned branch can cascade
-// through thousands of nodes).
-func (r *run) drainSkips() {
-	for len(r.queue.skips) > 0 {
-		t := r.queue.skips[0]
-		r.queue.skips = r.queue.skips[1:]
-		reason := r.nodes.pruneReason[t]
-		if reason == "" {
-			reason = ReasonConditionFalse
-		}
-		r.skipNode(t, reason)
-	}
-}
-
-func (r *run) notifyDependants(i int) {
-	if r.nodes.depsDone[i] {
-		return
-	}
-	r.nodes.depsDone[i] = true
-	for _, d := range r.prepared.plan.dependants[i] {
-		r.nodes.depsLeft[d]--
-		if r.nodes.depsLeft[d] == 0 && r.nodes.status[d] == nsWaitDeps {
-			r.nodes.status[d] = nsReady
-			r.queue.push(d)
-		}
-	}
-}
-
-// resolveDead settles nodes that can no longer be activated once the run is
-// quiet: error handlers nobody needed and opted-out nodes are skipped, so
-// joins waiting on them can go on. It reports whether anything changed.
-func (r *run) resolveDead() bool {
-	if r.single() { // the other nodes are not part of this run
-		return false
-	}
-	changed := false
-	for i := range r.chain.Nodes {
-		if r.nodes.status[i] != nsIdle || r.nodes.decided[i] != 0 || r.nodes.iterations[i] > 0 {
-			continue
-		}
-		isHandler := false
-		for _, a := range r.graph.owners[i] {
-			if a.rel == RelHandler {
-				isHandler = true
-			}
-		}
-		optedOut := !r.chain.Nodes[i].IsReachableRequired() && len(r.graph.in[i]) == 0 && !r.graph.attached(i)
-		if (isHandler && len(r.graph.out[i]) > 0) || optedOut {
-			r.skipNode(i, ReasonNotNeeded)
-			changed = true
-		}
-	}
-	r.drainSkips()
-	return changed || r.queue.hasReady()
-}
-
-// setOutput records a node's output where expressions can read it.
+// setOutput records a node's output where expressions can read it, and
+// charges the output budget for it.
 func (r *run) setOutput(i int, out any, ok bool) {
-	id := r.chain.Nodes[i].ID
 	if !ok {
-		delete(r.nodeResults, id)
-		r.nodes.hasOutput[i] = true
+		r.scope.clearOutput(i)
 		r.chargeOutput(-r.budget.outSize[i], 0)
 		r.budget.outSize[i] = 0
 		return
 	}
-	r.nodeResults[id] = out
-	r.nodes.hasOutput[i] = true
+	r.scope.setOutput(i, out)
 	// Held: this output replaces the node's last one. Stored: it goes into
 	// a done event and a checkpoint (a replay wrote neither).
 	lim := r.engine.opts.Limits.MaxOutputBytes
@@ -631,13 +402,13 @@ func (r *run) upstream(i int) any {
 	acts := r.nodes.activators[i]
 	switch len(acts) {
 	case 0:
-		return r.input
+		return r.scope.input
 	case 1:
-		return r.nodeResults[r.chain.Nodes[acts[0]].ID]
+		return r.scope.nodeResults[r.chain.Nodes[acts[0]].ID]
 	}
 	m := make(map[string]any, len(acts))
 	for _, s := range acts {
-		m[r.chain.Nodes[s].ID] = r.nodeResults[r.chain.Nodes[s].ID]
+		m[r.chain.Nodes[s].ID] = r.scope.nodeResults[r.chain.Nodes[s].ID]
 	}
 	return m
 }
@@ -659,7 +430,7 @@ func (r *run) finishRun() (res *Result, err error) {
 	if status != StatusPaused && !r.outcome.invalid {
 		// Whatever never ran now never will: say so, so every node ends done, error or skip.
 		for i := range r.chain.Nodes {
-			if r.single() && i != r.only-1 {
+			if r.rerun.single() && i != r.rerun.alone() {
 				continue
 			}
 			switch r.nodes.status[i] {
@@ -728,15 +499,15 @@ func (r *run) completedAs(i int) int {
 func (r *run) result(status RunStatus) *Result {
 	now := stamp()
 	res := &Result{
-		RunID: r.id, Status: status, Outputs: make(map[string]any, len(r.nodeResults)),
-		Error: r.outcome.err, err: r.outcome.typed, NodesRun: r.nodesRun, State: r.state,
+		RunID: r.id, Status: status, Outputs: make(map[string]any, len(r.scope.nodeResults)),
+		Error: r.outcome.err, err: r.outcome.typed, NodesRun: r.nodesRun, State: r.scope.state,
 		Pending: r.pending, Started: r.started, Ended: now,
 		DurationMS: now.Sub(r.started).Milliseconds(),
 		Nodes:      make(map[string]*NodeResult, len(r.nodes.result)),
 	}
 	for i := range r.nodes.result {
 		if r.nodes.status[i] == nsDone {
-			res.Outputs[r.chain.Nodes[i].ID] = r.nodeResults[r.chain.Nodes[i].ID]
+			res.Outputs[r.chain.Nodes[i].ID] = r.scope.nodeResults[r.chain.Nodes[i].ID]
 		}
 		if r.nodes.result[i].Status != "" {
 			res.Nodes[r.nodes.result[i].NodeID] = &r.nodes.result[i] // the run is over: r.nodes.result no longer changes
@@ -756,14 +527,14 @@ func (r *run) result(status RunStatus) *Result {
 			bestRank, bestOut = rank, out
 		}
 	}
-	if r.single() { // a node run alone: its output, whatever comes after it
+	if r.rerun.single() { // a node run alone: its output, whatever comes after it
 		bestOut = -1
-		if i := r.only - 1; r.nodes.status[i] == nsDone {
+		if i := r.rerun.alone(); r.nodes.status[i] == nsDone {
 			bestOut = i
 		}
 	}
 	if bestOut >= 0 {
-		res.FinalOutput = r.nodeResults[r.chain.Nodes[bestOut].ID]
+		res.FinalOutput = r.scope.nodeResults[r.chain.Nodes[bestOut].ID]
 	}
 	return res
 }

@@ -373,11 +373,11 @@ func (nr *NodeRun) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	}
 	defer e.active.Delete(opts.RunID)
 	r := newRun(ctx, e, nr.p, opts.RunID, normalizeMap(nr.input), opts.Sink)
-	r.only = nr.i + 1
-	sr := &StartRecord{Chain: nr.p.chain, Input: r.input, ParentRunID: opts.ParentRunID, Pinned: nr.record}
+	r.rerun.runAlone(nr.i)
+	sr := &StartRecord{Chain: nr.p.chain, Input: r.scope.input, ParentRunID: opts.ParentRunID, Pinned: nr.record}
 	if len(nr.state) > 0 {
 		sr.ModifiedState = normalizeMap(nr.state)
-		r.writeState(sr.ModifiedState)
+		r.scope.writeState(sr.ModifiedState)
 	}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: sr})
 	for _, rec := range nr.pinned {
@@ -392,7 +392,7 @@ func (nr *NodeRun) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	} else {
 		r.restoreActivators(nr.record)
 		r.nodes.status[nr.i] = nsReady
-		r.queue.push(nr.i)
+		r.sched.queue.push(nr.i)
 	}
 	r.loop()
 	return r.finishRun()
@@ -401,7 +401,7 @@ func (nr *NodeRun) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 // restoreActivators gives the node run alone the upstream it receives
 // (live, and after a replay, which clears them).
 func (r *run) restoreActivators(pr *PinnedRecord) {
-	i := r.only - 1
+	i := r.rerun.alone()
 	r.nodes.activators[i] = r.nodes.activators[i][:0]
 	for _, id := range pr.Activators {
 		if s, ok := r.graph.idx[id]; ok {
@@ -409,7 +409,3 @@ func (r *run) restoreActivators(pr *PinnedRecord) {
 		}
 	}
 }
-
-// single reports whether the run is one node run alone: then no edge
-// decision reaches another node and no handler starts.
-func (r *run) single() bool { return r.only > 0 }

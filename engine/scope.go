@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 
 	"github.com/chainstudio/studio/engine/expr"
 )
@@ -9,9 +10,9 @@ import (
 // scope is what an expression sees. The run-level names (input, state,
 // node_results, <id>) come from base; the rest are local to one evaluation.
 //
-// Evaluations on the run's coordinator goroutine use the live run (base is
-// the run itself); workers that evaluate inside a map or parallel node use a
-// frozen copy of just the names their expressions read.
+// Evaluations on the run's coordinator goroutine use the live run-level
+// names (base is the run's runScope); workers that evaluate inside a map or
+// parallel node use a frozen copy of just the names their expressions read.
 type scope struct {
 	base   baseScope
 	output any
@@ -44,8 +45,8 @@ func (s *scope) Context() context.Context {
 	if s.ctx != nil {
 		return s.ctx
 	}
-	if r, ok := s.base.(*run); ok {
-		return r.ctx
+	if rs, ok := s.base.(*runScope); ok {
+		return rs.ctx
 	}
 	return nil
 }
@@ -117,4 +118,91 @@ func (f frozenScope) rootNames() []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// runScope is the run's part of what expressions read: the run's input, its
+// state and the nodes' outputs. Only the coordinator goroutine touches it;
+// a worker evaluates against a frozenScope copied from it (freeze), and the
+// maps it hands out are never mutated once handed (state is replaced on
+// write), so a worker that holds one reads a stable value.
+type runScope struct {
+	ctx         context.Context // the run's: cancel and the chain timeout stop an evaluation
+	g           *graph
+	input       map[string]any
+	state       map[string]any // replaced on write, never mutated: workers may hold the old one
+	nodeResults map[string]any
+	hasOutput   []bool // per node: it has an output expressions can read as <id>.output
+}
+
+var _ baseScope = (*runScope)(nil)
+
+// lookupBase resolves run-level names for expressions evaluated on the
+// coordinator.
+func (rs *runScope) lookupBase(name string) (any, bool) {
+	switch name {
+	case "input", "trigger": // agent chains call the run's original payload `trigger`
+		return rs.input, true
+	case "state":
+		return rs.state, true
+	case "node_results":
+		return rs.nodeResults, true
+	}
+	if i, ok := rs.g.idx[name]; ok {
+		if rs.hasOutput[i] { // built on demand: few expressions read <id>.output, every node has one
+			return map[string]any{"output": rs.nodeResults[name]}, true
+		}
+	}
+	return nil, false
+}
+
+func (rs *runScope) rootNames() []string {
+	names := []string{"input", "state", "node_results"}
+	for i, ok := range rs.hasOutput {
+		if ok {
+			names = append(names, rs.g.c.Nodes[i].ID)
+		}
+	}
+	return names
+}
+
+// freeze snapshots the given run-level names (every name when all) for a
+// worker goroutine.
+func (rs *runScope) freeze(names []string, all bool) frozenScope {
+	if all {
+		names = rs.rootNames()
+	}
+	f := make(frozenScope, len(names)+2)
+	for _, n := range names {
+		if n == "node_results" {
+			f[n] = maps.Clone(rs.nodeResults)
+			continue
+		}
+		if v, ok := rs.lookupBase(n); ok {
+			f[n] = v
+		}
+	}
+	return f
+}
+
+// writeState replaces the state with a copy that has writes applied: the
+// old map stays as it was for whoever holds it.
+func (rs *runScope) writeState(writes map[string]any) {
+	next := make(map[string]any, len(rs.state)+len(writes))
+	maps.Copy(next, rs.state)
+	maps.Copy(next, writes)
+	rs.state = next
+}
+
+// setOutput makes out node i's output, readable as <id>.output and in
+// node_results.
+func (rs *runScope) setOutput(i int, out any) {
+	rs.nodeResults[rs.g.c.Nodes[i].ID] = out
+	rs.hasOutput[i] = true
+}
+
+// clearOutput leaves node i without an output: <id>.output reads null and
+// node_results has no entry for it.
+func (rs *runScope) clearOutput(i int) {
+	delete(rs.nodeResults, rs.g.c.Nodes[i].ID)
+	rs.hasOutput[i] = true
 }
