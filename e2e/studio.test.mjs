@@ -235,6 +235,7 @@ test('approval: the run pauses, Approve resumes it from the page; re-run from a 
   await page.click('#btn-rerun');
   await page.click('#rerun-submit'); // the re-run asks first
   await page.waitForURL((u) => u.href !== pausedURL && /\/runs\//.test(u.href));
+  await page.waitForSelector('#runpage[data-ready="1"]'); // the canvas has folded the events the page came with
   await page.waitForFunction(() => document.getElementById('runpage') && document.getElementById('runpage').dataset.status === 'completed', null, { timeout: 15000 });
   const rerun = await page.evaluate(() => window.__run.phases);
   assert.ok(rerun.some((p) => p[1] === 'pay' && p[2] === 'done'), 'pay re-ran');

@@ -413,6 +413,7 @@ import * as common from './common.js';
   function applyPending() {
     clearTimeout(flushTimer);
     flushTimer = null;
+    if (!cy) return; // the canvas is being built: init applies them
     const evs = pending.splice(0);
     if (!evs.length) return;
     cy.batch(() => { for (const ev of evs) apply(ev); });
@@ -445,7 +446,7 @@ import * as common from './common.js';
   let streamEnded = false;
   let readying = false;
   async function markReady() {
-    if (readying || !(applied >= firstSeq || streamEnded)) return;
+    if (readying || !cy || !(applied >= firstSeq || streamEnded)) return;
     readying = true;
     await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
     root.dataset.ready = '1';
@@ -502,6 +503,7 @@ import * as common from './common.js';
   }
 
   async function init() {
+    connect(); // while the document loads: its events wait in pending
     doc = await loadDoc();
     byId = new Map(((doc && doc.nodes) || []).map((n) => [n.node_id, n]));
     const ids = ((doc && doc.nodes) || []).map((n) => n.node_id);
@@ -518,8 +520,8 @@ import * as common from './common.js';
     });
     cy.on('mouseout', () => { cyEl.title = ''; });
     $('btn-fit').addEventListener('click', () => canvas.fit(cy));
-    connect();
-    markReady(); // a run with no events yet
+    applyPending();
+    markReady(); // a run with no events yet, or a stream that ended first
   }
   init();
 })();
