@@ -163,7 +163,7 @@ import * as common from './common.js';
         if (ev.iteration) st.iteration = ev.iteration;
         break;
       case 'progress':
-        if (ev.edges && ev.edges.length) { fireEdges(ev.edges); break; } // a sequential link dispatched
+        if (ev.edges && ev.edges.length) { progressTexts.delete(ev.seq); fireEdges(ev.edges); break; } // a sequential link dispatched
         st.progressSeq = ev.seq;
         if (progressTexts.has(ev.seq)) {
           st.progress = progressTexts.get(ev.seq);
