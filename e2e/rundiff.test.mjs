@@ -138,3 +138,22 @@ test('the comparison of a run with itself says nothing differs', async () => {
   assert.equal(await page.isDisabled('#btn-divergence'), true);
   await page.done();
 });
+
+test('runs of two versions: the nodes and edges only A\'s chain had are drawn, marked removed', async () => {
+  const name = 'versions-diff-' + uniq();
+  const node = (id, x) => ({ node_id: id, kind: 'tool', name: 'echo', position: { x, y: 0 } });
+  const chain = await api('POST', '/v1/chains', { name, nodes: [node('a', 0), node('b', 220), node('c', 440)], edges: [{ source: 'a', target: 'b' }, { source: 'b', target: 'c' }] });
+  const a = await runAndWait(chain.id, {});
+  await api('PUT', '/v1/chains/' + chain.id + '?version=1', { name, nodes: [node('a', 0), node('b', 220), node('d', 440)], edges: [{ source: 'a', target: 'b' }, { source: 'b', target: 'd' }] });
+  const b = await runAndWait(chain.id, {});
+  assert.equal(b.chain_version, 2);
+  const page = await open('/runs/' + a.id + '/diff/' + b.id);
+  await page.waitForFunction(() => document.getElementById('rundiff').dataset.ready === '1');
+  const st = await page.evaluate(() => {
+    const cy = window.__rundiff.cy;
+    const cls = (id) => ['diff-removed', 'diff-added', 'faded', 'rd-fired', 'rd-route-a', 'rd-route-b'].filter((c) => cy.getElementById(id).hasClass(c));
+    return { nodes: cy.nodes().map((n) => n.id()).sort(), c: cls('c'), d: cls('d'), bc: cls('b->c'), bd: cls('b->d'), ab: cls('a->b') };
+  });
+  assert.deepEqual(st, { nodes: ['a', 'b', 'c', 'd'], c: ['diff-removed'], d: ['diff-added'], bc: ['rd-route-a'], bd: ['rd-route-b'], ab: ['rd-fired'] });
+  await page.done();
+});

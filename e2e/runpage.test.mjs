@@ -252,3 +252,42 @@ test("an agent's run page is titled with the agent and links back to it", async 
   assert.ok(!(await page.textContent('#all-runs-table')).includes('__chain__'));
   await page.done();
 });
+
+test('the timeline built live is the one a reload renders; progress notes arrive with it', async () => {
+  const chain = await api('POST', '/v1/chains', {
+    name: 'live-timeline-' + uniq(),
+    max_concurrency: 2,
+    nodes: [
+      { node_id: 'a', kind: 'tool', name: 'echo', label: 'Start', input: { v: 1 }, position: { x: 0, y: 0 } },
+      { node_id: 'each', kind: 'map', label: 'Each item', items_path: 'input.items', map_node: 'body', position: { x: 220, y: 0 } },
+      { node_id: 'body', kind: 'tool', name: 'delay', label: 'Slow <body>', input: { ms: 150 }, position: { x: 220, y: 160 } },
+      { node_id: 'c', kind: 'tool', name: 'echo', position: { x: 440, y: 0 } },
+    ],
+    edges: [{ source: 'a', target: 'each' }, { source: 'each', target: 'c' }],
+  });
+  const started = await api('POST', '/v1/chains/' + chain.id + '/runs', { input: { items: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] } });
+  const page = await open('/runs/' + started.run_id);
+  await page.waitForSelector('#runpage[data-ready="1"]');
+  // the entries arrive while the run executes, and the map's note follows them
+  await page.waitForFunction(() => document.querySelectorAll('#timeline .ev.ph-progress').length >= 2, null, { timeout: 10000 });
+  await page.waitForSelector('#runpage[data-status="completed"]', { timeout: 20000 });
+  const note = '#node-table tr[data-node-id="each"] .note-cell';
+  await page.waitForFunction((sel) => document.querySelector(sel).textContent.startsWith('10/10'), note, { timeout: 10000 });
+  // the entries of every event the stream delivered are there
+  await page.waitForFunction(() => {
+    const last = document.querySelector('#timeline .ev:last-child'), ph = window.__run.phases;
+    return last && ph.length > 0 && Number(last.dataset.seq) === ph[ph.length - 1][0];
+  }, null, { timeout: 10000 });
+  const live = await page.$$eval('#timeline .ev', (l) => l.map((x) => x.outerHTML));
+  const seqs = live.map((h) => Number(/data-seq="(\d+)"/.exec(h)[1]));
+  assert.deepEqual(seqs, [...seqs].sort((x, y) => x - y), 'in seq order');
+  assert.equal(new Set(seqs).size, seqs.length, 'no duplicates');
+  const liveNote = await page.textContent(note);
+  await page.reload();
+  await page.waitForSelector('#runpage[data-ready="1"]');
+  assert.deepEqual(await page.$$eval('#timeline .ev', (l) => l.map((x) => x.outerHTML)), live, 'the same markup, entry for entry');
+  await page.waitForFunction((sel) => document.querySelector(sel).textContent.startsWith('10/10'), note, { timeout: 10000 });
+  assert.equal((await page.textContent(note)).split(' · ')[0], liveNote.split(' · ')[0]);
+  await page.screenshot({ path: join(SHOTS, 'run-live-reloaded.png') });
+  await page.done();
+});

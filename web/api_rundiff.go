@@ -30,11 +30,17 @@ type runDiffRun struct {
 }
 
 // runDiffJSON is the answer of GET /v1/runs/{id}/diff/{other}: the two runs,
-// whether they ran the same document, and the engine's comparison.
+// whether they ran the same document, the edges each run fired, and the
+// engine's comparison.
 type runDiffJSON struct {
 	A           runDiffRun `json:"a"`
 	B           runDiffRun `json:"b"`
 	SameVersion bool       `json:"same_version"`
+	// FiredA and FiredB are every edge each run fired, sorted: only the
+	// checkpoint logs know them, and a drawing of the comparison marks the
+	// edges fired in both runs as well as those fired in one.
+	FiredA []string `json:"fired_a"`
+	FiredB []string `json:"fired_b"`
 	*inspect.RunDiff
 }
 
@@ -83,7 +89,7 @@ func (s *Server) compareRuns(ctx context.Context, aID, bID string) (*runComparis
 		same = len(d.NodesAdded) == 0 && len(d.NodesRemoved) == 0 && inspect.Diff(sa.Chain, sb.Chain).Empty()
 	}
 	return &runComparison{
-		json: runDiffJSON{A: toRunDiffRun(ra), B: toRunDiffRun(rb), SameVersion: same, RunDiff: d},
+		json: runDiffJSON{A: toRunDiffRun(ra), B: toRunDiffRun(rb), SameVersion: same, FiredA: allFired(sa), FiredB: allFired(sb), RunDiff: d},
 		runA: ra, runB: rb, sideA: sa, sideB: sb,
 	}, nil
 }

@@ -180,6 +180,11 @@ func (s *Server) getRun(c echo.Context) error {
 	if out.Answers, err = s.runAnswers(c.Request().Context(), r.ID); err != nil {
 		return err
 	}
+	if r.ChainID == "" || r.ChainVersion == 0 { // no saved version holds its chain
+		if out.Doc, err = s.adHocDoc(c.Request().Context(), r.ID); err != nil {
+			return err
+		}
+	}
 	return c.JSON(http.StatusOK, out)
 }
 

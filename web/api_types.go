@@ -164,6 +164,10 @@ type runJSON struct {
 	// Answers: the audit of the run's answered interrupts (who, when, from
 	// where, action, value, comment), oldest first; GET /v1/runs/{id} only.
 	Answers []answerJSON `json:"answers,omitempty"`
+	// Doc is the chain document an ad-hoc run ran (A2E, an agent's
+	// compiled chain); GET /v1/runs/{id} only. A run of a saved chain names
+	// its document by chain_id and chain_version instead.
+	Doc *engine.Chain `json:"doc,omitempty"`
 }
 
 // answerJSON is one audit entry of an answered interrupt.

@@ -36,7 +36,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 	e.GET("/runs", s.pageAllRuns)
 	e.GET("/inbox", s.pageInbox) // the approval inbox
 	e.GET("/runs/:id", s.pageRun)
-	e.GET("/runs/:id/data", s.pageRunData)
+	e.GET("/runs/:id/timeline", s.fragTimeline)
 	e.GET("/runs/:id/controls", s.fragRunControls)
 	e.GET("/runs/:id/nodes/:node", s.fragNodeDrawer)
 	e.POST("/runs/:id/resume", s.pageResume)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +18,14 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// maxPageEvents bounds the events a run page renders and replays.
-const maxPageEvents = 20_000
+// maxPageEvents bounds the events a node's details and a comparison fold
+// from; maxPageEvents and maxPageEventBytes (of stored events) bound the
+// timeline a run page renders at first. The page's stream replays the whole
+// run, and the page fetches the rest of the timeline (fragTimeline).
+const (
+	maxPageEvents     = 20_000
+	maxPageEventBytes = 16 << 20
+)
 
 // pageRuns is a chain's run history.
 func (s *Server) pageRuns(c echo.Context) error {
@@ -59,8 +66,8 @@ func (s *Server) pageAllRuns(c echo.Context) error {
 	}))
 }
 
-// runEvents returns the stored events of a run (flushing the writer first so
-// the page is as fresh as the stream).
+// pageEventsSoFar returns the stored events of a run (flushing the writer
+// first so the page is as fresh as the stream).
 func (s *Server) pageEventsSoFar(c echo.Context, id string) ([]engine.Event, error) {
 	ctx := c.Request().Context()
 	if err := s.runs.Flush(ctx); err != nil {
@@ -69,17 +76,23 @@ func (s *Server) pageEventsSoFar(c echo.Context, id string) ([]engine.Event, err
 	return s.db.EventsAfter(ctx, id, 0, maxPageEvents)
 }
 
-// pageRun shows one run; the timeline so far is rendered here and the page
-// then follows the live stream, skipping events it already has (by seq).
+// pageRun shows one run; the timeline so far is rendered here. The page then
+// follows the run's stream from its start (the canvas's state is folded from
+// every event) and appends the timeline entries after the last one it shows
+// (fragTimeline).
 func (s *Server) pageRun(c echo.Context) error {
 	id := pageParam(c, "id")
 	r, err := s.runForControls(c, id)
 	if err != nil {
 		return pageNotFound(err, "run")
 	}
-	events, err := s.pageEventsSoFar(c, id)
+	ctx := c.Request().Context()
+	if err := s.runs.Flush(ctx); err != nil {
+		return fmt.Errorf("run page %s: %w", id, err)
+	}
+	events, err := s.db.EventsAfterBytes(ctx, id, 0, maxPageEvents, maxPageEventBytes)
 	if err != nil {
-		return err
+		return fmt.Errorf("run page %s: events: %w", id, err)
 	}
 	u, err := s.runUsage(c, id)
 	if err != nil {
@@ -98,29 +111,12 @@ func (s *Server) pageRun(c echo.Context) error {
 	return renderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.runs.QueuePosition(id), runUsageView(u, labels), answers, pending))
 }
 
-// runCanvasData is what the run canvas loads.
-type runCanvasData struct {
-	Run     *runFields     `json:"run"`
-	Doc     *engine.Chain  `json:"doc"`
-	Events  []engine.Event `json:"events"`
-	LastSeq int64          `json:"last_seq"`
-	Active  bool           `json:"active"` // executing in this process: follow the stream
-}
-
+// pageRunDoc is the chain a run ran, for a page's labels (nil when it cannot
+// be read: the page then names nodes by id).
 func (s *Server) pageRunDoc(c echo.Context, r *store.Run) *engine.Chain {
 	if r.ChainID == "" || r.ChainVersion == 0 {
-		// An ad-hoc run (A2E, an agent's compiled chain): the chain it ran is
-		// the first entry of its checkpoint log.
-		log, err := s.db.Load(c.Request().Context(), r.ID)
-		if err != nil {
-			return nil
-		}
-		for _, cp := range log {
-			if cp.Kind == engine.CheckpointStart && cp.Start != nil {
-				return cp.Start.Chain
-			}
-		}
-		return nil
+		doc, _ := s.adHocDoc(c.Request().Context(), r.ID)
+		return doc
 	}
 	v, err := s.db.GetVersion(c.Request().Context(), r.ChainID, r.ChainVersion)
 	if err != nil {
@@ -129,27 +125,24 @@ func (s *Server) pageRunDoc(c echo.Context, r *store.Run) *engine.Chain {
 	return v.Doc
 }
 
-func (s *Server) pageRunData(c echo.Context) error {
-	id := pageParam(c, "id")
-	// The canvas rebuilds every node's state from the events: the run's row
-	// is all it needs besides (no node results, folded for nothing).
-	r, err := s.db.GetRunInfo(c.Request().Context(), id)
+// adHocDoc is the chain an ad-hoc run ran (A2E, an agent's compiled chain),
+// which no saved version holds: the first entry of its checkpoint log. A run
+// that has logged nothing yet has none.
+func (s *Server) adHocDoc(ctx context.Context, id string) (*engine.Chain, error) {
+	log, err := s.db.Load(ctx, id)
+	var none *engine.ChainCheckpointError
+	if errors.As(err, &none) {
+		return nil, nil
+	}
 	if err != nil {
-		return pageNotFound(err, "run")
+		return nil, fmt.Errorf("run %s: its chain: %w", id, err)
 	}
-	events, err := s.pageEventsSoFar(c, id)
-	if err != nil {
-		return err
+	for _, cp := range log {
+		if cp.Kind == engine.CheckpointStart && cp.Start != nil {
+			return cp.Start.Chain, nil
+		}
 	}
-	d := runCanvasData{Run: toRunFields(r), Doc: s.pageRunDoc(c, r), Events: events, Active: s.runs.Active(id) || r.Status == engine.StatusRunning || r.Status == engine.StatusQueued}
-	if len(events) > 0 {
-		d.LastSeq = events[len(events)-1].Seq
-	}
-	if d.Events == nil {
-		d.Events = []engine.Event{}
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, d)
+	return nil, nil
 }
 
 // runForControls reads what the run controls show: the run's row, and the

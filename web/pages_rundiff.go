@@ -3,19 +3,19 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"slices"
 
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
 )
 
-// runDiffPageRoutes: the page comparing two runs, its canvas data, and the
-// "Compare with…" control of a run's page.
+// runDiffPageRoutes: the page comparing two runs and the "Compare with…"
+// control of a run's page. The page's canvas reads /v1: the comparison
+// (GET /v1/runs/{id}/diff/{other}) and the two runs' chains.
 func (s *Server) runDiffPageRoutes(e *echo.Echo) {
 	e.GET("/runs/:id/diff/:other", s.pageRunDiff)
-	e.GET("/runs/:id/diff/:other/data", s.pageRunDiffData)
 	e.GET("/runs/:id/compare-with", s.fragCompareWith)
 	e.GET("/runs/:id/compare", s.pageCompare)
 }
@@ -44,57 +44,14 @@ func (s *Server) pageRunDiff(c echo.Context) error {
 	}))
 }
 
-// runDiffCanvasData is what the comparison's canvas draws: b's chain, the
-// nodes and edges only a's chain had, the edges each run fired, and the
-// comparison.
-type runDiffCanvasData struct {
-	Doc          *engine.Chain `json:"doc"`
-	RemovedNodes []engine.Node `json:"removed_nodes"`
-	RemovedEdges []engine.Edge `json:"removed_edges"`
-	FiredA       []string      `json:"fired_a"`
-	FiredB       []string      `json:"fired_b"`
-	Diff         runDiffJSON   `json:"diff"`
-}
-
-func (s *Server) pageRunDiffData(c echo.Context) error {
-	cmp, err := s.compareRuns(c.Request().Context(), pageParam(c, "id"), pageParam(c, "other"))
-	if err != nil {
-		return err
-	}
-	d := runDiffCanvasData{Doc: cmp.sideB.Chain, RemovedNodes: []engine.Node{}, RemovedEdges: []engine.Edge{},
-		FiredA: allFired(cmp.sideA), FiredB: allFired(cmp.sideB), Diff: cmp.json}
-	if d.Doc == nil {
-		d.Doc = &engine.Chain{Nodes: []engine.Node{}}
-	}
-	inB := map[string]bool{}
-	for _, n := range d.Doc.Nodes {
-		inB[n.ID] = true
-	}
-	edgesB := map[string]bool{}
-	for _, e := range d.Doc.Edges {
-		edgesB[e.ID] = true
-	}
-	if a := cmp.sideA.Chain; a != nil {
-		for _, n := range a.Nodes {
-			if !inB[n.ID] {
-				d.RemovedNodes = append(d.RemovedNodes, n)
-			}
-		}
-		for _, e := range a.Edges {
-			if !edgesB[e.ID] {
-				d.RemovedEdges = append(d.RemovedEdges, e)
-			}
-		}
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(http.StatusOK, d)
-}
-
+// allFired is every edge a run fired, sorted (each node's list holds its
+// own outgoing edges, so no id is in two lists).
 func allFired(s *inspect.RunSide) []string {
 	out := []string{}
 	for _, ids := range s.Fired {
 		out = append(out, ids...)
 	}
+	slices.Sort(out)
 	return out
 }
 

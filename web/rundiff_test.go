@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,12 +164,28 @@ func TestRunDiffPages(t *testing.T) {
 	}
 	wantStatus(t, do(t, ts, "GET", "/runs/nope/diff/"+b, nil), http.StatusNotFound)
 
-	r = do(t, ts, "GET", "/runs/"+a+"/diff/"+b+"/data", nil)
+	// The page's canvas draws from /v1: the comparison, with the edges each
+	// run fired, and the runs' chain version.
+	r = do(t, ts, "GET", "/v1/runs/"+a+"/diff/"+b, nil)
 	wantStatus(t, r, http.StatusOK)
 	d := r.json(t)
-	if d["doc"].(map[string]any)["name"] != "pages" || fmt.Sprint(d["fired_b"]) == fmt.Sprint(d["fired_a"]) ||
-		d["diff"].(map[string]any)["divergence"].(map[string]any)["node_id"] != "fetch" {
-		t.Fatalf("canvas data: %s", r.body)
+	firedA, firedB := fmt.Sprint(d["fired_a"]), fmt.Sprint(d["fired_b"])
+	if firedA == firedB || !strings.Contains(firedA, "fetch->") || d["divergence"].(map[string]any)["node_id"] != "fetch" {
+		t.Fatalf("the comparison's fired edges: a %s, b %s: %s", firedA, firedB, r.body)
+	}
+	for _, k := range []string{"fired_a", "fired_b"} {
+		var ids []string
+		for _, id := range d[k].([]any) {
+			ids = append(ids, id.(string))
+		}
+		if !slices.IsSorted(ids) {
+			t.Errorf("%s is not sorted: %v", k, ids)
+		}
+	}
+	v := int(d["b"].(map[string]any)["chain_version"].(float64))
+	r = do(t, ts, "GET", fmt.Sprintf("/v1/chains/%s/versions/%d", id, v), nil)
+	if r.json(t)["doc"].(map[string]any)["name"] != "pages" {
+		t.Fatalf("run b's chain version: %s", r.body)
 	}
 
 	// "Compare with…" on b's page offers the runs around it, the previous

@@ -328,6 +328,8 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   note("GET /v1/runs/{id}/diff/{other}");
   const rdiff = must(await c.GET("/v1/runs/{id}/diff/{other}", { params: { path: { id: run.id, other: rerunDone.id } } }), "run diff");
   check(typeof rdiff.same === "boolean" && rdiff.a.run_id === run.id, "run diff answer");
+  check(rdiff.fired_a.includes("a->b") && Array.isArray(rdiff.fired_b), "run diff: the edges each run fired");
+  check(run.doc === undefined, "a saved chain's run names its document by version");
   note("GET /v1/runs/{id}/nodes/{node}/why");
   const why = must(await c.GET("/v1/runs/{id}/nodes/{node}/why", { params: { path: { id: run.id, node: "b" } } }), "why");
   check(why.status === "done", "why status");
@@ -381,6 +383,11 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   );
   if (Array.isArray(a2e) || a2e.type !== "chain/resp") throw new Error("a2e: not one chain/resp");
   check(a2e.success && a2e.error === null, "a2e success");
+  // an ad-hoc run carries the document it ran: no saved version holds it
+  const adhoc = must(await c.GET("/v1/runs", { params: { query: { limit: 100 } } }), "list runs").runs.find((r) => r.chain_name === "typed-a2e " + suffix);
+  if (adhoc === undefined || adhoc.id === undefined) throw new Error("a2e: its run is not listed");
+  const adhocRun = must(await c.GET("/v1/runs/{id}", { params: { path: { id: adhoc.id } } }), "ad-hoc run");
+  check(adhocRun.doc !== undefined && adhocRun.doc.nodes.length === 1 && adhocRun.doc.nodes[0]?.node_id === "a", "ad-hoc run's doc");
 
   // A2E over the SDK's HTTP transport: a session, its stream, and messages.
   note("POST /v1/a2e/session");

@@ -1,6 +1,10 @@
 // The run page: the chain in run mode, following the run's event stream
-// (GET /v1/runs/{id}/events). The timeline so far is rendered by the server;
-// events are applied once each, by seq, so a reload mid-run never duplicates.
+// (GET /v1/runs/{id}/events) from its start: the canvas and the node list
+// are folded from every event, applied once each, by seq, so a reload
+// mid-run never duplicates. The timeline is the server's: the page comes
+// with its entries so far, and the entries after them are fetched as
+// rendered HTML (GET /runs/{id}/timeline?after=SEQ) when the stream
+// delivers their events.
 import * as api from './api.js';
 import * as canvas from './canvas.js';
 import * as common from './common.js';
@@ -18,6 +22,7 @@ import * as common from './common.js';
   let es = null;
   let applied = 0; // highest seq applied to the canvas
   let shown = Number(root.dataset.lastSeq || 0); // highest seq in the timeline
+  const firstSeq = shown; // the last event the page came with
   let selected = null;
   const state = new Map(); // node id → {phase, reason, progress, iteration, error}
   // edge id → {fired: bool, why}: kept apart from the canvas, because a large
@@ -33,36 +38,6 @@ import * as common from './common.js';
   const REASONS = JSON.parse(root.dataset.reasons || '{}');
   const reasonText = (r) => REASONS[r] || r || '';
 
-  function progressText(p) {
-    if (p && typeof p === 'object' && p.step === 'model_usage') {
-      return p.reported === false ? (p.model + ': no token usage reported') : (p.model + ': ' + p.input_tokens + ' in, ' + p.output_tokens + ' out tokens');
-    }
-    if (p && typeof p === 'object' && 'done' in p && 'total' in p) return p.done + '/' + p.total;
-    if (p && typeof p === 'object' && typeof p.dispatched === 'string') return 'dispatched ' + p.dispatched;
-    if (p == null) return '';
-    return typeof p === 'string' ? p : JSON.stringify(p);
-  }
-
-  function clock(t) {
-    const d = new Date(t);
-    if (isNaN(d)) return '';
-    const pad = (n, w) => String(n).padStart(w || 2, '0');
-    return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds()) + '.' + pad(d.getMilliseconds(), 3);
-  }
-
-  function detail(ev) {
-    if (ev.error) return ev.error;
-    if (ev.reason) return reasonText(ev.reason);
-    if (ev.phase === 'progress') return progressText(ev.progress);
-    if (ev.matched) return 'matched ' + ev.matched;
-    if (ev.phase === 'paused') return 'waiting for a person';
-    if (ev.phase === 'state_patch') return 'state patched by ' + ((ev.output && ev.output.by) || 'unknown') + ': ' + JSON.stringify(ev.output && ev.output.patch);
-    if (ev.reused && ev.phase === 'done') return 'reused: output kept from the earlier run';
-    if (ev.reused) return 'reused';
-    if (rerun && ev.phase === 'start') return 'ran again';
-    return '';
-  }
-
   // durations for people, as the server writes them (common.js)
   const fmtDuration = common.duration;
   window.__run.fmtDuration = fmtDuration;
@@ -75,40 +50,76 @@ import * as common from './common.js';
     return [common.el('span', { class: 'node-label', text: l }), ' ', common.el('code', { class: 'node-id', text: id })];
   }
 
-  function extra(ev) {
-    let s = '';
-    if (ev.attempts > 1) s += ' attempt ' + ev.attempts;
-    if (ev.iteration > 1) s += ' iteration ' + ev.iteration;
-    if (ev.item != null) s += ' item ' + ev.item;
-    return s;
+  // ---- timeline ------------------------------------------------------------------
+
+  // Entries after the last one shown are fetched while the stream has
+  // delivered events past it: one request at a time, each asking for
+  // everything after the last entry shown, so a burst of events costs one
+  // request, never one per event. An answer with nothing new (the events
+  // are not stored yet) ends the round: the next event, or the end of the
+  // stream, asks again.
+  let timelineBusy = false;
+  async function fetchTimeline() {
+    if (timelineBusy) return;
+    timelineBusy = true;
+    try {
+      while (applied > shown) {
+        let html;
+        try {
+          ({ html } = await api.html('GET', '/runs/' + encodeURIComponent(runId) + '/timeline?after=' + shown));
+        } catch {
+          break; // the timeline keeps what it shows
+        }
+        if (!appendTimeline(html)) break;
+      }
+    } finally {
+      timelineBusy = false;
+    }
   }
 
-  function appendTimeline(ev) {
-    if (ev.seq <= shown) return;
-    shown = ev.seq;
-    const li = common.el('li', { class: 'ev ph-' + ev.phase + (ev.reused ? ' reused' : ''), 'data-seq': String(ev.seq), 'data-node-id': ev.node_id },
-      common.el('span', { class: 't', text: clock(ev.time) }),
-      ev.node_id // an event of the run itself (a state patch) has no node
-        ? common.el('button', { type: 'button', class: 'ev-node', 'data-node-id': ev.node_id, title: label(ev.node_id) ? label(ev.node_id) + ' (' + ev.node_id + ')' : ev.node_id }, ...nameEl(ev.node_id))
-        : common.el('span', { class: 'ev-node ev-run', text: 'the run' }),
-      common.el('span', { class: 'ph', text: ev.phase }),
-      common.el('span', { class: 'detail', text: detail(ev) + extra(ev) }));
-    const atBottom = timeline.parentElement.scrollTop + timeline.parentElement.clientHeight >= timeline.parentElement.scrollHeight - 30;
-    timeline.append(li);
-    if (atBottom) timeline.parentElement.scrollTop = timeline.parentElement.scrollHeight;
+  // appendTimeline appends a fragment's entries after the last one shown;
+  // false when it had none.
+  function appendTimeline(html) {
+    const t = document.createElement('template');
+    t.innerHTML = html;
+    const lis = [...t.content.querySelectorAll('li[data-seq]')].filter((li) => Number(li.dataset.seq) > shown);
+    if (!lis.length) return false;
+    const box = timeline.parentElement;
+    const atBottom = box.scrollTop + box.clientHeight >= box.scrollHeight - 30;
+    timeline.append(...lis);
+    shown = Number(lis[lis.length - 1].dataset.seq);
+    for (const li of lis) if (li.dataset.progress !== undefined) noteProgress(Number(li.dataset.seq), li.dataset.nodeId, li.dataset.progress);
+    if (atBottom) box.scrollTop = box.scrollHeight;
+    return true;
+  }
+
+  // A progress event's text is the server's (its timeline entry's
+  // data-progress): a node's note shows its latest progress once that
+  // entry is there. progressTexts holds the texts of entries whose events
+  // are not applied yet.
+  const progressTexts = new Map(); // seq → text
+  for (const li of timeline.querySelectorAll('li[data-progress]')) progressTexts.set(Number(li.dataset.seq), li.dataset.progress);
+  function noteProgress(seq, id, text) {
+    if (seq > applied) { progressTexts.set(seq, text); return; }
+    const st = state.get(id);
+    if (st && st.progressSeq === seq) {
+      st.progress = text;
+      redrawNode(id);
+    }
   }
 
   // ---- canvas state ---------------------------------------------------------
 
   const PHASE_CLASSES = 'ph-start ph-done ph-skip ph-error ph-paused';
 
+  let needLayout = false; // nodes were added: lay out after the batch
   function ensureNode(id) {
     if (!cy) return null;
     let n = cy.getElementById(id);
     if (n.empty() && !doc) {
-      // ad-hoc run without a saved document: draw nodes as they appear
+      // a run whose document cannot be read: draw nodes as they appear
       n = cy.add({ group: 'nodes', data: { id, kind: 'tool', display: id } });
-      canvas.layout(cy);
+      needLayout = true;
     }
     return n.nonempty() ? n : null;
   }
@@ -152,8 +163,12 @@ import * as common from './common.js';
         if (ev.iteration) st.iteration = ev.iteration;
         break;
       case 'progress':
-        if (ev.edges && ev.edges.length) { fireEdges(ev.edges); break; } // a sequential link dispatched
-        st.progress = progressText(ev.progress);
+        if (ev.edges && ev.edges.length) { progressTexts.delete(ev.seq); fireEdges(ev.edges); break; } // a sequential link dispatched
+        st.progressSeq = ev.seq;
+        if (progressTexts.has(ev.seq)) {
+          st.progress = progressTexts.get(ev.seq);
+          progressTexts.delete(ev.seq);
+        }
         break;
       case 'done':
       case 'skip':
@@ -175,8 +190,9 @@ import * as common from './common.js';
     }
     state.set(id, st);
     redrawNode(id);
-    if (selected === id) refreshDrawer();
+    if (selected === id) drawerStale = true;
   }
+  let drawerStale = false; // an event of the selected node was applied
 
   function setEdge(id, fired, why) {
     const prev = edgeState.get(id);
@@ -370,10 +386,15 @@ import * as common from './common.js';
     if (ms || !['running', 'queued', 'paused'].includes(status)) $('run-duration').textContent = fmtDuration(ms);
   }
 
+  // Events are applied in batches (those that arrived together), inside one
+  // canvas batch, then the timeline is asked for their entries.
+  const pending = [];
+  let flushTimer = null;
   function onEvent(e) {
     if (e.data === undefined) return; // a connection error, not an "error" phase
     let ev;
     try { ev = JSON.parse(e.data); } catch { return; }
+    if (typeof ev.seq !== 'number') return;
     sawEvents = true;
     if (root.dataset.status === 'queued') { // it got its slot
       setStatus('running');
@@ -383,9 +404,23 @@ import * as common from './common.js';
       if (since) since.textContent = 'started just now';
       refreshControls();
     }
-    apply(ev);
-    appendTimeline(ev);
-    if (ev.phase === 'progress' && ev.progress && ev.progress.step === 'model_usage') refreshUsageSoon();
+    pending.push(ev);
+    if (!flushTimer) flushTimer = setTimeout(applyPending, 0);
+    // the page came with the usage so far
+    if (ev.seq > firstSeq && ev.phase === 'progress' && ev.progress && ev.progress.step === 'model_usage') refreshUsageSoon();
+  }
+
+  function applyPending() {
+    clearTimeout(flushTimer);
+    flushTimer = null;
+    if (!cy) return; // the canvas is being built: init applies them
+    const evs = pending.splice(0);
+    if (!evs.length) return;
+    cy.batch(() => { for (const ev of evs) apply(ev); });
+    if (needLayout) { needLayout = false; canvas.layout(cy); }
+    if (drawerStale) { drawerStale = false; refreshDrawer(); }
+    fetchTimeline();
+    markReady();
   }
 
   // The model usage panel is rendered by the server (tokens and cost per
@@ -405,8 +440,24 @@ import * as common from './common.js';
     }, 500);
   }
 
+  // The page is ready once the canvas shows what the page came with: the
+  // stream has replayed the events up to the timeline's last entry (or
+  // ended, or failed for good).
+  let streamEnded = false;
+  let readying = false;
+  async function markReady() {
+    if (readying || !cy || !(applied >= firstSeq || streamEnded)) return;
+    readying = true;
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    root.dataset.ready = '1';
+    window.__run.readyAt = performance.now();
+    canvas.startLoading(cy);
+  }
+
+  // connect follows the run from its first event (Last-Event-ID on a
+  // reconnect); a run that is not executing sends its stored events and its
+  // result, then the stream ends.
   function connect() {
-    if (es) es.close();
     es = new EventSource('/v1/runs/' + encodeURIComponent(runId) + '/events?after=' + applied);
     for (const ph of ['start', 'done', 'skip', 'error', 'paused', 'progress', 'state_patch']) es.addEventListener(ph, onEvent);
     es.addEventListener('queued', (e) => {
@@ -415,30 +466,53 @@ import * as common from './common.js';
       const p = $('queue-position');
       if (p && q.position) p.textContent = String(q.position);
     });
-    es.addEventListener('run', () => {
+    es.addEventListener('run', (e) => {
       es.close();
       es = null;
-      refreshControls().then(() => { if (selected) refreshDrawerSoon(); });
+      streamEnded = true;
+      applyPending();
+      let run = null;
+      try { run = JSON.parse(e.data); } catch { /* refresh below */ }
+      // the controls the page came with stand while the status does
+      if (!run || run.status !== root.dataset.status) refreshControls().then(() => { if (selected) refreshDrawerSoon(); });
+      fetchTimeline();
+      markReady();
+    });
+    es.addEventListener('error', () => {
+      if (es && es.readyState === EventSource.CLOSED) { // refused (a watcher limit): the page shows what it came with
+        streamEnded = true;
+        markReady();
+      }
     });
   }
 
   // ---- start -------------------------------------------------------------------
 
+  // loadDoc reads the chain the run ran from /v1: its saved version, or an
+  // ad-hoc run's own document (GET /v1/runs/{id}'s doc). Without one the
+  // nodes are drawn as their events arrive.
+  async function loadDoc() {
+    const chainId = root.dataset.chainId;
+    const version = Number(root.dataset.chainVersion || 0);
+    try {
+      if (chainId && version > 0) return (await api.get('/v1/chains/' + encodeURIComponent(chainId) + '/versions/' + version)).doc || null;
+      return (await api.get('/v1/runs/' + encodeURIComponent(runId))).doc || null;
+    } catch {
+      return null;
+    }
+  }
+
   async function init() {
-    const data = await api.get('/runs/' + encodeURIComponent(runId) + '/data');
-    doc = data.doc;
+    connect(); // while the document loads: its events wait in pending
+    doc = await loadDoc();
     byId = new Map(((doc && doc.nodes) || []).map((n) => [n.node_id, n]));
-    const seen = new Set();
-    let ids = [];
-    if (doc) ids = (doc.nodes || []).map((n) => n.node_id);
-    else for (const ev of data.events) if (ev.node_id && !seen.has(ev.node_id)) { seen.add(ev.node_id); ids.push(ev.node_id); }
-    cy = canvas.createCy(cyEl, doc || { nodes: ids.map((id) => ({ node_id: id, kind: 'tool' })), edges: [] }, { editable: false, mode: 'run', progressive: true, onProgress: canvas.showLoading(root) });
+    const ids = ((doc && doc.nodes) || []).map((n) => n.node_id);
+    cy = canvas.createCy(cyEl, doc || { nodes: [], edges: [] }, { editable: false, mode: 'run', progressive: true, onProgress: canvas.showLoading(root) });
     // a large chain's elements arrive after the page is ready: draw each
     // with what the events said about it so far
     cy.on('add', 'node', (e) => { if (state.has(e.target.id())) redrawNode(e.target.id()); });
     cy.on('add', 'edge', (e) => drawEdge(e.target.id()));
     buildNodeTable(ids);
-    cy.batch(() => { for (const ev of data.events) { apply(ev); appendTimeline(ev); } });
     cy.on('tap', 'node', (e) => select(e.target.id()));
     cy.on('mouseover', 'node', (e) => {
       const st = state.get(e.target.id()) || {};
@@ -446,12 +520,8 @@ import * as common from './common.js';
     });
     cy.on('mouseout', () => { cyEl.title = ''; });
     $('btn-fit').addEventListener('click', () => canvas.fit(cy));
-    if (data.active) connect();
-    else if (data.run && data.run.status !== root.dataset.status) refreshControls();
-    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-    root.dataset.ready = '1';
-    window.__run.readyAt = performance.now();
-    canvas.startLoading(cy);
+    applyPending();
+    markReady(); // a run with no events yet, or a stream that ended first
   }
   init();
 })();

@@ -1,6 +1,8 @@
 // The page comparing two runs: run B's chain (with the nodes and edges only
 // run A's chain had) coloured by what differs, the first divergence
-// highlighted and centred. The tables are rendered by the server; selecting
+// highlighted and centred. It reads /v1: the comparison
+// (GET /v1/runs/{a}/diff/{b}, with the edges each run fired) and the two
+// runs' chains. The tables are rendered by the server; selecting
 // a node in a table centres it on the canvas, and a node tapped on the
 // canvas selects its row.
 import * as api from './api.js';
@@ -29,18 +31,34 @@ import * as canvas from './canvas.js';
   const STATUS = { done: 'done', error: 'error', skip: 'skipped', paused: 'paused', start: 'running', not_reached: 'not reached' };
   const statusWord = (s) => (s ? STATUS[s.status] || s.status : 'not in chain');
 
+  // runDoc reads the chain a run ran from /v1: its saved version, or an
+  // ad-hoc run's own document (null when neither can be read).
+  async function runDoc(run) {
+    try {
+      if (run.chain_id && run.chain_version > 0) return (await api.get('/v1/chains/' + encodeURIComponent(run.chain_id) + '/versions/' + run.chain_version)).doc || null;
+      return (await api.get('/v1/runs/' + encodeURIComponent(run.run_id))).doc || null;
+    } catch {
+      return null;
+    }
+  }
+
   async function init() {
-    const d = await api.get('/runs/' + encodeURIComponent(root.dataset.a) + '/diff/' + encodeURIComponent(root.dataset.b) + '/data');
-    const diff = d.diff;
+    const diff = await api.get('/v1/runs/' + encodeURIComponent(root.dataset.a) + '/diff/' + encodeURIComponent(root.dataset.b));
+    const docA = runDoc(diff.a);
+    const docB = diff.same_version && diff.a.chain_id ? docA : runDoc(diff.b); // one version: read once
+    const a = (await docA) || { nodes: [], edges: [] };
+    const doc = (await docB) || { nodes: [], edges: [] };
     const byNode = new Map(diff.nodes.map((n) => [n.node_id, n]));
-    const doc = d.doc || { nodes: [], edges: [] };
+    // B's chain with the nodes and edges only A's chain had
+    const inB = new Set((doc.nodes || []).map((n) => n.node_id));
+    const edgesB = new Set((doc.edges || []).map((e) => e.id));
     const union = {
       entry_node: doc.entry_node,
-      nodes: (doc.nodes || []).concat(d.removed_nodes || []),
-      edges: (doc.edges || []).concat(d.removed_edges || []),
+      nodes: (doc.nodes || []).concat((a.nodes || []).filter((n) => !inB.has(n.node_id))),
+      edges: (doc.edges || []).concat((a.edges || []).filter((e) => !edgesB.has(e.id))),
     };
-    const firedA = new Set(d.fired_a || []);
-    const firedB = new Set(d.fired_b || []);
+    const firedA = new Set(diff.fired_a || []);
+    const firedB = new Set(diff.fired_b || []);
     const divergence = root.dataset.divergence || '';
     const docNode = new Map(union.nodes.map((n) => [n.node_id, n]));
 
