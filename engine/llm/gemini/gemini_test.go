@@ -157,8 +157,8 @@ func TestChatText(t *testing.T) {
 	if s.Method != "POST" || s.Path != "/v1beta/models/gemini-2.5-flash:generateContent" {
 		t.Errorf("request = %s %s", s.Method, s.Path)
 	}
-	if s.Key != testKey {
-		t.Errorf("x-goog-api-key = %q", s.Key)
+	if s.Key != testKey || s.Query != "" {
+		t.Errorf("x-goog-api-key = %q, query %q: the key goes in the header only", s.Key, s.Query)
 	}
 	if got := at(t, s.Body, "systemInstruction", "parts", 0, "text"); got != "Be brief." {
 		t.Errorf("systemInstruction = %v", got)
@@ -265,8 +265,9 @@ func TestChatTools(t *testing.T) {
 		t.Errorf("tools = %v", got)
 	}
 
-	// The follow-up turn: the assistant's calls, then both results, one a
-	// failure, in one user turn.
+	// The follow-up turn: the assistant's calls (the first with the
+	// stand-in thought signature), then both results, one a failure, in
+	// one user turn.
 	follow := ask
 	follow.Messages = append(follow.Messages,
 		llm.Message{Role: llm.RoleAssistant, Text: reply.Text, ToolCalls: reply.ToolCalls},
