@@ -63,6 +63,10 @@ type ToolCall struct {
 	// Arguments is the JSON object the model wrote for the tool's input.
 	// It is what the model sent, not checked against the tool's schema.
 	Arguments json.RawMessage
+	// Signature is opaque data the provider attached to the call and wants
+	// back when the turn is sent again (Gemini's thought signature). The
+	// caller keeps it with the call and never reads it.
+	Signature []byte
 }
 
 // Request is one chat turn.

@@ -292,8 +292,8 @@ func toContents(msgs []llm.Message) ([]*genai.Content, error) {
 						return nil, fmt.Errorf("tool call %q: arguments: %w", tc.ID, err)
 					}
 				}
-				part := &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Name, Args: args}}
-				if i == 0 {
+				part := &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Name, Args: args}, ThoughtSignature: tc.Signature}
+				if i == 0 && len(part.ThoughtSignature) == 0 {
 					part.ThoughtSignature = unsignedCall
 				}
 				c.Parts = append(c.Parts, part)
@@ -321,11 +321,13 @@ func toContents(msgs []llm.Message) ([]*genai.Content, error) {
 	return out, nil
 }
 
-// unsignedCall is the thought signature sent on the first call of each
-// replayed assistant turn. Thinking models sign the calls they make and
-// Gemini 3 refuses (HTTP 400) a replayed turn whose first call carries no
-// signature; llm.ToolCall has no place to keep the real one, so the turn
-// goes back with the value the API takes for history it did not sign.
+// unsignedCall is the thought signature sent on the first call of a
+// replayed assistant turn that has none of its own. Thinking models sign
+// the calls they make (kept in llm.ToolCall.Signature and sent back as
+// they came) and Gemini 3 refuses (HTTP 400) a replayed turn whose first
+// call carries no signature; a turn the model did not write here (a
+// conversation from elsewhere) goes back with the value the API takes for
+// history it did not sign.
 var unsignedCall = []byte("skip_thought_signature_validator")
 
 func isResults(c *genai.Content) bool {
@@ -387,7 +389,7 @@ func (a *assembler) add(resp *genai.GenerateContentResponse, text func(string)) 
 				// this one, unique in the reply.
 				id = fmt.Sprintf("call_%d", len(a.calls)+1)
 			}
-			a.calls = append(a.calls, llm.ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: args})
+			a.calls = append(a.calls, llm.ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: args, Signature: p.ThoughtSignature})
 		case p.Text != "" && !p.Thought:
 			// Thought summaries are the model's reasoning, not its reply.
 			a.text.WriteString(p.Text)

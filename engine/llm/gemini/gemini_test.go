@@ -570,3 +570,38 @@ func TestNewRefusesNoClient(t *testing.T) {
 		t.Fatal("New without an HTTP client gave no error")
 	}
 }
+
+// A thinking model's signed calls go back with their own signatures when
+// the turn is sent again; only an unsigned first call gets the stand-in.
+func TestChatToolCallSignaturesRoundTrip(t *testing.T) {
+	f := newFake(t, jsonAnswer(200, `{
+		"candidates": [{"content": {"role": "model", "parts": [
+			{"functionCall": {"id": "a", "name": "get_weather", "args": {"city": "Oslo"}}, "thoughtSignature": "c2lnLWE="},
+			{"functionCall": {"id": "b", "name": "now", "args": {}}}]},
+			"finishReason": "STOP"}]}`))
+	p := f.provider(t)
+	ask := llm.Request{Model: "gemini-3-pro", Messages: []llm.Message{{Role: llm.RoleUser, Text: "Oslo?"}}, Tools: tools}
+	reply, err := p.Chat(context.Background(), ask, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.ToolCalls) != 2 || string(reply.ToolCalls[0].Signature) != "sig-a" || reply.ToolCalls[1].Signature != nil {
+		t.Fatalf("calls = %+v, want the first signed sig-a, the second unsigned", reply.ToolCalls)
+	}
+	follow := ask
+	follow.Messages = append(follow.Messages,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: reply.ToolCalls},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "a", ToolName: "get_weather", Text: "3°C"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "b", ToolName: "now", Text: "09:00"},
+	)
+	if _, err := p.Chat(context.Background(), follow, nil); err != nil {
+		t.Fatal(err)
+	}
+	parts := at(t, f.last(t).Body, "contents", 1, "parts").([]any)
+	if got := at(t, parts[0], "thoughtSignature"); got != "c2lnLWE=" {
+		t.Errorf("first call's signature = %v, want its own (c2lnLWE=)", got)
+	}
+	if got, ok := parts[1].(map[string]any)["thoughtSignature"]; ok {
+		t.Errorf("second call sent signature %v, want none", got)
+	}
+}
