@@ -587,3 +587,23 @@ func TestKeyOnlyInTheHeader(t *testing.T) {
 		}
 	}
 }
+
+// A request the API cannot take fails before anything is sent.
+func TestRequestsRefusedBeforeSending(t *testing.T) {
+	f := newFake(t, answerJSON(500, `{"error": {"message": "should not be asked"}}`))
+	user := llm.Message{Role: llm.RoleUser, Text: "hi"}
+	for name, req := range map[string]llm.Request{
+		"unknown role":        {Model: "m", Messages: []llm.Message{{Role: "system", Text: "x"}}},
+		"result with no call": {Model: "m", Messages: []llm.Message{user, {Role: llm.RoleTool, Text: "x"}}},
+		"schema not JSON":     {Model: "m", Messages: []llm.Message{user}, Schema: json.RawMessage(`{`)},
+		"tool schema array":   {Model: "m", Messages: []llm.Message{user}, Tools: []llm.Tool{{Name: "t", InputSchema: json.RawMessage(`[]`)}}},
+	} {
+		_, err := f.provider(testKey, 0).Chat(context.Background(), req, nil)
+		if err == nil || !strings.Contains(err.Error(), `openai: model "m"`) {
+			t.Errorf("%s: err = %v, want one naming the provider and model", name, err)
+		}
+	}
+	if n := len(f.requests()); n != 0 {
+		t.Errorf("%d requests were sent", n)
+	}
+}
