@@ -100,26 +100,46 @@ func (p *provider) Models(ctx context.Context) ([]string, error) {
 	if err := pager.Err(); err != nil {
 		var ae *sdk.Error
 		if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
-			return nil, fmt.Errorf("anthropic: listing models: %w: %w", llm.ErrNoModelList, serverError("", ae))
+			return nil, fmt.Errorf("%w: %w", serverError("", ae), llm.ErrNoModelList)
 		}
 		return nil, callError("", err)
 	}
 	return ids, nil
 }
 
-// apiError is what the server answered, told in the provider's words; the
-// SDK's error stays reachable with errors.As.
-type apiError struct {
-	msg string
-	err error
+// APIError is an error status the API answered, in the provider's words.
+// It keeps the status, the API's error type and message, and drops the
+// SDK's error, which holds the request and so its x-api-key header.
+type APIError struct {
+	Model   string // "" for a call that names none (the model list)
+	Status  int    // the HTTP status; 200 for an error event mid-stream
+	Type    string // the API's error type ("rate_limit_error"), "" when it sent none
+	Message string // the API's message, or the status text when it sent none
 }
 
-func (e *apiError) Error() string { return e.msg }
-func (e *apiError) Unwrap() error { return e.err }
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("anthropic: ")
+	if e.Model != "" {
+		fmt.Fprintf(&b, "model %q: ", e.Model)
+	}
+	if e.Status >= 400 {
+		fmt.Fprintf(&b, "HTTP %d", e.Status)
+	} else {
+		// An error event in a stream that had begun with 200 OK.
+		b.WriteString("stream error")
+	}
+	if e.Type != "" {
+		fmt.Fprintf(&b, " %s", e.Type)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, ": %s", e.Message)
+	}
+	return b.String()
+}
 
-// callError names the provider, the model and what the server said. The SDK
-// error's own text (method, URL, raw body) is left out of the message: the
-// status and the API's message are what a person needs.
+// callError names the provider, the model and what went wrong; an error
+// status becomes an *APIError.
 func callError(model string, err error) error {
 	var ae *sdk.Error
 	if errors.As(err, &ae) {
@@ -131,25 +151,14 @@ func callError(model string, err error) error {
 	return fmt.Errorf("anthropic: model %q: %w", model, err)
 }
 
-func serverError(model string, ae *sdk.Error) error {
-	var b strings.Builder
-	b.WriteString("anthropic: ")
-	if model != "" {
-		fmt.Fprintf(&b, "model %q: ", model)
+func serverError(model string, ae *sdk.Error) *APIError {
+	e := &APIError{Model: model, Status: ae.StatusCode, Type: string(ae.Type()), Message: ae.Message}
+	if e.Message == "" {
+		e.Message = http.StatusText(ae.StatusCode)
 	}
-	fmt.Fprintf(&b, "HTTP %d", ae.StatusCode)
-	if t := ae.Type(); t != "" {
-		fmt.Fprintf(&b, " %s", t)
-	}
-	if ae.Message != "" {
-		fmt.Fprintf(&b, ": %s", ae.Message)
-	} else if text := http.StatusText(ae.StatusCode); text != "" {
-		fmt.Fprintf(&b, ": %s", text)
-	}
-	return &apiError{msg: b.String(), err: ae}
+	return e
 }
 
-// ensure the interface is met at compile time.
 var _ llm.Provider = (*provider)(nil)
 
 // rawOr returns raw, or "{}" when the model sent no input at all.

@@ -479,12 +479,29 @@ func TestChatAPIErrors(t *testing.T) {
 				if strings.Contains(msg, testKey) {
 					t.Errorf("error %q carries the key", msg)
 				}
+				var ae *APIError
+				if !errors.As(err, &ae) || ae.Status != tt.status || ae.Type != tt.typ || ae.Model != "claude-test-1" {
+					t.Errorf("err = %#v, want an *APIError for %d %s", err, tt.status, tt.typ)
+				}
 				if n := len(f.requests()); n != 1 {
 					t.Errorf("%d requests, want 1 (no SDK retries)", n)
 				}
 			})
 		}
 	}
+}
+
+func TestChatStreamErrorEvent(t *testing.T) {
+	events := streamEvents("m")[:4]
+	events = append(events, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+	f := newFake(t, sse(events...))
+	_, err := f.provider(t, 0).Chat(context.Background(), llm.Request{Model: "m",
+		Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}, &llm.Stream{Text: func(string) {}})
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Type != "overloaded_error" || !strings.Contains(err.Error(), "Overloaded") {
+		t.Fatalf("err = %v, want the stream's overloaded_error", err)
+	}
+	t.Log(err)
 }
 
 func TestChatCancel(t *testing.T) {
