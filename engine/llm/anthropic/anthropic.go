@@ -62,9 +62,8 @@ func New(cfg llm.Config) (llm.Provider, error) {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	if cfg.APIKey != "" {
-		// x-api-key is the header the API documents for keys (and the one
-		// Anthropic-compatible gateways read); the SDK's WithAPIKey sends
-		// the key as a bearer token instead.
+		// x-api-key is the header the API documents for keys; the SDK's
+		// WithAPIKey would send the key as a bearer token instead.
 		opts = append(opts, option.WithHeader("X-Api-Key", cfg.APIKey))
 	}
 	return &provider{client: sdk.NewClient(opts...)}, nil

@@ -279,6 +279,7 @@ func TestChatTools(t *testing.T) {
 			{Role: llm.RoleAssistant, Text: "Let me check.", ToolCalls: reply.ToolCalls},
 			{Role: llm.RoleTool, ToolCallID: "toolu_01", ToolName: "get_weather", Text: "Sunny, 21C"},
 			{Role: llm.RoleTool, ToolCallID: "toolu_02", ToolName: "get_weather", Text: "no such forecast", IsError: true},
+			{Role: llm.RoleUser, Text: "And tomorrow?"},
 		},
 	}, nil)
 	if err != nil {
@@ -292,7 +293,24 @@ func TestChatTools(t *testing.T) {
 			{"type":"tool_use","id":"toolu_02","name":"get_weather","input":{"city":"Oslo","days":2}}]},
 		{"role":"user","content":[
 			{"type":"tool_result","tool_use_id":"toolu_01","content":[{"type":"text","text":"Sunny, 21C"}],"is_error":false},
-			{"type":"tool_result","tool_use_id":"toolu_02","content":[{"type":"text","text":"no such forecast"}],"is_error":true}]}]`)
+			{"type":"tool_result","tool_use_id":"toolu_02","content":[{"type":"text","text":"no such forecast"}],"is_error":true},
+			{"type":"text","text":"And tomorrow?"}]}]`)
+}
+
+func TestChatEmptyToolResult(t *testing.T) {
+	f := newFake(t, jsonReply(textReply))
+	_, err := f.provider(t, 0).Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{
+		{Role: llm.RoleUser, Text: "go"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "toolu_31", Name: "noop"}}},
+		{Role: llm.RoleTool, ToolCallID: "toolu_31", ToolName: "noop"},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEq(t, "messages", f.only(t).body["messages"], `[
+		{"role":"user","content":[{"type":"text","text":"go"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_31","name":"noop","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_31","is_error":false}]}]`)
 }
 
 func streamEvents(model string) []string {

@@ -80,6 +80,13 @@ func messages(in []llm.Message) ([]sdk.MessageParam, error) {
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("message %d: a tool result names no call", i)
 			}
+			if m.Text == "" {
+				// The API refuses an empty text block; a result with no
+				// content is sent without one.
+				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: &sdk.ToolResultBlockParam{
+					ToolUseID: m.ToolCallID, IsError: sdk.Bool(m.IsError)}})
+				break
+			}
 			blocks = append(blocks, sdk.NewToolResultBlock(m.ToolCallID, m.Text, m.IsError))
 		case llm.RoleAssistant:
 			if m.Text != "" {
