@@ -653,3 +653,19 @@ func TestNewRefusesNoClient(t *testing.T) {
 		t.Fatal("New without an HTTP client: no error")
 	}
 }
+
+// The SDK's base-URL variable does not redirect a call: with
+// ANTHROPIC_BASE_URL naming another loopback server, the request still
+// goes where Config says, and the other server sees nothing.
+func TestBaseURLFromTheEnvironmentIsNotUsed(t *testing.T) {
+	elsewhere := newFake(t, jsonReply(textReply))
+	t.Setenv("ANTHROPIC_BASE_URL", elsewhere.srv.URL)
+	f := newFake(t, jsonReply(textReply))
+	if _, err := f.provider(t, 0).Chat(context.Background(), llm.Request{Model: "claude-test-1", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.only(t)
+	if n := len(elsewhere.requests()); n != 0 {
+		t.Fatalf("the server named by ANTHROPIC_BASE_URL took %d requests", n)
+	}
+}
