@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -73,12 +74,29 @@ type Definition struct {
 	checked bool
 }
 
-// Model is an OpenAI-compatible chat-completions endpoint.
+// Model is the model an agent calls and the provider that serves it.
 type Model struct {
-	URL         string   `yaml:"url" json:"url"`
-	Name        string   `yaml:"name" json:"name"`
-	APIKeyEnv   string   `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty"`
+	// Provider is openai (the default: OpenAI and every OpenAI-compatible
+	// server), anthropic or gemini.
+	Provider string `yaml:"provider,omitempty" json:"provider,omitempty"`
+	// URL is the openai endpoint or base (see Endpoint), or the base URL of
+	// an anthropic or gemini server; empty is the provider's public API (or
+	// an openai_compatible credential's base_url).
+	URL       string `yaml:"url,omitempty" json:"url"`
+	Name      string `yaml:"name" json:"name"`
+	APIKeyEnv string `yaml:"api_key_env,omitempty" json:"api_key_env,omitempty"`
+	// Credential names the studio credential that holds the key, resolved
+	// for each call.
+	Credential  string   `yaml:"credential,omitempty" json:"credential,omitempty"`
 	Temperature *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+}
+
+// ProviderOrDefault is the model's provider, openai when none is named.
+func (m *Model) ProviderOrDefault() string {
+	if m.Provider == "" {
+		return ProviderOpenAI
+	}
+	return m.Provider
 }
 
 // MarshalJSON shows the model with its URL redacted (no user info, no query
@@ -328,8 +346,20 @@ func (d *Definition) check() error {
 	n := 0
 	if d.Model != nil {
 		n++
+		provider := d.Model.ProviderOrDefault()
+		if !slices.Contains(Providers, provider) {
+			add("model.provider %q is not a provider the studio knows (%s)", d.Model.Provider, strings.Join(Providers, ", "))
+		}
+		if d.Model.Credential != "" && d.Model.APIKeyEnv != "" {
+			add("model.credential and model.api_key_env are both set; the key comes from one of them")
+		}
+		// anthropic and gemini default to their public API; an openai
+		// model with a credential may take its base URL from an
+		// openai_compatible one (checked when the credential is resolved).
 		if d.Model.URL == "" {
-			add("model.url is required (an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1)")
+			if provider == ProviderOpenAI && d.Model.Credential == "" {
+				add("model.url is required (an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1), or a credential of type openai_compatible")
+			}
 		} else if !strings.HasPrefix(d.Model.URL, "http://") && !strings.HasPrefix(d.Model.URL, "https://") {
 			add("model.url %q must start with http:// or https://", redact.URL(d.Model.URL))
 		}

@@ -16,6 +16,14 @@ import (
 	"github.com/chainstudio/studio/engine/builtin"
 )
 
+// chatRequest is the chat-completions request body as the fake server
+// reads it off the wire.
+type chatRequest struct {
+	Model       string    `json:"model"`
+	Messages    []Message `json:"messages"`
+	Temperature *float64  `json:"temperature,omitempty"`
+}
+
 // reply is what the fake model answers to one call: n is the 1-based call
 // number for that model name.
 type reply func(n int, req chatRequest, r *http.Request) (status int, content string)
@@ -61,6 +69,7 @@ func newFakeLLM(t *testing.T, replies map[string]reply) *fakeLLM {
 			_, _ = w.Write([]byte(content))
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": "chatcmpl-1", "object": "chat.completion",
 			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": "stop"}},

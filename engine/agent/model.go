@@ -1,19 +1,24 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	neturl "net/url"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/chainstudio/studio/engine/credential"
+	"github.com/chainstudio/studio/engine/llm"
+	"github.com/chainstudio/studio/engine/llm/anthropic"
+	"github.com/chainstudio/studio/engine/llm/gemini"
+	"github.com/chainstudio/studio/engine/llm/openai"
 	"github.com/chainstudio/studio/engine/redact"
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -25,32 +30,34 @@ const DefaultModelTimeout = 60 * time.Second
 // maxModelResponse caps the body read from a model endpoint.
 const maxModelResponse = 16 << 20
 
+// Providers a model block names.
+const (
+	ProviderOpenAI    = "openai" // OpenAI and every server speaking its Chat Completions API
+	ProviderAnthropic = "anthropic"
+	ProviderGemini    = "gemini"
+)
+
+// Providers lists the provider names, the default first.
+var Providers = []string{ProviderOpenAI, ProviderAnthropic, ProviderGemini}
+
+// publicEndpoints is where a provider's calls go when the model gives no
+// url: the SDK's own default, named here for errors and traces.
+var publicEndpoints = map[string]string{
+	ProviderAnthropic: "https://api.anthropic.com/v1/messages",
+	ProviderGemini:    "https://generativelanguage.googleapis.com/v1beta",
+}
+
+// credentialTypes are the credential types each provider takes.
+var credentialTypes = map[string][]string{
+	ProviderOpenAI:    {credential.OpenAI, credential.OpenAICompatible},
+	ProviderAnthropic: {credential.Anthropic},
+	ProviderGemini:    {credential.Gemini},
+}
+
 // Message is one chat message.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
-}
-
-// chatRequest is the OpenAI chat-completions request body.
-type chatRequest struct {
-	Model       string    `json:"model"`
-	Messages    []Message `json:"messages"`
-	Temperature *float64  `json:"temperature,omitempty"`
-}
-
-type chatResponse struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content *string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-	// Usage is what the server says the call consumed; servers that do not
-	// count leave it out.
-	Usage *struct {
-		PromptTokens     json.Number `json:"prompt_tokens"`
-		CompletionTokens json.Number `json:"completion_tokens"`
-	} `json:"usage"`
 }
 
 // Answer is a model's reply with the tokens the server reported.
@@ -59,22 +66,22 @@ type Answer struct {
 	// Model is the model that answered, as the server names it ("" when it
 	// does not say).
 	Model string
-	// InputTokens and OutputTokens are usage.prompt_tokens and
-	// usage.completion_tokens; Reported is false when the answer had no
-	// usage object.
+	// InputTokens and OutputTokens are what the provider counted for the
+	// prompt and the reply; Reported is false when it said nothing.
 	InputTokens, OutputTokens int64
 	Reported                  bool
 }
 
-// ModelClient calls OpenAI-compatible chat-completions endpoints (OpenAI,
-// llama.cpp's server, ollama, vLLM, LM Studio, ...).
+// ModelClient calls a model through its provider (engine/llm): OpenAI and
+// every OpenAI-compatible server (llama.cpp's server, ollama, vLLM, LM
+// Studio, ...), Anthropic or Gemini.
 type ModelClient struct {
 	HTTP   *http.Client        // default: a client without a timeout (the context bounds each call)
 	Getenv func(string) string // default: os.Getenv
 }
 
-// Endpoint returns the URL a model's requests go to: the url as written, or
-// with /chat/completions appended when it ends with /v1.
+// Endpoint returns the URL an openai model's requests go to: the url as
+// written, or with /chat/completions appended when it ends with /v1.
 func Endpoint(url string) string {
 	u := strings.TrimRight(url, "/")
 	if strings.HasSuffix(u, "/v1") {
@@ -83,9 +90,8 @@ func Endpoint(url string) string {
 	return url
 }
 
-// Complete sends one chat-completions request and returns
-// choices[0].message.content. Errors name the endpoint, the HTTP status and a
-// snippet of the body; the context bounds the call.
+// Complete sends one chat turn and returns the reply's text. Errors name the
+// model, its endpoint and what the server said; the context bounds the call.
 func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Message) (string, error) {
 	a, err := mc.Chat(ctx, "", m, messages)
 	return a.Content, err
@@ -95,91 +101,287 @@ func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Messag
 // the calling agent for tracing. When ctx carries a tool.Tracer the call is
 // a span of its own and its trace context travels in the request headers.
 func (mc *ModelClient) Chat(ctx context.Context, agent string, m *Model, messages []Message) (Answer, error) {
-	endpoint := Endpoint(m.URL)
+	t, err := resolveTarget(ctx, m)
+	if err != nil {
+		return Answer{}, err
+	}
 	// url is what errors show: the endpoint without its user info and query
 	// values, which may hold credentials (http://user:pass@host/v1?api_key=K).
-	url := redact.URL(endpoint)
+	url := redact.URL(t.endpoint)
 	tr := tool.TracerFrom(ctx)
 	if tr == nil {
-		return mc.chat(ctx, m, messages, endpoint, url)
+		return mc.chat(ctx, m, messages, t, url)
 	}
 	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Model: m.Name, Endpoint: url})
-	a, err := mc.chat(ctx, m, messages, endpoint, url)
+	a, err := mc.chat(ctx, m, messages, t, url)
 	end(tool.ModelResult{ResponseModel: a.Model, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, Err: err})
 	return a, err
 }
 
-func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, endpoint, url string) (Answer, error) {
-	body, err := json.Marshal(chatRequest{Model: m.Name, Messages: messages, Temperature: m.Temperature})
-	if err != nil {
-		return Answer{}, err
+// target is where one call goes and with which key.
+type target struct {
+	provider string
+	// base is the provider's base URL ("" for its public endpoint).
+	base string
+	// endpoint is the URL errors and traces name.
+	endpoint string
+	// pin, when set, is the exact URL an openai call is sent to: a url
+	// that is an endpoint rather than a base (an Azure-style path with an
+	// api-version query, a gateway's own path).
+	pin *neturl.URL
+	// key is the credential's key; keyed says a credential gave it (so
+	// api_key_env is not read).
+	key   string
+	keyed bool
+}
+
+// resolveTarget finds the call's provider, URLs and, for a model with a
+// credential, the key (resolved through the run's credential store).
+func resolveTarget(ctx context.Context, m *Model) (target, error) {
+	t := target{provider: m.ProviderOrDefault()}
+	base := ""
+	if m.Credential != "" {
+		s, err := modelSecret(ctx, m, t.provider)
+		if err != nil {
+			return target{}, err
+		}
+		t.key, t.keyed = valueString(s.Values, "api_key"), true
+		if s.Type == credential.OpenAICompatible {
+			base = valueString(s.Values, "base_url")
+		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return Answer{}, fmt.Errorf("model %s at %s: %w", m.Name, url, unwrapURLError(err))
+	if t.provider != ProviderOpenAI {
+		t.base, t.endpoint = m.URL, m.URL
+		if m.URL == "" {
+			t.endpoint = publicEndpoints[t.provider]
+		}
+		return t, nil
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	tool.InjectTrace(ctx, req.Header)
-	if m.APIKeyEnv != "" {
-		key := mc.getenv(m.APIKeyEnv)
+	if m.URL == "" {
+		if base == "" {
+			return target{}, fmt.Errorf("model %s: model.url is required: credential %q gives no base URL (only an %s credential does)", m.Name, m.Credential, credential.OpenAICompatible)
+		}
+		t.base, t.endpoint = base, strings.TrimRight(base, "/")+"/chat/completions"
+		return t, nil
+	}
+	t.endpoint = Endpoint(m.URL)
+	if t.endpoint != m.URL {
+		// A url ending in /v1 is the base the SDK appends /chat/completions to.
+		t.base = m.URL
+		return t, nil
+	}
+	// Any other url is the endpoint itself (…/chat/completions, maybe with
+	// an api-version query, or a gateway's own path). The SDK would append
+	// /chat/completions to a base and drop its query, so the request is
+	// pinned to the url as written; the base keeps the SDK on its origin.
+	pin, err := neturl.Parse(m.URL)
+	if err != nil {
+		return target{}, fmt.Errorf("model %s at %s: %w", m.Name, redact.URL(m.URL), unwrapURLError(err))
+	}
+	b := *pin
+	b.RawQuery, b.Fragment, b.RawPath = "", "", ""
+	b.Path = strings.TrimSuffix(b.Path, "/chat/completions")
+	t.base, t.pin = b.String(), pin
+	return t, nil
+}
+
+// modelSecret resolves the model's credential and checks that its type fits
+// the provider.
+func modelSecret(ctx context.Context, m *Model, provider string) (*tool.Secret, error) {
+	store := tool.CredentialsFrom(ctx)
+	if store == nil {
+		return nil, fmt.Errorf("model %s: model.credential %q cannot be resolved: %w", m.Name, m.Credential, tool.ErrNoCredentials)
+	}
+	s, err := store.Credential(ctx, m.Credential)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: credential %q: %w", m.Name, m.Credential, err)
+	}
+	if !slices.Contains(credentialTypes[provider], s.Type) {
+		return nil, fmt.Errorf("model %s: credential %q is of type %s, which the %s provider cannot use (it takes %s)",
+			m.Name, m.Credential, s.Type, provider, strings.Join(credentialTypes[provider], " or "))
+	}
+	return s, nil
+}
+
+func valueString(v map[string]any, name string) string {
+	s, _ := v[name].(string)
+	return s
+}
+
+func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, t target, url string) (Answer, error) {
+	req := llm.Request{Model: m.Name, Temperature: m.Temperature}
+	var system []string
+	for _, msg := range messages {
+		switch msg.Role {
+		case "system":
+			system = append(system, msg.Content)
+		case "user":
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Text: msg.Content})
+		case "assistant":
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Text: msg.Content})
+		default:
+			return Answer{}, fmt.Errorf("model %s at %s: message role %q is not system, user or assistant", m.Name, url, msg.Role)
+		}
+	}
+	req.System = strings.Join(system, "\n\n")
+	key := t.key
+	if !t.keyed && m.APIKeyEnv != "" {
+		key = mc.getenv(m.APIKeyEnv)
 		if key == "" {
 			return Answer{}, fmt.Errorf("model %s: model.api_key_env names %s, which is not set (or empty) in the studio's environment", m.Name, m.APIKeyEnv)
 		}
-		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	// Model calls go through mc.HTTP as they are; the address guard the
+	// http tool applies belongs in the client the runtime gives here.
 	client := mc.HTTP
 	if client == nil {
 		client = http.DefaultClient
 	}
-	res, err := client.Do(req)
+	hc, start := withCall(client, t)
+	cfg := llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: hc, MaxResponseBytes: maxModelResponse}
+	p, err := newProvider(t.provider, cfg)
+	if err != nil {
+		return Answer{}, fmt.Errorf("model %s at %s: %s", m.Name, url, clip(scrub(err.Error(), key)))
+	}
+	reply, err := p.Chat(ctx, req, nil)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			return Answer{}, cause
 		}
-		return Answer{}, fmt.Errorf("model %s at %s: %w", m.Name, url, unwrapURLError(err))
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, maxModelResponse+1))
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-			return Answer{}, cause
+		text := clip(providerText(err, t, key))
+		if body := start.String(); body != "" {
+			// The server answered success with a body the provider could
+			// not read: what it sent says why.
+			text += ": the answer begins " + clip(scrub(body, key))
 		}
-		return Answer{}, fmt.Errorf("model %s at %s: reading the response: %w", m.Name, url, err)
+		return Answer{}, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, text), err: err}
 	}
-	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return Answer{}, fmt.Errorf("model %s at %s answered %s: %s", m.Name, url, res.Status, snippet(raw))
+	if reply.Stop == llm.StopRefused && reply.Text == "" {
+		return Answer{}, fmt.Errorf("model %s at %s: the provider refused to answer", m.Name, url)
 	}
-	if len(raw) > maxModelResponse {
-		return Answer{}, fmt.Errorf("model %s at %s: the response is over %d bytes", m.Name, url, maxModelResponse)
-	}
-	var cr chatResponse
-	if err := json.Unmarshal(raw, &cr); err != nil {
-		return Answer{}, fmt.Errorf("model %s at %s: the response is not chat-completions JSON (%v): %s", m.Name, url, err, snippet(raw))
-	}
-	if len(cr.Choices) == 0 || cr.Choices[0].Message.Content == nil {
-		return Answer{}, fmt.Errorf("model %s at %s: the response has no choices[0].message.content: %s", m.Name, url, snippet(raw))
-	}
-	a := Answer{Content: *cr.Choices[0].Message.Content, Model: cr.Model}
-	if u := cr.Usage; u != nil {
-		a.InputTokens, a.OutputTokens = tokens(u.PromptTokens), tokens(u.CompletionTokens)
-		a.Reported = true
-	}
-	return a, nil
+	return Answer{Content: reply.Text, Model: reply.Model, InputTokens: reply.Usage.InputTokens,
+		OutputTokens: reply.Usage.OutputTokens, Reported: reply.Usage.Reported}, nil
 }
 
-// tokens reads a usage count; a missing, negative or malformed one is 0 (a
-// server's odd usage never fails the answer it came with).
-func tokens(n json.Number) int64 {
-	v, err := n.Int64()
-	if err != nil || v < 0 {
-		return 0
+func newProvider(name string, cfg llm.Config) (llm.Provider, error) {
+	switch name {
+	case ProviderAnthropic:
+		return anthropic.New(cfg)
+	case ProviderGemini:
+		return gemini.New(cfg)
 	}
-	return v
+	return openai.New(cfg)
+}
+
+// withCall returns a client that makes client's requests for one call: with
+// the call's trace context in their headers, sent to t.pin when it is set,
+// and, for openai, with a successful answer read as JSON whatever its
+// Content-Type says (compatible servers and gateways often label their JSON
+// text/plain, and the SDK refuses a body not labelled JSON). The start of
+// the body is kept for an error that says the answer could not be read.
+func withCall(client *http.Client, t target) (*http.Client, *bodyStart) {
+	cc := *client
+	base := client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	start := &bodyStart{}
+	cc.Transport = callTransport{base: base, pin: t.pin, json: t.provider == ProviderOpenAI, start: start}
+	return &cc, start
+}
+
+type callTransport struct {
+	base  http.RoundTripper
+	pin   *neturl.URL
+	json  bool
+	start *bodyStart
+}
+
+func (t callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	tool.InjectTrace(r.Context(), r.Header)
+	if t.pin != nil {
+		u := *t.pin
+		r.URL = &u
+	}
+	res, err := t.base.RoundTrip(r)
+	if err != nil || res.StatusCode < 200 || res.StatusCode > 299 || res.Body == nil {
+		return res, err
+	}
+	if t.json && !strings.Contains(res.Header.Get("Content-Type"), "json") {
+		res.Header.Set("Content-Type", "application/json")
+	}
+	res.Body = &startReader{ReadCloser: res.Body, start: t.start}
+	return res, nil
+}
+
+// bodyStart is the first bytes of a call's successful answer.
+type bodyStart struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+const maxBodyStart = 300
+
+func (s *bodyStart) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b)
+}
+
+type startReader struct {
+	io.ReadCloser
+	start *bodyStart
+}
+
+func (r *startReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.start.mu.Lock()
+	if room := maxBodyStart - len(r.start.b); room > 0 {
+		r.start.b = append(r.start.b, p[:min(n, room)]...)
+	}
+	r.start.mu.Unlock()
+	return n, err
+}
+
+// modelError is a failed call in the agent's words that still unwraps to
+// the provider's error (a *llm.TooLargeError stays reachable).
+type modelError struct {
+	text string
+	err  error
+}
+
+func (e *modelError) Error() string { return e.text }
+func (e *modelError) Unwrap() error { return e.err }
+
+// providerText is the provider's error without the request URL net/http
+// repeats in a transport failure (it hides a password, not a user or a
+// query) and without the key.
+func providerText(err error, t target, key string) string {
+	s := err.Error()
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		s = strings.ReplaceAll(s, ue.Error(), ue.Err.Error())
+	}
+	for _, u := range []string{t.endpoint, t.base} {
+		if u != "" {
+			s = strings.ReplaceAll(s, u, redact.URL(u))
+		}
+	}
+	return scrub(s, key)
+}
+
+// scrub replaces the key in s. A key under 4 bytes is left: replacing it
+// would blank ordinary text, and no real key is that short.
+func scrub(s, key string) string {
+	if len(key) < 4 {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[key]")
 }
 
 // unwrapURLError drops net/http's *url.Error wrapper, whose message repeats
-// the full request URL (it hides a password, not a user or a query).
+// the full request URL.
 func unwrapURLError(err error) error {
 	var ue *neturl.Error
 	if errors.As(err, &ue) {
@@ -195,13 +397,11 @@ func (mc *ModelClient) getenv(name string) string {
 	return os.Getenv(name)
 }
 
-// snippet is the start of a body for an error message.
-func snippet(b []byte) string {
-	const max = 300
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "(empty body)"
-	}
+// clip bounds a provider's message in an error: a server's error page may
+// be long.
+func clip(s string) string {
+	const max = 400
+	s = strings.TrimSpace(s)
 	if len(s) > max {
 		cut := max
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

@@ -188,14 +188,14 @@ func TestModelClient(t *testing.T) {
 		t.Fatalf("%q %v %s", out, err, gotPath)
 	}
 	_, err = mc.Complete(ctx, &Model{URL: srv.URL + "/err", Name: "m", APIKeyEnv: "K"}, nil)
-	wantErrContains(t, err, "answered 401 Unauthorized", "invalid api key xxx", "...")
+	wantErrContains(t, err, "HTTP 401 Unauthorized", "invalid api key xxx", "...")
 	if len(err.Error()) > 600 {
 		t.Fatalf("the body snippet is bounded: %d bytes", len(err.Error()))
 	}
 	_, err = mc.Complete(ctx, &Model{URL: srv.URL + "/html", Name: "m"}, nil)
-	wantErrContains(t, err, "not chat-completions JSON", "<html>proxy</html>")
+	wantErrContains(t, err, "error parsing response json", "<html>proxy</html>")
 	_, err = mc.Complete(ctx, &Model{URL: srv.URL + "/empty", Name: "m"}, nil)
-	wantErrContains(t, err, "no choices[0].message.content")
+	wantErrContains(t, err, "the reply has no choices")
 	cctx, cancel := context.WithTimeoutCause(ctx, 100*time.Millisecond, errors.New("timed out after 0.1s"))
 	defer cancel()
 	_, err = mc.Complete(cctx, &Model{URL: srv.URL + "/slow", Name: "m"}, nil)
