@@ -40,11 +40,20 @@ const (
 // Providers lists the provider names, the default first.
 var Providers = []string{ProviderOpenAI, ProviderAnthropic, ProviderGemini}
 
-// publicEndpoints is where a provider's calls go when the model gives no
-// url: the SDK's own default, named here for errors and traces.
-var publicEndpoints = map[string]string{
-	ProviderAnthropic: "https://api.anthropic.com/v1/messages",
-	ProviderGemini:    "https://generativelanguage.googleapis.com/v1beta",
+// publicBases are the APIs anthropic and gemini calls go to when the model
+// gives no url (the SDKs' own defaults), named here for errors and traces.
+var publicBases = map[string]string{
+	ProviderAnthropic: "https://api.anthropic.com",
+	ProviderGemini:    "https://generativelanguage.googleapis.com",
+}
+
+// endpointOf is the URL a call to an anthropic or gemini base goes to.
+func endpointOf(provider, base, model string) string {
+	base = strings.TrimRight(base, "/")
+	if provider == ProviderGemini {
+		return base + "/v1beta/models/" + model + ":generateContent"
+	}
+	return base + "/v1/messages"
 }
 
 // credentialTypes are the credential types each provider takes.
@@ -151,9 +160,11 @@ func resolveTarget(ctx context.Context, m *Model) (target, error) {
 		}
 	}
 	if t.provider != ProviderOpenAI {
-		t.base, t.endpoint = m.URL, m.URL
+		t.base = m.URL
 		if m.URL == "" {
-			t.endpoint = publicEndpoints[t.provider]
+			t.endpoint = endpointOf(t.provider, publicBases[t.provider], m.Name)
+		} else {
+			t.endpoint = endpointOf(t.provider, m.URL, m.Name)
 		}
 		return t, nil
 	}
