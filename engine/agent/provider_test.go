@@ -256,7 +256,7 @@ func TestOpenAIURLForms(t *testing.T) {
 		srv.URL + "/v1":  "/v1/chat/completions",
 		srv.URL + "/v1/": "/v1/chat/completions",
 		srv.URL + "/openai/deployments/x/chat/completions?api-version=1": "/openai/deployments/x/chat/completions?api-version=1",
-		srv.URL + "/gateway/complete": "/gateway/complete",
+		srv.URL + "/gateway/complete":                                    "/gateway/complete",
 	}
 	mc := &ModelClient{}
 	for url, want := range forms {
