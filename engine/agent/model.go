@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine/credential"
+	"github.com/chainstudio/studio/engine/internal/clip"
 	"github.com/chainstudio/studio/engine/llm"
 	"github.com/chainstudio/studio/engine/llm/anthropic"
 	"github.com/chainstudio/studio/engine/llm/gemini"
@@ -252,18 +252,18 @@ func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, t
 	cfg := llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: hc, MaxResponseBytes: maxModelResponse}
 	p, err := newProvider(t.provider, cfg)
 	if err != nil {
-		return Answer{}, fmt.Errorf("model %s at %s: %s", m.Name, url, clip(scrub(err.Error(), key)))
+		return Answer{}, fmt.Errorf("model %s at %s: %s", m.Name, url, clipped(llm.Scrub(err.Error(), key)))
 	}
 	reply, err := p.Chat(ctx, req, nil)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			return Answer{}, cause
 		}
-		text := clip(providerText(err, t, key))
+		text := clipped(providerText(err, t, key))
 		if body := start.String(); body != "" {
 			// The server answered success with a body the provider could
 			// not read: what it sent says why.
-			text += ": the answer begins " + clip(scrub(body, key))
+			text += ": the answer begins " + clipped(llm.Scrub(body, key))
 		}
 		return Answer{}, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, text), err: err}
 	}
@@ -379,16 +379,7 @@ func providerText(err error, t target, key string) string {
 			s = strings.ReplaceAll(s, u, redact.URL(u))
 		}
 	}
-	return scrub(s, key)
-}
-
-// scrub replaces the key in s. A key under 4 bytes is left: replacing it
-// would blank ordinary text, and no real key is that short.
-func scrub(s, key string) string {
-	if len(key) < 4 {
-		return s
-	}
-	return strings.ReplaceAll(s, key, "[key]")
+	return llm.Scrub(s, key)
 }
 
 // unwrapURLError drops net/http's *url.Error wrapper, whose message repeats
@@ -408,17 +399,6 @@ func (mc *ModelClient) getenv(name string) string {
 	return os.Getenv(name)
 }
 
-// clip bounds a provider's message in an error: a server's error page may
-// be long.
-func clip(s string) string {
-	const max = 400
-	s = strings.TrimSpace(s)
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
-}
+// clipped bounds a provider's message in an error: a server's error page
+// may be long.
+func clipped(s string) string { return clip.String(strings.TrimSpace(s), 400) }

@@ -188,7 +188,7 @@ func TestModelClient(t *testing.T) {
 		t.Fatalf("%q %v %s", out, err, gotPath)
 	}
 	_, err = mc.Complete(ctx, &Model{URL: srv.URL + "/err", Name: "m", APIKeyEnv: "K"}, nil)
-	wantErrContains(t, err, "HTTP 401 Unauthorized", "invalid api key xxx", "...")
+	wantErrContains(t, err, "HTTP 401 Unauthorized", "invalid api key xxx", "…")
 	if len(err.Error()) > 600 {
 		t.Fatalf("the body snippet is bounded: %d bytes", len(err.Error()))
 	}

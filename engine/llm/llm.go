@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Role is who said a message.
@@ -174,6 +175,17 @@ func (c Config) Check() error {
 		return errors.New("llm: no HTTP client given (the caller passes one behind the address guard)")
 	}
 	return nil
+}
+
+// Scrub replaces key in s with "[key]": a server may echo the key it was
+// sent in its error message, and a provider's error reaches events, logs
+// and traces. A key under 4 bytes is left: replacing it would blank
+// ordinary text, and no real key is that short.
+func Scrub(s, key string) string {
+	if len(key) < 4 {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[key]")
 }
 
 // TooLargeError is a response over Config's cap.

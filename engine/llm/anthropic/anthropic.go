@@ -35,6 +35,7 @@ const noTimeout = time.Duration(math.MaxInt64)
 
 type provider struct {
 	client sdk.Client
+	key    string // only to scrub it from a server's error message
 }
 
 // New returns the provider for cfg. Its requests go through cfg.HTTPClient,
@@ -66,7 +67,7 @@ func New(cfg llm.Config) (llm.Provider, error) {
 		// WithAPIKey would send the key as a bearer token instead.
 		opts = append(opts, option.WithHeader("X-Api-Key", cfg.APIKey))
 	}
-	return &provider{client: sdk.NewClient(opts...)}, nil
+	return &provider{client: sdk.NewClient(opts...), key: cfg.APIKey}, nil
 }
 
 // Chat sends one turn to POST /v1/messages, streamed when stream is non-nil.
@@ -78,13 +79,13 @@ func (p *provider) Chat(ctx context.Context, req llm.Request, stream *llm.Stream
 	if stream != nil {
 		reply, err := p.chatStream(ctx, params, schemaTool, stream)
 		if err != nil {
-			return nil, callError(req.Model, err)
+			return nil, p.callError(req.Model, err)
 		}
 		return reply, nil
 	}
 	msg, err := p.client.Messages.New(ctx, params)
 	if err != nil {
-		return nil, callError(req.Model, err)
+		return nil, p.callError(req.Model, err)
 	}
 	return replyOf(msg, schemaTool)
 }
@@ -99,9 +100,9 @@ func (p *provider) Models(ctx context.Context) ([]string, error) {
 	if err := pager.Err(); err != nil {
 		var ae *sdk.Error
 		if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
-			return nil, fmt.Errorf("%w: %w", serverError("", ae), llm.ErrNoModelList)
+			return nil, fmt.Errorf("%w: %w", p.serverError("", ae), llm.ErrNoModelList)
 		}
-		return nil, callError("", err)
+		return nil, p.callError("", err)
 	}
 	return ids, nil
 }
@@ -139,10 +140,10 @@ func (e *APIError) Error() string {
 
 // callError names the provider, the model and what went wrong; an error
 // status becomes an *APIError.
-func callError(model string, err error) error {
+func (p *provider) callError(model string, err error) error {
 	var ae *sdk.Error
 	if errors.As(err, &ae) {
-		return serverError(model, ae)
+		return p.serverError(model, ae)
 	}
 	if model == "" {
 		return fmt.Errorf("anthropic: %w", err)
@@ -150,8 +151,8 @@ func callError(model string, err error) error {
 	return fmt.Errorf("anthropic: model %q: %w", model, err)
 }
 
-func serverError(model string, ae *sdk.Error) *APIError {
-	e := &APIError{Model: model, Status: ae.StatusCode, Type: string(ae.Type()), Message: ae.Message}
+func (p *provider) serverError(model string, ae *sdk.Error) *APIError {
+	e := &APIError{Model: model, Status: ae.StatusCode, Type: string(ae.Type()), Message: llm.Scrub(ae.Message, p.key)}
 	if e.Message == "" {
 		e.Message = http.StatusText(ae.StatusCode)
 	}

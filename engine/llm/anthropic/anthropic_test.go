@@ -669,3 +669,17 @@ func TestBaseURLFromTheEnvironmentIsNotUsed(t *testing.T) {
 		t.Fatalf("the server named by ANTHROPIC_BASE_URL took %d requests", n)
 	}
 }
+
+// A server that echoes the key it was sent in its error message does not
+// get it into the error.
+func TestEchoedKeyIsScrubbed(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key %s"}}`, r.Header.Get("X-Api-Key"))
+	})
+	_, err := f.provider(t, 0).Chat(context.Background(), llm.Request{Model: "claude-test-1", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}, nil)
+	if err == nil || strings.Contains(err.Error(), testKey) || !strings.Contains(err.Error(), "invalid x-api-key [key]") {
+		t.Fatalf("err = %v, want the server's message with the key scrubbed", err)
+	}
+}

@@ -33,6 +33,7 @@ const sdkKey = "key-set-by-transport"
 
 type provider struct {
 	client *genai.Client
+	key    string // only to scrub it from a server's error message
 }
 
 // New builds the Gemini provider. Its requests go through cfg.HTTPClient
@@ -63,7 +64,7 @@ func New(cfg llm.Config) (llm.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: building the client: %w", err)
 	}
-	return &provider{client: client}, nil
+	return &provider{client: client, key: cfg.APIKey}, nil
 }
 
 // keyTransport puts the key in the x-goog-api-key header, the only place
@@ -136,7 +137,7 @@ func (p *provider) Chat(ctx context.Context, req llm.Request, stream *llm.Stream
 			// the cap.
 			return &Error{Model: req.Model, Err: tl}
 		}
-		return apiError(req.Model, err)
+		return p.apiError(req.Model, err)
 	}
 	if stream == nil {
 		resp, err := p.client.Models.GenerateContent(ctx, req.Model, contents, config)
@@ -165,7 +166,7 @@ func (p *provider) Models(ctx context.Context) ([]string, error) {
 			if errors.As(err, &ae) && ae.Code == http.StatusNotFound {
 				return nil, fmt.Errorf("gemini: listing models: %w (%s)", llm.ErrNoModelList, describe(ae))
 			}
-			return nil, apiError("", err)
+			return nil, p.apiError("", err)
 		}
 		// Chat takes a name with or without the "models/" the list gives.
 		names = append(names, strings.TrimPrefix(m.Name, "models/"))
@@ -198,10 +199,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-func apiError(model string, err error) error {
+func (p *provider) apiError(model string, err error) error {
 	var ae genai.APIError
 	if errors.As(err, &ae) {
-		return &Error{Model: model, Status: ae.Code, Message: describe(ae), Err: err}
+		return &Error{Model: model, Status: ae.Code, Message: llm.Scrub(describe(ae), p.key), Err: err}
 	}
 	return &Error{Model: model, Err: err}
 }

@@ -605,3 +605,17 @@ func TestChatToolCallSignaturesRoundTrip(t *testing.T) {
 		t.Errorf("second call sent signature %v, want none", got)
 	}
 }
+
+// A server that echoes the key it was sent in its error message does not
+// get it into the error.
+func TestEchoedKeyIsScrubbed(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"code":400,"status":"INVALID_ARGUMENT","message":"API key not valid: %s"}}`, r.Header.Get("x-goog-api-key"))
+	})
+	_, err := f.provider(t).Chat(context.Background(), llm.Request{Model: "gemini-2.5-pro", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}, nil)
+	if err == nil || strings.Contains(err.Error(), testKey) || !strings.Contains(err.Error(), "API key not valid: [key]") {
+		t.Fatalf("err = %v, want the server's message with the key scrubbed", err)
+	}
+}

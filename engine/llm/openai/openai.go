@@ -205,14 +205,7 @@ func (p *provider) fail(ctx context.Context, what string, f *failure, err error)
 	return &wrapped{text: p.scrub(fmt.Sprintf("%s: %s: %v", name, what, err)), err: err}
 }
 
-// scrub replaces the key in s. A key under 4 bytes is left: replacing it
-// would blank ordinary text, and no real key is that short.
-func (p *provider) scrub(s string) string {
-	if len(p.key) < 4 {
-		return s
-	}
-	return strings.ReplaceAll(s, p.key, "[key]")
-}
+func (p *provider) scrub(s string) string { return llm.Scrub(s, p.key) }
 
 // wrapped is an error with its text written here (the key scrubbed from
 // it) that still unwraps to the SDK's error, so *llm.TooLargeError and the
