@@ -126,10 +126,10 @@ func (s *Server) pageRunDoc(c echo.Context, r *store.Run) *engine.Chain {
 }
 
 // adHocDoc is the chain an ad-hoc run ran (A2E, an agent's compiled chain),
-// which no saved version holds: the first entry of its checkpoint log. A run
-// that has logged nothing yet has none.
+// which no saved version holds: its start checkpoint's (runs.RunChain). A
+// run that has logged nothing yet has none.
 func (s *Server) adHocDoc(ctx context.Context, id string) (*engine.Chain, error) {
-	log, err := s.db.Load(ctx, id)
+	doc, err := s.runs.RunChain(ctx, id)
 	var none *engine.ChainCheckpointError
 	if errors.As(err, &none) {
 		return nil, nil
@@ -137,12 +137,7 @@ func (s *Server) adHocDoc(ctx context.Context, id string) (*engine.Chain, error)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: its chain: %w", id, err)
 	}
-	for _, cp := range log {
-		if cp.Kind == engine.CheckpointStart && cp.Start != nil {
-			return cp.Start.Chain, nil
-		}
-	}
-	return nil, nil
+	return doc, nil
 }
 
 // runForControls reads what the run controls show: the run's row, and the
