@@ -31,6 +31,9 @@ async function call(role, method, path, body) {
 async function signIn(role, next) {
   const page = await open(null);
   await page.goto(base + '/login?next=' + encodeURIComponent(next));
+  // autofocus is applied at a rendering step that may come after the load
+  // event: keys typed before it would miss the field
+  await page.waitForFunction(() => document.activeElement && document.activeElement.name === 'token');
   await page.keyboard.type(tokens[role]);
   await Promise.all([page.waitForURL(base + next), page.keyboard.press('Enter')]);
   return page;
