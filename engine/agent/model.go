@@ -85,7 +85,9 @@ type Answer struct {
 // every OpenAI-compatible server (llama.cpp's server, ollama, vLLM, LM
 // Studio, ...), Anthropic or Gemini.
 type ModelClient struct {
-	HTTP   *http.Client        // default: a client without a timeout (the context bounds each call)
+	// HTTP makes the calls. The studio gives builtin.ModelHTTPClient, behind
+	// the address guard; nil is http.DefaultClient, unguarded (tests).
+	HTTP   *http.Client
 	Getenv func(string) string // default: os.Getenv
 }
 
@@ -242,8 +244,7 @@ func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, t
 			return Answer{}, fmt.Errorf("model %s: model.api_key_env names %s, which is not set (or empty) in the studio's environment", m.Name, m.APIKeyEnv)
 		}
 	}
-	// Model calls go through mc.HTTP as they are; the address guard the
-	// http tool applies belongs in the client the runtime gives here.
+	// The address guard is in mc.HTTP (builtin.ModelHTTPClient).
 	client := mc.HTTP
 	if client == nil {
 		client = http.DefaultClient
@@ -258,6 +259,9 @@ func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, t
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			return Answer{}, cause
+		}
+		if why := refusal(err); why != "" {
+			return Answer{}, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, why), err: err}
 		}
 		text := clipped(providerText(err, t, key))
 		if body := start.String(); body != "" {
