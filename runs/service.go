@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime"
 	"sync"
@@ -64,7 +65,11 @@ type Options struct {
 	// the agent runtime over the loaded agents.
 	Agent  engine.AgentRunner
 	Agents *agent.Set // loaded agents; their compiled chains resolve by name
-	Limits engine.Limits
+	// ModelHTTP makes the agents' model calls: builtin.ModelHTTPClient,
+	// behind the address guard. Nil is http.DefaultClient, unguarded
+	// (tests' loopback fakes).
+	ModelHTTP *http.Client
+	Limits    engine.Limits
 	// ExprBudget bounds each expression evaluation (zero: the default).
 	ExprBudget expr.Budget
 	Logger     *slog.Logger

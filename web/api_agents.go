@@ -20,6 +20,8 @@ func (s *Server) agentRoutes(e *echo.Echo) {
 	v1.GET("/agents/:name", s.getAgent)
 	v1.GET("/agents/:name/chain", s.agentChain)
 	v1.POST("/agents/:name/run", s.runAgent)
+	v1.GET("/agents/:name/models", s.agentModels)
+	v1.GET("/providers", s.listProviders)
 }
 
 // agentJSON is an agent as GET /v1/agents lists it.

@@ -37,6 +37,7 @@ const (
 	EMISDIRECTED  = "misdirected"  // the Host header names another site (DNS rebinding)
 	ETOOMANY      = "too_many"     // too many failed attempts from one client; retry later
 	ENOSPACE      = "no_space"     // the database's disk is full
+	EUPSTREAM     = "upstream"     // a server the studio asked on the caller's behalf failed (a model server)
 )
 
 // errorStatus is the one table from error codes to HTTP statuses.
@@ -58,6 +59,7 @@ var errorStatus = map[string]int{
 	EINTERNAL:     http.StatusInternalServerError,
 	EUNAVAILABLE:  http.StatusServiceUnavailable,
 	ENOSPACE:      http.StatusInsufficientStorage,
+	EUPSTREAM:     http.StatusBadGateway,
 }
 
 // ErrorStatusCode returns the HTTP status for an error code; unknown codes

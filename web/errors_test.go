@@ -35,6 +35,7 @@ func TestErrorStatusTable(t *testing.T) {
 		EINTERNAL:     500,
 		EUNAVAILABLE:  503,
 		ENOSPACE:      507,
+		EUPSTREAM:     502,
 		ELEASELOST:    409,
 	}
 	for code, status := range want {

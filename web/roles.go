@@ -103,6 +103,8 @@ var routeActions = map[string]action{
 	"GET /v1/agents/:name":                    actRead,
 	"GET /v1/agents/:name/chain":              actRead,
 	"POST /v1/agents/:name/run":               actEdit,
+	"GET /v1/agents/:name/models":             actRead, // asks the server the agent file names, for model ids only
+	"GET /v1/providers":                       actRead,
 	"GET /v1/chains/:id/triggers":             actRead,
 	"POST /v1/chains/:id/schedules":           actEdit,
 	"PUT /v1/chains/:id/schedules/:sid":       actEdit,

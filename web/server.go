@@ -113,6 +113,10 @@ type Deps struct {
 	// Vault keeps the credentials chains use by name; nil: none (the
 	// credentials routes list nothing and refuse to add).
 	Vault *vault.Vault
+	// ModelHTTP asks agents' model servers for their model lists: the
+	// client the run service's model calls use (builtin.ModelHTTPClient).
+	// Nil is http.DefaultClient, unguarded (tests).
+	ModelHTTP *http.Client
 }
 
 // Server is the studio's HTTP server.
@@ -146,6 +150,8 @@ type Server struct {
 	// sched hears that a schedule was saved (api_triggers.go); nil: none
 	sched interface{ Wake() }
 	vault *vault.Vault // nil: no credentials
+	// modelHTTP lists agents' models (Deps.ModelHTTP)
+	modelHTTP *http.Client
 }
 
 // New builds the server's routes over its dependencies.
@@ -183,7 +189,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
-		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault}
+		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault, modelHTTP: deps.ModelHTTP}
 	s.pingLog = newLogSummary(s.log, "readiness: the store does not answer")
 	s.hookLog = newLogSummary(s.log, "webhook call refused")
 	if s.metrics == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -52,6 +53,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var allowProcEnv envNameFlag
 	fs.Var(&allowProcEnv, "allow-proc-env", "let proc nodes set the environment variable `NAME` (repeatable; default: none; LD_* and other loader variables never)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
+	modelAllowPrivate := fs.Bool("model-allow-private", false, "let agents' model calls reach loopback and private addresses (a local Ollama, vLLM or LM Studio); the http tool stays guarded")
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
 	verbose := fs.Bool("v", false, "log every request")
@@ -193,7 +195,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, a2e: a2eSess, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt, streams: streams}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, modelHTTP: builtin.ModelHTTPClient(*modelAllowPrivate), addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, a2e: a2eSess, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt, streams: streams}, db, reg, agents, log, stderr)
 }
 
 // approvalSweepPeriod is how often pending approvals' deadlines and
@@ -205,6 +207,7 @@ type serveConfig struct {
 	insecure                       bool
 	trustedProxies                 []netip.Prefix   // --trusted-proxy
 	allowPrivate                   bool             // escalation webhooks may reach private addresses (--http-allow-private)
+	modelHTTP                      *http.Client     // agents' model calls (builtin.ModelHTTPClient, --model-allow-private)
 	listening                      func(url string) // called once the server listens
 	gov                            governorFlags
 	a2e                            a2eSessionFlags // A2E HTTP sessions' bounds; nil fields: defaults
@@ -226,7 +229,7 @@ type serveConfig struct {
 // that.
 func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engine.Registry, agents *agent.Set, log *slog.Logger, stderr io.Writer) int {
 	metrics := web.NewMetrics()
-	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, Limits: cfg.limits, ExprBudget: cfg.exprBudget}
+	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, Limits: cfg.limits, ExprBudget: cfg.exprBudget, ModelHTTP: cfg.modelHTTP}
 	if cfg.vault != nil {
 		opts.Credentials = cfg.vault
 	}
@@ -291,7 +294,7 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	cfg.a2e.applyTo(&wcfg)
 	cfg.streams.applyTo(&wcfg)
 	srv, err := web.New(wcfg,
-		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault})
+		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault, ModelHTTP: cfg.modelHTTP})
 	if err != nil {
 		svc.Close()
 		fmt.Fprintf(stderr, "studio: %v\n", err)

@@ -500,6 +500,13 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
     "agent run",
   );
   check(answer.status === "completed" && answer.chain !== null, "agent answer");
+  note("GET /v1/providers");
+  const providers = must(await c.GET("/v1/providers"), "providers");
+  check(providers.providers[0]?.name === "openai" && providers.providers[0].default_url === null, "providers");
+  note("GET /v1/agents/{name}/models");
+  // The example agents call tools, not models: the list is refused for them.
+  const noModels = await c.GET("/v1/agents/{name}/models", { params: { path: { name: qualifier.name } } });
+  check(mustFail(noModels, 409, "models of a tool agent").error.code === "not_model_agent", "models of a tool agent refused");
 
   // Delete with If-Match
   note("DELETE /v1/chains/{id}");
