@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/redact"
 	"github.com/chainstudio/studio/views"
 	"github.com/labstack/echo/v4"
 )
@@ -73,7 +74,29 @@ func (s *Server) renderAgent(c echo.Context, name, problem string) error {
 	if problem != "" {
 		status = ErrorStatusCode(EINVALID) // the page shows the problem
 	}
-	return renderPage(c, status, views.AgentPage(agentRow(d, g), g, docJSON, problem))
+	return renderPage(c, status, views.AgentPage(agentRow(d, g), g, docJSON, problem, agentModelView(d)))
+}
+
+// agentModelView is where a model agent's calls go, for its page; nil for
+// an agent that calls no model.
+func agentModelView(d *agent.Definition) *views.AgentModel {
+	m := d.Model
+	if m == nil {
+		return nil
+	}
+	v := &views.AgentModel{Provider: m.ProviderOrDefault(), Name: m.Name, Credential: m.Credential, KeyEnv: m.APIKeyEnv}
+	if m.URL != "" {
+		v.URL = redact.URL(m.URL)
+		return v
+	}
+	for _, p := range agent.ProviderInfos() {
+		if p.Name == v.Provider && p.DefaultURL != "" {
+			v.URLNote = "the provider's default, " + p.DefaultURL
+			return v
+		}
+	}
+	v.URLNote = "the base_url of credential " + m.Credential
+	return v
 }
 
 // pageRunAgent runs the agent (it blocks like POST /v1/agents/{name}/run)
