@@ -2,7 +2,8 @@
 // node and in total, reloaded live as model calls report) and the /usage
 // page. It needs a studio whose agents folder holds at least one model agent
 // whose model server answers with `usage` (an OpenAI-compatible server on
-// loopback), and ideally --prices naming that model; without one it skips.
+// loopback, so the studio needs --model-allow-private), and ideally --prices
+// naming that model; without one it skips.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -37,7 +38,7 @@ async function waitStatus(id, status) {
 
 test('the run page shows tokens and cost per node, live, and the usage page sums them', async (t) => {
   const agent = await modelAgent();
-  if (!agent) { t.skip('no model agent loaded (start the studio with --agents naming one)'); return; }
+  if (!agent) { t.skip('no model agent loaded (start the studio with --agents naming one, and --model-allow-private for a loopback server)'); return; }
   const name = 'usage-e2e-' + Date.now();
   const chain = await api('POST', '/v1/chains', {
     name, entry_node: 'draft',

@@ -159,3 +159,45 @@ func TestProviders(t *testing.T) {
 		}
 	}
 }
+
+// A model agent's page says where its calls go (the URL redacted, the key
+// by its source, never its value) and offers the model list.
+func TestAgentPageModel(t *testing.T) {
+	t.Parallel()
+	ts := newModelsServer(t, map[string]string{
+		"hidden.agent.yaml": "name: hidden\nmodel: {url: 'http://admin:pw@127.0.0.1:9/v1?api_key=K', name: llama3, api_key_env: SOME_KEY}\n",
+		"cloud.agent.yaml":  "name: cloud\nmodel: {provider: anthropic, name: claude-x, credential: anthropic-key}\n",
+		"tooly.agent.yaml":  "name: tooly\ntool: echo\n",
+	}, nil)
+	get := func(path string) string {
+		res, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, res.StatusCode)
+		}
+		return string(b)
+	}
+	body := get("/agents/hidden")
+	for _, want := range []string{`id="agent-model"`, `data-model="llama3"`, "<dd>openai</dd>", "<code>http://***@127.0.0.1:9/v1?api_key=***</code>",
+		"environment variable <code>SOME_KEY</code>", `id="list-models"`, `role="alert"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("hidden: the page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "pw@") || strings.Contains(body, "api_key=K") {
+		t.Errorf("hidden: the page shows the URL's secrets")
+	}
+	body = get("/agents/cloud")
+	for _, want := range []string{"<dd>anthropic</dd>", "the provider&#39;s default, https://api.anthropic.com", "credential <code>anthropic-key</code>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("cloud: the page lacks %q", want)
+		}
+	}
+	if body = get("/agents/tooly"); strings.Contains(body, `id="agent-model"`) {
+		t.Errorf("a tool agent's page has a model section")
+	}
+}
