@@ -72,8 +72,8 @@ func (s *Server) agentModels(c echo.Context) error {
 	if m.URL != "" {
 		out.URL = redact.URL(m.URL)
 	}
-	ctx, cancel := context.WithTimeoutCause(c.Request().Context(), modelListTimeout,
-		fmt.Errorf("model %s: the server did not answer the model list within %s", m.Name, modelListTimeout))
+	ctx, cancel := context.WithTimeoutCause(c.Request().Context(), s.modelListWait,
+		fmt.Errorf("model %s: the server did not answer the model list within %s: %w", m.Name, s.modelListWait, context.DeadlineExceeded))
 	defer cancel()
 	if s.vault != nil {
 		ctx = tool.WithCredentials(ctx, s.vault.ForChain(""))
@@ -89,12 +89,12 @@ func (s *Server) agentModels(c echo.Context) error {
 	case errors.Is(err, llm.ErrNoModelList):
 		out.Reason = err.Error()
 		return c.JSON(http.StatusOK, out)
+	case c.Request().Context().Err() != nil:
+		return err // the caller went away
 	case errors.As(err, &le) && le.Refused:
 		return apiError(EINVALID, "model_address_refused", err.Error(), map[string]any{"name": d.Name})
-	case errors.As(err, &le), errors.Is(err, context.DeadlineExceeded), context.Cause(ctx) != nil && errors.Is(err, context.Cause(ctx)):
+	case errors.As(err, &le), errors.Is(err, context.DeadlineExceeded):
 		return apiError(EUPSTREAM, "model_server_error", err.Error(), map[string]any{"name": d.Name})
-	case c.Request().Context().Err() != nil:
-		return err
 	}
 	// The studio cannot call the model: its credential, key or url.
 	return apiError(EINVALID, "model_unusable", err.Error(), map[string]any{"name": d.Name})

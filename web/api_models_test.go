@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
@@ -18,7 +19,7 @@ import (
 
 // newModelsServer starts a studio with the agents files declares, whose
 // model calls go through modelHTTP.
-func newModelsServer(t *testing.T, files map[string]string, modelHTTP *http.Client) *httptest.Server {
+func newModelsServer(t *testing.T, files map[string]string, modelHTTP *http.Client, tune ...func(*Server)) *httptest.Server {
 	t.Helper()
 	dir := t.TempDir()
 	for n, b := range files {
@@ -47,6 +48,9 @@ func newModelsServer(t *testing.T, files map[string]string, modelHTTP *http.Clie
 			t.Errorf("shutdown: %v", err)
 		}
 	})
+	for _, f := range tune {
+		f(srv)
+	}
 	ts := httptest.NewServer(checkAPI(t, srv.Handler()))
 	t.Cleanup(ts.Close)
 	return ts
@@ -62,6 +66,8 @@ func fakeOpenAIModels(t *testing.T) *httptest.Server {
 		switch r.URL.Path {
 		case "/v1/models":
 			io.WriteString(w, `{"object":"list","data":[{"id":"llama3:latest","object":"model"},{"id":"qwen2","object":"model"}]}`)
+		case "/slow/v1/models":
+			<-r.Context().Done() // answers only when the studio gives up
 		case "/broken/v1/models":
 			w.WriteHeader(http.StatusInternalServerError)
 			io.WriteString(w, `{"error":{"message":"overloaded, key `+r.Header.Get("Authorization")+`"}}`)
@@ -81,7 +87,20 @@ func modelAgentFiles(base string) map[string]string {
 		"nolist.agent.yaml":  "name: nolist\nmodel: {url: '" + base + "/nolist/v1', name: m}\n",
 		"broken.agent.yaml":  "name: broken\nmodel: {url: '" + base + "/broken/v1', name: m, api_key_env: STUDIO_TEST_MODELS_KEY}\n",
 		"nokey.agent.yaml":   "name: nokey\nmodel: {url: '" + base + "/v1', name: m, api_key_env: STUDIO_TEST_MODELS_UNSET}\n",
+		"slow.agent.yaml":    "name: slow\nmodel: {url: '" + base + "/slow/v1', name: m}\n",
 		"tooly.agent.yaml":   "name: tooly\ntool: echo\n",
+	}
+}
+
+// A server that does not answer within the list's time is a failed server.
+func TestAgentModelsTimeout(t *testing.T) {
+	t.Parallel()
+	llm := fakeOpenAIModels(t)
+	ts := newModelsServer(t, modelAgentFiles(llm.URL), builtin.ModelHTTPClient(true), func(s *Server) { s.modelListWait = 100 * time.Millisecond })
+	r := do(t, ts, "GET", "/v1/agents/slow/models", nil)
+	wantStatus(t, r, http.StatusBadGateway)
+	if !strings.Contains(string(r.body), "model m: the server did not answer the model list within 100ms") {
+		t.Fatalf("slow: %s", r.body)
 	}
 }
 

@@ -150,8 +150,10 @@ type Server struct {
 	// sched hears that a schedule was saved (api_triggers.go); nil: none
 	sched interface{ Wake() }
 	vault *vault.Vault // nil: no credentials
-	// modelHTTP lists agents' models (Deps.ModelHTTP)
-	modelHTTP *http.Client
+	// modelHTTP lists agents' models (Deps.ModelHTTP), each list within
+	// modelListWait (modelListTimeout; tests shorten it)
+	modelHTTP     *http.Client
+	modelListWait time.Duration
 }
 
 // New builds the server's routes over its dependencies.
@@ -189,7 +191,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
-		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault, modelHTTP: deps.ModelHTTP}
+		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault, modelHTTP: deps.ModelHTTP, modelListWait: modelListTimeout}
 	s.pingLog = newLogSummary(s.log, "readiness: the store does not answer")
 	s.hookLog = newLogSummary(s.log, "webhook call refused")
 	if s.metrics == nil {
