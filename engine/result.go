@@ -64,6 +64,7 @@ type Pending struct {
 	// approval: the interrupt node's approval settings (nil: a tool's pause,
 	// or a pause inside a sub-chain, which is answered with a value).
 	approval *ApprovalInfo
+	state    any // the tool's State, handed back when it is answered
 }
 
 // Approval returns the approval settings of the interrupt node that paused
