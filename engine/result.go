@@ -77,7 +77,8 @@ func (p Pending) Approval() *ApprovalInfo { return p.approval }
 func (p Pending) SubRun() string { return p.sub }
 
 // TakesActions reports whether the pause is answered with approve / reject
-// (an interrupt node's); a tool's pause takes respond with a value only.
+// (an interrupt node's, or a tool's approval: an agent's gated call); any
+// other pause a tool asks for takes respond with a value only.
 func (p Pending) TakesActions() bool { return p.approval != nil }
 
 // Result is the outcome of Run or Resume.
