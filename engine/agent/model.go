@@ -357,7 +357,8 @@ type callTransport struct {
 	start    *bodyStart
 }
 
-// errNotStreamed is a streamed call answered with a whole JSON reply.
+// errNotStreamed is a streamed call answered with something other than an
+// event stream: a server that ignores stream and sends the whole reply.
 var errNotStreamed = errors.New("the server answered a streamed request with a whole reply")
 
 func (t callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -371,7 +372,7 @@ func (t callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || res.StatusCode < 200 || res.StatusCode > 299 || res.Body == nil {
 		return res, err
 	}
-	if t.streamed && strings.Contains(res.Header.Get("Content-Type"), "json") {
+	if t.streamed && !strings.Contains(res.Header.Get("Content-Type"), "event-stream") {
 		res.Body.Close()
 		return nil, errNotStreamed
 	}
