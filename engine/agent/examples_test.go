@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/llm/llmtest"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -46,7 +47,7 @@ func TestExampleAgents(t *testing.T) {
 	wantLink(t, r, "crm-logger", "success", "")
 	wantLink(t, r, "human-triage", "success", "")
 
-	// The agent page's form sends a query and an empty context: the lead's
+	// The agent page's form sends a query and an empty conText: the lead's
 	// facts are unknown, it scores low, and the chain completes all the same.
 	for _, ctx := range []map[string]any{{}, nil} {
 		_, r = runAgent(t, s, "sales-qualifier", "Carla at Unknown", ctx)
@@ -72,11 +73,11 @@ func TestExampleAgentWithTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	def, _ := s.Get("greeting-assistant")
-	f := newScriptLLM(t,
-		turnScript{text: "Greeting Ada. ", calls: []scriptCall{
-			{"n1", "note", `{"text":"greeting Ada"}`},
-			{"g1", "greet", `{"name":"Ada","languages":["en"]}`}}},
-		turnScript{text: "Here it is:\n```json\n{\"greeting\": \"Hello, Ada!\"}\n```"})
+	f := llmtest.NewOpenAI(t,
+		llmtest.Turn{Text: "Greeting Ada. ", Calls: []llmtest.Call{
+			{ID: "n1", Name: "note", Args: `{"text":"greeting Ada"}`},
+			{ID: "g1", Name: "greet", Args: `{"name":"Ada","languages":["en"]}`}}},
+		llmtest.Turn{Text: "Here it is:\n```json\n{\"greeting\": \"Hello, Ada!\"}\n```"})
 	m := *def.Model
 	m.URL = f.URL + "/v1"
 	def.Model = &m

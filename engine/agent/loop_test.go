@@ -5,126 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/llm/llmtest"
 	"github.com/chainstudio/studio/engine/tool"
 )
-
-// turnScript is what the scripted model answers to one request: text (in
-// pieces when streamed), tool calls, or an error status.
-type turnScript struct {
-	text   string
-	calls  []scriptCall
-	status int    // non-200: an error answer with body
-	body   string // the error body
-	header map[string]string
-	cut    bool // the stream stops in the middle, without [DONE]
-}
-
-type scriptCall struct{ id, name, args string }
-
-// scriptLLM is an OpenAI Chat Completions server answering each request
-// with the next turn of its script, streamed (SSE chunks, tool-call
-// arguments split over chunks, usage last) when the request asks for it.
-type scriptLLM struct {
-	*httptest.Server
-	mu    sync.Mutex
-	turns []turnScript
-	seen  []map[string]any
-}
-
-func newScriptLLM(t *testing.T, turns ...turnScript) *scriptLLM {
-	t.Helper()
-	f := &scriptLLM{turns: turns}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req map[string]any
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, "bad json", http.StatusBadRequest)
-			return
-		}
-		f.mu.Lock()
-		f.seen = append(f.seen, req)
-		n := len(f.seen)
-		f.mu.Unlock()
-		if n > len(f.turns) {
-			http.Error(w, `{"error":{"message":"the script has no turn `+fmt.Sprint(n)+`"}}`, http.StatusInternalServerError)
-			return
-		}
-		ts := f.turns[n-1]
-		for k, v := range ts.header {
-			w.Header().Set(k, v)
-		}
-		if ts.status != 0 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(ts.status)
-			_, _ = w.Write([]byte(ts.body))
-			return
-		}
-		finish := "stop"
-		if len(ts.calls) > 0 {
-			finish = "tool_calls"
-		}
-		usage := map[string]any{"prompt_tokens": 10 * n, "completion_tokens": 3, "total_tokens": 10*n + 3}
-		if req["stream"] != true {
-			msg := map[string]any{"role": "assistant", "content": ts.text}
-			if len(ts.calls) > 0 {
-				var calls []any
-				for _, c := range ts.calls {
-					calls = append(calls, map[string]any{"id": c.id, "type": "function", "function": map[string]any{"name": c.name, "arguments": c.args}})
-				}
-				msg["tool_calls"] = calls
-			}
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "model": "m",
-				"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		send := func(v map[string]any) {
-			v["id"], v["object"], v["model"] = "c", "chat.completion.chunk", "m"
-			b, _ := json.Marshal(v)
-			_, _ = w.Write([]byte("data: " + string(b) + "\n\n"))
-			fl.Flush()
-		}
-		choice := func(delta map[string]any, fin any) map[string]any {
-			return map[string]any{"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fin}}}
-		}
-		send(choice(map[string]any{"role": "assistant", "content": ""}, nil))
-		for _, w := range strings.SplitAfter(ts.text, " ") {
-			if w != "" {
-				send(choice(map[string]any{"content": w}, nil))
-			}
-		}
-		if ts.cut {
-			return
-		}
-		for i, c := range ts.calls {
-			half := len(c.args) / 2
-			send(choice(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.id, "type": "function",
-				"function": map[string]any{"name": c.name, "arguments": c.args[:half]}}}}, nil))
-			send(choice(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": c.args[half:]}}}}, nil))
-		}
-		send(choice(map[string]any{}, finish))
-		send(map[string]any{"choices": []any{}, "usage": usage})
-		_, _ = w.Write([]byte("data: [DONE]\n\n"))
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *scriptLLM) requests() []map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]map[string]any(nil), f.seen...)
-}
 
 // events collects what an agent reports, in order.
 type events struct {
@@ -154,7 +42,7 @@ func (e *events) steps(step string) []map[string]any {
 
 // loopRuntime is a runtime over one agent document (with %URL% the fake's
 // base), the built-in tools and a chain "lookup" that answers its input.
-func loopRuntime(t *testing.T, f *scriptLLM, doc string) (*Runtime, *Definition, *[]map[string]any) {
+func loopRuntime(t *testing.T, f *llmtest.OpenAI, doc string) (*Runtime, *Definition, *[]map[string]any) {
 	t.Helper()
 	s := mustSet(t, f.URL+"/v1", doc)
 	var chainCalls []map[string]any
@@ -189,11 +77,11 @@ tools:
 
 func TestToolLoopCallsAToolAndAChainInOneTurn(t *testing.T) {
 	t.Parallel()
-	f := newScriptLLM(t,
-		turnScript{text: "Let me look that up. ", calls: []scriptCall{
-			{"call_1", "echo", `{"message":"hi"}`},
-			{"call_2", "find_customer", `{"customer":"ACME"}`}}},
-		turnScript{text: "ACME is a customer and echo said hi."})
+	f := llmtest.NewOpenAI(t,
+		llmtest.Turn{Text: "Let me look that up. ", Calls: []llmtest.Call{
+			{ID: "call_1", Name: "echo", Args: `{"message":"hi"}`},
+			{ID: "call_2", Name: "find_customer", Args: `{"customer":"ACME"}`}}},
+		llmtest.Turn{Text: "ACME is a customer and echo said hi."})
 	rt, def, chainCalls := loopRuntime(t, f, helperAgent)
 	var ev events
 	out, err := rt.Invoke(context.Background(), def, map[string]any{"query": "Who is ACME?"}, ev.emit)
@@ -220,7 +108,7 @@ func TestToolLoopCallsAToolAndAChainInOneTurn(t *testing.T) {
 		t.Fatalf("the chain ran with %v", *chainCalls)
 	}
 
-	reqs := f.requests()
+	reqs := f.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests", len(reqs))
 	}
@@ -289,15 +177,15 @@ func TestToolLoopCallsAToolAndAChainInOneTurn(t *testing.T) {
 
 func TestToolLoopSendsBadCallsBackToTheModel(t *testing.T) {
 	t.Parallel()
-	f := newScriptLLM(t,
-		turnScript{calls: []scriptCall{
-			{"c1", "echo", `{"message": "unclosed`},
-			{"c2", "nonesuch", `{}`},
-			{"c3", "find_customer", `{"customer": 5}`},
-			{"c4", "echo", `{"message":"ok"}`},
-			{"c5", "echo", `{"message":"one too many"}`},
+	f := llmtest.NewOpenAI(t,
+		llmtest.Turn{Calls: []llmtest.Call{
+			{ID: "c1", Name: "echo", Args: `{"message": "unclosed`},
+			{ID: "c2", Name: "nonesuch", Args: `{}`},
+			{ID: "c3", Name: "find_customer", Args: `{"customer": 5}`},
+			{ID: "c4", Name: "echo", Args: `{"message":"ok"}`},
+			{ID: "c5", Name: "echo", Args: `{"message":"one too many"}`},
 		}},
-		turnScript{text: "done"})
+		llmtest.Turn{Text: "done"})
 	doc := helperAgent + "max_tool_calls: 1\n"
 	doc = strings.Replace(doc, "  - chain: lookup\n    name: find_customer\n", "  - chain: lookup\n    name: find_customer\n    input_schema: {type: object, properties: {customer: {type: string}}}\n", 1)
 	rt, def, _ := loopRuntime(t, f, doc)
@@ -305,7 +193,7 @@ func TestToolLoopSendsBadCallsBackToTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := f.requests()[1]["messages"].([]any)
+	msgs := f.Requests()[1]["messages"].([]any)
 	content := func(i int) string { return fmt.Sprint(msgs[i].(map[string]any)["content"]) }
 	for i, want := range []string{
 		"error: the arguments are not a JSON object",
@@ -330,14 +218,14 @@ func TestToolLoopSendsBadCallsBackToTheModel(t *testing.T) {
 
 func TestToolLoopStopsAtMaxSteps(t *testing.T) {
 	t.Parallel()
-	again := turnScript{calls: []scriptCall{{"c", "echo", `{"message":"again"}`}}}
-	f := newScriptLLM(t, again, again, again)
+	again := llmtest.Turn{Calls: []llmtest.Call{{ID: "c", Name: "echo", Args: `{"message":"again"}`}}}
+	f := llmtest.NewOpenAI(t, again, again, again)
 	rt, def, _ := loopRuntime(t, f, helperAgent+"max_steps: 2\n")
 	_, err := rt.Invoke(context.Background(), def, map[string]any{"query": "go"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "the model still calls tools after max_steps (2) turns") {
 		t.Fatalf("err %v", err)
 	}
-	if n := len(f.requests()); n != 2 {
+	if n := len(f.Requests()); n != 2 {
 		t.Fatalf("%d requests, want 2", n)
 	}
 }
@@ -358,9 +246,9 @@ func TestGatedToolPausesAndCarriesOn(t *testing.T) {
 	} {
 		t.Run(tc.action+fmt.Sprint(tc.value != nil), func(t *testing.T) {
 			t.Parallel()
-			f := newScriptLLM(t,
-				turnScript{text: "I will echo. ", calls: []scriptCall{{"c1", "echo", `{"message":"hi"}`}, {"c2", "find_customer", `{"customer":"ACME"}`}}},
-				turnScript{text: "finished"})
+			f := llmtest.NewOpenAI(t,
+				llmtest.Turn{Text: "I will echo. ", Calls: []llmtest.Call{{ID: "c1", Name: "echo", Args: `{"message":"hi"}`}, {ID: "c2", Name: "find_customer", Args: `{"customer":"ACME"}`}}},
+				llmtest.Turn{Text: "finished"})
 			doc := strings.Replace(helperAgent, "    description: Say it back.\n", "    description: Say it back.\n    approval: required\n", 1)
 			rt, def, chainCalls := loopRuntime(t, f, doc)
 			_, err := rt.Invoke(context.Background(), def, map[string]any{"query": "go"}, nil)
@@ -391,7 +279,7 @@ func TestGatedToolPausesAndCarriesOn(t *testing.T) {
 			if out["answer"] != "finished" {
 				t.Fatalf("answer %v", out)
 			}
-			reqs := f.requests()
+			reqs := f.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("%d model requests, want 2 (the first turn is not asked again)", len(reqs))
 			}
@@ -413,9 +301,9 @@ func TestGatedToolPausesAndCarriesOn(t *testing.T) {
 // and answering it finishes the run.
 func TestGatedToolThroughTheEngine(t *testing.T) {
 	t.Parallel()
-	f := newScriptLLM(t,
-		turnScript{calls: []scriptCall{{"c1", "echo", `{"message":"hi"}`}}},
-		turnScript{text: "echoed"})
+	f := llmtest.NewOpenAI(t,
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "c1", Name: "echo", Args: `{"message":"hi"}`}}},
+		llmtest.Turn{Text: "echoed"})
 	doc := strings.Replace(helperAgent, "    description: Say it back.\n", "    description: Say it back.\n    approval: required\n", 1)
 	rt, _, _ := loopRuntime(t, f, doc)
 	eng := engine.New(engine.Options{Registry: rt.Registry, Agent: rt.RunNode})
@@ -440,7 +328,7 @@ func TestGatedToolThroughTheEngine(t *testing.T) {
 	if out := res.FinalOutput.(map[string]any); out["answer"] != "echoed" {
 		t.Fatalf("output %v", out)
 	}
-	if n := len(f.requests()); n != 2 {
+	if n := len(f.Requests()); n != 2 {
 		t.Fatalf("%d model requests", n)
 	}
 	// A timeout is not an answer an agent's gate takes.
@@ -452,9 +340,9 @@ func TestGatedToolThroughTheEngine(t *testing.T) {
 
 func TestRepairAsksAgainWithTheValidatorsError(t *testing.T) {
 	t.Parallel()
-	f := newScriptLLM(t,
-		turnScript{text: `{"score": "high"}`},
-		turnScript{text: `{"score": 9}`})
+	f := llmtest.NewOpenAI(t,
+		llmtest.Turn{Text: `{"score": "high"}`},
+		llmtest.Turn{Text: `{"score": 9}`})
 	doc := `name: scorer
 model: {url: "%URL%", name: fake, structured_output: native}
 prompt: "{{ query }}"
@@ -472,7 +360,7 @@ spec:
 	if out["data_error"] != nil || out["data"].(map[string]any)["score"] != 9.0 {
 		t.Fatalf("out %v", out)
 	}
-	reqs := f.requests()
+	reqs := f.Requests()
 	rf := reqs[0]["response_format"].(map[string]any)
 	if rf["type"] != "json_schema" {
 		t.Fatalf("response_format %v", rf)
@@ -493,7 +381,7 @@ spec:
 
 func TestRepairGivesUpWithDataError(t *testing.T) {
 	t.Parallel()
-	f := newScriptLLM(t, turnScript{text: "no json"}, turnScript{text: "still none"})
+	f := llmtest.NewOpenAI(t, llmtest.Turn{Text: "no json"}, llmtest.Turn{Text: "still none"})
 	doc := "name: scorer\nmodel: {url: \"%URL%\", name: fake}\nrepair: 1\nspec:\n  output_schema:\n    score: {type: integer}\n"
 	rt, def, _ := loopRuntime(t, f, doc)
 	out, err := rt.Invoke(context.Background(), def, map[string]any{"query": "x"}, nil)
@@ -504,7 +392,7 @@ func TestRepairGivesUpWithDataError(t *testing.T) {
 		t.Fatalf("out %v", out)
 	}
 	// Prompt mode: the schema is in the first prompt and in the repair.
-	reqs := f.requests()
+	reqs := f.Requests()
 	if _, native := reqs[0]["response_format"]; native {
 		t.Fatal("a local server was asked for a native schema")
 	}
@@ -515,13 +403,13 @@ func TestRepairGivesUpWithDataError(t *testing.T) {
 
 func TestModelFailuresNameTheModel(t *testing.T) {
 	t.Parallel()
-	for name, ts := range map[string]turnScript{
-		"429": {status: 429, body: `{"error":{"message":"slow down","type":"rate_limit"}}`, header: map[string]string{"Retry-After": "7"}},
-		"cut": {text: "half an answ", cut: true},
+	for name, ts := range map[string]llmtest.Turn{
+		"429": {Status: 429, Body: `{"error":{"message":"slow down","type":"rate_limit"}}`, Header: map[string]string{"Retry-After": "7"}},
+		"cut": {Text: "half an answ", Cut: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			f := newScriptLLM(t, ts, turnScript{text: "never asked"})
+			f := llmtest.NewOpenAI(t, ts, llmtest.Turn{Text: "never asked"})
 			rt, def, _ := loopRuntime(t, f, helperAgent)
 			_, err := rt.Invoke(context.Background(), def, map[string]any{"query": "x"}, nil)
 			if err == nil || !strings.Contains(err.Error(), "model fake at ") {
@@ -530,7 +418,7 @@ func TestModelFailuresNameTheModel(t *testing.T) {
 			if name == "429" && !strings.Contains(err.Error(), "429") {
 				t.Fatalf("err %v", err)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Fatalf("%d requests: the SDK retried (the engine retries nodes)", n)
 			}
 		})
@@ -540,7 +428,7 @@ func TestModelFailuresNameTheModel(t *testing.T) {
 // Cancelling the node while a tool runs stops the loop with the cause.
 func TestToolLoopStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
-	f := newScriptLLM(t, turnScript{calls: []scriptCall{{"c1", "delay", `{"seconds": 30}`}}}, turnScript{text: "never"})
+	f := llmtest.NewOpenAI(t, llmtest.Turn{Calls: []llmtest.Call{{ID: "c1", Name: "delay", Args: `{"seconds": 30}`}}}, llmtest.Turn{Text: "never"})
 	doc := "name: waiter\nmodel: {url: \"%URL%\", name: fake}\ntools:\n  - tool: delay\n"
 	rt, def, _ := loopRuntime(t, f, doc)
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -555,7 +443,7 @@ func TestToolLoopStopsWhenCancelled(t *testing.T) {
 	if err == nil || err.Error() != "the run was cancelled" {
 		t.Fatalf("err %v", err)
 	}
-	if n := len(f.requests()); n != 1 {
+	if n := len(f.Requests()); n != 1 {
 		t.Fatalf("%d requests", n)
 	}
 }
