@@ -446,7 +446,12 @@ func (rt *Runtime) execCall(ctx context.Context, def *Definition, spec *ToolSpec
 	in := maps.Clone(args)
 	maps.Copy(in, spec.Input) // the static input wins
 	start := time.Now()
+	end := func(error) {}
+	if tr := tool.TracerFrom(ctx); tr != nil {
+		ctx, end = tr.ToolCall(ctx, tool.ToolCall{Agent: def.Name, Tool: c.Name, CallID: c.ID, Kind: spec.Kind()})
+	}
 	out, err := rt.invokeTool(ctx, def, spec, in)
+	end(err)
 	r := callRecord{Turn: turn, CallID: c.ID, Tool: c.Name, Kind: spec.Kind(), Input: args, DurationMS: time.Since(start).Milliseconds()}
 	if ctx.Err() != nil {
 		return r, context.Cause(ctx)

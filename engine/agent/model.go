@@ -121,7 +121,7 @@ func (mc *ModelClient) Chat(ctx context.Context, agent string, m *Model, message
 	if tr == nil {
 		return mc.chat(ctx, m, messages, t, url)
 	}
-	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Model: m.Name, Endpoint: url})
+	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Provider: t.provider, Model: m.Name, Endpoint: url})
 	a, err := mc.chat(ctx, m, messages, t, url)
 	end(tool.ModelResult{ResponseModel: a.Model, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, Err: err})
 	return a, err
@@ -260,7 +260,7 @@ func (mc *ModelClient) Turn(ctx context.Context, agent string, m *Model, req llm
 	if tr == nil {
 		return mc.send(ctx, m, req, stream, t, url)
 	}
-	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Model: m.Name, Endpoint: url})
+	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Provider: t.provider, Model: m.Name, Endpoint: url})
 	reply, err := mc.send(ctx, m, req, stream, t, url)
 	res := tool.ModelResult{Err: err}
 	if reply != nil {
