@@ -373,7 +373,16 @@ func (rt *Runtime) runCalls(ctx context.Context, def *Definition, st *loopState,
 		}
 		args := j.args
 		if edited, ok := a.Value.(map[string]any); ok {
-			args = edited // approved as a person edited it
+			// Approved as a person edited it: held to the same schema.
+			checked, err := arguments(json.RawMessage(compactJSON(edited)), tools.schemas[j.call.Name])
+			if err != nil {
+				msg := "the arguments a person approved do not fit: " + err.Error()
+				r := callRecord{Turn: turn, CallID: j.call.ID, Tool: j.call.Name, Kind: j.spec.Kind(), Input: edited, Status: CallError, Error: msg, Content: "error: " + msg}
+				st.Results[j.call.ID] = r
+				em.result(r)
+				continue
+			}
+			args = checked
 		}
 		r, err := rt.execCall(ctx, def, j.spec, j.call, args, turn, em)
 		if err != nil {
