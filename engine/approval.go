@@ -323,6 +323,9 @@ func (ic *InterruptConfig) DeadlineFrom(now time.Time) time.Time {
 // ApprovalInfo is what a pause at an interrupt node records for the people
 // (and the sweeper) who answer it; nil for a pause a tool asked for.
 type ApprovalInfo struct {
+	// Kind is ApprovalToolCall for an approval a tool asked for (an agent's
+	// gated tool call); "" for an interrupt node's.
+	Kind         string         `json:"kind,omitempty"`
 	Schema       map[string]any `json:"schema,omitempty"`
 	Proposed     any            `json:"proposed,omitempty"`
 	Deadline     time.Time      `json:"deadline,omitzero"`
@@ -331,6 +334,10 @@ type ApprovalInfo struct {
 	NotifyBefore float64        `json:"notify_before,omitempty"` // seconds
 	Approvers    []string       `json:"approvers,omitempty"`
 }
+
+// ApprovalToolCall is the Kind of an approval a tool asked for
+// (tool.ApprovalInterrupt): approve or reject, no schema, no deadline.
+const ApprovalToolCall = "tool_call"
 
 // approvalInfo builds the pause's ApprovalInfo for node nd with input.
 func approvalInfo(nd *Node, input any, now time.Time) *ApprovalInfo {
@@ -398,6 +405,12 @@ func checkAnswer(c *Chain, runID, nodeID string, info *ApprovalInfo, rec *Resume
 	case "", ActionRespond, ActionApprove, ActionReject, ActionTimeout:
 	default:
 		return bad("", "unknown action %q (approve, reject or respond)", rec.Action)
+	}
+	if nd != nil && nd.Kind != KindInterrupt && info != nil && info.Kind == ApprovalToolCall {
+		if rec.Action == ActionTimeout {
+			return bad("", "the pause has no deadline; answer it with approve or reject")
+		}
+		return nil
 	}
 	if nd == nil || nd.Kind != KindInterrupt {
 		if rec.Action != "" && rec.Action != ActionRespond {

@@ -88,7 +88,31 @@ func (r *run) start(i int) {
 		fs = &scope{base: r.scope.freeze(r.prepared.plan.frozen[i], r.prepared.plan.frozenAll[i]), output: input, hasOut: true, err: sc.err}
 	}
 	r.sched.openReports(len(r.chain.Nodes))
-	go r.work(i, input, sc.resume, sc.hasRes, fs, r.takeFan(i), now)
+	var ans *tool.Answer
+	if sc.hasRes {
+		ans = r.takeAnswer(i, sc.resume)
+	}
+	go r.work(i, input, sc.resume, sc.hasRes, ans, fs, r.takeFan(i), now)
+}
+
+// takeAnswer is the answer a node that paused itself (a tool's
+// InterruptError) is resumed with: the action, the value (an approval
+// without one approves the proposal) and the state it paused with.
+func (r *run) takeAnswer(i int, value any) *tool.Answer {
+	rec, p := r.nodes.answers[i], r.nodes.answered[i]
+	delete(r.nodes.answers, i)
+	delete(r.nodes.answered, i)
+	if rec == nil {
+		return nil
+	}
+	a := &tool.Answer{Action: rec.Action, Value: value, Comment: rec.Comment, By: rec.By, State: p.state}
+	if a.Action == "" {
+		a.Action = ActionRespond
+	}
+	if a.Action == ActionApprove && (!rec.HasValue || rec.Value == nil) && p.approval != nil {
+		a.Value = p.approval.Proposed
+	}
+	return a
 }
 
 // prompt is what an interrupt node shows the person who resumes it.
@@ -128,10 +152,13 @@ func (r *run) progress(nodeID string) tool.Emitter {
 }
 
 // work runs one node's attempts on its own goroutine.
-func (r *run) work(i int, input any, resume any, resumed bool, fs *scope, fan *fanState, started time.Time) {
+func (r *run) work(i int, input any, resume any, resumed bool, ans *tool.Answer, fs *scope, fan *fanState, started time.Time) {
 	ctx := r.ctx
 	if resumed {
 		ctx = tool.WithResume(ctx, resume)
+	}
+	if ans != nil {
+		ctx = tool.WithAnswer(ctx, *ans)
 	}
 	if k := r.chain.Nodes[i].Kind; k != KindMap && k != KindParallel {
 		ctx = fan.ctxFor(ctx, r.chain.Nodes[i].ID) // a skill's sub-chain answers

@@ -41,7 +41,7 @@ func (r *run) complete(c completion) {
 		return
 	}
 	if ie, ok := tool.IsInterrupt(c.err); ok {
-		r.pauseNode(i, ie.Prompt, c)
+		r.pauseNode(i, ie, c)
 		return
 	}
 	var pe *pausedErr
@@ -317,10 +317,14 @@ func (r *run) nodeFinished(i int, out any) {
 
 // pauseNode: the node asked for a human (an interrupt). The run pauses once
 // nothing else runs.
-func (r *run) pauseNode(i int, prompt any, c completion) {
-	rec := &PauseRecord{NodeID: r.chain.Nodes[i].ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.nodes.iterations[i]}
+func (r *run) pauseNode(i int, ie *tool.InterruptError, c completion) {
+	prompt := ie.Prompt
+	rec := &PauseRecord{NodeID: r.chain.Nodes[i].ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.nodes.iterations[i],
+		State: normalizeValue(ie.State)}
 	if nd := &r.chain.Nodes[i]; nd.Kind == KindInterrupt {
 		rec.Approval = approvalInfo(nd, c.input, c.ended)
+	} else if ie.Approve {
+		rec.Approval = &ApprovalInfo{Kind: ApprovalToolCall, Proposed: normalizeValue(ie.Proposed)}
 	}
 	r.nodes.result[i].Ended = c.ended
 	r.emit(Event{NodeID: rec.NodeID, Phase: PhasePaused, Prompt: prompt, Attempt: rec.Attempts, Iteration: rec.Iteration})
@@ -335,7 +339,7 @@ func (r *run) applyPause(i int, rec *PauseRecord, since time.Time) {
 	rec.applyTo(&r.nodes.result[i])
 	id := rec.ID()
 	r.pending = slices.DeleteFunc(r.pending, func(p Pending) bool { return p.PauseID == id })
-	r.pending = append(r.pending, Pending{PauseID: id, NodeID: rec.NodeID, Prompt: rec.Prompt, Since: since, slot: rec.Slot, sub: rec.SubRunID, approval: rec.Approval})
+	r.pending = append(r.pending, Pending{PauseID: id, NodeID: rec.NodeID, Prompt: rec.Prompt, Since: since, slot: rec.Slot, sub: rec.SubRunID, approval: rec.Approval, state: rec.State})
 }
 
 // stoppedNode: the run was already stopping (another node failed, timeout,

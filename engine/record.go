@@ -121,6 +121,9 @@ type PauseRecord struct {
 	// Approval: an interrupt node's schema, proposed value, deadline and
 	// escalation (approval.go); nil for a pause a tool asked for.
 	Approval *ApprovalInfo `json:"approval,omitempty"`
+	// State is what the tool that paused carries on with
+	// (tool.InterruptError.State); never shown.
+	State any `json:"state,omitempty"`
 }
 
 // ID is the pause's id: PauseID, or the node id for a top-level interrupt.

@@ -64,6 +64,7 @@ type Pending struct {
 	// approval: the interrupt node's approval settings (nil: a tool's pause,
 	// or a pause inside a sub-chain, which is answered with a value).
 	approval *ApprovalInfo
+	state    any // the tool's State, handed back when it is answered
 }
 
 // Approval returns the approval settings of the interrupt node that paused
@@ -76,7 +77,8 @@ func (p Pending) Approval() *ApprovalInfo { return p.approval }
 func (p Pending) SubRun() string { return p.sub }
 
 // TakesActions reports whether the pause is answered with approve / reject
-// (an interrupt node's); a tool's pause takes respond with a value only.
+// (an interrupt node's, or a tool's approval: an agent's gated call); any
+// other pause a tool asks for takes respond with a value only.
 func (p Pending) TakesActions() bool { return p.approval != nil }
 
 // Result is the outcome of Run or Resume.

@@ -368,6 +368,10 @@ func (r *run) applyResume(rec *ResumeRecord) {
 			r.nodes.answers = map[int]*ResumeRecord{}
 		}
 		r.nodes.answers[i] = rec // its action (approve, reject, respond)
+		if r.nodes.answered == nil {
+			r.nodes.answered = map[int]Pending{}
+		}
+		r.nodes.answered[i] = p
 	} else {
 		if r.nodes.slotAnswers == nil {
 			r.nodes.slotAnswers = map[int]map[string]answer{}

@@ -102,6 +102,7 @@ type nodeState struct {
 	attBusy     []atomic.Int32             // attached nodes' calls in flight; set by workers
 	resumeValue map[int]any                // an interrupt's resume value, for its next start
 	answers     map[int]*ResumeRecord      // the answer an interrupt node resumes with (its action)
+	answered    map[int]Pending            // the pause a node that paused itself was answered at (its state, its proposal)
 	slotAnswers map[int]map[string]answer  // answers to pauses inside a node (items, branches, sub-chains), for its next start
 	slots       map[int]map[int]SlotOutput // a paused node's finished items or branches
 	deferred    []*ResumeRecord            // answers to a node that was running when they came

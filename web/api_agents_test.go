@@ -64,10 +64,10 @@ func TestAgentList(t *testing.T) {
 		Agents []map[string]any `json:"agents"`
 		Total  int              `json:"total"`
 	}
-	if err := json.Unmarshal(r.body, &out); err != nil || out.Total != 4 {
+	if err := json.Unmarshal(r.body, &out); err != nil || out.Total != 5 {
 		t.Fatalf("%v %s", err, r.body)
 	}
-	q := out.Agents[3]
+	q := out.Agents[4]
 	if q["name"] != "sales-qualifier" || q["has_chain"] != true || q["mode"] != "sequential" || q["kind"] != "tool" || q["tool"] != "transform" ||
 		q["max_depth"] != float64(3) || q["links"] != float64(3) || q["description"] == "" {
 		t.Fatalf("sales-qualifier: %v", q)

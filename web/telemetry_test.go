@@ -244,7 +244,7 @@ func newStudio(t *testing.T) *studio {
 	t.Cleanup(target.Close)
 	st.targetURL = target.URL
 
-	def, err := agent.Parse([]byte("name: writer\nmodel: {url: '"+modelSrv.URL+"/v1', name: m-large}\n"), "writer.agent.yaml")
+	def, err := agent.Parse([]byte("name: writer\nmodel: {url: '"+modelSrv.URL+"/v1', name: m-large, stream: false}\n"), "writer.agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

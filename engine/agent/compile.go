@@ -105,6 +105,9 @@ func NewSet(defs []*Definition, opts LoadOptions) (*Set, error) {
 		if d.Tool != "" && opts.Tools != nil && !opts.Tools(d.Tool) {
 			errs = append(errs, fmt.Sprintf("%s: tool %q does not exist on this host", d.where(), d.Tool))
 		}
+		if opts.Tools != nil {
+			errs = append(errs, d.checkTools(opts.Tools)...)
+		}
 		if d.HasChain() {
 			c, g, cerrs := s.compile(d)
 			errs = append(errs, cerrs...)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,7 +66,14 @@ type Definition struct {
 	Tool         string         `yaml:"tool,omitempty" json:"tool,omitempty"`   // call a studio tool instead of a model
 	Chain        string         `yaml:"chain,omitempty" json:"chain,omitempty"` // run a saved chain instead of a model
 	Input        map[string]any `yaml:"input,omitempty" json:"input,omitempty"` // static input of a tool: / chain: agent
-	Spec         Spec           `yaml:"spec,omitempty" json:"spec"`
+	// Tools are what a model agent may call (tools.go); MaxSteps and
+	// MaxToolCalls bound the loop, Repair the retries of a reply that
+	// fails the output schema.
+	Tools        []ToolSpec `yaml:"tools,omitempty" json:"tools,omitempty"`
+	MaxSteps     *Int       `yaml:"max_steps,omitempty" json:"max_steps,omitempty"`
+	MaxToolCalls *Int       `yaml:"max_tool_calls,omitempty" json:"max_tool_calls,omitempty"`
+	Repair       *Int       `yaml:"repair,omitempty" json:"repair,omitempty"`
+	Spec         Spec       `yaml:"spec,omitempty" json:"spec"`
 
 	// File is the file the agent was loaded from ("" when built in code).
 	File string `yaml:"-" json:"file,omitempty"`
@@ -89,7 +97,43 @@ type Model struct {
 	// for each call.
 	Credential  string   `yaml:"credential,omitempty" json:"credential,omitempty"`
 	Temperature *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	// MaxTokens caps the reply (0: the provider's default).
+	MaxTokens Int `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
+	// Stream asks for the reply as it is written (default true); false for
+	// a server that cannot stream.
+	Stream *bool `yaml:"stream,omitempty" json:"stream,omitempty"`
+	// StructuredOutput is how an output_schema is asked for: native (the
+	// provider enforces it) or prompt (the schema is in the prompt and the
+	// JSON is extracted from the answer). Default: native for anthropic,
+	// gemini and OpenAI's own API, prompt for other OpenAI-compatible
+	// servers, which may not support it.
+	StructuredOutput string `yaml:"structured_output,omitempty" json:"structured_output,omitempty"`
 }
+
+// Structured-output modes.
+const (
+	OutputNative = "native"
+	OutputPrompt = "prompt"
+)
+
+// NativeSchema reports whether the provider is asked to enforce the
+// output schema.
+func (m *Model) NativeSchema() bool {
+	switch m.StructuredOutput {
+	case OutputNative:
+		return true
+	case OutputPrompt:
+		return false
+	}
+	if m.ProviderOrDefault() != ProviderOpenAI {
+		return true
+	}
+	u, err := neturl.Parse(m.URL)
+	return err == nil && u.Hostname() == "api.openai.com"
+}
+
+// Streams reports whether the model's replies are streamed.
+func (m *Model) Streams() bool { return m.Stream == nil || *m.Stream }
 
 // ProviderOrDefault is the model's provider, openai when none is named.
 func (m *Model) ProviderOrDefault() string {
@@ -366,6 +410,11 @@ func (d *Definition) check() error {
 		if d.Model.Name == "" {
 			add("model.name is required (the model the endpoint serves)")
 		}
+		switch d.Model.StructuredOutput {
+		case "", OutputNative, OutputPrompt:
+		default:
+			add("model.structured_output %q is not valid (native or prompt)", d.Model.StructuredOutput)
+		}
 	}
 	if d.Tool != "" {
 		n++
@@ -382,6 +431,7 @@ func (d *Definition) check() error {
 	if len(d.Input) > 0 && d.Model != nil {
 		add("input is used only by tool: and chain: agents")
 	}
+	errs = append(errs, d.checkLoop()...)
 	if d.Prompt != "" {
 		if _, err := parseTemplate(d.Prompt); err != nil {
 			add("prompt: %v", err)

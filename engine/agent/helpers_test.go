@@ -14,6 +14,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // chatRequest is the chat-completions request body as the fake server
@@ -22,6 +23,7 @@ type chatRequest struct {
 	Model       string    `json:"model"`
 	Messages    []Message `json:"messages"`
 	Temperature *float64  `json:"temperature,omitempty"`
+	Stream      bool      `json:"stream,omitempty"`
 }
 
 // reply is what the fake model answers to one call: n is the 1-based call
@@ -69,6 +71,10 @@ func newFakeLLM(t *testing.T, replies map[string]reply) *fakeLLM {
 			_, _ = w.Write([]byte(content))
 			return
 		}
+		if req.Stream {
+			streamText(w, content)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": "chatcmpl-1", "object": "chat.completion",
@@ -77,6 +83,25 @@ func newFakeLLM(t *testing.T, replies map[string]reply) *fakeLLM {
 	}))
 	t.Cleanup(f.Close)
 	return f
+}
+
+// streamText answers a streamed request as the Chat Completions API does:
+// the content in a few chunks, the finish reason, then [DONE].
+func streamText(w http.ResponseWriter, content string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	chunk := func(delta map[string]any, finish any) {
+		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		_, _ = w.Write([]byte("data: " + string(b) + "\n\n"))
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	for rest := content; rest != ""; {
+		piece := clip.Prefix(rest, max(4, len(content)/3))
+		chunk(map[string]any{"content": piece}, nil)
+		rest = rest[len(piece):]
+	}
+	chunk(map[string]any{}, "stop")
+	_, _ = w.Write([]byte("data: [DONE]\n\n"))
 }
 
 func (f *fakeLLM) url() string { return f.URL + "/v1" }

@@ -123,7 +123,7 @@ func (mc *ModelClient) Chat(ctx context.Context, agent string, m *Model, message
 	if tr == nil {
 		return mc.chat(ctx, m, messages, t, url)
 	}
-	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Model: m.Name, Endpoint: url})
+	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Provider: t.provider, Model: m.Name, Endpoint: url})
 	a, err := mc.chat(ctx, m, messages, t, url)
 	end(tool.ModelResult{ResponseModel: a.Model, InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, Err: err})
 	return a, err
@@ -222,7 +222,7 @@ func valueString(v map[string]any, name string) string {
 }
 
 func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, t target, url string) (Answer, error) {
-	req := llm.Request{Model: m.Name, Temperature: m.Temperature}
+	req := llm.Request{}
 	var system []string
 	for _, msg := range messages {
 		switch msg.Role {
@@ -237,31 +237,70 @@ func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, t
 		}
 	}
 	req.System = strings.Join(system, "\n\n")
+	reply, err := mc.send(ctx, m, req, nil, t, url)
+	if err != nil {
+		return Answer{}, err
+	}
+	if reply.Stop == llm.StopRefused && reply.Text == "" {
+		return Answer{}, fmt.Errorf("model %s at %s: the provider refused to answer", m.Name, url)
+	}
+	return Answer{Content: reply.Text, Model: reply.Model, InputTokens: reply.Usage.InputTokens,
+		OutputTokens: reply.Usage.OutputTokens, Reported: reply.Usage.Reported}, nil
+}
+
+// Turn sends one turn of a conversation (tools, schema and stream as the
+// request and stream say; the model, temperature and max_tokens come from
+// m) and returns the provider's reply. Errors are those of Chat. agent
+// names the calling agent for tracing.
+func (mc *ModelClient) Turn(ctx context.Context, agent string, m *Model, req llm.Request, stream *llm.Stream) (*llm.Reply, error) {
+	t, err := resolveTarget(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	url := redact.URL(t.endpoint)
+	tr := tool.TracerFrom(ctx)
+	if tr == nil {
+		return mc.send(ctx, m, req, stream, t, url)
+	}
+	ctx, end := tr.ModelCall(ctx, tool.ModelCall{Agent: agent, Provider: t.provider, Model: m.Name, Endpoint: url})
+	reply, err := mc.send(ctx, m, req, stream, t, url)
+	res := tool.ModelResult{Err: err}
+	if reply != nil {
+		res.ResponseModel, res.InputTokens, res.OutputTokens = reply.Model, reply.Usage.InputTokens, reply.Usage.OutputTokens
+	}
+	end(res)
+	return reply, err
+}
+
+// send makes one call to t's provider with the model's settings.
+func (mc *ModelClient) send(ctx context.Context, m *Model, req llm.Request, stream *llm.Stream, t target, url string) (*llm.Reply, error) {
+	req.Model, req.Temperature, req.MaxTokens = m.Name, m.Temperature, int(m.MaxTokens)
 	key := t.key
 	if !t.keyed && m.APIKeyEnv != "" {
 		key = mc.getenv(m.APIKeyEnv)
 		if key == "" {
-			return Answer{}, fmt.Errorf("model %s: model.api_key_env names %s, which is not set (or empty) in the studio's environment", m.Name, m.APIKeyEnv)
+			return nil, fmt.Errorf("model %s: model.api_key_env names %s, which is not set (or empty) in the studio's environment", m.Name, m.APIKeyEnv)
 		}
 	}
-	// The address guard is in mc.HTTP (builtin.ModelHTTPClient).
-	client := mc.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
-	hc, start := withCall(client, t)
-	cfg := llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: hc, MaxResponseBytes: maxModelResponse}
-	p, err := newProvider(t.provider, cfg)
+	p, start, err := mc.provider(t, key, stream != nil)
 	if err != nil {
-		return Answer{}, fmt.Errorf("model %s at %s: %s", m.Name, url, clipped(llm.Scrub(err.Error(), key)))
+		return nil, fmt.Errorf("model %s at %s: %s", m.Name, url, clipped(llm.Scrub(err.Error(), key)))
 	}
-	reply, err := p.Chat(ctx, req, nil)
+	reply, err := p.Chat(ctx, req, stream)
+	if errors.Is(err, errNotStreamed) {
+		// The server ignores stream and answers with the whole reply (some
+		// OpenAI-compatible servers do): ask again without streaming.
+		p, start, err = mc.provider(t, key, false)
+		if err == nil {
+			reply, err = p.Chat(ctx, req, nil)
+		}
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-			return Answer{}, cause
+			return nil, cause
 		}
 		if why := refusal(err); why != "" {
-			return Answer{}, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, why), err: err}
+			return nil, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, why), err: err}
 		}
 		text := clipped(providerText(err, t, key))
 		if body := start.String(); body != "" {
@@ -269,13 +308,22 @@ func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, t
 			// not read: what it sent says why.
 			text += ": the answer begins " + clipped(llm.Scrub(body, key))
 		}
-		return Answer{}, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, text), err: err}
+		return nil, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, text), err: err}
 	}
-	if reply.Stop == llm.StopRefused && reply.Text == "" {
-		return Answer{}, fmt.Errorf("model %s at %s: the provider refused to answer", m.Name, url)
+	return reply, nil
+}
+
+// provider builds t's provider for one call, with the key and mc's client.
+func (mc *ModelClient) provider(t target, key string, streamed bool) (llm.Provider, *bodyStart, error) {
+	// The address guard is in mc.HTTP (builtin.ModelHTTPClient).
+	client := mc.HTTP
+	if client == nil {
+		client = http.DefaultClient
 	}
-	return Answer{Content: reply.Text, Model: reply.Model, InputTokens: reply.Usage.InputTokens,
-		OutputTokens: reply.Usage.OutputTokens, Reported: reply.Usage.Reported}, nil
+	hc, start := withCall(client, t, streamed)
+	cfg := llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: hc, MaxResponseBytes: maxModelResponse}
+	p, err := newProvider(t.provider, cfg)
+	return p, start, err
 }
 
 func newProvider(name string, cfg llm.Config) (llm.Provider, error) {
@@ -294,23 +342,28 @@ func newProvider(name string, cfg llm.Config) (llm.Provider, error) {
 // Content-Type says (compatible servers and gateways often label their JSON
 // text/plain, and the SDK refuses a body not labelled JSON). The start of
 // the body is kept for an error that says the answer could not be read.
-func withCall(client *http.Client, t target) (*http.Client, *bodyStart) {
+func withCall(client *http.Client, t target, streamed bool) (*http.Client, *bodyStart) {
 	cc := *client
 	base := client.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	start := &bodyStart{}
-	cc.Transport = callTransport{base: base, pin: t.pin, json: t.provider == ProviderOpenAI, start: start}
+	cc.Transport = callTransport{base: base, pin: t.pin, json: t.provider == ProviderOpenAI, streamed: streamed, start: start}
 	return &cc, start
 }
 
 type callTransport struct {
-	base  http.RoundTripper
-	pin   *neturl.URL
-	json  bool
-	start *bodyStart
+	base     http.RoundTripper
+	pin      *neturl.URL
+	json     bool
+	streamed bool // the call asked for a stream
+	start    *bodyStart
 }
+
+// errNotStreamed is a streamed call answered with something other than an
+// event stream: a server that ignores stream and sends the whole reply.
+var errNotStreamed = errors.New("the server answered a streamed request with a whole reply")
 
 func (t callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
@@ -322,6 +375,10 @@ func (t callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := t.base.RoundTrip(r)
 	if err != nil || res.StatusCode < 200 || res.StatusCode > 299 || res.Body == nil {
 		return res, err
+	}
+	if t.streamed && !strings.Contains(res.Header.Get("Content-Type"), "event-stream") {
+		res.Body.Close()
+		return nil, errNotStreamed
 	}
 	if t.json && !strings.Contains(res.Header.Get("Content-Type"), "json") {
 		res.Header.Set("Content-Type", "application/json")

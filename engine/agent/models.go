@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/chainstudio/studio/engine/llm"
@@ -63,15 +62,10 @@ func (mc *ModelClient) Models(ctx context.Context, m *Model) ([]string, error) {
 		}
 	}
 	url := redact.URL(listURL(t))
-	client := mc.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
 	// The list is at the base, never at a pinned chat endpoint.
 	lt := t
 	lt.pin = nil
-	hc, _ := withCall(client, lt)
-	p, err := newProvider(t.provider, llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: hc, MaxResponseBytes: maxModelResponse})
+	p, _, err := mc.provider(lt, key, false)
 	if err != nil {
 		return nil, fmt.Errorf("model %s at %s: %s", m.Name, url, clipped(llm.Scrub(err.Error(), key)))
 	}

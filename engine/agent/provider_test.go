@@ -131,7 +131,7 @@ func TestAgentThroughEachProvider(t *testing.T) {
 			}
 			ctx := tool.WithCredentials(context.Background(), fakeCredentials{"llm": secret})
 			doc := func(name string) string {
-				d := "name: " + name + "\nsystem_prompt: Be brief.\nmodel:\n  provider: " + tc.provider + "\n  name: " + name + "\n  credential: llm\n"
+				d := "name: " + name + "\nsystem_prompt: Be brief.\nmodel:\n  provider: " + tc.provider + "\n  name: " + name + "\n  credential: llm\n  stream: false\n"
 				if u := tc.url(srv.URL); u != "" {
 					d += "  url: '" + u + "'\n"
 				}

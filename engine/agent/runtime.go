@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -23,7 +22,10 @@ type Runtime struct {
 	// final output, for chain: agents (the host injects it; nil disables
 	// chain: agents).
 	RunChain func(ctx context.Context, name string, input map[string]any) (any, error)
-	Model    ModelClient
+	// ChainTool looks up a saved chain a model agent offers as a tool (its
+	// description and argument schema); nil disables chain tools.
+	ChainTool func(ctx context.Context, name string) (*engine.Chain, error)
+	Model     ModelClient
 }
 
 var _ engine.AgentRunner = (*Runtime)(nil).RunNode
@@ -98,22 +100,7 @@ func (rt *Runtime) Invoke(ctx context.Context, def *Definition, input map[string
 		}
 		return rt.valueResult(def, out)
 	}
-	messages, err := buildMessages(def, input)
-	if err != nil {
-		return nil, err
-	}
-	emit(map[string]any{"agent": def.Name, "model": def.Model.Name, "step": "model_call"})
-	answer, err := rt.Model.Chat(ctx, def.Name, def.Model, messages)
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-			return nil, cause
-		}
-		return nil, err
-	}
-	// The run's record of what the call consumed (cost, the run page).
-	emit(engine.ModelUsage{Agent: def.Name, Model: def.Model.Name, InputTokens: answer.InputTokens,
-		OutputTokens: answer.OutputTokens, Reported: answer.Reported}.Progress())
-	return textResult(def, answer.Content), nil
+	return rt.runModel(ctx, def, input, emit)
 }
 
 // staticInput is the agent's static input plus query, context and
@@ -137,23 +124,6 @@ func staticInput(def *Definition, input map[string]any) map[string]any {
 // declares an output_schema.
 const SchemaInstruction = "\n\nAnswer in prose first. Then close your reply with a fenced ```json code block " +
 	"holding one JSON value that matches this JSON Schema:\n"
-
-// buildMessages renders the system and user messages of a model call.
-func buildMessages(def *Definition, input map[string]any) ([]Message, error) {
-	user, err := renderPrompt(def, input)
-	if err != nil {
-		return nil, err
-	}
-	if s := def.Schema(); s != nil {
-		b, _ := json.Marshal(s.Normalized())
-		user += SchemaInstruction + string(b)
-	}
-	var msgs []Message
-	if def.SystemPrompt != "" {
-		msgs = append(msgs, Message{Role: "system", Content: def.SystemPrompt})
-	}
-	return append(msgs, Message{Role: "user", Content: user}), nil
-}
 
 // renderPrompt renders the prompt template over {query, context,
 // session_id, input}; without a prompt the user message is the query.

@@ -137,6 +137,10 @@ type Provider interface {
 	Models(ctx context.Context) ([]string, error)
 }
 
+// ErrIncomplete is a streamed reply that ended before the model finished it
+// (the connection was cut).
+var ErrIncomplete = errors.New("the stream ended before the reply was finished")
+
 // ErrNoModelList is a server that does not list its models.
 var ErrNoModelList = errors.New("the server does not list its models")
 

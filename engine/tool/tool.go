@@ -71,12 +71,53 @@ func Node(ctx context.Context) string {
 // Interrupt(prompt).
 type InterruptError struct {
 	Prompt any
+	// Approve makes the pause an approval: a person approves Proposed (or
+	// a value they edited) or rejects it, as at an interrupt node, instead
+	// of answering with a value of their own.
+	Approve  bool
+	Proposed any
+	// State is what the tool needs to carry on where it stopped. It is
+	// stored with the pause, never shown, and handed back in Answer.State
+	// when the node runs again; it must be a JSON value.
+	State any
 }
 
 func (e *InterruptError) Error() string { return fmt.Sprintf("interrupt: %v", e.Prompt) }
 
 // Interrupt returns an error that pauses the run with the given prompt.
 func Interrupt(prompt any) error { return &InterruptError{Prompt: prompt} }
+
+// ApprovalInterrupt returns an error that pauses the run for a person to
+// approve proposed (or reject it); state comes back in Answer.State.
+func ApprovalInterrupt(prompt, proposed, state any) error {
+	return &InterruptError{Prompt: prompt, Approve: true, Proposed: proposed, State: state}
+}
+
+// Answer is how a pause a tool asked for was answered, handed to the tool
+// when its node runs again.
+type Answer struct {
+	// Action is approve, reject or respond.
+	Action  string
+	Value   any // the approved (maybe edited) value, or the response
+	Comment string
+	By      string
+	// State is the InterruptError's State.
+	State any
+}
+
+type answerKey struct{}
+
+// WithAnswer returns a context carrying the answer to the node's pause.
+func WithAnswer(ctx context.Context, a Answer) context.Context {
+	return context.WithValue(ctx, answerKey{}, a)
+}
+
+// AnswerFrom returns the answer the node was resumed with, when it paused
+// itself (InterruptError) and was answered.
+func AnswerFrom(ctx context.Context) (Answer, bool) {
+	a, ok := ctx.Value(answerKey{}).(Answer)
+	return a, ok
+}
 
 // IsInterrupt reports whether err asks for a pause, and returns the request.
 func IsInterrupt(err error) (*InterruptError, bool) {

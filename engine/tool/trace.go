@@ -16,11 +16,23 @@ type Tracer interface {
 	// ModelCall starts the span of one call to a model; end reports how it
 	// went. The returned context carries the call's span (Inject it).
 	ModelCall(ctx context.Context, c ModelCall) (context.Context, func(ModelResult))
+	// ToolCall starts the span of one tool an agent's model asked for;
+	// end reports its error (nil: it succeeded).
+	ToolCall(ctx context.Context, c ToolCall) (context.Context, func(err error))
+}
+
+// ToolCall describes an agent's tool call for tracing.
+type ToolCall struct {
+	Agent  string
+	Tool   string // the name the model called
+	CallID string
+	Kind   string // tool or chain
 }
 
 // ModelCall describes a model call for tracing.
 type ModelCall struct {
 	Agent    string
+	Provider string // openai, anthropic, gemini
 	Model    string // the model requested
 	Endpoint string // without credentials (redacted)
 }

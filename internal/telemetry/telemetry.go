@@ -427,7 +427,7 @@ func (t *Tracer) Inject(ctx context.Context, h http.Header) {
 func (t *Tracer) ModelCall(ctx context.Context, c tool.ModelCall) (context.Context, func(tool.ModelResult)) {
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.String("gen_ai.provider.name", "openai"), // the OpenAI-compatible API
+		attribute.String("gen_ai.provider.name", providerName(c.Provider)),
 		attribute.String("gen_ai.request.model", c.Model),
 	}
 	if c.Agent != "" {
@@ -449,6 +449,43 @@ func (t *Tracer) ModelCall(ctx context.Context, c tool.ModelCall) (context.Conte
 				typ = "timeout"
 			}
 			span.SetAttributes(attribute.String("error.type", typ))
+		}
+		span.End()
+	}
+}
+
+// providerName is a provider's gen_ai.provider.name; openai covers every
+// OpenAI-compatible server.
+func providerName(p string) string {
+	switch p {
+	case "anthropic":
+		return "anthropic"
+	case "gemini":
+		return "gcp.gemini"
+	}
+	return "openai"
+}
+
+// ToolCall implements tool.Tracer: an execute_tool span (the GenAI
+// semantic conventions) under the agent's node.
+func (t *Tracer) ToolCall(ctx context.Context, c tool.ToolCall) (context.Context, func(error)) {
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", c.Tool),
+		attribute.String("gen_ai.tool.call.id", c.CallID),
+		attribute.String("gen_ai.tool.type", "function"),
+	}
+	if c.Agent != "" {
+		attrs = append(attrs, attribute.String("gen_ai.agent.name", c.Agent))
+	}
+	if c.Kind != "" {
+		attrs = append(attrs, attribute.String("studio.tool.kind", c.Kind))
+	}
+	ctx, span := t.tracer.Start(ctx, "execute_tool "+c.Tool, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(attribute.String("error.type", "error"))
 		}
 		span.End()
 	}

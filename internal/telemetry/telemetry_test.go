@@ -2,13 +2,16 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/runs"
 )
 
@@ -140,5 +143,33 @@ func TestSkippedFailureIsOneSpan(t *testing.T) {
 	}
 	if strings.Join(nodes, " ") != "studio.node.status=skip studio.node.skip_reason=on_error_skip |" {
 		t.Fatalf("spans of node a: %v", nodes)
+	}
+}
+
+// An agent's tool call is an execute_tool span under the context it runs
+// in, failed when the tool failed; a model call names its provider.
+func TestToolCallAndProviderSpans(t *testing.T) {
+	tr, exp := process()
+	ctx, endModel := tr.ModelCall(context.Background(), tool.ModelCall{Agent: "helper", Provider: "anthropic", Model: "claude"})
+	_, end := tr.ToolCall(ctx, tool.ToolCall{Agent: "helper", Tool: "greet", CallID: "c1", Kind: "chain"})
+	end(errors.New("the chain failed"))
+	endModel(tool.ModelResult{})
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	call, model := spans[0], spans[1]
+	attrs := map[string]string{}
+	for _, a := range call.Attributes {
+		attrs[string(a.Key)] = a.Value.Emit()
+	}
+	if call.Name != "execute_tool greet" || attrs["gen_ai.operation.name"] != "execute_tool" || attrs["gen_ai.tool.call.id"] != "c1" ||
+		attrs["gen_ai.agent.name"] != "helper" || call.Status.Code != codes.Error || call.Parent.SpanID() != model.SpanContext.SpanID() {
+		t.Fatalf("tool span %q %v %v parent %s", call.Name, attrs, call.Status, call.Parent.SpanID())
+	}
+	for _, a := range model.Attributes {
+		if a.Key == "gen_ai.provider.name" && a.Value.Emit() != "anthropic" {
+			t.Fatalf("provider %s", a.Value.Emit())
+		}
 	}
 }

@@ -34,3 +34,15 @@ func Quoted(ss []string, max int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Prefix is the longest start of s of at most n bytes that does not split
+// a rune (s itself when it is short enough); unlike String it adds nothing.
+func Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

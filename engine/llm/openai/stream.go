@@ -53,6 +53,11 @@ func readStream(s *ssestream.Stream[sdk.ChatCompletionChunk], out *llm.Stream) (
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
+	if reason == "" {
+		// A stream cut in the middle ends like a finished one, without
+		// [DONE] and without a finish reason: what arrived is not the reply.
+		return nil, llm.ErrIncomplete
+	}
 	reply.Text = text.String()
 	reply.ToolCalls = calls.done()
 	finish(reply, reason, refusal.String())
