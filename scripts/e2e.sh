@@ -43,7 +43,9 @@ cleanup() {
 trap cleanup EXIT
 
 ${GO:-go} build -o "$tmp/studio" ./cmd/studio
-"$tmp/studio" serve --addr 127.0.0.1:0 --db "$tmp/e2e.db" --agents examples/agents >"$tmp/server.log" 2>&1 &
+# --model-allow-private: the example greeting-assistant's model is a local
+# server (usage.test.mjs uses it when one answers there).
+"$tmp/studio" serve --addr 127.0.0.1:0 --db "$tmp/e2e.db" --agents examples/agents --model-allow-private >"$tmp/server.log" 2>&1 &
 pid=$!
 
 url=""
