@@ -4,7 +4,9 @@
 // mid-run never duplicates. The timeline is the server's: the page comes
 // with its entries so far, and the entries after them are fetched as
 // rendered HTML (GET /runs/{id}/timeline?after=SEQ) when the stream
-// delivers their events.
+// delivers their events. An agent node's steps (model turns, streamed
+// text, tool calls) are folded into the agent panel (agentstream.js).
+import * as agentstream from './agentstream.js';
 import * as api from './api.js';
 import * as canvas from './canvas.js';
 import * as common from './common.js';
@@ -33,6 +35,9 @@ import * as common from './common.js';
   const kept = root.dataset.kind === 'node' ? 'pinned' : 'reused'; // a node run alone pins its upstream
   window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
   Object.defineProperty(window.__run, 'doc', { get: () => doc }); // why.js lists the edges
+
+  const agents = agentstream.create($('agent-panel'), $('agent-streams'), { nameEl });
+  window.__run.agents = agents;
 
   // the reason texts are the server's one table (views/reasons.go)
   const REASONS = JSON.parse(root.dataset.reasons || '{}');
@@ -164,6 +169,7 @@ import * as common from './common.js';
         break;
       case 'progress':
         if (ev.edges && ev.edges.length) { progressTexts.delete(ev.seq); fireEdges(ev.edges); break; } // a sequential link dispatched
+        if (agentstream.isAgentStep(ev)) agents.apply(ev);
         st.progressSeq = ev.seq;
         if (progressTexts.has(ev.seq)) {
           st.progress = progressTexts.get(ev.seq);
@@ -189,6 +195,7 @@ import * as common from './common.js';
         break;
     }
     state.set(id, st);
+    if (ev.phase !== 'progress') agents.phase(id, st.phase);
     redrawNode(id);
     if (selected === id) drawerStale = true;
   }
