@@ -107,9 +107,10 @@ export function bigChain(name, n, withPositions = true) {
 // ownStudio starts a studio of the test file's own on a fresh database, with
 // users added by `studio users add` before it starts ([[name, role], …]); it
 // returns its base URL, the users' tokens by role, and stop(). examples
-// loads the example chains. It uses STUDIO_BIN (scripts/e2e.sh sets it) or
-// builds the studio.
-export async function ownStudio(prefix, users, { examples = false } = {}) {
+// loads the example chains; agentsDir is its agents folder (default: an
+// empty one); args are more `studio serve` flags. It uses STUDIO_BIN
+// (scripts/e2e.sh sets it) or builds the studio.
+export async function ownStudio(prefix, users, { examples = false, agentsDir = '', args = [] } = {}) {
   const { spawn, execFileSync } = await import('node:child_process');
   const { mkdtempSync, rmSync } = await import('node:fs');
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -124,7 +125,7 @@ export async function ownStudio(prefix, users, { examples = false } = {}) {
     // the token is stdout's only line; what it is goes to stderr
     tokens[role] = execFileSync(bin, ['users', 'add', name, '--role', role, '--db', db], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   }
-  const proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--db', db, '--agents', join(dir, 'none'), ...(examples ? [] : ['--no-examples'])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--db', db, '--agents', agentsDir || join(dir, 'none'), ...(examples ? [] : ['--no-examples']), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const base = await new Promise((resolve, reject) => {
     let log = '';
     const seen = (b) => {

@@ -111,7 +111,7 @@ export function create(panelEl, listEl, { nameEl }) {
       common.el('code', { class: 'agent-tool', text: p.tool || '?' }),
       p.kind === 'chain' ? common.el('span', { class: 'kind-badge', text: 'chain' }) : null,
       status, dur);
-    const li = stepRow(t, 'agent-call', head, details('Input', p.input, 'agent-input'));
+    const li = stepRow(t, 'agent-call', head, p.input === undefined ? null : details('Input', p.input, 'agent-input'));
     if (p.call_id) li.dataset.callId = p.call_id;
     const row = { li, status, dur };
     if (p.call_id) n.rows.set(t.key + '/' + p.call_id, row);
