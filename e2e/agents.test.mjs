@@ -174,7 +174,7 @@ test('the run page streams an agent\'s answer, waits for the approval of its gat
   // The first words show while the model is still writing (held).
   await p.waitForFunction(() => /Let me check/.test((document.querySelector('#agent-streams .agent-turn[data-turn="1"] .agent-text') || {}).textContent || ''), null, { timeout: 10000 });
   assert.equal((await call('GET', '/v1/runs/' + id)).status, 'running', 'the node is still running while the words show');
-  assert.match(await p.locator('#agent-streams .agent-node-title').innerText(), /Agent helper · Ask the helper/);
+  assert.equal((await p.locator('#agent-streams .agent-node-title').textContent()).replace(/\s+/g, ' '), 'Agent helper · Ask the helper ask');
   await p.locator('#agent-panel').screenshot({ path: join(SHOTS, 'agent-streaming.png') });
   fake.release();
 
@@ -202,6 +202,8 @@ test('the run page streams an agent\'s answer, waits for the approval of its gat
   assert.match(await p.locator('#agent-streams .agent-turn[data-turn="1"] .agent-turn-meta').innerText(), /fake-model · 21 in, 9 out tokens/);
   const run = await waitRun(id, (r) => r.status === 'completed', 'completed');
   assert.equal(run.outputs.ask.answer, 'The echo says hello back. Done.');
+  // the usage panel counts the second call too (reloaded as it reports)
+  await p.waitForFunction(() => (document.querySelector('#usage-total td') || {}).textContent === '2', null, { timeout: 10000 });
   await p.locator('#agent-panel').screenshot({ path: join(SHOTS, 'agent-done.png') });
   await p.screenshot({ path: join(SHOTS, 'agent-run.png') });
 

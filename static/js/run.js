@@ -403,6 +403,11 @@ import * as common from './common.js';
     try { ev = JSON.parse(e.data); } catch { return; }
     if (typeof ev.seq !== 'number') return;
     sawEvents = true;
+    if (ev.seq > applied) followDelay = FOLLOW_FIRST;
+    if (root.dataset.status === 'paused' && ev.seq > applied && ev.phase === 'start') { // answered elsewhere: it runs again
+      setStatus('running');
+      refreshControls();
+    }
     if (root.dataset.status === 'queued') { // it got its slot
       setStatus('running');
       const note = document.getElementById('queue-wait');
@@ -484,6 +489,7 @@ import * as common from './common.js';
       if (!run || run.status !== root.dataset.status) refreshControls().then(() => { if (selected) refreshDrawerSoon(); });
       fetchTimeline();
       markReady();
+      if (run && ['paused', 'running', 'queued'].includes(run.status)) followLater();
     });
     es.addEventListener('error', () => {
       if (es && es.readyState === EventSource.CLOSED) { // refused (a watcher limit): the page shows what it came with
@@ -492,6 +498,28 @@ import * as common from './common.js';
       }
     });
   }
+
+  // A run that is not executing in this process ends its stream, but a
+  // paused one may be answered elsewhere (the inbox, another tab, the API)
+  // and one running in another process goes on: the page connects again,
+  // less often the longer nothing new comes (FOLLOW_FIRST, growing to
+  // FOLLOW_MAX), and at once when the tab is shown again.
+  const FOLLOW_FIRST = 1000, FOLLOW_MAX = 15000;
+  let followDelay = FOLLOW_FIRST;
+  let followTimer = null;
+  function followLater() {
+    clearTimeout(followTimer);
+    followTimer = setTimeout(followNow, followDelay);
+    followDelay = Math.min(followDelay * 1.5, FOLLOW_MAX);
+  }
+  function followNow() {
+    clearTimeout(followTimer);
+    followTimer = null;
+    if (!es) connect();
+  }
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && followTimer) followNow();
+  });
 
   // ---- start -------------------------------------------------------------------
 
