@@ -192,7 +192,7 @@ test('the run page streams an agent\'s answer, waits for the approval of its gat
   await inbox.done();
 
   // Turn 2 streams in on the page that stayed open; the tool row is ok.
-  await p.waitForFunction(() => /Done\.$/.test((document.querySelector('#agent-streams .agent-turn[data-turn="2"] .agent-text') || {}).textContent || ''), null, { timeout: 10000 });
+  await p.waitForFunction(() => /Done\.$/.test((document.querySelector('#agent-streams .agent-turn[data-turn="2"] .agent-text') || {}).textContent || ''), null, { timeout: 20000 }); // the page connects again within seconds
   assert.equal(await turnText(p, 2).innerText(), 'The echo says hello back. Done.');
   const row = p.locator('#agent-streams .agent-call');
   assert.equal(await row.count(), 1, 'one tool step');
