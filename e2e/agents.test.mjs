@@ -10,7 +10,7 @@
 // made-up steps to check its bounds and that model text stays text.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { launch, close, open, ownStudio, ROOT, SHOTS } from './lib.mjs';
 
-// STUDIO_ARGS are the `studio serve` flags the agent needs: the model
+// WANTED_ARGS are the `studio serve` flags the agent needs: the model
 // server is on loopback, which a studio refuses to call unless told
 // (--model-allow-private, kept only when this studio knows the flag).
 const WANTED_ARGS = ['--model-allow-private'];
@@ -100,8 +100,8 @@ function serveArgs(dir) {
     bin = process.env.STUDIO_BIN = join(dir, 'studio');
     execFileSync('go', ['build', '-o', bin, './cmd/studio'], { cwd: ROOT, stdio: 'inherit' });
   }
-  let help = '';
-  try { help = execFileSync(bin, ['serve', '-h'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }); } catch (e) { help = String(e.stdout || '') + String(e.stderr || ''); }
+  const h = spawnSync(bin, ['serve', '-h'], { encoding: 'utf8' }); // the usage goes to stderr, whatever the exit code
+  const help = (h.stdout || '') + (h.stderr || '');
   return WANTED_ARGS.filter((f) => help.includes(f.replace(/^--/, '-')));
 }
 
