@@ -227,6 +227,30 @@ test('the run page streams an agent\'s answer, waits for the approval of its gat
   await again.done();
 });
 
+// someSteps feeds the page's agent panel one of each kind of step (run in
+// the page).
+function someSteps() {
+  const a = window.__run.agents;
+  const ev = (progress) => ({ phase: 'progress', node_id: 'e', progress: { agent: 'writer', ...progress } });
+  a.apply(ev({ step: 'model_call', model: 'm1', turn: 1 }));
+  a.apply(ev({ step: 'text', turn: 1, text: '<img src=x onerror="window.__owned=1">' }));
+  a.apply(ev({ step: 'tool_call', turn: 1, call_id: 'c1', tool: 'lookup', kind: 'chain', input: { q: '<b>x</b>' } }));
+  a.apply(ev({ step: 'tool_result', turn: 1, call_id: 'c1', tool: 'lookup', status: 'rejected', duration_ms: 3 }));
+  a.apply(ev({ step: 'tool_result', turn: 1, call_id: 'c2', tool: 'nope', status: 'refused', error: 'unknown tool "nope"' }));
+  a.apply(ev({ step: 'repair', attempt: 1, of: 2, error: 'data.score: want integer' }));
+  a.apply(ev({ step: 'model_call', model: 'm1', turn: 2 }));
+  a.apply(ev({ step: 'model_usage', model: 'm1', input_tokens: 1234, output_tokens: 56, reported: true, turn: 1 }));
+}
+
+async function axePanel(p) {
+  await p.evaluate(AXE + '\n;void 0');
+  return p.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const r = await axe.run('#agent-panel', { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] });
+    return r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' at ' + n.target.join(' ')));
+  });
+}
+
 test('the agent panel writes model text as text, cuts a long one, and shows each kind of step', async () => {
   // any run page carries the panel; an echo chain's run has no agent steps
   const chain = await call('POST', '/v1/chains', { name: 'no agent ' + Date.now(), entry_node: 'e', nodes: [{ node_id: 'e', kind: 'tool', name: 'echo', label: 'Echo' }], edges: [] });
@@ -236,26 +260,17 @@ test('the agent panel writes model text as text, cuts a long one, and shows each
   await p.waitForSelector('#runpage[data-ready="1"]');
   assert.equal(await p.locator('#agent-panel').isHidden(), true, 'no agent steps: no panel');
 
-  await p.evaluate(() => {
-    const a = window.__run.agents;
-    const ev = (progress) => ({ phase: 'progress', node_id: 'e', progress: { agent: 'writer', ...progress } });
-    a.apply(ev({ step: 'model_call', model: 'm1', turn: 1 }));
-    a.apply(ev({ step: 'text', turn: 1, text: '<img src=x onerror="window.__owned=1">' }));
-    a.apply(ev({ step: 'tool_call', turn: 1, call_id: 'c1', tool: 'lookup', kind: 'chain', input: { q: '<b>x</b>' } }));
-    a.apply(ev({ step: 'tool_result', turn: 1, call_id: 'c1', tool: 'lookup', status: 'rejected', duration_ms: 3 }));
-    a.apply(ev({ step: 'tool_result', turn: 1, call_id: 'c2', tool: 'nope', status: 'refused', error: 'unknown tool "nope"' }));
-    a.apply(ev({ step: 'repair', attempt: 1, of: 2, error: 'data.score: want integer' }));
-    a.apply(ev({ step: 'model_call', model: 'm1', turn: 2 }));
-    a.apply(ev({ step: 'model_usage', model: 'm1', input_tokens: 1234, output_tokens: 56, reported: true, turn: 1 }));
-  });
+  await p.evaluate(someSteps);
   await p.screenshot({ path: join(SHOTS, 'agent-steps-page.png') });
-  await p.evaluate(AXE + '\n;void 0');
-  const violations = await p.evaluate(async () => {
-    // eslint-disable-next-line no-undef
-    const r = await axe.run('#agent-panel', { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] });
-    return r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' at ' + n.target.join(' ')));
-  });
-  assert.deepEqual(violations, [], 'no axe violations in the agent panel');
+  assert.deepEqual(await axePanel(p), [], 'no axe violations in the agent panel');
+  // the dark theme's colours too
+  const dark = await open(null, { colorScheme: 'dark' });
+  await dark.goto(base + '/runs/' + id);
+  await dark.waitForSelector('#runpage[data-ready="1"]');
+  await dark.evaluate(someSteps);
+  assert.deepEqual(await axePanel(dark), [], 'no axe violations in the agent panel, dark theme');
+  await dark.locator('#agent-panel').screenshot({ path: join(SHOTS, 'agent-steps-dark.png') });
+  await dark.done();
   const shown = await p.evaluate(() => {
     const a = window.__run.agents;
     const ev = (progress) => ({ phase: 'progress', node_id: 'e', progress: { agent: 'writer', ...progress } });

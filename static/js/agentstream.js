@@ -32,6 +32,15 @@ const count = (v) => (typeof v === 'number' && isFinite(v) ? v : null);
 export function create(panelEl, listEl, { nameEl }) {
   const nodes = new Map(); // node id → node view
 
+  // The panel follows the newest step while it is scrolled to the bottom,
+  // also when it gets shorter (the final output opens above it); a person
+  // who scrolls up keeps the place.
+  let pinned = true;
+  const atBottom = () => panelEl.scrollTop + panelEl.clientHeight >= panelEl.scrollHeight - 30;
+  const follow = () => { if (pinned) panelEl.scrollTop = panelEl.scrollHeight; };
+  panelEl.addEventListener('scroll', () => { pinned = atBottom(); }, { passive: true });
+  if (window.ResizeObserver) new ResizeObserver(follow).observe(panelEl);
+
   function nodeView(id, agent) {
     let n = nodes.get(id);
     if (n) return n;
@@ -138,8 +147,6 @@ export function create(panelEl, listEl, { nameEl }) {
     const p = ev.progress;
     const n = nodeView(ev.node_id, p.agent);
     n.wait.hidden = true;
-    const box = panelEl;
-    const atBottom = box.scrollTop + box.clientHeight >= box.scrollHeight - 30;
     switch (p.step) {
       case 'model_call': {
         const t = turnView(n, ev, p.turn);
@@ -169,7 +176,7 @@ export function create(panelEl, listEl, { nameEl }) {
         stepRow(lastTurn(n, ev), 'agent-repair', common.el('span', { class: 'agent-status st-error', text: 'repair ' + (p.attempt ?? '?') + ' of ' + (p.of ?? '?') }), ' ', common.el('span', { class: 'agent-error', text: p.error || '' }));
         break;
     }
-    if (atBottom) box.scrollTop = box.scrollHeight;
+    follow();
   }
 
   // phase tells a node's panel what the node is doing: paused, an agent
@@ -180,6 +187,7 @@ export function create(panelEl, listEl, { nameEl }) {
     if (ph === 'paused') {
       n.wait.replaceChildren('Waiting for a person to approve a tool call: answer it in the ', common.el('a', { href: '/inbox', text: 'inbox' }), '.');
       n.wait.hidden = false;
+      follow();
     } else {
       n.wait.hidden = true;
     }
