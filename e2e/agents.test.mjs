@@ -6,8 +6,9 @@
 // events, tool calls split across chunks, a last chunk with usage), scripted
 // by the conversation it is sent; the test holds its first answer after a
 // few words until the page shows them. The test starts a studio of its own
-// whose agents folder holds that agent. A second test feeds the agent panel
-// made-up steps to check its bounds and that model text stays text.
+// whose agents folder holds that agent. A second run's call is rejected
+// instead. A last test feeds the agent panel made-up steps to check its
+// bounds, that model text stays text, and axe in both themes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -225,6 +226,37 @@ test('the run page streams an agent\'s answer, waits for the approval of its gat
   assert.equal(await again.locator('#agent-streams .agent-call .agent-status').innerText(), 'ok');
   assert.equal(await again.locator('#agent-streams .agent-wait:not([hidden])').count(), 0);
   await again.done();
+});
+
+test('a call rejected in the inbox is a step the model is told of, shown as rejected by a person', async () => {
+  fake.release(); // this run's first answer is not held
+  const chain = await call('POST', '/v1/chains', {
+    name: 'agent reject ' + Date.now(), entry_node: 'ask',
+    nodes: [{ node_id: 'ask', kind: 'agent', name: 'helper', input: { query: 'try the echo tool' } }], edges: [],
+  });
+  const { run_id: id } = await call('POST', `/v1/chains/${chain.id}/runs`, { input: {} });
+  await waitRun(id, (r) => r.status === 'paused', 'paused');
+  const p = await page('/runs/' + id);
+  await p.waitForSelector('#runpage[data-ready="1"]');
+  await p.locator('#agent-streams .agent-wait:not([hidden])').waitFor();
+  const sent = fake.bodies.length;
+
+  const inbox = await page('/inbox');
+  const item = inbox.locator(`.inbox-item[data-run-id="${id}"]`);
+  await item.waitFor();
+  await item.locator('.ib-comment').fill('not now');
+  await item.locator('button[data-action="reject"]').click();
+  await item.locator('.ib-done-note').waitFor();
+  await inbox.done();
+
+  await p.waitForFunction(() => (document.querySelector('#agent-streams .agent-call .agent-status') || {}).textContent === 'rejected by a person', null, { timeout: 20000 });
+  await p.waitForFunction(() => /Done\.$/.test((document.querySelector('#agent-streams .agent-turn[data-turn="2"] .agent-text') || {}).textContent || ''), null, { timeout: 20000 });
+  assert.equal(await p.locator('#agent-streams .agent-wait:not([hidden])').count(), 0, 'no longer waiting');
+  const told = fake.bodies.slice(sent).find((b) => b.messages.some((m) => m.role === 'tool'));
+  assert.ok(told, 'the model is sent the rejection as the call\'s result');
+  assert.equal(told.messages.find((m) => m.role === 'tool').tool_call_id, 'call_1');
+  await p.locator('#agent-panel').screenshot({ path: join(SHOTS, 'agent-rejected.png') });
+  await p.done();
 });
 
 // someSteps feeds the page's agent panel one of each kind of step (run in

@@ -135,6 +135,7 @@ export function create(panelEl, listEl, { nameEl }) {
     row.status.className = 'agent-status st-' + st;
     const ms = count(p.duration_ms);
     row.dur.textContent = ms == null ? '' : common.duration(ms);
+    row.li.classList.toggle('st-rejected', st === 'rejected'); // a person's answer, not a failure
     if (row.out) row.out.remove();
     if (p.error) row.out = common.el('p', { class: 'agent-error', text: p.error });
     else if (p.output !== undefined) row.out = details('Output', p.output, 'agent-output');
