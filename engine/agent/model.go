@@ -130,6 +130,7 @@ func (mc *ModelClient) Chat(ctx context.Context, agent string, m *Model, message
 // target is where one call goes and with which key.
 type target struct {
 	provider string
+	api      string // the openai wire: chat_completions or responses
 	// base is the provider's base URL ("" for its public endpoint).
 	base string
 	// endpoint is the URL errors and traces name.
@@ -147,7 +148,7 @@ type target struct {
 // resolveTarget finds the call's provider, URLs and, for a model with a
 // credential, the key (resolved through the run's credential store).
 func resolveTarget(ctx context.Context, m *Model) (target, error) {
-	t := target{provider: m.ProviderOrDefault()}
+	t := target{provider: m.ProviderOrDefault(), api: m.API}
 	base := ""
 	if m.Credential != "" {
 		s, err := modelSecret(ctx, m, t.provider)
@@ -166,6 +167,20 @@ func resolveTarget(ctx context.Context, m *Model) (target, error) {
 		} else {
 			t.endpoint = endpointOf(t.provider, m.URL, m.Name)
 		}
+		return t, nil
+	}
+	if t.api == APIResponses {
+		// The Responses API: the url is the base (…/v1), or its
+		// /responses endpoint.
+		b := m.URL
+		if b == "" {
+			b = base
+		}
+		if b == "" {
+			return target{}, fmt.Errorf("model %s: model.url is required: credential %q gives no base URL (only an %s credential does)", m.Name, m.Credential, credential.OpenAICompatible)
+		}
+		t.base = strings.TrimSuffix(strings.TrimRight(b, "/"), "/responses")
+		t.endpoint = t.base + "/responses"
 		return t, nil
 	}
 	if m.URL == "" {
@@ -318,16 +333,19 @@ func (mc *ModelClient) provider(t target, key string, streamed bool) (llm.Provid
 	}
 	hc, start := withCall(client, t, streamed)
 	cfg := llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: hc, MaxResponseBytes: maxModelResponse}
-	p, err := newProvider(t.provider, cfg)
+	p, err := newProvider(t.provider, t.api, cfg)
 	return p, start, err
 }
 
-func newProvider(name string, cfg llm.Config) (llm.Provider, error) {
+func newProvider(name, api string, cfg llm.Config) (llm.Provider, error) {
 	switch name {
 	case ProviderAnthropic:
 		return anthropic.New(cfg)
 	case ProviderGemini:
 		return gemini.New(cfg)
+	}
+	if api == APIResponses {
+		return openai.NewResponses(cfg)
 	}
 	return openai.New(cfg)
 }
