@@ -270,6 +270,9 @@ func (mc *ModelClient) Turn(ctx context.Context, agent string, m *Model, req llm
 	if err != nil {
 		return nil, err
 	}
+	if stream != nil && t.provider == ProviderGemini {
+		t.endpoint = strings.Replace(t.endpoint, ":generateContent", ":streamGenerateContent", 1)
+	}
 	url := redact.URL(t.endpoint)
 	tr := tool.TracerFrom(ctx)
 	if tr == nil {
@@ -313,7 +316,7 @@ func (mc *ModelClient) send(ctx context.Context, m *Model, req llm.Request, stre
 			return nil, cause
 		}
 		text := clipped(providerText(err, t, key))
-		if body := start.String(); body != "" {
+		if body := start.String(); body != "" && stream == nil {
 			// The server answered success with a body the provider could
 			// not read: what it sent says why.
 			text += ": the answer begins " + clipped(llm.Scrub(body, key))
