@@ -107,10 +107,10 @@ export function bigChain(name, n, withPositions = true) {
 // ownStudio starts a studio of the test file's own on a fresh database, with
 // users added by `studio users add` before it starts ([[name, role], …]); it
 // returns its base URL, the users' tokens by role, and stop(). examples
-// loads the example chains; agentsDir is its --agents folder (default: none)
-// and args are more serve flags. It uses STUDIO_BIN (scripts/e2e.sh sets it)
-// or builds the studio.
-export async function ownStudio(prefix, users, { examples = false, agentsDir, args = [] } = {}) {
+// loads the example chains; agentsDir is its agents folder (default: an
+// empty one); args are more `studio serve` flags. It uses STUDIO_BIN
+// (scripts/e2e.sh sets it) or builds the studio.
+export async function ownStudio(prefix, users, { examples = false, agentsDir = '', args = [] } = {}) {
   const { spawn, execFileSync } = await import('node:child_process');
   const { mkdtempSync, rmSync } = await import('node:fs');
   const dir = mkdtempSync(join(tmpdir(), prefix));

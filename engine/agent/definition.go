@@ -108,7 +108,17 @@ type Model struct {
 	// gemini and OpenAI's own API, prompt for other OpenAI-compatible
 	// servers, which may not support it.
 	StructuredOutput string `yaml:"structured_output,omitempty" json:"structured_output,omitempty"`
+	// API is the openai provider's wire: chat_completions (the default,
+	// what compatible servers implement) or responses (OpenAI's Responses
+	// API).
+	API string `yaml:"api,omitempty" json:"api,omitempty"`
 }
+
+// The openai provider's APIs.
+const (
+	APIChatCompletions = "chat_completions"
+	APIResponses       = "responses"
+)
 
 // Structured-output modes.
 const (
@@ -414,6 +424,15 @@ func (d *Definition) check() error {
 		case "", OutputNative, OutputPrompt:
 		default:
 			add("model.structured_output %q is not valid (native or prompt)", d.Model.StructuredOutput)
+		}
+		switch d.Model.API {
+		case "", APIChatCompletions:
+		case APIResponses:
+			if provider != ProviderOpenAI {
+				add("model.api %q is an openai API; the %s provider has its own", d.Model.API, provider)
+			}
+		default:
+			add("model.api %q is not valid (chat_completions or responses)", d.Model.API)
 		}
 	}
 	if d.Tool != "" {

@@ -44,7 +44,13 @@ func (e *events) steps(step string) []map[string]any {
 // base), the built-in tools and a chain "lookup" that answers its input.
 func loopRuntime(t *testing.T, f *llmtest.OpenAI, doc string) (*Runtime, *Definition, *[]map[string]any) {
 	t.Helper()
-	s := mustSet(t, f.URL+"/v1", doc)
+	return loopRuntimeAt(t, f.URL+"/v1", doc)
+}
+
+// loopRuntimeAt is loopRuntime with %URL% given: any provider's fake.
+func loopRuntimeAt(t *testing.T, url, doc string) (*Runtime, *Definition, *[]map[string]any) {
+	t.Helper()
+	s := mustSet(t, url, doc)
 	var chainCalls []map[string]any
 	var mu sync.Mutex
 	rt := &Runtime{Set: s, Registry: testRegistry(),

@@ -132,6 +132,7 @@ func (mc *ModelClient) Chat(ctx context.Context, agent string, m *Model, message
 // target is where one call goes and with which key.
 type target struct {
 	provider string
+	api      string // the openai wire: chat_completions or responses
 	// base is the provider's base URL ("" for its public endpoint).
 	base string
 	// endpoint is the URL errors and traces name.
@@ -149,7 +150,7 @@ type target struct {
 // resolveTarget finds the call's provider, URLs and, for a model with a
 // credential, the key (resolved through the run's credential store).
 func resolveTarget(ctx context.Context, m *Model) (target, error) {
-	t := target{provider: m.ProviderOrDefault()}
+	t := target{provider: m.ProviderOrDefault(), api: m.API}
 	base := ""
 	if m.Credential != "" {
 		s, err := modelSecret(ctx, m, t.provider)
@@ -168,6 +169,20 @@ func resolveTarget(ctx context.Context, m *Model) (target, error) {
 		} else {
 			t.endpoint = endpointOf(t.provider, m.URL, m.Name)
 		}
+		return t, nil
+	}
+	if t.api == APIResponses {
+		// The Responses API: the url is the base (…/v1), or its
+		// /responses endpoint.
+		b := m.URL
+		if b == "" {
+			b = base
+		}
+		if b == "" {
+			return target{}, fmt.Errorf("model %s: model.url is required: credential %q gives no base URL (only an %s credential does)", m.Name, m.Credential, credential.OpenAICompatible)
+		}
+		t.base = strings.TrimSuffix(strings.TrimRight(b, "/"), "/responses")
+		t.endpoint = t.base + "/responses"
 		return t, nil
 	}
 	if m.URL == "" {
@@ -257,6 +272,9 @@ func (mc *ModelClient) Turn(ctx context.Context, agent string, m *Model, req llm
 	if err != nil {
 		return nil, err
 	}
+	if stream != nil && t.provider == ProviderGemini {
+		t.endpoint = strings.Replace(t.endpoint, ":generateContent", ":streamGenerateContent", 1)
+	}
 	url := redact.URL(t.endpoint)
 	tr := tool.TracerFrom(ctx)
 	if tr == nil {
@@ -303,7 +321,7 @@ func (mc *ModelClient) send(ctx context.Context, m *Model, req llm.Request, stre
 			return nil, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, why), err: err}
 		}
 		text := clipped(providerText(err, t, key))
-		if body := start.String(); body != "" {
+		if body := start.String(); body != "" && stream == nil {
 			// The server answered success with a body the provider could
 			// not read: what it sent says why.
 			text += ": the answer begins " + clipped(llm.Scrub(body, key))
@@ -322,16 +340,19 @@ func (mc *ModelClient) provider(t target, key string, streamed bool) (llm.Provid
 	}
 	hc, start := withCall(client, t, streamed)
 	cfg := llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: hc, MaxResponseBytes: maxModelResponse}
-	p, err := newProvider(t.provider, cfg)
+	p, err := newProvider(t.provider, t.api, cfg)
 	return p, start, err
 }
 
-func newProvider(name string, cfg llm.Config) (llm.Provider, error) {
+func newProvider(name, api string, cfg llm.Config) (llm.Provider, error) {
 	switch name {
 	case ProviderAnthropic:
 		return anthropic.New(cfg)
 	case ProviderGemini:
 		return gemini.New(cfg)
+	}
+	if api == APIResponses {
+		return openai.NewResponses(cfg)
 	}
 	return openai.New(cfg)
 }

@@ -4,7 +4,9 @@
 // mid-run never duplicates. The timeline is the server's: the page comes
 // with its entries so far, and the entries after them are fetched as
 // rendered HTML (GET /runs/{id}/timeline?after=SEQ) when the stream
-// delivers their events.
+// delivers their events. An agent node's steps (model turns, streamed
+// text, tool calls) are folded into the agent panel (agentstream.js).
+import * as agentstream from './agentstream.js';
 import * as api from './api.js';
 import * as canvas from './canvas.js';
 import * as common from './common.js';
@@ -33,6 +35,9 @@ import * as common from './common.js';
   const kept = root.dataset.kind === 'node' ? 'pinned' : 'reused'; // a node run alone pins its upstream
   window.__run = { phases, get status() { return root.dataset.status; }, get cy() { return cy; } };
   Object.defineProperty(window.__run, 'doc', { get: () => doc }); // why.js lists the edges
+
+  const agents = agentstream.create($('agent-panel'), $('agent-streams'), { nameEl });
+  window.__run.agents = agents;
 
   // the reason texts are the server's one table (views/reasons.go)
   const REASONS = JSON.parse(root.dataset.reasons || '{}');
@@ -164,6 +169,7 @@ import * as common from './common.js';
         break;
       case 'progress':
         if (ev.edges && ev.edges.length) { progressTexts.delete(ev.seq); fireEdges(ev.edges); break; } // a sequential link dispatched
+        if (agentstream.isAgentStep(ev)) agents.apply(ev);
         st.progressSeq = ev.seq;
         if (progressTexts.has(ev.seq)) {
           st.progress = progressTexts.get(ev.seq);
@@ -189,6 +195,7 @@ import * as common from './common.js';
         break;
     }
     state.set(id, st);
+    if (ev.phase !== 'progress') agents.phase(id, st.phase);
     redrawNode(id);
     if (selected === id) drawerStale = true;
   }
@@ -396,6 +403,11 @@ import * as common from './common.js';
     try { ev = JSON.parse(e.data); } catch { return; }
     if (typeof ev.seq !== 'number') return;
     sawEvents = true;
+    if (ev.seq > applied) followDelay = FOLLOW_FIRST;
+    if (root.dataset.status === 'paused' && ev.seq > applied && ev.phase === 'start') { // answered elsewhere: it runs again
+      setStatus('running');
+      refreshControls();
+    }
     if (root.dataset.status === 'queued') { // it got its slot
       setStatus('running');
       const note = document.getElementById('queue-wait');
@@ -477,6 +489,7 @@ import * as common from './common.js';
       if (!run || run.status !== root.dataset.status) refreshControls().then(() => { if (selected) refreshDrawerSoon(); });
       fetchTimeline();
       markReady();
+      if (run && ['paused', 'running', 'queued'].includes(run.status)) followLater();
     });
     es.addEventListener('error', () => {
       if (es && es.readyState === EventSource.CLOSED) { // refused (a watcher limit): the page shows what it came with
@@ -485,6 +498,28 @@ import * as common from './common.js';
       }
     });
   }
+
+  // A run that is not executing in this process ends its stream, but a
+  // paused one may be answered elsewhere (the inbox, another tab, the API)
+  // and one running in another process goes on: the page connects again,
+  // less often the longer nothing new comes (FOLLOW_FIRST, growing to
+  // FOLLOW_MAX), and at once when the tab is shown again.
+  const FOLLOW_FIRST = 1000, FOLLOW_MAX = 15000;
+  let followDelay = FOLLOW_FIRST;
+  let followTimer = null;
+  function followLater() {
+    clearTimeout(followTimer);
+    followTimer = setTimeout(followNow, followDelay);
+    followDelay = Math.min(followDelay * 1.5, FOLLOW_MAX);
+  }
+  function followNow() {
+    clearTimeout(followTimer);
+    followTimer = null;
+    if (!es) connect();
+  }
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && followTimer) followNow();
+  });
 
   // ---- start -------------------------------------------------------------------
 

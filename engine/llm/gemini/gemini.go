@@ -155,8 +155,17 @@ func (p *provider) Chat(ctx context.Context, req llm.Request, stream *llm.Stream
 		}
 		a.add(resp, stream.Text)
 	}
+	if a.finish == "" && !a.blocked {
+		// The API's last chunk carries the finish reason; a stream cut in
+		// the middle ends cleanly all the same, and what arrived is not
+		// the reply.
+		return nil, fail(errStreamCut)
+	}
 	return a.reply(), nil
 }
+
+// errStreamCut is a stream that ended before its last chunk.
+var errStreamCut = errors.New("the stream ended before the reply was finished (no chunk gave a finishReason)")
 
 func (p *provider) Models(ctx context.Context) ([]string, error) {
 	var names []string

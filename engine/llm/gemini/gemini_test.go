@@ -619,3 +619,29 @@ func TestEchoedKeyIsScrubbed(t *testing.T) {
 		t.Fatalf("err = %v, want the server's message with the key scrubbed", err)
 	}
 }
+
+// A stream that ends before the chunk with the finish reason is not a
+// reply, even though the connection closed cleanly.
+func TestChatStreamCutShort(t *testing.T) {
+	f := newFake(t, sseAnswer(
+		`{"candidates": [{"content": {"role": "model", "parts": [{"text": "half an "}]}}], "usageMetadata": {"promptTokenCount": 7}}`,
+		`{"candidates": [{"content": {"role": "model", "parts": [{"text": "answ"}]}}], "usageMetadata": {"promptTokenCount": 7}}`,
+	))
+	_, err := f.provider(t).Chat(context.Background(), llm.Request{Model: "gemini-x", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}},
+		&llm.Stream{Text: func(string) {}})
+	var e *Error
+	if !errors.As(err, &e) || e.Model != "gemini-x" || !strings.Contains(err.Error(), "the stream ended before the reply was finished") {
+		t.Fatalf("err = %v, want one about the stream ending early", err)
+	}
+}
+
+// A prompt the API blocks streams no candidate and no finish reason: that
+// is a refusal, not a cut stream.
+func TestChatStreamBlocked(t *testing.T) {
+	f := newFake(t, sseAnswer(`{"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 7}}`))
+	reply, err := f.provider(t).Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}},
+		&llm.Stream{Text: func(string) {}})
+	if err != nil || reply.Stop != llm.StopRefused {
+		t.Fatalf("reply %+v, err %v, want a refusal", reply, err)
+	}
+}

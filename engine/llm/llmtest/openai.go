@@ -5,12 +5,8 @@ package llmtest
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 )
 
@@ -19,10 +15,15 @@ import (
 type Turn struct {
 	Text   string
 	Calls  []Call
-	Status int    // non-200: an error answer with Body
-	Body   string // the error body
+	Status int // non-200: an error answer with Body
+	// Body is the error body: sent as written when it is a JSON object,
+	// else the message of an error in the provider's own shape.
+	Body   string
 	Header map[string]string
-	Cut    bool // the stream stops in the middle, without [DONE]
+	// Cut stops the stream in the middle, after the text: without [DONE]
+	// (OpenAI), message_stop (Anthropic) or the chunk with the finish
+	// reason (Gemini).
+	Cut bool
 	// Hold, when set, is waited for after the text is streamed and before
 	// the calls are: a test sees the text arrive while the turn is open.
 	Hold <-chan struct{}
@@ -36,39 +37,28 @@ type Call struct{ ID, Name, Args string }
 // arguments split over chunks, usage last) when the request asks for it.
 type OpenAI struct {
 	*httptest.Server
-	mu    sync.Mutex
-	turns []Turn
-	seen  []map[string]any
+	script
 }
 
 // NewOpenAI starts the server; it closes when the test ends. Requests past
 // the script are answered 500.
 func NewOpenAI(t testing.TB, turns ...Turn) *OpenAI {
 	t.Helper()
-	f := &OpenAI{turns: turns}
+	f := &OpenAI{script: script{t: t, turns: turns}}
+	fail := func(w http.ResponseWriter, status int, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(openAIError(status, msg))
+	}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req map[string]any
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, "bad json", http.StatusBadRequest)
+		req, n, ts, ok := f.take(w, r, fail)
+		if !ok {
 			return
-		}
-		f.mu.Lock()
-		f.seen = append(f.seen, req)
-		n := len(f.seen)
-		f.mu.Unlock()
-		if n > len(f.turns) {
-			http.Error(w, `{"error":{"message":"the script has no turn `+fmt.Sprint(n)+`"}}`, http.StatusInternalServerError)
-			return
-		}
-		ts := f.turns[n-1]
-		for k, v := range ts.Header {
-			w.Header().Set(k, v)
 		}
 		if ts.Status != 0 {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(ts.Status)
-			_, _ = w.Write([]byte(ts.Body))
+			_, _ = w.Write(errorBody(ts, openAIError))
 			return
 		}
 		finish := "stop"
@@ -102,20 +92,11 @@ func NewOpenAI(t testing.TB, turns ...Turn) *OpenAI {
 			return map[string]any{"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fin}}}
 		}
 		send(choice(map[string]any{"role": "assistant", "content": ""}, nil))
-		for _, w := range strings.SplitAfter(ts.Text, " ") {
-			if w != "" {
-				send(choice(map[string]any{"content": w}, nil))
-			}
+		for _, w := range words(ts.Text) {
+			send(choice(map[string]any{"content": w}, nil))
 		}
-		if ts.Cut {
+		if ts.Cut || !hold(ts, r) {
 			return
-		}
-		if ts.Hold != nil {
-			select {
-			case <-ts.Hold:
-			case <-r.Context().Done():
-				return
-			}
 		}
 		for i, c := range ts.Calls {
 			half := len(c.Args) / 2
@@ -131,9 +112,6 @@ func NewOpenAI(t testing.TB, turns ...Turn) *OpenAI {
 	return f
 }
 
-// Requests are the request bodies received so far, in order.
-func (f *OpenAI) Requests() []map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]map[string]any(nil), f.seen...)
+func openAIError(_ int, msg string) any {
+	return map[string]any{"error": map[string]any{"message": msg, "type": "fake_error"}}
 }

@@ -1,8 +1,10 @@
 // Package openai is the llm.Provider for OpenAI and every server that speaks
 // its Chat Completions API (Ollama, vLLM, LM Studio, OpenRouter), built on
-// the official SDK (github.com/openai/openai-go). Chat Completions rather
-// than the Responses API because it is the one the compatible servers
-// implement.
+// the official SDK (github.com/openai/openai-go). New speaks Chat
+// Completions, the API the compatible servers implement; NewResponses speaks
+// OpenAI's Responses API (POST /responses, streamed as typed events) with
+// the same tools, schema, usage, limits and errors, for the models and
+// servers that offer it. Both list models from the same GET /models.
 package openai
 
 import (
@@ -41,8 +43,37 @@ type provider struct {
 // endpoint; a compatible server's base URL usually ends in /v1
 // ("http://127.0.0.1:11434/v1") and requests go to base + "/chat/completions".
 func New(cfg llm.Config) (llm.Provider, error) {
-	if err := cfg.Check(); err != nil {
+	p, err := newChat(cfg)
+	if err != nil {
 		return nil, err
+	}
+	return p, nil
+}
+
+// newChat is New's provider, which NewResponses also keeps for the model
+// list.
+func newChat(cfg llm.Config) (*provider, error) {
+	opts, completionTokens, err := options(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The services are built directly, not through sdk.NewClient: the client
+	// reads OPENAI_API_KEY, OPENAI_BASE_URL and friends from the environment,
+	// and a studio's calls must go where Config says with the key it gives.
+	// No request timeout is set either: ctx bounds each call.
+	return &provider{
+		chat:             sdk.NewChatCompletionService(opts...),
+		models:           sdk.NewModelService(opts...),
+		key:              cfg.APIKey,
+		completionTokens: completionTokens,
+	}, nil
+}
+
+// options are the SDK's request options for cfg, and whether the server is
+// OpenAI's own (which alone gets max_completion_tokens).
+func options(cfg llm.Config) ([]option.RequestOption, bool, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, false, err
 	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(llm.LimitedClient(cfg.HTTPClient, cfg.ResponseLimit())),
@@ -56,7 +87,7 @@ func New(cfg llm.Config) (llm.Provider, error) {
 	} else {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("%s: base URL %q is not an absolute URL", name, cfg.BaseURL)
+			return nil, false, fmt.Errorf("%s: base URL %q is not an absolute URL", name, cfg.BaseURL)
 		}
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 		completionTokens = u.Hostname() == publicHost
@@ -64,16 +95,7 @@ func New(cfg llm.Config) (llm.Provider, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	// The services are built directly, not through sdk.NewClient: the client
-	// reads OPENAI_API_KEY, OPENAI_BASE_URL and friends from the environment,
-	// and a studio's calls must go where Config says with the key it gives.
-	// No request timeout is set either: ctx bounds each call.
-	return &provider{
-		chat:             sdk.NewChatCompletionService(opts...),
-		models:           sdk.NewModelService(opts...),
-		key:              cfg.APIKey,
-		completionTokens: completionTokens,
-	}, nil
+	return opts, completionTokens, nil
 }
 
 // Chat sends one turn, streamed when stream is non-nil.

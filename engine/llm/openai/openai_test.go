@@ -380,6 +380,16 @@ func TestStructuredOutputAsksForTheSchemaNatively(t *testing.T) {
 		}
 		wantField(t, f.only().Body, "response_format", `{"type": "json_schema", "json_schema": {"name": "`+tc.want+`", "schema": `+schema+`, "strict": true}}`)
 	}
+	// A schema strict mode cannot take (an open object) is sent without
+	// strict: OpenAI refuses a strict schema that does not fit.
+	open := `{"type": "object", "properties": {"score": {"type": "integer"}}}`
+	f := newFake(t, answerJSON(200, `{"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-test",
+		"choices": [{"index": 0, "message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}]}`))
+	if _, err := f.provider(testKey, 0).Chat(context.Background(), llm.Request{Model: "gpt-test",
+		Messages: []llm.Message{{Role: llm.RoleUser, Text: "Rate it."}}, Schema: json.RawMessage(open)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantField(t, f.only().Body, "response_format", `{"type": "json_schema", "json_schema": {"name": "output", "schema": `+open+`, "strict": false}}`)
 }
 
 // A refusal under structured output comes in refusal, not content.

@@ -49,9 +49,10 @@ func (p *provider) params(req llm.Request) (sdk.ChatCompletionNewParams, error) 
 		}
 	}
 	if len(req.Schema) > 0 {
-		// Structured output natively: response_format json_schema, strict,
-		// so OpenAI constrains the reply to the schema (the caller still
-		// validates it, a compatible server may only try).
+		// Structured output natively: response_format json_schema, strict
+		// when the schema fits strict mode (OpenAI then constrains the
+		// reply to it, and refuses a strict schema that does not fit); the
+		// caller validates the reply either way.
 		schemaName := req.SchemaName
 		if schemaName == "" {
 			schemaName = "output"
@@ -64,7 +65,7 @@ func (p *provider) params(req llm.Request) (sdk.ChatCompletionNewParams, error) 
 				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
 					Name:   schemaName,
 					Schema: req.Schema,
-					Strict: sdk.Bool(true),
+					Strict: sdk.Bool(fitsStrict(req.Schema)),
 				},
 			},
 		}

@@ -1,0 +1,45 @@
+package views
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// Every agent step has a short text for the timeline and the canvas note,
+// whether the payload is the one the node emitted (integer counts) or one
+// decoded back from the store (float64); a usage event keeps its text.
+func TestAgentStepTexts(t *testing.T) {
+	long := "The weather in Paris is mild today, with a light breeze from the west and clouds later on."
+	for _, c := range []struct {
+		payload string
+		want    string
+	}{
+		{`{"step":"model_call","agent":"a","model":"gpt-4o","provider":"openai","turn":2}`, "turn 2: gpt-4o"},
+		{`{"step":"text","agent":"a","turn":1,"text":"Hello\n\n  there"}`, "writing… Hello there"},
+		{`{"step":"text","agent":"a","turn":1,"text":"` + long + `"}`, "writing… The weather in Paris is mild today, with a light breeze from…"},
+		{`{"step":"tool_call","agent":"a","turn":1,"call_id":"c1","tool":"get_weather","kind":"tool","input":{"city":"Paris"}}`, "calling get_weather"},
+		{`{"step":"tool_call","agent":"a","turn":1,"call_id":"c1","tool":"enrich","kind":"chain","input":{}}`, "calling chain enrich"},
+		{`{"step":"tool_result","agent":"a","turn":1,"call_id":"c1","tool":"get_weather","status":"ok","output":{"t":12},"duration_ms":12}`, "get_weather: ok in 12 ms"},
+		{`{"step":"tool_result","agent":"a","turn":1,"call_id":"c1","tool":"get_weather","status":"error","error":"timeout after 30 s","duration_ms":30000}`, "get_weather: error in 30.0 s: timeout after 30 s"},
+		{`{"step":"tool_result","agent":"a","turn":1,"call_id":"c1","tool":"get_weather","status":"rejected","duration_ms":0}`, "get_weather: rejected by a person"},
+		{`{"step":"tool_result","agent":"a","turn":3,"call_id":"c9","tool":"nope","status":"refused","error":"unknown tool"}`, "nope: refused: unknown tool"},
+		{`{"step":"repair","agent":"a","attempt":1,"of":2,"error":"data.score: want integer"}`, "repair 1 of 2: data.score: want integer"},
+		{`{"step":"model_usage","agent":"a","model":"m","input_tokens":12,"output_tokens":30,"reported":true,"turn":1}`, "m: 12 in, 30 out tokens"},
+		{`{"done":1,"total":3}`, "1/3"},
+	} {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(c.payload), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := progressText(m); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.payload, got, c.want)
+		}
+	}
+	emitted := map[string]any{"step": "tool_result", "tool": "echo", "status": "ok", "duration_ms": int64(3)}
+	if got := progressText(emitted); got != "echo: ok in 3 ms" {
+		t.Errorf("an emitted payload: %q", got)
+	}
+	if got := progressText(map[string]any{"step": "model_call"}); got != "turn ?" {
+		t.Errorf("no turn: %q", got)
+	}
+}
