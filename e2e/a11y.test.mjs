@@ -42,6 +42,7 @@ export const PAGES = [
   { name: 'model usage', path: '/usage' },
   { name: 'credentials', path: '/settings/credentials', ready: '#credential-form' },
   { name: 'agent', path: (f) => (f.agent ? '/agents/' + encodeURIComponent(f.agent) : null) },
+  { name: 'model agent', path: (f) => (f.modelAgent ? '/agents/' + encodeURIComponent(f.modelAgent) : null), ready: '#agent-model' },
   { name: 'login', path: '/login' },
   // The login page exists only when a token is set: a second studio, with
   // one, serves it (STUDIO_BIN, set by scripts/e2e.sh).
@@ -130,6 +131,7 @@ before(async () => {
 
   const agents = await api('GET', '/v1/agents');
   fixtures.agent = (agents.agents || []).map((a) => a.name).find((n) => n) || '';
+  fixtures.modelAgent = (agents.agents || []).find((a) => a.kind === 'model')?.name || '';
 });
 after(async () => {
   await close();
