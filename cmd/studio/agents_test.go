@@ -94,6 +94,13 @@ tools:
 	if n := len(f.Requests()); n != 2 {
 		t.Fatalf("%d model requests, want 2: the pause did not keep the conversation", n)
 	}
+	// The model is offered the built-in tool as the registry describes it,
+	// and the chain with the schema of its sample input.
+	tools := f.Requests()[0]["tools"].([]any)
+	greet, note := tools[0].(map[string]any)["function"].(map[string]any), tools[1].(map[string]any)["function"].(map[string]any)
+	if note["description"] != "Returns its input unchanged." || fmt.Sprint(greet["parameters"]) != "map[properties:map[name:map[type:string]] type:object]" {
+		t.Fatalf("tools offered %v", tools)
+	}
 
 	steps := map[string]int{}
 	var text strings.Builder

@@ -169,16 +169,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 	}
-	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget}))
-	reg.SetInline(builtin.Inline...)
-	for _, t := range builtin.Catalog() { // forms, GET /v1/tools, the input_schema rule
-		reg.SetInputSchema(t.Name, t.InputSchema)
-		reg.SetDescription(t.Name, t.Description)
-	}
-	for n, sc := range builtin.OutputSchemas() { // chain tests check their mocks against these
-		reg.SetOutputSchema(n, sc)
-	}
+	reg := builtinRegistry(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget})
 	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
