@@ -133,21 +133,35 @@ func (rt *Runtime) runModel(ctx context.Context, def *Definition, input map[stri
 			return nil, fmt.Errorf("agent %q: model %s: the provider refused to answer", def.Name, def.Model.Name)
 		}
 		out := textResult(def, reply.Text)
+		if reply.Stop == llm.StopRefused {
+			// The model declined: its words are the answer, and asking
+			// again for data would only be refused again.
+			out["refused"] = true
+			if def.Schema() != nil {
+				out["data"], out["data_error"] = nil, "the model refused to answer: "+clip.String(reply.Text, 500)
+			}
+			return withCalls(out, st), nil
+		}
 		if msg, failed := out["data_error"].(string); failed && st.Repairs < def.RepairOrDefault() {
 			st.Repairs++
 			em.step(StepRepair, map[string]any{"attempt": st.Repairs, "of": def.RepairOrDefault(), "error": msg})
 			st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Text: repairPrompt(def, msg, native)})
 			continue
 		}
-		if len(st.Calls) > 0 {
-			views := make([]any, len(st.Calls))
-			for i, c := range st.Calls {
-				views[i] = c.view()
-			}
-			out["tool_calls"] = views
-		}
-		return out, nil
+		return withCalls(out, st), nil
 	}
+}
+
+// withCalls adds the calls made, when there were any, to the result.
+func withCalls(out map[string]any, st *loopState) map[string]any {
+	if len(st.Calls) > 0 {
+		views := make([]any, len(st.Calls))
+		for i, c := range st.Calls {
+			views[i] = c.view()
+		}
+		out["tool_calls"] = views
+	}
+	return out
 }
 
 // startLoop is the conversation to go on with: the state the agent paused

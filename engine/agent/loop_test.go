@@ -481,3 +481,25 @@ func TestToolDeclarationRules(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// A refusal is the answer, marked refused, with data_error saying so; it
+// is not repaired.
+func TestRefusalIsTheAnswerAndNotRepaired(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{true, false} {
+		f := llmtest.NewOpenAI(t, llmtest.Turn{Refusal: "I can't help with that."}, llmtest.Turn{Text: `{"score": 1}`})
+		doc := fmt.Sprintf("name: scorer\nmodel: {url: \"%%URL%%\", name: fake, stream: %v}\nrepair: 2\nspec:\n  output_schema:\n    score: {type: integer}\n", stream)
+		rt, def, _ := loopRuntime(t, f, doc)
+		out, err := rt.Invoke(context.Background(), def, map[string]any{"query": "x"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out["refused"] != true || out["answer"] != "I can't help with that." || out["data"] != nil ||
+			out["data_error"] != "the model refused to answer: I can't help with that." {
+			t.Fatalf("stream %v: %v", stream, out)
+		}
+		if n := len(f.Requests()); n != 1 {
+			t.Fatalf("stream %v: %d requests: a refusal was repaired", stream, n)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type Turn struct {
 	// Hold, when set, is waited for after the text is streamed and before
 	// the calls are: a test sees the text arrive while the turn is open.
 	Hold <-chan struct{}
+	// Refusal is the model declining (OpenAI's refusal field; the
+	// OpenAI fake only).
+	Refusal string
 }
 
 // Call is one tool call of a turn; Args is its JSON arguments as sent.
@@ -68,6 +71,9 @@ func NewOpenAI(t testing.TB, turns ...Turn) *OpenAI {
 		usage := map[string]any{"prompt_tokens": 10 * n, "completion_tokens": 3, "total_tokens": 10*n + 3}
 		if req["stream"] != true {
 			msg := map[string]any{"role": "assistant", "content": ts.Text}
+			if ts.Refusal != "" {
+				msg["refusal"] = ts.Refusal
+			}
 			if len(ts.Calls) > 0 {
 				var calls []any
 				for _, c := range ts.Calls {
@@ -94,6 +100,9 @@ func NewOpenAI(t testing.TB, turns ...Turn) *OpenAI {
 		send(choice(map[string]any{"role": "assistant", "content": ""}, nil))
 		for _, w := range words(ts.Text) {
 			send(choice(map[string]any{"content": w}, nil))
+		}
+		for _, w := range words(ts.Refusal) {
+			send(choice(map[string]any{"refusal": w}, nil))
 		}
 		if ts.Cut || !hold(ts, r) {
 			return
