@@ -84,7 +84,12 @@ func agentModelView(d *agent.Definition) *views.AgentModel {
 	if m == nil {
 		return nil
 	}
-	v := &views.AgentModel{Provider: m.ProviderOrDefault(), Name: m.Name, Credential: m.Credential, KeyEnv: m.APIKeyEnv}
+	v := &views.AgentModel{Provider: m.ProviderOrDefault(), Name: m.Name, Credential: m.Credential, KeyEnv: m.APIKeyEnv,
+		MaxSteps: d.MaxStepsOrDefault(), MaxToolCalls: d.MaxToolCallsOrDefault()}
+	for i := range d.Tools {
+		t := &d.Tools[i]
+		v.Tools = append(v.Tools, views.AgentTool{Name: t.CallName(), Kind: t.Kind(), Target: t.Target(), Gated: t.Gated(), Describe: t.Description})
+	}
 	if m.URL != "" {
 		v.URL = redact.URL(m.URL)
 		return v

@@ -45,6 +45,13 @@ func TestAgentsPages(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("agent page: %d", code)
 	}
+	// A model agent's page lists its tools, and says which need a person.
+	code, body = get("/agents/greeting-assistant")
+	for _, want := range []string{`id="agent-tools"`, "<code>greet</code>", "chain <code>linear</code>", "a person approves each call", "tool <code>echo</code>", "At most 4 model turns and 4 tool calls"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("greeting-assistant's page lacks %q", want)
+		}
+	}
 	if code, _ := get("/agents/nobody"); code != http.StatusNotFound {
 		t.Errorf("unknown agent: %d, want 404", code)
 	}
