@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store/postgres/pgtest"
 )
 
@@ -377,8 +378,14 @@ func TestClusterPausedOwnerIsFenced(t *testing.T) {
 	tag2 := uuid.NewString()
 	run2 := startChainRun(t, api, chain, calls.input(tag2))
 	api.waitStatus(t, run2, "completed")
-	if o, _ := ownerOrNone(db, run2); o != "" {
-		t.Fatalf("the finished run still names an owner: %q", o)
+	// The worker releases its lease just after it writes the run's end.
+	if err := testutil.Poll(10*time.Second, func() error {
+		if o, _ := ownerOrNone(db, run2); o != "" {
+			return fmt.Errorf("the finished run still names an owner: %q", o)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if !strings.Contains(old.logs(), run2) {
 		t.Fatalf("the old owner did not execute the next run:\n%s", old.logs())
