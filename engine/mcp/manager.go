@@ -529,10 +529,10 @@ func toolNameProblem(name string) string {
 		return fmt.Sprintf("the name is longer than %d bytes", maxToolName)
 	case !utf8.ValidString(name):
 		return "the name is not valid UTF-8"
-	case strings.ContainsRune(name, '/'):
-		return "the name has a '/', which would make its id ambiguous"
 	case strings.HasPrefix(strings.ToLower(name), IDPrefix), strings.HasPrefix(name, "__chain__"):
 		return "the name looks like the id of another tool"
+	case strings.ContainsRune(name, '/'):
+		return "the name has a '/', which would make its id ambiguous"
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r) {

@@ -134,10 +134,21 @@ type goServer struct {
 	srv       *sdk.Server
 	cancelled chan error
 	started   chan struct{}
+	notified  chan string // notifications/cancelled's request ids, as the server received them
 }
 
 func newGoServer() *goServer {
-	g := &goServer{srv: sdk.NewServer(&sdk.Implementation{Name: "go-test", Version: "1.2"}, nil), cancelled: make(chan error, 1), started: make(chan struct{}, 1)}
+	g := &goServer{srv: sdk.NewServer(&sdk.Implementation{Name: "go-test", Version: "1.2"}, nil), cancelled: make(chan error, 1), started: make(chan struct{}, 1), notified: make(chan string, 4)}
+	g.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "notifications/cancelled" {
+				if p, ok := req.GetParams().(*sdk.CancelledParams); ok {
+					g.notified <- fmt.Sprint(p.RequestID)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	g.srv.AddTool(&sdk.Tool{Name: "echo", Description: "echoes", InputSchema: objectSchema}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		var args map[string]any
 		_ = json.Unmarshal(req.Params.Arguments, &args)
@@ -306,6 +317,12 @@ func TestCancellationReachesTheServer(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server's handler never saw its context end")
 	}
+	select {
+	case id := <-g.notified:
+		t.Logf("notifications/cancelled for request %s", id)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never received notifications/cancelled")
+	}
 }
 
 func TestDeadlineReachesTheServer(t *testing.T) {
@@ -322,5 +339,10 @@ func TestDeadlineReachesTheServer(t *testing.T) {
 	case <-g.cancelled:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server's handler never saw its context end")
+	}
+	select {
+	case <-g.notified:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never received notifications/cancelled")
 	}
 }
