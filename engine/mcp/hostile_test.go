@@ -17,7 +17,7 @@ import (
 // SDK's server never would.
 type stub struct {
 	initialize func(w http.ResponseWriter, id json.RawMessage) // nil: a proper answer
-	list       func(cursor string) any                       // the tools/list result
+	list       func(cursor string) any                         // the tools/list result
 	call       func(w http.ResponseWriter, id json.RawMessage)
 }
 
@@ -172,7 +172,7 @@ func TestMalformedJSONRPC(t *testing.T) {
 			m := newManager(t, opts, Server{Name: "bad", Transport: TransportHTTP, URL: startStub(t, s)})
 			c := waitFor(t, m, unavailable("bad", ""))
 			t.Logf("reason: %s", status(c, "bad").Reason)
-			if r := status(c, "bad").Reason; !strings.HasPrefix(r, "protocol error") && !strings.HasPrefix(r, "connect error") {
+			if r := status(c, "bad").Reason; !strings.HasPrefix(r, "protocol error") {
 				t.Errorf("reason = %q", r)
 			}
 		})
@@ -270,4 +270,14 @@ func TestNamesThatLookLikeOtherToolsAreDropped(t *testing.T) {
 	if _, err := m.Call(context.Background(), ToolID("odd", "__chain__agent"), nil); err == nil || !strings.Contains(err.Error(), "not in the catalog") {
 		t.Errorf("calling a dropped tool: err = %v", err)
 	}
+}
+
+func TestUnreachableServerIsAConnectError(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	url := ts.URL
+	ts.Close() // nothing listens there now
+	opts := testOptions()
+	opts.RetryDelay = time.Hour
+	m := newManager(t, opts, Server{Name: "gone", Transport: TransportHTTP, URL: url})
+	waitFor(t, m, unavailable("gone", "connect error"))
 }

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -264,9 +267,14 @@ func (s *server) reason(err error) string {
 	var why string
 	var werr *jsonrpc.Error
 	var lerr *LimitError
+	var nerr *net.OpError
+	var uerr *url.Error
+	var xerr *exec.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		why = "timeout: " + err.Error()
+	case errors.As(err, &nerr), errors.As(err, &uerr), errors.As(err, &xerr):
+		why = "connect error: " + err.Error()
 	case errors.As(err, &werr), errors.As(err, &lerr), isProtocolError(err):
 		why = "protocol error: " + err.Error()
 	default:

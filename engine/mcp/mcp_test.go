@@ -22,6 +22,11 @@ import (
 const stdioServerEnv = "CS_MCP_TEST_STDIO_SERVER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(stdioServerEnv) == "hang" { // a server that never answers and ignores stdin's end
+		_ = os.WriteFile(os.Getenv("PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o600)
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	}
 	if os.Getenv(stdioServerEnv) == "1" {
 		srv := sdk.NewServer(&sdk.Implementation{Name: "stdio-test", Version: "1"}, nil)
 		srv.AddTool(&sdk.Tool{Name: "env", InputSchema: objectSchema}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

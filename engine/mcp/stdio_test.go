@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/internal/testutil"
 )
 
 // selfServer is the test binary run as the stdio server, allow-listed.
@@ -106,4 +110,30 @@ func TestStdioProgramThatDiesIsUnavailableWithItsStderr(t *testing.T) {
 	if r := status(c, "self").Reason; !strings.Contains(r, "this-flag-does-not-exist") {
 		t.Errorf("reason = %q, want the program's stderr in it", r)
 	}
+}
+
+func TestStdioProgramThatNeverAnswersTimesOutAndIsKilled(t *testing.T) {
+	srv, opts := selfServer(t)
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	srv.Env = map[string]string{stdioServerEnv: "hang", "PIDFILE": pidfile}
+	opts.ConnectTimeout = 300 * time.Millisecond
+	opts.RetryDelay = time.Hour
+	m := newManager(t, opts, srv)
+	if st := status(m.Tools(), "self"); st.State != StateConnecting {
+		t.Errorf("state = %q, want connecting", st.State)
+	}
+	waitFor(t, m, unavailable("self", "timeout"))
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	// The session of the failed handshake is closed, which kills the program;
+	// it is reaped, so signal 0 finds no process.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("the program (pid %d) is still there: %v", pid, err)
+		}
+		return nil
+	})
 }
