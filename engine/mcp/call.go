@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // Result is a tool call's output, in the shape chains read:
@@ -57,8 +59,12 @@ func (e *ToolError) Error() string {
 	if e.Text == "" {
 		return fmt.Sprintf("mcp tool %s failed (the server gave no message)", e.Tool)
 	}
-	return fmt.Sprintf("mcp tool %s failed: %s", e.Tool, e.Text)
+	return fmt.Sprintf("mcp tool %s failed: %s", e.Tool, clip.String(e.Text, maxErrorText))
 }
+
+// maxErrorText bounds the server's text in an error's message (ToolError's
+// Text keeps all of it).
+const maxErrorText = 4 << 10
 
 // RPCError is a JSON-RPC error the server answered a call with.
 type RPCError struct {
@@ -68,7 +74,7 @@ type RPCError struct {
 }
 
 func (e *RPCError) Error() string {
-	return fmt.Sprintf("mcp tool %s: the server answered with error %d: %s", e.Tool, e.Code, e.Message)
+	return fmt.Sprintf("mcp tool %s: the server answered with error %d: %s", e.Tool, e.Code, clip.String(e.Message, maxErrorText))
 }
 
 // ErrUnavailable is wrapped by the error of a call to a server that is not
@@ -107,8 +113,14 @@ func (m *Manager) Call(ctx context.Context, toolID string, args map[string]any) 
 	if args == nil {
 		args = map[string]any{}
 	}
+	params := &sdk.CallToolParams{Name: toolName, Arguments: args}
+	if f := progressFunc(ctx); f != nil {
+		token := s.progress.add(f)
+		defer s.progress.remove(token)
+		params.SetProgressToken(token)
+	}
 	cctx, lim := withBodyLimit(ctx, m.opts.MaxResultBytes+resultSlack)
-	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: toolName, Arguments: args})
+	res, err := cs.CallTool(cctx, params)
 	tooLarge := &LimitError{What: "result", Limit: "MaxResultBytes", Max: m.opts.MaxResultBytes}
 	if err != nil {
 		var werr *jsonrpc.Error

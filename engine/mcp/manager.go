@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chainstudio/studio/engine/internal/clip"
 )
 
 // protocolVersion is the revision the client asks for. It is the last one
@@ -115,6 +117,8 @@ type server struct {
 	stderr  *tailBuffer
 	changed chan struct{} // tools/list_changed arrived
 	refresh chan struct{} // Refresh was called
+
+	progress progressTable
 
 	mu      sync.Mutex
 	status  ServerStatus
@@ -318,6 +322,9 @@ func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, transport 
 		client := sdk.NewClient(&sdk.Implementation{Name: "chain-studio", Version: "1"}, &sdk.ClientOptions{
 			Logger:                 s.opts.Logger,
 			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { poke(s.changed) },
+			ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				s.progress.report(req.Params)
+			},
 		})
 		type res struct {
 			cs  *sdk.ClientSession
@@ -445,7 +452,7 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) error {
 			droppedAll[name] = why
 		}
 		if len(dropped) < maxDropped {
-			dropped = append(dropped, DroppedTool{Name: clipName(name), Reason: why})
+			dropped = append(dropped, DroppedTool{Name: clip.String(name, maxToolName), Reason: why})
 		} else {
 			droppedMore++
 		}
@@ -548,18 +555,6 @@ func toolNameProblem(name string) string {
 		}
 	}
 	return ""
-}
-
-// clipName keeps a dropped name short enough to show.
-func clipName(name string) string {
-	if len(name) <= maxToolName {
-		return name
-	}
-	cut := maxToolName
-	for cut > 0 && !utf8.RuneStart(name[cut]) {
-		cut--
-	}
-	return name[:cut] + "…"
 }
 
 func schemaJSON(v any, limit int) (json.RawMessage, error) {

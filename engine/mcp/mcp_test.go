@@ -139,11 +139,12 @@ type goServer struct {
 	srv       *sdk.Server
 	cancelled chan error
 	started   chan struct{}
-	notified  chan string // notifications/cancelled's request ids, as the server received them
+	notified  chan string   // notifications/cancelled's request ids, as the server received them
+	release   chan struct{} // lets progress return once its notification arrived
 }
 
 func newGoServer() *goServer {
-	g := &goServer{srv: sdk.NewServer(&sdk.Implementation{Name: "go-test", Version: "1.2"}, nil), cancelled: make(chan error, 1), started: make(chan struct{}, 1), notified: make(chan string, 4)}
+	g := &goServer{srv: sdk.NewServer(&sdk.Implementation{Name: "go-test", Version: "1.2"}, nil), cancelled: make(chan error, 1), started: make(chan struct{}, 1), notified: make(chan string, 4), release: make(chan struct{})}
 	g.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if method == "notifications/cancelled" {
@@ -175,6 +176,13 @@ func newGoServer() *goServer {
 		<-ctx.Done()
 		g.cancelled <- ctx.Err()
 		return nil, ctx.Err()
+	})
+	g.srv.AddTool(&sdk.Tool{Name: "progress", InputSchema: objectSchema}, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "half way"})
+			<-g.release
+		}
+		return textResult("done"), nil
 	})
 	return g
 }
@@ -227,7 +235,7 @@ func TestStreamableHTTPServer(t *testing.T) {
 	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})
 	c := waitFor(t, m, available("go", "echo", "fail", "block"))
 	st := status(c, "go")
-	if st.Transport != TransportHTTP || st.ServerInfo != "go-test 1.2" || st.Tools != 3 {
+	if st.Transport != TransportHTTP || st.ServerInfo != "go-test 1.2" || st.Tools != 4 {
 		t.Errorf("status = %+v", st)
 	}
 	checkEchoAndFail(t, m, "go")
@@ -349,5 +357,38 @@ func TestDeadlineReachesTheServer(t *testing.T) {
 	case <-g.notified:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server never received notifications/cancelled")
+	}
+}
+
+func TestProgressReachesTheCaller(t *testing.T) {
+	g := newGoServer()
+	ts := g.streamable(t)
+	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})
+	waitFor(t, m, available("go", "progress"))
+	got := make(chan Progress, 1)
+	ctx := WithProgress(context.Background(), func(p Progress) { got <- p })
+	errc := make(chan error, 1)
+	go func() {
+		res, err := m.Call(ctx, ToolID("go", "progress"), nil)
+		if err == nil && res.Text != "done" {
+			err = fmt.Errorf("text = %q", res.Text)
+		}
+		errc <- err
+	}()
+	select {
+	case p := <-got:
+		if p != (Progress{Progress: 1, Total: 2, Message: "half way"}) {
+			t.Errorf("progress = %+v", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress arrived")
+	}
+	close(g.release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	// Without WithProgress the call asks for none.
+	if res, err := m.Call(context.Background(), ToolID("go", "progress"), nil); err != nil || res.Text != "done" {
+		t.Fatalf("%+v, %v", res, err)
 	}
 }
