@@ -53,6 +53,8 @@ type Server struct {
 type Options struct {
 	// HTTPClient carries every http and sse request. It is required for
 	// those transports so that the caller's address guard always applies.
+	// It should have no Timeout: a session's event stream lasts as long as
+	// the session (builtin.ModelHTTPClient has none).
 	HTTPClient *http.Client
 	// AllowCommand reports whether a stdio server may run the program at
 	// the resolved absolute path. Nil allows none.

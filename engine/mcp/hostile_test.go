@@ -281,3 +281,27 @@ func TestUnreachableServerIsAConnectError(t *testing.T) {
 	m := newManager(t, opts, Server{Name: "gone", Transport: TransportHTTP, URL: url})
 	waitFor(t, m, unavailable("gone", "connect error"))
 }
+
+// refusingTransport stands in for the host's address guard.
+type refusingTransport struct{}
+
+func (refusingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return nil, fmt.Errorf("address %s refused by the guard", r.URL.Host)
+}
+
+func TestEveryRequestGoesThroughTheGivenClient(t *testing.T) {
+	reached := make(chan string, 8)
+	url := startStub(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached <- r.Method }))
+	opts := testOptions()
+	opts.HTTPClient = &http.Client{Transport: refusingTransport{}}
+	opts.RetryDelay = time.Hour
+	for _, tr := range []string{TransportHTTP, TransportSSE} {
+		m := newManager(t, opts, Server{Name: "guarded", Transport: tr, URL: url, Headers: map[string]string{"Authorization": "Bearer x"}})
+		waitFor(t, m, unavailable("guarded", "refused by the guard"))
+	}
+	select {
+	case method := <-reached:
+		t.Errorf("a %s request reached the server past the client", method)
+	default:
+	}
+}
