@@ -305,3 +305,22 @@ func TestEveryRequestGoesThroughTheGivenClient(t *testing.T) {
 	default:
 	}
 }
+
+func TestHugeResultOnAnEventStreamFailsNamingTheLimit(t *testing.T) {
+	url := startStub(t, &stub{call: func(w http.ResponseWriter, id json.RawMessage) {
+		b, _ := json.Marshal(result(id, map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("x", 4<<20)}}}))
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message\ndata: %s\n\n", b)
+	}})
+	m := newManager(t, testOptions(), Server{Name: "huge", Transport: TransportHTTP, URL: url})
+	waitFor(t, m, available("huge", "big"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := m.Call(ctx, ToolID("huge", "big"), nil)
+	var le *LimitError
+	if !errors.As(err, &le) {
+		t.Fatalf("err = %v after %v, want a LimitError", err, time.Since(start))
+	}
+	t.Logf("failed after %v: %v", time.Since(start), err)
+}

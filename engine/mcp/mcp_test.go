@@ -35,6 +35,11 @@ func TestMain(m *testing.M) {
 		srv.AddTool(&sdk.Tool{Name: "pid", InputSchema: objectSchema}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return textResult(strconv.Itoa(os.Getpid())), nil
 		})
+		srv.AddTool(&sdk.Tool{Name: "big", InputSchema: objectSchema}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var args struct{ Bytes int }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			return textResult(strings.Repeat("b", args.Bytes)), nil
+		})
 		if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -137,3 +137,22 @@ func TestStdioProgramThatNeverAnswersTimesOutAndIsKilled(t *testing.T) {
 		return nil
 	})
 }
+
+func TestStdioResultsAreBounded(t *testing.T) {
+	srv, opts := selfServer(t)
+	opts.MaxResultBytes = 64 << 10
+	opts.MaxListBytes = 256 << 10 // so that a line past it is cut by the transport
+	m := newManager(t, opts, srv)
+	waitFor(t, m, available("self", "big"))
+	if res, err := m.Call(context.Background(), ToolID("self", "big"), map[string]any{"bytes": 1000}); err != nil || len(res.Text) != 1000 {
+		t.Fatalf("a small result: %v", err)
+	}
+	for _, n := range []int{100 << 10, 1 << 20} { // over the limit, and over the transport's line bound
+		_, err := m.Call(context.Background(), ToolID("self", "big"), map[string]any{"bytes": n})
+		var le *LimitError
+		if !errors.As(err, &le) || le.Limit != "MaxResultBytes" {
+			t.Errorf("%d bytes: err = %v, want a LimitError", n, err)
+		}
+		waitFor(t, m, available("self", "big")) // a cut line ends the session; it comes back
+	}
+}
