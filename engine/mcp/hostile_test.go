@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // stub is an MCP server written by hand over plain net/http, answering each
@@ -323,4 +326,30 @@ func TestHugeResultOnAnEventStreamFailsNamingTheLimit(t *testing.T) {
 		t.Fatalf("err = %v after %v, want a LimitError", err, time.Since(start))
 	}
 	t.Logf("failed after %v: %v", time.Since(start), err)
+}
+
+func TestListChangedFloodIsListedAtAPace(t *testing.T) {
+	g := newGoServer()
+	ts := g.streamable(t)
+	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})
+	waitFor(t, m, available("go", "echo"))
+	var lists atomic.Int32
+	g.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/list" {
+				lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	start := time.Now()
+	for i := range 200 {
+		g.srv.AddTool(&sdk.Tool{Name: fmt.Sprintf("flood%d", i), InputSchema: objectSchema}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return textResult(""), nil
+		})
+	}
+	waitFor(t, m, available("go", "flood199"))
+	if most := int32(time.Since(start)/minRelist) + 2; lists.Load() > most {
+		t.Errorf("%d listings in %v, want at most %d", lists.Load(), time.Since(start), most)
+	}
 }

@@ -402,7 +402,15 @@ func (s *server) serve(ctx context.Context, cs *sdk.ClientSession) (ok bool) {
 	case <-s.changed:
 	default:
 	}
+	closed := func(err error) {
+		why := "the server closed the connection"
+		if err != nil {
+			why += ": " + err.Error()
+		}
+		s.unavailable(s.reason(errors.New(why)))
+	}
 	for {
+		listed := time.Now()
 		if err := s.list(ctx, cs); err != nil {
 			if ctx.Err() == nil {
 				s.unavailable(s.reason(fmt.Errorf("listing tools: %w", err)))
@@ -418,17 +426,28 @@ func (s *server) serve(ctx context.Context, cs *sdk.ClientSession) (ok bool) {
 		case <-ctx.Done():
 			return ok
 		case err := <-ended:
-			why := "the server closed the connection"
-			if err != nil {
-				why += ": " + err.Error()
-			}
-			s.unavailable(s.reason(errors.New(why)))
+			closed(err)
 			return ok
 		case <-s.changed:
 		case <-s.refresh:
 		}
+		// A server announcing changes without pause is listed at most once
+		// per minRelist; the changes in between are covered by the next list.
+		if wait := minRelist - time.Since(listed); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return ok
+			case err := <-ended:
+				closed(err)
+				return ok
+			case <-time.After(wait):
+			}
+		}
 	}
 }
+
+// minRelist is the least time between two listings of one session.
+const minRelist = 500 * time.Millisecond
 
 // maxPages bounds the pages of one listing, against a server that hands out
 // cursors without end.
