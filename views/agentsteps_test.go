@@ -1,8 +1,12 @@
 package views
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/chainstudio/studio/engine"
 )
 
 // Every agent step has a short text for the timeline and the canvas note,
@@ -41,5 +45,26 @@ func TestAgentStepTexts(t *testing.T) {
 	}
 	if got := progressText(map[string]any{"step": "model_call"}); got != "turn ?" {
 		t.Errorf("no turn: %q", got)
+	}
+}
+
+// A piece of streamed text is a hidden timeline entry (it keeps its seq
+// and note); a tool step is a visible one.
+func TestStreamedTextIsAHiddenTimelineEntry(t *testing.T) {
+	events := []engine.Event{
+		{Seq: 7, NodeID: "ask", Phase: engine.PhaseProgress, Progress: map[string]any{"step": "text", "agent": "a", "turn": 1, "text": "Hello"}},
+		{Seq: 8, NodeID: "ask", Phase: engine.PhaseProgress, Progress: map[string]any{"step": "tool_call", "agent": "a", "turn": 1, "tool": "echo", "call_id": "c1"}},
+	}
+	var b strings.Builder
+	if err := TimelineItems(events, nil, false).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	text, tool, _ := strings.Cut(html, `data-seq="8"`)
+	if !strings.Contains(text, `data-seq="7"`) || !strings.Contains(text, "ev-text") || !strings.Contains(text, " hidden") || !strings.Contains(text, `data-progress="writing… Hello"`) {
+		t.Fatalf("the text entry: %s", text)
+	}
+	if strings.Contains(tool, "hidden") || strings.Contains(tool, "ev-text") {
+		t.Fatalf("the tool entry is hidden: %s", tool)
 	}
 }
