@@ -551,11 +551,7 @@ func (rt *Runtime) invokeOnce(ctx context.Context, def *Definition, spec *ToolSp
 		if rt.RunChain == nil {
 			return nil, fmt.Errorf("this host cannot run saved chains")
 		}
-		n, _ := ctx.Value(nestingKey{}).(int)
-		if n >= MaxChainNesting {
-			return nil, fmt.Errorf("chains called as tools nest more than %d deep (a chain that runs itself?)", MaxChainNesting)
-		}
-		out, err = rt.RunChain(context.WithValue(ctx, nestingKey{}, n+1), spec.Chain, in)
+		out, err = rt.runChainNested(ctx, spec.Chain, in)
 	default:
 		fn, ok := rt.Registry.Get(spec.Tool)
 		if !ok {

@@ -179,7 +179,7 @@ func resolveTarget(ctx context.Context, m *Model) (target, error) {
 			b = base
 		}
 		if b == "" {
-			return target{}, fmt.Errorf("model %s: model.url is required: credential %q gives no base URL (only an %s credential does)", m.Name, m.Credential, credential.OpenAICompatible)
+			return target{}, errNoBaseURL(m)
 		}
 		t.base = strings.TrimSuffix(strings.TrimRight(b, "/"), "/responses")
 		t.endpoint = t.base + "/responses"
@@ -187,7 +187,7 @@ func resolveTarget(ctx context.Context, m *Model) (target, error) {
 	}
 	if m.URL == "" {
 		if base == "" {
-			return target{}, fmt.Errorf("model %s: model.url is required: credential %q gives no base URL (only an %s credential does)", m.Name, m.Credential, credential.OpenAICompatible)
+			return target{}, errNoBaseURL(m)
 		}
 		t.base, t.endpoint = base, strings.TrimRight(base, "/")+"/chat/completions"
 		return t, nil
@@ -211,6 +211,12 @@ func resolveTarget(ctx context.Context, m *Model) (target, error) {
 	b.Path = strings.TrimSuffix(b.Path, "/chat/completions")
 	t.base, t.pin = b.String(), pin
 	return t, nil
+}
+
+// errNoBaseURL is an openai model with neither a url nor a credential that
+// gives one.
+func errNoBaseURL(m *Model) error {
+	return fmt.Errorf("model %s: model.url is required: credential %q gives no base URL (only an %s credential does)", m.Name, m.Credential, credential.OpenAICompatible)
 }
 
 // modelSecret resolves the model's credential and checks that its type fits

@@ -90,17 +90,24 @@ func (rt *Runtime) Invoke(ctx context.Context, def *Definition, input map[string
 		if rt.RunChain == nil {
 			return nil, fmt.Errorf("agent %q: this host cannot run saved chains", def.Name)
 		}
-		n, _ := ctx.Value(nestingKey{}).(int)
-		if n >= MaxChainNesting {
-			return nil, fmt.Errorf("agent %q: chain: agents nest more than %d deep (a chain that runs itself?)", def.Name, MaxChainNesting)
-		}
-		out, err := rt.RunChain(context.WithValue(ctx, nestingKey{}, n+1), def.Chain, staticInput(def, input))
+		out, err := rt.runChainNested(ctx, def.Chain, staticInput(def, input))
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: chain %s: %w", def.Name, def.Chain, err)
 		}
 		return rt.valueResult(def, out)
 	}
 	return rt.runModel(ctx, def, input, emit)
+}
+
+// runChainNested runs a saved chain for an agent (a chain: agent, or a
+// chain an agent's model calls as a tool), one level deeper: chains that
+// run agents that run chains stop at MaxChainNesting.
+func (rt *Runtime) runChainNested(ctx context.Context, name string, input map[string]any) (any, error) {
+	n, _ := ctx.Value(nestingKey{}).(int)
+	if n >= MaxChainNesting {
+		return nil, fmt.Errorf("chains run by agents nest more than %d deep (a chain that runs itself?)", MaxChainNesting)
+	}
+	return rt.RunChain(context.WithValue(ctx, nestingKey{}, n+1), name, input)
 }
 
 // staticInput is the agent's static input plus query, context and

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,12 @@ const stdioServerEnv = "CS_MCP_TEST_STDIO_SERVER"
 func TestMain(m *testing.M) {
 	if os.Getenv(stdioServerEnv) == "hang" { // a server that never answers and ignores stdin's end
 		_ = os.WriteFile(os.Getenv("PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o600)
-		time.Sleep(time.Hour)
+		// Wait for a signal nobody sends: the client kills the process
+		// group (a waiting signal.Notify also keeps the runtime from
+		// calling this a deadlock).
+		never := make(chan os.Signal, 1)
+		signal.Notify(never, os.Interrupt)
+		<-never
 		os.Exit(0)
 	}
 	if os.Getenv(stdioServerEnv) == "1" {
