@@ -92,6 +92,16 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		}
 		return nil, busy()
 	}
+	// The log was read before the run was held: a leg that ended in between
+	// (another answer's) is missing from it, and replaying it would lose that
+	// answer. Read it again now that nobody else here can write it.
+	if again, err := e.opts.Checkpointer.Load(ctx, runID); err != nil || len(again) != len(log) {
+		e.active.Delete(runID)
+		if err != nil {
+			return nil, err
+		}
+		return e.StartResume(ctx, runID, value, modifiedState, opts)
+	}
 	p := e.Prepare(ctx, start.Chain)
 	if p.plan == nil {
 		e.active.Delete(runID)
