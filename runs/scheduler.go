@@ -14,7 +14,9 @@ import (
 // ScheduleStore is what the scheduler reads and writes (store.Backend has it).
 type ScheduleStore interface {
 	ListSchedules(ctx context.Context, chainID string) ([]store.Schedule, error)
-	GetChain(ctx context.Context, id string) (*store.Chain, error)
+	// GetPublishedChain: a schedule runs the chain's published version,
+	// never the draft being edited.
+	GetPublishedChain(ctx context.Context, id string) (*store.Chain, error)
 	RecordFiring(ctx context.Context, f store.Firing) error
 	ChainBusy(ctx context.Context, chainID string) (bool, error)
 }
@@ -255,7 +257,7 @@ func (sc *Scheduler) fire(ctx context.Context, log *slog.Logger, s *store.Schedu
 // start records and launches the tick's run; a tick another process fired
 // first is left alone.
 func (sc *Scheduler) start(ctx context.Context, log *slog.Logger, s *store.Schedule, tick time.Time, note string) {
-	ch, err := sc.opts.Store.GetChain(ctx, s.ChainID)
+	ch, err := sc.opts.Store.GetPublishedChain(ctx, s.ChainID)
 	if err == nil {
 		var id string
 		id, err = sc.opts.Starter.StartTriggered(ctx, ch, s.Input, Trigger{Kind: store.TriggerSchedule, ID: s.ID, Tick: tick})

@@ -43,7 +43,7 @@ func (m *trigStore) ListSchedules(_ context.Context, _ string) ([]store.Schedule
 	return out, nil
 }
 
-func (m *trigStore) GetChain(_ context.Context, id string) (*store.Chain, error) {
+func (m *trigStore) GetPublishedChain(_ context.Context, id string) (*store.Chain, error) {
 	return &store.Chain{ID: id, Name: id, Version: 1, Doc: &engine.Chain{Name: id}}, nil
 }
 
@@ -309,7 +309,7 @@ func TestSchedulerQueuedTickPolicyChanged(t *testing.T) {
 // unknown tool), started by a real Service.
 type invalidChainStore struct{ *trigStore }
 
-func (m invalidChainStore) GetChain(_ context.Context, id string) (*store.Chain, error) {
+func (m invalidChainStore) GetPublishedChain(_ context.Context, id string) (*store.Chain, error) {
 	doc := `{"name":"broken","nodes":[{"node_id":"a","kind":"tool","name":"no_such_tool"}]}`
 	c, err := engine.Decode([]byte(doc), engine.Limits{})
 	return &store.Chain{ID: id, Name: "broken", Version: 1, Doc: c}, err

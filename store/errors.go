@@ -80,6 +80,22 @@ var (
 	ErrSignatureUsed = &Error{Code: ECONFLICT, Message: "the webhook signature has been used already"}
 )
 
+// ErrNotPublished: a chain has no published version. Its code is ECONFLICT:
+// the chain exists, but nothing of it may run by name until it is published.
+var ErrNotPublished = &Error{Code: ECONFLICT, Message: "not published"}
+
+// NotPublishedError: the chain was asked for at its published version and
+// none is published. errors.Is(err, ErrNotPublished) is true.
+type NotPublishedError struct {
+	ChainID, Name string
+}
+
+func (e *NotPublishedError) Error() string {
+	return fmt.Sprintf("chain %q has no published version: publish it, or run a version by number", e.Name)
+}
+
+func (e *NotPublishedError) Unwrap() error { return ErrNotPublished }
+
 // ConflictError: a chain name is already used by another (non-deleted) chain.
 // errors.Is(err, ErrNameTaken) is true; its code is ECONFLICT.
 type ConflictError struct {

@@ -20,7 +20,26 @@ type Chain struct {
 	Created     time.Time
 	Updated     time.Time
 	Doc         *engine.Chain
+	// Published is the version triggers, webhooks, API runs that name no
+	// version, skill calls and MCP tools run; Version (the newest) is the
+	// draft the designer edits. They differ while there are unpublished
+	// changes.
+	Published Publication
 }
+
+// Publication says which version of a chain is published, when, by whom
+// and why. Version 0: nothing is published (the chain cannot be run by a
+// trigger or by name).
+type Publication struct {
+	Version int
+	At      time.Time
+	By      string
+	Message string
+}
+
+// Unpublished reports whether the chain has versions newer than the one
+// published.
+func (c *Chain) Unpublished() bool { return c.Version != c.Published.Version }
 
 // ChainSummary is one row of ListChains.
 type ChainSummary struct {
@@ -29,6 +48,7 @@ type ChainSummary struct {
 	Description   string
 	Version       int
 	NodeCount     int
+	Published     int // the published version (0: none)
 	Created       time.Time
 	Updated       time.Time
 	LastRunStatus engine.RunStatus

@@ -35,6 +35,14 @@ type ChainStore interface {
 	SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind VersionKind) (*Chain, error)
 	// GetChain returns a live chain at its current version.
 	GetChain(ctx context.Context, id string) (*Chain, error)
+	// GetPublishedChain returns a live chain with Doc and Version at its
+	// published version (ErrNotFound wrapped in a *NotPublishedError when
+	// none is published).
+	GetPublishedChain(ctx context.Context, id string) (*Chain, error)
+	// PublishChain makes version v (0: the current one) the published
+	// version, recording who published it and why. baseVersion, when not 0,
+	// must still be the current version (else a *VersionConflictError).
+	PublishChain(ctx context.Context, id string, v, baseVersion int, by, message string) (*Chain, error)
 	// GetChainByName returns the live chain with the given name.
 	GetChainByName(ctx context.Context, name string) (*Chain, error)
 	// ResolveChain returns the current document of the live chain named

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -443,6 +444,56 @@ func (s *Server) nameVersion(c echo.Context) error {
 	}
 	c.Response().Header().Set("ETag", etag(ch.Version))
 	return c.JSON(http.StatusCreated, s.chainAnswer(c, ch))
+}
+
+// publishBody is the body of POST /v1/chains/{id}/publish.
+type publishBody struct {
+	Version int    `json:"version"` // the version to publish; 0: the current one (the draft)
+	Message string `json:"message"` // why, shown in the history
+}
+
+// POST /v1/chains/{id}/publish {"version"?, "message"?} (If-Match: the
+// draft the person looked at): make a version the one triggers, webhooks,
+// runs by name, skill calls and MCP tools run. A version with validation
+// errors is refused (422 chain_invalid with the issues), so what is
+// published can always run.
+func (s *Server) publishChain(c echo.Context) error {
+	var body publishBody
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	if body.Version < 0 {
+		return apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf("version must be a positive integer, got %d", body.Version), map[string]any{"path": "version"})
+	}
+	if msg := strings.TrimSpace(body.Message); len(msg) > store.MaxVersionMessage {
+		return apiError(EBADREQUEST, "message_too_long",
+			fmt.Sprintf("the message is %d bytes, over the limit of %d", len(msg), store.MaxVersionMessage), map[string]any{"path": "message"})
+	}
+	base, err := ifMatch(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	ch, err := s.chainAt(ctx, id, body.Version)
+	if err != nil {
+		return err
+	}
+	if err := s.runs.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
+		var inv *runs.InvalidChainError
+		if errors.As(err, &inv) {
+			return apiError(EINVALID, engine.CodeInvalid,
+				fmt.Sprintf("version %d cannot be published: %s (fix them, then publish)", ch.Version, inv.Error()),
+				map[string]any{"issues": inv.Issues, "version": ch.Version})
+		}
+		return err
+	}
+	pub, err := s.db.PublishChain(ctx, id, ch.Version, base, callerOf(c).Name, body.Message)
+	if err != nil {
+		return staleTag(c, err, fmt.Sprintf("chain %q", id))
+	}
+	c.Response().Header().Set("ETag", etag(pub.Version))
+	return c.JSON(http.StatusOK, s.chainAnswer(c, pub))
 }
 
 // GET /v1/chains/{id}/diff?from=&to=

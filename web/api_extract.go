@@ -49,7 +49,7 @@ func (s *Server) extractChain(c echo.Context) error {
 	if err := checkName(body.Name); err != nil {
 		return err
 	}
-	if _, err := s.db.ResolveChain(ctx, body.Name); err == nil {
+	if _, err := s.db.GetChainByName(ctx, body.Name); err == nil {
 		return apiError(ECONFLICT, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", body.Name), map[string]any{"name": body.Name})
 	}
 	parent, sub, err := edit.Extract(doc, body.Nodes, body.Name)

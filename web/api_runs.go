@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
@@ -53,18 +54,24 @@ func runLocation(c echo.Context, id string) {
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/runs/"+url.PathEscape(id))
 }
 
-// POST /v1/chains/{id}/runs {input}
+// POST /v1/chains/{id}/runs {input, version?}: version is "published" (the
+// default), "current" (the newest, the designer's draft) or a number.
 func (s *Server) startRun(c echo.Context) error {
 	var body struct {
-		Input map[string]any `json:"input"`
+		Input   map[string]any  `json:"input"`
+		Version json.RawMessage `json:"version"`
 	}
 	if err := bindJSON(c, &body); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	ch, err := s.db.GetChain(ctx, c.Param("id"))
+	choice, err := versionChoice(body.Version)
 	if err != nil {
-		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+		return err
+	}
+	ctx := c.Request().Context()
+	ch, err := s.chainToRun(ctx, c.Param("id"), choice)
+	if err != nil {
+		return err
 	}
 	id, err := s.runs.Start(ctx, ch, body.Input)
 	if err != nil {
@@ -72,6 +79,26 @@ func (s *Server) startRun(c echo.Context) error {
 	}
 	runLocation(c, id)
 	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id), "chain_id": ch.ID, "chain_version": ch.Version})
+}
+
+// chainToRun reads chain id at the version a run asks for: "" or
+// "published" the published one, "current" the newest, else a number.
+func (s *Server) chainToRun(ctx context.Context, id, choice string) (*store.Chain, error) {
+	switch choice {
+	case "", "published":
+		ch, err := s.db.GetPublishedChain(ctx, id)
+		if err != nil {
+			return nil, storeErr(err, fmt.Sprintf("chain %q", id))
+		}
+		return ch, nil
+	case "current":
+		return s.chainAt(ctx, id, 0)
+	}
+	v, err := strconv.Atoi(choice)
+	if err != nil || v < 1 {
+		return nil, apiError(EBADREQUEST, "bad_json", `version must be "published", "current" or a version number (1 or more)`, map[string]any{"path": "version"})
+	}
+	return s.chainAt(ctx, id, v)
 }
 
 // maxRunsPage bounds a page of the runs list (API and page).

@@ -419,7 +419,8 @@ func (s *Server) callHook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.db.GetChain(ctx, h.ChainID)
+	// The published version: an edit in progress never runs from a hook.
+	ch, err := s.db.GetPublishedChain(ctx, h.ChainID)
 	if err != nil {
 		return storeErr(err, fmt.Sprintf("chain %q", h.ChainID))
 	}

@@ -14,14 +14,27 @@ import (
 
 // chainFields is a saved chain at its current version.
 type chainFields struct {
-	ID          string        `json:"id"`
-	Name        string        `json:"name"`
-	Description string        `json:"description,omitempty"`
-	Version     int           `json:"version"`
-	NodeCount   int           `json:"node_count"`
-	Created     time.Time     `json:"created"`
-	Updated     time.Time     `json:"updated"`
-	Doc         *engine.Chain `json:"doc"`
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Version     int       `json:"version"`
+	NodeCount   int       `json:"node_count"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+	// Published is the version triggers, webhooks, runs that name no
+	// version, skill calls and MCP tools run; Version is the newest (the
+	// draft). UnpublishedChanges: they differ.
+	Published          publicationJSON `json:"published"`
+	UnpublishedChanges bool            `json:"unpublished_changes"`
+	Doc                *engine.Chain   `json:"doc"`
+}
+
+// publicationJSON says which version of a chain is published (0: none).
+type publicationJSON struct {
+	Version int       `json:"version"`
+	At      time.Time `json:"at,omitzero"`
+	By      string    `json:"by,omitempty"`
+	Message string    `json:"message,omitempty"`
 }
 
 // chainJSON is a saved chain as the API shows it: the stored chain and,
@@ -43,6 +56,8 @@ func toChainJSON(ch *store.Chain, issues []engine.Issue) chainJSON {
 	return chainJSON{chainFields: chainFields{
 		ID: ch.ID, Name: ch.Name, Description: ch.Description, Version: ch.Version,
 		NodeCount: ch.NodeCount, Created: ch.Created, Updated: ch.Updated, Doc: ch.Doc,
+		Published:          publicationJSON{Version: ch.Published.Version, At: ch.Published.At, By: ch.Published.By, Message: ch.Published.Message},
+		UnpublishedChanges: ch.Unpublished(),
 	}, Issues: issues, Valid: !engine.HasErrors(issues)}
 }
 
@@ -53,6 +68,7 @@ type chainSummaryJSON struct {
 	Description   string           `json:"description,omitempty"`
 	Version       int              `json:"version"`
 	NodeCount     int              `json:"node_count"`
+	Published     int              `json:"published_version"`
 	Created       time.Time        `json:"created"`
 	Updated       time.Time        `json:"updated"`
 	LastRunStatus engine.RunStatus `json:"last_run_status,omitempty"`
@@ -63,7 +79,7 @@ func toChainSummariesJSON(rows []store.ChainSummary) []chainSummaryJSON {
 	out := make([]chainSummaryJSON, len(rows))
 	for i, s := range rows {
 		out[i] = chainSummaryJSON{
-			ID: s.ID, Name: s.Name, Description: s.Description, Version: s.Version, NodeCount: s.NodeCount,
+			ID: s.ID, Name: s.Name, Description: s.Description, Version: s.Version, NodeCount: s.NodeCount, Published: s.Published,
 			Created: s.Created, Updated: s.Updated, LastRunStatus: s.LastRunStatus, LastRunAt: s.LastRunAt,
 		}
 	}

@@ -127,6 +127,7 @@ func domainError(err error) *APIError {
 		ans  *engine.AnswerError
 		inv  *runs.InvalidChainError
 		rule *engine.AnswerRuleError
+		np   *store.NotPublishedError
 	)
 	switch {
 	case err == nil:
@@ -143,6 +144,8 @@ func domainError(err error) *APIError {
 		return apiError(ECONFLICT, "version_conflict",
 			fmt.Sprintf("the chain was changed since version %d: it is at version %d; reload it and apply your edit again", ve.Base, ve.Current),
 			map[string]any{"current_version": ve.Current, "base_version": ve.Base})
+	case errors.As(err, &np):
+		return apiError(ECONFLICT, "not_published", np.Error(), map[string]any{"chain_id": np.ChainID})
 	case errors.Is(err, store.ErrNotFound):
 		return apiError(ENOTFOUND, "not_found", err.Error(), nil)
 	case errors.Is(err, store.ErrInvalid):

@@ -74,6 +74,7 @@ var routeActions = map[string]action{
 	"DELETE /v1/chains/:id":                   actEdit,
 	"GET /v1/chains/:id/versions":             actRead,
 	"POST /v1/chains/:id/versions":            actEdit,
+	"POST /v1/chains/:id/publish":             actEdit,
 	"GET /v1/chains/:id/versions/:v":          actRead,
 	"POST /v1/chains/:id/versions/:v/restore": actEdit,
 	"GET /v1/chains/:id/diff":                 actRead,

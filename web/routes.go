@@ -28,6 +28,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.DELETE("/chains/:id", s.deleteChain)
 	v1.GET("/chains/:id/versions", s.listVersions)
 	v1.POST("/chains/:id/versions", s.nameVersion)
+	v1.POST("/chains/:id/publish", s.publishChain)
 	v1.GET("/chains/:id/versions/:v", s.getVersion)
 	v1.POST("/chains/:id/versions/:v/restore", s.restoreVersion)
 	v1.GET("/chains/:id/diff", s.diffVersions)

@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -27,4 +29,50 @@ func TestMigratedUnderFormerNames(t *testing.T) {
 			return Open(context.Background(), path, Options{migrationFiles: files})
 		},
 		func(db *DB) storetest.Queryer { return db.r })
+}
+
+// A database from before publishing existed opens with each chain's newest
+// version published, so its triggers and runs by name go on running what
+// they ran.
+func TestChainsBeforePublishingArePublishedAtTheirNewest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	before := fstest.MapFS{}
+	for _, m := range migrations() {
+		if strings.HasSuffix(m.Name, "_add_published_versions.sql") {
+			break
+		}
+		before[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := Open(ctx, path, Options{migrationFiles: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written as that studio wrote them: a chain at version 2.
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO chains (id, name, description, current_version, node_count, created_at, updated_at)
+VALUES ('c1', 'old', '', 2, 3, 1, 2)`); err != nil {
+		t.Fatal(err)
+	}
+	for v, n := range []int{2, 3} {
+		doc, _ := json.Marshal(storetest.SampleChain("old", n))
+		if _, err := db.w.ExecContext(ctx, `INSERT INTO chain_versions (chain_id, version, name, node_count, message, kind, doc, created_at)
+VALUES ('c1', ?, 'old', ?, '', 'save', ?, 1)`, v+1, n, string(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	ch := struct{ ID string }{"c1"}
+	db, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got, err := db.GetChain(ctx, ch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Published.Version != 2 || got.Unpublished() || got.Published.At.IsZero() {
+		t.Fatalf("after the upgrade: published %+v of version %d", got.Published, got.Version)
+	}
 }

@@ -72,6 +72,10 @@ func (s *Store) CreateChain(ctx context.Context, doc *engine.Chain, message stri
 	ch := &store.Chain{
 		ID: uuid.NewString(), Name: doc.Name, Description: doc.Description, Version: 1,
 		NodeCount: len(doc.Nodes), Created: FromMicros(Micros(now)), Updated: FromMicros(Micros(now)),
+		// A new chain is published as it is created: its first version is a
+		// deliberate save (the API, an import, "New chain"), and a chain made
+		// by the API runs by name at once. Edits after it are the draft.
+		Published: store.Publication{Version: 1, At: FromMicros(Micros(now)), Message: message},
 	}
 	err = s.writeTx(ctx, func(tx *Tx) error {
 		holder, err := nameHolder(ctx, tx, doc.Name, "")
@@ -81,8 +85,9 @@ func (s *Store) CreateChain(ctx context.Context, doc *engine.Chain, message stri
 		if holder != "" {
 			return &store.ConflictError{Name: doc.Name, ChainID: holder}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO chains (id, name, description, current_version, node_count, created_at, updated_at)
-VALUES (?, ?, ?, 1, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, Micros(now), Micros(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chains (id, name, description, current_version, node_count, created_at, updated_at,
+  published_version, published_at, published_message)
+VALUES (?, ?, ?, 1, ?, ?, ?, 1, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, Micros(now), Micros(now), Micros(now), message); err != nil {
 			if s.d.IsUniqueViolation(err) {
 				return &store.ConflictError{Name: doc.Name}
 			}
@@ -143,13 +148,17 @@ func (s *Store) SaveChainAs(ctx context.Context, id string, baseVersion int, doc
 func (s *Store) saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time, keepSame bool) (*store.Chain, error) {
 	var cur int
 	var created int64
-	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur, &created)
+	var pub store.Publication
+	var pubAt sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at, published_version, published_at, published_by, published_message
+FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur, &created, &pub.Version, &pubAt, &pub.By, &pub.Message)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
+	pub.At = FromNullMicros(pubAt)
 	if base != nil && *base != cur {
 		return nil, &store.VersionConflictError{ChainID: id, Base: *base, Current: cur}
 	}
@@ -165,7 +174,7 @@ WHERE v.chain_id = ? AND v.version = ?`, body, id, cur).Scan(&same, &updated)
 		if same {
 			return &store.Chain{
 				ID: id, Name: doc.Name, Description: doc.Description, Version: cur, NodeCount: len(doc.Nodes),
-				Created: FromMicros(created), Updated: FromMicros(updated),
+				Created: FromMicros(created), Updated: FromMicros(updated), Published: pub,
 			}, nil
 		}
 	}
@@ -195,11 +204,12 @@ WHERE id = ? AND current_version = ?`, doc.Name, doc.Description, next, len(doc.
 	}
 	return &store.Chain{
 		ID: id, Name: doc.Name, Description: doc.Description, Version: next, NodeCount: len(doc.Nodes),
-		Created: FromMicros(created), Updated: FromMicros(Micros(now)),
+		Created: FromMicros(created), Updated: FromMicros(Micros(now)), Published: pub,
 	}, nil
 }
 
-const chainCols = `id, name, description, current_version, node_count, created_at, updated_at`
+const chainCols = `id, name, description, current_version, node_count, created_at, updated_at,
+  published_version, published_at, published_by, published_message`
 
 // loadDoc returns version v of chain id's document, from the cache of
 // decoded documents when it is there.
@@ -225,21 +235,33 @@ func (s *Store) loadDoc(ctx context.Context, q rowQueryer, id string, v int) (*e
 }
 
 // getChain reads a live chain's row (where is "id = ?" or "name = ?") and
-// its current document.
-func (s *Store) getChain(ctx context.Context, where string, arg any) (*store.Chain, error) {
+// its current document, or with published its published version's (Version,
+// NodeCount and Doc are then the published version's).
+func (s *Store) getChain(ctx context.Context, where string, arg any, published bool) (*store.Chain, error) {
 	var ch store.Chain
 	err := s.readTx(ctx, func(tx *Tx) error {
 		var created, updated int64
+		var pubAt sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT `+chainCols+` FROM chains WHERE `+where+` AND deleted_at IS NULL`, arg).
-			Scan(&ch.ID, &ch.Name, &ch.Description, &ch.Version, &ch.NodeCount, &created, &updated)
+			Scan(&ch.ID, &ch.Name, &ch.Description, &ch.Version, &ch.NodeCount, &created, &updated,
+				&ch.Published.Version, &pubAt, &ch.Published.By, &ch.Published.Message)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		ch.Created, ch.Updated = FromMicros(created), FromMicros(updated)
+		ch.Created, ch.Updated, ch.Published.At = FromMicros(created), FromMicros(updated), FromNullMicros(pubAt)
+		if published {
+			if ch.Published.Version == 0 {
+				return &store.NotPublishedError{ChainID: ch.ID, Name: ch.Name}
+			}
+			ch.Version = ch.Published.Version
+		}
 		ch.Doc, err = s.loadDoc(ctx, tx, ch.ID, ch.Version)
+		if err == nil && published {
+			ch.NodeCount = len(ch.Doc.Nodes)
+		}
 		return err
 	})
 	if err != nil {
@@ -250,28 +272,73 @@ func (s *Store) getChain(ctx context.Context, where string, arg any) (*store.Cha
 
 // GetChain returns a live chain at its current version.
 func (s *Store) GetChain(ctx context.Context, id string) (*store.Chain, error) {
-	ch, err := s.getChain(ctx, "id = ?", id)
+	ch, err := s.getChain(ctx, "id = ?", id, false)
 	if err != nil {
 		return nil, fmt.Errorf("store: get chain %s: %w", id, err)
 	}
 	return ch, nil
 }
 
+// GetPublishedChain returns a live chain at its published version.
+func (s *Store) GetPublishedChain(ctx context.Context, id string) (*store.Chain, error) {
+	ch, err := s.getChain(ctx, "id = ?", id, true)
+	if err != nil {
+		return nil, fmt.Errorf("store: get chain %s: %w", id, err)
+	}
+	return ch, nil
+}
+
+// PublishChain makes version v (0: the current one) the published version.
+func (s *Store) PublishChain(ctx context.Context, id string, v, baseVersion int, by, message string) (*store.Chain, error) {
+	message = strings.TrimSpace(message)
+	if len(message) > store.MaxVersionMessage {
+		return nil, fmt.Errorf("store: publish chain %s: %w: the message is %d bytes, at most %d", id, store.ErrInvalid, len(message), store.MaxVersionMessage)
+	}
+	now := s.now().UTC()
+	err := s.writeTx(ctx, func(tx *Tx) error {
+		var cur int
+		err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if baseVersion != 0 && baseVersion != cur {
+			return &store.VersionConflictError{ChainID: id, Base: baseVersion, Current: cur}
+		}
+		if v == 0 {
+			v = cur
+		}
+		if v < 1 || v > cur {
+			return fmt.Errorf("%w: version %d does not exist (the chain has versions 1 to %d)", store.ErrNotFound, v, cur)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE chains SET published_version = ?, published_at = ?, published_by = ?, published_message = ?
+WHERE id = ?`, v, Micros(now), by, message, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: publish chain %s: %w", id, err)
+	}
+	return s.GetChain(ctx, id)
+}
+
 // GetChainByName returns the live chain with the given name.
 func (s *Store) GetChainByName(ctx context.Context, name string) (*store.Chain, error) {
-	ch, err := s.getChain(ctx, "name = ?", name)
+	ch, err := s.getChain(ctx, "name = ?", name, false)
 	if err != nil {
 		return nil, fmt.Errorf("store: get chain %q: %w", name, err)
 	}
 	return ch, nil
 }
 
-// ResolveChain returns the current document of the live chain named name; it
-// is the lookup the engine uses for sub-chains (skill nodes).
+// ResolveChain returns the published document of the live chain named name;
+// it is the lookup the engine uses for sub-chains (skill nodes), so a chain
+// being edited is called as it was published, never half-edited.
 func (s *Store) ResolveChain(ctx context.Context, name string) (*engine.Chain, error) {
-	ch, err := s.GetChainByName(ctx, name)
+	ch, err := s.getChain(ctx, "name = ?", name, true)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: get chain %q: %w", name, err)
 	}
 	return ch.Doc, nil
 }
@@ -309,7 +376,7 @@ func (s *Store) ListChains(ctx context.Context, f store.ChainFilter) ([]store.Ch
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM chains c WHERE `+countWhere, countArgs...).Scan(&total); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name, c.description, c.current_version, c.node_count, c.created_at, c.updated_at,
+		rows, err := tx.QueryContext(ctx, `SELECT c.id, c.name, c.description, c.current_version, c.node_count, c.published_version, c.created_at, c.updated_at,
   (SELECT r.status FROM runs r WHERE r.chain_id = c.id ORDER BY r.started_at DESC, r.id LIMIT 1),
   (SELECT r.started_at FROM runs r WHERE r.chain_id = c.id ORDER BY r.started_at DESC, r.id LIMIT 1)
 FROM chains c WHERE `+where+`
@@ -324,7 +391,7 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 			var created, updated int64
 			var status sql.NullString
 			var lastAt sql.NullInt64
-			if err := rows.Scan(&s.ID, &s.Name, &s.Description, &s.Version, &s.NodeCount, &created, &updated, &status, &lastAt); err != nil {
+			if err := rows.Scan(&s.ID, &s.Name, &s.Description, &s.Version, &s.NodeCount, &s.Published, &created, &updated, &status, &lastAt); err != nil {
 				return err
 			}
 			s.Created, s.Updated = FromMicros(created), FromMicros(updated)

@@ -364,3 +364,63 @@ func testNoOpSave(t *testing.T, open Opener) {
 		t.Fatalf("name version: %+v %v", got, err)
 	}
 }
+
+// A new chain is published at version 1; saves after it are a draft that
+// GetPublishedChain and ResolveChain (skill calls) do not see until
+// PublishChain moves the published version, recording who and why.
+func testPublish(t *testing.T, open Opener) {
+	db := open(t)
+	ctx := context.Background()
+	ch, err := db.CreateChain(ctx, SampleChain("pub", 2), "created")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Published.Version != 1 || ch.Unpublished() {
+		t.Fatalf("created: published %+v", ch.Published)
+	}
+	if _, err := db.SaveChainAs(ctx, ch.ID, 1, SampleChain("pub", 3), "edit", store.VersionAutosave); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := db.GetChain(ctx, ch.ID)
+	if err != nil || cur.Version != 2 || cur.Published.Version != 1 || !cur.Unpublished() {
+		t.Fatalf("after an edit: %+v %v", cur, err)
+	}
+	pub, err := db.GetPublishedChain(ctx, ch.ID)
+	if err != nil || pub.Version != 1 || len(pub.Doc.Nodes) != 2 || pub.NodeCount != 2 {
+		t.Fatalf("published chain: %+v %v", pub, err)
+	}
+	if doc, err := db.ResolveChain(ctx, "pub"); err != nil || len(doc.Nodes) != 2 {
+		t.Fatalf("a skill call resolves the draft: %v", err)
+	}
+	if _, err := db.PublishChain(ctx, ch.ID, 0, 1, "ann", "stale"); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("stale base: %v", err)
+	}
+	if _, err := db.PublishChain(ctx, ch.ID, 5, 0, "ann", ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown version: %v", err)
+	}
+	if _, err := db.PublishChain(ctx, "nope", 0, 0, "ann", ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown chain: %v", err)
+	}
+	if _, err := db.PublishChain(ctx, ch.ID, 0, 0, "ann", strings.Repeat("m", store.MaxVersionMessage+1)); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("long message: %v", err)
+	}
+	got, err := db.PublishChain(ctx, ch.ID, 0, 2, "ann", "  ready  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 2 || got.Published.Version != 2 || got.Published.By != "ann" || got.Published.Message != "ready" || got.Published.At.IsZero() || got.Unpublished() {
+		t.Fatalf("published: %+v", got.Published)
+	}
+	if doc, err := db.ResolveChain(ctx, "pub"); err != nil || len(doc.Nodes) != 3 {
+		t.Fatalf("after publishing, a skill call resolves %v nodes: %v", doc, err)
+	}
+	rows, _, err := db.ListChains(ctx, store.ChainFilter{Name: "pub"})
+	if err != nil || len(rows) != 1 || rows[0].Published != 2 {
+		t.Fatalf("list: %+v %v", rows, err)
+	}
+	// Saving keeps the publication (the draft moves on without it).
+	saved, err := db.SaveChain(ctx, ch.ID, 2, SampleChain("pub", 4), "")
+	if err != nil || saved.Published.Version != 2 || saved.Published.By != "ann" {
+		t.Fatalf("a save after publishing: %+v %v", saved, err)
+	}
+}

@@ -36,6 +36,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunInfo", testRunInfo},
 		{"ChainLifecycle", testChainLifecycle},
 		{"NameVersion", testNameVersion},
+		{"Publish", testPublish},
 		{"NoOpSave", testNoOpSave},
 		{"StaleBaseVersion", testStaleBaseVersion},
 		{"ChainsKeysetPaging", testChainsKeysetPaging},
