@@ -24,6 +24,7 @@ export const PAGES = [
   { name: 'editor', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]' },
   { name: 'editor, Run dialog', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]', act: openDialog('#btn-run', '#run-dialog') },
   { name: 'editor, Save version dialog', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]', act: openDialog('#btn-save-version', '#save-version-dialog') },
+  { name: 'editor, Publish dialog', path: (f) => '/chains/' + f.chain, ready: '#editor[data-ready="1"]', act: openDialog('#btn-publish', '#publish-dialog') },
   { name: 'versions', path: (f) => '/chains/' + f.chain + '/versions' },
   { name: 'versions with a diff', path: (f) => '/chains/' + f.chain + '/versions?v=1', ready: '#versions[data-ready="1"]' },
   { name: 'runs of a chain', path: (f) => '/chains/' + f.chain + '/runs' },

@@ -141,7 +141,7 @@ test('export from the editor: a file for git (literal < > &, 2-space indent, sam
   await page.waitForSelector('#editor[data-ready="1"]');
   const files = [];
   for (let i = 0; i < 2; i++) {
-    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#btn-export')]);
+    const [dl] = await Promise.all([page.waitForEvent('download'), (async () => { await page.click('#export-menu > summary'); await page.click('#btn-export'); })()]);
     files.push(readFileSync(await dl.path(), 'utf8'));
   }
   assert.equal(files[0], files[1], 'two exports are byte-identical');

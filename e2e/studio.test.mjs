@@ -294,7 +294,7 @@ test('runs and versions pages: history, visual diff, restore', async () => {
 test('export matches the API, import a file, import errors are shown before saving', async () => {
   const page = await open('/chains/' + builtChainId);
   await page.waitForSelector('#editor[data-ready="1"]');
-  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#btn-export')]);
+  const [download] = await Promise.all([page.waitForEvent('download'), (async () => { await page.click('#export-menu > summary'); await page.click('#btn-export'); })()]);
   const file = await download.path();
   const exported = readFileSync(file, 'utf8');
   const fromAPI = await (await fetch(BASE + '/v1/chains/' + builtChainId + '/export?format=studio')).text();

@@ -45,6 +45,7 @@ func (s *Server) pageRoutes(e *echo.Echo) {
 
 	e.GET("/chains/:id/versions", s.pageVersions)
 	e.POST("/chains/:id/versions/:v/restore", s.pageRestore)
+	e.POST("/chains/:id/versions/:v/publish", s.pagePublishVersion)
 }
 
 // render writes a templ component as an HTML response.

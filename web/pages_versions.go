@@ -47,3 +47,24 @@ func (s *Server) pageRestore(c echo.Context) error {
 	}
 	return pageRedirect(c, "/chains/"+ch.ID)
 }
+
+// pagePublishVersion publishes version v (the versions page's "Publish vN",
+// a rollback as much as a release) and shows the versions page again.
+func (s *Server) pagePublishVersion(c echo.Context) error {
+	v, err := strconv.Atoi(c.Param("v"))
+	if err != nil || v < 1 {
+		return s.formRefusal(c, "Cannot publish", EBADREQUEST, "bad_parameter", "version must be a positive number")
+	}
+	ctx := c.Request().Context()
+	ch, err := s.chainAt(ctx, pageParam(c, "id"), v)
+	if err != nil {
+		return s.formError(c, "Cannot publish", err)
+	}
+	if err := s.runs.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
+		return s.formError(c, "Cannot publish v"+strconv.Itoa(v), err)
+	}
+	if _, err := s.db.PublishChain(ctx, ch.ID, v, 0, callerOf(c).Name, ""); err != nil {
+		return s.formError(c, "Cannot publish", err)
+	}
+	return pageRedirect(c, "/chains/"+ch.ID+"/versions?v="+strconv.Itoa(v))
+}

@@ -38,6 +38,7 @@ var routeActions = map[string]action{
 	"GET /chains/:id/runs":                 actRead,
 	"GET /chains/:id/versions":             actRead,
 	"POST /chains/:id/versions/:v/restore": actEdit,
+	"POST /chains/:id/versions/:v/publish": actEdit,
 	"GET /runs":                            actRead,
 	"GET /runs/:id":                        actRead,
 	"GET /runs/:id/timeline":               actRead,

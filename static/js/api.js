@@ -19,9 +19,10 @@ const JSON_TYPE = 'application/json';
 
 // request sends one request and returns its Response when the status is
 // 2xx. opts.body is sent as JSON (an object is encoded, a string is sent as
-// it is); opts.accept is 'json' (the default) or 'html'.
+// it is); opts.accept is 'json' (the default) or 'html'; opts.headers adds
+// headers (If-Match).
 export async function request(method, path, opts = {}) {
-  const headers = { Accept: opts.accept === 'html' ? 'text/html' : JSON_TYPE };
+  const headers = { Accept: opts.accept === 'html' ? 'text/html' : JSON_TYPE, ...(opts.headers || {}) };
   let body;
   if (opts.body !== undefined) {
     headers['Content-Type'] = JSON_TYPE;

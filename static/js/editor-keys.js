@@ -120,6 +120,19 @@ export function install(ed) {
     $('run-submit').disabled = !!err;
   });
 
+  // ---- The Export menu --------------------------------------------------------------
+
+  // A <details> menu closes on a click elsewhere, after a choice, and on
+  // Escape (the focus goes back to its button).
+  const exportMenu = $('export-menu');
+  if (exportMenu) {
+    document.addEventListener('click', (e) => { if (exportMenu.open && !exportMenu.contains(e.target)) exportMenu.open = false; });
+    exportMenu.addEventListener('click', (e) => { if (e.target.closest('a')) exportMenu.open = false; });
+    exportMenu.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && exportMenu.open) { e.preventDefault(); e.stopPropagation(); exportMenu.open = false; exportMenu.querySelector('summary').focus(); }
+    });
+  }
+
   // ---- Save version… -------------------------------------------------------------
 
   // "Save version…": the edits are saved already; this names the current

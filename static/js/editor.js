@@ -14,6 +14,7 @@
 //   editor-props.js      the property panel and renaming (editor-rename.js)
 //   editor-table.js      the node list and the validation panel's links
 //   editor-keys.js       keyboard shortcuts, the toolbar, Run… and Save version…
+//   editor-publish.js    Publish… and whether the draft is what is published
 // Add-ons (navigate.js, notes.js, …) use window.__studio and the
 // studio:ready / studio:rebuilt / studio:saved events.
 import * as api from './api.js';
@@ -23,6 +24,7 @@ import * as clipboard from './editor-clipboard.js';
 import * as docPart from './editor-doc.js';
 import * as keys from './editor-keys.js';
 import * as props from './editor-props.js';
+import * as publish from './editor-publish.js';
 import * as savePart from './editor-save.js';
 import * as table from './editor-table.js';
 
@@ -63,6 +65,7 @@ export function whenReady(fn) {
   props.install(ed);
   table.install(ed);
   keys.install(ed);
+  publish.install(ed);
   window.__studio = {
     rtts: ed.rtts, saveSteps: ed.saveSteps,
     get doc() { return ed.doc; }, get cy() { return ed.cy; }, get version() { return ed.version; },
