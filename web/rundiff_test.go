@@ -121,6 +121,7 @@ func TestRunDiffAcrossVersions(t *testing.T) {
 	v2 = strings.Replace(v2, `{"node_id":"skip_log","kind":"tool","name":"echo","input":{"message":"no items"}},`, "", 1)
 	v2 = strings.Replace(v2, `,{"source":"skip_log","target":"report"}`, "", 1)
 	wantStatus(t, do(t, ts, "PUT", "/v1/chains/"+id, v2, "If-Match", `"v1"`), http.StatusOK)
+	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+id+"/publish", `{}`), http.StatusOK) // runs by id run the published version
 	b := startAndWait(t, ts, id, `{"items":[1]}`)
 
 	r := do(t, ts, "GET", "/v1/runs/"+a+"/diff/"+b, nil)

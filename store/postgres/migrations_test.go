@@ -21,6 +21,10 @@ func TestMigratedUnderFormerNames(t *testing.T) {
 	for i, name := range formerMigrationNames {
 		former[name] = &fstest.MapFile{Data: []byte(migrations()[i].SQL)}
 	}
+	// Migrations added since had no former name.
+	for _, m := range migrations()[len(formerMigrationNames):] {
+		former[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
+	}
 	dsn := pgtest.Schema(t)
 	storetest.MigratedUnderFormerNames(t, former, SchemaVersion(),
 		func(files fs.FS) (*DB, error) { return Open(context.Background(), dsn, Options{migrationFiles: files}) },

@@ -23,6 +23,10 @@ func TestMigratedUnderFormerNames(t *testing.T) {
 	for i, name := range formerMigrationNames {
 		former[name] = &fstest.MapFile{Data: []byte(migrations()[i].SQL)}
 	}
+	// Migrations added since had no former name.
+	for _, m := range migrations()[len(formerMigrationNames):] {
+		former[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
+	}
 	path := filepath.Join(t.TempDir(), "former.db")
 	storetest.MigratedUnderFormerNames(t, former, SchemaVersion(),
 		func(files fs.FS) (*DB, error) {
