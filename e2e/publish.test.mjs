@@ -5,6 +5,7 @@
 // a draft with errors is refused with the issue named.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { launch, close, open, api, BASE, SHOTS, waitSaved } from './lib.mjs';
@@ -87,5 +88,45 @@ test('a draft with errors is not published: the dialog names the issue', async (
   await page.keyboard.press('Escape');
   // the refused publish is the one failed request Chromium reports
   assert.deepEqual(page.errors.splice(0), ['console error: Failed to load resource: the server responded with a status of 422 (Unprocessable Entity)']);
+  await page.done();
+});
+
+test('webhooks you can try: copy buttons, a curl line that works, Send test event opens the run', async () => {
+  const chain = await api('POST', '/v1/chains', {
+    name: 'tryable ' + uniq(),
+    sample_input: { who: 'the sample' },
+    nodes: [{ node_id: 'greet', kind: 'tool', name: 'echo', input_map: { who: 'input.who' }, position: { x: 0, y: 0 } }],
+    edges: [],
+  });
+  const page = await open(`/chains/${chain.id}`);
+  await page.waitForSelector('#editor[data-ready="1"]');
+  await page.click('#btn-add-hook');
+  await page.waitForSelector('#hook-dialog[open]');
+  await page.click('#hook-submit');
+  await page.waitForSelector('#hook-created:not([hidden])');
+  const secret = await page.inputValue('#hook-secret');
+  const url = await page.inputValue('#hook-url');
+  const curl = await page.inputValue('#hook-curl');
+  assert.ok(curl.includes(secret) && curl.includes(url), 'the curl line carries the secret and the URL');
+  await page.click('button.copy[data-copy="hook-url"]');
+  assert.match(await page.textContent('#copy-status'), /Copied|Selected/);
+  await page.screenshot({ path: join(SHOTS, 'webhook-created.png') });
+
+  // The line, run by a shell as a person would paste it: it signs and sends.
+  const out = execFileSync('bash', ['-c', curl], { encoding: 'utf8', timeout: 20000 });
+  const sent = JSON.parse(out);
+  assert.ok(sent.run_id, out);
+  // …and again: it signs at the time it runs, so it is not a replay.
+  assert.ok(JSON.parse(execFileSync('bash', ['-c', curl.replace('from curl', 'again')], { encoding: 'utf8', timeout: 20000 })).run_id);
+  await page.click('#hook-cancel');
+
+  // Send test event: the run page of the run it started, said to be
+  // started by the webhook, with the chain's sample input.
+  await page.waitForSelector('#hooks-list button:has-text("Send test event")');
+  await Promise.all([page.waitForURL(/\/runs\//), page.click('#hooks-list button:has-text("Send test event")')]);
+  assert.match(await page.textContent('#run-trigger'), /started by webhook/);
+  const runID = page.url().split('/runs/')[1];
+  const run = await api('GET', '/v1/runs/' + runID);
+  assert.deepEqual(run.input, { who: 'the sample' });
   await page.done();
 });

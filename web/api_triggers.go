@@ -324,6 +324,42 @@ func (s *Server) deleteHook(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// POST /v1/chains/{id}/hooks/{hid}/test {"input"?}: "Send test event". The
+// hook fires as a signed call would, with input (default: the published
+// version's sample_input, else {}), so the run is one a sender would start:
+// the published version, started by this webhook. The caller is a signed-in
+// editor, so no signature is asked for and none is spent.
+func (s *Server) testHook(c echo.Context) error {
+	var body struct {
+		Input map[string]any `json:"input"`
+	}
+	if err := bindJSON(c, &body); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	h, err := s.db.GetHook(ctx, c.Param("hid"))
+	if err != nil || h.ChainID != c.Param("id") {
+		return storeErr(store.ErrNotFound, fmt.Sprintf("hook %q of chain %q", c.Param("hid"), c.Param("id")))
+	}
+	ch, err := s.db.GetPublishedChain(ctx, h.ChainID)
+	if err != nil {
+		return storeErr(err, fmt.Sprintf("chain %q", h.ChainID))
+	}
+	input := body.Input
+	if input == nil && ch.Doc != nil {
+		input = ch.Doc.SampleInput
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	id, err := s.runs.StartTriggered(ctx, ch, input, runs.Trigger{Kind: store.TriggerWebhook, ID: h.ID})
+	if err != nil {
+		return err
+	}
+	runLocation(c, id)
+	return c.JSON(http.StatusAccepted, map[string]any{"run_id": id, "status": s.startedStatus(id), "chain_id": ch.ID, "chain_version": ch.Version})
+}
+
 // SignHook returns the X-Studio-Signature value of a webhook call: what a
 // sender computes (and what the tests send).
 func SignHook(secret string, at time.Time, body []byte) string {

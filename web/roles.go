@@ -113,6 +113,7 @@ var routeActions = map[string]action{
 	"DELETE /v1/chains/:id/schedules/:sid":    actEdit,
 	"POST /v1/chains/:id/hooks":               actEdit, // answers the new hook's secret once
 	"DELETE /v1/chains/:id/hooks/:hid":        actEdit,
+	"POST /v1/chains/:id/hooks/:hid/test":     actEdit,   // runs the chain as the hook would
 	"POST /v1/hooks/:hook_id":                 actPublic, // authenticated by its HMAC signature, not a role
 	"GET /v1/runs/:id/usage":                  actRead,
 	"GET /v1/usage":                           actRead,

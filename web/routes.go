@@ -46,6 +46,8 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.DELETE("/chains/:id/schedules/:sid", s.deleteSchedule)
 	v1.POST("/chains/:id/hooks", s.createHook)
 	v1.DELETE("/chains/:id/hooks/:hid", s.deleteHook)
+	v1.POST("/chains/:id/hooks/:hid/test", s.testHook) // "Send test event"
+
 	v1.POST("/hooks/:hook_id", s.callHook) // signed, not the token (publicPath)
 
 	v1.POST("/validate", s.validateDocument)

@@ -45,6 +45,7 @@ import * as common from './common.js';
       el('div', { class: 'trig-meta', text: h.sync ? `answers with the output (waits up to ${Math.round(h.sync_timeout_ms / 1000)} s)` : 'answers 202 with the run id' }),
       firingsList(h.firings),
       el('div', { class: 'row' },
+        button('Send test event', 'Send a test event to the webhook ' + h.path + ' and open its run', (e) => sendTest(h, e.currentTarget)),
         button('Remove', 'Remove the webhook ' + h.path, () => remove(base + '/hooks/' + encodeURIComponent(h.id), 'the webhook ' + h.path)))))
       : [el('li', { class: 'trig-none', text: 'No webhook.' })]));
   }
@@ -53,6 +54,20 @@ import * as common from './common.js';
     const b = el('button', { type: 'button', 'aria-label': label, text });
     b.addEventListener('click', fn);
     return b;
+  }
+
+  // sendTest fires the hook as a signed call would (the server signs
+  // nothing: the editor is signed in) with the chain's sample input, and
+  // opens the run it started.
+  async function sendTest(h, btn) {
+    btn.disabled = true;
+    try {
+      const r = await api.post(base + '/hooks/' + encodeURIComponent(h.id) + '/test', {});
+      window.location.assign('/runs/' + encodeURIComponent(r.run_id));
+    } catch (err) {
+      btn.disabled = false;
+      window.alert('Not sent: ' + err.message);
+    }
   }
 
   async function load() {
@@ -130,7 +145,33 @@ import * as common from './common.js';
     $('hook-sync').focus();
   });
   $('hook-cancel').addEventListener('click', () => hdlg.close());
-  hdlg.addEventListener('close', () => { $('hook-secret').value = ''; $('btn-add-hook').focus(); });
+
+  // curlLine is a shell line that signs a body with the secret (openssl) at
+  // the time it runs and sends it: a ready try that works more than once.
+  function curlLine(url, secret) {
+    const q = (v) => "'" + v.replace(/'/g, "'\\''") + "'";
+    return 'body=\'{"hello":"from curl"}\'; t=$(date +%s); ' +
+      'sig=$(printf \'%s.%s\' "$t" "$body" | openssl dgst -sha256 -hmac ' + q(secret) + ' -r | cut -d" " -f1); ' +
+      'curl -sS -X POST ' + q(url) + ' -H \'Content-Type: application/json\' -H "X-Studio-Signature: t=$t,v1=$sig" -d "$body"';
+  }
+
+  // Copy buttons copy their field; where the clipboard is not open to the
+  // page (plain http off loopback), the text is selected to copy by hand.
+  hdlg.addEventListener('click', async (e) => {
+    const b = e.target.closest('button.copy');
+    if (!b) return;
+    const field = $(b.dataset.copy);
+    const status = $('copy-status');
+    try {
+      await navigator.clipboard.writeText(field.value);
+      status.textContent = 'Copied.';
+    } catch {
+      field.focus();
+      field.select();
+      status.textContent = 'Selected: press Ctrl+C to copy.';
+    }
+  });
+  hdlg.addEventListener('close', () => { $('hook-secret').value = ''; $('hook-curl').value = ''; $('copy-status').textContent = ''; $('btn-add-hook').focus(); });
   $('hook-form').addEventListener('submit', async (e) => {
     e.preventDefault();
     const sync = $('hook-sync').checked;
@@ -141,6 +182,7 @@ import * as common from './common.js';
       const h = await api.json('POST', base + '/hooks', body);
       $('hook-secret').value = h.secret;
       $('hook-url').value = window.location.origin + h.path;
+      $('hook-curl').value = curlLine(window.location.origin + h.path, h.secret);
       $('hook-created').hidden = false;
       $('hook-submit').hidden = true;
       $('hook-sync').disabled = $('hook-timeout').disabled = true;
