@@ -304,7 +304,7 @@ func EditorPage(ch *store.Chain, issues []engine.Issue) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</div><div id=\"conflict\" class=\"banner warn\" role=\"alert\" hidden><span id=\"conflict-text\">Another tab saved this chain first. Your last change was not saved.</span> <button type=\"button\" id=\"btn-reload\">Reload the saved version</button></div><div class=\"editor-body\"><aside data-needs=\"edit\" class=\"palette\" aria-label=\"Node kinds: click to add, or drag onto the canvas\"><h2>Add</h2>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</div><div id=\"conflict\" class=\"banner warn\" role=\"alert\" hidden><span id=\"conflict-text\">Another tab saved this chain first. Your last change was not saved.</span> <button type=\"button\" id=\"btn-reload\">Reload the saved version</button></div><div class=\"editor-body\"><aside data-needs=\"edit\" class=\"palette\" aria-label=\"Node kinds: click to add (after the selected node, connected to it), or drag onto the canvas\"><h2>Add</h2>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -117,22 +117,44 @@ export function install(ed) {
   };
 
   // addNode adds a node of kind at pos (else a free spot in view), selects
-  // it and gives its fields the focus.
+  // it and gives its fields the focus. With one node selected, the new node
+  // comes after it: placed to its right (unless dropped somewhere) and
+  // connected from it in the same undo step, a branch's or condition's edge
+  // taking its next free label, as n8n's "+" does.
   ed.addNode = (kind, pos) => {
     const cy = ed.cy;
     const id = ed.uniqueNodeId(kind);
     const n = Object.assign({ node_id: id, kind }, DEFAULTS[kind] ? DEFAULTS[kind]() : {});
-    if (!pos) pos = freeSpot();
+    const selected = cy.nodes(':selected').not('.eh-handle');
+    const after = selected.length === 1 ? ed.doc.nodes.find((x) => x.node_id === selected[0].id()) : null;
+    if (!pos) pos = after && after.position ? spotAfter(after) : freeSpot();
     n.position = { x: Math.round(pos.x), y: Math.round(pos.y) };
+    const link = after ? newEdge(ed.doc, after.node_id, id, ed.doc.edges) : null;
     ed.mutate(() => {
       ed.doc.nodes.push(n);
       cy.add(canvas.nodeElement(n));
+      if (link && link.edge) {
+        ed.doc.edges.push(link.edge);
+        cy.add(canvas.edgeElement(link.edge));
+      }
     });
     cy.$(':selected').unselect();
     cy.getElementById(id).select();
     ed.focusPropsNext = true; // the new node's fields come next
     return id;
   };
+
+  // spotAfter is a free place to the right of node n, below the nodes that
+  // already follow it.
+  function spotAfter(n) {
+    const busy = (x, y) => ed.doc.nodes.some((m) => m.position && Math.abs(m.position.x - x) < 180 && Math.abs(m.position.y - y) < 80);
+    const x = n.position.x + 260;
+    for (let k = 0; k < 20; k++) {
+      const y = n.position.y + (k % 2 ? -1 : 1) * Math.ceil(k / 2) * 100;
+      if (!busy(x, y)) return { x, y };
+    }
+    return { x, y: n.position.y };
+  }
 
   // freeSpot finds a place near the middle of the view that no node covers.
   function freeSpot() {
