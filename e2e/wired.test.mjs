@@ -54,3 +54,25 @@ test('a node added while another is selected is placed after it and connected', 
   await page.screenshot({ path: join(SHOTS, 'wired.png') });
   await page.done();
 });
+
+test('at 1366×768 the toolbar (one line), the canvas and the properties are all in view', async () => {
+  const chain = await api('POST', '/v1/chains', { name: 'room to edit ' + uniq(), nodes: [{ node_id: 'a', kind: 'tool', name: 'echo', position: { x: 0, y: 0 } }], edges: [] });
+  const page = await open();
+  await page.setViewportSize({ width: 1366, height: 768 });
+  await page.goto((await import('./lib.mjs')).BASE + `/chains/${chain.id}`);
+  await page.waitForSelector('#editor[data-ready="1"]');
+  const boxes = await page.evaluate(() => {
+    const box = (sel) => { const r = document.querySelector(sel).getBoundingClientRect(); return { top: r.top, bottom: r.bottom, left: r.left, right: r.right, height: r.height, width: r.width }; };
+    const tools = [...document.querySelectorAll('.toolbar > *:not(.sep):not(.visually-hidden)')].filter((e) => e.offsetParent !== null).map((e) => e.getBoundingClientRect().top);
+    return { toolbar: box('.toolbar'), canvas: box('#cy'), props: box('#props'), tops: tools, scroll: document.documentElement.scrollHeight, inner: window.innerHeight, scrollW: document.documentElement.scrollWidth, innerW: window.innerWidth };
+  });
+  const rows = new Set(boxes.tops.map((t) => Math.round(t / 10)));
+  assert.ok(rows.size <= 2 && Math.max(...boxes.tops) - Math.min(...boxes.tops) < 12, 'the toolbar keeps one line: ' + JSON.stringify(boxes.tops));
+  for (const [name, b] of Object.entries({ toolbar: boxes.toolbar, canvas: boxes.canvas, properties: boxes.props })) {
+    assert.ok(b.top >= 0 && b.bottom <= 768 && b.left >= 0 && b.right <= 1366 && b.height > 40, `${name} is in view: ${JSON.stringify(b)}`);
+  }
+  assert.ok(boxes.canvas.width >= 600 && boxes.canvas.height >= 300, 'the canvas has room: ' + JSON.stringify(boxes.canvas));
+  assert.ok(boxes.scrollW <= boxes.innerW, 'no sideways scrolling');
+  await page.screenshot({ path: join(SHOTS, 'editor-1366.png') });
+  await page.done();
+});

@@ -218,7 +218,7 @@ export function install(ed) {
       if (target === 'chain' && !ed.doc.name) ed.doc.name = 'untitled';
       if (target === 'node') ed.refreshNode(obj.node_id);
       if (target === 'edge') ed.refreshEdge(obj.id);
-      if (target === 'chain') ed.$('chain-title').textContent = ed.doc.name;
+      if (target === 'chain') { ed.$('chain-title').textContent = ed.doc.name; ed.$('chain-title').title = ed.doc.name; }
     }, { noCheckpoint: !cp });
     if (target === 'node' && receivesOf() !== before) refreshReceives();
   }
