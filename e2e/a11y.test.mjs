@@ -97,6 +97,7 @@ before(async () => {
   doc.nodes[0].input_map.x = 'input.y || input.x';
   await api('PUT', '/v1/chains/' + ch.id + '?version=1', doc);
   await api('POST', '/v1/chains/' + ch.id + '/versions', { message: 'Reviewed <ok>' });
+  await api('POST', '/v1/chains/' + ch.id + '/publish', { message: 'Reviewed <ok>' }); // runs by id run the published version
   const done = await api('POST', '/v1/chains/' + ch.id + '/runs', { input: { x: 3 } });
   fixtures.completed = done.run_id;
   await waitRun(done.run_id, ['completed']);

@@ -145,6 +145,7 @@ test('runs of two versions: the nodes and edges only A\'s chain had are drawn, m
   const chain = await api('POST', '/v1/chains', { name, nodes: [node('a', 0), node('b', 220), node('c', 440)], edges: [{ source: 'a', target: 'b' }, { source: 'b', target: 'c' }] });
   const a = await runAndWait(chain.id, {});
   await api('PUT', '/v1/chains/' + chain.id + '?version=1', { name, nodes: [node('a', 0), node('b', 220), node('d', 440)], edges: [{ source: 'a', target: 'b' }, { source: 'b', target: 'd' }] });
+  await api('POST', '/v1/chains/' + chain.id + '/publish', {}); // a run by id runs the published version
   const b = await runAndWait(chain.id, {});
   assert.equal(b.chain_version, 2);
   const page = await open('/runs/' + a.id + '/diff/' + b.id);
