@@ -72,8 +72,8 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   assert.equal((await page.textContent('#tests-badge')).trim(), '1 passed');
   assert.match(await page.getAttribute('#tests-badge', 'class'), /\bok\b/);
   const li = page.locator('#tests-list li.test[data-name="seven is scored"]');
-  assert.equal(await li.locator('details').getAttribute('open'), '', 'the saved test is open');
-  assert.equal(await page.evaluate(() => document.activeElement.id), 'test-json-0', 'its JSON has the focus');
+  assert.equal(await li.locator('details').first().getAttribute('open'), '', 'the saved test is open');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'test-0-name', 'its form has the focus');
   const saved = JSON.parse(await page.inputValue('#test-json-0'));
   assert.deepEqual(saved.mocks, { wait: { ms: 1, n: 7 } }, 'the delay node is mocked with what it gave');
   assert.deepEqual(saved.assert.not_ran, ['small']);
@@ -102,16 +102,21 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   assert.match(box, /"value": 1/);
   await page.screenshot({ path: join(SHOTS, 'editor-test-fail.png') });
 
-  // Edit the test as JSON: an invalid JSON is refused on the spot.
+  // Edit the test as JSON (the advanced view): an invalid JSON is refused on the spot.
+  await li.locator('details.test-json > summary').click();
   await page.fill('#test-json-0', '{ nope');
   await li.locator('button', { hasText: 'Apply' }).click();
   assert.match(await li.locator('.test-msg').textContent(), /not JSON/);
 
-  // Add a test with the keyboard: its JSON opens focused; Ctrl+Enter applies.
+  // Add a test with the keyboard: its form opens focused on the name; its
+  // JSON (advanced) takes a test whole, Ctrl+Enter applies it.
   await page.focus('#btn-add-test');
   await page.keyboard.press('Enter');
-  await page.waitForSelector('#test-json-1');
-  assert.equal(await page.evaluate(() => document.activeElement.id), 'test-json-1');
+  await page.waitForSelector('#test-1-name');
+  await testsDone(page);
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'test-1-name');
+  const li2 = page.locator('#tests-list li.test[data-index="1"]');
+  await li2.locator('details.test-json > summary').click();
   await page.fill('#test-json-1', JSON.stringify({ name: 'small numbers', input: { n: 2 }, mocks: { wiat: { n: 2 } }, assert: { ran: ['small'] } }));
   await page.keyboard.press('Control+Enter');
   await waitSaved(page);
@@ -121,9 +126,15 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '2 failed · 0 passed');
   await page.screenshot({ path: join(SHOTS, 'editor-test-invalid.png') });
-  // fixed: it passes; the first still fails
-  await page.fill('#test-json-1', JSON.stringify({ name: 'small numbers', input: { n: 2 }, mocks: { wait: { n: 2 } }, assert: { ran: ['small'], not_ran: ['score'] } }));
-  await page.keyboard.press('Control+Enter');
+  // Fixed with the form: the mock's node picked from the chain's nodes,
+  // score must not run; Apply. It passes; the first still fails.
+  await li2.locator('details.test-json > summary').click(); // back to the form
+  await page.waitForSelector('#tests-list li.test[data-index="1"] .tf-mock select');
+  await li2.locator('.tf-mock select').selectOption('wait');
+  await li2.locator('select[aria-label="Node score must"]').selectOption('not_ran');
+  assert.equal(await li2.locator('select[aria-label="Node small must"]').inputValue(), 'ran');
+  await page.screenshot({ path: join(SHOTS, 'editor-test-form.png') });
+  await li2.locator('button', { hasText: 'Apply' }).click();
   await waitSaved(page);
   await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '1 failed · 1 passed');
@@ -135,6 +146,7 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   assert.equal(await page.getAttribute('#editor', 'data-test-fail-nodes'), '');
   const doc = await api('GET', '/v1/chains/' + chain.id);
   assert.deepEqual(doc.doc.tests.map((t) => t.name), ['small numbers'], 'the saved version keeps the edited tests');
+  assert.deepEqual(doc.doc.tests[0], { name: 'small numbers', input: { n: 2 }, mocks: { wait: { n: 2 } }, assert: { ran: ['small'], not_ran: ['score'] } }, 'the form wrote the test');
   await page.done();
 });
 

@@ -5,6 +5,7 @@
 // opens on the new test.
 import * as api from './api.js';
 import * as common from './common.js';
+import * as testform from './testform.js';
 (function () {
   const $ = (id) => document.getElementById(id);
   const el = (tag, attrs, ...kids) => common.el(tag, attrs, ...kids);
@@ -61,11 +62,16 @@ import * as common from './common.js';
   let running = false;
   let again = false;
   let open = new Set(); // indexes of the tests shown opened
+  let jsonOpen = new Set(); // indexes of the tests whose JSON view is open
   const wanted = new URLSearchParams(window.location.search).get('test');
   if (wanted !== null && /^\d+$/.test(wanted)) open.add(Number(wanted));
   let focusWanted = wanted !== null;
 
   const tests = () => ((studio() && studio().doc && studio().doc.tests) || []);
+  // forms[i] is test i's form while the test is what it was built from, so a
+  // re-render after a save keeps what is being typed in it.
+  let forms = new Map();
+  const nodeIDs = () => ((studio() && studio().doc && studio().doc.nodes) || []).map((n) => n.node_id);
 
   async function runTests() {
     if (running) { again = true; return; }
@@ -122,11 +128,16 @@ import * as common from './common.js';
 
   function render() {
     setBadge();
+    // A form is moved into the new list whole, which takes the focus from
+    // it: what had the focus gets it back, where the caret was.
+    const active = document.activeElement;
+    const inForm = active && active.closest && active.closest('.test-form') ? active : null;
+    const caret = inForm && 'selectionStart' in inForm ? [inForm.selectionStart, inForm.selectionEnd] : null;
     const ts = tests();
     // Keep what a person is typing: a re-render after a save must not lose an
     // unapplied edit or the focus.
     const kept = new Map();
-    for (const a of list.querySelectorAll('textarea')) {
+    for (const a of list.querySelectorAll('textarea[id^="test-json-"]')) {
       const i = Number(a.id.replace('test-json-', ''));
       const dirty = ts[i] === undefined || a.value !== JSON.stringify(ts[i], null, 2);
       if (dirty || a === document.activeElement) kept.set(i, { value: a.value, dirty, focused: a === document.activeElement, start: a.selectionStart, end: a.selectionEnd });
@@ -145,22 +156,43 @@ import * as common from './common.js';
       if (r && r.failures && r.failures.length) {
         det.append(el('ul', { class: 'test-failures', 'aria-label': 'Failing assertions' }, ...r.failures.map(failureItem)));
       }
+      const key = JSON.stringify(t);
+      let f = forms.get(i);
+      if (!f || f.key !== key) {
+        f = { key, built: testform.build(t, nodeIDs(), 'test-' + i) };
+        forms.set(i, f);
+      }
       const area = el('textarea', { id: 'test-json-' + i, spellcheck: 'false', 'aria-label': 'Test ' + (t.name || i) + ' as JSON' });
       area.value = JSON.stringify(t, null, 2);
+      const json = el('details', { class: 'advanced test-json' }, el('summary', { text: 'Advanced: the test as JSON' }),
+        el('label', { for: 'test-json-' + i, class: 'hint', text: 'Test as JSON (name, input, mocks, errors, assert; see docs/chain-format.md, "Tests"). Ctrl+Enter applies it.' }), area);
+      if (jsonOpen.has(i)) json.open = true;
+      json.addEventListener('toggle', () => {
+        if (json.open) jsonOpen.add(i); else jsonOpen.delete(i);
+        // toggle comes a moment after the click: a render in between drew
+        // the view anew, which takes the state now
+        const cur = list.querySelector('li.test[data-index="' + i + '"] details.test-json');
+        if (cur && cur !== json && cur.open !== json.open) cur.open = json.open;
+      });
       const msg = el('div', { role: 'alert', class: 'test-msg' });
       const apply = el('button', { type: 'button', class: 'primary', text: 'Apply' });
       const del = el('button', { type: 'button', text: 'Delete test' });
-      apply.addEventListener('click', () => applyTest(i, area, msg));
+      // Apply takes the JSON when it was edited, else the form.
+      const applyAny = () => (json.open && area.value !== JSON.stringify(t, null, 2) ? applyTest(i, area, msg) : applyForm(i, f.built, msg));
+      apply.addEventListener('click', applyAny);
+      f.built.form.onkeydown = (e) => { if ((e.ctrlKey || e.metaKey) && e.key === 'Enter') { e.preventDefault(); applyForm(i, f.built, msg); } };
       area.addEventListener('keydown', (e) => { if ((e.ctrlKey || e.metaKey) && e.key === 'Enter') { e.preventDefault(); applyTest(i, area, msg); } });
       del.addEventListener('click', () => deleteTest(i));
-      det.append(el('div', { class: 'test-edit' },
-        el('label', { for: 'test-json-' + i, class: 'hint', text: 'Test as JSON (name, input, mocks, errors, assert; see docs/chain-format.md, "Tests"). Ctrl+Enter applies.' }),
-        area, el('div', { class: 'row' }, apply, del), msg));
+      det.append(el('div', { class: 'test-edit' }, f.built.form, json, el('div', { class: 'row' }, apply, del), msg));
       li.append(det);
       return li;
     });
     if (report && report.error) items.unshift(el('li', { class: 'form-error', text: 'The tests could not run: ' + report.error }));
     list.replaceChildren(...items);
+    if (inForm && document.contains(inForm)) {
+      inForm.focus({ preventScroll: true });
+      if (caret && caret[0] !== null) { try { inForm.setSelectionRange(caret[0], caret[1]); } catch { /* not a text field */ } }
+    }
     for (const [i, k] of kept) {
       const a = $('test-json-' + i);
       if (!a) continue;
@@ -170,10 +202,20 @@ import * as common from './common.js';
     showNode();
     if (focusWanted && ts.length && report) {
       focusWanted = false;
-      const i = Number(wanted);
-      const area = $('test-json-' + i);
-      if (area) { area.closest('li').scrollIntoView({ block: 'nearest' }); area.focus({ preventScroll: true }); }
+      const f = forms.get(Number(wanted));
+      if (f) { f.built.form.closest('li').scrollIntoView({ block: 'nearest' }); f.built.focus(); }
     }
+  }
+
+  function applyForm(i, built, msg) {
+    let t;
+    try { t = built.read(); } catch (err) {
+      msg.replaceChildren(el('div', { class: 'form-error', text: 'Not applied: ' + err.message + '.' }));
+      return;
+    }
+    msg.replaceChildren(el('span', { class: 'hint', text: 'Applied: saving, then the tests run again (problems show under Validation).' }));
+    open.add(i);
+    studio().edit(() => { studio().doc.tests[i] = t; });
   }
 
   function applyTest(i, area, msg) {
@@ -188,17 +230,20 @@ import * as common from './common.js';
     }
     msg.replaceChildren(el('span', { class: 'hint', text: 'Applied: saving, then the tests run again (problems show under Validation).' }));
     open.add(i);
+    area.value = JSON.stringify(t, null, 2); // applied: no longer an edit to keep
     studio().edit(() => { studio().doc.tests[i] = t; });
   }
 
   function deleteTest(i) {
     open = new Set([...open].filter((k) => k !== i).map((k) => (k > i ? k - 1 : k)));
+    jsonOpen = new Set([...jsonOpen].filter((k) => k !== i).map((k) => (k > i ? k - 1 : k)));
     studio().edit(() => {
       const d = studio().doc;
       d.tests.splice(i, 1);
       if (!d.tests.length) delete d.tests;
     });
     list.replaceChildren(); // the indexes moved: nothing typed is kept by index
+    forms = new Map();
     render();
   }
 
@@ -210,11 +255,10 @@ import * as common from './common.js';
     const t = { name, input: d.sample_input || {}, assert: { status: 'completed' } };
     const i = tests().length;
     open.add(i);
-    focusWanted = true;
     studio().edit(() => { if (!d.tests) d.tests = []; d.tests.push(t); });
     render();
-    const area = $('test-json-' + i);
-    if (area) area.focus();
+    const f = forms.get(i);
+    if (f) f.built.focus();
   }
 
   // ---- failing assertions on the canvas -------------------------------------
