@@ -261,6 +261,10 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   note("POST /v1/chains/{id}/versions");
   const named = must(await c.POST("/v1/chains/{id}/versions", { params: { path: { id } }, body: { message: "named", version: 2 } }), "name version");
   check(named.version === 3, "named version");
+  note("POST /v1/chains/{id}/publish");
+  check(named.published.version === 1 && named.unpublished_changes === true, "edits are a draft until published");
+  const published = must(await c.POST("/v1/chains/{id}/publish", { params: { path: { id }, header: { "If-Match": '"v3"' } }, body: { message: "ready" } }), "publish");
+  check(published.published.version === 3 && published.published.message === "ready" && published.unpublished_changes === false, "published the draft");
   note("GET /v1/chains/{id}/versions/{v}");
   const v1 = must(await c.GET("/v1/chains/{id}/versions/{v}", { params: { path: { id, v: 1 } } }), "version 1");
   check(v1.version === 1 && v1.kind === "save", "version 1 answer");
@@ -467,6 +471,9 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   });
   const firedRun = must(fired, "call hook");
   check(fired.response.status === 200 && firedRun.status === "completed" && typeof firedRun.run_id === "string", "a sync hook answers the finished run");
+  note("POST /v1/chains/{id}/hooks/{hid}/test");
+  const tried = must(await c.POST("/v1/chains/{id}/hooks/{hid}/test", { params: { path: { id, hid: hookId } }, body: { input: { x: 5 } } }), "send test event");
+  check(typeof tried.run_id === "string" && tried.chain_id === id, "a test event starts a run");
   note("GET /v1/chains/{id}/triggers");
   const triggers = must(await c.GET("/v1/chains/{id}/triggers", { params: { path: { id } } }), "triggers");
   check((triggers.schedules ?? []).some((t) => t.id === schedId && t.enabled === false), "triggers list the schedule");
