@@ -80,7 +80,11 @@ func setLimits(l Limits) error {
 	}
 	// No core files: a child killed for its limits leaves nothing behind.
 	_ = syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{})
-	debug.SetMemoryLimit(int64(l.MemoryMB) << 20)
+	// The GC's soft limit sits above the watch's: at the watch's own limit
+	// the GC would collect without end (a script that keeps what it
+	// allocates would spin until its CPU limit instead of failing for
+	// memory).
+	debug.SetMemoryLimit(int64(l.MemoryMB) << 20 * 3 / 2)
 	// A fatal error (out of memory) prints its reason, not every
 	// goroutine's stack: the pool reads the reason.
 	debug.SetTraceback("none")
@@ -209,9 +213,11 @@ func allowCPU(seconds int) error {
 }
 
 // watchMemory samples the heap while a script runs (on: true on the
-// channel) and calls over when it passes limit.
+// channel); past limit it collects, and calls over when what is still live
+// passes limit (garbage alone never fails a script).
 func watchMemory(on <-chan bool, limit uint64, over func()) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	active := false
 	t := time.NewTicker(2 * time.Millisecond)
 	t.Stop()
@@ -230,7 +236,12 @@ func watchMemory(on <-chan bool, limit uint64, over func()) {
 			}
 		case <-t.C:
 			metrics.Read(sample)
-			if sample[0].Value.Uint64() > limit {
+			if sample[0].Value.Uint64() <= limit {
+				continue
+			}
+			runtime.GC()
+			metrics.Read(live)
+			if live[0].Value.Uint64() > limit {
 				over()
 			}
 		}

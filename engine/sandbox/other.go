@@ -32,7 +32,7 @@ type Pool struct{}
 func NewPool(exe string, lim Limits) (*Pool, error) { return nil, ErrUnsupported }
 
 func (p *Pool) Limits() Limits { return Limits{}.WithDefaults() }
-func (p *Pool) Warm(int) error  { return ErrUnsupported }
+func (p *Pool) Warm(int) error { return ErrUnsupported }
 func (p *Pool) Run(context.Context, *Request) (*Response, error) {
 	return nil, ErrUnsupported
 }

@@ -155,8 +155,8 @@ func TestPoolMemoryLimit(t *testing.T) {
 	p := newTestPool(t, Limits{Workers: 1, MemoryMB: 64})
 	for _, code := range []string{
 		`let a = []; for (;;) a.push({x: new Array(1000).fill(1)})`, // grows: the heap watch
-		`return "x".repeat(4 * 1024 * 1024 * 1024)`,                   // one huge request
-		`let s = "ab"; for (;;) s = s + s`,                            // doubles
+		`return "x".repeat(4 * 1024 * 1024 * 1024)`,                 // one huge request
+		`let s = "ab"; for (;;) s = s + s`,                          // doubles
 	} {
 		resp := run(t, p, code, map[string]any{})
 		t.Logf("%s: %s", code, resp.Error)

@@ -150,7 +150,6 @@ func execute(cache *programs, req *Request, stop func(vm *goja.Runtime)) (resp R
 		return resp
 	}
 	vm := goja.New()
-	vm.SetFieldNameMapper(nil)
 	logs := &logBuffer{}
 	console := vm.NewObject()
 	stringify, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("stringify"))
@@ -188,7 +187,11 @@ func execute(cache *programs, req *Request, stop func(vm *goja.Runtime)) (resp R
 	scope := scopeV.ToObject(vm)
 	args := make([]goja.Value, 0, len(Names)+1)
 	for _, n := range Names {
-		args = append(args, scope.Get(n))
+		v := scope.Get(n)
+		if n == "nodes" && (v == nil || goja.IsUndefined(v)) {
+			v = scope.Get("node_results") // nodes is node_results' short name
+		}
+		args = append(args, v)
 	}
 	args = append(args, console)
 	ret, err := fn(goja.Undefined(), args...)
