@@ -53,6 +53,7 @@ func Child(args []string) {
 		os.Exit(exitUsage)
 	}
 	l := Limits{MemoryMB: mem, CPUSeconds: cpu}.WithDefaults()
+	closeInherited()
 	if err := setLimits(l); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox:", err)
 		os.Exit(exitLimits)
@@ -90,6 +91,29 @@ func setLimits(l Limits) error {
 	debug.SetTraceback("none")
 	runtime.GOMAXPROCS(2)
 	return nil
+}
+
+// closeInherited closes the descriptors the child inherited beyond its
+// three pipes. Go opens its own files close-on-exec, but a descriptor the
+// studio itself inherited without that flag (from a shell, a supervisor)
+// passes through exec to every child. The Go runtime's own descriptors stay:
+// its poller (anon inodes) and the cgroup files it reads its CPU quota from.
+func closeInherited() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil || strings.HasPrefix(target, "anon_inode:") || strings.HasPrefix(target, "/sys/fs/cgroup/") || target == "/proc/self/fd" {
+			continue
+		}
+		_ = syscall.Close(fd)
+	}
 }
 
 // mappedBytes is the process's virtual size (VmSize in /proc/self/status).
