@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/chainstudio/studio/engine/sandbox"
 	"github.com/chainstudio/studio/engine/tool"
@@ -34,7 +35,7 @@ func codeTool(runner CodeRunner) tool.Func {
 		if runner == nil {
 			return nil, fmt.Errorf("code: %w: %w", ErrNoSandbox, tool.ErrDenied)
 		}
-		scope, err := codeScope(ctx, in)
+		scope, err := codeScope(ctx, code, in)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +68,7 @@ func codeTool(runner CodeRunner) tool.Func {
 // codeScope is the JSON object of names the script reads: the node's
 // scope when the engine gave one (tool.ScopeFrom), else (an agent's tool
 // call, a host that did not mark the tool scoped) only what the tool got.
-func codeScope(ctx context.Context, in map[string]any) (json.RawMessage, error) {
+func codeScope(ctx context.Context, code string, in map[string]any) (json.RawMessage, error) {
 	params := make(map[string]any, len(in))
 	for k, v := range in {
 		if k != "code" {
@@ -83,11 +84,50 @@ func codeScope(ctx context.Context, in map[string]any) (json.RawMessage, error) 
 	} else {
 		m["input"], m["state"], m["node_results"], m["output"] = params, map[string]any{}, map[string]any{}, params
 	}
+	// Only the names the script writes are sent: a map body that reads
+	// its item must not copy the run's whole input (often the very list
+	// being mapped) into every one of 10,000 calls.
+	used := usedNames(code)
+	if used["nodes"] {
+		used["node_results"] = true
+	}
+	for k := range m {
+		if !used[k] {
+			delete(m, k)
+		}
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("code: the data the script reads cannot be written as JSON: %w", err)
 	}
 	return b, nil
+}
+
+// usedNames reports which of sandbox.Names a script's text contains as a
+// word (anywhere: in a string or a comment too, which only sends more).
+// A name the script builds at run time (eval("inp" + "ut")) reads undefined.
+func usedNames(code string) map[string]bool {
+	used := make(map[string]bool, len(sandbox.Names))
+	for _, n := range sandbox.Names {
+		for i := 0; ; {
+			j := strings.Index(code[i:], n)
+			if j < 0 {
+				break
+			}
+			j += i
+			end := j + len(n)
+			if (j == 0 || !identByte(code[j-1])) && (end == len(code) || !identByte(code[end])) {
+				used[n] = true
+				break
+			}
+			i = end
+		}
+	}
+	return used
+}
+
+func identByte(c byte) bool {
+	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
 func orEmpty(m map[string]any) map[string]any {

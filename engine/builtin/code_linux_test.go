@@ -204,11 +204,11 @@ func mapInput() map[string]any {
 // BenchmarkCodeMap10k: a map of 10,000 items over a code body, against
 // BenchmarkTransformMap10k.
 func BenchmarkCodeMap10k(b *testing.B) {
-	benchRun(b, `{"name":"c","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body","max_concurrency":4},
+	benchRun(b, `{"name":"c","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
 	  {"node_id":"body","kind":"tool","name":"code","input":{"code":"return {v: item * 2}"}}]}`, mapInput())
 }
 
 func BenchmarkTransformMap10k(b *testing.B) {
-	benchRun(b, `{"name":"c","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body","max_concurrency":4},
+	benchRun(b, `{"name":"c","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
 	  {"node_id":"body","kind":"tool","name":"transform","input":{"expression":"{v: v}"},"input_map":{"data":"{v: item}"}}]}`, mapInput())
 }
