@@ -179,7 +179,7 @@ func serve(in io.Reader, out io.Writer, l Limits) {
 	// backstop for one allocation too big to be seen growing.
 	memMsg := fmt.Sprintf("the script went over its memory limit of %d MiB", l.MemoryMB)
 	limit := uint64(l.MemoryMB) << 20
-	watching := make(chan bool, 1)
+	watching := make(chan bool)
 	go watchMemory(watching, limit, func() { cur.interrupt(interrupt{KindMemory, memMsg}) })
 
 	for {
@@ -197,10 +197,7 @@ func serve(in io.Reader, out io.Writer, l Limits) {
 		}
 		resp := execute(cache, &req, func(vm *goja.Runtime) {
 			cur.set(vm)
-			select {
-			case watching <- vm != nil:
-			default:
-			}
+			watching <- vm != nil // blocking: a dropped "on" would leave a script unwatched
 		})
 		req = Request{}
 		if resp.Kind == KindMemory {
@@ -210,6 +207,9 @@ func serve(in io.Reader, out io.Writer, l Limits) {
 		if err := writeFrame(w, &resp, maxResponseBytes); err != nil {
 			fmt.Fprintln(os.Stderr, "sandbox: write response:", err)
 			os.Exit(exitUsage)
+		}
+		if r.Buffered() > 0 {
+			continue // more requests are here: answer them first, then flush once
 		}
 		if err := w.Flush(); err != nil {
 			os.Exit(0) // the parent is gone

@@ -26,22 +26,34 @@ var ErrBusy = errors.New("the code sandbox is busy")
 // ErrClosed is returned by a pool that was closed.
 var ErrClosed = errors.New("the code sandbox is shut down")
 
-// Pool keeps warm sandbox children. A call takes an idle child (or starts
-// one, up to Workers), sends its request and reads the answer; a child that
-// dies, is killed (timeout, cancellation) or misbehaves is never reused.
-// Safe for concurrent use.
+// pipelineDepth is how many calls one child may have written to it and not
+// yet answered: a map over many items sends them without waiting for each
+// answer (one wake-up of the child serves several calls), which is most of
+// a trivial call's cost on a busy machine.
+const pipelineDepth = 16
+
+// maxRetries bounds how often a call is sent again because another call
+// on the same child killed it (a timeout, a memory limit). Scripts have no
+// effects outside their result, so sending one again is safe.
+const maxRetries = 3
+
+// Pool keeps warm sandbox children. A call goes to the live child with the
+// fewest calls in flight (starting one, up to Workers); a child that dies,
+// is killed (timeout, cancellation) or went over its memory is never
+// reused, and the calls it held but had not started are sent again
+// elsewhere. Safe for concurrent use.
 type Pool struct {
 	exe  string
 	args []string
 	lim  Limits
 
-	slots   chan struct{} // one token per child that may exist
-	idle    chan *worker
+	slots   chan struct{} // one token per call in flight (Workers × pipelineDepth)
 	waiting atomic.Int64
 	closed  atomic.Bool
 
-	mu  sync.Mutex
-	all map[*worker]struct{}
+	mu      sync.Mutex
+	workers []*worker // live children
+	all     map[*worker]struct{}
 }
 
 // NewPool returns a pool that starts children as `exe __sandbox …` (exe is
@@ -51,29 +63,23 @@ func NewPool(exe string, lim Limits) (*Pool, error) {
 		return nil, errors.New("sandbox: no executable to start children from")
 	}
 	lim = lim.WithDefaults()
-	p := &Pool{exe: exe, args: ChildArgs(lim), lim: lim,
-		slots: make(chan struct{}, lim.Workers), idle: make(chan *worker, lim.Workers),
-		all: map[*worker]struct{}{}}
-	return p, nil
+	return &Pool{exe: exe, args: ChildArgs(lim), lim: lim,
+		slots: make(chan struct{}, lim.Workers*pipelineDepth), all: map[*worker]struct{}{}}, nil
 }
 
 // Limits returns the pool's limits with defaults filled.
 func (p *Pool) Limits() Limits { return p.lim }
 
-// Warm starts n children ahead of the first calls (at most Workers).
+// Warm starts up to n children ahead of the first calls.
 func (p *Pool) Warm(n int) error {
-	for i := 0; i < min(n, p.lim.Workers); i++ {
-		select {
-		case p.slots <- struct{}{}:
-		default:
-			return nil
-		}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.workers) < min(n, p.lim.Workers) {
 		w, err := p.start()
-		<-p.slots
 		if err != nil {
 			return err
 		}
-		p.idle <- w
+		p.workers = append(p.workers, w)
 	}
 	return nil
 }
@@ -91,6 +97,10 @@ func (p *Pool) Run(ctx context.Context, req *Request) (*Response, error) {
 	if len(req.Scope) > MaxRequestBytes {
 		return nil, fmt.Errorf("the data the script reads is %d bytes as JSON, over the sandbox's limit of %d (16 MiB)", len(req.Scope), MaxRequestBytes)
 	}
+	frame, err := encodeFrame(req, MaxRequestBytes+MaxScriptBytes+4096)
+	if err != nil {
+		return nil, err
+	}
 	if n := p.waiting.Add(1); n > int64(p.lim.MaxQueue) {
 		p.waiting.Add(-1)
 		return nil, fmt.Errorf("%w: %d calls are waiting for %d workers (--code-workers)", ErrBusy, n-1, p.lim.Workers)
@@ -103,28 +113,52 @@ func (p *Pool) Run(ctx context.Context, req *Request) (*Response, error) {
 		return nil, context.Cause(ctx)
 	}
 	defer func() { <-p.slots }()
-	var w *worker
-	select {
-	case w = <-p.idle:
-	default:
-		var err error
-		if w, err = p.start(); err != nil {
+	for attempt := 0; ; attempt++ {
+		w, err := p.pick()
+		if err != nil {
 			return nil, err
 		}
+		out := w.call(ctx, frame, p.lim)
+		if out.retry && attempt < maxRetries && ctx.Err() == nil {
+			continue
+		}
+		if out.retry {
+			return nil, errors.New("the sandbox process serving this call was stopped by another call's limit, again and again")
+		}
+		return out.resp, out.err
 	}
-	resp, err := w.call(ctx, req, p.lim)
-	if err != nil || resp.Kind == KindMemory {
-		// A child that went over its memory once may keep a grown heap:
-		// a fresh one is cheap.
-		p.drop(w)
-		return resp, err
-	}
+}
+
+// pick returns the live child with the fewest calls in flight, starting
+// one when every child is busy and there is room for another.
+func (p *Pool) pick() (*worker, error) {
 	if p.closed.Load() {
-		p.drop(w)
-		return resp, nil
+		return nil, ErrClosed
 	}
-	p.idle <- w
-	return resp, nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := p.workers[:0]
+	for _, w := range p.workers {
+		if !w.isDead() {
+			live = append(live, w)
+		}
+	}
+	p.workers = live
+	var best *worker
+	for _, w := range p.workers {
+		if best == nil || w.inFlight() < best.inFlight() {
+			best = w
+		}
+	}
+	if best == nil || (best.inFlight() > 0 && len(p.workers) < p.lim.Workers) {
+		w, err := p.start()
+		if err != nil {
+			return nil, err
+		}
+		p.workers = append(p.workers, w)
+		return w, nil
+	}
+	return best, nil
 }
 
 // Close kills every child; calls in progress fail.
@@ -135,36 +169,70 @@ func (p *Pool) Close() error {
 	for w := range p.all {
 		ws = append(ws, w)
 	}
+	p.workers = nil
 	p.mu.Unlock()
 	for _, w := range ws {
-		p.drop(w)
+		w.kill()
 	}
 	return nil
 }
 
-func (p *Pool) drop(w *worker) {
-	w.kill()
+// children counts the child processes started and not yet ended.
+func (p *Pool) children() int {
 	p.mu.Lock()
-	delete(p.all, w)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	return len(p.all)
 }
 
-// worker is one child process.
+// call is one request written to a child.
+type call struct {
+	done      chan outcome // buffered: the reader never blocks on it
+	abandoned bool         // its caller left (ctx ended); its answer is dropped
+	started   time.Time    // when it became the one the child runs
+}
+
+type outcome struct {
+	resp  *Response
+	err   error
+	retry bool // the child was stopped before this call ran: send it again
+}
+
+// worker is one child process and the calls written to it, in order.
 type worker struct {
+	p      *Pool
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	stderr *tail
 	exited chan struct{} // closed once Wait returned
 	state  error         // Wait's error, read after exited
+
+	mu      sync.Mutex
+	pending []*call // written, not answered; pending[0] is running
+	dead    bool
+	killed  bool // by the pool: a timeout, a cancellation, the backstop
+	cause   *outcome
+}
+
+func (w *worker) isDead() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dead
+}
+
+func (w *worker) inFlight() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending)
 }
 
 func (p *Pool) start() (*worker, error) {
 	cmd := exec.Command(p.exe, p.args...)
 	// Nothing of the studio's: no environment (so no secret in a variable),
 	// the root as working folder, no descriptor but the three pipes (Go
-	// opens every other with close-on-exec), its own process group so a
-	// kill takes whatever it might start.
+	// opens every other with close-on-exec; the child closes any the
+	// studio inherited without it), its own process group so a kill takes
+	// whatever it might start.
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -176,7 +244,7 @@ func (p *Pool) start() (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: stdout pipe: %w", err)
 	}
-	w := &worker{cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tail{max: 4 << 10}, exited: make(chan struct{})}
+	w := &worker{p: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tail{max: 4 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", p.exe, err)
@@ -185,59 +253,138 @@ func (p *Pool) start() (*worker, error) {
 		w.state = cmd.Wait()
 		close(w.exited)
 	}()
-	p.mu.Lock()
 	p.all[w] = struct{}{}
-	p.mu.Unlock()
+	go w.read()
+	go w.watch()
 	return w, nil
 }
 
-type result struct {
-	resp *Response
-	err  error
-}
-
-// call sends req and waits for the answer, the context's end, the child's
-// death or the backstop (a child that ignores its CPU interrupt).
-func (w *worker) call(ctx context.Context, req *Request, lim Limits) (*Response, error) {
-	done := make(chan result, 1)
-	go func() {
-		if err := writeFrame(w.stdin, req, MaxRequestBytes+MaxScriptBytes+4096); err != nil {
-			done <- result{err: err}
-			return
-		}
-		var resp Response
-		if err := readFrame(w.stdout, &resp, maxResponseBytes); err != nil {
-			done <- result{err: err}
-			return
-		}
-		done <- result{resp: &resp}
-	}()
-	backstop := time.Duration(2*lim.CPUSeconds+5) * time.Second
-	t := time.NewTimer(backstop)
-	defer t.Stop()
+// call writes a request and waits for its answer, its context's end, or
+// the child's death.
+func (w *worker) call(ctx context.Context, frame []byte, lim Limits) outcome {
+	c := &call{done: make(chan outcome, 1)}
+	w.mu.Lock()
+	if w.dead {
+		w.mu.Unlock()
+		return outcome{retry: true}
+	}
+	w.pending = append(w.pending, c)
+	if len(w.pending) == 1 {
+		c.started = time.Now()
+	}
+	_, err := w.stdin.Write(frame) // under mu: frames never interleave, and pending keeps their order
+	w.mu.Unlock()
+	if err != nil {
+		w.kill()
+	}
 	select {
-	case r := <-done:
-		if r.err == nil {
-			return r.resp, nil
-		}
-		if errors.Is(r.err, ErrFrameTooLarge) {
-			return nil, fmt.Errorf("sandbox: %w", r.err)
-		}
-		return w.died(lim)
+	case out := <-c.done:
+		return out
 	case <-ctx.Done():
-		w.kill()
-		return nil, context.Cause(ctx)
-	case <-t.C:
-		w.kill()
-		return &Response{Kind: KindCPU, Error: fmt.Sprintf("the script did not stop at its CPU time limit of %d s and was killed after %s", lim.CPUSeconds, backstop)}, nil
+		w.mu.Lock()
+		c.abandoned = true
+		running := len(w.pending) > 0 && w.pending[0] == c
+		w.mu.Unlock()
+		if running {
+			w.kill() // the child is running a script nobody waits for
+		}
+		return outcome{err: context.Cause(ctx)}
 	}
 }
 
-// died explains a child that stopped answering: it ran out of address
-// space (the memory limit), the kernel killed it for CPU, or it crashed.
-func (w *worker) died(lim Limits) (*Response, error) {
-	w.kill()
+// read delivers the child's answers in order, and on its death the reason
+// to the call it was running and a retry to the others.
+func (w *worker) read() {
+	for {
+		var resp Response
+		err := readFrame(w.stdout, &resp, maxResponseBytes)
+		w.mu.Lock()
+		if err != nil || len(w.pending) == 0 {
+			w.mu.Unlock()
+			w.die(err)
+			return
+		}
+		c := w.pending[0]
+		w.pending = w.pending[1:]
+		if len(w.pending) > 0 {
+			w.pending[0].started = time.Now()
+		}
+		nextAbandoned := len(w.pending) > 0 && w.pending[0].abandoned
+		w.mu.Unlock()
+		if !c.abandoned {
+			c.done <- outcome{resp: &resp}
+		}
+		if resp.Kind == KindMemory || nextAbandoned {
+			// A child that went over its memory may keep a grown heap; a
+			// fresh one is cheap. One running an abandoned call is wasted.
+			w.kill()
+		}
+	}
+}
+
+// die ends the child and answers every call it held.
+func (w *worker) die(readErr error) {
+	w.end(false)
+	<-w.exited
+	w.mu.Lock()
+	pending := w.pending
+	w.pending = nil
+	killed := w.killed
+	cause := w.cause
+	w.mu.Unlock()
+	for i, c := range pending {
+		if c.abandoned {
+			continue
+		}
+		switch {
+		case i == 0 && cause != nil:
+			c.done <- *cause
+		case i == 0 && !killed:
+			resp, err := w.died(w.p.lim, readErr)
+			c.done <- outcome{resp: resp, err: err}
+		default:
+			c.done <- outcome{retry: true}
+		}
+	}
+	w.p.mu.Lock()
+	delete(w.p.all, w)
+	w.p.mu.Unlock()
+}
+
+// watch is the backstop: a call that runs well past its CPU allowance (a
+// script stuck in a native call the interrupt cannot stop) gets its child
+// killed.
+func (w *worker) watch() {
+	backstop := time.Duration(2*w.p.lim.CPUSeconds+5) * time.Second
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.exited:
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		var over bool
+		if len(w.pending) > 0 && !w.pending[0].started.IsZero() && time.Since(w.pending[0].started) > backstop && w.cause == nil {
+			over = true
+			w.cause = &outcome{resp: &Response{Kind: KindCPU, Error: fmt.Sprintf("the script did not stop at its CPU time limit of %d s and was killed after %s", w.p.lim.CPUSeconds, backstop)}}
+		}
+		w.mu.Unlock()
+		if over {
+			w.kill()
+		}
+	}
+}
+
+// died explains a child that stopped answering on its own: it ran out of
+// address space (the memory limit), the kernel killed it for CPU, or it
+// crashed.
+func (w *worker) died(lim Limits, readErr error) (*Response, error) {
 	msg := w.stderr.String()
+	if errors.Is(readErr, ErrFrameTooLarge) {
+		return nil, fmt.Errorf("sandbox: %w", readErr)
+	}
 	switch {
 	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "cannot allocate memory"):
 		return &Response{Kind: KindMemory, Error: fmt.Sprintf("the script went over its memory limit of %d MiB (the sandbox process ran out of memory and was replaced)", lim.MemoryMB)}, nil
@@ -258,13 +405,21 @@ func (w *worker) died(lim Limits) (*Response, error) {
 	return nil, fmt.Errorf("the sandbox process died (%v): %s", w.state, last)
 }
 
-// kill ends the child's whole process group and waits for it.
-func (w *worker) kill() {
-	if w.cmd.Process != nil {
-		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+// kill ends the child's whole process group on the pool's decision (the
+// reader then answers the calls it held: none of them caused it).
+func (w *worker) kill() { w.end(true) }
+
+func (w *worker) end(byPool bool) {
+	w.mu.Lock()
+	if !w.dead {
+		w.dead = true
+		w.killed = byPool
+		if w.cmd.Process != nil {
+			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		_ = w.stdin.Close()
 	}
-	_ = w.stdin.Close()
-	<-w.exited
+	w.mu.Unlock()
 }
 
 // tail keeps the first and the last max bytes written (a child's stderr:

@@ -115,6 +115,21 @@ type Response struct {
 // ErrFrameTooLarge is returned for a frame over its bound.
 var ErrFrameTooLarge = errors.New("frame too large")
 
+// encodeFrame returns v as one frame.
+func encodeFrame(v any, max int) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode frame: %w", err)
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrFrameTooLarge, len(b), max)
+	}
+	buf := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	return buf, nil
+}
+
 // writeFrame writes v as one frame: a 4-byte big-endian length, then JSON.
 func writeFrame(w io.Writer, v any, max int) error {
 	b, err := json.Marshal(v)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/internal/testutil"
 )
 
 // TestMain makes the test binary a sandbox child when started as one, the
@@ -214,10 +216,7 @@ func TestPoolConcurrentCallsShareWorkers(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	p.mu.Lock()
-	n := len(p.all)
-	p.mu.Unlock()
-	if n > 2 {
+	if n := p.children(); n > 2 {
 		t.Fatalf("%d children for 2 workers", n)
 	}
 }
@@ -227,20 +226,68 @@ func TestPoolQueueBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	for i := 0; i < 2; i++ { // one running, one waiting
+	for i := 0; i < pipelineDepth+1; i++ { // a child's worth in flight, one waiting
 		wg.Add(1)
 		go func() { defer wg.Done(); p.Run(ctx, &Request{Code: `for(;;){}`, Scope: json.RawMessage(`{}`)}) }()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for p.waiting.Load() < 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	err := testutil.Poll(10*time.Second, func() error {
+		if p.waiting.Load() < 1 {
+			return errors.New("no call waiting yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err := p.Run(ctx, &Request{Code: `return 1`, Scope: json.RawMessage(`{}`)})
+	_, err = p.Run(ctx, &Request{Code: `return 1`, Scope: json.RawMessage(`{}`)})
 	if !errors.Is(err, ErrBusy) {
 		t.Fatalf("err %v, want ErrBusy", err)
 	}
 	cancel()
 	wg.Wait()
+}
+
+// A call that times out while others wait behind it on the same child
+// kills that child; the others run again elsewhere and succeed.
+func TestPoolTimeoutDoesNotFailCallsBehindIt(t *testing.T) {
+	p := newTestPool(t, Limits{Workers: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := p.Run(ctx, &Request{Code: `for(;;){}`, Scope: json.RawMessage(`{}`)}); err == nil {
+			t.Error("the endless loop returned")
+		}
+	}()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if p.children() != 1 {
+			return errors.New("the child has not started")
+		}
+		return nil
+	})
+	results := make(chan string, 5)
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			b, _ := json.Marshal(map[string]any{"input": i})
+			resp, err := p.Run(context.Background(), &Request{Code: `return input + 100`, Scope: b})
+			if err != nil {
+				results <- err.Error()
+				return
+			}
+			results <- string(resp.Value)
+		}(i)
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if len(r) != 3 || r[0] != '1' {
+			t.Errorf("a call behind the timed-out one: %s", r)
+		}
+	}
 }
 
 func BenchmarkPoolTrivial(b *testing.B) {
