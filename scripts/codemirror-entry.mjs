@@ -2,6 +2,8 @@
 // highlighting, line numbers, completion and diagnostics, exposed as
 // window.StudioCode.create(parent, options) for the code node's editor.
 import { EditorView, basicSetup } from 'codemirror';
+import { HighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { tags } from '@lezer/highlight';
 import { EditorState, Compartment } from '@codemirror/state';
 import { javascript } from '@codemirror/lang-javascript';
 import { setDiagnostics } from '@codemirror/lint';
@@ -45,6 +47,7 @@ function create(parent, options) {
         javascript(),
         autocompletion({ override: [completions] }),
         theme.of(look),
+        syntaxHighlighting(colours),
         EditorView.contentAttributes.of(opts.label ? { 'aria-label': opts.label } : {}),
         EditorView.updateListener.of((u) => {
           if (u.docChanged && opts.onChange) opts.onChange(u.state.doc.toString());
@@ -52,6 +55,10 @@ function create(parent, options) {
       ],
     }),
   });
+  // CodeMirror's announcer (completions, search) is a polite live region:
+  // the studio's pages make live regions status regions, so it says so.
+  const announced = view.dom.querySelector('.cm-announced');
+  if (announced) announced.setAttribute('role', 'status');
   return {
     view,
     text: () => view.state.doc.toString(),
@@ -77,5 +84,15 @@ const look = EditorView.theme({
   '.cm-gutters': { background: 'var(--bg-2, #f5f7fa)', color: 'var(--muted, #555)', borderRight: '1px solid var(--node-border, #8a94a8)' },
   '.cm-activeLine, .cm-activeLineGutter': { background: 'color-mix(in srgb, var(--accent, #2560d8) 8%, transparent)' },
 });
+
+// Token colours from the studio's palette variables, which are checked for
+// contrast in both themes (CodeMirror's default colours fail on dark).
+const colours = HighlightStyle.define([
+  { tag: [tags.keyword, tags.operatorKeyword, tags.controlKeyword, tags.definitionKeyword, tags.moduleKeyword], color: 'var(--accent, #2560d8)' },
+  { tag: [tags.string, tags.special(tags.string), tags.regexp], color: 'var(--ok, #0c6b32)' },
+  { tag: [tags.number, tags.bool, tags.null, tags.atom], color: 'var(--warning, #8f5600)' },
+  { tag: [tags.comment, tags.lineComment, tags.blockComment], color: 'var(--muted, #56627a)', fontStyle: 'italic' },
+  { tag: tags.invalid, color: 'var(--error, #c8281c)' },
+]);
 
 window.StudioCode = { create };
