@@ -207,8 +207,9 @@ type worker struct {
 	exited chan struct{} // closed once Wait returned
 	state  error         // Wait's error, read after exited
 
+	wmu     sync.Mutex // held while a frame is written
 	mu      sync.Mutex
-	pending []*call // written, not answered; pending[0] is running
+	pending []*call // written (or being written), not answered; pending[0] is running
 	dead    bool
 	killed  bool // by the pool: a timeout, a cancellation, the backstop
 	cause   *outcome
@@ -263,17 +264,23 @@ func (p *Pool) start() (*worker, error) {
 // the child's death.
 func (w *worker) call(ctx context.Context, frame []byte, lim Limits) outcome {
 	c := &call{done: make(chan outcome, 1)}
+	// wmu keeps frames whole and in the order of pending; the write itself
+	// is outside mu, so a child too busy to read (a big frame, a stuck
+	// script) never keeps kill, the reader or the watch from mu.
+	w.wmu.Lock()
 	w.mu.Lock()
 	if w.dead {
 		w.mu.Unlock()
+		w.wmu.Unlock()
 		return outcome{retry: true}
 	}
 	w.pending = append(w.pending, c)
 	if len(w.pending) == 1 {
 		c.started = time.Now()
 	}
-	_, err := w.stdin.Write(frame) // under mu: frames never interleave, and pending keeps their order
 	w.mu.Unlock()
+	_, err := w.stdin.Write(frame)
+	w.wmu.Unlock()
 	if err != nil {
 		w.kill()
 	}
