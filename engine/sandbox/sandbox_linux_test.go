@@ -303,3 +303,35 @@ func BenchmarkPoolTrivial(b *testing.B) {
 		}
 	}
 }
+
+// A big request written behind a running endless loop fills the pipe and
+// blocks its writer; the loop's timeout still kills the child at once, and
+// the big request runs again on a fresh one.
+func TestPoolKillWhileAWriteBlocks(t *testing.T) {
+	p := newTestPool(t, Limits{Workers: 1, CPUSeconds: 30})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	loopDone := make(chan error, 1)
+	go func() {
+		_, err := p.Run(ctx, &Request{Code: `for(;;){}`, Scope: json.RawMessage(`{}`)})
+		loopDone <- err
+	}()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if p.children() != 1 {
+			return errors.New("the child has not started")
+		}
+		return nil
+	})
+	big, _ := json.Marshal(map[string]any{"input": strings.Repeat("x", 4<<20)})
+	start := time.Now()
+	resp, err := p.Run(context.Background(), &Request{Code: `return input.length`, Scope: big})
+	if err != nil || string(resp.Value) != fmt.Sprint(4<<20) {
+		t.Fatalf("the big call: %v %+v", err, resp)
+	}
+	if err := <-loopDone; err == nil {
+		t.Fatal("the loop returned")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %s: the kill waited for the blocked write", d)
+	}
+}
