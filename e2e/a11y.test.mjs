@@ -36,6 +36,7 @@ export const PAGES = [
   { name: 'run completed, a done row selected', path: (f) => '/runs/' + f.completed, ready: '.runpage', act: async (page) => { await page.click('#node-table .select-node[data-node-id="read"]'); await page.waitForSelector('#node-table tr[data-node-id="read"][aria-selected="true"]'); } },
   { name: 'run diff', path: (f) => (f.other ? '/runs/' + f.completed + '/diff/' + f.other : null), ready: '#rundiff' },
   { name: 'editor, condition node properties', path: (f) => '/chains/' + f.condChain, ready: '#editor[data-ready="1"]', act: async (page) => { await page.click('#node-table .select-node[data-node-id="route"]'); await page.waitForSelector('.props[data-id="route"] fieldset.cases'); } },
+  { name: 'editor, code node script editor', path: (f) => '/chains/' + f.codeChain, ready: '#editor[data-ready="1"]', act: async (page) => { await page.click('#node-table .select-node[data-node-id="js"]'); await page.waitForSelector('.props[data-id="js"] .sf-code .cm-editor'); } },
   { name: 'runs list', path: '/runs' },
   { name: 'inbox', path: '/inbox', ready: '#inbox' },
   { name: 'inbox, modify form open', path: (f) => '/inbox?run=' + f.paused, ready: '.inbox-item', act: async (page) => { await page.click('.ib-modify > summary'); await page.waitForSelector('.ib-modify[open] fieldset.schema-form'); } },
@@ -115,6 +116,11 @@ before(async () => {
     edges: [{ source: 'route', target: 'big', label: 'big' }, { source: 'route', target: 'small', label: 'default' }],
   });
   fixtures.condChain = cond.id;
+  const code = await api('POST', '/v1/chains', {
+    name: 'a11y code ' + Date.now(),
+    nodes: [{ node_id: 'js', kind: 'tool', name: 'code', input: { code: "console.log('hi')\nreturn {n: input.n + 1}" }, position: { x: 0, y: 0 } }],
+  });
+  fixtures.codeChain = code.id;
 
   const failing = await api('POST', '/v1/chains', {
     name: 'a11y failing ' + Date.now(),

@@ -212,6 +212,7 @@ func (e *Engine) validateOptions(ctx context.Context) ValidateOptions {
 		// every door, not found failing at its node.
 		vo.Tools = e.opts.Registry.Has
 		vo.Schemas = e.opts.Registry.NodeSchemas(nil)
+		vo.Check = e.opts.Registry.NodeCheck
 	}
 	if e.opts.Chains != nil {
 		vo.Resolve = func(name string) (*Chain, bool) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +87,12 @@ func (r *run) start(i int) {
 	var fs *scope
 	if r.prepared.plan.frozen[i] != nil || r.prepared.plan.frozenAll[i] {
 		fs = &scope{base: r.scope.freeze(r.prepared.plan.frozen[i], r.prepared.plan.frozenAll[i]), output: input, hasOut: true, err: sc.err}
+	}
+	if r.prepared.plan.scoped[i] {
+		// A scoped tool reads the run's data from the worker: a snapshot,
+		// with the upstream data as `output`, as input_map would see it.
+		names := append(slices.Clone(scopeNames), r.prepared.plan.frozen[i]...)
+		fs = &scope{base: r.scope.freeze(names, r.prepared.plan.frozenAll[i]), output: up, hasOut: true, err: sc.err}
 	}
 	r.sched.openReports(len(r.chain.Nodes))
 	var ans *tool.Answer
@@ -334,6 +341,9 @@ func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, e
 		fn, ok := r.engine.opts.Registry.Get(nd.Name)
 		if !ok {
 			return nil, fmt.Errorf("unknown tool %q (this host has: %v)", nd.Name, r.engine.opts.Registry.Names())
+		}
+		if r.prepared.plan.scoped[i] && fs != nil {
+			ctx = tool.WithScope(ctx, fs.toolScope())
 		}
 		out, err := fn(ctx, toolInput(input), emit)
 		return normalizeValue(out), err

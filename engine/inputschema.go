@@ -342,6 +342,39 @@ func fmtNum(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
+// RuleInputCheck: a tool's own check of a node's static input failed (a
+// code node's script does not parse).
+const RuleInputCheck = "input_check"
+
+// checkInputCheck is the input_check rule for node i: the static input,
+// minus the keys input_map sets (they win at run time).
+func (v *validator) checkInputCheck(i int) {
+	if v.opts.Check == nil {
+		return
+	}
+	nd := &v.c.Nodes[i]
+	check := v.opts.Check(nd)
+	if check == nil || len(nd.Input) == 0 {
+		return
+	}
+	in := nd.Input
+	if len(nd.InputMap) > 0 {
+		in = make(map[string]any, len(nd.Input))
+		for k, val := range nd.Input {
+			if _, mapped := nd.InputMap[k]; !mapped {
+				in[k] = val
+			}
+		}
+	}
+	for _, p := range check(in) {
+		v.nodeIssue(i, RuleInputCheck, SeverityError, p.Field, p.Message)
+		if p.Line > 0 {
+			is := &v.issues[len(v.issues)-1].Issue
+			is.Line, is.Column = p.Line, p.Column
+		}
+	}
+}
+
 // NodeSchemas returns the input and config schemas for a node, as the host
 // declared them: a tool node's tool, a proc node's "proc" tool (its config
 // holds the tool's fields), an agent node's agent. nil: none declared.

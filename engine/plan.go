@@ -20,6 +20,7 @@ type plan struct {
 	// workers evaluate against a snapshot of just those.
 	frozen    [][]string
 	frozenAll []bool
+	scoped    []bool      // tool nodes whose tool reads the scope (Registry.SetScoped)
 	inline    []bool      // tool nodes the coordinator may run itself (see Registry.SetInline)
 	inlineFn  []tool.Func // their tools, resolved once at Prepare
 	edgeID1   [][]string  // per edge, []string{id}: shared by events and records, never modified
@@ -57,9 +58,11 @@ func newPlan(g *graph, reg *Registry) *plan {
 		p.edgeID1[k] = []string{g.c.Edges[k].ID}
 	}
 	p.inline = make([]bool, n)
+	p.scoped = make([]bool, n)
 	for i := range g.c.Nodes {
 		nd := &g.c.Nodes[i]
-		p.inline[i] = nd.Kind == KindTool && nd.Timeout == 0 && reg.IsInline(nd.Name) &&
+		p.scoped[i] = nd.Kind == KindTool && reg.IsScoped(nd.Name)
+		p.inline[i] = !p.scoped[i] && nd.Kind == KindTool && nd.Timeout == 0 && reg.IsInline(nd.Name) &&
 			(nd.Retry == nil || nd.Retry.InitialDelaySeconds == 0)
 		if p.inline[i] {
 			if p.inlineFn == nil {
@@ -71,11 +74,14 @@ func newPlan(g *graph, reg *Registry) *plan {
 	for i := 0; i < n; i++ {
 		nd := &g.c.Nodes[i]
 		if nd.Kind == KindMap || nd.Kind == KindParallel || nd.ErrorHandler() != "" {
-			p.frozen[i], p.frozenAll[i] = subtreeNames(g, i)
+			p.frozen[i], p.frozenAll[i] = subtreeNames(g, i, p.scoped)
 		}
 	}
 	return p
 }
+
+// scopeNames are the run-level names a scoped tool's snapshot holds.
+var scopeNames = []string{"input", "state", "node_results"}
 
 // runLevelHandler: node i is only ever an error handler, of nodes that run
 // in the run itself (not inside a map or parallel node). It runs as a node
@@ -141,7 +147,8 @@ func (p *plan) topo(g *graph) {
 
 // subtreeNames collects the run-level names read by the nodes attached to
 // owner, transitively (a map body that is itself a map, a handler's handler).
-func subtreeNames(g *graph, owner int) ([]string, bool) {
+// A scoped tool among them reads every run-level name it can (scopeNames).
+func subtreeNames(g *graph, owner int, scoped []bool) ([]string, bool) {
 	seen := map[int]bool{owner: true}
 	names := map[string]bool{}
 	all := false
@@ -178,6 +185,11 @@ func subtreeNames(g *graph, owner int) ([]string, bool) {
 				continue
 			}
 			seen[j] = true
+			if scoped[j] {
+				for _, n := range scopeNames {
+					names[n] = true
+				}
+			}
 			for _, ne := range g.inputMap[j] {
 				add(ne.e)
 			}

@@ -13,6 +13,8 @@ type Registry struct {
 	mu     sync.RWMutex
 	tools  map[string]tool.Func
 	inline map[string]bool
+	scoped map[string]bool
+	checks map[string]tool.Check
 	output map[string]map[string]any // SetOutputSchema
 	input  map[string]map[string]any // SetInputSchema
 	desc   map[string]string         // SetDescription
@@ -20,7 +22,7 @@ type Registry struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}, output: map[string]map[string]any{}, input: map[string]map[string]any{}, desc: map[string]string{}}
+	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}, scoped: map[string]bool{}, checks: map[string]tool.Check{}, output: map[string]map[string]any{}, input: map[string]map[string]any{}, desc: map[string]string{}}
 }
 
 // SetInline marks tools as pure and quick (no I/O, no blocking, bounded CPU,
@@ -43,6 +45,47 @@ func (r *Registry) IsInline(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.inline[name]
+}
+
+// SetScoped marks tools that read the run's data where their node runs
+// (tool.ScopeFrom: the run's input, state, node results, the upstream data,
+// a map's item and index), like the code tool. The engine snapshots that
+// scope for them only: other tools do not pay for it.
+func (r *Registry) SetScoped(names ...string) {
+	r.mu.Lock()
+	for _, n := range names {
+		r.scoped[n] = true
+	}
+	r.mu.Unlock()
+}
+
+// IsScoped reports whether a tool was marked with SetScoped.
+func (r *Registry) IsScoped(name string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.scoped[name]
+}
+
+// SetCheck gives a tool a check of its nodes' static input, which
+// validation's input_check rule runs (a code node's script syntax).
+func (r *Registry) SetCheck(name string, c tool.Check) {
+	r.mu.Lock()
+	r.checks[name] = c
+	r.mu.Unlock()
+}
+
+// NodeCheck returns the check for a node (tool nodes only), or nil; for
+// ValidateOptions.Check.
+func (r *Registry) NodeCheck(nd *Node) tool.Check {
+	if r == nil || nd.Kind != KindTool {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.checks[nd.Name]
 }
 
 // SetOutputSchema declares the shape of a tool's output (a small JSON

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/tool"
 )
 
 // scope is what an expression sees. The run-level names (input, state,
@@ -102,6 +103,21 @@ func (s *scope) Root() map[string]any {
 		}
 	}
 	return m
+}
+
+// toolScope is the snapshot a scoped tool reads (tool.ScopeFrom).
+func (s *scope) toolScope() *tool.Scope {
+	ts := &tool.Scope{Output: s.output, Item: s.item, Index: s.index, InMap: s.inMap}
+	ts.Input, _ = s.lookupMap("input")
+	ts.State, _ = s.lookupMap("state")
+	ts.NodeResults, _ = s.lookupMap("node_results")
+	return ts
+}
+
+func (s *scope) lookupMap(name string) (map[string]any, bool) {
+	v, ok := s.base.lookupBase(name)
+	m, _ := v.(map[string]any)
+	return m, ok
 }
 
 // frozenScope is a snapshot of run-level names for a worker goroutine.

@@ -83,6 +83,8 @@ package engine
 //	input_schema               error     a node's static input (input, minus input_map keys) or config does not
 //	                                     fit its tool's or agent's schema (ValidateWith with Schemas); the
 //	                                     field path is named: input.ms: want a number, got "fast"
+//	input_check                error     a tool's own check of a node's static input fails: a code node's
+//	                                     script does not parse (line and column in the script)
 //	test_name                  error     a test has no name, or shares it with another test
 //	test_unknown_node          error     a test's mocks, errors, ran, not_ran or expect[i].node names no node
 //	test_mock_router           error     a test mocks a branch or condition node
@@ -111,6 +113,7 @@ import (
 	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/internal/clip"
+	"github.com/chainstudio/studio/engine/tool"
 )
 
 // Rule codes of validation issues (see the table above).
@@ -201,6 +204,9 @@ type ValidateOptions struct {
 	// Schemas gives a node's input and config schemas (input_schema rule);
 	// nil skips the rule.
 	Schemas NodeSchemas
+	// Check gives a node's tool's own check of its static input
+	// (input_check rule; Registry.NodeCheck); nil skips the rule.
+	Check func(nd *Node) tool.Check
 	// SkipTests leaves the chain's test cases unchecked (the engine's own
 	// Prepare: a broken test never stops the chain from running).
 	SkipTests bool
@@ -412,6 +418,7 @@ func (v *validator) run() {
 		}
 		v.checkDataRefs(i)
 		v.checkInputSchema(i)
+		v.checkInputCheck(i)
 	}
 	v.checkEdgeExprNames()
 	v.checkCycles()

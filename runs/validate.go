@@ -31,6 +31,7 @@ func newValidation(opts Options) validation {
 		Tools:      reg.Has,
 		ToolOutput: reg.OutputSchema,
 		Schemas:    reg.NodeSchemas(opts.Agents.Schemas),
+		Check:      reg.NodeCheck,
 	}}
 }
 

@@ -68,3 +68,11 @@ func TestStreamedTextIsAHiddenTimelineEntry(t *testing.T) {
 		t.Fatalf("the tool entry is hidden: %s", tool)
 	}
 }
+
+// A code node's log event reads as its lines in the timeline, not as JSON.
+func TestProgressTextCodeLog(t *testing.T) {
+	got := progressText(map[string]any{"step": "log", "lines": []any{"hello Ada", `{"n":1}`}, "dropped": 3.0})
+	if want := `log: hello Ada ⏎ {"n":1} (3 more lines dropped)`; got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+}

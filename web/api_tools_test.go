@@ -96,7 +96,7 @@ func TestListToolsNotEnabled(t *testing.T) {
 			t.Fatalf("%s listed as not enabled, though testRegistry has every built-in", tl.Name)
 		}
 	}
-	if len(got.Tools) != 10 {
-		t.Errorf("%d tools, want the 10 built-ins", len(got.Tools))
+	if len(got.Tools) != 11 {
+		t.Errorf("%d tools, want the 11 built-ins", len(got.Tools))
 	}
 }

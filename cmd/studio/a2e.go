@@ -32,6 +32,7 @@ func cmdA2E(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("a2e", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	codeOpts := registerCode(fs)
 	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
 	var allowProc listFlag
 	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
@@ -63,8 +64,22 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "studio a2e: --max-queued must be between 1 and %d\n", maxQueued)
 		return exitUsage
 	}
+	if err := codeOpts.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	codeRunner, closeCode, err := codeOpts.runner()
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	defer closeCode()
 	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate}))
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate, Code: codeRunner}))
+	reg.SetScoped(builtin.Scoped...)
+	for n, c := range builtin.Checks() {
+		reg.SetCheck(n, c)
+	}
 	reg.SetInline(builtin.Inline...)
 	for _, t := range builtin.Catalog() { // the input_schema rule, as the server checks it
 		reg.SetInputSchema(t.Name, t.InputSchema)

@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/chainstudio/studio/engine/sandbox"
 	"io"
 	"os"
 	"os/signal"
@@ -53,6 +54,11 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ChildArg {
+		// A code node's sandbox process (the pool starts it): it never
+		// returns, and nothing of the studio runs in it.
+		sandbox.Child(os.Args[2:])
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))

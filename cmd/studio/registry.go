@@ -15,6 +15,10 @@ func builtinRegistry(opts builtin.Options) *engine.Registry {
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(opts))
 	reg.SetInline(builtin.Inline...)
+	reg.SetScoped(builtin.Scoped...)
+	for n, c := range builtin.Checks() {
+		reg.SetCheck(n, c)
+	}
 	for _, t := range builtin.Catalog() {
 		reg.SetInputSchema(t.Name, t.InputSchema)
 		reg.SetDescription(t.Name, t.Description)

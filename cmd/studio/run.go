@@ -50,6 +50,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&answers, "answer", "`JSON` value to resume the run with when it pauses at an interrupt (repeatable, used in order)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
 	budgets := registerBudgets(fs)
+	codeOpts := registerCode(fs)
 	fs.Usage = func() {
 		printUsage(fs, "studio run FILE [--input JSON] [--answer JSON]... [--json] [flags]",
 			"Runs a chain (studio format or an A2E chain/req) headless, printing each event as it\n"+
@@ -71,6 +72,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
+	if err := codeOpts.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
 	path := args[0]
 	c, req, err := loadDocument(path)
 	if err != nil {
@@ -89,7 +94,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget}))
+	reg.SetScoped(builtin.Scoped...)
+	for n, c := range builtin.Checks() {
+		reg.SetCheck(n, c)
+	}
+	codeRunner, closeCode, err := codeOpts.runner()
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	defer closeCode()
+	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget, Code: codeRunner}))
 	printer := &eventPrinter{w: stdout, json: *asJSON}
 	resolve := folderResolver(path)
 	eng := engine.New(engine.Options{

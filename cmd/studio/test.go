@@ -29,6 +29,7 @@ type fileReport struct {
 func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	codeOpts := registerCode(fs)
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to `FILE` (for CI)")
 	fs.Usage = func() {
@@ -50,8 +51,22 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "studio test: %v\n", err)
 		return exitUsage
 	}
+	if err := codeOpts.check(); err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	codeRunner, closeCode, err := codeOpts.runner()
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
+	defer closeCode()
 	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{}))
+	reg.RegisterAll(builtin.Tools(builtin.Options{Code: codeRunner}))
+	reg.SetScoped(builtin.Scoped...)
+	for n, c := range builtin.Checks() {
+		reg.SetCheck(n, c)
+	}
 	reg.SetInline(builtin.Inline...)
 	for _, t := range builtin.Catalog() { // forms, GET /v1/tools, the input_schema rule
 		reg.SetInputSchema(t.Name, t.InputSchema)

@@ -43,10 +43,13 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	for _, t := range builtin.Catalog() {
 		reg.SetInputSchema(t.Name, t.InputSchema)
 	}
+	for n, c := range builtin.Checks() {
+		reg.SetCheck(n, c)
+	}
 	issues := engine.ValidateWith(c, engine.ValidateOptions{Resolve: folderResolver(path), ToolOutput: func(name string) (map[string]any, bool) {
 		sc, ok := outputs[name]
 		return sc, ok
-	}, Schemas: reg.NodeSchemas(nil)})
+	}, Schemas: reg.NodeSchemas(nil), Check: reg.NodeCheck})
 	if *asJSON {
 		if issues == nil {
 			issues = []engine.Issue{}

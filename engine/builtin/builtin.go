@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/chainstudio/studio/engine/sandbox"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -54,6 +55,8 @@ type Options struct {
 	MaxResponseBytes int64
 	// MaxFileBytes caps what read_file reads and write_file writes (default 10 MiB).
 	MaxFileBytes int64
+	// Code runs code nodes' scripts (a *sandbox.Pool); nil refuses them.
+	Code CodeRunner
 }
 
 func (o Options) withDefaults() Options {
@@ -85,6 +88,7 @@ func Tools(opts Options) map[string]tool.Func {
 		"interrupt":  interruptTool,
 		"read_file":  files.read,
 		"write_file": files.write,
+		"code":       codeTool(opts.Code),
 		"proc":       (&procTool{allow: opts.ProcAllow, allowEnv: opts.ProcAllowEnv, workspace: opts.Workspace}).call,
 	}
 }
@@ -120,6 +124,9 @@ func Catalog() []Info {
 			prop("auth", map[string]any{"type": "object", "description": "a stored credential sent with the request, by name; its value never enters the run",
 				"required": []any{"credential"}, "additionalProperties": false,
 				"properties": map[string]any{"credential": map[string]any{"type": "string", "minLength": 1.0, "description": "the credential's name", "x-credential": "http"}}}))},
+		{"code", "Runs a JavaScript function body in an isolated sandbox and returns what it returns.", object([]string{"code"},
+			prop("code", with(str("JavaScript function body (ES2020): reads input, state, node_results (or nodes), output, params, item, index; return a JSON value; console.log lines are kept", 1),
+				"maxLength", float64(sandbox.MaxScriptBytes), "x-format", "javascript")))},
 		{"delay", "Waits for a number of milliseconds, then returns its input.", object([]string{"ms"},
 			prop("ms", with(num("milliseconds to wait (0 to 3600000, one hour)"), "minimum", 0.0, "maximum", float64(maxDelayMS))))},
 		{"fail", "Fails with a message, optionally only until a given attempt (to try retry policies).", object(nil,

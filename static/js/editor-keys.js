@@ -12,7 +12,8 @@ export function install(ed) {
   // ---- keyboard --------------------------------------------------------------
 
   function typing(e) {
-    const t = e.target;
+    // composedPath: inside a shadow root (the code editor) e.target is its host
+    const t = (e.composedPath && e.composedPath()[0]) || e.target;
     return t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
   }
 

@@ -331,6 +331,20 @@ function field(f, path, s, required, mapped) {
       if (keep && !names.includes(keep)) widget.append(el('option', { value: keep, text: keep + ' (not available to this chain)', selected: true }));
     });
     widget.addEventListener('change', () => change(widget.value || undefined));
+  } else if (s['x-format'] === 'javascript') {
+    // a script: CodeMirror over a textarea (the textarea stays the value,
+    // and the whole field while the editor loads or if it cannot)
+    lbl.id = id + '-label';
+    const ta = el('textarea', { id, rows: '8', class: 'sf-code-text', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': described, 'aria-required': required ? 'true' : null });
+    ta.value = typeof cur === 'string' ? cur : '';
+    ta.addEventListener('input', () => { change(ta.value === '' ? undefined : ta.value); checkScript(f, ta, err); });
+    widget = el('div', { class: 'sf-code' }, ta);
+    wrap.append(el('div', { class: 'sf-row' }, widget));
+    if (help) wrap.append(help);
+    wrap.append(el('span', { class: 'hint sf-code-keys', text: 'Tab indents; press Escape, then Tab, to leave the editor. Ctrl+Space lists the names the script reads.' }));
+    wrap.append(err);
+    mountCode(f, ta, lbl.id, err);
+    return wrap;
   } else if (Array.isArray(s.enum) || t === 'boolean') {
     const opts = Array.isArray(s.enum) ? s.enum : [true, false];
     widget = el('select', { id, 'aria-describedby': described, 'aria-required': required ? 'true' : null });
@@ -382,6 +396,113 @@ function field(f, path, s, required, mapped) {
   const p = problem(s, cur);
   if (p) { err.textContent = p; widget.setAttribute('aria-invalid', 'true'); }
   return wrap;
+}
+
+// ---- the code node's script editor ----
+
+// loadCodeMirror loads the vendored bundle once, on the first script field.
+let codeMirror = null;
+function loadCodeMirror() {
+  if (!codeMirror) {
+    codeMirror = new Promise((resolve, reject) => {
+      if (window.StudioCode) { resolve(window.StudioCode); return; }
+      const sc = document.createElement('script');
+      sc.src = new URL('../vendor/codemirror.js', import.meta.url).href;
+      sc.onload = () => (window.StudioCode ? resolve(window.StudioCode) : reject(new Error('no editor')));
+      sc.onerror = () => { codeMirror = null; reject(new Error('the code editor did not load')); };
+      document.head.append(sc);
+    });
+  }
+  return codeMirror;
+}
+
+// The names a script reads (engine/sandbox.Names), with what they hold.
+const SCRIPT_NAMES = [
+  ['input', "the run's input"], ['state', "the run's state"], ['node_results', 'node id → output of every finished node'],
+  ['nodes', 'node_results, shorter'], ['output', 'the data this node received from upstream'],
+  ['params', "this node's other input fields (input_map)"], ['item', 'the item, in a map body'], ['index', "the item's index, in a map body"],
+  ['console', 'console.log(…): lines kept with the run'],
+];
+
+function mountCode(f, ta, labelId, err) {
+  loadCodeMirror().then((cm) => {
+    if (!ta.isConnected) return;
+    const lbl = document.getElementById(labelId);
+    const ed = cm.create(ta.parentElement, {
+      doc: ta.value, label: (lbl ? lbl.firstChild.textContent : 'code') + ', JavaScript',
+      onChange: (text) => { ta.value = text; ta.dispatchEvent(new Event('input', { bubbles: true })); },
+      complete: (word) => scriptCompletions(f, ta, word),
+    });
+    ta.hidden = true;
+    ta.codeEditor = ed;
+    checkScript(f, ta, err);
+  }).catch(() => { /* the textarea keeps working */ });
+}
+
+// checkScript asks the engine whether the script parses (POST /v1/validate
+// with the node alone) and puts its errors, with line and column, in the
+// editor and under it.
+const checks = new WeakMap();
+function checkScript(f, ta, err) {
+  clearTimeout(checks.get(ta));
+  checks.set(ta, setTimeout(() => {
+    const code = ta.value;
+    const doc = { name: 'script-check', nodes: [{ node_id: nodeIdOf(ta) || 'code', kind: 'tool', name: 'code', input: { code } }] };
+    api.post('/v1/validate', doc).then((b) => {
+      if (ta.value !== code) return; // typed on since
+      const issues = ((b && b.issues) || []).filter((i) => i.rule === 'input_check' && i.field === 'input.code');
+      if (ta.codeEditor) ta.codeEditor.setErrors(issues.map((i) => ({ line: i.line, column: i.column, message: i.message })));
+      err.textContent = issues.map((i) => i.message).join('; ');
+      if (issues.length) ta.setAttribute('aria-invalid', 'true'); else ta.removeAttribute('aria-invalid');
+    }).catch(() => {});
+  }, 300));
+}
+
+function nodeIdOf(elm) {
+  const panel = elm.closest('.props');
+  return panel && panel.dataset.target === 'node' ? panel.dataset.id : '';
+}
+
+// scriptCompletions offers the names a script reads, then the fields the
+// expression editor's scope service knows under them (the last run's data,
+// or the tools' schemas): input.…, nodes.<id>.…, state.….
+const scopes = new Map();
+function scriptCompletions(f, ta, word) {
+  const segs = word.split('.');
+  if (segs.length === 1) {
+    return SCRIPT_NAMES.map(([n, d]) => ({ label: n, type: 'variable', detail: d }));
+  }
+  const root = document.getElementById('editor');
+  const node = nodeIdOf(ta);
+  if (!root || !node) return [];
+  const key = node;
+  let c = scopes.get(key);
+  if (!c || performance.now() - c.at > 5000) {
+    c = { at: performance.now(), p: api.get('/v1/chains/' + encodeURIComponent(root.dataset.chainId) + '/expr/context?node=' + encodeURIComponent(node) + '&field=' + encodeURIComponent('input_map.code')).catch(() => null) };
+    scopes.set(key, c);
+  }
+  return c.p.then((ctx) => {
+    if (!ctx) return [];
+    const path = segs.slice(0, -1);
+    if ((path[0] === 'nodes' || path[0] === 'node_results') && path.length === 1) {
+      const ids = new Set([...(ctx.upstream || []), ...Object.keys((ctx.shapes && ctx.shapes.node_results && ctx.shapes.node_results.keys) || {})]);
+      return [...ids].filter((id) => /^[A-Za-z_$][\w$]*$/.test(id)).map((id) => ({ label: id, type: 'property', detail: 'node output' }));
+    }
+    let shape;
+    if (path[0] === 'nodes' || path[0] === 'node_results') shape = shapeOf(ctx, [path[1], 'output', ...path.slice(2)]);
+    else shape = shapeOf(ctx, path);
+    if (!shape || !shape.keys) return [];
+    return Object.keys(shape.keys).sort().map((k) => ({ label: k, type: 'property', detail: shape.keys[k].type || '' }));
+  });
+}
+
+function shapeOf(ctx, segs) {
+  let s = ctx.shapes && ctx.shapes[segs[0]];
+  for (const seg of segs.slice(1)) {
+    if (!s) return null;
+    s = s.keys && s.keys[seg];
+  }
+  return s;
 }
 
 // credentialNames lists, once per page, the credentials this chain may use.

@@ -35,7 +35,8 @@ import { hooks, whenReady } from './editor.js';
   const PICK_ROWS = 50; // target picker rows shown at once (a 10,000-node chain filters first)
 
   function typing(e) {
-    const t = e.target;
+    // composedPath: inside a shadow root (the code editor) e.target is its host
+    const t = (e.composedPath && e.composedPath()[0]) || e.target;
     return t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
   }
   function selectedNodes(cy) { return cy.nodes(':selected').not('.eh-handle'); }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/sandbox"
+)
+
+// codeFlags are the code node's sandbox settings, shared by serve, worker
+// and run.
+type codeFlags struct {
+	workers, memoryMB, cpuSeconds *int
+}
+
+func registerCode(fs *flag.FlagSet) *codeFlags {
+	return &codeFlags{
+		workers:    fs.Int("code-workers", sandbox.DefaultWorkers, "sandbox processes that run code nodes' scripts at once (`N`, 1 to 64); more calls wait in a bounded queue"),
+		memoryMB:   fs.Int("code-memory-mb", sandbox.DefaultMemoryMB, "memory a code node's script may use, in `MiB` (16 to 16384); over it the node fails"),
+		cpuSeconds: fs.Int("code-cpu-seconds", sandbox.DefaultCPUSeconds, "CPU time one code node's script may use, in `SECONDS` (1 to 3600); over it the node fails"),
+	}
+}
+
+func (c *codeFlags) check() error {
+	switch {
+	case *c.workers < 1 || *c.workers > 64:
+		return fmt.Errorf("--code-workers must be 1 to 64, got %d", *c.workers)
+	case *c.memoryMB < 16 || *c.memoryMB > 16384:
+		return fmt.Errorf("--code-memory-mb must be 16 to 16384, got %d", *c.memoryMB)
+	case *c.cpuSeconds < 1 || *c.cpuSeconds > 3600:
+		return fmt.Errorf("--code-cpu-seconds must be 1 to 3600, got %d", *c.cpuSeconds)
+	}
+	return nil
+}
+
+// runner starts the pool (its children start on first use) and returns it
+// with its closer. Where the sandbox cannot run, the runner is nil: code
+// nodes are refused with the reason, and nothing else changes.
+func (c *codeFlags) runner() (builtin.CodeRunner, func(), error) {
+	if !sandbox.Supported {
+		return nil, func() {}, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("code sandbox: find the studio's executable: %w", err)
+	}
+	p, err := sandbox.NewPool(exe, sandbox.Limits{Workers: *c.workers, MemoryMB: *c.memoryMB, CPUSeconds: *c.cpuSeconds})
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, func() { p.Close() }, nil
+}

@@ -1,0 +1,163 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/chainstudio/studio/engine/sandbox"
+	"github.com/chainstudio/studio/engine/tool"
+)
+
+// CodeRunner runs a script isolated from the studio: *sandbox.Pool.
+type CodeRunner interface {
+	Run(ctx context.Context, req *sandbox.Request) (*sandbox.Response, error)
+}
+
+// StepLog is the progress step that carries a code node's console.log lines.
+const StepLog = "log"
+
+// ErrNoSandbox is the code tool's error on a host without a sandbox.
+var ErrNoSandbox = errors.New("code nodes need the script sandbox, which this host has not started (it needs Linux)")
+
+// codeTool runs the `code` field, a JavaScript function body, in the
+// sandbox. The script reads the run's data by name (sandbox.Names) and
+// returns the node's output; its console.log lines become one progress
+// event, sent whether the script succeeded or not.
+func codeTool(runner CodeRunner) tool.Func {
+	return func(ctx context.Context, in map[string]any, emit tool.Emitter) (any, error) {
+		code, err := requireString("code", in, "code")
+		if err != nil {
+			return nil, err
+		}
+		if runner == nil {
+			return nil, fmt.Errorf("code: %w: %w", ErrNoSandbox, tool.ErrDenied)
+		}
+		scope, err := codeScope(ctx, code, in)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := runner.Run(ctx, &sandbox.Request{Code: code, Scope: scope})
+		if err != nil {
+			return nil, fmt.Errorf("code: %w", err)
+		}
+		if len(resp.Logs) > 0 || resp.LogsDropped > 0 {
+			lines := make([]any, len(resp.Logs))
+			for i, l := range resp.Logs {
+				lines[i] = l
+			}
+			p := map[string]any{"step": StepLog, "lines": lines}
+			if resp.LogsDropped > 0 {
+				p["dropped"] = float64(resp.LogsDropped)
+			}
+			emit(p)
+		}
+		if resp.Kind != "" {
+			return nil, fmt.Errorf("code: %s", resp.Error)
+		}
+		var out any
+		if err := json.Unmarshal(resp.Value, &out); err != nil {
+			return nil, fmt.Errorf("code: the sandbox answered with bad JSON: %w", err)
+		}
+		return out, nil
+	}
+}
+
+// codeScope is the JSON object of names the script reads: the node's
+// scope when the engine gave one (tool.ScopeFrom), else (an agent's tool
+// call, a host that did not mark the tool scoped) only what the tool got.
+func codeScope(ctx context.Context, code string, in map[string]any) (json.RawMessage, error) {
+	params := make(map[string]any, len(in))
+	for k, v := range in {
+		if k != "code" {
+			params[k] = v
+		}
+	}
+	m := map[string]any{"params": params}
+	if s := tool.ScopeFrom(ctx); s != nil {
+		m["input"], m["state"], m["node_results"], m["output"] = orEmpty(s.Input), orEmpty(s.State), orEmpty(s.NodeResults), s.Output
+		if s.InMap {
+			m["item"], m["index"] = s.Item, float64(s.Index)
+		}
+	} else {
+		m["input"], m["state"], m["node_results"], m["output"] = params, map[string]any{}, map[string]any{}, params
+	}
+	// Only the names the script writes are sent: a map body that reads
+	// its item must not copy the run's whole input (often the very list
+	// being mapped) into every one of 10,000 calls.
+	used := usedNames(code)
+	if used["nodes"] {
+		used["node_results"] = true
+	}
+	for k := range m {
+		if !used[k] {
+			delete(m, k)
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("code: the data the script reads cannot be written as JSON: %w", err)
+	}
+	return b, nil
+}
+
+// usedNames reports which of sandbox.Names a script's text contains as a
+// word (anywhere: in a string or a comment too, which only sends more).
+// A name the script builds at run time (eval("inp" + "ut")) reads undefined.
+func usedNames(code string) map[string]bool {
+	used := make(map[string]bool, len(sandbox.Names))
+	for _, n := range sandbox.Names {
+		for i := 0; ; {
+			j := strings.Index(code[i:], n)
+			if j < 0 {
+				break
+			}
+			j += i
+			end := j + len(n)
+			if (j == 0 || !identByte(code[j-1])) && (end == len(code) || !identByte(code[end])) {
+				used[n] = true
+				break
+			}
+			i = end
+		}
+	}
+	return used
+}
+
+func identByte(c byte) bool {
+	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// codeCheck is the code tool's input_check: the script parses.
+func codeCheck(in map[string]any) []tool.Problem {
+	code, ok := in["code"].(string)
+	if !ok {
+		return nil // input_schema says what is wrong with it
+	}
+	err := sandbox.Check(code)
+	if err == nil {
+		return nil
+	}
+	p := tool.Problem{Field: "input.code", Message: err.Error()}
+	var se *sandbox.SyntaxError
+	if errors.As(err, &se) {
+		p.Line, p.Column = se.Line, se.Column
+	}
+	return []tool.Problem{p}
+}
+
+// Checks maps tools to their input_check (engine.Registry.SetCheck).
+func Checks() map[string]tool.Check { return map[string]tool.Check{"code": codeCheck} }
+
+// Scoped lists the built-in tools that read the run's data where their
+// node runs (engine.Registry.SetScoped).
+var Scoped = []string{"code"}

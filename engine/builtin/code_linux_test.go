@@ -1,0 +1,224 @@
+//go:build linux
+
+package builtin_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/sandbox"
+)
+
+// TestMain lets the test binary be the sandbox's child, as the studio's
+// binary is (`studio __sandbox`).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ChildArg {
+		sandbox.Child(os.Args[2:])
+	}
+	os.Exit(m.Run())
+}
+
+var testPool struct {
+	once sync.Once
+	p    *sandbox.Pool
+}
+
+// codePool is one pool for the package's tests (children stay warm).
+func codePool(t testing.TB) *sandbox.Pool {
+	testPool.once.Do(func() {
+		p, err := sandbox.NewPool(os.Args[0], sandbox.Limits{Workers: 2, CPUSeconds: 2, MemoryMB: 128})
+		if err != nil {
+			panic(err)
+		}
+		testPool.p = p
+	})
+	return testPool.p
+}
+
+func codeEngine(t testing.TB) *engine.Engine {
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{Code: codePool(t)}))
+	reg.SetInline(builtin.Inline...)
+	reg.SetScoped(builtin.Scoped...)
+	for _, ti := range builtin.Catalog() {
+		reg.SetInputSchema(ti.Name, ti.InputSchema)
+	}
+	for n, c := range builtin.Checks() {
+		reg.SetCheck(n, c)
+	}
+	return engine.New(engine.Options{Registry: reg})
+}
+
+type progressSink struct {
+	mu  sync.Mutex
+	evs []engine.Event
+}
+
+func (s *progressSink) Emit(e engine.Event) {
+	s.mu.Lock()
+	s.evs = append(s.evs, e)
+	s.mu.Unlock()
+}
+
+func runCode(t *testing.T, doc string, input map[string]any) (*engine.Result, *progressSink) {
+	t.Helper()
+	c := decode(t, doc)
+	sink := &progressSink{}
+	res, err := codeEngine(t).Run(context.Background(), c, input, engine.RunOptions{Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, sink
+}
+
+func TestCodeNodeReadsScopeAndLogs(t *testing.T) {
+	res, sink := runCode(t, `{"name":"c","nodes":[
+	  {"node_id":"first","kind":"tool","name":"echo","set_state":{"k":"'v'"}},
+	  {"node_id":"js","kind":"tool","name":"code","input":{"code":"console.log('got', output.n, [1,2]);\nreturn {n: output.n * 2, run: input.n, s: state.k, first: nodes.first.n, same: node_results.first === nodes.first}"}}],
+	 "edges":[{"source":"first","target":"js"}]}`, map[string]any{"n": 21.0})
+	if res.Status != engine.StatusCompleted {
+		t.Fatalf("%s %+v", res.Status, res.Error)
+	}
+	got, _ := json.Marshal(res.FinalOutput)
+	if string(got) != `{"first":21,"n":42,"run":21,"s":"v","same":true}` {
+		t.Fatalf("output %s", got)
+	}
+	var logged []any
+	for _, e := range sink.evs {
+		if m, ok := e.Progress.(map[string]any); ok && e.NodeID == "js" && m["step"] == builtin.StepLog {
+			logged = m["lines"].([]any)
+		}
+	}
+	if len(logged) != 1 || logged[0] != "got 21 [1,2]" {
+		t.Fatalf("logs %v", logged)
+	}
+}
+
+func TestCodeNodeInMap(t *testing.T) {
+	res, _ := runCode(t, `{"name":"c","nodes":[
+	  {"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
+	  {"node_id":"body","kind":"tool","name":"code","input":{"code":"return {v: item * 10, index, same: output === item}"}}]}`,
+		map[string]any{"xs": []any{1.0, 2.0}})
+	got, _ := json.Marshal(res.FinalOutput)
+	if string(got) != `[{"index":0,"same":true,"v":10},{"index":1,"same":true,"v":20}]` {
+		t.Fatalf("%s %+v: %s", res.Status, res.Error, got)
+	}
+}
+
+func TestCodeNodeErrorsNameTheirCause(t *testing.T) {
+	for _, c := range []struct{ code, want string }{
+		{`throw new Error("nope")`, "code: Error: nope (line 1, column 7)"},
+		{`return () => 1`, "a function or a symbol"},
+		{`for (;;) {}`, "CPU time limit of 2 s"},
+		{`let a = []; for (let i = 0; ; i++) a.push("x".repeat(1 << 20) + i)`, "memory limit of 128 MiB"},
+		{`return "x".repeat(4 * 1024 * 1024 * 1024)`, "memory limit of 128 MiB"},
+	} {
+		if raceOn && strings.Contains(c.want, "memory") {
+			continue // the race detector cannot run under RLIMIT_AS
+		}
+		doc := fmt.Sprintf(`{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","input":{"code":%q}}]}`, c.code)
+		res, _ := runCode(t, doc, nil)
+		if res.Status != engine.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, c.want) {
+			t.Errorf("%s: %s %+v, want %q", c.code, res.Status, res.Error, c.want)
+		}
+	}
+}
+
+func TestCodeNodeTimeoutKillsScript(t *testing.T) {
+	start := time.Now()
+	res, _ := runCode(t, `{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","timeout":0.5,"input":{"code":"for (;;) {}"}}]}`, nil)
+	if res.Status != engine.StatusFailed || !strings.Contains(res.Error.Message, "timed out after 0.5s") {
+		t.Fatalf("%s %+v", res.Status, res.Error)
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Fatalf("took %s: the CPU limit (2 s) stopped it, not the timeout", d)
+	}
+}
+
+func TestCodeNodeSyntaxErrorAtValidation(t *testing.T) {
+	c := decode(t, `{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","input":{"code":"let a = 1;\nreturn a +;"}}]}`)
+	reg := engine.NewRegistry()
+	for n, ch := range builtin.Checks() {
+		reg.SetCheck(n, ch)
+	}
+	issues := engine.ValidateWith(c, engine.ValidateOptions{Check: reg.NodeCheck})
+	if len(issues) != 1 {
+		t.Fatalf("%v", issues)
+	}
+	is := issues[0]
+	if is.Rule != engine.RuleInputCheck || is.NodeID != "js" || is.Field != "input.code" || is.Line != 2 || is.Column != 11 || !strings.Contains(is.Message, "line 2, column 11") {
+		t.Fatalf("%+v", is)
+	}
+	// A script input_map sets is not checked: it is known at run time only.
+	c = decode(t, `{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","input":{"code":"return +"},"input_map":{"code":"input.src"}}]}`)
+	if issues := engine.ValidateWith(c, engine.ValidateOptions{Check: reg.NodeCheck}); len(issues) != 0 {
+		t.Fatalf("%v", issues)
+	}
+}
+
+func TestCodeNodeRefusedWithoutSandbox(t *testing.T) {
+	_, err := builtin.Tools(builtin.Options{})["code"](context.Background(), map[string]any{"code": "return 1"}, func(any) {})
+	if err == nil || !strings.Contains(err.Error(), "sandbox") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func benchRun(b *testing.B, doc string, input map[string]any) {
+	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng := codeEngine(b)
+	p := eng.Prepare(context.Background(), c)
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		res, err := eng.RunPrepared(context.Background(), p, input, engine.RunOptions{})
+		if err != nil || res.Status != engine.StatusCompleted {
+			b.Fatalf("%v %s %+v", err, res.Status, res.Error)
+		}
+		times = append(times, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/op")
+}
+
+// BenchmarkCodeTrivial is one code node's run against BenchmarkTransformTrivial's.
+func BenchmarkCodeTrivial(b *testing.B) {
+	benchRun(b, `{"name":"c","nodes":[{"node_id":"n","kind":"tool","name":"code","input":{"code":"return {n: input.n + 1}"}}]}`, map[string]any{"n": 1.0})
+}
+
+func BenchmarkTransformTrivial(b *testing.B) {
+	benchRun(b, `{"name":"c","nodes":[{"node_id":"n","kind":"tool","name":"transform","input":{"expression":"{n: n}"},"input_map":{"data":"input"}}]}`, map[string]any{"n": 1.0})
+}
+
+func mapInput() map[string]any {
+	xs := make([]any, 10000)
+	for i := range xs {
+		xs[i] = float64(i)
+	}
+	return map[string]any{"xs": xs}
+}
+
+// BenchmarkCodeMap10k: a map of 10,000 items over a code body, against
+// BenchmarkTransformMap10k.
+func BenchmarkCodeMap10k(b *testing.B) {
+	benchRun(b, `{"name":"c","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
+	  {"node_id":"body","kind":"tool","name":"code","input":{"code":"return {v: item * 2}"}}]}`, mapInput())
+}
+
+func BenchmarkTransformMap10k(b *testing.B) {
+	benchRun(b, `{"name":"c","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
+	  {"node_id":"body","kind":"tool","name":"transform","input":{"expression":"{v: v}"},"input_map":{"data":"{v: item}"}}]}`, mapInput())
+}

@@ -1,0 +1,273 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dop251/goja"
+)
+
+// ChildArg is the hidden subcommand that makes the studio's binary a
+// sandbox child; ChildArgs builds its whole command line.
+const ChildArg = "__sandbox"
+
+// ChildArgs is the child's arguments after the program name: the limits
+// travel on the command line because the environment is empty.
+func ChildArgs(l Limits) []string {
+	l = l.WithDefaults()
+	return []string{ChildArg, strconv.Itoa(l.MemoryMB), strconv.Itoa(l.CPUSeconds)}
+}
+
+// exit codes a child ends with on purpose, read by the pool.
+const (
+	exitUsage  = 90
+	exitLimits = 91
+)
+
+// Child is the sandbox child's main: args are what follows ChildArg. It
+// sets its limits before reading any script, then answers requests on
+// stdin/stdout until stdin closes, and never returns.
+func Child(args []string) {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "sandbox: usage: __sandbox MEMORY_MB CPU_SECONDS")
+		os.Exit(exitUsage)
+	}
+	mem, err1 := strconv.Atoi(args[0])
+	cpu, err2 := strconv.Atoi(args[1])
+	if err1 != nil || err2 != nil || mem <= 0 || cpu <= 0 {
+		fmt.Fprintln(os.Stderr, "sandbox: bad limits", args)
+		os.Exit(exitUsage)
+	}
+	l := Limits{MemoryMB: mem, CPUSeconds: cpu}.WithDefaults()
+	closeInherited()
+	if err := setLimits(l); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox:", err)
+		os.Exit(exitLimits)
+	}
+	serve(os.Stdin, os.Stdout, l)
+	os.Exit(0)
+}
+
+// setLimits caps the child's address space (the backstop: an allocation
+// beyond it fails and the Go runtime dies) and asks the Go heap to stay
+// under the script's limit (the GC works harder before the watch fires).
+func setLimits(l Limits) error {
+	// The Go runtime has already reserved most of its address space (the
+	// page summaries, the arena index: about 1 GiB of mappings for a few
+	// MiB of memory), so the cap is what is mapped now plus the script's
+	// share: its heap twice over (the GC's room) and a margin for thread
+	// stacks and the runtime's own growth.
+	base, err := mappedBytes()
+	if err != nil {
+		return err
+	}
+	as := base + uint64(l.AddressSpaceMB())<<20
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+		return fmt.Errorf("set RLIMIT_AS to %d MiB: %w", as>>20, err)
+	}
+	// No core files: a child killed for its limits leaves nothing behind.
+	_ = syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{})
+	// The GC's soft limit sits above the watch's: at the watch's own limit
+	// the GC would collect without end (a script that keeps what it
+	// allocates would spin until its CPU limit instead of failing for
+	// memory).
+	debug.SetMemoryLimit(int64(l.MemoryMB) << 20 * 3 / 2)
+	// A fatal error (out of memory) prints its reason, not every
+	// goroutine's stack: the pool reads the reason.
+	debug.SetTraceback("none")
+	runtime.GOMAXPROCS(2)
+	return nil
+}
+
+// closeInherited closes the descriptors the child inherited beyond its
+// three pipes. Go opens its own files close-on-exec, but a descriptor the
+// studio itself inherited without that flag (from a shell, a supervisor)
+// passes through exec to every child. The Go runtime's own descriptors stay:
+// its poller (anon inodes) and the cgroup files it reads its CPU quota from.
+func closeInherited() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil || strings.HasPrefix(target, "anon_inode:") || strings.HasPrefix(target, "/sys/fs/cgroup/") || target == "/proc/self/fd" {
+			continue
+		}
+		_ = syscall.Close(fd)
+	}
+}
+
+// mappedBytes is the process's virtual size (VmSize in /proc/self/status).
+func mappedBytes() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("read the virtual size: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmSize %q: %w", rest, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmSize in /proc/self/status")
+}
+
+// running is the VM of the call in progress, for the watches.
+type running struct {
+	mu sync.Mutex
+	vm *goja.Runtime
+}
+
+func (r *running) set(vm *goja.Runtime) {
+	r.mu.Lock()
+	r.vm = vm
+	r.mu.Unlock()
+}
+
+func (r *running) interrupt(in interrupt) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.vm == nil {
+		return false
+	}
+	r.vm.Interrupt(in)
+	return true
+}
+
+func serve(in io.Reader, out io.Writer, l Limits) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriterSize(out, 64<<10)
+	cache := &programs{}
+	cur := &running{}
+
+	// CPU: RLIMIT_CPU counts the process's whole life, so each call moves
+	// the soft limit to what is used so far plus the call's allowance; the
+	// kernel's SIGXCPU (sent every second past it) interrupts the script.
+	xcpu := make(chan os.Signal, 4)
+	signal.Notify(xcpu, syscall.SIGXCPU)
+	cpuMsg := fmt.Sprintf("the script went over its CPU time limit of %d s", l.CPUSeconds)
+	go func() {
+		for range xcpu {
+			cur.interrupt(interrupt{KindCPU, cpuMsg})
+		}
+	}()
+
+	// Memory: a watch reads the live heap every few milliseconds while a
+	// script runs and interrupts it past the limit; RLIMIT_AS is the
+	// backstop for one allocation too big to be seen growing.
+	memMsg := fmt.Sprintf("the script went over its memory limit of %d MiB", l.MemoryMB)
+	limit := uint64(l.MemoryMB) << 20
+	watching := make(chan bool)
+	go watchMemory(watching, limit, func() { cur.interrupt(interrupt{KindMemory, memMsg}) })
+
+	for {
+		var req Request
+		if err := readFrame(r, &req, MaxRequestBytes+MaxScriptBytes+4096); err != nil {
+			if err == io.EOF {
+				return
+			}
+			fmt.Fprintln(os.Stderr, "sandbox: read request:", err)
+			os.Exit(exitUsage)
+		}
+		if err := allowCPU(l.CPUSeconds); err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox:", err)
+			os.Exit(exitLimits)
+		}
+		resp := execute(cache, &req, func(vm *goja.Runtime) {
+			cur.set(vm)
+			watching <- vm != nil // blocking: a dropped "on" would leave a script unwatched
+		})
+		req = Request{}
+		if resp.Kind == KindMemory {
+			runtime.GC()
+			debug.FreeOSMemory()
+		}
+		if err := writeFrame(w, &resp, maxResponseBytes); err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox: write response:", err)
+			os.Exit(exitUsage)
+		}
+		if r.Buffered() > 0 {
+			continue // more requests are here: answer them first, then flush once
+		}
+		if err := w.Flush(); err != nil {
+			os.Exit(0) // the parent is gone
+		}
+	}
+}
+
+// allowCPU sets the soft RLIMIT_CPU to the CPU time used so far plus
+// seconds (rounded up: the kernel counts whole seconds).
+func allowCPU(seconds int) error {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return fmt.Errorf("getrusage: %w", err)
+	}
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_CPU, &cur); err != nil {
+		return fmt.Errorf("getrlimit: %w", err)
+	}
+	used := ru.Utime.Sec + ru.Stime.Sec + 1
+	soft := min(uint64(used)+uint64(seconds), cur.Max)
+	// The hard limit is left alone: an unprivileged process cannot raise
+	// it again for the next call. The pool kills a child that ignores its
+	// interrupt.
+	return syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: soft, Max: cur.Max})
+}
+
+// watchMemory samples the heap while a script runs (on: true on the
+// channel); past limit it collects, and calls over when what is still live
+// passes limit (garbage alone never fails a script).
+func watchMemory(on <-chan bool, limit uint64, over func()) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	active := false
+	t := time.NewTicker(2 * time.Millisecond)
+	t.Stop()
+	for {
+		if !active {
+			active = <-on
+			if active {
+				t.Reset(2 * time.Millisecond)
+			}
+			continue
+		}
+		select {
+		case active = <-on:
+			if !active {
+				t.Stop()
+			}
+		case <-t.C:
+			metrics.Read(sample)
+			if sample[0].Value.Uint64() <= limit {
+				continue
+			}
+			runtime.GC()
+			metrics.Read(live)
+			if live[0].Value.Uint64() > limit {
+				over()
+			}
+		}
+	}
+}
