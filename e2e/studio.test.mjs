@@ -25,7 +25,10 @@ async function issues(page) {
   return page.evaluate(() => [...document.querySelectorAll('#issues .issue-link')].map((b) => ({ node: b.dataset.nodeId, edge: b.dataset.edgeId, sev: b.dataset.severity, text: b.textContent.trim() })));
 }
 
+// addFromPalette adds a node with nothing selected, so it comes unconnected
+// (a node added while one is selected is wired after it: wired.test.mjs).
 async function addFromPalette(page, kind) {
+  await page.evaluate(() => window.__studio.cy.$(':selected').unselect());
   const before = await page.evaluate(() => window.__studio.doc.nodes.length);
   await page.click(`.palette-item[data-kind="${kind}"]`);
   await page.waitForFunction((n) => window.__studio.doc.nodes.length === n + 1, before);
