@@ -296,16 +296,9 @@ func (s *Store) PublishChain(ctx context.Context, id string, v, baseVersion int,
 	}
 	now := s.now().UTC()
 	err := s.writeTx(ctx, func(tx *Tx) error {
-		var cur int
-		err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		cur, err := s.lockCurrent(ctx, tx, id, baseVersion)
 		if err != nil {
 			return err
-		}
-		if baseVersion != 0 && baseVersion != cur {
-			return &store.VersionConflictError{ChainID: id, Base: baseVersion, Current: cur}
 		}
 		if v == 0 {
 			v = cur
@@ -407,6 +400,24 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 	return out, total, nil
 }
 
+// lockCurrent reads a live chain's current version, locking its row for the
+// transaction, and checks it against base (0: any version): a
+// *VersionConflictError when the chain has moved on.
+func (s *Store) lockCurrent(ctx context.Context, tx *Tx, id string, base int) (int, error) {
+	var cur int
+	err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, store.ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	if base != 0 && base != cur {
+		return 0, &store.VersionConflictError{ChainID: id, Base: base, Current: cur}
+	}
+	return cur, nil
+}
+
 // DeleteChain soft-deletes a chain: it disappears from lists and lookups and
 // its name becomes free; its versions and runs are kept. baseVersion, when
 // not 0, must still be the current version (else a *VersionConflictError and
@@ -414,16 +425,8 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 func (s *Store) DeleteChain(ctx context.Context, id string, baseVersion int) error {
 	err := s.writeTx(ctx, func(tx *Tx) error {
 		if baseVersion != 0 {
-			var cur int
-			err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur)
-			if errors.Is(err, sql.ErrNoRows) {
-				return store.ErrNotFound
-			}
-			if err != nil {
+			if _, err := s.lockCurrent(ctx, tx, id, baseVersion); err != nil {
 				return err
-			}
-			if cur != baseVersion {
-				return &store.VersionConflictError{ChainID: id, Base: baseVersion, Current: cur}
 			}
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE chains SET deleted_at = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL`,
@@ -582,16 +585,9 @@ func (s *Store) NameVersion(ctx context.Context, id string, baseVersion int, mes
 	var ch *store.Chain
 	var doc *engine.Chain
 	err := s.writeTx(ctx, func(tx *Tx) error {
-		var cur int
-		err := tx.QueryRowContext(ctx, `SELECT current_version FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		cur, err := s.lockCurrent(ctx, tx, id, baseVersion)
 		if err != nil {
 			return err
-		}
-		if baseVersion != 0 && baseVersion != cur {
-			return &store.VersionConflictError{ChainID: id, Base: baseVersion, Current: cur}
 		}
 		_, body, err := getVersion(ctx, tx, id, cur)
 		if err != nil {
