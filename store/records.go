@@ -20,6 +20,10 @@ type Chain struct {
 	Created     time.Time
 	Updated     time.Time
 	Doc         *engine.Chain
+	// MCPExposed: the studio's MCP server offers the chain as a tool. A
+	// setting of the record that only an admin changes (SetChainMCP), not
+	// part of the document, so an edit or an import never exposes a chain.
+	MCPExposed bool
 }
 
 // ChainSummary is one row of ListChains.
@@ -224,6 +228,9 @@ const (
 	TriggerSchedule   = "schedule"
 	TriggerWebhook    = "webhook"
 	TriggerA2ESession = "a2e_session"
+	// TriggerMCP: a tool call on the studio's MCP server; TriggerID is the
+	// caller's name (a user, "token" or "local").
+	TriggerMCP = "mcp"
 )
 
 // Overlap policies: what a schedule does at a tick while a run of its chain
