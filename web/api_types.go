@@ -22,6 +22,8 @@ type chainFields struct {
 	Created     time.Time     `json:"created"`
 	Updated     time.Time     `json:"updated"`
 	Doc         *engine.Chain `json:"doc"`
+	// MCPExposed: the studio's MCP server offers the chain as a tool.
+	MCPExposed bool `json:"mcp_exposed"`
 }
 
 // chainJSON is a saved chain as the API shows it: the stored chain and,
@@ -42,7 +44,7 @@ func toChainJSON(ch *store.Chain, issues []engine.Issue) chainJSON {
 	}
 	return chainJSON{chainFields: chainFields{
 		ID: ch.ID, Name: ch.Name, Description: ch.Description, Version: ch.Version,
-		NodeCount: ch.NodeCount, Created: ch.Created, Updated: ch.Updated, Doc: ch.Doc,
+		NodeCount: ch.NodeCount, Created: ch.Created, Updated: ch.Updated, Doc: ch.Doc, MCPExposed: ch.MCPExposed,
 	}, Issues: issues, Valid: !engine.HasErrors(issues)}
 }
 
