@@ -47,7 +47,7 @@ func MCPPanel(ch *store.Chain) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, " aria-describedby=\"mcp-help\"> Offer this chain as a tool to MCP clients</label> <span id=\"mcp-state\" class=\"hint\" role=\"status\" aria-live=\"polite\"></span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, " aria-describedby=\"mcp-help\"> Offer this chain as a tool to MCP clients</label><p id=\"mcp-state\" class=\"hint\" role=\"status\" aria-live=\"polite\"></p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
