@@ -25,6 +25,10 @@ type Chain struct {
 	// draft the designer edits. They differ while there are unpublished
 	// changes.
 	Published Publication
+	// MCPExposed: the studio's MCP server offers the chain as a tool. A
+	// setting of the record that only an admin changes (SetChainMCP), not
+	// part of the document, so an edit or an import never exposes a chain.
+	MCPExposed bool
 }
 
 // Publication says which version of a chain is published, when, by whom
@@ -244,6 +248,9 @@ const (
 	TriggerSchedule   = "schedule"
 	TriggerWebhook    = "webhook"
 	TriggerA2ESession = "a2e_session"
+	// TriggerMCP: a tool call on the studio's MCP server; TriggerID is the
+	// caller's name (a user, "token" or "local").
+	TriggerMCP = "mcp"
 )
 
 // Overlap policies: what a schedule does at a tick while a run of its chain

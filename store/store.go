@@ -71,6 +71,13 @@ type ChainStore interface {
 	NameVersion(ctx context.Context, id string, baseVersion int, message string) (*Chain, error)
 	// DiffVersions compares two versions of a chain (from → to).
 	DiffVersions(ctx context.Context, id string, from, to int) (*inspect.ChainDiff, error)
+	// SetChainMCP marks a live chain as offered (or not) as a tool by the
+	// studio's MCP server; it makes no version. ErrNotFound for no live chain.
+	SetChainMCP(ctx context.Context, id string, exposed bool) error
+	// ListMCPChains returns the live chains offered as MCP tools, with their
+	// current documents, by name; at most limit of them (and whether there
+	// were more).
+	ListMCPChains(ctx context.Context, limit int) ([]Chain, bool, error)
 }
 
 // RunStore keeps runs. A run's node results are not stored apart: they are

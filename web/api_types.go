@@ -26,7 +26,9 @@ type chainFields struct {
 	// draft). UnpublishedChanges: they differ.
 	Published          publicationJSON `json:"published"`
 	UnpublishedChanges bool            `json:"unpublished_changes"`
-	Doc                *engine.Chain   `json:"doc"`
+	// MCPExposed: the studio's MCP server offers the chain as a tool.
+	MCPExposed bool          `json:"mcp_exposed"`
+	Doc        *engine.Chain `json:"doc"`
 }
 
 // publicationJSON says which version of a chain is published (0: none).
@@ -55,7 +57,7 @@ func toChainJSON(ch *store.Chain, issues []engine.Issue) chainJSON {
 	}
 	return chainJSON{chainFields: chainFields{
 		ID: ch.ID, Name: ch.Name, Description: ch.Description, Version: ch.Version,
-		NodeCount: ch.NodeCount, Created: ch.Created, Updated: ch.Updated, Doc: ch.Doc,
+		NodeCount: ch.NodeCount, Created: ch.Created, Updated: ch.Updated, Doc: ch.Doc, MCPExposed: ch.MCPExposed,
 		Published:          publicationJSON{Version: ch.Published.Version, At: ch.Published.At, By: ch.Published.By, Message: ch.Published.Message},
 		UnpublishedChanges: ch.Unpublished(),
 	}, Issues: issues, Valid: !engine.HasErrors(issues)}

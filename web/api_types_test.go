@@ -24,7 +24,7 @@ func TestAPIShapesOfRecords(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, got, want string }{
 		{"chain", enc(toChainJSON(&store.Chain{ID: "id", Name: "c", Description: "d", Version: 2, NodeCount: 3, Created: t0, Updated: t0, Doc: doc}, nil)),
-			`{"id":"id","name":"c","description":"d","version":2,"node_count":3,"created":"2026-01-02T03:04:05Z","updated":"2026-01-02T03:04:05Z","published":{"version":0},"unpublished_changes":true,"doc":{"name":"c","nodes":null},"issues":[],"valid":true}`},
+			`{"id":"id","name":"c","description":"d","version":2,"node_count":3,"created":"2026-01-02T03:04:05Z","updated":"2026-01-02T03:04:05Z","published":{"version":0},"unpublished_changes":true,"mcp_exposed":false,"doc":{"name":"c","nodes":null},"issues":[],"valid":true}`},
 		{"chain summaries", enc(toChainSummariesJSON([]store.ChainSummary{{ID: "id", Name: "c", Version: 1, Created: t0, Updated: t0, LastRunStatus: engine.StatusFailed, LastRunAt: t0}, {ID: "b"}})),
 			`[{"id":"id","name":"c","version":1,"node_count":0,"published_version":0,"created":"2026-01-02T03:04:05Z","updated":"2026-01-02T03:04:05Z","last_run_status":"failed","last_run_at":"2026-01-02T03:04:05Z"},{"id":"b","name":"","version":0,"node_count":0,"published_version":0,"created":"0001-01-01T00:00:00Z","updated":"0001-01-01T00:00:00Z"}]`},
 		{"no chains", enc(toChainSummariesJSON(nil)), `[]`},

@@ -254,6 +254,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.JSON(status, a2eErrorResponse(c, ae))
 		return
 	}
+	if c.Request().URL.Path == "/v1/mcp" { // MCP clients read JSON-RPC errors
+		_ = c.JSON(status, mcpErrorBody(ae))
+		return
+	}
 	if wantsHTML(c.Request()) {
 		_ = c.HTML(status, "<!doctype html><title>Error</title><link rel=\"icon\" href=\"data:,\"><p>"+htmlEscape(ae.Message)+"</p><p><a href=\"/\">Chains</a></p>")
 		return

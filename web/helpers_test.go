@@ -118,14 +118,19 @@ func (r resp) json(t testing.TB) map[string]any {
 	return m
 }
 
-// errCode returns error.code of a JSON error response.
+// errCode returns error.code of a JSON error response, or of a JSON-RPC
+// error's data (the /v1/mcp endpoint answers refusals in JSON-RPC).
 func (r resp) errCode(t testing.TB) string {
 	t.Helper()
 	e, _ := r.json(t)["error"].(map[string]any)
 	if e == nil {
 		t.Fatalf("not an error response: %s", r.body)
 	}
-	code, _ := e["code"].(string)
+	if code, ok := e["code"].(string); ok {
+		return code
+	}
+	d, _ := e["data"].(map[string]any)
+	code, _ := d["code"].(string)
 	return code
 }
 

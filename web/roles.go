@@ -101,6 +101,10 @@ var routeActions = map[string]action{
 	"POST /v1/a2e/session":                    actEdit, // the SDK's HTTP transport: its chains run
 	"POST /v1/a2e/send":                       actEdit,
 	"GET /v1/a2e/stream":                      actEdit,
+	"PUT /v1/chains/:id/mcp":                  actAdmin, // exposes a chain as an MCP tool
+	"POST /v1/mcp":                            actEdit,  // MCP: a tool call starts a run
+	"GET /v1/mcp":                             actEdit,
+	"DELETE /v1/mcp":                          actEdit,
 	"GET /v1/agents":                          actRead,
 	"GET /v1/agents/:name":                    actRead,
 	"GET /v1/agents/:name/chain":              actRead,

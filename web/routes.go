@@ -72,6 +72,12 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/a2e/send", s.a2eSend)
 	v1.GET("/a2e/stream", s.a2eStream)
 
+	// The studio as an MCP server: exposed chains are tools (mcp_server.go).
+	v1.PUT("/chains/:id/mcp", s.setChainMCP)
+	v1.POST("/mcp", s.mcpEndpoint)
+	v1.GET("/mcp", s.mcpEndpoint)
+	v1.DELETE("/mcp", s.mcpEndpoint)
+
 	s.agentRoutes(e)
 	s.userRoutes(e)
 	s.credentialRoutes(e)

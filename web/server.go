@@ -61,6 +61,13 @@ type Config struct {
 	A2EMaxSessionsPerUser int
 	A2ESessionIdle        time.Duration
 	A2ESessionBytes       int
+	// MCPMaxSessions bounds the open MCP sessions of /v1/mcp (default 64),
+	// MCPMaxSessionsPerUser those one caller opens (default 8), and
+	// MCPSessionIdle how long one lives with no request (default 10
+	// minutes; a tool call in progress keeps it alive).
+	MCPMaxSessions        int
+	MCPMaxSessionsPerUser int
+	MCPSessionIdle        time.Duration
 	// Bounds of every streaming response (stream.go): how long a client
 	// may take to accept a write (default 30s), how many bytes one
 	// connection buffers before writing (default 256 KiB), and how many all
@@ -134,6 +141,7 @@ type Server struct {
 	hookLog *logSummary        // refused webhook calls (api_triggers.go)
 	streams *streamPool        // the budget and counts of streaming responses (stream.go)
 	a2e     a2eSessions        // the A2E HTTP transport's sessions (api_a2e_session.go)
+	mcp     *mcpHub            // the MCP server of /v1/mcp (mcp_server.go)
 	agents  *agent.Set         // loaded agents; nil when the host loaded none
 	metrics *Metrics           // Prometheus metrics, served at /metrics
 	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
@@ -206,6 +214,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.mcp = newMCPHub(s)
 	s.echo = s.newEcho()
 	return s, nil
 }
@@ -286,6 +295,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	s.a2e.stop() // A2E sessions' runs stop with the rest
+	s.mcp.stop() // MCP sessions close; their tool calls' runs stop with the rest
 	s.pingLog.stop()
 	s.hookLog.stop()
 	if err := s.runs.Shutdown(ctx); err != nil {

@@ -35,6 +35,7 @@ func commands() []command {
 		{"run", "run a chain file headless, printing events as they happen and the result", cmdRun},
 		{"test", "run the tests kept in chain files (a FILE or every *.json of a DIR); exit 1 on any failure", cmdTest},
 		{"a2e", "the A2E chain host on stdin/stdout: chain/req lines in, chain/event and chain/resp NDJSON out", cmdA2E},
+		{"mcp", "the studio's MCP server on stdin/stdout: a bridge to a running studio's /v1/mcp (--url, --token)", cmdMCP},
 		{"users", "add, list, set-role or remove the people who sign in, each with a role and their own token", cmdUsers},
 		{"credentials", "add, list, set, remove the credentials chains use by name, or rotate their key", func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return cmdCredentials(ctx, args, os.Stdin, stdout, stderr)

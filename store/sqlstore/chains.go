@@ -147,11 +147,11 @@ func (s *Store) SaveChainAs(ctx context.Context, id string, baseVersion int, doc
 // returns the chain at its current version, so that its ETag stays.
 func (s *Store) saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time, keepSame bool) (*store.Chain, error) {
 	var cur int
-	var created int64
+	var created, exposed int64
 	var pub store.Publication
 	var pubAt sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at, published_version, published_at, published_by, published_message
-FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur, &created, &pub.Version, &pubAt, &pub.By, &pub.Message)
+	err := tx.QueryRowContext(ctx, `SELECT current_version, created_at, mcp_exposed, published_version, published_at, published_by, published_message
+FROM chains WHERE id = ? AND deleted_at IS NULL`+s.d.ForUpdate(), id).Scan(&cur, &created, &exposed, &pub.Version, &pubAt, &pub.By, &pub.Message)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -174,7 +174,7 @@ WHERE v.chain_id = ? AND v.version = ?`, body, id, cur).Scan(&same, &updated)
 		if same {
 			return &store.Chain{
 				ID: id, Name: doc.Name, Description: doc.Description, Version: cur, NodeCount: len(doc.Nodes),
-				Created: FromMicros(created), Updated: FromMicros(updated), Published: pub,
+				Created: FromMicros(created), Updated: FromMicros(updated), Published: pub, MCPExposed: exposed == 1,
 			}, nil
 		}
 	}
@@ -204,11 +204,11 @@ WHERE id = ? AND current_version = ?`, doc.Name, doc.Description, next, len(doc.
 	}
 	return &store.Chain{
 		ID: id, Name: doc.Name, Description: doc.Description, Version: next, NodeCount: len(doc.Nodes),
-		Created: FromMicros(created), Updated: FromMicros(Micros(now)), Published: pub,
+		Created: FromMicros(created), Updated: FromMicros(Micros(now)), Published: pub, MCPExposed: exposed == 1,
 	}, nil
 }
 
-const chainCols = `id, name, description, current_version, node_count, created_at, updated_at,
+const chainCols = `id, name, description, current_version, node_count, created_at, updated_at, mcp_exposed,
   published_version, published_at, published_by, published_message`
 
 // loadDoc returns version v of chain id's document, from the cache of
@@ -240,10 +240,10 @@ func (s *Store) loadDoc(ctx context.Context, q rowQueryer, id string, v int) (*e
 func (s *Store) getChain(ctx context.Context, where string, arg any, published bool) (*store.Chain, error) {
 	var ch store.Chain
 	err := s.readTx(ctx, func(tx *Tx) error {
-		var created, updated int64
+		var created, updated, exposed int64
 		var pubAt sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT `+chainCols+` FROM chains WHERE `+where+` AND deleted_at IS NULL`, arg).
-			Scan(&ch.ID, &ch.Name, &ch.Description, &ch.Version, &ch.NodeCount, &created, &updated,
+			Scan(&ch.ID, &ch.Name, &ch.Description, &ch.Version, &ch.NodeCount, &created, &updated, &exposed,
 				&ch.Published.Version, &pubAt, &ch.Published.By, &ch.Published.Message)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
@@ -251,7 +251,7 @@ func (s *Store) getChain(ctx context.Context, where string, arg any, published b
 		if err != nil {
 			return err
 		}
-		ch.Created, ch.Updated, ch.Published.At = FromMicros(created), FromMicros(updated), FromNullMicros(pubAt)
+		ch.Created, ch.Updated, ch.Published.At, ch.MCPExposed = FromMicros(created), FromMicros(updated), FromNullMicros(pubAt), exposed == 1
 		if published {
 			if ch.Published.Version == 0 {
 				return &store.NotPublishedError{ChainID: ch.ID, Name: ch.Name}
@@ -447,6 +447,84 @@ func (s *Store) DeleteChain(ctx context.Context, id string, baseVersion int) err
 		return fmt.Errorf("store: delete chain %s: %w", id, err)
 	}
 	return nil
+}
+
+// SetChainMCP marks a live chain as offered (or not) as an MCP tool. It
+// makes no version and leaves updated_at alone: it is not an edit.
+func (s *Store) SetChainMCP(ctx context.Context, id string, exposed bool) error {
+	err := s.writeTx(ctx, func(tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE chains SET mcp_exposed = ? WHERE id = ? AND deleted_at IS NULL`, boolInt(exposed), id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: set chain %s mcp exposure: %w", id, err)
+	}
+	return nil
+}
+
+// ListMCPChains returns the live chains offered as MCP tools at their
+// published versions (Version, NodeCount and Doc are the published one's),
+// by name then id; at most limit, more saying whether
+// others were left out.
+func (s *Store) ListMCPChains(ctx context.Context, limit int) ([]store.Chain, bool, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	var out []store.Chain
+	more := false
+	err := s.readTx(ctx, func(tx *Tx) error {
+		out, more = out[:0], false
+		rows, err := tx.QueryContext(ctx, `SELECT `+chainCols+` FROM chains WHERE mcp_exposed = 1 AND published_version > 0 AND deleted_at IS NULL ORDER BY name, id LIMIT ?`, limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ch store.Chain
+			var created, updated, exposed int64
+			var pubAt sql.NullInt64
+			if err := rows.Scan(&ch.ID, &ch.Name, &ch.Description, &ch.Version, &ch.NodeCount, &created, &updated, &exposed,
+				&ch.Published.Version, &pubAt, &ch.Published.By, &ch.Published.Message); err != nil {
+				return err
+			}
+			ch.Created, ch.Updated, ch.MCPExposed, ch.Published.At = FromMicros(created), FromMicros(updated), exposed == 1, FromNullMicros(pubAt)
+			if ch.Published.Version == 0 {
+				continue // nothing of it may run by name
+			}
+			// A tool is the published version: its description and schema
+			// are what a call runs.
+			ch.Version = ch.Published.Version
+			out = append(out, ch)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		if len(out) > limit {
+			out, more = out[:limit], true
+		}
+		for i := range out {
+			if out[i].Doc, err = s.loadDoc(ctx, tx, out[i].ID, out[i].Version); err != nil {
+				return err
+			}
+			out[i].NodeCount = len(out[i].Doc.Nodes)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("store: list mcp chains: %w", err)
+	}
+	return out, more, nil
 }
 
 // ListVersions lists a chain's versions, newest first (documents omitted).

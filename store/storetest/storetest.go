@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener) {
 		{"HookSignatures", testHookSignatures},
 		{"Usage", testUsage},
 		{"Credentials", testCredentials},
+		{"ChainMCP", testChainMCP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
