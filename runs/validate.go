@@ -27,10 +27,11 @@ type validation struct {
 func newValidation(opts Options) validation {
 	reg := opts.Registry
 	return validation{base: engine.ValidateOptions{
-		Limits:     opts.Limits,
-		Tools:      reg.Has,
-		ToolOutput: reg.OutputSchema,
-		Schemas:    reg.NodeSchemas(opts.Agents.Schemas),
+		Limits:          opts.Limits,
+		Tools:           reg.Has,
+		ToolUnavailable: reg.Unavailable,
+		ToolOutput:      reg.OutputSchema,
+		Schemas:         reg.NodeSchemas(opts.Agents.Schemas),
 	}}
 }
 
