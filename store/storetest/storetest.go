@@ -66,6 +66,7 @@ func Run(t *testing.T, open Opener) {
 		{"HookSignatures", testHookSignatures},
 		{"Usage", testUsage},
 		{"Credentials", testCredentials},
+		{"MCPServers", testMCPServers},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
