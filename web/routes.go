@@ -72,4 +72,5 @@ func (s *Server) routes(e *echo.Echo) {
 	s.agentRoutes(e)
 	s.userRoutes(e)
 	s.credentialRoutes(e)
+	s.mcpServerRoutes(e)
 }

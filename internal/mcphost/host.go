@@ -532,3 +532,13 @@ func (h *Host) Refresh(name string) {
 		e.mgr.Refresh(name)
 	}
 }
+
+// Allowed lists the programs stdio servers may run here, as resolved.
+func (h *Host) Allowed() []string {
+	out := make([]string, 0, len(h.allow))
+	for p := range h.allow {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
