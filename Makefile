@@ -41,6 +41,9 @@ vuln:
 # sure a PostgreSQL answers on loopback (starting or installing it) for the
 # PostgreSQL backend's tests and prints the URL they use.
 unit:
+	@# cmd/studio's MCP test runs the npm reference server (server-everything)
+	@if [ ! -d node_modules/@modelcontextprotocol/server-everything ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	  npm ci --no-audit --no-fund --loglevel=error; fi
 	@dsn=$$(bash scripts/postgres.sh) || exit $$?; \
 	  echo "STUDIO_TEST_PG=$$dsn $(GO) test -race -count=1 $(PKGS)"; \
 	  STUDIO_TEST_PG="$$dsn" $(GO) test -race -count=1 $(PKGS)

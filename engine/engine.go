@@ -211,6 +211,7 @@ func (e *Engine) validateOptions(ctx context.Context) ValidateOptions {
 		// refused before the run starts (unknown_tool, input_schema), on
 		// every door, not found failing at its node.
 		vo.Tools = e.opts.Registry.Has
+		vo.ToolUnavailable = e.opts.Registry.Unavailable
 		vo.Schemas = e.opts.Registry.NodeSchemas(nil)
 		vo.Check = e.opts.Registry.NodeCheck
 	}

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/chainstudio/studio/engine/tool"
@@ -18,6 +20,105 @@ type Registry struct {
 	output map[string]map[string]any // SetOutputSchema
 	input  map[string]map[string]any // SetInputSchema
 	desc   map[string]string         // SetDescription
+
+	// sources resolve the names that start with their prefix (AddSource).
+	sources []prefixed
+}
+
+// ToolSource supplies tools a host learns while it runs rather than at
+// start (the tools of MCP servers, which come and go with their servers).
+// The registry asks it about every name that starts with its prefix, at the
+// moment it needs to know: validation, a node's call, GET /v1/tools. A
+// source answers from what it last knew and never waits on the network.
+type ToolSource interface {
+	// Tool describes the tool called name. ok is false when the source
+	// knows no such tool: the name is then unknown, as any other would be.
+	// A tool it may have but cannot reach now (its server is down) is ok
+	// with Unavailable set.
+	Tool(name string) (t SourcedTool, ok bool)
+	// Tools lists the tools the source knows now, sorted by name.
+	Tools() []SourcedTool
+	// Call runs the tool; a tool that is unavailable fails with the reason.
+	Call(ctx context.Context, name string, input map[string]any, emit tool.Emitter) (any, error)
+}
+
+// SourcedTool is what a ToolSource knows of one of its tools.
+type SourcedTool struct {
+	Name         string
+	Description  string
+	InputSchema  map[string]any // nil: not known (its server was never reached)
+	OutputSchema map[string]any
+	// Unavailable says why the tool cannot be called now ("" when it can).
+	// Validation warns of it and a run's node fails with it; neither blocks
+	// saving a chain.
+	Unavailable string
+}
+
+type prefixed struct {
+	prefix string
+	src    ToolSource
+}
+
+// AddSource makes src answer for every tool name that starts with prefix
+// (such as "mcp:"). Names a source answers for are never looked up among
+// the registered tools.
+func (r *Registry) AddSource(prefix string, src ToolSource) {
+	r.mu.Lock()
+	r.sources = append(r.sources, prefixed{prefix: prefix, src: src})
+	r.mu.Unlock()
+}
+
+// source returns the source answering for name, or nil.
+func (r *Registry) source(name string) ToolSource {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, p := range r.sources {
+		if strings.HasPrefix(name, p.prefix) {
+			return p.src
+		}
+	}
+	return nil
+}
+
+// Sourced returns what a source knows of name (ok false: no source answers
+// for it, or the source knows no such tool).
+func (r *Registry) Sourced(name string) (SourcedTool, bool) {
+	if r == nil {
+		return SourcedTool{}, false
+	}
+	if src := r.source(name); src != nil {
+		return src.Tool(name)
+	}
+	return SourcedTool{}, false
+}
+
+// SourcedTools lists every source's tools, sorted by name.
+func (r *Registry) SourcedTools() []SourcedTool {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	srcs := make([]ToolSource, len(r.sources))
+	for i, p := range r.sources {
+		srcs[i] = p.src
+	}
+	r.mu.RUnlock()
+	var out []SourcedTool
+	for _, s := range srcs {
+		out = append(out, s.Tools()...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Unavailable says why a tool a source answers for cannot be called now
+// ("" when it can, or when the tool is not a source's).
+func (r *Registry) Unavailable(name string) string {
+	t, ok := r.Sourced(name)
+	if !ok {
+		return ""
+	}
+	return t.Unavailable
 }
 
 // NewRegistry returns an empty registry.
@@ -102,6 +203,10 @@ func (r *Registry) OutputSchema(name string) (map[string]any, bool) {
 	if r == nil {
 		return nil, false
 	}
+	if src := r.source(name); src != nil {
+		t, ok := src.Tool(name)
+		return t.OutputSchema, ok && t.OutputSchema != nil
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	s, ok := r.output[name]
@@ -123,6 +228,10 @@ func (r *Registry) InputSchema(name string) (map[string]any, bool) {
 	if r == nil {
 		return nil, false
 	}
+	if src := r.source(name); src != nil {
+		t, ok := src.Tool(name)
+		return t.InputSchema, ok && t.InputSchema != nil
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	s, ok := r.input[name]
@@ -141,6 +250,10 @@ func (r *Registry) SetDescription(name, desc string) {
 func (r *Registry) Description(name string) string {
 	if r == nil {
 		return ""
+	}
+	if src := r.source(name); src != nil {
+		t, _ := src.Tool(name)
+		return t.Description
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -194,6 +307,16 @@ func (r *Registry) Get(name string) (tool.Func, bool) {
 	if r == nil {
 		return nil, false
 	}
+	if src := r.source(name); src != nil {
+		if _, ok := src.Tool(name); !ok {
+			return nil, false
+		}
+		// Looked up again at the call: the tool's server may have gone or
+		// come back since.
+		return func(ctx context.Context, input map[string]any, emit tool.Emitter) (any, error) {
+			return src.Call(ctx, name, input, emit)
+		}, true
+	}
 	r.mu.RLock()
 	fn, ok := r.tools[name]
 	r.mu.RUnlock()
@@ -203,7 +326,8 @@ func (r *Registry) Get(name string) (tool.Func, bool) {
 // Has reports whether a tool is registered.
 func (r *Registry) Has(name string) bool { _, ok := r.Get(name); return ok }
 
-// Names returns the registered tool names, sorted.
+// Names returns the registered tool names, sorted (not the sources' tools:
+// see SourcedTools).
 func (r *Registry) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -26,6 +26,7 @@ package engine
 //	expression_syntax          error     an expression does not parse (Field and Pos say where)
 //	missing_tool_name          error     a tool node has no name
 //	unknown_tool               error     a tool node names a tool the host lacks (ValidateWith with Tools)
+//	tool_unavailable           warning   a tool node names a tool of a source that cannot reach it now (an MCP server that is down)
 //	unknown_credential         error     an http node's auth names a credential the host lacks (ValidateWith with Credential)
 //	credential_type            error     ... a credential of a type a request cannot carry (a model key)
 //	credential_not_allowed     error     ... a credential limited to other chains
@@ -134,6 +135,7 @@ const (
 	RuleExpressionSyntax      = "expression_syntax"
 	RuleMissingToolName       = "missing_tool_name"
 	RuleUnknownTool           = "unknown_tool"
+	RuleToolUnavailable       = "tool_unavailable"
 	RuleUnknownCredential     = "unknown_credential"
 	RuleCredentialType        = "credential_type"
 	RuleCredentialNotAllowed  = "credential_not_allowed"
@@ -194,6 +196,10 @@ type ValidateOptions struct {
 	Resolve func(name string) (*Chain, bool)
 	// Tools reports whether a tool name is known; nil skips tool-name checks.
 	Tools func(name string) bool
+	// ToolUnavailable says why a known tool cannot be called now (its MCP
+	// server is down): a warning, since the chain may be saved and the
+	// server may be back by the time it runs. nil skips it.
+	ToolUnavailable func(name string) string
 	// MaxDepth bounds sub-chain nesting; 0 means the chain's max_depth, or
 	// DefaultMaxDepth.
 	MaxDepth int
@@ -520,6 +526,10 @@ func (v *validator) checkNodeFields(i int) {
 			v.nodeIssue(i, RuleMissingToolName, SeverityError, "name", fmt.Sprintf("tool node %s has no name; set name to the tool it calls", v.node(i)))
 		} else if v.opts.Tools != nil && !v.opts.Tools(nd.Name) {
 			v.nodeIssue(i, RuleUnknownTool, SeverityError, "name", fmt.Sprintf("tool node %s calls tool %q, which this host does not provide", v.node(i), nd.Name))
+		} else if v.opts.ToolUnavailable != nil {
+			if why := v.opts.ToolUnavailable(nd.Name); why != "" {
+				v.nodeIssue(i, RuleToolUnavailable, SeverityWarning, "name", fmt.Sprintf("tool node %s calls tool %q, which cannot be reached now (%s); a run fails at this node until it can", v.node(i), nd.Name, why))
+			}
 		}
 		v.checkCredential(i)
 	case KindSkill:

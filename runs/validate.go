@@ -27,11 +27,12 @@ type validation struct {
 func newValidation(opts Options) validation {
 	reg := opts.Registry
 	return validation{base: engine.ValidateOptions{
-		Limits:     opts.Limits,
-		Tools:      reg.Has,
-		ToolOutput: reg.OutputSchema,
-		Schemas:    reg.NodeSchemas(opts.Agents.Schemas),
-		Check:      reg.NodeCheck,
+		Limits:          opts.Limits,
+		Tools:           reg.Has,
+		ToolUnavailable: reg.Unavailable,
+		ToolOutput:      reg.OutputSchema,
+		Schemas:         reg.NodeSchemas(opts.Agents.Schemas),
+		Check:           reg.NodeCheck,
 	}}
 }
 

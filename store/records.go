@@ -1,6 +1,9 @@
 package store
 
 import (
+	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
@@ -369,6 +372,168 @@ func CheckCredentialName(name string) error {
 		if !ok {
 			return Errorf(EINVALID, "credential name %q: use letters, digits and . _ - only", name)
 		}
+	}
+	return nil
+}
+
+// MCP server transports (as engine/mcp names them).
+const (
+	MCPTransportHTTP  = "http"
+	MCPTransportSSE   = "sse"
+	MCPTransportStdio = "stdio"
+)
+
+// MCPServer is a registered MCP server whose tools chains call as
+// mcp:<Name>/<tool>. Nothing in it is secret: an http or sse server's
+// authentication comes from the studio credential named Credential,
+// resolved when the studio connects, and Headers hold only values that are
+// not secret (see CheckMCPServer).
+type MCPServer struct {
+	Name      string
+	Transport string // MCPTransportHTTP, MCPTransportSSE or MCPTransportStdio
+	// URL, Headers and Credential are for http and sse.
+	URL        string
+	Headers    map[string]string
+	Credential string
+	// Command, Args and Env are for stdio.
+	Command   string
+	Args      []string
+	Env       map[string]string
+	Enabled   bool
+	CreatedBy string
+	Created   time.Time
+	UpdatedBy string
+	Updated   time.Time
+}
+
+// Bounds of an MCP server's record.
+const (
+	MaxMCPServerName = 64
+	MaxMCPURL        = 2048
+	MaxMCPHeaders    = 32
+	MaxMCPArgs       = 64
+	MaxMCPEnv        = 64
+	MaxMCPValue      = 4096 // a header's, an argument's or a variable's value, and the command
+)
+
+// secretHeaders are headers that carry authentication: their values belong
+// in a credential, never in a server's record.
+var secretHeaders = map[string]bool{"authorization": true, "proxy-authorization": true, "cookie": true}
+
+// secretWords mark a header or variable name whose value is a secret.
+var secretWords = []string{"key", "token", "secret", "password", "passwd", "auth", "session", "cookie"}
+
+// LooksSecret reports whether a header or environment variable named name
+// would carry a secret (Authorization, X-API-Key, GITHUB_TOKEN, …).
+func LooksSecret(name string) bool {
+	n := strings.ToLower(name)
+	if secretHeaders[n] {
+		return true
+	}
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckMCPServer reports the first thing wrong with s's record (ErrInvalid,
+// naming the server and the field). It checks the record's shape; the rules
+// that depend on the host (the command allow-list, the address guard) are
+// checked when the studio connects.
+func CheckMCPServer(s *MCPServer) error {
+	bad := func(field, format string, a ...any) error {
+		return Errorf(EINVALID, "mcp server %q: %s: %s", s.Name, field, fmt.Sprintf(format, a...))
+	}
+	if s.Name == "" || len(s.Name) > MaxMCPServerName {
+		return bad("name", "want 1 to %d characters", MaxMCPServerName)
+	}
+	for _, r := range s.Name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return bad("name", "%q is not allowed; use letters, digits, '-' and '_'", r)
+		}
+	}
+	value := func(field, v string) error {
+		if len(v) > MaxMCPValue {
+			return bad(field, "longer than %d bytes", MaxMCPValue)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return bad(field, "has a line break or NUL byte")
+		}
+		return nil
+	}
+	switch s.Transport {
+	case MCPTransportHTTP, MCPTransportSSE:
+		if s.URL == "" {
+			return bad("url", "the %s transport needs a URL", s.Transport)
+		}
+		if len(s.URL) > MaxMCPURL {
+			return bad("url", "longer than %d bytes", MaxMCPURL)
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("url", "%q is not an http or https URL", s.URL)
+		}
+		if u.User != nil {
+			return bad("url", "must not carry a user or password; name a credential instead")
+		}
+		if len(s.Headers) > MaxMCPHeaders {
+			return bad("headers", "at most %d", MaxMCPHeaders)
+		}
+		for k, v := range s.Headers {
+			if k == "" || strings.ContainsAny(k, " :\r\n\x00") {
+				return bad("headers", "%q is not a header name", k)
+			}
+			if LooksSecret(k) {
+				return bad("headers."+k, "looks like a secret; put it in a credential (Settings → Credentials) and name that credential")
+			}
+			if err := value("headers."+k, v); err != nil {
+				return err
+			}
+		}
+		if s.Credential != "" {
+			if err := CheckCredentialName(s.Credential); err != nil {
+				return bad("credential", "%v", err)
+			}
+		}
+		if s.Command != "" || len(s.Args) > 0 || len(s.Env) > 0 {
+			return bad("command", "command, args and env are for the stdio transport, not %s", s.Transport)
+		}
+	case MCPTransportStdio:
+		if s.URL != "" || len(s.Headers) > 0 || s.Credential != "" {
+			return bad("url", "url, headers and credential are for the http and sse transports, not stdio")
+		}
+		if s.Command == "" {
+			return bad("command", "the stdio transport needs a command")
+		}
+		if err := value("command", s.Command); err != nil {
+			return err
+		}
+		if len(s.Args) > MaxMCPArgs {
+			return bad("args", "at most %d", MaxMCPArgs)
+		}
+		for i, a := range s.Args {
+			if err := value(fmt.Sprintf("args[%d]", i), a); err != nil {
+				return err
+			}
+		}
+		if len(s.Env) > MaxMCPEnv {
+			return bad("env", "at most %d", MaxMCPEnv)
+		}
+		for k, v := range s.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				return bad("env", "%q is not a variable name", k)
+			}
+			if LooksSecret(k) {
+				return bad("env."+k, "looks like a secret, and a server's record is not encrypted; give the program a file it reads instead")
+			}
+			if err := value("env."+k, v); err != nil {
+				return err
+			}
+		}
+	default:
+		return bad("transport", "%q is not one of http, sse, stdio", s.Transport)
 	}
 	return nil
 }

@@ -371,6 +371,22 @@ type CredentialStore interface {
 	ResealCredentials(ctx context.Context, reseal func(id, field string, sealed []byte) ([]byte, error), check []byte) error
 }
 
+// MCPServerStore keeps the MCP servers the studio connects to.
+type MCPServerStore interface {
+	// AddMCPServer stores a new server (CheckMCPServer first); a name in
+	// use is ErrNameTaken.
+	AddMCPServer(ctx context.Context, s *MCPServer) error
+	// UpdateMCPServer replaces the server named s.Name, all but its
+	// creation; ErrNotFound when none.
+	UpdateMCPServer(ctx context.Context, s *MCPServer) error
+	// GetMCPServer returns the server named name, ErrNotFound when none.
+	GetMCPServer(ctx context.Context, name string) (*MCPServer, error)
+	// ListMCPServers lists the servers by name.
+	ListMCPServers(ctx context.Context) ([]MCPServer, error)
+	// RemoveMCPServer deletes the server named name.
+	RemoveMCPServer(ctx context.Context, name string) error
+}
+
 // Backend is a whole storage backend: what cmd/studio opens and hands to the
 // server and the run service.
 type Backend interface {
@@ -385,6 +401,7 @@ type Backend interface {
 	UserStore
 	UsageStore
 	CredentialStore
+	MCPServerStore
 	// Ping makes one round trip to the database (the readiness probe asks
 	// it with a short deadline): nil when it answers.
 	Ping(ctx context.Context) error

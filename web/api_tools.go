@@ -16,8 +16,11 @@ type toolJSON struct {
 	Description string `json:"description,omitempty"`
 	// Enabled is false for a built-in tool this studio does not provide
 	// (listed so a chain that names it can be understood).
-	Enabled      bool           `json:"enabled"`
-	Inline       bool           `json:"inline,omitempty"`
+	Enabled bool `json:"enabled"`
+	Inline  bool `json:"inline,omitempty"`
+	// Unavailable says why a tool of an MCP server cannot be called now
+	// (its server is down, connecting or disabled); Enabled is false then.
+	Unavailable  string         `json:"unavailable,omitempty"`
 	InputSchema  map[string]any `json:"input_schema,omitempty"`
 	OutputSchema map[string]any `json:"output_schema,omitempty"`
 }
@@ -56,6 +59,11 @@ func (s *Server) toolCatalog() []toolJSON {
 			}
 		}
 		out = append(out, t)
+	}
+	// The tools of MCP servers (mcp:<server>/<tool>), as last listed.
+	for _, t := range s.reg.SourcedTools() {
+		out = append(out, toolJSON{Name: t.Name, Description: t.Description, Enabled: t.Unavailable == "", Unavailable: t.Unavailable,
+			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
 	}
 	for _, b := range builtin.Catalog() {
 		if !seen[b.Name] {

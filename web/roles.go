@@ -60,6 +60,9 @@ var routeActions = map[string]action{
 	"GET /settings/credentials":               actAdmin,
 	"POST /settings/credentials":              actAdmin,
 	"POST /settings/credentials/:name/remove": actAdmin,
+	"GET /settings/mcp-servers":               actAdmin,
+	"POST /settings/mcp-servers":              actAdmin,
+	"POST /settings/mcp-servers/:name/remove": actAdmin,
 	"GET /users":                              actAdmin,
 	"POST /users":                             actAdmin,
 	"POST /users/:name/role":                  actAdmin,
@@ -129,6 +132,11 @@ var routeActions = map[string]action{
 	"GET /v1/credentials/:name":               actRead, // never a value
 	"PATCH /v1/credentials/:name":             actAdmin,
 	"DELETE /v1/credentials/:name":            actAdmin,
+	"GET /v1/mcp-servers":                     actRead, // viewers and editors: names and status
+	"POST /v1/mcp-servers":                    actAdmin,
+	"GET /v1/mcp-servers/:name":               actRead,
+	"PUT /v1/mcp-servers/:name":               actAdmin,
+	"DELETE /v1/mcp-servers/:name":            actAdmin,
 	"GET /v1/users":                           actAdmin,
 	"POST /v1/users":                          actAdmin,
 	"PUT /v1/users/:name":                     actAdmin,

@@ -81,4 +81,5 @@ func (s *Server) routes(e *echo.Echo) {
 	s.agentRoutes(e)
 	s.userRoutes(e)
 	s.credentialRoutes(e)
+	s.mcpServerRoutes(e)
 }

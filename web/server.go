@@ -20,6 +20,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/pricing"
+	"github.com/chainstudio/studio/internal/mcphost"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/vault"
@@ -91,6 +92,7 @@ type Store interface {
 	store.InterruptStore
 	store.TriggerStore
 	store.UserStore
+	store.MCPServerStore
 	RunUsage(ctx context.Context, runID string) ([]store.ModelCall, error)
 	Usage(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error)
 	Ping(ctx context.Context) error
@@ -124,6 +126,10 @@ type Deps struct {
 	// client the run service's model calls use (builtin.ModelHTTPClient).
 	// Nil is http.DefaultClient, unguarded (tests).
 	ModelHTTP *http.Client
+	// MCP keeps the connections to the registered MCP servers (their status
+	// on the admin routes; a change applies at once); nil: the MCP server
+	// routes list records only and refuse changes.
+	MCP *mcphost.Host
 }
 
 // Server is the studio's HTTP server.
@@ -156,8 +162,9 @@ type Server struct {
 	// exprRuns: runs decoded for expression previews (api_expr.go)
 	exprRuns exprRunCache
 	// sched hears that a schedule was saved (api_triggers.go); nil: none
-	sched interface{ Wake() }
-	vault *vault.Vault // nil: no credentials
+	sched   interface{ Wake() }
+	vault   *vault.Vault  // nil: no credentials
+	mcpHost *mcphost.Host // the MCP servers the studio connects to; nil: none
 	// modelHTTP lists agents' models (Deps.ModelHTTP), each list within
 	// modelListWait (modelListTimeout; tests shorten it)
 	modelHTTP     *http.Client
@@ -199,7 +206,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
-		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault, modelHTTP: deps.ModelHTTP, modelListWait: modelListTimeout}
+		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault, mcpHost: deps.MCP, modelHTTP: deps.ModelHTTP, modelListWait: modelListTimeout}
 	s.pingLog = newLogSummary(s.log, "readiness: the store does not answer")
 	s.hookLog = newLogSummary(s.log, "webhook call refused")
 	if s.metrics == nil {

@@ -40,6 +40,7 @@ func commands() []command {
 		{"credentials", "add, list, set, remove the credentials chains use by name, or rotate their key", func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return cmdCredentials(ctx, args, os.Stdin, stdout, stderr)
 		}},
+		{"mcp-servers", "add, list or remove the MCP servers whose tools chains call as mcp:<server>/<tool>", cmdMCPServers},
 		{"backup", "write a consistent copy of the database (safe while the studio runs)", cmdBackup},
 		{"help", "show this list, or `studio help COMMAND` for a command's flags", nil},
 	}

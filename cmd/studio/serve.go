@@ -21,6 +21,7 @@ import (
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/examples"
+	"github.com/chainstudio/studio/internal/mcphost"
 	"github.com/chainstudio/studio/internal/telemetry"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/runs/riverqueue"
@@ -53,6 +54,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var allowProcEnv envNameFlag
 	fs.Var(&allowProcEnv, "allow-proc-env", "let proc nodes set the environment variable `NAME` (repeatable; default: none; LD_* and other loader variables never)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
+	var mcpf mcpFlags
+	mcpf.register(fs)
 	modelAllowPrivate := fs.Bool("model-allow-private", false, "let agents' model calls reach loopback and private addresses (a local Ollama, vLLM or LM Studio); the http tool stays guarded")
 	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
@@ -181,7 +184,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer closeCode()
 	reg := builtinRegistry(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget, Code: codeRunner})
-	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
+	mcpHost, err := startMCP(ctx, db, vlt, reg, mcpf, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	defer mcpHost.Close()
+	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: agentToolKnown(reg)})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -197,7 +206,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			log.Warn("could not record the address in the database lock file", "err", err)
 		}
 	}
-	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, modelHTTP: builtin.ModelHTTPClient(*modelAllowPrivate), addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, a2e: a2eSess, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt, streams: streams}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, modelHTTP: builtin.ModelHTTPClient(*modelAllowPrivate), addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, a2e: a2eSess, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt, streams: streams, mcp: mcpHost}, db, reg, agents, log, stderr)
 }
 
 // approvalSweepPeriod is how often pending approvals' deadlines and
@@ -221,6 +230,7 @@ type serveConfig struct {
 	tracer                         *telemetry.Tracer // nil: no tracing (no OTEL_* variables)
 	prices                         *pricing.Prices   // nil: no --prices
 	vault                          *vault.Vault      // the credentials chains use by name
+	mcp                            *mcphost.Host     // the registered MCP servers' connections
 	streams                        streamFlags       // bounds of streaming responses; nil fields: web's defaults
 }
 
@@ -296,7 +306,7 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	cfg.a2e.applyTo(&wcfg)
 	cfg.streams.applyTo(&wcfg)
 	srv, err := web.New(wcfg,
-		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault, ModelHTTP: cfg.modelHTTP})
+		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault, ModelHTTP: cfg.modelHTTP, MCP: cfg.mcp})
 	if err != nil {
 		svc.Close()
 		fmt.Fprintf(stderr, "studio: %v\n", err)

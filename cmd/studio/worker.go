@@ -38,6 +38,8 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var allowProcEnv envNameFlag
 	fs.Var(&allowProcEnv, "allow-proc-env", "let proc nodes set the environment variable `NAME` (repeatable; default: none; LD_* and other loader variables never)")
 	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
+	var mcpf mcpFlags
+	mcpf.register(fs)
 	modelAllowPrivate := fs.Bool("model-allow-private", false, "let agents' model calls reach loopback and private addresses (a local Ollama, vLLM or LM Studio); the http tool stays guarded")
 	keyFile := fs.String("credentials-key-file", os.Getenv("STUDIO_CREDENTIALS_KEY_FILE"), "the credentials key `FILE` the servers use (env STUDIO_CREDENTIALS_KEY_FILE, or the key itself in STUDIO_CREDENTIALS_KEY); without one, runs that use credentials fail")
 	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
@@ -103,7 +105,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer closeCode()
 	reg := builtinRegistry(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget, Code: codeRunner})
-	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
+	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: agentToolKnown(reg)})
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
@@ -113,6 +115,12 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed
 	}
+	mcpHost, err := startMCP(ctx, db, vlt, reg, mcpf, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitUsage
+	}
+	defer mcpHost.Close()
 	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Limits: budgets.limits, ExprBudget: exprBudget, Credentials: vlt,
 		ModelHTTP: builtin.ModelHTTPClient(*modelAllowPrivate)}
 	opts.Events.Interval = workerEventInterval

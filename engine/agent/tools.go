@@ -61,13 +61,28 @@ func (t *ToolSpec) Target() string {
 	return t.Tool
 }
 
-// CallName is the name the model calls the entry by.
+// CallName is the name the model calls the entry by. An MCP tool's id
+// (mcp:<server>/<tool>) has characters no provider accepts in a function
+// name, so by default it is called <server>_<tool>, with every other
+// character made '_' (set name: when that is too long or ambiguous).
 func (t *ToolSpec) CallName() string {
 	if t.Name != "" {
 		return t.Name
 	}
+	if rest, ok := strings.CutPrefix(t.Tool, mcpPrefix); ok && t.Chain == "" {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+				return r
+			}
+			return '_'
+		}, rest)
+	}
 	return t.Target()
 }
+
+// mcpPrefix starts the ids of MCP servers' tools (engine/mcp.IDPrefix; the
+// agent package does not import the MCP client).
+const mcpPrefix = "mcp:"
 
 // Gated reports whether each call waits for a person's approval.
 func (t *ToolSpec) Gated() bool { return t.Approval == ApprovalRequired }

@@ -244,3 +244,12 @@ func resolveCommand(name string) (string, error) {
 // ResolveCommand is resolveCommand for the host, so that its allow-list
 // holds paths in the same form AllowCommand receives.
 func ResolveCommand(name string) (string, error) { return resolveCommand(name) }
+
+// Check validates s against its transport and the options' policy as
+// NewManager does (a stdio program must be on the allow-list), without
+// running or connecting to anything: the host checks a server when it is
+// registered, and again when it connects.
+func (s Server) Check(o Options) error {
+	_, _, err := s.check(o.withDefaults())
+	return err
+}

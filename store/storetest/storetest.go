@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		{"Usage", testUsage},
 		{"Credentials", testCredentials},
 		{"ChainMCP", testChainMCP},
+		{"MCPServers", testMCPServers},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
