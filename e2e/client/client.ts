@@ -483,6 +483,42 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   check((await c.DELETE("/v1/chains/{id}/schedules/{sid}", { params: { path: { id, sid: schedId } } })).response.status === 204, "schedule deleted");
   note("DELETE /v1/chains/{id}/hooks/{hid}");
   check((await c.DELETE("/v1/chains/{id}/hooks/{hid}", { params: { path: { id, hid: hookId } } })).response.status === 204, "hook deleted");
+
+  // MCP, both ways: the chain as a tool of the studio's MCP server, and a
+  // registered MCP server (this studio may not reach it: its status says so).
+  note("PUT /v1/chains/{id}/mcp");
+  const exposed = must(await c.PUT("/v1/chains/{id}/mcp", { params: { path: { id } }, body: { exposed: true } }), "expose");
+  check(exposed.mcp_exposed === true, "the chain is an MCP tool");
+  note("POST /v1/mcp");
+  const init = await c.POST("/v1/mcp", {
+    headers: { Accept: "application/json, text/event-stream" },
+    body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "typed", version: "1" } } },
+    parseAs: "text",
+  });
+  const mcpSession = init.response.headers.get("Mcp-Session-Id") ?? "";
+  check(init.response.status === 200 && mcpSession !== "", "an MCP session opens: " + init.response.status);
+  note("GET /v1/mcp");
+  const noStream = await c.GET("/v1/mcp", { params: { header: { "Mcp-Session-Id": "no-such-session" } }, parseAs: "text" });
+  check(noStream.response.status >= 400 && noStream.response.status < 500, "a stream needs a live session: " + noStream.response.status);
+  note("DELETE /v1/mcp");
+  const closed = await c.DELETE("/v1/mcp", { params: { header: { "Mcp-Session-Id": mcpSession } }, parseAs: "text" });
+  check(closed.response.status === 204 || closed.response.status === 200, "the MCP session closes: " + closed.response.status);
+  must(await c.PUT("/v1/chains/{id}/mcp", { params: { path: { id } }, body: { exposed: false } }), "unexpose");
+  const serverName = "typed-" + suffix.replace(/[^A-Za-z0-9_-]/g, "").slice(0, 40);
+  note("POST /v1/mcp-servers");
+  const reg = await c.POST("/v1/mcp-servers", { body: { name: serverName, transport: "http", url: "http://127.0.0.1:9/mcp" } });
+  check(reg.response.status === 201 || reg.response.status === 422, "registered or refused with a reason: " + reg.response.status);
+  note("GET /v1/mcp-servers");
+  must(await c.GET("/v1/mcp-servers", {}), "mcp servers");
+  note("GET /v1/mcp-servers/{name}");
+  const oneServer = await c.GET("/v1/mcp-servers/{name}", { params: { path: { name: serverName } } });
+  check(oneServer.response.status === (reg.response.status === 201 ? 200 : 404), "one server: " + oneServer.response.status);
+  note("PUT /v1/mcp-servers/{name}");
+  const upd = await c.PUT("/v1/mcp-servers/{name}", { params: { path: { name: serverName } }, body: { name: serverName, transport: "http", url: "http://127.0.0.1:9/mcp", enabled: false } });
+  check([200, 404, 422].includes(upd.response.status), "server changed or refused: " + upd.response.status);
+  note("DELETE /v1/mcp-servers/{name}");
+  const del = await c.DELETE("/v1/mcp-servers/{name}", { params: { path: { name: serverName } } });
+  check(del.response.status === (reg.response.status === 201 ? 204 : 404), "server removed: " + del.response.status);
   const after = must(await c.GET("/v1/chains/{id}/triggers", { params: { path: { id } } }), "triggers after");
   check((after.schedules ?? []).length === 0 && (after.hooks ?? []).length === 0, "no triggers left");
   const deadHook = await c.POST("/v1/hooks/{hook_id}", {
