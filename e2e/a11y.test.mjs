@@ -43,6 +43,7 @@ export const PAGES = [
   { name: 'agents list', path: '/agents' },
   { name: 'model usage', path: '/usage' },
   { name: 'credentials', path: '/settings/credentials', ready: '#credential-form' },
+  { name: 'MCP servers', path: '/settings/mcp-servers', ready: '#mcp-form' },
   { name: 'agent', path: (f) => (f.agent ? '/agents/' + encodeURIComponent(f.agent) : null) },
   { name: 'model agent', path: (f) => (f.modelAgent ? '/agents/' + encodeURIComponent(f.modelAgent) : null), ready: '#agent-model' },
   { name: 'login', path: '/login' },
