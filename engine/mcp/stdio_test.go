@@ -116,7 +116,9 @@ func TestStdioProgramThatNeverAnswersTimesOutAndIsKilled(t *testing.T) {
 	srv, opts := selfServer(t)
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	srv.Env = map[string]string{stdioServerEnv: "hang", "PIDFILE": pidfile}
-	opts.ConnectTimeout = 300 * time.Millisecond
+	// Long enough for the program (this test binary, slow to start under the
+	// race detector on a loaded machine) to write its pid before the timeout.
+	opts.ConnectTimeout = 3 * time.Second
 	opts.RetryDelay = time.Hour
 	m := newManager(t, opts, srv)
 	if st := status(m.Tools(), "self"); st.State != StateConnecting {
