@@ -30,11 +30,15 @@ test('register an MCP server on the page, drop its echo tool on the canvas, fill
   await page.fill('#mcp-args', script + '\nstdio');
   await Promise.all([page.waitForURL(/saved=everything/), page.click('#mcp-save')]);
   // Its status comes once the server has started and listed its tools.
-  for (let i = 0; i < 100; i++) {
-    if (/available/.test(await page.textContent('#mcp-table')) && !/unavailable|connecting/.test(await page.textContent('#mcp-table'))) break;
-    await page.waitForTimeout(200);
-    await page.reload();
+  // (asked of the API until it says so, then the page is read again)
+  let state = '';
+  for (let i = 0; i < 150 && state !== 'available'; i++) {
+    const srv = await (await fetch(studio.base + '/v1/mcp-servers/everything')).json();
+    state = srv.status && srv.status.state;
+    if (state !== 'available') await new Promise((r) => setTimeout(r, 100));
   }
+  assert.equal(state, 'available');
+  await page.reload();
   assert.match(await page.textContent('#mcp-table'), /everything[\s\S]*available/);
   await page.screenshot({ path: join(SHOTS, 'mcp-servers.png') });
 

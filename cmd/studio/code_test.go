@@ -231,7 +231,7 @@ func TestServerCodeNodes(t *testing.T) {
 	// Afterwards the studio is idle: the children stopped working.
 	err := testutil.Poll(10*time.Second, func() error {
 		c0 := procCPU(t, pid)
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the window the CPU is measured over, not a wait for an event
 		if used := procCPU(t, pid) - c0; used > 100*time.Millisecond {
 			return fmt.Errorf("the studio used %v of CPU in a second", used)
 		}
