@@ -62,9 +62,14 @@ type Options struct {
 	ReapEvery time.Duration
 }
 
-// reaperLock is the key of the advisory lock one reaper per period holds
-// (beside the studio's migration lock, 0x5354_5544_494f).
-const reaperLock = 0x5354_5544_5245 // "STUDRE"
+// reaperLock is the first key of the advisory lock one reaper per period
+// holds; the second is the hash of the schema, because advisory locks are
+// database-wide and two studios in two schemas of one database are two
+// clusters whose reapers must not skip each other's rounds.
+const reaperLock int32 = 0x5354_5245 // "STRE"
+
+// reaperLockSQL takes the reaper's lock for this schema, if it is free.
+const reaperLockSQL = `SELECT pg_try_advisory_xact_lock($1::int4, hashtext(current_schema()))`
 
 // Queue runs the studio's runs as River jobs: it is the run service's
 // runs.Dispatcher, and its workers call the service's Execute.
@@ -310,7 +315,7 @@ func (q *Queue) reapOnce(ctx context.Context) (int, error) {
 	err := q.db.WithTx(ctx, func(tx pgx.Tx) error {
 		n = 0
 		var won bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(reaperLock)).Scan(&won); err != nil || !won {
+		if err := tx.QueryRow(ctx, reaperLockSQL, reaperLock).Scan(&won); err != nil || !won {
 			return err
 		}
 		expired, err := q.db.ExpiredRunsTx(ctx, tx, JobKind, q.ttl, 100)

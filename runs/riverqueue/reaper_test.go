@@ -62,7 +62,7 @@ func TestReaperTakesOverExpiredRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(reaperLock)); err != nil {
+	if _, err := other.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, hashtext(current_schema()))`, reaperLock); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := q.reapOnce(ctx); err != nil || n != 0 {
