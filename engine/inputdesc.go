@@ -16,7 +16,8 @@ type InputDescription struct {
 	// Summary is one sentence; Items the details, one short line each.
 	Summary string   `json:"summary"`
 	Items   []string `json:"items"`
-	// PassesUpstream: the node's input is the upstream data itself.
+	// PassesUpstream: the node gets the upstream data: as its input, in
+	// an input_map entry that reads `output` whole, or (a script) by name.
 	PassesUpstream bool `json:"passes_upstream"`
 	// Upstream names the data the node is handed ("the run's input", "the
 	// output of `fetch`", …); input_map reads it as `output`.
@@ -24,8 +25,10 @@ type InputDescription struct {
 }
 
 // DescribeInput describes what node nodeID of c will receive; false when c
-// has no such node.
-func DescribeInput(c *Chain, nodeID string) (*InputDescription, bool) {
+// has no such node. reg (may be nil) tells which tools read the run's data
+// themselves (Registry.SetScoped): a script sees the upstream data as
+// `output` whatever its input is.
+func DescribeInput(c *Chain, nodeID string, reg *Registry) (*InputDescription, bool) {
 	g := newGraph(c)
 	i, ok := g.idx[nodeID]
 	if !ok {
@@ -45,10 +48,32 @@ func DescribeInput(c *Chain, nodeID string) (*InputDescription, bool) {
 	}
 	sort.Strings(keys)
 	var mapped []string
+	carrier := "" // the first key input_map fills with the upstream data whole
 	for _, k := range keys {
+		if carrier == "" && strings.TrimSpace(nd.InputMap[k]) == "output" {
+			carrier = k
+			continue
+		}
 		mapped = append(mapped, "input_map adds `"+k+"` from `"+strings.TrimSpace(nd.InputMap[k])+"`")
 	}
+	if reg != nil && nd.Kind == KindTool && reg.IsScoped(nd.Name) {
+		d.PassesUpstream = true
+		d.Summary = "Its script reads " + d.Upstream + " as `output`, the run's input as `input` and earlier nodes' outputs as `nodes.<id>.output`; its own input fields are `params`."
+		d.Items = mapped
+		if carrier != "" {
+			d.Items = append(d.Items, "input_map also puts "+d.Upstream+" in `params."+carrier+"`")
+		}
+		return d, true
+	}
 	switch {
+	case carrier != "":
+		d.PassesUpstream = true
+		d.Summary = "Receives " + d.Upstream + " as `" + carrier + "` (input_map `" + carrier + "`: `output`)"
+		if len(nd.Input) > 0 {
+			d.Summary += " beside its static input " + compactJSON(nd.Input)
+		}
+		d.Summary += "."
+		d.Items = append(mapped, "to stop passing it on, remove the input_map entry `"+carrier+"`")
 	case len(nd.Input) == 0 && len(nd.InputMap) == 0:
 		d.PassesUpstream = true
 		d.Summary = "Receives " + d.Upstream + " as is."

@@ -29,7 +29,7 @@ func TestDescribeInput(t *testing.T) {
 		"body":   {"one item of `fan`'s list at a time"},
 	}
 	for id, parts := range want {
-		d, ok := engine.DescribeInput(c, id)
+		d, ok := engine.DescribeInput(c, id, nil)
 		if !ok {
 			t.Fatalf("%s: not found", id)
 		}
@@ -40,13 +40,13 @@ func TestDescribeInput(t *testing.T) {
 			}
 		}
 	}
-	if d, _ := engine.DescribeInput(c, "shape"); !d.PassesUpstream {
+	if d, _ := engine.DescribeInput(c, "shape", nil); !d.PassesUpstream {
 		t.Errorf("shape passes the run's input on")
 	}
-	if d, _ := engine.DescribeInput(c, "static"); d.PassesUpstream {
+	if d, _ := engine.DescribeInput(c, "static", nil); d.PassesUpstream {
 		t.Errorf("static input: upstream is not passed")
 	}
-	if _, ok := engine.DescribeInput(c, "ghost"); ok {
+	if _, ok := engine.DescribeInput(c, "ghost", nil); ok {
 		t.Errorf("ghost described")
 	}
 }
@@ -67,10 +67,34 @@ func TestDescribeInputMatchesRun(t *testing.T) {
 		t.Fatalf("inputs = %v", got)
 	}
 	c := mustDecode(t, doc)
-	if d, _ := engine.DescribeInput(c, "b"); d.PassesUpstream || !strings.Contains(d.Summary, "not passed") {
+	if d, _ := engine.DescribeInput(c, "b", nil); d.PassesUpstream || !strings.Contains(d.Summary, "not passed") {
 		t.Errorf("b: %+v", d)
 	}
-	if d, _ := engine.DescribeInput(c, "c"); !d.PassesUpstream || !strings.Contains(d.Summary, "the output of `b`") {
+	if d, _ := engine.DescribeInput(c, "c", nil); !d.PassesUpstream || !strings.Contains(d.Summary, "the output of `b`") {
 		t.Errorf("c: %+v", d)
+	}
+}
+
+// An input_map entry that reads `output` whole carries the upstream data on
+// beside a static input, and a scoped tool (a script) reads it by name.
+func TestDescribeInputCarriedOn(t *testing.T) {
+	t.Parallel()
+	doc := `{"name":"d","nodes":[{"node_id":"hello","kind":"tool","name":"echo"},
+	 {"node_id":"wait","kind":"tool","name":"delay","input":{"ms":1},"input_map":{"data":"output"}},
+	 {"node_id":"js","kind":"tool","name":"code","input":{"code":"return output"}}],
+	 "edges":[{"source":"hello","target":"wait"},{"source":"wait","target":"js"}]}`
+	c := mustDecode(t, doc)
+	d, _ := engine.DescribeInput(c, "wait", nil)
+	if !d.PassesUpstream || !strings.Contains(d.Summary, "Receives the output of `hello` as `data`") || !strings.Contains(d.Summary, `static input {"ms":1}`) {
+		t.Errorf("wait: %+v", d)
+	}
+	reg := engine.NewRegistry()
+	reg.SetScoped("code")
+	d, _ = engine.DescribeInput(c, "js", reg)
+	if !d.PassesUpstream || !strings.Contains(d.Summary, "reads the output of `wait` as `output`") {
+		t.Errorf("js: %+v", d)
+	}
+	if d, _ := engine.DescribeInput(c, "js", nil); d.PassesUpstream {
+		t.Errorf("js without the registry's word is a plain tool with a static input: %+v", d)
 	}
 }

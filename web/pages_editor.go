@@ -253,7 +253,7 @@ func (s *Server) fragProps(c echo.Context) error {
 			}
 		}
 		if req.Doc != nil {
-			pc.Receives = describeInput(req.Doc, *req.Node)
+			pc.Receives = describeInput(req.Doc, *req.Node, s.reg)
 		}
 		return renderPage(c, http.StatusOK, views.NodeProps(*req.Node, pc))
 	case req.Edge != nil:
@@ -292,7 +292,7 @@ func (s *Server) fragExpr(c echo.Context) error {
 
 // describeInput says what the edited node will receive, by the engine's rule,
 // with the node as it is being edited.
-func describeInput(doc *engine.Chain, n engine.Node) *engine.InputDescription {
+func describeInput(doc *engine.Chain, n engine.Node, reg *engine.Registry) *engine.InputDescription {
 	c := *doc
 	c.Nodes = append([]engine.Node(nil), doc.Nodes...)
 	found := false
@@ -304,6 +304,6 @@ func describeInput(doc *engine.Chain, n engine.Node) *engine.InputDescription {
 	if !found {
 		c.Nodes = append(c.Nodes, n)
 	}
-	d, _ := engine.DescribeInput(&c, n.ID)
+	d, _ := engine.DescribeInput(&c, n.ID, reg)
 	return d
 }

@@ -40,6 +40,9 @@ func delayTool(ctx context.Context, in map[string]any, _ tool.Emitter) (any, err
 	defer t.Stop()
 	select {
 	case <-t.C:
+		if data, ok := in["data"]; ok {
+			return data, nil
+		}
 		return in, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()

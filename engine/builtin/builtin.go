@@ -109,12 +109,12 @@ type Info struct {
 func Catalog() []Info {
 	out := []Info{
 		{"echo", "Returns its input unchanged.", object(nil)},
-		{"transform", "Reshapes data with a JMESPath expression.", object([]string{"expression"},
+		{"transform", "Reshapes data with a JMESPath expression.", dataField("data", object([]string{"expression"},
 			prop("expression", str("JMESPath expression, e.g. items[?price > `10`].name", 1)),
-			prop("data", anyOf("value to query (default: the whole input minus `expression`)")))},
-		{"template", "Renders a Go text/template to {\"text\": ...}.", object([]string{"template"},
+			prop("data", anyOf("value to query (default: the whole input minus `expression`)"))))},
+		{"template", "Renders a Go text/template to {\"text\": ...}.", dataField("data", object([]string{"template"},
 			prop("template", str("Go text/template source, e.g. Hello {{.name}}", 1)),
-			prop("data", anyOf("value the template sees as `.` (default: the whole input minus `template`)")))},
+			prop("data", anyOf("value the template sees as `.` (default: the whole input minus `template`)"))))},
 		{"http", "Makes an HTTP request; returns status, headers and body (4xx/5xx are not errors).", object([]string{"url"},
 			prop("method", with(str("HTTP method", 0), "enum", []any{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}, "default", "GET")),
 			prop("url", str("http:// or https:// URL", 1)),
@@ -127,8 +127,9 @@ func Catalog() []Info {
 		{"code", "Runs a JavaScript function body in an isolated sandbox and returns what it returns.", object([]string{"code"},
 			prop("code", with(str("JavaScript function body (ES2020): reads input, state, node_results (or nodes), output, params, item, index; return a JSON value; console.log lines are kept", 1),
 				"maxLength", float64(sandbox.MaxScriptBytes), "x-format", "javascript")))},
-		{"delay", "Waits for a number of milliseconds, then returns its input.", object([]string{"ms"},
-			prop("ms", with(num("milliseconds to wait (0 to 3600000, one hour)"), "minimum", 0.0, "maximum", float64(maxDelayMS))))},
+		{"delay", "Waits for a number of milliseconds, then returns `data` (or, without it, its whole input).", dataField("data", object([]string{"ms"},
+			prop("ms", with(num("milliseconds to wait (0 to 3600000, one hour)"), "minimum", 0.0, "maximum", float64(maxDelayMS))),
+			prop("data", anyOf("value returned after the wait (default: the whole input)"))))},
 		{"fail", "Fails with a message, optionally only until a given attempt (to try retry policies).", object(nil,
 			prop("message", with(str("error message", 0), "default", "fail tool failed")),
 			prop("until_attempt", with(integer("succeed from this 1-based attempt on"), "minimum", 1.0)))},
@@ -162,6 +163,17 @@ func InputSchemas() map[string]map[string]any {
 		out[t.Name] = t.InputSchema
 	}
 	return out
+}
+
+// DataField is the schema keyword naming the input field that carries the
+// data a node receives from upstream. The designer wires a node it adds
+// after another with `input_map: {<field>: "output"}`, so the data flows
+// on visibly in the document even when the node has a static input.
+const DataField = "x-data-field"
+
+func dataField(name string, s map[string]any) map[string]any {
+	s[DataField] = name
+	return s
 }
 
 type property struct {

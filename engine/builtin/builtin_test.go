@@ -110,6 +110,13 @@ func TestDelay(t *testing.T) {
 			t.Fatalf("out = %#v", out)
 		}
 	})
+	t.Run("returns data when given", func(t *testing.T) {
+		greeting := map[string]any{"text": "hello"}
+		out, err := delay(context.Background(), map[string]any{"ms": 0.0, "data": greeting}, nil)
+		if err != nil || !reflect.DeepEqual(out, greeting) {
+			t.Fatalf("out = %#v, %v; want the data passed through", out, err)
+		}
+	})
 	t.Run("zero", func(t *testing.T) {
 		if _, err := delay(context.Background(), map[string]any{"ms": 0.0}, nil); err != nil {
 			t.Fatal(err)
