@@ -55,6 +55,50 @@ test('a node added while another is selected is placed after it and connected', 
   await page.done();
 });
 
+test('a node added after another keeps receiving its output when its tool takes a static input', async () => {
+  const chain = await api('POST', '/v1/chains', {
+    name: 'flows on ' + uniq(),
+    nodes: [{ node_id: 'hello', kind: 'tool', name: 'echo', position: { x: 0, y: 0 } }],
+    edges: [],
+  });
+  const page = await open(`/chains/${chain.id}`);
+  await page.waitForSelector('#editor[data-ready="1"]');
+  await page.click('#node-table .select-node[data-node-id="hello"]');
+  await page.focus('.palette-item[data-kind="tool"]');
+  await page.keyboard.press('Enter');
+  await waitSaved(page);
+  // The new node is selected: pick delay, which has a static input (ms).
+  await page.waitForSelector('#props #tool-select');
+  await page.selectOption('#props #tool-select', 'delay');
+  await page.fill('#props .sf-field[data-path="input.ms"] input', '5');
+  await waitSaved(page);
+  let doc = await page.evaluate(() => window.__studio.doc);
+  const wait = doc.nodes[doc.nodes.length - 1];
+  assert.equal(wait.name, 'delay');
+  assert.deepEqual(wait.input, { ms: 5 });
+  assert.deepEqual(wait.input_map, { data: 'output' }, 'the data flows on through a visible input_map entry');
+  await page.waitForFunction(() => /Receives: the output of `hello` as `data`/.test(document.querySelector('#receives')?.textContent || ''));
+  await page.screenshot({ path: join(SHOTS, 'flows-on.png') });
+
+  const started = await api('POST', `/v1/chains/${chain.id}/runs`, { input: { greeting: 'hi Ada' }, version: 'current' });
+  let run;
+  for (let i = 0; i < 200; i++) {
+    run = await api('GET', '/v1/runs/' + started.run_id);
+    if (run.status !== 'running' && run.status !== 'queued') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+  const out = run.nodes.find((n) => n.node_id === wait.node_id).output;
+  assert.deepEqual(out, { greeting: 'hi Ada' }, 'the delay passes the greeting on');
+
+  // Removing the entry is the user saying otherwise: it stays removed.
+  await page.click('#props fieldset[data-f="input_map"] .remove-row');
+  await waitSaved(page);
+  doc = await page.evaluate(() => window.__studio.doc);
+  assert.equal(doc.nodes.find((n) => n.node_id === wait.node_id).input_map, undefined);
+  await page.done();
+});
+
 test('at 1366×768 the toolbar (one line), the canvas and the properties are all in view', async () => {
   const chain = await api('POST', '/v1/chains', { name: 'room to edit ' + uniq(), nodes: [{ node_id: 'a', kind: 'tool', name: 'echo', position: { x: 0, y: 0 } }], edges: [] });
   const page = await open();

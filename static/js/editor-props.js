@@ -279,8 +279,34 @@ export function install(ed) {
   propsEl.addEventListener('focusout', () => { lastPropField = ''; });
   propsEl.addEventListener('change', (e) => {
     if (e.target.dataset.t === 'id') { renameNode(e.target); return; }
+    if (e.target.id === 'tool-select') carryData(e.target);
     if (e.target.matches('select, input[type=checkbox]')) applyProps('change');
   });
+
+  // carryData keeps data flowing through a node that gets a tool with a
+  // static input (delay's ms, transform's expression), which would
+  // otherwise stop receiving what came before: when the node has
+  // something upstream (an incoming edge, or a map owning it), the tool's
+  // data field (its schema's x-data-field) gets an input_map row reading
+  // `output`, in the same undo step as the tool. The row is visible and the
+  // user may remove it; a row already there for that key is left alone.
+  function carryData(sel) {
+    const panel = sel.closest('.props[data-target="node"]');
+    const n = panel && ed.nodeById(panel.dataset.id);
+    const opt = sel.selectedOptions[0];
+    const schema = opt ? forms.parseSchema(opt.dataset.schema || '') : null;
+    const field = schema && schema['x-data-field'];
+    if (!n || typeof field !== 'string' || !field) return;
+    const fed = (ed.doc.edges || []).some((e) => e.target === n.node_id) || ed.doc.nodes.some((x) => x.map_node === n.node_id);
+    const fs = panel.querySelector('fieldset[data-f="input_map"]');
+    if (!fed || !fs || [...fs.querySelectorAll(':scope > .kv-rows > .kv-row input.k')].some((k) => k.value.trim() === field)) return;
+    const row = fs.querySelector(':scope > template').content.firstElementChild.cloneNode(true);
+    row.querySelector('input.k').value = field;
+    row.querySelector('.v-wrap input, .v-wrap textarea').value = 'output';
+    fs.querySelector(':scope > .kv-rows').append(row);
+    if (window.htmx) window.htmx.process(row);
+    forms.refreshMapped(panel);
+  }
   propsEl.addEventListener('click', (e) => {
     const add = e.target.closest('.add-row');
     if (add) {

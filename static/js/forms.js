@@ -675,4 +675,4 @@ function read(fs) {
 }
 
 document.addEventListener('DOMContentLoaded', () => mount(document));
-export { mount, read, INVALID };
+export { mount, read, INVALID, parseSchema, refreshMapped };
