@@ -343,7 +343,9 @@ func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, e
 			return nil, fmt.Errorf("unknown tool %q (this host has: %v)", nd.Name, r.engine.opts.Registry.Names())
 		}
 		if r.prepared.plan.scoped[i] && fs != nil {
-			ctx = tool.WithScope(ctx, fs.toolScope())
+			ts := fs.toolScope()
+			ts.Session = r.session
+			ctx = tool.WithScope(ctx, ts)
 		}
 		out, err := fn(ctx, toolInput(input), emit)
 		return normalizeValue(out), err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -51,13 +52,17 @@ type completion struct {
 // nodes.attBusy) is owned by the coordinator goroutine (loop); workers only
 // send completions, emit events, charge the budget and read what was set
 // before they started.
+// sessions numbers run executions in this process (tool.Scope.Session).
+var sessions atomic.Uint64
+
 type run struct {
 	engine   *Engine
 	prepared *Prepared
 	graph    *graph
 	chain    *Chain
 	id       string
-	depth    int // sub-chain nesting
+	session  string // tool.Scope.Session: this execution of the run
+	depth    int    // sub-chain nesting
 
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -154,7 +159,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	}
 	started := stamp()
 	r := &run{
-		engine: e, prepared: p, graph: p.g, chain: c, id: id,
+		engine: e, prepared: p, graph: p.g, chain: c, id: id, session: id + "#" + strconv.FormatUint(sessions.Add(1), 36),
 		ctx: rctx, cancel: cancel,
 		started: started, strict: c.StrictConditions, events: emitter{sink: sink},
 		scope:     runScope{ctx: rctx, g: p.g, input: input, state: map[string]any{}, nodeResults: make(map[string]any, n)},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/chainstudio/studio/engine/sandbox"
 	"github.com/chainstudio/studio/engine/tool"
@@ -39,7 +40,11 @@ func codeTool(runner CodeRunner) tool.Func {
 		if err != nil {
 			return nil, err
 		}
-		resp, err := runner.Run(ctx, &sandbox.Request{Code: code, Scope: scope})
+		req := &sandbox.Request{Code: code, Scope: scope}
+		if s := tool.ScopeFrom(ctx); s != nil {
+			req.Session = s.Session // the run's calls share a warm runtime
+		}
+		resp, err := runner.Run(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("code: %w", err)
 		}
@@ -68,40 +73,90 @@ func codeTool(runner CodeRunner) tool.Func {
 // codeScope is the JSON object of names the script reads: the node's
 // scope when the engine gave one (tool.ScopeFrom), else (an agent's tool
 // call, a host that did not mark the tool scoped) only what the tool got.
+// Only the names the script writes are sent: a map body that reads its
+// item must not copy the run's whole input (often the very list being
+// mapped) into every one of 10,000 calls.
 func codeScope(ctx context.Context, code string, in map[string]any) (json.RawMessage, error) {
-	params := make(map[string]any, len(in))
-	for k, v := range in {
-		if k != "code" {
-			params[k] = v
+	used := scriptNames(code)
+	s := tool.ScopeFrom(ctx)
+	var params map[string]any
+	if used.params || s == nil {
+		params = make(map[string]any, len(in))
+		for k, v := range in {
+			if k != "code" {
+				params[k] = v
+			}
 		}
 	}
-	m := map[string]any{"params": params}
-	if s := tool.ScopeFrom(ctx); s != nil {
-		m["input"], m["state"], m["node_results"], m["output"] = orEmpty(s.Input), orEmpty(s.State), orEmpty(s.NodeResults), s.Output
+	names := make([]string, 0, 8)
+	values := make([]any, 0, 8)
+	add := func(use bool, name string, v any) {
+		if use {
+			names, values = append(names, name), append(values, v)
+		}
+	}
+	add(used.params, "params", params)
+	if s != nil {
+		add(used.input, "input", orEmpty(s.Input))
+		add(used.state, "state", orEmpty(s.State))
+		add(used.nodeResults, "node_results", orEmpty(s.NodeResults))
+		add(used.output, "output", s.Output)
 		if s.InMap {
-			m["item"], m["index"] = s.Item, float64(s.Index)
+			add(used.item, "item", s.Item)
+			add(used.index, "index", float64(s.Index))
 		}
 	} else {
-		m["input"], m["state"], m["node_results"], m["output"] = params, map[string]any{}, map[string]any{}, params
+		add(used.input, "input", params)
+		add(used.state, "state", map[string]any{})
+		add(used.nodeResults, "node_results", map[string]any{})
+		add(used.output, "output", params)
 	}
-	// Only the names the script writes are sent: a map body that reads
-	// its item must not copy the run's whole input (often the very list
-	// being mapped) into every one of 10,000 calls.
-	used := usedNames(code)
-	if used["nodes"] {
-		used["node_results"] = true
-	}
-	for k := range m {
-		if !used[k] {
-			delete(m, k)
+	b := make([]byte, 0, 64)
+	b = append(b, '{')
+	for i, n := range names {
+		if i > 0 {
+			b = append(b, ',')
 		}
+		b = append(b, '"')
+		b = append(b, n...)
+		b = append(b, '"', ':')
+		v, err := json.Marshal(values[i])
+		if err != nil {
+			return nil, fmt.Errorf("code: %s cannot be written as JSON for the script: %w", n, err)
+		}
+		b = append(b, v...)
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("code: the data the script reads cannot be written as JSON: %w", err)
-	}
-	return b, nil
+	return append(b, '}'), nil
 }
+
+// usedSet is which of sandbox.Names a script's text contains.
+type usedSet struct{ input, state, nodeResults, output, params, item, index bool }
+
+// scriptNames is usedNames as a set, cached by script: a map's items share
+// one scan.
+func scriptNames(code string) usedSet {
+	namesMu.Lock()
+	u, ok := namesCache[code]
+	namesMu.Unlock()
+	if ok {
+		return u
+	}
+	m := usedNames(code)
+	u = usedSet{input: m["input"], state: m["state"], nodeResults: m["node_results"] || m["nodes"],
+		output: m["output"], params: m["params"], item: m["item"], index: m["index"]}
+	namesMu.Lock()
+	if len(namesCache) >= 256 {
+		clear(namesCache) // simple and bounded: start over
+	}
+	namesCache[code] = u
+	namesMu.Unlock()
+	return u
+}
+
+var (
+	namesMu    sync.Mutex
+	namesCache = map[string]usedSet{}
+)
 
 // usedNames reports which of sandbox.Names a script's text contains as a
 // word (anywhere: in a string or a comment too, which only sends more).

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -156,9 +157,8 @@ func (r *running) interrupt(in interrupt) bool {
 	return true
 }
 
-func serve(in io.Reader, out io.Writer, l Limits) {
+func serve(in io.Reader, w io.Writer, l Limits) {
 	r := bufio.NewReaderSize(in, 64<<10)
-	w := bufio.NewWriterSize(out, 64<<10)
 	cache := &programs{}
 	cur := &running{}
 
@@ -179,95 +179,158 @@ func serve(in io.Reader, out io.Writer, l Limits) {
 	// backstop for one allocation too big to be seen growing.
 	memMsg := fmt.Sprintf("the script went over its memory limit of %d MiB", l.MemoryMB)
 	limit := uint64(l.MemoryMB) << 20
-	watching := make(chan bool)
-	go watchMemory(watching, limit, func() { cur.interrupt(interrupt{KindMemory, memMsg}) })
+	watch := newMemWatch()
+	go watch.run(limit, func() { cur.interrupt(interrupt{KindMemory, memMsg}) })
+	vms := &vmCache{}
+	cpuLimit := &cpuAllowance{seconds: l.CPUSeconds}
 
+	var out []byte // response frames not yet written
 	for {
-		var req Request
-		if err := readFrame(r, &req, MaxRequestBytes+MaxScriptBytes+4096); err != nil {
+		body, err := readFrame(r, MaxRequestBytes+MaxScriptBytes+4096)
+		if err != nil {
 			if err == io.EOF {
 				return
 			}
 			fmt.Fprintln(os.Stderr, "sandbox: read request:", err)
 			os.Exit(exitUsage)
 		}
-		if err := allowCPU(l.CPUSeconds); err != nil {
+		req, err := decodeRequest(body)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox: read request:", err)
+			os.Exit(exitUsage)
+		}
+		if err := cpuLimit.allow(); err != nil {
 			fmt.Fprintln(os.Stderr, "sandbox:", err)
 			os.Exit(exitLimits)
 		}
-		resp := execute(cache, &req, func(vm *goja.Runtime) {
+		resp := execute(cache, vms, req, func(vm *goja.Runtime) {
 			cur.set(vm)
-			watching <- vm != nil // blocking: a dropped "on" would leave a script unwatched
+			watch.set(vm != nil)
 		})
-		req = Request{}
+		req, body = nil, nil
 		if resp.Kind == KindMemory {
 			runtime.GC()
 			debug.FreeOSMemory()
 		}
-		if err := writeFrame(w, &resp, maxResponseBytes); err != nil {
+		if out, err = appendResponse(out, &resp, maxResponseBytes); err != nil {
 			fmt.Fprintln(os.Stderr, "sandbox: write response:", err)
 			os.Exit(exitUsage)
 		}
-		if r.Buffered() > 0 {
-			continue // more requests are here: answer them first, then flush once
+		if r.Buffered() > 0 && len(out) < 64<<10 {
+			continue // more requests are here: answer them first, then write once
 		}
-		if err := w.Flush(); err != nil {
+		if _, err := w.Write(out); err != nil {
 			os.Exit(0) // the parent is gone
 		}
+		if cap(out) > 1<<20 {
+			out = nil // a big answer's buffer goes
+		}
+		out = out[:0]
 	}
 }
 
-// allowCPU sets the soft RLIMIT_CPU to the CPU time used so far plus
-// seconds (rounded up: the kernel counts whole seconds).
-func allowCPU(seconds int) error {
+// cpuAllowance moves the soft RLIMIT_CPU before each call to the CPU time
+// used so far plus the call's seconds (rounded up: the kernel counts whole
+// seconds). The hard limit is left alone: an unprivileged process cannot
+// raise it again for the next call; the pool kills a child that ignores its
+// interrupt. Calls in the same second of CPU time need no new limit, and
+// calls within a quarter second of wall time of the last reading need no
+// reading: two threads use at most half a second of CPU time in it, less
+// than the second the soft limit rounds up by.
+type cpuAllowance struct {
+	seconds   int
+	hard, set uint64
+	read      bool
+	checked   time.Time
+}
+
+func (c *cpuAllowance) allow() error {
+	now := time.Now()
+	if c.read && now.Sub(c.checked) < 250*time.Millisecond {
+		return nil
+	}
+	c.checked = now
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return fmt.Errorf("getrusage: %w", err)
 	}
-	var cur syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_CPU, &cur); err != nil {
-		return fmt.Errorf("getrlimit: %w", err)
+	if !c.read {
+		var cur syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_CPU, &cur); err != nil {
+			return fmt.Errorf("getrlimit: %w", err)
+		}
+		c.hard, c.read = cur.Max, true
 	}
-	used := ru.Utime.Sec + ru.Stime.Sec + 1
-	soft := min(uint64(used)+uint64(seconds), cur.Max)
-	// The hard limit is left alone: an unprivileged process cannot raise
-	// it again for the next call. The pool kills a child that ignores its
-	// interrupt.
-	return syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: soft, Max: cur.Max})
+	// Whole seconds used, rounded up, plus one for the reading skipped
+	// above: a call gets between seconds and seconds+2 of CPU time.
+	usec := (ru.Utime.Sec+ru.Stime.Sec)*1_000_000 + int64(ru.Utime.Usec+ru.Stime.Usec)
+	used := usec/1_000_000 + 2
+	soft := min(uint64(used)+uint64(c.seconds), c.hard)
+	if soft == c.set {
+		return nil
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: soft, Max: c.hard}); err != nil {
+		return err
+	}
+	c.set = soft
+	return nil
 }
 
-// watchMemory samples the heap while a script runs (on: true on the
-// channel); past limit it collects, and calls over when what is still live
-// passes limit (garbage alone never fails a script).
-func watchMemory(on <-chan bool, limit uint64, over func()) {
+// memWatch samples the heap every few milliseconds while scripts run; past
+// the limit it collects, and calls over when what is still live passes
+// the limit (garbage alone never fails a script). Marking a call's start
+// and end is two atomic stores: a burst of short calls (a map's items)
+// costs the serving loop no hand-off to the watch. The watch sleeps after
+// a quiet spell and is woken by the next start.
+type memWatch struct {
+	busy atomic.Bool
+	wake chan struct{}
+}
+
+func newMemWatch() *memWatch { return &memWatch{wake: make(chan struct{}, 1)} }
+
+// idleTicks is how many quiet samples the watch takes before it sleeps.
+const idleTicks = 50
+
+func (m *memWatch) set(on bool) {
+	m.busy.Store(on)
+	if on {
+		select {
+		case m.wake <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}
+
+func (m *memWatch) run(limit uint64, over func()) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	active := false
 	t := time.NewTicker(2 * time.Millisecond)
 	t.Stop()
+	idle := idleTicks
 	for {
-		if !active {
-			active = <-on
-			if active {
-				t.Reset(2 * time.Millisecond)
-			}
+		if idle >= idleTicks {
+			// Sleep until a call starts. A start between the check
+			// above and this receive left its token in wake.
+			t.Stop()
+			<-m.wake
+			idle = 0
+			t.Reset(2 * time.Millisecond)
+		}
+		<-t.C
+		if !m.busy.Load() {
+			idle++
 			continue
 		}
-		select {
-		case active = <-on:
-			if !active {
-				t.Stop()
-			}
-		case <-t.C:
-			metrics.Read(sample)
-			if sample[0].Value.Uint64() <= limit {
-				continue
-			}
-			runtime.GC()
-			metrics.Read(live)
-			if live[0].Value.Uint64() > limit {
-				over()
-			}
+		idle = 0
+		metrics.Read(sample)
+		if sample[0].Value.Uint64() <= limit {
+			continue
+		}
+		runtime.GC()
+		metrics.Read(live)
+		if live[0].Value.Uint64() > limit && m.busy.Load() {
+			over()
 		}
 	}
 }

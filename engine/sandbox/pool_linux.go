@@ -97,7 +97,7 @@ func (p *Pool) Run(ctx context.Context, req *Request) (*Response, error) {
 	if len(req.Scope) > MaxRequestBytes {
 		return nil, fmt.Errorf("the data the script reads is %d bytes as JSON, over the sandbox's limit of %d (16 MiB)", len(req.Scope), MaxRequestBytes)
 	}
-	frame, err := encodeFrame(req, MaxRequestBytes+MaxScriptBytes+4096)
+	frame, err := encodeRequest(req, MaxRequestBytes+MaxScriptBytes+4096)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,13 @@ type worker struct {
 	exited chan struct{} // closed once Wait returned
 	state  error         // Wait's error, read after exited
 
-	wmu     sync.Mutex // held while a frame is written
+	// Frames to write: a call appends its frame to wbuf and wakes the
+	// worker's writer, which writes everything queued at once, so calls
+	// made together (a map's items) reach the child in few writes and no
+	// call waits for a write.
+	wmu     sync.Mutex
+	wbuf    []byte
+	wake    chan struct{} // one pending wake-up for the writer
 	mu      sync.Mutex
 	pending []*call // written (or being written), not answered; pending[0] is running
 	dead    bool
@@ -245,7 +251,7 @@ func (p *Pool) start() (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: stdout pipe: %w", err)
 	}
-	w := &worker{p: p, cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tail{max: 4 << 10}, exited: make(chan struct{})}
+	w := &worker{p: p, cmd: cmd, stdin: stdin, wake: make(chan struct{}, 1), stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: &tail{max: 4 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", p.exe, err)
@@ -256,6 +262,7 @@ func (p *Pool) start() (*worker, error) {
 	}()
 	p.all[w] = struct{}{}
 	go w.read()
+	go w.write()
 	go w.watch()
 	return w, nil
 }
@@ -265,8 +272,9 @@ func (p *Pool) start() (*worker, error) {
 func (w *worker) call(ctx context.Context, frame []byte, lim Limits) outcome {
 	c := &call{done: make(chan outcome, 1)}
 	// wmu keeps frames whole and in the order of pending; the write itself
-	// is outside mu, so a child too busy to read (a big frame, a stuck
-	// script) never keeps kill, the reader or the watch from mu.
+	// is outside both locks, so a child too busy to read (a big frame, a
+	// stuck script) never keeps kill, the reader or the watch from mu, nor
+	// other calls from queueing their frames.
 	w.wmu.Lock()
 	w.mu.Lock()
 	if w.dead {
@@ -279,10 +287,11 @@ func (w *worker) call(ctx context.Context, frame []byte, lim Limits) outcome {
 		c.started = time.Now()
 	}
 	w.mu.Unlock()
-	_, err := w.stdin.Write(frame)
+	w.wbuf = append(w.wbuf, frame...)
 	w.wmu.Unlock()
-	if err != nil {
-		w.kill()
+	select {
+	case w.wake <- struct{}{}:
+	default: // the writer has a wake-up pending: it takes this frame too
 	}
 	select {
 	case out := <-c.done:
@@ -299,12 +308,47 @@ func (w *worker) call(ctx context.Context, frame []byte, lim Limits) outcome {
 	}
 }
 
+// write is the worker's writer: at each wake-up it writes the frames
+// queued, until none is left. A failed write kills the child (its reader
+// then answers every call it held).
+func (w *worker) write() {
+	var spare []byte
+	for {
+		select {
+		case <-w.wake:
+		case <-w.exited:
+			return
+		}
+		for {
+			w.wmu.Lock()
+			buf := w.wbuf
+			if len(buf) == 0 {
+				w.wmu.Unlock()
+				break
+			}
+			w.wbuf = spare[:0]
+			w.wmu.Unlock()
+			if _, err := w.stdin.Write(buf); err != nil {
+				w.kill()
+				return
+			}
+			spare = nil
+			if cap(buf) <= 1<<20 {
+				spare = buf // reused unless a big frame grew it
+			}
+		}
+	}
+}
+
 // read delivers the child's answers in order, and on its death the reason
 // to the call it was running and a retry to the others.
 func (w *worker) read() {
 	for {
-		var resp Response
-		err := readFrame(w.stdout, &resp, maxResponseBytes)
+		var resp *Response
+		body, err := readFrame(w.stdout, maxResponseBytes)
+		if err == nil {
+			resp, err = decodeResponse(body)
+		}
 		w.mu.Lock()
 		if err != nil || len(w.pending) == 0 {
 			w.mu.Unlock()
@@ -319,7 +363,7 @@ func (w *worker) read() {
 		nextAbandoned := len(w.pending) > 0 && w.pending[0].abandoned
 		w.mu.Unlock()
 		if !c.abandoned {
-			c.done <- outcome{resp: &resp}
+			c.done <- outcome{resp: resp}
 		}
 		if resp.Kind == KindMemory || nextAbandoned {
 			// A child that went over its memory may keep a grown heap; a

@@ -3,7 +3,7 @@
 // re-executed with a hidden subcommand, bounded in memory (RLIMIT_AS and a
 // heap watch) and CPU time (RLIMIT_CPU), with an empty environment and no
 // descriptors but its pipes. The parent and a child speak length-prefixed
-// JSON frames over stdin and stdout, bounded both ways.
+// frames over stdin and stdout, bounded both ways.
 //
 // goja has no memory limit and its interrupt cannot stop a native call in
 // progress, so a script never runs in the studio's process: whatever a
@@ -90,6 +90,11 @@ type Request struct {
 	Code string `json:"code"`
 	// Scope is a JSON object: each key becomes a name the script reads.
 	Scope json.RawMessage `json:"scope"`
+	// Session groups calls that may share one runtime: the calls of one
+	// run (tool.Scope.Session). Such a call sees what an earlier call of
+	// the same script in the same run left on shared prototypes, never what
+	// another run left. "" gets a fresh runtime.
+	Session string `json:"session,omitempty"`
 }
 
 // Error kinds a Response carries.
@@ -115,50 +120,111 @@ type Response struct {
 // ErrFrameTooLarge is returned for a frame over its bound.
 var ErrFrameTooLarge = errors.New("frame too large")
 
-// encodeFrame returns v as one frame.
-func encodeFrame(v any, max int) ([]byte, error) {
-	b, err := json.Marshal(v)
+// The frames. Each is a 4-byte big-endian length and a body.
+//
+// A request's body is binary, so that neither side scans the script or
+// the data more than once: the script's length (4 bytes) and text, the
+// session's length and text, then the scope's JSON to the end.
+//
+// A response's body is 'V' and the value's JSON when the call succeeded
+// and logged nothing (a map's usual item), else 'J' and the Response as
+// JSON.
+
+// encodeRequest returns a Request as one frame.
+func encodeRequest(req *Request, max int) ([]byte, error) {
+	n := 4 + len(req.Code) + 4 + len(req.Session) + len(req.Scope)
+	if n > max {
+		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrFrameTooLarge, n, max)
+	}
+	buf := make([]byte, 4, 4+n)
+	binary.BigEndian.PutUint32(buf, uint32(n))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(req.Code)))
+	buf = append(buf, req.Code...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(req.Session)))
+	buf = append(buf, req.Session...)
+	return append(buf, req.Scope...), nil
+}
+
+// decodeRequest reads a request frame's body.
+func decodeRequest(b []byte) (*Request, error) {
+	next := func() (string, error) {
+		if len(b) < 4 {
+			return "", errors.New("request frame cut short")
+		}
+		n := binary.BigEndian.Uint32(b)
+		if uint64(n) > uint64(len(b)-4) {
+			return "", errors.New("request frame cut short")
+		}
+		s := string(b[4 : 4+n])
+		b = b[4+n:]
+		return s, nil
+	}
+	code, err := next()
 	if err != nil {
-		return nil, fmt.Errorf("encode frame: %w", err)
+		return nil, err
 	}
-	if len(b) > max {
-		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrFrameTooLarge, len(b), max)
+	session, err := next()
+	if err != nil {
+		return nil, err
 	}
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
+	return &Request{Code: code, Session: session, Scope: b}, nil
+}
+
+// appendResponse appends a response frame to buf.
+func appendResponse(buf []byte, resp *Response, max int) ([]byte, error) {
+	start := len(buf)
+	buf = append(buf, 0, 0, 0, 0)
+	if resp.Kind == "" && len(resp.Logs) == 0 && resp.LogsDropped == 0 {
+		buf = append(buf, 'V')
+		buf = append(buf, resp.Value...)
+	} else {
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return buf[:start], fmt.Errorf("encode frame: %w", err)
+		}
+		buf = append(buf, 'J')
+		buf = append(buf, b...)
+	}
+	n := len(buf) - start - 4
+	if n > max {
+		return buf[:start], fmt.Errorf("%w: %d bytes, over %d", ErrFrameTooLarge, n, max)
+	}
+	binary.BigEndian.PutUint32(buf[start:], uint32(n))
 	return buf, nil
 }
 
-// writeFrame writes v as one frame: a 4-byte big-endian length, then JSON.
-func writeFrame(w io.Writer, v any, max int) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode frame: %w", err)
+// decodeResponse reads a response frame's body.
+func decodeResponse(b []byte) (*Response, error) {
+	if len(b) == 0 {
+		return nil, errors.New("empty response frame")
 	}
-	if len(b) > max {
-		return fmt.Errorf("%w: %d bytes, over %d", ErrFrameTooLarge, len(b), max)
+	switch b[0] {
+	case 'V':
+		return &Response{Value: json.RawMessage(b[1:])}, nil
+	case 'J':
+		var r Response
+		if err := json.Unmarshal(b[1:], &r); err != nil {
+			return nil, fmt.Errorf("decode response: %w", err)
+		}
+		return &r, nil
 	}
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err = w.Write(buf)
-	return err
+	return nil, fmt.Errorf("response frame of unknown type %q", b[0])
 }
 
-// readFrame reads one frame into v, refusing one over max before reading it.
-func readFrame(r io.Reader, v any, max int) error {
+// readFrame reads one frame's body, refusing one over max before reading
+// it.
+func readFrame(r io.Reader, max int) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return err
+		return nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if int64(n) > int64(max) {
-		return fmt.Errorf("%w: %d bytes, over %d", ErrFrameTooLarge, n, max)
+		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrFrameTooLarge, n, max)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
-		return fmt.Errorf("read frame body: %w", err)
+		return nil, fmt.Errorf("read frame body: %w", err)
 	}
-	return json.Unmarshal(b, v)
+	return b, nil
 }

@@ -136,10 +136,110 @@ func (c *programs) get(code string) (*goja.Program, error) {
 // watch); its kind goes into the Response.
 type interrupt struct{ kind, msg string }
 
-// execute runs one request in a fresh runtime: nothing a script leaves
-// behind (globals, prototypes it changed) reaches the next call. stop is
-// set while the script runs so a watch can interrupt it.
-func execute(cache *programs, req *Request, stop func(vm *goja.Runtime)) (resp Response) {
+// jsvm is a runtime with a script's function compiled in it, kept for the
+// next call of the same session and script.
+type jsvm struct {
+	vm               *goja.Runtime
+	fn               goja.Callable
+	parse, stringify goja.Callable
+	console          *goja.Object
+	logs             *logBuffer // the call in progress's
+}
+
+// newJSVM makes a runtime for prg, whose console writes to the current
+// call's logs.
+func newJSVM(prg *goja.Program) (*jsvm, error) {
+	j := &jsvm{vm: goja.New(), logs: &logBuffer{}}
+	js := j.vm.Get("JSON").ToObject(j.vm)
+	j.stringify, _ = goja.AssertFunction(js.Get("stringify"))
+	j.console = j.vm.NewObject()
+	logFn := func(call goja.FunctionCall) goja.Value {
+		parts := make([]string, len(call.Arguments))
+		for i, a := range call.Arguments {
+			parts[i] = logText(a, j.stringify)
+		}
+		j.logs.add(strings.Join(parts, " "))
+		return goja.Undefined()
+	}
+	for _, name := range []string{"log", "info", "warn", "error", "debug"} {
+		_ = j.console.Set(name, logFn)
+	}
+	fnv, err := j.vm.RunProgram(prg)
+	if err != nil {
+		return nil, err
+	}
+	fn, ok := goja.AssertFunction(fnv)
+	if !ok {
+		return nil, errors.New("the script did not compile to a function")
+	}
+	j.fn = fn
+	return j, nil
+}
+
+// vmCacheLimit bounds the runtimes a child keeps between calls.
+const vmCacheLimit = 8
+
+// vmCache keeps runtimes by session and script, so the calls of one run
+// (a map's 10,000 items) skip a runtime's set-up, most of a trivial call's
+// cost. A runtime never serves two sessions: nothing one run's script
+// leaves behind reaches another run. Used by the child's one serving loop.
+type vmCache struct {
+	order []string // least recently used first
+	m     map[string]*jsvm
+}
+
+func (c *vmCache) get(key string) *jsvm {
+	j := c.m[key]
+	if j != nil {
+		c.touch(key)
+	}
+	return j
+}
+
+func (c *vmCache) touch(key string) {
+	for i, k := range c.order {
+		if k == key {
+			c.order = append(c.order[:i], c.order[i+1:]...)
+			break
+		}
+	}
+	c.order = append(c.order, key)
+}
+
+func (c *vmCache) put(key string, j *jsvm) {
+	if c.m == nil {
+		c.m = map[string]*jsvm{}
+	}
+	if len(c.m) >= vmCacheLimit {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[key] = j
+	c.touch(key)
+}
+
+func (c *vmCache) drop(key string) {
+	if _, ok := c.m[key]; !ok {
+		return
+	}
+	delete(c.m, key)
+	for i, k := range c.order {
+		if k == key {
+			c.order = append(c.order[:i], c.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// execute runs one request. A request without a session gets a fresh
+// runtime; one with a session reuses that session's runtime for the same
+// script. The script is a function body, so what it declares is its own at
+// each call; only what it puts on the global object (an undeclared name
+// assigned, globalThis.x) may be seen by a later call of the same run in
+// the same child. Removing those after each call cost as much as the call
+// (goja lists the global object's keys by materialising every builtin).
+// stop is set while the script runs so a watch can interrupt it.
+func execute(cache *programs, vms *vmCache, req *Request, stop func(vm *goja.Runtime)) (resp Response) {
 	prg, err := cache.get(req.Code)
 	if err != nil {
 		resp.Kind, resp.Error = KindSyntax, err.Error()
@@ -149,61 +249,62 @@ func execute(cache *programs, req *Request, stop func(vm *goja.Runtime)) (resp R
 		}
 		return resp
 	}
-	vm := goja.New()
-	logs := &logBuffer{}
-	console := vm.NewObject()
-	stringify, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("stringify"))
-	logFn := func(call goja.FunctionCall) goja.Value {
-		parts := make([]string, len(call.Arguments))
-		for i, a := range call.Arguments {
-			parts[i] = logText(a, stringify)
+	key := ""
+	if req.Session != "" && vms != nil {
+		key = req.Session + "\x00" + req.Code
+	}
+	var j *jsvm
+	if key != "" {
+		j = vms.get(key)
+	}
+	if j == nil {
+		if j, err = newJSVM(prg); err != nil {
+			return failure(err)
 		}
-		logs.add(strings.Join(parts, " "))
-		return goja.Undefined()
+		if key != "" {
+			vms.put(key, j)
+		}
 	}
-	for _, name := range []string{"log", "info", "warn", "error", "debug"} {
-		_ = console.Set(name, logFn)
-	}
-	defer func() { resp.Logs, resp.LogsDropped = logs.lines, logs.dropped }()
+	j.vm.ClearInterrupt() // an interrupt that came as the last call ended
+	j.logs = &logBuffer{}
+	defer func() { resp.Logs, resp.LogsDropped = j.logs.lines, j.logs.dropped }()
+	keep := false
+	defer func() {
+		if key != "" && !keep {
+			vms.drop(key)
+		}
+	}()
 
-	stop(vm)
+	stop(j.vm)
 	defer stop(nil)
-	fnv, err := vm.RunProgram(prg)
+	args, err := scopeArgs(j.vm, req.Scope, Names)
 	if err != nil {
-		return failure(err)
-	}
-	fn, ok := goja.AssertFunction(fnv)
-	if !ok {
-		resp.Kind, resp.Error = KindRuntime, "the script did not compile to a function"
+		keep = true // no script ran
+		resp.Kind, resp.Error = KindRuntime, "the data the script reads: "+err.Error()
 		return resp
 	}
-	// The data enters as JSON parsed inside the VM: plain JavaScript
-	// objects, never Go values wrapped as host objects.
-	parse, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("parse"))
-	scopeV, err := parse(goja.Undefined(), vm.ToValue(string(req.Scope)))
+	args = append(args, j.console)
+	ret, err := j.fn(goja.Undefined(), args...)
 	if err != nil {
-		return failure(err)
+		resp = failure(err)
+		// A throw leaves the runtime as good as it was; an interrupt (CPU,
+		// memory) may have stopped it anywhere.
+		var ie *goja.InterruptedError
+		keep = !errors.As(err, &ie)
+		return resp
 	}
-	scope := scopeV.ToObject(vm)
-	args := make([]goja.Value, 0, len(Names)+1)
-	for _, n := range Names {
-		v := scope.Get(n)
-		if n == "nodes" && (v == nil || goja.IsUndefined(v)) {
-			v = scope.Get("node_results") // nodes is node_results' short name
-		}
-		args = append(args, v)
-	}
-	args = append(args, console)
-	ret, err := fn(goja.Undefined(), args...)
-	if err != nil {
-		return failure(err)
-	}
+	keep = true
 	if ret == nil || goja.IsUndefined(ret) {
 		resp.Value = json.RawMessage("null")
 		return resp
 	}
-	out, err := stringify(goja.Undefined(), ret)
+	out, err := j.stringify(goja.Undefined(), ret)
 	if err != nil {
+		var ie *goja.InterruptedError
+		if errors.As(err, &ie) {
+			keep = false
+			return failure(err)
+		}
 		resp.Kind, resp.Error = KindOutput, "the script's result cannot be written as JSON: "+err.Error()
 		return resp
 	}

@@ -14,6 +14,10 @@ type Scope struct {
 	Item        any            // inside a map body (InMap)
 	Index       int
 	InMap       bool
+	// Session is the same for every call of one run's execution and
+	// differs between executions (a resume is a new one): a tool may keep
+	// per-run state under it, never across runs.
+	Session string
 }
 
 type scopeKey struct{}
