@@ -62,8 +62,8 @@ func codeTool(runner CodeRunner) tool.Func {
 		if resp.Kind != "" {
 			return nil, fmt.Errorf("code: %s", resp.Error)
 		}
-		var out any
-		if err := json.Unmarshal(resp.Value, &out); err != nil {
+		out, err := resp.Decode()
+		if err != nil {
 			return nil, fmt.Errorf("code: the sandbox answered with bad JSON: %w", err)
 		}
 		return out, nil

@@ -260,3 +260,151 @@ func (p *jsonReader) array() (goja.Value, error) {
 		return nil, errJSONSyntax
 	}
 }
+
+// Decode returns the response's value as Go data, as json.Unmarshal into
+// an any would (objects as map[string]any, numbers as float64), without
+// its per-call set-up: a map's every item decodes one small value. The
+// value is JSON.stringify's output, so an error here is the child's fault.
+func (r *Response) Decode() (any, error) {
+	d := &goReader{b: r.Value}
+	d.space()
+	v, err := d.value()
+	if err != nil {
+		return nil, err
+	}
+	if d.space(); d.i != len(d.b) {
+		return nil, errJSONSyntax
+	}
+	return v, nil
+}
+
+// goReader is jsonReader's twin building Go values.
+type goReader struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func (d *goReader) space() {
+	for d.i < len(d.b) && (d.b[d.i] == ' ' || d.b[d.i] == '\t' || d.b[d.i] == '\n' || d.b[d.i] == '\r') {
+		d.i++
+	}
+}
+
+func (d *goReader) eat(c byte) bool {
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+func (d *goReader) value() (any, error) {
+	d.space()
+	if d.i >= len(d.b) {
+		return nil, errJSONSyntax
+	}
+	switch c := d.b[d.i]; {
+	case c == '{':
+		return d.object()
+	case c == '[':
+		return d.array()
+	case c == '"':
+		return d.str()
+	case c == 't':
+		return d.word("true", true)
+	case c == 'f':
+		return d.word("false", false)
+	case c == 'n':
+		return d.word("null", nil)
+	case c == '-' || c >= '0' && c <= '9':
+		start := d.i
+		for d.i < len(d.b) && (d.b[d.i] == '-' || d.b[d.i] == '+' || d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E' || d.b[d.i] >= '0' && d.b[d.i] <= '9') {
+			d.i++
+		}
+		f, err := strconv.ParseFloat(string(d.b[start:d.i]), 64)
+		if err != nil || !json.Valid(d.b[start:d.i]) {
+			return nil, errJSONSyntax
+		}
+		return f, nil
+	}
+	return nil, errJSONSyntax
+}
+
+func (d *goReader) word(w string, v any) (any, error) {
+	if len(d.b)-d.i < len(w) || string(d.b[d.i:d.i+len(w)]) != w {
+		return nil, errJSONSyntax
+	}
+	d.i += len(w)
+	return v, nil
+}
+
+// str reads a string with jsonReader's scanner.
+func (d *goReader) str() (string, error) {
+	p := jsonReader{b: d.b, i: d.i}
+	s, err := p.str()
+	d.i = p.i
+	return s, err
+}
+
+func (d *goReader) object() (any, error) {
+	if d.depth++; d.depth > maxJSONDepth {
+		return nil, fmt.Errorf("the value nests deeper than %d levels", maxJSONDepth)
+	}
+	defer func() { d.depth-- }()
+	d.i++ // {
+	m := map[string]any{}
+	if d.space(); d.eat('}') {
+		return m, nil
+	}
+	for {
+		d.space()
+		k, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		if d.space(); !d.eat(':') {
+			return nil, errJSONSyntax
+		}
+		v, err := d.value()
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		d.space()
+		if d.eat(',') {
+			continue
+		}
+		if d.eat('}') {
+			return m, nil
+		}
+		return nil, errJSONSyntax
+	}
+}
+
+func (d *goReader) array() (any, error) {
+	if d.depth++; d.depth > maxJSONDepth {
+		return nil, fmt.Errorf("the value nests deeper than %d levels", maxJSONDepth)
+	}
+	defer func() { d.depth-- }()
+	d.i++ // [
+	out := []any{}
+	if d.space(); d.eat(']') {
+		return out, nil
+	}
+	for {
+		v, err := d.value()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		d.space()
+		if d.eat(',') {
+			continue
+		}
+		if d.eat(']') {
+			return out, nil
+		}
+		return nil, errJSONSyntax
+	}
+}

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -115,5 +117,31 @@ func TestSessionsShareARuntimeOnlyWithinARun(t *testing.T) {
 	}
 	if len(vms.m) > vmCacheLimit || len(vms.order) != len(vms.m) {
 		t.Errorf("%d runtimes kept (%d in order), limit %d", len(vms.m), len(vms.order), vmCacheLimit)
+	}
+}
+
+// Decode gives what json.Unmarshal into an any gives, and refuses what it
+// refuses.
+func TestResponseDecodeMatchesUnmarshal(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{`1`, `-2.5e-3`, `"a\"b\u00e9\ud83d\ude00"`, `"héllo"`, `true`, `false`, `null`, `[]`, `{}`,
+		`{"v":[1,{"w":null}],"x":"y"}`, ` [ 1 , "2" ] `, `{"dup":1,"dup":2}`} {
+		got, err := (&Response{Value: []byte(v)}).Decode()
+		if err != nil {
+			t.Errorf("%s: %v", v, err)
+			continue
+		}
+		var want any
+		if err := json.Unmarshal([]byte(v), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %#v, json.Unmarshal gives %#v", v, got, want)
+		}
+	}
+	for _, bad := range []string{``, `{`, `[1,]`, `{"a"}`, `01`, `"\x01"`, `nul`, `1 2`, strings.Repeat("[", maxJSONDepth+1)} {
+		if _, err := (&Response{Value: []byte(bad)}).Decode(); err == nil {
+			t.Errorf("%.30q: accepted", bad)
+		}
 	}
 }
