@@ -75,6 +75,15 @@ func TestPoolFreshRuntimePerCall(t *testing.T) {
 	if string(resp.Value) != `["undefined",true]` {
 		t.Fatalf("a call saw the previous one's globals: %s", resp.Value)
 	}
+	// Two runs of the same script, one child: the second run starts from
+	// nothing the first left, while the first run's calls share a world.
+	code := `const before = [typeof leak, [].evil === undefined]; globalThis.leak = 1; Array.prototype.evil = 1; return before`
+	for _, c := range []struct{ session, want string }{{"run-a", `["undefined",true]`}, {"run-a", `["number",false]`}, {"run-b", `["undefined",true]`}} {
+		resp, err := p.Run(context.Background(), &Request{Code: code, Scope: json.RawMessage(`{}`), Session: c.session})
+		if err != nil || string(resp.Value) != c.want {
+			t.Fatalf("session %s: %s %v, want %s", c.session, resp.Value, err, c.want)
+		}
+	}
 }
 
 func TestPoolThrowHasLine(t *testing.T) {
