@@ -14,8 +14,9 @@ import (
 type Registry struct {
 	mu     sync.RWMutex
 	tools  map[string]tool.Func
-	inline map[string]bool
-	scoped map[string]bool
+	inline    map[string]bool
+	scoped    map[string]bool
+	contained map[string]bool
 	checks map[string]tool.Check
 	output map[string]map[string]any // SetOutputSchema
 	input  map[string]map[string]any // SetInputSchema
@@ -123,7 +124,7 @@ func (r *Registry) Unavailable(name string) string {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}, scoped: map[string]bool{}, checks: map[string]tool.Check{}, output: map[string]map[string]any{}, input: map[string]map[string]any{}, desc: map[string]string{}}
+	return &Registry{tools: map[string]tool.Func{}, inline: map[string]bool{}, scoped: map[string]bool{}, contained: map[string]bool{}, checks: map[string]tool.Check{}, output: map[string]map[string]any{}, input: map[string]map[string]any{}, desc: map[string]string{}}
 }
 
 // SetInline marks tools as pure and quick (no I/O, no blocking, bounded CPU,
@@ -168,6 +169,28 @@ func (r *Registry) IsScoped(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.scoped[name]
+}
+
+// SetContained marks tools that cannot reach outside the studio (no
+// network, files, programs or the host's memory) though they are not
+// inline, like the code tool, whose script runs in a sandbox. Chain tests
+// run them for real, as they run inline tools.
+func (r *Registry) SetContained(names ...string) {
+	r.mu.Lock()
+	for _, n := range names {
+		r.contained[n] = true
+	}
+	r.mu.Unlock()
+}
+
+// IsContained reports whether a tool was marked with SetContained.
+func (r *Registry) IsContained(name string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.contained[name]
 }
 
 // SetCheck gives a tool a check of its nodes' static input, which

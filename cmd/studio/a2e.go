@@ -77,6 +77,7 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate, Code: codeRunner}))
 	reg.SetScoped(builtin.Scoped...)
+	reg.SetContained(builtin.Contained...)
 	for n, c := range builtin.Checks() {
 		reg.SetCheck(n, c)
 	}

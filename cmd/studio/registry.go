@@ -24,6 +24,7 @@ func builtinRegistry(opts builtin.Options) *engine.Registry {
 	reg.RegisterAll(builtin.Tools(opts))
 	reg.SetInline(builtin.Inline...)
 	reg.SetScoped(builtin.Scoped...)
+	reg.SetContained(builtin.Contained...)
 	for n, c := range builtin.Checks() {
 		reg.SetCheck(n, c)
 	}

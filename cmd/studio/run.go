@@ -95,6 +95,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	reg := engine.NewRegistry()
 	reg.SetScoped(builtin.Scoped...)
+	reg.SetContained(builtin.Contained...)
 	for n, c := range builtin.Checks() {
 		reg.SetCheck(n, c)
 	}

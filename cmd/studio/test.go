@@ -35,7 +35,8 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		printUsage(fs, "studio test FILE|DIR [--json] [--junit FILE]",
 			"Runs the tests kept in a chain file (its \"tests\"), or in every *.json chain file of DIR.\n"+
-				"Mocked nodes give their mock; only pure tools (echo, transform, template) run, and any other\n"+
+				"Mocked nodes give their mock; only pure tools (echo, transform, template) and code nodes\n"+
+				"(in the sandbox) run, and any other\n"+
 				"tool, proc, sub-chain or agent a test reaches without a mock fails the test: no network, no\n"+
 				"process, no file. Exit status 1 when any test fails or a file does not decode, 2 on a usage error.")
 	}
@@ -64,6 +65,7 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{Code: codeRunner}))
 	reg.SetScoped(builtin.Scoped...)
+	reg.SetContained(builtin.Contained...)
 	for n, c := range builtin.Checks() {
 		reg.SetCheck(n, c)
 	}

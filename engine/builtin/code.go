@@ -216,3 +216,7 @@ func Checks() map[string]tool.Check { return map[string]tool.Check{"code": codeC
 // Scoped lists the built-in tools that read the run's data where their
 // node runs (engine.Registry.SetScoped).
 var Scoped = []string{"code"}
+
+// Contained lists the built-in tools that are not inline yet cannot reach
+// outside the studio (engine.Registry.SetContained): chain tests run them.
+var Contained = []string{"code"}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chaintest"
 	"github.com/chainstudio/studio/engine/sandbox"
 )
 
@@ -221,4 +222,34 @@ func BenchmarkCodeMap10k(b *testing.B) {
 func BenchmarkTransformMap10k(b *testing.B) {
 	benchRun(b, `{"name":"c","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
 	  {"node_id":"body","kind":"tool","name":"transform","input":{"expression":"{v: v}"},"input_map":{"data":"{v: item}"}}]}`, mapInput())
+}
+
+// A chain test runs a code node for real (its script cannot reach outside),
+// reading the scope as a run does, while an http node still needs a mock.
+func TestChainTestsRunCodeNodes(t *testing.T) {
+	reg := engine.NewRegistry()
+	reg.RegisterAll(builtin.Tools(builtin.Options{Code: codePool(t)}))
+	reg.SetInline(builtin.Inline...)
+	reg.SetScoped(builtin.Scoped...)
+	reg.SetContained(builtin.Contained...)
+	c, err := engine.Decode([]byte(`{"name":"c","nodes":[
+	  {"node_id":"score","kind":"tool","name":"code","input":{"code":"return {total: input.items.reduce((s, x) => s + x, 0)}"}},
+	  {"node_id":"post","kind":"tool","name":"http","input":{"url":"http://127.0.0.1:1/"}}],
+	 "edges":[{"source":"score","target":"post"}],
+	 "tests":[
+	  {"name":"sums","input":{"items":[1,2,3]},"mocks":{"post":{"status":200}},"assert":{"status":"completed","expect":[{"path":"score.output.total","equals":6}]}},
+	  {"name":"unmocked http","input":{"items":[1]},"assert":{"status":"completed"}}]}`), engine.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := chaintest.Run(context.Background(), c, chaintest.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Tests[0].Passed {
+		t.Errorf("the code node's test: %+v", rep.Tests[0].Failures)
+	}
+	if rep.Tests[1].Passed || len(rep.Tests[1].Failures) == 0 || !strings.Contains(rep.Tests[1].Failures[0].Message, "not mocked") && rep.Tests[1].Failures[0].Kind != "unmocked" {
+		t.Errorf("the unmocked http node: %+v", rep.Tests[1])
+	}
 }

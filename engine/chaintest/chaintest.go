@@ -1,7 +1,8 @@
 // Package chaintest runs the tests a chain document carries (its `tests`
 // array): each test runs the chain in memory with its mocks given instead of
 // the mocked nodes, then its assertions are checked. It does no I/O of its
-// own: only the host's pure (inline) tools run for real; any other tool,
+// own: only the host's pure (inline) and contained tools (a code node's
+// sandboxed script) run for real; any other tool,
 // program, sub-chain or agent a test reaches without a mock is refused, so a
 // test never touches the network, a process or a file.
 package chaintest
@@ -29,7 +30,8 @@ const maxShown = 2048
 // Options configure a test session.
 type Options struct {
 	// Registry is the host's tools; only those marked inline (pure, see
-	// engine.Registry.SetInline) are ever called. nil: no tool runs for real.
+	// engine.Registry.SetInline) or contained (SetContained) are ever
+	// called. nil: no tool runs for real.
 	Registry *engine.Registry
 	Limits   engine.Limits
 	// Timeout bounds each test's run (default DefaultTimeout).
@@ -198,10 +200,15 @@ func newSession(c *engine.Chain, opts Options) *session {
 	}
 	reg := engine.NewRegistry()
 	for _, name := range host.Names() {
-		if host.IsInline(name) {
+		if host.IsScoped(name) {
+			reg.SetScoped(name)
+		}
+		if host.IsInline(name) || host.IsContained(name) {
 			fn, _ := host.Get(name)
 			reg.Register(name, fn)
-			reg.SetInline(name)
+			if host.IsInline(name) {
+				reg.SetInline(name)
+			}
 			continue
 		}
 		if name == "proc" {
@@ -214,7 +221,7 @@ func newSession(c *engine.Chain, opts Options) *session {
 		nd := &c.Nodes[i]
 		switch nd.Kind {
 		case engine.KindTool:
-			if !host.IsInline(nd.Name) {
+			if !host.IsInline(nd.Name) && !host.IsContained(nd.Name) {
 				s.outside[nd.ID] = fmt.Sprintf("tool %q", nd.Name)
 			}
 		case engine.KindProc:
