@@ -12,15 +12,15 @@ import (
 // Registry holds the tools a host makes available to `tool` nodes (and the
 // `proc` tool that `proc` nodes call). It is safe for concurrent use.
 type Registry struct {
-	mu     sync.RWMutex
-	tools  map[string]tool.Func
+	mu        sync.RWMutex
+	tools     map[string]tool.Func
 	inline    map[string]bool
 	scoped    map[string]bool
 	contained map[string]bool
-	checks map[string]tool.Check
-	output map[string]map[string]any // SetOutputSchema
-	input  map[string]map[string]any // SetInputSchema
-	desc   map[string]string         // SetDescription
+	checks    map[string]tool.Check
+	output    map[string]map[string]any // SetOutputSchema
+	input     map[string]map[string]any // SetInputSchema
+	desc      map[string]string         // SetDescription
 
 	// sources resolve the names that start with their prefix (AddSource).
 	sources []prefixed
