@@ -68,7 +68,7 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
-	codeRunner, closeCode, err := codeOpts.runner()
+	codeRunner, closeCode, err := codeOpts.runner(false)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed

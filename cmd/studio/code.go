@@ -35,10 +35,13 @@ func (c *codeFlags) check() error {
 	return nil
 }
 
-// runner starts the pool (its children start on first use) and returns it
-// with its closer. Where the sandbox cannot run, the runner is nil: code
+// runner starts the pool and returns it with its closer. With warm (a
+// long-lived server or worker), one child starts now in the background, so
+// the first code node does not wait for a process to start; otherwise
+// children start on first use. A child that cannot start is reported by
+// the first call. Where the sandbox cannot run, the runner is nil: code
 // nodes are refused with the reason, and nothing else changes.
-func (c *codeFlags) runner() (builtin.CodeRunner, func(), error) {
+func (c *codeFlags) runner(warm bool) (builtin.CodeRunner, func(), error) {
 	if !sandbox.Supported {
 		return nil, func() {}, nil
 	}
@@ -49,6 +52,9 @@ func (c *codeFlags) runner() (builtin.CodeRunner, func(), error) {
 	p, err := sandbox.NewPool(exe, sandbox.Limits{Workers: *c.workers, MemoryMB: *c.memoryMB, CPUSeconds: *c.cpuSeconds})
 	if err != nil {
 		return nil, nil, err
+	}
+	if warm {
+		go func() { _ = p.Warm(1) }()
 	}
 	return p, func() { p.Close() }, nil
 }

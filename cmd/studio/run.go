@@ -99,7 +99,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for n, c := range builtin.Checks() {
 		reg.SetCheck(n, c)
 	}
-	codeRunner, closeCode, err := codeOpts.runner()
+	codeRunner, closeCode, err := codeOpts.runner(false)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed

@@ -177,7 +177,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 	}
-	codeRunner, closeCode, err := codeOpts.runner()
+	codeRunner, closeCode, err := codeOpts.runner(true)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed

@@ -56,7 +56,7 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitUsage
 	}
-	codeRunner, closeCode, err := codeOpts.runner()
+	codeRunner, closeCode, err := codeOpts.runner(false)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed

@@ -98,7 +98,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailed
 	}
 	defer db.Close()
-	codeRunner, closeCode, err := codeOpts.runner()
+	codeRunner, closeCode, err := codeOpts.runner(true)
 	if err != nil {
 		fmt.Fprintf(stderr, "studio: %v\n", err)
 		return exitFailed

@@ -75,6 +75,9 @@ func (p *Pool) Warm(n int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.workers) < min(n, p.lim.Workers) {
+		if p.closed.Load() {
+			return ErrClosed // Close takes mu after setting closed: nothing starts after it
+		}
 		w, err := p.start()
 		if err != nil {
 			return err
