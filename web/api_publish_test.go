@@ -48,7 +48,10 @@ func TestDraftAndPublished(t *testing.T) {
 	if v, _ := runAt(`{"version":1}`); v != 1 {
 		t.Fatalf("version 1 ran version %d", v)
 	}
-	for body, code := range map[string]string{`{"version":"newest"}`: "bad_json", `{"version":0}`: "bad_json", `{"version":{}}`: "bad_json"} {
+	if v, _ := runAt(`{"version":"draft"}`); v != 2 {
+		t.Fatalf(`version "draft" ran version %d, want the newest`, v)
+	}
+	for body, code := range map[string]string{`{"version":"newest"}`: "bad_parameter", `{"version":0}`: "bad_parameter", `{"version":{}}`: "bad_json"} {
 		if r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", body); r.status != http.StatusBadRequest || r.errCode(t) != code {
 			t.Errorf("%s: %d %s", body, r.status, r.body)
 		}

@@ -82,7 +82,8 @@ func (s *Server) startRun(c echo.Context) error {
 }
 
 // chainToRun reads chain id at the version a run asks for: "" or
-// "published" the published one, "current" the newest, else a number.
+// "published" the published one, "current" or "draft" the newest, else a
+// number.
 func (s *Server) chainToRun(ctx context.Context, id, choice string) (*store.Chain, error) {
 	switch choice {
 	case "", "published":
@@ -91,12 +92,12 @@ func (s *Server) chainToRun(ctx context.Context, id, choice string) (*store.Chai
 			return nil, storeErr(err, fmt.Sprintf("chain %q", id))
 		}
 		return ch, nil
-	case "current":
+	case "current", "draft": // the designer calls the newest version the draft
 		return s.chainAt(ctx, id, 0)
 	}
 	v, err := strconv.Atoi(choice)
 	if err != nil || v < 1 {
-		return nil, apiError(EBADREQUEST, "bad_json", `version must be "published", "current" or a version number (1 or more)`, map[string]any{"path": "version"})
+		return nil, apiError(EBADREQUEST, "bad_parameter", fmt.Sprintf(`version must be "published", "current" (or "draft") or a version number (1 or more), not %q`, choice), map[string]any{"path": "version"})
 	}
 	return s.chainAt(ctx, id, v)
 }
