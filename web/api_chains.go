@@ -363,6 +363,7 @@ func (s *Server) deleteChain(c echo.Context) error {
 	if err := s.db.DeleteChain(c.Request().Context(), c.Param("id"), base); err != nil {
 		return staleTag(c, err, fmt.Sprintf("chain %q", c.Param("id")))
 	}
+	s.mcp.exposureChanged(c.Request().Context()) // its tool, if it had one, goes
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -491,6 +492,9 @@ func (s *Server) publishChain(c echo.Context) error {
 	pub, err := s.db.PublishChain(ctx, id, ch.Version, base, callerOf(c).Name, body.Message)
 	if err != nil {
 		return staleTag(c, err, fmt.Sprintf("chain %q", id))
+	}
+	if pub.MCPExposed {
+		s.mcp.exposureChanged(ctx) // its tool now runs and describes this version
 	}
 	c.Response().Header().Set("ETag", etag(pub.Version))
 	return c.JSON(http.StatusOK, s.chainAnswer(c, pub))

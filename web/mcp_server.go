@@ -67,6 +67,7 @@ type mcpHub struct {
 	perUser int
 
 	syncMu sync.Mutex // one sync at a time
+	synced time.Time  // when the last sync read the store (under syncMu)
 
 	mu       sync.Mutex
 	tools    map[string]mcpTool     // tool name → the chain behind it
@@ -123,12 +124,30 @@ func newMCPHub(s *Server) *mcpHub {
 func (h *mcpHub) syncFirst(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "tools/list" || method == "tools/call" {
-			if err := h.sync(ctx); err != nil {
+			if err := h.syncWithin(ctx, mcpSyncEvery); err != nil {
 				h.s.log.Warn("mcp: reading the exposed chains failed; serving the last tool list", "err", err)
 			}
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// mcpSyncEvery is how stale the tool list may be when a client lists or
+// calls tools: a client calling in a loop reads the store (up to
+// maxMCPTools chains with their documents) once a second, not per call.
+// Changes made through this process sync at once (exposureChanged); those
+// made through another process of a cluster show within this time.
+const mcpSyncEvery = time.Second
+
+// syncWithin syncs unless the last sync is younger than age.
+func (h *mcpHub) syncWithin(ctx context.Context, age time.Duration) error {
+	h.syncMu.Lock()
+	fresh := !h.synced.IsZero() && time.Since(h.synced) < age
+	h.syncMu.Unlock()
+	if fresh {
+		return nil
+	}
+	return h.sync(ctx)
 }
 
 // sync makes the server's tools the exposed chains: a tool per chain, added
@@ -137,6 +156,7 @@ func (h *mcpHub) syncFirst(next mcp.MethodHandler) mcp.MethodHandler {
 func (h *mcpHub) sync(ctx context.Context) error {
 	h.syncMu.Lock()
 	defer h.syncMu.Unlock()
+	started := time.Now()
 	chains, more, err := h.s.db.ListMCPChains(ctx, maxMCPTools)
 	if err != nil {
 		return fmt.Errorf("mcp: list exposed chains: %w", err)
@@ -173,6 +193,7 @@ func (h *mcpHub) sync(ctx context.Context) error {
 	for _, t := range add {
 		h.srv.AddTool(t, h.call)
 	}
+	h.synced = started
 	return nil
 }
 

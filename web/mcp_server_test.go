@@ -162,6 +162,36 @@ func TestMCPCallIsARun(t *testing.T) {
 	_ = srv
 }
 
+// An exposure changed by another process of a cluster (here: straight in
+// the store, which this process's hub does not hear of) reaches clients
+// within mcpSyncEvery, through the next list.
+func TestMCPSeesOtherProcessesChanges(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServer(t)
+	id := createChain(t, ts, fmt.Sprintf(linearDoc, "elsewhere"))
+	cs, err := mcpConnect(t, ts, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if list, err := cs.ListTools(ctx, nil); err != nil || len(list.Tools) != 0 {
+		t.Fatalf("before: %+v %v", list, err)
+	}
+	if err := srv.db.SetChainMCP(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*mcpSyncEvery, func() error {
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if len(list.Tools) != 1 {
+			return fmt.Errorf("%d tools", len(list.Tools))
+		}
+		return nil
+	})
+}
+
 // A failed run is an error result with the run's message.
 func TestMCPFailedRunIsAnError(t *testing.T) {
 	t.Parallel()

@@ -106,5 +106,6 @@ func (s *Server) pageDeleteChain(c echo.Context) error {
 	if err := s.db.DeleteChain(c.Request().Context(), pageParam(c, "id"), 0); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	s.mcp.exposureChanged(c.Request().Context())
 	return c.HTML(http.StatusOK, "")
 }

@@ -63,8 +63,12 @@ func (s *Server) pagePublishVersion(c echo.Context) error {
 	if err := s.runs.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
 		return s.formError(c, "Cannot publish v"+strconv.Itoa(v), err)
 	}
-	if _, err := s.db.PublishChain(ctx, ch.ID, v, 0, callerOf(c).Name, ""); err != nil {
+	pub, err := s.db.PublishChain(ctx, ch.ID, v, 0, callerOf(c).Name, "")
+	if err != nil {
 		return s.formError(c, "Cannot publish", err)
+	}
+	if pub.MCPExposed {
+		s.mcp.exposureChanged(ctx)
 	}
 	return pageRedirect(c, "/chains/"+ch.ID+"/versions?v="+strconv.Itoa(v))
 }
