@@ -117,16 +117,18 @@ export function install(ed) {
   };
 
   // addNode adds a node of kind at pos (else a free spot in view), selects
-  // it and gives its fields the focus. With one node selected, the new node
-  // comes after it: placed to its right (unless dropped somewhere) and
-  // connected from it in the same undo step, a branch's or condition's edge
-  // taking its next free label, as n8n's "+" does.
-  ed.addNode = (kind, pos) => {
+  // it and gives its fields the focus. It comes after node afterId (by
+  // default the one selected node, if any): placed to its right (unless
+  // dropped somewhere) and connected from it in the same undo step, a
+  // branch's or condition's edge taking its next free label, as n8n's "+"
+  // does.
+  ed.addNode = (kind, pos, afterId) => {
     const cy = ed.cy;
     const id = ed.uniqueNodeId(kind);
     const n = Object.assign({ node_id: id, kind }, DEFAULTS[kind] ? DEFAULTS[kind]() : {});
     const selected = cy.nodes(':selected').not('.eh-handle');
-    const after = selected.length === 1 ? ed.doc.nodes.find((x) => x.node_id === selected[0].id()) : null;
+    const afterWhom = afterId || (selected.length === 1 ? selected[0].id() : '');
+    const after = afterWhom ? ed.doc.nodes.find((x) => x.node_id === afterWhom) : null;
     if (!pos) pos = after && after.position ? spotAfter(after) : freeSpot();
     n.position = { x: Math.round(pos.x), y: Math.round(pos.y) };
     const link = after ? newEdge(ed.doc, after.node_id, id, ed.doc.edges) : null;

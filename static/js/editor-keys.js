@@ -27,6 +27,7 @@ export function install(ed) {
     if (e.key === 'Delete' || e.key === 'Backspace') { e.preventDefault(); ed.deleteSelection(); return; }
     if (e.key === 'c' || e.key === 'C') { e.preventDefault(); ed.connectSelected(); return; } // the picker's field must not get the c
     if (e.key === 'f') { canvas.fit(ed.cy); }
+    if ((e.key === 'a' || e.key === 'A') && ed.openKindMenu && document.body.dataset.canEdit !== 'no') { e.preventDefault(); ed.openKindMenu(); }
   });
 
   document.addEventListener('copy', (e) => {

@@ -23,6 +23,7 @@ import * as canvasPart from './editor-canvas.js';
 import * as clipboard from './editor-clipboard.js';
 import * as docPart from './editor-doc.js';
 import * as keys from './editor-keys.js';
+import * as plus from './editor-plus.js';
 import * as props from './editor-props.js';
 import * as publish from './editor-publish.js';
 import * as savePart from './editor-save.js';
@@ -66,6 +67,7 @@ export function whenReady(fn) {
   table.install(ed);
   keys.install(ed);
   publish.install(ed);
+  plus.install(ed);
   window.__studio = {
     rtts: ed.rtts, saveSteps: ed.saveSteps,
     get doc() { return ed.doc; }, get cy() { return ed.cy; }, get version() { return ed.version; },
@@ -109,6 +111,7 @@ export function whenReady(fn) {
     } });
     ed.cy = cy;
     ed.bindCanvas();
+    ed.bindPlus();
     performance.mark('studio:cy');
     if (cy.__laidOut) {
       for (const n of doc.nodes) {

@@ -22,6 +22,7 @@ import { hooks, whenReady } from './editor.js';
     ['C', 'Connect: one node selected picks the target by name; several join in selection order'],
     ['Ctrl+D', 'Duplicate the selected nodes'],
     ['E', 'Extract the selected nodes to a new sub-chain (asks its name; a skill node takes their place)'],
+    ['A', 'Add a node after the selected one, connected to it: a menu of kinds (arrow keys, Enter; Esc closes). The "+" beside a selected node opens it too, and so does an edge dragged from a node\'s handle onto empty canvas'],
     ['N', 'Add a sticky note in the middle of the view (drag it by its top bar)'],
     ['Ctrl+A', 'Select every node'],
     ['Delete', 'Delete the selection'],
