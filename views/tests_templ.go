@@ -85,7 +85,7 @@ func TestsPanel(ch *store.Chain) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "</span></h2><p class=\"hint\">Each test runs the chain in memory after every save: mocked nodes give their mock, only pure tools run. Failing assertions are marked on their node.</p><div id=\"tests-node\" class=\"tests-node\" hidden></div><ol id=\"tests-list\" class=\"tests-list\"></ol><div class=\"tests-actions\"><button type=\"button\" id=\"btn-add-test\" data-needs=\"edit\">Add test</button> <button type=\"button\" id=\"btn-run-tests\" data-needs=\"edit\">Run tests</button></div></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "</span></h2><p class=\"hint\">Each test runs the chain in memory after every save: mocked nodes give their mock; only pure tools and code nodes (in their sandbox) run. Failing assertions are marked on their node.</p><div id=\"tests-node\" class=\"tests-node\" hidden></div><ol id=\"tests-list\" class=\"tests-list\"></ol><div class=\"tests-actions\"><button type=\"button\" id=\"btn-add-test\" data-needs=\"edit\">Add test</button> <button type=\"button\" id=\"btn-run-tests\" data-needs=\"edit\">Run tests</button></div></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -64,6 +64,49 @@ func TestPageNewChainAsksForName(t *testing.T) {
 	}
 }
 
+// New chain… from a template: the template's nodes and tests under the
+// name typed, or the template's own name when none is; an unknown template
+// or a taken name is said in the dialog and creates nothing.
+func TestPageNewFromTemplate(t *testing.T) {
+	t.Parallel()
+	srv, ts := newTestServer(t)
+	ctx := context.Background()
+	_, page := pageDo(t, ts.URL, "GET", "/", "", "")
+	if !strings.Contains(page, `id="new-from-template"`) || !strings.Contains(page, `name="template" value="map-code"`) {
+		t.Fatalf("the chains page offers no templates:\n%s", page)
+	}
+	res, _ := pageDo(t, ts.URL, "POST", "/chains/new", "application/x-www-form-urlencoded", form("name", "", "template", "map-code"))
+	tmpl, _ := srv.template("map-code")
+	ch, err := srv.db.GetChainByName(ctx, tmpl.Name)
+	if err != nil {
+		t.Fatalf("no chain under the template's name: %v", err)
+	}
+	if res.Header.Get("HX-Redirect") != "/chains/"+ch.ID || len(ch.Doc.Nodes) != len(tmpl.Nodes) || len(ch.Doc.Tests) != len(tmpl.Tests) {
+		t.Fatalf("redirect %q, %d nodes, %d tests", res.Header.Get("HX-Redirect"), len(ch.Doc.Nodes), len(ch.Doc.Tests))
+	}
+	pageDo(t, ts.URL, "POST", "/chains/new", "application/x-www-form-urlencoded", form("name", "Orders", "template", "map-code"))
+	if _, err := srv.db.GetChainByName(ctx, "Orders"); err != nil {
+		t.Fatalf("no chain under the name typed: %v", err)
+	}
+	count := func() int {
+		_, n, _ := srv.db.ListChains(ctx, store.ChainFilter{Limit: 1})
+		return n
+	}
+	before := count()
+	for _, tc := range []struct{ name, tmpl, want string }{
+		{"", "nope", "there is no template"},
+		{"Orders", "map-code", "A chain named “Orders” already exists"},
+	} {
+		res, body := pageDo(t, ts.URL, "POST", "/chains/new", "application/x-www-form-urlencoded", form("name", tc.name, "template", tc.tmpl))
+		if res.StatusCode != http.StatusOK || res.Header.Get("HX-Redirect") != "" || !strings.Contains(body, tc.want) {
+			t.Errorf("%q from %q: %d %q %s", tc.name, tc.tmpl, res.StatusCode, res.Header.Get("HX-Redirect"), body)
+		}
+	}
+	if count() != before {
+		t.Fatalf("refused requests created chains")
+	}
+}
+
 // The Import dialog takes a taken name the way the API does: "name (2)".
 func TestPageImportTakenNameLikeAPI(t *testing.T) {
 	t.Parallel()

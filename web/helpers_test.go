@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chainstudio/studio/examples"
 	"io"
 	"log/slog"
 	"net/http"
@@ -97,7 +98,7 @@ func testDeps(t testing.TB, db store.Backend, reg *engine.Registry, tune func(*r
 			t.Errorf("runs close: %v", err)
 		}
 	})
-	return Deps{DB: db, Runs: svc, Registry: reg, Agents: opts.Agents, Metrics: metrics}
+	return Deps{DB: db, Runs: svc, Registry: reg, Agents: opts.Agents, Metrics: metrics, Templates: testTemplates(t)}
 }
 
 // service is the server's run service as the host built it.
@@ -225,4 +226,17 @@ func waitIdle(t testing.TB, srv *Server, runID string) {
 		}
 		return nil
 	})
+}
+
+// testTemplates are the studio's own templates (examples.Templates).
+func testTemplates(t testing.TB) []Template {
+	all, err := examples.Templates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]Template, len(all))
+	for i, x := range all {
+		out[i] = Template{ID: x.ID, Data: x.Data}
+	}
+	return out
 }

@@ -22,7 +22,7 @@ func (s *Server) pageChains(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return renderPage(c, http.StatusOK, views.ChainsPage(rows, total, q))
+	return renderPage(c, http.StatusOK, views.ChainsPage(rows, total, q, s.pageTemplates()))
 }
 
 // fragChainRows is the search-as-you-type fragment: the table body.
@@ -40,6 +40,9 @@ func (s *Server) fragChainRows(c echo.Context) error {
 // inline and nothing is created.
 func (s *Server) pageNewChain(c echo.Context) error {
 	name := strings.TrimSpace(c.FormValue("name"))
+	if tmpl := c.FormValue("template"); tmpl != "" {
+		return s.pageNewFromTemplate(c, tmpl, name)
+	}
 	if err := checkName(name); err != nil {
 		msg := err.Error()
 		switch {
@@ -55,6 +58,22 @@ func (s *Server) pageNewChain(c echo.Context) error {
 		return renderPage(c, http.StatusOK, views.NameError(fmt.Sprintf("A chain named “%s” already exists; choose another name.", name)))
 	}
 	if err != nil {
+		return err
+	}
+	return pageRedirect(c, "/chains/"+ch.ID)
+}
+
+// pageNewFromTemplate creates a chain from a template (named name, or
+// the template's name made unique) and opens it.
+func (s *Server) pageNewFromTemplate(c echo.Context, tmpl, name string) error {
+	ch, err := s.chainFromTemplate(c, tmpl, name)
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae) && ae.Code == "name_taken":
+		return renderPage(c, http.StatusOK, views.NameError(fmt.Sprintf("A chain named “%s” already exists; choose another name, or leave it empty to use the template's.", name)))
+	case errors.As(err, &ae) && ae.Status() < 500:
+		return renderPage(c, http.StatusOK, views.NameError(ae.Message))
+	case err != nil:
 		return err
 	}
 	return pageRedirect(c, "/chains/"+ch.ID)

@@ -72,6 +72,8 @@ var routeActions = map[string]action{
 	"GET /v1/chains":                          actRead,
 	"POST /v1/chains":                         actEdit,
 	"POST /v1/chains/import":                  actEdit,
+	"GET /v1/templates":                       actRead,
+	"POST /v1/templates/:id/chains":           actEdit,
 	"GET /v1/chains/:id":                      actRead,
 	"PUT /v1/chains/:id":                      actEdit,
 	"PATCH /v1/chains/:id":                    actEdit,

@@ -22,6 +22,8 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/chains", s.listChains)
 	v1.POST("/chains", s.createChain)
 	v1.POST("/chains/import", s.importChain)
+	v1.GET("/templates", s.listTemplates)                  // chains to start from (api_templates.go)
+	v1.POST("/templates/:id/chains", s.createFromTemplate) // a new chain from one
 	v1.GET("/chains/:id", s.getChain)
 	v1.PUT("/chains/:id", s.updateChain)
 	v1.PATCH("/chains/:id", s.patchChain) // save only what changed

@@ -130,6 +130,15 @@ type Deps struct {
 	// on the admin routes; a change applies at once); nil: the MCP server
 	// routes list records only and refuse changes.
 	MCP *mcphost.Host
+	// Templates are the chains "New chain…" and /v1/templates offer to
+	// start from (examples.Templates); each must decode, or New fails.
+	Templates []Template
+}
+
+// Template is a chain document to start from.
+type Template struct {
+	ID   string
+	Data []byte
 }
 
 // Server is the studio's HTTP server.
@@ -138,6 +147,7 @@ type Server struct {
 	db      Store
 	reg     *engine.Registry
 	runs    *runs.Service
+	tmpls   []chainTemplate // decoded Deps.Templates, in order
 	echo    *echo.Echo
 	log     *slog.Logger
 	http    *http.Server
@@ -207,6 +217,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
 		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault, mcpHost: deps.MCP, modelHTTP: deps.ModelHTTP, modelListWait: modelListTimeout}
+	tmpls, err := decodeTemplates(deps.Templates, cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	s.tmpls = tmpls
 	s.pingLog = newLogSummary(s.log, "readiness: the store does not answer")
 	s.hookLog = newLogSummary(s.log, "webhook call refused")
 	if s.metrics == nil {

@@ -305,8 +305,14 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	wcfg := web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, TrustedProxies: cfg.trustedProxies, Logger: log, Limits: cfg.limits}
 	cfg.a2e.applyTo(&wcfg)
 	cfg.streams.applyTo(&wcfg)
+	templates, err := chainTemplates()
+	if err != nil {
+		svc.Close()
+		fmt.Fprintf(stderr, "studio: %v\n", err)
+		return exitFailed
+	}
 	srv, err := web.New(wcfg,
-		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault, ModelHTTP: cfg.modelHTTP, MCP: cfg.mcp})
+		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault, ModelHTTP: cfg.modelHTTP, MCP: cfg.mcp, Templates: templates})
 	if err != nil {
 		svc.Close()
 		fmt.Fprintf(stderr, "studio: %v\n", err)
@@ -415,6 +421,19 @@ func pruneHookSignatures(ctx context.Context, db store.Housekeeping, every time.
 }
 
 // loadExamples saves the example chains into an empty database.
+// chainTemplates are the templates New chain… offers (examples/templates).
+func chainTemplates() ([]web.Template, error) {
+	all, err := examples.Templates()
+	if err != nil {
+		return nil, fmt.Errorf("the chain templates: %w", err)
+	}
+	out := make([]web.Template, len(all))
+	for i, t := range all {
+		out[i] = web.Template{ID: t.ID, Data: t.Data}
+	}
+	return out, nil
+}
+
 func loadExamples(ctx context.Context, db store.ChainStore, log *slog.Logger) error {
 	_, total, err := db.ListChains(ctx, store.ChainFilter{Limit: 1})
 	if err != nil || total > 0 {

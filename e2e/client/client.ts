@@ -305,6 +305,16 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   made.push(imported.id);
   check(imported.name.startsWith("typed-import"), "imported chain name");
 
+  // Templates: list them, start a chain from one
+  note("GET /v1/templates");
+  const templates = must(await c.GET("/v1/templates"), "templates");
+  const mapTemplate = templates.templates.find((t) => t.id === "map-code");
+  check(mapTemplate !== undefined && mapTemplate.tests > 0, "the map-code template, with tests");
+  note("POST /v1/templates/{id}/chains");
+  const fromTemplate = must(await c.POST("/v1/templates/{id}/chains", { params: { path: { id: "map-code" } }, body: { name: "typed-template " + suffix } }), "from template");
+  made.push(fromTemplate.id);
+  check(fromTemplate.name === "typed-template " + suffix && fromTemplate.doc.nodes.length === mapTemplate?.nodes, "a chain from the template");
+
   // Runs
   note("POST /v1/chains/{id}/runs");
   const started = must(await c.POST("/v1/chains/{id}/runs", { params: { path: { id } }, body: { input: { x: 1 } } }), "start run");
