@@ -1,13 +1,15 @@
 // Browser test: the "+" beside the selected node and the menu of kinds it
 // opens (by mouse and by keyboard, A on the canvas), and an edge dragged
 // from a node's handle onto empty canvas: each adds a node after that node,
-// connected to it, in one undo step.
+// connected to it, in one undo step. Keys pressed in the menu act on
+// nothing behind it; the "+" leaves the edge handle free; a viewer gets
+// neither.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { launch, close, open, api, SHOTS, waitSaved } from './lib.mjs';
+import { launch, close, open, api, SHOTS, waitSaved, nodePos, ownStudio } from './lib.mjs';
 
 before(async () => { await launch(); });
 after(async () => { await close(); });
@@ -46,6 +48,20 @@ test('the "+" on a selected node adds the picked kind after it, connected', asyn
   await page.click('#node-table .select-node[data-node-id="start"]');
   await page.waitForSelector('#node-plus:not([hidden])');
   assert.equal(await page.getAttribute('#node-plus', 'aria-label'), 'Add a node after start');
+  // hovering the node shows its edge handle beside the "+", not under it
+  const p = await nodePos(page, 'start');
+  await page.mouse.move(p.x, p.y);
+  await page.waitForFunction(() => window.__studio.cy.getElementById('__handle__').style('display') === 'element');
+  const [hb, pb] = await Promise.all([page.evaluate(() => {
+    const cy = window.__studio.cy;
+    const b = cy.getElementById('__handle__').renderedBoundingBox();
+    const r = cy.container().getBoundingClientRect();
+    const c = { x: r.left + (b.x1 + b.x2) / 2, y: r.top + (b.y1 + b.y2) / 2 };
+    return { right: r.left + b.x2, top: r.top + b.y1, bottom: r.top + b.y2, at: document.elementFromPoint(c.x, c.y).tagName };
+  }), page.locator('#node-plus').boundingBox()]);
+  assert.ok(pb.x >= hb.right, 'the "+" starts past the handle: ' + JSON.stringify({ hb, pb }));
+  assert.ok(Math.abs(pb.y + pb.height / 2 - (hb.top + hb.bottom) / 2) < 3, 'level with the handle');
+  assert.equal(hb.at, 'CANVAS', 'the handle is not covered');
   await page.screenshot({ path: join(SHOTS, 'plus-button.png') });
   await page.click('#node-plus');
   await page.waitForSelector('#kind-menu:not([hidden])');
@@ -77,6 +93,17 @@ test('by keyboard: A on the canvas opens the menu, arrows and Enter pick, Esc cl
 
   await page.keyboard.press('a');
   await page.waitForSelector('#kind-menu:not([hidden])');
+  // the canvas's shortcuts do not act behind the menu: Delete deletes
+  // nothing, C opens no picker, N adds no note
+  for (const k of ['Delete', 'Backspace', 'c', 'n', 'z']) await page.keyboard.press(k);
+  assert.ok((await doc(page)).nodes.some((n) => n.node_id === 'route'), 'route is still there');
+  assert.equal(await page.locator('dialog[open]').count(), 0, 'no dialog opened');
+  assert.equal(((await doc(page)).notes || []).length, 0, 'no note added');
+  assert.ok(await page.isVisible('#kind-menu'), 'the menu stays open');
+  // a letter goes to the kind starting with it
+  await page.keyboard.press('m');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.kind), 'map');
+  await page.keyboard.press('Home');
   // down to branch: the palette's order
   const kinds = await page.$$eval('#kind-menu .kind-item', (els) => els.map((e) => e.dataset.kind));
   const steps = kinds.indexOf('branch');
@@ -106,9 +133,14 @@ test('an edge dragged from a node onto empty canvas opens the menu there; the no
   await page.mouse.up();
   await page.waitForSelector('#kind-menu:not([hidden])');
   assert.match(await page.textContent('#kind-menu-title'), /after big_path/);
+  const mb = await page.locator('#kind-menu').boundingBox();
+  assert.ok(!(drop.x >= mb.x && drop.x <= mb.x + mb.width && drop.y >= mb.y && drop.y <= mb.y + mb.height), 'the menu leaves the drop point in sight: ' + JSON.stringify({ mb, drop }));
   const before = (await doc(page)).nodes.length;
+  assert.equal(await page.isVisible('.kind-ghost'), true, 'the edge to be is drawn to the drop point');
+  assert.deepEqual(await axeViolations(page), [], 'axe with the menu of a dropped edge open');
   await page.screenshot({ path: join(SHOTS, 'plus-drop.png') });
   await page.click('#kind-menu .kind-item[data-kind="tool"]');
+  assert.equal(await page.isVisible('.kind-ghost'), false, 'and gone with the menu');
   await waitSaved(page);
   let d = await doc(page);
   const added = newest(d);
@@ -135,4 +167,46 @@ test('an edge dragged from a node onto empty canvas opens the menu there; the no
   assert.ok(await page.isHidden('#kind-menu'));
   assert.equal((await doc(page)).nodes.length, before);
   await page.done();
+});
+
+test('read-only: a viewer gets neither the "+" nor the menu (A, an edge let go on empty canvas)', async () => {
+  const studio = await ownStudio('studio-plus-', [['ada', 'admin'], ['vic', 'viewer']]);
+  try {
+    const res = await fetch(studio.base + '/v1/chains', {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + studio.tokens.admin, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'plus viewer', nodes: [{ node_id: 'a', kind: 'tool', name: 'echo', position: { x: 0, y: 100 } }], edges: [] }),
+    });
+    const chain = await res.json();
+    const page = await open(null);
+    await page.goto(studio.base + '/login?next=' + encodeURIComponent('/chains/' + chain.id));
+    await page.waitForFunction(() => document.activeElement && document.activeElement.name === 'token');
+    await page.keyboard.type(studio.tokens.viewer);
+    await Promise.all([page.waitForURL(studio.base + '/chains/' + chain.id), page.keyboard.press('Enter')]);
+    await page.waitForSelector('#editor[data-ready="1"]');
+    const p = await nodePos(page, 'a');
+    await page.mouse.click(p.x, p.y);
+    await page.waitForFunction(() => window.__studio.cy.nodes(':selected').length === 1);
+    await page.keyboard.press('a');
+    // drag from the handle to empty canvas
+    await page.mouse.move(p.x, p.y - 150);
+    await page.mouse.move(p.x, p.y);
+    await page.waitForFunction(() => window.__studio.cy.getElementById('__handle__').style('display') === 'element');
+    const h = await page.evaluate(() => {
+      const cy = window.__studio.cy;
+      const q = cy.getElementById('__handle__').renderedPosition();
+      const r = cy.container().getBoundingClientRect();
+      return { x: r.left + q.x, y: r.top + q.y };
+    });
+    await page.mouse.move(h.x, h.y);
+    await page.mouse.down();
+    for (let i = 1; i <= 10; i++) await page.mouse.move(h.x + 20 * i, h.y + 15 * i);
+    await page.mouse.up();
+    await page.waitForTimeout(200);
+    assert.equal(await page.locator('#node-plus, #kind-menu').count(), 0, 'neither the "+" nor the menu exists');
+    assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 1);
+    await page.done();
+  } finally {
+    studio.stop();
+  }
 });

@@ -4,7 +4,8 @@
 // after that node and connected to it, in one undo step (ed.addNode). The
 // kinds, their icons and help are the palette's own buttons, read from the
 // page, so the two lists cannot differ. The A key opens the menu from the
-// canvas. Editors only: both elements carry data-needs="edit".
+// canvas. Editors only: a read-only editor (a role that cannot save) gets
+// neither the "+" nor the menu.
 import * as common from './common.js';
 
 export function install(ed) {
@@ -14,7 +15,7 @@ export function install(ed) {
     icon: (b.querySelector('.icon') || {}).textContent || '',
     help: (b.querySelector('.help') || {}).textContent || '',
   }));
-  if (!wrap || !kinds.length) { ed.bindPlus = () => {}; return; }
+  if (!wrap || !kinds.length || document.body.dataset.canEdit === 'no') { ed.bindPlus = () => {}; return; }
 
   const plus = common.el('button', { type: 'button', id: 'node-plus', class: 'node-plus', 'data-needs': 'edit', hidden: 'hidden', 'aria-haspopup': 'menu', 'aria-controls': 'kind-menu', 'aria-expanded': 'false', title: 'Add a node after this one (A)', text: '+' });
   const menu = common.el('div', { id: 'kind-menu', class: 'kind-menu', role: 'menu', 'data-needs': 'edit', hidden: 'hidden', 'aria-label': 'Add a node' });
@@ -24,7 +25,15 @@ export function install(ed) {
   const title = common.el('p', { class: 'kind-menu-title', id: 'kind-menu-title' });
   menu.setAttribute('aria-labelledby', 'kind-menu-title');
   menu.append(title, ...items);
-  wrap.append(plus, menu);
+  // while the menu of a dropped edge is open: the edge it will become,
+  // dashed, from the node to the drop point, which is where the node lands
+  const NS = 'http://www.w3.org/2000/svg';
+  const ghost = document.createElementNS(NS, 'svg');
+  ghost.setAttribute('class', 'kind-ghost');
+  ghost.setAttribute('aria-hidden', 'true');
+  ghost.style.display = 'none';
+  ghost.append(document.createElementNS(NS, 'line'), document.createElementNS(NS, 'circle'));
+  wrap.append(plus, menu, ghost);
 
   // what the open menu adds: after which node, and where (undefined: the
   // free spot to its right); and what gets the focus back when it closes
@@ -43,6 +52,20 @@ export function install(ed) {
     return { x: x + a.left - b.left, y: y + a.top - b.top };
   }
 
+  // drawGhost draws (or hides) the dropped edge to be, in the current view.
+  function drawGhost() {
+    const src = pending && pending.pos && ed.cy ? ed.cy.getElementById(pending.afterId) : null;
+    if (!src || src.empty()) { ghost.style.display = 'none'; return; }
+    const bb = src.boundingBox({ includeLabels: false, includeOverlays: false });
+    const pan = ed.cy.pan(), z = ed.cy.zoom();
+    const a = toWrap(bb.x2 * z + pan.x, src.position('y') * z + pan.y);
+    const b = toWrap(pending.pos.x * z + pan.x, pending.pos.y * z + pan.y);
+    const [line, dot] = ghost.children;
+    for (const [k, v] of [['x1', a.x], ['y1', a.y], ['x2', b.x], ['y2', b.y]]) line.setAttribute(k, String(Math.round(v)));
+    for (const [k, v] of [['cx', b.x], ['cy', b.y], ['r', 5]]) dot.setAttribute(k, String(Math.round(v)));
+    ghost.style.display = '';
+  }
+
   // place puts the "+" at the right edge of the selected node, once a frame.
   let queued = false;
   function place() {
@@ -50,10 +73,14 @@ export function install(ed) {
     queued = true;
     requestAnimationFrame(() => {
       queued = false;
+      drawGhost();
       const n = ed.cy && !ed.cy.destroyed() ? selectedOne() : null;
       if (!n || !n.visible()) { plus.hidden = true; return; }
-      const bb = n.renderedBoundingBox({ includeLabels: false }); // with the selection's halo
-      const p = toWrap(bb.x2 + 4, (bb.y1 + bb.y2) / 2);
+      // past the edge handle (editor-canvas.js: centred 4 past the node's
+      // box, 14 wide with its border), which must stay grabbable
+      const bb = n.boundingBox({ includeLabels: false, includeOverlays: false });
+      const pan = ed.cy.pan(), zoom = ed.cy.zoom();
+      const p = toWrap((bb.x2 + 13) * zoom + pan.x + 4, n.position('y') * zoom + pan.y);
       const r = ed.cyEl.getBoundingClientRect();
       plus.hidden = p.x < 0 || p.y < 0 || p.x > r.width + 40 || p.y > r.height;
       plus.style.left = Math.round(p.x) + 'px';
@@ -62,16 +89,22 @@ export function install(ed) {
     });
   }
 
-  // open shows the menu at (x, y) in the wrapper, for a node after node id.
-  function open(afterId, at, pos, returnTo) {
+  // open shows the menu at (x, y) in the wrapper, for a node after node id;
+  // at beside instead when it fits there (right of the "+", which then
+  // stays in sight). A menu at a drop point (pos) that has no room to its
+  // right opens to its left, not over the point.
+  function open(afterId, at, pos, returnTo, beside) {
     pending = { afterId, pos, returnTo };
     title.textContent = afterId ? 'Add after ' + afterId : 'Add a node';
     menu.hidden = false;
     plus.setAttribute('aria-expanded', 'true');
     const w = wrap.getBoundingClientRect();
     const mw = menu.offsetWidth, mh = menu.offsetHeight;
+    if (beside && beside.x + mw <= w.width - 4) at = beside;
+    else if (pos) at = { x: at.x + 12 + mw <= w.width - 4 || at.x - mw - 12 < 4 ? at.x + 12 : at.x - mw - 12, y: at.y - 12 };
     menu.style.left = Math.round(Math.max(4, Math.min(at.x, w.width - mw - 4))) + 'px';
     menu.style.top = Math.round(Math.max(4, Math.min(at.y, w.height - mh - 4))) + 'px';
+    drawGhost();
     items[0].focus();
   }
 
@@ -81,6 +114,7 @@ export function install(ed) {
     plus.setAttribute('aria-expanded', 'false');
     const back = pending && pending.returnTo;
     pending = null;
+    drawGhost();
     if (restore && back && document.contains(back)) back.focus({ preventScroll: true });
   }
 
@@ -91,7 +125,8 @@ export function install(ed) {
     ed.addNode(kind, p.pos, p.afterId);
   }
 
-  // openFor opens the menu for the selected node, below its "+".
+  // openFor opens the menu for the selected node, right of its "+" (else
+  // below the node).
   function openFor(returnTo) {
     const n = selectedOne();
     if (!n) {
@@ -99,7 +134,9 @@ export function install(ed) {
       return;
     }
     const bb = n.renderedBoundingBox({ includeLabels: false, includeOverlays: false });
-    open(n.id(), toWrap(bb.x2 + 6, bb.y2 + 4), undefined, returnTo);
+    // the "+" is centred on its top (translate -50%)
+    const beside = plus.hidden ? null : { x: plus.offsetLeft + plus.offsetWidth + 6, y: plus.offsetTop - plus.offsetHeight / 2 };
+    open(n.id(), toWrap(bb.x2 + 6, bb.y2 + 4), undefined, returnTo, beside);
   }
 
   plus.addEventListener('click', () => (menu.hidden ? openFor(plus) : close(true)));
@@ -107,7 +144,12 @@ export function install(ed) {
     const it = e.target.closest('.kind-item');
     if (it) pick(it.dataset.kind);
   });
+  // Keys pressed in the menu stay in it: the menu sits on the canvas, whose
+  // single-key shortcuts (Delete, C, E, N, Z…) would otherwise act on the
+  // chain behind it. A letter goes to the next kind starting with it.
   menu.addEventListener('keydown', (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    e.stopPropagation();
     const i = items.indexOf(document.activeElement);
     const go = (k) => { e.preventDefault(); items[(k + items.length) % items.length].focus(); };
     if (e.key === 'ArrowDown') go(i + 1);
@@ -116,6 +158,12 @@ export function install(ed) {
     else if (e.key === 'End') go(items.length - 1);
     else if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); close(true); }
     else if (e.key === 'Tab') close(false);
+    else if (e.key.length === 1 && /\S/.test(e.key)) {
+      const k = e.key.toLowerCase();
+      for (let d = 1; d <= items.length; d++) {
+        if (items[(i + d) % items.length].dataset.kind.startsWith(k)) { go(i + d); break; }
+      }
+    }
   });
   document.addEventListener('pointerdown', (e) => {
     if (!menu.hidden && !menu.contains(e.target) && e.target !== plus) close(false);
@@ -132,6 +180,8 @@ export function install(ed) {
     cy.on('select unselect remove', place);
     cy.on('position', 'node:selected', place);
     cy.on('viewport resize', place);
+    // the node the menu would add after is gone (undo, another tab's edit)
+    cy.on('remove', 'node', (e) => { if (pending && pending.afterId === e.target.id()) close(false); });
     new ResizeObserver(place).observe(ed.cyEl);
     // edgehandles' cancel: the drag ended on no node. A drop next to the
     // source (a click on its handle) places the node to its right, as "+".
