@@ -126,10 +126,10 @@ test('an edge dragged from a node onto empty canvas opens the menu there; the no
   await page.mouse.move(box.x + start.x, box.y + start.y);
   await page.waitForFunction(() => { const h = window.__studio.cy.getElementById('__handle__'); return h.nonempty() && h.style('display') === 'element'; });
   const h = await rendered('__handle__');
-  const drop = { x: box.x + h.x + 200, y: box.y + h.y + 120 };
+  const drop = { x: box.x + h.x - 60, y: box.y + h.y + 150 }; // below big_path, inside the canvas
   await page.mouse.move(box.x + h.x, box.y + h.y);
   await page.mouse.down();
-  for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + h.x + 20 * i, box.y + h.y + 12 * i);
+  for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + h.x - 6 * i, box.y + h.y + 15 * i);
   await page.mouse.up();
   await page.waitForSelector('#kind-menu:not([hidden])');
   assert.match(await page.textContent('#kind-menu-title'), /after big_path/);
@@ -160,7 +160,7 @@ test('an edge dragged from a node onto empty canvas opens the menu there; the no
   await page.waitForFunction(() => window.__studio.cy.getElementById('__handle__').style('display') === 'element');
   await page.mouse.move(box.x + h.x, box.y + h.y);
   await page.mouse.down();
-  for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + h.x + 20 * i, box.y + h.y - 10 * i);
+  for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + h.x - 6 * i, box.y + h.y - 12 * i);
   await page.mouse.up();
   await page.waitForSelector('#kind-menu:not([hidden])');
   await page.keyboard.press('Escape');
