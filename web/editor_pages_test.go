@@ -103,8 +103,8 @@ func TestPageNewFromTemplate(t *testing.T) {
 		want       string
 		nameMarked bool
 	}{
-		{"", "nope", http.StatusNotFound, `there is no template "nope"`, false},
-		{"Orders", "../map-code", http.StatusNotFound, `there is no template "../map-code"`, false},
+		{"", "nope", http.StatusNotFound, `This studio has no template "nope"; reload the page`, false},
+		{"Orders", "../map-code", http.StatusNotFound, `This studio has no template "../map-code"`, false},
 		{"Orders", "map-code", http.StatusOK, "A chain named “Orders” already exists", true},
 		{"__chain__x", "map-code", http.StatusOK, "reserved", true},
 	} {

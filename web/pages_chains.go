@@ -76,6 +76,9 @@ func (s *Server) pageNewFromTemplate(c echo.Context, tmpl, name string) error {
 		return renderPage(c, http.StatusOK, views.NameError(fmt.Sprintf("A chain named “%s” already exists; choose another name, or leave it empty to use the template's.", name)))
 	case errors.As(err, &ae) && (ae.Code == "name_too_long" || ae.Code == "reserved_name"):
 		return renderPage(c, http.StatusOK, views.NameError(ae.Message))
+	case errors.As(err, &ae) && ae.Code == "not_found":
+		return renderPage(c, http.StatusNotFound, views.FormError("No chain was created",
+			fmt.Sprintf("This studio has no template %q; reload the page to see the ones it has.", tmpl)))
 	case err != nil:
 		return s.formError(c, "No chain was created", err)
 	}
