@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,32 @@ func TestTemplatesAPI(t *testing.T) {
 	}
 	if r := do(t, ts, "POST", "/v1/templates/nope/chains", `{}`); r.status != http.StatusNotFound || r.errCode(t) != "not_found" {
 		t.Errorf("unknown template: %d %s", r.status, r.body)
+	}
+}
+
+// The LLM triage names its model key as a credential: in a studio without
+// it, the chain made from the template says so (its one issue, an error
+// naming the credential and where to add it); once an admin adds it, the
+// chain has no issue at all.
+func TestTemplateNamesItsMissingCredential(t *testing.T) {
+	t.Parallel()
+	_, ts := newVaultServer(t)
+	r := do(t, ts, "POST", "/v1/templates/llm-triage/chains", nil)
+	wantStatus(t, r, http.StatusCreated)
+	ch := r.json(t)
+	issues := ch["issues"].([]any)
+	if len(issues) != 1 {
+		t.Fatalf("issues: %v", issues)
+	}
+	is := issues[0].(map[string]any)
+	if is["rule"] != "unknown_credential" || is["severity"] != "error" || is["node_id"] != "classify" ||
+		!strings.Contains(is["message"].(string), `"openai-api"`) || !strings.Contains(is["message"].(string), "Settings → Credentials") {
+		t.Fatalf("the missing credential: %v", is)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"openai-api","type":"bearer","fields":{"token":"sk-test"}}`), http.StatusCreated)
+	r = do(t, ts, "GET", "/v1/chains/"+ch["id"].(string), nil)
+	wantStatus(t, r, http.StatusOK)
+	if issues := r.json(t)["issues"].([]any); len(issues) != 0 {
+		t.Fatalf("with the credential: %v", issues)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -93,12 +94,23 @@ func TestPageNewFromTemplate(t *testing.T) {
 		return n
 	}
 	before := count()
-	for _, tc := range []struct{ name, tmpl, want string }{
-		{"", "nope", "there is no template"},
-		{"Orders", "map-code", "A chain named “Orders” already exists"},
+	// A refused name marks the name field, as for a blank chain; a template
+	// the studio does not have is a 404 said in the dialog (htmx swaps it),
+	// with the name left unmarked.
+	for _, tc := range []struct {
+		name, tmpl string
+		status     int
+		want       string
+		nameMarked bool
+	}{
+		{"", "nope", http.StatusNotFound, `This studio has no template "nope"; reload the page`, false},
+		{"Orders", "../map-code", http.StatusNotFound, `This studio has no template "../map-code"`, false},
+		{"Orders", "map-code", http.StatusOK, "A chain named “Orders” already exists", true},
+		{"__chain__x", "map-code", http.StatusOK, "reserved", true},
 	} {
 		res, body := pageDo(t, ts.URL, "POST", "/chains/new", "application/x-www-form-urlencoded", form("name", tc.name, "template", tc.tmpl))
-		if res.StatusCode != http.StatusOK || res.Header.Get("HX-Redirect") != "" || !strings.Contains(body, tc.want) {
+		if res.StatusCode != tc.status || res.Header.Get("HX-Redirect") != "" || !strings.Contains(html.UnescapeString(body), tc.want) ||
+			strings.Contains(body, "data-invalid") != tc.nameMarked || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 			t.Errorf("%q from %q: %d %q %s", tc.name, tc.tmpl, res.StatusCode, res.Header.Get("HX-Redirect"), body)
 		}
 	}

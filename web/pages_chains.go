@@ -64,17 +64,23 @@ func (s *Server) pageNewChain(c echo.Context) error {
 }
 
 // pageNewFromTemplate creates a chain from a template (named name, or
-// the template's name made unique) and opens it.
+// the template's name made unique) and opens it. A refused name is said
+// as the blank chain's is; a template this studio does not have (a page
+// left open across an upgrade, a hand-made request) is a 404 whose
+// message the dialog shows, and not a mark on the name field.
 func (s *Server) pageNewFromTemplate(c echo.Context, tmpl, name string) error {
 	ch, err := s.chainFromTemplate(c, tmpl, name)
 	var ae *APIError
 	switch {
 	case errors.As(err, &ae) && ae.Code == "name_taken":
 		return renderPage(c, http.StatusOK, views.NameError(fmt.Sprintf("A chain named “%s” already exists; choose another name, or leave it empty to use the template's.", name)))
-	case errors.As(err, &ae) && ae.Status() < 500:
+	case errors.As(err, &ae) && (ae.Code == "name_too_long" || ae.Code == "reserved_name"):
 		return renderPage(c, http.StatusOK, views.NameError(ae.Message))
+	case errors.As(err, &ae) && ae.Code == "not_found":
+		return renderPage(c, http.StatusNotFound, views.FormError("No chain was created",
+			fmt.Sprintf("This studio has no template %q; reload the page to see the ones it has.", tmpl)))
 	case err != nil:
-		return err
+		return s.formError(c, "No chain was created", err)
 	}
 	return pageRedirect(c, "/chains/"+ch.ID)
 }
