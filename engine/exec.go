@@ -344,7 +344,7 @@ func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, e
 		}
 		if r.prepared.plan.scoped[i] && fs != nil {
 			ts := fs.toolScope()
-			ts.Session = r.session
+			ts.Session = r.toolSession()
 			ctx = tool.WithScope(ctx, ts)
 		}
 		out, err := fn(ctx, toolInput(input), emit)

@@ -55,13 +55,17 @@ type completion struct {
 // sessions numbers run executions in this process (tool.Scope.Session).
 var sessions atomic.Uint64
 
+// toolSession is tool.Scope.Session for this execution, built when a
+// scoped tool runs so that runs without one pay nothing for it.
+func (r *run) toolSession() string { return r.id + "#" + strconv.FormatUint(r.seq, 36) }
+
 type run struct {
 	engine   *Engine
 	prepared *Prepared
 	graph    *graph
 	chain    *Chain
 	id       string
-	session  string // tool.Scope.Session: this execution of the run
+	seq      uint64 // numbers this execution in the process (toolSession)
 	depth    int    // sub-chain nesting
 
 	ctx     context.Context
@@ -159,7 +163,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	}
 	started := stamp()
 	r := &run{
-		engine: e, prepared: p, graph: p.g, chain: c, id: id, session: id + "#" + strconv.FormatUint(sessions.Add(1), 36),
+		engine: e, prepared: p, graph: p.g, chain: c, id: id, seq: sessions.Add(1),
 		ctx: rctx, cancel: cancel,
 		started: started, strict: c.StrictConditions, events: emitter{sink: sink},
 		scope:     runScope{ctx: rctx, g: p.g, input: input, state: map[string]any{}, nodeResults: make(map[string]any, n)},

@@ -9,91 +9,49 @@ import (
 	"github.com/dop251/goja"
 )
 
-// maxJSONDepth bounds nesting as encoding/json does, so a hostile scope
-// cannot exhaust the child's stack.
+// maxJSONDepth bounds nesting as encoding/json does, so a hostile value
+// cannot exhaust a stack.
 const maxJSONDepth = 10000
 
-// jsonReader builds the JavaScript values of a JSON text in a runtime:
-// plain objects and arrays made by the VM (never Go values wrapped as host
-// objects), keys in document order, as JSON.parse would. goja's own
-// JSON.parse goes through encoding/json's token reader and cost a trivial
-// call a third of its time.
-type jsonReader struct {
-	vm    *goja.Runtime
+var errJSONSyntax = errors.New("the data is not valid JSON")
+
+// maker builds the values one JSON reading produces: JavaScript values in
+// a runtime (jsMaker: a call's scope) or Go data (goMaker: a call's
+// answer).
+type maker[V any] interface {
+	scalar(v any) V                            // a string, float64, bool or nil
+	object(keys []string, vals []V) (V, error) // keys in document order, duplicates included
+	array(items []V) V
+}
+
+// jsonReader reads one JSON text with a maker. goja's own JSON.parse goes
+// through encoding/json's token reader and cost a trivial call a third of
+// its time; json.Unmarshal's set-up was most of decoding a small answer.
+type jsonReader[V any] struct {
+	m     maker[V]
 	b     []byte
 	i     int
 	depth int
 }
 
-var errJSONSyntax = errors.New("the data is not valid JSON")
-
-// scopeArgs reads a scope object and returns the values of names, in
-// order; a name the scope lacks is undefined, and nodes falls back to
-// node_results.
-func scopeArgs(vm *goja.Runtime, scope []byte, names []string) ([]goja.Value, error) {
-	p := &jsonReader{vm: vm, b: scope}
-	p.space()
-	if !p.eat('{') {
-		return nil, errJSONSyntax
-	}
-	got := make(map[string]goja.Value, len(names))
-	p.space()
-	if !p.eat('}') {
-		for {
-			p.space()
-			k, err := p.str()
-			if err != nil {
-				return nil, err
-			}
-			p.space()
-			if !p.eat(':') {
-				return nil, errJSONSyntax
-			}
-			v, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			got[k] = v
-			p.space()
-			if p.eat(',') {
-				continue
-			}
-			if p.eat('}') {
-				break
-			}
-			return nil, errJSONSyntax
+// read reads the whole text as one value.
+func (p *jsonReader[V]) read() (V, error) {
+	v, err := p.value()
+	if err == nil {
+		if p.space(); p.i != len(p.b) {
+			err = errJSONSyntax
 		}
 	}
-	p.space()
-	if p.i != len(p.b) {
-		return nil, errJSONSyntax
-	}
-	args := make([]goja.Value, len(names))
-	for i, n := range names {
-		v, ok := got[n]
-		if !ok && n == "nodes" {
-			v, ok = got["node_results"] // nodes is node_results' short name
-		}
-		if !ok {
-			v = goja.Undefined()
-		}
-		args[i] = v
-	}
-	return args, nil
+	return v, err
 }
 
-func (p *jsonReader) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
+func (p *jsonReader[V]) space() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
 	}
 }
 
-func (p *jsonReader) eat(c byte) bool {
+func (p *jsonReader[V]) eat(c byte) bool {
 	if p.i < len(p.b) && p.b[p.i] == c {
 		p.i++
 		return true
@@ -101,10 +59,10 @@ func (p *jsonReader) eat(c byte) bool {
 	return false
 }
 
-func (p *jsonReader) value() (goja.Value, error) {
+func (p *jsonReader[V]) value() (v V, err error) {
 	p.space()
 	if p.i >= len(p.b) {
-		return nil, errJSONSyntax
+		return v, errJSONSyntax
 	}
 	switch c := p.b[p.i]; {
 	case c == '{':
@@ -114,52 +72,51 @@ func (p *jsonReader) value() (goja.Value, error) {
 	case c == '"':
 		s, err := p.str()
 		if err != nil {
-			return nil, err
+			return v, err
 		}
-		return p.vm.ToValue(s), nil
+		return p.m.scalar(s), nil
 	case c == 't':
-		return p.word("true", goja.Value(p.vm.ToValue(true)))
+		return p.word("true", true)
 	case c == 'f':
-		return p.word("false", goja.Value(p.vm.ToValue(false)))
+		return p.word("false", false)
 	case c == 'n':
-		return p.word("null", goja.Null())
+		return p.word("null", nil)
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number()
 	}
-	return nil, errJSONSyntax
+	return v, errJSONSyntax
 }
 
-func (p *jsonReader) word(w string, v goja.Value) (goja.Value, error) {
+func (p *jsonReader[V]) word(w string, x any) (v V, err error) {
 	if len(p.b)-p.i < len(w) || string(p.b[p.i:p.i+len(w)]) != w {
-		return nil, errJSONSyntax
+		return v, errJSONSyntax
 	}
 	p.i += len(w)
-	return v, nil
+	return p.m.scalar(x), nil
 }
 
-func (p *jsonReader) number() (goja.Value, error) {
+func (p *jsonReader[V]) number() (v V, err error) {
 	start := p.i
 	for p.i < len(p.b) {
 		c := p.b[p.i]
-		if c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' || c >= '0' && c <= '9' {
-			p.i++
-			continue
+		if c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' && (c < '0' || c > '9') {
+			break
 		}
-		break
+		p.i++
 	}
 	text := p.b[start:p.i]
 	if !json.Valid(text) {
-		return nil, fmt.Errorf("%w: bad number %q", errJSONSyntax, text)
+		return v, fmt.Errorf("%w: bad number %q", errJSONSyntax, text)
 	}
 	f, err := strconv.ParseFloat(string(text), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return nil, errJSONSyntax
+		return v, errJSONSyntax
 	}
-	return p.vm.ToValue(f), nil
+	return p.m.scalar(f), nil
 }
 
 // str reads a string; one without escapes is taken as is.
-func (p *jsonReader) str() (string, error) {
+func (p *jsonReader[V]) str() (string, error) {
 	if !p.eat('"') {
 		return "", errJSONSyntax
 	}
@@ -189,222 +146,170 @@ func (p *jsonReader) str() (string, error) {
 	return "", errJSONSyntax
 }
 
-func (p *jsonReader) object() (goja.Value, error) {
+// nest counts one more level of nesting, refusing one too many.
+func (p *jsonReader[V]) nest() error {
 	if p.depth++; p.depth > maxJSONDepth {
-		return nil, fmt.Errorf("the data nests deeper than %d levels", maxJSONDepth)
+		return fmt.Errorf("the data nests deeper than %d levels", maxJSONDepth)
+	}
+	return nil
+}
+
+// members reads an object's keys and values, in document order.
+func (p *jsonReader[V]) members() (keys []string, vals []V, err error) {
+	if err := p.nest(); err != nil {
+		return nil, nil, err
 	}
 	defer func() { p.depth-- }()
-	p.i++ // {
-	o := p.vm.NewObject()
-	p.space()
-	if p.eat('}') {
-		return o, nil
+	if p.space(); !p.eat('{') {
+		return nil, nil, errJSONSyntax
+	}
+	if p.space(); p.eat('}') {
+		return keys, vals, nil
 	}
 	for {
 		p.space()
 		k, err := p.str()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		p.space()
-		if !p.eat(':') {
-			return nil, errJSONSyntax
+		if p.space(); !p.eat(':') {
+			return nil, nil, errJSONSyntax
 		}
 		v, err := p.value()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if k == "__proto__" {
-			// an own property, as JSON.parse makes it, never the prototype
-			if err := o.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
-				return nil, err
-			}
-		} else if err := o.Set(k, v); err != nil {
-			return nil, err
-		}
+		keys, vals = append(keys, k), append(vals, v)
 		p.space()
 		if p.eat(',') {
 			continue
 		}
 		if p.eat('}') {
-			return o, nil
+			return keys, vals, nil
 		}
-		return nil, errJSONSyntax
+		return nil, nil, errJSONSyntax
 	}
 }
 
-func (p *jsonReader) array() (goja.Value, error) {
-	if p.depth++; p.depth > maxJSONDepth {
-		return nil, fmt.Errorf("the data nests deeper than %d levels", maxJSONDepth)
+func (p *jsonReader[V]) object() (v V, err error) {
+	keys, vals, err := p.members()
+	if err != nil {
+		return v, err
+	}
+	return p.m.object(keys, vals)
+}
+
+func (p *jsonReader[V]) array() (v V, err error) {
+	if err := p.nest(); err != nil {
+		return v, err
 	}
 	defer func() { p.depth-- }()
 	p.i++ // [
-	var items []any
-	p.space()
-	if p.eat(']') {
-		return p.vm.NewArray(), nil
+	items := []V{}
+	if p.space(); p.eat(']') {
+		return p.m.array(items), nil
 	}
 	for {
-		v, err := p.value()
+		x, err := p.value()
 		if err != nil {
-			return nil, err
+			return v, err
 		}
-		items = append(items, v)
+		items = append(items, x)
 		p.space()
 		if p.eat(',') {
 			continue
 		}
 		if p.eat(']') {
-			return p.vm.NewArray(items...), nil
+			return p.m.array(items), nil
 		}
-		return nil, errJSONSyntax
+		return v, errJSONSyntax
 	}
 }
 
-// Decode returns the response's value as Go data, as json.Unmarshal into
-// an any would (objects as map[string]any, numbers as float64), without
-// its per-call set-up: a map's every item decodes one small value. The
-// value is JSON.stringify's output, so an error here is the child's fault.
-func (r *Response) Decode() (any, error) {
-	d := &goReader{b: r.Value}
-	d.space()
-	v, err := d.value()
+// jsMaker builds plain objects and arrays made by the VM, never Go values
+// wrapped as host objects, as JSON.parse would.
+type jsMaker struct{ vm *goja.Runtime }
+
+func (m jsMaker) scalar(v any) goja.Value {
+	if v == nil {
+		return goja.Null()
+	}
+	return m.vm.ToValue(v)
+}
+
+func (m jsMaker) object(keys []string, vals []goja.Value) (goja.Value, error) {
+	o := m.vm.NewObject()
+	for i, k := range keys {
+		var err error
+		if k == "__proto__" {
+			// an own property, as JSON.parse makes it, never the prototype
+			err = o.DefineDataProperty(k, vals[i], goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+		} else {
+			err = o.Set(k, vals[i])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func (m jsMaker) array(items []goja.Value) goja.Value {
+	xs := make([]any, len(items))
+	for i, x := range items {
+		xs[i] = x
+	}
+	return m.vm.NewArray(xs...)
+}
+
+// goMaker builds what json.Unmarshal into an any builds.
+type goMaker struct{}
+
+func (goMaker) scalar(v any) any { return v }
+
+func (goMaker) object(keys []string, vals []any) (any, error) {
+	o := make(map[string]any, len(keys))
+	for i, k := range keys {
+		o[k] = vals[i]
+	}
+	return o, nil
+}
+
+func (goMaker) array(items []any) any { return items }
+
+// scopeArgs reads a scope object and returns the values of names, in
+// order; a name the scope lacks is undefined, and nodes falls back to
+// node_results.
+func scopeArgs(vm *goja.Runtime, scope []byte, names []string) ([]goja.Value, error) {
+	p := &jsonReader[goja.Value]{m: jsMaker{vm}, b: scope}
+	keys, vals, err := p.members()
 	if err != nil {
 		return nil, err
 	}
-	if d.space(); d.i != len(d.b) {
+	if p.space(); p.i != len(p.b) {
 		return nil, errJSONSyntax
 	}
-	return v, nil
+	got := make(map[string]goja.Value, len(keys))
+	for i, k := range keys {
+		got[k] = vals[i] // the last of a repeated key wins, as in JSON.parse
+	}
+	args := make([]goja.Value, len(names))
+	for i, n := range names {
+		v, ok := got[n]
+		if !ok && n == "nodes" {
+			v, ok = got["node_results"] // nodes is node_results' short name
+		}
+		if !ok {
+			v = goja.Undefined()
+		}
+		args[i] = v
+	}
+	return args, nil
 }
 
-// goReader is jsonReader's twin building Go values.
-type goReader struct {
-	b     []byte
-	i     int
-	depth int
-}
-
-func (d *goReader) space() {
-	for d.i < len(d.b) && (d.b[d.i] == ' ' || d.b[d.i] == '\t' || d.b[d.i] == '\n' || d.b[d.i] == '\r') {
-		d.i++
-	}
-}
-
-func (d *goReader) eat(c byte) bool {
-	if d.i < len(d.b) && d.b[d.i] == c {
-		d.i++
-		return true
-	}
-	return false
-}
-
-func (d *goReader) value() (any, error) {
-	d.space()
-	if d.i >= len(d.b) {
-		return nil, errJSONSyntax
-	}
-	switch c := d.b[d.i]; {
-	case c == '{':
-		return d.object()
-	case c == '[':
-		return d.array()
-	case c == '"':
-		return d.str()
-	case c == 't':
-		return d.word("true", true)
-	case c == 'f':
-		return d.word("false", false)
-	case c == 'n':
-		return d.word("null", nil)
-	case c == '-' || c >= '0' && c <= '9':
-		start := d.i
-		for d.i < len(d.b) && (d.b[d.i] == '-' || d.b[d.i] == '+' || d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E' || d.b[d.i] >= '0' && d.b[d.i] <= '9') {
-			d.i++
-		}
-		f, err := strconv.ParseFloat(string(d.b[start:d.i]), 64)
-		if err != nil || !json.Valid(d.b[start:d.i]) {
-			return nil, errJSONSyntax
-		}
-		return f, nil
-	}
-	return nil, errJSONSyntax
-}
-
-func (d *goReader) word(w string, v any) (any, error) {
-	if len(d.b)-d.i < len(w) || string(d.b[d.i:d.i+len(w)]) != w {
-		return nil, errJSONSyntax
-	}
-	d.i += len(w)
-	return v, nil
-}
-
-// str reads a string with jsonReader's scanner.
-func (d *goReader) str() (string, error) {
-	p := jsonReader{b: d.b, i: d.i}
-	s, err := p.str()
-	d.i = p.i
-	return s, err
-}
-
-func (d *goReader) object() (any, error) {
-	if d.depth++; d.depth > maxJSONDepth {
-		return nil, fmt.Errorf("the value nests deeper than %d levels", maxJSONDepth)
-	}
-	defer func() { d.depth-- }()
-	d.i++ // {
-	m := map[string]any{}
-	if d.space(); d.eat('}') {
-		return m, nil
-	}
-	for {
-		d.space()
-		k, err := d.str()
-		if err != nil {
-			return nil, err
-		}
-		if d.space(); !d.eat(':') {
-			return nil, errJSONSyntax
-		}
-		v, err := d.value()
-		if err != nil {
-			return nil, err
-		}
-		m[k] = v
-		d.space()
-		if d.eat(',') {
-			continue
-		}
-		if d.eat('}') {
-			return m, nil
-		}
-		return nil, errJSONSyntax
-	}
-}
-
-func (d *goReader) array() (any, error) {
-	if d.depth++; d.depth > maxJSONDepth {
-		return nil, fmt.Errorf("the value nests deeper than %d levels", maxJSONDepth)
-	}
-	defer func() { d.depth-- }()
-	d.i++ // [
-	out := []any{}
-	if d.space(); d.eat(']') {
-		return out, nil
-	}
-	for {
-		v, err := d.value()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-		d.space()
-		if d.eat(',') {
-			continue
-		}
-		if d.eat(']') {
-			return out, nil
-		}
-		return nil, errJSONSyntax
-	}
+// Decode returns the response's value as Go data, as json.Unmarshal into
+// an any would (objects as map[string]any, numbers as float64). The value
+// is JSON.stringify's output, so an error here is the child's fault.
+func (r *Response) Decode() (any, error) {
+	return (&jsonReader[any]{m: goMaker{}, b: r.Value}).read()
 }
