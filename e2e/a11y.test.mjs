@@ -36,6 +36,7 @@ export const PAGES = [
   { name: 'run completed, a done row selected', path: (f) => '/runs/' + f.completed, ready: '.runpage', act: async (page) => { await page.click('#node-table .select-node[data-node-id="read"]'); await page.waitForSelector('#node-table tr[data-node-id="read"][aria-selected="true"]'); } },
   { name: 'run diff', path: (f) => (f.other ? '/runs/' + f.completed + '/diff/' + f.other : null), ready: '#rundiff' },
   { name: 'editor, condition node properties', path: (f) => '/chains/' + f.condChain, ready: '#editor[data-ready="1"]', act: async (page) => { await page.click('#node-table .select-node[data-node-id="route"]'); await page.waitForSelector('.props[data-id="route"] fieldset.cases'); } },
+  { name: 'editor, node view', path: (f) => '/chains/' + f.codeChain, ready: '#editor[data-ready="1"]', act: async (page) => { await page.click('#node-table .select-node[data-node-id="js"]'); await page.click('.props[data-id="js"] [data-open-node-view]'); await page.waitForSelector('#node-view[data-filled="js"] .props[data-id="js"] .cm-editor'); } },
   { name: 'editor, code node script editor', path: (f) => '/chains/' + f.codeChain, ready: '#editor[data-ready="1"]', act: async (page) => { await page.click('#node-table .select-node[data-node-id="js"]'); await page.waitForSelector('.props[data-id="js"] .sf-code .cm-editor'); } },
   { name: 'runs list', path: '/runs' },
   { name: 'inbox', path: '/inbox', ready: '#inbox' },

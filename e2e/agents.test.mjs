@@ -269,9 +269,11 @@ function someSteps() {
   a.apply(ev({ step: 'tool_call', turn: 1, call_id: 'c1', tool: 'lookup', kind: 'chain', input: { q: '<b>x</b>' } }));
   a.apply(ev({ step: 'tool_result', turn: 1, call_id: 'c1', tool: 'lookup', status: 'rejected', duration_ms: 3 }));
   a.apply(ev({ step: 'tool_result', turn: 1, call_id: 'c2', tool: 'nope', status: 'refused', error: 'unknown tool "nope"' }));
+  a.apply(ev({ step: 'tool_calls_refused', turn: 1, calls: 40, tools: ['lookup'], left: 2, max_tool_calls: 32, error: 'You asked for 40 tool calls in one turn' }));
   a.apply(ev({ step: 'repair', attempt: 1, of: 2, error: 'data.score: want integer' }));
   a.apply(ev({ step: 'model_call', model: 'm1', turn: 2 }));
   a.apply(ev({ step: 'model_usage', model: 'm1', input_tokens: 1234, output_tokens: 56, reported: true, turn: 1 }));
+  a.apply(ev({ step: 'warning', text: '2 of 3 tool calls failed', failed: 2, calls: 3 }));
 }
 
 async function axePanel(p) {
@@ -317,6 +319,7 @@ test('the agent panel writes model text as text, cuts a long one, and shows each
       len2: q('.agent-turn[data-turn="2"] .agent-text')[0].textContent.length,
       statuses: q('#agent-streams .agent-status').map((s) => s.textContent),
       errors: q('#agent-streams .agent-error').map((s) => s.textContent),
+      warnings: q('#agent-streams .agent-warning').map((s) => s.textContent),
       live: q('#agent-streams [aria-live]').map((s) => s.tagName),
       panelHidden: document.getElementById('agent-panel').hidden,
     };
@@ -325,8 +328,9 @@ test('the agent panel writes model text as text, cuts a long one, and shows each
   assert.equal(shown.imgs, 0, 'model text is never HTML');
   assert.equal(shown.text1, '<img src=x onerror="window.__owned=1">');
   assert.equal(shown.text1.length + shown.len2, 256 * 1024 + ' … (truncated on this page)'.length, 'the node\'s text is cut at 256 KiB with a note');
-  assert.deepEqual(shown.statuses, ['rejected by a person', 'refused', 'repair 1 of 2', 'ok']);
-  assert.deepEqual(shown.errors, ['unknown tool "nope"', 'data.score: want integer']);
+  assert.deepEqual(shown.statuses, ['rejected by a person', 'refused', '40 calls refused', 'repair 1 of 2', 'ok']);
+  assert.deepEqual(shown.errors, ['unknown tool "nope"', 'You asked for 40 tool calls in one turn', 'data.score: want integer']);
+  assert.deepEqual(shown.warnings, ['⚠ 2 of 3 tool calls failed'], 'a warning is said in the panel, not only as a failed row');
   assert.deepEqual(shown.live, ['OL', 'OL'], 'only the steps lists are live');
   assert.equal(shown.panelHidden, false);
   await p.locator('#agent-panel').screenshot({ path: join(SHOTS, 'agent-steps.png') });

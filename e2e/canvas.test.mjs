@@ -47,19 +47,19 @@ async function openEditor(doc) {
 async function clickNode(page, id) {
   const p = await nodePos(page, id);
   await page.mouse.click(p.x, p.y);
-  await page.waitForFunction((id) => window.__studio.cy.getElementById(id).selected(), id);
+  await page.waitForFunction((id) => window.__editor.cy.getElementById(id).selected(), id);
 }
 
-const zoomOf = (page) => page.evaluate(() => window.__studio.cy.zoom());
-const selected = (page) => page.evaluate(() => window.__studio.cy.nodes(':selected').map((n) => n.id()));
-const posOf = (page, id) => page.evaluate((id) => window.__studio.doc.nodes.find((n) => n.node_id === id).position, id);
+const zoomOf = (page) => page.evaluate(() => window.__editor.cy.zoom());
+const selected = (page) => page.evaluate(() => window.__editor.cy.nodes(':selected').map((n) => n.id()));
+const posOf = (page, id) => page.evaluate((id) => window.__editor.doc.nodes.find((n) => n.node_id === id).position, id);
 // how far a node is from the middle of the canvas, in screen pixels
 const offCentre = (page, id) => page.evaluate((id) => {
-  const cy = window.__studio.cy;
+  const cy = window.__editor.cy;
   const p = cy.getElementById(id).renderedPosition();
   return Math.hypot(p.x - cy.width() / 2, p.y - cy.height() / 2);
 }, id);
-const settle = (page) => page.waitForFunction(() => !window.__studio.cy.animated(), null, { timeout: 3000 });
+const settle = (page) => page.waitForFunction(() => !window.__editor.cy.animated(), null, { timeout: 3000 });
 
 test('wheel zooms 1.2× a notch about the pointer; Z zooms to the selection; + and − zoom', async () => {
   const { page } = await openEditor(smallChain());
@@ -67,11 +67,11 @@ test('wheel zooms 1.2× a notch about the pointer; Z zooms to the selection; + a
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   const z0 = await zoomOf(page);
   await page.mouse.wheel(0, -100);
-  await page.waitForFunction((z) => window.__studio.cy.zoom() !== z, z0);
+  await page.waitForFunction((z) => window.__editor.cy.zoom() !== z, z0);
   const z1 = await zoomOf(page);
   assert.ok(Math.abs(z1 / z0 - 1.2) < 0.01, 'one notch in zooms 1.2×, was ' + (z1 / z0).toFixed(3));
   await page.mouse.wheel(0, 100);
-  await page.waitForFunction((z) => window.__studio.cy.zoom() !== z, z1);
+  await page.waitForFunction((z) => window.__editor.cy.zoom() !== z, z1);
   assert.ok(Math.abs((await zoomOf(page)) / z0 - 1) < 0.01, 'one notch out undoes it');
 
   await clickNode(page, 'done');
@@ -142,8 +142,8 @@ test('C with one node selected connects it to a node picked by typing; one undo 
   await page.waitForFunction(() => [...document.querySelectorAll('#pick-list li[data-id]')].map((l) => l.dataset.id).join() === 'done');
   await page.screenshot({ path: join(SHOTS, 'picker.png') });
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => window.__studio.doc.edges.some((e) => e.source === 'check' && e.target === 'done'));
-  const e = await page.evaluate(() => window.__studio.doc.edges.find((e) => e.source === 'check' && e.target === 'done'));
+  await page.waitForFunction(() => window.__editor.doc.edges.some((e) => e.source === 'check' && e.target === 'done'));
+  const e = await page.evaluate(() => window.__editor.doc.edges.find((e) => e.source === 'check' && e.target === 'done'));
   assert.equal(e.label, 'false', "a branch's second edge is its false way");
   await waitSaved(page);
   // arrow keys pick among several
@@ -153,10 +153,10 @@ test('C with one node selected connects it to a node picked by typing; one undo 
   await page.keyboard.type('fetch');
   await page.keyboard.press('ArrowDown');
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => window.__studio.doc.edges.some((e) => e.source === 'start' && e.target === 'fetch_more'));
+  await page.waitForFunction(() => window.__editor.doc.edges.some((e) => e.source === 'start' && e.target === 'fetch_more'));
   await page.keyboard.press('Control+z');
-  await page.waitForFunction(() => !window.__studio.doc.edges.some((e) => e.source === 'start' && e.target === 'fetch_more'));
-  assert.ok(await page.evaluate(() => window.__studio.doc.edges.some((e) => e.source === 'check' && e.target === 'done')), 'one undo takes back one connection');
+  await page.waitForFunction(() => !window.__editor.doc.edges.some((e) => e.source === 'start' && e.target === 'fetch_more'));
+  assert.ok(await page.evaluate(() => window.__editor.doc.edges.some((e) => e.source === 'check' && e.target === 'done')), 'one undo takes back one connection');
   await waitSaved(page);
   await page.done();
 });
@@ -170,7 +170,7 @@ test('arrow keys move the selection, Ctrl+D duplicates, Ctrl+A and Delete; each 
   assert.deepEqual(await posOf(page, 'fetch'), { x: 290, y: 200 });
   await page.keyboard.press('Control+z');
   assert.deepEqual(await posOf(page, 'fetch'), { x: 290, y: 0 }, 'one press, one undo step');
-  assert.deepEqual(await page.evaluate(() => window.__studio.cy.getElementById('fetch').position()), { x: 290, y: 0 }, 'the canvas follows');
+  assert.deepEqual(await page.evaluate(() => window.__editor.cy.getElementById('fetch').position()), { x: 290, y: 0 }, 'the canvas follows');
   await waitSaved(page);
   const saved = await api('GET', '/v1/chains/' + (await page.getAttribute('#editor', 'data-chain-id')));
   const doc = saved.doc || saved;
@@ -178,18 +178,18 @@ test('arrow keys move the selection, Ctrl+D duplicates, Ctrl+A and Delete; each 
 
   await clickNode(page, 'done');
   await page.keyboard.press('Control+d');
-  await page.waitForFunction(() => window.__studio.doc.nodes.length === 6);
+  await page.waitForFunction(() => window.__editor.doc.nodes.length === 6);
   assert.deepEqual(await selected(page), ['done_2'], 'the copy is selected');
   assert.deepEqual(await posOf(page, 'done_2'), { x: 790, y: 140 });
 
   await page.keyboard.press('Control+a');
   assert.equal((await selected(page)).length, 6);
   await page.keyboard.press('Delete');
-  assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 0);
+  assert.equal(await page.evaluate(() => window.__editor.doc.nodes.length), 0);
   await page.keyboard.press('Control+z');
-  assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 6, 'one undo brings every node back');
+  assert.equal(await page.evaluate(() => window.__editor.doc.nodes.length), 6, 'one undo brings every node back');
   await page.keyboard.press('Control+z');
-  assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 5, 'the next undoes the duplicate');
+  assert.equal(await page.evaluate(() => window.__editor.doc.nodes.length), 5, 'the next undoes the duplicate');
   await waitSaved(page);
   await page.done();
 });
@@ -202,17 +202,17 @@ test('adding a node from the palette by keyboard puts the focus in its propertie
   const id = await page.evaluate(() => document.activeElement.closest('.props').dataset.id);
   assert.equal(id, 'tool');
   await page.keyboard.type('_x'); // typing goes to the field, not the canvas shortcuts
-  assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 6);
+  assert.equal(await page.evaluate(() => window.__editor.doc.nodes.length), 6);
   await page.done();
 });
 
 test('the minimap shows the chain, moves the view on click, and its collapse is remembered', async () => {
   const { page } = await openEditor(bigChain(uniq('e2e-minimap'), 300));
   await page.waitForSelector('#minimap');
-  const pan0 = await page.evaluate(() => window.__studio.cy.pan());
+  const pan0 = await page.evaluate(() => window.__editor.cy.pan());
   const mm = await page.locator('#minimap').boundingBox();
   await page.mouse.click(mm.x + mm.width - 10, mm.y + mm.height - 10);
-  const pan1 = await page.evaluate(() => window.__studio.cy.pan());
+  const pan1 = await page.evaluate(() => window.__editor.cy.pan());
   assert.ok(pan1.x < pan0.x - 100 && pan1.y < pan0.y - 100, 'a click at the bottom right moves the view there');
   await page.screenshot({ path: join(SHOTS, 'minimap.png') });
   await page.click('#minimap-toggle');
@@ -252,7 +252,7 @@ test('sticky notes: N adds one, typing, dragging and deleting are saved in the c
   assert.ok(Math.abs(notes[0].position.x - (before.x + 100 / z)) <= 1 && Math.abs(notes[0].position.y - (before.y + 60 / z)) <= 1, 'the drag is saved: ' + JSON.stringify([before, notes[0].position, z]));
   // the note follows the canvas when it pans
   const nb = await page.locator('.note[data-id="note1"]').boundingBox();
-  await page.evaluate(() => window.__studio.cy.panBy({ x: 50, y: 0 }));
+  await page.evaluate(() => window.__editor.cy.panBy({ x: 50, y: 0 }));
   const na = await page.locator('.note[data-id="note1"]').boundingBox();
   assert.ok(Math.abs(na.x - nb.x - 50) < 1, 'the note moves with the canvas');
   await page.screenshot({ path: join(SHOTS, 'note.png') });
@@ -319,13 +319,13 @@ test('a 1,000-node chain without positions opens laid out in layers, folded to t
   const page = await open();
   await page.goto(BASE + '/chains/' + ch.id);
   await page.waitForSelector('#editor[data-ready="1"]', { timeout: 20000 });
-  const tti = await page.evaluate(() => window.__studio.readyAt);
+  const tti = await page.evaluate(() => window.__editor.readyAt);
   const shape = await page.evaluate(() => {
-    const ps = window.__studio.doc.nodes.map((n) => n.position);
+    const ps = window.__editor.doc.nodes.map((n) => n.position);
     const xs = ps.map((p) => p.x), ys = ps.map((p) => p.y);
     const w = Math.max(...xs) - Math.min(...xs), h = Math.max(...ys) - Math.min(...ys);
     const overlap = new Set(ps.map((p) => p.x + ',' + p.y)).size !== ps.length;
-    return { w, h, rows: new Set(ys).size, overlap, zoom: window.__studio.cy.zoom(), all: ps.every(Boolean) };
+    return { w, h, rows: new Set(ys).size, overlap, zoom: window.__editor.cy.zoom(), all: ps.every(Boolean) };
   });
   assert.ok(shape.all, 'every node has a position');
   assert.ok(!shape.overlap, 'no two nodes share a place');
@@ -338,9 +338,9 @@ test('a 1,000-node chain without positions opens laid out in layers, folded to t
   await page.screenshot({ path: join(SHOTS, 'nopos-1000-fit.png') });
   console.log(`FIGURE editor open, 1000 nodes without positions: interactive after ${Math.round(tti)} ms`);
   // Auto-layout gives the same readable shape (one undo step)
-  await page.evaluate(() => window.__studio.edit(() => { for (const n of window.__studio.doc.nodes) n.position = { x: 0, y: 0 }; }));
+  await page.evaluate(() => window.__editor.edit(() => { for (const n of window.__editor.doc.nodes) n.position = { x: 0, y: 0 }; }));
   await page.click('#btn-layout');
-  const rows = await page.evaluate(() => new Set(window.__studio.doc.nodes.map((n) => n.position.y)).size);
+  const rows = await page.evaluate(() => new Set(window.__editor.doc.nodes.map((n) => n.position.y)).size);
   assert.ok(rows > 10, 'Auto-layout folds the chain into rows, was ' + rows);
   await waitSaved(page);
   await page.done();
@@ -356,13 +356,13 @@ test('large chains: 1,000, 5,000 and 10,000 nodes open interactive; one edit at 
     const page = await open();
     await page.goto(BASE + '/chains/' + ch.id);
     await page.waitForSelector('#editor[data-ready="1"]', { timeout: 60000 });
-    const ready = await page.evaluate(() => window.__studio.readyAt);
+    const ready = await page.evaluate(() => window.__editor.readyAt);
     const t0 = await page.evaluate(() => performance.now());
     await clickNode(page, 'n1');
     await page.waitForSelector('.props[data-id="n1"]');
     const click = (await page.evaluate(() => performance.now())) - t0;
     await page.waitForSelector('#editor[data-canvas-loaded="1"]', { timeout: 120000 });
-    const all = await page.evaluate(() => window.__studio.canvasLoadedAt);
+    const all = await page.evaluate(() => window.__editor.canvasLoadedAt);
     figures[n] = { ready: Math.round(ready), click: Math.round(click), all: Math.round(all) };
     console.log(`FIGURE editor open, ${n} nodes: interactive after ${Math.round(ready)} ms, first click answered in ${Math.round(click)} ms, every node drawn after ${Math.round(all)} ms`);
     if (n === 5000) {

@@ -34,10 +34,10 @@ async function testsDone(page) {
     await page.waitForFunction(() => {
       const p = document.getElementById('tests-panel');
       return document.getElementById('save-state').dataset.state === 'saved' &&
-        p.dataset.state === 'done' && p.dataset.version === String(window.__studio.version);
+        p.dataset.state === 'done' && p.dataset.version === String(window.__editor.version);
     }, null, { timeout: 30000 });
   } catch (err) {
-    const seen = await page.evaluate(() => ({ panel: { ...document.getElementById('tests-panel').dataset }, save: document.getElementById('save-state').textContent, version: window.__studio.version }));
+    const seen = await page.evaluate(() => ({ panel: { ...document.getElementById('tests-panel').dataset }, save: document.getElementById('save-state').textContent, version: window.__editor.version }));
     throw new Error(`the tests did not run: ${JSON.stringify(seen)}: ${err.message}`);
   }
 }
@@ -67,7 +67,7 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   await Promise.all([page.waitForURL(/\/chains\/[^/]+\?test=0$/), page.keyboard.press('Enter')]);
 
   // The designer opens on the test; it passes.
-  await page.waitForFunction(() => window.__studio && window.__studio.cy && window.__studio.doc);
+  await page.waitForFunction(() => window.__editor && window.__editor.cy && window.__editor.doc);
   await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '1 passed');
   assert.match(await page.getAttribute('#tests-badge', 'class'), /\bok\b/);
@@ -80,15 +80,15 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   await page.screenshot({ path: join(SHOTS, 'editor-test-pass.png') });
 
   // Break the node the test checks: the badge turns red, the node is marked.
-  await page.evaluate(() => window.__studio.edit(() => {
-    window.__studio.doc.nodes.find((n) => n.node_id === 'score').input.expression = '{value: ms}';
+  await page.evaluate(() => window.__editor.edit(() => {
+    window.__editor.doc.nodes.find((n) => n.node_id === 'score').input.expression = '{value: ms}';
   }));
   await waitSaved(page);
   await testsDone(page);
   assert.equal((await page.textContent('#tests-badge')).trim(), '1 failed · 0 passed');
   assert.match(await page.getAttribute('#tests-badge', 'class'), /sev-error/);
   assert.equal(await page.getAttribute('#editor', 'data-test-fail-nodes'), 'score');
-  assert.ok(await page.evaluate(() => window.__studio.cy.getElementById('score').hasClass('test-fail')), 'the canvas marks the node');
+  assert.ok(await page.evaluate(() => window.__editor.cy.getElementById('score').hasClass('test-fail')), 'the canvas marks the node');
   const failure = li.locator('.test-failure').first();
   assert.equal(await failure.getAttribute('data-node-id'), 'score');
   assert.match(await failure.textContent(), /`output` is \{"value":1\}, want \{"value":7\}/);
@@ -101,6 +101,8 @@ test('save a run as a test, see it pass, break the node, see it fail on the node
   assert.match(box, /"value": 7/);
   assert.match(box, /"value": 1/);
   await page.screenshot({ path: join(SHOTS, 'editor-test-fail.png') });
+  // (selecting the node showed the Properties tab: back to Tests)
+  await page.click('#tab-tests');
 
   // Edit the test as JSON (the advanced view): an invalid JSON is refused on the spot.
   await li.locator('details.test-json > summary').click();

@@ -59,9 +59,15 @@ test('an admin adds a credential on the page, by keyboard; its value is never sh
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate(() => document.activeElement.type), 'password', 'the token field is a password field');
   await page.keyboard.type(SECRET);
+  // Where it may be sent: without a host a bearer token goes nowhere.
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'credential-hosts');
+  await page.keyboard.type('api.github.com');
+  await page.keyboard.press('Shift+Tab');
   await Promise.all([page.waitForURL(/saved=github/), page.keyboard.press('Enter')]);
   const row = page.locator('#credentials-table tr[data-credential="github"]');
   assert.match(await row.textContent(), /Bearer token/);
+  assert.match(await row.textContent(), /api\.github\.com/);
   assert.match(await row.textContent(), /token: ••••/);
   assert.match(await row.textContent(), /all chains/);
   assert.equal((await page.content()).includes(SECRET), false, 'the page does not hold the value');

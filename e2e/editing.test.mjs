@@ -18,10 +18,10 @@ after(async () => { await close(); });
 const uniq = (p) => p + '-' + Date.now() + '-' + Math.floor(Math.random() * 1000);
 
 async function clickNode(page, id) {
-  await page.evaluate((id) => window.__studio.cy.getElementById(id).scrollIntoView?.(), id);
+  await page.evaluate((id) => window.__editor.cy.getElementById(id).scrollIntoView?.(), id);
   const p = await nodePos(page, id);
   await page.mouse.click(p.x, p.y);
-  await page.waitForFunction((id) => window.__studio.cy.getElementById(id).selected(), id);
+  await page.waitForFunction((id) => window.__editor.cy.getElementById(id).selected(), id);
 }
 
 // typeLabel types into the selected node's label field and waits for the save.
@@ -43,7 +43,7 @@ test('an edit to a 5,000-node chain saves a patch of one node; p95 of the round 
   const rtts = [];
   const n = Number(process.env.EDIT16_EDITS || 30);
   for (let i = 0; i < n; i++) rtts.push(await typeLabel(page, 'n1', 'Step 1 edit ' + i));
-  const steps = await page.evaluate(() => window.__studio.saveSteps);
+  const steps = await page.evaluate(() => window.__editor.saveSteps);
   // every save was a patch of the one node, a few hundred bytes, not 670 KB
   assert.equal(steps.length, n);
   for (const s of steps) {
@@ -125,9 +125,9 @@ test('a skill node opens its chain read-only in place; Back and Esc return', { t
   await page.waitForFunction(() => !document.getElementById('subchain-dialog').open);
   assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.hasAttribute('data-open-subchain')), true, 'focus returns to Open chain');
   assert.equal(page.url(), url, 'never navigated');
-  assert.equal(await page.evaluate(() => window.__studio.version), 1, 'nothing saved');
+  assert.equal(await page.evaluate(() => window.__editor.version), 1, 'nothing saved');
   // a skill node whose chain is gone says so in the view
-  await page.evaluate(() => window.__studio.edit(() => { window.__studio.doc.nodes.find((n) => n.node_id === 'call').name = 'no-such-chain-e2e'; }));
+  await page.evaluate(() => window.__editor.edit(() => { window.__editor.doc.nodes.find((n) => n.node_id === 'call').name = 'no-such-chain-e2e'; }));
   await btn.click();
   await page.waitForFunction(() => document.getElementById('editor').dataset.subchain === 'error');
   assert.match(await page.textContent('#subchain-msg'), /Cannot open “no-such-chain-e2e”: no saved chain is named "no-such-chain-e2e"/);
@@ -167,7 +167,7 @@ test('no run yet: the expression preview reads a test\'s mocks; fields complete 
   // the PUT below would race it for the version
   await page.waitForFunction(() => Number(document.getElementById('editor').dataset.saves || 0) > 0 && document.getElementById('save-state').dataset.state === 'saved', null, { timeout: 20000 });
   // a test with mocks: the preview evaluates against it
-  await api('PUT', '/v1/chains/' + ch.id + '?version=' + (await page.evaluate(() => window.__studio.version)), {
+  await api('PUT', '/v1/chains/' + ch.id + '?version=' + (await page.evaluate(() => window.__editor.version)), {
     ...(await api('GET', '/v1/chains/' + ch.id)).doc,
     tests: [{ name: 'page found', mocks: { fetch: { status: 200, headers: {}, body: { title: 'Hello' } } }, assert: { status: 'completed' } }],
   });

@@ -22,7 +22,7 @@ async function openEditor(doc) {
   return { page, id: ch.id };
 }
 
-const edgesOf = (page) => page.evaluate(() => window.__studio.doc.edges.map((e) => ({ id: e.id, s: e.source, t: e.target, label: e.label })));
+const edgesOf = (page) => page.evaluate(() => window.__editor.doc.edges.map((e) => ({ id: e.id, s: e.source, t: e.target, label: e.label })));
 
 async function clickCanvasBlank(page) {
   await page.click('#cy', { position: { x: 6, y: 6 } });
@@ -58,6 +58,9 @@ test('a new chain asks for its name; refused names say why inline, nothing is cr
   await page.waitForSelector('#editor[data-ready="1"]');
   assert.equal(await page.textContent('#chain-title'), name);
   assert.equal((await api('GET', '/v1/chains?limit=1')).total, before + 1);
+  // A blank chain is not published: no trigger can run it before a real Publish.
+  assert.equal(await page.getAttribute('#btn-publish', 'data-state'), 'none');
+  assert.match(await page.getAttribute('#btn-publish', 'title'), /Nothing is published/);
   await page.done();
 });
 
@@ -117,7 +120,7 @@ test('keyboard: Ctrl+A then C connects in order without duplicates, self-loops o
   await page.keyboard.press('c');
   // a→b is there already (the branch would have got a second, "false" edge);
   // b→c would close b→c→a→b; c→d and d→e are new
-  await page.waitForFunction((n) => window.__studio.doc.edges.length === n + 2, start.length);
+  await page.waitForFunction((n) => window.__editor.doc.edges.length === n + 2, start.length);
   await waitSaved(page);
   const after = await edgesOf(page);
   const pairs = after.map((e) => e.s + '>' + e.t);
@@ -133,17 +136,17 @@ test('keyboard: Ctrl+A then C connects in order without duplicates, self-loops o
 
   // one undo step removes both edges
   await page.keyboard.press('Control+z');
-  await page.waitForFunction((n) => window.__studio.doc.edges.length === n, start.length);
+  await page.waitForFunction((n) => window.__editor.doc.edges.length === n, start.length);
   assert.deepEqual(await edgesOf(page), start);
   await page.keyboard.press('Control+Shift+z');
-  await page.waitForFunction((n) => window.__studio.doc.edges.length === n, after.length);
+  await page.waitForFunction((n) => window.__editor.doc.edges.length === n, after.length);
 
   // deleting several nodes is one step too
   await page.keyboard.press('Control+a');
   await page.keyboard.press('Delete');
-  await page.waitForFunction(() => window.__studio.doc.nodes.length === 0);
+  await page.waitForFunction(() => window.__editor.doc.nodes.length === 0);
   await page.keyboard.press('Control+z');
-  await page.waitForFunction(() => window.__studio.doc.nodes.length === 5);
+  await page.waitForFunction(() => window.__editor.doc.nodes.length === 5);
   assert.equal((await edgesOf(page)).length, after.length);
 
   // pasting several nodes is one step
@@ -151,19 +154,19 @@ test('keyboard: Ctrl+A then C connects in order without duplicates, self-loops o
   await page.keyboard.press('Control+a');
   await page.keyboard.press('Control+c');
   await page.keyboard.press('Control+v');
-  await page.waitForFunction(() => window.__studio.doc.nodes.length === 10);
+  await page.waitForFunction(() => window.__editor.doc.nodes.length === 10);
   await page.keyboard.press('Control+z');
-  await page.waitForFunction(() => window.__studio.doc.nodes.length === 5);
+  await page.waitForFunction(() => window.__editor.doc.nodes.length === 5);
   await clickCanvasBlank(page);
 
   // auto-layout is one step
-  const pos = () => page.evaluate(() => JSON.stringify(window.__studio.doc.nodes.map((n) => n.position)));
+  const pos = () => page.evaluate(() => JSON.stringify(window.__editor.doc.nodes.map((n) => n.position)));
   const laid = await pos();
   await page.click('#btn-layout');
-  await page.waitForFunction((p) => JSON.stringify(window.__studio.doc.nodes.map((n) => n.position)) !== p, laid);
+  await page.waitForFunction((p) => JSON.stringify(window.__editor.doc.nodes.map((n) => n.position)) !== p, laid);
   await clickCanvasBlank(page);
   await page.keyboard.press('Control+z');
-  await page.waitForFunction((p) => JSON.stringify(window.__studio.doc.nodes.map((n) => n.position)) === p, laid);
+  await page.waitForFunction((p) => JSON.stringify(window.__editor.doc.nodes.map((n) => n.position)) === p, laid);
 
   // renaming the chain letter by letter is one step
   await clickCanvasBlank(page);
@@ -172,11 +175,11 @@ test('keyboard: Ctrl+A then C connects in order without duplicates, self-loops o
   await page.click('.props[data-target="chain"] input[data-f="name"]');
   await page.keyboard.press('End');
   for (const ch of '-renamed') { await page.keyboard.type(ch); await page.waitForTimeout(150); }
-  await page.waitForFunction((n) => window.__studio.doc.name === n, oldName + '-renamed');
+  await page.waitForFunction((n) => window.__editor.doc.name === n, oldName + '-renamed');
   await waitSaved(page);
   await clickCanvasBlank(page);
   await page.keyboard.press('Control+z');
-  await page.waitForFunction((n) => window.__studio.doc.name === n, oldName);
+  await page.waitForFunction((n) => window.__editor.doc.name === n, oldName);
   await waitSaved(page);
   await page.done();
 });
@@ -193,9 +196,9 @@ test('drawing an edge that exists already adds nothing; no console warnings whil
   async function drag() {
     const pa = await nodePos(page, 'a');
     await page.mouse.move(pa.x, pa.y);
-    await page.waitForFunction(() => { const h = window.__studio.cy.getElementById('__handle__'); return h.nonempty() && h.visible(); });
+    await page.waitForFunction(() => { const h = window.__editor.cy.getElementById('__handle__'); return h.nonempty() && h.visible(); });
     const hp = await page.evaluate(() => {
-      const cy = window.__studio.cy;
+      const cy = window.__editor.cy;
       const p = cy.getElementById('__handle__').renderedPosition();
       const r = cy.container().getBoundingClientRect();
       return { x: r.left + p.x, y: r.top + p.y };
@@ -209,7 +212,7 @@ test('drawing an edge that exists already adds nothing; no console warnings whil
     await page.mouse.up();
   }
   await drag();
-  await page.waitForFunction(() => window.__studio.doc.edges.length === 1);
+  await page.waitForFunction(() => window.__editor.doc.edges.length === 1);
   await waitSaved(page);
   await drag();
   await page.waitForFunction(() => /already connected/.test((document.getElementById('flash') || {}).textContent || ''));
@@ -237,7 +240,7 @@ test('renaming a node: a taken id is refused inline; edges, their ids and refere
   assert.match(await page.textContent('#node-id-error'), /Another node already has the id “check”/);
   await page.keyboard.press('Enter');
   await page.click('#cy', { position: { x: 6, y: 6 } }); // leaving the field does not rename
-  assert.ok(await page.evaluate(() => !!window.__studio.doc.nodes.find((n) => n.node_id === 'fetch')), 'nothing renamed');
+  assert.ok(await page.evaluate(() => !!window.__editor.doc.nodes.find((n) => n.node_id === 'fetch')), 'nothing renamed');
   await page.click('#node-table .select-node[data-node-id="fetch"]');
   await page.waitForSelector(field);
   await page.fill(field, 'input');
@@ -245,7 +248,7 @@ test('renaming a node: a taken id is refused inline; edges, their ids and refere
   await page.fill(field, 'load');
   await page.waitForFunction(() => !document.getElementById('node-id-error'));
   await page.keyboard.press('Tab');
-  await page.waitForFunction(() => !!window.__studio.doc.nodes.find((n) => n.node_id === 'load'));
+  await page.waitForFunction(() => !!window.__editor.doc.nodes.find((n) => n.node_id === 'load'));
   await waitSaved(page);
   const doc = (await api('GET', '/v1/chains/' + id)).doc;
   assert.equal(doc.entry_node, 'load');
@@ -259,7 +262,7 @@ test('renaming a node: a taken id is refused inline; edges, their ids and refere
   // one undo step puts every one back
   await clickCanvasBlank(page);
   await page.keyboard.press('Control+z');
-  await page.waitForFunction(() => !!window.__studio.doc.nodes.find((n) => n.node_id === 'fetch') && window.__studio.doc.edges[0].id === 'fetch->check');
+  await page.waitForFunction(() => !!window.__editor.doc.nodes.find((n) => n.node_id === 'fetch') && window.__editor.doc.edges[0].id === 'fetch->check');
   await waitSaved(page);
   await page.done();
 });
@@ -323,7 +326,7 @@ test('the node list pane is below the canvas, never over it, and the page fits t
   // the exact centre of the diamond (integer view so the click lands on it)
   await page.evaluate(() => window.scrollTo(0, 0));
   const p = await page.evaluate(() => {
-    const cy = window.__studio.cy;
+    const cy = window.__editor.cy;
     const r = cy.container().getBoundingClientRect();
     const x = Math.ceil(r.left) + 300, y = Math.ceil(r.top) + 200;
     cy.viewport({ zoom: 1, pan: { x: x - r.left, y: y - r.top } }); // n0 sits at (0, 0)
@@ -331,7 +334,7 @@ test('the node list pane is below the canvas, never over it, and the page fits t
   });
   assert.ok(Number.isInteger(p.x) && Number.isInteger(p.y), 'integer page coordinates ' + JSON.stringify(p));
   await page.mouse.click(p.x, p.y);
-  await page.waitForFunction(() => window.__studio.cy.getElementById('n0').selected());
+  await page.waitForFunction(() => window.__editor.cy.getElementById('n0').selected());
   await page.done();
 });
 

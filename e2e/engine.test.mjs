@@ -68,6 +68,7 @@ test('designer: a bare-word comparison is a warning in the validation panel, nam
   const id = created.id || (created.chain && created.chain.id);
   assert.ok(id, 'chain created: ' + JSON.stringify(created).slice(0, 200));
   const page = await open('/chains/' + id);
+  await page.click('#tab-issues'); // the side panel's Validation tab
   await page.waitForSelector('#issues .issue-link[data-edge-id]', { timeout: 10000 });
   const items = await page.$$eval('#issues .issue-link', (bs) => bs.map((b) => ({ edge: b.dataset.edgeId, field: b.dataset.field, sev: b.dataset.severity, text: b.textContent.replace(/\s+/g, ' ').trim() })));
   const w = items.find((i) => /bare_word_comparison|always true/.test(i.text));

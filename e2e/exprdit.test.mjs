@@ -198,7 +198,7 @@ test('preview latency on a 500-node chain (reported: target p95 < 50 ms)', async
   const page = await open('/chains/' + ch.id);
   await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
   await loadModule(page, 'canvas');
-  await page.evaluate(() => { const cy = window.__studio.cy; window.__modules.canvas.loadAll(cy); cy.$(':selected').unselect(); cy.getElementById('n499').select(); });
+  await page.evaluate(() => { const cy = window.__editor.cy; window.__modules.canvas.loadAll(cy); cy.$(':selected').unselect(); cy.getElementById('n499').select(); });
   await page.waitForSelector('.props[data-target="node"][data-id="n499"]');
   const field = '.props [data-f="input_map"] .kv-row input.expr';
   await page.focus(field);
@@ -252,6 +252,7 @@ test('the Validation panel\'s bare-word warning carries its fix: one click, one 
   assert.ok(ch.issues.some((i) => i.rule === 'bare_word_comparison'));
   const page = await open('/chains/' + ch.id);
   await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
+  await page.click('#tab-issues'); // the side panel's Validation tab
   const fix = await page.waitForSelector('#issues .exprdit-issue-fix');
   assert.equal(await fix.textContent(), "Fix: output.category == 'billing'");
   await page.screenshot({ path: join(SHOTS, 'exprdit-issue-fix.png') });
@@ -263,6 +264,6 @@ test('the Validation panel\'s bare-word warning carries its fix: one click, one 
   await page.waitForFunction(() => ![...document.querySelectorAll('#issues .rule')].some((r) => r.textContent === 'bare_word_comparison'));
   // one undo step puts it back
   await page.click('#btn-undo');
-  await page.waitForFunction(() => window.__studio.doc.nodes.find((n) => n.node_id === 'route').condition === 'output.category == billing');
+  await page.waitForFunction(() => window.__editor.doc.nodes.find((n) => n.node_id === 'route').condition === 'output.category == billing');
   await page.done();
 });

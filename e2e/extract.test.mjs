@@ -60,7 +60,7 @@ test('extract two nodes to a sub-chain: one skill node, both valid, same run out
   await page.keyboard.down('Shift');
   await page.mouse.click(pc.x, pc.y);
   await page.keyboard.up('Shift');
-  await page.waitForFunction(() => window.__studio.cy.nodes(':selected').length === 2);
+  await page.waitForFunction(() => window.__editor.cy.nodes(':selected').length === 2);
   await page.locator('#btn-extract').waitFor();
   await page.screenshot({ path: join(SHOTS, 'extract-1-selected.png') });
 
@@ -93,7 +93,7 @@ test('extract two nodes to a sub-chain: one skill node, both valid, same run out
   await page.screenshot({ path: join(SHOTS, 'extract-3-done.png') });
 
   // the canvas: a, the skill node in c's place, d
-  const shown = await page.evaluate(() => window.__studio.cy.nodes().not('.eh-handle').map((n) => n.id()).sort());
+  const shown = await page.evaluate(() => window.__editor.cy.nodes().not('.eh-handle').map((n) => n.id()).sort());
   assert.deepEqual(shown, ['a', 'c', 'd']);
   const saved = await api('GET', '/v1/chains/' + ch.id);
   const skill = saved.doc.nodes.find((n) => n.node_id === 'c');
@@ -118,7 +118,7 @@ test('extract two nodes to a sub-chain: one skill node, both valid, same run out
   // one undo step brings the four nodes back
   await page.locator('#cy').focus();
   await page.keyboard.press('Control+z');
-  await page.waitForFunction(() => window.__studio.cy.nodes().not('.eh-handle').length === 4);
+  await page.waitForFunction(() => window.__editor.cy.nodes().not('.eh-handle').length === 4);
   await page.done();
 });
 
@@ -129,7 +129,7 @@ test('a selection whose hidden node is read downstream is refused, naming the no
   const page = await open('/chains/' + ch.id);
   await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
   // select b and c, then the panel's button
-  await page.evaluate(() => { const cy = window.__studio.cy; cy.getElementById('b').select(); cy.getElementById('c').select(); });
+  await page.evaluate(() => { const cy = window.__editor.cy; cy.getElementById('b').select(); cy.getElementById('c').select(); });
   await page.locator('#btn-extract').click();
   await page.fill('#extract-name', 'never-' + uniq());
   await page.keyboard.press('Enter');
@@ -143,6 +143,6 @@ test('a selection whose hidden node is read downstream is refused, naming the no
   // Esc closes the dialog; nothing changed
   await page.keyboard.press('Escape');
   await page.locator('#extract-dialog').waitFor({ state: 'hidden' });
-  assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 4);
+  assert.equal(await page.evaluate(() => window.__editor.doc.nodes.length), 4);
   await page.done();
 });

@@ -53,7 +53,9 @@ test('keyboard only: rename a node, Tab, type its label at human speed: the focu
   const labels = ['Fetch the page', 'Send notes', 'Extract fees'];
   for (let i = 0; i < labels.length; i++) {
     const next = 'renamed_' + i;
-    await tabTo(page, `.props[data-id="${cur}"] input[data-f="node_id"]`, true);
+    // the first time forward from the node list (the side panel comes after
+    // it), then back from Label
+    await tabTo(page, `.props[data-id="${cur}"] input[data-f="node_id"]`, i > 0);
     // mark the panel: its redraw after the rename replaces it
     await page.evaluate(() => { document.querySelector('#props .props').dataset.probeOld = '1'; });
     await page.keyboard.press('Control+a');
@@ -66,9 +68,9 @@ test('keyboard only: rename a node, Tab, type its label at human speed: the focu
     const st = await page.evaluate(() => {
       const a = document.activeElement;
       return {
-        nodes: window.__studio.doc.nodes.map((n) => [n.node_id, n.label || '']),
-        edges: window.__studio.doc.edges.map((e) => e.source + '>' + e.target),
-        notes: (window.__studio.doc.notes || []).length + document.querySelectorAll('.note').length,
+        nodes: window.__editor.doc.nodes.map((n) => [n.node_id, n.label || '']),
+        edges: window.__editor.doc.edges.map((e) => e.source + '>' + e.target),
+        notes: (window.__editor.doc.notes || []).length + document.querySelectorAll('.note').length,
         dialogs: [...document.querySelectorAll('dialog[open]')].map((d) => d.id),
         focus: a ? (a.dataset.f || a.id || a.tagName) : '',
         inPanel: !!a && document.getElementById('props').contains(a),
@@ -91,7 +93,7 @@ test('keyboard only: rename a node, Tab, type its label at human speed: the focu
 
 test('single-key shortcuts act only on the canvas, and the shortcut list turns them off (remembered)', async () => {
   const { page } = await openEditor(twoNodes(uniq('keys')));
-  const notes = () => page.evaluate(() => (window.__studio.doc.notes || []).length);
+  const notes = () => page.evaluate(() => (window.__editor.doc.notes || []).length);
   // the focus on a toolbar button: N adds nothing, Backspace deletes nothing
   await page.focus('#btn-fit');
   await page.click('#node-table .select-node[data-node-id="step"]');
@@ -99,13 +101,13 @@ test('single-key shortcuts act only on the canvas, and the shortcut list turns t
   await page.keyboard.press('n');
   await page.keyboard.press('Backspace');
   assert.equal(await notes(), 0, 'N off the canvas adds no note');
-  assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 2, 'Backspace off the canvas deletes nothing');
+  assert.equal(await page.evaluate(() => window.__editor.doc.nodes.length), 2, 'Backspace off the canvas deletes nothing');
 
   // a click on the canvas gives it the focus: N adds a note there
   await page.click('#cy', { position: { x: 8, y: 8 } });
   assert.equal(await page.evaluate(() => document.activeElement.id), 'cy');
   await page.keyboard.press('n');
-  await page.waitForFunction(() => (window.__studio.doc.notes || []).length === 1);
+  await page.waitForFunction(() => (window.__editor.doc.notes || []).length === 1);
 
   // ? lists them with the setting; turned off, N does nothing on the canvas either
   await page.click('#cy', { position: { x: 8, y: 8 } });
@@ -124,7 +126,7 @@ test('single-key shortcuts act only on the canvas, and the shortcut list turns t
   assert.equal(await page.evaluate(() => !!document.querySelector('dialog[open]')), false, 'turned off: ? opens nothing');
   // Ctrl shortcuts still work
   await page.keyboard.press('Control+z');
-  await page.waitForFunction(() => (window.__studio.doc.notes || []).length === 0);
+  await page.waitForFunction(() => (window.__editor.doc.notes || []).length === 0);
   await waitSaved(page);
 
   // remembered in this browser
@@ -138,7 +140,7 @@ test('single-key shortcuts act only on the canvas, and the shortcut list turns t
   await page.click('#cy', { position: { x: 8, y: 8 } });
   const had = await notes();
   await page.keyboard.press('n');
-  await page.waitForFunction((n) => (window.__studio.doc.notes || []).length === n + 1, had);
+  await page.waitForFunction((n) => (window.__editor.doc.notes || []).length === n + 1, had);
   await page.done();
 });
 

@@ -28,7 +28,7 @@ async function axeProps(page) {
 }
 
 const uniq = (p) => p + '-' + Date.now() + '-' + Math.floor(Math.random() * 1000);
-const nodeOf = (page, id) => page.evaluate((id) => JSON.parse(JSON.stringify(window.__studio.doc.nodes.find((n) => n.node_id === id))), id);
+const nodeOf = (page, id) => page.evaluate((id) => JSON.parse(JSON.stringify(window.__editor.doc.nodes.find((n) => n.node_id === id))), id);
 
 async function openEditor(doc) {
   const ch = await api('POST', '/v1/chains', doc);
@@ -87,7 +87,9 @@ test('a tool node gets a form from its schema, by keyboard: delay, a bad value, 
   await page.waitForFunction(() => [...document.querySelectorAll('#issues .issue-link')].some((b) => /input\.ms: want a number, got "fast"/.test(b.textContent)));
   assert.deepEqual((await nodeOf(page, 'wait')).input, { note: 'kept', ms: 'fast' });
   await page.screenshot({ path: join(SHOTS, 'delay-bad-value.png') });
-  // the issue leads to its field: Enter on it focuses ms
+  // the issue leads to its field: Enter on it focuses ms (and shows the
+  // Properties tab again)
+  await page.click('#tab-issues');
   await page.focus('#issues .issue-link[data-field="input.ms"]');
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => document.activeElement.closest('.sf-field[data-path="input.ms"]'), null, { timeout: 5000 });

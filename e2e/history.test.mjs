@@ -52,7 +52,7 @@ test('versions: autosaves fold into one row, a named version stands out, the dif
   // Later edits go on from the named version without a conflict.
   await page.fill('input[data-f="condition"]', 'read.output.total > `50`');
   await waitSaved(page);
-  assert.equal(await page.evaluate(() => window.__studio.version), 6);
+  assert.equal(await page.evaluate(() => window.__editor.version), 6);
   await page.done();
 
   const vs = await api('GET', '/v1/chains/' + ch.id + '/versions');
@@ -96,7 +96,7 @@ test('theme: light / dark / system, remembered, applied before the first paint, 
   });
   await page.goto(BASE + '/chains/' + ch.id);
   await page.waitForSelector('#editor[data-ready="1"]');
-  const nodeBg = () => page.evaluate(() => window.__studio.cy.getElementById('read').style('background-color'));
+  const nodeBg = () => page.evaluate(() => window.__editor.cy.getElementById('read').style('background-color'));
   const lightNode = await nodeBg();
   assert.equal(await page.inputValue('#theme-select'), 'system');
   assert.equal(await page.evaluate(() => document.querySelector('#theme-select').labels[0].firstElementChild.textContent.trim()), 'Theme', 'labelled');
@@ -109,7 +109,7 @@ test('theme: light / dark / system, remembered, applied before the first paint, 
   await page.selectOption('#theme-select', 'dark');
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
   assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), 'rgb(25, 29, 37)');
-  await page.waitForFunction((was) => window.__studio.cy.getElementById('read').style('background-color') !== was, lightNode);
+  await page.waitForFunction((was) => window.__editor.cy.getElementById('read').style('background-color') !== was, lightNode);
   assert.equal(await nodeBg(), 'rgb(34,40,53)', 'the canvas restyled itself');
   await page.screenshot({ path: join(LOOK, 'editor-dark.png') });
 
@@ -129,7 +129,7 @@ test('theme: light / dark / system, remembered, applied before the first paint, 
   await page.selectOption('#theme-select', 'system');
   assert.equal(await page.evaluate(() => localStorage.getItem('studio-theme')), null);
   assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), 'rgb(25, 29, 37)');
-  await page.waitForFunction(() => window.__studio.cy.getElementById('read').style('background-color') === 'rgb(34,40,53)');
+  await page.waitForFunction(() => window.__editor.cy.getElementById('read').style('background-color') === 'rgb(34,40,53)');
   await page.done();
 });
 

@@ -30,6 +30,7 @@ export async function close() { if (browser) await browser.close(); }
 // end of the test to assert there were none.
 export async function open(path, opts = {}) {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true, colorScheme: opts.colorScheme || 'light' });
+  await context.addInitScript(exposeEditor);
   const page = await context.newPage();
   const errors = [];
   // a warning is a defect too (Cytoscape reports bad styles as warnings)
@@ -43,6 +44,20 @@ export async function open(path, opts = {}) {
   };
   page.errors = errors;
   return page;
+}
+
+// exposeEditor runs in every page the tests open, before the page's own
+// scripts: on a designer page it puts the editor's add-on surface (studio,
+// exported by the page's instance of js/editor.js: doc, cy, version, edit,
+// the timings) on window.__editor for page.evaluate and waitForFunction.
+// The editor itself puts nothing on window; the module scripts have all run
+// by DOMContentLoaded, so the import finds the page's instance, long before
+// the editor is ready (#editor[data-ready="1"]).
+function exposeEditor() {
+  document.addEventListener('DOMContentLoaded', () => {
+    const s = document.querySelector('script[type="module"][src*="/js/editor.js"]');
+    if (s) import(s.src).then((m) => { window.__editor = m.studio; });
+  });
 }
 
 export async function api(method, path, body) {
@@ -77,7 +92,7 @@ export async function waitSaved(page) {
 // nodePos returns a node's position in page coordinates.
 export async function nodePos(page, id) {
   return page.evaluate((id) => {
-    const cy = window.__studio.cy;
+    const cy = window.__editor.cy;
     const p = cy.getElementById(id).renderedPosition();
     const r = cy.container().getBoundingClientRect();
     return { x: r.left + p.x, y: r.top + p.y };

@@ -29,17 +29,13 @@ test('register an MCP server on the page, drop its echo tool on the canvas, fill
   await page.fill('#mcp-command', 'node');
   await page.fill('#mcp-args', script + '\nstdio');
   await Promise.all([page.waitForURL(/saved=everything/), page.click('#mcp-save')]);
-  // Its status comes once the server has started and listed its tools.
-  // (asked of the API until it says so, then the page is read again)
-  let state = '';
-  for (let i = 0; i < 150 && state !== 'available'; i++) {
-    const srv = await (await fetch(studio.base + '/v1/mcp-servers/everything')).json();
-    state = srv.status && srv.status.state;
-    if (state !== 'available') await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.equal(state, 'available');
-  await page.reload();
-  assert.match(await page.textContent('#mcp-table'), /everything[\s\S]*available/);
+  // Its status comes once the server has started and listed its tools:
+  // the page follows it without a reload.
+  await page.waitForFunction(() => {
+    const row = document.querySelector('tr[data-mcp-server="everything"]');
+    return row && row.dataset.state === 'available' && /available/.test(row.querySelector('.mcp-state').textContent);
+  }, null, { timeout: 15000 });
+  assert.match(await page.textContent('tr[data-mcp-server="everything"] .mcp-tools'), /[1-9]/, 'the tools count is filled in too');
   await page.screenshot({ path: join(SHOTS, 'mcp-servers.png') });
 
   // A chain: one tool node from the palette, its tool the server's echo.

@@ -111,3 +111,9 @@ test('editor-rename.js: a rename follows edges, automatic edge ids, owners and e
   assert.equal(doc.nodes[1].items_path, 'fetch.output.items');
   assert.deepEqual(doc.nodes[2].input_map, { x: 'fetch.output.v', y: 'node_results.fetch.output', z: 'data.output' });
 });
+
+test('editor-rename.js: a renamed node keeps its pinned output', () => {
+  const doc = { nodes: [{ node_id: 'a', kind: 'tool' }, { node_id: 'b', kind: 'tool' }], edges: [{ id: 'a->b', source: 'a', target: 'b' }], pinned_outputs: { a: { x: 1 }, b: 2 } };
+  rename(doc, 'a', 'fetch');
+  assert.deepEqual(doc.pinned_outputs, { fetch: { x: 1 }, b: 2 });
+});

@@ -40,7 +40,7 @@ async function chainPage() {
   return { chain, page };
 }
 
-const doc = (page) => page.evaluate(() => window.__studio.doc);
+const doc = (page) => page.evaluate(() => window.__editor.doc);
 const newest = (d) => d.nodes[d.nodes.length - 1];
 
 test('the "+" on a selected node adds the picked kind after it, connected', async () => {
@@ -51,9 +51,9 @@ test('the "+" on a selected node adds the picked kind after it, connected', asyn
   // hovering the node shows its edge handle beside the "+", not under it
   const p = await nodePos(page, 'start');
   await page.mouse.move(p.x, p.y);
-  await page.waitForFunction(() => window.__studio.cy.getElementById('__handle__').style('display') === 'element');
+  await page.waitForFunction(() => window.__editor.cy.getElementById('__handle__').style('display') === 'element');
   const [hb, pb] = await Promise.all([page.evaluate(() => {
-    const cy = window.__studio.cy;
+    const cy = window.__editor.cy;
     const b = cy.getElementById('__handle__').renderedBoundingBox();
     const r = cy.container().getBoundingClientRect();
     const c = { x: r.left + (b.x1 + b.x2) / 2, y: r.top + (b.y1 + b.y2) / 2 };
@@ -121,10 +121,10 @@ test('by keyboard: A on the canvas opens the menu, arrows and Enter pick, Esc cl
 test('an edge dragged from a node onto empty canvas opens the menu there; the node lands at the drop, wired; one undo removes both', async () => {
   const { page } = await chainPage();
   const box = await page.$eval('#cy', (el) => { const r = el.getBoundingClientRect(); return { x: r.left, y: r.top }; });
-  const rendered = (id) => page.evaluate((id) => { const p = window.__studio.cy.getElementById(id).renderedPosition(); return { x: p.x, y: p.y }; }, id);
+  const rendered = (id) => page.evaluate((id) => { const p = window.__editor.cy.getElementById(id).renderedPosition(); return { x: p.x, y: p.y }; }, id);
   const start = await rendered('big_path');
   await page.mouse.move(box.x + start.x, box.y + start.y);
-  await page.waitForFunction(() => { const h = window.__studio.cy.getElementById('__handle__'); return h.nonempty() && h.style('display') === 'element'; });
+  await page.waitForFunction(() => { const h = window.__editor.cy.getElementById('__handle__'); return h.nonempty() && h.style('display') === 'element'; });
   const h = await rendered('__handle__');
   const drop = { x: box.x + h.x - 60, y: box.y + h.y + 150 }; // below big_path, inside the canvas
   await page.mouse.move(box.x + h.x, box.y + h.y);
@@ -157,7 +157,7 @@ test('an edge dragged from a node onto empty canvas opens the menu there; the no
 
   // A drag dropped on empty canvas and then dismissed adds nothing.
   await page.mouse.move(box.x + start.x, box.y + start.y);
-  await page.waitForFunction(() => window.__studio.cy.getElementById('__handle__').style('display') === 'element');
+  await page.waitForFunction(() => window.__editor.cy.getElementById('__handle__').style('display') === 'element');
   await page.mouse.move(box.x + h.x, box.y + h.y);
   await page.mouse.down();
   for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + h.x - 6 * i, box.y + h.y - 12 * i);
@@ -186,14 +186,14 @@ test('read-only: a viewer gets neither the "+" nor the menu (A, an edge let go o
     await page.waitForSelector('#editor[data-ready="1"]');
     const p = await nodePos(page, 'a');
     await page.mouse.click(p.x, p.y);
-    await page.waitForFunction(() => window.__studio.cy.nodes(':selected').length === 1);
+    await page.waitForFunction(() => window.__editor.cy.nodes(':selected').length === 1);
     await page.keyboard.press('a');
     // drag from the handle to empty canvas
     await page.mouse.move(p.x, p.y - 150);
     await page.mouse.move(p.x, p.y);
-    await page.waitForFunction(() => window.__studio.cy.getElementById('__handle__').style('display') === 'element');
+    await page.waitForFunction(() => window.__editor.cy.getElementById('__handle__').style('display') === 'element');
     const h = await page.evaluate(() => {
-      const cy = window.__studio.cy;
+      const cy = window.__editor.cy;
       const q = cy.getElementById('__handle__').renderedPosition();
       const r = cy.container().getBoundingClientRect();
       return { x: r.left + q.x, y: r.top + q.y };
@@ -204,7 +204,7 @@ test('read-only: a viewer gets neither the "+" nor the menu (A, an edge let go o
     await page.mouse.up();
     await page.waitForTimeout(200);
     assert.equal(await page.locator('#node-plus, #kind-menu').count(), 0, 'neither the "+" nor the menu exists');
-    assert.equal(await page.evaluate(() => window.__studio.doc.nodes.length), 1);
+    assert.equal(await page.evaluate(() => window.__editor.doc.nodes.length), 1);
     await page.done();
   } finally {
     studio.stop();

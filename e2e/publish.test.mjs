@@ -100,6 +100,7 @@ test('webhooks you can try: copy buttons, a curl line that works, Send test even
   });
   const page = await open(`/chains/${chain.id}`);
   await page.waitForSelector('#editor[data-ready="1"]');
+  await page.click('#tab-triggers'); // the side panel's Triggers tab
   await page.click('#btn-add-hook');
   await page.waitForSelector('#hook-dialog[open]');
   await page.click('#hook-submit');

@@ -95,7 +95,7 @@ test('a viewer reads but sees no Run, Save, New chain, answers or user admin', a
   });
   assert.equal(res.status, 403);
   assert.equal(res.body.error.code, 'role_required');
-  assert.match(res.body.error.message, /needs the role editor or admin; vic is a viewer/);
+  assert.match(res.body.error.message, /needs the role editor or publisher or admin; vic is a viewer/);
   // the browser logs the refused fetch above (it was asked for); nothing else
   assert.deepEqual(page.errors.filter((e) => !/status of 403/.test(e)), []);
   page.errors.length = 0;

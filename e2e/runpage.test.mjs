@@ -194,7 +194,7 @@ test('run dialog: sample input first, then the last input this browser ran the c
     nodes: [{ node_id: 'a', kind: 'tool', name: 'echo', position: { x: 0, y: 0 } }], edges: [],
   });
   const page = await open('/chains/' + created.id);
-  await page.waitForFunction(() => window.__studio && window.__studio.cy);
+  await page.waitForFunction(() => window.__editor && window.__editor.cy);
   await page.click('#btn-run');
   await page.waitForSelector('#run-dialog[open]');
   assert.deepEqual(JSON.parse(await page.inputValue('#run-input')), { city: 'Paris' });
@@ -202,7 +202,7 @@ test('run dialog: sample input first, then the last input this browser ran the c
   await page.fill('#run-input', '{"city": "Lyon"}');
   await Promise.all([page.waitForURL(/\/runs\//), page.click('#run-submit')]);
   await page.goto(page.url().replace(/\/runs\/.*/, '/chains/' + created.id));
-  await page.waitForFunction(() => window.__studio && window.__studio.cy);
+  await page.waitForFunction(() => window.__editor && window.__editor.cy);
   await page.click('#btn-run');
   await page.waitForSelector('#run-dialog[open]');
   assert.deepEqual(JSON.parse(await page.inputValue('#run-input')), { city: 'Lyon' });
@@ -222,7 +222,7 @@ test('properties panel says what the selected node will receive', async () => {
     edges: [{ source: 'shape', target: 'send' }],
   });
   const page = await open('/chains/' + created.id);
-  await page.waitForFunction(() => window.__studio && window.__studio.cy);
+  await page.waitForFunction(() => window.__editor && window.__editor.cy);
   await page.click('#node-table button.select-node[data-node-id="send"]');
   await page.waitForSelector('#receives');
   await page.$eval('#receives', (e) => e.scrollIntoView());

@@ -46,11 +46,11 @@ test('New from template: pick the map with a code step, open it, run it', async 
   await page.fill('#new-name', name);
   await Promise.all([page.waitForURL(/\/chains\/[^/]+$/), page.keyboard.press('Enter')]);
   await page.waitForSelector('#editor[data-ready="1"]');
-  const doc = await page.evaluate(() => window.__studio.doc);
+  const doc = await page.evaluate(() => window.__editor.doc);
   assert.equal(doc.name, name);
   assert.equal(doc.nodes.length, tmpl.nodes);
   assert.equal(doc.tests.length, tmpl.tests);
-  assert.equal(await page.evaluate(() => window.__studio.cy.nodes().not('.eh-handle').length), tmpl.nodes, 'every node is drawn');
+  assert.equal(await page.evaluate(() => window.__editor.cy.nodes().not('.eh-handle').length), tmpl.nodes, 'every node is drawn');
   await page.screenshot({ path: join(SHOTS, 'templates-editor.png') });
 
   await page.click('#btn-run');

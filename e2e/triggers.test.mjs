@@ -32,6 +32,7 @@ test('schedules and webhooks in the designer; a signed call starts a run started
   });
   const page = await open('/chains/' + chain.id);
   await page.waitForFunction(() => document.getElementById('triggers-badge').textContent === 'none');
+  await page.click('#tab-triggers'); // the side panel's Triggers tab (remembered across the reload below)
 
   // A malformed cron: the dialog names the field and its column, and stays open.
   await page.click('#btn-add-schedule');

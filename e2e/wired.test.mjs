@@ -32,7 +32,7 @@ test('a node added while another is selected is placed after it and connected', 
     await waitSaved(page);
   };
   await addAfter('big_path', 'tool');
-  let doc = await page.evaluate(() => window.__studio.doc);
+  let doc = await page.evaluate(() => window.__editor.doc);
   const added = doc.nodes[doc.nodes.length - 1];
   assert.deepEqual(doc.edges.find((e) => e.target === added.node_id), { id: 'big_path->' + added.node_id, source: 'big_path', target: added.node_id });
   const from = doc.nodes.find((n) => n.node_id === 'big_path');
@@ -40,14 +40,14 @@ test('a node added while another is selected is placed after it and connected', 
 
   // From the condition: its free case is "small".
   await addAfter('route', 'tool');
-  doc = await page.evaluate(() => window.__studio.doc);
+  doc = await page.evaluate(() => window.__editor.doc);
   const second = doc.nodes[doc.nodes.length - 1];
   assert.equal(doc.edges.find((e) => e.target === second.node_id).label, 'small');
 
   // One undo takes back the node and its edge together.
   await page.click('#btn-undo');
   await waitSaved(page);
-  doc = await page.evaluate(() => window.__studio.doc);
+  doc = await page.evaluate(() => window.__editor.doc);
   assert.ok(!doc.nodes.some((n) => n.node_id === second.node_id) && !doc.edges.some((e) => e.target === second.node_id));
   const saved = await api('GET', `/v1/chains/${chain.id}`);
   assert.ok(saved.doc.edges.some((e) => e.source === 'big_path' && e.target === added.node_id), 'the edge is saved');
@@ -72,7 +72,7 @@ test('a node added after another keeps receiving its output when its tool takes 
   await page.selectOption('#props #tool-select', 'delay');
   await page.fill('#props .sf-field[data-path="input.ms"] input', '5');
   await waitSaved(page);
-  let doc = await page.evaluate(() => window.__studio.doc);
+  let doc = await page.evaluate(() => window.__editor.doc);
   const wait = doc.nodes[doc.nodes.length - 1];
   assert.equal(wait.name, 'delay');
   assert.deepEqual(wait.input, { ms: 5 });
@@ -94,7 +94,7 @@ test('a node added after another keeps receiving its output when its tool takes 
   // Removing the entry is the user saying otherwise: it stays removed.
   await page.click('#props fieldset[data-f="input_map"] .remove-row');
   await waitSaved(page);
-  doc = await page.evaluate(() => window.__studio.doc);
+  doc = await page.evaluate(() => window.__editor.doc);
   assert.equal(doc.nodes.find((n) => n.node_id === wait.node_id).input_map, undefined);
   await page.done();
 });

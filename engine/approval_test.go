@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 // approveDoc: an expense approval whose answer must fit a schema, with a
@@ -30,12 +32,12 @@ func TestApprovalAnswers(t *testing.T) {
 	t.Run("approve_without_value_outputs_the_proposed_value", func(t *testing.T) {
 		h := newHarness(t)
 		res := h.start(approveDoc("", edgesBoth), nil)
-		wantStatus(t, res, engine.StatusPaused)
+		wantStatus(t, res, chain.StatusPaused)
 		res2, err := h.resume(res.RunID, answer("approve", nil, "fine"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		if js(res2.Outputs["pay"]) != `{"amount":10,"to":"bob"}` {
 			t.Errorf("pay = %s", js(res2.Outputs["pay"]))
 		}
@@ -75,7 +77,7 @@ func TestApprovalAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		wantNodes(t, res2, map[string]string{"pay": "skip/condition_false", "no": "done"})
 		if got := js(res2.Outputs["no"]); !strings.Contains(got, `"action":"reject"`) || !strings.Contains(got, `"comment":"too much"`) {
 			t.Errorf("no = %s", got)
@@ -84,9 +86,9 @@ func TestApprovalAnswers(t *testing.T) {
 	t.Run("reject_without_a_rejected_edge_fails_the_node_with_code_rejected", func(t *testing.T) {
 		h := newHarness(t)
 		res := h.start(approveDoc("", `{"source":"ask","target":"pay"},{"source":"pay","target":"no"}`), nil)
-		wantStatus(t, res, engine.StatusPaused)
+		wantStatus(t, res, chain.StatusPaused)
 		res2, err := h.resume(res.RunID, answer("reject", nil, "no way"), nil)
-		if err != nil || res2.Status != engine.StatusFailed {
+		if err != nil || res2.Status != chain.StatusFailed {
 			t.Fatalf("result %+v err %v", res2, err)
 		}
 		if !strings.Contains(res2.Error.Message, "rejected by token: no way") {
@@ -140,7 +142,7 @@ func TestApprovalTimeoutPolicies(t *testing.T) {
 	timeout := func(h *harness, doc string) *engine.Result {
 		h.t.Helper()
 		res := h.start(doc, nil)
-		wantStatus(h.t, res, engine.StatusPaused)
+		wantStatus(h.t, res, chain.StatusPaused)
 		res2, err := h.resume(res.RunID, &engine.ResumeValue{Action: engine.ActionTimeout, By: "deadline"}, nil)
 		if err != nil && res2 == nil {
 			h.t.Fatal(err)
@@ -206,27 +208,27 @@ func TestInterruptConfigValidation(t *testing.T) {
 		{`,"approvers":["ok",""]`, edgesBoth, "config.approvers[1]", "non-empty"},
 	}
 	for _, tc := range cases {
-		c, err := engine.Decode([]byte(approveDoc(tc.extra, tc.edges)), engine.Limits{})
+		c, err := chain.Decode([]byte(approveDoc(tc.extra, tc.edges)), chain.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		found := false
-		for _, is := range engine.Validate(c) {
-			if is.Rule == engine.RuleInterruptConfig && is.Field == tc.field && strings.Contains(is.Message, tc.phrase) {
+		for _, is := range chain.Validate(c) {
+			if is.Rule == chain.RuleInterruptConfig && is.Field == tc.field && strings.Contains(is.Message, tc.phrase) {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("%s: no %s issue with %q in %v", tc.extra, tc.field, tc.phrase, engine.Validate(c))
+			t.Errorf("%s: no %s issue with %q in %v", tc.extra, tc.field, tc.phrase, chain.Validate(c))
 		}
 	}
 	bad := `{"name":"x","nodes":[{"node_id":"a","kind":"interrupt","config":{"schema":{"type":"nope"}}}],"edges":[]}`
-	c, _ := engine.Decode([]byte(bad), engine.Limits{})
-	if is := engine.Validate(c); len(is) == 0 || is[0].Field != "config.schema" {
+	c, _ := chain.Decode([]byte(bad), chain.Limits{})
+	if is := chain.Validate(c); len(is) == 0 || is[0].Field != "config.schema" {
 		t.Errorf("bad schema: %v", is)
 	}
-	ok, _ := engine.Decode([]byte(approveDoc(`,"timeout":"1h","on_timeout":"default","default_value":{"amount":1},"escalation":"http://127.0.0.1:9/x","notify_before":"10m","approvers":["finance"]`, edgesBoth)), engine.Limits{})
-	if is := engine.Validate(ok); engine.HasErrors(is) {
+	ok, _ := chain.Decode([]byte(approveDoc(`,"timeout":"1h","on_timeout":"default","default_value":{"amount":1},"escalation":"http://127.0.0.1:9/x","notify_before":"10m","approvers":["finance"]`, edgesBoth)), chain.Limits{})
+	if is := chain.Validate(ok); chain.HasErrors(is) {
 		t.Errorf("valid config has issues: %v", is)
 	}
 }
@@ -236,11 +238,11 @@ func TestInterruptConfigValidation(t *testing.T) {
 func TestApprovalMockRoutesApproved(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	c, err := engine.Decode([]byte(approveDoc("", edgesBoth)), engine.Limits{})
+	c, err := chain.Decode([]byte(approveDoc("", edgesBoth)), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.e.Run(t.Context(), c, nil, engine.RunOptions{Mocks: map[string]any{"ask": map[string]any{"amount": 3}}})
+	res, err := h.e.Run(t.Context(), enginetest.PlanOf(h.e, c), nil, engine.RunOptions{Mocks: map[string]any{"ask": map[string]any{"amount": 3}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func TestAnswerWithStatePatchIsRefused(t *testing.T) {
 {"node_id":"pay","kind":"tool","name":"echo","input_map":{"amount":"ask.output.amount","payee":"state.payee"}}],
 "edges":[{"source":"ask","target":"pay"}]}`
 	res := h.start(doc, nil)
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	_, err := h.resume(res.RunID, answer("approve", nil, ""), map[string]any{"payee": "mallory"})
 	var re *engine.ChainResumeError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "modified_state") {
@@ -289,7 +291,7 @@ func TestNewAnswerMeansOneThing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusCompleted)
+	wantStatus(t, res2, chain.StatusCompleted)
 	if js(res2.Outputs["after"]) != `{"answer":{"amount":7}}` {
 		t.Errorf("approve: after = %s", js(res2.Outputs["after"]))
 	}
@@ -298,7 +300,7 @@ func TestNewAnswerMeansOneThing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusFailed)
+	wantStatus(t, res2, chain.StatusFailed)
 	if _, ran := res2.Outputs["after"]; ran || res2.Error == nil || !strings.Contains(res2.Error.Message, "rejected") {
 		t.Errorf("reject: outputs %v, error %+v", res2.Outputs, res2.Error)
 	}

@@ -8,30 +8,32 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 // Benchmarks for docs/benchmarks.md. Every run has the in-memory
 // checkpointer and event sink attached; nodes are the built-in echo tool.
 // Run: go test ./engine -run '^$' -bench . -benchmem
 
-func linearChain(n int) *engine.Chain {
-	c := &engine.Chain{Name: fmt.Sprintf("line-%d", n)}
+func linearChain(n int) *chain.Chain {
+	c := &chain.Chain{Name: fmt.Sprintf("line-%d", n)}
 	for i := 0; i < n; i++ {
-		c.Nodes = append(c.Nodes, engine.Node{ID: fmt.Sprintf("n%d", i), Kind: engine.KindTool, Name: "echo"})
+		c.Nodes = append(c.Nodes, chain.Node{ID: fmt.Sprintf("n%d", i), Kind: chain.KindTool, Name: "echo"})
 		if i > 0 {
-			c.Edges = append(c.Edges, engine.Edge{Source: fmt.Sprintf("n%d", i-1), Target: fmt.Sprintf("n%d", i)})
+			c.Edges = append(c.Edges, chain.Edge{Source: fmt.Sprintf("n%d", i-1), Target: fmt.Sprintf("n%d", i)})
 		}
 	}
 	return c
 }
 
-func fanChain(n int) *engine.Chain {
-	c := &engine.Chain{Name: fmt.Sprintf("fan-%d", n)}
-	c.Nodes = append(c.Nodes, engine.Node{ID: "src", Kind: engine.KindTool, Name: "echo"}, engine.Node{ID: "sink", Kind: engine.KindTool, Name: "echo"})
+func fanChain(n int) *chain.Chain {
+	c := &chain.Chain{Name: fmt.Sprintf("fan-%d", n)}
+	c.Nodes = append(c.Nodes, chain.Node{ID: "src", Kind: chain.KindTool, Name: "echo"}, chain.Node{ID: "sink", Kind: chain.KindTool, Name: "echo"})
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("w%d", i)
-		c.Nodes = append(c.Nodes, engine.Node{ID: id, Kind: engine.KindTool, Name: "echo"})
-		c.Edges = append(c.Edges, engine.Edge{Source: "src", Target: id}, engine.Edge{Source: id, Target: "sink"})
+		c.Nodes = append(c.Nodes, chain.Node{ID: id, Kind: chain.KindTool, Name: "echo"})
+		c.Edges = append(c.Edges, chain.Edge{Source: "src", Target: id}, chain.Edge{Source: id, Target: "sink"})
 	}
 	return c
 }
@@ -48,13 +50,13 @@ func benchEngine() *engine.Engine {
 	return engine.New(engine.Options{Registry: benchRegistry, Sink: &engine.MemorySink{}, Checkpointer: engine.NewMemoryCheckpointer()})
 }
 
-func benchRuns(b *testing.B, c *engine.Chain) {
-	if err := engine.Normalize(c); err != nil {
+func benchRuns(b *testing.B, c *chain.Chain) {
+	if err := chain.Normalize(c); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	p := benchEngine().Prepare(ctx, c)
-	if engine.HasErrors(p.Issues()) {
+	p := enginetest.PlanOf(benchEngine(), c)
+	if chain.HasErrors(p.Issues()) {
 		b.Fatalf("invalid: %v", p.Issues())
 	}
 	input := map[string]any{"x": 1.0}
@@ -62,8 +64,8 @@ func benchRuns(b *testing.B, c *engine.Chain) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		e := benchEngine() // fresh sink and checkpointer: memory does not pile up across iterations
-		res, err := e.RunPrepared(ctx, p, input, engine.RunOptions{})
-		if err != nil || res.Status != engine.StatusCompleted {
+		res, err := e.Run(ctx, p, input, engine.RunOptions{})
+		if err != nil || res.Status != chain.StatusCompleted {
 			b.Fatalf("run: %v %v", err, res.Error)
 		}
 	}
@@ -85,18 +87,18 @@ func BenchmarkFanOutIn(b *testing.B) {
 // BenchmarkTenNodeRuns measures throughput of a 10-node chain on every core.
 func BenchmarkTenNodeRuns(b *testing.B) {
 	c := linearChain(10)
-	_ = engine.Normalize(c)
+	_ = chain.Normalize(c)
 	ctx := context.Background()
 	e := benchEngine()
-	p := e.Prepare(ctx, c)
+	p := enginetest.PlanOf(e, c)
 	input := map[string]any{"x": 1.0}
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			e := benchEngine()
-			res, err := e.RunPrepared(ctx, p, input, engine.RunOptions{RunID: "r"})
-			if err != nil || res.Status != engine.StatusCompleted {
+			res, err := e.Run(ctx, p, input, engine.RunOptions{RunID: "r"})
+			if err != nil || res.Status != chain.StatusCompleted {
 				b.Errorf("run: %v %v", err, res.Error)
 				return
 			}
@@ -110,19 +112,19 @@ func BenchmarkTenNodeRuns(b *testing.B) {
 func BenchmarkPeakMemory10k(b *testing.B) {
 	for _, mk := range []struct {
 		name string
-		c    *engine.Chain
+		c    *chain.Chain
 	}{{"linear", linearChain(10000)}, {"fan", fanChain(9998)}} {
 		b.Run(mk.name, func(b *testing.B) {
-			_ = engine.Normalize(mk.c)
+			_ = chain.Normalize(mk.c)
 			ctx := context.Background()
-			p := benchEngine().Prepare(ctx, mk.c)
+			p := enginetest.PlanOf(benchEngine(), mk.c)
 			var peak uint64
 			for i := 0; i < b.N; i++ {
 				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
 				e := benchEngine()
-				res, _ := e.RunPrepared(ctx, p, map[string]any{}, engine.RunOptions{})
+				res, _ := e.Run(ctx, p, map[string]any{}, engine.RunOptions{})
 				runtime.ReadMemStats(&after)
 				if d := after.HeapAlloc - before.HeapAlloc; d > peak {
 					peak = d
@@ -140,16 +142,16 @@ func BenchmarkPeakMemory10k(b *testing.B) {
 // does): the cost a person pays for "Run this node" on a large chain.
 func BenchmarkRunNodeFromRun(b *testing.B) {
 	c := linearChain(1000)
-	if err := engine.Normalize(c); err != nil {
+	if err := chain.Normalize(c); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	e := benchEngine()
-	res, err := e.Run(ctx, c, map[string]any{"x": 1.0}, engine.RunOptions{})
-	if err != nil || res.Status != engine.StatusCompleted {
+	res, err := e.Run(ctx, enginetest.PlanOf(e, c), map[string]any{"x": 1.0}, engine.RunOptions{})
+	if err != nil || res.Status != chain.StatusCompleted {
 		b.Fatalf("run: %v %v", err, res.Error)
 	}
-	p := e.Prepare(ctx, c)
+	p := enginetest.PlanOf(e, c)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -158,8 +160,35 @@ func BenchmarkRunNodeFromRun(b *testing.B) {
 			b.Fatal(err)
 		}
 		out, err := nr.Run(ctx, engine.RunOptions{})
-		if err != nil || out.Status != engine.StatusCompleted {
+		if err != nil || out.Status != chain.StatusCompleted {
 			b.Fatalf("node run: %v %v", err, out.Error)
 		}
+	}
+}
+
+// BenchmarkRunFromDocument is one run of a document as the run service
+// executes it: compiled once, then run.
+func BenchmarkRunFromDocument(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			c := linearChain(n)
+			_ = chain.Normalize(c)
+			reg := benchRegistry
+			vo := chain.ValidateOptions{Tools: reg.Has, ToolUnavailable: reg.Unavailable, Schemas: reg.NodeSchemas(nil), Check: reg.NodeCheck}
+			ctx := context.Background()
+			input := map[string]any{"x": 1.0}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				e := benchEngine()
+				p, err := chain.Compile(c, vo)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := e.Run(ctx, p, input, engine.RunOptions{})
+				if err != nil || res.Status != chain.StatusCompleted {
+					b.Fatalf("run: %v", err)
+				}
+			}
+		})
 	}
 }

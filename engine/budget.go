@@ -3,33 +3,13 @@ package engine
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // CodeBudget is the code of a run stopped by one of its budgets; the
 // RunError's details name the budget.
 const CodeBudget = "budget_exceeded"
-
-// The per-run budgets, as named in RunError details ("budget") and by the
-// server's flags.
-const (
-	BudgetNodeExecutions = "node_executions"
-	BudgetOutputBytes    = "output_bytes"
-	BudgetStoredBytes    = "stored_bytes"
-	BudgetMapItems       = "map_items"
-)
-
-// budgetFlags are the flags of `studio serve` and `studio run` that set each
-// budget and ceiling, named in messages so that an operator knows what to
-// raise.
-var budgetFlags = map[string]string{
-	BudgetNodeExecutions: "--max-node-executions",
-	BudgetOutputBytes:    "--max-output-bytes",
-	BudgetStoredBytes:    "--max-stored-bytes",
-	BudgetMapItems:       "--max-map-items",
-	"timeout":            "--max-chain-timeout",
-	"max_iterations":     "--max-iterations",
-	"max_depth":          "--max-depth",
-}
 
 // BudgetError stops a run that used up one of its budgets.
 type BudgetError struct {
@@ -40,15 +20,15 @@ type BudgetError struct {
 
 func (e *BudgetError) Error() string {
 	if e.What != "" {
-		return fmt.Sprintf("%s (budget %s, flag %s)", e.What, e.Budget, budgetFlags[e.Budget])
+		return fmt.Sprintf("%s (budget %s, flag %s)", e.What, e.Budget, chain.BudgetFlags[e.Budget])
 	}
 	what := map[string]string{
-		BudgetNodeExecutions: "node executions",
-		BudgetOutputBytes:    "bytes of outputs held in memory",
-		BudgetStoredBytes:    "bytes of events and checkpoints",
-		BudgetMapItems:       "map items",
+		chain.BudgetNodeExecutions: "node executions",
+		chain.BudgetOutputBytes:    "bytes of outputs held in memory",
+		chain.BudgetStoredBytes:    "bytes of events and checkpoints",
+		chain.BudgetMapItems:       "map items",
 	}[e.Budget]
-	return fmt.Sprintf("the run used more than its budget of %d %s (budget %s, flag %s)", e.Limit, what, e.Budget, budgetFlags[e.Budget])
+	return fmt.Sprintf("the run used more than its budget of %d %s (budget %s, flag %s)", e.Limit, what, e.Budget, chain.BudgetFlags[e.Budget])
 }
 
 // Code implements Coded.
@@ -79,7 +59,7 @@ func (r *run) overWith(budget string, limit int64, what string) *BudgetError {
 // chargeNode counts one node execution.
 func (r *run) chargeNode() {
 	if lim := r.engine.opts.Limits.MaxNodeExecutions; r.budget.nodes.Add(1) > int64(lim) {
-		r.over(BudgetNodeExecutions, int64(lim))
+		r.over(chain.BudgetNodeExecutions, int64(lim))
 	}
 }
 
@@ -89,15 +69,18 @@ func (r *run) chargeNode() {
 func (r *run) chargeOutput(held, stored int64) {
 	lim := &r.engine.opts.Limits
 	if h := r.budget.held.Add(held); held > 0 && h > lim.MaxOutputBytes {
-		r.over(BudgetOutputBytes, lim.MaxOutputBytes)
+		r.over(chain.BudgetOutputBytes, lim.MaxOutputBytes)
 	}
 	if s := r.budget.stored.Add(stored); stored > 0 && s > lim.MaxStoredBytes {
-		r.over(BudgetStoredBytes, lim.MaxStoredBytes)
+		r.over(chain.BudgetStoredBytes, lim.MaxStoredBytes)
 	}
 }
 
-// valueSize is about how many bytes v takes as JSON; it stops counting once
-// past limit (the caller only needs to know it is over).
+// ValueSize is about how many bytes v takes as JSON (the output budget's
+// measure); it stops counting once past limit (the caller only needs to
+// know it is over).
+func ValueSize(v any, limit int64) int64 { return valueSize(v, limit) }
+
 func valueSize(v any, limit int64) int64 {
 	switch x := v.(type) {
 	case string:

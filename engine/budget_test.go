@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // loopDoc runs a and b in turn, iterations times, each echoing s.
@@ -17,7 +18,7 @@ func loopDoc(iterations string) string {
 
 func wantBudget(t *testing.T, res *engine.Result, budget string) {
 	t.Helper()
-	wantStatus(t, res, engine.StatusFailed)
+	wantStatus(t, res, chain.StatusFailed)
 	if res.Error.Code != engine.CodeBudget || res.Error.Details["budget"] != budget || !strings.Contains(res.Error.Message, "budget "+budget+", flag --") {
 		t.Fatalf("error %+v, want budget_exceeded naming %s and its flag", res.Error, budget)
 	}
@@ -30,7 +31,7 @@ func TestRunBudgets(t *testing.T) {
 	t.Run("node_executions", func(t *testing.T) {
 		h := newHarness(t, func(o *engine.Options) { o.Limits.MaxNodeExecutions = 50 })
 		res := h.run(loopDoc("100000"), map[string]any{"s": "x"})
-		wantBudget(t, res, engine.BudgetNodeExecutions)
+		wantBudget(t, res, chain.BudgetNodeExecutions)
 		if res.NodesRun > 52 {
 			t.Fatalf("%d nodes ran, budget 50", res.NodesRun)
 		}
@@ -38,7 +39,7 @@ func TestRunBudgets(t *testing.T) {
 	t.Run("stored_bytes", func(t *testing.T) {
 		h := newHarness(t, func(o *engine.Options) { o.Limits.MaxStoredBytes = 1 << 20 })
 		res := h.run(loopDoc("100000"), map[string]any{"s": strings.Repeat("a", 10_000)})
-		wantBudget(t, res, engine.BudgetStoredBytes)
+		wantBudget(t, res, chain.BudgetStoredBytes)
 		if res.NodesRun > 60 { // 1 MiB / (2 × 10 KB) per node
 			t.Fatalf("%d nodes ran before the stored-bytes budget stopped the loop", res.NodesRun)
 		}
@@ -51,12 +52,12 @@ func TestRunBudgets(t *testing.T) {
 		}
 		res := h.run(`{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},{"node_id":"body","kind":"tool","name":"echo"}]}`,
 			map[string]any{"items": items})
-		wantBudget(t, res, engine.BudgetOutputBytes)
+		wantBudget(t, res, chain.BudgetOutputBytes)
 	})
 	t.Run("within budgets", func(t *testing.T) {
 		h := newHarness(t, func(o *engine.Options) { o.Limits.MaxNodeExecutions = 50 })
 		res := h.run(`{"name":"ok","nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`, nil)
-		wantStatus(t, res, engine.StatusCompleted)
+		wantStatus(t, res, chain.StatusCompleted)
 	})
 }
 
@@ -64,16 +65,16 @@ func TestRunBudgets(t *testing.T) {
 // the ceiling and its flag.
 func TestValidateCeilings(t *testing.T) {
 	t.Parallel()
-	lim := engine.Limits{MaxChainTimeout: 60, MaxIterations: 1000, MaxDepth: 3}
+	lim := chain.Limits{MaxChainTimeout: 60, MaxIterations: 1000, MaxDepth: 3}
 	for _, tc := range []struct{ doc, field, flag string }{
 		{`{"name":"t","timeout":61,"nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`, "timeout", "--max-chain-timeout"},
 		{`{"name":"d","max_depth":4,"nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`, "max_depth", "--max-depth"},
 		{loopDoc("2000000000"), "max_iterations", "--max-iterations"},
 	} {
-		issues := engine.ValidateWith(mustDecode(t, tc.doc), engine.ValidateOptions{Limits: lim})
+		issues := chain.ValidateWith(mustDecode(t, tc.doc), chain.ValidateOptions{Limits: lim})
 		found := false
 		for _, i := range issues {
-			if i.Rule == engine.RuleOverCeiling && i.Severity == engine.SeverityError && i.Field == tc.field && strings.Contains(i.Message, "flag "+tc.flag) {
+			if i.Rule == chain.RuleOverCeiling && i.Severity == chain.SeverityError && i.Field == tc.field && strings.Contains(i.Message, "flag "+tc.flag) {
 				found = true
 			}
 		}
@@ -81,7 +82,7 @@ func TestValidateCeilings(t *testing.T) {
 			t.Errorf("%s over its ceiling: issues %+v, want over_ceiling naming %s", tc.field, issues, tc.flag)
 		}
 	}
-	if issues := engine.ValidateWith(mustDecode(t, loopDoc("1000")), engine.ValidateOptions{Limits: lim}); engine.HasErrors(issues) {
+	if issues := chain.ValidateWith(mustDecode(t, loopDoc("1000")), chain.ValidateOptions{Limits: lim}); chain.HasErrors(issues) {
 		t.Errorf("at the ceiling: %+v", issues)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -22,15 +24,15 @@ func TestCancelledRunIsCancelledNotFailed(t *testing.T) {
 		return nil, context.Cause(ctx)
 	})
 	eng := engine.New(engine.Options{Registry: reg, Checkpointer: engine.NewMemoryCheckpointer()})
-	chain := &engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "w", Kind: engine.KindTool, Name: "wait"}}}
+	doc := &chain.Chain{Name: "c", Nodes: []chain.Node{{ID: "w", Kind: chain.KindTool, Name: "wait"}}}
 	for i := 0; i < 50; i++ {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		go func() { <-started; cancel(errors.New("cancelled by a user")) }()
-		res, err := eng.Run(ctx, chain, nil, engine.RunOptions{})
+		res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != engine.StatusCancelled {
+		if res.Status != chain.StatusCancelled {
 			t.Fatalf("run %d: status %s (%+v), want cancelled", i, res.Status, res.Error)
 		}
 	}
@@ -45,7 +47,7 @@ func TestCancelWhileBuildingInputIsCancelled(t *testing.T) {
 	for k := 0; k < 21; k++ { // 2^21 elements: inside the budget, long enough to be stopped
 		blowUp += " | [@,@]"
 	}
-	chain := &engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "big", Kind: engine.KindTool, Name: "echo", InputMap: map[string]string{"x": blowUp}}}}
+	doc := &chain.Chain{Name: "c", Nodes: []chain.Node{{ID: "big", Kind: chain.KindTool, Name: "echo", InputMap: map[string]string{"x": blowUp}}}}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	reg := engine.NewRegistry()
@@ -56,11 +58,11 @@ func TestCancelWhileBuildingInputIsCancelled(t *testing.T) {
 				cancel(errors.New("cancelled by a user"))
 			}
 		})})
-	res, err := eng.Run(ctx, chain, map[string]any{"a": 1.0}, engine.RunOptions{})
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), map[string]any{"a": 1.0}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != engine.StatusCancelled {
+	if res.Status != chain.StatusCancelled {
 		t.Fatalf("status %s (%+v), want cancelled", res.Status, res.Error)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Checkpoint kinds. A run's checkpoints form an append-only log: each entry
@@ -77,7 +79,7 @@ func (m *MemoryCheckpointer) Append(_ context.Context, runID string, cps []Check
 		case CheckpointPause:
 			m.pending[runID] = append(m.pending[runID], cp.Pause.ID())
 		case CheckpointEnd:
-			if cp.End.Status != StatusPaused {
+			if cp.End.Status != chain.StatusPaused {
 				delete(m.pending, runID)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 )
 
@@ -316,7 +317,7 @@ func outcomeOf(fired bool) string {
 
 // capDecision: loop edge e is at max_iterations. err set: on_max_reached
 // "error" fails the run; otherwise the edge is passed over.
-func capDecision(e *Edge, kind string, err error) Decision {
+func capDecision(e *chain.Edge, kind string, err error) Decision {
 	d := Decision{Edge: e.ID, Kind: kind, Expr: e.Condition, Rule: RuleLoopCapReached, Outcome: OutcomePruned}
 	if err != nil {
 		d.Result, d.Error = ResultError, err.Error()

@@ -1,3 +1,8 @@
+// Package engine is Chain Studio's runtime: it runs a plan that package
+// chain compiled (routing, event-driven execution, checkpoints, resume) and
+// never checks a chain itself. It has no HTTP and no SQL in it; hosts plug
+// in tools, a checkpointer, an event sink, a resolver for sub-chains and
+// the compiler of the chains it meets without a plan.
 package engine
 
 import (
@@ -6,23 +11,17 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/google/uuid"
 )
 
-// Defaults used when a chain or host sets none.
-const (
-	DefaultTimeout        = 300 // seconds, as in A2E
-	DefaultMaxConcurrency = 64
-	DefaultMaxDepth       = 5
-)
-
 // ChainResolver finds a saved chain by name, for skill nodes.
-type ChainResolver func(ctx context.Context, name string) (*Chain, error)
+type ChainResolver func(ctx context.Context, name string) (*chain.Chain, error)
 
 // AgentRunner executes agent nodes (the agent-chaining runtime plugs in here).
-type AgentRunner func(ctx context.Context, node *Node, input map[string]any, emit tool.Emitter) (any, error)
+type AgentRunner func(ctx context.Context, node *chain.Node, input map[string]any, emit tool.Emitter) (any, error)
 
 // Options configure an Engine. Every field is optional.
 type Options struct {
@@ -31,7 +30,7 @@ type Options struct {
 	Sink           EventSink    // receives every run's events
 	Chains         ChainResolver
 	Agent          AgentRunner
-	Limits         Limits
+	Limits         chain.Limits
 	MaxConcurrency int // per run, when the chain sets none
 	// ExprBudget bounds each expression evaluation of a run (zero fields:
 	// expr.DefaultBudget); it reaches tools through the run's context.
@@ -43,7 +42,13 @@ type Options struct {
 	// OnRun, when set, hears each run (and each resume or takeover of one)
 	// begin executing, with the chain it executes: what a tracer needs to
 	// describe nodes that never execute an attempt (routers, skips).
-	OnRun func(runID string, c *Chain)
+	OnRun func(runID string, c *chain.Chain)
+	// Compile checks a chain the runtime meets without a plan against the
+	// host's environment: a skill's sub-chain, and the chain a run being
+	// resumed, taken over or re-run recorded at its start. nil: the chain
+	// rules and Limits alone. It returns a plan even when the chain has
+	// errors (see Compile).
+	Compile func(ctx context.Context, c *chain.Chain) (*chain.Plan, error)
 }
 
 // AttemptInfo names one attempt of a node executing in a run, for
@@ -51,7 +56,7 @@ type Options struct {
 type AttemptInfo struct {
 	RunID   string
 	NodeID  string
-	Kind    Kind
+	Kind    chain.Kind
 	Name    string // the tool, agent or sub-chain
 	Item    *int   // map body: the item index
 	Attempt int
@@ -59,14 +64,12 @@ type AttemptInfo struct {
 
 // Engine runs chains. It is safe for concurrent use; one Engine serves many runs.
 type Engine struct {
-	opts       Options
-	active     runSet // runs executing in this process
-	checkTools bool   // the host gave its tools: validation refuses a tool it lacks
+	opts   Options
+	active runSet // runs executing in this process
 }
 
 // New returns an engine.
 func New(opts Options) *Engine {
-	checkTools := opts.Registry != nil
 	if opts.Registry == nil {
 		opts.Registry = NewRegistry()
 	}
@@ -77,10 +80,10 @@ func New(opts Options) *Engine {
 		opts.Sink = discard{}
 	}
 	if opts.MaxConcurrency <= 0 {
-		opts.MaxConcurrency = DefaultMaxConcurrency
+		opts.MaxConcurrency = chain.DefaultMaxConcurrency
 	}
-	opts.Limits = opts.Limits.withDefaults()
-	return &Engine{opts: opts, checkTools: checkTools}
+	opts.Limits = opts.Limits.WithDefaults()
+	return &Engine{opts: opts}
 }
 
 // runSet is the set of run ids executing in this process.
@@ -143,9 +146,16 @@ type RunOptions struct {
 	// MockErrors maps node ids to the error message the node fails with
 	// instead of running (its on_error applies; it is not retried).
 	MockErrors map[string]string
-	depth      int
-	rerunFrom  string
-	reuse      map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
+	// UsePins: pinned nodes (chain.Chain.PinnedOutputs) give their pin
+	// instead of running, as a mock does, and their events and records say
+	// pinned: the designer's runs of the draft. The start entry records it
+	// (StartRecord.UsesPins), so a resume, a takeover or a re-run of the run
+	// uses the pins of the document it runs; a sub-chain's run never does.
+	// A mock of the same node wins over its pin.
+	UsePins   bool
+	depth     int
+	rerunFrom string
+	reuse     map[string]*NodeRecord // re-run from a node: outputs kept from an earlier run
 }
 
 // ResumeValue is the value a paused run is resumed with. A nil *ResumeValue
@@ -178,62 +188,33 @@ type ResumeOptions struct {
 	PauseID string
 }
 
-// Prepared is a chain checked and indexed once, ready to run many times (like
-// a prepared statement). It must not be modified while in use.
-type Prepared struct {
-	chain  *Chain
-	g      *graph
-	issues []Issue
-	plan   *plan
+// compile checks a chain the runtime meets without a plan with the host's
+// Options.Compile. The error is the host's failing to check it; a chain
+// with errors gives a plan that is not Valid.
+func (e *Engine) compile(ctx context.Context, c *chain.Chain) (*chain.Plan, error) {
+	if e.opts.Compile == nil {
+		p, _ := chain.Compile(c, chain.ValidateOptions{Limits: e.opts.Limits})
+		return p, nil
+	}
+	p, err := e.opts.Compile(ctx, c)
+	if p != nil {
+		return p, nil
+	}
+	if err == nil {
+		err = errors.New("the host compiled no plan")
+	}
+	return nil, fmt.Errorf("engine: compile chain %q: %w", c.Name, err)
 }
 
-// Issues returns the validation issues found when preparing.
-func (p *Prepared) Issues() []Issue { return p.issues }
-
-// Chain returns the prepared chain.
-func (p *Prepared) Chain() *Chain { return p.chain }
-
-// Prepare validates and indexes a chain.
-func (e *Engine) Prepare(ctx context.Context, c *Chain) *Prepared {
-	g := newGraph(c)
-	issues := validateGraph(g, e.validateOptions(ctx))
-	p := &Prepared{chain: c, g: g, issues: issues}
-	if !HasErrors(issues) {
-		p.plan = newPlan(g, e.opts.Registry)
-	}
-	return p
-}
-
-func (e *Engine) validateOptions(ctx context.Context) ValidateOptions {
-	vo := ValidateOptions{Limits: e.opts.Limits, SkipTests: true}
-	if e.checkTools {
-		// A tool the host lacks, or a static input its schema refuses, is
-		// refused before the run starts (unknown_tool, input_schema), on
-		// every door, not found failing at its node.
-		vo.Tools = e.opts.Registry.Has
-		vo.ToolUnavailable = e.opts.Registry.Unavailable
-		vo.Schemas = e.opts.Registry.NodeSchemas(nil)
-		vo.Check = e.opts.Registry.NodeCheck
-	}
-	if e.opts.Chains != nil {
-		vo.Resolve = func(name string) (*Chain, bool) {
-			c, err := e.opts.Chains(ctx, name)
-			return c, err == nil && c != nil
-		}
-	}
-	return vo
-}
-
-// Run validates and runs a chain to completion, pause or failure. The error is
+// Run runs a compiled chain to completion, pause or failure; a plan with
+// validation errors is recorded as a run refused (CodeInvalid). The error is
 // non-nil only when the host failed (a checkpointer error); how the chain
 // ended is in Result.Status and Result.Error, and Result.Err() returns it as
 // a typed error.
-func (e *Engine) Run(ctx context.Context, c *Chain, input map[string]any, opts RunOptions) (*Result, error) {
-	return e.RunPrepared(ctx, e.Prepare(ctx, c), input, opts)
-}
-
-// RunPrepared runs a prepared chain.
-func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]any, opts RunOptions) (*Result, error) {
+func (e *Engine) Run(ctx context.Context, p *chain.Plan, input map[string]any, opts RunOptions) (*Result, error) {
+	if p == nil || p.Chain() == nil {
+		return nil, errors.New("engine: Run needs a plan from chain.Compile")
+	}
 	if opts.RunID == "" {
 		opts.RunID = uuid.NewString()
 	}
@@ -245,11 +226,12 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	}
 	defer e.active.Delete(opts.RunID)
 
-	r := newRun(ctx, e, p, opts.RunID, normalizeMap(input), opts.Sink)
+	r := newRun(ctx, e, p, opts.RunID, chain.NormalizeMap(input), opts.Sink)
 	r.depth = opts.depth
-	sr := &StartRecord{Chain: p.chain, Input: r.scope.input, ParentRunID: opts.ParentRunID, Depth: opts.depth, RerunFrom: opts.rerunFrom}
+	sr := &StartRecord{Chain: p.Chain(), Input: r.scope.input, ParentRunID: opts.ParentRunID, Depth: opts.depth, RerunFrom: opts.rerunFrom,
+		UsesPins: opts.UsePins && len(p.Chain().PinnedOutputs) > 0}
 	if len(opts.ModifiedState) > 0 {
-		sr.ModifiedState, sr.PatchedBy = normalizeMap(opts.ModifiedState), opts.PatchedBy
+		sr.ModifiedState, sr.PatchedBy = chain.NormalizeMap(opts.ModifiedState), opts.PatchedBy
 		r.rerun.statePatch = sr.ModifiedState
 		r.scope.writeState(r.rerun.statePatch)
 	}
@@ -257,16 +239,19 @@ func (e *Engine) RunPrepared(ctx context.Context, p *Prepared, input map[string]
 	if sr.ModifiedState != nil { // the timeline says what was patched, and by whom
 		r.emit(statePatchEvent(sr.ModifiedState, sr.PatchedBy))
 	}
-	if p.plan == nil {
-		verr := &ValidationError{Issues: p.issues}
+	if !p.Valid() {
+		verr := &chain.ValidationError{Issues: p.Issues()}
 		r.outcome.invalid = true
-		r.fail(&RunError{Code: CodeInvalid, Message: verr.Error(), Issues: ErrorsOnly(p.issues)}, verr)
+		r.fail(&RunError{Code: chain.CodeInvalid, Message: verr.Error(), Issues: chain.ErrorsOnly(p.Issues())}, verr)
 		return r.finishRun()
 	}
 	if opts.reuse != nil {
 		r.rerun.reuse = opts.reuse
 	}
 	r.rerun.mocks, r.rerun.mockErrs = opts.Mocks, opts.MockErrors
+	if sr.UsesPins {
+		r.rerun.pins = p.Chain().PinnedOutputs
+	}
 	if r.ctx.Err() != nil {
 		// Cancelled before it started (a queued run cancelled while it
 		// waited, or the studio stopping): recorded, no node runs, it ends

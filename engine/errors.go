@@ -15,10 +15,8 @@ const (
 	CodeCheckpoint     = "chain_checkpoint"
 	CodeResume         = "chain_resume"
 	CodeAlreadyResumed = "already_resumed"
-	CodeInvalid        = "chain_invalid"
 	CodeTimeout        = "chain_timeout"
 	CodeCancelled      = "chain_cancelled"
-	CodeDecode         = "chain_decode"
 )
 
 // Coded is implemented by every engine error: Code returns its A2E-style code.
@@ -135,43 +133,3 @@ func (e *AlreadyResumedError) Error() string {
 var ErrAlreadyResumed = errors.New("already resumed")
 
 func (e *AlreadyResumedError) Is(target error) bool { return target == ErrAlreadyResumed }
-
-// ValidationError: a run was refused because the chain has validation errors.
-type ValidationError struct {
-	Issues []Issue
-}
-
-func (e *ValidationError) Code() string { return CodeInvalid }
-func (e *ValidationError) Error() string {
-	var errs []string
-	for _, is := range e.Issues {
-		if is.Severity == SeverityError {
-			errs = append(errs, is.String())
-		}
-	}
-	if len(errs) == 1 {
-		return "chain is invalid: " + errs[0]
-	}
-	return fmt.Sprintf("chain is invalid (%d errors): %s", len(errs), strings.Join(errs, "; "))
-}
-
-// DecodeError: the document is not a well-formed chain. Path names the place
-// ("nodes[2] \"fetch\".retry.max_attempts"); Rule says what kind of mistake
-// it is (DecodeSyntax, DecodeWrongType, …; "" when the decoder names none).
-type DecodeError struct {
-	Path string
-	Msg  string
-	Rule string
-	// Line and Column place a JSON syntax error (1-based; 0 otherwise), which
-	// Msg also says; placeless is Msg without the place.
-	Line, Column int
-	placeless    string
-}
-
-func (e *DecodeError) Code() string { return CodeDecode }
-func (e *DecodeError) Error() string {
-	if e.Path == "" {
-		return e.Msg
-	}
-	return e.Path + ": " + e.Msg
-}

@@ -75,15 +75,20 @@ type Event struct {
 	// the attempt starting; on done or error, how many were made. "attempts"
 	// as in node results (NodeResult.Attempts); events stored before the
 	// rename said "attempt" and still read (UnmarshalJSON).
-	Attempt   int       `json:"attempts,omitempty"`
-	Iteration int       `json:"iteration,omitempty"` // 1-based run count of a node inside a loop
-	Item      *int      `json:"item,omitempty"`      // map body: the item index
-	Progress  any       `json:"progress,omitempty"`
-	Prompt    any       `json:"prompt,omitempty"`   // paused: what the node asks for
-	PauseID   string    `json:"pause_id,omitempty"` // paused: the pause's id, when it is not the node id
-	Edges     []string  `json:"edges,omitempty"`    // on done/skip/error: ids of the outgoing edges that fired
-	Reused    bool      `json:"reused,omitempty"`   // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
-	Time      time.Time `json:"time"`
+	Attempt   int      `json:"attempts,omitempty"`
+	Iteration int      `json:"iteration,omitempty"` // 1-based run count of a node inside a loop
+	Item      *int     `json:"item,omitempty"`      // map body: the item index
+	Progress  any      `json:"progress,omitempty"`
+	Prompt    any      `json:"prompt,omitempty"`   // paused: what the node asks for
+	PauseID   string   `json:"pause_id,omitempty"` // paused: the pause's id, when it is not the node id
+	Edges     []string `json:"edges,omitempty"`    // on done/skip/error: ids of the outgoing edges that fired
+	Reused    bool     `json:"reused,omitempty"`   // on start/done of a re-run: the output was kept from the earlier run, the node did not execute
+	Pinned    bool     `json:"pinned,omitempty"`   // on start/done: the output is the chain's pin (RunOptions.UsePins), the node did not execute
+	// Credentialed: on done/skip/error, the node's call sent a stored
+	// credential (an http request's auth), so its output is a server's
+	// answer to that credential; hosts hide it from viewers by default.
+	Credentialed bool      `json:"credentialed,omitempty"`
+	Time         time.Time `json:"time"`
 
 	// Decisions: on done/skip/error, and on the progress event of a
 	// sequential link, the routing decisions taken (what each condition

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -33,7 +35,7 @@ func (r *run) start(i int) {
 	if rec, ok := r.rerun.takeReused(nd.ID); ok { // re-run from a node: upstream outputs are kept
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now, Reused: true})
 		r.complete(completion{i: i, out: rec.Output, input: rec.Input, attempts: rec.Attempts, matched: rec.Matched, partial: rec.Partial, started: now, ended: stamp(), reused: true,
-			decided: routerTests(rec.Decisions)})
+			decided: routerTests(rec.Decisions), credentialed: rec.Credentialed})
 		return
 	}
 
@@ -56,43 +58,48 @@ func (r *run) start(i int) {
 		r.complete(completion{i: i, err: err, attempts: 0, guard: true, started: now, ended: now})
 		return
 	}
-	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now})
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Iteration: r.nodes.iterations[i], Time: now, Pinned: r.rerun.pinnedNode(nd)})
 	input, err := r.buildInput(i, sc, up)
 	if err != nil {
 		r.complete(completion{i: i, err: err, attempts: 1, started: now, ended: stamp()})
 		return
 	}
-	if out, err, ok := r.rerun.mocked(nd); ok {
-		r.complete(completion{i: i, out: out, err: err, input: input, attempts: 1, started: now, ended: stamp()})
+	if out, err, pinned, ok := r.rerun.mocked(nd); ok {
+		r.complete(completion{i: i, out: out, err: err, input: input, attempts: 1, started: now, ended: stamp(), pinned: pinned})
 		return
 	}
 	switch nd.Kind {
-	case KindBranch, KindCondition:
+	case chain.KindBranch, chain.KindCondition:
 		matched, decided, err := r.matchHandle(i, input, sc)
 		r.complete(completion{i: i, out: input, input: input, err: err, matched: matched, attempts: 1, started: now, ended: stamp(), decided: decided})
 		return
-	case KindInterrupt:
+	case chain.KindInterrupt:
 		if sc.hasRes {
 			out, matched, err := r.answerInterrupt(i, input, sc.resume)
 			r.complete(completion{i: i, out: out, err: err, matched: matched, input: input, attempts: 1, started: now, ended: stamp()})
 			return
 		}
-		r.complete(completion{i: i, err: tool.Interrupt(r.prompt(nd, input)), input: input, attempts: 1, started: now, ended: stamp()})
+		prompt, asked, err := r.ask(nd, input, sc)
+		if err != nil {
+			r.complete(completion{i: i, err: err, input: input, attempts: 1, started: now, ended: stamp()})
+			return
+		}
+		r.complete(completion{i: i, err: tool.Interrupt(prompt), input: input, asked: asked, attempts: 1, started: now, ended: stamp()})
 		return
 	}
-	if r.prepared.plan.inline[i] && !sc.hasRes {
+	if r.bind.inline[i] && !sc.hasRes {
 		r.runInline(i, input, now)
 		return
 	}
 	var fs *scope
-	if r.prepared.plan.frozen[i] != nil || r.prepared.plan.frozenAll[i] {
-		fs = &scope{base: r.scope.freeze(r.prepared.plan.frozen[i], r.prepared.plan.frozenAll[i]), output: input, hasOut: true, err: sc.err}
+	if r.bind.frozen[i] != nil || r.bind.frozenAll[i] {
+		fs = &scope{base: r.scope.freeze(r.bind.frozen[i], r.bind.frozenAll[i]), output: input, hasOut: true, err: sc.err}
 	}
-	if r.prepared.plan.scoped[i] {
+	if r.bind.scoped[i] {
 		// A scoped tool reads the run's data from the worker: a snapshot,
 		// with the upstream data as `output`, as input_map would see it.
-		names := append(slices.Clone(scopeNames), r.prepared.plan.frozen[i]...)
-		fs = &scope{base: r.scope.freeze(names, r.prepared.plan.frozenAll[i]), output: up, hasOut: true, err: sc.err}
+		names := append(slices.Clone(scopeNames), r.bind.frozen[i]...)
+		fs = &scope{base: r.scope.freeze(names, r.bind.frozenAll[i]), output: up, hasOut: true, err: sc.err}
 	}
 	r.sched.openReports(len(r.chain.Nodes))
 	var ans *tool.Answer
@@ -122,19 +129,42 @@ func (r *run) takeAnswer(i int, value any) *tool.Answer {
 	return a
 }
 
-// prompt is what an interrupt node shows the person who resumes it.
-func (r *run) prompt(nd *Node, input any) any {
+// ask is what an interrupt node shows the person who answers it: its
+// config.prompt with each {{ }} rendered over the run's data (as input_map
+// sees it: `output` is what the node received), else its input; and its
+// config.fields evaluated. An error names the field (config.prompt.question,
+// config.fields.Order) and fails the node.
+func (r *run) ask(nd *chain.Node, input any, sc *scope) (prompt any, asked []ApprovalField, err error) {
+	prompt = input
 	if p, ok := nd.Config["prompt"]; ok {
-		return p
+		prompt, err = chain.RenderTemplates(p, "config.prompt", func(t *expr.Template) (any, error) {
+			v, err := t.Render(sc, r.strict)
+			return chain.NormalizeValue(v), err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
 	}
-	return input
+	if _, ok := nd.Config["fields"]; !ok {
+		return prompt, nil, nil
+	}
+	ic, _ := chain.ParseInterruptConfig(nd.Config) // validated before the run
+	asked = make([]ApprovalField, 0, len(ic.Fields))
+	for _, f := range ic.Fields {
+		v, err := f.Expr.Eval(sc, r.strict)
+		if err != nil {
+			return nil, nil, fmt.Errorf("config.fields.%s: %w", f.Label, err)
+		}
+		asked = append(asked, ApprovalField{Label: f.Label, Value: chain.NormalizeValue(v)})
+	}
+	return prompt, asked, nil
 }
 
 // runInline runs a pure, quick tool (Registry.SetInline) on the coordinator:
 // no goroutine, no channel hop. Retries of inline tools do not wait.
 func (r *run) runInline(i int, input any, started time.Time) {
 	nd := &r.chain.Nodes[i]
-	fn := r.prepared.plan.inlineFn[i]
+	fn := r.bind.inlineFn[i]
 	in := toolInput(input)
 	var out any
 	var err error
@@ -151,7 +181,7 @@ func (r *run) runInline(i int, input any, started time.Time) {
 		}
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: a, Reason: ReasonRetrying})
 	}
-	r.complete(completion{i: i, out: normalizeValue(out), err: err, attempts: a, input: input, started: started, ended: stamp()})
+	r.complete(completion{i: i, out: chain.NormalizeValue(out), err: err, attempts: a, input: input, started: started, ended: stamp()})
 }
 
 func (r *run) progress(nodeID string) tool.Emitter {
@@ -167,24 +197,34 @@ func (r *run) work(i int, input any, resume any, resumed bool, ans *tool.Answer,
 	if ans != nil {
 		ctx = tool.WithAnswer(ctx, *ans)
 	}
-	if k := r.chain.Nodes[i].Kind; k != KindMap && k != KindParallel {
+	if k := r.chain.Nodes[i].Kind; k != chain.KindMap && k != chain.KindParallel {
 		ctx = fan.ctxFor(ctx, r.chain.Nodes[i].ID) // a skill's sub-chain answers
 	} else {
 		ctx = context.WithValue(ctx, fanKey{}, fan)
 	}
+	var sent *sentCredentials
+	ctx, sent = watchCredentials(ctx)
 	out, attempts, err := r.attempts(ctx, i, nil, func(ctx context.Context) (any, error) {
 		return r.execNode(ctx, i, input, fs)
 	})
-	r.sched.report(completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: stamp()})
+	r.sched.report(completion{i: i, out: out, err: err, attempts: attempts, input: input, started: started, ended: stamp(), credentialed: sent.any()})
 }
 
 // buildInput merges a node's static input with its resolved input_map (the
-// map wins). A node with neither receives its upstream data unchanged.
+// map wins). A node with neither receives its upstream data unchanged; a
+// root whose static input only configures its tool receives it in the
+// tool's data field (chain.Graph.DataFlowField).
 func (r *run) buildInput(i int, sc *scope, up any) (any, error) {
 	nd := &r.chain.Nodes[i]
-	ims := r.graph.inputMap[i]
+	ims := r.graph.InputMap[i]
 	if len(nd.Input) == 0 && len(ims) == 0 {
 		return up, nil
+	}
+	if f := r.bind.dataFlow[i]; f != "" {
+		in := make(map[string]any, len(nd.Input)+1)
+		maps.Copy(in, nd.Input)
+		in[f] = up
+		return in, nil
 	}
 	if nd.Timeout > 0 && sc.ctx == nil {
 		// The node's timeout covers building its input, not only its tool.
@@ -199,11 +239,11 @@ func (r *run) buildInput(i int, sc *scope, up any) (any, error) {
 		in[k] = v
 	}
 	for _, ne := range ims {
-		v, err := ne.e.Eval(sc, r.strict)
+		v, err := ne.Expr.Eval(sc, r.strict)
 		if err != nil {
-			return nil, fmt.Errorf("input_map.%s: %w", ne.key, err)
+			return nil, fmt.Errorf("input_map.%s: %w", ne.Key, err)
 		}
-		in[ne.key] = v
+		in[ne.Key] = v
 	}
 	return in, nil
 }
@@ -226,8 +266,8 @@ func (r *run) matchHandle(i int, input any, sc *scope) (matched string, decided 
 	nd := &r.chain.Nodes[i]
 	dsc := *sc
 	dsc.output, dsc.hasOut = input, true
-	if nd.Kind == KindBranch {
-		ok, reads, err := r.scratch.test(r.graph.condition[i], &dsc, r.strict)
+	if nd.Kind == chain.KindBranch {
+		ok, reads, err := r.scratch.test(r.graph.Condition[i], &dsc, r.strict)
 		d := Decision{Kind: DecideBranch, Expr: nd.Condition, Reads: reads, Result: resultOf(ok), Handle: resultOf(ok), Rule: RuleFirstMatch}
 		if err != nil {
 			d.Result, d.Error, d.Handle = ResultError, err.Error(), ""
@@ -236,7 +276,7 @@ func (r *run) matchHandle(i int, input any, sc *scope) (matched string, decided 
 		return d.Handle, []Decision{d}, nil
 	}
 	decided = make([]Decision, 0, len(nd.Cases))
-	for k, e := range r.graph.cases[i] {
+	for k, e := range r.graph.Cases[i] {
 		d := Decision{Kind: DecideCase, Handle: nd.Cases[k].Handle, Expr: nd.Cases[k].When, Rule: RuleFirstMatch}
 		if matched != "" { // an earlier case matched
 			d.Result = ResultNotEvaluated
@@ -301,7 +341,7 @@ func (r *run) attempts(ctx context.Context, i int, item *int, fn func(context.Co
 
 // attempt runs one attempt. With a node timeout the attempt runs on its own
 // goroutine, so even a tool that ignores cancellation cannot hold the node.
-func (r *run) attempt(ctx context.Context, nd *Node, fn func(context.Context) (any, error)) (any, error) {
+func (r *run) attempt(ctx context.Context, nd *chain.Node, fn func(context.Context) (any, error)) (any, error) {
 	if nd.Timeout <= 0 {
 		return fn(ctx)
 	}
@@ -337,19 +377,19 @@ func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, e
 	ctx = tool.WithNode(ctx, nd.ID)
 	emit := func(p any) { r.emit(Event{NodeID: nd.ID, Phase: PhaseProgress, Progress: p}) }
 	switch nd.Kind {
-	case KindTool:
+	case chain.KindTool:
 		fn, ok := r.engine.opts.Registry.Get(nd.Name)
 		if !ok {
 			return nil, fmt.Errorf("unknown tool %q (this host has: %v)", nd.Name, r.engine.opts.Registry.Names())
 		}
-		if r.prepared.plan.scoped[i] && fs != nil {
+		if r.bind.scoped[i] && fs != nil {
 			ts := fs.toolScope()
 			ts.Session = r.toolSession()
 			ctx = tool.WithScope(ctx, ts)
 		}
 		out, err := fn(ctx, toolInput(input), emit)
-		return normalizeValue(out), err
-	case KindProc:
+		return chain.NormalizeValue(out), err
+	case chain.KindProc:
 		fn, ok := r.engine.opts.Registry.Get("proc")
 		if !ok {
 			return nil, fmt.Errorf("proc nodes are disabled on this host: %w", tool.ErrDenied)
@@ -364,18 +404,18 @@ func (r *run) execNode(ctx context.Context, i int, input any, fs *scope) (any, e
 			}
 		}
 		out, err := fn(ctx, in, emit)
-		return normalizeValue(out), err
-	case KindSkill:
+		return chain.NormalizeValue(out), err
+	case chain.KindSkill:
 		return r.runSub(ctx, nd.Name, toolInput(input))
-	case KindAgent:
+	case chain.KindAgent:
 		if r.engine.opts.Agent == nil {
 			return nil, errors.New("agent nodes need the agent runtime, which this host has not enabled")
 		}
 		out, err := r.engine.opts.Agent(ctx, nd, toolInput(input), emit)
-		return normalizeValue(out), err
-	case KindMap:
+		return chain.NormalizeValue(out), err
+	case chain.KindMap:
 		return r.execMap(ctx, i, input, fs)
-	case KindParallel:
+	case chain.KindParallel:
 		return r.execParallel(ctx, i, input, fs)
 	}
 	return nil, fmt.Errorf("node kind %q cannot run here", nd.Kind)
@@ -388,7 +428,7 @@ func (r *run) runSub(ctx context.Context, name string, input map[string]any) (an
 	}
 	maxDepth := r.chain.MaxDepth
 	if maxDepth <= 0 {
-		maxDepth = DefaultMaxDepth
+		maxDepth = chain.DefaultMaxDepth
 	}
 	if r.depth+1 > maxDepth {
 		return nil, fmt.Errorf("skill %q: sub-chain depth %d exceeds max_depth %d", name, r.depth+1, maxDepth)
@@ -401,15 +441,15 @@ func (r *run) runSub(ctx context.Context, name string, input map[string]any) (an
 	if sa, ok := ctx.Value(subAnswersKey{}).(*subAnswers); ok {
 		res, err = r.resumeSub(ctx, sa) // answers to the sub-chain's pauses
 	} else {
-		res, err = r.engine.RunPrepared(ctx, r.engine.Prepare(ctx, c), input, RunOptions{ParentRunID: r.id, depth: r.depth + 1})
+		res, err = r.runSkill(ctx, c, input)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("skill %q: %w", name, err)
 	}
 	switch res.Status {
-	case StatusCompleted, StatusPartial:
+	case chain.StatusCompleted, chain.StatusPartial:
 		return res.FinalOutput, nil
-	case StatusPaused:
+	case chain.StatusPaused:
 		return nil, subPaused(res)
 	}
 	msg := string(res.Status)
@@ -435,19 +475,23 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 	if errScope != nil {
 		sc.err = errScope
 	}
-	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Item: item})
+	r.emit(Event{NodeID: nd.ID, Phase: PhaseStart, Attempt: 1, Item: item, Pinned: r.rerun.pinnedNode(nd)})
 	input, err := r.buildInput(j, &sc, up)
 	attempts := 1
 	var out any
-	if m, merr, ok := r.rerun.mocked(nd); ok && err == nil {
-		out, err = m, merr // every item or branch gets the same mock
+	var sent *sentCredentials
+	pinned := false
+	if m, merr, pin, ok := r.rerun.mocked(nd); ok && err == nil {
+		out, err, pinned = m, merr, pin // every item or branch gets the same mock or pin
 	} else if err == nil {
-		out, attempts, err = r.attempts(ctx, j, item, func(ctx context.Context) (any, error) {
+		actx, s := watchCredentials(ctx)
+		out, attempts, err = r.attempts(actx, j, item, func(ctx context.Context) (any, error) {
 			return r.execNode(ctx, j, input, &sc)
 		})
+		sent = s
 	}
 	if err == nil {
-		r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Attempt: attempts, Item: item})
+		r.emit(Event{NodeID: nd.ID, Phase: PhaseDone, Output: out, Attempt: attempts, Item: item, Credentialed: sent.any(), Pinned: pinned})
 		return out, nil
 	}
 	if ie, ok := tool.IsInterrupt(err); ok {
@@ -461,19 +505,19 @@ func (r *run) execAttached(ctx context.Context, j int, fs *scope, up any, item *
 	// but it is still a failure: the slot is marked handled, so the owner
 	// succeeds and the run ends partial.
 	switch pol := nd.OnErrorOrDefault(); pol {
-	case OnErrorSkip:
+	case chain.OnErrorSkip:
 		r.emitSkippedFailure(Event{NodeID: nd.ID, Error: err.Error(), Attempt: attempts, Item: item})
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseSkip, Error: err.Error(), Reason: ReasonOnErrorSkip, Attempt: attempts, Item: item})
 		return handledOut{nil}, nil
-	case OnErrorContinue:
+	case chain.OnErrorContinue:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
 		return handledOut{errorEntry(err)}, nil
-	case OnErrorAbort:
+	case chain.OnErrorAbort:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
 		return nil, err
 	default:
 		r.emit(Event{NodeID: nd.ID, Phase: PhaseError, Error: err.Error(), Attempt: attempts, Item: item})
-		h := r.graph.idx[pol]
+		h := r.graph.Idx[pol]
 		out, err := r.execAttached(ctx, h, fs, up, item, errorScope(nd.ID, attempts, err.Error(), errorCode(err)))
 		if err != nil {
 			return nil, err
@@ -500,7 +544,7 @@ func errorEntry(err error) map[string]any { return map[string]any{"error": err.E
 // execMap fans the map body out over items_path, bounded by max_concurrency.
 func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, error) {
 	nd := &r.chain.Nodes[i]
-	v, err := r.graph.items[i].Eval(fs, r.strict)
+	v, err := r.graph.Items[i].Eval(fs, r.strict)
 	if err != nil {
 		return nil, fmt.Errorf("items_path: %w", err)
 	}
@@ -516,9 +560,9 @@ func (r *run) execMap(ctx context.Context, i int, input any, fs *scope) (any, er
 		items = []any{v}
 	}
 	if max := r.engine.opts.Limits.MaxMapItems; len(items) > max {
-		return nil, r.overWith(BudgetMapItems, int64(max), fmt.Sprintf("items_path %q gave %d items, over the limit of %d", nd.ItemsPath, len(items), max))
+		return nil, r.overWith(chain.BudgetMapItems, int64(max), fmt.Sprintf("items_path %q gave %d items, over the limit of %d", nd.ItemsPath, len(items), max))
 	}
-	body := r.graph.idx[nd.MapNode]
+	body := r.graph.Idx[nd.MapNode]
 	total := len(items)
 	calls := make([]func(context.Context) (any, error), total)
 	for k := range items {
@@ -544,7 +588,7 @@ func (r *run) execParallel(ctx context.Context, i int, input any, fs *scope) (an
 	nd := &r.chain.Nodes[i]
 	calls := make([]func(context.Context) (any, error), len(nd.Branches))
 	for k, b := range nd.Branches {
-		j := r.graph.idx[b]
+		j := r.graph.Idx[b]
 		calls[k] = func(ctx context.Context) (any, error) {
 			return r.execAttached(ctx, j, fs, input, nil, nil)
 		}
@@ -560,7 +604,7 @@ type fanKey struct{}
 // order according to the node's parallel_failure_mode. ids are the slots'
 // pause ids: a slot that finished before a pause keeps its output, one still
 // waiting for an answer stays paused, and one answered runs with its answer.
-func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context) (any, error), ids []string, progress func()) (any, error) {
+func (r *run) fanOut(ctx context.Context, nd *chain.Node, calls []func(context.Context) (any, error), ids []string, progress func()) (any, error) {
 	n := len(calls)
 	if n == 0 {
 		return []any{}, nil
@@ -613,7 +657,7 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 					errs[k] = nil
 					continue
 				}
-				if errs[k] != nil && mode == FailContinue {
+				if errs[k] != nil && mode == chain.FailContinue {
 					// continue collects: the failure is the slot's entry,
 					// handled, so the node succeeds and the run ends partial.
 					outs[k], errs[k] = handledOut{errorEntry(errs[k])}, nil
@@ -624,7 +668,7 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 					held.Add(sz)
 					r.chargeOutput(sz, sz) // its done event
 				}
-				if errs[k] != nil && mode == FailFast {
+				if errs[k] != nil && mode == chain.FailFast {
 					cancel(fmt.Errorf("cancelled: sibling %d failed", k))
 				}
 				if progress != nil {
@@ -648,7 +692,7 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 		pe.pauses = append(pe.pauses, paused[k].pauses...)
 	}
 	label := "branch"
-	if nd.Kind == KindMap {
+	if nd.Kind == chain.KindMap {
 		label = "item"
 	}
 	partial := false
@@ -664,7 +708,7 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 			failed = append(failed, k)
 		}
 	}
-	if pe != nil && (len(failed) == 0 || mode == FailAnySuccess) {
+	if pe != nil && (len(failed) == 0 || mode == chain.FailAnySuccess) {
 		// Slots wait for answers: the node pauses, keeping what finished.
 		for k := range outs {
 			if fresh[k] {
@@ -674,7 +718,7 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 		return nil, pe
 	}
 	switch mode {
-	case FailFast:
+	case chain.FailFast:
 		for _, k := range failed {
 			if !errors.Is(errs[k], context.Canceled) {
 				return nil, fmt.Errorf("%s %d failed (fail_fast): %w", label, k, errs[k])
@@ -683,7 +727,7 @@ func (r *run) fanOut(ctx context.Context, nd *Node, calls []func(context.Context
 		if len(failed) > 0 {
 			return nil, fmt.Errorf("%s %d failed (fail_fast): %w", label, failed[0], errs[failed[0]])
 		}
-	case FailAnySuccess:
+	case chain.FailAnySuccess:
 		if len(failed) == n {
 			return nil, fmt.Errorf("every %s failed (any_success); last error: %w", label, errs[n-1])
 		}
@@ -737,37 +781,29 @@ func (r *run) failRouting(i int, err error) {
 // applySetState evaluates set_state over the node's output and replaces the
 // state map (never mutating the old one, which workers may be reading).
 func (r *run) applySetState(i int, out any) (map[string]any, error) {
-	ss := r.graph.setState[i]
+	ss := r.graph.SetState[i]
 	if len(ss) == 0 {
 		return nil, nil
 	}
 	sc := &scope{base: &r.scope, output: out, hasOut: true}
 	writes := make(map[string]any, len(ss))
 	for _, ne := range ss {
-		v, err := ne.e.Eval(sc, r.strict)
+		v, err := ne.Expr.Eval(sc, r.strict)
 		if err != nil {
-			return nil, fmt.Errorf("set_state.%s: %w", ne.key, err)
+			return nil, fmt.Errorf("set_state.%s: %w", ne.Key, err)
 		}
-		writes[ne.key] = v
+		writes[ne.Key] = v
 	}
 	r.scope.writeState(writes)
 	return writes, nil
 }
 
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
+// runSkill runs a skill's sub-chain, checked by the host as the runtime meets
+// it (its latest version may differ from the one the run was checked with).
+func (r *run) runSkill(ctx context.Context, c *chain.Chain, input map[string]any) (*Result, error) {
+	p, err := r.engine.compile(ctx, c)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("%T", v)
+	return r.engine.Run(ctx, p, input, RunOptions{ParentRunID: r.id, depth: r.depth + 1})
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 func TestExecInput(t *testing.T) {
@@ -76,7 +78,7 @@ func TestExecMap(t *testing.T) {
 			name:   "map_continue_collects_item_failure_as_error_entry_and_is_partial",
 			doc:    body("continue"),
 			input:  items,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"m": "done"},
 			check: func(t *testing.T, res *engine.Result, evs []engine.Event) {
 				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},{"error":"boom1"},{"attempt":1,"ok":true}]` || res.Error != nil {
@@ -98,7 +100,7 @@ func TestExecMap(t *testing.T) {
 			doc: `{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body","next_node":"after"},
 			{"node_id":"body","kind":"tool","name":"delay","input_map":{"ms":"item"}},{"node_id":"after","kind":"tool","name":"echo","input_map":{"got":"m.output"}}]}`,
 			input:  map[string]any{"xs": []any{1.0, -5.0, 2.0}},
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"m": "done", "after": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				want := `[{"ms":1},{"error":"delay: field \"ms\" must be >= 0, got -5"},{"ms":2}]`
@@ -111,7 +113,7 @@ func TestExecMap(t *testing.T) {
 			name:   "map_continue_every_item_failed_is_every_entry_an_error",
 			doc:    body("continue"),
 			input:  allFail,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"m": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["m"]) != `[{"error":"b1"},{"error":"b2"}]` {
@@ -123,7 +125,7 @@ func TestExecMap(t *testing.T) {
 			name:   "map_item_failure_handled_by_the_maps_on_error_is_partial",
 			doc:    strings.Replace(body("fail_fast"), `"parallel_failure_mode":"fail_fast"`, `"parallel_failure_mode":"fail_fast","on_error":"continue"`, 1),
 			input:  items,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"m": "error"},
 		},
 		{
@@ -131,7 +133,7 @@ func TestExecMap(t *testing.T) {
 			name:   "map_body_on_error_continue_gives_error_objects_and_partial",
 			doc:    strings.Replace(body("continue"), `"name":"fail",`, `"name":"fail","on_error":"continue",`, 1),
 			input:  items,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"m": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},{"error":"boom1"},{"attempt":1,"ok":true}]` {
@@ -143,7 +145,7 @@ func TestExecMap(t *testing.T) {
 			name:   "map_body_on_error_skip_gives_null_and_partial",
 			doc:    strings.Replace(body("fail_fast"), `"name":"fail",`, `"name":"fail","on_error":"skip",`, 1),
 			input:  items,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},null,{"attempt":1,"ok":true}]` {
 					t.Errorf("m = %s", js(res.Outputs["m"]))
@@ -156,7 +158,7 @@ func TestExecMap(t *testing.T) {
 			{"node_id":"body","kind":"tool","name":"fail","on_error":"fix","input_map":{"until_attempt":"item.u","message":"item.msg"}},
 			{"node_id":"fix","kind":"tool","name":"echo","input_map":{"fixed":"error.message"}}]}`,
 			input:  items,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},{"fixed":"boom1"},{"attempt":1,"ok":true}]` {
 					t.Errorf("m = %s", js(res.Outputs["m"]))
@@ -167,7 +169,7 @@ func TestExecMap(t *testing.T) {
 			name:   "map_any_success_filters_errors_and_is_partial",
 			doc:    body("any_success"),
 			input:  items,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"m": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["m"]) != `[{"attempt":1,"ok":true},{"attempt":1,"ok":true}]` {
@@ -186,20 +188,20 @@ func TestExecMap(t *testing.T) {
 			{"node_id":"p","kind":"parallel","branches":["ok","bad"],"parallel_failure_mode":"any_success"},
 			{"node_id":"ok","kind":"tool","name":"echo"},{"node_id":"bad","kind":"tool","name":"fail"}]}`,
 			input:  map[string]any{"items": []any{1.0, 2.0}},
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 		},
 		{
 			name:   "map_any_success_all_failed_is_error",
 			doc:    body("any_success"),
 			input:  allFail,
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			nodes:  map[string]string{"m": "error"},
 		},
 		{
 			name:   "map_fail_fast_fails_the_node",
 			doc:    body("fail_fast"),
 			input:  items,
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			nodes:  map[string]string{"m": "error"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if !strings.Contains(res.Error.Message, "boom1") {
@@ -255,8 +257,8 @@ func TestExecMapLimit(t *testing.T) {
 	h := newHarness(t, func(o *engine.Options) { o.Limits.MaxMapItems = 3 })
 	res := h.run(`{"name":"m","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},{"node_id":"body","kind":"tool","name":"echo"}]}`,
 		map[string]any{"items": []any{1.0, 2.0, 3.0, 4.0}})
-	wantStatus(t, res, engine.StatusFailed)
-	if res.Error.Code != engine.CodeBudget || res.Error.Details["budget"] != engine.BudgetMapItems || !strings.Contains(res.Error.Message, "4 items, over the limit of 3") {
+	wantStatus(t, res, chain.StatusFailed)
+	if res.Error.Code != engine.CodeBudget || res.Error.Details["budget"] != chain.BudgetMapItems || !strings.Contains(res.Error.Message, "4 items, over the limit of 3") {
 		t.Errorf("error %+v does not name the map_items budget", res.Error)
 	}
 }
@@ -292,7 +294,7 @@ func TestExecParallel(t *testing.T) {
 		{
 			name:   "parallel_continue_collects_branch_failure_after_siblings_finish",
 			doc:    par("continue", `["ok1","bad","ok2"]`, ""),
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"p": "done"},
 			check: func(t *testing.T, res *engine.Result, evs []engine.Event) {
 				if js(res.Outputs["p"]) != `[{"b":"ok1","ms":20},{"error":"bad failed"},{"b":"ok2"}]` || res.Error != nil {
@@ -308,7 +310,7 @@ func TestExecParallel(t *testing.T) {
 		{
 			name:   "parallel_branch_on_error_continue_is_an_error_object_and_partial",
 			doc:    strings.Replace(par("continue", `["ok1","bad","ok2"]`, ""), `"name":"fail",`, `"name":"fail","on_error":"continue",`, 1),
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["p"]) != `[{"b":"ok1","ms":20},{"error":"bad failed"},{"b":"ok2"}]` {
 					t.Errorf("p = %s", js(res.Outputs["p"]))
@@ -318,7 +320,7 @@ func TestExecParallel(t *testing.T) {
 		{
 			name:   "parallel_any_success_filters_errors_and_is_partial",
 			doc:    par("any_success", `["ok1","bad","ok2"]`, ""),
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"p": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["p"]) != `[{"b":"ok1","ms":20},{"b":"ok2"}]` {
@@ -329,13 +331,13 @@ func TestExecParallel(t *testing.T) {
 		{
 			name:   "parallel_any_success_all_failed_is_error",
 			doc:    par("any_success", `["bad"]`, ""),
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			nodes:  map[string]string{"p": "error"},
 		},
 		{
 			name:   "parallel_fail_fast_cancels_siblings_and_fails",
 			doc:    par("fail_fast", `["slow","bad","ok2"]`, ""),
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			nodes:  map[string]string{"p": "error"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if d := res.Ended.Sub(res.Started); d > time.Second {
@@ -365,7 +367,7 @@ func TestExecOnError(t *testing.T) {
 			name: "abort_fails_run_and_cancels_running_nodes",
 			doc: `{"name":"e","nodes":[{"node_id":"r","kind":"tool","name":"echo"},{"node_id":"bad","kind":"tool","name":"fail","input":{"message":"kaput"}},{"node_id":"slow","kind":"tool","name":"delay","input":{"ms":5000}},
 			{"node_id":"after","kind":"tool","name":"echo"}],"edges":[{"source":"r","target":"bad"},{"source":"r","target":"slow"},{"source":"bad","target":"after"}]}`,
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			nodes:  map[string]string{"bad": "error", "slow": "error/upstream_stopped", "after": "skip/upstream_stopped"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if res.Error.Code != engine.CodeNodeError || res.Error.NodeID != "bad" {
@@ -384,7 +386,7 @@ func TestExecOnError(t *testing.T) {
 			name: "stop_is_an_alias_of_abort",
 			doc: `{"name":"e","nodes":[{"node_id":"bad","kind":"tool","name":"fail","on_error":"stop"},{"node_id":"after","kind":"tool","name":"echo"}],
 			"edges":[{"source":"bad","target":"after"}]}`,
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			nodes:  map[string]string{"after": "skip/upstream_stopped"},
 		},
 		{
@@ -392,7 +394,7 @@ func TestExecOnError(t *testing.T) {
 			doc: `{"name":"e","nodes":[{"node_id":"bad","kind":"tool","name":"fail","input":{"message":"kaput"},"on_error":"skip"},
 			{"node_id":"isnull","kind":"tool","name":"echo","input":{"saw":"null"}},{"node_id":"other","kind":"tool","name":"echo"}],
 			"edges":[{"source":"bad","target":"isnull","condition":"output == null"},{"source":"bad","target":"other"}]}`,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"bad": "skip/on_error_skip", "isnull": "done", "other": "skip/upstream_stopped"},
 			check: func(t *testing.T, res *engine.Result, evs []engine.Event) {
 				if res.Nodes["bad"].Error != "kaput" {
@@ -409,7 +411,7 @@ func TestExecOnError(t *testing.T) {
 			name: "continue_records_error_and_routes_on",
 			doc: `{"name":"e","nodes":[{"node_id":"bad","kind":"tool","name":"fail","on_error":"continue"},{"node_id":"next","kind":"tool","name":"echo","input":{"went":"on"}}],
 			"edges":[{"source":"bad","target":"next"}]}`,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"bad": "error", "next": "done"},
 		},
 		{
@@ -419,7 +421,7 @@ func TestExecOnError(t *testing.T) {
 			{"node_id":"fix","kind":"tool","name":"echo","input_map":{"msg":"error.message","code":"error.code","node":"error.node_id","attempt":"error.attempt"}},
 			{"node_id":"after_fix","kind":"tool","name":"echo"}],
 			"edges":[{"source":"bad","target":"normal"},{"source":"fix","target":"after_fix"}]}`,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"bad": "error", "normal": "skip/upstream_stopped", "fix": "done", "after_fix": "done"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if js(res.Outputs["fix"]) != `{"attempt":1,"code":"chain_node_error","msg":"kaput","node":"bad"}` {
@@ -453,7 +455,7 @@ func TestExecRetry(t *testing.T) {
 		{
 			name:   "retry_exhausted_then_on_error",
 			doc:    `{"name":"r","nodes":[{"node_id":"f","kind":"tool","name":"fail","input":{"until_attempt":5},"retry":{"max_attempts":2}}]}`,
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if res.Nodes["f"].Attempts != 2 || !strings.Contains(res.Error.Message, "2 attempts") {
 					t.Errorf("f = %s, err %s", js(res.Nodes["f"]), js(res.Error))
@@ -487,7 +489,7 @@ func TestExecTimeouts(t *testing.T) {
 		h := newHarness(t)
 		start := time.Now()
 		res := h.run(`{"name":"t","nodes":[{"node_id":"b","kind":"tool","name":"block","timeout":0.05,"on_error":"continue"},{"node_id":"n","kind":"tool","name":"echo"}],"edges":[{"source":"b","target":"n"}]}`, nil)
-		wantStatus(t, res, engine.StatusPartial)
+		wantStatus(t, res, chain.StatusPartial)
 		if res.Nodes["b"].Error != "timed out after 0.05s" {
 			t.Errorf("error = %q", res.Nodes["b"].Error)
 		}
@@ -498,7 +500,7 @@ func TestExecTimeouts(t *testing.T) {
 	t.Run("node_timeout_with_retry", func(t *testing.T) {
 		h := newHarness(t)
 		res := h.run(`{"name":"t","nodes":[{"node_id":"b","kind":"tool","name":"delay","input":{"ms":5000},"timeout":0.02,"retry":{"max_attempts":2}}]}`, nil)
-		wantStatus(t, res, engine.StatusFailed)
+		wantStatus(t, res, chain.StatusFailed)
 		if res.Nodes["b"].Attempts != 2 || !strings.Contains(res.Error.Message, "timed out after 0.02s") {
 			t.Errorf("b = %s, err = %s", js(res.Nodes["b"]), js(res.Error))
 		}
@@ -513,7 +515,7 @@ func TestExecTimeouts(t *testing.T) {
 			start := time.Now()
 			done := make(chan *engine.Result, 1)
 			go func() {
-				res, _ := h.e.Run(context.Background(), mustDecode(t, doc), map[string]any{"items": []any{1.0, 2.0}}, engine.RunOptions{})
+				res, _ := h.e.Run(context.Background(), enginetest.PlanOf(h.e, mustDecode(t, doc)), map[string]any{"items": []any{1.0, 2.0}}, engine.RunOptions{})
 				done <- res
 			}()
 			var res *engine.Result
@@ -525,7 +527,7 @@ func TestExecTimeouts(t *testing.T) {
 			if d := time.Since(start); d > 900*time.Millisecond {
 				t.Errorf("Run returned after %v, want about timeout + a short grace", d)
 			}
-			wantStatus(t, res, engine.StatusTimedOut)
+			wantStatus(t, res, chain.StatusTimedOut)
 			if res.Error.Code != engine.CodeTimeout {
 				t.Errorf("code = %s", res.Error.Code)
 			}
@@ -538,7 +540,7 @@ func TestExecTimeouts(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(30*time.Millisecond, cancel)
 		res := h.runCtx(ctx, `{"name":"t","nodes":[{"node_id":"d","kind":"tool","name":"delay","input":{"ms":5000}}]}`, nil)
-		wantStatus(t, res, engine.StatusCancelled)
+		wantStatus(t, res, chain.StatusCancelled)
 		if res.Error.Code != engine.CodeCancelled {
 			t.Errorf("code = %s", res.Error.Code)
 		}
@@ -553,7 +555,7 @@ func TestExecEvents(t *testing.T) {
 		{"node_id":"p","kind":"parallel","branches":["x","y"]},{"node_id":"x","kind":"tool","name":"echo"},{"node_id":"y","kind":"tool","name":"echo"},{"node_id":"z","kind":"tool","name":"echo"}],
 		"edges":[{"source":"a","target":"m"},{"source":"a","target":"p"},{"source":"a","target":"z","condition":"input.never"}]}`
 		res := h.run(doc, map[string]any{"items": []any{1.0, 2.0, 3.0}})
-		wantStatus(t, res, engine.StatusCompleted)
+		wantStatus(t, res, chain.StatusCompleted)
 		evs := h.sink.Events()
 		checkSeq(t, evs)
 		everyNodeEnded(t, mustDecode(t, doc), evs)
@@ -563,7 +565,7 @@ func TestExecEvents(t *testing.T) {
 		doc := `{"name":"e","nodes":[{"node_id":"a","kind":"tool","name":"fail"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"}],
 		"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"}]}`
 		res := h.run(doc, nil)
-		wantStatus(t, res, engine.StatusFailed)
+		wantStatus(t, res, chain.StatusFailed)
 		wantNodes(t, res, map[string]string{"a": "error", "b": "skip/upstream_stopped", "c": "skip/upstream_stopped"})
 		everyNodeEnded(t, mustDecode(t, doc), h.sink.Events())
 	})
@@ -610,8 +612,8 @@ func TestExecValidationErrors(t *testing.T) {
 	h := newHarness(t)
 	doc := `{"name":"v","nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],"edges":[{"source":"a","target":"b"},{"source":"b","target":"a"}]}`
 	res := h.run(doc, nil)
-	wantStatus(t, res, engine.StatusFailed)
-	if res.Error.Code != engine.CodeInvalid || len(res.Error.Issues) == 0 {
+	wantStatus(t, res, chain.StatusFailed)
+	if res.Error.Code != chain.CodeInvalid || len(res.Error.Issues) == 0 {
 		t.Fatalf("error = %s", js(res.Error))
 	}
 	if evs := h.sink.Events(); len(evs) != 0 {
@@ -620,7 +622,7 @@ func TestExecValidationErrors(t *testing.T) {
 	if res.NodesRun != 0 {
 		t.Errorf("nodes_run = %d", res.NodesRun)
 	}
-	var ve *engine.ValidationError
+	var ve *chain.ValidationError
 	if !errorsAs(res.Err(), &ve) {
 		t.Errorf("Err() = %#v", res.Err())
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/examples"
 )
@@ -67,16 +69,16 @@ func TestFoldEqualsEngineOnExamples(t *testing.T) {
 	for _, ex := range all {
 		t.Run(ex.File, func(t *testing.T) {
 			h := newHarness(t)
-			doc, err := engine.Decode(ex.Data, engine.Limits{})
+			doc, err := chain.Decode(ex.Data, chain.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := h.e.Run(context.Background(), doc, map[string]any{"items": []any{1.0, 2.0, 3.0}, "n": 3.0, "text": "hi"}, engine.RunOptions{})
+			res, err := h.e.Run(context.Background(), enginetest.PlanOf(h.e, doc), map[string]any{"items": []any{1.0, 2.0, 3.0}, "n": 3.0, "text": "hi"}, engine.RunOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantFoldEqualsResult(t, h.cp, res)
-			if res.Status == engine.StatusPaused { // and again once the approval is given
+			if res.Status == chain.StatusPaused { // and again once the approval is given
 				res, err = h.resume(res.RunID, val(map[string]any{"approved": true}), nil)
 				if err != nil {
 					t.Fatal(err)
@@ -97,19 +99,19 @@ func TestFoldEqualsEngineOnRandomChains(t *testing.T) {
 	failed := 0
 	for k := 0; k < 300; k++ {
 		c := randomChain(rng, true)
-		if issues := engine.Validate(c); hasError(issues) {
+		if issues := chain.Validate(c); hasError(issues) {
 			continue
 		}
 		h := newHarness(t)
 		if k%2 == 1 {
 			h.e.Registry().SetInline(builtin.Inline...)
 		}
-		res, err := h.e.Run(context.Background(), c, nil, engine.RunOptions{})
+		res, err := h.e.Run(context.Background(), enginetest.PlanOf(h.e, c), nil, engine.RunOptions{})
 		if err != nil {
 			t.Fatalf("chain %d: %v", k, err)
 		}
 		wantFoldEqualsResult(t, h.cp, res)
-		if res.Status == engine.StatusFailed {
+		if res.Status == chain.StatusFailed {
 			failed++
 			res, err = h.resume(res.RunID, nil, nil)
 			if err != nil {
@@ -135,9 +137,9 @@ func TestReplayOfAnyPrefixFinishesLikeTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var chains []*engine.Chain
+	var chains []*chain.Chain
 	for _, ex := range all {
-		doc, err := engine.Decode(ex.Data, engine.Limits{})
+		doc, err := chain.Decode(ex.Data, chain.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +147,7 @@ func TestReplayOfAnyPrefixFinishesLikeTheRun(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(12, 8))
 	for k := 0; k < 60; k++ {
-		if c := randomChain(rng, true); !hasError(engine.Validate(c)) {
+		if c := randomChain(rng, true); !hasError(chain.Validate(c)) {
 			chains = append(chains, c)
 		}
 	}
@@ -153,11 +155,11 @@ func TestReplayOfAnyPrefixFinishesLikeTheRun(t *testing.T) {
 	input := map[string]any{"items": []any{1.0, 2.0, 3.0}, "n": 3.0, "text": "hi"}
 	for k, c := range chains {
 		h := newHarness(t)
-		want, err := h.e.Run(ctx, c, input, engine.RunOptions{RunID: "whole"})
+		want, err := h.e.Run(ctx, enginetest.PlanOf(h.e, c), input, engine.RunOptions{RunID: "whole"})
 		if err != nil {
 			t.Fatalf("chain %d: %v", k, err)
 		}
-		if want.Status != engine.StatusCompleted && want.Status != engine.StatusPartial {
+		if want.Status != chain.StatusCompleted && want.Status != chain.StatusPartial {
 			continue // paused or failed: resuming it is not the same run
 		}
 		log, err := h.cp.Load(ctx, "whole")

@@ -22,9 +22,9 @@ type heldDefault struct {
 // data dependency). Waiting for those would never end.
 func (r *run) holdDefault(src, ei int, rt routing) {
 	hd := &heldDefault{src: src, edge: ei}
-	dt := r.graph.idx[r.chain.Edges[ei].Target]
+	dt := r.graph.Idx[r.chain.Edges[ei].Target]
 	add := func(e int) {
-		t := r.graph.idx[r.chain.Edges[e].Target]
+		t := r.graph.Idx[r.chain.Edges[e].Target]
 		if t == dt || ancestors(r.graph, t)[dt] {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
 
@@ -35,7 +36,7 @@ func TestHeldDefaultRunsAfterTheFanOut(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	res := h.run(heldDoc(`{"node_id":"fan","kind":"tool","name":"delay","input":{"ms":30}}`), map[string]any{"score": 2.0})
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	wantNodes(t, res, map[string]string{"guarded": "skip/condition_false", "fan": "done", "def": "done"})
 	evs := h.sink.Events()
 	fanDone, defStart := indexOf(evs, "fan", engine.PhaseDone), indexOf(evs, "def", engine.PhaseStart)
@@ -75,7 +76,7 @@ func TestHeldDefaultAcrossAPause(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	res := h.run(heldDoc(`{"node_id":"fan","kind":"interrupt","config":{"prompt":"ok?"}}`), map[string]any{"score": 2.0})
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	if st := nodeStatus(res, "def"); st != "-" {
 		t.Fatalf("def is %q while fan is paused", st)
 	}
@@ -86,7 +87,7 @@ func TestHeldDefaultAcrossAPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	wantNodes(t, res, map[string]string{"fan": "done", "def": "done"})
 	evs := h.sink.Events()
 	if fanDone, defStart := indexOf(evs, "fan", engine.PhaseDone), indexOf(evs, "def", engine.PhaseStart); defStart < fanDone {
@@ -101,7 +102,7 @@ func TestHeldDefaultAfterAFailedFanOut(t *testing.T) {
 	h := newHarness(t)
 	h.flag.Store(true)
 	res := h.run(heldDoc(`{"node_id":"fan","kind":"tool","name":"flagfail"}`), map[string]any{"score": 2.0})
-	wantStatus(t, res, engine.StatusFailed)
+	wantStatus(t, res, chain.StatusFailed)
 	if indexOf(h.sink.Events(), "def", engine.PhaseStart) >= 0 {
 		t.Fatal("def started although the fan-out failed")
 	}
@@ -110,7 +111,7 @@ func TestHeldDefaultAfterAFailedFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	wantNodes(t, res, map[string]string{"fan": "done", "def": "done"})
 }
 
@@ -131,15 +132,15 @@ func TestHeldDefaultRandomChains(t *testing.T) {
 	}()
 	for k := 0; k < 300; k++ {
 		c := randomChain(rng, false)
-		if issues := engine.Validate(c); hasError(issues) {
+		if issues := chain.Validate(c); hasError(issues) {
 			continue
 		}
 		h := newHarness(t)
 		if k%2 == 1 { // every other chain runs its pure tools inline
 			h.e.Registry().SetInline(builtin.Inline...)
 		}
-		res, err := h.e.Run(context.Background(), c, nil, engine.RunOptions{})
-		if err != nil || res.Status != engine.StatusCompleted {
+		res, err := h.e.Run(context.Background(), enginetest.PlanOf(h.e, c), nil, engine.RunOptions{})
+		if err != nil || res.Status != chain.StatusCompleted {
 			t.Fatalf("chain %d: %v %s %+v", k, err, res.Status, res.Error)
 		}
 		evs := h.sink.Events()
@@ -155,7 +156,7 @@ func TestHeldDefaultRandomChains(t *testing.T) {
 			if e.Phase != engine.PhaseProgress || len(e.Edges) != 1 {
 				continue
 			}
-			var def *engine.Edge
+			var def *chain.Edge
 			for x := range c.Edges {
 				if c.Edges[x].ID == e.Edges[0] {
 					def = &c.Edges[x]
@@ -196,13 +197,13 @@ func TestHeldDefaultRandomChains(t *testing.T) {
 
 // randomChain is enginetest.RandomChain (shared with the cluster tests,
 // which run the same graphs through worker processes).
-func randomChain(rng *rand.Rand, failures bool) *engine.Chain {
+func randomChain(rng *rand.Rand, failures bool) *chain.Chain {
 	return enginetest.RandomChain(rng, failures)
 }
 
-func hasError(issues []engine.Issue) bool {
+func hasError(issues []chain.Issue) bool {
 	for _, is := range issues {
-		if is.Severity == engine.SeverityError {
+		if is.Severity == chain.SeverityError {
 			return true
 		}
 	}

@@ -5,12 +5,15 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // InputDescription says, in plain words, what a node will receive as its
 // input. It states the rule buildInput and upstream apply (keep them in
 // step): the static input merged with the resolved input_map (the map wins);
-// with neither, the upstream data as is.
+// with neither, the upstream data as is; a root that only configures its
+// tool, the run's input in the tool's data field.
 type InputDescription struct {
 	NodeID string `json:"node_id"`
 	// Summary is one sentence; Items the details, one short line each.
@@ -28,15 +31,15 @@ type InputDescription struct {
 // has no such node. reg (may be nil) tells which tools read the run's data
 // themselves (Registry.SetScoped): a script sees the upstream data as
 // `output` whatever its input is.
-func DescribeInput(c *Chain, nodeID string, reg *Registry) (*InputDescription, bool) {
-	g := newGraph(c)
-	i, ok := g.idx[nodeID]
+func DescribeInput(c *chain.Chain, nodeID string, reg *Registry) (*InputDescription, bool) {
+	g := chain.NewGraph(c)
+	i, ok := g.Idx[nodeID]
 	if !ok {
 		return nil, false
 	}
 	nd := &c.Nodes[i]
 	d := &InputDescription{NodeID: nodeID, Upstream: upstreamText(g, i)}
-	if nd.Kind == KindBranch || nd.Kind == KindCondition {
+	if nd.Kind == chain.KindBranch || nd.Kind == chain.KindCondition {
 		// routers take no input of their own: they test what they receive and pass it on
 		d.PassesUpstream = true
 		d.Summary = "Receives " + d.Upstream + " and passes it on to the edge it chooses."
@@ -56,13 +59,19 @@ func DescribeInput(c *Chain, nodeID string, reg *Registry) (*InputDescription, b
 		}
 		mapped = append(mapped, "input_map adds `"+k+"` from `"+strings.TrimSpace(nd.InputMap[k])+"`")
 	}
-	if reg != nil && nd.Kind == KindTool && reg.IsScoped(nd.Name) {
+	if reg != nil && nd.Kind == chain.KindTool && reg.IsScoped(nd.Name) {
 		d.PassesUpstream = true
 		d.Summary = "Its script reads " + d.Upstream + " as `output`, the run's input as `input` and earlier nodes' outputs as `nodes.<id>.output`; its own input fields are `params`."
 		d.Items = mapped
 		if carrier != "" {
 			d.Items = append(d.Items, "input_map also puts "+d.Upstream+" in `params."+carrier+"`")
 		}
+		return d, true
+	}
+	if f := dataFlowOf(g, i, reg); f != "" {
+		d.PassesUpstream = true
+		d.Summary = "Receives its static input " + compactJSON(nd.Input) + " with " + d.Upstream + " as `" + f + "` (a root's data flows in by default)."
+		d.Items = append(d.Items, "to keep to the static input, set static_only")
 		return d, true
 	}
 	switch {
@@ -77,9 +86,11 @@ func DescribeInput(c *Chain, nodeID string, reg *Registry) (*InputDescription, b
 	case len(nd.Input) == 0 && len(nd.InputMap) == 0:
 		d.PassesUpstream = true
 		d.Summary = "Receives " + d.Upstream + " as is."
-		if nd.Kind == KindTool || nd.Kind == KindProc {
+		if nd.Kind == chain.KindTool || nd.Kind == chain.KindProc {
 			d.Items = append(d.Items, "a tool always gets an object: any other value arrives as {\"value\": …}")
 		}
+	case len(nd.InputMap) == 0 && nd.StaticOnly:
+		d.Summary = "Receives its static input " + compactJSON(nd.Input) + " only (static_only); " + d.Upstream + " is not passed."
 	case len(nd.InputMap) == 0:
 		d.Summary = "Receives its static input " + compactJSON(nd.Input) + "; " + d.Upstream + " is not passed because a static input is set."
 		d.Items = append(d.Items, "to pass upstream data too, add an input_map entry (its `output` is "+d.Upstream+")")
@@ -100,31 +111,31 @@ func DescribeInput(c *Chain, nodeID string, reg *Registry) (*InputDescription, b
 
 // upstreamText names the data a node is handed, the way upstream and the
 // attached-node runners pick it.
-func upstreamText(g *graph, i int) string {
-	if len(g.owners[i]) > 0 {
-		a := g.owners[i][0]
-		owner := "`" + g.c.Nodes[a.owner].ID + "`"
-		switch a.rel {
-		case RelMapBody:
+func upstreamText(g *chain.Graph, i int) string {
+	if len(g.Owners[i]) > 0 {
+		a := g.Owners[i][0]
+		owner := "`" + g.C.Nodes[a.Owner].ID + "`"
+		switch a.Rel {
+		case chain.RelMapBody:
 			return "one item of " + owner + "'s list at a time (also `item` and `index`)"
-		case RelBranch:
+		case chain.RelBranch:
 			return "the input of parallel node " + owner
-		case RelHandler:
+		case chain.RelHandler:
 			return "the data of " + owner + " when it fails (the failure is in `error`)"
 		}
 	}
 	var srcs []string
 	add := func(ei int) {
-		s := "`" + g.c.Edges[ei].Source + "`"
+		s := "`" + g.C.Edges[ei].Source + "`"
 		if !slices.Contains(srcs, s) {
 			srcs = append(srcs, s)
 		}
 	}
-	for _, ei := range g.in[i] {
+	for _, ei := range g.In[i] {
 		add(ei)
 	}
 	loops := len(srcs)
-	for _, ei := range g.loopIn[i] {
+	for _, ei := range g.LoopIn[i] {
 		add(ei)
 	}
 	switch {
@@ -138,6 +149,17 @@ func upstreamText(g *graph, i int) string {
 		return "the run's input on the first pass, then the output of " + strings.Join(srcs, " or ")
 	}
 	return "the output of the node whose edge fired (" + strings.Join(srcs, " or ") + "; when several fire together, an object keyed by their node ids)"
+}
+
+// dataFlowOf is the field node i's tool gets the run's input in by default
+// (chain.Graph.DataFlowField), "" without a registry that knows its schema.
+func dataFlowOf(g *chain.Graph, i int, reg *Registry) string {
+	nd := &g.C.Nodes[i]
+	if reg == nil || nd.Kind != chain.KindTool {
+		return ""
+	}
+	schema, _ := reg.InputSchema(nd.Name)
+	return g.DataFlowField(i, schema)
 }
 
 func compactJSON(v any) string {

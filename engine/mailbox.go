@@ -55,7 +55,7 @@ func (r *run) takeMail(closing bool) bool {
 // answer applies a live answer: at once when its node is paused, after the
 // node stops when it is running.
 func (r *run) answer(rec *ResumeRecord) {
-	if i, ok := r.graph.idx[rec.NodeID]; ok && r.nodes.status[i] == nsRunning {
+	if i, ok := r.graph.Idx[rec.NodeID]; ok && r.nodes.status[i] == nsRunning {
 		r.nodes.deferred = append(r.nodes.deferred, rec)
 		return
 	}

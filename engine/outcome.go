@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -79,9 +80,9 @@ func (r *run) nodeDone(i int, c completion) {
 	}
 	// The record and the encoding its event shares (commit) in one
 	// allocation: a run allocates one per node either way.
-	x := &recordOutput{NodeRecord: NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused,
+	x := &recordOutput{NodeRecord: NodeRecord{NodeID: nd.ID, Status: PhaseDone, Input: c.input, Output: out, Matched: c.matched, Reused: c.reused, Pinned: c.pinned,
 		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, State: writes, Partial: c.partial,
-		Decisions: c.decided}}
+		Decisions: c.decided, Credentialed: c.credentialed}}
 	rec := &x.NodeRecord
 	if out != nil {
 		rec.OutputJSON = &x.encoded
@@ -107,7 +108,8 @@ type recordOutput struct {
 func (r *run) nodeFailed(i int, c completion) {
 	nd := &r.chain.Nodes[i]
 	rec := &NodeRecord{NodeID: nd.ID, Status: PhaseError, Input: c.input, Error: c.err.Error(), ErrorCode: errorCode(c.err),
-		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, Decisions: c.decided}
+		Attempts: c.attempts, Iteration: r.nodes.iterations[i], Started: c.started, Ended: c.ended, Decisions: c.decided,
+		Credentialed: c.credentialed}
 	// A node whose incoming guard failed never ran: it is reported skipped
 	// (reason guard_failed, with the error), never as an error of its own;
 	// its on_error still decides what the failure does to the run.
@@ -116,12 +118,12 @@ func (r *run) nodeFailed(i int, c completion) {
 	}
 	rt := noRouting(nil)
 	switch pol := nd.OnErrorOrDefault(); pol {
-	case OnErrorAbort:
+	case chain.OnErrorAbort:
 		rec.Fatal = true
 		r.commit(i, rec, &rt, &ChainNodeError{NodeID: nd.ID, Attempt: c.attempts, Err: c.err})
 		return
-	case OnErrorSkip, OnErrorContinue:
-		if pol == OnErrorSkip {
+	case chain.OnErrorSkip, chain.OnErrorContinue:
+		if pol == chain.OnErrorSkip {
 			rec.Status = PhaseSkip
 			if !c.guard {
 				rec.Reason = ReasonOnErrorSkip
@@ -135,7 +137,7 @@ func (r *run) nodeFailed(i int, c completion) {
 		return
 	default:
 		rec.Handled = pol
-		rec.Pruned = r.edgeIDs(r.graph.out[i])
+		rec.Pruned = r.edgeIDs(r.graph.Out[i])
 		r.publishOutput(i, rec)
 	}
 	r.commit(i, rec, &rt, nil)
@@ -148,7 +150,7 @@ func (r *run) nodeFailed(i int, c completion) {
 // A skip has no start time: it never ran, so it shows no duration.
 func (r *run) skipNode(t int, reason string) {
 	rt := noRouting(nil)
-	rt.pruned = r.graph.out[t]
+	rt.pruned = r.graph.Out[t]
 	rec := &NodeRecord{NodeID: r.chain.Nodes[t].ID, Status: PhaseSkip, Reason: reason, Ended: stamp(), Pruned: r.edgeIDs(rt.pruned)}
 	r.publishOutput(t, rec)
 	r.commit(t, rec, &rt, nil)
@@ -178,8 +180,8 @@ func (r *run) commit(i int, rec *NodeRecord, rt *routing, stop error) {
 		r.emitSkippedFailure(Event{NodeID: rec.NodeID, Error: rec.Error, Attempt: rec.Attempts, Iteration: rec.Iteration, Time: rec.Ended})
 	}
 	r.emit(Event{NodeID: rec.NodeID, Phase: rec.Status, Output: rec.Output, Matched: rec.Matched, Error: rec.Error, Reason: rec.Reason,
-		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Decisions: rec.Decisions,
-		OutputJSON: rec.OutputJSON})
+		Attempt: rec.Attempts, Iteration: rec.Iteration, Edges: rec.Fired, Time: rec.Ended, Reused: rec.Reused, Pinned: rec.Pinned, Decisions: rec.Decisions,
+		Credentialed: rec.Credentialed, OutputJSON: rec.OutputJSON})
 	r.addCheckpoint(Checkpoint{Kind: CheckpointNode, Node: rec})
 	if stop != nil {
 		r.fail(&RunError{Code: CodeNodeError, Message: stop.Error(), NodeID: rec.NodeID}, stop)
@@ -255,10 +257,10 @@ func (r *run) apply(i int, rec *NodeRecord, rt *routing) {
 		return
 	}
 	if rec.Handled != "" {
-		for _, ei := range r.graph.out[i] {
+		for _, ei := range r.graph.Out[i] {
 			r.deliverPruned(ei, ReasonUpstreamStopped)
 		}
-		if h, ok := r.graph.idx[rec.Handled]; ok {
+		if h, ok := r.graph.Idx[rec.Handled]; ok {
 			r.startHandler(h, i, errorScope(rec.NodeID, rec.Attempts, rec.Error, rec.ErrorCode))
 		}
 		r.notifyDependants(i)
@@ -287,7 +289,7 @@ func (r *run) pruneReasonOf(i int, rec *NodeRecord) string {
 	case rec.Status != PhaseDone:
 		return ReasonUpstreamStopped
 	}
-	if k := r.chain.Nodes[i].Kind; k == KindBranch || k == KindCondition {
+	if k := r.chain.Nodes[i].Kind; k == chain.KindBranch || k == chain.KindCondition {
 		return ReasonBranchNotTaken
 	}
 	return ReasonConditionFalse
@@ -320,11 +322,12 @@ func (r *run) nodeFinished(i int, out any) {
 func (r *run) pauseNode(i int, ie *tool.InterruptError, c completion) {
 	prompt := ie.Prompt
 	rec := &PauseRecord{NodeID: r.chain.Nodes[i].ID, Prompt: prompt, Input: c.input, Attempts: c.attempts, Iteration: r.nodes.iterations[i],
-		State: normalizeValue(ie.State)}
-	if nd := &r.chain.Nodes[i]; nd.Kind == KindInterrupt {
+		State: chain.NormalizeValue(ie.State)}
+	if nd := &r.chain.Nodes[i]; nd.Kind == chain.KindInterrupt {
 		rec.Approval = approvalInfo(nd, c.input, c.ended)
+		rec.Approval.Fields = c.asked
 	} else if ie.Approve {
-		rec.Approval = &ApprovalInfo{Kind: ApprovalToolCall, Proposed: normalizeValue(ie.Proposed)}
+		rec.Approval = &ApprovalInfo{Kind: ApprovalToolCall, Proposed: chain.NormalizeValue(ie.Proposed)}
 	}
 	r.nodes.result[i].Ended = c.ended
 	r.emit(Event{NodeID: rec.NodeID, Phase: PhasePaused, Prompt: prompt, Attempt: rec.Attempts, Iteration: rec.Iteration})
@@ -356,7 +359,7 @@ func (r *run) stoppedNode(i int, c completion) {
 
 // replayNode applies a logged node record, as commit applied it live.
 func (r *run) replayNode(rec *NodeRecord) {
-	i, ok := r.graph.idx[rec.NodeID]
+	i, ok := r.graph.Idx[rec.NodeID]
 	if !ok {
 		return
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 // A node's done event and its checkpoint record carry the same output and
@@ -17,8 +19,8 @@ func TestNodeEventAndRecordShareOutputJSON(t *testing.T) {
 	eng := engine.New(engine.Options{Registry: benchRegistry, Sink: sink, Checkpointer: cps})
 	c := linearChain(4)
 	c.Nodes[0].Input = map[string]any{"text": "hi"}
-	res, err := eng.Run(context.Background(), c, map[string]any{"x": 1.0}, engine.RunOptions{RunID: "share"})
-	if err != nil || res.Status != engine.StatusCompleted {
+	res, err := eng.Run(context.Background(), enginetest.PlanOf(eng, c), map[string]any{"x": 1.0}, engine.RunOptions{RunID: "share"})
+	if err != nil || res.Status != chain.StatusCompleted {
 		t.Fatalf("%v %v", err, res.Status)
 	}
 	log, err := cps.Load(context.Background(), "share")
@@ -74,5 +76,25 @@ func TestOutputJSONFirstStoreWins(t *testing.T) {
 	}
 	if string(o.Load()) != `{"a":1}` {
 		t.Fatalf("load %s", o.Load())
+	}
+}
+
+// The second of the event and the record takes the encoding: it is not
+// kept after both are written, and a later encoding is not kept either.
+func TestOutputJSONTakeLetsGo(t *testing.T) {
+	t.Parallel()
+	var o engine.OutputJSON
+	if o.Take() != nil {
+		t.Fatal("a new OutputJSON hands out an encoding")
+	}
+	o.Store([]byte(`{"a":1}`))
+	if got := o.Take(); string(got) != `{"a":1}` {
+		t.Fatalf("take returned %s, want the stored encoding", got)
+	}
+	if o.Load() != nil || o.Take() != nil {
+		t.Fatal("the encoding is still held after it was taken")
+	}
+	if got := o.Store([]byte(`{"a":1}`)); string(got) != `{"a":1}` || o.Load() != nil {
+		t.Fatalf("a store after the take returned %s and kept %s: want it returned, not kept", got, o.Load())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -169,7 +170,7 @@ func (r *run) resumeSub(ctx context.Context, sa *subAnswers) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if res.Status != StatusPaused {
+		if res.Status != chain.StatusPaused {
 			break
 		}
 	}
@@ -253,7 +254,7 @@ func pendingIn(log []Checkpoint) []Pending {
 			}
 			out = slices.DeleteFunc(out, func(p Pending) bool { return p.PauseID == id })
 		case CheckpointEnd:
-			if cp.End.Status != StatusPaused {
+			if cp.End.Status != chain.StatusPaused {
 				out = nil
 			}
 		}

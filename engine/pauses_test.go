@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -59,7 +61,7 @@ func TestPausesInMapItems(t *testing.T) {
 	var ran atomic.Int64
 	h := newHarness(t, askTool(&ran))
 	res := h.start(mapPauseDoc, mapItems())
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	if got := pauseIDs(res); got != "review[0],review[2],review[3]" && len(res.Pending) != 3 {
 		t.Fatalf("pending = %s", pendingJS(res))
 	}
@@ -78,7 +80,7 @@ func TestPausesInMapItems(t *testing.T) {
 		if err != nil {
 			t.Fatalf("answer %s: %v", id, err)
 		}
-		wantStatus(t, r2, engine.StatusPaused)
+		wantStatus(t, r2, chain.StatusPaused)
 		if n := len(r2.Pending); n != 2-k {
 			t.Fatalf("after %s pending = %s", id, pendingJS(r2))
 		}
@@ -96,7 +98,7 @@ func TestPausesInMapItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, last, engine.StatusCompleted)
+	wantStatus(t, last, chain.StatusCompleted)
 	want := `[{"answer":"ok-review[0]","name":"a"},{"name":"b"},{"answer":"ok-review[2]","name":"c"},{"answer":"ok-review[3]","name":"d"}]`
 	if js(last.Outputs["review"]) != want {
 		t.Errorf("review = %s", js(last.Outputs["review"]))
@@ -132,7 +134,7 @@ func TestPausesSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, r3, engine.StatusCompleted)
+	wantStatus(t, r3, chain.StatusCompleted)
 	if js(r3.Outputs["after"]) != `{"all":[{"answer":"a!","name":"a"},{"name":"b"},{"answer":"c!","name":"c"},{"answer":"d!","name":"d"}]}` {
 		t.Errorf("after = %s", js(r3.Outputs["after"]))
 	}
@@ -161,7 +163,7 @@ func TestPausesKeepACollectedFailure(t *testing.T) {
 {"node_id":"bad","kind":"tool","name":"fails","input":{"name":"b"}},
 {"node_id":"after","kind":"tool","name":"echo","input_map":{"all":"review.output"}}],
 "edges":[{"source":"review","target":"after"}]}`, nil)
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	if pauseIDs(res) != "ask" {
 		t.Fatalf("pending = %s", pendingJS(res))
 	}
@@ -169,7 +171,7 @@ func TestPausesKeepACollectedFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, last, engine.StatusPartial)
+	wantStatus(t, last, chain.StatusPartial)
 	if js(last.Outputs["after"]) != `{"all":[{"answer":"yes","name":"a"},{"error":"no b"}]}` {
 		t.Errorf("after = %s", js(last.Outputs["after"]))
 	}
@@ -189,7 +191,7 @@ func TestPausesInParallelBranches(t *testing.T) {
 {"node_id":"money","kind":"tool","name":"maybe_ask","input":{"name":"money","ask":true}},
 {"node_id":"plain","kind":"tool","name":"maybe_ask","input":{"name":"plain"}}],"edges":[]}`
 	res := h.start(doc, nil)
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	if len(res.Pending) != 2 || !strings.Contains(pauseIDs(res), "legal") || !strings.Contains(pauseIDs(res), "money") {
 		t.Fatalf("pending = %s", pendingJS(res))
 	}
@@ -204,7 +206,7 @@ func TestPausesInParallelBranches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, r3, engine.StatusCompleted)
+	wantStatus(t, r3, chain.StatusCompleted)
 	if js(r3.Outputs["fan"]) != `[{"answer":"§","name":"legal"},{"answer":"$","name":"money"},{"name":"plain"}]` {
 		t.Errorf("fan = %s", js(r3.Outputs["fan"]))
 	}
@@ -222,7 +224,7 @@ func TestPausesInSkill(t *testing.T) {
 "edges":[{"source":"a","target":"j"},{"source":"b","target":"j"}]}`
 	h := newHarness(t)
 	h = newHarness(t, func(o *engine.Options) {
-		o.Chains = func(ctx context.Context, name string) (*engine.Chain, error) {
+		o.Chains = func(ctx context.Context, name string) (*chain.Chain, error) {
 			if name != "sub" {
 				return nil, fmt.Errorf("no chain %q", name)
 			}
@@ -232,7 +234,7 @@ func TestPausesInSkill(t *testing.T) {
 	doc := `{"name":"top","nodes":[{"node_id":"sk","kind":"skill","name":"sub"},{"node_id":"after","kind":"tool","name":"echo"}],
 "edges":[{"source":"sk","target":"after"}]}`
 	res := h.start(doc, nil)
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	if pendingJS(res) != `[{"pause_id":"sk/a","node_id":"sk","prompt":"A?"},{"pause_id":"sk/b","node_id":"sk","prompt":"B?"}]` {
 		t.Fatalf("pending = %s", pendingJS(res))
 	}
@@ -251,7 +253,7 @@ func TestPausesInSkill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, r3, engine.StatusCompleted)
+	wantStatus(t, r3, chain.StatusCompleted)
 	if js(r3.FinalOutput) != `{"a":"yes-a","b":"yes-b"}` {
 		t.Errorf("final = %s", js(r3.FinalOutput))
 	}
@@ -287,7 +289,7 @@ func TestPausesConcurrentAnswers(t *testing.T) {
 	if p := engine.PendingPauses(log); len(p) != 0 {
 		t.Fatalf("still pending: %+v", p)
 	}
-	if last := log[len(log)-1]; last.Kind != engine.CheckpointEnd || last.End.Status != engine.StatusCompleted {
+	if last := log[len(log)-1]; last.Kind != engine.CheckpointEnd || last.End.Status != chain.StatusCompleted {
 		t.Fatalf("run ended %+v", last.End)
 	}
 }
@@ -298,14 +300,14 @@ func TestPausesInSkillInsideMap(t *testing.T) {
 	t.Parallel()
 	sub := `{"name":"sub","nodes":[{"node_id":"q","kind":"interrupt"}],"edges":[]}`
 	h := newHarness(t, func(o *engine.Options) {
-		o.Chains = func(ctx context.Context, name string) (*engine.Chain, error) {
+		o.Chains = func(ctx context.Context, name string) (*chain.Chain, error) {
 			return mustDecode(t, sub), nil
 		}
 	})
 	doc := `{"name":"top","nodes":[{"node_id":"m","kind":"map","items_path":"input.items","map_node":"body"},
 {"node_id":"body","kind":"skill","name":"sub"}],"edges":[]}`
 	res := h.start(doc, map[string]any{"items": []any{"x", "y"}})
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	if got := pauseIDs(res); got != "m[0]/q,m[1]/q" && got != "m[1]/q,m[0]/q" {
 		t.Fatalf("pending = %s", pendingJS(res))
 	}
@@ -316,7 +318,7 @@ func TestPausesInSkillInsideMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, r2, engine.StatusCompleted)
+	wantStatus(t, r2, chain.StatusCompleted)
 	if js(r2.Outputs["m"]) != `["X","Y"]` {
 		t.Errorf("m = %s", js(r2.Outputs["m"]))
 	}
@@ -334,7 +336,7 @@ func TestPausesAnsweredWhileRunning(t *testing.T) {
 "edges":[{"source":"ask","target":"j"},{"source":"slow","target":"j"}]}`
 	done := make(chan *engine.Result, 1)
 	go func() {
-		res, err := h.e.Run(context.Background(), mustDecode(t, doc), nil, engine.RunOptions{RunID: "live"})
+		res, err := h.e.Run(context.Background(), enginetest.PlanOf(h.e, mustDecode(t, doc)), nil, engine.RunOptions{RunID: "live"})
 		if err != nil {
 			t.Error(err)
 		}
@@ -355,8 +357,8 @@ func TestPausesAnsweredWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := <-done
-	wantStatus(t, first, engine.StatusCompleted)
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, first, chain.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	if js(res.FinalOutput) != `{"a":"yes","s":400}` {
 		t.Errorf("final = %s", js(res.FinalOutput))
 	}

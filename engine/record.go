@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // The records of a run's checkpoint log, and the one reader of it that
@@ -27,7 +29,7 @@ type EdgesRecord struct {
 
 // StartRecord opens a run's log.
 type StartRecord struct {
-	Chain       *Chain         `json:"chain"`
+	Chain       *chain.Chain   `json:"chain"`
 	Input       map[string]any `json:"input"`
 	ParentRunID string         `json:"parent_run_id,omitempty"`
 	Depth       int            `json:"depth,omitempty"` // sub-chain nesting
@@ -38,6 +40,9 @@ type StartRecord struct {
 	PatchedBy     string         `json:"patched_by,omitempty"` // who sent ModifiedState
 	// Pinned: the run is one node run alone, its upstream pinned (RunNode).
 	Pinned *PinnedRecord `json:"pinned,omitempty"`
+	// UsesPins: the run uses the chain's pinned outputs (RunOptions.UsePins);
+	// a resume or takeover of it does too.
+	UsesPins bool `json:"uses_pins,omitempty"`
 }
 
 // NodeRecord is a node's completion: everything the scheduler changed.
@@ -65,6 +70,9 @@ type NodeRecord struct {
 	Deferred   string            `json:"deferred,omitempty"`   // routing all, parallel: a default edge held until the fired targets finish; an "edges" entry fires it
 	Failed     map[string]string `json:"failed,omitempty"`     // edge id → guard error (routing all): the target fails without running
 	Reused     bool              `json:"reused,omitempty"`     // a re-run kept the output from the earlier run
+	Pinned     bool              `json:"pinned,omitempty"`     // the output is the chain's pin: the node did not run (RunOptions.UsePins)
+	// Credentialed: the node's call sent a stored credential (Event.Credentialed).
+	Credentialed bool `json:"credentialed,omitempty"`
 	// Decisions: the router's own tests and the decisions on the node's
 	// outgoing edges that evaluated something or applied a rule
 	// (decision.go). Logs written before decisions were recorded have none.
@@ -83,8 +91,9 @@ type NodeRecord struct {
 // changes, so the event and the record carry the same bytes. Code that
 // changes an event's or record's Output must clear the pointer.
 type OutputJSON struct {
-	mu sync.Mutex
-	b  []byte
+	mu    sync.Mutex
+	b     []byte
+	taken bool // Take handed the encoding on: it is no longer kept
 }
 
 // Load returns the stored encoding, or nil.
@@ -95,14 +104,32 @@ func (o *OutputJSON) Load() []byte {
 }
 
 // Store keeps b unless an encoding is already stored, and returns the one
-// kept: every caller gets the same bytes.
+// kept: every caller gets the same bytes. After Take it keeps nothing.
 func (o *OutputJSON) Store(b []byte) []byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.taken {
+		return b
+	}
 	if o.b == nil {
 		o.b = b
 	}
 	return o.b
+}
+
+// Take returns the stored encoding, or nil, and keeps it no longer: the
+// second of the event and the record to be encoded takes it, so a large
+// output's JSON is not held for the rest of the run once both are written
+// (a later encoding, a retried write's, encodes the output again, to the
+// same bytes).
+func (o *OutputJSON) Take() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := o.b
+	if b != nil {
+		o.b, o.taken = nil, true
+	}
+	return b
 }
 
 // PauseRecord: a node is waiting for a resume value. One node may hold
@@ -166,10 +193,11 @@ type ResumeRecord struct {
 
 // EndRecord closes a run (or one leg of it, before a resume).
 type EndRecord struct {
-	Status   RunStatus `json:"status"`
-	Error    *RunError `json:"error,omitempty"`
-	Final    any       `json:"final_output,omitempty"`
-	NodesRun int       `json:"nodes_run"`
+	Status   chain.RunStatus `json:"status"`
+	Error    *RunError       `json:"error,omitempty"`
+	Final    any             `json:"final_output,omitempty"`
+	NodesRun int             `json:"nodes_run"`
+	Outcome  string          `json:"outcome,omitempty"` // Result.Outcome
 	// Unfinished: how the nodes that have no finished entry ended this leg:
 	// never reached (skip, with why) or stopped while running (error). It
 	// completes the run's record for readers; replay ignores it, so a resume
@@ -192,7 +220,8 @@ func (rec *NodeRecord) result() NodeResult {
 	return NodeResult{
 		NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output,
 		Error: rec.Error, Reason: rec.Reason, Matched: rec.Matched,
-		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused, Partial: rec.Partial,
+		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused, Pinned: rec.Pinned, Partial: rec.Partial,
+		Credentialed: rec.Credentialed,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -203,8 +204,8 @@ func (r *Registry) SetCheck(name string, c tool.Check) {
 
 // NodeCheck returns the check for a node (tool nodes only), or nil; for
 // ValidateOptions.Check.
-func (r *Registry) NodeCheck(nd *Node) tool.Check {
-	if r == nil || nd.Kind != KindTool {
+func (r *Registry) NodeCheck(nd *chain.Node) tool.Check {
+	if r == nil || nd.Kind != chain.KindTool {
 		return nil
 	}
 	r.mu.RLock()
@@ -286,17 +287,17 @@ func (r *Registry) Description(name string) string {
 // NodeSchemas returns the input_schema rule's schemas for tool and proc
 // nodes from the registry (ValidateOptions.Schemas); agent is consulted for
 // agent nodes (nil: none).
-func (r *Registry) NodeSchemas(agent func(name string) (input, config map[string]any)) NodeSchemas {
-	return func(nd *Node) (map[string]any, map[string]any) {
+func (r *Registry) NodeSchemas(agent func(name string) (input, config map[string]any)) chain.NodeSchemas {
+	return func(nd *chain.Node) (map[string]any, map[string]any) {
 		switch nd.Kind {
-		case KindTool:
+		case chain.KindTool:
 			in, _ := r.InputSchema(nd.Name)
 			return in, nil
-		case KindProc:
+		case chain.KindProc:
 			// config and input both feed the proc tool's fields
 			in, _ := r.InputSchema("proc")
 			return in, in
-		case KindAgent:
+		case chain.KindAgent:
 			if agent != nil {
 				name := nd.Name
 				if name == "" {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -69,12 +71,12 @@ func TestRegistrySourceAnswersForItsPrefix(t *testing.T) {
 	// Validation: an unknown tool of the source is an error; one of a down
 	// server a warning only; a static input its schema refuses an error.
 	doc := `{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"x:up/echo","input":{"n":"one"}},{"node_id":"b","kind":"tool","name":"x:down/t"},{"node_id":"c","kind":"tool","name":"x:up/nope"}],"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"}]}`
-	issues := engine.ValidateWith(mustDecode(t, doc), engine.ValidateOptions{Tools: reg.Has, ToolUnavailable: reg.Unavailable, Schemas: reg.NodeSchemas(nil)})
-	rules := map[string]engine.Severity{}
+	issues := chain.ValidateWith(mustDecode(t, doc), chain.ValidateOptions{Tools: reg.Has, ToolUnavailable: reg.Unavailable, Schemas: reg.NodeSchemas(nil)})
+	rules := map[string]chain.Severity{}
 	for _, is := range issues {
 		rules[is.NodeID+":"+is.Rule] = is.Severity
 	}
-	if rules["a:"+engine.RuleInputSchema] != engine.SeverityError || rules["b:"+engine.RuleToolUnavailable] != engine.SeverityWarning || rules["c:"+engine.RuleUnknownTool] != engine.SeverityError {
+	if rules["a:"+chain.RuleInputSchema] != chain.SeverityError || rules["b:"+chain.RuleToolUnavailable] != chain.SeverityWarning || rules["c:"+chain.RuleUnknownTool] != chain.SeverityError {
 		t.Errorf("issues %+v", issues)
 	}
 }
@@ -86,8 +88,8 @@ func TestRegistrySourceRunsAndFailsAtTheNode(t *testing.T) {
 	reg.AddSource("x:", src)
 	e := engine.New(engine.Options{Registry: reg})
 
-	res, err := e.Run(context.Background(), mustDecode(t, `{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"x:up/echo","input":{"n":2}}]}`), nil, engine.RunOptions{})
-	if err != nil || res.Status != engine.StatusCompleted {
+	res, err := e.Run(context.Background(), enginetest.PlanOf(e, mustDecode(t, `{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"x:up/echo","input":{"n":2}}]}`)), nil, engine.RunOptions{})
+	if err != nil || res.Status != chain.StatusCompleted {
 		t.Fatalf("%v %s %v", err, res.Status, js(res.Error))
 	}
 	if got := js(res.FinalOutput); got != `{"got":2}` {
@@ -95,8 +97,8 @@ func TestRegistrySourceRunsAndFailsAtTheNode(t *testing.T) {
 	}
 	// A down server does not stop the run from starting: its node fails
 	// with the reason.
-	res, err = e.Run(context.Background(), mustDecode(t, `{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"x:down/t"}]}`), nil, engine.RunOptions{})
-	if err != nil || res.Status != engine.StatusFailed || res.Error == nil || !strings.Contains(js(res.Error), "connect error: refused") {
+	res, err = e.Run(context.Background(), enginetest.PlanOf(e, mustDecode(t, `{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"x:down/t"}]}`)), nil, engine.RunOptions{})
+	if err != nil || res.Status != chain.StatusFailed || res.Error == nil || !strings.Contains(js(res.Error), "connect error: refused") {
 		t.Fatalf("%v %s %v", err, res.Status, js(res.Error))
 	}
 }

@@ -1,6 +1,10 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/chainstudio/studio/engine/chain"
+)
 
 // rerunPlan is what a run takes from outside its own chain instead of
 // running it: the outputs a re-run keeps from the earlier run, the one node
@@ -17,6 +21,7 @@ type rerunPlan struct {
 	only       int                    // a node run alone (RunNode): its index + 1; 0 for a whole run
 	mocks      map[string]any         // RunOptions.Mocks: the caller's, read-only, shared with workers
 	mockErrs   map[string]string      // RunOptions.MockErrors: the caller's, read-only, shared with workers
+	pins       map[string]any         // RunOptions.UsePins: the chain's pinned outputs, read-only, shared with workers
 	statePatch map[string]any         // a re-run's modified_state: reused nodes do not overwrite it
 }
 
@@ -55,18 +60,33 @@ func (p *rerunPlan) patched(writes map[string]any) bool {
 }
 
 // mocked returns the output (or error) RunOptions.Mocks (MockErrors) give
-// node nd instead of running it. Routers are never mocked: their output is
+// node nd instead of running it, else its pin when the run uses the pins
+// (pinned true). Routers are never mocked nor pinned: their output is
 // their input.
-func (p *rerunPlan) mocked(nd *Node) (any, error, bool) {
-	if (p.mocks == nil && p.mockErrs == nil) || nd.Kind == KindBranch || nd.Kind == KindCondition {
-		return nil, nil, false
+func (p *rerunPlan) mocked(nd *chain.Node) (out any, err error, pinned, ok bool) {
+	if (p.mocks == nil && p.mockErrs == nil && p.pins == nil) || !chain.Pinnable(nd.Kind) {
+		return nil, nil, false, false
 	}
 	if msg, ok := p.mockErrs[nd.ID]; ok {
-		return nil, errors.New(msg), true
+		return nil, errors.New(msg), false, true
 	}
-	out, ok := p.mocks[nd.ID]
-	if !ok {
-		return nil, nil, false
+	if out, ok := p.mocks[nd.ID]; ok {
+		return chain.NormalizeValue(out), nil, false, true
 	}
-	return normalizeValue(out), nil, true
+	if out, ok := p.pins[nd.ID]; ok {
+		return chain.NormalizeValue(out), nil, true, true
+	}
+	return nil, nil, false, false
+}
+
+// pinnedNode reports whether node nd gives its pin instead of running
+// (and no mock takes its place), for its start event.
+func (p *rerunPlan) pinnedNode(nd *chain.Node) bool {
+	if p.pins == nil || !chain.Pinnable(nd.Kind) {
+		return false
+	}
+	_, mock := p.mocks[nd.ID]
+	_, fail := p.mockErrs[nd.ID]
+	_, pin := p.pins[nd.ID]
+	return pin && !mock && !fail
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // A re-run records which nodes it reused and which ran again, on their
@@ -18,13 +19,13 @@ func TestRerunMarksReusedAndAppliesModifiedState(t *testing.T) {
 	 {"node_id":"c","kind":"tool","name":"count"}],
 	 "edges":[{"source":"a","target":"b"},{"source":"b","target":"c"}]}`
 	res := h.start(doc, nil)
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	before := len(h.sink.Events())
 	res2, err := h.e.RerunFrom(context.Background(), res.RunID, "b", nil, engine.RunOptions{ModifiedState: map[string]any{"x": 42}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusCompleted)
+	wantStatus(t, res2, chain.StatusCompleted)
 	if js(res2.FinalOutput) != `{"x":42,"y":1}` {
 		t.Errorf("final = %s; want the patched x and the reused y", js(res2.FinalOutput))
 	}
@@ -62,19 +63,19 @@ func TestRerunStatePatchSurvivesResume(t *testing.T) {
 	 {"node_id":"b","kind":"tool","name":"flagfail","input_map":{"x":"state.x"}}],
 	 "edges":[{"source":"a","target":"b"}]}`
 	res := h.start(doc, nil)
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	h.flag.Store(true)
 	res2, err := h.e.RerunFrom(context.Background(), res.RunID, "b", nil, engine.RunOptions{ModifiedState: map[string]any{"x": 42}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusFailed)
+	wantStatus(t, res2, chain.StatusFailed)
 	h.flag.Store(false)
 	res3, err := h.resume(res2.RunID, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res3, engine.StatusCompleted)
+	wantStatus(t, res3, chain.StatusCompleted)
 	if got := js(res3.Nodes["b"].Input); got != `{"x":42}` {
 		t.Errorf("b's input after the resume = %s; want the patched x", got)
 	}

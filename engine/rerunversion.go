@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/google/uuid"
 )
 
@@ -13,11 +14,11 @@ import (
 // upstream outputs still hold. docs/design.md ("Re-run on another
 // version: what is reused") states the rule.
 
-// RerunOn is RerunFrom on another version of the run's chain (chain nil:
-// the run's own). Upstream of fromNode, a node keeps its earlier output
-// only when it is unchanged (see unchangedUpstream); every other node runs
-// again.
-func (e *Engine) RerunOn(ctx context.Context, runID, fromNode string, chain *Chain, input map[string]any, opts RunOptions) (*Result, error) {
+// RerunOn is RerunFrom on another version of the run's chain, compiled by
+// the caller (nil: the run's own, checked with Options.Compile). Upstream
+// of fromNode, a node keeps its earlier output only when it is unchanged
+// (see unchangedUpstream); every other node runs again.
+func (e *Engine) RerunOn(ctx context.Context, runID, fromNode string, version *chain.Plan, input map[string]any, opts RunOptions) (*Result, error) {
 	log, err := e.opts.Checkpointer.Load(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -26,27 +27,32 @@ func (e *Engine) RerunOn(ctx context.Context, runID, fromNode string, chain *Cha
 	if start == nil {
 		return nil, &ChainCheckpointError{RunID: runID, Msg: "the checkpoint log has no start entry"}
 	}
-	target := start.Chain
-	if chain != nil {
-		target = chain
+	p := version
+	if p == nil {
+		if p, err = e.compile(ctx, start.Chain); err != nil {
+			return nil, err
+		}
 	}
-	p := e.Prepare(ctx, target)
-	from, ok := p.g.idx[fromNode]
+	var other *chain.Chain // the chosen version's chain
+	if version != nil {
+		other = version.Chain()
+	}
+	from, ok := p.Graph().Idx[fromNode]
 	if !ok {
 		msg := fmt.Sprintf("node %q is not in the run's chain", fromNode)
-		if chain != nil {
+		if other != nil {
 			msg = fmt.Sprintf("node %q is not in the chosen version of the chain", fromNode)
 		}
 		return nil, &ChainCheckpointError{RunID: runID, Msg: msg}
 	}
-	keep := ancestors(p.g, from)
-	if chain != nil && start.Chain != nil {
-		keep = unchangedUpstream(start.Chain, p.g, keep)
+	keep := ancestors(p.Graph(), from)
+	if other != nil && start.Chain != nil {
+		keep = unchangedUpstream(start.Chain, p.Graph(), keep)
 	}
 	reuse := map[string]*NodeRecord{}
 	for k := range log {
 		if n := log[k].Node; log[k].Kind == CheckpointNode && n.Status == PhaseDone {
-			if i, ok := p.g.idx[n.NodeID]; ok && keep[i] {
+			if i, ok := p.Graph().Idx[n.NodeID]; ok && keep[i] {
 				reuse[n.NodeID] = n
 			}
 		}
@@ -62,7 +68,8 @@ func (e *Engine) RerunOn(ctx context.Context, runID, fromNode string, chain *Cha
 	}
 	opts.reuse = reuse
 	opts.rerunFrom = fromNode
-	return e.RunPrepared(ctx, p, input, opts)
+	opts.UsePins = opts.UsePins || start.UsesPins // a re-run runs as the run did
+	return e.Run(ctx, p, input, opts)
 }
 
 // unchangedUpstream narrows keep (the nodes upstream of a re-run's start,
@@ -72,8 +79,8 @@ func (e *Engine) RerunOn(ctx context.Context, runID, fromNode string, chain *Cha
 // every node it takes data from (its edges' sources, the nodes its
 // expressions read, the node it runs inside) is kept too. A map or
 // parallel node is kept only when the nodes inside it are unchanged too.
-func unchangedUpstream(old *Chain, g *graph, keep []bool) []bool {
-	og := newGraph(old)
+func unchangedUpstream(old *chain.Chain, g *chain.Graph, keep []bool) []bool {
+	og := chain.NewGraph(old)
 	out := make([]bool, len(keep))
 	const (
 		unknown = iota
@@ -99,12 +106,12 @@ func unchangedUpstream(old *Chain, g *graph, keep []bool) []bool {
 		}
 		if ok {
 			var producers []int
-			for _, ei := range g.in[i] {
-				producers = append(producers, g.idx[g.c.Edges[ei].Source])
+			for _, ei := range g.In[i] {
+				producers = append(producers, g.Idx[g.C.Edges[ei].Source])
 			}
 			producers = append(producers, subtreeReads(g, i, true)...)
-			for _, a := range g.owners[i] {
-				producers = append(producers, a.owner)
+			for _, a := range g.Owners[i] {
+				producers = append(producers, a.Owner)
 			}
 			for _, p := range producers {
 				if !kept(p) {
@@ -124,21 +131,21 @@ func unchangedUpstream(old *Chain, g *graph, keep []bool) []bool {
 
 // sameNodeIn reports whether node i of g is defined as in the old chain,
 // incoming edges included.
-func sameNodeIn(old *Chain, og, g *graph, i int) bool {
-	id := g.c.Nodes[i].ID
-	j, ok := og.idx[id]
+func sameNodeIn(old *chain.Chain, og, g *chain.Graph, i int) bool {
+	id := g.C.Nodes[i].ID
+	j, ok := og.Idx[id]
 	if !ok {
 		return false
 	}
-	strip := func(n Node) string {
+	strip := func(n chain.Node) string {
 		n.Label, n.Description, n.Position = "", "", nil
 		b, _ := json.Marshal(n)
 		return string(b)
 	}
-	if strip(old.Nodes[j]) != strip(g.c.Nodes[i]) {
+	if strip(old.Nodes[j]) != strip(g.C.Nodes[i]) {
 		return false
 	}
-	edges := func(c *Chain, in []int) []string {
+	edges := func(c *chain.Chain, in []int) []string {
 		out := make([]string, 0, len(in))
 		for _, ei := range in {
 			e := c.Edges[ei]
@@ -149,5 +156,5 @@ func sameNodeIn(old *Chain, og, g *graph, i int) bool {
 		slices.Sort(out)
 		return out
 	}
-	return slices.Equal(edges(old, og.in[j]), edges(g.c, g.in[i]))
+	return slices.Equal(edges(old, og.In[j]), edges(g.C, g.In[i]))
 }

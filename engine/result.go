@@ -1,31 +1,18 @@
 package engine
 
-import "time"
+import (
+	"time"
 
-// RunStatus is a run's status.
-type RunStatus string
-
-const (
-	StatusRunning   RunStatus = "running"
-	StatusQueued    RunStatus = "queued"    // recorded, waiting for a free slot; the engine never reports it
-	StatusCompleted RunStatus = "completed" // every node that ran finished cleanly
-	StatusPartial   RunStatus = "partial"   // errors were handled (skip, continue, handler) and the run went on
-	StatusFailed    RunStatus = "failed"
-	StatusPaused    RunStatus = "paused"
-	StatusCancelled RunStatus = "cancelled"
-	StatusTimedOut  RunStatus = "timed_out"
+	"github.com/chainstudio/studio/engine/chain"
 )
-
-// Terminal reports whether the run will not continue without a resume.
-func (s RunStatus) Terminal() bool { return s != StatusRunning && s != StatusQueued }
 
 // RunError describes why a run failed.
 type RunError struct {
-	Code    string  `json:"code"`
-	Message string  `json:"message"`
-	NodeID  string  `json:"node_id,omitempty"`
-	EdgeID  string  `json:"edge_id,omitempty"`
-	Issues  []Issue `json:"issues,omitempty"`
+	Code    string        `json:"code"`
+	Message string        `json:"message"`
+	NodeID  string        `json:"node_id,omitempty"`
+	EdgeID  string        `json:"edge_id,omitempty"`
+	Issues  []chain.Issue `json:"issues,omitempty"`
 	// Details say more for some codes: budget_exceeded names the budget
 	// ({"budget": "node_executions", "limit": 1000000}).
 	Details map[string]any `json:"details,omitempty"`
@@ -48,9 +35,13 @@ type NodeResult struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	Prompt    any       `json:"prompt,omitempty"` // paused nodes
 	Reused    bool      `json:"reused,omitempty"` // a re-run kept this output from the earlier run
+	Pinned    bool      `json:"pinned,omitempty"` // the output is the chain's pin: the node did not run
 	// Partial: done, but some of its map items or parallel branches failed
 	// and were handled ({"error": …} entries, on_error, any_success).
 	Partial bool `json:"partial,omitempty"`
+	// Credentialed: the node's call sent a stored credential, so Output is
+	// what a server answered to it (Event.Credentialed).
+	Credentialed bool `json:"credentialed,omitempty"`
 }
 
 // Pending is an interrupt waiting for a resume value.
@@ -84,7 +75,7 @@ func (p Pending) TakesActions() bool { return p.approval != nil }
 // Result is the outcome of Run or Resume.
 type Result struct {
 	RunID       string                 `json:"run_id"`
-	Status      RunStatus              `json:"status"`
+	Status      chain.RunStatus        `json:"status"`
 	Outputs     map[string]any         `json:"outputs"`
 	FinalOutput any                    `json:"final_output"`
 	Error       *RunError              `json:"error,omitempty"`
@@ -95,6 +86,9 @@ type Result struct {
 	Pending     []Pending              `json:"pending,omitempty"`
 	Started     time.Time              `json:"started"`
 	Ended       time.Time              `json:"ended"`
+	// Outcome is OutcomeRejected when a person's (or a deadline's) "no"
+	// decided how the run ended (outcome.go: runOutcome); "" otherwise.
+	Outcome string `json:"outcome,omitempty"`
 
 	err error // the typed error behind Error
 }

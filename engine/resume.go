@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Resume continues a run from its checkpoint log, following the resume
@@ -37,7 +39,7 @@ type Resumption struct {
 	runID   string
 	log     []Checkpoint
 	start   *StartRecord
-	p       *Prepared
+	p       *chain.Plan
 	rec     *ResumeRecord
 	opts    ResumeOptions
 	started bool
@@ -63,7 +65,7 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		}
 		return &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
 	}
-	status := StatusFailed // a log with no end entry: the process died mid-run
+	status := chain.StatusFailed // a log with no end entry: the process died mid-run
 	if last != nil {
 		status = last.Status
 	}
@@ -71,9 +73,9 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "an answer to a pause cannot patch the run's state (modified_state): the answered step must do what the person saw"}}
 	}
 	switch {
-	case status == StatusPaused && value == nil:
+	case status == chain.StatusPaused && value == nil:
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is paused at an interrupt; resume it with a value"}}
-	case status != StatusPaused && value != nil:
+	case status != chain.StatusPaused && value != nil:
 		if _, running := e.active.Load(runID); running {
 			if opts.Claim == nil {
 				return e.answerRunning(ctx, runID, value, modifiedState, opts)
@@ -81,7 +83,7 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 			return nil, busy()
 		}
 		return nil, &AlreadyResumedError{RunID: runID}
-	case status == StatusCompleted || status == StatusPartial:
+	case status == chain.StatusCompleted || status == chain.StatusPartial:
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: fmt.Sprintf("the run is %s; there is nothing to resume", status)}}
 	}
 	// Hold the run before claiming its interrupt, so a claim is never spent
@@ -102,10 +104,14 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		}
 		return e.StartResume(ctx, runID, value, modifiedState, opts)
 	}
-	p := e.Prepare(ctx, start.Chain)
-	if p.plan == nil {
+	p, err := e.compile(ctx, start.Chain)
+	if err != nil {
 		e.active.Delete(runID)
-		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
+		return nil, err
+	}
+	if !p.Valid() {
+		e.active.Delete(runID)
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&chain.ValidationError{Issues: p.Issues()}).Error()}}
 	}
 	rec := &ResumeRecord{HasValue: value != nil, ModifiedState: modifiedState}
 	if value == nil && len(modifiedState) > 0 {
@@ -261,8 +267,11 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	defer rs.e.active.Delete(rs.runID)
 	r := newRun(ctx, rs.e, rs.p, rs.runID, rs.start.Input, rs.opts.Sink)
 	r.depth = rs.start.Depth
+	if rs.start.UsesPins { // the pins of the document the run started with
+		r.rerun.pins = rs.p.Chain().PinnedOutputs
+	}
 	if pr := rs.start.Pinned; pr != nil {
-		if i, ok := r.graph.idx[pr.NodeID]; ok {
+		if i, ok := r.graph.Idx[pr.NodeID]; ok {
 			r.rerun.runAlone(i)
 		}
 	}
@@ -273,7 +282,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 	}
 	r.applyResume(rs.rec) // its checkpoint was written by StartResume
 	if rs.rec.NodeID == "" && len(rs.rec.ModifiedState) > 0 {
-		r.emit(statePatchEvent(normalizeMap(rs.rec.ModifiedState), rs.rec.By))
+		r.emit(statePatchEvent(chain.NormalizeMap(rs.rec.ModifiedState), rs.rec.By))
 	}
 	if rs.rec.NodeID == "" {
 		r.restartFailed()
@@ -298,7 +307,7 @@ func (rs *Resumption) Run(ctx context.Context) (*Result, error) {
 // run, anything but an accepted resume or an end that cannot be resumed.
 func handedOn(last Checkpoint, rec *ResumeRecord) bool {
 	if rec.HasValue {
-		return last.Kind == CheckpointEnd && last.End != nil && last.End.Status == StatusPaused
+		return last.Kind == CheckpointEnd && last.End != nil && last.End.Status == chain.StatusPaused
 	}
 	if last.Kind == CheckpointResume {
 		return false
@@ -307,7 +316,7 @@ func handedOn(last Checkpoint, rec *ResumeRecord) bool {
 		return true // the process died mid-run: it failed
 	}
 	switch last.End.Status {
-	case StatusPaused, StatusCompleted, StatusPartial:
+	case chain.StatusPaused, chain.StatusCompleted, chain.StatusPartial:
 		return false
 	}
 	return true
@@ -344,7 +353,7 @@ func inspectLog(log []Checkpoint) (*StartRecord, *EndRecord) {
 // applyResume resolves the claimed interrupt and merges the state patch.
 func (r *run) applyResume(rec *ResumeRecord) {
 	if len(rec.ModifiedState) > 0 {
-		r.scope.writeState(normalizeMap(rec.ModifiedState))
+		r.scope.writeState(chain.NormalizeMap(rec.ModifiedState))
 	}
 	if rec.NodeID == "" {
 		return
@@ -358,7 +367,7 @@ func (r *run) applyResume(rec *ResumeRecord) {
 		return
 	}
 	p := r.pending[k]
-	i, ok := r.graph.idx[p.NodeID]
+	i, ok := r.graph.Idx[p.NodeID]
 	if !ok {
 		return
 	}
@@ -407,7 +416,7 @@ func (r *run) applyDeferred(i int) {
 	recs := r.nodes.deferred
 	r.nodes.deferred = nil
 	for _, rec := range recs {
-		if r.graph.idx[rec.NodeID] != i {
+		if r.graph.Idx[rec.NodeID] != i {
 			r.nodes.deferred = append(r.nodes.deferred, rec)
 			continue
 		}
@@ -446,11 +455,11 @@ func (r *run) replayLog(log []Checkpoint) {
 		case CheckpointNode:
 			r.replayNode(cp.Node)
 		case CheckpointPause:
-			if i, ok := r.graph.idx[cp.Pause.NodeID]; ok {
+			if i, ok := r.graph.Idx[cp.Pause.NodeID]; ok {
 				r.applyPause(i, cp.Pause, cp.Time)
 			}
 		case CheckpointSlots:
-			if i, ok := r.graph.idx[cp.Slots.NodeID]; ok {
+			if i, ok := r.graph.Idx[cp.Slots.NodeID]; ok {
 				r.applySlots(i, cp.Slots)
 			}
 		case CheckpointResume:
@@ -477,12 +486,12 @@ func (r *run) edgeIndex(id string) (int, bool) {
 // replayEdges applies decisions of a sequential dispatch and moves its
 // dispatcher to where it was.
 func (r *run) replayEdges(rec *EdgesRecord) {
-	src, ok := r.graph.idx[rec.Source]
+	src, ok := r.graph.Idx[rec.Source]
 	if !ok {
 		return
 	}
 	d := r.replay.dispatch[src]
-	outs := r.graph.out[src]
+	outs := r.graph.Out[src]
 	advance := func(k int) {
 		if d == nil {
 			return
@@ -502,7 +511,7 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 	}
 	fire := func(k int) {
 		advance(k)
-		t := r.graph.idx[r.chain.Edges[k].Target]
+		t := r.graph.Idx[r.chain.Edges[k].Target]
 		if d != nil {
 			if r.chain.Edges[k].Condition != "" {
 				d.matched = true
@@ -523,7 +532,7 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 	}
 	for id, msg := range rec.Failed {
 		if k, ok := r.edgeIndex(id); ok {
-			r.nodes.presetErr[r.graph.idx[r.chain.Edges[k].Target]] = fmt.Errorf("%s", msg)
+			r.nodes.presetErr[r.graph.Idx[r.chain.Edges[k].Target]] = fmt.Errorf("%s", msg)
 			fire(k)
 		}
 	}
@@ -533,7 +542,7 @@ func (r *run) replayEdges(rec *EdgesRecord) {
 // already finished when the log ended.
 func (r *run) resumeDispatchers() {
 	for _, d := range r.replay.dispatch {
-		if d.waiting == noNode && d.pos <= len(r.graph.out[d.src]) {
+		if d.waiting == noNode && d.pos <= len(r.graph.Out[d.src]) {
 			waiting := false
 			for _, dd := range r.sched.dispatch.byTarget {
 				if dd == d {
@@ -557,19 +566,19 @@ func (e *Engine) RerunFrom(ctx context.Context, runID, fromNode string, input ma
 
 // ancestors returns the nodes upstream of i (not i itself) over non-loop
 // edges and data dependencies.
-func ancestors(g *graph, i int) []bool {
-	keep := make([]bool, len(g.c.Nodes))
+func ancestors(g *chain.Graph, i int) []bool {
+	keep := make([]bool, len(g.C.Nodes))
 	stack := []int{i}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		var preds []int
-		for _, ei := range g.in[n] {
-			preds = append(preds, g.idx[g.c.Edges[ei].Source])
+		for _, ei := range g.In[n] {
+			preds = append(preds, g.Idx[g.C.Edges[ei].Source])
 		}
-		preds = append(preds, g.dataDeps[n]...)
-		for _, a := range g.owners[n] {
-			preds = append(preds, a.owner)
+		preds = append(preds, g.DataDeps[n]...)
+		for _, a := range g.Owners[n] {
+			preds = append(preds, a.Owner)
 		}
 		for _, p := range preds {
 			if !keep[p] && p != i {
@@ -614,10 +623,14 @@ func (e *Engine) ContinueResume(ctx context.Context, runID string, rec *ResumeRe
 	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
 	}
-	p := e.Prepare(ctx, start.Chain)
-	if p.plan == nil {
+	p, err := e.compile(ctx, start.Chain)
+	if err != nil {
 		e.active.Delete(runID)
-		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
+		return nil, err
+	}
+	if !p.Valid() {
+		e.active.Delete(runID)
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&chain.ValidationError{Issues: p.Issues()}).Error()}}
 	}
 	if last.Kind != CheckpointResume {
 		// The entry this call owns (rec handed on): written before the run

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 func (h *harness) start(doc string, input map[string]any) *engine.Result {
@@ -53,7 +54,7 @@ func TestResumeInterrupt(t *testing.T) {
 	t.Run("interrupt_node_pauses_with_prompt_other_branches_finish_first", func(t *testing.T) {
 		h := newHarness(t)
 		res := h.start(approvalDoc, nil)
-		wantStatus(t, res, engine.StatusPaused)
+		wantStatus(t, res, chain.StatusPaused)
 		if pendingJS(res) != `[{"pause_id":"ask","node_id":"ask","prompt":"approve?"}]` {
 			t.Errorf("pending = %s", js(res.Pending))
 		}
@@ -67,7 +68,7 @@ func TestResumeInterrupt(t *testing.T) {
 		h := newHarness(t)
 		doc := `{"name":"a","nodes":[{"node_id":"ask","kind":"tool","name":"interrupt","input":{"prompt":"ok?"}},{"node_id":"n","kind":"tool","name":"echo"}],"edges":[{"source":"ask","target":"n"}]}`
 		res := h.start(doc, nil)
-		wantStatus(t, res, engine.StatusPaused)
+		wantStatus(t, res, chain.StatusPaused)
 		if pendingJS(res) != `[{"pause_id":"ask","node_id":"ask","prompt":"ok?"}]` {
 			t.Errorf("pending = %s", js(res.Pending))
 		}
@@ -75,7 +76,7 @@ func TestResumeInterrupt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		if js(res2.FinalOutput) != `{"yes":true}` {
 			t.Errorf("final = %s", js(res2.FinalOutput))
 		}
@@ -87,7 +88,7 @@ func TestResumeInterrupt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		if js(res2.Outputs["after"]) != `{"answer":"yes","other":30}` {
 			t.Errorf("after = %s", js(res2.Outputs["after"]))
 		}
@@ -109,7 +110,7 @@ func TestResumeInterrupt(t *testing.T) {
 		h := newHarness(t)
 		doc := `{"name":"a","nodes":[{"node_id":"ask","kind":"interrupt","input_map":{"seen":"resume"}},{"node_id":"n","kind":"tool","name":"echo","input_map":{"v":"ask.output"}}],"edges":[{"source":"ask","target":"n"}]}`
 		res := h.start(doc, nil)
-		wantStatus(t, res, engine.StatusPaused)
+		wantStatus(t, res, chain.StatusPaused)
 		res2, err := h.resume(res.RunID, val(42.0), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -193,13 +194,13 @@ func TestResumeContract(t *testing.T) {
 		"edges":[{"source":"up","target":"f"},{"source":"f","target":"down"}]}`
 		h.flag.Store(true)
 		res := h.start(doc, nil)
-		wantStatus(t, res, engine.StatusFailed)
+		wantStatus(t, res, chain.StatusFailed)
 		h.flag.Store(false)
 		res2, err := h.resume(res.RunID, nil, map[string]any{"fix": "yes"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		if h.cnt.get("up") != 1 || h.cnt.get("down") != 1 {
 			t.Errorf("up ran %d times, down %d", h.cnt.get("up"), h.cnt.get("down"))
 		}
@@ -215,12 +216,12 @@ func TestResumeContract(t *testing.T) {
 		doc := `{"name":"f","strict_conditions":true,"nodes":[{"node_id":"up","kind":"tool","name":"count","input":{"u":1}},{"node_id":"f","kind":"tool","name":"count","input_map":{"ok":"state.ok"}},{"node_id":"down","kind":"tool","name":"echo"}],
 		"edges":[{"source":"up","target":"f"},{"source":"f","target":"down"}]}`
 		res := h.start(doc, nil)
-		wantStatus(t, res, engine.StatusFailed)
+		wantStatus(t, res, chain.StatusFailed)
 		res2, err := h.resume(res.RunID, nil, map[string]any{"ok": true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		if h.cnt.get("up") != 1 || js(res2.FinalOutput) != `{"ok":true}` {
 			t.Errorf("up ran %d times, final %s", h.cnt.get("up"), js(res2.FinalOutput))
 		}
@@ -272,14 +273,14 @@ func TestResumeLoops(t *testing.T) {
 		"edges":[{"id":"again","source":"ask","target":"ask","condition":"output == 'more'","max_iterations":2,"on_max_reached":"continue"},{"source":"ask","target":"exit"}]}`
 		res := h.start(doc, nil)
 		pauses := 0
-		for res.Status == engine.StatusPaused && pauses < 6 {
+		for res.Status == chain.StatusPaused && pauses < 6 {
 			pauses++
 			var err error
 			if res, err = h.resume(res.RunID, val("more"), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
-		wantStatus(t, res, engine.StatusCompleted)
+		wantStatus(t, res, chain.StatusCompleted)
 		if pauses != 3 {
 			t.Errorf("paused %d times, want 3 (1 + max_iterations 2)", pauses)
 		}
@@ -293,9 +294,9 @@ func TestResumeLoops(t *testing.T) {
 		"edges":[{"id":"again","source":"ask","target":"ask","condition":"output == 'more'","max_iterations":1},{"source":"ask","target":"exit"}]}`
 		res := h.start(doc, nil)
 		res, _ = h.resume(res.RunID, val("more"), nil)
-		wantStatus(t, res, engine.StatusPaused)
+		wantStatus(t, res, chain.StatusPaused)
 		res, _ = h.resume(res.RunID, val("more"), nil)
-		wantStatus(t, res, engine.StatusFailed)
+		wantStatus(t, res, chain.StatusFailed)
 		if res.Error.Code != engine.CodeCycle {
 			t.Errorf("error = %s", js(res.Error))
 		}
@@ -309,12 +310,12 @@ func TestRerunFrom(t *testing.T) {
 		doc := `{"name":"r","nodes":[{"node_id":"a","kind":"tool","name":"count","input":{"v":1}},{"node_id":"b","kind":"tool","name":"count"},{"node_id":"c","kind":"tool","name":"count"}],
 		"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"}]}`
 		res := h.start(doc, nil)
-		wantStatus(t, res, engine.StatusCompleted)
+		wantStatus(t, res, chain.StatusCompleted)
 		res2, err := h.e.RerunFrom(context.Background(), res.RunID, "b", nil, engine.RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		if res2.RunID == res.RunID {
 			t.Errorf("rerun reused the run id")
 		}
@@ -346,14 +347,14 @@ func TestResumeMore(t *testing.T) {
 		"edges":[{"source":"r","target":"bad"},{"source":"r","target":"slow"},{"source":"bad","target":"j"},{"source":"slow","target":"j"}]}`
 		h.flag.Store(true)
 		res := h.start(doc, nil)
-		wantStatus(t, res, engine.StatusFailed)
+		wantStatus(t, res, chain.StatusFailed)
 		wantNodes(t, res, map[string]string{"bad": "error", "slow": "error/upstream_stopped", "j": "skip/upstream_stopped"})
 		h.flag.Store(false)
 		res2, err := h.resume(res.RunID, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		wantNodes(t, res2, map[string]string{"bad": "done", "slow": "done", "j": "done"})
 		if h.cnt.get("r") != 1 {
 			t.Errorf("r ran %d times", h.cnt.get("r"))
@@ -366,7 +367,7 @@ func TestResumeMore(t *testing.T) {
 		{"node_id":"x","kind":"interrupt"},{"node_id":"y","kind":"tool","name":"count"},{"node_id":"z","kind":"tool","name":"count"}],
 		"edges":[{"source":"a","target":"x"},{"source":"a","target":"y","condition":"{{ steps.x == 'go' }}"},{"source":"a","target":"z","condition":"{{ steps.x == 'stop' }}"}]}`
 		res := h.start(doc, nil)
-		wantStatus(t, res, engine.StatusPaused)
+		wantStatus(t, res, chain.StatusPaused)
 		if h.cnt.get("y")+h.cnt.get("z") != 0 {
 			t.Fatalf("links after x ran before x finished")
 		}
@@ -374,7 +375,7 @@ func TestResumeMore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, res2, engine.StatusCompleted)
+		wantStatus(t, res2, chain.StatusCompleted)
 		wantNodes(t, res2, map[string]string{"x": "done", "y": "done", "z": "skip/condition_false"})
 	})
 	t.Run("timed_out_run_resumes_and_reruns_the_stuck_node", func(t *testing.T) {
@@ -382,7 +383,7 @@ func TestResumeMore(t *testing.T) {
 		doc := `{"name":"t","timeout":0.1,"nodes":[{"node_id":"a","kind":"tool","name":"count"},{"node_id":"b","kind":"tool","name":"delay","input":{"ms":5000}},{"node_id":"c","kind":"tool","name":"echo"}],
 		"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"}]}`
 		res := h.start(doc, nil)
-		wantStatus(t, res, engine.StatusTimedOut)
+		wantStatus(t, res, chain.StatusTimedOut)
 		wantNodes(t, res, map[string]string{"a": "done", "b": "error/upstream_stopped", "c": "skip/upstream_stopped"})
 		everyNodeEnded(t, mustDecode(t, doc), h.sink.Events())
 	})
@@ -395,7 +396,7 @@ func TestResumeTwoInterrupts(t *testing.T) {
 	{"node_id":"j","kind":"tool","name":"echo"}],
 	"edges":[{"source":"r","target":"i1"},{"source":"r","target":"i2"},{"source":"i1","target":"j"},{"source":"i2","target":"j"}]}`
 	res := h.start(doc, nil)
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	if len(res.Pending) != 2 {
 		t.Fatalf("pending = %s", js(res.Pending))
 	}
@@ -408,7 +409,7 @@ func TestResumeTwoInterrupts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	if len(res.Pending) != 1 {
 		t.Fatalf("pending after one resume = %s", js(res.Pending))
 	}
@@ -416,7 +417,7 @@ func TestResumeTwoInterrupts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	if js(res.FinalOutput) != `{"i1":"a","i2":"b"}` {
 		t.Errorf("final = %s", js(res.FinalOutput))
 	}
@@ -431,12 +432,12 @@ func TestResumeKeepsAPartialMapPartial(t *testing.T) {
 	{"node_id":"body","kind":"tool","name":"delay","input_map":{"ms":"item"}},
 	{"node_id":"ask","kind":"interrupt"}],"edges":[{"source":"m","target":"ask"}]}`
 	res := h.start(doc, map[string]any{"xs": []any{1.0, -5.0}})
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	res2, err := h.resume(res.RunID, val("ok"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusPartial)
+	wantStatus(t, res2, chain.StatusPartial)
 }
 
 // A resume accepted in one process (StartResume, then released) is
@@ -446,7 +447,7 @@ func TestContinueResumeFromLog(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	res := h.start(approvalDoc, nil)
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	before := len(h.sink.Events())
 	ctx := context.Background()
 	if _, err := h.e.ContinueResume(ctx, res.RunID, nil, engine.ResumeOptions{}); err == nil {
@@ -461,7 +462,7 @@ func TestContinueResumeFromLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusCompleted)
+	wantStatus(t, res2, chain.StatusCompleted)
 	if js(res2.Outputs["after"]) != `{"answer":"yes","other":30}` {
 		t.Errorf("after = %s", js(res2.Outputs["after"]))
 	}
@@ -479,7 +480,7 @@ func TestContinueResumeHandedRecord(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	res := h.start(approvalDoc, nil)
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	ctx := context.Background()
 	logBefore, _ := h.e.Checkpointer().Load(ctx, res.RunID)
 	var handed engine.ResumeRecord
@@ -503,7 +504,7 @@ func TestContinueResumeHandedRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusCompleted)
+	wantStatus(t, res2, chain.StatusCompleted)
 	checkSeq(t, h.sink.Events())
 	if _, err := h.e.ContinueResume(ctx, res.RunID, &handed, engine.ResumeOptions{}); err == nil {
 		t.Fatal("the handed record continued the run twice")

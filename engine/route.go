@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"slices"
+
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // routing is the decision taken on a node's outgoing edges.
@@ -30,22 +32,22 @@ func noRouting(err error) routing { return routing{deferred: noEdge, err: err} }
 // route decides which outgoing edges of node i fire, reading the state the
 // node just wrote. matched is the handle a branch/condition node chose.
 func (r *run) route(i int, out any, matched string) routing {
-	outs := r.graph.out[i]
+	outs := r.graph.Out[i]
 	if len(outs) == 0 {
 		return noRouting(nil)
 	}
 	nd := &r.chain.Nodes[i]
 	var rt routing
 	switch {
-	case nd.Kind == KindBranch || nd.Kind == KindCondition:
+	case nd.Kind == chain.KindBranch || nd.Kind == chain.KindCondition:
 		rt = r.routeMatched(i, outs, matched)
-	case nd.Kind == KindInterrupt && r.outcomeRouted(i):
+	case nd.Kind == chain.KindInterrupt && r.outcomeRouted(i):
 		if matched == "" { // a mock's value (chain tests) answers as approve
-			matched = LabelApproved
+			matched = chain.LabelApproved
 		}
 		rt = r.routeMatched(i, outs, matched) // approved / rejected / timeout (approval.go)
-	case nd.RoutingOrDefault() == RoutingAll:
-		if nd.DispatchOrDefault() == DispatchSequential { // apply starts the dispatch
+	case nd.RoutingOrDefault() == chain.RoutingAll:
+		if nd.DispatchOrDefault() == chain.DispatchSequential { // apply starts the dispatch
 			rt := noRouting(nil)
 			rt.sequential = true
 			return rt
@@ -87,7 +89,7 @@ func (r *run) canFire(ei int) (bool, error) {
 	if !e.IsLoop() || r.loopCount[ei] < e.MaxIterations {
 		return true, nil
 	}
-	if e.OnMaxReached == OnMaxContinue {
+	if e.OnMaxReached == chain.OnMaxContinue {
 		return false, nil
 	}
 	return false, &ChainCycleError{EdgeID: e.ID, MaxIterations: e.MaxIterations}
@@ -101,7 +103,7 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 	var err error
 	var capped []Decision // loop edges at their cap, passed over
 	rule := RuleFirstMatch
-	try := func(pred func(e *Edge) bool) {
+	try := func(pred func(e *chain.Edge) bool) {
 		for _, ei := range outs {
 			if pick >= 0 || err != nil {
 				return
@@ -117,13 +119,13 @@ func (r *run) routeMatched(i int, outs []int, matched string) routing {
 		}
 	}
 	if matched != "" {
-		try(func(e *Edge) bool { return e.Label == matched })
+		try(func(e *chain.Edge) bool { return e.Label == matched })
 	}
 	if pick < 0 {
 		rule = RuleDefaultNoMatch
 	}
-	try(func(e *Edge) bool { return e.Label == "default" || e.Default })
-	try(func(e *Edge) bool { return e.Label == "" })
+	try(func(e *chain.Edge) bool { return e.Label == "default" || e.Default })
+	try(func(e *chain.Edge) bool { return e.Label == "" })
 	if err != nil {
 		rt := noRouting(err)
 		rt.decisions = capped
@@ -191,7 +193,7 @@ func (r *run) routeFirst(i int, outs []int, out any) routing {
 			rt.decisions = append(rt.decisions, d)
 			continue
 		}
-		ok, reads, err := r.scratch.test(r.graph.edgeCond[ei], sc, r.strict)
+		ok, reads, err := r.scratch.test(r.graph.EdgeCond[ei], sc, r.strict)
 		d.Reads, d.Result = reads, resultOf(ok)
 		if err != nil {
 			d.Result, d.Error = ResultError, err.Error()
@@ -267,7 +269,7 @@ func (r *run) routeAll(i int, outs []int, out any) routing {
 		fire := true
 		var d *Decision // guarded edges and capped loops are recorded; unconditional edges need no record
 		if e.Condition != "" {
-			ok, reads, err := r.scratch.test(r.graph.edgeCond[ei], sc, r.strict)
+			ok, reads, err := r.scratch.test(r.graph.EdgeCond[ei], sc, r.strict)
 			rt.decisions = append(rt.decisions, Decision{Edge: e.ID, Kind: DecideGuard, Expr: e.Condition, Reads: reads, Result: resultOf(ok), Rule: RuleAllMatches})
 			d = &rt.decisions[len(rt.decisions)-1]
 			if err != nil {
@@ -337,7 +339,7 @@ func (r *run) deliver(rt *routing, reason string) {
 		r.deliverFired(ei)
 	}
 	for ei, err := range rt.failed {
-		r.nodes.presetErr[r.graph.idx[r.chain.Edges[ei].Target]] = err
+		r.nodes.presetErr[r.graph.Idx[r.chain.Edges[ei].Target]] = err
 		r.deliverFired(ei)
 	}
 	for _, ei := range rt.pruned {
@@ -433,7 +435,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 	if r.outcome.stopping {
 		return
 	}
-	outs := r.graph.out[d.src]
+	outs := r.graph.Out[d.src]
 	sc := &scope{base: &r.scope, output: d.out, hasOut: true, steps: d.steps, whens: d.whens}
 	rec := &EdgesRecord{Source: r.chain.Nodes[d.src].ID}
 	emitted := 0 // decisions already carried by an event
@@ -468,7 +470,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 			r.deliverPruned(ei, ReasonConditionFalse)
 			return false
 		}
-		t := r.graph.idx[e.Target]
+		t := r.graph.Idx[e.Target]
 		if guardErr != nil {
 			if rec.Failed == nil {
 				rec.Failed = map[string]string{}
@@ -510,7 +512,7 @@ func (r *run) stepDispatch(d *dispatcher) {
 			}
 			continue
 		}
-		ok, reads, err := r.scratch.test(r.graph.edgeCond[ei], sc, r.strict)
+		ok, reads, err := r.scratch.test(r.graph.EdgeCond[ei], sc, r.strict)
 		dc := note(Decision{Edge: e.ID, Kind: DecideGuard, Expr: e.Condition, Reads: reads, Result: resultOf(ok), Rule: RuleAllMatches, Outcome: OutcomePruned})
 		if err != nil {
 			dc.Result, dc.Error, dc.Outcome = ResultError, err.Error(), OutcomeFailed

@@ -6,13 +6,14 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 type routeCase struct {
 	name   string
 	doc    string
 	input  map[string]any
-	status engine.RunStatus
+	status chain.RunStatus
 	nodes  map[string]string
 	check  func(t *testing.T, res *engine.Result, evs []engine.Event)
 }
@@ -34,7 +35,7 @@ func runRouteCases(t *testing.T, cases []routeCase) {
 				evs := h.sink.Events()
 				status := tc.status
 				if status == "" {
-					status = engine.StatusCompleted
+					status = chain.StatusCompleted
 				}
 				wantStatus(t, res, status)
 				wantNodes(t, res, tc.nodes)
@@ -102,7 +103,7 @@ func TestRoutingFirst(t *testing.T) {
 			doc: `{"name":"r","strict_routing":true,"nodes":[{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"}],
 			"edges":[{"source":"a","target":"b","label":"yes-path","condition":"output.v == 'yes'"},{"source":"a","target":"c","label":"maybe-path","condition":"output.v == 'maybe'"}]}`,
 			input:  map[string]any{"v": "no"},
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			nodes:  map[string]string{"b": "skip/upstream_stopped", "c": "skip/upstream_stopped"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if res.Error.Code != engine.CodeRouting {
@@ -228,7 +229,7 @@ func TestRoutingBranchNode(t *testing.T) {
 			doc: `{"name":"r","strict_routing":true,"nodes":[{"node_id":"b","kind":"branch","condition":"input.ok"},{"node_id":"t","kind":"tool","name":"echo"}],
 			"edges":[{"source":"b","target":"t","label":"true"}]}`,
 			input:  map[string]any{"ok": false},
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if res.Error.Code != engine.CodeRouting || !strings.Contains(res.Error.Message, `"b"`) || !strings.Contains(res.Error.Message, "true") {
 					t.Errorf("error = %s", js(res.Error))
@@ -323,7 +324,7 @@ func TestRoutingAll(t *testing.T) {
 			doc: `{"name":"r","strict_conditions":true,"nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all"},
 			{"node_id":"x","kind":"tool","name":"count","on_error":"continue"},{"node_id":"y","kind":"tool","name":"echo"}],
 			"edges":[{"source":"a","target":"x","condition":"{{ output.data.score > 7 }}"},{"source":"a","target":"y"}]}`,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"a": "done", "x": "skip/guard_failed", "y": "done"},
 			check: func(t *testing.T, res *engine.Result, evs []engine.Event) {
 				for _, e := range evs {
@@ -344,7 +345,7 @@ func TestRoutingAll(t *testing.T) {
 			doc: `{"name":"r","strict_conditions":true,"nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all"},
 			{"node_id":"x","kind":"tool","name":"count"}],
 			"edges":[{"source":"a","target":"x","condition":"{{ output.nope == 1 }}"}]}`,
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			nodes:  map[string]string{"x": "skip/guard_failed"},
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if res.Error.Code != engine.CodeNodeError || res.Error.NodeID != "x" {
@@ -415,7 +416,7 @@ func TestRoutingJoins(t *testing.T) {
 			name: "skipped_by_error_source_is_upstream_stopped",
 			doc: `{"name":"r","nodes":[{"node_id":"a","kind":"tool","name":"fail","on_error":"skip"},{"node_id":"b","kind":"tool","name":"echo"}],
 			"edges":[{"source":"a","target":"b","condition":"output != null"}]}`,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"a": "skip/on_error_skip", "b": "skip/upstream_stopped"},
 		},
 		{
@@ -484,7 +485,7 @@ func TestRoutingLoops(t *testing.T) {
 		{
 			name:   "loop_cap_on_max_error_is_ChainCycleError",
 			doc:    loop(2, "error", "state.n < `100`"),
-			status: engine.StatusFailed,
+			status: chain.StatusFailed,
 			check: func(t *testing.T, res *engine.Result, _ []engine.Event) {
 				if res.Error.Code != engine.CodeCycle || !strings.Contains(res.Error.Message, "again") || !strings.Contains(res.Error.Message, "2") {
 					t.Errorf("error = %s", js(res.Error))
@@ -543,7 +544,7 @@ func TestRoutingAllSequentialGuardError(t *testing.T) {
 			doc: `{"name":"r","strict_conditions":true,"nodes":[{"node_id":"a","kind":"tool","name":"echo","routing":"all","dispatch":"sequential"},
 			{"node_id":"x","kind":"tool","name":"count","on_error":"continue"},{"node_id":"y","kind":"tool","name":"echo"},{"node_id":"d","kind":"tool","name":"echo"}],
 			"edges":[{"source":"a","target":"x","condition":"{{ steps.nothing.score > 7 }}"},{"source":"a","target":"y"},{"source":"a","target":"d","default":true}]}`,
-			status: engine.StatusPartial,
+			status: chain.StatusPartial,
 			nodes:  map[string]string{"x": "skip/guard_failed", "y": "done", "d": "done"},
 		},
 	})
@@ -583,7 +584,7 @@ func TestRaceFrozenScope(t *testing.T) {
 		items[k] = float64(k)
 	}
 	res := h.run(doc, map[string]any{"items": items})
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	if l, _ := res.Outputs["m"].([]any); len(l) != 200 {
 		t.Errorf("map output has %d items", len(l))
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 )
 
@@ -37,8 +38,12 @@ type completion struct {
 	partial  bool // a map or parallel node succeeded with handled item/branch failures
 	guard    bool // the node never ran: the guard of the edge into it failed
 	reused   bool // a re-run kept the output from the earlier run
+	pinned   bool // the output is the chain's pin (RunOptions.UsePins): the node did not run
+	// credentialed: the call sent a stored credential (Event.Credentialed)
+	credentialed bool
 
-	decided []Decision // a router's own tests (branch condition, cases)
+	decided []Decision      // a router's own tests (branch condition, cases)
+	asked   []ApprovalField // an interrupt node's config.fields, evaluated when it pauses
 }
 
 // run is one execution of a prepared chain: the coordinator. Its state is
@@ -60,13 +65,15 @@ var sessions atomic.Uint64
 func (r *run) toolSession() string { return r.id + "#" + strconv.FormatUint(r.seq, 36) }
 
 type run struct {
-	engine   *Engine
-	prepared *Prepared
-	graph    *graph
-	chain    *Chain
-	id       string
-	seq      uint64 // numbers this execution in the process (toolSession)
-	depth    int    // sub-chain nesting
+	engine *Engine
+	plan   *chain.Plan
+	order  *chain.Order // the plan's; nil when it is not Valid
+	bind   *binding     // the plan bound to the engine's registry
+	graph  *chain.Graph
+	chain  *chain.Chain
+	id     string
+	seq    uint64 // numbers this execution in the process (toolSession)
+	depth  int    // sub-chain nesting
 
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -130,7 +137,7 @@ type replayState struct {
 // runOutcome is how the run is ending.
 type runOutcome struct {
 	stopping bool
-	status   RunStatus // set when stopping: failed, cancelled, timed_out
+	status   chain.RunStatus // set when stopping: failed, cancelled, timed_out
 	err      *RunError
 	typed    error // err as a typed error, for Result.Err
 	infra    error // a checkpoint write failed: returned to the host
@@ -138,12 +145,12 @@ type runOutcome struct {
 	invalid  bool  // refused by validation: no node ran, no events
 }
 
-func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[string]any, extra EventSink) *run {
-	c := p.chain
+func newRun(ctx context.Context, e *Engine, p *chain.Plan, id string, input map[string]any, extra EventSink) *run {
+	c := p.Chain()
 	n := len(c.Nodes)
 	timeout := c.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = chain.DefaultTimeout
 	}
 	timeout = min(timeout, e.opts.Limits.MaxChainTimeout) // a lower ceiling bounds the default too
 	// The chain timeout is a deadline the coordinator watches (a timer only
@@ -163,12 +170,15 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	}
 	started := stamp()
 	r := &run{
-		engine: e, prepared: p, graph: p.g, chain: c, id: id, seq: sessions.Add(1),
+		engine: e, plan: p, order: p.Order(), graph: p.Graph(), chain: c, id: id, seq: sessions.Add(1),
 		ctx: rctx, cancel: cancel,
 		started: started, strict: c.StrictConditions, events: emitter{sink: sink},
-		scope:     runScope{ctx: rctx, g: p.g, input: input, state: map[string]any{}, nodeResults: make(map[string]any, n)},
+		scope:     runScope{ctx: rctx, g: p.Graph(), input: input, state: map[string]any{}, nodeResults: make(map[string]any, n)},
 		sched:     newScheduler(maxConc, started, time.Duration(timeout*float64(time.Second))),
 		loopCount: make([]int, len(c.Edges)),
+	}
+	if p.Valid() {
+		r.bind = e.bind(p)
 	}
 	r.budget.outSize = make([]int64, n)
 	ns := &r.nodes
@@ -191,7 +201,7 @@ func newRun(ctx context.Context, e *Engine, p *Prepared, id string, input map[st
 	for i := range c.Nodes {
 		ns.result[i].NodeID = c.Nodes[i].ID
 		ns.loopFrom[i] = noNode
-		ns.depsLeft[i] = int32(len(r.graph.dataDeps[i]))
+		ns.depsLeft[i] = int32(len(r.graph.DataDeps[i]))
 	}
 	if e.opts.OnRun != nil {
 		e.opts.OnRun(id, c)
@@ -243,7 +253,7 @@ func (r *run) fail(re *RunError, typed error) {
 		return
 	}
 	r.outcome.err, r.outcome.typed = re, typed
-	r.outcome.status = StatusFailed
+	r.outcome.status = chain.StatusFailed
 	r.outcome.stopping = true
 	r.cancel(errRunStopped)
 }
@@ -255,7 +265,7 @@ func (r *run) seedRoots() {
 	if r.rerun.single() {
 		return // its one node is queued by RunNode, or by a resume
 	}
-	for _, i := range r.prepared.plan.roots {
+	for _, i := range r.order.Roots {
 		r.activate(i)
 	}
 }
@@ -362,10 +372,10 @@ func (r *run) stopFromContext() {
 		r.fail(&RunError{Code: CodeBudget, Message: be.Error(), Details: map[string]any{"budget": be.Budget, "limit": be.Limit}}, be)
 	case errors.As(cause, &to):
 		r.fail(&RunError{Code: CodeTimeout, Message: to.Error()}, cause)
-		r.outcome.status = StatusTimedOut
+		r.outcome.status = chain.StatusTimedOut
 	default:
 		r.fail(&RunError{Code: CodeCancelled, Message: "run cancelled: " + cause.Error()}, cause)
-		r.outcome.status = StatusCancelled
+		r.outcome.status = chain.StatusCancelled
 	}
 }
 
@@ -396,7 +406,7 @@ func (r *run) edgeIDs(idx []int) []string {
 		return nil
 	}
 	if len(idx) == 1 { // shared, read-only
-		return r.prepared.plan.edgeID1[idx[0]]
+		return r.order.EdgeID1[idx[0]]
 	}
 	out := make([]string, len(idx))
 	for k, ei := range idx {
@@ -427,17 +437,17 @@ func (r *run) upstream(i int) any {
 func (r *run) finishRun() (res *Result, err error) {
 	defer func() { r.closeBox(res, err) }()
 	r.drainSkips()
-	status := StatusCompleted
+	status := chain.StatusCompleted
 	switch {
 	case r.outcome.err != nil:
 		status = r.outcome.status
 	case len(r.pending) > 0:
-		status = StatusPaused
+		status = chain.StatusPaused
 	case r.outcome.handled:
-		status = StatusPartial
+		status = chain.StatusPartial
 	}
 	var unfinished []UnfinishedNode
-	if status != StatusPaused && !r.outcome.invalid {
+	if status != chain.StatusPaused && !r.outcome.invalid {
 		// Whatever never ran now never will: say so, so every node ends done, error or skip.
 		for i := range r.chain.Nodes {
 			if r.rerun.single() && i != r.rerun.alone() {
@@ -454,13 +464,13 @@ func (r *run) finishRun() (res *Result, err error) {
 					unfinished = append(unfinished, u)
 					continue
 				}
-				inner := r.graph.attached(i) && !isHandlerOnly(r.graph, i)
+				inner := r.graph.Attached(i) && !isHandlerOnly(r.graph, i)
 				if inner && r.nodes.attRan[i].Load() {
 					continue // map bodies and branches report per call
 				}
 				r.nodes.status[i] = nsSkip
 				u := UnfinishedNode{NodeID: r.chain.Nodes[i].ID, Status: PhaseSkip, Reason: ReasonUpstreamStopped}
-				if r.graph.attached(i) && r.outcome.err == nil {
+				if r.graph.Attached(i) && r.outcome.err == nil {
 					u.Reason = ReasonNotNeeded
 				}
 				u.applyTo(&r.nodes.result[i], now)
@@ -473,7 +483,8 @@ func (r *run) finishRun() (res *Result, err error) {
 	// on is dropped, so the sinks flushed below hold the whole run.
 	r.events.close()
 	res = r.result(status)
-	end := &EndRecord{Status: status, Error: r.outcome.err, Final: res.FinalOutput, NodesRun: r.nodesRun, Unfinished: unfinished}
+	res.Outcome = r.runOutcome(status)
+	end := &EndRecord{Status: status, Error: r.outcome.err, Final: res.FinalOutput, NodesRun: r.nodesRun, Outcome: res.Outcome, Unfinished: unfinished}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointEnd, End: end})
 	r.checkpointFailed(r.checkpoints.sync())
 	r.events.flush(r.ctx)
@@ -484,9 +495,9 @@ func (r *run) finishRun() (res *Result, err error) {
 	return res, r.outcome.infra
 }
 
-func isHandlerOnly(g *graph, i int) bool {
-	for _, a := range g.owners[i] {
-		if a.rel != RelHandler {
+func isHandlerOnly(g *chain.Graph, i int) bool {
+	for _, a := range g.Owners[i] {
+		if a.Rel != chain.RelHandler {
 			return false
 		}
 	}
@@ -500,13 +511,13 @@ func (r *run) completedAs(i int) int {
 	if r.nodes.status[i] == nsDone {
 		return i
 	}
-	if h, ok := r.prepared.g.idx[r.chain.Nodes[i].ErrorHandler()]; ok && r.nodes.status[h] == nsDone {
+	if h, ok := r.graph.Idx[r.chain.Nodes[i].ErrorHandler()]; ok && r.nodes.status[h] == nsDone {
 		return h
 	}
 	return -1
 }
 
-func (r *run) result(status RunStatus) *Result {
+func (r *run) result(status chain.RunStatus) *Result {
 	now := stamp()
 	res := &Result{
 		RunID: r.id, Status: status, Outputs: make(map[string]any, len(r.scope.nodeResults)),
@@ -527,13 +538,13 @@ func (r *run) result(status RunStatus) *Result {
 	// order (an error handler nothing depends on is one, after its owner).
 	bestRank := -1
 	var terminals []int
-	if r.prepared.plan != nil {
-		terminals = r.prepared.plan.terminals
+	if r.order != nil {
+		terminals = r.order.Terminals
 	}
 	bestOut := -1 // the node whose output stands for the best terminal: itself, or its error handler
 	for k, i := range terminals {
 		out := r.completedAs(i)
-		if rank := r.prepared.plan.termRank[k]; out >= 0 && rank > bestRank {
+		if rank := r.order.TermRank[k]; out >= 0 && rank > bestRank {
 			bestRank, bestOut = rank, out
 		}
 	}

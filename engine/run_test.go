@@ -12,6 +12,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -26,9 +28,9 @@ func newEngine(t testing.TB) (*engine.Engine, *engine.MemorySink, *engine.Memory
 	return engine.New(engine.Options{Registry: reg, Sink: sink, Checkpointer: cp}), sink, cp
 }
 
-func mustDecode(t testing.TB, doc string) *engine.Chain {
+func mustDecode(t testing.TB, doc string) *chain.Chain {
 	t.Helper()
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
@@ -38,7 +40,7 @@ func mustDecode(t testing.TB, doc string) *engine.Chain {
 func run(t testing.TB, doc string, input map[string]any) (*engine.Result, []engine.Event) {
 	t.Helper()
 	e, sink, _ := newEngine(t)
-	res, err := e.Run(context.Background(), mustDecode(t, doc), input, engine.RunOptions{})
+	res, err := e.Run(context.Background(), enginetest.PlanOf(e, mustDecode(t, doc)), input, engine.RunOptions{})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -67,7 +69,7 @@ func js(v any) string {
 func TestA2ELinearChainRuns(t *testing.T) {
 	t.Parallel()
 	res, evs := run(t, `{"type":"chain/req","id":"c1","version":"1.0","ts":1716123456.789,"session_id":"s1","chain_id":"abc123","nodes":[{"node_id":"read","kind":"tool","name":"echo","input":{"path":"/data/input.txt"},"input_map":{},"next_node":"summarize","on_error":"abort"},{"node_id":"summarize","kind":"tool","name":"echo","input":{},"input_map":{"text":"read.output"},"on_error":"abort"}],"entry_node":"read","initial_input":{},"streaming":true,"timeout":300}`, nil)
-	if res.Status != engine.StatusCompleted {
+	if res.Status != chain.StatusCompleted {
 		t.Fatalf("status %s: %v", res.Status, js(res.Error))
 	}
 	if got := js(res.FinalOutput); got != `{"text":{"path":"/data/input.txt"}}` {
@@ -158,7 +160,7 @@ func (h *harness) run(doc string, input map[string]any) *engine.Result {
 
 func (h *harness) runCtx(ctx context.Context, doc string, input map[string]any) *engine.Result {
 	h.t.Helper()
-	res, err := h.e.Run(ctx, mustDecode(h.t, doc), input, engine.RunOptions{})
+	res, err := h.e.Run(ctx, enginetest.PlanOf(h.e, mustDecode(h.t, doc)), input, engine.RunOptions{})
 	if err != nil {
 		h.t.Fatalf("run: %v", err)
 	}
@@ -204,7 +206,7 @@ func nodeStatus(res *engine.Result, id string) string {
 	return string(nr.Status)
 }
 
-func wantStatus(t testing.TB, res *engine.Result, want engine.RunStatus) {
+func wantStatus(t testing.TB, res *engine.Result, want chain.RunStatus) {
 	t.Helper()
 	if res.Status != want {
 		t.Fatalf("status = %s, want %s (error %s)", res.Status, want, js(res.Error))
@@ -222,7 +224,7 @@ func wantNodes(t testing.TB, res *engine.Result, want map[string]string) {
 }
 
 // everyNodeEnded: each node's last event is done, error or skip.
-func everyNodeEnded(t testing.TB, c *engine.Chain, evs []engine.Event) {
+func everyNodeEnded(t testing.TB, c *chain.Chain, evs []engine.Event) {
 	t.Helper()
 	lp := lastPhase(evs)
 	for _, n := range c.Nodes {

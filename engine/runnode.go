@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/google/uuid"
 )
 
@@ -70,7 +71,7 @@ func (e *NodeRunError) Error() string { return e.Msg }
 // resolved, ready to execute (Engine.PlanNodeRun).
 type NodeRun struct {
 	e       *Engine
-	p       *Prepared
+	p       *chain.Plan
 	i       int
 	pinned  []*NodeRecord // in chain order
 	acts    []int
@@ -129,25 +130,25 @@ func loadSourceRun(log []Checkpoint, nodeID string) *sourceRun {
 // *ValidationError (the chain has errors), a *NodeRunError (unknown node,
 // an attached node, a missing upstream output), or the checkpointer's error
 // loading src.FromRun.
-func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, src NodeRunSource) (*NodeRun, error) {
-	if p.plan == nil {
-		return nil, &ValidationError{Issues: p.issues}
+func (e *Engine) PlanNodeRun(ctx context.Context, p *chain.Plan, nodeID string, src NodeRunSource) (*NodeRun, error) {
+	if !p.Valid() {
+		return nil, &chain.ValidationError{Issues: p.Issues()}
 	}
-	g := p.g
-	i, ok := g.idx[nodeID]
+	g := p.Graph()
+	i, ok := g.Idx[nodeID]
 	if !ok {
 		return nil, &NodeRunError{NodeID: nodeID, Reason: NodeRunUnknownNode, Msg: fmt.Sprintf("node %q is not in the chain", nodeID)}
 	}
-	for _, a := range g.owners[i] {
-		owner := g.c.Nodes[a.owner].ID
-		msg := fmt.Sprintf("node %q runs inside %q (%s): run %q instead", nodeID, owner, a.rel, owner)
-		if a.rel == RelHandler {
+	for _, a := range g.Owners[i] {
+		owner := g.C.Nodes[a.Owner].ID
+		msg := fmt.Sprintf("node %q runs inside %q (%s): run %q instead", nodeID, owner, a.Rel, owner)
+		if a.Rel == chain.RelHandler {
 			msg = fmt.Sprintf("node %q is the on_error handler of %q: it runs only when %q fails; run %q instead", nodeID, owner, owner, owner)
 		}
 		return nil, &NodeRunError{NodeID: nodeID, Reason: NodeRunAttached, Msg: msg}
 	}
 	for _, id := range slices.Sorted(maps.Keys(src.Pinned)) {
-		if _, ok := g.idx[id]; !ok {
+		if _, ok := g.Idx[id]; !ok {
 			return nil, &NodeRunError{NodeID: nodeID, Reason: NodeRunUnknownPinned, Msg: fmt.Sprintf("pinned.%s: node %q is not in the chain", id, id)}
 		}
 	}
@@ -162,9 +163,9 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 	// pin returns the record that pins node j, or nil when neither source
 	// has it. A node that finished without an output there reads as null.
 	pin := func(j int) *NodeRecord {
-		id := g.c.Nodes[j].ID
+		id := g.C.Nodes[j].ID
 		if v, ok := src.Pinned[id]; ok {
-			return &NodeRecord{NodeID: id, Status: PhaseDone, Output: normalizeValue(v), Reason: ReasonPinned, Reused: true}
+			return &NodeRecord{NodeID: id, Status: PhaseDone, Output: chain.NormalizeValue(v), Reason: ReasonPinned, Reused: true}
 		}
 		if from == nil {
 			return nil
@@ -209,8 +210,8 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 	// source run, or were pinned; failing that, every upstream node with an
 	// output (the node was not reached there: run it as if its edges fired).
 	var preds, acts, fallback []int
-	for _, ei := range g.in[i] {
-		s := g.idx[g.c.Edges[ei].Source]
+	for _, ei := range g.In[i] {
+		s := g.Idx[g.C.Edges[ei].Source]
 		if slices.Contains(preds, s) {
 			continue
 		}
@@ -221,8 +222,8 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 		}
 		recs[s] = rec
 		fallback = append(fallback, s)
-		_, explicit := src.Pinned[g.c.Nodes[s].ID]
-		if explicit || (from != nil && slices.Contains(from.records[g.c.Nodes[s].ID].Fired, g.c.Edges[ei].ID)) {
+		_, explicit := src.Pinned[g.C.Nodes[s].ID]
+		if explicit || (from != nil && slices.Contains(from.records[g.C.Nodes[s].ID].Fired, g.C.Edges[ei].ID)) {
 			acts = append(acts, s)
 		}
 	}
@@ -232,7 +233,7 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 	if len(preds) > 0 && len(acts) == 0 {
 		ids := make([]string, len(preds))
 		for k, s := range preds {
-			ids[k] = g.c.Nodes[s].ID
+			ids[k] = g.C.Nodes[s].ID
 		}
 		return nil, missing(ids)
 	}
@@ -244,12 +245,12 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 		}
 		rec := pin(j)
 		if rec == nil {
-			return nil, missing([]string{g.c.Nodes[j].ID})
+			return nil, missing([]string{g.C.Nodes[j].ID})
 		}
 		recs[j] = rec
 	}
 	nr := &NodeRun{e: e, p: p, i: i, acts: acts, record: &PinnedRecord{NodeID: nodeID, FromRun: src.FromRun}}
-	for j := range g.c.Nodes {
+	for j := range g.C.Nodes {
 		if rec, ok := recs[j]; ok {
 			nr.pinned = append(nr.pinned, rec)
 			if _, explicit := src.Pinned[rec.NodeID]; explicit {
@@ -258,7 +259,7 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 		}
 	}
 	for _, s := range acts {
-		nr.record.Activators = append(nr.record.Activators, g.c.Nodes[s].ID)
+		nr.record.Activators = append(nr.record.Activators, g.C.Nodes[s].ID)
 	}
 	nr.input, nr.state = src.Input, map[string]any{}
 	if from != nil {
@@ -278,10 +279,10 @@ func (e *Engine) PlanNodeRun(ctx context.Context, p *Prepared, nodeID string, sr
 // map body, parallel branches, their handlers, and so on down), less the
 // subtree itself. For a node run (ownHandler false) i's own on_error
 // handler is left out: it does not run.
-func subtreeReads(g *graph, i int, ownHandler bool) []int {
+func subtreeReads(g *chain.Graph, i int, ownHandler bool) []int {
 	in := attachedTree(g, i, ownHandler)
 	var out []int
-	for j := range g.c.Nodes {
+	for j := range g.C.Nodes {
 		if !in[j] {
 			continue
 		}
@@ -296,15 +297,15 @@ func subtreeReads(g *graph, i int, ownHandler bool) []int {
 }
 
 // attachedTree is i and every node that runs inside it, transitively.
-func attachedTree(g *graph, i int, ownHandler bool) map[int]bool {
+func attachedTree(g *chain.Graph, i int, ownHandler bool) map[int]bool {
 	in := map[int]bool{i: true}
 	stack := []int{i}
 	for len(stack) > 0 {
 		o := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for j := range g.c.Nodes {
-			for _, a := range g.owners[j] {
-				if a.owner == o && !in[j] && (ownHandler || a.rel != RelHandler || o != i) {
+		for j := range g.C.Nodes {
+			for _, a := range g.Owners[j] {
+				if a.Owner == o && !in[j] && (ownHandler || a.Rel != chain.RelHandler || o != i) {
 					in[j] = true
 					stack = append(stack, j)
 				}
@@ -315,7 +316,7 @@ func attachedTree(g *graph, i int, ownHandler bool) map[int]bool {
 }
 
 // nodeReads returns the other nodes whose outputs node i's expressions read.
-func nodeReads(g *graph, i int) []int {
+func nodeReads(g *chain.Graph, i int) []int {
 	var out []int
 	add := func(js []int) {
 		for _, j := range js {
@@ -324,31 +325,32 @@ func nodeReads(g *graph, i int) []int {
 			}
 		}
 	}
-	add(g.dataDeps[i])
-	for _, ne := range g.setState[i] {
-		if ne.e != nil {
-			add(g.nodeRefs(ne.e))
+	add(g.DataDeps[i])
+	for _, ne := range g.SetState[i] {
+		if ne.Expr != nil {
+			add(g.NodeRefs(ne.Expr))
 		}
 	}
-	if e := g.condition[i]; e != nil {
-		add(g.nodeRefs(e))
+	if e := g.Condition[i]; e != nil {
+		add(g.NodeRefs(e))
 	}
-	if e := g.items[i]; e != nil {
-		add(g.nodeRefs(e))
+	if e := g.Items[i]; e != nil {
+		add(g.NodeRefs(e))
 	}
-	for _, e := range g.cases[i] {
+	for _, e := range g.Cases[i] {
 		if e != nil {
-			add(g.nodeRefs(e))
+			add(g.NodeRefs(e))
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
-// RunNode runs one node of c alone with its upstream data pinned (see
-// PlanNodeRun for the errors). opts.ParentRunID defaults to src.FromRun.
-func (e *Engine) RunNode(ctx context.Context, c *Chain, nodeID string, src NodeRunSource, opts RunOptions) (*Result, error) {
-	nr, err := e.PlanNodeRun(ctx, e.Prepare(ctx, c), nodeID, src)
+// RunNode runs one node of a compiled chain alone with its upstream data
+// pinned (see PlanNodeRun for the errors). opts.ParentRunID defaults to
+// src.FromRun.
+func (e *Engine) RunNode(ctx context.Context, p *chain.Plan, nodeID string, src NodeRunSource, opts RunOptions) (*Result, error) {
+	nr, err := e.PlanNodeRun(ctx, p, nodeID, src)
 	if err != nil {
 		return nil, err
 	}
@@ -372,16 +374,16 @@ func (nr *NodeRun) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		return nil, fmt.Errorf("engine: run %q is already executing", opts.RunID)
 	}
 	defer e.active.Delete(opts.RunID)
-	r := newRun(ctx, e, nr.p, opts.RunID, normalizeMap(nr.input), opts.Sink)
+	r := newRun(ctx, e, nr.p, opts.RunID, chain.NormalizeMap(nr.input), opts.Sink)
 	r.rerun.runAlone(nr.i)
-	sr := &StartRecord{Chain: nr.p.chain, Input: r.scope.input, ParentRunID: opts.ParentRunID, Pinned: nr.record}
+	sr := &StartRecord{Chain: nr.p.Chain(), Input: r.scope.input, ParentRunID: opts.ParentRunID, Pinned: nr.record}
 	if len(nr.state) > 0 {
-		sr.ModifiedState = normalizeMap(nr.state)
+		sr.ModifiedState = chain.NormalizeMap(nr.state)
 		r.scope.writeState(sr.ModifiedState)
 	}
 	r.addCheckpoint(Checkpoint{Kind: CheckpointStart, Start: sr})
 	for _, rec := range nr.pinned {
-		j := r.graph.idx[rec.NodeID]
+		j := r.graph.Idx[rec.NodeID]
 		rec.Ended = stamp()
 		r.publishOutput(j, rec)
 		rt := noRouting(nil)
@@ -404,7 +406,7 @@ func (r *run) restoreActivators(pr *PinnedRecord) {
 	i := r.rerun.alone()
 	r.nodes.activators[i] = r.nodes.activators[i][:0]
 	for _, id := range pr.Activators {
-		if s, ok := r.graph.idx[id]; ok {
+		if s, ok := r.graph.Idx[id]; ok {
 			r.nodes.activators[i] = append(r.nodes.activators[i], s)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 const pinnedDoc = `{"name":"p","nodes":[
@@ -23,14 +25,14 @@ func TestRunNodeFromRun(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	first := h.start(pinnedDoc, map[string]any{"q": "hi"})
-	wantStatus(t, first, engine.StatusCompleted)
+	wantStatus(t, first, chain.StatusCompleted)
 	before := len(h.sink.Events())
 
-	res, err := h.e.RunNode(context.Background(), mustDecode(t, pinnedDoc), "b", engine.NodeRunSource{FromRun: first.RunID}, engine.RunOptions{})
+	res, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, mustDecode(t, pinnedDoc)), "b", engine.NodeRunSource{FromRun: first.RunID}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	if got := js(res.FinalOutput); got != `{"q":"hi","s":1,"x":1}` {
 		t.Errorf("final output = %s; want b's output from a's pinned output, the run's input and state", got)
 	}
@@ -69,12 +71,12 @@ func TestRunNodeFromRun(t *testing.T) {
 func TestRunNodePinnedMap(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	res, err := h.e.RunNode(context.Background(), mustDecode(t, pinnedDoc), "b",
+	res, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, mustDecode(t, pinnedDoc)), "b",
 		engine.NodeRunSource{Pinned: map[string]any{"a": map[string]any{"v": 7}}, Input: map[string]any{"q": "x"}, State: map[string]any{"seen": "s"}}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	if got := js(res.FinalOutput); got != `{"q":"x","s":"s","x":7}` {
 		t.Errorf("final output = %s", got)
 	}
@@ -82,7 +84,7 @@ func TestRunNodePinnedMap(t *testing.T) {
 		t.Errorf("a ran %d times", h.cnt.get("a"))
 	}
 	first := h.start(pinnedDoc, nil)
-	res, err = h.e.RunNode(context.Background(), mustDecode(t, pinnedDoc), "b",
+	res, err = h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, mustDecode(t, pinnedDoc)), "b",
 		engine.NodeRunSource{FromRun: first.RunID, Pinned: map[string]any{"a": map[string]any{"v": 9}}}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +107,7 @@ func TestRunNodeRefusals(t *testing.T) {
 	 "edges":[{"source":"a","target":"b"}]}`
 	h.flag.Store(true)
 	failed := h.start(failing, nil)
-	wantStatus(t, failed, engine.StatusFailed)
+	wantStatus(t, failed, chain.StatusFailed)
 	h.flag.Store(false)
 	doc := mustDecode(t, failing)
 	cases := []struct {
@@ -128,7 +130,7 @@ func TestRunNodeRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(h.sink.Events())
-			_, err := h.e.RunNode(context.Background(), doc, tc.node, tc.src, engine.RunOptions{})
+			_, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, doc), tc.node, tc.src, engine.RunOptions{})
 			var nre *engine.NodeRunError
 			if !errors.As(err, &nre) || nre.Reason != tc.reason || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v; want %s containing %q", err, tc.reason, tc.msg)
@@ -138,13 +140,13 @@ func TestRunNodeRefusals(t *testing.T) {
 			}
 		})
 	}
-	_, err := h.e.RunNode(context.Background(), doc, "b", engine.NodeRunSource{FromRun: "no-such-run"}, engine.RunOptions{})
+	_, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, doc), "b", engine.NodeRunSource{FromRun: "no-such-run"}, engine.RunOptions{})
 	var cpe *engine.ChainCheckpointError
 	if !errors.As(err, &cpe) {
 		t.Errorf("unknown run: err = %v, want a checkpoint error", err)
 	}
 	// A root needs nothing: it runs with the input given.
-	res, err := h.e.RunNode(context.Background(), doc, "a", engine.NodeRunSource{Input: map[string]any{"k": 1}}, engine.RunOptions{})
+	res, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, doc), "a", engine.NodeRunSource{Input: map[string]any{"k": 1}}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +166,11 @@ func TestRunNodeNotReachedInSource(t *testing.T) {
 	 {"node_id":"small","kind":"tool","name":"count"}],
 	 "edges":[{"source":"a","target":"big","condition":"output.n > ` + "`5`" + `"},{"source":"a","target":"small","default":true}]}`
 	first := h.start(doc, nil)
-	wantStatus(t, first, engine.StatusCompleted)
+	wantStatus(t, first, chain.StatusCompleted)
 	if first.Nodes["big"].Status != engine.PhaseSkip {
 		t.Fatalf("big = %s; want skipped in the source run", first.Nodes["big"].Status)
 	}
-	res, err := h.e.RunNode(context.Background(), mustDecode(t, doc), "big", engine.NodeRunSource{FromRun: first.RunID}, engine.RunOptions{})
+	res, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, mustDecode(t, doc)), "big", engine.NodeRunSource{FromRun: first.RunID}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +190,11 @@ func TestRunNodeFailsAndResumes(t *testing.T) {
 	 {"node_id":"c","kind":"tool","name":"count"}],
 	 "edges":[{"source":"a","target":"b"},{"source":"b","target":"c"}]}`
 	h.flag.Store(true)
-	res, err := h.e.RunNode(context.Background(), mustDecode(t, doc), "b", engine.NodeRunSource{Pinned: map[string]any{"a": map[string]any{"n": 4}}}, engine.RunOptions{})
+	res, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, mustDecode(t, doc)), "b", engine.NodeRunSource{Pinned: map[string]any{"a": map[string]any{"n": 4}}}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusFailed)
+	wantStatus(t, res, chain.StatusFailed)
 	if res.Error == nil || res.Error.NodeID != "b" {
 		t.Errorf("error = %s", js(res.Error))
 	}
@@ -201,7 +203,7 @@ func TestRunNodeFailsAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusCompleted)
+	wantStatus(t, res2, chain.StatusCompleted)
 	if got := js(res2.FinalOutput); got != `{"in":{"n":4},"ok":true}` {
 		t.Errorf("after resume: %s", got)
 	}
@@ -233,12 +235,12 @@ func TestRerunOnChangedVersion(t *testing.T) {
 	 {"node_id":"z","kind":"tool","name":"count"}],
 	 "edges":[{"source":"a","target":"c"},{"source":"b","target":"j"},{"source":"c","target":"j"},{"source":"j","target":"z"}]}`
 	first := h.start(v1, nil)
-	wantStatus(t, first, engine.StatusCompleted)
-	res, err := h.e.RerunOn(context.Background(), first.RunID, "z", mustDecode(t, v2), nil, engine.RunOptions{})
+	wantStatus(t, first, chain.StatusCompleted)
+	res, err := h.e.RerunOn(context.Background(), first.RunID, "z", enginetest.PlanOf(h.e, mustDecode(t, v2)), nil, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	got := map[string]bool{}
 	for id, n := range res.Nodes {
 		got[id] = n.Reused
@@ -264,7 +266,7 @@ func TestRerunOnChangedVersion(t *testing.T) {
 	}
 	// An edge into a node that changed makes it run again.
 	v3 := strings.Replace(v1, `{"source":"a","target":"c"}`, `{"source":"a","target":"c","condition":"output.v > `+"`0`"+`"}`, 1)
-	res, err = h.e.RerunOn(context.Background(), first.RunID, "z", mustDecode(t, v3), nil, engine.RunOptions{})
+	res, err = h.e.RerunOn(context.Background(), first.RunID, "z", enginetest.PlanOf(h.e, mustDecode(t, v3)), nil, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +274,7 @@ func TestRerunOnChangedVersion(t *testing.T) {
 		t.Errorf("changed edge a→c: reused a=%v b=%v c=%v j=%v", res.Nodes["a"].Reused, res.Nodes["b"].Reused, res.Nodes["c"].Reused, res.Nodes["j"].Reused)
 	}
 	// The start node must be in the chosen version.
-	_, err = h.e.RerunOn(context.Background(), first.RunID, "gone", mustDecode(t, v2), nil, engine.RunOptions{})
+	_, err = h.e.RerunOn(context.Background(), first.RunID, "gone", enginetest.PlanOf(h.e, mustDecode(t, v2)), nil, engine.RunOptions{})
 	if err == nil || !strings.Contains(err.Error(), `node "gone" is not in the chosen version`) {
 		t.Errorf("err = %v", err)
 	}
@@ -293,11 +295,11 @@ func TestRunNodeRouterAndLoop(t *testing.T) {
 	  {"source":"small","target":"l"},{"source":"l","target":"l","max_iterations":3}]}`
 	c := mustDecode(t, doc)
 	before := len(h.sink.Events())
-	res, err := h.e.RunNode(context.Background(), c, "r", engine.NodeRunSource{Pinned: map[string]any{"a": map[string]any{"n": 9}}}, engine.RunOptions{})
+	res, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, c), "r", engine.NodeRunSource{Pinned: map[string]any{"a": map[string]any{"n": 9}}}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	if res.Nodes["r"].Matched != "big" {
 		t.Errorf("matched = %q, want big", res.Nodes["r"].Matched)
 	}
@@ -313,7 +315,7 @@ func TestRunNodeRouterAndLoop(t *testing.T) {
 	if js(fired) != `["to-big"]` {
 		t.Errorf("r's done event fired %s; want the edge it would take", js(fired))
 	}
-	res, err = h.e.RunNode(context.Background(), c, "l", engine.NodeRunSource{Pinned: map[string]any{"small": map[string]any{"n": 1}}}, engine.RunOptions{})
+	res, err = h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, c), "l", engine.NodeRunSource{Pinned: map[string]any{"small": map[string]any{"n": 1}}}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,12 +333,12 @@ func TestRunNodeMapBodyReads(t *testing.T) {
 	 {"node_id":"cfg","kind":"tool","name":"echo","input":{"k":10}},
 	 {"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
 	 {"node_id":"body","kind":"tool","name":"echo","input_map":{"v":"item","k":"cfg.output.k"}}]}`)
-	_, err := h.e.RunNode(context.Background(), doc, "m", engine.NodeRunSource{Input: map[string]any{"xs": []any{1, 2}}}, engine.RunOptions{})
+	_, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, doc), "m", engine.NodeRunSource{Input: map[string]any{"xs": []any{1, 2}}}, engine.RunOptions{})
 	var nre *engine.NodeRunError
 	if !errors.As(err, &nre) || !strings.Contains(err.Error(), `node "m" needs the output of "cfg"`) {
 		t.Fatalf("err = %v; want cfg named", err)
 	}
-	res, err := h.e.RunNode(context.Background(), doc, "m", engine.NodeRunSource{Input: map[string]any{"xs": []any{1, 2}}, Pinned: map[string]any{"cfg": map[string]any{"k": 7}}}, engine.RunOptions{})
+	res, err := h.e.RunNode(context.Background(), enginetest.PlanOf(h.e, doc), "m", engine.NodeRunSource{Input: map[string]any{"xs": []any{1, 2}}, Pinned: map[string]any{"cfg": map[string]any{"k": 7}}}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,8 +357,8 @@ func TestRerunOnChangedMapBody(t *testing.T) {
 	 {"node_id":"z","kind":"tool","name":"count"}],
 	 "edges":[{"source":"m","target":"z"}]}`
 	first := h.start(v1, map[string]any{"xs": []any{1}})
-	wantStatus(t, first, engine.StatusCompleted)
-	res, err := h.e.RerunOn(context.Background(), first.RunID, "z", mustDecode(t, v1), nil, engine.RunOptions{})
+	wantStatus(t, first, chain.StatusCompleted)
+	res, err := h.e.RerunOn(context.Background(), first.RunID, "z", enginetest.PlanOf(h.e, mustDecode(t, v1)), nil, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +366,7 @@ func TestRerunOnChangedMapBody(t *testing.T) {
 		t.Errorf("unchanged map not reused")
 	}
 	v2 := strings.Replace(v1, `{"v":"item"}`, `{"w":"item"}`, 1)
-	res, err = h.e.RerunOn(context.Background(), first.RunID, "z", mustDecode(t, v2), nil, engine.RunOptions{})
+	res, err = h.e.RerunOn(context.Background(), first.RunID, "z", enginetest.PlanOf(h.e, mustDecode(t, v2)), nil, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"slices"
 	"time"
+
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // scheduler decides what starts when: the ready queue, the concurrency
@@ -145,8 +147,8 @@ func (r *run) deliverFired(ei int) {
 		return
 	}
 	e := &r.chain.Edges[ei]
-	t := r.graph.idx[e.Target]
-	s := r.graph.idx[e.Source]
+	t := r.graph.Idx[e.Target]
+	s := r.graph.Idx[e.Source]
 	if e.IsLoop() {
 		r.loopCount[ei]++
 		switch r.nodes.status[t] {
@@ -172,7 +174,7 @@ func (r *run) deliverPruned(ei int, reason string) {
 	if e.IsLoop() {
 		return
 	}
-	t := r.graph.idx[e.Target]
+	t := r.graph.Idx[e.Target]
 	r.nodes.decided[t]++
 	if reason != "" {
 		r.nodes.pruneReason[t] = reason
@@ -186,7 +188,7 @@ func (r *run) checkJoin(t int) {
 	case nsReady, nsRunning, nsWaitDeps, nsPaused:
 		return
 	}
-	if int(r.nodes.decided[t]) < len(r.graph.in[t]) {
+	if int(r.nodes.decided[t]) < len(r.graph.In[t]) {
 		return
 	}
 	if r.nodes.fired[t] > 0 {
@@ -219,7 +221,7 @@ func (r *run) notifyDependants(i int) {
 		return
 	}
 	r.nodes.depsDone[i] = true
-	for _, d := range r.prepared.plan.dependants[i] {
+	for _, d := range r.order.Dependants[i] {
 		r.nodes.depsLeft[d]--
 		if r.nodes.depsLeft[d] == 0 && r.nodes.status[d] == nsWaitDeps {
 			r.nodes.status[d] = nsReady
@@ -241,13 +243,13 @@ func (r *run) resolveDead() bool {
 			continue
 		}
 		isHandler := false
-		for _, a := range r.graph.owners[i] {
-			if a.rel == RelHandler {
+		for _, a := range r.graph.Owners[i] {
+			if a.Rel == chain.RelHandler {
 				isHandler = true
 			}
 		}
-		optedOut := !r.chain.Nodes[i].IsReachableRequired() && len(r.graph.in[i]) == 0 && !r.graph.attached(i)
-		if (isHandler && len(r.graph.out[i]) > 0) || optedOut {
+		optedOut := !r.chain.Nodes[i].IsReachableRequired() && len(r.graph.In[i]) == 0 && !r.graph.Attached(i)
+		if (isHandler && len(r.graph.Out[i]) > 0) || optedOut {
 			r.skipNode(i, ReasonNotNeeded)
 			changed = true
 		}

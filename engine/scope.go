@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -143,7 +144,7 @@ func (f frozenScope) rootNames() []string {
 // write), so a worker that holds one reads a stable value.
 type runScope struct {
 	ctx         context.Context // the run's: cancel and the chain timeout stop an evaluation
-	g           *graph
+	g           *chain.Graph
 	input       map[string]any
 	state       map[string]any // replaced on write, never mutated: workers may hold the old one
 	nodeResults map[string]any
@@ -163,7 +164,7 @@ func (rs *runScope) lookupBase(name string) (any, bool) {
 	case "node_results":
 		return rs.nodeResults, true
 	}
-	if i, ok := rs.g.idx[name]; ok {
+	if i, ok := rs.g.Idx[name]; ok {
 		if rs.hasOutput[i] { // built on demand: few expressions read <id>.output, every node has one
 			return map[string]any{"output": rs.nodeResults[name]}, true
 		}
@@ -175,7 +176,7 @@ func (rs *runScope) rootNames() []string {
 	names := []string{"input", "state", "node_results"}
 	for i, ok := range rs.hasOutput {
 		if ok {
-			names = append(names, rs.g.c.Nodes[i].ID)
+			names = append(names, rs.g.C.Nodes[i].ID)
 		}
 	}
 	return names
@@ -212,13 +213,13 @@ func (rs *runScope) writeState(writes map[string]any) {
 // setOutput makes out node i's output, readable as <id>.output and in
 // node_results.
 func (rs *runScope) setOutput(i int, out any) {
-	rs.nodeResults[rs.g.c.Nodes[i].ID] = out
+	rs.nodeResults[rs.g.C.Nodes[i].ID] = out
 	rs.hasOutput[i] = true
 }
 
 // clearOutput leaves node i without an output: <id>.output reads null and
 // node_results has no entry for it.
 func (rs *runScope) clearOutput(i int) {
-	delete(rs.nodeResults, rs.g.c.Nodes[i].ID)
+	delete(rs.nodeResults, rs.g.C.Nodes[i].ID)
 	rs.hasOutput[i] = true
 }

@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+
+	"github.com/chainstudio/studio/engine/chain"
+)
 
 // Takeover continues a run whose previous executor stopped without ending
 // it (a process that died, or lost the run's lease to another), from log,
@@ -36,10 +40,14 @@ func (e *Engine) Takeover(ctx context.Context, runID string, log []Checkpoint, r
 	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing here already"}}
 	}
-	p := e.Prepare(ctx, start.Chain)
-	if p.plan == nil {
+	p, err := e.compile(ctx, start.Chain)
+	if err != nil {
 		e.active.Delete(runID)
-		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&ValidationError{Issues: p.issues}).Error()}}
+		return nil, err
+	}
+	if !p.Valid() {
+		e.active.Delete(runID)
+		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run's chain no longer validates: " + (&chain.ValidationError{Issues: p.Issues()}).Error()}}
 	}
 	// An empty record: nothing to apply, and a node whose failure stopped
 	// the run just before the end entry (never written) runs again, as a

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 const countDoc = `{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"count"},{"node_id":"b","kind":"tool","name":"count"},
@@ -19,7 +20,7 @@ func TestTakeoverContinuesFromTheLog(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	res := h.start(countDoc, nil)
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	ctx := context.Background()
 	full, err := h.e.Checkpointer().Load(ctx, res.RunID)
 	if err != nil {
@@ -43,7 +44,7 @@ func TestTakeoverContinuesFromTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusCompleted)
+	wantStatus(t, res2, chain.StatusCompleted)
 	for node, want := range map[string]int{"a": 0, "b": 0, "c": 1, "d": 1} {
 		if got := h2.cnt.get(node); got != want {
 			t.Errorf("node %s called %d times by the takeover, want %d", node, got, want)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -22,47 +24,47 @@ func testsDoc(tests string) string {
 func TestTestValidation(t *testing.T) {
 	t.Parallel()
 	outputs := builtin.OutputSchemas()
-	opts := engine.ValidateOptions{ToolOutput: func(n string) (map[string]any, bool) { s, ok := outputs[n]; return s, ok }}
+	opts := chain.ValidateOptions{ToolOutput: func(n string) (map[string]any, bool) { s, ok := outputs[n]; return s, ok }}
 	cases := []struct {
 		name, tests, rule, field, msg string
 	}{
 		{"mock_of_unknown_node", `{"name":"happy path","mocks":{"fetcher":{}},"assert":{}}`,
-			engine.RuleTestUnknownNode, `tests[0] "happy path".mocks.fetcher`, `no node "fetcher"`},
+			chain.RuleTestUnknownNode, `tests[0] "happy path".mocks.fetcher`, `no node "fetcher"`},
 		{"mock_does_not_fit_the_tool", `{"name":"a","mocks":{"fetch":{"status":"200","headers":{},"body":null}},"assert":{}}`,
-			engine.RuleTestMockShape, `tests[0] "a".mocks.fetch`, `does not fit the output of tool "http": "status" is a string, want an integer`},
+			chain.RuleTestMockShape, `tests[0] "a".mocks.fetch`, `does not fit the output of tool "http": "status" is a string, want an integer`},
 		{"mock_lacks_a_field", `{"name":"a","mocks":{"fetch":{"status":200}},"assert":{}}`,
-			engine.RuleTestMockShape, `tests[0] "a".mocks.fetch`, `the output lacks the field "body"`},
+			chain.RuleTestMockShape, `tests[0] "a".mocks.fetch`, `the output lacks the field "body"`},
 		{"mock_of_a_router", `{"name":"a","mocks":{"route":{}},"assert":{}}`,
-			engine.RuleTestMockRouter, `tests[0] "a".mocks.route`, `mock the node before it`},
+			chain.RuleTestMockRouter, `tests[0] "a".mocks.route`, `mock the node before it`},
 		{"assertion_does_not_parse", `{"name":"a","assert":{"expect":[{"that":"ok.output.x >"}]}}`,
-			engine.RuleTestAssertionSyntax, `tests[0] "a".assert.expect[0].that`, ``},
+			chain.RuleTestAssertionSyntax, `tests[0] "a".assert.expect[0].that`, ``},
 		{"path_without_equals", `{"name":"a","assert":{"expect":[{"path":"ok.output"}]}}`,
-			engine.RuleTestAssertionForm, `tests[0] "a".assert.expect[0].equals`, `is required with "path"`},
+			chain.RuleTestAssertionForm, `tests[0] "a".assert.expect[0].equals`, `is required with "path"`},
 		{"path_and_that", `{"name":"a","assert":{"expect":[{"path":"ok.output","equals":1,"that":"x"}]}}`,
-			engine.RuleTestAssertionForm, `tests[0] "a".assert.expect[0]`, `has both path and that`},
+			chain.RuleTestAssertionForm, `tests[0] "a".assert.expect[0]`, `has both path and that`},
 		{"ran_unknown_node", `{"name":"a","assert":{"ran":["ok","nope"]}}`,
-			engine.RuleTestUnknownNode, `tests[0] "a".assert.ran[1]`, `no node "nope"`},
+			chain.RuleTestUnknownNode, `tests[0] "a".assert.ran[1]`, `no node "nope"`},
 		{"not_ran_unknown_node", `{"name":"a","assert":{"not_ran":["nope"]}}`,
-			engine.RuleTestUnknownNode, `tests[0] "a".assert.not_ran[0]`, `no node "nope"`},
+			chain.RuleTestUnknownNode, `tests[0] "a".assert.not_ran[0]`, `no node "nope"`},
 		{"ran_and_not_ran", `{"name":"a","assert":{"ran":["ok"],"not_ran":["ok"]}}`,
-			engine.RuleTestRanConflict, `tests[0] "a".assert.not_ran[0]`, `also in assert.ran`},
+			chain.RuleTestRanConflict, `tests[0] "a".assert.not_ran[0]`, `also in assert.ran`},
 		{"unknown_status", `{"name":"a","assert":{"status":"done"}}`,
-			engine.RuleTestStatus, `tests[0] "a".assert.status`, `unknown status "done"`},
+			chain.RuleTestStatus, `tests[0] "a".assert.status`, `unknown status "done"`},
 		{"duplicate_names", `{"name":"a","assert":{}},{"name":"a","assert":{}}`,
-			engine.RuleTestName, `tests[1] "a".name`, `duplicate test name "a" (also tests[0])`},
-		{"missing_name", `{"assert":{}}`, engine.RuleTestName, `tests[0].name`, `needs a name`},
+			chain.RuleTestName, `tests[1] "a".name`, `duplicate test name "a" (also tests[0])`},
+		{"missing_name", `{"assert":{}}`, chain.RuleTestName, `tests[0].name`, `needs a name`},
 		{"expect_node_unknown", `{"name":"a","assert":{"expect":[{"that":"status == 'completed'","node":"zz"}]}}`,
-			engine.RuleTestUnknownNode, `tests[0] "a".assert.expect[0].node`, `no node "zz"`},
+			chain.RuleTestUnknownNode, `tests[0] "a".assert.expect[0].node`, `no node "zz"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := engine.Decode([]byte(testsDoc(tc.tests)), engine.Limits{})
+			c, err := chain.Decode([]byte(testsDoc(tc.tests)), chain.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var found []engine.Issue
-			for _, is := range engine.ValidateWith(c, opts) {
+			var found []chain.Issue
+			for _, is := range chain.ValidateWith(c, opts) {
 				if strings.HasPrefix(is.Field, "tests[") {
 					found = append(found, is)
 				}
@@ -71,7 +73,7 @@ func TestTestValidation(t *testing.T) {
 				t.Fatalf("want one test issue, got %v", found)
 			}
 			is := found[0]
-			if is.Rule != tc.rule || is.Field != tc.field || is.Severity != engine.SeverityError || !strings.Contains(is.Message, tc.msg) {
+			if is.Rule != tc.rule || is.Field != tc.field || is.Severity != chain.SeverityError || !strings.Contains(is.Message, tc.msg) {
 				t.Errorf("got %s (field %q), want rule %s field %q message containing %q", is, is.Field, tc.rule, tc.field, tc.msg)
 			}
 		})
@@ -80,21 +82,21 @@ func TestTestValidation(t *testing.T) {
 
 func TestValidTestsHaveNoIssuesAndDoNotBlockRuns(t *testing.T) {
 	t.Parallel()
-	c, err := engine.Decode([]byte(testsDoc(`{"name":"a","input":{"x":1},"mocks":{"fetch":{"status":200,"headers":{},"body":{"n":1}}},
-	  "assert":{"status":"completed","ran":["ok"],"not_ran":["bad"],"expect":[{"path":"ok.output.body.n","equals":1},{"that":"status == 'completed'","node":"ok"}]}}`)), engine.Limits{})
+	c, err := chain.Decode([]byte(testsDoc(`{"name":"a","input":{"x":1},"mocks":{"fetch":{"status":200,"headers":{},"body":{"n":1}}},
+	  "assert":{"status":"completed","ran":["ok"],"not_ran":["bad"],"expect":[{"path":"ok.output.body.n","equals":1},{"that":"status == 'completed'","node":"ok"}]}}`)), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if issues := engine.ValidateWith(c, engine.ValidateOptions{ToolOutput: func(n string) (map[string]any, bool) { s, ok := builtin.OutputSchemas()[n]; return s, ok }}); len(issues) != 0 {
+	if issues := chain.ValidateWith(c, chain.ValidateOptions{ToolOutput: func(n string) (map[string]any, bool) { s, ok := builtin.OutputSchemas()[n]; return s, ok }}); len(issues) != 0 {
 		t.Fatalf("issues: %v", issues)
 	}
 	// A broken test is the tests' problem, never the run's.
-	bad, err := engine.Decode([]byte(testsDoc(`{"name":"a","mocks":{"nope":1},"assert":{}}`)), engine.Limits{})
+	bad, err := chain.Decode([]byte(testsDoc(`{"name":"a","mocks":{"nope":1},"assert":{}}`)), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if is := engine.New(engine.Options{}).Prepare(t.Context(), bad).Issues(); engine.HasErrors(is) {
-		t.Fatalf("Prepare reports test issues: %v", is)
+	if is := enginetest.PlanOf(engine.New(engine.Options{}), bad).Issues(); chain.HasErrors(is) {
+		t.Fatalf("Compile reports test issues: %v", is)
 	}
 }
 
@@ -107,13 +109,13 @@ func TestTestDecodingIsStrict(t *testing.T) {
 		`{"name":"a","mocks":[]}`:                                   `tests[0] "a".mocks: wrong type`,
 	}
 	for test, want := range cases {
-		_, err := engine.Decode([]byte(testsDoc(test)), engine.Limits{})
+		_, err := chain.Decode([]byte(testsDoc(test)), chain.Limits{})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", test, err, want)
 		}
 	}
 	// Round trip: equals keeps null apart from absent.
-	c, err := engine.Decode([]byte(testsDoc(`{"name":"a","assert":{"expect":[{"path":"ok.output","equals":null}]}}`)), engine.Limits{})
+	c, err := chain.Decode([]byte(testsDoc(`{"name":"a","assert":{"expect":[{"path":"ok.output","equals":null}]}}`)), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +143,11 @@ func TestRunOptionsMocks(t *testing.T) {
 	 {"node_id":"b1","kind":"tool","name":"outside"},
 	 {"node_id":"f","kind":"tool","name":"outside","on_error":"continue"}],
 	 "edges":[{"source":"a","target":"m"},{"source":"m","target":"p"},{"source":"p","target":"f"}]}`
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := engine.New(engine.Options{Registry: reg}).Run(context.Background(), c, map[string]any{"items": []any{1, 2}}, engine.RunOptions{
+	res, err := engine.New(engine.Options{Registry: reg}).Run(context.Background(), enginetest.PlanOf(engine.New(engine.Options{Registry: reg}), c), map[string]any{"items": []any{1, 2}}, engine.RunOptions{
 		Mocks:      map[string]any{"a": "mock a", "body": map[string]any{"x": 1}, "b1": "mock b1"},
 		MockErrors: map[string]string{"f": "down"},
 	})
@@ -158,7 +160,7 @@ func TestRunOptionsMocks(t *testing.T) {
 	if res.Outputs["a"] != "mock a" || js(res.Outputs["m"]) != `[{"x":1},{"x":1}]` || js(res.Outputs["p"]) != `["mock b1"]` {
 		t.Errorf("outputs %s", js(res.Outputs))
 	}
-	if f := res.Nodes["f"]; f == nil || f.Error != "down" || res.Status != engine.StatusPartial {
+	if f := res.Nodes["f"]; f == nil || f.Error != "down" || res.Status != chain.StatusPartial {
 		t.Errorf("f = %+v, status %s", f, res.Status)
 	}
 }

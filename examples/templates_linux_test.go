@@ -16,8 +16,10 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
 	"github.com/chainstudio/studio/engine/credential"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/llm/llmtest"
 	"github.com/chainstudio/studio/engine/sandbox"
 	"github.com/chainstudio/studio/engine/tool"
@@ -39,7 +41,7 @@ const templateCredential = "openai-api"
 // issueKey is what a template's expected issues are compared by.
 type issueKey struct {
 	Rule     string
-	Severity engine.Severity
+	Severity chain.Severity
 	Node     string
 }
 
@@ -49,7 +51,7 @@ type issueKey struct {
 var wantIssues = map[string]struct{ without, with []issueKey }{
 	// The model's key is a credential the studio must be given: until then
 	// validation names it (an error: the run would fail at the call).
-	"llm-triage":     {without: []issueKey{{engine.RuleUnknownCredential, engine.SeverityError, "classify"}}},
+	"llm-triage":     {without: []issueKey{{chain.RuleUnknownCredential, chain.SeverityError, "classify"}}},
 	"map-code":       {},
 	"webhook-notify": {},
 }
@@ -63,7 +65,7 @@ func templateRegistry(pool *sandbox.Pool) *engine.Registry {
 	reg.SetInline(builtin.Inline...)
 	reg.SetScoped(builtin.Scoped...)
 	reg.SetContained(builtin.Contained...)
-	for n, c := range builtin.Checks() {
+	for n, c := range builtin.Checks(builtin.Options{}) {
 		reg.SetCheck(n, c)
 	}
 	for _, t := range builtin.Catalog() {
@@ -77,21 +79,21 @@ func templateRegistry(pool *sandbox.Pool) *engine.Registry {
 
 // validateOpts are the checks the studio holds a saved chain to
 // (runs.Service.ValidateOptions), with creds as its credential store.
-func validateOpts(reg *engine.Registry, creds map[string]string) engine.ValidateOptions {
-	return engine.ValidateOptions{
+func validateOpts(reg *engine.Registry, creds map[string]string) chain.ValidateOptions {
+	return chain.ValidateOptions{
 		Tools:           reg.Has,
 		ToolUnavailable: reg.Unavailable,
 		ToolOutput:      reg.OutputSchema,
 		Schemas:         reg.NodeSchemas(nil),
 		Check:           reg.NodeCheck,
-		Credential: func(name string) (string, bool, bool) {
+		Credential: func(name string) chain.CredentialUse {
 			typ, ok := creds[name]
-			return typ, ok, ok
+			return chain.CredentialUse{Type: typ, Found: ok, Allowed: ok}
 		},
 	}
 }
 
-func issueKeys(issues []engine.Issue) []issueKey {
+func issueKeys(issues []chain.Issue) []issueKey {
 	out := []issueKey{}
 	for _, is := range issues {
 		out = append(out, issueKey{is.Rule, is.Severity, is.NodeID})
@@ -109,15 +111,15 @@ func (s secrets) Credential(_ context.Context, name string) (*tool.Secret, error
 	return nil, errors.New("no credential " + name)
 }
 
-func templateDocs(t *testing.T) map[string]*engine.Chain {
+func templateDocs(t *testing.T) map[string]*chain.Chain {
 	t.Helper()
 	all, err := examples.Templates()
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := map[string]*engine.Chain{}
+	docs := map[string]*chain.Chain{}
 	for _, x := range all {
-		doc, req, err := engine.DecodeDocument(x.Data, engine.Limits{})
+		doc, req, err := chain.DecodeDocument(x.Data, chain.Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", x.ID, err)
 		}
@@ -154,11 +156,11 @@ func TestTemplatesValidateAndPassTheirTests(t *testing.T) {
 				t.Errorf("no sample_input: the Run dialog offers it")
 			}
 			want := wantIssues[id]
-			if got := issueKeys(engine.ValidateWith(doc, validateOpts(reg, nil))); !slices.Equal(got, append([]issueKey{}, want.without...)) {
-				t.Errorf("issues without credentials: %v, want %v\n%v", got, want.without, engine.ValidateWith(doc, validateOpts(reg, nil)))
+			if got := issueKeys(chain.ValidateWith(doc, validateOpts(reg, nil))); !slices.Equal(got, append([]issueKey{}, want.without...)) {
+				t.Errorf("issues without credentials: %v, want %v\n%v", got, want.without, chain.ValidateWith(doc, validateOpts(reg, nil)))
 			}
 			withCreds := validateOpts(reg, map[string]string{templateCredential: credential.Bearer})
-			if issues := engine.ValidateWith(doc, withCreds); !slices.Equal(issueKeys(issues), append([]issueKey{}, want.with...)) {
+			if issues := chain.ValidateWith(doc, withCreds); !slices.Equal(issueKeys(issues), append([]issueKey{}, want.with...)) {
 				t.Errorf("issues with the credential: %v, want %v", issues, want.with)
 			}
 			if len(doc.Tests) < 2 {
@@ -185,9 +187,9 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 	reg := templateRegistry(codePool(t))
 	eng := engine.New(engine.Options{Registry: reg, Checkpointer: engine.NewMemoryCheckpointer()})
 	ctx := tool.WithCredentials(context.Background(), secrets{
-		templateCredential: {Name: templateCredential, Type: credential.Bearer, Values: map[string]any{"token": "sk-template-test"}},
+		templateCredential: {Name: templateCredential, Type: credential.Bearer, Hosts: []string{"127.0.0.1"}, Values: map[string]any{"token": "sk-template-test"}},
 	})
-	node := func(t *testing.T, doc *engine.Chain, id string) *engine.Node {
+	node := func(t *testing.T, doc *chain.Chain, id string) *chain.Node {
 		t.Helper()
 		for i := range doc.Nodes {
 			if doc.Nodes[i].ID == id {
@@ -197,10 +199,10 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 		t.Fatalf("no node %s", id)
 		return nil
 	}
-	run := func(t *testing.T, doc *engine.Chain, input map[string]any) (*engine.Result, *engine.MemorySink) {
+	run := func(t *testing.T, doc *chain.Chain, input map[string]any) (*engine.Result, *engine.MemorySink) {
 		t.Helper()
 		sink := &engine.MemorySink{}
-		res, err := eng.Run(ctx, doc, input, engine.RunOptions{Sink: sink})
+		res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), input, engine.RunOptions{Sink: sink})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +216,7 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 	t.Run("map-code", func(t *testing.T) {
 		doc := docs["map-code"].Clone()
 		res, sink := run(t, doc, doc.SampleInput)
-		if res.Status != engine.StatusCompleted || final(res) != `{"big":["A-1","A-3"],"orders":3,"total":497.5}` {
+		if res.Status != chain.StatusCompleted || final(res) != `{"big":["A-1","A-3"],"orders":3,"total":497.5}` {
 			t.Fatalf("%s %+v: %s", res.Status, res.Error, final(res))
 		}
 		// The script ran in the sandbox once per order: its console.log lines
@@ -266,7 +268,7 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 		in := map[string]any{"url": fake.URL + "/health"}
 
 		res, _ := run(t, doc, in)
-		if res.Status != engine.StatusCompleted || res.Outputs["notify"] == nil || res.Outputs["notify"].(map[string]any)["status"] != 200.0 {
+		if res.Status != chain.StatusCompleted || res.Outputs["notify"] == nil || res.Outputs["notify"].(map[string]any)["status"] != 200.0 {
 			t.Fatalf("down: %s %+v: %v", res.Status, res.Error, res.Outputs)
 		}
 		mu.Lock()
@@ -280,7 +282,7 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 		status = http.StatusOK
 		mu.Unlock()
 		res, _ = run(t, doc, in)
-		if res.Status != engine.StatusCompleted || final(res) != `{"status":200,"url":"`+fake.URL+`/health"}` {
+		if res.Status != chain.StatusCompleted || final(res) != `{"status":200,"url":"`+fake.URL+`/health"}` {
 			t.Fatalf("up: %s %+v: %s", res.Status, res.Error, final(res))
 		}
 		mu.Lock()
@@ -309,7 +311,7 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 		node(t, doc, "classify").Input["url"] = front.URL + "/v1/chat/completions"
 
 		res, _ := run(t, doc, map[string]any{"message": "I was charged twice for order 1234."})
-		if res.Status != engine.StatusPaused || len(res.Pending) != 1 || res.Pending[0].NodeID != "approve_refund" {
+		if res.Status != chain.StatusPaused || len(res.Pending) != 1 || res.Pending[0].NodeID != "approve_refund" {
 			t.Fatalf("refund: %s %+v, pending %+v", res.Status, res.Error, res.Pending)
 		}
 		reqs := model.Requests()
@@ -333,12 +335,12 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := `{"message":"I was charged twice for order 1234.","queue":"refunds","summary":"Charged twice for order 1234."}`
-		if res.Status != engine.StatusCompleted || final(res) != want {
+		if res.Status != chain.StatusCompleted || final(res) != want {
 			t.Fatalf("approved: %s %+v: %s", res.Status, res.Error, final(res))
 		}
 
 		res, _ = run(t, doc, map[string]any{"message": "The export button crashes the page."})
-		if res.Status != engine.StatusCompleted || res.Outputs["approve_refund"] != nil ||
+		if res.Status != chain.StatusCompleted || res.Outputs["approve_refund"] != nil ||
 			final(res) != `{"message":"The export button crashes the page.","queue":"bugs","summary":"Export crashes."}` {
 			t.Fatalf("bug: %s %+v: %s", res.Status, res.Error, final(res))
 		}

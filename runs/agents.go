@@ -6,6 +6,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // agentHooks returns the engine's agent runner and chain resolver: with
@@ -17,7 +18,7 @@ func (s *Service) agentHooks(opts Options) (engine.AgentRunner, engine.ChainReso
 		return opts.Agent, chains
 	}
 	agents := opts.Agents
-	chains = func(ctx context.Context, name string) (*engine.Chain, error) {
+	chains = func(ctx context.Context, name string) (*chain.Chain, error) {
 		if agent.IsReservedName(name) {
 			if c, ok := agents.ResolveChain(name); ok {
 				return c, nil
@@ -35,12 +36,13 @@ func (s *Service) agentHooks(opts Options) (engine.AgentRunner, engine.ChainReso
 		if err != nil {
 			return nil, err
 		}
-		res, err := s.eng.Run(ctx, c, input, engine.RunOptions{})
+		p, _ := s.engineCompile(ctx, c) // a plan with errors runs as refused
+		res, err := s.eng.Run(ctx, p, input, engine.RunOptions{})
 		if err != nil {
 			return nil, err
 		}
 		switch res.Status {
-		case engine.StatusCompleted, engine.StatusPartial:
+		case chain.StatusCompleted, chain.StatusPartial:
 			return res.FinalOutput, nil
 		}
 		msg := string(res.Status)

@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
 // Credentials gives the resolver for the runs of one saved chain (chainID ""
 // for a chain that is not saved: an A2E request, an agent's chain), and
 // tells the validator about a credential a chain names: its type, whether
-// it exists, and whether chainID may use it.
+// it exists and can be read, whether chainID may use it and whether it may
+// be sent anywhere.
 type Credentials interface {
 	ForChain(chainID string) tool.Credentials
-	Usable(ctx context.Context, chainID, name string) (typ string, found, allowed bool)
+	Usable(ctx context.Context, chainID, name string) chain.CredentialUse
 }
 
 // runCredentials resolves credentials for one run: the chain the run

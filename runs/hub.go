@@ -9,20 +9,53 @@ import (
 )
 
 // LiveEvent is one event as the hub hands it to every subscriber of its run:
-// shared and read-only, with its wire encoding computed once for all of them.
+// shared and read-only, with each of its wire encodings computed once for
+// all of them.
 type LiveEvent struct {
 	engine.Event
+	once sync.Once
+	enc  []byte
+	err  error
+	// more are the other encodings (EncodedAs), by name: few, so a list.
+	mu   sync.Mutex
+	more []*namedEncoding
+}
+
+type namedEncoding struct {
+	name string
 	once sync.Once
 	enc  []byte
 	err  error
 }
 
 // Encoded returns enc(&e.Event), computed on first use and shared by every
-// watcher after that. All callers must pass the same encoder (a transport
-// has one wire format).
+// watcher after that. All callers must pass the same encoder: the API's
+// wire format (other formats use EncodedAs).
 func (e *LiveEvent) Encoded(enc func(*engine.Event) ([]byte, error)) ([]byte, error) {
 	e.once.Do(func() { e.enc, e.err = enc(&e.Event) })
 	return e.enc, e.err
+}
+
+// EncodedAs is Encoded for the encoding named name: each name's encoding is
+// computed once and shared by the watchers that ask for it. Callers that
+// pass the same name must pass encoders that give the same bytes for the
+// run.
+func (e *LiveEvent) EncodedAs(name string, enc func(*engine.Event) ([]byte, error)) ([]byte, error) {
+	e.mu.Lock()
+	var ne *namedEncoding
+	for _, x := range e.more {
+		if x.name == name {
+			ne = x
+			break
+		}
+	}
+	if ne == nil {
+		ne = &namedEncoding{name: name}
+		e.more = append(e.more, ne)
+	}
+	e.mu.Unlock()
+	ne.once.Do(func() { ne.enc, ne.err = enc(&e.Event) })
+	return ne.enc, ne.err
 }
 
 // Hub delivers each run's live events to every subscriber, in order. It is

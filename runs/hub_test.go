@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
@@ -96,5 +98,47 @@ func TestLiveEventEncodedOnce(t *testing.T) {
 	y, _ := eb.Encoded(enc)
 	if calls != 1 || x[0] != 7 || y[0] != 7 {
 		t.Fatalf("%d encodings (%v, %v), want one shared", calls, x, y)
+	}
+}
+
+// Each named encoding is computed once too, apart from the others, also
+// when watchers ask for it at once.
+func TestLiveEventEncodedAsOncePerName(t *testing.T) {
+	t.Parallel()
+	h := NewHub(4)
+	subs := make([]*Subscription, 8)
+	for i := range subs {
+		subs[i] = sub(t, h, "r")
+	}
+	h.Emit(engine.Event{RunID: "r", Seq: 7})
+	var calls [3]atomic.Int32
+	encoder := func(i int) func(*engine.Event) ([]byte, error) {
+		return func(ev *engine.Event) ([]byte, error) {
+			calls[i].Add(1)
+			return []byte{byte(i), byte(ev.Seq)}, nil
+		}
+	}
+	var wg sync.WaitGroup
+	for _, s := range subs {
+		ev, ok := s.Next()
+		if !ok {
+			t.Fatal("no event")
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			api, _ := ev.Encoded(encoder(0))
+			page, _ := ev.EncodedAs("page", encoder(1))
+			other, _ := ev.EncodedAs("other", encoder(2))
+			if api[0] != 0 || page[0] != 1 || other[0] != 2 || page[1] != 7 {
+				t.Errorf("encodings %v %v %v", api, page, other)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range calls {
+		if n := calls[i].Load(); n != 1 {
+			t.Errorf("encoding %d computed %d times, want once", i, n)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // renewals answer what the test says.
 type leasedStore struct {
 	*memStore
-	doc *engine.Chain
+	doc *chain.Chain
 
 	mu       sync.Mutex
 	taken    int
@@ -63,28 +64,31 @@ func (l *leasedStore) ReleaseRun(_ context.Context, runID string, epoch int64) e
 type nopDispatcher struct{}
 
 func (nopDispatcher) Create(context.Context, store.Run, Task) error { return nil }
-func (nopDispatcher) Dispatch(context.Context, Task) error          { return nil }
 func (nopDispatcher) Claim(context.Context, string, engine.ResumeRecord) (string, error) {
 	return "", nil
 }
 func (nopDispatcher) Cancel(context.Context, string) (bool, error) { return false, nil }
 
-func leasedFixture(t *testing.T, renew func(n int) (bool, error)) (*fixture, *leasedStore) {
+// leasedFixture is a service on the distributed executor over a
+// leasedStore; the test calls the executor's Execute as a worker would.
+func leasedFixture(t *testing.T, renew func(n int) (bool, error)) (*fixture, *leasedStore, *Distributed) {
 	t.Helper()
 	var ls *leasedStore
+	var d *Distributed
 	f := newFixtureWith(t, func(o *Options) {
 		ls = &leasedStore{memStore: o.Store.(*memStore), doc: chainOf(t, gatedDoc), renew: renew}
 		o.Store = ls
-		o.Dispatcher = nopDispatcher{}
-		o.LeaseTTL = 300 * time.Millisecond // a heartbeat every 100 ms
+		d = NewDistributed(DistributedOptions{Dispatcher: nopDispatcher{}, Store: ls,
+			LeaseTTL: 300 * time.Millisecond}) // a heartbeat every 100 ms
+		o.Executor = d
 	})
-	return f, ls
+	return f, ls, d
 }
 
-func executeAsync(f *fixture, id string) chan error {
+func executeAsync(d *Distributed, id string) chan error {
 	done := make(chan error, 1)
 	go func() {
-		done <- f.svc.Execute(context.Background(), Task{RunID: id, Kind: store.KindRun, ChainID: "c", ChainVersion: 1})
+		done <- d.Execute(context.Background(), Task{RunID: id, Kind: store.KindRun, ChainID: "c", ChainVersion: 1})
 	}()
 	return done
 }
@@ -105,14 +109,14 @@ func waitErr(t *testing.T, done chan error) error {
 // on), and the lease is released.
 func TestLostLeaseCancelsRunHere(t *testing.T) {
 	t.Parallel()
-	f, ls := leasedFixture(t, func(n int) (bool, error) {
+	f, ls, d := leasedFixture(t, func(n int) (bool, error) {
 		if n >= 2 {
 			return false, &store.LeaseLostError{RunID: "r1", Epoch: 1}
 		}
 		return false, nil
 	})
-	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: engine.StatusQueued})
-	done := executeAsync(f, "r1")
+	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: chain.StatusQueued})
+	done := executeAsync(d, "r1")
 	<-f.inGate
 	if !f.svc.Active("r1") {
 		t.Fatal("the run is not active while it executes")
@@ -121,7 +125,7 @@ func TestLostLeaseCancelsRunHere(t *testing.T) {
 		t.Fatalf("Execute after a lost lease: %v, want nil (not a failure of the run)", err)
 	}
 	res := f.end(t)
-	if res.Status != engine.StatusCancelled || res.Error == nil || !strings.Contains(res.Error.Message, ErrLeaseLost.Error()) {
+	if res.Status != chain.StatusCancelled || res.Error == nil || !strings.Contains(res.Error.Message, ErrLeaseLost.Error()) {
 		t.Fatalf("the run here ended %s (%v), want cancelled with the lost lease", res.Status, res.Error)
 	}
 	ls.mu.Lock()
@@ -135,29 +139,29 @@ func TestLostLeaseCancelsRunHere(t *testing.T) {
 // lost); renewals that fail for a whole TTL stop it as a lost lease.
 func TestHeartbeatCancelAndSilence(t *testing.T) {
 	t.Parallel()
-	f, _ := leasedFixture(t, func(n int) (bool, error) { return n >= 2, nil })
-	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: engine.StatusQueued})
+	f, _, d := leasedFixture(t, func(n int) (bool, error) { return n >= 2, nil })
+	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: chain.StatusQueued})
 	start := time.Now()
-	done := executeAsync(f, "r1")
+	done := executeAsync(d, "r1")
 	<-f.inGate
 	if err := waitErr(t, done); err != nil {
 		t.Fatal(err)
 	}
-	if res := f.end(t); res.Status != engine.StatusCancelled || !strings.Contains(res.Error.Message, errCancelledByUser.Error()) {
+	if res := f.end(t); res.Status != chain.StatusCancelled || !strings.Contains(res.Error.Message, errCancelledByUser.Error()) {
 		t.Fatalf("cancel flag: the run ended %s (%v)", res.Status, res.Error)
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("the cancel flag took %v to land", took)
 	}
 
-	g, _ := leasedFixture(t, func(int) (bool, error) { return false, errors.New("connection refused") })
-	g.store.CreateRun(context.Background(), store.Run{ID: "r2", Status: engine.StatusQueued})
-	done = executeAsync(g, "r2")
+	g, _, gd := leasedFixture(t, func(int) (bool, error) { return false, errors.New("connection refused") })
+	g.store.CreateRun(context.Background(), store.Run{ID: "r2", Status: chain.StatusQueued})
+	done = executeAsync(gd, "r2")
 	<-g.inGate
 	if err := waitErr(t, done); err != nil {
 		t.Fatal(err)
 	}
-	if res := g.end(t); res.Status != engine.StatusCancelled || !strings.Contains(res.Error.Message, ErrLeaseLost.Error()) {
+	if res := g.end(t); res.Status != chain.StatusCancelled || !strings.Contains(res.Error.Message, ErrLeaseLost.Error()) {
 		t.Fatalf("renewals failing for a TTL: the run ended %s (%v), want cancelled with the lost lease", res.Status, res.Error)
 	}
 }
@@ -166,9 +170,9 @@ func TestHeartbeatCancelAndSilence(t *testing.T) {
 // took it) is not executed.
 func TestTakeFindsNothing(t *testing.T) {
 	t.Parallel()
-	f, ls := leasedFixture(t, func(int) (bool, error) { return false, nil })
+	f, ls, d := leasedFixture(t, func(int) (bool, error) { return false, nil })
 	ls.none = true
-	if err := waitErr(t, executeAsync(f, "gone")); err != nil {
+	if err := waitErr(t, executeAsync(d, "gone")); err != nil {
 		t.Fatal(err)
 	}
 	if f.svc.Active("gone") || len(f.obs.started) != 0 {
@@ -181,11 +185,11 @@ func TestTakeFindsNothing(t *testing.T) {
 // before anything is taken, so the old execution never gets the new epoch.
 func TestExecuteRefusesARunStillHere(t *testing.T) {
 	t.Parallel()
-	f, ls := leasedFixture(t, func(int) (bool, error) { return false, nil })
-	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: engine.StatusQueued})
-	done := executeAsync(f, "r1")
+	f, ls, d := leasedFixture(t, func(int) (bool, error) { return false, nil })
+	f.store.CreateRun(context.Background(), store.Run{ID: "r1", Status: chain.StatusQueued})
+	done := executeAsync(d, "r1")
 	<-f.inGate
-	err := f.svc.Execute(context.Background(), Task{RunID: "r1", Kind: store.KindRun, ChainID: "c", ChainVersion: 1, Takeover: true})
+	err := d.Execute(context.Background(), Task{RunID: "r1", Kind: store.KindRun, ChainID: "c", ChainVersion: 1, Takeover: true})
 	if !errors.Is(err, ErrStillHere) {
 		t.Fatalf("a second execution here: %v, want ErrStillHere", err)
 	}
@@ -199,7 +203,7 @@ func TestExecuteRefusesARunStillHere(t *testing.T) {
 	if err := waitErr(t, done); err != nil {
 		t.Fatal(err)
 	}
-	if res := f.end(t); res.Status != engine.StatusCompleted {
+	if res := f.end(t); res.Status != chain.StatusCompleted {
 		t.Fatalf("the first execution ended %s", res.Status)
 	}
 }
@@ -209,8 +213,30 @@ func TestExecuteRefusesARunStillHere(t *testing.T) {
 func TestHeartbeatSlowerThanHalfTheTTLRefused(t *testing.T) {
 	t.Parallel()
 	st := &leasedStore{memStore: &memStore{MemoryCheckpointer: engine.NewMemoryCheckpointer(), runs: map[string]store.Run{}, events: &memEvents{}}}
-	_, err := New(Options{Store: st, Registry: engine.NewRegistry(), Dispatcher: nopDispatcher{}, LeaseTTL: 300 * time.Millisecond, LeaseHeartbeat: 200 * time.Millisecond})
+	d := NewDistributed(DistributedOptions{Dispatcher: nopDispatcher{}, Store: st, LeaseTTL: 300 * time.Millisecond, LeaseHeartbeat: 200 * time.Millisecond})
+	_, err := New(Options{Store: st, Registry: engine.NewRegistry(), Executor: d})
 	if err == nil || !strings.Contains(err.Error(), "200ms") || !strings.Contains(err.Error(), "300ms") {
 		t.Fatalf("a 200ms heartbeat for a 300ms lease: %v, want an error naming both", err)
+	}
+}
+
+// An executor serves one service: a second service on it is refused, so
+// two services never share one's tracking or its leases.
+func TestExecutorServesOneService(t *testing.T) {
+	t.Parallel()
+	st := &leasedStore{memStore: &memStore{MemoryCheckpointer: engine.NewMemoryCheckpointer(), runs: map[string]store.Run{}, events: &memEvents{}}}
+	for name, ex := range map[string]Executor{
+		"embedded":    Embedded(),
+		"distributed": NewDistributed(DistributedOptions{Dispatcher: nopDispatcher{}, Store: st}),
+	} {
+		first, err := New(Options{Store: st, Registry: engine.NewRegistry(), Executor: ex})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(func() { first.Close() })
+		if second, err := New(Options{Store: st, Registry: engine.NewRegistry(), Executor: ex}); err == nil {
+			second.Close()
+			t.Fatalf("%s: a second service on one executor was built", name)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"fmt"
+	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -24,9 +25,9 @@ type QueueStats struct {
 	MaxWaiting int // at most this many wait
 }
 
-// Queue decides when a recorded run executes: at most Slots at once, the
-// others waiting in FIFO order. The in-process FIFO is the SQLite studio's;
-// a database-backed queue (PostgreSQL workers) implements the same calls.
+// Queue decides when a recorded run executes in this process: at most Slots
+// at once, the others waiting in FIFO order. FIFO is the in-process one. It
+// holds the runs the Executor launches here and every ad-hoc run.
 type Queue interface {
 	// Enqueue adds a job behind the waiting ones; it starts as soon as a
 	// slot is free. A full queue answers a *BusyError and keeps nothing.
@@ -67,6 +68,80 @@ type FIFO struct {
 	running int
 	waiting []Job
 	closed  bool
+	mem     *MemoryBudget // nil: no memory budget
+}
+
+// MemoryBudget holds new runs back while the process's live heap is near
+// a limit: a run's memory is its outputs and their encodings, which a slot
+// count does not bound (a map of 1 MB outputs holds hundreds of MB).
+type MemoryBudget struct {
+	// Limit is the budget in bytes (the --max-memory flag); new runs wait
+	// while the live heap is over 3/4 of it and another run executes.
+	Limit int64
+	// Heap reads the live heap in bytes; default the Go heap marked live by
+	// the last collection (runtime/metrics /gc/heap/live:bytes).
+	Heap func() int64
+}
+
+// near says whether the live heap is near the limit, and how large it is.
+func (m *MemoryBudget) near() (bool, int64) {
+	if m == nil || m.Limit <= 0 {
+		return false, 0
+	}
+	h := m.Heap
+	if h == nil {
+		h = liveHeap
+	}
+	n := h()
+	return n > m.Limit/4*3, n
+}
+
+var liveHeapSample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+var liveHeapMu sync.Mutex
+
+func liveHeap() int64 {
+	liveHeapMu.Lock()
+	defer liveHeapMu.Unlock()
+	metrics.Read(liveHeapSample)
+	if liveHeapSample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(liveHeapSample[0].Value.Uint64())
+}
+
+// SetMemoryBudget holds new runs back near a memory budget (nil: none).
+// Set it before the first Enqueue.
+func (q *FIFO) SetMemoryBudget(m *MemoryBudget) { q.mem = m }
+
+// MemoryWait is why the waiting runs wait when it is the memory budget
+// rather than the slots: "" when it is not.
+func (q *FIFO) MemoryWait() string {
+	q.mu.Lock()
+	running := q.running
+	q.mu.Unlock()
+	if running == 0 {
+		return ""
+	}
+	near, heap := q.mem.near()
+	if !near {
+		return ""
+	}
+	return fmt.Sprintf("waiting for memory: the studio's live heap is %d MiB, over 3/4 of its budget of %d MiB (flag --max-memory); it starts when running runs end",
+		heap>>20, q.mem.Limit>>20)
+}
+
+// roomFor says whether one more job may start now (q.mu held): a slot is
+// free, and the heap is not near the memory budget unless nothing runs (a
+// run alone always starts; its own budgets bound it).
+func (q *FIFO) roomFor() bool {
+	if q.running >= q.slots {
+		return false
+	}
+	if q.running == 0 {
+		return true
+	}
+	near, _ := q.mem.near()
+	return !near
 }
 
 // NewFIFO returns a queue that executes at most slots jobs at once and
@@ -89,7 +164,7 @@ func (q *FIFO) enqueue(j Job, limit bool) error {
 	case q.closed:
 		q.mu.Unlock()
 		return ErrShutdown
-	case q.running < q.slots && len(q.waiting) == 0:
+	case len(q.waiting) == 0 && q.roomFor():
 		q.running++
 		q.mu.Unlock()
 		go q.exec(j)
@@ -108,20 +183,29 @@ func (q *FIFO) full() *BusyError {
 		Message: fmt.Sprintf("the run queue is full: %d runs executing and %d waiting (flags --max-running-runs, --max-queued-runs); try again later", q.slots, q.max)}
 }
 
-// exec runs a job, then hands its slot to the next waiting one.
+// exec runs a job, then hands its slot to the next waiting one, and starts
+// as many more as now fit (runs held back by the memory budget start
+// together once it has room).
 func (q *FIFO) exec(j Job) {
 	for {
 		j.Run()
 		q.mu.Lock()
-		if q.closed || len(q.waiting) == 0 {
-			q.running--
-			q.mu.Unlock()
+		q.running--
+		var next []Job
+		for !q.closed && len(q.waiting) > 0 && q.roomFor() {
+			next = append(next, q.waiting[0])
+			q.waiting[0] = Job{}
+			q.waiting = q.waiting[1:]
+			q.running++
+		}
+		q.mu.Unlock()
+		if len(next) == 0 {
 			return
 		}
-		j = q.waiting[0]
-		q.waiting[0] = Job{}
-		q.waiting = q.waiting[1:]
-		q.mu.Unlock()
+		for _, n := range next[1:] {
+			go q.exec(n)
+		}
+		j = next[0]
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -31,7 +33,7 @@ func TestQueueBoundsRunsAndCancelsWaiting(t *testing.T) {
 	f.store.mu.Lock()
 	st1, st2, st3 := f.store.runs[first].Status, f.store.runs[second].Status, f.store.runs[third].Status
 	f.store.mu.Unlock()
-	if st1 != engine.StatusRunning || st2 != engine.StatusQueued || st3 != engine.StatusQueued {
+	if st1 != chain.StatusRunning || st2 != chain.StatusQueued || st3 != chain.StatusQueued {
 		t.Fatalf("statuses %s %s %s, want running queued queued", st1, st2, st3)
 	}
 	if p2, p3 := f.svc.QueuePosition(second), f.svc.QueuePosition(third); p2 != 1 || p3 != 2 {
@@ -56,7 +58,7 @@ func TestQueueBoundsRunsAndCancelsWaiting(t *testing.T) {
 	if !f.svc.Cancel(second) {
 		t.Fatal("Cancel of a queued run: not found")
 	}
-	if res := f.end(t); res.Status != engine.StatusCancelled || res.NodesRun != 0 || res.RunID != second {
+	if res := f.end(t); res.Status != chain.StatusCancelled || res.NodesRun != 0 || res.RunID != second {
 		t.Fatalf("cancelled queued run: %s %s after %d nodes", res.RunID, res.Status, res.NodesRun)
 	}
 	if p := f.svc.QueuePosition(third); p != 1 {
@@ -64,7 +66,7 @@ func TestQueueBoundsRunsAndCancelsWaiting(t *testing.T) {
 	}
 	close(f.gate) // the first run ends; the third takes its slot, in order
 	for range 2 {
-		if res := f.end(t); res.Status != engine.StatusCompleted {
+		if res := f.end(t); res.Status != chain.StatusCompleted {
 			t.Fatalf("status %s, want completed", res.Status)
 		}
 	}
@@ -84,7 +86,7 @@ func TestShutdownCancelsQueuedRunsResumably(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if res := f.end(t); res.Status != engine.StatusCancelled {
+		if res := f.end(t); res.Status != chain.StatusCancelled {
 			t.Fatalf("status %s, want cancelled", res.Status)
 		}
 	}
@@ -99,7 +101,7 @@ func TestShutdownCancelsQueuedRunsResumably(t *testing.T) {
 	}
 	<-g.inGate
 	close(g.gate)
-	if res := g.end(t); res.Status != engine.StatusCompleted || res.RunID != queued {
+	if res := g.end(t); res.Status != chain.StatusCompleted || res.RunID != queued {
 		t.Fatalf("resumed queued run: %s %s", res.RunID, res.Status)
 	}
 }
@@ -126,5 +128,57 @@ func TestHubCapsWatchers(t *testing.T) {
 	h.Unsubscribe(a)
 	if _, err := h.Subscribe("r3"); err != nil {
 		t.Fatalf("after one left: %v", err)
+	}
+}
+
+// Near the memory budget a new job waits even with slots free, and says
+// so naming the flag; a job alone always starts; once the heap is below the
+// mark again, the jobs held back start together as a slot frees.
+func TestFIFOHoldsJobsNearTheMemoryBudget(t *testing.T) {
+	t.Parallel()
+	var heap atomic.Int64
+	q := NewFIFO(4, 10)
+	q.SetMemoryBudget(&MemoryBudget{Limit: 100 << 20, Heap: heap.Load})
+	started := make(chan string, 10)
+	release, jobs := map[string]chan struct{}{}, map[string]Job{}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		release[id] = make(chan struct{})
+		jobs[id] = Job{RunID: id, Run: func() { started <- id; <-release[id] }}
+	}
+	heap.Store(90 << 20) // over 3/4 of 100 MiB, but nothing runs: a starts
+	if err := q.Enqueue(jobs["a"]); err != nil {
+		t.Fatal(err)
+	}
+	if id := <-started; id != "a" {
+		t.Fatalf("started %s, want a", id)
+	}
+	for _, id := range []string{"b", "c"} {
+		if err := q.Enqueue(jobs[id]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := q.Stats(); st.Running != 1 || st.Waiting != 2 || q.Position("b") != 1 {
+		t.Fatalf("near the budget: %+v, b at %d; want 1 running, b and c waiting", st, q.Position("b"))
+	}
+	if w := q.MemoryWait(); !strings.Contains(w, "--max-memory") || !strings.Contains(w, "90 MiB") {
+		t.Fatalf("MemoryWait() = %q, want the heap and the flag named", w)
+	}
+	heap.Store(10 << 20)
+	if q.MemoryWait() != "" {
+		t.Fatal("MemoryWait() names the budget below its mark")
+	}
+	close(release["a"]) // a's slot frees: b and c both fit now
+	got := map[string]bool{<-started: true, <-started: true}
+	if !got["b"] || !got["c"] {
+		t.Fatalf("started %v, want b and c", got)
+	}
+	if err := q.Enqueue(jobs["d"]); err != nil {
+		t.Fatal(err)
+	}
+	if id := <-started; id != "d" {
+		t.Fatalf("started %s, want d at once below the mark", id)
+	}
+	for _, id := range []string{"b", "c", "d"} {
+		close(release[id])
 	}
 }

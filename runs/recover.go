@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -25,14 +26,17 @@ type RequeueStore interface {
 // queued, and its row holds what it runs (the chain version, the input).
 // Call it once at start-up, after recovery and before serving. They are
 // queued whatever the queue's limit (they were admitted before the stop).
-// A run whose chain version cannot be read ends failed, saying why. With
-// a Dispatcher it does nothing: jobs outlive the process there.
+// A run whose chain version cannot be read ends failed, saying why. It is
+// the Executor's to do: where jobs outlive the process, it does nothing.
 func (s *Service) Requeue(ctx context.Context, st RequeueStore) (int, error) {
-	if s.disp != nil {
-		return 0, nil
-	}
+	return s.exec.requeue(ctx, st)
+}
+
+// requeueQueued is Requeue for the embedded executor: this process's queue
+// is the only place the runs were waiting.
+func (s *Service) requeueQueued(ctx context.Context, st RequeueStore) (int, error) {
 	var queued []store.Run
-	f := store.RunFilter{Status: engine.StatusQueued, Limit: 1000}
+	f := store.RunFilter{Status: chain.StatusQueued, Limit: 1000}
 	for {
 		page, err := st.ListRunsPage(ctx, f)
 		if err != nil {
@@ -69,7 +73,7 @@ func (s *Service) Requeue(ctx context.Context, st RequeueStore) (int, error) {
 			input = map[string]any{}
 		}
 		_, err = s.launchOn(ctx, id, store.KindRun, func(ctx context.Context) (*engine.Result, error) {
-			return s.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
+			return s.eng.Run(ctx, s.compileStarted(ctx, r.ChainID, r.ChainVersion, doc), input, engine.RunOptions{RunID: id})
 		}, s.enqueueOver)
 		if err != nil {
 			return n, fmt.Errorf("requeue run %s: %w", id, err)
@@ -91,15 +95,15 @@ func (s *Service) enqueueOver(j Job) error {
 // endRun ends a run that no executor will end (failed, with e) by an end
 // entry after its stored events, unless it has ended already.
 func (s *Service) endRun(ctx context.Context, runID string, e *engine.RunError) error {
-	return s.endRunAs(ctx, runID, engine.StatusFailed, e)
+	return s.endRunAs(ctx, runID, chain.StatusFailed, e)
 }
 
-func (s *Service) endRunAs(ctx context.Context, runID string, status engine.RunStatus, e *engine.RunError) error {
+func (s *Service) endRunAs(ctx context.Context, runID string, status chain.RunStatus, e *engine.RunError) error {
 	r, err := s.store.GetRunInfo(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("end run %s: %w", runID, err)
 	}
-	if r.Status != engine.StatusRunning && r.Status != engine.StatusQueued {
+	if r.Status != chain.StatusRunning && r.Status != chain.StatusQueued {
 		return nil // it ended meanwhile
 	}
 	seq, err := s.store.MaxSeq(ctx, runID)
@@ -193,9 +197,9 @@ func (s *Service) endAfterWriteFailure(id string, cause error, cancelled bool) e
 	} else {
 		msg = fmt.Sprintf("the run stopped: its state could not be stored (%v); %s once the store accepts writes again", cause, next)
 	}
-	status := engine.StatusFailed
+	status := chain.StatusFailed
 	if cancelled {
-		status, msg = engine.StatusCancelled, "cancelled by a user while its end could not be stored; "+msg
+		status, msg = chain.StatusCancelled, "cancelled by a user while its end could not be stored; "+msg
 	}
 	return s.endRunAs(ctx, id, status, &engine.RunError{Code: store.CodeStorageUnavailable, Message: msg})
 }
@@ -207,13 +211,13 @@ func (s *Service) cancelOrphan(runID string) bool {
 	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	r, err := s.store.GetRunInfo(ctx, runID)
-	if err != nil || (r.Status != engine.StatusRunning && r.Status != engine.StatusQueued) {
+	if err != nil || (r.Status != chain.StatusRunning && r.Status != chain.StatusQueued) {
 		return false
 	}
 	if s.cancelRun(runID, errCancelledByUser) {
 		return true // launched meanwhile
 	}
-	err = s.endRunAs(ctx, runID, engine.StatusCancelled, &engine.RunError{Code: engine.CodeCancelled,
+	err = s.endRunAs(ctx, runID, chain.StatusCancelled, &engine.RunError{Code: engine.CodeCancelled,
 		Message: "cancelled by a user; nothing was executing it (its executor had stopped without ending it)"})
 	if err != nil {
 		s.log.Warn("cancel: the run could not be ended", "run_id", runID, "err", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -40,7 +41,7 @@ func (r *remoteStore) EventsAfter(_ context.Context, runID string, after int64, 
 }
 
 // A watching process executes nothing: the lease calls are never made
-// (a Dispatcher's Store must still offer them).
+// (the distributed executor's Store must still offer them).
 func (*remoteStore) TakeRun(context.Context, string, string, time.Duration, func()) (*store.RunLease, error) {
 	return nil, errors.New("not here")
 }
@@ -65,11 +66,13 @@ func (noDispatch) Cancel(context.Context, string) (bool, error) { return false, 
 func TestRemoteWatchHintDuringRead(t *testing.T) {
 	hints := make(chan struct{})
 	var rs *remoteStore
+	var d *Distributed
 	f := newFixtureWith(t, func(o *Options) {
 		rs = &remoteStore{memStore: o.Store.(*memStore), reading: make(chan struct{}), release: make(chan struct{})}
-		o.Store, o.Dispatcher, o.RemotePoll, o.EventHints = rs, noDispatch{}, time.Hour, hints
+		d = NewDistributed(DistributedOptions{Dispatcher: noDispatch{}, Store: rs, RemotePoll: time.Hour, EventHints: hints})
+		o.Store, o.Executor = rs, d
 	})
-	f.store.runs["r1"] = store.Run{ID: "r1", Status: engine.StatusRunning}
+	f.store.runs["r1"] = store.Run{ID: "r1", Status: chain.StatusRunning}
 	sub, err := f.svc.subscribe("r1")
 	if err != nil {
 		t.Fatal(err)
@@ -86,10 +89,10 @@ func TestRemoteWatchHintDuringRead(t *testing.T) {
 		}
 	}
 	// Meanwhile the other process commits an event and notifies.
-	before := f.svc.hint()
+	before := d.hint()
 	f.events.Emit(engine.Event{RunID: "r1", Seq: 1, NodeID: "a", Phase: engine.PhaseStart, Time: time.Now()})
 	hints <- struct{}{}
-	for f.svc.hint() == before {
+	for d.hint() == before {
 		time.Sleep(time.Millisecond) // relayed
 	}
 	close(rs.release)

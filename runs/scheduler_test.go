@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -44,7 +44,7 @@ func (m *trigStore) ListSchedules(_ context.Context, _ string) ([]store.Schedule
 }
 
 func (m *trigStore) GetPublishedChain(_ context.Context, id string) (*store.Chain, error) {
-	return &store.Chain{ID: id, Name: id, Version: 1, Doc: &engine.Chain{Name: id}}, nil
+	return &store.Chain{ID: id, Name: id, Version: 1, Doc: &chain.Chain{Name: id}}, nil
 }
 
 func (m *trigStore) record(f store.Firing) error {
@@ -66,7 +66,7 @@ func (m *trigStore) ChainBusy(_ context.Context, chainID string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range m.runs {
-		if r.ChainID == chainID && r.Status == engine.StatusRunning {
+		if r.ChainID == chainID && r.Status == chain.StatusRunning {
 			return true, nil
 		}
 	}
@@ -81,7 +81,7 @@ func (m *trigStore) StartTriggered(_ context.Context, ch *store.Chain, input map
 	if err := m.record(store.Firing{TriggerID: t.ID, Tick: t.Tick, RunID: id, Outcome: store.FiringStarted}); err != nil {
 		return "", err
 	}
-	m.runs[id] = store.Run{ID: id, ChainID: ch.ID, Input: input, Status: engine.StatusRunning, TriggerKind: t.Kind, TriggerID: t.ID, TriggerTick: t.Tick}
+	m.runs[id] = store.Run{ID: id, ChainID: ch.ID, Input: input, Status: chain.StatusRunning, TriggerKind: t.Kind, TriggerID: t.ID, TriggerTick: t.Tick}
 	return id, nil
 }
 
@@ -90,7 +90,7 @@ func (m *trigStore) finishAll() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, r := range m.runs {
-		r.Status = engine.StatusCompleted
+		r.Status = chain.StatusCompleted
 		m.runs[id] = r
 	}
 }
@@ -311,7 +311,7 @@ type invalidChainStore struct{ *trigStore }
 
 func (m invalidChainStore) GetPublishedChain(_ context.Context, id string) (*store.Chain, error) {
 	doc := `{"name":"broken","nodes":[{"node_id":"a","kind":"tool","name":"no_such_tool"}]}`
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	return &store.Chain{ID: id, Name: "broken", Version: 1, Doc: c}, err
 }
 

@@ -11,14 +11,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
@@ -39,8 +38,11 @@ type Store interface {
 	GetRunInfo(ctx context.Context, id string) (*store.Run, error)
 	// MaxSeq is the highest event seq stored for a run (0 for none).
 	MaxSeq(ctx context.Context, runID string) (int64, error)
+	// EventsAfterBytes reads a run's stored events after a seq, bounded by
+	// count and by stored bytes (store.EventStore).
+	EventsAfterBytes(ctx context.Context, runID string, afterSeq int64, limit int, maxBytes int64) ([]engine.Event, error)
 	// ResolveChain finds a saved chain by name (skill nodes call chains).
-	ResolveChain(ctx context.Context, name string) (*engine.Chain, error)
+	ResolveChain(ctx context.Context, name string) (*chain.Chain, error)
 	NewEventWriter(opts store.EventWriterOptions) store.EventWriter
 	store.CheckpointStore
 }
@@ -69,7 +71,7 @@ type Options struct {
 	// behind the address guard. Nil is http.DefaultClient, unguarded
 	// (tests' loopback fakes).
 	ModelHTTP *http.Client
-	Limits    engine.Limits
+	Limits    chain.Limits
 	// ExprBudget bounds each expression evaluation (zero: the default).
 	ExprBudget expr.Budget
 	Logger     *slog.Logger
@@ -92,40 +94,22 @@ type Options struct {
 	// DefaultMaxRunning()); MaxQueued how many more may wait (default 1000).
 	MaxRunning int
 	MaxQueued  int
+	// MaxMemory is the process's memory budget in bytes (0: none): new runs
+	// wait as queued while the live heap is over 3/4 of it and another run
+	// executes (MemoryBudget). Only the in-process FIFO holds runs back.
+	MaxMemory int64
 	// MaxWatchers and MaxWatchersPerRun cap the live event subscriptions,
 	// in all and per run (defaults 2000 and 200).
 	MaxWatchers       int
 	MaxWatchersPerRun int
-	// Dispatcher, when set, hands saved runs, re-runs and resumes to
-	// workers in any process (River on PostgreSQL) instead of Queue; Store
-	// must then also be a RemoteStore. Ad-hoc runs (A2E, agents) block
-	// their caller and stay in this process's Queue.
-	Dispatcher Dispatcher
-	// RemotePoll is how often the events of a run executing in another
-	// process are read for this process's watchers; default 1s.
-	RemotePoll time.Duration
-	// LeaseTTL is how long a run executing here through the Dispatcher
-	// stays this process's without a heartbeat (renewed every LeaseTTL/3);
-	// default DefaultLeaseTTL. Another process takes the run over once it
-	// passed.
-	LeaseTTL time.Duration
-	// LeaseHeartbeat is how often the lease is renewed and the run's cancel
-	// flag read; default LeaseTTL/3. It must be shorter than half the TTL.
-	LeaseHeartbeat time.Duration
-	// Owner names this process in the runs it owns; default host, pid and
-	// a random suffix.
-	Owner string
-	// EventHints, when set, says that some process stored new events
-	// (PostgreSQL's LISTEN/NOTIFY): the watched remote runs are read at
-	// once rather than at the next poll.
-	EventHints <-chan struct{}
+	// Executor is where the saved runs, re-runs and resumes execute;
+	// default Embedded(), this process's Queue. Ad-hoc runs (A2E, agents)
+	// block their caller and always stay in this process's Queue.
+	Executor Executor
 	// Credentials resolves the stored credentials a run's tools name; nil:
 	// a tool that names one fails with tool.ErrNoCredentials.
 	Credentials Credentials
 }
-
-// DefaultLeaseTTL is how long a run's lease lasts without a heartbeat.
-const DefaultLeaseTTL = 15 * time.Second
 
 // DefaultMaxRunning is how many runs execute at once when no flag says:
 // eight per core, at least 8. A run mostly waits (on models, HTTP, delays),
@@ -139,27 +123,19 @@ type Service struct {
 	store  Store
 	hub    *Hub
 	events store.EventWriter
-	log    *slog.Logger
-	obs    Observer
-	tracer Tracer
-	traces store.UsageStore
-	creds  Credentials
-	valid  validation // the checks a chain passes before it runs
-	now    func() time.Time
+	// buffered shows the events the writer has not stored yet (nil: it
+	// stores each as it comes).
+	buffered store.BufferReader
+	log      *slog.Logger
+	obs      Observer
+	tracer   Tracer
+	traces   store.UsageStore
+	creds    Credentials
+	valid    validation // the checks a chain passes before it runs
+	now      func() time.Time
 
 	queue Queue
-
-	disp    Dispatcher
-	remote  RemoteStore
-	leases  store.LeaseStore
-	ttl     time.Duration
-	beat    time.Duration
-	owner   string
-	poll    time.Duration
-	pollers map[string]struct{} // runs whose events are polled for watchers here
-	running atomic.Int64        // dispatched runs executing here (Execute)
-	hintMu  sync.Mutex
-	hintC   chan struct{} // closed (and replaced) at each event hint
+	exec  Executor // where recorded runs execute
 
 	base   context.Context
 	stop   context.CancelCauseFunc
@@ -197,51 +173,24 @@ func New(opts Options) (*Service, error) {
 		opts.MaxQueued = 1000
 	}
 	if opts.Queue == nil {
-		opts.Queue = NewFIFO(opts.MaxRunning, opts.MaxQueued)
+		f := NewFIFO(opts.MaxRunning, opts.MaxQueued)
+		if opts.MaxMemory > 0 {
+			f.SetMemoryBudget(&MemoryBudget{Limit: opts.MaxMemory})
+		}
+		opts.Queue = f
+	}
+	if opts.Executor == nil {
+		opts.Executor = Embedded()
 	}
 	base, stop := context.WithCancelCause(context.Background())
-	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), queue: opts.Queue, events: opts.Store.NewEventWriter(opts.Events),
+	s := &Service{store: opts.Store, hub: NewHub(opts.HubBuffer), queue: opts.Queue, exec: opts.Executor, events: opts.Store.NewEventWriter(opts.Events),
 		log: opts.Logger, obs: opts.Observer, creds: opts.Credentials, now: opts.Now, base: base, stop: stop, active: map[string]context.CancelCauseFunc{},
-		disp: opts.Dispatcher, poll: opts.RemotePoll, pollers: map[string]struct{}{}, valid: newValidation(opts)}
-	if s.poll <= 0 {
-		s.poll = time.Second
-	}
-	if s.disp != nil {
-		rs, ok := opts.Store.(RemoteStore)
-		if !ok {
-			stop(nil)
-			s.events.Close()
-			return nil, errors.New("runs: a Dispatcher needs a Store that is also a RemoteStore")
-		}
-		s.remote = rs
-		ls, ok := opts.Store.(store.LeaseStore)
-		if !ok {
-			stop(nil)
-			s.events.Close()
-			return nil, errors.New("runs: a Dispatcher needs a Store that is also a store.LeaseStore")
-		}
-		s.leases = ls
-		s.ttl, s.owner = opts.LeaseTTL, opts.Owner
-		if s.ttl <= 0 {
-			s.ttl = DefaultLeaseTTL
-		}
-		s.beat = opts.LeaseHeartbeat
-		if s.beat <= 0 {
-			s.beat = s.ttl / 3
-		}
-		if s.beat*2 > s.ttl {
-			stop(nil)
-			s.events.Close()
-			return nil, fmt.Errorf("runs: a lease heartbeat of %v is too slow for a lease TTL of %v (at most half of it)", s.beat, s.ttl)
-		}
-		if s.owner == "" {
-			host, _ := os.Hostname()
-			s.owner = fmt.Sprintf("%s pid %d %s", host, os.Getpid(), uuid.NewString()[:8])
-		}
-	}
-	s.hintC = make(chan struct{})
-	if opts.EventHints != nil {
-		go s.relayHints(opts.EventHints)
+		valid: newValidation(opts)}
+	s.buffered, _ = s.events.(store.BufferReader)
+	if err := s.exec.bind(s); err != nil {
+		stop(nil)
+		s.events.Close()
+		return nil, err
 	}
 	sink := engine.MultiSink{s.events, s.hub}
 	var cp engine.Checkpointer = opts.Store
@@ -259,7 +208,7 @@ func New(opts Options) (*Service, error) {
 	}
 	cp = flushingCheckpointer{cp, flush}
 	var attemptCtx func(context.Context, engine.AttemptInfo) context.Context
-	var onRun func(string, *engine.Chain)
+	var onRun func(string, *chain.Chain)
 	if opts.Tracer != nil {
 		ts, ok := opts.Store.(store.UsageStore)
 		if !ok {
@@ -284,6 +233,7 @@ func New(opts Options) (*Service, error) {
 
 		AttemptContext: attemptCtx,
 		OnRun:          onRun,
+		Compile:        s.engineCompile,
 	})
 	return s, nil
 }
@@ -312,53 +262,63 @@ type Trigger struct {
 // trigger, and its firing is stored with it. A chain with validation errors
 // is refused (*InvalidChainError) and nothing is recorded.
 func (s *Service) StartTriggered(ctx context.Context, ch *store.Chain, input map[string]any, trig Trigger) (string, error) {
+	return s.start(ctx, ch, input, trig, false)
+}
+
+// StartWithPins is Start for the designer's runs of the draft: the
+// version's pinned outputs stand in for their nodes (engine.RunOptions.
+// UsePins) and the run is of kind pinned. A version without pins runs as
+// Start runs it; one whose pins have problems (chain.PinIssues) is refused
+// with them (*InvalidChainError), since the engine would ignore such a pin
+// and call the node after all. Nothing else (triggers, runs by name, skill
+// calls, MCP tools, A2E) ever uses the pins.
+func (s *Service) StartWithPins(ctx context.Context, ch *store.Chain, input map[string]any) (string, error) {
+	return s.start(ctx, ch, input, Trigger{}, true)
+}
+
+func (s *Service) start(ctx context.Context, ch *store.Chain, input map[string]any, trig Trigger, usePins bool) (string, error) {
 	if s.base.Err() != nil {
 		return "", ErrShutdown // recording it would leave a run that never starts
 	}
-	if err := s.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
+	plan, err := s.compile(ctx, ch.ID, ch.Version, true, ch.Doc)
+	if err != nil {
 		return "", err
+	}
+	kind := store.KindRun
+	if usePins = usePins && len(ch.Doc.PinnedOutputs) > 0; usePins {
+		if issues := chain.PinIssues(ch.Doc); chain.HasErrors(issues) {
+			return "", &InvalidChainError{Issues: issues}
+		}
+		kind = store.KindPinned
 	}
 	id := uuid.NewString()
 	if input == nil {
 		input = map[string]any{}
 	}
-	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: store.KindRun, Input: input, Started: s.now(),
+	run := store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Kind: kind, Input: input, Started: s.now(),
 		TriggerKind: trig.Kind, TriggerID: trig.ID, TriggerTick: trig.Tick}
-	doc := ch.Doc
-	return s.startRecorded(ctx, run, Task{RunID: id, Kind: store.KindRun, ChainID: ch.ID, ChainVersion: ch.Version},
+	return s.startRecorded(ctx, run, Task{RunID: id, Kind: kind, ChainID: ch.ID, ChainVersion: ch.Version},
 		func(ctx context.Context) (*engine.Result, error) {
-			return s.eng.Run(ctx, doc, input, engine.RunOptions{RunID: id})
+			return s.eng.Run(ctx, plan, input, engine.RunOptions{RunID: id, UsePins: usePins})
 		})
 }
 
-// startRecorded records a run and has it executed: as a job with its task
-// (a dispatcher: PostgreSQL workers), or admitted to this process's queue,
-// recorded and launched with fn. It returns the run id.
-func (s *Service) startRecorded(ctx context.Context, run store.Run, task Task, fn func(context.Context) (*engine.Result, error)) (string, error) {
-	if s.disp != nil {
-		if err := s.dispatchCreate(ctx, run, task); err != nil {
-			return "", err
-		}
-		return run.ID, nil
-	}
-	status, err := s.admit()
-	if err != nil {
-		return "", err
-	}
-	run.Status = status
-	if _, err := s.createRun(ctx, run); err != nil {
-		return "", fmt.Errorf("create run: %w", err)
-	}
-	if _, err := s.launch(ctx, run.ID, run.Kind, fn); err != nil {
+// startRecorded records a run and has the executor execute it: fn in this
+// process, or task wherever the executor sends it. It returns the run id.
+func (s *Service) startRecorded(ctx context.Context, run store.Run, task Task, fn runFunc) (string, error) {
+	if err := s.exec.start(ctx, run, task, fn); err != nil {
 		return "", err
 	}
 	return run.ID, nil
 }
 
+// runFunc executes a recorded run on the engine.
+type runFunc = func(context.Context) (*engine.Result, error)
+
 // RunAdHoc runs a chain that is not saved (A2E requests, agent runs), with an
 // extra sink for this run's events. It blocks until the run stops; it stops
 // early when ctx ends.
-func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error) {
+func (s *Service) RunAdHoc(ctx context.Context, doc *chain.Chain, input map[string]any, kind string, sink engine.EventSink) (*engine.Result, error) {
 	return s.RunAdHocTriggered(ctx, doc, input, kind, Trigger{}, sink)
 }
 
@@ -366,9 +326,10 @@ func (s *Service) RunAdHoc(ctx context.Context, doc *engine.Chain, input map[str
 // session: store.TriggerA2ESession and its id); the run records it. Only
 // schedules and webhooks have firings. A chain with validation errors is
 // refused (*InvalidChainError, see CheckAdHoc) and nothing is recorded.
-func (s *Service) RunAdHocTriggered(ctx context.Context, doc *engine.Chain, input map[string]any, kind string, trig Trigger, sink engine.EventSink) (*engine.Result, error) {
-	if issues := s.CheckAdHoc(ctx, doc); engine.HasErrors(issues) {
-		return nil, &InvalidChainError{Issues: issues}
+func (s *Service) RunAdHocTriggered(ctx context.Context, doc *chain.Chain, input map[string]any, kind string, trig Trigger, sink engine.EventSink) (*engine.Result, error) {
+	plan, err := s.compile(ctx, "", 0, false, doc)
+	if err != nil {
+		return nil, err
 	}
 	status, err := s.admit()
 	if err != nil {
@@ -383,7 +344,7 @@ func (s *Service) RunAdHocTriggered(ctx context.Context, doc *engine.Chain, inpu
 	var res *engine.Result
 	t, err := s.launch(ctx, id, kind, func(rctx context.Context) (*engine.Result, error) {
 		var err error
-		res, err = s.eng.Run(rctx, doc, input, engine.RunOptions{RunID: id, Sink: sink})
+		res, err = s.eng.Run(rctx, plan, input, engine.RunOptions{RunID: id, Sink: sink})
 		return res, err
 	})
 	if err != nil {
@@ -419,52 +380,26 @@ func (s *Service) ResumePause(ctx context.Context, runID, pauseID string, value 
 	if err != nil {
 		return err
 	}
-	ropts := engine.ResumeOptions{NextSeq: maxSeq + 1, PauseID: pauseID}
-	if s.disp != nil {
-		// The claim (a pause's interrupt, a failed run's status) and the
-		// job that continues the run commit together; the worker that
-		// takes the job writes the resume entry.
-		ropts.Claim = func(ctx context.Context, runID string, rec engine.ResumeRecord) (string, error) {
-			return s.disp.Claim(ctx, runID, rec)
-		}
-	}
-	rs, err := s.eng.StartResume(ctx, runID, value, modified, ropts)
-	if err != nil {
-		return err
-	}
-	if rs.Delivered() {
-		return nil // the run executing here took the answer
-	}
-	if s.disp != nil {
-		rs.Release()
-		return nil // handed on with the claim
-	}
-	if t, err := s.launch(ctx, runID, store.KindResume, rs.Run); err != nil {
-		if t == nil {
-			rs.Release()
-		}
-		return err
-	}
-	return nil
+	return s.exec.resume(ctx, runID, value, modified, engine.ResumeOptions{NextSeq: maxSeq + 1, PauseID: pauseID})
 }
 
 // RunChain returns the chain document a run executed, from its start
 // checkpoint (a re-run replays that document, not the chain's current one).
-func (s *Service) RunChain(ctx context.Context, runID string) (*engine.Chain, error) {
+func (s *Service) RunChain(ctx context.Context, runID string) (*chain.Chain, error) {
 	log, err := s.eng.Checkpointer().Load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	var chain *engine.Chain
+	var doc *chain.Chain
 	for _, cp := range log {
 		if cp.Kind == engine.CheckpointStart && cp.Start != nil {
-			chain = cp.Start.Chain
+			doc = cp.Start.Chain
 		}
 	}
-	if chain == nil {
+	if doc == nil {
 		return nil, &engine.ChainCheckpointError{RunID: runID, Msg: "the run has no start checkpoint to re-run from"}
 	}
-	return chain, nil
+	return doc, nil
 }
 
 // Rerun starts a new run of runID's chain that keeps the outputs upstream of
@@ -495,8 +430,9 @@ func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (
 	if err != nil {
 		return "", err
 	}
+	var plan *chain.Plan // the run's own version (checked by the engine), unless one was chosen
 	if spec.Version != nil {
-		if err := s.CheckRun(ctx, orig.ChainID, spec.Version.Doc); err != nil {
+		if plan, err = s.compile(ctx, orig.ChainID, spec.Version.Version, true, spec.Version.Doc); err != nil {
 			return "", err
 		}
 	}
@@ -506,23 +442,27 @@ func (s *Service) RerunWith(ctx context.Context, runID string, spec RerunSpec) (
 		input = orig.Input
 	}
 	version := orig.ChainVersion
-	var doc *engine.Chain
 	task := Task{RunID: id, Kind: store.KindRerun, ParentRunID: runID, FromNode: fromNode, Modified: modified, PatchedBy: spec.By}
 	if v := spec.Version; v != nil {
-		version, doc = v.Version, v.Doc
+		version = v.Version
 		task.ChainID, task.ChainVersion = orig.ChainID, v.Version
 	}
 	run := store.Run{ID: id, ChainID: orig.ChainID, ChainVersion: version, ChainName: orig.ChainName,
 		ParentRunID: runID, Kind: store.KindRerun, Input: input, Started: s.now()}
 	return s.startRecorded(ctx, run, task, func(ctx context.Context) (*engine.Result, error) {
-		return s.eng.RerunOn(ctx, runID, fromNode, doc, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified, PatchedBy: spec.By})
+		return s.eng.RerunOn(ctx, runID, fromNode, plan, input, engine.RunOptions{RunID: id, ParentRunID: runID, ModifiedState: modified, PatchedBy: spec.By})
 	})
 }
 
-// PlanNodeRun checks that a node of doc can run alone with the data src
-// gives (engine.PlanNodeRun): nothing is recorded or run.
-func (s *Service) PlanNodeRun(ctx context.Context, doc *engine.Chain, nodeID string, src engine.NodeRunSource) (*engine.NodeRun, error) {
-	return s.eng.PlanNodeRun(ctx, s.eng.Prepare(ctx, doc), nodeID, src)
+// PlanNodeRun checks that a node of a saved chain version can run alone
+// with the data src gives (engine.PlanNodeRun): nothing is recorded or run.
+// A version with errors gives an *InvalidChainError.
+func (s *Service) PlanNodeRun(ctx context.Context, ch *store.Chain, nodeID string, src engine.NodeRunSource) (*engine.NodeRun, error) {
+	p, err := s.compile(ctx, ch.ID, ch.Version, true, ch.Doc)
+	if err != nil {
+		return nil, err
+	}
+	return s.eng.PlanNodeRun(ctx, p, nodeID, src)
 }
 
 // RunNode runs one node of a saved chain version alone, its upstream data
@@ -534,10 +474,7 @@ func (s *Service) RunNode(ctx context.Context, ch *store.Chain, nodeID string, s
 	if s.base.Err() != nil {
 		return "", ErrShutdown
 	}
-	if err := s.CheckRun(ctx, ch.ID, ch.Doc); err != nil {
-		return "", err
-	}
-	nr, err := s.PlanNodeRun(ctx, ch.Doc, nodeID, src)
+	nr, err := s.PlanNodeRun(ctx, ch, nodeID, src)
 	if err != nil {
 		return "", err
 	}
@@ -553,21 +490,13 @@ func (s *Service) RunNode(ctx context.Context, ch *store.Chain, nodeID string, s
 
 // Cancel stops a running or queued run; it ends `cancelled` and can be
 // resumed. A queued run leaves the queue at once. It reports whether the run
-// was executing or waiting in this process.
+// was executing or waiting in this process, or else whether the executor
+// found it to cancel.
 func (s *Service) Cancel(runID string) bool {
 	if s.cancelRun(runID, errors.New("cancelled by a user")) {
 		return true
 	}
-	if s.disp == nil {
-		return s.cancelOrphan(runID)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ok, err := s.disp.Cancel(ctx, runID)
-	if err != nil {
-		s.log.Warn("cancel: the run's job could not be cancelled", "run_id", runID, "err", err)
-	}
-	return ok
+	return s.exec.cancel(runID)
 }
 
 func (s *Service) cancelRun(runID string, cause error) bool {
@@ -590,13 +519,22 @@ func (s *Service) cancelRun(runID string, cause error) bool {
 // not waiting.
 func (s *Service) QueuePosition(runID string) int { return s.queue.Position(runID) }
 
+// MemoryWait says why queued runs wait when it is the memory budget
+// (--max-memory) rather than the slots; "" when it is not.
+func (s *Service) MemoryWait() string {
+	if f, ok := s.queue.(*FIFO); ok {
+		return f.MemoryWait()
+	}
+	return ""
+}
+
 // QueueStats returns what the run queue holds now.
 func (s *Service) QueueStats() QueueStats { return s.queue.Stats() }
 
 // admit refuses a new run when the queue is full, before anything is
 // recorded, and says which status the run starts in: running when a slot is
 // free, queued otherwise.
-func (s *Service) admit() (engine.RunStatus, error) {
+func (s *Service) admit() (chain.RunStatus, error) {
 	if s.base.Err() != nil {
 		return "", ErrShutdown // recording it would leave a run that never starts
 	}
@@ -607,18 +545,16 @@ func (s *Service) admit() (engine.RunStatus, error) {
 			return "", f.full()
 		}
 		return "", &BusyError{Code: "queue_full", RetryAfter: 5 * time.Second, Message: "the run queue is full; try again later"}
-	case st.Running < st.Slots && st.Waiting == 0:
-		return engine.StatusRunning, nil
+	case st.Running < st.Slots && st.Waiting == 0 && s.MemoryWait() == "":
+		return chain.StatusRunning, nil
 	}
-	return engine.StatusQueued, nil
+	return chain.StatusQueued, nil
 }
 
-// Active reports whether a run is executing or queued in this process.
+// Active reports whether a run is executing or queued: in this process, or
+// where the executor sends runs, as it sees them.
 func (s *Service) Active(runID string) bool {
-	if s.localActive(runID) {
-		return true
-	}
-	return s.disp != nil && s.remoteActive(runID)
+	return s.localActive(runID) || s.exec.active(runID)
 }
 
 func (s *Service) localActive(runID string) bool {
@@ -630,14 +566,40 @@ func (s *Service) localActive(runID string) bool {
 
 // ActiveCount returns how many runs are executing in this process (queued
 // ones not counted).
-func (s *Service) ActiveCount() int { return s.queue.Stats().Running + int(s.running.Load()) }
+func (s *Service) ActiveCount() int { return s.queue.Stats().Running + s.exec.executing() }
 
 // Watchers returns the number of live subscriptions.
 func (s *Service) Watchers() int { return s.hub.Watchers() }
 
-// Flush waits until every event emitted so far is stored, so that a read of
-// the store sees them.
-func (s *Service) Flush(ctx context.Context) error { return s.events.Flush(ctx) }
+// Events returns up to limit events of a run after seq after, in seq order
+// (limit <= 0: 1000), reading about maxBytes of stored events at most (<= 0:
+// by count only): those stored, then those the event writer holds and has
+// not stored yet. A read sees every event emitted before it, without
+// waiting for the writer: readers never flush it (a flush would take a
+// write failure meant for the run's end).
+func (s *Service) Events(ctx context.Context, runID string, after int64, limit int, maxBytes int64) ([]engine.Event, error) {
+	var buffered []engine.Event
+	if s.buffered != nil {
+		// Taken before the store is read: an event is in one or the other.
+		buffered = s.buffered.Buffered(runID, after, nil)
+	}
+	stored, err := s.store.EventsAfterBytes(ctx, runID, after, limit, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return store.MergeBuffered(stored, buffered, after, limit), nil
+}
+
+// Buffered returns the events of a run after seq after that the event
+// writer holds and may not have stored yet, in seq order. Take them before
+// a read of the store that depends on the events (the model calls, say) to
+// see what it has not stored yet.
+func (s *Service) Buffered(runID string, after int64) []engine.Event {
+	if s.buffered == nil {
+		return nil
+	}
+	return s.buffered.Buffered(runID, after, nil)
+}
 
 // EventsDropped counts events the event log could not store.
 func (s *Service) EventsDropped() uint64 { return s.events.Dropped() }
@@ -781,14 +743,8 @@ func (s *Service) execute(id, kind, parent string, ctx context.Context, cancel c
 	if endSpan != nil {
 		endSpan(res, err)
 	}
-	if err != nil && s.disp == nil && !errors.Is(err, ErrShutdown) && !refused(err) {
-		// The engine could not store the run's end (the store refused a
-		// write): the run's row still says running. It ends failed here,
-		// now or once the store takes writes again (a River job is retried
-		// instead: its worker takes the run over).
-		if s.endStranded(id, err, t) {
-			return
-		}
+	if err != nil && s.exec.stranded(id, err, t) {
+		return
 	}
 	// Not active before the watchers hear the end, so that what they
 	// read next (Active, the run's JSON) says it stopped.

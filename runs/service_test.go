@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
 )
@@ -50,7 +51,20 @@ func (m *memStore) MaxSeq(_ context.Context, runID string) (int64, error) {
 	return n, nil
 }
 
-func (m *memStore) ResolveChain(_ context.Context, name string) (*engine.Chain, error) {
+func (m *memStore) EventsAfterBytes(_ context.Context, runID string, after int64, limit int, _ int64) ([]engine.Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var out []engine.Event
+	for _, ev := range m.events.all(runID) {
+		if ev.Seq > after && len(out) < limit {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) ResolveChain(_ context.Context, name string) (*chain.Chain, error) {
 	return nil, store.Errorf(store.ENOTFOUND, "chain %q not found", name)
 }
 
@@ -159,9 +173,9 @@ func (f *fixture) end(t *testing.T) *engine.Result {
 	}
 }
 
-func chainOf(t *testing.T, doc string) *engine.Chain {
+func chainOf(t *testing.T, doc string) *chain.Chain {
 	t.Helper()
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +216,7 @@ func TestStartTracksAndEndsRun(t *testing.T) {
 	if f.svc.Active(id) {
 		t.Fatal("still active after the watchers heard the end")
 	}
-	if res := f.end(t); res.Status != engine.StatusCompleted {
+	if res := f.end(t); res.Status != chain.StatusCompleted {
 		t.Fatalf("status %s, want completed", res.Status)
 	}
 	r, err := f.store.GetRunInfo(context.Background(), id)
@@ -235,7 +249,7 @@ func TestCancel(t *testing.T) {
 	if !f.svc.Cancel(id) {
 		t.Fatal("Cancel of a running run returned false")
 	}
-	if res := f.end(t); res.Status != engine.StatusCancelled {
+	if res := f.end(t); res.Status != chain.StatusCancelled {
 		t.Fatalf("status %s, want cancelled", res.Status)
 	}
 }
@@ -255,7 +269,7 @@ func TestShutdownDrainsAndRefuses(t *testing.T) {
 	if n := f.svc.ActiveCount(); n != 0 {
 		t.Fatalf("%d runs active after Shutdown", n)
 	}
-	if res := f.end(t); res.Status != engine.StatusCancelled {
+	if res := f.end(t); res.Status != chain.StatusCancelled {
 		t.Fatalf("status %s, want cancelled (resumable)", res.Status)
 	}
 	before := len(f.store.runs)
@@ -296,22 +310,22 @@ func TestResumeAndRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := f.end(t); res.Status != engine.StatusPaused {
+	if res := f.end(t); res.Status != chain.StatusPaused {
 		t.Fatalf("status %s, want paused", res.Status)
 	}
 	if err := f.svc.Resume(ctx, id, &engine.ResumeValue{Value: "yes"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if res := f.end(t); res.Status != engine.StatusCompleted {
+	if res := f.end(t); res.Status != chain.StatusCompleted {
 		t.Fatalf("resumed: %s, want completed", res.Status)
 	}
 	var ae *engine.AlreadyResumedError
 	if err := f.svc.Resume(ctx, id, &engine.ResumeValue{Value: "again"}, nil); !errors.As(err, &ae) {
 		t.Fatalf("second resume: %v, want AlreadyResumedError", err)
 	}
-	chain, err := f.svc.RunChain(ctx, id)
-	if err != nil || chain.Node("after") == nil {
-		t.Fatalf("RunChain: %v, %v", chain, err)
+	doc, err := f.svc.RunChain(ctx, id)
+	if err != nil || doc.Node("after") == nil {
+		t.Fatalf("RunChain: %v, %v", doc, err)
 	}
 	var ce *engine.ChainCheckpointError
 	if _, err := f.svc.RunChain(ctx, "nope"); !errors.As(err, &ce) {
@@ -321,7 +335,7 @@ func TestResumeAndRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := f.end(t); res.Status != engine.StatusCompleted {
+	if res := f.end(t); res.Status != chain.StatusCompleted {
 		t.Fatalf("re-run: %s, want completed", res.Status)
 	}
 	r, _ := f.store.GetRunInfo(ctx, newID)
@@ -350,7 +364,7 @@ func TestRunAdHoc(t *testing.T) {
 	doc := chainOf(t, approvalDoc)
 	var mine memEvents
 	res, err := f.svc.RunAdHoc(context.Background(), doc, map[string]any{"x": 2}, "a2e", &mine)
-	if err != nil || res.Status != engine.StatusPaused {
+	if err != nil || res.Status != chain.StatusPaused {
 		t.Fatalf("ad hoc run: %v, %v", res, err)
 	}
 	if len(mine.all(res.RunID)) == 0 || f.svc.Active(res.RunID) {
@@ -365,7 +379,7 @@ func TestRunAdHoc(t *testing.T) {
 	}()
 	<-f.inGate
 	cancel()
-	if res := <-done; res == nil || res.Status != engine.StatusCancelled {
+	if res := <-done; res == nil || res.Status != chain.StatusCancelled {
 		t.Fatalf("caller left: %v, want cancelled", res)
 	}
 }
@@ -388,7 +402,7 @@ func TestRunDoorRefusesInvalidChains(t *testing.T) {
 	check := func(what string, err error) {
 		t.Helper()
 		var invalid *InvalidChainError
-		if !errors.As(err, &invalid) || !engine.HasErrors(invalid.Issues) || invalid.Code() != engine.CodeInvalid {
+		if !errors.As(err, &invalid) || !chain.HasErrors(invalid.Issues) || invalid.Code() != chain.CodeInvalid {
 			t.Errorf("%s: %v, want an *InvalidChainError", what, err)
 		}
 	}
@@ -400,14 +414,14 @@ func TestRunDoorRefusesInvalidChains(t *testing.T) {
 	check("RunNode", err)
 	_, err = f.svc.RunAdHoc(ctx, doc, nil, store.KindA2E, nil)
 	check("RunAdHoc", err)
-	check("CheckRun", f.svc.CheckRun(ctx, ch.ID, doc))
+	check("CheckRun", f.svc.CheckRun(ctx, ch))
 	f.store.mu.Lock()
 	n := len(f.store.runs)
 	f.store.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d runs recorded", n)
 	}
-	if err := f.svc.CheckRun(ctx, "c1", chainOf(t, gatedDoc)); err != nil {
+	if err := f.svc.CheckRun(ctx, &store.Chain{ID: "c1", Doc: chainOf(t, gatedDoc)}); err != nil {
 		t.Fatalf("a valid chain: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/eventbuf"
@@ -65,7 +66,7 @@ func (f *faultStore) Append(ctx context.Context, runID string, cps []engine.Chec
 	for _, cp := range cps {
 		switch {
 		case cp.Kind == engine.CheckpointStart:
-			r.Status = engine.StatusRunning
+			r.Status = chain.StatusRunning
 		case cp.Kind == engine.CheckpointEnd && cp.End != nil:
 			r.Status, r.Error = cp.End.Status, cp.End.Error
 		}
@@ -100,7 +101,7 @@ func (f *fixture) waitEnded(t *testing.T, id string) *store.Run {
 	var r *store.Run
 	testutil.Eventually(t, 10*time.Second, func() error {
 		r = f.runInfo(t, id)
-		if r.Status == engine.StatusRunning || r.Status == engine.StatusQueued || f.svc.Active(id) {
+		if r.Status == chain.StatusRunning || r.Status == chain.StatusQueued || f.svc.Active(id) {
 			return fmt.Errorf("run %s: status %s, active %v", id, r.Status, f.svc.Active(id))
 		}
 		return nil
@@ -131,12 +132,12 @@ func TestRefusedWritesEndTheRunFailed(t *testing.T) {
 	if res := f.end(t); res.Status != "host_error" {
 		t.Fatalf("the engine's answer: %+v, want a host error", res)
 	}
-	if r := f.runInfo(t, id); r.Status != engine.StatusRunning || !f.svc.Active(id) {
+	if r := f.runInfo(t, id); r.Status != chain.StatusRunning || !f.svc.Active(id) {
 		t.Fatalf("while writes fail: status %s, active %v; want running and active", r.Status, f.svc.Active(id))
 	}
 	fs.failCP.Store(false)
 	r := f.waitEnded(t, id)
-	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeStorageUnavailable ||
+	if r.Status != chain.StatusFailed || r.Error == nil || r.Error.Code != store.CodeStorageUnavailable ||
 		!strings.Contains(r.Error.Message, "could not be stored") || !strings.Contains(r.Error.Message, "resume it") {
 		t.Fatalf("after writes recover: %s %+v", r.Status, r.Error)
 	}
@@ -170,7 +171,7 @@ func TestCancelWhileTheEndCannotBeStored(t *testing.T) {
 		t.Fatal("cancel of a run whose end is not stored yet answered false")
 	}
 	fs.failCP.Store(false)
-	if r := f.waitEnded(t, id); r.Status != engine.StatusCancelled || r.Error == nil || r.Error.Code != store.CodeStorageUnavailable {
+	if r := f.waitEnded(t, id); r.Status != chain.StatusCancelled || r.Error == nil || r.Error.Code != store.CodeStorageUnavailable {
 		t.Fatalf("cancelled while failing: %s %+v", r.Status, r.Error)
 	}
 }
@@ -191,7 +192,7 @@ func TestLostEventsFailTheRun(t *testing.T) {
 	}
 	f.end(t)
 	r := f.waitEnded(t, id)
-	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeStorageUnavailable || !strings.Contains(r.Error.Message, "events could not be stored") {
+	if r.Status != chain.StatusFailed || r.Error == nil || r.Error.Code != store.CodeStorageUnavailable || !strings.Contains(r.Error.Message, "events could not be stored") {
 		t.Fatalf("a run whose events were dropped: %s %+v", r.Status, r.Error)
 	}
 	fs.failEv.Store(false)
@@ -199,10 +200,10 @@ func TestLostEventsFailTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := f.end(t); res.Status != engine.StatusCompleted {
+	if res := f.end(t); res.Status != chain.StatusCompleted {
 		t.Fatalf("a run after the writes recovered: %+v", res)
 	}
-	if r := f.waitEnded(t, ok); r.Status != engine.StatusCompleted {
+	if r := f.waitEnded(t, ok); r.Status != chain.StatusCompleted {
 		t.Fatalf("its row: %s %+v", r.Status, r.Error)
 	}
 }
@@ -213,13 +214,13 @@ func TestCancelEndsAnOrphanRow(t *testing.T) {
 	t.Parallel()
 	f, _ := newFaultFixture(t)
 	ctx := context.Background()
-	if _, err := f.store.CreateRun(ctx, store.Run{ID: "orphan", Kind: store.KindRun, Status: engine.StatusRunning}); err != nil {
+	if _, err := f.store.CreateRun(ctx, store.Run{ID: "orphan", Kind: store.KindRun, Status: chain.StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
 	if !f.svc.Cancel("orphan") {
 		t.Fatal("cancel of an orphan running row answered false")
 	}
-	if r := f.runInfo(t, "orphan"); r.Status != engine.StatusCancelled {
+	if r := f.runInfo(t, "orphan"); r.Status != chain.StatusCancelled {
 		t.Fatalf("orphan after cancel: %s %+v", r.Status, r.Error)
 	}
 	if f.svc.Cancel("orphan") {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -20,7 +21,7 @@ type Tracer interface {
 	StartRun(ctx context.Context, s RunSpan) (context.Context, string, func(*engine.Result, error))
 	// AttemptContext and OnRun are the engine's hooks (engine.Options).
 	AttemptContext(ctx context.Context, a engine.AttemptInfo) context.Context
-	OnRun(runID string, c *engine.Chain)
+	OnRun(runID string, c *chain.Chain)
 }
 
 // RunSpan describes one execution of a run for Tracer.StartRun.

@@ -196,3 +196,46 @@ func TestStoreImportsNoLayerAbove(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreLeavesComparisonToItsCallers: the store returns versions and runs;
+// comparing them (engine/inspect) is done by the packages above it, so no
+// store package builds with it.
+func TestStoreLeavesComparisonToItsCallers(t *testing.T) {
+	t.Parallel()
+	inspect := module + "/engine/inspect"
+	for _, p := range listPackages(t) {
+		if !under(p.ImportPath, module+"/store") {
+			continue
+		}
+		if slices.Contains(p.Deps, inspect) {
+			t.Errorf("%s depends on %s: return the records and let the caller compare them", p.ImportPath, inspect)
+		}
+	}
+}
+
+// TestDoorsImportNotWeb: the doors (the JSON API, the pages, the live
+// streams, the MCP server, the A2E transport) and what they share (ops,
+// httpcore) are mounted by web and never import it, nor one another:
+// web → door → ops → httpcore. A page and an API route that do the same
+// thing call the same ops function, not each other.
+func TestDoorsImportNotWeb(t *testing.T) {
+	t.Parallel()
+	web := module + "/web"
+	doors := []string{web + "/api", web + "/pages", web + "/live", web + "/mcpserver", web + "/a2ehttp", web + "/ops", web + "/httpcore"}
+	found := 0
+	for _, p := range listPackages(t) {
+		if !slices.Contains(doors, p.ImportPath) {
+			continue
+		}
+		found++
+		for _, d := range p.Deps {
+			shared := d == web+"/httpcore" || (d == web+"/ops" && p.ImportPath != web+"/httpcore")
+			if d == web || (under(d, web) && !shared) {
+				t.Errorf("%s depends on %s: a door takes what it needs as interfaces, web mounts it", p.ImportPath, d)
+			}
+		}
+	}
+	if found != len(doors) {
+		t.Fatalf("go list listed %d of the %d door packages", found, len(doors))
+	}
+}

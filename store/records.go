@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // The records below are plain data: no JSON tags, because nothing but the
@@ -22,7 +23,7 @@ type Chain struct {
 	NodeCount   int
 	Created     time.Time
 	Updated     time.Time
-	Doc         *engine.Chain
+	Doc         *chain.Chain
 	// Published is the version triggers, webhooks, API runs that name no
 	// version, skill calls and MCP tools run; Version (the newest) is the
 	// draft the designer edits. They differ while there are unpublished
@@ -58,7 +59,7 @@ type ChainSummary struct {
 	Published     int // the published version (0: none)
 	Created       time.Time
 	Updated       time.Time
-	LastRunStatus engine.RunStatus
+	LastRunStatus chain.RunStatus
 	LastRunAt     time.Time
 }
 
@@ -87,7 +88,7 @@ type ChainVersion struct {
 	Message   string
 	Kind      VersionKind
 	Created   time.Time
-	Doc       *engine.Chain
+	Doc       *chain.Chain
 }
 
 // VersionKind says how a version was made.
@@ -108,10 +109,14 @@ const MaxVersionMessage = 500
 
 // Run kinds.
 const (
-	KindRun      = "run"
-	KindResume   = "resume"
-	KindRerun    = "rerun"
-	KindNode     = "node" // one node run alone, its upstream data pinned
+	KindRun    = "run"
+	KindResume = "resume"
+	KindRerun  = "rerun"
+	KindNode   = "node" // one node run alone, its upstream data pinned
+	// KindPinned: a designer's run of a version with pinned outputs that
+	// uses them (runs.Service.StartWithPins). Its row does not say all it
+	// runs, so a restart never requeues it (store/sqlstore, Recovery).
+	KindPinned   = "pinned"
 	KindSubchain = "subchain"
 	KindA2E      = "a2e"
 )
@@ -126,8 +131,9 @@ type Run struct {
 	ParentRunID  string
 	Kind         string
 	Input        map[string]any
-	Status       engine.RunStatus
+	Status       chain.RunStatus
 	Error        *engine.RunError
+	Outcome      string // engine.OutcomeRejected when a person's "no" decided how it ended
 	FinalOutput  any
 	Outputs      map[string]any
 	NodesRun     int
@@ -148,8 +154,8 @@ type Run struct {
 
 // RunFilter selects runs for ListRuns.
 type RunFilter struct {
-	ChainID string           // "" = runs of every chain
-	Status  engine.RunStatus // "" = any status
+	ChainID string          // "" = runs of every chain
+	Status  chain.RunStatus // "" = any status
 	// NodeID keeps the runs that reached this node: their checkpoint log
 	// has an entry of it (it finished, failed or paused there; a skip does
 	// not count). Answered from the checkpoints' node column, run by run.
@@ -194,14 +200,18 @@ type Retention struct {
 // Roles a user can have. They form a ladder: each role may do
 // what the roles before it may (docs/design.md, "People and roles").
 const (
-	RoleViewer   = "viewer"   // reads chains, runs and pages
-	RoleEditor   = "editor"   // edits and runs chains
-	RoleApprover = "approver" // answers paused runs, besides what an editor does
-	RoleAdmin    = "admin"    // manages users, besides everything else
+	RoleViewer = "viewer" // reads chains, runs and pages
+	RoleEditor = "editor" // edits and runs chains
+	// RolePublisher edits and runs chains, and publishes the ones an
+	// editor may not (exposed, triggered or using a chain-limited
+	// credential), and runs their drafts.
+	RolePublisher = "publisher"
+	RoleApprover  = "approver" // answers paused runs, besides what an editor does
+	RoleAdmin     = "admin"    // manages users, besides everything else
 )
 
 // Roles lists the roles from the least to the most allowed.
-var Roles = []string{RoleViewer, RoleEditor, RoleApprover, RoleAdmin}
+var Roles = []string{RoleViewer, RoleEditor, RolePublisher, RoleApprover, RoleAdmin}
 
 // MaxUserName bounds a user's name (bytes).
 const MaxUserName = 64
@@ -345,12 +355,20 @@ type Credential struct {
 	Public map[string]string // the non-secret fields (an API key's header name, a username, a base URL)
 	Set    []string          // the secret fields that hold a value, by name
 	// Chains lists the ids of the chains that may use it; empty: every chain.
-	Chains    []string
+	Chains []string
+	// Hosts lists where it may be sent (credential.CleanHosts entries);
+	// empty: its type's default hosts (a provider's API), none for the
+	// HTTP types.
+	Hosts     []string
 	CreatedBy string
 	Created   time.Time
 	UpdatedBy string
 	Updated   time.Time
 	LastUsed  time.Time // zero until a run first uses it
+	// Unreadable says why a listed record cannot be read (its stored
+	// fields do not decode); "" for a sound one. Only a list sets it: a
+	// get of such a record is an error.
+	Unreadable string
 }
 
 // SealedCredential is a credential with its secret fields sealed (field

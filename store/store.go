@@ -16,23 +16,24 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/inspect"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // ChainStore keeps chains and their version history. Versions are immutable:
 // every write adds one, and restoring an old version adds a copy of it.
 type ChainStore interface {
-	// CreateChain stores doc as version 1 of a new chain named doc.Name; a
-	// name in use is a *ConflictError.
-	CreateChain(ctx context.Context, doc *engine.Chain, message string) (*Chain, error)
+	// CreateChain stores doc as version 1 of a new chain named doc.Name,
+	// published when publish is set (else nothing is published); a name in
+	// use is a *ConflictError.
+	CreateChain(ctx context.Context, doc *chain.Chain, message string, publish bool) (*Chain, error)
 	// SaveChain stores doc as a new version of chain id. baseVersion is the
 	// version the edit started from: when the chain has moved on since,
 	// nothing is written and a *VersionConflictError carries the current
 	// version. A document equal to the current version's (its stored
 	// form) writes nothing and returns the chain at its current version.
-	SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*Chain, error)
+	SaveChain(ctx context.Context, id string, baseVersion int, doc *chain.Chain, message string) (*Chain, error)
 	// SaveChainAs is SaveChain recording how the version was made.
-	SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind VersionKind) (*Chain, error)
+	SaveChainAs(ctx context.Context, id string, baseVersion int, doc *chain.Chain, message string, kind VersionKind) (*Chain, error)
 	// GetChain returns a live chain at its current version.
 	GetChain(ctx context.Context, id string) (*Chain, error)
 	// GetPublishedChain returns a live chain with Doc and Version at its
@@ -47,7 +48,7 @@ type ChainStore interface {
 	GetChainByName(ctx context.Context, name string) (*Chain, error)
 	// ResolveChain returns the current document of the live chain named
 	// name: the lookup the engine uses for sub-chains (skill nodes).
-	ResolveChain(ctx context.Context, name string) (*engine.Chain, error)
+	ResolveChain(ctx context.Context, name string) (*chain.Chain, error)
 	// ListChains lists live chains by name, with the status of each one's
 	// latest run, and the total number of chains matching the filter (the
 	// whole list, whatever page f.After starts).
@@ -59,7 +60,9 @@ type ChainStore interface {
 	// ListVersions lists a chain's versions newest first, without documents
 	// (deleted chains too, so that old runs can show their chain).
 	ListVersions(ctx context.Context, id string) ([]ChainVersion, error)
-	// GetVersion returns one version of a chain with its document.
+	// GetVersion returns one version of a chain with its document. The
+	// store compares nothing: callers diff two versions' documents with
+	// engine/inspect.
 	GetVersion(ctx context.Context, id string, v int) (*ChainVersion, error)
 	// RestoreVersion saves the content of version v as a new version;
 	// baseVersion, when not 0, must still be the current version (else a
@@ -69,8 +72,6 @@ type ChainStore interface {
 	// message (VersionNamed); baseVersion, when not 0, must still be the
 	// current version (else a *VersionConflictError).
 	NameVersion(ctx context.Context, id string, baseVersion int, message string) (*Chain, error)
-	// DiffVersions compares two versions of a chain (from → to).
-	DiffVersions(ctx context.Context, id string, from, to int) (*inspect.ChainDiff, error)
 	// SetChainMCP marks a live chain as offered (or not) as a tool by the
 	// studio's MCP server; it makes no version. ErrNotFound for no live chain.
 	SetChainMCP(ctx context.Context, id string, exposed bool) error
@@ -142,6 +143,44 @@ type EventWriter interface {
 // forgets them). Another run's losses are not its error, nor consumed.
 type RunFlusher interface {
 	FlushRun(ctx context.Context, runID string) error
+}
+
+// BufferReader is what an EventWriter may also do (the shared one does):
+// Buffered appends to dst, in seq order, the events of runID after seq
+// after that it was given but has not stored yet. A reader that takes them
+// before it reads the store (MergeBuffered) sees every event emitted before
+// it, without waiting for the writer (Flush).
+type BufferReader interface {
+	Buffered(runID string, after int64, dst []engine.Event) []engine.Event
+}
+
+// MergeBuffered is a read of a run's events after seq after: stored, what
+// the store gave (up to limit, perhaps fewer for its byte bound), then the
+// events buffered (BufferReader.Buffered) that follow them, up to limit in
+// all. buffered must be taken before the store was read: an event is then
+// in one or the other (or both, once its batch was committed in between),
+// so the merge has no gap. When the stored page stops before the buffered
+// events start, more are stored: they come first, with the next read.
+func MergeBuffered(stored, buffered []engine.Event, after int64, limit int) []engine.Event {
+	if limit <= 0 {
+		limit = 1000
+	}
+	last := after
+	if n := len(stored); n > 0 {
+		last = stored[n-1].Seq
+	}
+	i := 0
+	for i < len(buffered) && buffered[i].Seq <= last {
+		i++
+	}
+	rest := buffered[i:]
+	if len(rest) == 0 || len(stored) >= limit || (len(stored) > 0 && rest[0].Seq != last+1) {
+		return stored
+	}
+	// An empty stored page with a gap before the buffered events: the
+	// events of the gap were given up on (EventsLostError); the store has
+	// no more to give.
+	return append(stored, rest[:min(len(rest), limit-len(stored))]...)
 }
 
 // EventsLostError says that Events events of a run could not be stored
@@ -248,8 +287,8 @@ type RunLease struct {
 
 // LeaseStore gives the process that executes a run ownership of it, so that
 // several processes sharing one database never both write a run (fencing).
-// A backend with one process (SQLite, which holds a file lock) implements it
-// trivially: its leases never expire and no write is refused.
+// Only a backend that processes share implements it (PostgreSQL); one with a
+// single owner process (SQLite, which holds a file lock) has no use for it.
 type LeaseStore interface {
 	// TakeRun makes owner the run's owner until ttl from now and returns
 	// its new epoch (every take bumps it, so the previous owner's writes are
@@ -395,7 +434,6 @@ type Backend interface {
 	EventStore
 	CheckpointStore
 	InterruptStore
-	LeaseStore
 	TriggerStore
 	Housekeeping
 	UserStore

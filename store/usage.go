@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/chainstudio/studio/engine"
 )
 
 // UsageStore keeps what observability needs beyond events: the model calls
@@ -32,6 +34,28 @@ type ModelCall struct {
 	OutputTokens int64     `json:"output_tokens"`
 	Reported     bool      `json:"reported"` // false: the server reported no usage
 	Time         time.Time `json:"time"`
+}
+
+// ModelCallOf is the model call a model_usage progress event records, as
+// the store indexes it (false: ev is no such event).
+func ModelCallOf(ev *engine.Event) (ModelCall, bool) {
+	u, ok := engine.UsageOf(ev)
+	if !ok {
+		return ModelCall{}, false
+	}
+	at := ev.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return ModelCall{RunID: ev.RunID, Seq: ev.Seq, NodeID: cut(ev.NodeID, 256), Agent: cut(u.Agent, 256), Model: cut(u.Model, 256),
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Reported: u.Reported, Time: at}, true
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // Usage groupings (UsageFilter.By).

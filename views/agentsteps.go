@@ -18,6 +18,8 @@ const (
 	stepToolCall   = "tool_call"
 	stepToolResult = "tool_result"
 	stepRepair     = "repair"
+	stepRefused    = "tool_calls_refused" // a turn over max_tool_calls, refused whole
+	stepWarning    = "warning"            // the agent answered, but tool calls failed
 )
 
 // stepTextRunes bounds what a step's text quotes of the model's words or of
@@ -66,6 +68,11 @@ func agentStepText(m map[string]any) (string, bool) {
 			}
 			return s, true
 		}
+	case stepRefused:
+		return "turn " + intText(m["turn"]) + ": " + intText(m["calls"]) + " tool calls refused, " + intText(m["left"]) + " left of max_tool_calls", true
+	case stepWarning:
+		// The node's last event, so its note on the canvas: said whole.
+		return "⚠ " + str("text"), true
 	case stepRepair:
 		return "repair " + intText(m["attempt"]) + " of " + intText(m["of"]) + ": " + clipText(str("error"), stepTextRunes), true
 	}
@@ -107,4 +114,24 @@ func clipText(s string, n int) string {
 	}
 	r := []rune(s)
 	return strings.TrimRight(string(r[:n]), " ") + "…"
+}
+
+// toolCallsWarning is what an agent node's output says of its tool calls
+// that failed or were refused ("2 of 5 tool calls failed"), "" when none
+// did or the output is not an agent's: the node is done, and its drawer
+// says so beside the phase.
+func toolCallsWarning(output any) string {
+	m, ok := output.(map[string]any)
+	if !ok {
+		return ""
+	}
+	var said []string
+	if failed, ok := number(m["tool_calls_failed"]); ok && failed > 0 {
+		calls, _ := m["tool_calls"].([]any)
+		said = append(said, intText(failed)+" of "+strconv.Itoa(len(calls))+" tool calls failed")
+	}
+	if refused, ok := number(m["tool_calls_refused"]); ok && refused > 0 {
+		said = append(said, intText(refused)+" tool calls refused over max_tool_calls")
+	}
+	return strings.Join(said, "; ")
 }

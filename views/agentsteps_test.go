@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
 )
 
 // Every agent step has a short text for the timeline and the canvas note,
@@ -29,6 +30,8 @@ func TestAgentStepTexts(t *testing.T) {
 		{`{"step":"tool_result","agent":"a","turn":3,"call_id":"c9","tool":"nope","status":"refused","error":"unknown tool"}`, "nope: refused: unknown tool"},
 		{`{"step":"repair","agent":"a","attempt":1,"of":2,"error":"data.score: want integer"}`, "repair 1 of 2: data.score: want integer"},
 		{`{"step":"model_usage","agent":"a","model":"m","input_tokens":12,"output_tokens":30,"reported":true,"turn":1}`, "m: 12 in, 30 out tokens"},
+		{`{"step":"tool_calls_refused","agent":"a","turn":2,"calls":5000,"tools":["echo"],"left":3,"max_tool_calls":32,"error":"You asked for 5000 tool calls"}`, "turn 2: 5000 tool calls refused, 3 left of max_tool_calls"},
+		{`{"step":"warning","agent":"a","text":"2 of 5 tool calls failed","failed":2,"calls":5}`, "⚠ 2 of 5 tool calls failed"},
 		{`{"done":1,"total":3}`, "1/3"},
 	} {
 		var m map[string]any
@@ -74,5 +77,38 @@ func TestProgressTextCodeLog(t *testing.T) {
 	got := progressText(map[string]any{"step": "log", "lines": []any{"hello Ada", `{"n":1}`}, "dropped": 3.0})
 	if want := `log: hello Ada ⏎ {"n":1} (3 more lines dropped)`; got != want {
 		t.Fatalf("%q, want %q", got, want)
+	}
+}
+
+// The drawer of an agent node whose calls failed says how many, whether
+// the output is the node's own (int counts) or read back from the store.
+func TestToolCallsWarning(t *testing.T) {
+	for _, c := range []struct {
+		output any
+		want   string
+	}{
+		{map[string]any{"answer": "ok", "tool_calls": []any{1, 2, 3, 4, 5}, "tool_calls_failed": 2}, "2 of 5 tool calls failed"},
+		{map[string]any{"answer": "ok", "tool_calls": []any{1}, "tool_calls_failed": 1.0, "tool_calls_refused": 40.0}, "1 of 1 tool calls failed; 40 tool calls refused over max_tool_calls"},
+		{map[string]any{"answer": "ok", "tool_calls": []any{1}}, ""},
+		{"just text", ""},
+		{nil, ""},
+	} {
+		if got := toolCallsWarning(c.output); got != c.want {
+			t.Errorf("%v: %q, want %q", c.output, got, c.want)
+		}
+	}
+}
+
+// The drawer of an agent node that is done says its failed calls beside
+// the phase.
+func TestNodeDrawerSaysFailedToolCalls(t *testing.T) {
+	d := DrawerData{Run: &store.Run{ID: "r1"}, NodeID: "ask", Kind: "agent", Result: &engine.NodeResult{Status: engine.PhaseDone,
+		Output: map[string]any{"answer": "ok", "tool_calls": []any{map[string]any{}, map[string]any{}}, "tool_calls_failed": 1.0}}}
+	var b strings.Builder
+	if err := NodeDrawer(d).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `<dd id="drawer-tool-calls" class="warning-text">1 of 2 tool calls failed</dd>`) {
+		t.Fatalf("the drawer does not say the failed calls:\n%s", b.String())
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 )
@@ -34,12 +34,12 @@ func TestDurationUnderAMillisecond(t *testing.T) {
 	if got := sideDuration(&inspect.NodeSide{DurationMS: &ms}); got != "< 1 ms" {
 		t.Errorf("run diff, a node of 0.3 ms: %q", got)
 	}
-	if got := runDuration(&store.Run{Status: engine.StatusRunning, Started: t0}); got != "—" {
+	if got := runDuration(&store.Run{Status: chain.StatusRunning, Started: t0}); got != "—" {
 		t.Errorf("a running run: %q", got)
 	}
 
 	// the chain's run history, where a quick run said "—"
-	runs := []store.Run{{ID: "r1", ChainID: "c1", Status: engine.StatusCompleted, Started: t0, Ended: t0, DurationMS: 0}}
+	runs := []store.Run{{ID: "r1", ChainID: "c1", Status: chain.StatusCompleted, Started: t0, Ended: t0, DurationMS: 0}}
 	var b bytes.Buffer
 	if err := RunsPage(&store.Chain{ID: "c1", Name: "quick"}, runs, "").Render(context.Background(), &b); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 )
 
@@ -29,7 +29,7 @@ func checkExpr(src string) *ExprError {
 	var se *expr.SyntaxError
 	if errors.As(err, &se) {
 		pos := min(max(se.Pos, 0), len(src))
-		line, col := engine.ExprPlace(src, pos)
+		line, col := chain.ExprPlace(src, pos)
 		return &ExprError{Msg: se.Msg, Pos: pos, Line: line, Col: col, HasPos: true}
 	}
 	return &ExprError{Msg: err.Error()}

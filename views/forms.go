@@ -3,25 +3,25 @@ package views
 import (
 	"encoding/json"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // formSource is the id of the select a node's input form follows ("": the
 // node's kind has no schema, its input stays key/value rows).
-func formSource(k engine.Kind) string {
+func formSource(k chain.Kind) string {
 	switch k {
-	case engine.KindTool:
+	case chain.KindTool:
 		return "tool-select"
-	case engine.KindAgent:
+	case chain.KindAgent:
 		return "agent-select"
 	}
 	return ""
 }
 
 // selectedSchema is the input schema of the node's tool or agent, as JSON.
-func selectedSchema(n engine.Node, pc PropsCtx) string {
+func selectedSchema(n chain.Node, pc PropsCtx) string {
 	opts := pc.Tools
-	if n.Kind == engine.KindAgent {
+	if n.Kind == chain.KindAgent {
 		opts = pc.Agents
 	}
 	for _, t := range opts {
@@ -32,7 +32,7 @@ func selectedSchema(n engine.Node, pc PropsCtx) string {
 	return ""
 }
 
-func inputJSON(n *engine.Node) string {
+func inputJSON(n *chain.Node) string {
 	if len(n.Input) == 0 {
 		return "{}"
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // AssetVersion is a path segment of static asset URLs (/static/v/<version>/…)
@@ -120,6 +121,26 @@ func durationBetween(a, b time.Time) string {
 
 // pretty renders a JSON value indented; strings stay JSON-quoted so that the
 // type is visible.
+// LargeValueBytes is the size (about, as JSON) over which the run page and
+// the API's run answer show a value's size and a link instead of the value.
+const LargeValueBytes = 64 << 10
+
+func largeValue(v any) bool {
+	return v != nil && engine.ValueSize(v, LargeValueBytes+1) > LargeValueBytes
+}
+
+// sizeText is about how large v is as JSON, for people.
+func sizeText(v any) string {
+	n := engine.ValueSize(v, math.MaxInt64)
+	switch {
+	case n >= 10<<20:
+		return fmt.Sprintf("%d MB", n/1_000_000)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%d KB", n/1000)
+}
+
 func pretty(v any) string {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
@@ -176,7 +197,7 @@ func sortedKV[V any](m map[string]V, text func(V) string) []KV {
 func strKV(m map[string]string) []KV { return sortedKV(m, func(s string) string { return s }) }
 func anyKV(m map[string]any) []KV    { return sortedKV(m, jsonText) }
 
-func configJSON(n *engine.Node) string {
+func configJSON(n *chain.Node) string {
 	if len(n.Config) == 0 {
 		return ""
 	}
@@ -247,9 +268,9 @@ func plural(n int, one, many string) string {
 
 // chainFields is the chain without its nodes and edges: what the chain's
 // property panel edits.
-func chainFields(c *engine.Chain) engine.Chain {
+func chainFields(c *chain.Chain) chain.Chain {
 	if c == nil {
-		return engine.Chain{}
+		return chain.Chain{}
 	}
 	cp := *c
 	cp.Nodes, cp.Edges = nil, nil
@@ -257,7 +278,7 @@ func chainFields(c *engine.Chain) engine.Chain {
 }
 
 // nodeIDs lists the chain's node ids in document order.
-func nodeIDs(c *engine.Chain) []string {
+func nodeIDs(c *chain.Chain) []string {
 	if c == nil {
 		return nil
 	}

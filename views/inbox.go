@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -81,11 +82,11 @@ func onTimeoutText(a *engine.ApprovalInfo) string {
 		return ""
 	}
 	switch a.OnTimeout {
-	case engine.OnTimeoutReject:
+	case chain.OnTimeoutReject:
 		return ", then it is rejected"
-	case engine.OnTimeoutDefault:
+	case chain.OnTimeoutDefault:
 		return ", then the default answer is given"
-	case engine.OnTimeoutEdge:
+	case chain.OnTimeoutEdge:
 		return ", then the timeout path is taken"
 	}
 	return ""

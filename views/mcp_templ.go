@@ -32,7 +32,7 @@ func MCPPanel(ch *store.Chain) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section id=\"mcp-panel\" class=\"panel mcp-panel\" aria-labelledby=\"mcp-title\"><h2 id=\"mcp-title\">MCP tool</h2>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section id=\"mcp-panel\" class=\"panel side-panel mcp-panel\" role=\"tabpanel\" aria-labelledby=\"tab-mcp\" tabindex=\"0\" hidden><h2 id=\"mcp-title\">MCP tool</h2>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/store"
 )
@@ -31,7 +31,7 @@ func TestRunDiffDurationTexts(t *testing.T) {
 }
 
 func TestCompareLabel(t *testing.T) {
-	r := store.Run{ID: "0123456789abcdef", Status: engine.StatusTimedOut, ChainVersion: 3, Started: time.Now()}
+	r := store.Run{ID: "0123456789abcdef", Status: chain.StatusTimedOut, ChainVersion: 3, Started: time.Now()}
 	if got := compareLabel(CompareOption{Run: r, Default: true}); got != "01234567 · timed out · v3 · just now (previous run)" {
 		t.Errorf("previous: %q", got)
 	}

@@ -12,21 +12,23 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"strings"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
 // isTestIssue reports whether a validation issue is about one of the chain's
 // tests: the panel names the test and field (tests[1] "name".mocks.x).
-func isTestIssue(is engine.Issue) bool { return strings.HasPrefix(is.Field, "tests[") }
+func isTestIssue(is chain.Issue) bool { return strings.HasPrefix(is.Field, "tests[") }
 
 // testable reports whether a run with this status can be saved as a test.
-func testable(s engine.RunStatus) bool {
-	return s == engine.StatusCompleted || s == engine.StatusPartial || s == engine.StatusFailed
+func testable(s chain.RunStatus) bool {
+	return s == chain.StatusCompleted || s == chain.StatusPartial || s == chain.StatusFailed
 }
 
-// TestsPanel is the designer's tests panel: the chain's tests, run after
-// every save (static/js/tests.js fills it from POST /v1/chains/{id}/tests/run).
+// TestsPanel is the designer's tests panel, one tab of the side panel: the
+// chain's tests, run after every save (static/js/tests.js fills it from
+// POST /v1/chains/{id}/tests/run). The selected node's failing assertions
+// show above its properties (#tests-node, in editor.templ).
 func TestsPanel(ch *store.Chain) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -51,26 +53,26 @@ func TestsPanel(ch *store.Chain) templ.Component {
 		var templ_7745c5c3_Var2 string
 		templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression(assetURL("css/tests.css")).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 22, Col: 56}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 24, Col: 56}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var2)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\"><section id=\"tests-panel\" class=\"panel tests-panel\" aria-labelledby=\"tests-title\" data-count=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "\"><section id=\"tests-panel\" class=\"panel side-panel tests-panel\" role=\"tabpanel\" aria-labelledby=\"tab-tests\" tabindex=\"0\" data-count=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var3 string
 		templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(itoa(len(ch.Doc.Tests))).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 23, Col: 119}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 25, Col: 157}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\"><h2 id=\"tests-title\">Tests <span id=\"tests-badge\" class=\"badge\" role=\"status\" aria-live=\"polite\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" hidden><h2 id=\"tests-title\">Tests <span id=\"tests-badge\" class=\"badge\" role=\"status\" aria-live=\"polite\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -85,7 +87,7 @@ func TestsPanel(ch *store.Chain) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "</span></h2><p class=\"hint\">Each test runs the chain in memory after every save: mocked nodes give their mock; only pure tools and code nodes (in their sandbox) run. Failing assertions are marked on their node.</p><div id=\"tests-node\" class=\"tests-node\" hidden></div><ol id=\"tests-list\" class=\"tests-list\"></ol><div class=\"tests-actions\"><button type=\"button\" id=\"btn-add-test\" data-needs=\"edit\">Add test</button> <button type=\"button\" id=\"btn-run-tests\" data-needs=\"edit\">Run tests</button></div></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "</span></h2><p class=\"hint\">Each test runs the chain in memory after every save: mocked nodes give their mock; only pure tools and code nodes (in their sandbox) run. Failing assertions are marked on their node.</p><ol id=\"tests-list\" class=\"tests-list\"></ol><div class=\"tests-actions\"><button type=\"button\" id=\"btn-add-test\" data-needs=\"edit\">Add test</button> <button type=\"button\" id=\"btn-run-tests\" data-needs=\"edit\">Run tests</button></div></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -121,7 +123,7 @@ func SaveTestButton(r *store.Run) templ.Component {
 			var templ_7745c5c3_Var5 string
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templruntime.NewAttributeExpression(assetURL("css/tests.css")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 49, Col: 57}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tests.templ`, Line: 50, Col: 57}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var5)
 			if templ_7745c5c3_Err != nil {

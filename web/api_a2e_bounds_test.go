@@ -12,26 +12,33 @@ import (
 
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/a2ehttp"
 )
 
+// a2eSession is one of the server's HTTP sessions, read through its door.
+type a2eSession struct {
+	t  testing.TB
+	h  *a2ehttp.Handler
+	id string
+}
+
 // a2eSessionOf is the server's record of an HTTP session.
-func a2eSessionOf(t testing.TB, srv *Server, id string) *a2eHTTPSession {
+func a2eSessionOf(t testing.TB, srv *Server, id string) a2eSession {
 	t.Helper()
-	srv.a2e.mu.Lock()
-	defer srv.a2e.mu.Unlock()
-	h := srv.a2e.m[id]
-	if h == nil {
+	if _, _, _, ok := srv.a2e.Holding(id); !ok {
 		t.Fatalf("no session %s", id)
 	}
-	return h
+	return a2eSession{t: t, h: srv.a2e, id: id}
 }
 
 // heldOf reads a session's counters: bytes held now, the most ever held,
 // messages in flight.
-func heldOf(h *a2eHTTPSession) (held, peak, inFlight int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.held(), h.peak, h.resMsgs
+func heldOf(s a2eSession) (held, peak, inFlight int) {
+	held, peak, inFlight, ok := s.h.Holding(s.id)
+	if !ok {
+		s.t.Errorf("session %s is no longer open", s.id)
+	}
+	return held, peak, inFlight
 }
 
 // bigChainReq is a chain/req whose answer holds a map of items template
@@ -188,7 +195,7 @@ func TestA2EHTTPSessionHeapStaysBounded(t *testing.T) {
 	})
 	after := heap()
 	_, peak, _ := heldOf(h)
-	const limit = defaultA2ESessionBytes
+	const limit = a2ehttp.DefaultSessionBytes
 	grew := int64(after) - int64(before)
 	t.Logf("heap %d → %d MiB (+%d MiB); the session held at most %d MiB", before>>20, after>>20, grew>>20, peak>>20)
 	if peak > limit {
@@ -207,16 +214,16 @@ func TestA2EHTTPPingDoesNotWaitForASlot(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServer(t)
 	h := openSDKHTTP(t, ts)
-	chain := func(id string, ms int) map[string]any {
+	doc := func(id string, ms int) map[string]any {
 		return map[string]any{"id": id, "session_id": h.session, "streaming": false, "entry_node": "n", "nodes": []any{map[string]any{
 			"node_id": "n", "kind": "tool", "name": "delay", "input": map[string]any{"ms": ms}, "input_map": map[string]any{},
 			"condition": "", "true_node": "", "false_node": "", "items_path": "", "map_node": "", "next_node": "", "on_error": "abort"}}}
 	}
 	for i := range 4 {
-		h.send("chain_req", chain(fmt.Sprintf("long%d", i), 4000))
+		h.send("chain_req", doc(fmt.Sprintf("long%d", i), 4000))
 	}
 	start := time.Now()
-	h.send("chain_req", chain("waiting", 10))
+	h.send("chain_req", doc("waiting", 10))
 	pingID := h.send("ping", nil)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the fifth chain/req and the ping took %v to be accepted: the door waited for a run slot", d)

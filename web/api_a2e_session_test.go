@@ -179,15 +179,15 @@ func TestA2EHTTPConcurrentRequests(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServer(t)
 	h := openSDKHTTP(t, ts)
-	chain := func(id, tool string, input map[string]any) map[string]any {
+	doc := func(id, tool string, input map[string]any) map[string]any {
 		return map[string]any{"id": id, "session_id": h.session, "entry_node": "n", "nodes": []any{map[string]any{
 			"node_id": "n", "kind": "tool", "name": tool, "input": input, "input_map": map[string]any{},
 			"condition": "", "true_node": "", "false_node": "", "items_path": "", "map_node": "", "next_node": "", "on_error": "abort"}}}
 	}
 	start := time.Now()
-	h.send("chain_req", chain("slow", "delay", map[string]any{"ms": 1500}))
+	h.send("chain_req", doc("slow", "delay", map[string]any{"ms": 1500}))
 	for i := range 3 {
-		h.send("chain_req", chain(fmt.Sprintf("fast%d", i), "echo", map[string]any{"i": i}))
+		h.send("chain_req", doc(fmt.Sprintf("fast%d", i), "echo", map[string]any{"i": i}))
 	}
 	var order []string
 	for len(order) < 4 {
@@ -285,10 +285,8 @@ func TestA2EHTTPSessionBounds(t *testing.T) {
 	}
 	// Polled without using the session: a send would be activity.
 	testutil.Eventually(t, 10*time.Second, func() error {
-		srv.expireIdle(time.Now())
-		srv.a2e.mu.Lock()
-		defer srv.a2e.mu.Unlock()
-		if srv.a2e.m[a] != nil {
+		srv.a2e.ExpireIdle(time.Now())
+		if _, _, _, open := srv.a2e.Holding(a); open {
 			return fmt.Errorf("the idle session is still open")
 		}
 		return nil

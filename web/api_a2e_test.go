@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/google/uuid"
 )
@@ -204,7 +205,7 @@ func TestA2EErrors(t *testing.T) {
 	// Not decodable: 400 with the path.
 	r := do(t, ts, "POST", "/v1/a2e", `{"type":"chain/req","nodes":[{"node_id":"a","kind":"tool","bogus":1}]}`)
 	wantStatus(t, r, 400)
-	if r.errCode(t) != engine.CodeDecode || r.errDetails(t)["path"] != `nodes[0] "a".bogus` {
+	if r.errCode(t) != chain.CodeDecode || r.errDetails(t)["path"] != `nodes[0] "a".bogus` {
 		t.Fatalf("decode: %s", r.body)
 	}
 	wantStatus(t, do(t, ts, "POST", "/v1/a2e", `{"type":"chain/resp"}`), 400)
@@ -216,7 +217,7 @@ func TestA2EErrors(t *testing.T) {
 	wantStatus(t, r, 200)
 	m := r.json(t)
 	e, _ := m["error"].(map[string]any)
-	if m["success"] != false || e == nil || e["code"] != engine.CodeInvalid || keysOf(e) != "code,message,node_id" {
+	if m["success"] != false || e == nil || e["code"] != chain.CodeInvalid || keysOf(e) != "code,message,node_id" {
 		t.Fatalf("invalid: %s", r.body)
 	}
 	// Streamed the same way.
@@ -228,7 +229,7 @@ func TestA2EErrors(t *testing.T) {
 		last = nil
 		_ = json.Unmarshal(sc.Bytes(), &last)
 	}
-	if last["type"] != "chain/resp" || last["success"] != false || last["error"].(map[string]any)["code"] != engine.CodeInvalid {
+	if last["type"] != "chain/resp" || last["success"] != false || last["error"].(map[string]any)["code"] != chain.CodeInvalid {
 		t.Fatalf("streamed invalid: %v", last)
 	}
 

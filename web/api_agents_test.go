@@ -13,6 +13,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store/sqlite"
 )
@@ -21,7 +23,7 @@ import (
 func newAgentServer(t *testing.T, dir string) (*Server, *httptest.Server) {
 	t.Helper()
 	reg := testRegistry()
-	set, err := agent.LoadDir(dir, agent.LoadOptions{Tools: func(n string) bool { _, ok := reg.Get(n); return ok }})
+	set, err := agent.LoadDir(dir, agent.LoadOptions{Tools: func(n string) bool { _, ok := reg.Get(n); return ok }, Providers: testProviders})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,15 +41,6 @@ func newAgentServer(t *testing.T, dir string) (*Server, *httptest.Server) {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	registered := false
-	for _, r := range srv.echo.Routes() {
-		if r.Path == "/v1/agents/:name/run" {
-			registered = true
-		}
-	}
-	if !registered { // until routes.go calls agentRoutes
-		srv.agentRoutes(srv.echo)
-	}
 	ts := httptest.NewServer(checkAPI(t, srv.Handler()))
 	t.Cleanup(ts.Close)
 	return srv, ts
@@ -197,9 +190,9 @@ func TestAgentRunWithModel(t *testing.T) {
 	r := do(t, ts, "POST", "/v1/agents/qualifier/run", map[string]any{"query": "ACME"})
 	wantStatus(t, r, http.StatusOK)
 	m := r.json(t)
-	chain := m["chain"].(map[string]any)
-	links := chain["links"].([]any)
-	if m["data"].(map[string]any)["score"] != float64(8) || chain["status"] != "partial" ||
+	doc := m["chain"].(map[string]any)
+	links := doc["links"].([]any)
+	if m["data"].(map[string]any)["score"] != float64(8) || doc["status"] != "partial" ||
 		links[0].(map[string]any)["status"] != "success" || links[1].(map[string]any)["status"] != "error" ||
 		!strings.Contains(links[1].(map[string]any)["error"].(string), "500 Internal Server Error: model exploded") {
 		t.Fatalf("response: %s", r.body)
@@ -252,9 +245,9 @@ func TestAgentChainsResolve(t *testing.T) {
 	if link["status"] != "success" || link["answer"] != `{"q":"{\"context\":{},\"query\":\"hello\",\"session_id\":\"\"}"}` {
 		t.Fatalf("chain agent: %s", r.body)
 	}
-	res, err := service(srv).Engine().Run(context.Background(), &engine.Chain{Name: "caller", Nodes: []engine.Node{{ID: "call", Kind: engine.KindSkill, Name: "__chain__a"}}},
+	res, err := service(srv).Engine().Run(context.Background(), enginetest.PlanOf(service(srv).Engine(), &chain.Chain{Name: "caller", Nodes: []chain.Node{{ID: "call", Kind: chain.KindSkill, Name: "__chain__a"}}}),
 		map[string]any{"query": "q", "session_id": "", "context": map[string]any{}}, engine.RunOptions{})
-	if err != nil || res.Status != engine.StatusCompleted {
+	if err != nil || res.Status != chain.StatusCompleted {
 		t.Fatalf("skill __chain__a: %v %+v", err, res.Error)
 	}
 }

@@ -236,7 +236,7 @@ func TestDeadlineSweep(t *testing.T) {
 	runID := pausedExpense(t, ts, id)
 	started := time.Now()
 	clock := started
-	sw := runs.NewSweeper(runs.SweeperOptions{Store: srv.db, Runs: srv.runs, Now: func() time.Time { return clock }, Logger: testLogger(),
+	sw := runs.NewSweeper(runs.SweeperOptions{Store: srv.DB, Runs: srv.Runs, Now: func() time.Time { return clock }, Logger: testLogger(),
 		Notify: builtin.GuardedClient(builtin.Options{HTTPAllowPrivate: true})})
 	ctx := context.Background()
 	sweep := func(at time.Duration) runs.SweepResult {
@@ -289,7 +289,7 @@ func TestEscalationGuard(t *testing.T) {
 	srv, ts := newTestServer(t)
 	id := createChain(t, ts, expenseDoc("Guarded", `,"escalation":"`+hook.URL+`"`))
 	pausedExpense(t, ts, id)
-	sw := runs.NewSweeper(runs.SweeperOptions{Store: srv.db, Runs: srv.runs, Logger: testLogger(), Notify: builtin.GuardedClient(builtin.Options{})})
+	sw := runs.NewSweeper(runs.SweeperOptions{Store: srv.DB, Runs: srv.Runs, Logger: testLogger(), Notify: builtin.GuardedClient(builtin.Options{})})
 	res, err := sw.Sweep(context.Background())
 	if err != nil || res.Failed != 1 || res.Notified != 0 || reached {
 		t.Errorf("res %+v err %v reached %v", res, err, reached)
@@ -305,7 +305,8 @@ func TestRunPageAnswers(t *testing.T) {
 	id := createChain(t, ts, expenseDoc("Page", ""))
 	runID := pausedExpense(t, ts, id)
 	_, html := pageDo(t, ts.URL, "GET", "/runs/"+runID, "", "")
-	if !strings.Contains(html, "Approve takes the proposed value") || !strings.Contains(html, `id="open-inbox"`) {
+	if !strings.Contains(html, "Approve goes on with the proposed value") || !strings.Contains(html, `id="open-inbox"`) ||
+		!strings.Contains(html, `<th scope="col">amount</th><th scope="col">to</th></tr></thead> <tbody><tr><td>10</td><td>bob</td>`) {
 		t.Fatalf("paused run page: %s", html)
 	}
 	res, body := pageDo(t, ts.URL, "POST", "/runs/"+runID+"/resume", "application/x-www-form-urlencoded", "decision=approve&comment=fine+by+me")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 func TestCreateChain(t *testing.T) {
@@ -270,6 +270,57 @@ func TestValidateEndpoint(t *testing.T) {
 	wantStatus(t, do(t, ts, "POST", "/v1/validate", `{"name":`), 400)
 }
 
+// Export says which version it wrote: by default the published one (what
+// triggers and runs by name run), the draft on request, or a number; a file's
+// name and headers name it, and its tests are those of that version.
+func TestExportPublishedOrDraft(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, fmt.Sprintf(linearDoc, "exported"))
+	ch := do(t, ts, "GET", "/v1/chains/"+id, nil).json(t)
+	doc := ch["doc"].(map[string]any)
+	doc["description"] = "the draft"
+	b, _ := json.Marshal(doc)
+	wantStatus(t, do(t, ts, "PUT", "/v1/chains/"+id+"?version=1", string(b)), http.StatusOK)
+
+	for _, tc := range []struct{ query, which, version, file, has, lacks string }{
+		{"", "published", "1", "exported.v1.published.chain.json", "", "the draft"},
+		{"?version=published", "published", "1", "exported.v1.published.chain.json", "", "the draft"},
+		{"?version=draft", "draft", "2", "exported.v2.draft.chain.json", "the draft", ""},
+		{"?version=1", "version", "1", "exported.v1.chain.json", "", "the draft"},
+		{"?version=draft&format=a2e", "draft", "2", "exported.v2.draft.a2e.json", "", ""},
+	} {
+		r := do(t, ts, "GET", "/v1/chains/"+id+"/export"+tc.query, nil)
+		wantStatus(t, r, http.StatusOK)
+		if r.header.Get("X-Chain-Export") != tc.which || r.header.Get("X-Chain-Version") != tc.version {
+			t.Errorf("export%s: X-Chain-Export %q X-Chain-Version %q, want %s v%s", tc.query, r.header.Get("X-Chain-Export"), r.header.Get("X-Chain-Version"), tc.which, tc.version)
+		}
+		if cd := r.header.Get("Content-Disposition"); !strings.Contains(cd, `filename="`+tc.file+`"`) {
+			t.Errorf("export%s: Content-Disposition %q, want %s", tc.query, cd, tc.file)
+		}
+		if tc.has != "" && !strings.Contains(string(r.body), tc.has) || tc.lacks != "" && strings.Contains(string(r.body), tc.lacks) {
+			t.Errorf("export%s wrote the wrong version:\n%s", tc.query, r.body)
+		}
+	}
+	r := do(t, ts, "GET", "/v1/chains/"+id+"/export?version=next", nil)
+	wantStatus(t, r, http.StatusBadRequest)
+	wantStatus(t, do(t, ts, "GET", "/v1/chains/"+id+"/export?version=9", nil), http.StatusNotFound)
+
+	// A chain never published exports its draft by default, and says so;
+	// asking for its published version is a conflict that says what to do.
+	blank := createChain(t, ts, `{"name":"never","nodes":[{"node_id":"a","kind":"tool","name":"no-such-tool"}]}`)
+	r = do(t, ts, "GET", "/v1/chains/"+blank+"/export", nil)
+	wantStatus(t, r, http.StatusOK)
+	if r.header.Get("X-Chain-Export") != "draft" {
+		t.Errorf("a never-published chain's export: %q", r.header.Get("X-Chain-Export"))
+	}
+	r = do(t, ts, "GET", "/v1/chains/"+blank+"/export?version=published", nil)
+	wantStatus(t, r, http.StatusConflict)
+	if r.errCode(t) != "not_published" || !strings.Contains(string(r.body), "version=draft") {
+		t.Errorf("published export of a never-published chain: %s", r.body)
+	}
+}
+
 func TestExportImport(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServer(t)
@@ -278,7 +329,7 @@ func TestExportImport(t *testing.T) {
 	r := do(t, ts, "GET", "/v1/chains/"+id+"/export", nil)
 	wantStatus(t, r, 200)
 	cd := r.header.Get("Content-Disposition")
-	if !strings.HasPrefix(cd, `attachment; filename="My _chain_.chain.json"`) || !strings.Contains(cd, "filename*=UTF-8''My%20%22chain%22.chain.json") {
+	if !strings.HasPrefix(cd, `attachment; filename="My _chain_.v1.published.chain.json"`) || !strings.Contains(cd, "filename*=UTF-8''My%20%22chain%22.v1.published.chain.json") {
 		t.Fatalf("Content-Disposition %q", cd)
 	}
 	studio := r.body
@@ -361,7 +412,7 @@ func TestNoOpSaveKeepsVersion(t *testing.T) {
 	id := createChain(t, ts, fmt.Sprintf(linearDoc, "same"))
 	versions := func() int {
 		t.Helper()
-		vs, err := srv.db.ListVersions(context.Background(), id)
+		vs, err := srv.DB.ListVersions(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +451,7 @@ func TestListChainsByName(t *testing.T) {
 	t.Parallel()
 	srv, ts := newTestServer(t)
 	ch := patchTestChain(t, srv)
-	if _, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "pt two", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, ""); err != nil {
+	if _, err := srv.DB.CreateChain(context.Background(), &chain.Chain{Name: "pt two", Nodes: []chain.Node{{ID: "a", Kind: chain.KindTool, Name: "echo"}}}, "", true); err != nil {
 		t.Fatal(err)
 	}
 	r := do(t, ts, "GET", "/v1/chains?name=pt", nil)

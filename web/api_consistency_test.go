@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/api"
 )
 
 // Restore and delete honour If-Match: a stale tag changes nothing (412 with
@@ -180,7 +181,7 @@ func TestCursorPagingChainsAndRuns(t *testing.T) {
 	if m["next_url"] != nil || len(m["chains"].([]any)) != 3 {
 		t.Fatalf("last page: %v", m)
 	}
-	for _, q := range []string{"cursor=nope", "cursor=" + encodeChainCursor(store.ChainKey{Name: "x", ID: "y"}) + "&offset=1"} {
+	for _, q := range []string{"cursor=nope", "cursor=" + api.EncodeChainCursor(store.ChainKey{Name: "x", ID: "y"}) + "&offset=1"} {
 		r := do(t, ts, "GET", "/v1/chains?"+q, nil)
 		wantStatus(t, r, 400)
 		if r.errCode(t) != "bad_parameter" {

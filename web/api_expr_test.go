@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine/exprhelp"
+	"github.com/chainstudio/studio/web/api"
 )
 
 const exprChainDoc = `{"name":"%s","nodes":[
@@ -175,7 +176,7 @@ func TestExprPreviewBounds(t *testing.T) {
 		t.Errorf("long expr: %d %s", r.status, r.body)
 	}
 	// A body over the preview's limit.
-	r = call("POST", path, `{"node":"route","field":"condition","expr":"`+strings.Repeat("a", exprBodyLimit)+`"}`)
+	r = call("POST", path, `{"node":"route","field":"condition","expr":"`+strings.Repeat("a", api.ExprBodyLimit)+`"}`)
 	if r.status != 413 {
 		t.Errorf("big body: %d", r.status)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,12 +22,19 @@ import (
 	"github.com/chainstudio/studio/store/seal"
 	"github.com/chainstudio/studio/store/sqlite"
 	"github.com/chainstudio/studio/store/vault"
+	"github.com/chainstudio/studio/web/ops"
 )
 
 // newMCPServer is a studio with a vault and an MCP host over its store, as
 // cmd/studio wires them; its HTTP client may reach loopback (the Go SDK
 // server of these tests).
 func newMCPServer(t *testing.T) (*Server, *httptest.Server) {
+	t.Helper()
+	return newMCPServerPrivate(t, true)
+}
+
+// newMCPServerPrivate is newMCPServer with --mcp-allow-private as given.
+func newMCPServerPrivate(t *testing.T, allowPrivate bool) (*Server, *httptest.Server) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Logger: testLogger()})
@@ -39,7 +47,7 @@ func newMCPServer(t *testing.T) (*Server, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := mcphost.New(ctx, mcphost.Options{Store: db, Credentials: v.ForChain(""), HTTPClient: builtin.ModelHTTPClient(true),
+	host, err := mcphost.New(ctx, mcphost.Options{Store: db, Credentials: v.ForChain(""), AllowPrivate: allowPrivate,
 		RefuseEnv: builtin.LoaderEnv, Poll: -1, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +106,7 @@ func TestMCPServersRegisterListRunAndRemove(t *testing.T) {
 	srv, ts := newMCPServer(t)
 	h := roleTokens(t, srv)
 	stub := mcpStub(t, "mcp-token-123456")
-	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"stub-token","type":"bearer","fields":{"token":"mcp-token-123456"}}`, h["admin"]...), http.StatusCreated)
+	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"stub-token","type":"bearer","fields":{"token":"mcp-token-123456"},"hosts":["127.0.0.1"]}`, h["admin"]...), http.StatusCreated)
 	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"narrow","type":"bearer","fields":{"token":"x"},"chains":["some-chain"]}`, h["admin"]...), http.StatusCreated)
 
 	body := fmt.Sprintf(`{"name":"stub","transport":"http","url":%q,"credential":"stub-token","headers":{"X-Tenant":"acme"}}`, stub.URL+"/mcp")
@@ -142,10 +150,10 @@ func TestMCPServersRegisterListRunAndRemove(t *testing.T) {
 	// Its tools are in the catalog with their schemas, and run as nodes.
 	r = do(t, ts, "GET", "/v1/tools", nil, h["viewer"]...)
 	var cat struct {
-		Tools []toolJSON `json:"tools"`
+		Tools []ops.ToolJSON `json:"tools"`
 	}
 	_ = json.Unmarshal(r.body, &cat)
-	var echo *toolJSON
+	var echo *ops.ToolJSON
 	for i := range cat.Tools {
 		if cat.Tools[i].Name == "mcp:stub/echo" {
 			echo = &cat.Tools[i]
@@ -164,7 +172,7 @@ func TestMCPServersRegisterListRunAndRemove(t *testing.T) {
 	}
 	// A static input the tool's schema refuses is refused before the run.
 	bad := createChainAs(t, ts, `{"name":"mcp-bad","nodes":[{"node_id":"say","kind":"tool","name":"mcp:stub/echo","input":{"message":3}}]}`, h["editor"])
-	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+bad+"/runs", `{"input":{}}`, h["editor"]...), http.StatusUnprocessableEntity)
+	wantStatus(t, do(t, ts, "POST", "/v1/chains/"+bad+"/runs", `{"input":{},"version":"draft"}`, h["editor"]...), http.StatusUnprocessableEntity)
 	// The server's isError is the node's error, with its message.
 	failing := createChainAs(t, ts, `{"name":"mcp-fail","nodes":[{"node_id":"say","kind":"tool","name":"mcp:stub/echo","input":{"message":"fail"}}]}`, h["editor"])
 	r = do(t, ts, "POST", "/v1/chains/"+failing+"/runs", `{"input":{}}`, h["editor"]...)
@@ -195,6 +203,13 @@ func TestMCPServersRegisterListRunAndRemove(t *testing.T) {
 	if !strings.Contains(string(page.body), `data-mcp-server="stub"`) || !strings.Contains(string(page.body), "disabled") {
 		t.Fatalf("page: %s", page.body)
 	}
+	// Its status cells are the ones the page's script keeps up to date
+	// (static/js/mcpservers.js, from GET /v1/mcp-servers): no reload.
+	for _, want := range []string{"/js/mcpservers.js", `class="mcp-state"`, `class="mcp-tools"`} {
+		if !strings.Contains(string(page.body), want) {
+			t.Fatalf("the page has no %s: the status would stay as rendered", want)
+		}
+	}
 	wantStatus(t, do(t, ts, "GET", "/settings/mcp-servers", nil, h["editor"]...), http.StatusForbidden)
 
 	wantStatus(t, do(t, ts, "DELETE", "/v1/mcp-servers/stub", nil, h["editor"]...), http.StatusForbidden)
@@ -219,4 +234,37 @@ func waitRunAs(t *testing.T, ts *httptest.Server, id string, h []string) map[str
 		return nil
 	})
 	return m
+}
+
+// The MCP servers page warns of a URL the studio will refuse to connect to
+// (a loopback or private address without --mcp-allow-private) as the admin
+// types it and on the server's row, naming the flag; with the flag, or for
+// a public name, it says nothing.
+func TestMCPServerURLWarnedAsTyped(t *testing.T) {
+	t.Parallel()
+	for _, allow := range []bool{false, true} {
+		srv, ts := newMCPServerPrivate(t, allow)
+		h := roleTokens(t, srv)
+		check := func(u string) string {
+			r := do(t, ts, "GET", "/settings/mcp-servers/url-check?url="+url.QueryEscape(u), nil, h["admin"]...)
+			wantStatus(t, r, http.StatusOK)
+			return string(r.body)
+		}
+		for _, u := range []string{"http://127.0.0.1:9/mcp", "http://localhost:3000/mcp", "http://10.1.2.3/mcp", "http://[::1]:8/mcp"} {
+			if got := check(u); strings.Contains(got, "--mcp-allow-private") == allow {
+				t.Errorf("allow=%v %s: %q", allow, u, got)
+			}
+		}
+		for _, u := range []string{"https://mcp.example.com/mcp", "", "not a url"} {
+			if got := check(u); strings.TrimSpace(got) != "" {
+				t.Errorf("%q: warned %q", u, got)
+			}
+		}
+		wantStatus(t, do(t, ts, "GET", "/settings/mcp-servers/url-check?url=x", nil, h["editor"]...), http.StatusForbidden)
+		wantStatus(t, do(t, ts, "POST", "/v1/mcp-servers", `{"name":"local","transport":"http","url":"http://127.0.0.1:9/mcp","enabled":false}`, h["admin"]...), http.StatusCreated)
+		page := do(t, ts, "GET", "/settings/mcp-servers", nil, h["admin"]...)
+		if strings.Contains(string(page.body), "refused here") == allow {
+			t.Errorf("allow=%v: the row's warning: %s", allow, page.body)
+		}
+	}
 }

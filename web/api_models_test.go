@@ -28,7 +28,7 @@ func newModelsServer(t *testing.T, files map[string]string, modelHTTP *http.Clie
 		}
 	}
 	reg := testRegistry()
-	set, err := agent.LoadDir(dir, agent.LoadOptions{Tools: func(n string) bool { _, ok := reg.Get(n); return ok }})
+	set, err := agent.LoadDir(dir, agent.LoadOptions{Tools: func(n string) bool { _, ok := reg.Get(n); return ok }, Providers: testProviders})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func modelAgentFiles(base string) map[string]string {
 func TestAgentModelsTimeout(t *testing.T) {
 	t.Parallel()
 	llm := fakeOpenAIModels(t)
-	ts := newModelsServer(t, modelAgentFiles(llm.URL), builtin.ModelHTTPClient(true), func(s *Server) { s.modelListWait = 100 * time.Millisecond })
+	ts := newModelsServer(t, modelAgentFiles(llm.URL), builtin.ModelHTTPClient(true), func(s *Server) { s.ModelListWait = 100 * time.Millisecond })
 	r := do(t, ts, "GET", "/v1/agents/slow/models", nil)
 	wantStatus(t, r, http.StatusBadGateway)
 	if !strings.Contains(string(r.body), "model m: the server did not answer the model list within 100ms") {

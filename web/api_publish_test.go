@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/web/api"
 )
 
 // Edits after a chain is published are a draft: runs by the API without a
@@ -129,7 +131,7 @@ func TestWebhookRunsThePublishedVersion(t *testing.T) {
 	draft := strings.Replace(fmt.Sprintf(linearDoc, "hooked-pub"), `"edges":[{"source":"a","target":"b"}]`, `"edges":[]`, 1)
 	wantStatus(t, do(t, ts, "PUT", "/v1/chains/"+id, draft, "If-Match", `"v1"`), http.StatusOK)
 	body := `{"x":"hook"}`
-	r = do(t, ts, "POST", "/v1/hooks/"+hook["id"].(string), body, HookSignatureHeader, SignHook(hook["secret"].(string), time.Now(), []byte(body)))
+	r = do(t, ts, "POST", "/v1/hooks/"+hook["id"].(string), body, api.HookSignatureHeader, api.SignHook(hook["secret"].(string), time.Now(), []byte(body)))
 	wantStatus(t, r, http.StatusAccepted)
 	if v := r.json(t)["chain_version"]; v != 1.0 {
 		t.Fatalf("the hook ran version %v, want the published 1", v)

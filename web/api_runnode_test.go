@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/chainstudio/studio/web/ops"
 )
 
 const pinnedChainDoc = `{"name":"%s","nodes":[
@@ -233,15 +235,15 @@ func TestRunNodeSearchesOlderRunsThatReachedTheNode(t *testing.T) {
 		return run
 	}
 	old := start(`{"go":true,"x":7}`)
-	for i := 0; i < sourceRunsChecked+1; i++ {
+	for i := 0; i < ops.SourceRunsChecked+1; i++ {
 		start(`{"go":false}`) // a and b skipped: no output of a
 	}
 	_, html := pageDo(t, ts.URL, "GET", "/chains/"+id+"/nodes/b/runnode", "", "")
 	if !strings.Contains(html, `value="`+old+`" checked`) || strings.Contains(html, `id="runnode-none"`) || !strings.Contains(html, `id="runnode-searched"`) {
 		t.Fatalf("the older run that reached b is not offered and chosen:\n%s", html)
 	}
-	if n := strings.Count(html, `name="from_run"`); n != sourceRunsChecked+1 {
-		t.Errorf("the latest %d runs and the one found: %d choices", sourceRunsChecked, n)
+	if n := strings.Count(html, `name="from_run"`); n != ops.SourceRunsChecked+1 {
+		t.Errorf("the latest %d runs and the one found: %d choices", ops.SourceRunsChecked, n)
 	}
 	if strings.Contains(html, `id="runnode-more"`) {
 		t.Errorf("no older run reached b: nothing more to search:\n%s", html)

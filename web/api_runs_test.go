@@ -62,9 +62,15 @@ func TestStartAndGetRun(t *testing.T) {
 		t.Fatalf("no line: %s", r.body)
 	}
 
-	// A chain with errors is saved but not run.
+	// A chain with errors is saved, unpublished, and not run: by name it
+	// has no published version, and its draft is refused for its errors.
 	bad := createChain(t, ts, `{"name":"bad","nodes":[{"node_id":"a","kind":"tool","name":"nope"}]}`)
 	r = do(t, ts, "POST", "/v1/chains/"+bad+"/runs", `{}`)
+	wantStatus(t, r, http.StatusConflict)
+	if r.errCode(t) != "not_published" {
+		t.Fatalf("a run of an unpublished chain: %s", r.body)
+	}
+	r = do(t, ts, "POST", "/v1/chains/"+bad+"/runs", `{"version":"draft"}`)
 	wantStatus(t, r, 422)
 	if r.errCode(t) != "chain_invalid" || r.errDetails(t)["issues"] == nil {
 		t.Fatalf("invalid run: %s", r.body)

@@ -64,7 +64,7 @@ func TestTemplateNamesItsMissingCredential(t *testing.T) {
 		!strings.Contains(is["message"].(string), `"openai-api"`) || !strings.Contains(is["message"].(string), "Settings → Credentials") {
 		t.Fatalf("the missing credential: %v", is)
 	}
-	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"openai-api","type":"bearer","fields":{"token":"sk-test"}}`), http.StatusCreated)
+	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"openai-api","type":"bearer","fields":{"token":"sk-test"},"hosts":["api.openai.com"]}`), http.StatusCreated)
 	r = do(t, ts, "GET", "/v1/chains/"+ch["id"].(string), nil)
 	wantStatus(t, r, http.StatusOK)
 	if issues := r.json(t)["issues"].([]any); len(issues) != 0 {

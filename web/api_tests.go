@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/httpcore"
 	"github.com/labstack/echo/v4"
 )
 
@@ -31,12 +32,15 @@ func (s *Server) runChainTests(c echo.Context) error {
 	var body struct {
 		Name string `json:"name"`
 	}
-	if err := bindJSON(c, &body); err != nil {
+	if err := httpcore.BindJSON(c, &body); err != nil {
 		return err
 	}
-	ch, err := s.db.GetChain(c.Request().Context(), c.Param("id"))
+	ch, err := s.DB.GetChain(c.Request().Context(), c.Param("id"))
 	if err != nil {
-		return storeErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+		return httpcore.StoreErr(err, fmt.Sprintf("chain %q", c.Param("id")))
+	}
+	if err := s.DraftGate(c, ch); err != nil {
+		return err
 	}
 	rep, err := s.chainTests(c.Request().Context(), ch.Doc, body.Name)
 	if err != nil {
@@ -47,12 +51,12 @@ func (s *Server) runChainTests(c echo.Context) error {
 
 // chainTests runs a document's tests (one by name, or all) with the
 // studio's pure tools.
-func (s *Server) chainTests(ctx context.Context, doc *engine.Chain, only string) (*chaintest.Report, error) {
+func (s *Server) chainTests(ctx context.Context, doc *chain.Chain, only string) (*chaintest.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, testSessionTimeout)
 	defer cancel()
-	rep, err := chaintest.Run(ctx, doc, chaintest.Options{Registry: s.reg, Limits: s.cfg.Limits, Only: only})
+	rep, err := chaintest.Run(ctx, doc, chaintest.Options{Registry: s.Registry, Limits: s.Limits, Only: only})
 	if errors.Is(err, chaintest.ErrNoTest) {
-		return nil, apiError(ENOTFOUND, "test_not_found", fmt.Sprintf("the chain has no test named %q", only), map[string]any{"path": "name", "name": only})
+		return nil, httpcore.Error(httpcore.ENOTFOUND, "test_not_found", fmt.Sprintf("the chain has no test named %q", only), map[string]any{"path": "name", "name": only})
 	}
 	return rep, err
 }
@@ -67,49 +71,49 @@ func (s *Server) saveRunAsTest(c echo.Context) error {
 	var body struct {
 		Name string `json:"name"`
 	}
-	if err := bindJSON(c, &body); err != nil {
+	if err := httpcore.BindJSON(c, &body); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	run, err := s.db.GetRun(ctx, id)
+	run, err := s.DB.GetRun(ctx, id)
 	if err != nil {
-		return storeErr(err, fmt.Sprintf("run %q", id))
+		return httpcore.StoreErr(err, fmt.Sprintf("run %q", id))
 	}
 	if run.ChainID == "" {
-		return apiError(EINVALID, "no_chain", "the run is of no saved chain (an ad-hoc or A2E run): there is no chain to keep the test in", nil)
+		return httpcore.Error(httpcore.EINVALID, "no_chain", "the run is of no saved chain (an ad-hoc or A2E run): there is no chain to keep the test in", nil)
 	}
-	if !run.Status.Terminal() || run.Status == engine.StatusPaused {
-		return apiError(ECONFLICT, "run_not_finished", fmt.Sprintf("the run is %s: save it as a test once it has finished", run.Status), map[string]any{"status": run.Status})
+	if !run.Status.Terminal() || run.Status == chain.StatusPaused {
+		return httpcore.Error(httpcore.ECONFLICT, "run_not_finished", fmt.Sprintf("the run is %s: save it as a test once it has finished", run.Status), map[string]any{"status": run.Status})
 	}
 	name := strings.TrimSpace(body.Name)
 	if name == "" {
 		name = "run " + runPrefix(run.ID)
 	}
 	if len(name) > maxTestNameBytes {
-		return apiError(EINVALID, "name_too_long", fmt.Sprintf("the test name is %d bytes, over the limit of %d", len(name), maxTestNameBytes), map[string]any{"path": "name"})
+		return httpcore.Error(httpcore.EINVALID, "name_too_long", fmt.Sprintf("the test name is %d bytes, over the limit of %d", len(name), maxTestNameBytes), map[string]any{"path": "name"})
 	}
-	ch, err := s.db.GetChain(ctx, run.ChainID)
+	ch, err := s.DB.GetChain(ctx, run.ChainID)
 	if err != nil {
-		return storeErr(err, fmt.Sprintf("chain %q", run.ChainID))
+		return httpcore.StoreErr(err, fmt.Sprintf("chain %q", run.ChainID))
 	}
 	doc := ch.Doc.Clone()
 	for _, t := range doc.Tests {
 		if t.Name == name {
-			return apiError(ECONFLICT, "test_name_taken", fmt.Sprintf("the chain already has a test named %q; choose another name", name), map[string]any{"path": "name", "name": name})
+			return httpcore.Error(httpcore.ECONFLICT, "test_name_taken", fmt.Sprintf("the chain already has a test named %q; choose another name", name), map[string]any{"path": "name", "name": name})
 		}
 	}
-	if len(doc.Tests) >= engine.MaxTests {
-		return apiError(EINVALID, "too_many_tests", fmt.Sprintf("the chain already has %d tests, the limit", len(doc.Tests)), nil)
+	if len(doc.Tests) >= chain.MaxTests {
+		return httpcore.Error(httpcore.EINVALID, "too_many_tests", fmt.Sprintf("the chain already has %d tests, the limit", len(doc.Tests)), nil)
 	}
-	test, err := chaintest.FromRun(doc, s.reg, name, chaintest.Recorded{Input: run.Input, Status: run.Status, FinalOutput: run.FinalOutput, Nodes: run.Nodes})
+	test, err := chaintest.FromRun(doc, s.Registry, name, chaintest.Recorded{Input: run.Input, Status: run.Status, FinalOutput: run.FinalOutput, Nodes: run.Nodes})
 	if err != nil {
-		return apiError(EINVALID, "run_not_testable", err.Error(), nil)
+		return httpcore.Error(httpcore.EINVALID, "run_not_testable", err.Error(), nil)
 	}
 	doc.Tests = append(doc.Tests, test)
-	saved, err := s.db.SaveChainAs(ctx, ch.ID, ch.Version, doc, fmt.Sprintf("test %q saved from run %s", name, runPrefix(run.ID)), store.VersionSave)
+	saved, err := s.DB.SaveChainAs(ctx, ch.ID, ch.Version, doc, fmt.Sprintf("test %q saved from run %s", name, runPrefix(run.ID)), store.VersionSave)
 	if err != nil {
-		return storeErr(err, fmt.Sprintf("chain %q", ch.ID))
+		return httpcore.StoreErr(err, fmt.Sprintf("chain %q", ch.ID))
 	}
 	index := len(doc.Tests) - 1
 	editor := fmt.Sprintf("/chains/%s?test=%d", url.PathEscape(saved.ID), index)

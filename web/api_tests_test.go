@@ -133,6 +133,6 @@ func TestBrokenTestDoesNotBlockRuns(t *testing.T) {
 	// A rule of the chain itself still blocks.
 	r = do(t, ts, "POST", "/v1/chains", strings.Replace(strings.Replace(waitedDoc, `"name":"waited"`, `"name":"bad"`, 1), `"target":"small","default":true`, `"target":"nowhere","default":true`, 1))
 	wantStatus(t, r, http.StatusCreated)
-	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{"input":{"ms":1,"n":7}}`)
+	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{"input":{"ms":1,"n":7},"version":"draft"}`)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 }

@@ -18,9 +18,9 @@ func TestListTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, ts := newAgentServer(t, dir)
-	srv.reg.Register("custom", nil)
-	srv.reg.SetDescription("custom", "A host tool.")
-	srv.reg.SetInputSchema("custom", map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}})
+	srv.Registry.Register("custom", nil)
+	srv.Registry.SetDescription("custom", "A host tool.")
+	srv.Registry.SetInputSchema("custom", map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}})
 
 	r := do(t, ts, "GET", "/v1/tools", nil)
 	body := r.body

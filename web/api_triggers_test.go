@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/web/api"
 )
 
 // Schedules: a malformed cron is 422 invalid_cron with the field's column,
@@ -100,18 +101,18 @@ func TestWebhookStartsARun(t *testing.T) {
 		status                int
 	}{
 		{"unsigned", body, "", "missing_signature", 401},
-		{"wrong secret", body, SignHook("not-the-secret", now, []byte(body)), "bad_signature", 401},
-		{"body changed", body, SignHook(secret, now, []byte(`{"x":"other"}`)), "bad_signature", 401},
-		{"six minutes old", body, SignHook(secret, now.Add(-6*time.Minute), []byte(body)), "stale_signature", 401},
-		{"six minutes ahead", body, SignHook(secret, now.Add(6*time.Minute), []byte(body)), "stale_signature", 401},
+		{"wrong secret", body, api.SignHook("not-the-secret", now, []byte(body)), "bad_signature", 401},
+		{"body changed", body, api.SignHook(secret, now, []byte(`{"x":"other"}`)), "bad_signature", 401},
+		{"six minutes old", body, api.SignHook(secret, now.Add(-6*time.Minute), []byte(body)), "stale_signature", 401},
+		{"six minutes ahead", body, api.SignHook(secret, now.Add(6*time.Minute), []byte(body)), "stale_signature", 401},
 		{"malformed header", body, "v1=abc", "bad_signature", 401},
-		{"an array", `[1,2]`, SignHook(secret, now, []byte(`[1,2]`)), "not_an_object", 400},
-		{"a string", `"hi"`, SignHook(secret, now, []byte(`"hi"`)), "not_an_object", 400},
-		{"bad JSON", `{"x":`, SignHook(secret, now, []byte(`{"x":`)), "bad_json", 400},
+		{"an array", `[1,2]`, api.SignHook(secret, now, []byte(`[1,2]`)), "not_an_object", 400},
+		{"a string", `"hi"`, api.SignHook(secret, now, []byte(`"hi"`)), "not_an_object", 400},
+		{"bad JSON", `{"x":`, api.SignHook(secret, now, []byte(`{"x":`)), "bad_json", 400},
 	} {
 		var h []string
 		if c.sig != "" {
-			h = []string{HookSignatureHeader, c.sig}
+			h = []string{api.HookSignatureHeader, c.sig}
 		}
 		r := call(c.body, h...)
 		if r.status != c.status || r.errCode(t) != c.code {
@@ -121,14 +122,14 @@ func TestWebhookStartsARun(t *testing.T) {
 	if n := runCount(); n != 0 {
 		t.Fatalf("refused calls started %d runs", n)
 	}
-	wantStatus(t, do(t, ts, "POST", "/v1/hooks/no-such-hook", body, HookSignatureHeader, SignHook(secret, now, []byte(body))), http.StatusNotFound)
+	wantStatus(t, do(t, ts, "POST", "/v1/hooks/no-such-hook", body, api.HookSignatureHeader, api.SignHook(secret, now, []byte(body))), http.StatusNotFound)
 
 	// Senders label the body as they like: the signature decides, not the
 	// Content-Type (a form-labelled unsigned call is 401, not 415).
 	if r := call(body, "Content-Type", "application/x-www-form-urlencoded"); r.status != 401 || r.errCode(t) != "missing_signature" {
 		t.Errorf("unsigned form-labelled call: %d %s", r.status, r.body)
 	}
-	r = call(body, HookSignatureHeader, SignHook(secret, time.Now().Add(-4*time.Minute), []byte(body)), "Content-Type", "text/plain")
+	r = call(body, api.HookSignatureHeader, api.SignHook(secret, time.Now().Add(-4*time.Minute), []byte(body)), "Content-Type", "text/plain")
 	wantStatus(t, r, http.StatusAccepted)
 	runID := r.json(t)["run_id"].(string)
 	if r.header.Get("Location") != "/v1/runs/"+runID {
@@ -151,7 +152,7 @@ func TestWebhookStartsARun(t *testing.T) {
 		t.Fatalf("runs list: %s", r.body)
 	}
 	wantStatus(t, do(t, ts, "DELETE", "/v1/chains/"+chainID+"/hooks/"+hookID, nil, auth...), http.StatusNoContent)
-	wantStatus(t, call(body, HookSignatureHeader, SignHook(secret, time.Now(), []byte(body))), http.StatusNotFound)
+	wantStatus(t, call(body, api.HookSignatureHeader, api.SignHook(secret, time.Now(), []byte(body))), http.StatusNotFound)
 }
 
 // A synchronous hook answers with the final output when the run ends in
@@ -161,8 +162,8 @@ func TestWebhookSync(t *testing.T) {
 	srv, ts := newTestServer(t)
 	fast := createChain(t, ts, fmt.Sprintf(linearDoc, "fast"))
 	slow := createChain(t, ts, `{"name":"slow","nodes":[{"node_id":"wait","kind":"tool","name":"delay","input":{"ms":30000}}]}`)
-	hook := func(chain string, timeoutMS int) (string, string) {
-		r := do(t, ts, "POST", "/v1/chains/"+chain+"/hooks", fmt.Sprintf(`{"sync":true,"sync_timeout_ms":%d}`, timeoutMS))
+	hook := func(doc string, timeoutMS int) (string, string) {
+		r := do(t, ts, "POST", "/v1/chains/"+doc+"/hooks", fmt.Sprintf(`{"sync":true,"sync_timeout_ms":%d}`, timeoutMS))
 		wantStatus(t, r, http.StatusCreated)
 		m := r.json(t)
 		return m["id"].(string), m["secret"].(string)
@@ -171,7 +172,7 @@ func TestWebhookSync(t *testing.T) {
 
 	id, secret := hook(fast, 10000)
 	body := `{"x":"sync"}`
-	r := do(t, ts, "POST", "/v1/hooks/"+id, body, HookSignatureHeader, SignHook(secret, time.Now(), []byte(body)))
+	r := do(t, ts, "POST", "/v1/hooks/"+id, body, api.HookSignatureHeader, api.SignHook(secret, time.Now(), []byte(body)))
 	wantStatus(t, r, http.StatusOK)
 	if m := r.json(t); m["status"] != "completed" || m["final_output"] == nil {
 		t.Fatalf("sync answer: %s", r.body)
@@ -179,7 +180,7 @@ func TestWebhookSync(t *testing.T) {
 
 	id, secret = hook(slow, 300)
 	start := time.Now()
-	r = do(t, ts, "POST", "/v1/hooks/"+id, `{}`, HookSignatureHeader, SignHook(secret, time.Now(), []byte(`{}`)))
+	r = do(t, ts, "POST", "/v1/hooks/"+id, `{}`, api.HookSignatureHeader, api.SignHook(secret, time.Now(), []byte(`{}`)))
 	wantStatus(t, r, http.StatusAccepted)
 	if took := time.Since(start); took > 10*time.Second { // the run itself takes 30s
 		t.Fatalf("the sync timeout of 300ms answered after %v", took)
@@ -204,7 +205,7 @@ func TestScheduleFiresARun(t *testing.T) {
 		t.Fatalf("next tick %v %v", sc["next_tick"], err)
 	}
 	now := tick.Add(-time.Second)
-	sched, err := runs.NewScheduler(runs.SchedulerOptions{Store: srv.db, Starter: srv.runs, Now: func() time.Time { return now }, Logger: testLogger()})
+	sched, err := runs.NewScheduler(runs.SchedulerOptions{Store: srv.DB, Starter: srv.Runs, Now: func() time.Time { return now }, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,22 +242,34 @@ func TestScheduleFiresARun(t *testing.T) {
 	}
 }
 
-// A signed call to the hook of a chain with validation errors is 422 and
-// starts nothing; a body over 1 MiB is 413.
+// A trigger cannot be added to a chain never published (there is nothing
+// for it to run); a signed call to the hook of a chain whose published
+// version has validation errors (the sub-chain it calls was deleted since)
+// is 422 and starts nothing; a body over 1 MiB is 413.
 func TestWebhookRefusals(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServer(t)
-	bad := createChain(t, ts, `{"name":"broken","nodes":[{"node_id":"a","kind":"tool","name":"no-such-tool"}]}`)
+	blank := createChain(t, ts, `{"name":"never-published","nodes":[{"node_id":"a","kind":"tool","name":"no-such-tool"}]}`)
+	for path, body := range map[string]string{"/hooks": `{}`, "/schedules": `{"cron":"0 * * * *"}`} {
+		r := do(t, ts, "POST", "/v1/chains/"+blank+path, body)
+		wantStatus(t, r, http.StatusConflict)
+		if r.errCode(t) != "not_published" || !strings.Contains(string(r.body), "publish it first") {
+			t.Fatalf("POST %s on a chain never published: %s", path, r.body)
+		}
+	}
+	sub := createChain(t, ts, `{"name":"sub","nodes":[{"node_id":"e","kind":"tool","name":"echo"}]}`)
+	bad := createChain(t, ts, `{"name":"broken","nodes":[{"node_id":"a","kind":"skill","name":"sub"}]}`)
+	wantStatus(t, do(t, ts, "DELETE", "/v1/chains/"+sub, nil), http.StatusNoContent)
 	r := do(t, ts, "POST", "/v1/chains/"+bad+"/hooks", `{}`)
 	wantStatus(t, r, http.StatusCreated)
 	id, secret := r.json(t)["id"].(string), r.json(t)["secret"].(string)
-	r = do(t, ts, "POST", "/v1/hooks/"+id, `{}`, HookSignatureHeader, SignHook(secret, time.Now(), []byte(`{}`)))
+	r = do(t, ts, "POST", "/v1/hooks/"+id, `{}`, api.HookSignatureHeader, api.SignHook(secret, time.Now(), []byte(`{}`)))
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	if r.errCode(t) != "chain_invalid" {
 		t.Fatalf("invalid chain: %s", r.body)
 	}
-	big := `{"x":"` + strings.Repeat("a", maxHookBody) + `"}`
-	r = do(t, ts, "POST", "/v1/hooks/"+id, big, HookSignatureHeader, SignHook(secret, time.Now(), []byte(big)))
+	big := `{"x":"` + strings.Repeat("a", api.MaxHookBody) + `"}`
+	r = do(t, ts, "POST", "/v1/hooks/"+id, big, api.HookSignatureHeader, api.SignHook(secret, time.Now(), []byte(big)))
 	wantStatus(t, r, http.StatusRequestEntityTooLarge)
 	if n := len(do(t, ts, "GET", "/v1/runs?chain="+bad, nil).json(t)["runs"].([]any)); n != 0 {
 		t.Fatalf("%d runs started", n)

@@ -1,6 +1,28 @@
 package web
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/ops"
+)
+
+// A run's usage counts the model calls of the events the writer has not
+// stored yet, each once, whether or not it was stored in between.
+func TestUsageCountsBufferedCallsOnce(t *testing.T) {
+	t.Parallel()
+	usage := func(seq int64, model string) engine.Event {
+		return engine.Event{RunID: "r", Seq: seq, NodeID: "a", Phase: engine.PhaseProgress,
+			Progress: engine.ModelUsage{Model: model, InputTokens: 3, Reported: true}.Progress()}
+	}
+	stored := []store.ModelCall{{RunID: "r", Seq: 2, Model: "m1"}, {RunID: "r", Seq: 4, Model: "m2"}}
+	buffered := []engine.Event{usage(4, "m2"), {RunID: "r", Seq: 5, Phase: engine.PhaseDone}, usage(6, "m3")}
+	got := ops.WithBufferedCalls(stored, buffered)
+	if len(got) != 3 || got[2].Seq != 6 || got[2].Model != "m3" || got[2].InputTokens != 3 || !got[2].Reported {
+		t.Fatalf("calls %+v", got)
+	}
+}
 
 // TestUsageAPIParameters: bad parameters are a 400 naming the parameter;
 // an unknown run is a 404; an empty studio sums to nothing.

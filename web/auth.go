@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chainstudio/studio/web/httpcore"
 )
 
 // Sign-in defaults. Sessions live in memory: a restart signs browsers out
@@ -273,14 +275,9 @@ func (l *failLimiter) len() int {
 	return len(l.m)
 }
 
-// retryAfter is a Retry-After value: whole seconds, at least 1.
-func retryAfter(d time.Duration) string {
-	return fmt.Sprint(max(1, int(math.Ceil(d.Seconds()))))
-}
-
 // inSeconds says how long to wait in words: "1 second", "5 seconds".
 func inSeconds(d time.Duration) string {
-	if n := retryAfter(d); n != "1" {
+	if n := httpcore.RetryAfter(d); n != "1" {
 		return n + " seconds"
 	}
 	return "1 second"

@@ -299,6 +299,14 @@ func TestSessionCookie(t *testing.T) {
 	}
 	wantStatus(t, do(t, ts, "GET", "/v1/chains", nil, copied, cookieName+"="+ck.Value), http.StatusUnauthorized)
 
+	// An API client that asks for JSON is told it is done, not sent to a page.
+	api := signIn(t, ts, authToken)
+	res = postForm(t, ts, "/logout", nil, "Cookie", cookieName+"="+api.Value, "Accept", "application/json")
+	if res.StatusCode != http.StatusNoContent || res.Header.Get("Location") != "" {
+		t.Fatalf("logout asking for JSON: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	wantStatus(t, do(t, ts, "GET", "/v1/chains", nil, copied, cookieName+"="+api.Value), http.StatusUnauthorized)
+
 	_, tls := newTestServerWith(t, Config{Token: authToken, PublicURL: "https://studio.example.org/"}, testRegistry())
 	res = postForm(t, tls, "/login", url.Values{"token": {authToken}})
 	for _, c := range res.Cookies() {

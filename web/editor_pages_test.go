@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/ops"
 )
 
 func form(kv ...string) string {
@@ -29,7 +30,7 @@ func TestPageNewChainAsksForName(t *testing.T) {
 	ctx := context.Background()
 	createChain(t, ts, fmt.Sprintf(linearDoc, "taken"))
 	count := func() int {
-		_, n, err := srv.db.ListChains(ctx, store.ChainFilter{Limit: 100})
+		_, n, err := srv.DB.ListChains(ctx, store.ChainFilter{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestPageNewChainAsksForName(t *testing.T) {
 		t.Fatalf("refused names created chains: %d → %d", before, n)
 	}
 	res, _ := pageDo(t, ts.URL, "POST", "/chains/new", "application/x-www-form-urlencoded", form("name", "  Invoices  "))
-	ch, err := srv.db.GetChainByName(ctx, "Invoices")
+	ch, err := srv.DB.GetChainByName(ctx, "Invoices")
 	if err != nil {
 		t.Fatalf("the chain was not created under its trimmed name: %v", err)
 	}
@@ -77,8 +78,8 @@ func TestPageNewFromTemplate(t *testing.T) {
 		t.Fatalf("the chains page offers no templates:\n%s", page)
 	}
 	res, _ := pageDo(t, ts.URL, "POST", "/chains/new", "application/x-www-form-urlencoded", form("name", "", "template", "map-code"))
-	tmpl, _ := srv.template("map-code")
-	ch, err := srv.db.GetChainByName(ctx, tmpl.Name)
+	tmpl, _ := srv.Template("map-code")
+	ch, err := srv.DB.GetChainByName(ctx, tmpl.Name)
 	if err != nil {
 		t.Fatalf("no chain under the template's name: %v", err)
 	}
@@ -86,11 +87,11 @@ func TestPageNewFromTemplate(t *testing.T) {
 		t.Fatalf("redirect %q, %d nodes, %d tests", res.Header.Get("HX-Redirect"), len(ch.Doc.Nodes), len(ch.Doc.Tests))
 	}
 	pageDo(t, ts.URL, "POST", "/chains/new", "application/x-www-form-urlencoded", form("name", "Orders", "template", "map-code"))
-	if _, err := srv.db.GetChainByName(ctx, "Orders"); err != nil {
+	if _, err := srv.DB.GetChainByName(ctx, "Orders"); err != nil {
 		t.Fatalf("no chain under the name typed: %v", err)
 	}
 	count := func() int {
-		_, n, _ := srv.db.ListChains(ctx, store.ChainFilter{Limit: 1})
+		_, n, _ := srv.DB.ListChains(ctx, store.ChainFilter{Limit: 1})
 		return n
 	}
 	before := count()
@@ -127,7 +128,7 @@ func TestPageImportTakenNameLikeAPI(t *testing.T) {
 	doc := fmt.Sprintf(linearDoc, "dup")
 	first := createChain(t, ts, doc)
 	res, body := pageDo(t, ts.URL, "POST", "/chains/import", "application/x-www-form-urlencoded", form("json", doc))
-	ch, err := srv.db.GetChainByName(ctx, "dup (2)")
+	ch, err := srv.DB.GetChainByName(ctx, "dup (2)")
 	if err != nil {
 		t.Fatalf("not imported as %q: %v; %s", "dup (2)", err, body)
 	}
@@ -144,7 +145,7 @@ func TestPageImportTakenNameLikeAPI(t *testing.T) {
 	wantStatus(t, ex, http.StatusOK)
 	a2e := string(ex.body)
 	pageDo(t, ts.URL, "POST", "/chains/import", "application/x-www-form-urlencoded", form("json", a2e))
-	if _, err := srv.db.GetChainByName(ctx, "dup (4)"); err != nil {
+	if _, err := srv.DB.GetChainByName(ctx, "dup (4)"); err != nil {
 		t.Errorf("A2E import through the page: %v", err)
 	}
 }
@@ -180,7 +181,7 @@ func TestImportReportsEveryProblem(t *testing.T) {
 	}
 	lines := map[string]int{"timeout": 3, `nodes[0] "a".retry.max_attempts`: 5, `nodes[2] "c".kind`: 7, `nodes[2] "c".timeout`: 7, `nodes[3] "d".labl`: 8, `nodes[4] "b".node_id`: 9, `edges[1] "b" -> "c".max_iterations`: 13}
 
-	got := decodeProblems([]byte(doc), srv.cfg.Limits)
+	got := ops.DecodeProblems([]byte(doc), srv.cfg.Limits)
 	if len(got) != len(want) {
 		t.Fatalf("got %d problems, want %d: %+v", len(got), len(want), got)
 	}
@@ -206,7 +207,7 @@ func TestImportReportsEveryProblem(t *testing.T) {
 	if !strings.Contains(body, "line 5, column") || !strings.Contains(body, "7 problems") {
 		t.Errorf("the page does not say where: %s", body)
 	}
-	if _, err := srv.db.GetChainByName(context.Background(), "broken"); err == nil {
+	if _, err := srv.DB.GetChainByName(context.Background(), "broken"); err == nil {
 		t.Error("a document that does not decode was saved")
 	}
 	// the API carries the same list
@@ -222,16 +223,16 @@ func TestImportReportsEveryProblem(t *testing.T) {
 func TestImportProblemsSyntax(t *testing.T) {
 	t.Parallel()
 	srv, _ := newTestServer(t)
-	got := decodeProblems([]byte("{\n  \"name\": \"x\",\n  \"nodes\": [}\n"), srv.cfg.Limits)
+	got := ops.DecodeProblems([]byte("{\n  \"name\": \"x\",\n  \"nodes\": [}\n"), srv.cfg.Limits)
 	if len(got) != 1 || got[0].Line != 3 || got[0].Column != 13 || strings.Contains(got[0].Message, "line") {
 		t.Fatalf("got %+v", got)
 	}
 	// a document that decodes has none
-	if got := decodeProblems([]byte(fmt.Sprintf(linearDoc, "ok")), srv.cfg.Limits); got != nil {
+	if got := ops.DecodeProblems([]byte(fmt.Sprintf(linearDoc, "ok")), srv.cfg.Limits); got != nil {
 		t.Errorf("a good document has problems: %+v", got)
 	}
 	// an A2E message: the decoder's problem, located
-	got = decodeProblems([]byte(`{"type":"chain/req","chain_id":"x",
+	got = ops.DecodeProblems([]byte(`{"type":"chain/req","chain_id":"x",
 "nodes":[{"node_id":"a","kind":"tool","retry":7}]}`), srv.cfg.Limits)
 	if len(got) != 1 || got[0].Line == 0 {
 		t.Errorf("A2E: %+v", got)
@@ -249,7 +250,7 @@ func TestExprErrorPlaceSameInFieldAndPanel(t *testing.T) {
 		t.Errorf("field check: %s", field)
 	}
 	id := createChain(t, ts, `{"name":"pos","nodes":[{"node_id":"b","kind":"branch","condition":"length(input.items"}]}`)
-	ch, err := srv.db.GetChain(context.Background(), id)
+	ch, err := srv.DB.GetChain(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,20 +7,20 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 )
 
 // bigEditorChain is e2e/lib.mjs's bigChain: a spine of echo tools with positions.
-func bigEditorChain(name string, n int) *engine.Chain {
-	doc := &engine.Chain{Name: name}
+func bigEditorChain(name string, n int) *chain.Chain {
+	doc := &chain.Chain{Name: name}
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("n%d", i)
-		doc.Nodes = append(doc.Nodes, engine.Node{ID: id, Kind: engine.KindTool, Name: "echo", Label: fmt.Sprintf("Step %d", i),
-			Position: &engine.Position{X: float64(i%40) * 200, Y: float64(i/40) * 110}})
+		doc.Nodes = append(doc.Nodes, chain.Node{ID: id, Kind: chain.KindTool, Name: "echo", Label: fmt.Sprintf("Step %d", i),
+			Position: &chain.Position{X: float64(i%40) * 200, Y: float64(i/40) * 110}})
 		if i > 0 {
-			doc.Edges = append(doc.Edges, engine.Edge{Source: fmt.Sprintf("n%d", i-1), Target: id})
+			doc.Edges = append(doc.Edges, chain.Edge{Source: fmt.Sprintf("n%d", i-1), Target: id})
 		}
 	}
 	return doc
@@ -34,7 +34,7 @@ func BenchmarkEditorSaveSteps(b *testing.B) {
 	srv, _ := newTestServer(b)
 	ctx := context.Background()
 	doc := bigEditorChain("bench-save", 5000)
-	ch, err := srv.db.CreateChain(ctx, doc, "")
+	ch, err := srv.DB.CreateChain(ctx, doc, "", true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func BenchmarkEditorSaveSteps(b *testing.B) {
 	v := ch.Version
 	b.Run("decode", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := engine.Decode(body, srv.cfg.Limits); err != nil {
+			if _, err := chain.Decode(body, srv.cfg.Limits); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -53,11 +53,11 @@ func BenchmarkEditorSaveSteps(b *testing.B) {
 	patch := []byte(`{"nodes":[{"node_id":"n1","kind":"tool","name":"echo","label":"Step 1 edited","position":{"x":200,"y":0}}],"expect":{"nodes":5000,"edges":4999}}`)
 	b.Run("patch", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			cur, err := srv.db.GetChain(ctx, ch.ID)
+			cur, err := srv.DB.GetChain(ctx, ch.ID)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := engine.ApplyPatch(cur.Doc, patch, srv.cfg.Limits); err != nil {
+			if err := chain.ApplyPatch(cur.Doc, patch, srv.cfg.Limits); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -65,7 +65,7 @@ func BenchmarkEditorSaveSteps(b *testing.B) {
 	b.Run("store", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			doc.Nodes[1].Label = fmt.Sprint("x", i)
-			c2, err := srv.db.SaveChainAs(ctx, ch.ID, v, doc, "e", store.VersionAutosave)
+			c2, err := srv.DB.SaveChainAs(ctx, ch.ID, v, doc, "e", store.VersionAutosave)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -74,16 +74,16 @@ func BenchmarkEditorSaveSteps(b *testing.B) {
 	})
 	b.Run("get", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := srv.db.GetChain(ctx, ch.ID); err != nil {
+			if _, err := srv.DB.GetChain(ctx, ch.ID); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	var issues []engine.Issue
+	var issues []chain.Issue
 	b.Run("validate", func(b *testing.B) {
-		opts := engine.ValidateOptions{Tools: srv.reg.Has, ToolOutput: srv.reg.OutputSchema, Schemas: srv.reg.NodeSchemas(srv.agents.Schemas), Limits: srv.cfg.Limits}
+		opts := chain.ValidateOptions{Tools: srv.Registry.Has, ToolOutput: srv.Registry.OutputSchema, Schemas: srv.Registry.NodeSchemas(srv.Agents.Schemas), Limits: srv.cfg.Limits}
 		for i := 0; i < b.N; i++ {
-			issues = engine.ValidateWith(doc, opts)
+			issues = chain.ValidateWith(doc, opts)
 		}
 	})
 	b.Run("render", func(b *testing.B) {

@@ -1,261 +1,41 @@
 package web
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
-	"strings"
-	"time"
 
-	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/edit"
-	"github.com/chainstudio/studio/engine/inspect"
-	"github.com/chainstudio/studio/runs"
-	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/a2ehttp"
+	"github.com/chainstudio/studio/web/httpcore"
+	"github.com/chainstudio/studio/web/mcpserver"
 	"github.com/labstack/echo/v4"
 )
 
-// Error codes. The domain codes are the store's (one vocabulary for every
-// layer); the request codes describe what is wrong with an HTTP request
-// itself, which no layer below the API can know.
-const (
-	ENOTFOUND    = store.ENOTFOUND
-	ECONFLICT    = store.ECONFLICT
-	EINVALID     = store.EINVALID // well formed, but breaks a rule
-	ETOOLARGE    = store.ETOOLARGE
-	EUNAVAILABLE = store.EUNAVAILABLE
-	EINTERNAL    = store.EINTERNAL
-	ELEASELOST   = store.ELEASELOST // a run's write from a process that lost the run to another (not expected over HTTP)
-
-	EBADREQUEST   = "bad_request"  // the request cannot be read: bad JSON, a bad parameter
-	EUNAUTHORIZED = "unauthorized" // no valid token
-	EFORBIDDEN    = "forbidden"    // refused whoever asks (a cross-site write)
-	ENOTALLOWED   = "not_allowed"  // the route does not take this method
-	EPRECONDITION = "precondition" // a required If-Match is missing
-	ESTALE        = "stale"        // If-Match names a version that is no longer current
-	EMEDIATYPE    = "media_type"   // the body says it is not JSON
-	EMISDIRECTED  = "misdirected"  // the Host header names another site (DNS rebinding)
-	ETOOMANY      = "too_many"     // too many failed attempts from one client; retry later
-	ENOSPACE      = "no_space"     // the database's disk is full
-	EUPSTREAM     = "upstream"     // a server the studio asked on the caller's behalf failed (a model server)
-)
-
-// errorStatus is the one table from error codes to HTTP statuses.
-var errorStatus = map[string]int{
-	EBADREQUEST:   http.StatusBadRequest,
-	EUNAUTHORIZED: http.StatusUnauthorized,
-	EFORBIDDEN:    http.StatusForbidden,
-	ENOTFOUND:     http.StatusNotFound,
-	ENOTALLOWED:   http.StatusMethodNotAllowed,
-	ECONFLICT:     http.StatusConflict,
-	ELEASELOST:    http.StatusConflict,
-	ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	EINVALID:      http.StatusUnprocessableEntity,
-	EMISDIRECTED:  http.StatusMisdirectedRequest,
-	EPRECONDITION: http.StatusPreconditionRequired,
-	ESTALE:        http.StatusPreconditionFailed,
-	EMEDIATYPE:    http.StatusUnsupportedMediaType,
-	ETOOMANY:      http.StatusTooManyRequests,
-	EINTERNAL:     http.StatusInternalServerError,
-	EUNAVAILABLE:  http.StatusServiceUnavailable,
-	ENOSPACE:      http.StatusInsufficientStorage,
-	EUPSTREAM:     http.StatusBadGateway,
-}
-
-// ErrorStatusCode returns the HTTP status for an error code; unknown codes
-// are internal errors.
-func ErrorStatusCode(code string) int {
-	if s, ok := errorStatus[code]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-// codeForStatus is the table read backwards, for errors that arrive with a
-// status only (echo's own: unknown route, wrong method, body too large).
-func codeForStatus(status int) string {
-	for code, s := range errorStatus {
-		if s == status && code != ELEASELOST { // 409 reads as conflict
-			return code
-		}
-	}
-	if status < 500 {
-		return EBADREQUEST
-	}
-	return EINTERNAL
-}
-
-// APIError is the JSON error every API route answers with:
-// {"error": {"code", "message", "details"}}. Kind is the error code that
-// picks the HTTP status; Code is the precise reason clients branch on
-// ("bad_json", "unknown_node", "version_conflict" …).
-type APIError struct {
-	Kind    string `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details any    `json:"details,omitempty"`
-	// RetryAfter, when set, is sent as the Retry-After header.
-	RetryAfter time.Duration `json:"-"`
-}
-
-func (e *APIError) Error() string { return e.Message }
-
-// Status is the HTTP status the error is answered with.
-func (e *APIError) Status() int { return ErrorStatusCode(e.Kind) }
-
-// apiError returns an error of kind kind with the reason code.
-func apiError(kind, code, msg string, details any) *APIError {
-	return &APIError{Kind: kind, Code: code, Message: msg, Details: details}
-}
-
-// domainError maps the errors the layers below return (store, engine, run
-// service) to API errors, in this one place. It returns nil for an error it
-// does not know, which is then an internal error.
-func domainError(err error) *APIError {
-	var (
-		ae   *APIError
-		ce   *store.ConflictError
-		ve   *store.VersionConflictError
-		se   *store.Error
-		re   *engine.ChainResumeError
-		ar   *engine.AlreadyResumedError
-		cp   *engine.ChainCheckpointError
-		un   *inspect.UnknownNodeError
-		busy *runs.BusyError
-		nre  *engine.NodeRunError
-		xe   *edit.ExtractError
-		ans  *engine.AnswerError
-		inv  *runs.InvalidChainError
-		rule *engine.AnswerRuleError
-		np   *store.NotPublishedError
-	)
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ae):
-		return ae
-	case errors.As(err, &ce):
-		details := map[string]any{"name": ce.Name}
-		if ce.ChainID != "" {
-			details["chain_id"] = ce.ChainID
-		}
-		return apiError(ECONFLICT, "name_taken", fmt.Sprintf("a chain named %q already exists; chain names are unique", ce.Name), details)
-	case errors.As(err, &ve):
-		return apiError(ECONFLICT, "version_conflict",
-			fmt.Sprintf("the chain was changed since version %d: it is at version %d; reload it and apply your edit again", ve.Base, ve.Current),
-			map[string]any{"current_version": ve.Current, "base_version": ve.Base})
-	case errors.As(err, &np):
-		return apiError(ECONFLICT, "not_published", np.Error(), map[string]any{"chain_id": np.ChainID})
-	case errors.Is(err, store.ErrNotFound):
-		return apiError(ENOTFOUND, "not_found", err.Error(), nil)
-	case errors.Is(err, store.ErrInvalid):
-		return apiError(EINVALID, "invalid", err.Error(), nil)
-	case errors.As(err, &nre):
-		kind := EINVALID
-		if nre.Reason == engine.NodeRunUnknownNode {
-			kind = ENOTFOUND
-		}
-		details := map[string]any{"node_id": nre.NodeID}
-		if len(nre.Needs) > 0 {
-			details["needs"] = nre.Needs
-		}
-		if nre.FromRun != "" {
-			details["from_run"] = nre.FromRun
-		}
-		return apiError(kind, nre.Code(), nre.Error(), details)
-	case errors.As(err, &xe):
-		return apiError(EINVALID, "extract_refused", xe.Error(),
-			map[string]any{"node_id": xe.NodeID, "edge_id": xe.EdgeID, "field": xe.Field})
-	case errors.As(err, &inv):
-		return apiError(EINVALID, engine.CodeInvalid, inv.Error()+" (a chain with errors can be saved but not run)",
-			map[string]any{"issues": inv.Issues})
-	case errors.As(err, &rule):
-		return apiError(EINVALID, rule.Code(), rule.Msg, map[string]any{"field": rule.Field})
-	case errors.As(err, &ans):
-		details := map[string]any{"node_id": ans.NodeID}
-		if ans.Field != "" {
-			details["field"] = ans.Field
-		}
-		return apiError(EINVALID, engine.CodeInvalidAnswer, ans.Error(), details)
-	case errors.As(err, &re): // before ChainCheckpointError: a resume error is one too
-		return apiError(EINVALID, engine.CodeResume, re.Error(), nil)
-	case errors.As(err, &ar):
-		return apiError(ECONFLICT, engine.CodeAlreadyResumed, ar.Error(), nil)
-	case errors.As(err, &cp):
-		return apiError(ENOTFOUND, engine.CodeCheckpoint, cp.Error(), nil)
-	case errors.As(err, &un):
-		return apiError(ENOTFOUND, "unknown_node", un.Error(), map[string]any{"run_id": un.RunID, "node_id": un.NodeID})
-	case errors.As(err, &busy):
-		kind := EUNAVAILABLE
-		if busy.Code == "queue_full" {
-			kind = ETOOMANY
-		}
-		ae := apiError(kind, busy.Code, busy.Message, map[string]any{"retry_after": int(busy.RetryAfter.Seconds())})
-		ae.RetryAfter = busy.RetryAfter
-		return ae
-	case errors.Is(err, runs.ErrShutdown):
-		return apiError(EUNAVAILABLE, "shutting_down", runs.ErrShutdown.Error(), nil)
-	case errors.As(err, &se):
-		return apiError(se.Code, se.Code, store.ErrorMessage(err), nil)
-	case diskFull(err):
-		return apiError(ENOSPACE, "insufficient_storage",
-			"the database disk is full: nothing was saved; free space on the studio's disk and retry", nil)
-	}
-	return nil
-}
-
-// storeErr is domainError with the thing looked up named in a not-found
-// message ("chain \"x\" not found"); unknown errors pass through.
-func storeErr(err error, what string) error {
-	if store.ErrorCode(err) == ENOTFOUND {
-		return apiError(ENOTFOUND, "not_found", what+" not found", nil)
-	}
-	if ae := domainError(err); ae != nil {
-		return ae
-	}
-	return err
-}
-
-// errorFor is the API error a handler's error is answered with.
-func (s *Server) errorFor(err error) *APIError {
-	if ae := domainError(err); ae != nil {
-		return ae
-	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		code := strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
-		msg := fmt.Sprint(he.Message)
-		if he.Code == http.StatusRequestEntityTooLarge {
-			msg = fmt.Sprintf("request body is over the %d-byte limit", s.cfg.BodyLimit)
-		}
-		return apiError(codeForStatus(he.Code), code, msg, nil)
-	}
-	return apiError(EINTERNAL, "internal", "internal error (logged with the request id)", nil)
-}
+// The error codes, their statuses and the mapping of the layers' errors are
+// httpcore's (one table for every door); here is how web answers with them.
 
 // errorHandler renders every error as JSON (API) or a short page (browser),
-// with the status from the error table. Internal errors and a full disk are
+// with the status from the error table; the A2E and MCP doors' errors in
+// the shape their clients read. Internal errors and a full disk are
 // logged with the request id.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	ae := s.errorFor(err)
-	s.logAPIError(c, ae, err)
+	ae := s.ErrorFor(err)
+	s.LogAPIError(c, ae, err)
 	status := ae.Status()
 	if ae.RetryAfter > 0 {
-		c.Response().Header().Set("Retry-After", retryAfter(ae.RetryAfter))
+		c.Response().Header().Set("Retry-After", httpcore.RetryAfter(ae.RetryAfter))
 	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
 		return
 	}
-	if isA2EPath(c.Request().URL.Path) {
-		_ = c.JSON(status, a2eErrorResponse(c, ae))
+	if a2ehttp.IsPath(c.Request().URL.Path) {
+		_ = c.JSON(status, a2ehttp.ErrorResponse(c, ae))
 		return
 	}
-	if c.Request().URL.Path == "/v1/mcp" { // MCP clients read JSON-RPC errors
-		_ = c.JSON(status, mcpErrorBody(ae))
+	if c.Request().URL.Path == mcpserver.Path { // MCP clients read JSON-RPC errors
+		_ = c.JSON(status, mcpserver.ErrorBody(ae))
 		return
 	}
 	if wantsHTML(c.Request()) {
@@ -263,27 +43,4 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	_ = c.JSON(status, map[string]any{"error": ae})
-}
-
-// logAPIError logs the errors a person cannot act on (internal errors, a
-// full disk) with the request id.
-func (s *Server) logAPIError(c echo.Context, ae *APIError, err error) {
-	switch ae.Kind {
-	case ENOSPACE:
-		s.log.Error("database disk full", "path", c.Request().URL.Path, "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	case EINTERNAL:
-		s.log.Error("unhandled error", "path", c.Request().URL.Path, "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	}
-}
-
-// diskFull reports whether err is SQLite's SQLITE_FULL (the disk holding the
-// database, its WAL or its temporary files is full).
-func diskFull(err error) bool {
-	var c interface{ Code() int }
-	if errors.As(err, &c) && c.Code()&0xff == 13 {
-		return true
-	}
-	return strings.Contains(err.Error(), "database or disk is full")
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // The check under an expression field says what the Validation panel says
@@ -26,7 +26,7 @@ func TestExprFieldCheckShowsTheValidatorsWarning(t *testing.T) {
 		"edges":[{"id":"in","source":"start","target":"route","condition":"input.go"},
 		{"id":"h","source":"route","target":"hot","label":"hot"},
 		{"id":"d","source":"route","target":"cold","label":"default"}]}`)
-	ch, err := srv.db.GetChain(context.Background(), id)
+	ch, err := srv.DB.GetChain(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +35,13 @@ func TestExprFieldCheckShowsTheValidatorsWarning(t *testing.T) {
 		{edge: "in", field: "condition", src: "input.go == yes"},
 	} {
 		// the Validation panel's words for the field holding src
-		doc, ok := engine.WithExpr(ch.Doc, tc.node, tc.edge, tc.field, tc.src)
+		doc, ok := chain.WithExpr(ch.Doc, tc.node, tc.edge, tc.field, tc.src)
 		if !ok {
 			t.Fatalf("%s: no such field", tc.field)
 		}
-		var want *engine.Issue
-		for _, is := range engine.Validate(doc) {
-			if is.Rule == engine.RuleBareWordComparison && is.Field == tc.field {
+		var want *chain.Issue
+		for _, is := range chain.Validate(doc) {
+			if is.Rule == chain.RuleBareWordComparison && is.Field == tc.field {
 				want = &is
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/runs"
 )
 
@@ -98,7 +99,7 @@ func TestAPIWatcherLimit(t *testing.T) {
 // ceiling and its flag named.
 func TestAPIRunBudgetsAndCeilings(t *testing.T) {
 	t.Parallel()
-	lim := engine.Limits{MaxNodeExecutions: 20, MaxIterations: 1000}
+	lim := chain.Limits{MaxNodeExecutions: 20, MaxIterations: 1000}
 	_, ts := newTestServerOpts(t, Config{Limits: lim}, testRegistry(), func(o *runs.Options) { o.Limits = lim })
 	loop := `{"name":"loop","nodes":[
 		{"node_id":"a","kind":"tool","name":"echo"},{"node_id":"b","kind":"tool","name":"echo"}],
@@ -115,7 +116,7 @@ func TestAPIRunBudgetsAndCeilings(t *testing.T) {
 	}
 
 	chainID := createChain(t, ts, strings.Replace(strings.Replace(loop, "MAX", "2000000000", 1), `"loop"`, `"greedy"`, 1))
-	r := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{}`)
+	r := do(t, ts, "POST", "/v1/chains/"+chainID+"/runs", `{"version":"draft"}`)
 	wantStatus(t, r, http.StatusUnprocessableEntity)
 	if !strings.Contains(string(r.body), "over_ceiling") || !strings.Contains(string(r.body), "--max-iterations") {
 		t.Fatalf("a chain over the max_iterations ceiling: %s", r.body)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/httpcore"
 	"github.com/labstack/echo/v4"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) readyz(c echo.Context) error {
 	_, err, _ := s.pings.Do("ping", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 		defer cancel()
-		return nil, s.db.Ping(ctx)
+		return nil, s.DB.Ping(ctx)
 	})
 	if err == nil {
 		return c.JSON(http.StatusOK, map[string]any{"status": "ok"})
@@ -43,7 +44,7 @@ func (s *Server) readyz(c echo.Context) error {
 	} else if store.ErrorCode(err) != store.EINTERNAL {
 		msg = "not ready: " + store.ErrorMessage(err)
 	}
-	s.pingLog.warn(reason, "err", err)
+	s.pingLog.Warn(reason, "err", err)
 	c.Response().Header().Set("Retry-After", "5")
-	return apiError(EUNAVAILABLE, "store_unavailable", msg, map[string]any{"reason": reason})
+	return httpcore.Error(httpcore.EUNAVAILABLE, "store_unavailable", msg, map[string]any{"reason": reason})
 }

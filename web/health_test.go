@@ -70,7 +70,7 @@ func TestReadyzFollowsTheStore(t *testing.T) {
 	if n := strings.Count(logs.String(), "readiness: the store does not answer"); n != 1 || !strings.Contains(logs.String(), "connection refused") {
 		t.Fatalf("3 failed pings logged %d times, want once with the error:\n%s", n, logs.String())
 	}
-	srv.pingLog.flush()
+	srv.pingLog.Flush()
 	if !strings.Contains(logs.String(), "summary=true count=2") {
 		t.Fatalf("no summary of the 2 further failed pings:\n%s", logs.String())
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chainstudio/studio/examples"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,8 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainstudio/studio/examples"
+
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/llm"
+	"github.com/chainstudio/studio/engine/llm/anthropic"
+	"github.com/chainstudio/studio/engine/llm/gemini"
+	"github.com/chainstudio/studio/engine/llm/openai"
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
@@ -98,11 +103,15 @@ func testDeps(t testing.TB, db store.Backend, reg *engine.Registry, tune func(*r
 			t.Errorf("runs close: %v", err)
 		}
 	})
-	return Deps{DB: db, Runs: svc, Registry: reg, Agents: opts.Agents, Metrics: metrics, Templates: testTemplates(t)}
+	return Deps{DB: db, Runs: svc, Registry: reg, Agents: opts.Agents, Providers: testProviders, Metrics: metrics, Templates: testTemplates(t)}
 }
 
+// testProviders are the model provider kinds the studio offers, as
+// cmd/studio lists them.
+var testProviders = llm.Kinds{openai.Kind, anthropic.Kind, gemini.Kind}
+
 // service is the server's run service as the host built it.
-func service(srv *Server) *runs.Service { return srv.runs }
+func service(srv *Server) *runs.Service { return srv.Runs }
 
 type resp struct {
 	status int
@@ -221,7 +230,7 @@ func waitRun(t testing.TB, ts *httptest.Server, id string) map[string]any {
 func waitIdle(t testing.TB, srv *Server, runID string) {
 	t.Helper()
 	testutil.Eventually(t, 20*time.Second, func() error {
-		if srv.runs.Active(runID) {
+		if srv.Runs.Active(runID) {
 			return fmt.Errorf("run %s is still active", runID)
 		}
 		return nil

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chainstudio/studio/web/api"
 )
 
 // A captured webhook call is accepted once: the same signed post again
@@ -28,8 +30,8 @@ func TestWebhookReplayRefused(t *testing.T) {
 		return len(r.json(t)["runs"].([]any))
 	}
 	body := `{"x":"once"}`
-	sig := SignHook(secret, time.Now(), []byte(body))
-	first := do(t, ts, "POST", "/v1/hooks/"+hookID, body, HookSignatureHeader, sig)
+	sig := api.SignHook(secret, time.Now(), []byte(body))
+	first := do(t, ts, "POST", "/v1/hooks/"+hookID, body, api.HookSignatureHeader, sig)
 	wantStatus(t, first, http.StatusAccepted)
 	var wg sync.WaitGroup
 	replays := make([]resp, 3)
@@ -37,7 +39,7 @@ func TestWebhookReplayRefused(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			replays[i] = do(t, ts, "POST", "/v1/hooks/"+hookID, body, HookSignatureHeader, sig)
+			replays[i] = do(t, ts, "POST", "/v1/hooks/"+hookID, body, api.HookSignatureHeader, sig)
 		}(i)
 	}
 	wg.Wait()
@@ -47,21 +49,21 @@ func TestWebhookReplayRefused(t *testing.T) {
 		}
 	}
 	// Another v1 value beside the one that matches is the same signature.
-	wantStatus(t, do(t, ts, "POST", "/v1/hooks/"+hookID, body, HookSignatureHeader, sig+",v1=00"), http.StatusConflict)
+	wantStatus(t, do(t, ts, "POST", "/v1/hooks/"+hookID, body, api.HookSignatureHeader, sig+",v1=00"), http.StatusConflict)
 	waitIdle(t, srv, first.json(t)["run_id"].(string))
 	if n := runCount(); n != 1 {
 		t.Fatalf("one call and its replays started %d runs, want 1", n)
 	}
 
-	ahead := do(t, ts, "POST", "/v1/hooks/"+hookID, body, HookSignatureHeader, SignHook(secret, time.Now().Add(time.Minute), []byte(body)))
+	ahead := do(t, ts, "POST", "/v1/hooks/"+hookID, body, api.HookSignatureHeader, api.SignHook(secret, time.Now().Add(time.Minute), []byte(body)))
 	if ahead.status != http.StatusUnauthorized || ahead.errCode(t) != "stale_signature" || !strings.Contains(string(ahead.body), "ahead of the studio") {
 		t.Fatalf("signed a minute ahead: %d %s, want 401 stale_signature", ahead.status, ahead.body)
 	}
-	r = do(t, ts, "POST", "/v1/hooks/"+hookID, body, HookSignatureHeader, SignHook(secret, time.Now().Add(20*time.Second), []byte(body)))
+	r = do(t, ts, "POST", "/v1/hooks/"+hookID, body, api.HookSignatureHeader, api.SignHook(secret, time.Now().Add(20*time.Second), []byte(body)))
 	wantStatus(t, r, http.StatusAccepted)
 	waitIdle(t, srv, r.json(t)["run_id"].(string))
 	// A new signature of the same body (another second) is another call.
-	r = do(t, ts, "POST", "/v1/hooks/"+hookID, body, HookSignatureHeader, SignHook(secret, time.Now().Add(-time.Minute), []byte(body)))
+	r = do(t, ts, "POST", "/v1/hooks/"+hookID, body, api.HookSignatureHeader, api.SignHook(secret, time.Now().Add(-time.Minute), []byte(body)))
 	wantStatus(t, r, http.StatusAccepted)
 	waitIdle(t, srv, r.json(t)["run_id"].(string))
 	if n := runCount(); n != 3 {
@@ -76,7 +78,7 @@ func TestWebhookRefusalsLogSummarised(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
 	srv, ts := newTestServerWith(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, testRegistry())
-	srv.hookLog.every = time.Hour // the test ends the periods (flush)
+	srv.hookLog.Every = time.Hour // the test ends the periods (flush)
 	chainID := createChain(t, ts, fmt.Sprintf(linearDoc, "flooded"))
 	r := do(t, ts, "POST", "/v1/chains/"+chainID+"/hooks", `{}`)
 	wantStatus(t, r, http.StatusCreated)
@@ -85,9 +87,9 @@ func TestWebhookRefusalsLogSummarised(t *testing.T) {
 	for i := 0; i < bad; i++ {
 		sig := ""
 		if i%2 == 1 {
-			sig = SignHook("not-the-secret", time.Now(), []byte(`{}`))
+			sig = api.SignHook("not-the-secret", time.Now(), []byte(`{}`))
 		}
-		wantStatus(t, do(t, ts, "POST", "/v1/hooks/"+hookID, `{}`, HookSignatureHeader, sig), http.StatusUnauthorized)
+		wantStatus(t, do(t, ts, "POST", "/v1/hooks/"+hookID, `{}`, api.HookSignatureHeader, sig), http.StatusUnauthorized)
 	}
 	lines := func() []string {
 		var out []string
@@ -101,12 +103,12 @@ func TestWebhookRefusalsLogSummarised(t *testing.T) {
 	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "code=missing_signature") || !strings.Contains(got[0], "hook_id="+hookID) {
 		t.Fatalf("%d bad calls wrote %d lines, want the first in full:\n%s", bad, len(got), strings.Join(got, "\n"))
 	}
-	srv.hookLog.flush()
+	srv.hookLog.Flush()
 	got := lines()
 	if len(got) != 2 || !regexp.MustCompile(`summary=true count=299 codes="bad_signature=150 missing_signature=149"`).MatchString(got[1]) {
 		t.Fatalf("after the period: %d lines, want the summary of 299 more:\n%s", len(got), strings.Join(got, "\n"))
 	}
-	srv.hookLog.flush() // a period with none: quiet
+	srv.hookLog.Flush() // a period with none: quiet
 	if len(lines()) != 2 {
 		t.Fatalf("an empty period wrote a line:\n%s", logs.String())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
@@ -195,7 +196,9 @@ func TestHostileInput(t *testing.T) {
 		{"unknown tool", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"rm_rf"}]}`, "unknown_tool", []string{"rm_rf"}},
 		{"dangling edge", `{"name":"x","nodes":[{"node_id":"a","kind":"tool","name":"echo"}],"edges":[{"source":"a","target":"ghost"}]}`, "dangling_edge", []string{"ghost"}},
 	}
-	// pong calls ping: saved first, so validating ping finds the cycle.
+	// pong calls ping: saved (and published, ping being a valid chain then)
+	// first, so validating a ping that calls pong finds the cycle.
+	createChain(t, ts, `{"name":"ping","nodes":[{"node_id":"e","kind":"tool","name":"echo"}]}`)
 	createChain(t, ts, `{"name":"pong","nodes":[{"node_id":"s","kind":"skill","name":"ping"}]}`)
 
 	items := make([]int, 10_001)
@@ -277,8 +280,8 @@ func TestHostileInput(t *testing.T) {
 			r := do(t, ts, "POST", "/v1/validate", tc.doc)
 			wantStatus(t, r, 200)
 			var out struct {
-				Issues []engine.Issue `json:"issues"`
-				Valid  bool           `json:"valid"`
+				Issues []chain.Issue `json:"issues"`
+				Valid  bool          `json:"valid"`
 			}
 			if err := json.Unmarshal(r.body, &out); err != nil {
 				t.Fatal(err)
@@ -348,7 +351,7 @@ func TestHostileInput(t *testing.T) {
 	if n < 40 {
 		t.Fatalf("only %d cases", n)
 	}
-	checkIntegrity(t, srv.db.(*sqlite.DB).Path())
+	checkIntegrity(t, srv.DB.(*sqlite.DB).Path())
 }
 
 // checkIntegrity opens the database file afresh (migrations included) and

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store/sqlite"
+	"github.com/chainstudio/studio/web/ops"
 )
 
 // The load test (docs/reliability.md "Under load"): for
@@ -282,12 +283,12 @@ func TestLoad(t *testing.T) {
 				_ = json.Unmarshal([]byte(doc), &d)
 				d["description"] = fmt.Sprintf("edit %d", it)
 				body, _ := json.Marshal(d)
-				code, h, out, err := call("PUT", "/v1/chains/"+ch.ID, body, "If-Match", etag(ch.Version))
+				code, h, out, err := call("PUT", "/v1/chains/"+ch.ID, body, "If-Match", ops.Etag(ch.Version))
 				if err != nil || code != 200 {
 					fail("editor %d save on v%d: %d %v %.200s", e, ch.Version, code, err, out)
 					return
 				}
-				if h.Get("ETag") != etag(ch.Version+1) {
+				if h.Get("ETag") != ops.Etag(ch.Version+1) {
 					fail("editor %d: saved v%d, ETag %s", e, ch.Version, h.Get("ETag"))
 				}
 				code, _, out, err = call("GET", "/v1/chains/"+ch.ID, nil)
@@ -325,7 +326,7 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	var dbSize int64
-	if st, err := os.Stat(srv.db.(*sqlite.DB).Path()); err == nil {
+	if st, err := os.Stat(srv.DB.(*sqlite.DB).Path()); err == nil {
 		dbSize = st.Size()
 	}
 	t.Logf("load for %v: %d runs of %d nodes completed (%.1f/s), %d events delivered to watchers (%.0f/s), peak %d SSE watchers, %d saves re-read",
@@ -339,5 +340,5 @@ func TestLoad(t *testing.T) {
 	if runsDone.Load() < runners || saves.Load() < editors {
 		t.Fatalf("too little work done: %d runs, %d saves", runsDone.Load(), saves.Load())
 	}
-	checkIntegrity(t, srv.db.(*sqlite.DB).Path())
+	checkIntegrity(t, srv.DB.(*sqlite.DB).Path())
 }

@@ -7,15 +7,10 @@ import (
 	"unicode"
 
 	"github.com/chainstudio/studio/views"
+	"github.com/chainstudio/studio/web/httpcore"
+	"github.com/chainstudio/studio/web/pages"
 	"github.com/labstack/echo/v4"
 )
-
-// loginRoutes: the sign-in page that gives a browser a session cookie.
-func (s *Server) loginRoutes(e *echo.Echo) {
-	e.GET("/login", s.pageLogin)
-	e.POST("/login", s.postLogin)
-	e.POST("/logout", s.postLogout)
-}
 
 // safeNext keeps a post-login redirect on this studio: a path of this site
 // only. Browsers drop tabs and newlines and read a backslash as a slash, so
@@ -46,7 +41,7 @@ func (s *Server) pageLogin(c echo.Context) error {
 	if _, in, _ := s.sessionIdentity(c.Request()); open || in {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
-	return renderPage(c, http.StatusOK, views.Login(next, ""))
+	return pages.RenderPage(c, http.StatusOK, views.Login(next, ""))
 }
 
 func (s *Server) postLogin(c echo.Context) error {
@@ -64,21 +59,21 @@ func (s *Server) postLogin(c echo.Context) error {
 	}
 	if !ok {
 		if wait := s.auth.failed(client, token); wait > 0 {
-			c.Response().Header().Set("Retry-After", retryAfter(wait))
-			return renderPage(c, ErrorStatusCode(ETOOMANY), views.Login(next,
+			c.Response().Header().Set("Retry-After", httpcore.RetryAfter(wait))
+			return pages.RenderPage(c, httpcore.ErrorStatusCode(httpcore.ETOOMANY), views.Login(next,
 				"Too many failed sign-ins from your address or with this token. Try again in "+inSeconds(wait)+"."))
 		}
-		s.log.Warn("failed sign-in", "client", client,
+		s.Log.Warn("failed sign-in", "client", client,
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		// 200 with the form again: a browser form, and a 401 would only add console noise
-		return renderPage(c, http.StatusOK, views.Login(next, "That token is not right."))
+		return pages.RenderPage(c, http.StatusOK, views.Login(next, "That token is not right."))
 	}
 	c.SetCookie(&http.Cookie{
-		Name: cookieName, Value: s.auth.sessions.create(id.Name, id.created), Path: "/",
+		Name: cookieName, Value: s.auth.sessions.create(id.Name, id.Created), Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.auth.secure || c.IsTLS(),
 		MaxAge: int(sessionTTL.Seconds()),
 	})
-	s.log.Info("signed in", "user", id.Name, "role", id.Role, "client", client)
+	s.Log.Info("signed in", "user", id.Name, "role", id.Role, "client", client)
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
@@ -90,5 +85,16 @@ func (s *Server) postLogout(c echo.Context) error {
 	}
 	c.SetCookie(&http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: s.auth.secure || c.IsTLS(), MaxAge: -1})
+	// A browser's form goes on to the sign-in page; a script that asks
+	// for JSON (an API client) wants no page, only that it is done.
+	if wantsJSON(c.Request()) {
+		return c.NoContent(http.StatusNoContent)
+	}
 	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// wantsJSON reports whether a request's Accept names JSON and not HTML.
+func wantsJSON(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
 }

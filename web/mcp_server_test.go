@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,36 +48,6 @@ func mcpConnect(t *testing.T, ts *httptest.Server, token string, opts *mcp.Clien
 func exposeChain(t *testing.T, ts *httptest.Server, id string, on bool, hdr ...string) resp {
 	t.Helper()
 	return do(t, ts, "PUT", "/v1/chains/"+id+"/mcp", map[string]any{"exposed": on}, hdr...)
-}
-
-func TestMCPToolNames(t *testing.T) {
-	t.Parallel()
-	chains := []store.Chain{{Name: "Fetch report"}, {Name: "fetch/report"}, {Name: "Fetch report"}, {Name: "héllo wörld!"}, {Name: "  "}, {Name: strings.Repeat("x", 200)}, {Name: "a.b-c_d"}}
-	got := mcpToolNames(chains)
-	want := []string{"Fetch_report", "fetch_report", "Fetch_report_2", "h_llo_w_rld", "chain", strings.Repeat("x", 64), "a.b-c_d"}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("%q: tool %q, want %q", chains[i].Name, got[i], want[i])
-		}
-	}
-}
-
-func TestMCPInputSchema(t *testing.T) {
-	t.Parallel()
-	if s := mcpInputSchema(nil); len(s) != 1 || s["type"] != "object" {
-		t.Fatalf("no sample: %v", s)
-	}
-	s := mcpInputSchema(map[string]any{"name": "Ada", "n": 2.0, "r": 0.5, "ok": true, "langs": []any{"en"}, "o": map[string]any{"k": "v"}, "z": nil})
-	b, _ := json.Marshal(s)
-	for _, want := range []string{`"name":{"type":"string"}`, `"n":{"type":"integer"}`, `"r":{"type":"number"}`, `"ok":{"type":"boolean"}`,
-		`"langs":{"items":{"type":"string"},"type":"array"}`, `"o":{"properties":{"k":{"type":"string"}},"type":"object"}`, `"z":{}`, `"examples":[`} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("schema %s lacks %s", b, want)
-		}
-	}
-	if _, ok := s["required"]; ok {
-		t.Errorf("a sample requires nothing: %s", b)
-	}
 }
 
 // An exposed chain is a tool: listed with its description and the schema
@@ -164,7 +135,7 @@ func TestMCPCallIsARun(t *testing.T) {
 
 // An exposure changed by another process of a cluster (here: straight in
 // the store, which this process's hub does not hear of) reaches clients
-// within mcpSyncEvery, through the next list.
+// within mcpserver.SyncEvery, through the next list.
 func TestMCPSeesOtherProcessesChanges(t *testing.T) {
 	t.Parallel()
 	srv, ts := newTestServer(t)
@@ -177,10 +148,10 @@ func TestMCPSeesOtherProcessesChanges(t *testing.T) {
 	if list, err := cs.ListTools(ctx, nil); err != nil || len(list.Tools) != 0 {
 		t.Fatalf("before: %+v %v", list, err)
 	}
-	if err := srv.db.SetChainMCP(ctx, id, true); err != nil {
+	if err := srv.DB.SetChainMCP(ctx, id, true); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 5*mcpSyncEvery, func() error {
+	testutil.Eventually(t, 5*mcpserver.SyncEvery, func() error {
 		list, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			return err
@@ -240,7 +211,7 @@ func TestMCPRoles(t *testing.T) {
 			Data    struct{ Code string } `json:"data"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal(v.body, &e); err != nil || e.JSONRPC != "2.0" || e.Error.Data.Code != "role_required" || !strings.Contains(e.Error.Message, "editor or admin") {
+	if err := json.Unmarshal(v.body, &e); err != nil || e.JSONRPC != "2.0" || e.Error.Data.Code != "role_required" || !strings.Contains(e.Error.Message, "editor or publisher or admin") {
 		t.Fatalf("viewer refused with %s", v.body)
 	}
 	if _, err := mcpConnect(t, ts, "tok-viewer-0123456789abcdef", nil); err == nil {
@@ -276,14 +247,20 @@ func TestMCPSessionBounds(t *testing.T) {
 	srv, ts := newTestServerWith(t, Config{Token: "admin-token-0123456789", MCPMaxSessions: 3, MCPMaxSessionsPerUser: 2}, testRegistry())
 	toks := roleTokens(t, srv)
 	_ = toks
-	// settled waits until no session is being opened: a client has its
-	// session's id while the server may still be answering its initialize.
+	// settled waits until no session is being opened (a client has its
+	// session's id while the server may still be answering its initialize)
+	// and each client's stream is open: a session with nothing in flight
+	// would be given up for its caller's next one.
 	settled := func() {
 		testutil.Eventually(t, 5*time.Second, func() error {
-			srv.mcp.mu.Lock()
-			defer srv.mcp.mu.Unlock()
-			if len(srv.mcp.opening) > 0 {
-				return fmt.Errorf("sessions still opening: %v", srv.mcp.opening)
+			st := srv.mcp.Stats()
+			if st.Opening > 0 {
+				return fmt.Errorf("sessions still opening: %d", st.Opening)
+			}
+			for sid, busy := range st.InFlight {
+				if busy == 0 {
+					return fmt.Errorf("session %s has no stream yet", sid)
+				}
 			}
 			return nil
 		})
@@ -316,7 +293,7 @@ func TestMCPSessionBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 5*time.Second, func() error {
-		if n := srv.mcp.sessionCount(); n != 2 {
+		if n := srv.mcp.Stats().Open; n != 2 {
 			return fmt.Errorf("%d sessions", n)
 		}
 		return nil
@@ -325,7 +302,7 @@ func TestMCPSessionBounds(t *testing.T) {
 		t.Fatalf("after a close: %v", err)
 	}
 	// A body over the bound is refused before it is read whole.
-	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"` + strings.Repeat("a", mcpBodyLimit) + `"}}`
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"` + strings.Repeat("a", mcpserver.BodyLimit) + `"}}`
 	r = do(t, ts, "POST", "/v1/mcp", big, "Accept", "application/json, text/event-stream", "Authorization", "Bearer admin-token-0123456789")
 	if r.status != http.StatusRequestEntityTooLarge && r.status != http.StatusTooManyRequests {
 		t.Fatalf("big body: %d %.200s", r.status, r.body)
@@ -340,7 +317,7 @@ func TestMCPSessionIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 5*time.Second, func() error {
-		if n := srv.mcp.sessionCount(); n != 0 {
+		if n := srv.mcp.Stats().Open; n != 0 {
 			return fmt.Errorf("%d sessions", n)
 		}
 		return nil
@@ -394,7 +371,7 @@ func TestMCPProgressAndCancel(t *testing.T) {
 		t.Fatal("a cancelled call answered")
 	}
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if st := do(t, ts, "GET", "/v1/runs/"+runID, nil).json(t)["status"]; st != string(engine.StatusCancelled) {
+		if st := do(t, ts, "GET", "/v1/runs/"+runID, nil).json(t)["status"]; st != string(chain.StatusCancelled) {
 			return fmt.Errorf("run %v", st)
 		}
 		return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
-	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -12,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/httpcore"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -45,7 +47,7 @@ func (s *Server) newEcho() *echo.Echo {
 		e.Use(s.traceContext)
 	}
 	e.Use(s.accessLog)
-	e.Use(s.metrics.middleware(func(err error) int { return s.errorFor(err).Status() }))
+	e.Use(s.metrics.middleware(func(err error) int { return s.ErrorFor(err).Status() }))
 	e.Use(securityHeaders)
 	e.Use(s.checkHost)
 	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.BodyLimit)))
@@ -81,7 +83,7 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if h := c.Request().Host; !s.auth.hosts.allows(h) {
-			return apiError(EMISDIRECTED, "misdirected_request",
+			return httpcore.Error(httpcore.EMISDIRECTED, "misdirected_request",
 				fmt.Sprintf("this studio does not answer to the host %q: use its listen address or a loopback name, or start it with --public-url naming this host", h), nil)
 		}
 		return next(c)
@@ -101,12 +103,12 @@ func (s *Server) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 		if origin := req.Header.Get("Origin"); origin != "" {
 			u, err := url.Parse(origin)
 			if err != nil || u.Host != req.Host {
-				return apiError(EFORBIDDEN, "cross_site", fmt.Sprintf("cross-site request refused: Origin %q is not this studio (%s)", origin, req.Host), nil)
+				return httpcore.Error(httpcore.EFORBIDDEN, "cross_site", fmt.Sprintf("cross-site request refused: Origin %q is not this studio (%s)", origin, req.Host), nil)
 			}
 			return next(c)
 		}
 		if site := req.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-			return apiError(EFORBIDDEN, "cross_site", "cross-site request refused", nil)
+			return httpcore.Error(httpcore.EFORBIDDEN, "cross_site", "cross-site request refused", nil)
 		}
 		return next(c)
 	}
@@ -157,11 +159,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			client := s.auth.clientKey(req)
 			if wait := s.auth.failed(client, bearer); wait > 0 {
-				c.Response().Header().Set("Retry-After", retryAfter(wait))
-				return apiError(ETOOMANY, "too_many_requests",
+				c.Response().Header().Set("Retry-After", httpcore.RetryAfter(wait))
+				return httpcore.Error(httpcore.ETOOMANY, "too_many_requests",
 					"too many wrong tokens from this address or with this token: retry in "+inSeconds(wait)+" (a right token is let in at any time)", nil)
 			}
-			s.log.Warn("wrong bearer token", "client", client, "method", req.Method, "path", req.URL.Path,
+			s.Log.Warn("wrong bearer token", "client", client, "method", req.Method, "path", req.URL.Path,
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		} else if id, ok, err := s.sessionIdentity(req); err != nil {
 			return err
@@ -173,7 +175,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(req.URL.RequestURI()))
 		}
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="studio"`)
-		return apiError(EUNAUTHORIZED, "unauthorized", "this studio needs a token: send Authorization: Bearer <token>", nil)
+		return httpcore.Error(httpcore.EUNAUTHORIZED, "unauthorized", "this studio needs a token: send Authorization: Bearer <token>", nil)
 	}
 }
 
@@ -193,31 +195,31 @@ func (s *Server) tokenMatches(got string) bool {
 // sessionIdentity is who the request's session cookie signed in, with the
 // role the store holds now: a removed user's sessions end at once, and a
 // new role applies to the next request.
-func (s *Server) sessionIdentity(req *http.Request) (Identity, bool, error) {
+func (s *Server) sessionIdentity(req *http.Request) (httpcore.Identity, bool, error) {
 	ck, err := req.Cookie(cookieName)
 	if err != nil {
-		return Identity{}, false, nil
+		return httpcore.Identity{}, false, nil
 	}
 	ss, ok := s.auth.sessions.get(ck.Value)
 	if !ok {
-		return Identity{}, false, nil
+		return httpcore.Identity{}, false, nil
 	}
 	if ss.user == legacyTokenIdentity.Name && ss.userCreated.IsZero() {
 		return legacyTokenIdentity, s.cfg.Token != "", nil
 	}
-	u, err := s.db.GetUser(req.Context(), ss.user)
+	u, err := s.DB.GetUser(req.Context(), ss.user)
 	if err != nil {
 		if store.ErrorCode(err) == store.ENOTFOUND {
 			s.auth.sessions.end(ck.Value)
-			return Identity{}, false, nil
+			return httpcore.Identity{}, false, nil
 		}
-		return Identity{}, false, err
+		return httpcore.Identity{}, false, err
 	}
 	if !u.Created.Equal(ss.userCreated) { // removed, and another user took the name
 		s.auth.sessions.end(ck.Value)
-		return Identity{}, false, nil
+		return httpcore.Identity{}, false, nil
 	}
-	return Identity{Name: u.Name, Role: u.Role, Via: "user", created: u.Created}, true, nil
+	return httpcore.Identity{Name: u.Name, Role: u.Role, Via: "user", Created: u.Created}, true, nil
 }
 
 // isOpen reports whether the studio lets anyone in as the local admin: no
@@ -233,7 +235,7 @@ func (s *Server) isOpen(ctx context.Context) (bool, error) {
 	if !s.openAt.IsZero() && time.Since(s.openAt) < openRecheck {
 		return s.open, nil
 	}
-	us, err := s.db.ListUsers(ctx)
+	us, err := s.DB.ListUsers(ctx)
 	if err != nil {
 		return false, fmt.Errorf("read users: %w", err)
 	}
@@ -259,9 +261,9 @@ func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if v := recover(); v != nil {
-				s.log.Error("panic in handler", "path", c.Request().URL.Path, "panic", fmt.Sprint(v),
+				s.Log.Error("panic in handler", "path", c.Request().URL.Path, "panic", fmt.Sprint(v),
 					"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-				err = apiError(EINTERNAL, "internal", "internal error (logged with the request id)", nil)
+				err = httpcore.Error(httpcore.EINTERNAL, "internal", "internal error (logged with the request id)", nil)
 			}
 		}()
 		return next(c)
@@ -281,7 +283,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		s.log.Log(c.Request().Context(), level, "request",
+		s.Log.Log(c.Request().Context(), level, "request",
 			"method", c.Request().Method, "path", c.Request().URL.Path, "status", status,
 			"duration_ms", time.Since(start).Milliseconds(),
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
@@ -332,7 +334,7 @@ func jsonBodies(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != echo.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json") {
-			return apiError(EMEDIATYPE, "unsupported_media_type",
+			return httpcore.Error(httpcore.EMEDIATYPE, "unsupported_media_type",
 				fmt.Sprintf("the body must be JSON (Content-Type: application/json), not %q", ct),
 				map[string]any{"content_type": ct})
 		}

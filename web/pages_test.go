@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 )
@@ -66,16 +67,16 @@ func TestPageExprFragment(t *testing.T) {
 func TestPagePropsPerKind(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServer(t)
-	want := map[engine.Kind][]string{
-		engine.KindTool:      {`data-f="name"`, `value="echo"`, `data-f="input_map"`},
-		engine.KindSkill:     {`data-f="name"`},
-		engine.KindProc:      {`data-f="config" data-t="form"`, `&#34;argv&#34;`},
-		engine.KindBranch:    {`data-f="condition"`, `hx-post="/fragments/expr"`},
-		engine.KindCondition: {`data-f="cases"`, `data-t="cases"`},
-		engine.KindMap:       {`data-f="items_path"`, `data-f="map_node"`},
-		engine.KindParallel:  {`data-f="branches"`, `data-t="list"`},
-		engine.KindInterrupt: {`data-f="config" data-t="form"`, `&#34;on_timeout&#34;`},
-		engine.KindAgent:     {`data-f="config" data-t="form"`, `id="agent-select"`},
+	want := map[chain.Kind][]string{
+		chain.KindTool:      {`data-f="name"`, `value="echo"`, `data-f="input_map"`},
+		chain.KindSkill:     {`data-f="name"`},
+		chain.KindProc:      {`data-f="config" data-t="form"`, `&#34;argv&#34;`},
+		chain.KindBranch:    {`data-f="condition"`, `hx-post="/fragments/expr"`},
+		chain.KindCondition: {`data-f="cases"`, `data-t="cases"`},
+		chain.KindMap:       {`data-f="items_path"`, `data-f="map_node"`},
+		chain.KindParallel:  {`data-f="branches"`, `data-t="list"`},
+		chain.KindInterrupt: {`data-f="config" data-t="form"`, `&#34;on_timeout&#34;`},
+		chain.KindAgent:     {`data-f="config" data-t="form"`, `id="agent-select"`},
 	}
 	for kind, fields := range want {
 		body, _ := json.Marshal(map[string]any{"node": map[string]any{"node_id": "n1", "kind": kind, "label": "<b>hi</b>"}, "node_ids": []string{"n1", "n2"}})
@@ -105,8 +106,8 @@ func TestPageChainListEscapesHostileNames(t *testing.T) {
 	t.Parallel()
 	srv, ts := newTestServer(t)
 	hostile := `<script>alert("x")</script>`
-	_, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: hostile, Description: "<img src=x onerror=alert(1)>",
-		Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo", Label: "<svg onload=alert(2)>"}}}, "")
+	_, err := srv.DB.CreateChain(context.Background(), &chain.Chain{Name: hostile, Description: "<img src=x onerror=alert(1)>",
+		Nodes: []chain.Node{{ID: "a", Kind: chain.KindTool, Name: "echo", Label: "<svg onload=alert(2)>"}}}, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestPageChainListEscapesHostileNames(t *testing.T) {
 			t.Errorf("%s: escaped name missing", path)
 		}
 	}
-	rows, _, _ := srv.db.ListChains(context.Background(), storeFilterAll())
+	rows, _, _ := srv.DB.ListChains(context.Background(), storeFilterAll())
 	res, html := pageDo(t, ts.URL, "GET", "/chains/"+rows[0].ID, "", "")
 	if res.StatusCode != 200 || strings.Contains(html, "<svg onload") || strings.Contains(html, hostile) {
 		t.Errorf("editor page: status %d, hostile markup present: %v", res.StatusCode, strings.Contains(html, "<svg onload"))
@@ -132,7 +133,7 @@ func TestPageChainListEscapesHostileNames(t *testing.T) {
 func TestPageSaveValidatesAndDetectsConflicts(t *testing.T) {
 	t.Parallel()
 	srv, ts := newTestServer(t)
-	ch, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, "")
+	ch, err := srv.DB.CreateChain(context.Background(), &chain.Chain{Name: "c", Nodes: []chain.Node{{ID: "a", Kind: chain.KindTool, Name: "echo"}}}, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestPageSaveValidatesAndDetectsConflicts(t *testing.T) {
 	if res.Header.Get("X-Save-State") != "invalid" || !strings.Contains(html, "nodes[0]") {
 		t.Errorf("undecodable document: %v %s", res.Header, html)
 	}
-	if cur, _ := srv.db.GetChain(context.Background(), ch.ID); cur.Version != 2 {
+	if cur, _ := srv.DB.GetChain(context.Background(), ch.ID); cur.Version != 2 {
 		t.Errorf("version %d after a conflict and an invalid save, want 2", cur.Version)
 	}
 }
@@ -160,7 +161,7 @@ func TestPageSaveValidatesAndDetectsConflicts(t *testing.T) {
 func TestPageRunFlow(t *testing.T) {
 	t.Parallel()
 	srv, ts := newTestServer(t)
-	ch, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "r", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, "")
+	ch, err := srv.DB.CreateChain(context.Background(), &chain.Chain{Name: "r", Nodes: []chain.Node{{ID: "a", Kind: chain.KindTool, Name: "echo"}}}, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,10 +205,10 @@ func TestPageRunFlow(t *testing.T) {
 func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 	t.Parallel()
 	srv, ts := newTestServer(t)
-	doc := &engine.Chain{Name: "f", Nodes: []engine.Node{
-		{ID: "a", Kind: engine.KindTool, Name: "fail", Input: map[string]any{"message": "boom", "until_attempt": 2}},
+	doc := &chain.Chain{Name: "f", Nodes: []chain.Node{
+		{ID: "a", Kind: chain.KindTool, Name: "fail", Input: map[string]any{"message": "boom", "until_attempt": 2}},
 	}}
-	ch, err := srv.db.CreateChain(context.Background(), doc, "")
+	ch, err := srv.DB.CreateChain(context.Background(), doc, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,10 +229,7 @@ func TestPageResumeFailedRunWithStatePatch(t *testing.T) {
 		t.Fatalf("resume: %v %s", res.Header, html)
 	}
 	waitIdle(t, srv, runID)
-	if err := srv.runs.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	events, err := srv.db.EventsAfter(context.Background(), runID, 0, 100)
+	events, err := srv.Runs.Events(context.Background(), runID, 0, 100, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/chainstudio/studio/web/pages"
 )
 
 // timelineDoc maps a labelled body over input.items and joins the results,
@@ -38,7 +40,7 @@ func TestTimelineFragmentIsTheFirstRender(t *testing.T) {
 	t.Parallel()
 	_, ts := newTestServer(t)
 	id := createChain(t, ts, fmt.Sprintf(timelineDoc, "timeline"))
-	items := make([]string, timelinePageEvents/2+20) // two items' events each: more than a fragment holds
+	items := make([]string, pages.TimelinePageEvents/2+20) // two items' events each: more than a fragment holds
 	for i := range items {
 		items[i] = fmt.Sprint(i)
 	}
@@ -51,7 +53,7 @@ func TestTimelineFragmentIsTheFirstRender(t *testing.T) {
 	for _, id := range []string{run, rerun} {
 		page := pageTimeline(t, ts, id)
 		var frags strings.Builder
-		after, pages := "0", 0
+		after, fragments := "0", 0
 		for {
 			r := do(t, ts, "GET", "/runs/"+id+"/timeline?after="+after, nil)
 			wantStatus(t, r, http.StatusOK)
@@ -59,22 +61,22 @@ func TestTimelineFragmentIsTheFirstRender(t *testing.T) {
 			if frag == "" {
 				break
 			}
-			if n := strings.Count(frag, "<li "); n > timelinePageEvents {
-				t.Fatalf("a fragment of %d entries, over %d", n, timelinePageEvents)
+			if n := strings.Count(frag, "<li "); n > pages.TimelinePageEvents {
+				t.Fatalf("a fragment of %d entries, over %d", n, pages.TimelinePageEvents)
 			}
 			frags.WriteString(frag)
 			seqs := regexp.MustCompile(`data-seq="(\d+)"`).FindAllStringSubmatch(frag, -1)
 			after = seqs[len(seqs)-1][1]
-			pages++
+			fragments++
 		}
 		if frags.String() != page {
-			t.Fatalf("run %s: the fragments (%d) differ from the page's timeline:\nfragments %.600s\npage      %.600s", id, pages, frags.String(), page)
+			t.Fatalf("run %s: the fragments (%d) differ from the page's timeline:\nfragments %.600s\npage      %.600s", id, fragments, frags.String(), page)
 		}
 		if id != run {
 			continue
 		}
-		if pages < 2 {
-			t.Errorf("run %s: %d fragment(s); want the bound to split it", id, pages)
+		if fragments < 2 {
+			t.Errorf("run %s: %d fragment(s); want the bound to split it", id, fragments)
 		}
 		for _, want := range []string{fmt.Sprintf(`data-progress="1/%d"`, len(items)), `<span class="node-label">Echo &lt;it&gt;</span>`, `class="ev ph-done"`} {
 			if !strings.Contains(page, want) {

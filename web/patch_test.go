@@ -6,16 +6,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
 func patchTestChain(t *testing.T, srv *Server) *store.Chain {
 	t.Helper()
-	ch, err := srv.db.CreateChain(context.Background(), &engine.Chain{Name: "pt", Nodes: []engine.Node{
-		{ID: "a", Kind: engine.KindTool, Name: "echo", Label: "A"},
-		{ID: "b", Kind: engine.KindTool, Name: "echo", Label: "B"},
-	}, Edges: []engine.Edge{{ID: "a->b", Source: "a", Target: "b"}}}, "")
+	ch, err := srv.DB.CreateChain(context.Background(), &chain.Chain{Name: "pt", Nodes: []chain.Node{
+		{ID: "a", Kind: chain.KindTool, Name: "echo", Label: "A"},
+		{ID: "b", Kind: chain.KindTool, Name: "echo", Label: "B"},
+	}, Edges: []chain.Edge{{ID: "a->b", Source: "a", Target: "b"}}}, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,14 +43,14 @@ func TestPageSavePatch(t *testing.T) {
 	if res.Header.Get("X-Issue-Errors") == "0" || !strings.Contains(html, `data-node-id="c"`) {
 		t.Errorf("node c should be reported: %s", html)
 	}
-	cur, err := srv.db.GetChain(ctx, ch.ID)
+	cur, err := srv.DB.GetChain(ctx, ch.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cur.Doc.Nodes) != 3 || cur.Doc.Nodes[1].Label != "B2" || cur.Doc.Nodes[2].ID != "c" || len(cur.Doc.Edges) != 1 {
 		t.Errorf("stored document: %+v", cur.Doc)
 	}
-	vs, err := srv.db.ListVersions(ctx, ch.ID)
+	vs, err := srv.DB.ListVersions(ctx, ch.ID)
 	if err != nil || len(vs) != 2 || vs[0].Kind != store.VersionAutosave {
 		t.Errorf("versions: %+v %v", vs, err)
 	}
@@ -78,7 +78,7 @@ func TestPageSavePatch(t *testing.T) {
 	if res.Header.Get("X-Save-State") != "invalid" {
 		t.Errorf("reserved name by patch: %v", res.Header)
 	}
-	if cur, _ := srv.db.GetChain(ctx, ch.ID); cur.Version != 2 {
+	if cur, _ := srv.DB.GetChain(ctx, ch.ID); cur.Version != 2 {
 		t.Errorf("version %d after refused saves, want 2", cur.Version)
 	}
 }
@@ -105,7 +105,7 @@ func TestAPIPatchChain(t *testing.T) {
 	if got["version"].(float64) != 2 || got["valid"] != true {
 		t.Errorf("answer: %s", r.body)
 	}
-	cur, _ := srv.db.GetChain(context.Background(), ch.ID)
+	cur, _ := srv.DB.GetChain(context.Background(), ch.ID)
 	if cur.Doc.Nodes[0].Label != "A2" || cur.Doc.Nodes[1].Label != "B" {
 		t.Errorf("stored: %+v", cur.Doc.Nodes)
 	}

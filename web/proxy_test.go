@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/httpcore"
 )
 
 // The client's address: the TCP peer's, unless the peer is a trusted proxy;
@@ -57,7 +58,7 @@ func TestWrongTokensThenRightOne(t *testing.T) {
 	start := time.Now()
 	srv.auth.fails.now = func() time.Time { return start } // no refill mid-test
 	const userToken = "user-token-0123456789abcdef"
-	if _, err := srv.db.AddUser(context.Background(), "ann", store.RoleViewer, TokenHash(userToken)); err != nil {
+	if _, err := srv.DB.AddUser(context.Background(), "ann", store.RoleViewer, httpcore.TokenHash(userToken)); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < authFailBurst; i++ {

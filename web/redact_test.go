@@ -42,7 +42,7 @@ func TestModelURLCredentialsRedacted(t *testing.T) {
 	}
 	var logs lockedBuffer
 	srv, ts := newAgentServer(t, dir)
-	srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})) // what the handlers log
+	srv.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})) // what the handlers log
 	leaks := func(what string, body []byte) {
 		t.Helper()
 		for _, secret := range []string{user, pass, key} {

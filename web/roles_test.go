@@ -16,6 +16,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/httpcore"
 	"github.com/labstack/echo/v4"
 )
 
@@ -26,7 +27,7 @@ func roleTokens(t *testing.T, srv *Server) map[string][]string {
 	out := map[string][]string{}
 	for _, role := range store.Roles {
 		tok := "tok-" + role + "-0123456789abcdef"
-		if _, err := srv.db.AddUser(context.Background(), role+"1", role, TokenHash(tok)); err != nil {
+		if _, err := srv.DB.AddUser(context.Background(), role+"1", role, httpcore.TokenHash(tok)); err != nil {
 			t.Fatal(err)
 		}
 		out[role] = []string{"Authorization", "Bearer " + tok}
@@ -63,7 +64,7 @@ func TestEveryRouteEveryRole(t *testing.T) {
 		for who, h := range hdrs {
 			r := do(t, ts, rt.Method, p, `{}`, append([]string{"Accept", "application/json"}, h...)...)
 			refused := r.status == http.StatusForbidden && strings.Contains(string(r.body), `"role_required"`)
-			want := roleAllows(roleOf[who], act)
+			want := httpcore.RoleAllows(roleOf[who], act)
 			switch {
 			case want && (refused || r.status == http.StatusUnauthorized):
 				t.Errorf("%s as %s: %d %s, want it allowed (%s)", key, who, r.status, r.body, act)
@@ -71,7 +72,7 @@ func TestEveryRouteEveryRole(t *testing.T) {
 				t.Errorf("%s as %s: %d %.200s, want 403 role_required (%s)", key, who, r.status, r.body, act)
 			case !want:
 				msg := r.json(t)["error"].(map[string]any)["message"].(string)
-				for _, need := range rolesFor(act) {
+				for _, need := range httpcore.RolesFor(act) {
 					if !strings.Contains(msg, need) {
 						t.Errorf("%s as %s: the refusal %q does not name the role %s", key, who, msg, need)
 					}
@@ -121,7 +122,7 @@ func TestRolesOnRealResources(t *testing.T) {
 	if r.status != 403 || r.errCode(t) != "role_required" {
 		t.Fatalf("viewer creates a chain: %d %s", r.status, r.body)
 	}
-	if !strings.Contains(string(r.body), "this needs the role editor or admin; viewer1 is a viewer") {
+	if !strings.Contains(string(r.body), "this needs the role editor or publisher or admin; viewer1 is a viewer") {
 		t.Fatalf("refusal wording: %s", r.body)
 	}
 	r = do(t, ts, "POST", "/v1/chains", approvalDoc, h["editor"]...)
@@ -226,17 +227,17 @@ func TestSessionsCarryTheUser(t *testing.T) {
 		t.Fatalf("viewer opens /users: %d %s", r.status, r.body)
 	}
 	// The role changes under the session.
-	if _, err := srv.db.SetUserRole(context.Background(), "viewer1", store.RoleAdmin); err != nil {
+	if _, err := srv.DB.SetUserRole(context.Background(), "viewer1", store.RoleAdmin); err != nil {
 		t.Fatal(err)
 	}
 	if r := page("/users"); r.status != 200 || !strings.Contains(string(r.body), "editor1") {
 		t.Fatalf("after promotion: %d", r.status)
 	}
 	// Removed, then another user takes the name: the session is over.
-	if err := srv.db.RemoveUser(context.Background(), "viewer1"); err != nil {
+	if err := srv.DB.RemoveUser(context.Background(), "viewer1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.db.AddUser(context.Background(), "viewer1", store.RoleAdmin, TokenHash("another-token-0123456789")); err != nil {
+	if _, err := srv.DB.AddUser(context.Background(), "viewer1", store.RoleAdmin, httpcore.TokenHash("another-token-0123456789")); err != nil {
 		t.Fatal(err)
 	}
 	if r := page("/"); !strings.Contains(string(r.body), `action="/login"`) { // the client follows the redirect
@@ -277,13 +278,13 @@ func TestExposureNeedsAnAdmin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv, _ := newTestServer(t)
-	db := srv.db
+	db := srv.DB
 	cfg := Config{Addr: "0.0.0.0:8080"}
 	err := checkExposure(ctx, cfg, db)
 	if err == nil || !strings.Contains(err.Error(), "studio users add NAME --role admin") {
 		t.Fatalf("no users: %v", err)
 	}
-	if _, err := db.AddUser(ctx, "vic", store.RoleEditor, TokenHash("vic-token-0123456789ab")); err != nil {
+	if _, err := db.AddUser(ctx, "vic", store.RoleEditor, httpcore.TokenHash("vic-token-0123456789ab")); err != nil {
 		t.Fatal(err)
 	}
 	if err := checkExposure(ctx, cfg, db); err == nil {
@@ -294,7 +295,7 @@ func TestExposureNeedsAnAdmin(t *testing.T) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	if _, err := db.AddUser(ctx, "ada", store.RoleAdmin, TokenHash("ada-token-0123456789ab")); err != nil {
+	if _, err := db.AddUser(ctx, "ada", store.RoleAdmin, httpcore.TokenHash("ada-token-0123456789ab")); err != nil {
 		t.Fatal(err)
 	}
 	if err := checkExposure(ctx, cfg, db); err != nil {
@@ -319,13 +320,13 @@ func TestOpenAPIRolesMatchTheTable(t *testing.T) {
 	n := 0
 	for _, rt := range srv.echo.Routes() {
 		act := routeActions[routeKey(rt.Method, rt.Path)]
-		if !strings.HasPrefix(rt.Path, "/v1/") || act == actPublic {
+		if !strings.HasPrefix(rt.Path, "/v1/") || act == httpcore.ActPublic {
 			continue
 		}
 		p := regexp.MustCompile(`:(\w+)`).ReplaceAllString(rt.Path, "{$1}")
 		op := spec.Paths[p][strings.ToLower(rt.Method)]
-		if !slices.Equal(op.Roles, rolesFor(act)) {
-			t.Errorf("%s %s: x-roles %v, routeActions says %v", rt.Method, p, op.Roles, rolesFor(act))
+		if !slices.Equal(op.Roles, httpcore.RolesFor(act)) {
+			t.Errorf("%s %s: x-roles %v, routeActions says %v", rt.Method, p, op.Roles, httpcore.RolesFor(act))
 		}
 		if op.Responses["403"] == nil {
 			t.Errorf("%s %s: no 403 response", rt.Method, p)
@@ -351,7 +352,7 @@ func TestResumeOfAFailedRunIsAnEdit(t *testing.T) {
 	run := r.json(t)["run_id"].(string)
 	waitStatus(t, ts, run, "failed", h["viewer"])
 	r = do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{}`, h["approver"]...)
-	if r.status != 403 || !strings.Contains(string(r.body), "editor or admin") {
+	if r.status != 403 || !strings.Contains(string(r.body), "editor or publisher or admin") {
 		t.Fatalf("approver resumes a failed run: %d %s", r.status, r.body)
 	}
 	wantStatus(t, do(t, ts, "POST", "/v1/runs/"+run+"/resume", `{}`, h["editor"]...), http.StatusOK)
@@ -363,7 +364,7 @@ func TestResumeOfAFailedRunIsAnEdit(t *testing.T) {
 func BenchmarkAuthenticate(b *testing.B) {
 	const legacy = "legacy-token-0123456789"
 	srv, ts := newTestServerWith(b, Config{Token: legacy}, testRegistry())
-	if _, err := srv.db.AddUser(context.Background(), "bo", store.RoleViewer, TokenHash("bench-user-token-0123456789")); err != nil {
+	if _, err := srv.DB.AddUser(context.Background(), "bo", store.RoleViewer, httpcore.TokenHash("bench-user-token-0123456789")); err != nil {
 		b.Fatal(err)
 	}
 	for _, bc := range []struct{ name, token string }{{"legacy-token", legacy}, {"user-token", "bench-user-token-0123456789"}} {
@@ -386,9 +387,9 @@ func pausedWhileRunning(t *testing.T, srv *Server, ts *httptest.Server, doc stri
 	r = do(t, ts, "POST", "/v1/chains/"+r.json(t)["id"].(string)+"/runs", `{"input":{}}`, editor...)
 	wantStatus(t, r, http.StatusAccepted)
 	run := r.json(t)["run_id"].(string)
-	t.Cleanup(func() { srv.runs.Cancel(run) })
+	t.Cleanup(func() { srv.Runs.Cancel(run) })
 	testutil.Eventually(t, 10*time.Second, func() error {
-		log, err := srv.db.Load(context.Background(), run)
+		log, err := srv.DB.Load(context.Background(), run)
 		if err != nil || len(engine.PendingPauses(log)) != 1 {
 			return fmt.Errorf("run %s has not paused at ask (%v)", run, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -166,7 +167,7 @@ func TestPageAgentRunTitle(t *testing.T) {
 	t.Parallel()
 	srv, ts := newTestServer(t)
 	ctx := context.Background()
-	if _, err := srv.db.CreateRun(ctx, store.Run{ID: "ag1", ChainName: "__chain__sales-qualifier", Kind: "agent", Status: engine.StatusCompleted, Started: time.Now()}); err != nil {
+	if _, err := srv.DB.CreateRun(ctx, store.Run{ID: "ag1", ChainName: "__chain__sales-qualifier", Kind: "agent", Status: chain.StatusCompleted, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	_, html := pageDo(t, ts.URL, "GET", "/runs/ag1", "", "")
@@ -189,11 +190,11 @@ func TestListRunsFiltersAndPages(t *testing.T) {
 	b := createChain(t, ts, fmt.Sprintf(linearDoc, "b"))
 	t0 := time.Now().Add(-time.Hour)
 	for i := 0; i < 6; i++ {
-		ch, st := a, engine.StatusCompleted
+		ch, st := a, chain.StatusCompleted
 		if i%2 == 1 {
-			ch, st = b, engine.StatusFailed
+			ch, st = b, chain.StatusFailed
 		}
-		if _, err := srv.db.CreateRun(ctx, store.Run{ID: fmt.Sprintf("r%d", i), ChainID: ch, ChainVersion: 1, ChainName: "x", Status: st, Started: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+		if _, err := srv.DB.CreateRun(ctx, store.Run{ID: fmt.Sprintf("r%d", i), ChainID: ch, ChainVersion: 1, ChainName: "x", Status: st, Started: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}

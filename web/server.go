@@ -1,14 +1,15 @@
 // Package web is Chain Studio's HTTP face: the JSON API, the live run stream
-// (SSE), the A2E chain host endpoint and the designer's pages. It reads the
-// store and asks the run service (runs.Service) to execute runs; it holds no
-// chain logic and builds no engine of its own.
+// (SSE) and the designer's pages, and the route table, sign-in and roles
+// the other doors are mounted behind: the A2E door (web/a2ehttp) and the
+// MCP server (web/mcpserver), which share web/httpcore with it. It reads
+// the store and asks the run service (runs.Service) to execute runs; it
+// holds no chain logic and builds no engine of its own.
 package web
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/propagation"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,25 +18,44 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/llm"
 	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/internal/mcphost"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/vault"
+	"github.com/chainstudio/studio/web/a2ehttp"
+	"github.com/chainstudio/studio/web/api"
+	"github.com/chainstudio/studio/web/httpcore"
+	"github.com/chainstudio/studio/web/live"
+	"github.com/chainstudio/studio/web/mcpserver"
+	"github.com/chainstudio/studio/web/ops"
+	"github.com/chainstudio/studio/web/pages"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/singleflight"
 )
 
 // Config configures a Server.
 type Config struct {
-	Addr      string // listen address; default 127.0.0.1:8080
-	Token     string // bearer token / login secret; required off loopback unless Insecure
-	Insecure  bool   // allow serving off loopback without a token
-	BodyLimit int64  // request body limit in bytes; default 16 MiB
-	Logger    *slog.Logger
-	Limits    engine.Limits
+	Addr     string // listen address; default 127.0.0.1:8080
+	Token    string // bearer token / login secret; required off loopback unless Insecure
+	Insecure bool   // allow serving off loopback without a token
+	// ModelAllowPrivate: agents' model calls may reach loopback and private
+	// addresses (--model-allow-private); without it, the Credentials page
+	// warns of a model credential's base URL the guard will refuse.
+	ModelAllowPrivate bool
+	// ViewersSeeCredentialed: viewers and approvers see the outputs of
+	// calls that carried a stored credential (withheld from them by
+	// default; --viewers-see-credentialed-output).
+	ViewersSeeCredentialed bool
+	BodyLimit              int64 // request body limit in bytes; default 16 MiB
+	Logger                 *slog.Logger
+	Limits                 chain.Limits
 	// PublicURL is the address people reach the studio at behind a proxy
 	// (--public-url): its host is accepted in the Host header, and an https
 	// URL makes the sign-in cookie Secure.
@@ -65,11 +85,15 @@ type Config struct {
 	// MCPMaxSessions bounds the open MCP sessions of /v1/mcp (default 64),
 	// MCPMaxSessionsPerUser those one caller opens (default 8), and
 	// MCPSessionIdle how long one lives with no request (default 10
-	// minutes; a tool call in progress keeps it alive).
-	MCPMaxSessions        int
-	MCPMaxSessionsPerUser int
-	MCPSessionIdle        time.Duration
-	// Bounds of every streaming response (stream.go): how long a client
+	// minutes; a tool call in progress keeps it alive);
+	// MCPSessionIdleNoStream how long one lives with no request in flight
+	// and no open stream (GET): what a client that never closes its
+	// sessions leaves behind (default 1 minute).
+	MCPMaxSessions         int
+	MCPMaxSessionsPerUser  int
+	MCPSessionIdle         time.Duration
+	MCPSessionIdleNoStream time.Duration
+	// Bounds of every streaming response (live.StreamPool): how long a client
 	// may take to accept a write (default 30s), how many bytes one
 	// connection buffers before writing (default 256 KiB), and how many all
 	// of them hold at once (default 16 MiB).
@@ -78,25 +102,8 @@ type Config struct {
 	StreamBufferTotal  int64
 }
 
-// Store is the part of a storage backend (store.Backend) web reads and
-// writes: chains and their versions, runs and their events, checkpoint
-// logs (a run's chain, its node results), the interrupts inbox, triggers,
-// users and sessions, model usage, and the readiness ping. Leases,
-// housekeeping and the sealed credentials are the run service's, the
-// host's and the vault's.
-type Store interface {
-	store.ChainStore
-	store.RunStore
-	store.EventStore
-	store.CheckpointStore
-	store.InterruptStore
-	store.TriggerStore
-	store.UserStore
-	store.MCPServerStore
-	RunUsage(ctx context.Context, runID string) ([]store.ModelCall, error)
-	Usage(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error)
-	Ping(ctx context.Context) error
-}
+// Store is the part of a storage backend the doors read and write (ops.Store).
+type Store = ops.Store
 
 // Deps are what the server runs on, built by the host (cmd/studio).
 type Deps struct {
@@ -106,6 +113,10 @@ type Deps struct {
 	Runs     *runs.Service
 	Registry *engine.Registry // the tools chains are validated against
 	Agents   *agent.Set       // loaded agents (--agents); nil: none
+	// Providers are the model provider kinds the host offers (the agents'
+	// LoadOptions.Providers): GET /v1/providers lists them, and agents'
+	// model lists are asked through them.
+	Providers llm.Kinds
 	// Metrics are served at /metrics; pass the same value to the run
 	// service as its observer so run and node metrics are counted. Nil: the
 	// server makes its own, with HTTP metrics only.
@@ -141,44 +152,31 @@ type Template struct {
 	Data []byte
 }
 
-// Server is the studio's HTTP server.
+// Server is the studio's HTTP server: the route table, sign-in, roles and
+// middleware, in front of the doors' handlers, which share its Env.
 type Server struct {
+	*ops.Env
 	cfg     Config
-	db      Store
-	reg     *engine.Registry
-	runs    *runs.Service
-	tmpls   []chainTemplate // decoded Deps.Templates, in order
 	echo    *echo.Echo
-	log     *slog.Logger
 	http    *http.Server
-	finals  singleflight.Group // the final `run` event of event streams
-	pings   singleflight.Group // readiness probes' store pings (health.go)
-	pingLog *logSummary        // failed readiness pings
-	hookLog *logSummary        // refused webhook calls (api_triggers.go)
-	streams *streamPool        // the budget and counts of streaming responses (stream.go)
-	a2e     a2eSessions        // the A2E HTTP transport's sessions (api_a2e_session.go)
-	mcp     *mcpHub            // the MCP server of /v1/mcp (mcp_server.go)
-	agents  *agent.Set         // loaded agents; nil when the host loaded none
-	metrics *Metrics           // Prometheus metrics, served at /metrics
-	auth    *authState         // sign-in sessions, failed-attempt limiter, accepted Host names
+	pings   singleflight.Group   // readiness probes' store pings (health.go)
+	pingLog *httpcore.LogSummary // failed readiness pings
+	hookLog *httpcore.LogSummary // refused webhook calls (api.Triggers)
+	streams *live.StreamPool     // the budget and counts of streaming responses
+	live    *live.Streams        // the run event streams, API and page
+	pages   *pages.Pages         // the designer's pages
+	api     *api.API             // the JSON API
+	a2e     *a2ehttp.Handler     // POST /v1/a2e and the A2E HTTP transport (doors.go)
+	mcp     *mcpserver.Handler   // the MCP server of /v1/mcp (doors.go)
+	metrics *Metrics             // Prometheus metrics, served at /metrics
+	auth    *authState           // sign-in sessions, failed-attempt limiter, accepted Host names
 	// registered holds "METHOD path" of every route, for authorize.
 	registered map[string]bool
 	// open caches isOpen's answer (openAt: when it was read; zero: ask).
 	openMu sync.Mutex
 	open   bool
 	openAt time.Time
-	prices *pricing.Prices // nil: no price table
 	prop   propagation.TextMapPropagator
-	// exprRuns: runs decoded for expression previews (api_expr.go)
-	exprRuns exprRunCache
-	// sched hears that a schedule was saved (api_triggers.go); nil: none
-	sched   interface{ Wake() }
-	vault   *vault.Vault  // nil: no credentials
-	mcpHost *mcphost.Host // the MCP servers the studio connects to; nil: none
-	// modelHTTP lists agents' models (Deps.ModelHTTP), each list within
-	// modelListWait (modelListTimeout; tests shorten it)
-	modelHTTP     *http.Client
-	modelListWait time.Duration
 }
 
 // New builds the server's routes over its dependencies.
@@ -196,13 +194,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg.SSEHeartbeat = 15 * time.Second
 	}
 	if cfg.StreamWriteTimeout <= 0 {
-		cfg.StreamWriteTimeout = defaultStreamWriteTimeout
+		cfg.StreamWriteTimeout = live.DefaultStreamWriteTimeout
 	}
 	if cfg.StreamBufferBytes <= 0 {
-		cfg.StreamBufferBytes = defaultStreamBufferBytes
+		cfg.StreamBufferBytes = live.DefaultStreamBufferBytes
 	}
 	if cfg.StreamBufferTotal <= 0 {
-		cfg.StreamBufferTotal = defaultStreamBufferTotal
+		cfg.StreamBufferTotal = live.DefaultStreamBufferTotal
 	}
 	switch {
 	case deps.DB == nil:
@@ -215,28 +213,37 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err := checkExposure(context.Background(), cfg, deps.DB); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: deps.DB, reg: deps.Registry, runs: deps.Runs, log: cfg.Logger, agents: deps.Agents, metrics: deps.Metrics,
-		sched: deps.Scheduler, prices: deps.Prices, prop: deps.Propagator, vault: deps.Vault, mcpHost: deps.MCP, modelHTTP: deps.ModelHTTP, modelListWait: modelListTimeout}
 	tmpls, err := decodeTemplates(deps.Templates, cfg.Limits)
 	if err != nil {
 		return nil, err
 	}
-	s.tmpls = tmpls
-	s.pingLog = newLogSummary(s.log, "readiness: the store does not answer")
-	s.hookLog = newLogSummary(s.log, "webhook call refused")
+	s := &Server{cfg: cfg, metrics: deps.Metrics, prop: deps.Propagator, Env: &ops.Env{
+		DB: deps.DB, Registry: deps.Registry, Runs: deps.Runs, Log: cfg.Logger, Limits: cfg.Limits, BodyLimit: cfg.BodyLimit,
+		Templates: tmpls, Agents: deps.Agents, Prices: deps.Prices, Vault: deps.Vault, MCP: deps.MCP,
+		ModelHTTP: deps.ModelHTTP, ModelListWait: api.ModelListTimeout, Providers: deps.Providers,
+		Changes: &httpcore.Changes{}, Scheduler: deps.Scheduler,
+		ModelAllowPrivate: cfg.ModelAllowPrivate, ViewersSeeCredentialed: cfg.ViewersSeeCredentialed,
+	}}
+	s.pingLog = httpcore.NewLogSummary(s.Log, "readiness: the store does not answer")
+	s.hookLog = httpcore.NewLogSummary(s.Log, "webhook call refused")
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
 	if err := s.metrics.watch(deps.Runs); err != nil {
 		return nil, err
 	}
-	s.streams = newStreamPool(cfg.StreamWriteTimeout, cfg.StreamBufferBytes, cfg.StreamBufferTotal)
-	for _, c := range s.streams.collectors() {
+	s.streams = live.NewStreamPool(cfg.StreamWriteTimeout, cfg.StreamBufferBytes, cfg.StreamBufferTotal,
+		live.StreamRunEvents, a2ehttp.StreamRun, a2ehttp.StreamSession)
+	for _, c := range s.streams.Collectors() {
 		if err := s.metrics.reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	s.mcp = newMCPHub(s)
+	s.UsersChanged = s.forgetOpen
+	s.pages = pages.New(s.Env)
+	s.live = live.New(s.Env, s.streams, cfg.SSEHeartbeat)
+	s.buildDoors()
+	s.api = api.New(s.Env, s.mcp, s.hookLog)
 	s.echo = s.newEcho()
 	return s, nil
 }
@@ -316,11 +323,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var errs []error
-	s.a2e.stop() // A2E sessions' runs stop with the rest
-	s.mcp.stop() // MCP sessions close; their tool calls' runs stop with the rest
-	s.pingLog.stop()
-	s.hookLog.stop()
-	if err := s.runs.Shutdown(ctx); err != nil {
+	s.a2e.Stop() // A2E sessions' runs stop with the rest
+	s.mcp.Stop() // MCP sessions close; their tool calls' runs stop with the rest
+	s.pingLog.Stop()
+	s.hookLog.Stop()
+	if err := s.Runs.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if s.http != nil {
@@ -329,4 +336,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// decodeTemplates decodes the templates once, at start: a template that
+// does not decode is the build's mistake, not a user's.
+func decodeTemplates(in []Template, lim chain.Limits) ([]ops.ChainTemplate, error) {
+	out := make([]ops.ChainTemplate, 0, len(in))
+	for _, t := range in {
+		doc, _, err := chain.DecodeDocument(t.Data, lim)
+		if err != nil {
+			return nil, fmt.Errorf("web: template %q: %w", t.ID, err)
+		}
+		out = append(out, ops.ChainTemplate{ID: t.ID, Doc: doc})
+	}
+	return out, nil
 }

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
+	"github.com/chainstudio/studio/web/a2ehttp"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -24,7 +26,7 @@ import (
 func bigFinishedRun(t testing.TB, db Store, id string, n, size int) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainName: "big", Kind: "run", Status: engine.StatusCompleted, Started: time.Now()}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainName: "big", Kind: "run", Status: chain.StatusCompleted, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	out := strings.Repeat("x", size)
@@ -83,7 +85,7 @@ func TestStalledStreamsBoundedAndCut(t *testing.T) {
 		slack   = 20 * time.Second // a shared machine, or the race detector
 	)
 	srv, _ := newTestServerWith(t, Config{StreamWriteTimeout: timeout}, testRegistry())
-	bigFinishedRun(t, srv.db, "big1", 100, 1<<20)
+	bigFinishedRun(t, srv.DB, "big1", 100, 1<<20)
 	// A server of its own: the API checker's recorder would keep bodies.
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	// The connections the server closed: the reading client's stays open.
@@ -204,6 +206,21 @@ func TestStalledA2EAnswerCut(t *testing.T) {
 	if b := metricSum(t, srv, "studio_stream_buffered_bytes"); b != 0 {
 		t.Fatalf("%v bytes still buffered", b)
 	}
+	waitRunsEnded(t, srv)
+}
+
+// waitRunsEnded waits for the runs of a test's big A2E requests to end on
+// their own: a cut stream does not stop its run, and under the race detector
+// the checkpoint of twenty 1 MB entries that a shutdown writes can take
+// longer than the shutdown's own deadline.
+func waitRunsEnded(t *testing.T, srv *Server) {
+	t.Helper()
+	testutil.Eventually(t, 3*time.Minute, func() error {
+		if n := srv.Runs.ActiveCount(); n != 0 {
+			return fmt.Errorf("%d runs still going", n)
+		}
+		return nil
+	})
 }
 
 // bigA2ERequest is a chain/req of twenty echo nodes in a line, each passing
@@ -234,7 +251,7 @@ func TestStalledA2ESessionStreamCut(t *testing.T) {
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	testutil.OpenStalled(t, addr, 1, testutil.GetRequest(addr, "/v1/a2e/stream", "Accept: text/event-stream", HeaderSessionID+": "+session))
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if n := srv.streams.Connections(streamA2E); n != 1 {
+		if n := srv.streams.Connections(a2ehttp.StreamSession); n != 1 {
 			return fmt.Errorf("%d session streams open", n)
 		}
 		return nil
@@ -247,4 +264,5 @@ func TestStalledA2ESessionStreamCut(t *testing.T) {
 		}
 		return nil
 	})
+	waitRunsEnded(t, srv)
 }

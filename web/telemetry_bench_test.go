@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"log/slog"
+
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/internal/telemetry"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store/sqlite"
-	"log/slog"
 )
 
 // BenchmarkServiceRuns: whole runs of a 10-node chain through the run
@@ -63,14 +65,14 @@ func benchServiceRuns(b *testing.B, tr *telemetry.Tracer) {
 		b.Fatal(err)
 	}
 	defer svc.Close()
-	c := &engine.Chain{Name: "bench"}
+	c := &chain.Chain{Name: "bench"}
 	for i := range 10 {
-		c.Nodes = append(c.Nodes, engine.Node{ID: fmt.Sprint("n", i), Kind: engine.KindTool, Name: "work"})
+		c.Nodes = append(c.Nodes, chain.Node{ID: fmt.Sprint("n", i), Kind: chain.KindTool, Name: "work"})
 		if i > 0 {
-			c.Edges = append(c.Edges, engine.Edge{Source: fmt.Sprint("n", i-1), Target: fmt.Sprint("n", i)})
+			c.Edges = append(c.Edges, chain.Edge{Source: fmt.Sprint("n", i-1), Target: fmt.Sprint("n", i)})
 		}
 	}
-	if err := engine.Normalize(c); err != nil {
+	if err := chain.Normalize(c); err != nil {
 		b.Fatal(err)
 	}
 	input := map[string]any{"x": 1.0}
@@ -78,7 +80,7 @@ func benchServiceRuns(b *testing.B, tr *telemetry.Tracer) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		res, err := svc.RunAdHoc(ctx, c, input, "a2e", nil)
-		if err != nil || res.Status != engine.StatusCompleted {
+		if err != nil || res.Status != chain.StatusCompleted {
 			b.Fatalf("run: %v %+v", err, res)
 		}
 	}

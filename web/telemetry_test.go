@@ -26,6 +26,8 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/llm"
+	"github.com/chainstudio/studio/engine/llm/openai"
 	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/examples"
@@ -258,7 +260,8 @@ func newStudio(t *testing.T) *studio {
 		}
 		return map[string]any{"attempt": tool.Attempt(ctx)}, nil
 	})
-	agents, err := agent.NewSet([]*agent.Definition{def}, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }})
+	providers := llm.Kinds{openai.Kind}
+	agents, err := agent.NewSet([]*agent.Definition{def}, agent.LoadOptions{Tools: func(name string) bool { _, ok := reg.Get(name); return ok }, Providers: providers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +281,7 @@ func newStudio(t *testing.T) *studio {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := web.New(web.Config{Logger: log}, web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics,
+	srv, err := web.New(web.Config{Logger: log}, web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Providers: providers, Metrics: metrics,
 		Prices: prices, Propagator: tr.Propagator()})
 	if err != nil {
 		t.Fatal(err)

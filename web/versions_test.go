@@ -97,3 +97,31 @@ func TestVersionsPageBurstsAndDiff(t *testing.T) {
 		t.Errorf("%d version rows, want 5 (3 of them inside the burst)", n)
 	}
 }
+
+// GET /v1/chains/{id}/diff answers with the whole comparison of the two
+// versions' documents, field by field, in this exact form.
+func TestDiffVersionsBody(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	id := createChain(t, ts, fmt.Sprintf(linearDoc, "diffed"))
+	v2 := `{"name":"diffed","description":"d","nodes":[
+		{"node_id":"a","kind":"tool","name":"echo","input_map":{"x":"input.x > 1"},"position":{"x":5,"y":6}},
+		{"node_id":"b","kind":"tool","name":"echo"},{"node_id":"c","kind":"tool","name":"echo"}],
+		"edges":[{"source":"a","target":"b"},{"source":"b","target":"c"}]}`
+	wantStatus(t, do(t, ts, "PUT", "/v1/chains/"+id, v2, "If-Match", `"v1"`), 200)
+	for query, want := range map[string]string{
+		"from=1&to=2": `{"chain_id":"` + id + `","diff":{"chain":["description"],"chain_changes":[{"field":"description","new":"d"}],"nodes_added":["c"],` +
+			`"nodes_changed":[{"node_id":"a","fields":["input_map","position"],"changes":[{"field":"input_map.x","old":"input.x","new":"input.x \u003e 1"},{"field":"position","new":{"x":5,"y":6}}]}],` +
+			`"edges_added":["b-\u003ec"]},"empty":false,"from":1,"to":2}` + "\n",
+		"from=2&to=1": `{"chain_id":"` + id + `","diff":{"chain":["description"],"chain_changes":[{"field":"description","old":"d"}],"nodes_removed":["c"],` +
+			`"nodes_changed":[{"node_id":"a","fields":["input_map","position"],"changes":[{"field":"input_map.x","old":"input.x \u003e 1","new":"input.x"},{"field":"position","old":{"x":5,"y":6}}]}],` +
+			`"edges_removed":["b-\u003ec"]},"empty":false,"from":2,"to":1}` + "\n",
+		"from=2&to=2": `{"chain_id":"` + id + `","diff":{},"empty":true,"from":2,"to":2}` + "\n",
+	} {
+		r := do(t, ts, "GET", "/v1/chains/"+id+"/diff?"+query, nil)
+		wantStatus(t, r, 200)
+		if string(r.body) != want {
+			t.Errorf("%s:\n got %s\nwant %s", query, r.body, want)
+		}
+	}
+}

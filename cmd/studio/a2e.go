@@ -17,10 +17,11 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/a2e"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // maxA2ELine bounds one chain/req line (the document limit).
-var maxA2ELine = engine.DefaultLimits.MaxDocumentBytes
+var maxA2ELine = chain.DefaultLimits.MaxDocumentBytes
 
 // cmdA2E is the A2E chain host over stdin/stdout: one chain/req JSON per
 // input line; for each, the chain/event messages (when streaming) and the
@@ -78,7 +79,7 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, HTTPAllowPrivate: *allowPrivate, Code: codeRunner}))
 	reg.SetScoped(builtin.Scoped...)
 	reg.SetContained(builtin.Contained...)
-	for n, c := range builtin.Checks() {
+	for n, c := range builtin.Checks(builtin.Options{HTTPAllowPrivate: *allowPrivate}) {
 		reg.SetCheck(n, c)
 	}
 	reg.SetInline(builtin.Inline...)
@@ -86,15 +87,18 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		reg.SetInputSchema(t.Name, t.InputSchema)
 	}
 	opts := engine.Options{Registry: reg}
+	var resolve func(string) (*chain.Chain, bool)
 	if *chains != "" {
-		resolve := folderResolver(filepath.Join(*chains, "x"))
-		opts.Chains = func(_ context.Context, name string) (*engine.Chain, error) {
+		resolve = folderResolver(filepath.Join(*chains, "x"))
+		opts.Chains = func(_ context.Context, name string) (*chain.Chain, error) {
 			if c, ok := resolve(name); ok {
 				return c, nil
 			}
 			return nil, fmt.Errorf("no chain named %q in %s", name, *chains)
 		}
 	}
+	env := newLocalEnv(reg, chain.Limits{}, resolve)
+	opts.Compile = env.compile
 	eng := engine.New(opts)
 	out := &ndjsonWriter{w: bufio.NewWriter(stdout)}
 	sess := a2e.NewSession(ctx, a2e.SessionOptions{
@@ -102,12 +106,13 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		MaxQueued:   *queued,
 		WaitForRoom: true, // a file of requests runs whole: reading waits for room
 		Send:        out.write,
-		Run: func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
+		Run: func(ctx context.Context, req *chain.Request, c *chain.Chain, sink engine.EventSink) (*engine.Result, error) {
 			input := req.InitialInput
 			if input == nil {
 				input = map[string]any{}
 			}
-			return eng.Run(ctx, c, input, engine.RunOptions{Sink: sink})
+			plan, _ := env.compile(ctx, c) // a chain with errors runs as refused
+			return eng.Run(ctx, plan, input, engine.RunOptions{Sink: sink})
 		},
 	})
 
@@ -117,7 +122,7 @@ func runA2E(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		switch {
 		case over:
 			resp := a2e.NewResponseMessage(nil, nil)
-			resp.Error = &a2e.WireError{Code: engine.CodeDecode, Message: fmt.Sprintf("the line is over the limit of %d bytes", maxA2ELine)}
+			resp.Error = &a2e.WireError{Code: chain.CodeDecode, Message: fmt.Sprintf("the line is over the limit of %d bytes", maxA2ELine)}
 			out.write(resp)
 		case len(bytes.TrimSpace(line)) > 0:
 			if shutdown, drain := sess.Handle(ctx, line); shutdown {

@@ -153,15 +153,15 @@ func TestA2EStdioSDKSession(t *testing.T) {
 func TestA2EStdioConcurrentRequests(t *testing.T) {
 	t.Parallel()
 	h := startSDKStdio(t)
-	chain := func(id, node string, input map[string]any) map[string]any {
+	doc := func(id, node string, input map[string]any) map[string]any {
 		return map[string]any{"id": id, "session_id": "", "entry_node": "n", "nodes": []any{map[string]any{
 			"node_id": "n", "kind": "tool", "name": node, "input": input, "input_map": map[string]any{},
 			"condition": "", "true_node": "", "false_node": "", "items_path": "", "map_node": "", "next_node": "", "on_error": "abort"}}}
 	}
-	h.send("chain_req", chain("slow", "delay", map[string]any{"ms": 1500}))
+	h.send("chain_req", doc("slow", "delay", map[string]any{"ms": 1500}))
 	start := time.Now()
 	for i := range 3 {
-		h.send("chain_req", chain(fmt.Sprintf("fast%d", i), "echo", map[string]any{"i": i}))
+		h.send("chain_req", doc(fmt.Sprintf("fast%d", i), "echo", map[string]any{"i": i}))
 	}
 	h.send("shutdown", nil)
 	var order []string

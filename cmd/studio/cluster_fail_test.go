@@ -273,9 +273,9 @@ func storedWrites(t *testing.T, db *pgx.Conn, runID string) (entries, events int
 func TestClusterKillOwnerMidNode(t *testing.T) {
 	api, ws, _, db := failCluster(t, 2, "--http-allow-private", "--lease-ttl", failTTL.String(), "--reaper-period", failReaper.String())
 	calls := newCallCounter(t, "n3")
-	chain := saveChain(t, api, httpChain())
+	doc := saveChain(t, api, httpChain())
 	tag := uuid.NewString()
-	runID := startChainRun(t, api, chain, calls.input(tag))
+	runID := startChainRun(t, api, doc, calls.input(tag))
 	calls.waitCall(t, "n3#1", 30*time.Second)
 	waitNodeEntries(t, db, runID, 2)
 	victim, epoch := owner(t, db, ws, runID)
@@ -322,9 +322,9 @@ func TestClusterKillOwnerMidNode(t *testing.T) {
 func TestClusterPausedOwnerIsFenced(t *testing.T) {
 	api, ws, _, db := failCluster(t, 2, "--http-allow-private", "--lease-ttl", failTTL.String(), "--reaper-period", failReaper.String())
 	calls := newCallCounter(t, "n3")
-	chain := saveChain(t, api, httpChain())
+	doc := saveChain(t, api, httpChain())
 	tag := uuid.NewString()
-	runID := startChainRun(t, api, chain, calls.input(tag))
+	runID := startChainRun(t, api, doc, calls.input(tag))
 	calls.waitCall(t, "n3#1", 30*time.Second)
 	waitNodeEntries(t, db, runID, 2)
 	time.Sleep(100 * time.Millisecond) // its event writer idle: no transaction left open
@@ -376,7 +376,7 @@ func TestClusterPausedOwnerIsFenced(t *testing.T) {
 		}
 	}
 	tag2 := uuid.NewString()
-	run2 := startChainRun(t, api, chain, calls.input(tag2))
+	run2 := startChainRun(t, api, doc, calls.input(tag2))
 	api.waitStatus(t, run2, "completed")
 	// The worker releases its lease just after it writes the run's end.
 	if err := testutil.Poll(10*time.Second, func() error {
@@ -408,7 +408,7 @@ func ownerOrNone(db *pgx.Conn, runID string) (string, error) {
 // heartbeat (default TTL 15 s: a renewal every 5 s).
 func TestClusterCancelWithoutNotifications(t *testing.T) {
 	api, ws, _, db := failCluster(t, 1)
-	chain := saveChain(t, api, slowChain("slow-cancel-fail", 3, 20000))
+	doc := saveChain(t, api, slowChain("slow-cancel-fail", 3, 20000))
 	cancelWithin := func(runID string, limit time.Duration) time.Duration {
 		t.Helper()
 		start := time.Now()
@@ -426,11 +426,11 @@ func TestClusterCancelWithoutNotifications(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	runID := startChainRun(t, api, chain, map[string]any{})
+	runID := startChainRun(t, api, doc, map[string]any{})
 	api.waitStatusActive(t, runID, "running")
 	t.Logf("cancelled with notifications after %v", cancelWithin(runID, time.Second).Round(time.Millisecond))
 
-	runID = startChainRun(t, api, chain, map[string]any{})
+	runID = startChainRun(t, api, doc, map[string]any{})
 	api.waitStatusActive(t, runID, "running")
 	app := fmt.Sprintf("chain-studio pid %d on %%", ws[0].cmd.Process.Pid)
 	kill := func() int {

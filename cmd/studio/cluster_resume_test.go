@@ -13,8 +13,8 @@ import (
 // node that finished before the cancel running again.
 func TestClusterResumeCancelledRun(t *testing.T) {
 	api, ws, _, db := failCluster(t, 1)
-	chain := saveChain(t, api, slowChain("slow-resume", 3, 400))
-	runID := startChainRun(t, api, chain, map[string]any{})
+	doc := saveChain(t, api, slowChain("slow-resume", 3, 400))
+	runID := startChainRun(t, api, doc, map[string]any{})
 	api.waitStatusActive(t, runID, "running")
 	waitNodeEntries(t, db, runID, 1) // s0 finished and is checkpointed
 	if code, m := api.do(t, "POST", "/v1/runs/"+runID+"/cancel", nil); code != 202 {

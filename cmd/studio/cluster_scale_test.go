@@ -19,6 +19,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/examples"
 )
@@ -65,16 +66,16 @@ type scaleChain struct {
 	name  string
 	id    string
 	input map[string]any
-	want  engine.RunStatus
+	want  chain.RunStatus
 }
 
 // expectedStatus runs doc in this test process's engine with the built-in
 // tools (what every worker registers): the status a worker must reach too.
-func expectedStatus(t *testing.T, doc *engine.Chain, input map[string]any) engine.RunStatus {
+func expectedStatus(t *testing.T, doc *chain.Chain, input map[string]any) chain.RunStatus {
 	t.Helper()
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{}))
-	res, err := engine.New(engine.Options{Registry: reg}).Run(context.Background(), doc, input, engine.RunOptions{})
+	res, err := engine.New(engine.Options{Registry: reg}).Run(context.Background(), enginetest.PlanOf(engine.New(engine.Options{Registry: reg}), doc), input, engine.RunOptions{})
 	if err != nil {
 		t.Fatalf("chain %s in one process: %v", doc.Name, err)
 	}
@@ -95,7 +96,7 @@ func scaleChains(t *testing.T, api *studioProc, random int) []scaleChain {
 		if strings.Contains(string(ex.Data), `"interrupt"`) {
 			continue // pauses for a person
 		}
-		doc, err := engine.Decode(ex.Data, engine.Limits{})
+		doc, err := chain.Decode(ex.Data, chain.Limits{})
 		if err != nil {
 			t.Fatalf("%s: %v", ex.File, err)
 		}
@@ -110,10 +111,10 @@ func scaleChains(t *testing.T, api *studioProc, random int) []scaleChain {
 		out = append(out, scaleChain{name: ex.File, id: saveChain(t, api, raw), input: in, want: expectedStatus(t, doc, in)})
 	}
 	rng := rand.New(rand.NewPCG(14, 800))
-	statuses := map[engine.RunStatus]int{}
+	statuses := map[chain.RunStatus]int{}
 	for k := 0; len(out) < random+5 && k < 10*random; k++ {
 		c := enginetest.RandomChain(rng, true)
-		if issues := engine.Validate(c); slices.ContainsFunc(issues, func(is engine.Issue) bool { return is.Severity == engine.SeverityError }) {
+		if issues := chain.Validate(c); slices.ContainsFunc(issues, func(is chain.Issue) bool { return is.Severity == chain.SeverityError }) {
 			continue
 		}
 		c.Name = fmt.Sprintf("random-%d", k)

@@ -13,13 +13,16 @@ import (
 // and run.
 type codeFlags struct {
 	workers, memoryMB, cpuSeconds *int
+	runConcurrency, runCPUSeconds *int
 }
 
 func registerCode(fs *flag.FlagSet) *codeFlags {
 	return &codeFlags{
-		workers:    fs.Int("code-workers", sandbox.DefaultWorkers, "sandbox processes that run code nodes' scripts at once (`N`, 1 to 64); more calls wait in a bounded queue"),
-		memoryMB:   fs.Int("code-memory-mb", sandbox.DefaultMemoryMB, "memory a code node's script may use, in `MiB` (16 to 16384); over it the node fails"),
-		cpuSeconds: fs.Int("code-cpu-seconds", sandbox.DefaultCPUSeconds, "CPU time one code node's script may use, in `SECONDS` (1 to 3600); over it the node fails"),
+		workers:        fs.Int("code-workers", sandbox.DefaultWorkers, "sandbox processes that run code nodes' scripts at once (`N`, 1 to 64); more calls wait in a bounded queue"),
+		memoryMB:       fs.Int("code-memory-mb", sandbox.DefaultMemoryMB, "memory a code node's script may use, in `MiB` (16 to 16384); over it the node fails"),
+		cpuSeconds:     fs.Int("code-cpu-seconds", sandbox.DefaultCPUSeconds, "CPU time one code node's script may use, in `SECONDS` (1 to 3600); over it the node fails"),
+		runConcurrency: fs.Int("code-run-concurrency", sandbox.DefaultRunConcurrency, "code calls one run may have in the sandbox at once (`N`, 1 to 1024; one a worker while its calls take long); runs take turns for the rest"),
+		runCPUSeconds:  fs.Int("code-run-cpu-seconds", sandbox.DefaultRunCPUSeconds, "CPU time all of one run's code calls may use, in `SECONDS` (1 to 86400, or 0 for no budget); past it the run's further code calls fail"),
 	}
 }
 
@@ -31,6 +34,10 @@ func (c *codeFlags) check() error {
 		return fmt.Errorf("--code-memory-mb must be 16 to 16384, got %d", *c.memoryMB)
 	case *c.cpuSeconds < 1 || *c.cpuSeconds > 3600:
 		return fmt.Errorf("--code-cpu-seconds must be 1 to 3600, got %d", *c.cpuSeconds)
+	case *c.runConcurrency < 1 || *c.runConcurrency > 1024:
+		return fmt.Errorf("--code-run-concurrency must be 1 to 1024, got %d", *c.runConcurrency)
+	case *c.runCPUSeconds < 0 || *c.runCPUSeconds > 86400:
+		return fmt.Errorf("--code-run-cpu-seconds must be 0 (no budget) to 86400, got %d", *c.runCPUSeconds)
 	}
 	return nil
 }
@@ -49,7 +56,12 @@ func (c *codeFlags) runner(warm bool) (builtin.CodeRunner, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("code sandbox: find the studio's executable: %w", err)
 	}
-	p, err := sandbox.NewPool(exe, sandbox.Limits{Workers: *c.workers, MemoryMB: *c.memoryMB, CPUSeconds: *c.cpuSeconds})
+	runCPU := *c.runCPUSeconds
+	if runCPU == 0 {
+		runCPU = -1 // the flag's 0 is no budget; the pool's is its default
+	}
+	p, err := sandbox.NewPool(exe, sandbox.Limits{Workers: *c.workers, MemoryMB: *c.memoryMB, CPUSeconds: *c.cpuSeconds,
+		RunConcurrency: *c.runConcurrency, RunCPUSeconds: runCPU})
 	if err != nil {
 		return nil, nil, err
 	}

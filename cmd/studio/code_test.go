@@ -40,7 +40,7 @@ func TestServerCodeNodes(t *testing.T) {
 	}()
 	pid := p.cmd.Process.Pid
 
-	chain := func(t *testing.T, name string, nodes ...map[string]any) string {
+	doc := func(t *testing.T, name string, nodes ...map[string]any) string {
 		t.Helper()
 		code, m := p.do(t, "POST", "/v1/chains", map[string]any{"name": name, "nodes": nodes})
 		if code != 201 {
@@ -65,7 +65,7 @@ func TestServerCodeNodes(t *testing.T) {
 	}
 
 	t.Run("output and logs", func(t *testing.T) {
-		id := chain(t, "code-ok", codeNode("js", "console.log('hello', input.name)\nreturn {greeting: 'hi ' + input.name, n: [1, 2, 3].map(x => x * 2)}"))
+		id := doc(t, "code-ok", codeNode("js", "console.log('hello', input.name)\nreturn {greeting: 'hi ' + input.name, n: [1, 2, 3].map(x => x * 2)}"))
 		runID := run(t, id, map[string]any{"name": "Ada"})
 		m := p.waitStatus(t, runID, "completed", "failed")
 		if got := toJSON(m["final_output"]); got != `{"greeting":"hi Ada","n":[2,4,6]}` {
@@ -91,7 +91,7 @@ func TestServerCodeNodes(t *testing.T) {
 	})
 
 	t.Run("endless loop stops at the timeout", func(t *testing.T) {
-		id := chain(t, "code-loop", codeNode("js", "for (;;) {}", "timeout", 1))
+		id := doc(t, "code-loop", codeNode("js", "for (;;) {}", "timeout", 1))
 		start := time.Now()
 		m := p.waitStatus(t, run(t, id, nil), "failed")
 		if !strings.Contains(toJSON(m["error"]), "timed out after 1s") {
@@ -108,7 +108,7 @@ func TestServerCodeNodes(t *testing.T) {
 			`return new ArrayBuffer(4 * 1024 * 1024 * 1024).byteLength`,
 			`return "x".repeat(4 * 1024 * 1024 * 1024).length`,
 		} {
-			id := chain(t, "code-memory-"+strconv.Itoa(i), codeNode("js", src))
+			id := doc(t, "code-memory-"+strconv.Itoa(i), codeNode("js", src))
 			m := p.waitStatus(t, run(t, id, nil), "failed")
 			if !strings.Contains(toJSON(m["error"]), "memory limit of 128 MiB") {
 				t.Errorf("%s: %v", src, m["error"])
@@ -125,7 +125,7 @@ func TestServerCodeNodes(t *testing.T) {
 	})
 
 	t.Run("50 concurrent scripts share the pool", func(t *testing.T) {
-		id := chain(t, "code-many", codeNode("js", "let s = 0; for (let i = 0; i < 1e5; i++) s += i; return {s, n: input.n}"))
+		id := doc(t, "code-many", codeNode("js", "let s = 0; for (let i = 0; i < 1e5; i++) s += i; return {s, n: input.n}"))
 		var wg sync.WaitGroup
 		var bad atomic.Int32
 		for i := 0; i < 50; i++ {
@@ -177,8 +177,8 @@ func TestServerCodeNodes(t *testing.T) {
 			`try { return import("http://` + addr + `/x.js") } catch (e) { return "refused: " + e.name }`,
 		}
 		for i, src := range tries {
-			id := chain(t, "code-escape-"+strconv.Itoa(i), codeNode("js", src))
-			code, m := p.do(t, "POST", "/v1/chains/"+id+"/runs", map[string]any{"input": map[string]any{}})
+			id := doc(t, "code-escape-"+strconv.Itoa(i), codeNode("js", src))
+			code, m := p.do(t, "POST", "/v1/chains/"+id+"/runs", map[string]any{"input": map[string]any{}, "version": "draft"})
 			if code == 422 && strings.Contains(toJSON(m), "input_check") {
 				continue // refused before running: import() does not even parse in the sandbox
 			}

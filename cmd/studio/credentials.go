@@ -125,9 +125,9 @@ func finishRotation(path string, check []byte) error {
 	return os.Rename(next, path)
 }
 
-const credentialsHelp = `studio credentials add NAME --type TYPE --field K=V …   add one (--field K=- reads V from stdin)
-studio credentials list                                   names, types, which fields are set, last use
-studio credentials set NAME --field K=V …                 replace some fields (or --type to change it)
+const credentialsHelp = `studio credentials add NAME --type TYPE --field K=V --host H …   add one (--field K=- reads V from stdin)
+studio credentials list                                   names, types, which fields are set, hosts, last use
+studio credentials set NAME --field K=V --host H …        replace some fields, the hosts (or --type to change it)
 studio credentials remove NAME
 studio credentials rotate-key                             re-seal every credential under a new key`
 
@@ -139,9 +139,10 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "the database: a SQLite `FILE`, or a postgres:// URL (env STUDIO_DB)")
 	keyFile := fs.String("credentials-key-file", os.Getenv("STUDIO_CREDENTIALS_KEY_FILE"), "the credentials key `FILE` (default: the database's path + .key on SQLite; env STUDIO_CREDENTIALS_KEY_FILE, or the key itself in STUDIO_CREDENTIALS_KEY)")
 	typ := fs.String("type", "", "the credential's `TYPE`: "+strings.Join(credential.TypeNames(), ", "))
-	var fields, chains listFlag
+	var fields, chains, hosts listFlag
 	fs.Var(&fields, "field", "a field as `K=V` (repeatable; K=- reads V from stdin; for a headers credential, headers=Name: value, repeatable)")
 	fs.Var(&chains, "chain", "limit it to the chain with this `ID` (repeatable; default: every chain)")
+	fs.Var(&hosts, "host", "send it only to this `HOST` (repeatable): api.example.com, host:port, *.example.com or a base URL https://api.example.com/v1/; set replaces the list; without any, a provider key goes to its provider's API and an HTTP credential nowhere")
 	fs.Usage = func() {
 		printUsage(fs, "studio credentials add|list|set|remove|rotate-key [NAME] [flags]",
 			"Manages the credentials chains use by name (an http node's \"auth\": {\"credential\": NAME}):\n\n"+credentialsHelp+"\n\n"+
@@ -199,17 +200,21 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 		}
 		var cr *store.Credential
 		if verb == "add" {
-			cr, err = v.Add(ctx, who, vault.Input{Name: args[0], Type: t, Values: values, Chains: chains})
+			cr, err = v.Add(ctx, who, vault.Input{Name: args[0], Type: t, Values: values, Chains: chains, Hosts: hosts})
 		} else {
 			ch := vault.Change{Type: *typ, Values: values}
 			if len(chains) > 0 {
 				list := []string(chains)
 				ch.Chains = &list
 			}
+			if len(hosts) > 0 {
+				list := []string(hosts)
+				ch.Hosts = &list
+			}
 			cr, err = v.Update(ctx, who, args[0], ch)
 		}
 		if err == nil {
-			fmt.Fprintf(stdout, "saved %s (%s): %s set\n", cr.Name, cr.Type, strings.Join(cr.Set, ", "))
+			fmt.Fprintf(stdout, "saved %s (%s): %s set; %s\n", cr.Name, cr.Type, strings.Join(cr.Set, ", "), hostsText(*cr))
 		}
 	case "list":
 		err = listCredentials(ctx, v, stdout)
@@ -287,7 +292,7 @@ func listCredentials(ctx context.Context, v *vault.Vault, stdout io.Writer) erro
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTYPE\tSET\tCHAINS\tLAST USED")
+	fmt.Fprintln(tw, "NAME\tTYPE\tSET\tCHAINS\tHOSTS\tLAST USED")
 	for _, c := range list {
 		pub := make([]string, 0, len(c.Public))
 		for k, val := range c.Public {
@@ -303,9 +308,48 @@ func listCredentials(ctx context.Context, v *vault.Vault, stdout io.Writer) erro
 		if !c.LastUsed.IsZero() {
 			used = c.LastUsed.Format("2006-01-02 15:04 MST")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Type, strings.Join(set, " "), chains, used)
+		if c.Unreadable != "" {
+			fmt.Fprintf(tw, "%s\t%s\tcannot be read: %s\t%s\t-\t%s\n", c.Name, c.Type, c.Unreadable, chains, used)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Type, strings.Join(set, " "), chains, hostsCell(c), used)
 	}
 	return tw.Flush()
+}
+
+// defaultHostsOf is where c goes while it has no hosts of its own.
+func defaultHostsOf(c store.Credential) []string {
+	typ, ok := credential.Lookup(c.Type)
+	if !ok {
+		return nil
+	}
+	values := credential.Values{}
+	for k, v := range c.Public {
+		values[k] = v
+	}
+	return typ.DefaultHosts(values)
+}
+
+// hostsCell is the list's HOSTS column.
+func hostsCell(c store.Credential) string {
+	if len(c.Hosts) > 0 {
+		return strings.Join(c.Hosts, ",")
+	}
+	if d := defaultHostsOf(c); len(d) > 0 {
+		return strings.Join(d, ",") + " (default)"
+	}
+	return "none: unusable"
+}
+
+// hostsText says where c may be sent, after a save.
+func hostsText(c store.Credential) string {
+	if len(c.Hosts) > 0 {
+		return "sent only to " + strings.Join(c.Hosts, ", ")
+	}
+	if d := defaultHostsOf(c); len(d) > 0 {
+		return "sent only to " + strings.Join(d, ", ") + " (its type's default)"
+	}
+	return "no allowed hosts: it is sent nowhere until you set them (--host)"
 }
 
 // rotateKey re-seals every credential under a new key in one transaction.

@@ -82,12 +82,22 @@ func TestCredentialsNeverLeaveTheVault(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	stub := credStub(t)
 
-	credentialsCLI(t, bin, credSecrets["bearer"]+"\n", "add", "bearer", "--db", db, "--type", "bearer", "--field", "token=-")
-	credentialsCLI(t, bin, "", "add", "header", "--db", db, "--type", "api_key", "--field", "in=header", "--field", "name=X-API-Key", "--field", "value="+credSecrets["header"])
-	credentialsCLI(t, bin, "", "add", "query", "--db", db, "--type", "api_key", "--field", "in=query", "--field", "name=api_key", "--field", "value="+credSecrets["query"])
-	credentialsCLI(t, bin, credSecrets["basic"]+"\n", "add", "basic", "--db", db, "--type", "basic", "--field", "username=ann", "--field", "password=-")
-	credentialsCLI(t, bin, "", "add", "custom", "--db", db, "--type", "headers", "--field", "headers=X-Secret: "+credSecrets["custom"], "--field", "headers=X-Team: core")
+	credentialsCLI(t, bin, credSecrets["bearer"]+"\n", "add", "bearer", "--db", db, "--type", "bearer", "--field", "token=-", "--host", "127.0.0.1")
+	credentialsCLI(t, bin, "", "add", "header", "--db", db, "--type", "api_key", "--field", "in=header", "--field", "name=X-API-Key", "--field", "value="+credSecrets["header"], "--host", "127.0.0.1")
+	credentialsCLI(t, bin, "", "add", "query", "--db", db, "--type", "api_key", "--field", "in=query", "--field", "name=api_key", "--field", "value="+credSecrets["query"], "--host", "127.0.0.1")
+	credentialsCLI(t, bin, credSecrets["basic"]+"\n", "add", "basic", "--db", db, "--type", "basic", "--field", "username=ann", "--field", "password=-", "--host", "127.0.0.1")
+	added := credentialsCLI(t, bin, "", "add", "custom", "--db", db, "--type", "headers", "--field", "headers=X-Secret: "+credSecrets["custom"], "--field", "headers=X-Team: core")
+	if !strings.Contains(added, "no allowed hosts") {
+		t.Fatalf("adding an HTTP credential without hosts does not say it goes nowhere: %s", added)
+	}
+	if list := credentialsCLI(t, bin, "", "list", "--db", db); !strings.Contains(list, "none: unusable") {
+		t.Fatalf("the list does not mark a credential without hosts: %s", list)
+	}
+	credentialsCLI(t, bin, "", "set", "custom", "--db", db, "--host", "127.0.0.1")
 	list := credentialsCLI(t, bin, "", "list", "--db", db)
+	if strings.Contains(list, "none: unusable") || !strings.Contains(list, "HOSTS") {
+		t.Fatalf("hosts in the list: %s", list)
+	}
 	if info, err := os.Stat(db + ".key"); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("the key file beside the database: %v %v", info, err)
 	}

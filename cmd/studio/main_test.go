@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store/sqlite"
 )
 
@@ -158,7 +158,7 @@ func TestBackupWritesAUsableCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateChain(context.Background(), &engine.Chain{Name: "kept", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}, ""); err != nil {
+	if _, err := db.CreateChain(context.Background(), &chain.Chain{Name: "kept", Nodes: []chain.Node{{ID: "a", Kind: chain.KindTool, Name: "echo"}}}, "", true); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

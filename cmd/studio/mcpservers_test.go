@@ -134,11 +134,11 @@ func TestServerEverythingOverStdioAndHTTP(t *testing.T) {
 		}
 	}
 
-	chain := map[string]any{"name": "everything", "nodes": []any{
+	doc := map[string]any{"name": "everything", "nodes": []any{
 		map[string]any{"node_id": "say", "kind": "tool", "name": "mcp:local/echo", "input": map[string]any{"message": "hello from a chain"}},
 		map[string]any{"node_id": "sum", "kind": "tool", "name": "mcp:remote/get-sum", "input": map[string]any{"a": 2, "b": 3}},
 	}, "edges": []any{map[string]any{"source": "say", "target": "sum"}}}
-	code, ch := p.do(t, "POST", "/v1/chains", chain)
+	code, ch := p.do(t, "POST", "/v1/chains", doc)
 	if code != http.StatusCreated {
 		t.Fatalf("create: %d %v", code, ch)
 	}

@@ -99,11 +99,11 @@ func TestServeOnPostgres(t *testing.T) {
 	if strings.Contains(withPassword, "hunter2") && strings.Contains(p.logs(), "hunter2") {
 		t.Fatalf("the log shows the database password:\n%s", p.logs())
 	}
-	chain := map[string]any{"name": "on-postgres", "nodes": []any{
+	doc := map[string]any{"name": "on-postgres", "nodes": []any{
 		map[string]any{"node_id": "a", "kind": "tool", "name": "echo", "input_map": map[string]any{"n": "input.n"}},
 		map[string]any{"node_id": "b", "kind": "tool", "name": "echo", "input_map": map[string]any{"from_a": "a.output.n"}},
 	}, "edges": []any{map[string]any{"source": "a", "target": "b"}}}
-	code, m := p.do(t, "POST", "/v1/chains", chain)
+	code, m := p.do(t, "POST", "/v1/chains", doc)
 	if code != 201 {
 		t.Fatalf("create chain: %d %v", code, m)
 	}

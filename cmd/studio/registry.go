@@ -25,7 +25,7 @@ func builtinRegistry(opts builtin.Options) *engine.Registry {
 	reg.SetInline(builtin.Inline...)
 	reg.SetScoped(builtin.Scoped...)
 	reg.SetContained(builtin.Contained...)
-	for n, c := range builtin.Checks() {
+	for n, c := range builtin.Checks(opts) {
 		reg.SetCheck(n, c)
 	}
 	for _, t := range builtin.Catalog() {
@@ -55,7 +55,7 @@ func (f *mcpFlags) register(fs *flag.FlagSet) {
 // resolved as for a chain that is not saved: only those open to every
 // chain, since every chain may call its tools.
 func startMCP(ctx context.Context, db store.MCPServerStore, vlt *vault.Vault, reg *engine.Registry, f mcpFlags, log *slog.Logger) (*mcphost.Host, error) {
-	opts := mcphost.Options{Store: db, HTTPClient: builtin.ModelHTTPClient(*f.private), AllowCommand: f.allow, RefuseEnv: builtin.LoaderEnv, Logger: log}
+	opts := mcphost.Options{Store: db, AllowPrivate: *f.private, AllowCommand: f.allow, RefuseEnv: builtin.LoaderEnv, Logger: log}
 	if vlt != nil {
 		opts.Credentials = vlt.ForChain("")
 	}

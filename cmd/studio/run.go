@@ -12,6 +12,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // listFlag collects a repeatable flag.
@@ -96,7 +97,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := engine.NewRegistry()
 	reg.SetScoped(builtin.Scoped...)
 	reg.SetContained(builtin.Contained...)
-	for n, c := range builtin.Checks() {
+	for n, c := range builtin.Checks(builtin.Options{HTTPAllowPrivate: *allowPrivate}) {
 		reg.SetCheck(n, c)
 	}
 	codeRunner, closeCode, err := codeOpts.runner(false)
@@ -108,20 +109,23 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg.RegisterAll(builtin.Tools(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget, Code: codeRunner}))
 	printer := &eventPrinter{w: stdout, json: *asJSON}
 	resolve := folderResolver(path)
+	env := newLocalEnv(reg, budgets.limits, resolve)
 	eng := engine.New(engine.Options{
 		Registry:   reg,
 		Limits:     budgets.limits,
 		Sink:       printer,
 		ExprBudget: exprBudget,
-		Chains: func(_ context.Context, name string) (*engine.Chain, error) {
+		Chains: func(_ context.Context, name string) (*chain.Chain, error) {
 			if c, ok := resolve(name); ok {
 				return c, nil
 			}
 			return nil, fmt.Errorf("no chain named %q next to %s", name, path)
 		},
+		Compile: env.compile,
 	})
-	res, err := eng.Run(ctx, c, in, engine.RunOptions{})
-	for err == nil && res.Status == engine.StatusPaused && len(answers) > 0 {
+	plan, _ := env.compile(ctx, c) // a chain with errors runs as refused, and says why
+	res, err := eng.Run(ctx, plan, in, engine.RunOptions{})
+	for err == nil && res.Status == chain.StatusPaused && len(answers) > 0 {
 		var v any
 		if jerr := json.Unmarshal([]byte(answers[0]), &v); jerr != nil {
 			fmt.Fprintf(stderr, "--answer %s: not JSON: %v\n", answers[0], jerr)
@@ -140,28 +144,28 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	printer.result(res)
 	switch res.Status {
-	case engine.StatusCompleted, engine.StatusPartial:
+	case chain.StatusCompleted, chain.StatusPartial:
 		return exitOK
-	case engine.StatusPaused:
+	case chain.StatusPaused:
 		return exitPaused
-	case engine.StatusCancelled, engine.StatusTimedOut:
+	case chain.StatusCancelled, chain.StatusTimedOut:
 		return exitStopped
 	}
 	return exitFailed
 }
 
-func loadDocument(path string) (*engine.Chain, *engine.Request, error) {
-	data, err := readLimited(path, int64(engine.DefaultLimits.MaxDocumentBytes))
+func loadDocument(path string) (*chain.Chain, *chain.Request, error) {
+	data, err := readLimited(path, int64(chain.DefaultLimits.MaxDocumentBytes))
 	if err != nil {
 		return nil, nil, err
 	}
-	return engine.DecodeDocument(data, engine.Limits{})
+	return chain.DecodeDocument(data, chain.Limits{})
 }
 
 // runInput picks the run's input: an explicit --input wins; without one an
 // A2E request's initial_input, else the chain's sample_input, else {}. from
 // names where a default came from ("" for --input or {}).
-func runInput(flagValue string, set bool, c *engine.Chain, req *engine.Request) (map[string]any, string, error) {
+func runInput(flagValue string, set bool, c *chain.Chain, req *chain.Request) (map[string]any, string, error) {
 	if set {
 		in, err := parseInput(flagValue)
 		if err != nil {
@@ -211,10 +215,10 @@ func parseInput(s string) (map[string]any, error) {
 
 // folderResolver finds sub-chains by name among the *.json chain files next
 // to path. Files that do not decode are ignored.
-func folderResolver(path string) func(name string) (*engine.Chain, bool) {
+func folderResolver(path string) func(name string) (*chain.Chain, bool) {
 	var once sync.Once
-	byName := map[string]*engine.Chain{}
-	return func(name string) (*engine.Chain, bool) {
+	byName := map[string]*chain.Chain{}
+	return func(name string) (*chain.Chain, bool) {
 		once.Do(func() {
 			files, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.json"))
 			for _, f := range files {
@@ -280,7 +284,7 @@ func (p *eventPrinter) result(res *engine.Result) {
 	out := struct {
 		Type        string           `json:"type"`
 		RunID       string           `json:"run_id"`
-		Status      engine.RunStatus `json:"status"`
+		Status      chain.RunStatus  `json:"status"`
 		Outputs     map[string]any   `json:"outputs"`
 		FinalOutput any              `json:"final_output"`
 		Error       *engine.RunError `json:"error"`
@@ -310,7 +314,7 @@ func (p *eventPrinter) result(res *engine.Result) {
 		// A headless run lives as long as the command: answers go in up front.
 		fmt.Fprintln(p.w, "to continue, run it again with --answer JSON (one per interrupt, in order)")
 	}
-	if res.FinalOutput == nil && res.Status != engine.StatusCompleted && res.Status != engine.StatusPartial {
+	if res.FinalOutput == nil && res.Status != chain.StatusCompleted && res.Status != chain.StatusPartial {
 		return // "final_output: null" after a failure or a pause says nothing
 	}
 	b, _ := json.MarshalIndent(res.FinalOutput, "", "  ")
@@ -327,4 +331,18 @@ func compact(v any, max int) string {
 		s = s[:max] + "…"
 	}
 	return s
+}
+
+// localEnv is what `studio run` and `studio a2e` check a chain against: the
+// tools they registered, the sub-chains beside it, their limits.
+type localEnv struct{ vo chain.ValidateOptions }
+
+func newLocalEnv(reg *engine.Registry, limits chain.Limits, resolve func(string) (*chain.Chain, bool)) localEnv {
+	return localEnv{chain.ValidateOptions{Limits: limits, Tools: reg.Has, ToolUnavailable: reg.Unavailable,
+		Schemas: reg.NodeSchemas(nil), Check: reg.NodeCheck, Resolve: resolve}}
+}
+
+// compile is engine.Options.Compile for these hosts.
+func (l localEnv) compile(_ context.Context, c *chain.Chain) (*chain.Plan, error) {
+	return chain.Compile(c, l.vo)
 }

@@ -7,27 +7,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/examples"
-	"github.com/chainstudio/studio/internal/mcphost"
 	"github.com/chainstudio/studio/internal/telemetry"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/runs/riverqueue"
 	"github.com/chainstudio/studio/store"
-	"github.com/chainstudio/studio/store/postgres"
-	"github.com/chainstudio/studio/store/vault"
 	"github.com/chainstudio/studio/web"
 )
 
@@ -38,39 +33,55 @@ func envOr(name, def string) string {
 	return def
 }
 
+// serveFlags are serve's flags beside Main's: HTTP, examples, prices and
+// retention.
+type serveFlags struct {
+	addr, token, publicURL, prices *string
+	insecure, noExamples, verbose  *bool
+	worker                         *bool // on PostgreSQL, also execute runs here
+	viewersSeeCredentialed         *bool // viewers and approvers see credentialed calls' outputs
+	trustedProxies                 prefixListFlag
+	a2e                            a2eSessionFlags
+	streams                        streamFlags
+	keep                           retention
+}
+
+func registerServe(fs *flag.FlagSet) *serveFlags {
+	f := &serveFlags{
+		addr:      fs.String("addr", envOr("STUDIO_ADDR", "127.0.0.1:8080"), "listen on `ADDR`, HOST:PORT (env STUDIO_ADDR); anything but loopback needs --token or --insecure"),
+		token:     fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer `TOKEN` required by the API and pages (env STUDIO_TOKEN)"),
+		insecure:  fs.Bool("insecure", false, "allow listening off loopback without a token"),
+		publicURL: fs.String("public-url", os.Getenv("STUDIO_PUBLIC_URL"), "the `URL` people reach the studio at, behind a proxy (env STUDIO_PUBLIC_URL): its host is accepted besides the listen address and loopback names, and https makes the sign-in cookie Secure"),
+	}
+	fs.Var(&f.trustedProxies, "trusted-proxy", "take the client's address from X-Forwarded-For (its rightmost hop outside these ranges) when the peer is in the `CIDR` (repeatable; default: none, the header is ignored)")
+	f.noExamples = fs.Bool("no-examples", false, "do not load the example chains into an empty database")
+	f.verbose = fs.Bool("v", false, "log every request")
+	f.prices = fs.String("prices", os.Getenv("STUDIO_PRICES"), "a YAML price table `FILE`: model name → {input, output}, the prices of a million tokens (env STUDIO_PRICES); without it, tokens are shown without cost")
+	f.viewersSeeCredentialed = fs.Bool("viewers-see-credentialed-output", false, "show viewers and approvers the outputs of calls that carried a stored credential (an http request's auth); by default only editors, publishers and admins see them, since servers echo what they are sent")
+	f.worker = fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
+	f.a2e = registerA2ESessions(fs)
+	f.streams = registerStreams(fs)
+	f.keep.register(fs)
+	return f
+}
+
+// check refuses the bounds among serve's own flags that are out of range
+// (checkServeSecurity looks at the token and the public URL first).
+func (f *serveFlags) check() error {
+	if err := f.a2e.check(); err != nil {
+		return err
+	}
+	return f.streams.check()
+}
+
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", envOr("STUDIO_ADDR", "127.0.0.1:8080"), "listen on `ADDR`, HOST:PORT (env STUDIO_ADDR); anything but loopback needs --token or --insecure")
-	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "the database: a SQLite `FILE`, or a postgres:// URL (env STUDIO_DB)")
-	token := fs.String("token", os.Getenv("STUDIO_TOKEN"), "bearer `TOKEN` required by the API and pages (env STUDIO_TOKEN)")
-	insecure := fs.Bool("insecure", false, "allow listening off loopback without a token")
-	publicURL := fs.String("public-url", os.Getenv("STUDIO_PUBLIC_URL"), "the `URL` people reach the studio at, behind a proxy (env STUDIO_PUBLIC_URL): its host is accepted besides the listen address and loopback names, and https makes the sign-in cookie Secure")
-	var trustedProxies prefixListFlag
-	fs.Var(&trustedProxies, "trusted-proxy", "take the client's address from X-Forwarded-For (its rightmost hop outside these ranges) when the peer is in the `CIDR` (repeatable; default: none, the header is ignored)")
-	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
-	var allowProc listFlag
-	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
-	var allowProcEnv envNameFlag
-	fs.Var(&allowProcEnv, "allow-proc-env", "let proc nodes set the environment variable `NAME` (repeatable; default: none; LD_* and other loader variables never)")
-	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
-	var mcpf mcpFlags
-	mcpf.register(fs)
-	modelAllowPrivate := fs.Bool("model-allow-private", false, "let agents' model calls reach loopback and private addresses (a local Ollama, vLLM or LM Studio); the http tool stays guarded")
-	noExamples := fs.Bool("no-examples", false, "do not load the example chains into an empty database")
-	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
-	verbose := fs.Bool("v", false, "log every request")
-	pricesFile := fs.String("prices", os.Getenv("STUDIO_PRICES"), "a YAML price table `FILE`: model name → {input, output}, the prices of a million tokens (env STUDIO_PRICES); without it, tokens are shown without cost")
-	keyFile := fs.String("credentials-key-file", os.Getenv("STUDIO_CREDENTIALS_KEY_FILE"), "the credentials key `FILE`, 64 hex digits, mode 0600 (env STUDIO_CREDENTIALS_KEY_FILE, or the key itself in STUDIO_CREDENTIALS_KEY); default on SQLite: the database's path + .key, created on first start; on PostgreSQL every process needs the same key, and without one credentials are off")
-	worker := fs.Bool("worker", true, "on PostgreSQL, also execute runs in this process (--worker=false: API and pages only, runs go to studio worker processes)")
-	budgets := registerBudgets(fs)
-	codeOpts := registerCode(fs)
-	gov := registerGovernor(fs)
-	a2eSess := registerA2ESessions(fs)
-	streams := registerStreams(fs)
-	lease := registerLease(fs)
-	var keep retention
-	keep.register(fs)
+	m := newMain(fs, mainFlags{
+		db: envOr("STUDIO_DB", "studio.db"), dbUsage: "the database: a SQLite `FILE`, or a postgres:// URL (env STUDIO_DB)",
+		keyUsage: "the credentials key `FILE`, 64 hex digits, mode 0600 (env STUDIO_CREDENTIALS_KEY_FILE, or the key itself in STUDIO_CREDENTIALS_KEY); default on SQLite: the database's path + .key, created on first start; on PostgreSQL every process needs the same key, and without one credentials are off",
+	})
+	f := registerServe(fs)
 	fs.Usage = func() {
 		printUsage(fs, "studio [serve] [flags]",
 			"Starts the studio: the designer in the browser, the JSON API and the A2E host.\n"+
@@ -83,213 +94,110 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !wantArgs(fs, args) {
 		return exitUsage
 	}
-	if err := checkServeSecurity(*token, *publicURL); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
+	if err := checkServeSecurity(*f.token, *f.publicURL); err != nil {
+		return fail(stderr, usageError{err})
 	}
-	exprBudget, tplBudget, err := budgets.values()
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
+	if err := m.check(); err != nil {
+		return fail(stderr, usageError{err})
 	}
-	if err := codeOpts.check(); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
-	}
-	if err := gov.check(); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
-	}
-	if err := a2eSess.check(); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
-	}
-	if err := streams.check(); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
-	}
-	if err := lease.check(); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
-	}
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
+	if err := f.check(); err != nil {
+		return fail(stderr, usageError{err})
 	}
 	var prices *pricing.Prices
-	if *pricesFile != "" {
-		if prices, err = web.LoadPrices(*pricesFile); err != nil {
-			fmt.Fprintf(stderr, "studio: --prices: %v\n", err)
-			return exitUsage
+	if *f.prices != "" {
+		var err error
+		if prices, err = web.LoadPrices(*f.prices); err != nil {
+			return fail(stderr, usageError{fmt.Errorf("--prices: %w", err)})
 		}
 	}
-	tracer, err := telemetry.FromEnv(ctx, os.Getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: tracing: %v\n", err)
-		return exitUsage
+	if *f.verbose {
+		m.Level = slog.LevelDebug
 	}
-	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
-	if tracer != nil {
-		handler = telemetry.LogHandler(handler)
-		defer shutdownTracer(tracer, stderr)
+	// Main's steps, with serve's own between them.
+	defer m.Close()
+	if err := m.openLog(ctx, stderr); err != nil {
+		return fail(stderr, err)
 	}
-	log := slog.New(handler)
-	if tracer != nil {
-		log.Info("exporting traces over OTLP", "endpoint", otlpEndpoint())
-	}
+	log := m.Log
 	if prices != nil {
-		log.Info("loaded model prices", "models", prices.Len(), "file", *pricesFile)
+		log.Info("loaded model prices", "models", prices.Len(), "file", *f.prices)
 	}
-
-	db, err := openBackend(ctx, *dbPath, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+	if err := m.openStore(ctx); err != nil {
+		return fail(stderr, err)
 	}
-	defer db.Close()
-	if db.pg != nil {
-		// Other processes' runs are live: nothing is failed at start-up
-		// (a process that died leaves its runs running; docs/deploy.md).
-	} else if n, err := db.RecoverInterrupted(ctx); err != nil {
-		fmt.Fprintf(stderr, "studio: recover runs: %v\n", err)
-		return exitFailed
-	} else if n > 0 {
-		log.Info("marked runs interrupted by the last stop as failed (interrupted_by_restart: resume them; interrupted_before_start: start them again)", "runs", n)
-	}
-	src := credentialKeySource(*dbPath, *keyFile)
-	vlt, err := openVault(ctx, db, src, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
-	}
-	if vlt.Enabled() {
+	if src := m.keySource(); m.Vault.Enabled() {
 		log.Info("credentials are sealed with the key in "+src.describe()+"; back it up with the database", "key", src.describe())
 	} else {
 		log.Info("credentials are off: no credentials key (--credentials-key-file or " + keyEnv + ")")
 	}
-	if pol, ok := keep.policy(); ok {
-		go pruneRuns(ctx, db, pol, log)
+	if pol, ok := f.keep.policy(); ok {
+		go pruneRuns(ctx, m.DB, pol, log)
 	}
-	go pruneHookSignatures(ctx, db, hookSignaturePrunePeriod, log)
-	if !*noExamples {
-		if err := loadExamples(ctx, db, log); err != nil {
-			fmt.Fprintf(stderr, "studio: load examples: %v\n", err)
-			return exitFailed
+	go pruneHookSignatures(ctx, m.DB, hookSignaturePrunePeriod, log)
+	if !*f.noExamples {
+		if err := loadExamples(ctx, m.DB, log); err != nil {
+			return fail(stderr, fmt.Errorf("load examples: %w", err))
 		}
 	}
-	codeRunner, closeCode, err := codeOpts.runner(true)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+	if err := m.openTools(ctx); err != nil {
+		return fail(stderr, err)
 	}
-	defer closeCode()
-	reg := builtinRegistry(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget, Code: codeRunner})
-	mcpHost, err := startMCP(ctx, db, vlt, reg, mcpf, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
+	if m.Agents.Len() > 0 {
+		log.Info("loaded agents", "count", m.Agents.Len(), "dir", *m.agentsDir)
 	}
-	defer mcpHost.Close()
-	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: agentToolKnown(reg)})
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
-	}
-	if agents.Len() > 0 {
-		log.Info("loaded agents", "count", agents.Len(), "dir", *agentsDir)
-	}
-	recordAddress := func(url string) {
-		if db.listening == nil {
-			return
-		}
-		if err := db.listening(url); err != nil {
-			log.Warn("could not record the address in the database lock file", "err", err)
-		}
-	}
-	return serveRuns(ctx, serveConfig{allowPrivate: *allowPrivate, modelHTTP: builtin.ModelHTTPClient(*modelAllowPrivate), addr: *addr, token: *token, insecure: *insecure, publicURL: *publicURL, trustedProxies: trustedProxies, dbPath: db.name, listening: recordAddress, gov: gov, a2e: a2eSess, limits: budgets.limits, exprBudget: exprBudget, pg: db.pg, noWorker: !*worker, lease: lease, tracer: tracer, prices: prices, vault: vlt, streams: streams, mcp: mcpHost}, db, reg, agents, log, stderr)
+	return serveRuns(ctx, m, f, prices, stderr)
 }
 
 // approvalSweepPeriod is how often pending approvals' deadlines and
 // escalations are looked at: a deadline fires at most this late.
 const approvalSweepPeriod = 5 * time.Second
 
-type serveConfig struct {
-	addr, token, publicURL, dbPath string
-	insecure                       bool
-	trustedProxies                 []netip.Prefix   // --trusted-proxy
-	allowPrivate                   bool             // escalation webhooks may reach private addresses (--http-allow-private)
-	modelHTTP                      *http.Client     // agents' model calls (builtin.ModelHTTPClient, --model-allow-private)
-	listening                      func(url string) // called once the server listens
-	gov                            governorFlags
-	a2e                            a2eSessionFlags // A2E HTTP sessions' bounds; nil fields: defaults
-	limits                         engine.Limits   // run budgets and ceilings; zero fields: defaults
-	exprBudget                     expr.Budget
-	pg                             *postgres.DB      // PostgreSQL: runs are River jobs
-	noWorker                       bool              // PostgreSQL: insert jobs only, execute none here
-	lease                          leaseFlags        // PostgreSQL: run ownership timings
-	tracer                         *telemetry.Tracer // nil: no tracing (no OTEL_* variables)
-	prices                         *pricing.Prices   // nil: no --prices
-	vault                          *vault.Vault      // the credentials chains use by name
-	mcp                            *mcphost.Host     // the registered MCP servers' connections
-	streams                        streamFlags       // bounds of streaming responses; nil fields: web's defaults
-}
-
 // serveRuns builds the run service (with its event writer on the store) and
-// the HTTP server on an open store, and serves until ctx ends. Stopping runs
-// in reverse: the runs are cancelled (resumable) and the server stops, then
-// the run service stores its last events; the caller closes the store after
-// that.
-func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engine.Registry, agents *agent.Set, log *slog.Logger, stderr io.Writer) int {
+// the HTTP server on what m opened, and serves until ctx ends. Stopping
+// runs in reverse: the runs are cancelled (resumable) and the server
+// stops, then the run service stores its last events; the caller closes
+// m after that.
+func serveRuns(ctx context.Context, m *Main, f *serveFlags, prices *pricing.Prices, stderr io.Writer) int {
+	db, log := m.DB, m.Log
 	metrics := web.NewMetrics()
-	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Observer: metrics, Limits: cfg.limits, ExprBudget: cfg.exprBudget, ModelHTTP: cfg.modelHTTP}
-	if cfg.vault != nil {
-		opts.Credentials = cfg.vault
-	}
-	cfg.gov.applyTo(&opts)
+	opts := m.runOptions()
+	opts.Observer = metrics
 	var prop propagation.TextMapPropagator
-	if cfg.tracer != nil {
-		opts.Tracer, prop = cfg.tracer, cfg.tracer.Propagator()
+	if m.Tracer != nil {
+		prop = m.Tracer.Propagator()
 	}
+	// SQLite: this process executes its runs. PostgreSQL: runs are River
+	// jobs that any process sharing the database executes.
+	opts.Executor = runs.Embedded()
 	var queue *riverqueue.Queue
-	if cfg.pg != nil {
-		var err error
+	var dist *runs.Distributed
+	if db.pg != nil {
 		workers := opts.MaxRunning
-		if cfg.noWorker {
+		if !*f.worker {
 			workers = 0
 		}
-		var ttl, reap time.Duration
-		if cfg.lease.ttl != nil {
-			cfg.lease.applyTo(&opts)
-			ttl, reap = *cfg.lease.ttl, *cfg.lease.reap
+		var err error
+		if queue, dist, err = m.queue(ctx, &opts, workers, true); err != nil {
+			return fail(stderr, err)
 		}
-		if queue, err = riverqueue.New(cfg.pg, riverqueue.Options{Workers: workers, Logger: log, LeaseTTL: ttl, ReapEvery: reap}); err != nil {
-			fmt.Fprintf(stderr, "studio: %v\n", err)
-			return exitFailed
-		}
-		opts.Dispatcher = queue
-		cfg.pg.NotifyEvents(true)
-		opts.EventHints = cfg.pg.ListenEvents(ctx)
 	}
 	svc, err := runs.New(opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+		return fail(stderr, err)
 	}
 	// The runs accepted before the last stop that never started, left
 	// queued by RecoverInterrupted, wait in line again (a no-op with River:
 	// its jobs outlive the process).
 	if n, err := svc.Requeue(ctx, db); err != nil {
 		svc.Close()
-		fmt.Fprintf(stderr, "studio: queue again the runs accepted before the last stop: %v\n", err)
-		return exitFailed
+		return fail(stderr, fmt.Errorf("queue again the runs accepted before the last stop: %w", err))
 	} else if n > 0 {
 		log.Info("queued again the runs accepted before the last stop that had not started", "runs", n)
 	}
 	if queue != nil {
-		if err := queue.Start(ctx, svc); err != nil {
+		if err := queue.Start(ctx, dist); err != nil {
 			svc.Close()
-			fmt.Fprintf(stderr, "studio: %v\n", err)
-			return exitFailed
+			return fail(stderr, err)
 		}
 		defer stopQueue(queue, log)
 	}
@@ -299,24 +207,24 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	sched, err := runs.NewScheduler(runs.SchedulerOptions{Store: db, Starter: svc, Logger: log})
 	if err != nil {
 		svc.Close()
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+		return fail(stderr, err)
 	}
-	wcfg := web.Config{Addr: cfg.addr, Token: cfg.token, Insecure: cfg.insecure, PublicURL: cfg.publicURL, TrustedProxies: cfg.trustedProxies, Logger: log, Limits: cfg.limits}
-	cfg.a2e.applyTo(&wcfg)
-	cfg.streams.applyTo(&wcfg)
+	wcfg := web.Config{Addr: *f.addr, Token: *f.token, Insecure: *f.insecure, ModelAllowPrivate: *m.modelAllowPrivate,
+		ViewersSeeCredentialed: *f.viewersSeeCredentialed, PublicURL: *f.publicURL,
+		TrustedProxies: f.trustedProxies, Logger: log, Limits: m.budgets.limits}
+	f.a2e.applyTo(&wcfg)
+	f.streams.applyTo(&wcfg)
 	templates, err := chainTemplates()
 	if err != nil {
 		svc.Close()
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+		return fail(stderr, err)
 	}
 	srv, err := web.New(wcfg,
-		web.Deps{DB: db, Runs: svc, Registry: reg, Agents: agents, Metrics: metrics, Scheduler: sched, Prices: cfg.prices, Propagator: prop, Vault: cfg.vault, ModelHTTP: cfg.modelHTTP, MCP: cfg.mcp, Templates: templates})
+		web.Deps{DB: db, Runs: svc, Registry: m.Registry, Agents: m.Agents, Providers: modelProviders, Metrics: metrics, Scheduler: sched, Prices: prices,
+			Propagator: prop, Vault: m.Vault, ModelHTTP: m.ModelHTTP, MCP: m.MCP, Templates: templates})
 	if err != nil {
 		svc.Close()
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
+		return fail(stderr, usageError{err})
 	}
 	schedCtx, stopSched := context.WithCancel(ctx)
 	schedDone := make(chan struct{})
@@ -324,16 +232,19 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 	// Approval deadlines and escalations; on PostgreSQL every serve process
 	// sweeps, and the claims make each answer and notification happen once.
 	// Started once the server could be built, and stopped before the store
-	// closes (a sweep on a closed store only logs errors).
+	// closes (a sweep on a closed store only logs errors). Escalation
+	// webhooks reach private addresses as the http tool does.
 	sweeper := runs.NewSweeper(runs.SweeperOptions{Store: db, Runs: svc, Logger: log,
-		Notify: builtin.GuardedClient(builtin.Options{HTTPAllowPrivate: cfg.allowPrivate})})
+		Notify: builtin.GuardedClient(builtin.Options{HTTPAllowPrivate: *m.httpAllowPrivate})})
 	sweepDone := make(chan struct{})
 	go func() { defer close(sweepDone); sweeper.Run(schedCtx, approvalSweepPeriod) }()
 	err = srv.ListenAndServe(ctx, func(url string) {
-		if cfg.listening != nil {
-			cfg.listening(url)
+		if db.listening != nil {
+			if err := db.listening(url); err != nil {
+				log.Warn("could not record the address in the database lock file", "err", err)
+			}
 		}
-		log.Info("Chain Studio is running", "url", url, "db", cfg.dbPath)
+		log.Info("Chain Studio is running", "url", url, "db", db.name)
 	})
 	stopSched() // the scheduler and the sweeper stop before the run service
 	<-schedDone
@@ -342,8 +253,7 @@ func serveRuns(ctx context.Context, cfg serveConfig, db store.Backend, reg *engi
 		err = errors.Join(err, fmt.Errorf("store the last events: %w", cerr))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+		return fail(stderr, err)
 	}
 	return exitOK
 }
@@ -444,11 +354,11 @@ func loadExamples(ctx context.Context, db store.ChainStore, log *slog.Logger) er
 		return err
 	}
 	for _, ex := range all {
-		c, err := engine.Decode(ex.Data, engine.Limits{})
+		c, err := chain.Decode(ex.Data, chain.Limits{})
 		if err != nil {
 			return fmt.Errorf("%s: %w", ex.File, err)
 		}
-		if _, err := db.CreateChain(ctx, c, "example"); err != nil {
+		if _, err := db.CreateChain(ctx, c, "example", true); err != nil {
 			return fmt.Errorf("%s: %w", ex.File, err)
 		}
 	}
@@ -463,11 +373,11 @@ type budgetFlags struct {
 	nodeExecs, mapItems, iterations, depth   *int
 	outputBytes, storedBytes                 *int64
 	chainTimeout                             *float64
-	limits                                   engine.Limits // set by values
+	limits                                   chain.Limits // set by values
 }
 
 func registerBudgets(fs *flag.FlagSet) budgetFlags {
-	d := engine.DefaultLimits
+	d := chain.DefaultLimits
 	return budgetFlags{
 		nodeExecs:    fs.Int("max-node-executions", d.MaxNodeExecutions, "end a run that starts more than `N` nodes, map items and branches included (budget node_executions)"),
 		outputBytes:  fs.Int64("max-output-bytes", d.MaxOutputBytes, "end a run whose node outputs held in memory pass `BYTES` (budget output_bytes)"),
@@ -494,15 +404,17 @@ func (b *budgetFlags) values() (expr.Budget, builtin.TemplateBudget, error) {
 	if *b.nodeExecs <= 0 || *b.mapItems <= 0 || *b.iterations <= 0 || *b.depth <= 0 || *b.outputBytes <= 0 || *b.storedBytes <= 0 || !(*b.chainTimeout > 0) {
 		return expr.Budget{}, builtin.TemplateBudget{}, errors.New("--max-node-executions, --max-output-bytes, --max-stored-bytes, --max-map-items, --max-chain-timeout, --max-iterations and --max-depth must be positive")
 	}
-	b.limits = engine.Limits{MaxNodeExecutions: *b.nodeExecs, MaxOutputBytes: *b.outputBytes, MaxStoredBytes: *b.storedBytes,
+	b.limits = chain.Limits{MaxNodeExecutions: *b.nodeExecs, MaxOutputBytes: *b.outputBytes, MaxStoredBytes: *b.storedBytes,
 		MaxMapItems: *b.mapItems, MaxChainTimeout: *b.chainTimeout, MaxIterations: *b.iterations, MaxDepth: *b.depth}
 	return expr.Budget{MaxElements: *b.exprElems, MaxBytes: *b.exprBytes}, builtin.TemplateBudget{Steps: *b.tplSteps, Bytes: *b.tplBytes}, nil
 }
 
-// governorFlags bound what runs and watchers may hold at once (serve only).
-// A nil field (a test's serveConfig) keeps the run service's default.
+// governorFlags bound what runs and watchers may hold at once (serve and
+// worker). A nil field (a zero governorFlags) keeps the run service's
+// default.
 type governorFlags struct {
 	maxRunning, maxQueued, maxWatchers, maxWatchersPerRun *int
+	maxMemory                                             *int64
 }
 
 func registerGovernor(fs *flag.FlagSet) governorFlags {
@@ -511,6 +423,7 @@ func registerGovernor(fs *flag.FlagSet) governorFlags {
 		maxQueued:         fs.Int("max-queued-runs", 1000, "let at most `N` runs wait for a slot; more are refused with 429 and Retry-After"),
 		maxWatchers:       fs.Int("max-watchers", 2000, "stream live events to at most `N` watchers in all; more are refused with 503 and Retry-After"),
 		maxWatchersPerRun: fs.Int("max-watchers-per-run", 200, "stream one run's live events to at most `N` watchers"),
+		maxMemory:         fs.Int64("max-memory", 0, "the process's memory budget in `BYTES` (0: none): new runs wait as queued while the live heap is over 3/4 of it and another run executes, and the Go collector works harder near it (as GOMEMLIMIT, unless that is set)"),
 	}
 }
 
@@ -519,6 +432,9 @@ func (g governorFlags) check() error {
 		if v != nil && *v <= 0 {
 			return fmt.Errorf("%s must be positive, got %d", name, *v)
 		}
+	}
+	if g.maxMemory != nil && *g.maxMemory < 0 {
+		return fmt.Errorf("--max-memory must be 0 (no budget) or a number of bytes, got %d", *g.maxMemory)
 	}
 	return nil
 }
@@ -533,10 +449,16 @@ func (g governorFlags) applyTo(o *runs.Options) {
 	set(&o.MaxQueued, g.maxQueued)
 	set(&o.MaxWatchers, g.maxWatchers)
 	set(&o.MaxWatchersPerRun, g.maxWatchersPerRun)
+	if g.maxMemory != nil && *g.maxMemory > 0 {
+		o.MaxMemory = *g.maxMemory
+		if os.Getenv("GOMEMLIMIT") == "" { // the operator's own limit wins
+			debug.SetMemoryLimit(*g.maxMemory)
+		}
+	}
 }
 
-// a2eSessionFlags bound the A2E HTTP sessions (serve only). A nil field (a
-// test's serveConfig) keeps the server's default.
+// a2eSessionFlags bound the A2E HTTP sessions (serve only). A nil field
+// keeps the server's default.
 type a2eSessionFlags struct {
 	maxSessions, perUser *int
 	idle                 *time.Duration
@@ -604,8 +526,8 @@ func otlpEndpoint() string {
 }
 
 // streamFlags bound what streaming responses (event streams, A2E streams)
-// hold for a client that does not read (serve only). A nil field (a test's
-// serveConfig) keeps the server's default.
+// hold for a client that does not read (serve only). A nil field keeps the
+// server's default.
 type streamFlags struct {
 	writeTimeout             *time.Duration
 	bufferBytes, bufferTotal *int64

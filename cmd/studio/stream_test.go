@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlite"
@@ -29,7 +30,7 @@ func storeBigRun(t *testing.T, path, id string, n, size int) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainName: "big", Kind: "run", Status: engine.StatusCompleted, Started: time.Now()}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainName: "big", Kind: "run", Status: chain.StatusCompleted, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	out := strings.Repeat("y", size)
@@ -70,14 +71,18 @@ func TestServeCutsStalledEventStreams(t *testing.T) {
 	bin := builtStudio(t)
 	db := filepath.Join(t.TempDir(), "s.db")
 	storeBigRun(t, db, "big", 20, 1<<20)
-	p := startStudio(t, bin, db, "--stream-write-timeout", "1s")
+	// 5 s: short enough to watch the cut, long enough that the reading
+	// client below takes each 1 MiB frame in time on a 2-core machine
+	// loaded by every package's tests under the race detector.
+	const writeTimeout = 5 * time.Second
+	p := startStudio(t, bin, db, "--stream-write-timeout", writeTimeout.String())
 	defer p.stop(t)
 
 	addr := strings.TrimPrefix(p.url, "http://")
 	const n = 5
 	stalled := testutil.OpenStalled(t, addr, n, testutil.GetRequest(addr, "/v1/runs/big/events", "Accept: text/event-stream"))
 	// Within the timeout and a shared machine's slack.
-	testutil.Eventually(t, time.Second+15*time.Second, func() error {
+	testutil.Eventually(t, writeTimeout+20*time.Second, func() error {
 		open := p.metricValue(t, "studio_stream_connections", `kind="run_events"`)
 		cut := p.metricValue(t, "studio_stream_write_timeouts_total", `kind="run_events"`) + p.metricValue(t, "studio_stream_budget_timeouts_total", `kind="run_events"`)
 		if cut < n || open != 0 {

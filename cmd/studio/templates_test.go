@@ -95,8 +95,9 @@ func TestTemplatesRunInTheStudio(t *testing.T) {
 	if code, m := p.do(t, "POST", "/v1/templates/nope/chains", map[string]any{}); code != 404 {
 		t.Fatalf("an unknown template: %d %v", code, m)
 	}
-	// The LLM triage names a bearer credential: it validates once it exists.
-	if code, m := p.do(t, "POST", "/v1/credentials", map[string]any{"name": "openai-api", "type": "bearer", "fields": map[string]any{"token": "sk-template-test"}}); code != 201 {
+	// The LLM triage names a bearer credential: it validates once it exists
+	// (sent to OpenAI, and to the loopback fake the test points it at).
+	if code, m := p.do(t, "POST", "/v1/credentials", map[string]any{"name": "openai-api", "type": "bearer", "fields": map[string]any{"token": "sk-template-test"}, "hosts": []string{"api.openai.com", "127.0.0.1"}}); code != 201 {
 		t.Fatalf("credential: %d %v", code, m)
 	}
 

@@ -66,7 +66,7 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg.RegisterAll(builtin.Tools(builtin.Options{Code: codeRunner}))
 	reg.SetScoped(builtin.Scoped...)
 	reg.SetContained(builtin.Contained...)
-	for n, c := range builtin.Checks() {
+	for n, c := range builtin.Checks(builtin.Options{}) {
 		reg.SetCheck(n, c)
 	}
 	reg.SetInline(builtin.Inline...)

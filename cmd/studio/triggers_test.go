@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/store/postgres/pgtest"
-	"github.com/chainstudio/studio/web"
+	"github.com/chainstudio/studio/web/api"
 )
 
 // Three serving processes on one PostgreSQL database each run the
@@ -34,28 +34,28 @@ func TestClusterScheduleFiresOnceAcross3(t *testing.T) {
 		})
 		ps = append(ps, p)
 	}
-	chain := saveChain(t, ps[0], map[string]any{"name": "every minute", "nodes": []any{
+	doc := saveChain(t, ps[0], map[string]any{"name": "every minute", "nodes": []any{
 		map[string]any{"node_id": "a", "kind": "tool", "name": "echo", "input_map": map[string]any{"who": "input.who"}}}})
-	code, sc := ps[1].do(t, "POST", "/v1/chains/"+chain+"/schedules", map[string]any{"cron": "* * * * *", "overlap": "allow", "input": map[string]any{"who": "cron"}})
+	code, sc := ps[1].do(t, "POST", "/v1/chains/"+doc+"/schedules", map[string]any{"cron": "* * * * *", "overlap": "allow", "input": map[string]any{"who": "cron"}})
 	if code != 201 {
 		t.Fatalf("create schedule: %d %v", code, sc)
 	}
 	// Meanwhile a webhook created through one process and called through
 	// another starts a run that a worker executes.
-	code, hook := ps[0].do(t, "POST", "/v1/chains/"+chain+"/hooks", map[string]any{"sync": true, "sync_timeout_ms": 20000})
+	code, hook := ps[0].do(t, "POST", "/v1/chains/"+doc+"/hooks", map[string]any{"sync": true, "sync_timeout_ms": 20000})
 	if code != 201 {
 		t.Fatalf("create hook: %d %v", code, hook)
 	}
 	body := []byte(`{"who":"hook"}`)
 	code, out := ps[2].do(t, "POST", "/v1/hooks/"+hook["id"].(string), json.RawMessage(body),
-		web.HookSignatureHeader, web.SignHook(hook["secret"].(string), time.Now(), body))
+		api.HookSignatureHeader, api.SignHook(hook["secret"].(string), time.Now(), body))
 	if code != 200 || out["status"] != "completed" || out["final_output"].(map[string]any)["who"] != "hook" {
 		t.Fatalf("signed call to the hook: %d %v", code, out)
 	}
 	if _, r := ps[1].do(t, "GET", "/v1/runs/"+out["run_id"].(string), nil); r["started_by"] != "webhook" || r["trigger_id"] != hook["id"] {
 		t.Fatalf("the hook's run: %v", r)
 	}
-	code, _ = ps[1].do(t, "POST", "/v1/hooks/"+hook["id"].(string), json.RawMessage(body), web.HookSignatureHeader, web.SignHook("wrong", time.Now(), body))
+	code, _ = ps[1].do(t, "POST", "/v1/hooks/"+hook["id"].(string), json.RawMessage(body), api.HookSignatureHeader, api.SignHook("wrong", time.Now(), body))
 	if code != 401 {
 		t.Fatalf("wrongly signed call: %d", code)
 	}
@@ -63,7 +63,7 @@ func TestClusterScheduleFiresOnceAcross3(t *testing.T) {
 	var firings []any
 	deadline := time.Now().Add(150 * time.Second)
 	for {
-		_, m := ps[2].do(t, "GET", "/v1/chains/"+chain+"/triggers", nil)
+		_, m := ps[2].do(t, "GET", "/v1/chains/"+doc+"/triggers", nil)
 		firings = m["schedules"].([]any)[0].(map[string]any)["firings"].([]any)
 		if len(firings) >= 2 {
 			break
@@ -81,7 +81,7 @@ func TestClusterScheduleFiresOnceAcross3(t *testing.T) {
 	if err := db.QueryRow(ctx, `SELECT COUNT(DISTINCT tick), COUNT(*) FROM trigger_firings WHERE trigger_id = $1`, sc["id"]).Scan(&ticks, &fired); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE chain_id = $1 AND trigger_kind = 'schedule' AND trigger_id = $2`, chain, sc["id"]).Scan(&runs); err != nil {
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE chain_id = $1 AND trigger_kind = 'schedule' AND trigger_id = $2`, doc, sc["id"]).Scan(&runs); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = 'studio_run'`).Scan(&jobs); err != nil {

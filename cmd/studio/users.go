@@ -10,7 +10,7 @@ import (
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres"
 	"github.com/chainstudio/studio/store/sqlite"
-	"github.com/chainstudio/studio/web"
+	"github.com/chainstudio/studio/web/httpcore"
 )
 
 // usersHelp is the synopsis of `studio users`.
@@ -26,7 +26,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("users", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dbPath := fs.String("db", envOr("STUDIO_DB", "studio.db"), "the database: a SQLite `FILE`, or a postgres:// URL (env STUDIO_DB)")
-	role := fs.String("role", "", "the user's `ROLE`: viewer (reads), editor (edits and runs chains), approver (answers paused runs) or admin (everything, and manages users)")
+	role := fs.String("role", "", "the user's `ROLE`: viewer (reads), editor (edits and runs chains), publisher (an editor who may also publish exposed, triggered or credential-limited chains), approver (answers paused runs) or admin (everything, and manages users)")
 	fs.Usage = func() {
 		printUsage(fs, "studio users add|list|set-role|remove [NAME] [flags]",
 			"Manages the people who sign in to the studio, each with their own token:\n\n"+usersHelp+"\n\n"+
@@ -55,7 +55,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if verb == "add" || verb == "set-role" {
 		if *role == "" {
-			fmt.Fprintf(stderr, "studio users %s: --role is required: viewer, editor, approver or admin\n", verb)
+			fmt.Fprintf(stderr, "studio users %s: --role is required: viewer, editor, publisher, approver or admin\n", verb)
 			return exitUsage
 		}
 		if err := store.CheckRole(*role); err != nil {
@@ -110,7 +110,7 @@ func addUser(ctx context.Context, db store.UserStore, name, role string, stdout,
 	if err := store.CheckUser(name, role); err != nil {
 		return err
 	}
-	token, hash, err := web.NewUserToken()
+	token, hash, err := httpcore.NewUserToken()
 	if err != nil {
 		return err
 	}

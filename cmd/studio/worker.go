@@ -6,15 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
-	"github.com/chainstudio/studio/engine/agent"
-	"github.com/chainstudio/studio/engine/builtin"
-	"github.com/chainstudio/studio/internal/telemetry"
 	"github.com/chainstudio/studio/runs"
-	"github.com/chainstudio/studio/runs/riverqueue"
 	"github.com/chainstudio/studio/store/postgres"
 )
 
@@ -31,22 +26,10 @@ const workerEventInterval = 50 * time.Millisecond
 func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dbURL := fs.String("db", os.Getenv("STUDIO_DB"), "the PostgreSQL database, a postgres:// `URL` (env STUDIO_DB)")
-	workspace := fs.String("workspace", "", "let read_file/write_file use the folder `DIR` (default: file access disabled)")
-	var allowProc listFlag
-	fs.Var(&allowProc, "allow-proc", "let proc nodes run the executable `NAME` (repeatable; default: none)")
-	var allowProcEnv envNameFlag
-	fs.Var(&allowProcEnv, "allow-proc-env", "let proc nodes set the environment variable `NAME` (repeatable; default: none; LD_* and other loader variables never)")
-	allowPrivate := fs.Bool("http-allow-private", false, "let the http tool reach loopback and private addresses")
-	var mcpf mcpFlags
-	mcpf.register(fs)
-	modelAllowPrivate := fs.Bool("model-allow-private", false, "let agents' model calls reach loopback and private addresses (a local Ollama, vLLM or LM Studio); the http tool stays guarded")
-	keyFile := fs.String("credentials-key-file", os.Getenv("STUDIO_CREDENTIALS_KEY_FILE"), "the credentials key `FILE` the servers use (env STUDIO_CREDENTIALS_KEY_FILE, or the key itself in STUDIO_CREDENTIALS_KEY); without one, runs that use credentials fail")
-	agentsDir := fs.String("agents", envOr("STUDIO_AGENTS", "./agents"), "the folder `DIR` of *.agent.yaml agent definitions (env STUDIO_AGENTS); a missing folder means no agents")
-	budgets := registerBudgets(fs)
-	codeOpts := registerCode(fs)
-	gov := registerGovernor(fs)
-	lease := registerLease(fs)
+	m := newMain(fs, mainFlags{
+		db: os.Getenv("STUDIO_DB"), dbUsage: "the PostgreSQL database, a postgres:// `URL` (env STUDIO_DB)",
+		keyUsage: "the credentials key `FILE` the servers use (env STUDIO_CREDENTIALS_KEY_FILE, or the key itself in STUDIO_CREDENTIALS_KEY); without one, runs that use credentials fail",
+	})
 	fs.Usage = func() {
 		printUsage(fs, "studio worker --db postgres://… [flags]",
 			"Executes runs started through any `studio serve` on the same PostgreSQL database,\n"+
@@ -60,94 +43,32 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !wantArgs(fs, args) {
 		return exitUsage
 	}
-	if !postgres.IsDSN(*dbURL) {
-		fmt.Fprintf(stderr, "studio worker: --db must be a postgres:// URL (workers share a PostgreSQL database with the servers); got %q\n", *dbURL)
+	if !postgres.IsDSN(*m.dsn) {
+		fmt.Fprintf(stderr, "studio worker: --db must be a postgres:// URL (workers share a PostgreSQL database with the servers); got %q\n", *m.dsn)
 		return exitUsage
 	}
-	exprBudget, tplBudget, err := budgets.values()
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
+	if err := m.check(); err != nil {
+		return fail(stderr, usageError{err})
 	}
-	if err := codeOpts.check(); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
+	defer m.Close()
+	if err := m.Open(ctx, stderr); err != nil {
+		return fail(stderr, err)
 	}
-	if err := gov.check(); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
-	}
-	if err := lease.check(); err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
-	}
-	tracer, err := telemetry.FromEnv(ctx, os.Getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: tracing: %v\n", err)
-		return exitUsage
-	}
-	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
-	if tracer != nil {
-		handler = telemetry.LogHandler(handler)
-		defer shutdownTracer(tracer, stderr)
-	}
-	log := slog.New(handler)
-	db, err := openBackend(ctx, *dbURL, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
-	}
-	defer db.Close()
-	codeRunner, closeCode, err := codeOpts.runner(true)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
-	}
-	defer closeCode()
-	reg := builtinRegistry(builtin.Options{Workspace: *workspace, ProcAllow: allowProc, ProcAllowEnv: allowProcEnv, HTTPAllowPrivate: *allowPrivate, TemplateBudget: tplBudget, Code: codeRunner})
-	agents, err := agent.LoadDir(*agentsDir, agent.LoadOptions{Tools: agentToolKnown(reg)})
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
-	}
-	vlt, err := openVault(ctx, db, credentialKeySource(*dbURL, *keyFile), log)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
-	}
-	mcpHost, err := startMCP(ctx, db, vlt, reg, mcpf, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitUsage
-	}
-	defer mcpHost.Close()
-	opts := runs.Options{Store: db, Registry: reg, Agents: agents, Logger: log, Limits: budgets.limits, ExprBudget: exprBudget, Credentials: vlt,
-		ModelHTTP: builtin.ModelHTTPClient(*modelAllowPrivate)}
+	opts := m.runOptions()
 	opts.Events.Interval = workerEventInterval
-	if tracer != nil {
-		opts.Tracer = tracer
-	}
-	gov.applyTo(&opts)
-	lease.applyTo(&opts)
-	queue, err := riverqueue.New(db.pg, riverqueue.Options{Workers: opts.MaxRunning, Logger: log, LeaseTTL: *lease.ttl, ReapEvery: *lease.reap})
+	queue, dist, err := m.queue(ctx, &opts, opts.MaxRunning, false)
 	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+		return fail(stderr, err)
 	}
-	opts.Dispatcher = queue
-	// Watchers elsewhere hear of this worker's events at once.
-	db.pg.NotifyEvents(true)
 	svc, err := runs.New(opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+		return fail(stderr, err)
 	}
-	if err := queue.Start(ctx, svc); err != nil {
+	if err := queue.Start(ctx, dist); err != nil {
 		svc.Close()
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+		return fail(stderr, err)
 	}
-	log.Info("Chain Studio worker is running", "db", db.name, "slots", opts.MaxRunning)
+	m.Log.Info("Chain Studio worker is running", "db", m.DB.name, "slots", opts.MaxRunning)
 	<-ctx.Done()
 	// Stop fetching first, then cancel what executes (checkpointed,
 	// resumable) and wait for the jobs to end.
@@ -160,12 +81,10 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = svc.Shutdown(sctx)
-	err = errors.Join(err, <-stopped, svc.Close())
-	if err != nil {
-		fmt.Fprintf(stderr, "studio: %v\n", err)
-		return exitFailed
+	if err = errors.Join(err, <-stopped, svc.Close()); err != nil {
+		return fail(stderr, err)
 	}
-	log.Info("Chain Studio worker stopped")
+	m.Log.Info("Chain Studio worker stopped")
 	return exitOK
 }
 
@@ -183,8 +102,8 @@ func registerLease(fs *flag.FlagSet) leaseFlags {
 	}
 }
 
-// applyTo sets the run service's lease options.
-func (l leaseFlags) applyTo(o *runs.Options) {
+// applyTo sets the distributed executor's lease options.
+func (l leaseFlags) applyTo(o *runs.DistributedOptions) {
 	o.LeaseTTL, o.LeaseHeartbeat = *l.ttl, *l.beat
 }
 

@@ -347,6 +347,15 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   note("GET /v1/runs/{id}/nodes/{node}/why");
   const why = must(await c.GET("/v1/runs/{id}/nodes/{node}/why", { params: { path: { id: run.id, node: "b" } } }), "why");
   check(why.status === "done", "why status");
+  note("GET /v1/runs/{id}/nodes/{node}/output");
+  const nodeOut = await c.GET("/v1/runs/{id}/nodes/{node}/output", { params: { path: { id: run.id, node: "b" } } });
+  check(nodeOut.response.status === 200 && nodeOut.data !== undefined, "a node's output, streamed");
+  note("GET /v1/runs/{id}/nodes/{node}/input");
+  const nodeIn = await c.GET("/v1/runs/{id}/nodes/{node}/input", { params: { path: { id: run.id, node: "b" } } });
+  check(nodeIn.response.status === 200 && nodeIn.data !== undefined, "a node's input, streamed");
+  note("GET /v1/runs/{id}/final-output");
+  const final = await c.GET("/v1/runs/{id}/final-output", { params: { path: { id: run.id } } });
+  check(final.response.status === 200 && JSON.stringify(final.data) === JSON.stringify(run.final_output), "the final output, streamed, is the run's");
   note("POST /v1/runs/{id}/cancel");
   const cancel = await c.POST("/v1/runs/{id}/cancel", { params: { path: { id: run.id } } });
   check(mustFail(cancel, 409, "cancel a finished run").error.code === "not_running", "cancel refused");

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
 
@@ -36,11 +37,11 @@ func TestA2EWireErrorCodes(t *testing.T) {
 	eng := newEngine()
 	for _, tc := range file.Cases {
 		t.Run(tc.Name, func(t *testing.T) {
-			c, req, err := engine.DecodeDocument(tc.Request, engine.Limits{})
+			c, req, err := chain.DecodeDocument(tc.Request, chain.Limits{})
 			if err != nil || req == nil {
 				t.Fatalf("decode: %v", err)
 			}
-			res, err := eng.Run(context.Background(), c, req.InitialInput, engine.RunOptions{})
+			res, err := eng.Run(context.Background(), enginetest.PlanOf(eng, c), req.InitialInput, engine.RunOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

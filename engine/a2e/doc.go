@@ -2,6 +2,6 @@
 // base protocol (handshake, ping, shutdown) and runs chain/req messages
 // through an engine, the chain/event and chain/resp messages built from a
 // run's events and result, and the export of a chain as a chain/req. The
-// request itself (engine.Request) is one of the documents the engine
+// request itself (chain.Request) is one of the documents the engine
 // decodes; this package only answers it.
 package a2e

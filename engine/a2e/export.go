@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/internal/jsonlit"
 
 	"github.com/google/uuid"
@@ -35,7 +35,7 @@ func (e *ExportError) Error() string {
 // Export turns a chain into an A2E chain/req message: edges
 // become next_node / true_node / false_node on their source nodes, the name
 // becomes chain_id, the timeout the request timeout. It is the inverse of
-// engine.Decode for every chain it accepts: Decode(json(Export(c))) has the same
+// chain.Decode for every chain it accepts: Decode(json(Export(c))) has the same
 // nodes and edges as c (edge ids become the automatic "source->target" ones;
 // the description, which A2E has no field for, is dropped).
 //
@@ -49,7 +49,7 @@ func (e *ExportError) Error() string {
 // Studio-only node fields that the decoder reads back (label, retry, timeout,
 // position, config, set_state…) are kept on the nodes, so a studio can
 // re-import the file losslessly; a strict third-party host may ignore them.
-func Export(c *engine.Chain) (*engine.Request, error) {
+func Export(c *chain.Chain) (*chain.Request, error) {
 	switch {
 	case c.StrictRouting:
 		return nil, &ExportError{Field: "strict_routing", Msg: "A2E has no strict routing setting"}
@@ -63,16 +63,16 @@ func Export(c *engine.Chain) (*engine.Request, error) {
 	if len(c.Nodes) == 0 {
 		return nil, &ExportError{Field: "nodes", Msg: "a chain/req needs at least one node"}
 	}
-	nodes := make([]engine.Node, len(c.Nodes))
+	nodes := make([]chain.Node, len(c.Nodes))
 	idx := make(map[string]int, len(c.Nodes))
 	for i := range c.Nodes {
 		n := c.Nodes[i]
 		switch n.Kind {
-		case engine.KindTool, engine.KindSkill, engine.KindProc, engine.KindBranch, engine.KindMap:
+		case chain.KindTool, chain.KindSkill, chain.KindProc, chain.KindBranch, chain.KindMap:
 		default:
 			return nil, &ExportError{NodeID: n.ID, Field: "kind", Msg: fmt.Sprintf("kind %q is not one of A2E's node kinds (tool, skill, proc, branch, map)", n.Kind)}
 		}
-		if n.RoutingOrDefault() == engine.RoutingAll {
+		if n.RoutingOrDefault() == chain.RoutingAll {
 			return nil, &ExportError{NodeID: n.ID, Field: "routing", Msg: `routing "all" (fire every matching edge) has no A2E equivalent`}
 		}
 		// Successor fields left on a node by hand are folded into edges by
@@ -106,13 +106,13 @@ func Export(c *engine.Chain) (*engine.Request, error) {
 		var slot *string
 		var field string
 		switch {
-		case n.Kind == engine.KindBranch && e.Label == "true":
+		case n.Kind == chain.KindBranch && e.Label == "true":
 			slot, field = &n.TrueNode, "true_node"
-		case n.Kind == engine.KindBranch && e.Label == "false":
+		case n.Kind == chain.KindBranch && e.Label == "false":
 			slot, field = &n.FalseNode, "false_node"
 		case e.Label == "":
 			slot, field = &n.NextNode, "next_node"
-		case n.Kind == engine.KindBranch:
+		case n.Kind == chain.KindBranch:
 			return nil, &ExportError{EdgeID: id, Field: "label", Msg: fmt.Sprintf("a branch node's edges are \"true\", \"false\" or unlabelled; this one is labelled %q", e.Label)}
 		default:
 			return nil, &ExportError{EdgeID: id, Field: "label", Msg: fmt.Sprintf("edge labels exist in A2E only as a branch node's true/false; this edge from %s node %q is labelled %q", n.Kind, n.ID, e.Label)}
@@ -133,10 +133,10 @@ func Export(c *engine.Chain) (*engine.Request, error) {
 		}
 		raws[i] = b
 	}
-	req := &engine.Request{
-		Type:      engine.TypeRequest,
+	req := &chain.Request{
+		Type:      chain.TypeRequest,
 		ID:        uuid.NewString(),
-		Version:   engine.WireVersion,
+		Version:   chain.WireVersion,
 		Ts:        unixSeconds(time.Now()),
 		SessionID: "",
 		ChainID:   c.Name,

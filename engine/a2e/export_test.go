@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/a2e"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/inspect"
 )
 
-func exportDecode(t *testing.T, doc string) *engine.Chain {
+func exportDecode(t *testing.T, doc string) *chain.Chain {
 	t.Helper()
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	if err != nil {
 		t.Fatalf("decode: %v\n%s", err, doc)
 	}
@@ -49,14 +49,14 @@ func TestExportA2ERoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Export: %v", err)
 			}
-			if req.Type != engine.TypeRequest || req.Version != engine.WireVersion || req.ID == "" || req.Ts == 0 || req.ChainID != c.Name {
+			if req.Type != chain.TypeRequest || req.Version != chain.WireVersion || req.ID == "" || req.Ts == 0 || req.ChainID != c.Name {
 				t.Fatalf("bad envelope: %+v", req)
 			}
 			b, err := json.Marshal(req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, got, err := engine.DecodeDocument(b, engine.Limits{})
+			back, got, err := chain.DecodeDocument(b, chain.Limits{})
 			if err != nil {
 				t.Fatalf("decode exported: %v\n%s", err, b)
 			}

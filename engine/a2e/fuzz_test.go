@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // a2eLinearRequest is A2E's "Simple Linear Chain" wire example, verbatim.
@@ -38,13 +39,13 @@ func FuzzA2EMessage(f *testing.F) {
 		f.Add([]byte(s), uint8(0), uint8(0))
 	}
 	phases := []engine.Phase{engine.PhaseStart, engine.PhaseDone, engine.PhaseError, engine.PhaseSkip, engine.PhasePaused, engine.PhaseProgress}
-	statuses := []engine.RunStatus{engine.StatusCompleted, engine.StatusPartial, engine.StatusFailed, engine.StatusPaused, engine.StatusCancelled, engine.StatusTimedOut}
-	small := engine.Limits{MaxNodes: 32, MaxEdges: 64, MaxIDLength: 16, MaxExpressionLength: 64, MaxDocumentBytes: 1 << 16}
+	statuses := []chain.RunStatus{chain.StatusCompleted, chain.StatusPartial, chain.StatusFailed, chain.StatusPaused, chain.StatusCancelled, chain.StatusTimedOut}
+	small := chain.Limits{MaxNodes: 32, MaxEdges: 64, MaxIDLength: 16, MaxExpressionLength: 64, MaxDocumentBytes: 1 << 16}
 	f.Fuzz(func(t *testing.T, data []byte, phase, status uint8) {
-		for _, lim := range []engine.Limits{small, {}} {
-			c, req, err := engine.DecodeDocument(data, lim)
+		for _, lim := range []chain.Limits{small, {}} {
+			c, req, err := chain.DecodeDocument(data, lim)
 			if err != nil {
-				var de *engine.DecodeError
+				var de *chain.DecodeError
 				if !errors.As(err, &de) {
 					t.Fatalf("error is %T, not *DecodeError: %v", err, err)
 				}
@@ -53,7 +54,7 @@ func FuzzA2EMessage(f *testing.F) {
 			if req == nil {
 				continue // a studio document: FuzzDecode's job
 			}
-			if req.Type != engine.TypeRequest || req.ID == "" || req.Version != engine.WireVersion || req.ChainID == "" || c.Name != req.ChainID {
+			if req.Type != chain.TypeRequest || req.ID == "" || req.Version != chain.WireVersion || req.ChainID == "" || c.Name != req.ChainID {
 				t.Fatalf("decoded request not filled in: %+v (chain %q)", req, c.Name)
 			}
 			// Export back to A2E and decode again: the same chain.
@@ -62,7 +63,7 @@ func FuzzA2EMessage(f *testing.F) {
 				if err != nil {
 					t.Fatalf("marshal export: %v", err)
 				}
-				c2, req2, err := engine.DecodeDocument(b, lim)
+				c2, req2, err := chain.DecodeDocument(b, lim)
 				if err != nil {
 					t.Fatalf("re-decode of the export %s: %v", b, err)
 				}
@@ -86,15 +87,15 @@ func FuzzA2EMessage(f *testing.F) {
 			}
 			res := &engine.Result{RunID: "run", Status: statuses[int(status)%len(statuses)], Outputs: map[string]any{node: output},
 				FinalOutput: output, NodesRun: len(c.Nodes), DurationMS: int64(len(data))}
-			if res.Status == engine.StatusFailed {
+			if res.Status == chain.StatusFailed {
 				res.Error = &engine.RunError{Code: engine.CodeNodeError, Message: string(data[:min(len(data), 64)]), NodeID: node}
 			}
-			if res.Status == engine.StatusPaused {
+			if res.Status == chain.StatusPaused {
 				res.Pending = []engine.Pending{{NodeID: node}}
 			}
 			rm := NewResponseMessage(req, res)
 			wireRoundTrip(t, rm, &ResponseMessage{}, []string{"type", "id", "version", "ts", "req_id", "chain_id", "success", "outputs", "final_output", "duration_ms", "nodes_run", "error"})
-			if rm.ChainID != req.ChainID || rm.ReqID != req.ID || rm.Success != (res.Status == engine.StatusCompleted) {
+			if rm.ChainID != req.ChainID || rm.ReqID != req.ID || rm.Success != (res.Status == chain.StatusCompleted) {
 				t.Fatalf("response message %+v for %s", rm, res.Status)
 			}
 			if rm.Success != (rm.Error == nil) {

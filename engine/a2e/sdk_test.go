@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
 
@@ -45,15 +45,15 @@ func TestA2ESDKChainRequestValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, req, err := engine.DecodeDocument(msg, engine.Limits{})
+	c, req, err := chain.DecodeDocument(msg, chain.Limits{})
 	if err != nil || req == nil {
 		t.Fatalf("decode: %v", err)
 	}
 	if req.CorrelationID != "" || c.Nodes[1].Condition != "$.input.n > `0`" {
 		t.Fatalf("request: %+v", req)
 	}
-	issues := engine.ValidateWith(c, engine.ValidateOptions{})
-	if engine.HasErrors(issues) || len(issues) != 1 || issues[0].Rule != engine.RuleNodeField || issues[0].NodeID != "pos" ||
+	issues := chain.ValidateWith(c, chain.ValidateOptions{})
+	if chain.HasErrors(issues) || len(issues) != 1 || issues[0].Rule != chain.RuleNodeField || issues[0].NodeID != "pos" ||
 		!strings.Contains(issues[0].Message, "read read.output.path") {
 		t.Fatalf("issues: %v", issues)
 	}

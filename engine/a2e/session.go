@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/google/uuid"
 )
 
@@ -114,14 +115,14 @@ type SessionOptions struct {
 	// requests runs them all. Only with the queue full does a control
 	// message wait.
 	WaitForRoom bool
-	Limits      engine.Limits
+	Limits      chain.Limits
 	// Run runs a decoded request's chain, sending events to sink (nil when
 	// the request is not streaming). A nil result with an error is a host
 	// failure; RunCode turns that error into chain/resp's error.
-	Run func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error)
+	Run func(ctx context.Context, req *chain.Request, c *chain.Chain, sink engine.EventSink) (*engine.Result, error)
 	// Check, when set, validates a chain before it runs; issues with errors
 	// refuse it with chain_invalid (chain_cycle for a cycle), nothing run.
-	Check func(c *engine.Chain) []engine.Issue
+	Check func(c *chain.Chain) []chain.Issue
 	// RunCode names a host failure (nil: host_error and the error's text).
 	RunCode func(err error) *WireError
 	// Send writes one message to the agent (unless HandleReply was given
@@ -154,7 +155,7 @@ type ErrorMessage struct {
 
 // NewErrorMessage builds an error message answering no request.
 func NewErrorMessage(code, message string, retryable bool) ErrorMessage {
-	return ErrorMessage{Type: TypeError, ID: hexID(), Version: engine.WireVersion, Ts: unixSeconds(time.Now()),
+	return ErrorMessage{Type: TypeError, ID: hexID(), Version: chain.WireVersion, Ts: unixSeconds(time.Now()),
 		Code: code, Message: message, Retryable: retryable}
 }
 
@@ -249,7 +250,7 @@ func (s *Session) HandleReply(ctx context.Context, msg []byte, r Reply) (shutdow
 		}
 		s.send(r, resp)
 	case TypePing:
-		s.send(r, Pong{Type: TypePong, ID: hexID(), Version: engine.WireVersion, Ts: unixSeconds(time.Now()),
+		s.send(r, Pong{Type: TypePong, ID: hexID(), Version: chain.WireVersion, Ts: unixSeconds(time.Now()),
 			ReqID: env.ID, UptimeSeconds: time.Since(s.started).Seconds()})
 	case TypeShutdown:
 		drain = 10 * time.Second // the base protocol's default
@@ -272,13 +273,13 @@ func (s *Session) HandleReply(ctx context.Context, msg []byte, r Reply) (shutdow
 func (s *Session) handshake(msg []byte) HandshakeResponse {
 	var req HandshakeRequest
 	err := json.Unmarshal(msg, &req)
-	resp := HandshakeResponse{Type: TypeHandshakeResp, ID: hexID(), Version: engine.WireVersion, Ts: unixSeconds(time.Now()),
+	resp := HandshakeResponse{Type: TypeHandshakeResp, ID: hexID(), Version: chain.WireVersion, Ts: unixSeconds(time.Now()),
 		ReqID: req.ID, SessionID: s.opts.ID, AcceptedCaps: []Capability{}, MaxParallel: s.opts.MaxParallel, OK: true}
 	switch {
 	case err != nil:
 		resp.OK, resp.Reason = false, "handshake/req does not decode: "+err.Error()
-	case req.Version != "" && req.Version != engine.WireVersion:
-		resp.OK, resp.Reason = false, fmt.Sprintf("unsupported protocol version %q (this host speaks %q)", req.Version, engine.WireVersion)
+	case req.Version != "" && req.Version != chain.WireVersion:
+		resp.OK, resp.Reason = false, fmt.Sprintf("unsupported protocol version %q (this host speaks %q)", req.Version, chain.WireVersion)
 	default:
 		for _, c := range req.AgentCaps {
 			if c == CapabilityChains {
@@ -292,7 +293,7 @@ func (s *Session) handshake(msg []byte) HandshakeResponse {
 
 // refuse sends the chain/resp refusing a request before it ran.
 func (s *Session) refuse(r Reply, reqID, chainID string, we *WireError) {
-	resp := NewResponseMessage(&engine.Request{ID: reqID, ChainID: chainID}, nil)
+	resp := NewResponseMessage(&chain.Request{ID: reqID, ChainID: chainID}, nil)
 	resp.Error = we
 	s.send(r, resp)
 }
@@ -319,12 +320,12 @@ func (s *Session) firstSeen(id string) bool {
 // waits for room, up to ctx). It reports whether the request was accepted
 // (its run then calls r.Done).
 func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID string, r Reply) (accepted bool) {
-	c, req, err := engine.DecodeDocument(msg, s.opts.Limits)
+	c, req, err := chain.DecodeDocument(msg, s.opts.Limits)
 	if err == nil && req == nil {
-		err = &engine.DecodeError{Path: "type", Msg: `not an A2E message: send handshake/req, ping, shutdown or chain/req (a chain/req has "type": "chain/req")`}
+		err = &chain.DecodeError{Path: "type", Msg: `not an A2E message: send handshake/req, ping, shutdown or chain/req (a chain/req has "type": "chain/req")`}
 	}
 	if err != nil {
-		s.refuse(r, id, chainID, &WireError{Code: engine.CodeDecode, Message: err.Error()})
+		s.refuse(r, id, chainID, &WireError{Code: chain.CodeDecode, Message: err.Error()})
 		return false
 	}
 	s.mu.Lock()
@@ -333,7 +334,7 @@ func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID stri
 	// Before a handshake (a bare chain/req on stdio) any session_id is the
 	// agent's own label; after it, it must be the one the host gave.
 	if issued && req.SessionID != "" && req.SessionID != s.opts.ID {
-		s.refuse(r, req.ID, req.ChainID, &WireError{Code: engine.CodeDecode,
+		s.refuse(r, req.ID, req.ChainID, &WireError{Code: chain.CodeDecode,
 			Message: fmt.Sprintf("session_id: %q is not this session (%q, from handshake/resp)", req.SessionID, s.opts.ID)})
 		return false
 	}
@@ -341,7 +342,7 @@ func (s *Session) chainRequest(ctx context.Context, msg []byte, id, chainID stri
 		return false // a resent message: it is running or was answered already
 	}
 	if s.opts.Check != nil {
-		if issues := s.opts.Check(c); engine.HasErrors(issues) {
+		if issues := s.opts.Check(c); chain.HasErrors(issues) {
 			s.send(r, NewInvalidResponse(req, issues))
 			return false
 		}
@@ -424,7 +425,7 @@ func (s *Session) Queued() (n, bytes int) {
 }
 
 // runInSlot runs an accepted request in the slot it holds, then frees it.
-func (s *Session) runInSlot(req *engine.Request, c *engine.Chain, r Reply) {
+func (s *Session) runInSlot(req *chain.Request, c *chain.Chain, r Reply) {
 	defer func() { <-s.slots; s.finish(r) }()
 	s.run(req, c, r)
 }
@@ -437,7 +438,7 @@ func (s *Session) finish(r Reply) {
 	s.wg.Done()
 }
 
-func (s *Session) run(req *engine.Request, c *engine.Chain, r Reply) {
+func (s *Session) run(req *chain.Request, c *chain.Chain, r Reply) {
 	var sink engine.EventSink
 	if req.IsStreaming() {
 		sink = engine.SinkFunc(func(ev engine.Event) { s.send(r, NewEventMessage(req.ID, ev)) })

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // sessionRecorder collects what a Session sends.
@@ -45,12 +46,12 @@ func TestSessionQueueRefusesPastItsBound(t *testing.T) {
 	release := make(chan struct{})
 	rec := &sessionRecorder{}
 	s := NewSession(context.Background(), SessionOptions{MaxParallel: 1, MaxQueued: 2, Send: rec.send,
-		Run: func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
+		Run: func(ctx context.Context, req *chain.Request, c *chain.Chain, sink engine.EventSink) (*engine.Result, error) {
 			select {
 			case <-release:
 			case <-ctx.Done():
 			}
-			return &engine.Result{Status: engine.StatusCompleted}, nil
+			return &engine.Result{Status: chain.StatusCompleted}, nil
 		}})
 	var mu sync.Mutex
 	done := map[string]int{}
@@ -102,9 +103,9 @@ func TestSessionWaitForRoom(t *testing.T) {
 	release := make(chan struct{})
 	rec := &sessionRecorder{}
 	s := NewSession(context.Background(), SessionOptions{MaxParallel: 1, MaxQueued: 1, WaitForRoom: true, Send: rec.send,
-		Run: func(ctx context.Context, req *engine.Request, c *engine.Chain, sink engine.EventSink) (*engine.Result, error) {
+		Run: func(ctx context.Context, req *chain.Request, c *chain.Chain, sink engine.EventSink) (*engine.Result, error) {
 			<-release
-			return &engine.Result{Status: engine.StatusCompleted}, nil
+			return &engine.Result{Status: chain.StatusCompleted}, nil
 		}})
 	req := func(id string) []byte {
 		return []byte(fmt.Sprintf(`{"type":"chain/req","id":%q,"nodes":[{"node_id":"a","kind":"tool","name":"echo"}]}`, id))

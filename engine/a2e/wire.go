@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/google/uuid"
 )
 
@@ -71,7 +72,7 @@ func NewEventMessage(reqID string, ev engine.Event) EventMessage {
 		t = time.Now()
 	}
 	m := EventMessage{
-		Type: TypeEvent, ID: uuid.NewString(), Version: engine.WireVersion, Ts: unixSeconds(t),
+		Type: TypeEvent, ID: uuid.NewString(), Version: chain.WireVersion, Ts: unixSeconds(t),
 		ReqID: reqID, NodeID: ev.NodeID, Phase: ev.Phase, Seq: ev.Seq, Data: eventData(ev),
 	}
 	switch ev.Phase {
@@ -112,15 +113,15 @@ func eventData(ev engine.Event) map[string]any {
 // error" (A2E). A failure the chain handled (on_error skip, continue or a
 // handler node) still makes it false; the run's own status stays partial.
 func Succeeded(res *engine.Result) bool {
-	return res.Status == engine.StatusCompleted
+	return res.Status == chain.StatusCompleted
 }
 
 // NewResponseMessage builds the chain/resp closing an A2E exchange.
 // req may be nil (a request that could not be decoded); res may be nil when
 // the run never started, in which case the caller fills Error.
-func NewResponseMessage(req *engine.Request, res *engine.Result) ResponseMessage {
+func NewResponseMessage(req *chain.Request, res *engine.Result) ResponseMessage {
 	m := ResponseMessage{
-		Type: TypeResponse, ID: uuid.NewString(), Version: engine.WireVersion, Ts: unixSeconds(time.Now()),
+		Type: TypeResponse, ID: uuid.NewString(), Version: chain.WireVersion, Ts: unixSeconds(time.Now()),
 		Outputs: map[string]any{},
 	}
 	if req != nil {
@@ -139,14 +140,14 @@ func NewResponseMessage(req *engine.Request, res *engine.Result) ResponseMessage
 	switch {
 	case res.Error != nil:
 		m.Error = wireError(res.Error)
-	case res.Status == engine.StatusPaused:
+	case res.Status == chain.StatusPaused:
 		we := &WireError{Code: CodePaused, Message: fmt.Sprintf("run %s is paused at an interrupt, waiting for a resume value", res.RunID)}
 		if len(res.Pending) > 0 {
 			we.NodeID = res.Pending[0].NodeID
 			we.Message = fmt.Sprintf("run %s is paused at interrupt node %q, waiting for a resume value", res.RunID, we.NodeID)
 		}
 		m.Error = we
-	case res.Status == engine.StatusPartial:
+	case res.Status == chain.StatusPartial:
 		m.Error = handledError(res)
 	case !m.Success:
 		m.Error = &WireError{Code: "chain_" + string(res.Status), Message: fmt.Sprintf("run %s ended %s", res.RunID, res.Status)}
@@ -197,11 +198,11 @@ func handledError(res *engine.Result) *WireError {
 // every issue.
 func wireError(e *engine.RunError) *WireError {
 	we := &WireError{Code: e.Code, Message: e.Message, NodeID: e.NodeID, Details: e.Details}
-	if e.Code != engine.CodeInvalid {
+	if e.Code != chain.CodeInvalid {
 		return we
 	}
 	for _, is := range e.Issues {
-		if is.Severity == engine.SeverityError && (is.Rule == engine.RuleChainCycle || is.Rule == engine.RuleDataCycle) {
+		if is.Severity == chain.SeverityError && (is.Rule == chain.RuleChainCycle || is.Rule == chain.RuleDataCycle) {
 			we.Code = engine.CodeCycle
 			if we.NodeID == "" {
 				we.NodeID = is.NodeID
@@ -214,7 +215,7 @@ func wireError(e *engine.RunError) *WireError {
 		if we.NodeID != "" {
 			break
 		}
-		if is.Severity == engine.SeverityError {
+		if is.Severity == chain.SeverityError {
 			we.NodeID = is.NodeID
 		}
 	}
@@ -224,10 +225,10 @@ func wireError(e *engine.RunError) *WireError {
 // NewInvalidResponse is the chain/resp refusing a request whose chain did
 // not validate (chain_invalid, or chain_cycle for a cycle), naming the
 // first node at fault; nothing ran.
-func NewInvalidResponse(req *engine.Request, issues []engine.Issue) ResponseMessage {
-	issues = engine.ErrorsOnly(issues)
+func NewInvalidResponse(req *chain.Request, issues []chain.Issue) ResponseMessage {
+	issues = chain.ErrorsOnly(issues)
 	m := NewResponseMessage(req, nil)
-	verr := &engine.ValidationError{Issues: issues}
-	m.Error = wireError(&engine.RunError{Code: engine.CodeInvalid, Message: verr.Error(), Issues: issues})
+	verr := &chain.ValidationError{Issues: issues}
+	m.Error = wireError(&engine.RunError{Code: chain.CodeInvalid, Message: verr.Error(), Issues: issues})
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/a2e"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
 
@@ -51,19 +52,19 @@ func TestNewEventMessage(t *testing.T) {
 
 func TestNewResponseMessage(t *testing.T) {
 	t.Parallel()
-	req := &engine.Request{ID: "r", ChainID: "c"}
+	req := &chain.Request{ID: "r", ChainID: "c"}
 	for _, c := range []struct {
 		res     engine.Result
 		success bool
 		code    string
 	}{
-		{engine.Result{Status: engine.StatusCompleted}, true, ""},
-		{engine.Result{Status: engine.StatusPartial}, false, engine.CodeNodeError}, // a handled failure is not success
-		{engine.Result{Status: engine.StatusPartial, Nodes: map[string]*engine.NodeResult{
+		{engine.Result{Status: chain.StatusCompleted}, true, ""},
+		{engine.Result{Status: chain.StatusPartial}, false, engine.CodeNodeError}, // a handled failure is not success
+		{engine.Result{Status: chain.StatusPartial, Nodes: map[string]*engine.NodeResult{
 			"a": {NodeID: "a", Status: engine.PhaseSkip, Reason: engine.ReasonOnErrorSkip, Error: "disk"}}}, false, engine.CodeNodeError},
-		{engine.Result{Status: engine.StatusFailed, Error: &engine.RunError{Code: engine.CodeNodeError, Message: "x", NodeID: "n"}}, false, engine.CodeNodeError},
-		{engine.Result{Status: engine.StatusPaused, Pending: []engine.Pending{{NodeID: "ask"}}}, false, a2e.CodePaused},
-		{engine.Result{Status: engine.StatusCancelled}, false, "chain_cancelled"},
+		{engine.Result{Status: chain.StatusFailed, Error: &engine.RunError{Code: engine.CodeNodeError, Message: "x", NodeID: "n"}}, false, engine.CodeNodeError},
+		{engine.Result{Status: chain.StatusPaused, Pending: []engine.Pending{{NodeID: "ask"}}}, false, a2e.CodePaused},
+		{engine.Result{Status: chain.StatusCancelled}, false, "chain_cancelled"},
 	} {
 		m := a2e.NewResponseMessage(req, &c.res)
 		if m.Success != c.success || m.ReqID != "r" || m.ChainID != "c" || m.Outputs == nil || (m.Error == nil) != (c.code == "") {
@@ -73,7 +74,7 @@ func TestNewResponseMessage(t *testing.T) {
 			t.Fatalf("%s: code %s", c.res.Status, m.Error.Code)
 		}
 	}
-	b, _ := json.Marshal(a2e.NewResponseMessage(req, &engine.Result{Status: engine.StatusCompleted}))
+	b, _ := json.Marshal(a2e.NewResponseMessage(req, &engine.Result{Status: chain.StatusCompleted}))
 	var raw map[string]any
 	_ = json.Unmarshal(b, &raw)
 	if len(raw) != 12 || raw["error"] != nil || raw["outputs"] == nil {
@@ -96,8 +97,8 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	res, msgs := run(`{"type":"chain/req","id":"s","nodes":[
 		{"node_id":"a","kind":"tool","name":"fail","input":{"message":"flaky disk"},"on_error":"skip","next_node":"b"},
 		{"node_id":"b","kind":"tool","name":"echo","input":{"v":1}}]}`)
-	m := a2e.NewResponseMessage(&engine.Request{ID: "s"}, res)
-	if res.Status != engine.StatusPartial || m.Success || m.Error == nil || m.Error.NodeID != "a" {
+	m := a2e.NewResponseMessage(&chain.Request{ID: "s"}, res)
+	if res.Status != chain.StatusPartial || m.Success || m.Error == nil || m.Error.NodeID != "a" {
 		t.Fatalf("skip: status %s, resp %s", res.Status, enginetest.JSON(m))
 	}
 	// The failure is an error event with the message, its reason the
@@ -115,8 +116,8 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 	res, _ = run(`{"type":"chain/req","id":"h","nodes":[
 		{"node_id":"a","kind":"tool","name":"fail","input":{"message":"boom"},"on_error":"fix"},
 		{"node_id":"fix","kind":"tool","name":"echo","input":{"recovered":true}}]}`)
-	m = a2e.NewResponseMessage(&engine.Request{ID: "h"}, res)
-	if res.Status != engine.StatusPartial || m.Success || enginetest.JSON(m.FinalOutput) != `{"recovered":true}` {
+	m = a2e.NewResponseMessage(&chain.Request{ID: "h"}, res)
+	if res.Status != chain.StatusPartial || m.Success || enginetest.JSON(m.FinalOutput) != `{"recovered":true}` {
 		t.Fatalf("handler: status %s, resp %s", res.Status, enginetest.JSON(m))
 	}
 
@@ -125,7 +126,7 @@ func TestA2EHandledFailuresOnTheWire(t *testing.T) {
 		{"node_id":"check","kind":"branch","condition":"$.input.n > ` + "`0`" + `","true_node":"pos","false_node":"neg","name":"","next_node":"","on_error":"abort","items_path":"","map_node":"","input":{},"input_map":{}},
 		{"node_id":"pos","kind":"tool","name":"echo","input_map":{"n":"$.input.n"}},
 		{"node_id":"neg","kind":"tool","name":"echo"}]}`)
-	m = a2e.NewResponseMessage(&engine.Request{ID: "b"}, res)
+	m = a2e.NewResponseMessage(&chain.Request{ID: "b"}, res)
 	if !m.Success || enginetest.JSON(m.FinalOutput) != `{"n":5}` {
 		t.Fatalf("branch: %s", enginetest.JSON(m))
 	}
@@ -146,13 +147,13 @@ func a2eExchange(t *testing.T, doc string) (*engine.Result, []a2e.EventMessage, 
 		t.Fatal(err)
 	}
 	eng := newEngine()
-	c, req, err := engine.DecodeDocument([]byte(doc), engine.Limits{})
+	c, req, err := chain.DecodeDocument([]byte(doc), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var msgs []a2e.EventMessage
 	sink := engine.SinkFunc(func(ev engine.Event) { msgs = append(msgs, a2e.NewEventMessage(req.ID, ev)) })
-	res, err := eng.Run(context.Background(), c, req.InitialInput, engine.RunOptions{Sink: sink})
+	res, err := eng.Run(context.Background(), enginetest.PlanOf(eng, c), req.InitialInput, engine.RunOptions{Sink: sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestA2EParallelContinueCollectsBranchErrors(t *testing.T) {
 		{"node_id":"p","kind":"parallel","branches":["ok","boom"]},
 		{"node_id":"ok","kind":"tool","name":"echo","input":{"v":"good"}},
 		{"node_id":"boom","kind":"tool","name":"fail","input":{"message":"kaboom"}}]}`)
-	if res.Status != engine.StatusPartial || res.Nodes["p"].Status != engine.PhaseDone {
+	if res.Status != chain.StatusPartial || res.Nodes["p"].Status != engine.PhaseDone {
 		t.Fatalf("status %s, p %s: %s", res.Status, res.Nodes["p"].Status, enginetest.JSON(res.Error))
 	}
 	if enginetest.JSON(resp.Outputs["p"]) != `[{"v":"good"},{"error":"kaboom"}]` || enginetest.JSON(resp.FinalOutput) != enginetest.JSON(resp.Outputs["p"]) {
@@ -208,7 +209,7 @@ func TestA2EMapItemEventsCarryTheItem(t *testing.T) {
 		{"node_id":"batch","kind":"map","items_path":"input.files","map_node":"process_file","next_node":"report"},
 		{"node_id":"process_file","kind":"tool","name":"delay","input_map":{"ms":"item"}},
 		{"node_id":"report","kind":"tool","name":"echo","input_map":{"n":"length(batch.output)"}}]}`)
-	if res.Status != engine.StatusPartial || enginetest.JSON(resp.Outputs["report"]) != `{"n":3}` || resp.Success {
+	if res.Status != chain.StatusPartial || enginetest.JSON(resp.Outputs["report"]) != `{"n":3}` || resp.Success {
 		t.Fatalf("status %s, resp %s", res.Status, enginetest.JSON(resp))
 	}
 	perItem := map[string][]string{}
@@ -243,7 +244,7 @@ func TestA2EFinalOutputFromAHandler(t *testing.T) {
 		{"node_id":"bad","kind":"tool","name":"fail","input":{"message":"no"},"next_node":"after","on_error":"fix"},
 		{"node_id":"after","kind":"tool","name":"echo","input":{"v":"after"}},
 		{"node_id":"fix","kind":"tool","name":"echo","input":{"v":"fixed"}}]}`)
-	if res.Status != engine.StatusPartial || res.Nodes["after"].Status != engine.PhaseSkip {
+	if res.Status != chain.StatusPartial || res.Nodes["after"].Status != engine.PhaseSkip {
 		t.Fatalf("status %s, after %s", res.Status, res.Nodes["after"].Status)
 	}
 	if enginetest.JSON(res.FinalOutput) != `{"v":"fixed"}` || enginetest.JSON(resp.FinalOutput) != `{"v":"fixed"}` || enginetest.JSON(resp.Outputs) != `{"fix":{"v":"fixed"}}` {
@@ -257,20 +258,20 @@ func TestBudgetInA2EResponse(t *testing.T) {
 	t.Parallel()
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{}))
-	eng := engine.New(engine.Options{Registry: reg, Limits: engine.Limits{MaxNodeExecutions: 5}})
-	c, err := engine.Decode([]byte(`{"name":"loop","nodes":[
+	eng := engine.New(engine.Options{Registry: reg, Limits: chain.Limits{MaxNodeExecutions: 5}})
+	c, err := chain.Decode([]byte(`{"name":"loop","nodes":[
 		{"node_id":"a","kind":"tool","name":"echo","input_map":{"s":"input.s"}},
 		{"node_id":"b","kind":"tool","name":"echo","input_map":{"s":"input.s"}}],
-		"edges":[{"source":"a","target":"b"},{"source":"b","target":"a","max_iterations":1000}]}`), engine.Limits{})
+		"edges":[{"source":"a","target":"b"},{"source":"b","target":"a","max_iterations":1000}]}`), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := eng.Run(context.Background(), c, map[string]any{"s": "x"}, engine.RunOptions{})
+	res, err := eng.Run(context.Background(), enginetest.PlanOf(eng, c), map[string]any{"s": "x"}, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := a2e.NewResponseMessage(&engine.Request{ID: "r1", ChainID: "c"}, res)
-	if m.Success || m.Error == nil || m.Error.Code != engine.CodeBudget || m.Error.Details["budget"] != engine.BudgetNodeExecutions {
+	m := a2e.NewResponseMessage(&chain.Request{ID: "r1", ChainID: "c"}, res)
+	if m.Success || m.Error == nil || m.Error.Code != engine.CodeBudget || m.Error.Details["budget"] != chain.BudgetNodeExecutions {
 		t.Fatalf("A2E error %+v", m.Error)
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/llm"
 )
 
 // ReservedPrefix starts the name of every compiled agent chain. A
@@ -73,25 +74,27 @@ type Link struct {
 // Set is a loaded, compiled set of agents. It is immutable and safe for
 // concurrent use.
 type Set struct {
-	defs   map[string]*Definition
-	names  []string
-	chains map[string]*engine.Chain
-	graphs map[string]*Graph
+	providers llm.Kinds // LoadOptions.Providers
+	defs      map[string]*Definition
+	names     []string
+	chains    map[string]*chain.Chain
+	graphs    map[string]*Graph
 }
 
 // NewSet checks references between agents and compiles every chain. All
 // problems are reported together, each naming the agent (and its file) and
 // the rule that refers.
 func NewSet(defs []*Definition, opts LoadOptions) (*Set, error) {
-	s := &Set{defs: map[string]*Definition{}, chains: map[string]*engine.Chain{}, graphs: map[string]*Graph{}}
+	s := &Set{providers: opts.Providers, defs: map[string]*Definition{}, chains: map[string]*chain.Chain{}, graphs: map[string]*Graph{}}
 	var errs []string
 	for _, d := range defs {
 		if prev, dup := s.defs[d.Name]; dup {
 			errs = append(errs, fmt.Sprintf("agent %q is defined twice: in %s and in %s", d.Name, orCode(prev.File), orCode(d.File)))
 			continue
 		}
-		if !d.checked { // built in code, not by Parse
-			if err := d.check(); err != nil {
+		// Built in code, or parsed without the host's providers (Parse).
+		if !d.checked || (opts.Providers != nil && !d.providersChecked) {
+			if err := d.check(opts.Providers); err != nil {
 				errs = append(errs, err.Error())
 				continue
 			}
@@ -176,7 +179,7 @@ func (s *Set) Graph(name string) (*Graph, bool) {
 }
 
 // Chain returns a copy of the compiled chain of an agent that declares one.
-func (s *Set) Chain(name string) (*engine.Chain, bool) {
+func (s *Set) Chain(name string) (*chain.Chain, bool) {
 	if s == nil {
 		return nil, false
 	}
@@ -188,7 +191,7 @@ func (s *Set) Chain(name string) (*engine.Chain, bool) {
 }
 
 // ResolveChain finds a compiled chain by its chain name ("__chain__<agent>").
-func (s *Set) ResolveChain(chainName string) (*engine.Chain, bool) {
+func (s *Set) ResolveChain(chainName string) (*chain.Chain, bool) {
 	if !IsReservedName(chainName) {
 		return nil, false
 	}
@@ -198,19 +201,19 @@ func (s *Set) ResolveChain(chainName string) (*engine.Chain, bool) {
 // RunChain returns the chain that runs an agent: its compiled chain, or, for
 // an agent without spec.chain, a chain of the one agent node
 // ("__agent__<name>").
-func (s *Set) RunChain(name string) (*engine.Chain, bool) {
+func (s *Set) RunChain(name string) (*chain.Chain, bool) {
 	if c, ok := s.Chain(name); ok {
 		return c, true
 	}
 	if _, ok := s.Get(name); !ok {
 		return nil, false
 	}
-	return &engine.Chain{
+	return &chain.Chain{
 		Name:             singlePrefix + name,
 		Description:      "agent " + name,
 		StrictConditions: true,
 		Timeout:          CompiledTimeout,
-		Nodes:            []engine.Node{{ID: name, Kind: engine.KindAgent, Name: name, Label: name, Config: map[string]any{configAgent: name}}},
+		Nodes:            []chain.Node{{ID: name, Kind: chain.KindAgent, Name: name, Label: name, Config: map[string]any{configAgent: name}}},
 	}, true
 }
 
@@ -219,17 +222,17 @@ type compiler struct {
 	s        *Set
 	root     *Definition
 	maxDepth int
-	c        *engine.Chain
+	c        *chain.Chain
 	g        *Graph
 	errs     []string
 	row      int
 	overflow bool
 }
 
-func (s *Set) compile(root *Definition) (*engine.Chain, *Graph, []string) {
+func (s *Set) compile(root *Definition) (*chain.Chain, *Graph, []string) {
 	spec := root.Spec.Chain
 	k := &compiler{s: s, root: root, maxDepth: spec.MaxDepthOrDefault()}
-	k.c = &engine.Chain{
+	k.c = &chain.Chain{
 		Name:             ChainName(root.Name),
 		Description:      fmt.Sprintf("compiled from spec.chain of agent %s", root.Name),
 		StrictConditions: true,
@@ -237,15 +240,15 @@ func (s *Set) compile(root *Definition) (*engine.Chain, *Graph, []string) {
 		MaxDepth:         k.maxDepth,
 	}
 	k.g = &Graph{Agent: root.Name, Chain: k.c.Name, Mode: spec.ModeOrDefault(), MaxDepth: k.maxDepth, Links: []Link{}}
-	k.addNode(engine.Node{ID: root.Name, Kind: engine.KindAgent, Name: root.Name, Label: root.Name,
-		Routing: engine.RoutingAll, Dispatch: spec.ModeOrDefault(), Config: map[string]any{configAgent: root.Name}}, 0)
+	k.addNode(chain.Node{ID: root.Name, Kind: chain.KindAgent, Name: root.Name, Label: root.Name,
+		Routing: chain.RoutingAll, Dispatch: spec.ModeOrDefault(), Config: map[string]any{configAgent: root.Name}}, 0)
 	k.expand(root, root.Name, []string{root.Name}, 0)
 	if len(k.errs) > 0 {
 		return nil, nil, k.errs
 	}
-	if issues := engine.Validate(k.c); engine.HasErrors(issues) {
+	if issues := chain.Validate(k.c); chain.HasErrors(issues) {
 		for _, is := range issues {
-			if is.Severity == engine.SeverityError {
+			if is.Severity == chain.SeverityError {
 				k.errs = append(k.errs, fmt.Sprintf("%s: the compiled chain %s is invalid (%s): %s", root.where(), k.c.Name, is.Rule, is.Message))
 			}
 		}
@@ -254,8 +257,8 @@ func (s *Set) compile(root *Definition) (*engine.Chain, *Graph, []string) {
 	return k.c, k.g, nil
 }
 
-func (k *compiler) addNode(n engine.Node, depth int) {
-	n.Position = &engine.Position{X: float64(depth * 280), Y: float64(k.row * 120)}
+func (k *compiler) addNode(n chain.Node, depth int) {
+	n.Position = &chain.Position{X: float64(depth * 280), Y: float64(k.row * 120)}
 	k.row++
 	k.c.Nodes = append(k.c.Nodes, n)
 }
@@ -298,8 +301,8 @@ func (k *compiler) expand(parent *Definition, parentID string, path []string, de
 		if depth > 0 {
 			id = parentID + pathSep + r.Agent
 		}
-		node := engine.Node{
-			ID: id, Kind: engine.KindAgent, Name: r.Agent, Label: r.Agent,
+		node := chain.Node{
+			ID: id, Kind: chain.KindAgent, Name: r.Agent, Label: r.Agent,
 			InputMap: map[string]string{
 				"query":      r.InputOrDefault(),
 				"context":    "{{ trigger.context }}",
@@ -309,11 +312,11 @@ func (k *compiler) expand(parent *Definition, parentID string, path []string, de
 			Config:  map[string]any{configAgent: r.Agent},
 		}
 		if r.Retry != nil {
-			node.Retry = &engine.Retry{MaxAttempts: int(r.Retry.MaxAttempts), Backoff: r.Retry.Backoff, InitialDelaySeconds: r.Retry.InitialDelaySeconds}
+			node.Retry = &chain.Retry{MaxAttempts: int(r.Retry.MaxAttempts), Backoff: r.Retry.Backoff, InitialDelaySeconds: r.Retry.InitialDelaySeconds}
 		}
 		expands := target.HasChain()
 		if expands {
-			node.Routing = engine.RoutingAll
+			node.Routing = chain.RoutingAll
 			node.Dispatch = target.Spec.Chain.ModeOrDefault()
 		}
 		link := Link{NodeID: id, Agent: r.Agent, Depth: d, Parent: parentID, Default: r.Default, Mode: mode,
@@ -326,20 +329,20 @@ func (k *compiler) expand(parent *Definition, parentID string, path []string, de
 			w := r.When
 			link.When = &w
 		}
-		var handler *engine.Node
+		var handler *chain.Node
 		var handlerLink *Link
 		switch pol := r.OnErrorOrDefault(); pol {
 		case OnErrorStop:
-			node.OnError = engine.OnErrorAbort
+			node.OnError = chain.OnErrorAbort
 		case OnErrorContinue:
-			node.OnError = engine.OnErrorContinue
+			node.OnError = chain.OnErrorContinue
 			if expands {
 				// The engine evaluates a failed node's edges under
 				// on_error: continue; a failed agent's own chain must not
 				// fire, so the error jumps to a no-op handler instead (the
 				// link's edges are then pruned: upstream_stopped).
 				node.OnError = id + continueNode
-				handler = &engine.Node{ID: node.OnError, Kind: engine.KindAgent, Label: "continue",
+				handler = &chain.Node{ID: node.OnError, Kind: chain.KindAgent, Label: "continue",
 					Description: "on_error: continue of " + id, Config: map[string]any{configContinu: true}}
 			}
 		default:
@@ -348,7 +351,7 @@ func (k *compiler) expand(parent *Definition, parentID string, path []string, de
 				continue
 			}
 			node.OnError = id + handlerSep + pol
-			handler = &engine.Node{ID: node.OnError, Kind: engine.KindAgent, Name: pol, Label: pol,
+			handler = &chain.Node{ID: node.OnError, Kind: chain.KindAgent, Name: pol, Label: pol,
 				Description: "on_error handler of " + id,
 				InputMap: map[string]string{
 					"query":      "{{ error.message }}",
@@ -362,7 +365,7 @@ func (k *compiler) expand(parent *Definition, parentID string, path []string, de
 			handlerLink = &hl
 		}
 		k.addNode(node, d)
-		k.c.Edges = append(k.c.Edges, engine.Edge{ID: parentID + "->" + id, Source: parentID, Target: id,
+		k.c.Edges = append(k.c.Edges, chain.Edge{ID: parentID + "->" + id, Source: parentID, Target: id,
 			Label: r.Agent, Condition: r.When, Default: r.Default})
 		k.g.Links = append(k.g.Links, link)
 		if handler != nil {

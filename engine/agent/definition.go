@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/llm"
 	"github.com/chainstudio/studio/engine/redact"
 	"go.yaml.in/yaml/v3"
 )
@@ -80,6 +80,9 @@ type Definition struct {
 
 	schema  *Schema
 	checked bool
+	// providersChecked: the model block was checked against the host's
+	// providers, not only on its own.
+	providersChecked bool
 }
 
 // Model is the model an agent calls and the provider that serves it.
@@ -126,16 +129,16 @@ const (
 	OutputPrompt = "prompt"
 )
 
-// NativeSchema reports whether the provider is asked to enforce the
-// output schema.
-func (m *Model) NativeSchema() bool {
+// NativeSchema reports whether the provider, of kind k, is asked to enforce
+// the output schema.
+func (m *Model) NativeSchema(k llm.Kind) bool {
 	switch m.StructuredOutput {
 	case OutputNative:
 		return true
 	case OutputPrompt:
 		return false
 	}
-	if m.ProviderOrDefault() != ProviderOpenAI {
+	if !k.OpenAIWire {
 		return true
 	}
 	u, err := neturl.Parse(m.URL)
@@ -148,7 +151,7 @@ func (m *Model) Streams() bool { return m.Stream == nil || *m.Stream }
 // ProviderOrDefault is the model's provider, openai when none is named.
 func (m *Model) ProviderOrDefault() string {
 	if m.Provider == "" {
-		return ProviderOpenAI
+		return DefaultProvider
 	}
 	return m.Provider
 }
@@ -274,7 +277,16 @@ func (d *Definition) where() string {
 // "billion laughs" documents are made of, and agents never need them), as are
 // documents over MaxFileSize, several documents in one file and unknown
 // fields.
+//
+// The definition is checked on its own: what depends on the model's
+// provider is checked against the host's providers when the set is built
+// (NewSet).
 func Parse(data []byte, file string) (*Definition, error) {
+	return parse(data, file, nil)
+}
+
+// parse is Parse checking the model block against kinds (nil: as Parse).
+func parse(data []byte, file string, kinds llm.Kinds) (*Definition, error) {
 	prefix := ""
 	if file != "" {
 		prefix = file + ": "
@@ -323,7 +335,7 @@ func Parse(data []byte, file string) (*Definition, error) {
 	if d.Name == "" && file != "" {
 		d.Name = strings.TrimSuffix(filepath.Base(file), FileSuffix)
 	}
-	if err := d.check(); err != nil {
+	if err := d.check(kinds); err != nil {
 		return nil, err
 	}
 	return &d, nil
@@ -376,8 +388,9 @@ func noAliases(n *yaml.Node, depth int) error {
 }
 
 // check validates one definition on its own (references between agents are
-// checked when the set is compiled).
-func (d *Definition) check() error {
+// checked when the set is compiled), its model block against the provider
+// kinds the host offers (nil: only what does not depend on the provider).
+func (d *Definition) check(kinds llm.Kinds) error {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	var err error
@@ -394,24 +407,25 @@ func (d *Definition) check() error {
 		add("the agent has no name")
 	case len(d.Name) > maxNameBytes || !nameRE.MatchString(d.Name):
 		add("name %q is not a valid agent name (letters, digits, '-' and '_', starting with a letter or digit, at most %d bytes)", d.Name, maxNameBytes)
-	case engine.IsReserved(d.Name):
-		add("name %q is reserved by the expression context (%s); rename the agent", d.Name, strings.Join(engine.ReservedNames, ", "))
+	case chain.IsReserved(d.Name):
+		add("name %q is reserved by the expression context (%s); rename the agent", d.Name, strings.Join(chain.ReservedNames, ", "))
 	}
 	n := 0
 	if d.Model != nil {
 		n++
 		provider := d.Model.ProviderOrDefault()
-		if !slices.Contains(Providers, provider) {
-			add("model.provider %q is not a provider the studio knows (%s)", d.Model.Provider, strings.Join(Providers, ", "))
+		kind, known := kinds.Get(provider)
+		if kinds != nil && !known {
+			add("model.provider %q is not a provider the studio knows (%s)", d.Model.Provider, strings.Join(kinds.Names(), ", "))
 		}
 		if d.Model.Credential != "" && d.Model.APIKeyEnv != "" {
 			add("model.credential and model.api_key_env are both set; the key comes from one of them")
 		}
-		// anthropic and gemini default to their public API; an openai
-		// model with a credential may take its base URL from an
+		// A kind with a public API (anthropic, gemini) defaults to it; an
+		// openai model with a credential may take its base URL from an
 		// openai_compatible one (checked when the credential is resolved).
 		if d.Model.URL == "" {
-			if provider == ProviderOpenAI && d.Model.Credential == "" {
+			if known && kind.DefaultURL == "" && d.Model.Credential == "" {
 				add("model.url is required (an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1), or a credential of type openai_compatible")
 			}
 		} else if !strings.HasPrefix(d.Model.URL, "http://") && !strings.HasPrefix(d.Model.URL, "https://") {
@@ -428,7 +442,7 @@ func (d *Definition) check() error {
 		switch d.Model.API {
 		case "", APIChatCompletions:
 		case APIResponses:
-			if provider != ProviderOpenAI {
+			if kinds != nil && !kind.OpenAIWire {
 				add("model.api %q is an openai API; the %s provider has its own", d.Model.API, provider)
 			}
 		default:
@@ -468,7 +482,7 @@ func (d *Definition) check() error {
 		errs = append(errs, d.checkChain(c)...)
 	}
 	if len(errs) == 0 {
-		d.checked = true
+		d.checked, d.providersChecked = true, kinds != nil
 		return nil
 	}
 	for i := range errs {
@@ -516,7 +530,7 @@ func (d *Definition) checkChain(c *ChainSpec) []string {
 			if err == nil {
 				// Guards are strict: a bare word is a path that never
 				// exists, so the link would fail on every run.
-				for _, b := range expr.BareWords(e, engine.IsReserved) {
+				for _, b := range expr.BareWords(e, chain.IsReserved) {
 					add("%s (%s).when %q reads %s as a path, not as the text %q: no such path exists, so the guard would fail on every run; write %s", at, r.Agent, r.When, b.Word, b.Word, b.Fix())
 				}
 			}
@@ -586,6 +600,11 @@ type LoadOptions struct {
 	// Tools reports whether a studio tool exists; nil skips the check of
 	// tool: agents.
 	Tools func(name string) bool
+	// Providers are the model provider kinds the host offers: model
+	// blocks are checked against them, and the set's model agents call
+	// through them. Nil skips the checks that depend on the provider (and
+	// leaves model agents nothing to call).
+	Providers llm.Kinds
 }
 
 // LoadDir loads every *.agent.yaml file in dir (not recursive) and compiles
@@ -618,7 +637,7 @@ func LoadDir(dir string, opts LoadOptions) (*Set, error) {
 			errs = append(errs, err)
 			continue
 		}
-		d, err := Parse(data, path)
+		d, err := parse(data, path, opts.Providers)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/llm/llmtest"
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -15,7 +16,7 @@ import (
 // The example set in examples/agents loads and runs offline.
 func TestExampleAgents(t *testing.T) {
 	t.Parallel()
-	s, err := LoadDir("../../examples/agents", LoadOptions{Tools: func(n string) bool { _, ok := testRegistry().Get(n); return ok }})
+	s, err := LoadDir("../../examples/agents", LoadOptions{Tools: func(n string) bool { _, ok := testRegistry().Get(n); return ok }, Providers: testProviders})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestExampleAgents(t *testing.T) {
 // fits its schema.
 func TestExampleAgentWithTools(t *testing.T) {
 	t.Parallel()
-	s, err := LoadDir("../../examples/agents", LoadOptions{Tools: func(n string) bool { _, ok := testRegistry().Get(n); return ok }})
+	s, err := LoadDir("../../examples/agents", LoadOptions{Tools: func(n string) bool { _, ok := testRegistry().Get(n); return ok }, Providers: testProviders})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +88,8 @@ func TestExampleAgentWithTools(t *testing.T) {
 			ran = append(ran, in)
 			return map[string]any{"greeting": "Hello, " + fmt.Sprint(in["name"]) + "!"}, nil
 		},
-		ChainTool: func(_ context.Context, name string) (*engine.Chain, error) {
-			return &engine.Chain{Name: name, SampleInput: map[string]any{"name": "Ada", "languages": []any{"en", "fr"}}}, nil
+		ChainTool: func(_ context.Context, name string) (*chain.Chain, error) {
+			return &chain.Chain{Name: name, SampleInput: map[string]any{"name": "Ada", "languages": []any{"en", "fr"}}}, nil
 		}}
 	_, err = rt.Invoke(context.Background(), def, map[string]any{"query": "Ada"}, nil)
 	ie, ok := tool.IsInterrupt(err)

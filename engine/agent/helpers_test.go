@@ -14,7 +14,12 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/internal/clip"
+	"github.com/chainstudio/studio/engine/llm"
+	"github.com/chainstudio/studio/engine/llm/anthropic"
+	"github.com/chainstudio/studio/engine/llm/gemini"
+	"github.com/chainstudio/studio/engine/llm/openai"
 )
 
 // chatRequest is the chat-completions request body as the fake server
@@ -130,7 +135,7 @@ func parseSet(t *testing.T, url string, docs ...string) (*Set, error) {
 		_ = i
 		defs = append(defs, d)
 	}
-	return NewSet(defs, LoadOptions{Tools: func(name string) bool { _, ok := builtin.Tools(builtin.Options{})[name]; return ok }})
+	return NewSet(defs, LoadOptions{Tools: func(name string) bool { _, ok := builtin.Tools(builtin.Options{})[name]; return ok }, Providers: testProviders})
 }
 
 func mustSet(t *testing.T, url string, docs ...string) *Set {
@@ -179,7 +184,7 @@ func runAgentOn(t *testing.T, rt *Runtime, name string, query any, ctxv map[stri
 	if !ok {
 		t.Fatalf("no agent %q", name)
 	}
-	res, err := eng.Run(context.Background(), c, RunInput(query, "sess-1", ctxv), engine.RunOptions{})
+	res, err := eng.Run(context.Background(), enginetest.PlanOf(eng, c), RunInput(query, "sess-1", ctxv), engine.RunOptions{})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -237,3 +242,7 @@ func toolAgent(name, expression, chain string) string {
 	}
 	return doc
 }
+
+// testProviders are the provider kinds the studio offers, as a host lists
+// them.
+var testProviders = llm.Kinds{openai.Kind, anthropic.Kind, gemini.Kind}

@@ -281,7 +281,7 @@ func TestGraph(t *testing.T) {
 // <field path>: want <type>, got <value> (line N)".
 func TestTypeErrorsNameFileAgentAndField(t *testing.T) {
 	t.Parallel()
-	chain := func(rule string) string {
+	doc := func(rule string) string {
 		return "name: a\ntool: echo\nspec:\n  chain:\n    on_complete:\n      - agent: b\n        " + rule + "\n"
 	}
 	cases := []struct{ doc, want string }{
@@ -304,16 +304,16 @@ func TestTypeErrorsNameFileAgentAndField(t *testing.T) {
 		{"name: a\ntool: echo\nspec:\n  chain:\n    max_depth: three\n    on_complete: [{agent: b}]\n", `agent "a": spec.chain.max_depth: want an integer, got "three" (line 5)`},
 		{"name: a\ntool: echo\nspec:\n  chain:\n    on_complete: {agent: b}\n", `agent "a": spec.chain.on_complete: want a list, got a map (line 5)`},
 		{"name: a\ntool: echo\nspec:\n  chain:\n    on_complete: [b]\n", `agent "a": spec.chain.on_complete[0]: want a map, got "b" (line 5)`},
-		{chain("when: [x]"), `agent "a": spec.chain.on_complete[0].when: want a string, got a list (line 7)`},
-		{chain("input: {x: 1}"), `agent "a": spec.chain.on_complete[0].input: want a string, got a map (line 7); templates must be quoted`},
-		{chain("timeout_seconds: 30s"), `agent "a": spec.chain.on_complete[0].timeout_seconds: want a number, got "30s" (line 7)`},
-		{chain("on_error: [continue]"), `agent "a": spec.chain.on_complete[0].on_error: want a string, got a list (line 7)`},
-		{chain("default: yes"), `agent "a": spec.chain.on_complete[0].default: want true or false, got "yes" (line 7)`},
-		{chain("default: 1"), `agent "a": spec.chain.on_complete[0].default: want true or false, got 1 (line 7)`},
-		{chain("retry: 3"), `agent "a": spec.chain.on_complete[0].retry: want a map, got 3 (line 7)`},
-		{chain("retry: {max_attempts: 2.5}"), `agent "a": spec.chain.on_complete[0].retry.max_attempts: want an integer, got 2.5 (line 7)`},
-		{chain("retry: {max_attempts: 2, backoff: 5}"), ``}, // a number is a valid string scalar; the backoff rule then rejects it
-		{chain("retry: {max_attempts: 2, initial_delay_seconds: soon}"), `agent "a": spec.chain.on_complete[0].retry.initial_delay_seconds: want a number, got "soon" (line 7)`},
+		{doc("when: [x]"), `agent "a": spec.chain.on_complete[0].when: want a string, got a list (line 7)`},
+		{doc("input: {x: 1}"), `agent "a": spec.chain.on_complete[0].input: want a string, got a map (line 7); templates must be quoted`},
+		{doc("timeout_seconds: 30s"), `agent "a": spec.chain.on_complete[0].timeout_seconds: want a number, got "30s" (line 7)`},
+		{doc("on_error: [continue]"), `agent "a": spec.chain.on_complete[0].on_error: want a string, got a list (line 7)`},
+		{doc("default: yes"), `agent "a": spec.chain.on_complete[0].default: want true or false, got "yes" (line 7)`},
+		{doc("default: 1"), `agent "a": spec.chain.on_complete[0].default: want true or false, got 1 (line 7)`},
+		{doc("retry: 3"), `agent "a": spec.chain.on_complete[0].retry: want a map, got 3 (line 7)`},
+		{doc("retry: {max_attempts: 2.5}"), `agent "a": spec.chain.on_complete[0].retry.max_attempts: want an integer, got 2.5 (line 7)`},
+		{doc("retry: {max_attempts: 2, backoff: 5}"), ``}, // a number is a valid string scalar; the backoff rule then rejects it
+		{doc("retry: {max_attempts: 2, initial_delay_seconds: soon}"), `agent "a": spec.chain.on_complete[0].retry.initial_delay_seconds: want a number, got "soon" (line 7)`},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.doc), "agents/a.agent.yaml")

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/internal/clip"
 	"github.com/chainstudio/studio/engine/llm"
 	"github.com/chainstudio/studio/engine/tool"
@@ -23,6 +25,13 @@ const (
 	StepToolCall   = "tool_call"
 	StepToolResult = "tool_result"
 	StepRepair     = "repair"
+	// StepWarning ends a run of the agent whose tool calls failed: the
+	// model carried on, so the node is done, and this says what went wrong.
+	StepWarning = "warning"
+	// StepCallsRefused is a turn that asked for more tool calls than
+	// max_tool_calls has left: none of them ran, and this one event (not
+	// one per call) says so.
+	StepCallsRefused = "tool_calls_refused"
 )
 
 // Statuses of a tool call.
@@ -52,6 +61,10 @@ type loopState struct {
 	Turns   int    `json:"turns"`   // model calls made
 	Repairs int    `json:"repairs"` // of them, asks for a reply that fits the schema
 	Used    int    `json:"used"`    // tool calls counted against max_tool_calls
+	// RefusedTurns are the turns refused whole for asking more calls than
+	// max_tool_calls had left; RefusedCalls the calls they asked for.
+	RefusedTurns int `json:"refused_turns,omitempty"`
+	RefusedCalls int `json:"refused_calls,omitempty"`
 	// Calls are every finished call, in order, for the node's output.
 	Calls []callRecord `json:"calls,omitempty"`
 }
@@ -100,7 +113,8 @@ type offered struct {
 func (rt *Runtime) runModel(ctx context.Context, def *Definition, input map[string]any, emit tool.Emitter) (map[string]any, error) {
 	em := newStepEmitter(def.Name, emit)
 	defer em.close()
-	native := def.Schema() != nil && len(def.Tools) == 0 && def.Model.NativeSchema()
+	k, _ := rt.model().Providers.Get(def.Model.ProviderOrDefault()) // an unknown one fails at the call
+	native := def.Schema() != nil && len(def.Tools) == 0 && def.Model.NativeSchema(k)
 	st, ans, err := startLoop(ctx, def, input, native)
 	if err != nil {
 		return nil, err
@@ -112,11 +126,17 @@ func (rt *Runtime) runModel(ctx context.Context, def *Definition, input map[stri
 	maxSteps := def.MaxStepsOrDefault()
 	for {
 		if calls := st.pendingCalls(); len(calls) > 0 {
-			if err := rt.runCalls(ctx, def, st, calls, tools, ans, em); err != nil {
+			refused, err := st.refuseOverLimit(def, calls, em)
+			if err != nil {
 				return nil, err
 			}
+			if !refused {
+				if err := rt.runCalls(ctx, def, st, calls, tools, ans, em); err != nil {
+					return nil, err
+				}
+				st.answerCalls(calls)
+			}
 			ans = nil
-			st.answerCalls(calls)
 			if st.Turns-st.Repairs >= maxSteps {
 				return nil, fmt.Errorf("agent %q: the model still calls tools after max_steps (%d) turns; raise max_steps or check what its tools answer", def.Name, maxSteps)
 			}
@@ -140,7 +160,7 @@ func (rt *Runtime) runModel(ctx context.Context, def *Definition, input map[stri
 			if def.Schema() != nil {
 				out["data"], out["data_error"] = nil, "the model refused to answer: "+clip.String(reply.Text, 500)
 			}
-			return withCalls(out, st), nil
+			return finish(out, st, em), nil
 		}
 		if msg, failed := out["data_error"].(string); failed && st.Repairs < def.RepairOrDefault() {
 			st.Repairs++
@@ -148,18 +168,42 @@ func (rt *Runtime) runModel(ctx context.Context, def *Definition, input map[stri
 			st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Text: repairPrompt(def, msg, native)})
 			continue
 		}
-		return withCalls(out, st), nil
+		return finish(out, st, em), nil
 	}
 }
 
-// withCalls adds the calls made, when there were any, to the result.
-func withCalls(out map[string]any, st *loopState) map[string]any {
+// finish adds the calls made, when there were any, to the result. Calls
+// that failed (an error, or refused) are counted in tool_calls_failed and
+// said in a warning, the node's last event: the model read the errors and
+// answered, so the node is done, but a person looking at the run must see
+// that its tools did not all work.
+func finish(out map[string]any, st *loopState, em *stepEmitter) map[string]any {
+	failed := 0
 	if len(st.Calls) > 0 {
 		views := make([]any, len(st.Calls))
 		for i, c := range st.Calls {
 			views[i] = c.view()
+			if c.Status == CallError || c.Status == CallRefused {
+				failed++
+			}
 		}
 		out["tool_calls"] = views
+	}
+	var said []string
+	warning := map[string]any{}
+	if failed > 0 {
+		out["tool_calls_failed"] = failed
+		warning["failed"], warning["calls"] = failed, len(st.Calls)
+		said = append(said, fmt.Sprintf("%d of %d tool calls failed", failed, len(st.Calls)))
+	}
+	if st.RefusedCalls > 0 {
+		out["tool_calls_refused"] = st.RefusedCalls
+		warning["refused"] = st.RefusedCalls
+		said = append(said, fmt.Sprintf("%d tool calls refused over max_tool_calls", st.RefusedCalls))
+	}
+	if len(said) > 0 {
+		warning["text"] = strings.Join(said, "; ")
+		em.step(StepWarning, warning)
 	}
 	return out
 }
@@ -207,6 +251,58 @@ func (st *loopState) pendingCalls() []llm.ToolCall {
 		return nil
 	}
 	return last.ToolCalls
+}
+
+// refuseOverLimit refuses the last turn whole when it asks for more calls
+// than max_tool_calls has left: none runs, the run gets one event and the
+// model one message (not a result per call, so a model asking for
+// thousands of calls costs neither thousands of events nor a conversation
+// thousands of messages long), and the turn's calls are dropped from the
+// conversation. A model that asks for too many again, after being told,
+// stops the loop. Calls of the turn answered already (a resumed gated
+// call) were counted when the turn was first let through.
+func (st *loopState) refuseOverLimit(def *Definition, calls []llm.ToolCall, em *stepEmitter) (bool, error) {
+	asked := 0
+	names := map[string]bool{}
+	for _, c := range calls {
+		if _, done := st.Results[c.ID]; !done {
+			asked++
+			names[c.Name] = true
+		}
+	}
+	limit := def.MaxToolCallsOrDefault()
+	left := max(limit-st.Used, 0)
+	if asked <= left {
+		return false, nil
+	}
+	if st.RefusedTurns > 0 {
+		return false, fmt.Errorf("agent %q: turn %d asks for %d tool calls with %d of max_tool_calls (%d) left, after an earlier turn over the limit was refused; raise max_tool_calls or tell the model to make fewer calls",
+			def.Name, st.Turns, asked, left, limit)
+	}
+	var msg string
+	if left == 0 {
+		msg = fmt.Sprintf("You asked for %d tool calls, but the agent's max_tool_calls (%d) is used up, so none of them ran. Answer with what you have, without calling tools.", asked, limit)
+	} else {
+		msg = fmt.Sprintf("You asked for %d tool calls in one turn, but the agent's max_tool_calls (%d) leaves %d, so none of them ran. Ask for at most %d calls, or answer with what you have.", asked, limit, left, left)
+	}
+	st.RefusedTurns++
+	st.RefusedCalls += asked
+	em.step(StepCallsRefused, map[string]any{"turn": st.Turns, "calls": asked, "tools": sortedNames(names, 20),
+		"left": left, "max_tool_calls": limit, "error": msg})
+	last := &st.Messages[len(st.Messages)-1]
+	last.ToolCalls = nil
+	if last.Text == "" {
+		st.Messages = st.Messages[:len(st.Messages)-1]
+	}
+	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Text: msg})
+	st.Results, st.Waiting = nil, ""
+	return true, nil
+}
+
+// sortedNames are the set's names in order, at most n of them.
+func sortedNames(set map[string]bool, n int) []string {
+	names := slices.Sorted(maps.Keys(set))
+	return names[:min(len(names), n)]
 }
 
 // answerCalls appends the results of the last turn's calls, in the order
@@ -279,7 +375,7 @@ func (rt *Runtime) turn(ctx context.Context, def *Definition, st *loopState, too
 	if def.Model.Streams() {
 		stream = &llm.Stream{Text: func(d string) { em.text(n, d) }}
 	}
-	reply, err := rt.Model.Turn(ctx, def.Name, def.Model, req, stream)
+	reply, err := rt.model().Turn(ctx, def.Name, def.Model, req, stream)
 	em.flush()
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
@@ -320,16 +416,11 @@ func (rt *Runtime) runCalls(ctx context.Context, def *Definition, st *loopState,
 			em.result(st.Results[c.ID])
 			continue
 		}
-		args, err := arguments(c.Arguments, tools.schemas[c.Name])
+		args, err := arguments(c.Arguments, tools.schemas[c.Name], spec.Input)
 		if err != nil {
 			r := callRecord{Turn: turn, CallID: c.ID, Tool: c.Name, Kind: spec.Kind(), Status: CallError, Error: err.Error(), Content: "error: " + err.Error()}
 			st.Results[c.ID] = r
 			em.result(r)
-			continue
-		}
-		if st.Used >= def.MaxToolCallsOrDefault() {
-			st.Results[c.ID] = refused(turn, c, fmt.Sprintf("the agent's max_tool_calls (%d) is used up; answer with what you have", def.MaxToolCallsOrDefault()))
-			em.result(st.Results[c.ID])
 			continue
 		}
 		st.Used++
@@ -388,7 +479,7 @@ func (rt *Runtime) runCalls(ctx context.Context, def *Definition, st *loopState,
 		args := j.args
 		if edited, ok := a.Value.(map[string]any); ok {
 			// Approved as a person edited it: held to the same schema.
-			checked, err := arguments(json.RawMessage(compactJSON(edited)), tools.schemas[j.call.Name])
+			checked, err := arguments(json.RawMessage(compactJSON(edited)), tools.schemas[j.call.Name], j.spec.Input)
 			if err != nil {
 				msg := "the arguments a person approved do not fit: " + err.Error()
 				r := callRecord{Turn: turn, CallID: j.call.ID, Tool: j.call.Name, Kind: j.spec.Kind(), Input: edited, Status: CallError, Error: msg, Content: "error: " + msg}
@@ -432,10 +523,13 @@ func toolNames(def *Definition) string {
 	return strings.Join(names, ", ")
 }
 
-// arguments reads the model's arguments as a JSON object and checks them
-// against the tool's schema; the error is sent back to the model, which
-// can correct itself.
-func arguments(raw json.RawMessage, schema map[string]any) (map[string]any, error) {
+// arguments reads the model's arguments as a JSON object and checks them,
+// with the entry's static input merged over them as the call will run, against
+// the tool's schema: the static keys are not offered to the model, so its
+// arguments alone may lack a required one. The error is sent back to the
+// model, which can correct itself. The arguments are returned as the model
+// wrote them (the static input is merged again when the call runs).
+func arguments(raw json.RawMessage, schema map[string]any, static map[string]any) (map[string]any, error) {
 	var args map[string]any
 	text := strings.TrimSpace(string(raw))
 	if text == "" {
@@ -444,7 +538,12 @@ func arguments(raw json.RawMessage, schema map[string]any) (map[string]any, erro
 	if err := json.Unmarshal([]byte(text), &args); err != nil || args == nil {
 		return nil, fmt.Errorf("the arguments are not a JSON object (%s): %s", clip.String(text, 200), jsonProblem(err))
 	}
-	if probs := engine.CheckSchema(schema, args, "", 5); len(probs) > 0 {
+	merged := args
+	if len(static) > 0 {
+		merged = maps.Clone(args)
+		maps.Copy(merged, static)
+	}
+	if probs := chain.CheckSchema(schema, merged, "", 5); len(probs) > 0 {
 		parts := make([]string, len(probs))
 		for i, p := range probs {
 			parts[i] = strings.TrimPrefix(p.String(), ": ")

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +18,6 @@ import (
 	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/internal/clip"
 	"github.com/chainstudio/studio/engine/llm"
-	"github.com/chainstudio/studio/engine/llm/anthropic"
-	"github.com/chainstudio/studio/engine/llm/gemini"
-	"github.com/chainstudio/studio/engine/llm/openai"
 	"github.com/chainstudio/studio/engine/redact"
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -30,38 +29,9 @@ const DefaultModelTimeout = 60 * time.Second
 // maxModelResponse caps the body read from a model endpoint.
 const maxModelResponse = 16 << 20
 
-// Providers a model block names.
-const (
-	ProviderOpenAI    = "openai" // OpenAI and every server speaking its Chat Completions API
-	ProviderAnthropic = "anthropic"
-	ProviderGemini    = "gemini"
-)
-
-// Providers lists the provider names, the default first.
-var Providers = []string{ProviderOpenAI, ProviderAnthropic, ProviderGemini}
-
-// publicBases are the APIs anthropic and gemini calls go to when the model
-// gives no url (the SDKs' own defaults), named here for errors and traces.
-var publicBases = map[string]string{
-	ProviderAnthropic: "https://api.anthropic.com",
-	ProviderGemini:    "https://generativelanguage.googleapis.com",
-}
-
-// endpointOf is the URL a call to an anthropic or gemini base goes to.
-func endpointOf(provider, base, model string) string {
-	base = strings.TrimRight(base, "/")
-	if provider == ProviderGemini {
-		return base + "/v1beta/models/" + model + ":generateContent"
-	}
-	return base + "/v1/messages"
-}
-
-// credentialTypes are the credential types each provider takes.
-var credentialTypes = map[string][]string{
-	ProviderOpenAI:    {credential.OpenAI, credential.OpenAICompatible},
-	ProviderAnthropic: {credential.Anthropic},
-	ProviderGemini:    {credential.Gemini},
-}
+// DefaultProvider is the provider of a model block that names none: OpenAI
+// and every server speaking its Chat Completions API.
+const DefaultProvider = "openai"
 
 // Message is one chat message.
 type Message struct {
@@ -81,14 +51,18 @@ type Answer struct {
 	Reported                  bool
 }
 
-// ModelClient calls a model through its provider (engine/llm): OpenAI and
-// every OpenAI-compatible server (llama.cpp's server, ollama, vLLM, LM
-// Studio, ...), Anthropic or Gemini.
+// ModelClient calls a model through its provider (engine/llm), one of the
+// kinds the host offers: OpenAI and every OpenAI-compatible server
+// (llama.cpp's server, ollama, vLLM, LM Studio, ...), Anthropic or Gemini
+// in the studio.
 type ModelClient struct {
 	// HTTP makes the calls. The studio gives builtin.ModelHTTPClient, behind
 	// the address guard; nil is http.DefaultClient, unguarded (tests).
-	HTTP   *http.Client
-	Getenv func(string) string // default: os.Getenv
+	HTTP *http.Client
+	// Providers are the provider kinds calls may go to. A Runtime's client
+	// without them calls through its set's (LoadOptions.Providers).
+	Providers llm.Kinds
+	Getenv    func(string) string // default: os.Getenv
 }
 
 // Endpoint returns the URL an openai model's requests go to: the url as
@@ -112,7 +86,7 @@ func (mc *ModelClient) Complete(ctx context.Context, m *Model, messages []Messag
 // the calling agent for tracing. When ctx carries a tool.Tracer the call is
 // a span of its own and its trace context travels in the request headers.
 func (mc *ModelClient) Chat(ctx context.Context, agent string, m *Model, messages []Message) (Answer, error) {
-	t, err := resolveTarget(ctx, m)
+	t, err := mc.resolveTarget(ctx, m)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -132,6 +106,7 @@ func (mc *ModelClient) Chat(ctx context.Context, agent string, m *Model, message
 // target is where one call goes and with which key.
 type target struct {
 	provider string
+	kind     llm.Kind
 	api      string // the openai wire: chat_completions or responses
 	// base is the provider's base URL ("" for its public endpoint).
 	base string
@@ -145,30 +120,51 @@ type target struct {
 	// api_key_env is not read).
 	key   string
 	keyed bool
+	// secret is the credential that gave the key: every request of the
+	// call, redirects included, goes only to its allowed hosts.
+	secret *tool.Secret
 }
 
 // resolveTarget finds the call's provider, URLs and, for a model with a
 // credential, the key (resolved through the run's credential store).
-func resolveTarget(ctx context.Context, m *Model) (target, error) {
+func (mc *ModelClient) resolveTarget(ctx context.Context, m *Model) (target, error) {
+	t, err := mc.resolveURLs(ctx, m)
+	if err != nil || t.secret == nil {
+		return t, err
+	}
+	// Refused before anything is sent; the call's transport checks each
+	// request again, redirects included.
+	u, err := neturl.Parse(t.endpoint)
+	if err != nil {
+		return target{}, fmt.Errorf("model %s at %s: %w", m.Name, redact.URL(t.endpoint), unwrapURLError(err))
+	}
+	if err := t.secret.Allows(u); err != nil {
+		return target{}, fmt.Errorf("model %s: %w", m.Name, err)
+	}
+	return t, nil
+}
+
+func (mc *ModelClient) resolveURLs(ctx context.Context, m *Model) (target, error) {
 	t := target{provider: m.ProviderOrDefault(), api: m.API}
+	k, err := mc.kind(m)
+	if err != nil {
+		return target{}, err
+	}
+	t.kind = k
 	base := ""
 	if m.Credential != "" {
-		s, err := modelSecret(ctx, m, t.provider)
+		s, err := modelSecret(ctx, m, k)
 		if err != nil {
 			return target{}, err
 		}
-		t.key, t.keyed = valueString(s.Values, "api_key"), true
+		t.key, t.keyed, t.secret = valueString(s.Values, "api_key"), true, s
 		if s.Type == credential.OpenAICompatible {
 			base = valueString(s.Values, "base_url")
 		}
 	}
-	if t.provider != ProviderOpenAI {
+	if !k.OpenAIWire {
 		t.base = m.URL
-		if m.URL == "" {
-			t.endpoint = endpointOf(t.provider, publicBases[t.provider], m.Name)
-		} else {
-			t.endpoint = endpointOf(t.provider, m.URL, m.Name)
-		}
+		t.endpoint = k.Endpoint(t.baseOrDefault(), m.Name, false)
 		return t, nil
 	}
 	if t.api == APIResponses {
@@ -213,6 +209,23 @@ func resolveTarget(ctx context.Context, m *Model) (target, error) {
 	return t, nil
 }
 
+// kind is the provider kind m names, among those mc offers.
+func (mc *ModelClient) kind(m *Model) (llm.Kind, error) {
+	k, ok := mc.Providers.Get(m.ProviderOrDefault())
+	if !ok {
+		return llm.Kind{}, fmt.Errorf("model %s: model.provider %q is not a provider this host offers (%s)", m.Name, m.ProviderOrDefault(), strings.Join(mc.Providers.Names(), ", "))
+	}
+	return k, nil
+}
+
+// baseOrDefault is t's base, or its kind's public API when it has none.
+func (t target) baseOrDefault() string {
+	if t.base == "" {
+		return t.kind.DefaultURL
+	}
+	return t.base
+}
+
 // errNoBaseURL is an openai model with neither a url nor a credential that
 // gives one.
 func errNoBaseURL(m *Model) error {
@@ -221,7 +234,7 @@ func errNoBaseURL(m *Model) error {
 
 // modelSecret resolves the model's credential and checks that its type fits
 // the provider.
-func modelSecret(ctx context.Context, m *Model, provider string) (*tool.Secret, error) {
+func modelSecret(ctx context.Context, m *Model, k llm.Kind) (*tool.Secret, error) {
 	store := tool.CredentialsFrom(ctx)
 	if store == nil {
 		return nil, fmt.Errorf("model %s: model.credential %q cannot be resolved: %w", m.Name, m.Credential, tool.ErrNoCredentials)
@@ -230,9 +243,9 @@ func modelSecret(ctx context.Context, m *Model, provider string) (*tool.Secret, 
 	if err != nil {
 		return nil, fmt.Errorf("model %s: credential %q: %w", m.Name, m.Credential, err)
 	}
-	if !slices.Contains(credentialTypes[provider], s.Type) {
+	if !slices.Contains(k.CredentialTypes, s.Type) {
 		return nil, fmt.Errorf("model %s: credential %q is of type %s, which the %s provider cannot use (it takes %s)",
-			m.Name, m.Credential, s.Type, provider, strings.Join(credentialTypes[provider], " or "))
+			m.Name, m.Credential, s.Type, k.Name, strings.Join(k.CredentialTypes, " or "))
 	}
 	return s, nil
 }
@@ -274,12 +287,12 @@ func (mc *ModelClient) chat(ctx context.Context, m *Model, messages []Message, t
 // m) and returns the provider's reply. Errors are those of Chat. agent
 // names the calling agent for tracing.
 func (mc *ModelClient) Turn(ctx context.Context, agent string, m *Model, req llm.Request, stream *llm.Stream) (*llm.Reply, error) {
-	t, err := resolveTarget(ctx, m)
+	t, err := mc.resolveTarget(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	if stream != nil && t.provider == ProviderGemini {
-		t.endpoint = strings.Replace(t.endpoint, ":generateContent", ":streamGenerateContent", 1)
+	if stream != nil && !t.kind.OpenAIWire {
+		t.endpoint = t.kind.Endpoint(t.baseOrDefault(), m.Name, true)
 	}
 	url := redact.URL(t.endpoint)
 	tr := tool.TracerFrom(ctx)
@@ -306,18 +319,18 @@ func (mc *ModelClient) send(ctx context.Context, m *Model, req llm.Request, stre
 			return nil, fmt.Errorf("model %s: model.api_key_env names %s, which is not set (or empty) in the studio's environment", m.Name, m.APIKeyEnv)
 		}
 	}
-	p, start, err := mc.provider(t, key, stream != nil)
+	p, seen, err := mc.provider(t, key, stream != nil)
 	if err != nil {
 		return nil, fmt.Errorf("model %s at %s: %s", m.Name, url, clipped(llm.Scrub(err.Error(), key)))
 	}
 	reply, err := p.Chat(ctx, req, stream)
+	whole := false
 	if errors.Is(err, errNotStreamed) {
-		// The server ignores stream and answers with the whole reply (some
-		// OpenAI-compatible servers do): ask again without streaming.
-		p, start, err = mc.provider(t, key, false)
-		if err == nil {
-			reply, err = p.Chat(ctx, req, nil)
-		}
+		// The server ignored stream and answered with the whole reply (some
+		// OpenAI-compatible servers do). It was made and billed: read it as
+		// it came rather than asking again.
+		whole = true
+		reply, err = replay(ctx, t, key, req, stream, seen)
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
@@ -327,7 +340,7 @@ func (mc *ModelClient) send(ctx context.Context, m *Model, req llm.Request, stre
 			return nil, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, why), err: err}
 		}
 		text := clipped(providerText(err, t, key))
-		if body := start.String(); body != "" && stream == nil {
+		if body := seen.start.String(); body != "" && (stream == nil || whole) {
 			// The server answered success with a body the provider could
 			// not read: what it sent says why.
 			text += ": the answer begins " + clipped(llm.Scrub(body, key))
@@ -338,29 +351,77 @@ func (mc *ModelClient) send(ctx context.Context, m *Model, req llm.Request, stre
 }
 
 // provider builds t's provider for one call, with the key and mc's client.
-func (mc *ModelClient) provider(t target, key string, streamed bool) (llm.Provider, *bodyStart, error) {
+func (mc *ModelClient) provider(t target, key string, streamed bool) (llm.Provider, *answerSeen, error) {
 	// The address guard is in mc.HTTP (builtin.ModelHTTPClient).
 	client := mc.HTTP
 	if client == nil {
 		client = http.DefaultClient
 	}
-	hc, start := withCall(client, t, streamed)
+	hc, seen := withCall(client, t, streamed)
 	cfg := llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: hc, MaxResponseBytes: maxModelResponse}
-	p, err := newProvider(t.provider, t.api, cfg)
-	return p, start, err
+	p, err := t.kind.New(t.api, cfg)
+	return p, seen, err
 }
 
-func newProvider(name, api string, cfg llm.Config) (llm.Provider, error) {
-	switch name {
-	case ProviderAnthropic:
-		return anthropic.New(cfg)
-	case ProviderGemini:
-		return gemini.New(cfg)
+// replay has t's provider read the whole answer a streamed call got (kept
+// in seen) as the reply, without another request: a JSON object is the
+// provider's plain reply; a JSON array is Gemini's chunks as its API sends
+// them without alt=sse, read as its stream; anything else is an event
+// stream labelled otherwise. A plain reply's text goes to the stream in one
+// piece, so that the run shows it as it shows streamed text.
+func replay(ctx context.Context, t target, key string, req llm.Request, stream *llm.Stream, seen *answerSeen) (*llm.Reply, error) {
+	res, body := seen.whole, seen.wholeBody
+	lead := bytes.TrimSpace(body)
+	streamed, contentType := true, "text/event-stream"
+	switch {
+	case len(lead) > 0 && lead[0] == '{':
+		streamed, contentType = false, "application/json"
+	case len(lead) > 0 && lead[0] == '[':
+		var chunks []json.RawMessage
+		if err := json.Unmarshal(lead, &chunks); err != nil {
+			return nil, fmt.Errorf("the answer is a JSON array that cannot be read: %w", err)
+		}
+		var sse bytes.Buffer
+		for _, c := range chunks {
+			sse.WriteString("data: ")
+			_ = json.Compact(&sse, c)
+			sse.WriteString("\n\n")
+		}
+		body = sse.Bytes()
 	}
-	if api == APIResponses {
-		return openai.NewResponses(cfg)
+	client := &http.Client{Transport: replayTransport{res: res, body: body, contentType: contentType, start: &seen.start}}
+	p, err := t.kind.New(t.api, llm.Config{BaseURL: t.base, APIKey: key, HTTPClient: client, MaxResponseBytes: maxModelResponse})
+	if err != nil {
+		return nil, err
 	}
-	return openai.New(cfg)
+	if !streamed {
+		reply, err := p.Chat(ctx, req, nil)
+		if err == nil && reply.Text != "" && stream.Text != nil {
+			stream.Text(reply.Text)
+		}
+		return reply, err
+	}
+	return p.Chat(ctx, req, stream)
+}
+
+// replayTransport answers a provider's request with an answer already
+// read, making no request.
+type replayTransport struct {
+	res         *http.Response
+	body        []byte
+	contentType string
+	start       *bodyStart
+}
+
+func (t replayTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res := *t.res
+	res.Header = t.res.Header.Clone()
+	res.Header.Set("Content-Type", t.contentType)
+	res.Header.Del("Content-Length")
+	res.ContentLength = int64(len(t.body))
+	res.Body = &startReader{ReadCloser: io.NopCloser(bytes.NewReader(t.body)), start: t.start}
+	res.Request = req
+	return &res, nil
 }
 
 // withCall returns a client that makes client's requests for one call: with
@@ -368,16 +429,18 @@ func newProvider(name, api string, cfg llm.Config) (llm.Provider, error) {
 // and, for openai, with a successful answer read as JSON whatever its
 // Content-Type says (compatible servers and gateways often label their JSON
 // text/plain, and the SDK refuses a body not labelled JSON). The start of
-// the body is kept for an error that says the answer could not be read.
-func withCall(client *http.Client, t target, streamed bool) (*http.Client, *bodyStart) {
+// the body is kept for an error that says the answer could not be read,
+// and a streamed call's answer that is not an event stream is read whole
+// (see replay).
+func withCall(client *http.Client, t target, streamed bool) (*http.Client, *answerSeen) {
 	cc := *client
 	base := client.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	start := &bodyStart{}
-	cc.Transport = callTransport{base: base, pin: t.pin, json: t.provider == ProviderOpenAI, streamed: streamed, start: start}
-	return &cc, start
+	seen := &answerSeen{}
+	cc.Transport = callTransport{base: base, pin: t.pin, json: t.kind.OpenAIWire, streamed: streamed, seen: seen, secret: t.secret}
+	return &cc, seen
 }
 
 type callTransport struct {
@@ -385,11 +448,22 @@ type callTransport struct {
 	pin      *neturl.URL
 	json     bool
 	streamed bool // the call asked for a stream
-	start    *bodyStart
+	seen     *answerSeen
+	secret   *tool.Secret // the key's credential, whose allowed hosts bound every request
+}
+
+// answerSeen is what a call's transport kept of its successful answer.
+type answerSeen struct {
+	start bodyStart
+	// whole and wholeBody are a streamed call's answer that was not an
+	// event stream, its body read to the end.
+	whole     *http.Response
+	wholeBody []byte
 }
 
 // errNotStreamed is a streamed call answered with something other than an
-// event stream: a server that ignores stream and sends the whole reply.
+// event stream: a server that ignores stream and sends the whole reply,
+// which the transport keeps for replay.
 var errNotStreamed = errors.New("the server answered a streamed request with a whole reply")
 
 func (t callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -399,18 +473,35 @@ func (t callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		u := *t.pin
 		r.URL = &u
 	}
+	if t.secret != nil {
+		// The client calls this for the first request and for every
+		// redirect it follows, so the key never leaves its allowed hosts.
+		if err := t.secret.Allows(r.URL); err != nil {
+			return nil, err
+		}
+	}
 	res, err := t.base.RoundTrip(r)
 	if err != nil || res.StatusCode < 200 || res.StatusCode > 299 || res.Body == nil {
 		return res, err
 	}
 	if t.streamed && !strings.Contains(res.Header.Get("Content-Type"), "event-stream") {
+		// Read here, under the response cap, and handed to replay through
+		// the SDK's error path: the SDK's stream reader cannot read it.
+		body, err := io.ReadAll(io.LimitReader(res.Body, maxModelResponse+1))
 		res.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if len(body) > maxModelResponse {
+			return nil, &llm.TooLargeError{Limit: maxModelResponse}
+		}
+		t.seen.whole, t.seen.wholeBody = res, body
 		return nil, errNotStreamed
 	}
 	if t.json && !strings.Contains(res.Header.Get("Content-Type"), "json") {
 		res.Header.Set("Content-Type", "application/json")
 	}
-	res.Body = &startReader{ReadCloser: res.Body, start: t.start}
+	res.Body = &startReader{ReadCloser: res.Body, start: &t.seen.start}
 	return res, nil
 }
 

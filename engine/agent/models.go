@@ -24,12 +24,12 @@ type ProviderInfo struct {
 	ListsModels bool
 }
 
-// ProviderInfos lists the providers in Providers' order.
-func ProviderInfos() []ProviderInfo {
-	out := make([]ProviderInfo, 0, len(Providers))
-	for _, p := range Providers {
-		out = append(out, ProviderInfo{Name: p, CredentialTypes: append([]string(nil), credentialTypes[p]...),
-			DefaultURL: publicBases[p], ListsModels: true})
+// ProviderInfos describes the provider kinds a host offers, in their order.
+func ProviderInfos(kinds llm.Kinds) []ProviderInfo {
+	out := make([]ProviderInfo, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, ProviderInfo{Name: k.Name, CredentialTypes: append([]string(nil), k.CredentialTypes...),
+			DefaultURL: k.DefaultURL, ListsModels: true})
 	}
 	return out
 }
@@ -51,7 +51,7 @@ func (e *ModelListError) Unwrap() error { return e.err }
 // Chat does (the credential through ctx's credential store, the key, the
 // url) and asking over the same client.
 func (mc *ModelClient) Models(ctx context.Context, m *Model) ([]string, error) {
-	t, err := resolveTarget(ctx, m)
+	t, err := mc.resolveTarget(ctx, m)
 	if err != nil {
 		return nil, err
 	}
@@ -84,18 +84,10 @@ func (mc *ModelClient) Models(ctx context.Context, m *Model) ([]string, error) {
 
 // listURL is the URL a model list of t is asked at.
 func listURL(t target) string {
-	base := strings.TrimRight(t.base, "/")
-	switch t.provider {
-	case ProviderAnthropic, ProviderGemini:
-		if base == "" {
-			base = publicBases[t.provider]
-		}
-		if t.provider == ProviderGemini {
-			return base + "/v1beta/models"
-		}
-		return base + "/v1/models"
+	if !t.kind.OpenAIWire {
+		return t.kind.ModelsURL(t.baseOrDefault())
 	}
-	return base + "/models"
+	return strings.TrimRight(t.base, "/") + "/models"
 }
 
 // refusal is the host policy's own words when err is a connection it

@@ -32,7 +32,7 @@ func fakeModelList(t *testing.T, status int, body string) (*httptest.Server, *[]
 func TestModels(t *testing.T) {
 	t.Parallel()
 	srv, paths := fakeModelList(t, 200, `{"object":"list","data":[{"id":"llama3","object":"model"},{"id":"qwen2","object":"model"}]}`)
-	mc := &ModelClient{HTTP: builtin.ModelHTTPClient(true)}
+	mc := &ModelClient{HTTP: builtin.ModelHTTPClient(true), Providers: testProviders}
 	for _, url := range []string{srv.URL + "/v1", srv.URL + "/v1/chat/completions?api-version=2024-06-01"} {
 		ids, err := mc.Models(context.Background(), &Model{Name: "llama3", URL: url})
 		if err != nil {
@@ -55,8 +55,8 @@ func TestModels(t *testing.T) {
 
 func TestModelsFailures(t *testing.T) {
 	t.Parallel()
-	ctx := tool.WithCredentials(context.Background(), fakeCredentials{"llm": {Name: "llm", Type: "openai", Values: map[string]any{"api_key": providerKey}}})
-	mc := &ModelClient{HTTP: builtin.ModelHTTPClient(true)}
+	ctx := tool.WithCredentials(context.Background(), fakeCredentials{"llm": {Name: "llm", Type: "openai", Hosts: []string{"127.0.0.1"}, Values: map[string]any{"api_key": providerKey}}})
+	mc := &ModelClient{HTTP: builtin.ModelHTTPClient(true), Providers: testProviders}
 
 	none, _ := fakeModelList(t, 404, `{"error":"not found"}`)
 	_, err := mc.Models(ctx, &Model{Name: "m", URL: none.URL + "/v1", Credential: "llm"})
@@ -86,7 +86,7 @@ func TestModelsFailures(t *testing.T) {
 func TestModelCallAddressRefused(t *testing.T) {
 	t.Parallel()
 	srv, paths := fakeModelList(t, 200, `{}`)
-	mc := &ModelClient{HTTP: builtin.ModelHTTPClient(false)}
+	mc := &ModelClient{HTTP: builtin.ModelHTTPClient(false), Providers: testProviders}
 	m := &Model{Name: "llama3", URL: srv.URL + "/v1"}
 	host := strings.TrimPrefix(srv.URL, "http://")
 	_, err := mc.Chat(context.Background(), "", m, []Message{{Role: "user", Content: "hi"}})
@@ -109,8 +109,8 @@ func TestModelCallAddressRefused(t *testing.T) {
 
 func TestProviderInfos(t *testing.T) {
 	t.Parallel()
-	infos := ProviderInfos()
-	if len(infos) != len(Providers) || infos[0].Name != ProviderOpenAI || infos[0].DefaultURL != "" {
+	infos := ProviderInfos(testProviders)
+	if len(infos) != len(testProviders) || infos[0].Name != DefaultProvider || infos[0].DefaultURL != "" {
 		t.Fatalf("infos = %+v", infos)
 	}
 	for _, p := range infos {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 // An agent chain whose two parallel links are interrupt agents pauses at
@@ -23,8 +25,8 @@ func TestAgentChainPausesPerLink(t *testing.T) {
 	eng := engine.New(engine.Options{Registry: reg, Agent: rt.RunNode})
 	c, _ := s.RunChain("scorer")
 	ctx := context.Background()
-	res, err := eng.Run(ctx, c, RunInput("q", "sess-1", map[string]any{"score": 1}), engine.RunOptions{})
-	if err != nil || res.Status != engine.StatusPaused || len(res.Pending) != 2 {
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, c), RunInput("q", "sess-1", map[string]any{"score": 1}), engine.RunOptions{})
+	if err != nil || res.Status != chain.StatusPaused || len(res.Pending) != 2 {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	ids := map[string]any{}
@@ -35,14 +37,14 @@ func TestAgentChainPausesPerLink(t *testing.T) {
 		t.Fatalf("pending %+v", res.Pending)
 	}
 	r2, err := eng.Resume(ctx, res.RunID, &engine.ResumeValue{Value: "two"}, nil, engine.ResumeOptions{PauseID: "ask2"})
-	if err != nil || r2.Status != engine.StatusPaused || len(r2.Pending) != 1 || r2.Pending[0].PauseID != "ask1" {
+	if err != nil || r2.Status != chain.StatusPaused || len(r2.Pending) != 1 || r2.Pending[0].PauseID != "ask1" {
 		t.Fatalf("after ask2: %v %+v", err, r2)
 	}
 	if _, err := eng.Resume(ctx, res.RunID, &engine.ResumeValue{Value: "again"}, nil, engine.ResumeOptions{PauseID: "ask2"}); err == nil {
 		t.Fatal("a second answer to ask2 was accepted")
 	}
 	r3, err := eng.Resume(ctx, res.RunID, &engine.ResumeValue{Value: "one"}, nil, engine.ResumeOptions{PauseID: "ask1"})
-	if err != nil || r3.Status != engine.StatusCompleted {
+	if err != nil || r3.Status != chain.StatusCompleted {
 		t.Fatalf("after ask1: %v %+v", err, r3)
 	}
 	if a, b := fmt.Sprint(r3.Outputs["ask1"]), fmt.Sprint(r3.Outputs["ask2"]); !strings.Contains(a, "one") || !strings.Contains(b, "two") {

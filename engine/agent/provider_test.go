@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -80,7 +82,7 @@ func runAgentCtx(t *testing.T, ctx context.Context, rt *Runtime, name string) *R
 	if !ok {
 		t.Fatalf("no agent %q", name)
 	}
-	res, err := eng.Run(ctx, c, RunInput("Who are you?", "sess-1", nil), engine.RunOptions{})
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, c), RunInput("Who are you?", "sess-1", nil), engine.RunOptions{})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -125,9 +127,12 @@ func TestAgentThroughEachProvider(t *testing.T) {
 		t.Run(tc.provider+"/"+tc.credType, func(t *testing.T) {
 			t.Parallel()
 			srv, seen := fakeProvider(t, tc.path, tc.keyHeader, tc.answer)
-			secret := &tool.Secret{Name: "llm", Type: tc.credType, Values: map[string]any{"api_key": providerKey}}
+			// A provider key goes to its provider's API unless an admin
+			// lists the host; an openai_compatible one to its base_url.
+			secret := &tool.Secret{Name: "llm", Type: tc.credType, Values: map[string]any{"api_key": providerKey}, Hosts: []string{"127.0.0.1"}}
 			if tc.credType == "openai_compatible" {
 				secret.Values["base_url"] = srv.URL + "/v1"
+				secret.Hosts = nil
 			}
 			ctx := tool.WithCredentials(context.Background(), fakeCredentials{"llm": secret})
 			doc := func(name string) string {
@@ -138,7 +143,7 @@ func TestAgentThroughEachProvider(t *testing.T) {
 				return d
 			}
 			s := mustSet(t, "", doc("good"), doc("bad"))
-			rt := &Runtime{Set: s, Model: ModelClient{Getenv: func(string) string { t.Error("api_key_env is read"); return "" }}}
+			rt := &Runtime{Set: s, Model: ModelClient{Providers: testProviders, Getenv: func(string) string { t.Error("api_key_env is read"); return "" }}}
 
 			good, _ := s.Get("good")
 			bad, _ := s.Get("bad")
@@ -176,9 +181,51 @@ func TestAgentThroughEachProvider(t *testing.T) {
 	}
 }
 
+// A model's key goes only to its credential's allowed hosts: a model whose
+// url points elsewhere is refused before anything is sent, and so is a
+// redirect from the allowed server to another host.
+func TestModelKeyOnlyToAllowedHosts(t *testing.T) {
+	t.Parallel()
+	var stolen atomic.Int32
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { stolen.Add(1) }))
+	t.Cleanup(attacker.Close)
+	attackerURL := strings.Replace(attacker.URL, "127.0.0.1", "localhost", 1)
+	bouncer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, attackerURL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(bouncer.Close)
+	msgs := []Message{{Role: "user", Content: "hi"}}
+	mc := &ModelClient{Providers: testProviders}
+	for _, tc := range []struct {
+		name  string
+		sec   *tool.Secret
+		model Model
+		want  []string
+	}{
+		{"openai key, no list, url elsewhere", &tool.Secret{Name: "llm", Type: "openai", Values: map[string]any{"api_key": providerKey}},
+			Model{Name: "m", URL: attackerURL + "/v1", Credential: "llm"}, []string{`credential "llm" may not be sent to localhost:`, "api.openai.com"}},
+		{"anthropic key, no list, url elsewhere", &tool.Secret{Name: "llm", Type: "anthropic", Values: map[string]any{"api_key": providerKey}},
+			Model{Provider: "anthropic", Name: "m", URL: attackerURL, Credential: "llm"}, []string{`credential "llm" may not be sent to localhost:`, "api.anthropic.com"}},
+		{"listed host redirects elsewhere", &tool.Secret{Name: "llm", Type: "anthropic", Values: map[string]any{"api_key": providerKey}, Hosts: []string{"127.0.0.1"}},
+			Model{Provider: "anthropic", Name: "m", URL: bouncer.URL, Credential: "llm", Stream: new(bool)}, []string{`credential "llm" may not be sent to localhost:`, "127.0.0.1"}},
+		{"listed host redirects elsewhere (gemini)", &tool.Secret{Name: "llm", Type: "gemini", Values: map[string]any{"api_key": providerKey}, Hosts: []string{"127.0.0.1"}},
+			Model{Provider: "gemini", Name: "m", URL: bouncer.URL, Credential: "llm", Stream: new(bool)}, []string{`credential "llm" may not be sent to localhost:`, "127.0.0.1"}},
+	} {
+		ctx := tool.WithCredentials(context.Background(), fakeCredentials{"llm": tc.sec})
+		_, err := mc.Chat(ctx, "a", &tc.model, msgs)
+		wantErrContains(t, err, tc.want...)
+		if strings.Contains(err.Error(), providerKey) {
+			t.Fatalf("%s: the key is in the error: %v", tc.name, err)
+		}
+	}
+	if n := stolen.Load(); n != 0 {
+		t.Fatalf("the host not on the list got %d requests", n)
+	}
+}
+
 func TestModelCredentialErrors(t *testing.T) {
 	t.Parallel()
-	mc := &ModelClient{}
+	mc := &ModelClient{Providers: testProviders}
 	msgs := []Message{{Role: "user", Content: "hi"}}
 	secret := func(typ string) context.Context {
 		return tool.WithCredentials(context.Background(), fakeCredentials{"llm": {Name: "llm", Type: typ, Values: map[string]any{"api_key": providerKey}}})
@@ -227,7 +274,7 @@ func TestModelBlockRules(t *testing.T) {
 		{"name: a\nmodel: {provider: openai, url: 'http://x/v1', name: m, credential: llm}\n", ""},
 	}
 	for _, tc := range cases {
-		_, err := Parse([]byte(tc.doc), "agents/a.agent.yaml")
+		_, err := parse([]byte(tc.doc), "agents/a.agent.yaml", testProviders)
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%q: %v", tc.doc, err)
@@ -258,7 +305,7 @@ func TestOpenAIURLForms(t *testing.T) {
 		srv.URL + "/openai/deployments/x/chat/completions?api-version=1": "/openai/deployments/x/chat/completions?api-version=1",
 		srv.URL + "/gateway/complete":                                    "/gateway/complete",
 	}
-	mc := &ModelClient{}
+	mc := &ModelClient{Providers: testProviders}
 	for url, want := range forms {
 		out, err := mc.Complete(context.Background(), &Model{URL: url, Name: "m"}, []Message{{Role: "user", Content: "x"}})
 		mu.Lock()

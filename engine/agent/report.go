@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Chain statuses of a response.
@@ -54,9 +55,9 @@ type LinkReport struct {
 // and the chain report (nil for an agent without a chain).
 type Response struct {
 	RunID     string
-	Status    engine.RunStatus // the run's status
-	Result    map[string]any   // the invoked agent's output; nil when it did not finish
-	Error     string           // why the invoked agent did not finish
+	Status    chain.RunStatus // the run's status
+	Result    map[string]any  // the invoked agent's output; nil when it did not finish
+	Error     string          // why the invoked agent did not finish
 	Chain     *ChainReport
 	Trace     map[string]any
 	HasSchema bool
@@ -82,11 +83,11 @@ func (r *Response) MarshalJSON() ([]byte, error) {
 }
 
 // ChainStatus maps a run status onto a chain status.
-func ChainStatus(s engine.RunStatus) string {
+func ChainStatus(s chain.RunStatus) string {
 	switch s {
-	case engine.StatusCompleted:
+	case chain.StatusCompleted:
 		return ChainCompleted
-	case engine.StatusPartial:
+	case chain.StatusPartial:
 		return ChainPartial
 	}
 	return ChainFailed

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // scorer is a tool agent whose data is {score} taken from the run context.
-func scorer(chain string) string {
-	return toolAgent("scorer", "{score: context.score}", chain)
+func scorer(doc string) string {
+	return toolAgent("scorer", "{score: context.score}", doc)
 }
 
 func echoAgent(name string) string {
@@ -42,7 +42,7 @@ func TestFiringTable(t *testing.T) {
 		}
 		for _, tc := range cases {
 			res, r := runAgent(t, s, "scorer", "lead", map[string]any{"score": tc.score})
-			if res.Status != engine.StatusCompleted || r.Chain.Status != "completed" || r.Chain.Mode != mode {
+			if res.Status != chain.StatusCompleted || r.Chain.Status != "completed" || r.Chain.Mode != mode {
 				t.Fatalf("%s score %v: run %s chain %+v", mode, tc.score, res.Status, r.Chain)
 			}
 			for id, want := range map[string]string{"hot": tc.hot, "cold": tc.cold, "logger": tc.logger, "triage": tc.triage} {
@@ -67,7 +67,7 @@ func TestGuardsAreStrict(t *testing.T) {
 		t.Fatalf("error: %q", l.Error)
 	}
 	wantLink(t, r, "logger", "success", "")
-	if res.Status != engine.StatusPartial || r.Chain.Status != "partial" {
+	if res.Status != chain.StatusPartial || r.Chain.Status != "partial" {
 		t.Fatalf("status %s / %s", res.Status, r.Chain.Status)
 	}
 }
@@ -132,7 +132,7 @@ func TestParallelLinksOverlap(t *testing.T) {
 		"name: p1\n"+model, "name: p2\n"+model, "name: p3\n"+model)
 	start := time.Now()
 	res, r := runAgent(t, s, "scorer", "q", map[string]any{"score": 1})
-	if res.Status != engine.StatusCompleted {
+	if res.Status != chain.StatusCompleted {
 		t.Fatalf("status %s: %s", res.Status, dumpLinks(r))
 	}
 	for _, id := range []string{"p1", "p2", "p3"} {
@@ -217,7 +217,7 @@ func TestTimeoutNamesSeconds(t *testing.T) {
 		t.Fatalf("error %q", l.Error)
 	}
 	wantLink(t, r, "quick", "success", "")
-	if res.Status != engine.StatusPartial || r.Chain.Status != "partial" || time.Since(start) > 3*time.Second {
+	if res.Status != chain.StatusPartial || r.Chain.Status != "partial" || time.Since(start) > 3*time.Second {
 		t.Fatalf("status %s after %v", r.Chain.Status, time.Since(start))
 	}
 }
@@ -234,7 +234,7 @@ func TestOnError(t *testing.T) {
 			t.Fatalf("error %q", l.Error)
 		}
 		wantLink(t, r, "after", "skipped", "upstream_stopped")
-		if res.Status != engine.StatusFailed || r.Chain.Status != "failed" {
+		if res.Status != chain.StatusFailed || r.Chain.Status != "failed" {
 			t.Fatalf("status %s", r.Chain.Status)
 		}
 		if r.Result == nil || r.Result["answer"] != `{"score":4}` {
@@ -247,7 +247,7 @@ func TestOnError(t *testing.T) {
 		wantLink(t, r, "broken", "error", "")
 		wantLink(t, r, "broken/child", "skipped", "upstream_stopped") // a failed agent's own chain does not fire
 		wantLink(t, r, "after", "success", "")
-		if res.Status != engine.StatusPartial || r.Chain.Status != "partial" {
+		if res.Status != chain.StatusPartial || r.Chain.Status != "partial" {
 			t.Fatalf("status %s", r.Chain.Status)
 		}
 	})
@@ -271,7 +271,7 @@ func TestOnError(t *testing.T) {
 		}
 		wantLink(t, r, "broken/child", "skipped", "upstream_stopped")
 		wantLink(t, r, "after", "success", "")
-		if res.Status != engine.StatusPartial || r.Chain.Status != "partial" {
+		if res.Status != chain.StatusPartial || r.Chain.Status != "partial" {
 			t.Fatalf("status %s", r.Chain.Status)
 		}
 	})
@@ -305,7 +305,7 @@ func TestDepthGuardsReadTheirParent(t *testing.T) {
 	if d.Depth != 3 || *d.Via != "c" || link(t, r, "b").Via != nil || *link(t, r, "b/c").Via != "b" {
 		t.Fatalf("depth/via: %s", dumpLinks(r))
 	}
-	if res.Status != engine.StatusPartial {
+	if res.Status != chain.StatusPartial {
 		t.Fatalf("status %s", res.Status)
 	}
 	// d's query is c's answer (the default input)
@@ -331,7 +331,7 @@ func TestModelAgentStructuredOutput(t *testing.T) {
 	// The model client's environment, not the process's: the test runs in
 	// parallel with others.
 	key := "sk-test"
-	rt := &Runtime{Set: s, Model: ModelClient{Getenv: func(name string) string {
+	rt := &Runtime{Set: s, Model: ModelClient{Providers: testProviders, Getenv: func(name string) string {
 		if name == "TEST_AGENT_KEY" {
 			return key
 		}
@@ -468,7 +468,7 @@ func TestParallelDefaultRunsAfterTheFanOut(t *testing.T) {
 			"      - agent: triage\n        default: true\n"),
 		echoAgent("hot"), "name: logger\nmodel: {url: '%URL%', name: log}\n", "name: triage\nmodel: {url: '%URL%', name: tri}\n")
 	res, r := runAgent(t, s, "scorer", "q", map[string]any{"score": 1})
-	if res.Status != engine.StatusCompleted {
+	if res.Status != chain.StatusCompleted {
 		t.Fatalf("status %s: %s", res.Status, dumpLinks(r))
 	}
 	wantLink(t, r, "hot", "skipped", "condition_false")

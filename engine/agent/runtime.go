@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -24,8 +25,19 @@ type Runtime struct {
 	RunChain func(ctx context.Context, name string, input map[string]any) (any, error)
 	// ChainTool looks up a saved chain a model agent offers as a tool (its
 	// description and argument schema); nil disables chain tools.
-	ChainTool func(ctx context.Context, name string) (*engine.Chain, error)
-	Model     ModelClient
+	ChainTool func(ctx context.Context, name string) (*chain.Chain, error)
+	// Model calls model agents' models; without Providers it calls through
+	// the set's.
+	Model ModelClient
+}
+
+// model is rt.Model with the providers it calls through.
+func (rt *Runtime) model() *ModelClient {
+	mc := rt.Model
+	if mc.Providers == nil && rt.Set != nil {
+		mc.Providers = rt.Set.providers
+	}
+	return &mc
 }
 
 var _ engine.AgentRunner = (*Runtime)(nil).RunNode
@@ -34,7 +46,7 @@ type nestingKey struct{}
 
 // RunNode runs one attempt of an agent node: the agent named by node.name
 // (or config.agent) with the node's input {query, context, session_id}.
-func (rt *Runtime) RunNode(ctx context.Context, nd *engine.Node, input map[string]any, emit tool.Emitter) (any, error) {
+func (rt *Runtime) RunNode(ctx context.Context, nd *chain.Node, input map[string]any, emit tool.Emitter) (any, error) {
 	if v, _ := nd.Config[configContinu].(bool); v {
 		return nil, nil // the no-op handler behind on_error: continue
 	}

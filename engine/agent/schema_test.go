@@ -181,7 +181,7 @@ func TestModelClient(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	mc := &ModelClient{Getenv: func(string) string { return "k" }}
+	mc := &ModelClient{Providers: testProviders, Getenv: func(string) string { return "k" }}
 	ctx := context.Background()
 	out, err := mc.Complete(ctx, &Model{URL: srv.URL + "/v1", Name: "m"}, []Message{{Role: "user", Content: "x"}})
 	if err != nil || out != "hi" || gotPath != "/v1/chat/completions" {

@@ -210,8 +210,12 @@ func codeCheck(in map[string]any) []tool.Problem {
 	return []tool.Problem{p}
 }
 
-// Checks maps tools to their input_check (engine.Registry.SetCheck).
-func Checks() map[string]tool.Check { return map[string]tool.Check{"code": codeCheck} }
+// Checks maps tools to their input_check (engine.Registry.SetCheck), for a
+// host with opts: the http tool's warns of a URL the host's address policy
+// will refuse.
+func Checks(opts Options) map[string]tool.Check {
+	return map[string]tool.Check{"code": codeCheck, "http": httpCheck(opts.HTTPAllowPrivate)}
+}
 
 // Scoped lists the built-in tools that read the run's data where their
 // node runs (engine.Registry.SetScoped).

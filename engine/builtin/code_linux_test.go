@@ -15,7 +15,9 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/sandbox"
 )
 
@@ -45,15 +47,17 @@ func codePool(t testing.TB) *sandbox.Pool {
 	return testPool.p
 }
 
-func codeEngine(t testing.TB) *engine.Engine {
+func codeEngine(t testing.TB) *engine.Engine { return codeEngineWith(codePool(t)) }
+
+func codeEngineWith(pool builtin.CodeRunner) *engine.Engine {
 	reg := engine.NewRegistry()
-	reg.RegisterAll(builtin.Tools(builtin.Options{Code: codePool(t)}))
+	reg.RegisterAll(builtin.Tools(builtin.Options{Code: pool}))
 	reg.SetInline(builtin.Inline...)
 	reg.SetScoped(builtin.Scoped...)
 	for _, ti := range builtin.Catalog() {
 		reg.SetInputSchema(ti.Name, ti.InputSchema)
 	}
-	for n, c := range builtin.Checks() {
+	for n, c := range builtin.Checks(builtin.Options{}) {
 		reg.SetCheck(n, c)
 	}
 	return engine.New(engine.Options{Registry: reg})
@@ -74,7 +78,7 @@ func runCode(t *testing.T, doc string, input map[string]any) (*engine.Result, *p
 	t.Helper()
 	c := decode(t, doc)
 	sink := &progressSink{}
-	res, err := codeEngine(t).Run(context.Background(), c, input, engine.RunOptions{Sink: sink})
+	res, err := codeEngine(t).Run(context.Background(), enginetest.PlanOf(codeEngine(t), c), input, engine.RunOptions{Sink: sink})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,7 @@ func TestCodeNodeReadsScopeAndLogs(t *testing.T) {
 	  {"node_id":"first","kind":"tool","name":"echo","set_state":{"k":"'v'"}},
 	  {"node_id":"js","kind":"tool","name":"code","input":{"code":"console.log('got', output.n, [1,2]);\nreturn {n: output.n * 2, run: input.n, s: state.k, first: nodes.first.n, same: node_results.first === nodes.first}"}}],
 	 "edges":[{"source":"first","target":"js"}]}`, map[string]any{"n": 21.0})
-	if res.Status != engine.StatusCompleted {
+	if res.Status != chain.StatusCompleted {
 		t.Fatalf("%s %+v", res.Status, res.Error)
 	}
 	got, _ := json.Marshal(res.FinalOutput)
@@ -128,7 +132,7 @@ func TestCodeNodeErrorsNameTheirCause(t *testing.T) {
 		}
 		doc := fmt.Sprintf(`{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","input":{"code":%q}}]}`, c.code)
 		res, _ := runCode(t, doc, nil)
-		if res.Status != engine.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, c.want) {
+		if res.Status != chain.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, c.want) {
 			t.Errorf("%s: %s %+v, want %q", c.code, res.Status, res.Error, c.want)
 		}
 	}
@@ -137,7 +141,7 @@ func TestCodeNodeErrorsNameTheirCause(t *testing.T) {
 func TestCodeNodeTimeoutKillsScript(t *testing.T) {
 	start := time.Now()
 	res, _ := runCode(t, `{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","timeout":0.5,"input":{"code":"for (;;) {}"}}]}`, nil)
-	if res.Status != engine.StatusFailed || !strings.Contains(res.Error.Message, "timed out after 0.5s") {
+	if res.Status != chain.StatusFailed || !strings.Contains(res.Error.Message, "timed out after 0.5s") {
 		t.Fatalf("%s %+v", res.Status, res.Error)
 	}
 	if d := time.Since(start); d > 1500*time.Millisecond {
@@ -148,20 +152,20 @@ func TestCodeNodeTimeoutKillsScript(t *testing.T) {
 func TestCodeNodeSyntaxErrorAtValidation(t *testing.T) {
 	c := decode(t, `{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","input":{"code":"let a = 1;\nreturn a +;"}}]}`)
 	reg := engine.NewRegistry()
-	for n, ch := range builtin.Checks() {
+	for n, ch := range builtin.Checks(builtin.Options{}) {
 		reg.SetCheck(n, ch)
 	}
-	issues := engine.ValidateWith(c, engine.ValidateOptions{Check: reg.NodeCheck})
+	issues := chain.ValidateWith(c, chain.ValidateOptions{Check: reg.NodeCheck})
 	if len(issues) != 1 {
 		t.Fatalf("%v", issues)
 	}
 	is := issues[0]
-	if is.Rule != engine.RuleInputCheck || is.NodeID != "js" || is.Field != "input.code" || is.Line != 2 || is.Column != 11 || !strings.Contains(is.Message, "line 2, column 11") {
+	if is.Rule != chain.RuleInputCheck || is.NodeID != "js" || is.Field != "input.code" || is.Line != 2 || is.Column != 11 || !strings.Contains(is.Message, "line 2, column 11") {
 		t.Fatalf("%+v", is)
 	}
 	// A script input_map sets is not checked: it is known at run time only.
 	c = decode(t, `{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","input":{"code":"return +"},"input_map":{"code":"input.src"}}]}`)
-	if issues := engine.ValidateWith(c, engine.ValidateOptions{Check: reg.NodeCheck}); len(issues) != 0 {
+	if issues := chain.ValidateWith(c, chain.ValidateOptions{Check: reg.NodeCheck}); len(issues) != 0 {
 		t.Fatalf("%v", issues)
 	}
 }
@@ -174,18 +178,18 @@ func TestCodeNodeRefusedWithoutSandbox(t *testing.T) {
 }
 
 func benchRun(b *testing.B, doc string, input map[string]any) {
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	eng := codeEngine(b)
-	p := eng.Prepare(context.Background(), c)
+	p := enginetest.PlanOf(eng, c)
 	times := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		res, err := eng.RunPrepared(context.Background(), p, input, engine.RunOptions{})
-		if err != nil || res.Status != engine.StatusCompleted {
+		res, err := eng.Run(context.Background(), p, input, engine.RunOptions{})
+		if err != nil || res.Status != chain.StatusCompleted {
 			b.Fatalf("%v %s %+v", err, res.Status, res.Error)
 		}
 		times = append(times, time.Since(t0))
@@ -232,13 +236,13 @@ func TestChainTestsRunCodeNodes(t *testing.T) {
 	reg.SetInline(builtin.Inline...)
 	reg.SetScoped(builtin.Scoped...)
 	reg.SetContained(builtin.Contained...)
-	c, err := engine.Decode([]byte(`{"name":"c","nodes":[
+	c, err := chain.Decode([]byte(`{"name":"c","nodes":[
 	  {"node_id":"score","kind":"tool","name":"code","input":{"code":"return {total: input.items.reduce((s, x) => s + x, 0)}"}},
 	  {"node_id":"post","kind":"tool","name":"http","input":{"url":"http://127.0.0.1:1/"}}],
 	 "edges":[{"source":"score","target":"post"}],
 	 "tests":[
 	  {"name":"sums","input":{"items":[1,2,3]},"mocks":{"post":{"status":200}},"assert":{"status":"completed","expect":[{"path":"score.output.total","equals":6}]}},
-	  {"name":"unmocked http","input":{"items":[1]},"assert":{"status":"completed"}}]}`), engine.Limits{})
+	  {"name":"unmocked http","input":{"items":[1]},"assert":{"status":"completed"}}]}`), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,5 +255,77 @@ func TestChainTestsRunCodeNodes(t *testing.T) {
 	}
 	if rep.Tests[1].Passed || len(rep.Tests[1].Failures) == 0 || !strings.Contains(rep.Tests[1].Failures[0].Message, "not mocked") && rep.Tests[1].Failures[0].Kind != "unmocked" {
 		t.Errorf("the unmocked http node: %+v", rep.Tests[1])
+	}
+}
+
+// ownPool is a pool with its own limits, closed with the test.
+func ownPool(t *testing.T, lim sandbox.Limits) *sandbox.Pool {
+	p, err := sandbox.NewPool(os.Args[0], lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// A run whose map sends 150 endless loops to the sandbox does not hold up
+// another run's trivial code node: it completes while the first run is
+// still going.
+func TestCodeRunDoesNotStarveAnotherRun(t *testing.T) {
+	eng := codeEngineWith(ownPool(t, sandbox.Limits{Workers: 2, CPUSeconds: 1}))
+	xs := make([]any, 150)
+	for i := range xs {
+		xs[i] = float64(i)
+	}
+	flood := decode(t, `{"name":"flood","max_concurrency":150,"nodes":[
+	  {"node_id":"m","kind":"map","items_path":"input.xs","map_node":"body"},
+	  {"node_id":"body","kind":"tool","name":"code","input":{"code":"for (;;) {}"}}]}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{}, 150)
+	floodDone := make(chan *engine.Result, 1)
+	go func() {
+		sink := engine.SinkFunc(func(e engine.Event) {
+			if e.NodeID == "body" && e.Phase == engine.PhaseStart {
+				started <- struct{}{}
+			}
+		})
+		res, _ := eng.Run(ctx, enginetest.PlanOf(eng, flood), map[string]any{"xs": xs}, engine.RunOptions{Sink: sink})
+		floodDone <- res
+	}()
+	for i := 0; i < 64; i++ { // the flood's items are in the sandbox's queue
+		<-started
+	}
+	res, err := eng.Run(context.Background(), enginetest.PlanOf(eng, decode(t, `{"name":"small","nodes":[{"node_id":"js","kind":"tool","name":"code","input":{"code":"return 42"}}]}`)), nil, engine.RunOptions{})
+	if err != nil || res.Status != chain.StatusCompleted || res.FinalOutput != 42.0 {
+		t.Fatalf("the other run: %v %+v", err, res)
+	}
+	select {
+	case r := <-floodDone:
+		t.Fatalf("the other run waited for the flood to end (%s)", r.Status)
+	default:
+	}
+	cancel()
+	<-floodDone
+}
+
+// A run over its CPU budget fails its further code calls, naming the flag.
+func TestCodeRunCPUBudgetFailsTheRun(t *testing.T) {
+	eng := codeEngineWith(ownPool(t, sandbox.Limits{Workers: 1, CPUSeconds: 1, RunCPUSeconds: 1}))
+	c := decode(t, `{"name":"c","nodes":[
+	  {"node_id":"spin","kind":"tool","name":"code","input":{"code":"for (;;) {}"},"on_error":"continue"},
+	  {"node_id":"after","kind":"tool","name":"code","input":{"code":"return 1"}}],
+	 "edges":[{"source":"spin","target":"after"}]}`)
+	res, err := eng.Run(context.Background(), enginetest.PlanOf(eng, c), nil, engine.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != chain.StatusFailed || res.Error == nil || res.Error.NodeID != "after" || !strings.Contains(res.Error.Message, "--code-run-cpu-seconds") {
+		t.Fatalf("%s %+v", res.Status, res.Error)
+	}
+	// Another run has its own budget.
+	res, err = eng.Run(context.Background(), enginetest.PlanOf(eng, decode(t, `{"name":"c","nodes":[{"node_id":"js","kind":"tool","name":"code","input":{"code":"return 2"}}]}`)), nil, engine.RunOptions{})
+	if err != nil || res.Status != chain.StatusCompleted {
+		t.Fatalf("another run: %v %+v", err, res)
 	}
 }

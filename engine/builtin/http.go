@@ -23,6 +23,51 @@ import (
 
 const maxRedirects = 10
 
+// HTTPAllowPrivateFlag is the command-line flag that lets the http tool (and
+// escalation webhooks) reach loopback and private addresses; every refusal
+// of the address guard names it.
+const HTTPAllowPrivateFlag = "--http-allow-private"
+
+// RuleHostPolicy: a node's static URL names an address the host's policy
+// refuses (a warning at design time; the call is refused at run time).
+const RuleHostPolicy = "host_policy"
+
+// httpCheck warns, before any run, of a static url whose host is an address
+// literal (or localhost) the guard will refuse. Other names are resolved
+// only when the call is made, so they are not looked up here.
+func httpCheck(allowPrivate bool) tool.Check {
+	return func(in map[string]any) []tool.Problem {
+		raw, ok := in["url"].(string)
+		if allowPrivate || !ok {
+			return nil
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() == "" {
+			return nil
+		}
+		why := refusedHost(u.Hostname())
+		if why == "" {
+			return nil
+		}
+		return []tool.Problem{{Field: "input.url", Rule: RuleHostPolicy, Warning: true,
+			Message: fmt.Sprintf("%s is %s; the http tool reaches loopback and private addresses only when the studio starts with %s, so this call will be refused", u.Hostname(), why, HTTPAllowPrivateFlag)}}
+	}
+}
+
+// refusedHost says why the address guard refuses host, when that is known
+// without resolving it: an address literal, or a localhost name.
+func refusedHost(host string) string {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return "a loopback name"
+	}
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		return ""
+	}
+	return forbiddenAddr(ip)
+}
+
 // policyError is a refusal by host policy; it wraps tool.ErrDenied.
 type policyError struct{ msg string }
 
@@ -67,10 +112,20 @@ func newHTTPTool(opts Options, exempt func(netip.AddrPort) bool) *httpTool {
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return fmt.Errorf("redirect to %q refused: only http and https are allowed", redact.URL(req.URL.String()))
 			}
+			ca, ok := req.Context().Value(credentialHostKey{}).(credentialHost)
+			if !ok {
+				return nil
+			}
+			// A request that carries a credential is followed only to
+			// where the credential may go, whether or not the headers
+			// would still be on it.
+			if err := ca.secret.Allows(req.URL); err != nil {
+				return &policyError{fmt.Sprintf("redirect to %s refused: %v", redact.URL(req.URL.String()), err)}
+			}
 			// A credential is for the host it was sent to: net/http drops
 			// Authorization on a redirect to another host, but not an API
 			// key's own header or a custom header set.
-			if ca, ok := req.Context().Value(credentialHostKey{}).(credentialHost); ok && req.URL.Host != ca.host {
+			if req.URL.Host != ca.host {
 				for _, name := range ca.headers {
 					req.Header.Del(name)
 				}
@@ -89,22 +144,24 @@ func (h *httpTool) control(network, address string, _ syscall.RawConn) error {
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return &policyError{fmt.Sprintf("destination %q cannot be checked against the private-network policy", address)}
+		return &policyError{fmt.Sprintf("destination %q cannot be checked against the private-network policy (%s turns the check off)", address, HTTPAllowPrivateFlag)}
 	}
 	if h.exempt != nil && h.exempt(ap) {
 		return nil
 	}
 	if reason := forbiddenAddr(ap.Addr()); reason != "" {
-		return &policyError{fmt.Sprintf("destination %s is %s and the host does not allow private network destinations (only globally reachable unicast addresses)", ap.Addr().WithZone(""), reason)}
+		return &policyError{fmt.Sprintf("destination %s is %s and the host does not allow private network destinations (only globally reachable unicast addresses); the studio reaches them only when started with %s", ap.Addr().WithZone(""), reason, HTTPAllowPrivateFlag)}
 	}
 	return nil
 }
 
 // credentialHost is what a request sent with a credential carries in its
-// context: the host the credential was meant for, and the headers that hold it.
+// context: the host the credential was meant for, the headers that hold it,
+// and the credential, whose allowed hosts every redirect is checked against.
 type credentialHost struct {
 	host    string
 	headers []string
+	secret  *tool.Secret
 }
 
 type credentialHostKey struct{}
@@ -303,8 +360,11 @@ func (h *httpTool) request(ctx context.Context, in map[string]any, sec *tool.Sec
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if sec != nil {
+		if err := sec.Allows(req.URL); err != nil {
+			return nil, fmt.Errorf("http: %s %s refused: %w", method, shown, err)
+		}
 		names := applyCredential(req, sec, typ)
-		req = req.WithContext(context.WithValue(req.Context(), credentialHostKey{}, credentialHost{host: req.URL.Host, headers: names}))
+		req = req.WithContext(context.WithValue(req.Context(), credentialHostKey{}, credentialHost{host: req.URL.Host, headers: names, secret: sec}))
 	}
 
 	fail := func(err error) error {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chainstudio/studio/engine/tool"
@@ -33,16 +34,67 @@ func echoAll(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"headers": r.Header, "query": r.URL.RawQuery, "path": r.URL.Path})
 }
 
+// loopback is the allowed hosts of the credentials these tests send to
+// their loopback fakes.
+var loopback = []string{"127.0.0.1"}
+
+// A credential goes only to its allowed hosts: a request elsewhere is
+// refused before anything is sent, and so is a redirect from an allowed
+// host to another one; a credential without a list goes nowhere.
+func TestHTTPCredentialOnlyToAllowedHosts(t *testing.T) {
+	var attackerHits atomic.Int32
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { attackerHits.Add(1) }))
+	defer attacker.Close()
+	// localhost is another host than 127.0.0.1 to the check.
+	attackerURL := strings.Replace(attacker.URL, "127.0.0.1", "localhost", 1)
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bounce" {
+			http.Redirect(w, r, attackerURL+"/stolen", http.StatusFound)
+			return
+		}
+		if r.URL.Path == "/hop" { // another allowed place: followed
+			http.Redirect(w, r, "/ok", http.StatusFound)
+			return
+		}
+		echoAll(w, r)
+	}))
+	defer allowed.Close()
+	call := httpFunc(Options{HTTPAllowPrivate: true})
+	ctx := tool.WithCredentials(context.Background(), fakeCredentials{
+		"gh":      {Name: "gh", Type: "bearer", Hosts: loopback, Values: map[string]any{"token": "tok-allowed-0123456789"}},
+		"nowhere": {Name: "nowhere", Type: "bearer", Values: map[string]any{"token": "tok-nowhere-0123456789"}},
+	})
+	_, err := call(ctx, map[string]any{"url": attackerURL + "/x", "auth": map[string]any{"credential": "gh"}})
+	if err == nil || !errors.Is(err, tool.ErrDenied) || !strings.Contains(err.Error(), `credential "gh"`) || !strings.Contains(err.Error(), strings.TrimPrefix(attackerURL, "http://")) {
+		t.Fatalf("a request to a host not on the list: %v", err)
+	}
+	_, err = call(ctx, map[string]any{"url": allowed.URL + "/bounce", "auth": map[string]any{"credential": "gh"}})
+	if err == nil || !errors.Is(err, tool.ErrDenied) || !strings.Contains(err.Error(), "redirect") || !strings.Contains(err.Error(), `credential "gh"`) {
+		t.Fatalf("a redirect to a host not on the list: %v", err)
+	}
+	_, err = call(ctx, map[string]any{"url": allowed.URL + "/x", "auth": map[string]any{"credential": "nowhere"}})
+	if err == nil || !strings.Contains(err.Error(), "no allowed hosts") {
+		t.Fatalf("a credential without a list: %v", err)
+	}
+	if n := attackerHits.Load(); n != 0 {
+		t.Fatalf("the host not on the list got %d requests", n)
+	}
+	out, err := call(ctx, map[string]any{"url": allowed.URL + "/hop", "auth": map[string]any{"credential": "gh"}})
+	if err != nil || out.(map[string]any)["body"].(map[string]any)["path"] != "/ok" {
+		t.Fatalf("a redirect within the allowed host: %v %v", out, err)
+	}
+}
+
 func TestHTTPCredentialTypes(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(echoAll))
 	defer srv.Close()
 	call := httpFunc(Options{HTTPAllowPrivate: true})
 	creds := fakeCredentials{
-		"bearer":  {Name: "bearer", Type: "bearer", Values: map[string]any{"token": "tok-bearer-0123456789"}},
-		"header":  {Name: "header", Type: "api_key", Values: map[string]any{"in": "header", "name": "X-API-Key", "value": "key-header-0123456789"}},
-		"query":   {Name: "query", Type: "api_key", Values: map[string]any{"in": "query", "name": "api_key", "value": "key query/+&0123"}},
-		"basic":   {Name: "basic", Type: "basic", Values: map[string]any{"username": "ann", "password": "pw-basic-0123456789"}},
-		"headers": {Name: "headers", Type: "headers", Values: map[string]any{"headers": map[string]any{"X-Team": "core", "X-Secret": "hdr-secret-0123456789"}}},
+		"bearer":  {Name: "bearer", Type: "bearer", Hosts: loopback, Values: map[string]any{"token": "tok-bearer-0123456789"}},
+		"header":  {Name: "header", Type: "api_key", Hosts: loopback, Values: map[string]any{"in": "header", "name": "X-API-Key", "value": "key-header-0123456789"}},
+		"query":   {Name: "query", Type: "api_key", Hosts: loopback, Values: map[string]any{"in": "query", "name": "api_key", "value": "key query/+&0123"}},
+		"basic":   {Name: "basic", Type: "basic", Hosts: loopback, Values: map[string]any{"username": "ann", "password": "pw-basic-0123456789"}},
+		"headers": {Name: "headers", Type: "headers", Hosts: loopback, Values: map[string]any{"headers": map[string]any{"X-Team": "core", "X-Secret": "hdr-secret-0123456789"}}},
 		"model":   {Name: "model", Type: "openai", Values: map[string]any{"api_key": "sk-model"}},
 	}
 	ctx := tool.WithCredentials(context.Background(), creds)
@@ -133,8 +185,8 @@ func TestHTTPCredentialNotSentAcrossRedirect(t *testing.T) {
 	defer first.Close()
 	call := httpFunc(Options{HTTPAllowPrivate: true})
 	creds := fakeCredentials{
-		"h": {Name: "h", Type: "api_key", Values: map[string]any{"in": "header", "name": "X-API-Key", "value": "redirect-secret-1"}},
-		"s": {Name: "s", Type: "headers", Values: map[string]any{"headers": map[string]any{"X-Secret": "redirect-secret-2"}}},
+		"h": {Name: "h", Type: "api_key", Hosts: []string{"127.0.0.1", "localhost"}, Values: map[string]any{"in": "header", "name": "X-API-Key", "value": "redirect-secret-1"}},
+		"s": {Name: "s", Type: "headers", Hosts: []string{"127.0.0.1", "localhost"}, Values: map[string]any{"headers": map[string]any{"X-Secret": "redirect-secret-2"}}},
 	}
 	ctx := tool.WithCredentials(context.Background(), creds)
 	for _, name := range []string{"h", "s"} {

@@ -197,8 +197,41 @@ func TestHTTPPrivateAddressesRefused(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			_, err := call(ctx, map[string]any{"url": u})
-			wantDenied(t, err, "http: GET "+u+" refused: destination", "the host does not allow private network destinations")
+			wantDenied(t, err, "http: GET "+u+" refused: destination", "the host does not allow private network destinations", "started with --http-allow-private")
 		})
+	}
+}
+
+// TestHTTPCheckWarnsOfRefusedURLs: the designer warns, before any run, of a
+// static URL the address guard will refuse, naming the flag that opens it;
+// it looks no name up.
+func TestHTTPCheckWarnsOfRefusedURLs(t *testing.T) {
+	check := Checks(Options{})["http"]
+	for url, want := range map[string]string{
+		"http://127.0.0.1:9/x":           "127.0.0.1 is a loopback address",
+		"http://localhost:8080/":         "localhost is a loopback name",
+		"http://api.localhost/":          "a loopback name",
+		"http://[::1]:9/":                "::1 is a loopback address",
+		"http://10.1.2.3/":               "10.1.2.3 is a private address",
+		"http://169.254.169.254/latest/": "link-local",
+		"https://api.example.com/v1":     "",
+		"https://8.8.8.8/":               "",
+		"{{.url}}":                       "",
+	} {
+		probs := check(map[string]any{"url": url})
+		if want == "" {
+			if len(probs) != 0 {
+				t.Errorf("%s: %+v, want no warning", url, probs)
+			}
+			continue
+		}
+		if len(probs) != 1 || !probs[0].Warning || probs[0].Rule != RuleHostPolicy || probs[0].Field != "input.url" ||
+			!strings.Contains(probs[0].Message, want) || !strings.Contains(probs[0].Message, HTTPAllowPrivateFlag) {
+			t.Errorf("%s: %+v, want a host_policy warning saying %q and naming %s", url, probs, want, HTTPAllowPrivateFlag)
+		}
+	}
+	if probs := Checks(Options{HTTPAllowPrivate: true})["http"](map[string]any{"url": "http://127.0.0.1/"}); len(probs) != 0 {
+		t.Errorf("with %s: %+v", HTTPAllowPrivateFlag, probs)
 	}
 }
 

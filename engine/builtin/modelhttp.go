@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -17,22 +18,66 @@ import (
 // reads one knows what to set.
 const ModelAllowPrivateFlag = "--model-allow-private"
 
+// MCPAllowPrivateFlag is the flag that lets the studio connect to MCP
+// servers at loopback and private addresses (MCPHTTPClient).
+const MCPAllowPrivateFlag = "--mcp-allow-private"
+
+// guardedUse is who goes through a guarded client and which flag opens it,
+// for the refusals' words.
+type guardedUse struct {
+	who  string // "model calls"
+	flag string
+}
+
+var (
+	modelUse = guardedUse{who: "model calls", flag: ModelAllowPrivateFlag}
+	mcpUse   = guardedUse{who: "MCP connections", flag: MCPAllowPrivateFlag}
+)
+
 // AddressRefusedError is a model call's connection refused by the address
 // guard. It wraps tool.ErrDenied like the http tool's refusals.
 type AddressRefusedError struct {
 	Addr   netip.Addr
 	Reason string // why the address is refused, in forbiddenAddr's words ("a loopback address")
+	use    guardedUse
 }
 
 func (e *AddressRefusedError) Error() string {
-	return fmt.Sprintf("%s is %s; model calls reach loopback and private addresses only with %s", e.Addr, e.Reason, ModelAllowPrivateFlag)
+	use := e.use
+	if use.flag == "" {
+		use = modelUse
+	}
+	return fmt.Sprintf("%s is %s; %s reach loopback and private addresses only with %s", e.Addr, e.Reason, use.who, use.flag)
 }
 
 func (e *AddressRefusedError) Unwrap() error { return tool.ErrDenied }
 
+// ModelURLRefused says why the model guard will refuse a base URL, when
+// that is known without resolving its host (an address literal or a
+// localhost name), naming ModelAllowPrivateFlag; "" when it will not, or
+// cannot be told without a lookup.
+func ModelURLRefused(raw string) string { return urlRefused(raw, modelUse) }
+
+// MCPURLRefused is ModelURLRefused for an MCP server's URL, naming
+// MCPAllowPrivateFlag.
+func MCPURLRefused(raw string) string { return urlRefused(raw, mcpUse) }
+
+func urlRefused(raw string, use guardedUse) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	why := refusedHost(u.Hostname())
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s is %s; %s reach loopback and private addresses only when the studio starts with %s", u.Hostname(), why, use.who, use.flag)
+}
+
 // modelGuard is the address check every connection of a model client makes.
 type modelGuard struct {
 	allowPrivate bool
+	use          guardedUse
 }
 
 // control runs on every connection attempt after DNS resolution (address
@@ -47,7 +92,7 @@ func (g modelGuard) control(_, address string, _ syscall.RawConn) error {
 		return &policyError{fmt.Sprintf("destination %q cannot be checked against the private-network policy", address)}
 	}
 	if reason := forbiddenAddr(ap.Addr()); reason != "" {
-		return &AddressRefusedError{Addr: ap.Addr().WithZone(""), Reason: reason}
+		return &AddressRefusedError{Addr: ap.Addr().WithZone(""), Reason: reason, use: g.use}
 	}
 	return nil
 }
@@ -66,14 +111,25 @@ var modelKeyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-
 // (ModelAllowPrivateFlag), apart from the http tool's, so that a local model
 // server does not open the private network to every chain's http nodes.
 func ModelHTTPClient(allowPrivate bool) *http.Client {
-	c, _ := newModelHTTPClient(allowPrivate)
+	c, _ := newGuardedClient(allowPrivate, modelUse)
 	return c
 }
 
-// newModelHTTPClient returns the client and its dialer, whose Control hook
-// is the guard (tests wrap it so that nothing connects).
+// MCPHTTPClient is ModelHTTPClient for MCP servers' connections, whose
+// refusals name MCPAllowPrivateFlag.
+func MCPHTTPClient(allowPrivate bool) *http.Client {
+	c, _ := newGuardedClient(allowPrivate, mcpUse)
+	return c
+}
+
+// newModelHTTPClient returns the model client and its dialer, whose Control
+// hook is the guard (tests wrap it so that nothing connects).
 func newModelHTTPClient(allowPrivate bool) (*http.Client, *net.Dialer) {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: modelGuard{allowPrivate: allowPrivate}.control}
+	return newGuardedClient(allowPrivate, modelUse)
+}
+
+func newGuardedClient(allowPrivate bool, use guardedUse) (*http.Client, *net.Dialer) {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: modelGuard{allowPrivate: allowPrivate, use: use}.control}
 	transport := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,

@@ -119,6 +119,13 @@ func TestModelHTTPClientAllowPrivate(t *testing.T) {
 	if _, err := ModelHTTPClient(false).Get(srv.URL + "/v1/models"); !errors.As(err, new(*AddressRefusedError)) {
 		t.Fatalf("without the flag: err = %v, want a refusal", err)
 	}
+	// An MCP connection's refusal names its own flag.
+	if _, err := MCPHTTPClient(false).Get(srv.URL + "/mcp"); err == nil || !strings.Contains(err.Error(), "MCP connections reach loopback and private addresses only with "+MCPAllowPrivateFlag) {
+		t.Fatalf("an MCP client's refusal: %v", err)
+	}
+	if _, err := ModelHTTPClient(false).Get(srv.URL); err == nil || !strings.Contains(err.Error(), ModelAllowPrivateFlag) {
+		t.Fatalf("a model client's refusal: %v", err)
+	}
 	if ModelHTTPClient(true).Timeout != 0 {
 		t.Fatal("a model client has a client timeout: it would cut long streams")
 	}
@@ -163,5 +170,21 @@ func TestModelHTTPClientRedirects(t *testing.T) {
 	res.Body.Close()
 	if gotKey != "" {
 		t.Fatalf("the key followed a redirect to another host: %q", gotKey)
+	}
+}
+
+func TestModelURLRefused(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:11434/v1":  "127.0.0.1 is a loopback address",
+		"http://localhost:1234/v1":   "localhost is a loopback name",
+		"http://192.168.1.20:8000/":  "192.168.1.20 is a private address",
+		"https://api.openai.com/v1":  "",
+		"https://llm.example.com/v1": "",
+		"not a url":                  "",
+	} {
+		got := ModelURLRefused(raw)
+		if want == "" && got != "" || want != "" && (!strings.Contains(got, want) || !strings.Contains(got, ModelAllowPrivateFlag)) {
+			t.Errorf("%s: %q, want %q and the flag", raw, got, want)
+		}
 	}
 }

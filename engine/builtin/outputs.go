@@ -3,7 +3,7 @@ package builtin
 import "sort"
 
 // OutputSchemas describes the output of the built-in tools whose output has
-// a fixed shape, in the small JSON-Schema form engine.CheckShape reads. A
+// a fixed shape, in the small JSON-Schema form chain.CheckShape reads. A
 // host declares them with engine.Registry.SetOutputSchema so that a chain
 // test's mock of such a tool is checked against what the tool really returns.
 // echo, transform, delay and interrupt return whatever they are given, so

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 // Runaway work: a chain that builds a huge value or loops without end is
@@ -22,9 +24,9 @@ func runawayEngine() *engine.Engine {
 	return engine.New(engine.Options{Registry: reg})
 }
 
-func decode(t *testing.T, doc string) *engine.Chain {
+func decode(t *testing.T, doc string) *chain.Chain {
 	t.Helper()
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestRunawayWorkStops(t *testing.T) {
 		name    string
 		doc     string
 		cancel  time.Duration // cancel the run after this long (0: never)
-		status  engine.RunStatus
+		status  chain.RunStatus
 		message string
 		within  time.Duration
 	}{
@@ -87,15 +89,14 @@ func TestRunawayWorkStops(t *testing.T) {
 			name: "template_memory_bomb",
 			doc: `{"name":"t","nodes":[{"node_id":"t","kind":"tool","name":"template","timeout":5,
 				"input":{"template":"{{$x := \"aaaaaaaaaaaaaaaa\"}}{{range 40}}{{$x = printf \"%s%s\" $x $x}}{{end}}done"}}]}`,
-			status:  engine.StatusFailed,
+			status:  chain.StatusFailed,
 			message: "template would build a value over the 1048576-byte output cap",
-			within:  2 * time.Second,
 		},
 		{
 			name: "template_that_never_yields_times_out",
 			doc: `{"name":"t","nodes":[{"node_id":"t","kind":"tool","name":"template","timeout":1,
 				"input":{"template":"{{range 100000}}{{range 100000}}{{range 100000}}{{end}}{{end}}{{end}}"}}]}`,
-			status:  engine.StatusFailed,
+			status:  chain.StatusFailed,
 			message: "timed out after 1s",
 			within:  1100 * time.Millisecond,
 		},
@@ -104,24 +105,22 @@ func TestRunawayWorkStops(t *testing.T) {
 			doc: `{"name":"t","nodes":[{"node_id":"t","kind":"tool","name":"template",
 				"input":{"template":"{{range 100000}}{{range 100000}}{{range 100000}}{{end}}{{end}}{{end}}"}}]}`,
 			cancel: 300 * time.Millisecond,
-			status: engine.StatusCancelled,
+			status: chain.StatusCancelled,
 			within: 400 * time.Millisecond,
 		},
 		{
 			name: "transform_doubling_27",
-			doc: `{"name":"t","nodes":[{"node_id":"t","kind":"tool","name":"transform","timeout":5,
+			doc: `{"name":"t","nodes":[{"node_id":"t","kind":"tool","name":"transform","timeout":120,
 				"input":{"expression":"` + doubling("@", 27) + `","data":"x"}}]}`,
-			status:  engine.StatusFailed,
+			status:  chain.StatusFailed,
 			message: "expression built more than 4194304 elements",
-			within:  2 * time.Second,
 		},
 		{
 			name: "input_map_doubling_40",
-			doc: `{"name":"t","nodes":[{"node_id":"e","kind":"tool","name":"echo","timeout":5,
+			doc: `{"name":"t","nodes":[{"node_id":"e","kind":"tool","name":"echo","timeout":120,
 				"input_map":{"v":"` + doubling("input", 40) + `"}}]}`,
-			status:  engine.StatusFailed,
+			status:  chain.StatusFailed,
 			message: "expression built more than 4194304 elements",
-			within:  2 * time.Second,
 		},
 	}
 	e := runawayEngine()
@@ -135,7 +134,7 @@ func TestRunawayWorkStops(t *testing.T) {
 				time.AfterFunc(tc.cancel, cancel)
 			}
 			start := time.Now()
-			res, _ := e.Run(ctx, decode(t, tc.doc), map[string]any{"x": "x"}, engine.RunOptions{})
+			res, _ := e.Run(ctx, enginetest.PlanOf(e, decode(t, tc.doc)), map[string]any{"x": "x"}, engine.RunOptions{})
 			took := time.Since(start)
 			t.Logf("run returned after %v: %s", took.Round(time.Millisecond), res.Error.Message)
 			if res == nil || res.Status != tc.status {
@@ -144,16 +143,22 @@ func TestRunawayWorkStops(t *testing.T) {
 			if tc.message != "" && (res.Error == nil || !strings.Contains(res.Error.Message, tc.message)) {
 				t.Fatalf("error = %+v, want it to say %q", res.Error, tc.message)
 			}
-			limit := tc.within + tc.cancel
-			if builtin.RaceSlack > 1 {
-				// The race detector on a loaded machine (make test runs
-				// every package at once) took up to 3 s for a 2 s case.
-				// The limit stays under the nodes' 5 s timeout, so a run
-				// it passes was still stopped by its budget, not by time.
-				limit += 1500 * time.Millisecond
-			}
-			if took > limit {
-				t.Errorf("run returned after %v, want within %v", took, limit)
+			// A budget case has no "within" and a node timeout far beyond
+			// anything the budget needs: its message proves the budget ended
+			// the run, and how long building up to the budget takes depends
+			// on the machine's load (over 5 s on a loaded CI machine under
+			// the race detector).
+			if tc.within > 0 {
+				limit := tc.within + tc.cancel
+				if builtin.RaceSlack > 1 {
+					// The race detector on a loaded machine (make test runs
+					// every package at once) slows the template engine's
+					// steps between cancellation checks.
+					limit += 1500 * time.Millisecond
+				}
+				if took > limit {
+					t.Errorf("run returned after %v, want within %v", took, limit)
+				}
 			}
 			if grown := int64(heapAlloc()) - int64(heap0); grown > 64<<20 {
 				t.Errorf("live heap grew by %d MiB", grown>>20)
@@ -175,16 +180,24 @@ func TestNodeTimeoutCoversInputMap(t *testing.T) {
 		"input_map":{"n":"length(input.items[?@ < ` + "`0`" + `] || input.items[?@ < ` + "`0`" + `] || input.items[?@ < ` + "`0`" + `])"}}]}`
 	before := runtime.NumGoroutine()
 	start := time.Now()
-	res, _ := runawayEngine().Run(context.Background(), decode(t, doc), map[string]any{"items": items}, engine.RunOptions{})
+	res, _ := runawayEngine().Run(context.Background(), enginetest.PlanOf(runawayEngine(), decode(t, doc)), map[string]any{"items": items}, engine.RunOptions{})
 	took := time.Since(start)
 	t.Logf("run returned after %v: %+v", took.Round(time.Millisecond), res.Error)
-	if res.Status != engine.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, "timed out after 0.05s") {
+	if res.Status != chain.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, "timed out after 0.05s") {
 		t.Fatalf("status %s, error %+v: want the node's timeout", res.Status, res.Error)
 	}
 	// Measured on the node: the run first copies its 4-million-item input.
 	nr := res.Nodes["e"]
-	if d := nr.Ended.Sub(nr.Started); d > 150*time.Millisecond {
-		t.Errorf("node ran for %v, want within 100 ms of its 50 ms timeout", d)
+	// Without the timeout the three filters over 4 million items take
+	// seconds; within 100 ms of the timeout on a quiet machine, and within
+	// half a second under the race detector on a loaded one (make test runs
+	// every package at once).
+	limit := 150 * time.Millisecond
+	if builtin.RaceSlack > 1 {
+		limit = 500 * time.Millisecond
+	}
+	if d := nr.Ended.Sub(nr.Started); d > limit {
+		t.Errorf("node ran for %v, want within %v of its start (its timeout is 50 ms)", d, limit)
 	} else {
 		t.Logf("node ran for %v", d.Round(time.Millisecond))
 	}
@@ -200,7 +213,7 @@ func TestBudgetErrorCodeReachesHandler(t *testing.T) {
 		`{"node_id":"t","kind":"tool","name":"echo","on_error":"h","input_map":{"v":"input` + strings.Repeat(" | [@,@]", 27) + `"}}`,
 	} {
 		doc := `{"name":"t","nodes":[` + n + `,{"node_id":"h","kind":"tool","name":"echo","input_map":{"code":"error.code"}}]}`
-		res, _ := runawayEngine().Run(context.Background(), decode(t, doc), map[string]any{}, engine.RunOptions{})
+		res, _ := runawayEngine().Run(context.Background(), enginetest.PlanOf(runawayEngine(), decode(t, doc)), map[string]any{}, engine.RunOptions{})
 		if got := res.Outputs["h"]; got == nil || got.(map[string]any)["code"] != "budget_exceeded" {
 			t.Errorf("%s: handler got %v (run %s %+v)", n[:40], got, res.Status, res.Error)
 		}

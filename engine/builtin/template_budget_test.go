@@ -38,7 +38,10 @@ func TestTemplateBudgets(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "template: template ") {
 				t.Errorf("message = %q", err)
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			// The budget named above stopped it; how long reaching it
+			// takes depends on the machine's load, so only a stop that
+			// took far longer than any budget allows is a failure.
+			if d := time.Since(start); d > 30*time.Second {
 				t.Errorf("took %v", d)
 			}
 		})

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
 )
 
@@ -15,7 +15,7 @@ import (
 // http call (mocked by every test), each tenth a branch choosing between two
 // echo nodes that join again, the rest transforms, and nTests tests that
 // each mock every http node and assert the route and the outputs.
-func benchChain(b *testing.B, nTests int) *engine.Chain {
+func benchChain(b *testing.B, nTests int) *chain.Chain {
 	b.Helper()
 	var nodes []map[string]any
 	var edges []map[string]any
@@ -68,7 +68,7 @@ func benchChain(b *testing.B, nTests int) *engine.Chain {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := engine.Decode(doc, engine.Limits{})
+	c, err := chain.Decode(doc, chain.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -33,7 +34,7 @@ type Options struct {
 	// engine.Registry.SetInline) or contained (SetContained) are ever
 	// called. nil: no tool runs for real.
 	Registry *engine.Registry
-	Limits   engine.Limits
+	Limits   chain.Limits
 	// Timeout bounds each test's run (default DefaultTimeout).
 	Timeout time.Duration
 	// Only runs the test with this name alone ("" runs every test).
@@ -62,13 +63,13 @@ type Failure struct {
 
 // TestResult is the outcome of one test.
 type TestResult struct {
-	Index      int              `json:"index"` // position in the chain's tests
-	Name       string           `json:"name"`
-	Passed     bool             `json:"passed"`
-	Status     engine.RunStatus `json:"status,omitempty"` // how the test's run ended
-	Ran        []string         `json:"ran"`              // nodes that ran, in the order they started
-	Failures   []Failure        `json:"failures,omitempty"`
-	DurationMS float64          `json:"duration_ms"`
+	Index      int             `json:"index"` // position in the chain's tests
+	Name       string          `json:"name"`
+	Passed     bool            `json:"passed"`
+	Status     chain.RunStatus `json:"status,omitempty"` // how the test's run ended
+	Ran        []string        `json:"ran"`              // nodes that ran, in the order they started
+	Failures   []Failure       `json:"failures,omitempty"`
+	DurationMS float64         `json:"duration_ms"`
 }
 
 // Report is the outcome of every test of one chain.
@@ -86,7 +87,7 @@ var ErrNoTest = errors.New("no such test")
 
 // Run runs the chain's tests (or the one Options.Only names) and reports
 // each. The error is non-nil only for ErrNoTest or a host failure.
-func Run(ctx context.Context, c *engine.Chain, opts Options) (*Report, error) {
+func Run(ctx context.Context, c *chain.Chain, opts Options) (*Report, error) {
 	start := time.Now()
 	rep := &Report{Chain: c.Name, Tests: []TestResult{}}
 	idx := make([]int, 0, len(c.Tests))
@@ -104,15 +105,15 @@ func Run(ctx context.Context, c *engine.Chain, opts Options) (*Report, error) {
 	s := newSession(c, opts)
 	// Validation once for the chain and its tests: a chain with errors runs
 	// no test, a test with errors does not run (both reported as failures).
-	vo := engine.ValidateOptions{Limits: opts.Limits, ToolOutput: s.host.OutputSchema}
+	vo := chain.ValidateOptions{Limits: opts.Limits, ToolOutput: s.host.OutputSchema}
 	if opts.Registry != nil {
 		vo.Tools = opts.Registry.Has
 	}
-	issues := engine.ValidateWith(c, vo)
+	issues := chain.ValidateWith(c, vo)
 	var chainErrs []string
 	testErrs := map[int][]string{}
 	for _, is := range issues {
-		if is.Severity != engine.SeverityError {
+		if is.Severity != chain.SeverityError {
 			continue
 		}
 		if i, ok := testIndex(is.Field); ok {
@@ -121,9 +122,9 @@ func Run(ctx context.Context, c *engine.Chain, opts Options) (*Report, error) {
 		}
 		chainErrs = append(chainErrs, is.String())
 	}
-	var prep *engine.Prepared
+	var prep *chain.Plan
 	if len(chainErrs) == 0 {
-		prep = s.eng.Prepare(ctx, c)
+		prep, _ = chain.Compile(c, vo)
 	}
 	for _, i := range idx {
 		var tr TestResult
@@ -171,8 +172,8 @@ func listed(ss []string) string {
 	return strings.Join(ss, "; ")
 }
 
-func invalid(i int, t *engine.Test, msg string) TestResult {
-	return TestResult{Index: i, Name: t.Name, Ran: []string{}, Failures: []Failure{{Kind: KindInvalid, Field: engine.TestField(i, t.Name, ""), Message: msg}}}
+func invalid(i int, t *chain.Test, msg string) TestResult {
+	return TestResult{Index: i, Name: t.Name, Ran: []string{}, Failures: []Failure{{Kind: KindInvalid, Field: chain.TestField(i, t.Name, ""), Message: msg}}}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -180,7 +181,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // session is one Run: an engine whose registry holds only the host's pure
 // tools, and refusing stand-ins for everything else.
 type session struct {
-	c    *engine.Chain
+	c    *chain.Chain
 	opts Options
 	host *engine.Registry
 	reg  *engine.Registry
@@ -193,7 +194,7 @@ type session struct {
 // errNotMocked is what a refused stand-in returns.
 var errNotMocked = errors.New("not mocked: a test never calls a tool that can reach outside the studio (network, processes, files); give this node a mock")
 
-func newSession(c *engine.Chain, opts Options) *session {
+func newSession(c *chain.Chain, opts Options) *session {
 	host := opts.Registry
 	if host == nil {
 		host = engine.NewRegistry()
@@ -220,15 +221,15 @@ func newSession(c *engine.Chain, opts Options) *session {
 	for i := range c.Nodes {
 		nd := &c.Nodes[i]
 		switch nd.Kind {
-		case engine.KindTool:
+		case chain.KindTool:
 			if !host.IsInline(nd.Name) && !host.IsContained(nd.Name) {
 				s.outside[nd.ID] = fmt.Sprintf("tool %q", nd.Name)
 			}
-		case engine.KindProc:
+		case chain.KindProc:
 			s.outside[nd.ID] = "a proc node"
-		case engine.KindSkill:
+		case chain.KindSkill:
 			s.outside[nd.ID] = fmt.Sprintf("sub-chain %q", nd.Name)
-		case engine.KindAgent:
+		case chain.KindAgent:
 			s.outside[nd.ID] = fmt.Sprintf("agent %q", nd.Name)
 		}
 	}
@@ -256,14 +257,14 @@ func (r *recorder) Emit(ev engine.Event) {
 	r.ran = append(r.ran, ev.NodeID)
 }
 
-func (s *session) runTest(ctx context.Context, prep *engine.Prepared, i int) (TestResult, error) {
+func (s *session) runTest(ctx context.Context, prep *chain.Plan, i int) (TestResult, error) {
 	t := &s.c.Tests[i]
 	start := time.Now()
 	tr := TestResult{Index: i, Name: t.Name}
 	rec := &recorder{seen: map[string]bool{}}
 	tctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	res, err := s.eng.RunPrepared(tctx, prep, t.Input, engine.RunOptions{Mocks: t.Mocks, MockErrors: t.Errors, Sink: rec})
+	res, err := s.eng.Run(tctx, prep, t.Input, engine.RunOptions{Mocks: t.Mocks, MockErrors: t.Errors, Sink: rec})
 	if err != nil {
 		return tr, fmt.Errorf("test %q: %w", t.Name, err)
 	}
@@ -272,7 +273,7 @@ func (s *session) runTest(ctx context.Context, prep *engine.Prepared, i int) (Te
 	if tr.Ran == nil {
 		tr.Ran = []string{}
 	}
-	field := func(f string) string { return engine.TestField(i, t.Name, f) }
+	field := func(f string) string { return chain.TestField(i, t.Name, f) }
 	fail := func(f Failure) { tr.Failures = append(tr.Failures, f) }
 
 	// A reached node that can reach outside and has no mock: named first,
@@ -324,7 +325,7 @@ func (s *session) runTest(ctx context.Context, prep *engine.Prepared, i int) (Te
 }
 
 // readsOutput reports whether an assertion reads the final output.
-func readsOutput(x *engine.Expect) bool {
+func readsOutput(x *chain.Expect) bool {
 	e, err := expr.Parse(x.Expression())
 	if err != nil {
 		return false
@@ -341,7 +342,7 @@ func readsOutput(x *engine.Expect) bool {
 // to start whose output is it.
 func finalNode(res *engine.Result, ran []string) string {
 	for k := len(ran) - 1; k >= 0; k-- {
-		if nr := res.Nodes[ran[k]]; nr != nil && nr.Status == engine.PhaseDone && engine.EqualJSON(nr.Output, res.FinalOutput) {
+		if nr := res.Nodes[ran[k]]; nr != nil && nr.Status == engine.PhaseDone && chain.EqualJSON(nr.Output, res.FinalOutput) {
 			return ran[k]
 		}
 	}
@@ -363,7 +364,7 @@ func notRanWhy(res *engine.Result, id string) string {
 // scope is what assertion expressions read: input, output (the final
 // output), status, state, error, steps.<id> and <id> for every node with a
 // result ({status, output, error, reason, matched}).
-func (s *session) scope(t *engine.Test, res *engine.Result) expr.MapScope {
+func (s *session) scope(t *chain.Test, res *engine.Result) expr.MapScope {
 	steps := make(map[string]any, len(res.Nodes))
 	for id, nr := range res.Nodes {
 		if nr == nil {
@@ -383,7 +384,7 @@ func (s *session) scope(t *engine.Test, res *engine.Result) expr.MapScope {
 	}
 	sc := expr.MapScope{}
 	for id, st := range steps {
-		if !engine.IsReserved(id) {
+		if !chain.IsReserved(id) {
 			sc[id] = st
 		}
 	}
@@ -403,7 +404,7 @@ func (s *session) scope(t *engine.Test, res *engine.Result) expr.MapScope {
 }
 
 // check evaluates one expect assertion.
-func (s *session) check(sc expr.MapScope, x *engine.Expect, field string) (Failure, bool) {
+func (s *session) check(sc expr.MapScope, x *chain.Expect, field string) (Failure, bool) {
 	src := x.Expression()
 	f := Failure{Kind: KindExpect, Field: field, Node: s.concerns(x)}
 	e, err := expr.Parse(src)
@@ -422,7 +423,7 @@ func (s *session) check(sc expr.MapScope, x *engine.Expect, field string) (Failu
 			f.Message = fmt.Sprintf("equals is not JSON: %v", err)
 			return f, false
 		}
-		if engine.EqualJSON(got, want) {
+		if chain.EqualJSON(got, want) {
 			return f, true
 		}
 		f.Expected, f.Actual = shown(want), shown(got)
@@ -463,7 +464,7 @@ func (s *session) readValues(e *expr.Expr, sc expr.MapScope) string {
 
 // concerns is the node an assertion is about: its node field, else the
 // first node its expression reads (<id>.… or steps.<id>.…).
-func (s *session) concerns(x *engine.Expect) string {
+func (s *session) concerns(x *chain.Expect) string {
 	if x.Node != "" {
 		return x.Node
 	}
@@ -476,7 +477,7 @@ func (s *session) concerns(x *engine.Expect) string {
 		switch {
 		case r.Root == "steps" && r.Field != "" && s.c.Node(r.Field) != nil:
 			found = append(found, r.Field)
-		case !engine.IsReserved(r.Root) && s.c.Node(r.Root) != nil:
+		case !chain.IsReserved(r.Root) && s.c.Node(r.Root) != nil:
 			found = append(found, r.Root)
 		}
 	}
@@ -519,8 +520,8 @@ func truncate(s string, n int) string {
 // Trace is what one test's run produced: the data a designer can preview
 // expressions against before the chain has ever run.
 type Trace struct {
-	Test    string           // the test's name
-	Status  engine.RunStatus // how its run ended
+	Test    string          // the test's name
+	Status  chain.RunStatus // how its run ended
 	Input   map[string]any
 	Outputs map[string]any // node id → output, for the nodes that produced one
 }
@@ -528,7 +529,7 @@ type Trace struct {
 // RunTrace runs test i of c in memory, as Run does (its mocks stand in for
 // every node that could reach outside; only pure tools run), and returns
 // what each node output. A chain with validation errors runs nothing.
-func RunTrace(ctx context.Context, c *engine.Chain, opts Options, i int) (*Trace, error) {
+func RunTrace(ctx context.Context, c *chain.Chain, opts Options, i int) (*Trace, error) {
 	if i < 0 || i >= len(c.Tests) {
 		return nil, fmt.Errorf("%w: index %d of %d", ErrNoTest, i, len(c.Tests))
 	}
@@ -536,17 +537,18 @@ func RunTrace(ctx context.Context, c *engine.Chain, opts Options, i int) (*Trace
 		opts.Timeout = DefaultTimeout
 	}
 	s := newSession(c, opts)
-	vo := engine.ValidateOptions{Limits: opts.Limits, ToolOutput: s.host.OutputSchema, SkipTests: true}
+	vo := chain.ValidateOptions{Limits: opts.Limits, ToolOutput: s.host.OutputSchema}
 	if opts.Registry != nil {
 		vo.Tools = opts.Registry.Has
 	}
-	if engine.HasErrors(engine.ValidateWith(c, vo)) {
+	p, err := chain.Compile(c, vo)
+	if err != nil {
 		return nil, errors.New("the chain has validation errors: its tests cannot run")
 	}
 	t := &c.Tests[i]
 	tctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	res, err := s.eng.RunPrepared(tctx, s.eng.Prepare(ctx, c), t.Input, engine.RunOptions{Mocks: t.Mocks, MockErrors: t.Errors})
+	res, err := s.eng.Run(tctx, p, t.Input, engine.RunOptions{Mocks: t.Mocks, MockErrors: t.Errors})
 	if err != nil {
 		return nil, fmt.Errorf("test %q: %w", t.Name, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
 	"github.com/chainstudio/studio/engine/tool"
 )
@@ -40,9 +41,9 @@ func registry(httpCalls *atomic.Int64) *engine.Registry {
 	return reg
 }
 
-func decode(t *testing.T, tests string) *engine.Chain {
+func decode(t *testing.T, tests string) *chain.Chain {
 	t.Helper()
-	c, err := engine.Decode([]byte(strings.Replace(scoreChain, "%s", tests, 1)), engine.Limits{})
+	c, err := chain.Decode([]byte(strings.Replace(scoreChain, "%s", tests, 1)), chain.Limits{})
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
@@ -109,7 +110,7 @@ func TestRunAssertions(t *testing.T) {
 			if f.Kind != tc.kind || f.Node != tc.node {
 				t.Errorf("failure kind %q node %q, want %q %q: %+v", f.Kind, f.Node, tc.kind, tc.node, f)
 			}
-			if tc.want != nil && (!engine.EqualJSON(f.Expected, tc.want) || !engine.EqualJSON(f.Actual, tc.got)) {
+			if tc.want != nil && (!chain.EqualJSON(f.Expected, tc.want) || !chain.EqualJSON(f.Actual, tc.got)) {
 				t.Errorf("expected %v actual %v, want %v %v", f.Expected, f.Actual, tc.want, tc.got)
 			}
 			if !strings.Contains(f.Message, tc.message) {
@@ -142,7 +143,7 @@ func TestMocksReplaceEveryOutsideKind(t *testing.T) {
 	  {"name":"mocked","mocks":{"p":{"stdout":"mock","stderr":"","exit_code":0},"s":"sub","a":{"answer":"hi"},"w":{"approved":true}},
 	   "assert":{"status":"completed","expect":[{"path":"output","equals":{"p":"mock","s":"sub","a":"hi","w":{"approved":true}}}]}},
 	  {"name":"unmocked","assert":{"status":"completed"}}]}`
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestMocksReplaceEveryOutsideKind(t *testing.T) {
 		t.Errorf("mocked: %+v", rep.Tests[0].Failures)
 	}
 	un := rep.Tests[1]
-	if un.Passed || un.Failures[0].Kind != chaintest.KindUnmocked || un.Failures[0].Node != "p" || un.Status != engine.StatusFailed {
+	if un.Passed || un.Failures[0].Kind != chaintest.KindUnmocked || un.Failures[0].Node != "p" || un.Status != chain.StatusFailed {
 		t.Errorf("unmocked: status %s, failures %+v", un.Status, un.Failures)
 	}
 	if rep.Passed != 1 || rep.Failed != 1 {
@@ -176,7 +177,7 @@ func TestErrorsMakeANodeFail(t *testing.T) {
 	 "edges":[{"source":"fetch","target":"done"},{"source":"fallback","target":"done"}],
 	 "tests":[{"name":"down","errors":{"fetch":"connection refused"},
 	   "assert":{"status":"partial","ran":["fallback"],"expect":[{"path":"fallback.output.why","equals":"connection refused"}]}}]}`
-	c, err := engine.Decode([]byte(doc), engine.Limits{})
+	c, err := chain.Decode([]byte(doc), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestOnlyRunsOneTest(t *testing.T) {
 
 func TestChainWithErrorsRunsNoTest(t *testing.T) {
 	t.Parallel()
-	c, err := engine.Decode([]byte(`{"name":"x","nodes":[{"node_id":"a","kind":"branch"}],"tests":[{"name":"t","assert":{}}]}`), engine.Limits{})
+	c, err := chain.Decode([]byte(`{"name":"x","nodes":[{"node_id":"a","kind":"branch"}],"tests":[{"name":"t","assert":{}}]}`), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

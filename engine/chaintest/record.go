@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Recorded is what a finished run leaves that a test can be made of.
 type Recorded struct {
 	Input       map[string]any
-	Status      engine.RunStatus
+	Status      chain.RunStatus
 	FinalOutput any
 	Nodes       []engine.NodeResult
 }
@@ -22,18 +23,18 @@ type Recorded struct {
 // the final status and output become assertions. Nodes that are no longer in
 // c are left out. A map or parallel node whose body or branch reaches
 // outside is mocked whole, since its items cannot be told apart.
-func FromRun(c *engine.Chain, reg *engine.Registry, name string, run Recorded) (engine.Test, error) {
-	t := engine.Test{Name: name, Input: run.Input, Mocks: map[string]any{}, Errors: map[string]string{}}
+func FromRun(c *chain.Chain, reg *engine.Registry, name string, run Recorded) (chain.Test, error) {
+	t := chain.Test{Name: name, Input: run.Input, Mocks: map[string]any{}, Errors: map[string]string{}}
 	switch run.Status {
-	case engine.StatusCompleted, engine.StatusPartial, engine.StatusFailed:
+	case chain.StatusCompleted, chain.StatusPartial, chain.StatusFailed:
 	default:
 		return t, fmt.Errorf("the run is %s: only a completed, partial or failed run can become a test", run.Status)
 	}
-	outside := func(nd *engine.Node) bool {
+	outside := func(nd *chain.Node) bool {
 		switch nd.Kind {
-		case engine.KindTool:
+		case chain.KindTool:
 			return !reg.IsInline(nd.Name)
-		case engine.KindProc, engine.KindSkill, engine.KindAgent, engine.KindInterrupt:
+		case chain.KindProc, chain.KindSkill, chain.KindAgent, chain.KindInterrupt:
 			return true
 		}
 		return false
@@ -43,9 +44,9 @@ func FromRun(c *engine.Chain, reg *engine.Registry, name string, run Recorded) (
 		nd := &c.Nodes[i]
 		var inner []string
 		switch nd.Kind {
-		case engine.KindMap:
+		case chain.KindMap:
 			inner = []string{nd.MapNode}
-		case engine.KindParallel:
+		case chain.KindParallel:
 			inner = nd.Branches
 		}
 		for _, id := range inner {
@@ -56,7 +57,7 @@ func FromRun(c *engine.Chain, reg *engine.Registry, name string, run Recorded) (
 	for i := range c.Nodes {
 		nd := &c.Nodes[i]
 		for _, id := range append([]string{nd.MapNode}, nd.Branches...) {
-			if in := c.Node(id); id != "" && in != nil && (nd.Kind == engine.KindMap || nd.Kind == engine.KindParallel) && outside(in) {
+			if in := c.Node(id); id != "" && in != nil && (nd.Kind == chain.KindMap || nd.Kind == chain.KindParallel) && outside(in) {
 				wholes[nd.ID] = true
 			}
 		}
@@ -89,7 +90,7 @@ func FromRun(c *engine.Chain, reg *engine.Registry, name string, run Recorded) (
 	if err != nil {
 		return t, fmt.Errorf("the run's final output is not JSON: %w", err)
 	}
-	t.Assert.Expect = []engine.Expect{{Path: "output", Equals: out}}
+	t.Assert.Expect = []chain.Expect{{Path: "output", Equals: out}}
 	if len(t.Mocks) == 0 {
 		t.Mocks = nil
 	}

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -24,8 +26,8 @@ func TestFromRunReplaysTheRun(t *testing.T) {
 		calls.Add(1)
 		return map[string]any{"status": 200.0, "headers": map[string]any{}, "body": map[string]any{"score": 9.0}}, nil
 	})
-	res, err := engine.New(engine.Options{Registry: reg}).Run(context.Background(), c, map[string]any{"url": "http://127.0.0.1:1/"}, engine.RunOptions{})
-	if err != nil || res.Status != engine.StatusCompleted {
+	res, err := engine.New(engine.Options{Registry: reg}).Run(context.Background(), enginetest.PlanOf(engine.New(engine.Options{Registry: reg}), c), map[string]any{"url": "http://127.0.0.1:1/"}, engine.RunOptions{})
+	if err != nil || res.Status != chain.StatusCompleted {
 		t.Fatalf("run: %v %+v", err, res.Error)
 	}
 	var nodes []engine.NodeResult
@@ -42,10 +44,10 @@ func TestFromRunReplaysTheRun(t *testing.T) {
 	if got, _ := json.Marshal(test.Assert.NotRan); string(got) != `["low"]` {
 		t.Errorf("not_ran = %s", got)
 	}
-	if len(test.Assert.Ran) != 4 || test.Assert.Status != engine.StatusCompleted || string(test.Assert.Expect[0].Equals) != `{"level":"high","value":9}` {
+	if len(test.Assert.Ran) != 4 || test.Assert.Status != chain.StatusCompleted || string(test.Assert.Expect[0].Equals) != `{"level":"high","value":9}` {
 		t.Errorf("assert = %+v (%s)", test.Assert, test.Assert.Expect[0].Equals)
 	}
-	c.Tests = []engine.Test{test}
+	c.Tests = []chain.Test{test}
 	before := calls.Load()
 	rep, err := chaintest.Run(context.Background(), c, chaintest.Options{Registry: reg})
 	if err != nil || !rep.Tests[0].Passed {
@@ -60,7 +62,7 @@ func TestFromRunReplaysTheRun(t *testing.T) {
 	if calls.Load() != before {
 		t.Fatalf("tests called http %d times", calls.Load()-before)
 	}
-	if _, err := chaintest.FromRun(c, reg, "x", chaintest.Recorded{Status: engine.StatusRunning}); err == nil {
+	if _, err := chaintest.FromRun(c, reg, "x", chaintest.Recorded{Status: chain.StatusRunning}); err == nil {
 		t.Error("a running run became a test")
 	}
 }

@@ -6,16 +6,16 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
 )
 
 func TestRunTraceGivesEachNodesOutput(t *testing.T) {
-	c, err := engine.Decode([]byte(`{"name":"tr","nodes":[
+	c, err := chain.Decode([]byte(`{"name":"tr","nodes":[
 	 {"node_id":"fetch","kind":"tool","name":"http"},
 	 {"node_id":"pick","kind":"tool","name":"echo"}],
 	 "edges":[{"source":"fetch","target":"pick"}],
-	 "tests":[{"name":"t","input":{"q":1},"mocks":{"fetch":{"score":3}},"assert":{}}]}`), engine.Limits{})
+	 "tests":[{"name":"t","input":{"q":1},"mocks":{"fetch":{"score":3}},"assert":{}}]}`), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

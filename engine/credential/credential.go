@@ -7,8 +7,12 @@
 package credential
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"html"
 	"net/url"
 	"regexp"
 	"sort"
@@ -353,8 +357,13 @@ func (t Type) Secrets(values Values) []string {
 const MinScrub = 4
 
 // Forms are the ways a secret can appear in what a call returns or an error
-// echoes: as it is, base64 (standard and URL alphabets, padded or not), and
-// URL-encoded (query and path escaping).
+// echoes: as it is, upper- and lower-cased, base64 (standard and URL
+// alphabets, padded or not, on its own or at any of the three byte
+// alignments inside a larger encoded blob), hex (either case), URL-encoded
+// (query and path escaping), JSON-escaped (with and without HTML-safe
+// escapes, and with escaped slashes) and HTML-escaped. Scrubbing is a second
+// line: the first is that a credential goes only to the hosts its admin
+// allowed.
 func Forms(secret string) []string {
 	if secret == "" {
 		return nil
@@ -362,12 +371,34 @@ func Forms(secret string) []string {
 	b := []byte(secret)
 	cands := []string{
 		secret,
+		strings.ToUpper(secret),
+		strings.ToLower(secret),
 		base64.StdEncoding.EncodeToString(b),
 		base64.RawStdEncoding.EncodeToString(b),
 		base64.URLEncoding.EncodeToString(b),
 		base64.RawURLEncoding.EncodeToString(b),
+		hex.EncodeToString(b),
+		strings.ToUpper(hex.EncodeToString(b)),
 		url.QueryEscape(secret),
 		url.PathEscape(secret),
+		html.EscapeString(secret),
+		strings.NewReplacer("'", "&#x27;", `"`, "&quot;", "&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(secret),
+	}
+	for _, safe := range []bool{true, false} {
+		j := jsonEscaped(secret, safe)
+		cands = append(cands, j, strings.ReplaceAll(j, "/", `\/`))
+	}
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for pad := 1; pad <= 2; pad++ {
+			if core := alignedBase64(enc, b, pad); len(core) >= minAligned {
+				cands = append(cands, core)
+			}
+		}
+		// At alignment 0 inside a blob, the last group may mix in the
+		// next byte: only the whole groups are the secret's own.
+		if core := alignedBase64(enc, b, 0); len(core) >= minAligned {
+			cands = append(cands, core)
+		}
 	}
 	seen := map[string]bool{}
 	var out []string
@@ -378,6 +409,38 @@ func Forms(secret string) []string {
 		}
 	}
 	return out
+}
+
+// minAligned is the shortest base64 run taken from inside a blob: a shorter
+// one would match ordinary encoded data by chance.
+const minAligned = 8
+
+// alignedBase64 is the part of the base64 of a blob that holds secret at
+// byte offset pad (mod 3) and is fixed by the secret alone: the characters
+// whose 6 bits all fall within the secret's bytes.
+func alignedBase64(enc *base64.Encoding, secret []byte, pad int) string {
+	blob := append(make([]byte, pad), secret...)
+	s := enc.EncodeToString(blob)
+	first := (8*pad + 5) / 6            // the first character past the prefix's bits
+	last := (8*pad + 8*len(secret)) / 6 // the characters wholly within the secret
+	if last > len(s) {
+		last = len(s)
+	}
+	if first >= last {
+		return ""
+	}
+	return s[first:last]
+}
+
+// jsonEscaped is secret as a JSON string holds it, without the quotes;
+// htmlSafe escapes <, > and & as \u003c and so on (Go's default).
+func jsonEscaped(secret string, htmlSafe bool) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(htmlSafe)
+	_ = enc.Encode(secret)
+	out := strings.TrimSuffix(buf.String(), "\n")
+	return strings.TrimSuffix(strings.TrimPrefix(out, `"`), `"`)
 }
 
 // Mask replaces a secret in scrubbed text.

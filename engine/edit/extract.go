@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/internal/clip"
 )
@@ -52,7 +52,7 @@ func (e *ExtractError) Error() string {
 // with an *ExtractError instead: several exits, entries that see different
 // inputs, expressions inside reading the run's input, state or nodes
 // outside, or nodes outside reading any selected node but the exit.
-func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Chain, err error) {
+func Extract(c *chain.Chain, ids []string, name string) (parent, sub *chain.Chain, err error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
@@ -69,7 +69,7 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := engine.Normalize(src); err != nil {
+	if err := chain.Normalize(src); err != nil {
 		return nil, nil, fmt.Errorf("extract: %w", err)
 	}
 	idx := make(map[string]int, len(src.Nodes))
@@ -98,7 +98,7 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 		}
 	}
 
-	var internal, entering, leaving, outside []engine.Edge
+	var internal, entering, leaving, outside []chain.Edge
 	for _, e := range src.Edges {
 		switch {
 		case in[e.Source] && in[e.Target]:
@@ -125,7 +125,7 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 		if len(n.SetState) > 0 {
 			return nil, nil, &ExtractError{NodeID: n.ID, Field: "set_state", Msg: "a sub-chain has its own state, so state set inside it would not reach this chain"}
 		}
-		if n.Kind == engine.KindInterrupt {
+		if n.Kind == chain.KindInterrupt {
 			return nil, nil, &ExtractError{NodeID: n.ID, Msg: "an interrupt node pauses this run; it cannot move into a sub-chain"}
 		}
 		for _, x := range nodeExprs(&n) {
@@ -164,7 +164,7 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 	}
 	exit := exits[0]
 	switch m := src.Nodes[idx[exit]].OnError; m {
-	case engine.OnErrorSkip, engine.OnErrorContinue:
+	case chain.OnErrorSkip, chain.OnErrorContinue:
 		// a failure would end the sub-run differently from this run; the
 		// skill node can carry it instead, after the extract
 		return nil, nil, &ExtractError{NodeID: exit, Field: "on_error", Msg: fmt.Sprintf("the selection's last node has on_error %q; set it on the skill node after extracting instead", m)}
@@ -229,7 +229,7 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 			}
 		}
 	}
-	for _, list := range [][]engine.Edge{entering, leaving, outside} {
+	for _, list := range [][]chain.Edge{entering, leaving, outside} {
 		for _, e := range list {
 			if err := check("", e.ID, "condition", e.Condition); err != nil {
 				return nil, nil, err
@@ -239,7 +239,7 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 
 	// Build the sub-chain.
 	// the sub-run keeps the rules its nodes ran under
-	sub = &engine.Chain{Name: name, Description: fmt.Sprintf("Extracted from %q.", c.Name), StrictRouting: src.StrictRouting,
+	sub = &chain.Chain{Name: name, Description: fmt.Sprintf("Extracted from %q.", c.Name), StrictRouting: src.StrictRouting,
 		StrictConditions: src.StrictConditions, Timeout: src.Timeout, MaxConcurrency: src.MaxConcurrency}
 	var sx, sy float64
 	var np int
@@ -255,13 +255,13 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 
 	// Build the parent: the skill node where the exit was.
 	exitNode := src.Nodes[idx[exit]]
-	skill := engine.Node{ID: exit, Kind: engine.KindSkill, Name: name,
+	skill := chain.Node{ID: exit, Kind: chain.KindSkill, Name: name,
 		Routing: exitNode.Routing, Dispatch: exitNode.Dispatch, Reachable: exitNode.Reachable}
 	if np > 0 {
-		skill.Position = &engine.Position{X: sx / float64(np), Y: sy / float64(np)}
+		skill.Position = &chain.Position{X: sx / float64(np), Y: sy / float64(np)}
 	}
 	parent = src
-	nodes := make([]engine.Node, 0, len(src.Nodes)-len(sub.Nodes)+1)
+	nodes := make([]chain.Node, 0, len(src.Nodes)-len(sub.Nodes)+1)
 	for _, n := range src.Nodes {
 		switch {
 		case n.ID == exit:
@@ -290,9 +290,26 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 	if parent.EntryNode != "" && in[parent.EntryNode] {
 		parent.EntryNode = exit
 	}
+	// Pinned outputs go with their nodes; the skill node keeps the exit's,
+	// since its output is the exit's (the sub-chain's final output).
+	for id, v := range parent.PinnedOutputs {
+		if !in[id] {
+			continue
+		}
+		if sub.PinnedOutputs == nil {
+			sub.PinnedOutputs = map[string]any{}
+		}
+		sub.PinnedOutputs[id] = v
+		if id != exit {
+			delete(parent.PinnedOutputs, id)
+		}
+	}
+	if len(parent.PinnedOutputs) == 0 {
+		parent.PinnedOutputs = nil
+	}
 	// No node has successor fields left (src is normalized, the skill node
 	// is new), so Normalize only names the edges that lost their ids.
-	if err := engine.Normalize(parent); err != nil {
+	if err := chain.Normalize(parent); err != nil {
 		return nil, nil, fmt.Errorf("extract: %w", err)
 	}
 	return parent, sub, nil
@@ -300,12 +317,12 @@ func Extract(c *engine.Chain, ids []string, name string) (parent, sub *engine.Ch
 
 // copyChain deep-copies c through its JSON form (the only form the
 // document has to round-trip anyway).
-func copyChain(c *engine.Chain) (*engine.Chain, error) {
+func copyChain(c *chain.Chain) (*chain.Chain, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("extract: copy chain: %w", err)
 	}
-	var out engine.Chain
+	var out chain.Chain
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, fmt.Errorf("extract: copy chain: %w", err)
 	}
@@ -314,7 +331,7 @@ func copyChain(c *engine.Chain) (*engine.Chain, error) {
 
 func isOnErrorMode(s string) bool {
 	switch s {
-	case engine.OnErrorAbort, engine.OnErrorStop, engine.OnErrorSkip, engine.OnErrorContinue:
+	case chain.OnErrorAbort, chain.OnErrorStop, chain.OnErrorSkip, chain.OnErrorContinue:
 		return true
 	}
 	return false
@@ -322,7 +339,7 @@ func isOnErrorMode(s string) bool {
 
 func hasNode(idx map[string]int, id string) bool { _, ok := idx[id]; return ok }
 
-func attachedSet(c *engine.Chain) map[string]bool {
+func attachedSet(c *chain.Chain) map[string]bool {
 	m := map[string]bool{}
 	for _, n := range c.Nodes {
 		if n.MapNode != "" {
@@ -344,7 +361,7 @@ const maxNamed = 5
 type exprField struct{ field, src string }
 
 // nodeExprs lists every expression a node carries, with its field path.
-func nodeExprs(n *engine.Node) []exprField {
+func nodeExprs(n *chain.Node) []exprField {
 	var out []exprField
 	add := func(f, s string) {
 		if s != "" {
@@ -388,7 +405,7 @@ func refsOf(src string) []exprRef {
 				out = append(out, exprRef{node: r.Field})
 			}
 		case r.Root == "" || r.Root == "@":
-		case engine.IsReserved(r.Root):
+		case chain.IsReserved(r.Root):
 			out = append(out, exprRef{ctx: r.Root})
 		default:
 			out = append(out, exprRef{node: r.Root})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/edit"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
@@ -127,39 +128,39 @@ func TestExtractSharedEntryAndEntryNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p2.EntryNode != "j" || len(p2.Nodes) != 1 || p2.Nodes[0].Kind != engine.KindSkill {
+	if p2.EntryNode != "j" || len(p2.Nodes) != 1 || p2.Nodes[0].Kind != chain.KindSkill {
 		t.Errorf("whole chain extract = %+v", p2)
 	}
 }
 
 // sameFinalOutput validates parent and sub, runs c and parent (with sub as
 // its skill) on the same input, and fails unless both end the same.
-func sameFinalOutput(t *testing.T, c, parent, sub *engine.Chain) any {
+func sameFinalOutput(t *testing.T, c, parent, sub *chain.Chain) any {
 	t.Helper()
 	reg := engine.NewRegistry()
 	reg.RegisterAll(builtin.Tools(builtin.Options{}))
-	resolve := func(_ context.Context, name string) (*engine.Chain, error) {
+	resolve := func(_ context.Context, name string) (*chain.Chain, error) {
 		if name == sub.Name {
 			return sub, nil
 		}
 		return nil, fmt.Errorf("no chain %q", name)
 	}
 	eng := engine.New(engine.Options{Registry: reg, Sink: &engine.MemorySink{}, Checkpointer: engine.NewMemoryCheckpointer(), Chains: resolve})
-	for _, ch := range []*engine.Chain{sub, parent} {
-		if is := engine.ValidateWith(ch, engine.ValidateOptions{Resolve: func(n string) (*engine.Chain, bool) { s, err := resolve(nil, n); return s, err == nil }}); engine.HasErrors(is) {
+	for _, ch := range []*chain.Chain{sub, parent} {
+		if is := chain.ValidateWith(ch, chain.ValidateOptions{Resolve: func(n string) (*chain.Chain, bool) { s, err := resolve(nil, n); return s, err == nil }}); chain.HasErrors(is) {
 			t.Fatalf("%s does not validate: %v", ch.Name, is)
 		}
 	}
 	in := map[string]any{"n": 7.0}
-	before, err := eng.Run(context.Background(), c, in, engine.RunOptions{})
+	before, err := eng.Run(context.Background(), enginetest.PlanOf(eng, c), in, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := eng.Run(context.Background(), parent, in, engine.RunOptions{})
+	after, err := eng.Run(context.Background(), enginetest.PlanOf(eng, parent), in, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Status != engine.StatusCompleted || enginetest.JSON(after.FinalOutput) != enginetest.JSON(before.FinalOutput) {
+	if after.Status != chain.StatusCompleted || enginetest.JSON(after.FinalOutput) != enginetest.JSON(before.FinalOutput) {
 		t.Errorf("after = %s %s, before = %s", after.Status, enginetest.JSON(after.FinalOutput), enginetest.JSON(before.FinalOutput))
 	}
 	return before.FinalOutput
@@ -174,8 +175,34 @@ func TestExtractRootsKeepRunInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if parent.Nodes[0].ID != "b" || parent.Nodes[0].Kind != engine.KindSkill {
+	if parent.Nodes[0].ID != "b" || parent.Nodes[0].Kind != chain.KindSkill {
 		t.Errorf("parent nodes = %+v", parent.Nodes)
 	}
 	sameFinalOutput(t, c, parent, sub)
+}
+
+// Pinned outputs go with their nodes: the sub-chain gets those of the nodes
+// it takes, the parent keeps the others and the exit's (its skill node
+// gives the exit's output), so neither document has a pin of no node.
+func TestExtractMovesPins(t *testing.T) {
+	t.Parallel()
+	c := enginetest.MustDecode(t, strings.Replace(extractLinear, `"edges":[`, `"pinned_outputs":{"a":1,"b":2,"c":3},"edges":[`, 1))
+	parent, sub, err := edit.Extract(c, []string{"b", "c"}, "inner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := enginetest.JSON(parent.PinnedOutputs); got != `{"a":1,"c":3}` {
+		t.Errorf("parent pins = %s", got)
+	}
+	if got := enginetest.JSON(sub.PinnedOutputs); got != `{"b":2,"c":3}` {
+		t.Errorf("sub pins = %s", got)
+	}
+	for _, d := range []*chain.Chain{parent, sub} {
+		if is := chain.PinIssues(d); is != nil {
+			t.Errorf("%s: pin issues %v", d.Name, is)
+		}
+	}
+	if enginetest.JSON(c.PinnedOutputs) != `{"a":1,"b":2,"c":3}` {
+		t.Error("Extract modified its argument's pins")
+	}
 }

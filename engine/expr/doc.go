@@ -61,7 +61,8 @@
 // As in text/template/parse: lex.go turns the inside of {{ ... }} into
 // tokens; parse.go (the guard spelling) and parse_comparison.go (the
 // comparison spelling) build the tree declared in node.go; eval.go evaluates
-// it. jmes.go runs the JMESPath spelling through go-jmespath and jmeserr.go
-// explains its type errors in plain words; expr.go is the public API (Parse,
-// Expr), template.go the text templates, lint.go the checks validation runs.
+// it. jmes.go parses and analyses the JMESPath spelling with go-jmespath's
+// parser, jmeseval.go evaluates its tree under a budget and jmeserr.go words
+// its type errors; expr.go is the public API (Parse, Expr), template.go the
+// text templates, lint.go the checks validation runs.
 package expr

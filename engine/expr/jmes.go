@@ -63,37 +63,44 @@ func toJNode(v reflect.Value) jnode {
 	return n
 }
 
-var (
-	jField        = int(jmespath.ASTField)
-	jSubexpr      = int(jmespath.ASTSubexpression)
-	jIndexExpr    = int(jmespath.ASTIndexExpression)
-	jProjection   = int(jmespath.ASTProjection)
-	jValueProj    = int(jmespath.ASTValueProjection)
-	jFilterProj   = int(jmespath.ASTFilterProjection)
-	jFlatten      = int(jmespath.ASTFlatten)
-	jPipe         = int(jmespath.ASTPipe)
-	jFunction     = int(jmespath.ASTFunctionExpression)
-	jExpRef       = int(jmespath.ASTExpRef)
-	jComparator   = int(jmespath.ASTComparator)
-	jMultiList    = int(jmespath.ASTMultiSelectList)
-	jMultiHash    = int(jmespath.ASTMultiSelectHash)
-	jKeyVal       = int(jmespath.ASTKeyValPair)
-	jNot          = int(jmespath.ASTNotExpression)
-	jAnd          = int(jmespath.ASTAndExpression)
-	jOr           = int(jmespath.ASTOrExpression)
-	jIdentity     = int(jmespath.ASTIdentity)
-	jCurrent      = int(jmespath.ASTCurrentNode)
-	jmesTokenName = strings.NewReplacer(
-		"tEOF", "end of input", "tRparen", `")"`, "tLparen", `"("`,
-		"tRbracket", `"]"`, "tLbracket", `"["`, "tRbrace", `"}"`, "tLbrace", `"{"`,
-		"tComma", `","`, "tColon", `":"`, "tDot", `"."`, "tPipe", `"|"`,
-		"tUnquotedIdentifier", "identifier", "tQuotedIdentifier", "quoted identifier",
-		"tNumber", "number", "tStar", `"*"`, "tFilter", `"[?"`, "tFlatten", `"[]"`,
-		"tJSONLiteral", "literal", "tStringLiteral", "raw string", "tCurrent", `"@"`,
-		"tExpref", `"&"`, "tOr", `"||"`, "tAnd", `"&&"`, "tNot", `"!"`,
-		"tEQ", `"=="`, "tNE", `"!="`, "tLTE", `"<="`, "tGTE", `">="`, "tLT", `"<"`, "tGT", `">"`,
-		"tUnknown", `"="`,
-	)
+// go-jmespath's node types as ints, constant so a switch over them is a
+// jump table.
+const (
+	jField      = int(jmespath.ASTField)
+	jSubexpr    = int(jmespath.ASTSubexpression)
+	jIndexExpr  = int(jmespath.ASTIndexExpression)
+	jIndex      = int(jmespath.ASTIndex)
+	jSlice      = int(jmespath.ASTSlice)
+	jProjection = int(jmespath.ASTProjection)
+	jValueProj  = int(jmespath.ASTValueProjection)
+	jFilterProj = int(jmespath.ASTFilterProjection)
+	jFlatten    = int(jmespath.ASTFlatten)
+	jPipe       = int(jmespath.ASTPipe)
+	jFunction   = int(jmespath.ASTFunctionExpression)
+	jExpRef     = int(jmespath.ASTExpRef)
+	jComparator = int(jmespath.ASTComparator)
+	jMultiList  = int(jmespath.ASTMultiSelectList)
+	jMultiHash  = int(jmespath.ASTMultiSelectHash)
+	jKeyVal     = int(jmespath.ASTKeyValPair)
+	jNot        = int(jmespath.ASTNotExpression)
+	jAnd        = int(jmespath.ASTAndExpression)
+	jOr         = int(jmespath.ASTOrExpression)
+	jIdentity   = int(jmespath.ASTIdentity)
+	jCurrent    = int(jmespath.ASTCurrentNode)
+	jLiteral    = int(jmespath.ASTLiteral)
+)
+
+// jmesTokenName spells go-jmespath's token names in syntax errors.
+var jmesTokenName = strings.NewReplacer(
+	"tEOF", "end of input", "tRparen", `")"`, "tLparen", `"("`,
+	"tRbracket", `"]"`, "tLbracket", `"["`, "tRbrace", `"}"`, "tLbrace", `"{"`,
+	"tComma", `","`, "tColon", `":"`, "tDot", `"."`, "tPipe", `"|"`,
+	"tUnquotedIdentifier", "identifier", "tQuotedIdentifier", "quoted identifier",
+	"tNumber", "number", "tStar", `"*"`, "tFilter", `"[?"`, "tFlatten", `"[]"`,
+	"tJSONLiteral", "literal", "tStringLiteral", "raw string", "tCurrent", `"@"`,
+	"tExpref", `"&"`, "tOr", `"||"`, "tAnd", `"&&"`, "tNot", `"!"`,
+	"tEQ", `"=="`, "tNE", `"!="`, "tLTE", `"<="`, "tGTE", `">="`, "tLT", `"<"`, "tGT", `">"`,
+	"tUnknown", `"="`,
 )
 
 // jmesDepthAt returns the offset where bracket nesting exceeds max, or -1.
@@ -213,16 +220,6 @@ func (e *Expr) parseJMESPath(lim Limits) (err error) {
 	return nil
 }
 
-// jmesFunctions are the functions go-jmespath v0.4.0 provides.
-var jmesFunctions = map[string]bool{
-	"abs": true, "avg": true, "ceil": true, "contains": true, "ends_with": true,
-	"floor": true, "join": true, "keys": true, "length": true, "map": true,
-	"max": true, "max_by": true, "merge": true, "min": true, "min_by": true,
-	"not_null": true, "reverse": true, "sort": true, "sort_by": true,
-	"starts_with": true, "sum": true, "to_array": true, "to_number": true,
-	"to_string": true, "type": true, "values": true,
-}
-
 // validate rejects what go-jmespath's parser lets through but cannot
 // evaluate: empty nodes (left by a swallowed error) and calls of anything
 // but a known function name.
@@ -238,7 +235,7 @@ func (e *Expr) validate(n jnode) *SyntaxError {
 		if n.str == "sort_by" {
 			e.sortsBy = true
 		}
-		if !jmesFunctions[n.str] {
+		if _, ok := jmesSigs[n.str]; !ok {
 			pos := strings.Index(e.src, n.str+"(")
 			if pos < 0 {
 				pos = max(0, strings.Index(e.src, n.str))

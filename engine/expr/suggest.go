@@ -49,8 +49,8 @@ func Functions() []Function {
 
 // FunctionNames lists the JMESPath function names, sorted.
 func FunctionNames() []string {
-	out := make([]string, 0, len(jmesFunctions))
-	for n := range jmesFunctions {
+	out := make([]string, 0, len(jmesSigs))
+	for n := range jmesSigs {
 		out = append(out, n)
 	}
 	sort.Strings(out)

@@ -2,7 +2,7 @@
 // read (its names, the nodes upstream, the shapes of their data) and a
 // preview that evaluates an expression at the field over a run's data,
 // under a budget far below a run's. The engine says what a field's context
-// is (engine.ExprFieldContext); this package reads data through it.
+// is (chain.ExprFieldContext); this package reads data through it.
 package exprhelp
 
 import (
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
 )
 
@@ -18,14 +19,14 @@ import (
 type RunData struct {
 	RunID   string // "" when the data is a chain test's in-memory run
 	Test    string // the test's name, when it is
-	Status  engine.RunStatus
+	Status  chain.RunStatus
 	Input   map[string]any
 	Outputs map[string]any // node id → output, for the nodes that produced one
 }
 
 // FromRun is the data of a run: its input and the outputs of the nodes
 // that finished.
-func FromRun(runID string, status engine.RunStatus, input map[string]any, nodes []engine.NodeResult) *RunData {
+func FromRun(runID string, status chain.RunStatus, input map[string]any, nodes []engine.NodeResult) *RunData {
 	d := &RunData{RunID: runID, Status: status, Input: input, Outputs: map[string]any{}}
 	for _, n := range nodes {
 		if n.Status == engine.PhaseDone {
@@ -41,7 +42,7 @@ const TestRunTimeout = 2 * time.Second
 
 // FromTest is the data of c's first test run in memory: its input and the
 // outputs its mocks give. opts.Timeout defaults to TestRunTimeout.
-func FromTest(ctx context.Context, c *engine.Chain, opts chaintest.Options) (*RunData, error) {
+func FromTest(ctx context.Context, c *chain.Chain, opts chaintest.Options) (*RunData, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = TestRunTimeout
 	}
@@ -69,14 +70,14 @@ func Note(d *RunData) string {
 // node id as {output}. Lookups are lazy: one keystroke's preview reads a
 // few names of a chain that may have thousands of nodes.
 type Scope struct {
-	f      *engine.ExprField
+	f      *chain.ExprField
 	d      *RunData
 	out    any
 	hasOut bool
 }
 
 // NewScope is the scope of field f over d (nil: nothing ran).
-func NewScope(f *engine.ExprField, d *RunData) *Scope {
+func NewScope(f *chain.ExprField, d *RunData) *Scope {
 	s := &Scope{f: f, d: d}
 	s.out, s.hasOut = output(f, d)
 	return s
@@ -85,7 +86,7 @@ func NewScope(f *engine.ExprField, d *RunData) *Scope {
 // output is `output` at the field: the node's own output, or what it
 // received (one source's output, an object keyed by several sources' ids,
 // the run's input for a root).
-func output(f *engine.ExprField, d *RunData) (any, bool) {
+func output(f *chain.ExprField, d *RunData) (any, bool) {
 	if d == nil {
 		return nil, false
 	}
@@ -107,7 +108,7 @@ func output(f *engine.ExprField, d *RunData) (any, bool) {
 
 // Lookup reads one name, as a run would at the field.
 func (s *Scope) Lookup(name string) (any, bool) {
-	if engine.IsReserved(name) && name != "node_results" && !contains(s.f.Names, name) {
+	if chain.IsReserved(name) && name != "node_results" && !contains(s.f.Names, name) {
 		return nil, false // not offered at this field: it reads nothing, as in a run
 	}
 	switch name {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
 )
 
@@ -21,18 +22,18 @@ const chainDoc = `{"name":"x","nodes":[
 
 // fixture is the chain above, the context of route's condition, and the
 // data of a run that went fetch → route → done.
-func fixture(t *testing.T) (*engine.Chain, *engine.ExprField, *RunData) {
+func fixture(t *testing.T) (*chain.Chain, *chain.ExprField, *RunData) {
 	t.Helper()
-	c, err := engine.Decode([]byte(chainDoc), engine.Limits{})
+	c, err := chain.Decode([]byte(chainDoc), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := engine.ExprFieldContext(c, "route", "", "condition")
+	f, err := chain.ExprFieldContext(c, "route", "", "condition")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]any{"items": []any{map[string]any{"sku": "a1", "qty": 2.0}, map[string]any{"sku": "b2", "qty": 1.0}}, "category": "billing"}
-	d := FromRun("r1", engine.StatusCompleted, map[string]any{"category": "billing"}, []engine.NodeResult{
+	d := FromRun("r1", chain.StatusCompleted, map[string]any{"category": "billing"}, []engine.NodeResult{
 		{NodeID: "fetch", Status: engine.PhaseDone, Output: out},
 		{NodeID: "route", Status: engine.PhaseDone, Output: out},
 		{NodeID: "other", Status: engine.PhaseError, Output: "not read"},
@@ -63,7 +64,7 @@ func TestExprScopeReadsWhatTheFieldReads(t *testing.T) {
 		t.Errorf("root = %v", r)
 	}
 	// input_map's output is what the node received: its one source's output.
-	fi, err := engine.ExprFieldContext(c, "done", "", "input_map.x")
+	fi, err := chain.ExprFieldContext(c, "done", "", "input_map.x")
 	if err != nil {
 		t.Fatal(err)
 	}

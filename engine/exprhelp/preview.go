@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 )
 
@@ -34,7 +34,7 @@ var nameDetail = map[string]string{
 
 // Names are the names field f can read, in the order completion offers
 // them, each with what it reads.
-func Names(f *engine.ExprField) []Name {
+func Names(f *chain.ExprField) []Name {
 	names := make([]Name, 0, len(f.Names))
 	for _, n := range f.Names {
 		names = append(names, Name{Name: n, Detail: nameDetail[n]})
@@ -93,13 +93,13 @@ type Fix struct {
 // Evaluate previews src at field f of chain c over d (nil: nothing ran)
 // under PreviewBudget and PreviewEvalTimeout. The error is only for a
 // result that cannot be written as JSON.
-func Evaluate(ctx context.Context, c *engine.Chain, f *engine.ExprField, d *RunData, src string) (*Preview, error) {
+func Evaluate(ctx context.Context, c *chain.Chain, f *chain.ExprField, d *RunData, src string) (*Preview, error) {
 	e, err := expr.Parse(src)
 	if err != nil {
 		pe := &PreviewError{Code: "expression_syntax", Message: err.Error()}
 		var se *expr.SyntaxError
 		if errors.As(err, &se) {
-			line, col := engine.ExprPlace(se.Src, se.Pos)
+			line, col := chain.ExprPlace(se.Src, se.Pos)
 			pos := se.Pos
 			pe.Message, pe.Pos, pe.Line, pe.Column = fmt.Sprintf("%s (at line %d, column %d)", se.Msg, line, col), &pos, line, col
 		}
@@ -114,6 +114,12 @@ func Evaluate(ctx context.Context, c *engine.Chain, f *engine.ExprField, d *RunD
 		var ee *expr.EvalError
 		if errors.As(err, &ee) {
 			msg = ee.Msg
+		}
+		if errors.Is(ectx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			// The preview's own time budget, not the caller's: say so, as
+			// the element budget does, rather than "context deadline
+			// exceeded".
+			msg = fmt.Sprintf("the preview stopped after %v, its time budget: the expression is too costly to preview (a run has larger budgets)", PreviewEvalTimeout)
 		}
 		p.Error = &PreviewError{Code: "expression_eval", Message: msg}
 		return p, nil
@@ -148,13 +154,13 @@ func jsonType(v any) string {
 
 // knownAt reports whether name resolves at field f: a name the field
 // reads, or a node of c.
-func knownAt(c *engine.Chain, f *engine.ExprField) func(string) bool {
-	return func(n string) bool { return contains(f.Names, n) || (c.Node(n) != nil && !engine.IsReserved(n)) }
+func knownAt(c *chain.Chain, f *chain.ExprField) func(string) bool {
+	return func(n string) bool { return contains(f.Names, n) || (c.Node(n) != nil && !chain.IsReserved(n)) }
 }
 
 // warnings names the names e reads that resolve to nothing at the field,
 // with the closest name that does ("did you mean").
-func warnings(c *engine.Chain, f *engine.ExprField, e *expr.Expr) []Warning {
+func warnings(c *chain.Chain, f *chain.ExprField, e *expr.Expr) []Warning {
 	known := knownAt(c, f)
 	cands := append(append([]string{}, f.Names...), f.Upstream...)
 	out := []Warning{}
@@ -186,7 +192,7 @@ func warnings(c *engine.Chain, f *engine.ExprField, e *expr.Expr) []Warning {
 // bareWordFixes offers, for each comparison with a bare word that names
 // nothing (category == billing), the expression with the word quoted as
 // text (category == 'billing'), when that rewrite parses and fixes it.
-func bareWordFixes(c *engine.Chain, f *engine.ExprField, e *expr.Expr) []Fix {
+func bareWordFixes(c *chain.Chain, f *chain.ExprField, e *expr.Expr) []Fix {
 	known := knownAt(c, f)
 	out := []Fix{}
 	for _, b := range expr.BareWords(e, known) {

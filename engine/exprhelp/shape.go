@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Bounds on the shapes one context answer lists.
@@ -29,7 +30,7 @@ type Shape struct {
 // shapes no run gave (the chain never ran, or the run did not reach the
 // node), so a field completes `fetch.output.` before the first run.
 // fromSchema names the shapes the schemas gave.
-func Shapes(c *engine.Chain, reg *engine.Registry, f *engine.ExprField, d *RunData) (shapes map[string]*Shape, fromSchema []string) {
+func Shapes(c *chain.Chain, reg *engine.Registry, f *chain.ExprField, d *RunData) (shapes map[string]*Shape, fromSchema []string) {
 	shapes = map[string]*Shape{}
 	budget := ShapeNodes
 	if d != nil {
@@ -53,7 +54,7 @@ func Shapes(c *engine.Chain, reg *engine.Registry, f *engine.ExprField, d *RunDa
 
 // schemaShapes fills in the shapes tools' output schemas give where
 // shapes has none, and returns the names it filled.
-func schemaShapes(c *engine.Chain, reg *engine.Registry, f *engine.ExprField, shapes map[string]*Shape) []string {
+func schemaShapes(c *chain.Chain, reg *engine.Registry, f *chain.ExprField, shapes map[string]*Shape) []string {
 	filled := []string{}
 	budget := ShapeNodes
 	for _, sh := range shapes {
@@ -61,7 +62,7 @@ func schemaShapes(c *engine.Chain, reg *engine.Registry, f *engine.ExprField, sh
 	}
 	schemaOf := func(id string) map[string]any {
 		for i := range c.Nodes {
-			if n := &c.Nodes[i]; n.ID == id && n.Kind == engine.KindTool {
+			if n := &c.Nodes[i]; n.ID == id && n.Kind == chain.KindTool {
 				sc, _ := reg.OutputSchema(n.Name)
 				return sc
 			}

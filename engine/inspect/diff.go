@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/internal/jsonlit"
 )
 
@@ -60,21 +60,21 @@ func (d *ChainDiff) Empty() bool {
 
 // Diff compares chain a with chain b. A nil chain is an empty one. The order
 // of nodes and edges in the documents does not matter.
-func Diff(a, b *engine.Chain) *ChainDiff {
+func Diff(a, b *chain.Chain) *ChainDiff {
 	if a == nil {
-		a = &engine.Chain{}
+		a = &chain.Chain{}
 	}
 	if b == nil {
-		b = &engine.Chain{}
+		b = &chain.Chain{}
 	}
 	d := &ChainDiff{}
 	d.Chain, d.ChainChanges = changedFields(reflect.ValueOf(*a), reflect.ValueOf(*b), "nodes", "edges")
 
-	an := make(map[string]*engine.Node, len(a.Nodes))
+	an := make(map[string]*chain.Node, len(a.Nodes))
 	for i := range a.Nodes {
 		an[a.Nodes[i].ID] = &a.Nodes[i]
 	}
-	bn := make(map[string]*engine.Node, len(b.Nodes))
+	bn := make(map[string]*chain.Node, len(b.Nodes))
 	for i := range b.Nodes {
 		bn[b.Nodes[i].ID] = &b.Nodes[i]
 	}
@@ -123,7 +123,7 @@ func Diff(a, b *engine.Chain) *ChainDiff {
 
 // edgeKey identifies an edge across versions: its id, or for an edge without
 // one, source->target with its label.
-func edgeKey(e *engine.Edge) string {
+func edgeKey(e *chain.Edge) string {
 	if e.ID != "" {
 		return e.ID
 	}
@@ -133,8 +133,8 @@ func edgeKey(e *engine.Edge) string {
 	return e.Source + "->" + e.Target
 }
 
-func edgeIndex(es []engine.Edge) map[string]*engine.Edge {
-	m := make(map[string]*engine.Edge, len(es))
+func edgeIndex(es []chain.Edge) map[string]*chain.Edge {
+	m := make(map[string]*chain.Edge, len(es))
 	for i := range es {
 		k := edgeKey(&es[i])
 		if _, dup := m[k]; dup {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/inspect"
 )
 
@@ -31,17 +31,17 @@ func diffJSON(d *inspect.ChainDiff) string {
 	return string(bytes.TrimSpace(b.Bytes()))
 }
 
-func diffBase() *engine.Chain {
-	return &engine.Chain{
+func diffBase() *chain.Chain {
+	return &chain.Chain{
 		Name:        "base",
 		Description: "d",
 		EntryNode:   "a",
-		Nodes: []engine.Node{
-			{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"x": 1.0}, Position: &engine.Position{X: 1, Y: 2}},
-			{ID: "b", Kind: engine.KindTool, Name: "echo", Retry: &engine.Retry{MaxAttempts: 2}},
-			{ID: "c", Kind: engine.KindCondition, Cases: []engine.Case{{Handle: "yes", When: "input.x > 0"}}},
+		Nodes: []chain.Node{
+			{ID: "a", Kind: chain.KindTool, Name: "echo", Input: map[string]any{"x": 1.0}, Position: &chain.Position{X: 1, Y: 2}},
+			{ID: "b", Kind: chain.KindTool, Name: "echo", Retry: &chain.Retry{MaxAttempts: 2}},
+			{ID: "c", Kind: chain.KindCondition, Cases: []chain.Case{{Handle: "yes", When: "input.x > 0"}}},
 		},
-		Edges: []engine.Edge{
+		Edges: []chain.Edge{
 			{ID: "e1", Source: "a", Target: "b"},
 			{ID: "e2", Source: "b", Target: "c", Condition: "true"},
 			{Source: "c", Target: "a", Label: "yes", MaxIterations: 3},
@@ -53,41 +53,41 @@ func TestDiff(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		edit func(c *engine.Chain)
+		edit func(c *chain.Chain)
 		want string
 	}{
-		{"identical", func(c *engine.Chain) {}, `{}`},
-		{"reordered nodes and edges are not a change", func(c *engine.Chain) {
+		{"identical", func(c *chain.Chain) {}, `{}`},
+		{"reordered nodes and edges are not a change", func(c *chain.Chain) {
 			c.Nodes[0], c.Nodes[2] = c.Nodes[2], c.Nodes[0]
 			c.Edges[0], c.Edges[1] = c.Edges[1], c.Edges[0]
 		}, `{}`},
-		{"nil map equals empty map", func(c *engine.Chain) {
+		{"nil map equals empty map", func(c *chain.Chain) {
 			c.Nodes[1].Input = map[string]any{}
 			c.Nodes[1].SetState = map[string]string{}
 		}, `{}`},
-		{"chain fields", func(c *engine.Chain) {
+		{"chain fields", func(c *chain.Chain) {
 			c.Name = "renamed"
 			c.Timeout = 30
 			c.StrictRouting = true
 		}, `{"chain":["name","strict_routing","timeout"]}`},
-		{"moved node", func(c *engine.Chain) {
-			c.Nodes[0].Position = &engine.Position{X: 5, Y: 2}
+		{"moved node", func(c *chain.Chain) {
+			c.Nodes[0].Position = &chain.Position{X: 5, Y: 2}
 		}, `{"nodes_changed":[{"node_id":"a","fields":["position"]}]}`},
-		{"node fields in declaration order", func(c *engine.Chain) {
+		{"node fields in declaration order", func(c *chain.Chain) {
 			c.Nodes[0].Input["x"] = 2.0
-			c.Nodes[0].Kind = engine.KindSkill
+			c.Nodes[0].Kind = chain.KindSkill
 			c.Nodes[1].Retry.MaxAttempts = 3
 			c.Nodes[2].Cases[0].When = "false"
 		}, `{"nodes_changed":[{"node_id":"a","fields":["kind","input"]},{"node_id":"b","fields":["retry"]},{"node_id":"c","fields":["cases"]}]}`},
-		{"added and removed nodes sorted", func(c *engine.Chain) {
-			c.Nodes = append(c.Nodes[:1], engine.Node{ID: "z", Kind: engine.KindTool}, engine.Node{ID: "m", Kind: engine.KindTool})
+		{"added and removed nodes sorted", func(c *chain.Chain) {
+			c.Nodes = append(c.Nodes[:1], chain.Node{ID: "z", Kind: chain.KindTool}, chain.Node{ID: "m", Kind: chain.KindTool})
 		}, `{"nodes_added":["m","z"],"nodes_removed":["b","c"]}`},
-		{"edges", func(c *engine.Chain) {
+		{"edges", func(c *chain.Chain) {
 			c.Edges[0].Label = "go"
 			c.Edges[1].Target = "a"
-			c.Edges = append(c.Edges[:2], engine.Edge{ID: "e9", Source: "a", Target: "c"})
+			c.Edges = append(c.Edges[:2], chain.Edge{ID: "e9", Source: "a", Target: "c"})
 		}, `{"edges_added":["e9"],"edges_removed":["c->a[yes]"],"edges_changed":[{"edge_id":"e1","fields":["label"]},{"edge_id":"e2","fields":["target"]}]}`},
-		{"id-less edge keyed by its ends", func(c *engine.Chain) {
+		{"id-less edge keyed by its ends", func(c *chain.Chain) {
 			c.Edges[2].MaxIterations = 5
 		}, `{"edges_changed":[{"edge_id":"c->a[yes]","fields":["max_iterations"]}]}`},
 	}

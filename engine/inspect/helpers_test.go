@@ -6,6 +6,7 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/enginetest"
 )
 
@@ -35,7 +36,7 @@ func newHarness(t testing.TB) *harness {
 
 func (h *harness) run(doc string, input map[string]any) *engine.Result {
 	h.t.Helper()
-	res, err := h.e.Run(context.Background(), enginetest.MustDecode(h.t, doc), input, engine.RunOptions{})
+	res, err := h.e.Run(context.Background(), enginetest.PlanOf(h.e, enginetest.MustDecode(h.t, doc)), input, engine.RunOptions{})
 	if err != nil {
 		h.t.Fatalf("run: %v", err)
 	}
@@ -55,7 +56,7 @@ func (h *harness) resume(id string, v *engine.ResumeValue, state map[string]any)
 
 func val(v any) *engine.ResumeValue { return &engine.ResumeValue{Value: v} }
 
-func wantStatus(t testing.TB, res *engine.Result, want engine.RunStatus) {
+func wantStatus(t testing.TB, res *engine.Result, want chain.RunStatus) {
 	t.Helper()
 	if res.Status != want {
 		t.Fatalf("status = %s, want %s (error %s)", res.Status, want, enginetest.JSON(res.Error))

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/internal/clip"
 	"github.com/chainstudio/studio/engine/internal/intheap"
 	"github.com/chainstudio/studio/engine/internal/jsonlit"
@@ -25,9 +26,9 @@ type RunSide struct {
 	// Chain is the document the run executed (nil: only its results are
 	// known). Two runs of one version may share one *Chain: it is then read
 	// once.
-	Chain       *engine.Chain
+	Chain       *chain.Chain
 	Input       map[string]any // what the run was started with
-	Status      engine.RunStatus
+	Status      chain.RunStatus
 	Error       *engine.RunError
 	FinalOutput any
 	DurationMS  int64
@@ -96,8 +97,8 @@ const StatusNotReached = "not_reached"
 // RunDiff is what differs between run a and run b.
 type RunDiff struct {
 	Same          bool             `json:"same"` // nothing differs but timings
-	StatusA       engine.RunStatus `json:"status_a"`
-	StatusB       engine.RunStatus `json:"status_b"`
+	StatusA       chain.RunStatus  `json:"status_a"`
+	StatusB       chain.RunStatus  `json:"status_b"`
 	StatusChanged bool             `json:"status_changed"`
 	ErrorA        *engine.RunError `json:"error_a,omitempty"`
 	ErrorB        *engine.RunError `json:"error_b,omitempty"`
@@ -224,10 +225,10 @@ func CompareRuns(a, b *RunSide, lim RunDiffLimits) *RunDiff {
 	lim = lim.withDefaults()
 	ca, cb := a.Chain, b.Chain
 	if ca == nil {
-		ca = &engine.Chain{}
+		ca = &chain.Chain{}
 	}
 	if cb == nil {
-		cb = &engine.Chain{}
+		cb = &chain.Chain{}
 	}
 	d := &RunDiff{
 		StatusA: a.Status, StatusB: b.Status, StatusChanged: a.Status != b.Status,
@@ -334,7 +335,7 @@ func resultsByID(nodes []engine.NodeResult) map[string]*engine.NodeResult {
 
 // nodeSet is the nodes a run has: its chain's, and any its results name
 // (a run whose chain is unknown still compares by its results).
-func nodeSet(c *engine.Chain, res map[string]*engine.NodeResult) map[string]bool {
+func nodeSet(c *chain.Chain, res map[string]*engine.NodeResult) map[string]bool {
 	s := make(map[string]bool, len(c.Nodes)+len(res))
 	for i := range c.Nodes {
 		s[c.Nodes[i].ID] = true
@@ -378,7 +379,7 @@ type routes struct{ in, out map[string][]string }
 // fired out of it, and what fired into it (the fired edges of the chain
 // whose target it is). The route of a run is computed here only, so that a
 // richer record of routing decisions can replace Fired in one place.
-func nodeRoutes(c *engine.Chain, fired map[string][]string) routes {
+func nodeRoutes(c *chain.Chain, fired map[string][]string) routes {
 	r := routes{in: map[string][]string{}, out: map[string][]string{}}
 	target := make(map[string]string, len(c.Edges))
 	for i := range c.Edges {
@@ -402,7 +403,7 @@ func nodeRoutes(c *engine.Chain, fired map[string][]string) routes {
 
 // editedNodes lists, per node in both chains, the fields of its definition
 // that changed (position left out: a move changes nothing a run does).
-func editedNodes(a, b *engine.Chain) map[string][]string {
+func editedNodes(a, b *chain.Chain) map[string][]string {
 	out := map[string][]string{}
 	if a == b { // one version's document, shared by the caller
 		return out
@@ -425,7 +426,7 @@ func editedNodes(a, b *engine.Chain) map[string][]string {
 // chains together (edges that are not loops, data dependencies, owners
 // before what is attached to them), ties broken by id. Nodes on a cycle
 // (two versions that reversed an edge) follow, by id.
-func compareOrder(a, b *engine.Chain, inA, inB map[string]bool) []string {
+func compareOrder(a, b *chain.Chain, inA, inB map[string]bool) []string {
 	ids := make([]string, 0, len(inA)+len(inB))
 	for id := range inA {
 		ids = append(ids, id)
@@ -453,11 +454,11 @@ func compareOrder(a, b *engine.Chain, inA, inB map[string]bool) []string {
 		succ[f] = append(succ[f], t)
 		indeg[t]++
 	}
-	for k, c := range []*engine.Chain{a, b} {
+	for k, c := range []*chain.Chain{a, b} {
 		if k == 1 && b == a {
 			break
 		}
-		for before, after := range engine.Precedence(c) {
+		for before, after := range chain.Precedence(c) {
 			link(before, after)
 		}
 	}

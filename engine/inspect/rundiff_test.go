@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/inspect"
 	"github.com/chainstudio/studio/examples"
@@ -20,7 +21,7 @@ import (
 func sideOf(t *testing.T, doc string, input map[string]any) *inspect.RunSide {
 	t.Helper()
 	e, _, cp := newEngine(t)
-	res, err := e.Run(context.Background(), enginetest.MustDecode(t, doc), input, engine.RunOptions{})
+	res, err := e.Run(context.Background(), enginetest.PlanOf(e, enginetest.MustDecode(t, doc)), input, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +140,8 @@ type nodeSpec struct {
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func side(c *engine.Chain, fired map[string][]string, specs ...nodeSpec) *inspect.RunSide {
-	s := &inspect.RunSide{Chain: c, Status: engine.StatusCompleted, Fired: fired}
+func side(c *chain.Chain, fired map[string][]string, specs ...nodeSpec) *inspect.RunSide {
+	s := &inspect.RunSide{Chain: c, Status: chain.StatusCompleted, Fired: fired}
 	for _, n := range specs {
 		nr := engine.NodeResult{NodeID: n.id, Status: engine.Phase(n.status), Reason: n.reason, Error: n.err, Output: n.out}
 		if n.status == "done" || n.status == "error" {
@@ -153,14 +154,14 @@ func side(c *engine.Chain, fired map[string][]string, specs ...nodeSpec) *inspec
 
 // chainOf is a chain of echo nodes (ids separated by spaces) and edges
 // written source->target, which is also their id.
-func chainOf(ids string, edges ...string) *engine.Chain {
-	c := &engine.Chain{Name: "c"}
+func chainOf(ids string, edges ...string) *chain.Chain {
+	c := &chain.Chain{Name: "c"}
 	for _, id := range strings.Fields(ids) {
-		c.Nodes = append(c.Nodes, engine.Node{ID: id, Kind: engine.KindTool, Name: "echo"})
+		c.Nodes = append(c.Nodes, chain.Node{ID: id, Kind: chain.KindTool, Name: "echo"})
 	}
 	for _, e := range edges {
 		src, dst, _ := strings.Cut(e, "->")
-		c.Edges = append(c.Edges, engine.Edge{ID: e, Source: src, Target: dst})
+		c.Edges = append(c.Edges, chain.Edge{ID: e, Source: src, Target: dst})
 	}
 	return c
 }
@@ -313,9 +314,9 @@ func TestCompareRunsTable(t *testing.T) {
 		},
 		{
 			name: "a node edited between versions says which fields",
-			a:    side(&engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "x", Kind: engine.KindTool, Name: "echo", Position: &engine.Position{X: 1}}}}, nil, nodeSpec{id: "x", status: "done"}),
-			b: side(&engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "x", Kind: engine.KindTool, Name: "echo", Label: "X",
-				Position: &engine.Position{X: 2}, Input: map[string]any{"k": 1.0}}}}, nil, nodeSpec{id: "x", status: "done"}),
+			a:    side(&chain.Chain{Name: "c", Nodes: []chain.Node{{ID: "x", Kind: chain.KindTool, Name: "echo", Position: &chain.Position{X: 1}}}}, nil, nodeSpec{id: "x", status: "done"}),
+			b: side(&chain.Chain{Name: "c", Nodes: []chain.Node{{ID: "x", Kind: chain.KindTool, Name: "echo", Label: "X",
+				Position: &chain.Position{X: 2}, Input: map[string]any{"k": 1.0}}}}, nil, nodeSpec{id: "x", status: "done"}),
 			check: func(t *testing.T, d *inspect.RunDiff) {
 				if x := nodeDiff(t, d, "x"); !reflect.DeepEqual(x.Edited, []string{"input", "label"}) || x.Change != "same" {
 					t.Fatalf("edited: %s", enginetest.JSON(x))
@@ -365,7 +366,7 @@ func TestCompareRunsRunLevel(t *testing.T) {
 	b := side(c, nil, nodeSpec{id: "x", status: "done"})
 	a.FinalOutput = map[string]any{"ok": true}
 	b.FinalOutput = map[string]any{"ok": false}
-	b.Status, b.Error = engine.StatusFailed, &engine.RunError{Code: "node_failed", Message: "x failed"}
+	b.Status, b.Error = chain.StatusFailed, &engine.RunError{Code: "node_failed", Message: "x failed"}
 	d := inspect.CompareRuns(a, b, inspect.RunDiffLimits{})
 	if d.Same || !d.StatusChanged || d.StatusA != "completed" || d.StatusB != "failed" || d.ErrorA != nil || d.ErrorB.Code != "node_failed" {
 		t.Fatalf("run status: %s", enginetest.JSON(d))
@@ -474,14 +475,14 @@ func TestFiredEdgesFromTheLog(t *testing.T) {
 // (docs/benchmarks.md, "Comparing two runs").
 func BenchmarkCompareRuns1000(b *testing.B) {
 	const n = 1000
-	c := &engine.Chain{Name: "big"}
+	c := &chain.Chain{Name: "big"}
 	fired := map[string][]string{}
 	for i := 0; i < n; i++ {
 		id := "n" + strconv.Itoa(i)
-		c.Nodes = append(c.Nodes, engine.Node{ID: id, Kind: engine.KindTool, Name: "echo", InputMap: map[string]string{"x": "input.x"}})
+		c.Nodes = append(c.Nodes, chain.Node{ID: id, Kind: chain.KindTool, Name: "echo", InputMap: map[string]string{"x": "input.x"}})
 		if i > 0 {
 			e := "n" + strconv.Itoa(i-1) + "->" + id
-			c.Edges = append(c.Edges, engine.Edge{ID: e, Source: "n" + strconv.Itoa(i-1), Target: id})
+			c.Edges = append(c.Edges, chain.Edge{ID: e, Source: "n" + strconv.Itoa(i-1), Target: id})
 			fired["n"+strconv.Itoa(i-1)] = []string{e}
 		}
 	}
@@ -493,7 +494,7 @@ func BenchmarkCompareRuns1000(b *testing.B) {
 		return m
 	}
 	mk := func(changed bool) *inspect.RunSide {
-		s := &inspect.RunSide{Chain: c, Status: engine.StatusCompleted, Fired: fired}
+		s := &inspect.RunSide{Chain: c, Status: chain.StatusCompleted, Fired: fired}
 		for i := 0; i < n; i++ {
 			v := 1
 			if changed && i%10 == 0 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Why answers "why did this node go this way" from a run's checkpoint log:
@@ -64,10 +65,10 @@ func (e *UnknownNodeError) Error() string {
 
 // whyLog is what Why reads from a log.
 type whyLog struct {
-	chain   *engine.Chain
-	nodes   map[string]int            // node id → index
-	edges   map[string]*engine.Edge   // edge id → edge
-	in, out map[string][]*engine.Edge // by node id; in: non-loop edges only
+	chain   *chain.Chain
+	nodes   map[string]int           // node id → index
+	edges   map[string]*chain.Edge   // edge id → edge
+	in, out map[string][]*chain.Edge // by node id; in: non-loop edges only
 	results map[string]engine.NodeResult
 	last    map[string]*engine.NodeRecord // node id → its last record
 	edgeDec map[string]engine.Decision    // edge id → its last decision
@@ -171,8 +172,8 @@ func readWhyLog(log []engine.Checkpoint) (*whyLog, error) {
 	for k, n := range w.chain.Nodes {
 		w.nodes[n.ID] = k
 	}
-	w.edges = make(map[string]*engine.Edge, len(w.chain.Edges))
-	w.in, w.out = map[string][]*engine.Edge{}, map[string][]*engine.Edge{}
+	w.edges = make(map[string]*chain.Edge, len(w.chain.Edges))
+	w.in, w.out = map[string][]*chain.Edge{}, map[string][]*chain.Edge{}
 	for k := range w.chain.Edges {
 		e := &w.chain.Edges[k]
 		w.edges[e.ID] = e
@@ -196,12 +197,12 @@ func (w *whyLog) hasIncoming(id string) bool {
 // isRouter: a branch or condition node (every edge it decides is recorded).
 func (w *whyLog) isRouter(id string) bool {
 	k, ok := w.nodes[id]
-	return ok && (w.chain.Nodes[k].Kind == engine.KindBranch || w.chain.Nodes[k].Kind == engine.KindCondition)
+	return ok && (w.chain.Nodes[k].Kind == chain.KindBranch || w.chain.Nodes[k].Kind == chain.KindCondition)
 }
 
 // edgeStep is the decision on edge e: recorded, else derived from what its
 // source did.
-func (w *whyLog) edgeStep(e *engine.Edge) WhyStep {
+func (w *whyLog) edgeStep(e *chain.Edge) WhyStep {
 	st := WhyStep{Decision: engine.Decision{Node: e.Source, Edge: e.ID, Kind: engine.DecideEdge, Expr: e.Condition}, Target: e.Target}
 	if d, ok := w.edgeDec[e.ID]; ok {
 		st.Decision = d

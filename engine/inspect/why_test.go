@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/inspect"
 )
@@ -259,7 +260,7 @@ func TestWhyRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			res := h.run(tc.doc, tc.input)
-			if res.Status != engine.StatusCompleted {
+			if res.Status != chain.StatusCompleted {
 				t.Fatalf("status %s: %v", res.Status, res.Error)
 			}
 			for _, q := range tc.asks {
@@ -283,7 +284,7 @@ func TestDecisionsInEvents(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	res := h.run(`{"name":"r","nodes":[`+nodes("a", "b")+`],"edges":[{"source":"a","target":"b","condition":"output.score > `+"`5`"+`"}]}`, map[string]any{"score": 7.0})
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	for _, ev := range h.sink.Events() {
 		if ev.NodeID == "a" && ev.Phase == engine.PhaseDone {
 			if got := enginetest.JSON(ev.Decisions); got != `[{"edge":"a->b","kind":"edge_condition","expr":"output.score > `+"`5`"+`","reads":[{"path":"output.score","value":"7"}],"result":"true","rule":"first_match","outcome":"fired"}]` {
@@ -303,7 +304,7 @@ func TestDecisionReadsAreTruncated(t *testing.T) {
 	long := strings.Repeat("é", 1000) // 2 bytes each
 	res := h.run(`{"name":"r","nodes":[`+nodes("a", "b")+`],"edges":[{"source":"a","target":"b","condition":"length(output.text) > `+"`5`"+` && output.small"}]}`,
 		map[string]any{"text": long, "small": 1.0})
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	a := why(t, h, res.RunID, "b")
 	if len(a.Incoming) != 1 || len(a.Incoming[0].Reads) != 2 {
 		t.Fatalf("incoming = %s", enginetest.JSON(a.Incoming))
@@ -333,12 +334,12 @@ func TestWhyAfterResume(t *testing.T) {
 		{"source":"a","target":"ask","condition":"output.score > ` + "`5`" + `"},
 		{"source":"ask","target":"after","condition":"output.approved"}]}`
 	res := h.start(doc, map[string]any{"score": 7.0})
-	wantStatus(t, res, engine.StatusPaused)
+	wantStatus(t, res, chain.StatusPaused)
 	res2, err := h.resume(res.RunID, val(map[string]any{"approved": true}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, res2, engine.StatusCompleted)
+	wantStatus(t, res2, chain.StatusCompleted)
 	wantSteps(t, "ask incoming", why(t, h, res.RunID, "ask").Incoming, []string{"a->ask edge_condition true first_match fired output.score=7"})
 	wantSteps(t, "skipped causes", why(t, h, res.RunID, "skipped").Causes, []string{"a->skipped edge_condition false first_match pruned output.score=7"})
 	wantSteps(t, "after incoming", why(t, h, res.RunID, "after").Incoming, []string{"ask->after edge_condition true first_match fired output.approved=true"})
@@ -397,7 +398,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 			{"source":"a","target":"b","condition":"output.go"},
 			{"source":"a","target":"x"},
 			{"source":"a","target":"c","default":true}]}`, map[string]any{"go": false})
-		wantStatus(t, res, engine.StatusCompleted)
+		wantStatus(t, res, chain.StatusCompleted)
 		wantSteps(t, "c incoming", why(t, h, res.RunID, "c").Incoming, []string{"a->c edge default_no_match fired"})
 		// what the node's event said when it routed: deferred
 		for _, ev := range h.sink.Events() {
@@ -427,7 +428,7 @@ func TestWhyLaterOutcomes(t *testing.T) {
 		res := h.run(`{"name":"r","nodes":[{"node_id":"a",`+echoNode+`,"routing":"all","dispatch":"sequential"},`+nodes("b", "c")+`],"edges":[
 			{"source":"a","target":"b","label":"b","condition":"output.no"},
 			{"source":"a","target":"c","label":"c","condition":"output.no"}]}`, map[string]any{"no": false})
-		wantStatus(t, res, engine.StatusCompleted)
+		wantStatus(t, res, chain.StatusCompleted)
 		n := 0
 		for _, ev := range h.sink.Events() {
 			if ev.NodeID == "a" && ev.Phase == engine.PhaseProgress {
@@ -455,7 +456,7 @@ func TestWhySkippedBranchSaysHowTheRouterChose(t *testing.T) {
 		"edges":[{"source":"a","target":"route"},
 			{"source":"route","target":"hi","label":"high"},{"source":"route","target":"mid","label":"mid"},
 			{"source":"route","target":"rest","label":"default"},{"source":"hi","target":"after"}]}`, map[string]any{"level": "low"})
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	for _, node := range []string{"hi", "after"} {
 		a := why(t, h, res.RunID, node)
 		var st *inspect.WhyStep
@@ -485,7 +486,7 @@ func TestWhySkippedBranchSaysHowTheRouterChose(t *testing.T) {
 	// a branch: the condition and what it read
 	res = h.run(`{"name":"r","nodes":[{"node_id":"br","kind":"branch","condition":"output.score > `+"`5`"+`"},`+nodes("yes", "no")+`],
 		"edges":[{"source":"br","target":"yes","label":"true"},{"source":"br","target":"no","label":"false"}]}`, map[string]any{"score": 9.0})
-	wantStatus(t, res, engine.StatusCompleted)
+	wantStatus(t, res, chain.StatusCompleted)
 	a := why(t, h, res.RunID, "no")
 	if len(a.Causes) != 1 || a.Causes[0].Chose != "true" || len(a.Causes[0].Tests) != 1 {
 		t.Fatalf("no: causes %s", enginetest.JSON(a.Causes))

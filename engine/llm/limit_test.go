@@ -11,6 +11,7 @@ import (
 
 // A body at the cap is read whole; one byte more fails with the cap named.
 func TestLimitedClientCapsTheBody(t *testing.T) {
+	t.Parallel()
 	body := strings.Repeat("x", 1000)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) }))
 	defer srv.Close()
@@ -41,6 +42,7 @@ func TestLimitedClientCapsTheBody(t *testing.T) {
 }
 
 func TestConfigCheckRefusesNoClient(t *testing.T) {
+	t.Parallel()
 	if err := (Config{}).Check(); err == nil || !strings.Contains(err.Error(), "address guard") {
 		t.Fatalf("Check() = %v, want a refusal that names the address guard", err)
 	}

@@ -114,13 +114,19 @@ func (m *Manager) Call(ctx context.Context, toolID string, args map[string]any) 
 		args = map[string]any{}
 	}
 	params := &sdk.CallToolParams{Name: toolName, Arguments: args}
+	token := ""
 	if f := progressFunc(ctx); f != nil {
-		token := s.progress.add(f)
+		token = s.progress.add(f)
 		defer s.progress.remove(token)
 		params.SetProgressToken(token)
 	}
 	cctx, lim := withBodyLimit(ctx, m.opts.MaxResultBytes+resultSlack)
 	res, err := cs.CallTool(cctx, params)
+	if token != "" {
+		// Notifications read before the result are still on their way to
+		// the handler: the caller has them all before it has the result.
+		s.progress.drain(ctx, token)
+	}
 	tooLarge := &LimitError{What: "result", Limit: "MaxResultBytes", Max: m.opts.MaxResultBytes}
 	if err != nil {
 		var werr *jsonrpc.Error

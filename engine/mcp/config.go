@@ -40,6 +40,10 @@ type Server struct {
 	// bearer token) are resolved by the caller, from a credential.
 	URL     string
 	Headers map[string]string
+	// Allow, when set, is asked about every request before it is sent
+	// (redirects and an SSE server's message endpoint included): the
+	// Headers carry a credential, which goes only where Allow says.
+	Allow func(*url.URL) error `json:"-"`
 
 	// Command, Args and Env are for stdio. Command is a bare name looked up
 	// in PATH or an absolute path. The program sees PATH and Env only.

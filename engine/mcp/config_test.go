@@ -7,6 +7,7 @@ import (
 )
 
 func TestConfigIsCheckedBeforeAnythingStarts(t *testing.T) {
+	t.Parallel()
 	hc := &http.Client{}
 	cases := []struct {
 		srv  Server
@@ -42,6 +43,7 @@ func TestConfigIsCheckedBeforeAnythingStarts(t *testing.T) {
 }
 
 func TestToolIDs(t *testing.T) {
+	t.Parallel()
 	if id := ToolID("fs", "read_file"); id != "mcp:fs/read_file" {
 		t.Errorf("ToolID = %q", id)
 	}

@@ -92,6 +92,7 @@ func startStub(t *testing.T, s http.Handler) string {
 }
 
 func TestHugeResultFailsNamingTheLimit(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{1<<20 + 10<<10, 8 << 20} { // within the transport's slack, and far past it
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			url := startStub(t, &stub{call: func(w http.ResponseWriter, id json.RawMessage) {
@@ -111,6 +112,8 @@ func TestHugeResultFailsNamingTheLimit(t *testing.T) {
 	}
 }
 
+// Not parallel: the catalog is read "at once" while a 300ms connect timeout
+// runs, so it runs where no other test competes for the CPU.
 func TestServerThatNeverAnswers(t *testing.T) {
 	hang := make(chan struct{})
 	url := startStub(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -139,6 +142,7 @@ func TestServerThatNeverAnswers(t *testing.T) {
 }
 
 func TestCallThatNeverAnswersEndsWithItsContext(t *testing.T) {
+	t.Parallel()
 	hang := make(chan struct{})
 	url := startStub(t, &stub{call: func(w http.ResponseWriter, id json.RawMessage) { <-hang }})
 	t.Cleanup(func() { close(hang) })
@@ -155,6 +159,7 @@ func TestCallThatNeverAnswersEndsWithItsContext(t *testing.T) {
 }
 
 func TestMalformedJSONRPC(t *testing.T) {
+	t.Parallel()
 	cases := map[string]*stub{
 		"not JSON": {initialize: func(w http.ResponseWriter, _ json.RawMessage) {
 			w.Header().Set("Content-Type", "application/json")
@@ -183,6 +188,7 @@ func TestMalformedJSONRPC(t *testing.T) {
 }
 
 func TestRPCErrorCarriesTheServersCodeAndMessage(t *testing.T) {
+	t.Parallel()
 	url := startStub(t, &stub{call: func(w http.ResponseWriter, id json.RawMessage) {
 		writeJSON(w, map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32602, "message": "argument q is required"}})
 	}})
@@ -196,6 +202,7 @@ func TestRPCErrorCarriesTheServersCodeAndMessage(t *testing.T) {
 }
 
 func TestThousandsOfToolsAndGiantSchemasAreBounded(t *testing.T) {
+	t.Parallel()
 	giant := map[string]any{"type": "object", "description": strings.Repeat("g", 100<<10)}
 	url := startStub(t, &stub{list: func(cursor string) any {
 		var tools []any
@@ -236,6 +243,7 @@ func TestThousandsOfToolsAndGiantSchemasAreBounded(t *testing.T) {
 }
 
 func TestListPageOverTheLimitIsRefused(t *testing.T) {
+	t.Parallel()
 	url := startStub(t, &stub{list: func(string) any {
 		return map[string]any{"tools": []any{map[string]any{"name": "x", "inputSchema": map[string]any{"type": "object", "description": strings.Repeat("y", 3<<20)}}}}
 	}})
@@ -247,6 +255,7 @@ func TestListPageOverTheLimitIsRefused(t *testing.T) {
 }
 
 func TestNamesThatLookLikeOtherToolsAreDropped(t *testing.T) {
+	t.Parallel()
 	names := []string{"ok", "", "a/b", "mcp:other/x", "MCP:x", "__chain__agent", "bell\a", "rtl\u202e", "new\nline", strings.Repeat("n", 200), "ok", "fine-name.v2"}
 	url := startStub(t, &stub{list: func(string) any {
 		var tools []any
@@ -276,6 +285,7 @@ func TestNamesThatLookLikeOtherToolsAreDropped(t *testing.T) {
 }
 
 func TestUnreachableServerIsAConnectError(t *testing.T) {
+	t.Parallel()
 	ts := httptest.NewServer(http.NotFoundHandler())
 	url := ts.URL
 	ts.Close() // nothing listens there now
@@ -293,6 +303,7 @@ func (refusingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestEveryRequestGoesThroughTheGivenClient(t *testing.T) {
+	t.Parallel()
 	reached := make(chan string, 8)
 	url := startStub(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached <- r.Method }))
 	opts := testOptions()
@@ -310,6 +321,7 @@ func TestEveryRequestGoesThroughTheGivenClient(t *testing.T) {
 }
 
 func TestHugeResultOnAnEventStreamFailsNamingTheLimit(t *testing.T) {
+	t.Parallel()
 	url := startStub(t, &stub{call: func(w http.ResponseWriter, id json.RawMessage) {
 		b, _ := json.Marshal(result(id, map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("x", 4<<20)}}}))
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -329,6 +341,7 @@ func TestHugeResultOnAnEventStreamFailsNamingTheLimit(t *testing.T) {
 }
 
 func TestListChangedFloodIsListedAtAPace(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	ts := g.streamable(t)
 	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 )
 
@@ -32,10 +33,20 @@ var errBodyTooLarge = errors.New("the server's response is larger than the limit
 type roundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
-	defMax  int64 // the bound when the request carries none
+	defMax  int64          // the bound when the request carries none
+	sniff   *progressTable // told of the progress notifications read
+	allow   func(*url.URL) error
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rt.allow != nil {
+		// Every request passes here, the first, each redirect and the SSE
+		// message endpoint the server names: none leaves the credential's
+		// allowed hosts.
+		if err := rt.allow(req.URL); err != nil {
+			return nil, err
+		}
+	}
 	if len(rt.headers) > 0 {
 		req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
 		for k, v := range rt.headers {
@@ -43,8 +54,14 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := rt.base.RoundTrip(req)
-	if err != nil || req.Method != http.MethodPost {
+	if err != nil {
 		return resp, err
+	}
+	if rt.sniff != nil {
+		resp.Body = &progressSniffer{r: resp.Body, table: rt.sniff}
+	}
+	if req.Method != http.MethodPost {
+		return resp, nil
 	}
 	l, _ := req.Context().Value(limitKey{}).(*bodyLimit)
 	max := rt.defMax
@@ -86,14 +103,16 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // httpClient is the caller's client with the server's headers and the body
 // bound added; the caller's transport (and so its address guard) stays
-// underneath.
-func httpClient(base *http.Client, headers map[string]string, defMax int) *http.Client {
+// underneath. sniff, when not nil, is told of the progress notifications
+// the responses carry; allow, when not nil, checks each request's URL
+// against the credential's allowed hosts.
+func httpClient(base *http.Client, headers map[string]string, allow func(*url.URL) error, defMax int, sniff *progressTable) *http.Client {
 	c := *base
 	tr := c.Transport
 	if tr == nil {
 		tr = http.DefaultTransport
 	}
-	c.Transport = &roundTripper{base: tr, headers: headers, defMax: int64(defMax)}
+	c.Transport = &roundTripper{base: tr, headers: headers, allow: allow, defMax: int64(defMax), sniff: sniff}
 	return &c
 }
 

@@ -357,13 +357,13 @@ func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, transport 
 	switch s.cfg.Transport {
 	case TransportStdio:
 		s.stderr.Reset()
-		cs, stop, err := attempt(&stdioTransport{prog: s.prog, args: s.cfg.Args, env: s.env, maxFrame: s.opts.maxFrame(), stderr: s.stderr})
+		cs, stop, err := attempt(&stdioTransport{prog: s.prog, args: s.cfg.Args, env: s.env, maxFrame: s.opts.maxFrame(), stderr: s.stderr, progress: &s.progress})
 		return cs, TransportStdio, stop, err
 	case TransportSSE:
 		cs, stop, err := attempt(s.sseTransport())
 		return cs, TransportSSE, stop, err
 	default:
-		hc := httpClient(s.opts.HTTPClient, s.cfg.Headers, s.opts.maxFrame())
+		hc := httpClient(s.opts.HTTPClient, s.cfg.Headers, s.cfg.Allow, s.opts.maxFrame(), &s.progress)
 		cs, stop, err := attempt(&sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxEventSize: s.opts.maxFrame()})
 		if err == nil || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return cs, TransportHTTP, stop, err
@@ -379,7 +379,7 @@ func (s *server) connect(ctx context.Context) (cs *sdk.ClientSession, transport 
 }
 
 func (s *server) sseTransport() sdk.Transport {
-	return &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: httpClient(s.opts.HTTPClient, s.cfg.Headers, s.opts.maxFrame()), MaxEventSize: s.opts.maxFrame()}
+	return &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: httpClient(s.opts.HTTPClient, s.cfg.Headers, s.cfg.Allow, s.opts.maxFrame(), &s.progress), MaxEventSize: s.opts.maxFrame()}
 }
 
 // serve lists the session's tools, re-lists them on list_changed or Refresh,

@@ -46,6 +46,7 @@ func TestMain(m *testing.M) {
 			_ = json.Unmarshal(req.Params.Arguments, &args)
 			return textResult(strings.Repeat("b", args.Bytes)), nil
 		})
+		addBurst(srv)
 		if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -241,6 +242,7 @@ func checkEchoAndFail(t *testing.T, m *Manager, name string) {
 }
 
 func TestStreamableHTTPServer(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	ts := g.streamable(t)
 	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})
@@ -253,6 +255,7 @@ func TestStreamableHTTPServer(t *testing.T) {
 }
 
 func TestSSEServer(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	ts := g.sse(t)
 	m := newManager(t, testOptions(), Server{Name: "old", Transport: TransportSSE, URL: ts.URL})
@@ -261,6 +264,7 @@ func TestSSEServer(t *testing.T) {
 }
 
 func TestHTTPFallsBackToSSE(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	ts := g.sse(t)
 	m := newManager(t, testOptions(), Server{Name: "old", Transport: TransportHTTP, URL: ts.URL})
@@ -272,6 +276,7 @@ func TestHTTPFallsBackToSSE(t *testing.T) {
 }
 
 func TestHeadersReachTheServer(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return g.srv }, nil)
 	var mu sync.Mutex
@@ -300,6 +305,7 @@ func TestHeadersReachTheServer(t *testing.T) {
 }
 
 func TestToolListChangedRelists(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	ts := g.streamable(t)
 	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})
@@ -318,6 +324,7 @@ func TestToolListChangedRelists(t *testing.T) {
 }
 
 func TestCancellationReachesTheServer(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	ts := g.streamable(t)
 	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})
@@ -350,6 +357,7 @@ func TestCancellationReachesTheServer(t *testing.T) {
 }
 
 func TestDeadlineReachesTheServer(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	ts := g.streamable(t)
 	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})
@@ -372,6 +380,7 @@ func TestDeadlineReachesTheServer(t *testing.T) {
 }
 
 func TestProgressReachesTheCaller(t *testing.T) {
+	t.Parallel()
 	g := newGoServer()
 	ts := g.streamable(t)
 	m := newManager(t, testOptions(), Server{Name: "go", Transport: TransportHTTP, URL: ts.URL})

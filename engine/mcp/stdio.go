@@ -88,6 +88,7 @@ type stdioTransport struct {
 	env      []string
 	maxFrame int
 	stderr   *tailBuffer
+	progress *progressTable // told of the progress notifications read
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
@@ -113,7 +114,11 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 		close(done)
 	}()
 	w := &childStdin{WriteCloser: stdin, cmd: cmd, done: done}
-	it := &sdk.IOTransport{Reader: io.NopCloser(stdout), Writer: w, MaxLineLength: t.maxFrame}
+	var out io.ReadCloser = io.NopCloser(stdout)
+	if t.progress != nil {
+		out = &progressSniffer{r: out, table: t.progress}
+	}
+	it := &sdk.IOTransport{Reader: out, Writer: w, MaxLineLength: t.maxFrame}
 	return it.Connect(ctx)
 }
 

@@ -70,6 +70,7 @@ func TestStdioServerSeesABareEnvironment(t *testing.T) {
 }
 
 func TestStdioCommandNotOnTheAllowListIsRefusedBeforeItRuns(t *testing.T) {
+	t.Parallel()
 	srv, opts := selfServer(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	srv.Env = map[string]string{stdioServerEnv: "1", "MARKER": marker}
@@ -92,6 +93,7 @@ func TestStdioCommandNotOnTheAllowListIsRefusedBeforeItRuns(t *testing.T) {
 }
 
 func TestStdioRefusesLoaderVariables(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"LD_PRELOAD", "ld_library_path", "DYLD_INSERT_LIBRARIES", "GCONV_PATH"} {
 		srv, opts := selfServer(t)
 		srv.Env = map[string]string{name: "/tmp/x"}
@@ -102,6 +104,7 @@ func TestStdioRefusesLoaderVariables(t *testing.T) {
 }
 
 func TestStdioProgramThatDiesIsUnavailableWithItsStderr(t *testing.T) {
+	t.Parallel()
 	srv, opts := selfServer(t)
 	srv.Env = map[string]string{} // not a server: the test binary runs its tests, prints and exits
 	srv.Args = []string{"-test.run=^$", "-test.v", "-this-flag-does-not-exist"}
@@ -112,6 +115,9 @@ func TestStdioProgramThatDiesIsUnavailableWithItsStderr(t *testing.T) {
 	}
 }
 
+// Not parallel: the program (this test binary, slow to start under the race
+// detector) must write its pid within the connect timeout, so it runs where
+// no other test competes for the CPU.
 func TestStdioProgramThatNeverAnswersTimesOutAndIsKilled(t *testing.T) {
 	srv, opts := selfServer(t)
 	pidfile := filepath.Join(t.TempDir(), "pid")
@@ -141,6 +147,7 @@ func TestStdioProgramThatNeverAnswersTimesOutAndIsKilled(t *testing.T) {
 }
 
 func TestStdioResultsAreBounded(t *testing.T) {
+	t.Parallel()
 	srv, opts := selfServer(t)
 	opts.MaxResultBytes = 64 << 10
 	opts.MaxListBytes = 256 << 10 // so that a line past it is cut by the transport

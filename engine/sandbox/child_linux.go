@@ -162,9 +162,11 @@ func serve(in io.Reader, w io.Writer, l Limits) {
 	cache := &programs{}
 	cur := &running{}
 
-	// CPU: RLIMIT_CPU counts the process's whole life, so each call moves
-	// the soft limit to what is used so far plus the call's allowance; the
-	// kernel's SIGXCPU (sent every second past it) interrupts the script.
+	// CPU: a watch reads the process's CPU time while a call runs and
+	// interrupts it at its allowance. RLIMIT_CPU, which counts the
+	// process's whole life in whole seconds, is the backstop: each call
+	// moves the soft limit past the allowance, and the kernel's SIGXCPU
+	// (sent every second past it) interrupts a script the watch missed.
 	xcpu := make(chan os.Signal, 4)
 	signal.Notify(xcpu, syscall.SIGXCPU)
 	cpuMsg := fmt.Sprintf("the script went over its CPU time limit of %d s", l.CPUSeconds)
@@ -173,6 +175,15 @@ func serve(in io.Reader, w io.Writer, l Limits) {
 			cur.interrupt(interrupt{KindCPU, cpuMsg})
 		}
 	}()
+	perCall := time.Duration(l.CPUSeconds) * time.Second
+	cpu := newCPUWatch()
+	go cpu.run(func(allow time.Duration) {
+		msg := cpuMsg
+		if allow < perCall { // the parent gave less: what is left of the run's budget
+			msg = fmt.Sprintf("the script used the %s of CPU time left to its run", allow)
+		}
+		cur.interrupt(interrupt{KindCPU, msg})
+	})
 
 	// Memory: a watch reads the live heap every few milliseconds while a
 	// script runs and interrupts it past the limit; RLIMIT_AS is the
@@ -194,7 +205,7 @@ func serve(in io.Reader, w io.Writer, l Limits) {
 			fmt.Fprintln(os.Stderr, "sandbox: read request:", err)
 			os.Exit(exitUsage)
 		}
-		req, err := decodeRequest(body)
+		req, allow, err := decodeRequest(body)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sandbox: read request:", err)
 			os.Exit(exitUsage)
@@ -203,10 +214,15 @@ func serve(in io.Reader, w io.Writer, l Limits) {
 			fmt.Fprintln(os.Stderr, "sandbox:", err)
 			os.Exit(exitLimits)
 		}
+		if allow <= 0 || allow > perCall {
+			allow = perCall
+		}
+		cpu.begin(allow)
 		resp := execute(cache, vms, req, func(vm *goja.Runtime) {
 			cur.set(vm)
 			watch.set(vm != nil)
 		})
+		resp.CPU = cpu.end()
 		req, body = nil, nil
 		if resp.Kind == KindMemory {
 			runtime.GC()
@@ -229,14 +245,15 @@ func serve(in io.Reader, w io.Writer, l Limits) {
 	}
 }
 
-// cpuAllowance moves the soft RLIMIT_CPU before each call to the CPU time
-// used so far plus the call's seconds (rounded up: the kernel counts whole
-// seconds). The hard limit is left alone: an unprivileged process cannot
-// raise it again for the next call; the pool kills a child that ignores its
-// interrupt. Calls in the same second of CPU time need no new limit, and
-// calls within a quarter second of wall time of the last reading need no
-// reading: two threads use at most half a second of CPU time in it, less
-// than the second the soft limit rounds up by.
+// cpuAllowance is the backstop behind cpuWatch: it moves the soft
+// RLIMIT_CPU before each call to the CPU time used so far plus the call's
+// seconds (rounded up: the kernel counts whole seconds). The hard limit is
+// left alone: an unprivileged process cannot raise it again for the next
+// call; the pool kills a child that ignores its interrupt. Calls in the
+// same second of CPU time need no new limit, and calls within a quarter
+// second of wall time of the last reading need no reading: two threads use
+// at most half a second of CPU time in it, less than the second the soft
+// limit rounds up by.
 type cpuAllowance struct {
 	seconds   int
 	hard, set uint64
@@ -274,6 +291,97 @@ func (c *cpuAllowance) allow() error {
 	}
 	c.set = soft
 	return nil
+}
+
+// cpuTick is how often the CPU watch reads the process's CPU time while a
+// call runs: a call stops within about two ticks past its allowance.
+const cpuTick = 20 * time.Millisecond
+
+// cpuWatch stops a call at its CPU allowance. While a call runs it reads
+// the process's CPU time (all its threads: the collector's work for the
+// script counts too) every cpuTick, from the first tick that sees the call;
+// at the allowance it interrupts the script. Marking a call's start and
+// end is a lock and a clock reading each, and the CPU time is read only for
+// a call a tick saw, so a map's short calls cost no system call: such a call
+// is charged its wall time, which is at least the CPU it used on one thread.
+type cpuWatch struct {
+	mu      sync.Mutex
+	n       uint64        // calls begun
+	seq     uint64        // the call running (n at its start); 0 when none
+	start   time.Time     // its start
+	allow   time.Duration // its allowance
+	stopped bool          // it was interrupted
+	seen    uint64        // the call a tick first saw
+	seenCPU time.Duration // the process's CPU time then
+	seenAt  time.Time
+	wake    chan struct{}
+}
+
+func newCPUWatch() *cpuWatch { return &cpuWatch{wake: make(chan struct{}, 1)} }
+
+func (c *cpuWatch) begin(allow time.Duration) {
+	c.mu.Lock()
+	c.n++
+	c.seq, c.start, c.allow, c.stopped = c.n, time.Now(), allow, false
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// end marks the call done and returns the CPU time it used.
+func (c *cpuWatch) end() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	used := time.Since(c.start)
+	if c.seen == c.seq {
+		// Before the tick that saw it the call is charged its wall time,
+		// at most a tick's.
+		used = processCPU() - c.seenCPU + min(c.seenAt.Sub(c.start), cpuTick)
+	}
+	c.seq = 0
+	return used
+}
+
+func (c *cpuWatch) run(over func(allow time.Duration)) {
+	t := time.NewTicker(cpuTick)
+	t.Stop()
+	idle := idleTicks
+	for {
+		if idle >= idleTicks {
+			t.Stop()
+			<-c.wake
+			idle = 0
+			t.Reset(cpuTick)
+		}
+		<-t.C
+		c.mu.Lock()
+		switch {
+		case c.seq == 0:
+			idle++
+		case c.seen != c.seq:
+			// The call's CPU time counts from here: a call is never
+			// stopped short of its allowance, and at most a tick past it.
+			idle = 0
+			c.seen, c.seenCPU, c.seenAt = c.seq, processCPU(), time.Now()
+		case !c.stopped && processCPU()-c.seenCPU >= c.allow:
+			// Under mu: the call cannot end and the next begin before
+			// the interrupt reaches this one's runtime.
+			c.stopped = true
+			over(c.allow)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// processCPU is the CPU time the process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // memWatch samples the heap every few milliseconds while scripts run; past

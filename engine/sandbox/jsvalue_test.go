@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dop251/goja"
 )
@@ -64,23 +65,24 @@ func TestFramesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeRequest(b[4:])
-	if err != nil || got.Code != req.Code || got.Session != req.Session || string(got.Scope) != string(req.Scope) {
-		t.Fatalf("request: %+v, %v", got, err)
+	setAllowance(b, 1500*time.Millisecond)
+	got, allow, err := decodeRequest(b[4:])
+	if err != nil || got.Code != req.Code || got.Session != req.Session || string(got.Scope) != string(req.Scope) || allow != 1500*time.Millisecond {
+		t.Fatalf("request: %+v, %s, %v", got, allow, err)
 	}
-	if _, err := decodeRequest(b[4:10]); err == nil {
+	if _, _, err := decodeRequest(b[4:10]); err == nil {
 		t.Errorf("a cut request was read")
 	}
 	if _, err := encodeRequest(req, 10); err == nil {
 		t.Errorf("a request over its bound was written")
 	}
-	for _, resp := range []*Response{{Value: []byte(`{"v":1}`)}, {Value: []byte(`2`), Logs: []string{"a"}}, {Kind: KindRuntime, Error: "boom", Line: 2, Column: 3}} {
+	for _, resp := range []*Response{{Value: []byte(`{"v":1}`), CPU: 40 * time.Microsecond}, {Value: []byte(`2`), Logs: []string{"a"}}, {Kind: KindRuntime, Error: "boom", Line: 2, Column: 3, CPU: 2 * time.Second}} {
 		out, err := appendResponse(nil, resp, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		back, err := decodeResponse(out[4:])
-		if err != nil || string(back.Value) != string(resp.Value) || back.Kind != resp.Kind || back.Error != resp.Error || len(back.Logs) != len(resp.Logs) || back.Line != resp.Line {
+		if err != nil || string(back.Value) != string(resp.Value) || back.Kind != resp.Kind || back.Error != resp.Error || len(back.Logs) != len(resp.Logs) || back.Line != resp.Line || back.CPU != resp.CPU {
 			t.Errorf("%+v came back as %+v (%v)", resp, back, err)
 		}
 	}

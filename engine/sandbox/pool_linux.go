@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +39,8 @@ const pipelineDepth = 16
 // effects outside their result, so sending one again is safe.
 const maxRetries = 3
 
-// Pool keeps warm sandbox children. A call goes to the live child with the
+// Pool keeps warm sandbox children. Calls take turns by run (sched); a
+// call goes to a live child not running a long call, the one with the
 // fewest calls in flight (starting one, up to Workers); a child that dies,
 // is killed (timeout, cancellation) or went over its memory is never
 // reused, and the calls it held but had not started are sent again
@@ -47,9 +50,8 @@ type Pool struct {
 	args []string
 	lim  Limits
 
-	slots   chan struct{} // one token per call in flight (Workers × pipelineDepth)
-	waiting atomic.Int64
-	closed  atomic.Bool
+	sched  *sched
+	closed atomic.Bool
 
 	mu      sync.Mutex
 	workers []*worker // live children
@@ -63,8 +65,7 @@ func NewPool(exe string, lim Limits) (*Pool, error) {
 		return nil, errors.New("sandbox: no executable to start children from")
 	}
 	lim = lim.WithDefaults()
-	return &Pool{exe: exe, args: ChildArgs(lim), lim: lim,
-		slots: make(chan struct{}, lim.Workers*pipelineDepth), all: map[*worker]struct{}{}}, nil
+	return &Pool{exe: exe, args: ChildArgs(lim), lim: lim, sched: newSched(lim), all: map[*worker]struct{}{}}, nil
 }
 
 // Limits returns the pool's limits with defaults filled.
@@ -104,18 +105,16 @@ func (p *Pool) Run(ctx context.Context, req *Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := p.waiting.Add(1); n > int64(p.lim.MaxQueue) {
-		p.waiting.Add(-1)
-		return nil, fmt.Errorf("%w: %d calls are waiting for %d workers (--code-workers)", ErrBusy, n-1, p.lim.Workers)
+	g, err := p.sched.acquire(ctx, req.Session)
+	if err != nil {
+		return nil, err
 	}
-	select {
-	case p.slots <- struct{}{}:
-		p.waiting.Add(-1)
-	case <-ctx.Done():
-		p.waiting.Add(-1)
-		return nil, context.Cause(ctx)
-	}
-	defer func() { <-p.slots }()
+	setAllowance(frame, g.allow)
+	var (
+		cpu      time.Duration
+		answered bool
+	)
+	defer func() { p.sched.release(g, cpu, answered) }()
 	for attempt := 0; ; attempt++ {
 		w, err := p.pick()
 		if err != nil {
@@ -128,12 +127,23 @@ func (p *Pool) Run(ctx context.Context, req *Request) (*Response, error) {
 		if out.retry {
 			return nil, errors.New("the sandbox process serving this call was stopped by another call's limit, again and again")
 		}
+		cpu = out.ran // a call killed while it ran
+		if out.resp != nil {
+			answered, cpu = true, out.resp.CPU
+			if out.resp.Kind == KindCPU {
+				cpu = max(cpu, g.allow) // a child killed for CPU reports none
+				if g.budget {
+					out.resp.Error = fmt.Sprintf("the run's code nodes went over their CPU time budget of %d s a run (--code-run-cpu-seconds)", p.lim.RunCPUSeconds)
+				}
+			}
+		}
 		return out.resp, out.err
 	}
 }
 
-// pick returns the live child with the fewest calls in flight, starting
-// one when every child is busy and there is room for another.
+// pick returns the live child with the fewest calls in flight, passing
+// over one whose running call is long when another is not, and starting a
+// child when every child is busy and there is room for another.
 func (p *Pool) pick() (*worker, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
@@ -147,13 +157,19 @@ func (p *Pool) pick() (*worker, error) {
 		}
 	}
 	p.workers = live
-	var best *worker
+	var (
+		best     *worker
+		bestN    int
+		bestLong bool
+	)
+	now := time.Now()
 	for _, w := range p.workers {
-		if best == nil || w.inFlight() < best.inFlight() {
-			best = w
+		n, long := w.load(now)
+		if best == nil || (bestLong && !long) || (long == bestLong && n < bestN) {
+			best, bestN, bestLong = w, n, long
 		}
 	}
-	if best == nil || (best.inFlight() > 0 && len(p.workers) < p.lim.Workers) {
+	if best == nil || (bestN > 0 && len(p.workers) < p.lim.Workers) {
 		w, err := p.start()
 		if err != nil {
 			return nil, err
@@ -197,7 +213,8 @@ type call struct {
 type outcome struct {
 	resp  *Response
 	err   error
-	retry bool // the child was stopped before this call ran: send it again
+	retry bool          // the child was stopped before this call ran: send it again
+	ran   time.Duration // how long it ran before it was killed for its caller
 }
 
 // worker is one child process and the calls written to it, in order.
@@ -222,6 +239,7 @@ type worker struct {
 	dead    bool
 	killed  bool // by the pool: a timeout, a cancellation, the backstop
 	cause   *outcome
+	spared  atomic.Int32 // times the backstop let a call past its wall time run on (for tests)
 }
 
 func (w *worker) isDead() bool {
@@ -230,10 +248,14 @@ func (w *worker) isDead() bool {
 	return w.dead
 }
 
-func (w *worker) inFlight() int {
+// load is the calls in flight and whether the running one has run long.
+func (w *worker) load(now time.Time) (n int, long bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.pending)
+	if len(w.pending) > 0 && !w.pending[0].started.IsZero() {
+		long = now.Sub(w.pending[0].started) > longRunning
+	}
+	return len(w.pending), long
 }
 
 func (p *Pool) start() (*worker, error) {
@@ -303,11 +325,15 @@ func (w *worker) call(ctx context.Context, frame []byte, lim Limits) outcome {
 		w.mu.Lock()
 		c.abandoned = true
 		running := len(w.pending) > 0 && w.pending[0] == c
+		var ran time.Duration
+		if running && !c.started.IsZero() {
+			ran = time.Since(c.started)
+		}
 		w.mu.Unlock()
 		if running {
 			w.kill() // the child is running a script nobody waits for
 		}
-		return outcome{err: context.Cause(ctx)}
+		return outcome{err: context.Cause(ctx), ran: ran}
 	}
 }
 
@@ -407,11 +433,20 @@ func (w *worker) die(readErr error) {
 
 // watch is the backstop: a call that runs well past its CPU allowance (a
 // script stuck in a native call the interrupt cannot stop) gets its child
-// killed.
+// killed. Past 2S + 5 s of wall time the child's own CPU time decides,
+// counted from the first second the watch saw the call: on a busy machine
+// a script may take that long without having used its allowance, and is
+// still stopped by the child's own watch. Past five times that, wall time
+// alone decides (a child that hangs without using CPU).
 func (w *worker) watch() {
-	backstop := time.Duration(2*w.p.lim.CPUSeconds+5) * time.Second
+	allow := time.Duration(w.p.lim.CPUSeconds) * time.Second
+	backstop := 2*allow + 5*time.Second
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	var (
+		seen    *call
+		seenCPU time.Duration
+	)
 	for {
 		select {
 		case <-w.exited:
@@ -419,16 +454,64 @@ func (w *worker) watch() {
 		case <-t.C:
 		}
 		w.mu.Lock()
-		var over bool
-		if len(w.pending) > 0 && !w.pending[0].started.IsZero() && time.Since(w.pending[0].started) > backstop && w.cause == nil {
-			over = true
-			w.cause = &outcome{resp: &Response{Kind: KindCPU, Error: fmt.Sprintf("the script did not stop at its CPU time limit of %d s and was killed after %s", w.p.lim.CPUSeconds, backstop)}}
+		var head *call
+		if len(w.pending) > 0 && !w.pending[0].started.IsZero() && w.cause == nil {
+			head = w.pending[0]
+		}
+		w.mu.Unlock()
+		if head == nil {
+			seen = nil
+			continue
+		}
+		if head != seen {
+			seen, seenCPU = head, procCPU(w.cmd.Process.Pid)
+			continue
+		}
+		ran := time.Since(head.started)
+		if ran <= backstop {
+			continue
+		}
+		used := procCPU(w.cmd.Process.Pid) - seenCPU
+		if seenCPU >= 0 && used >= 0 && used < allow+2*time.Second && ran <= 5*backstop {
+			w.spared.Add(1)
+			continue // the child has not had its allowance yet: its own watch stops it
+		}
+		w.mu.Lock()
+		over := len(w.pending) > 0 && w.pending[0] == head && w.cause == nil
+		if over {
+			w.cause = &outcome{resp: &Response{Kind: KindCPU, Error: fmt.Sprintf("the script did not stop at its CPU time limit of %d s and was killed after %s", w.p.lim.CPUSeconds, ran.Round(time.Second))}}
 		}
 		w.mu.Unlock()
 		if over {
 			w.kill()
 		}
 	}
+}
+
+// procCPU is the CPU time process pid has used (user and system, from
+// /proc/PID/stat in the kernel's 100 Hz ticks), or -1 when it cannot be
+// read: the backstop then goes by wall time alone.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return -1
+	}
+	// After the command's ")": state, ppid, … utime is the 12th, stime
+	// the 13th.
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // died explains a child that stopped answering on its own: it ran out of

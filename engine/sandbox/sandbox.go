@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Bounds on what crosses the pipes and what a script may log.
@@ -39,9 +40,11 @@ const (
 
 // Defaults for Limits.
 const (
-	DefaultWorkers    = 2
-	DefaultMemoryMB   = 256
-	DefaultCPUSeconds = 10
+	DefaultWorkers        = 2
+	DefaultMemoryMB       = 256
+	DefaultCPUSeconds     = 10
+	DefaultRunConcurrency = 32
+	DefaultRunCPUSeconds  = 300
 )
 
 // Limits bound each child and the pool.
@@ -55,6 +58,16 @@ type Limits struct {
 	MemoryMB int
 	// CPUSeconds is the CPU time one call may use (default 10 s).
 	CPUSeconds int
+	// RunConcurrency is how many calls of one run (Request.Session) may
+	// be in the sandbox at once, running or written to a child (default
+	// 32: the pipelines of two workers, which a map of short calls keeps
+	// full); a run whose last call took long gets at most one per worker.
+	// Runs with calls waiting take turns for free places.
+	RunConcurrency int
+	// RunCPUSeconds is the CPU time all the calls of one run may use
+	// (default 300 s); past it the run's further calls fail. Negative:
+	// no budget. Calls without a session have none.
+	RunCPUSeconds int
 }
 
 // WithDefaults fills zero fields.
@@ -70,6 +83,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.CPUSeconds <= 0 {
 		l.CPUSeconds = DefaultCPUSeconds
+	}
+	if l.RunConcurrency <= 0 {
+		l.RunConcurrency = DefaultRunConcurrency
+	}
+	if l.RunCPUSeconds == 0 {
+		l.RunCPUSeconds = DefaultRunCPUSeconds
 	}
 	return l
 }
@@ -93,7 +112,8 @@ type Request struct {
 	// Session groups calls that may share one runtime: the calls of one
 	// run (tool.Scope.Session). Such a call sees what an earlier call of
 	// the same script in the same run left on shared prototypes, never what
-	// another run left. "" gets a fresh runtime.
+	// another run left. "" gets a fresh runtime. It is also the unit the
+	// pool shares its children fairly between and charges CPU time to.
 	Session string `json:"session,omitempty"`
 }
 
@@ -115,6 +135,9 @@ type Response struct {
 	Column      int             `json:"column,omitempty"`
 	Logs        []string        `json:"logs,omitempty"`
 	LogsDropped int             `json:"logs_dropped,omitempty"`
+	// CPU is the CPU time the call used in its child (measured for a call
+	// that ran past the CPU watch's first tick, else its wall time).
+	CPU time.Duration `json:"-"`
 }
 
 // ErrFrameTooLarge is returned for a frame over its bound.
@@ -123,20 +146,23 @@ var ErrFrameTooLarge = errors.New("frame too large")
 // The frames. Each is a 4-byte big-endian length and a body.
 //
 // A request's body is binary, so that neither side scans the script or
-// the data more than once: the script's length (4 bytes) and text, the
-// session's length and text, then the scope's JSON to the end.
+// the data more than once: the call's CPU allowance in milliseconds (4
+// bytes, 0 for the child's own limit; set when the call is sent, see
+// setAllowance), the script's length (4 bytes) and text, the session's
+// length and text, then the scope's JSON to the end.
 //
-// A response's body is 'V' and the value's JSON when the call succeeded
-// and logged nothing (a map's usual item), else 'J' and the Response as
-// JSON.
+// A response's body is a type byte, the CPU time the call used in
+// microseconds (a uvarint), then: for 'V' the value's JSON when the call
+// succeeded and logged nothing (a map's usual item), for 'J' the Response
+// as JSON.
 
 // encodeRequest returns a Request as one frame.
 func encodeRequest(req *Request, max int) ([]byte, error) {
-	n := 4 + len(req.Code) + 4 + len(req.Session) + len(req.Scope)
+	n := 4 + 4 + len(req.Code) + 4 + len(req.Session) + len(req.Scope)
 	if n > max {
 		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrFrameTooLarge, n, max)
 	}
-	buf := make([]byte, 4, 4+n)
+	buf := make([]byte, 8, 4+n)
 	binary.BigEndian.PutUint32(buf, uint32(n))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(req.Code)))
 	buf = append(buf, req.Code...)
@@ -145,8 +171,19 @@ func encodeRequest(req *Request, max int) ([]byte, error) {
 	return append(buf, req.Scope...), nil
 }
 
-// decodeRequest reads a request frame's body.
-func decodeRequest(b []byte) (*Request, error) {
+// setAllowance writes a request frame's CPU allowance.
+func setAllowance(frame []byte, d time.Duration) {
+	binary.BigEndian.PutUint32(frame[4:], uint32(max(d.Milliseconds(), 1)))
+}
+
+// decodeRequest reads a request frame's body and its CPU allowance (0:
+// the child's own limit).
+func decodeRequest(b []byte) (*Request, time.Duration, error) {
+	if len(b) < 4 {
+		return nil, 0, errors.New("request frame cut short")
+	}
+	allow := time.Duration(binary.BigEndian.Uint32(b)) * time.Millisecond
+	b = b[4:]
 	next := func() (string, error) {
 		if len(b) < 4 {
 			return "", errors.New("request frame cut short")
@@ -161,21 +198,26 @@ func decodeRequest(b []byte) (*Request, error) {
 	}
 	code, err := next()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	session, err := next()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return &Request{Code: code, Session: session, Scope: b}, nil
+	return &Request{Code: code, Session: session, Scope: b}, allow, nil
 }
 
 // appendResponse appends a response frame to buf.
 func appendResponse(buf []byte, resp *Response, max int) ([]byte, error) {
 	start := len(buf)
 	buf = append(buf, 0, 0, 0, 0)
+	var cpu uint64
+	if resp.CPU > 0 {
+		cpu = uint64(resp.CPU.Microseconds())
+	}
 	if resp.Kind == "" && len(resp.Logs) == 0 && resp.LogsDropped == 0 {
 		buf = append(buf, 'V')
+		buf = binary.AppendUvarint(buf, cpu)
 		buf = append(buf, resp.Value...)
 	} else {
 		b, err := json.Marshal(resp)
@@ -183,6 +225,7 @@ func appendResponse(buf []byte, resp *Response, max int) ([]byte, error) {
 			return buf[:start], fmt.Errorf("encode frame: %w", err)
 		}
 		buf = append(buf, 'J')
+		buf = binary.AppendUvarint(buf, cpu)
 		buf = append(buf, b...)
 	}
 	n := len(buf) - start - 4
@@ -198,14 +241,20 @@ func decodeResponse(b []byte) (*Response, error) {
 	if len(b) == 0 {
 		return nil, errors.New("empty response frame")
 	}
+	cpu, n := binary.Uvarint(b[1:])
+	if n <= 0 {
+		return nil, errors.New("response frame without its CPU time")
+	}
+	body := b[1+n:]
 	switch b[0] {
 	case 'V':
-		return &Response{Value: json.RawMessage(b[1:])}, nil
+		return &Response{Value: json.RawMessage(body), CPU: time.Duration(cpu) * time.Microsecond}, nil
 	case 'J':
 		var r Response
-		if err := json.Unmarshal(b[1:], &r); err != nil {
+		if err := json.Unmarshal(body, &r); err != nil {
 			return nil, fmt.Errorf("decode response: %w", err)
 		}
+		r.CPU = time.Duration(cpu) * time.Microsecond
 		return &r, nil
 	}
 	return nil, fmt.Errorf("response frame of unknown type %q", b[0])

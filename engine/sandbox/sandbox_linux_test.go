@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -235,12 +236,12 @@ func TestPoolQueueBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	for i := 0; i < pipelineDepth+1; i++ { // a child's worth in flight, one waiting
+	for i := 0; i < 2; i++ { // one in flight (a run of long calls has one a worker), one waiting
 		wg.Add(1)
 		go func() { defer wg.Done(); p.Run(ctx, &Request{Code: `for(;;){}`, Scope: json.RawMessage(`{}`)}) }()
 	}
 	err := testutil.Poll(10*time.Second, func() error {
-		if p.waiting.Load() < 1 {
+		if p.sched.waitingOf("") < 1 {
 			return errors.New("no call waiting yet")
 		}
 		return nil
@@ -342,5 +343,170 @@ func TestPoolKillWhileAWriteBlocks(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("took %s: the kill waited for the blocked write", d)
+	}
+}
+
+// childCPU is the CPU time a process has used, all its threads: the sum of
+// their run time in /proc/PID/task/*/schedstat, in nanoseconds (the
+// process's stat counts in 10 ms ticks).
+func childCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		var ns int64
+		if _, err := fmt.Sscan(string(b), &ns); err != nil {
+			t.Fatalf("schedstat %q: %v", b, err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum
+}
+
+// An endless loop with a 1 s limit uses 1 s of its child's CPU time, not
+// the whole seconds RLIMIT_CPU counts in.
+func TestPoolCPULimitMeasuredInTheChild(t *testing.T) {
+	p := newTestPool(t, Limits{Workers: 1, CPUSeconds: 1})
+	run(t, p, `return 1`, map[string]any{}) // the child is up
+	p.mu.Lock()
+	pid := p.workers[0].cmd.Process.Pid
+	p.mu.Unlock()
+	for i := 0; i < 2; i++ { // the second call starts with CPU time already used
+		before := childCPU(t, pid)
+		resp := run(t, p, `for (;;) {}`, map[string]any{})
+		used := childCPU(t, pid) - before
+		t.Logf("call %d: the child used %s", i, used)
+		if resp.Kind != KindCPU || !strings.Contains(resp.Error, "CPU time limit of 1 s") {
+			t.Fatalf("%+v", resp)
+		}
+		if used < time.Second || used > 1250*time.Millisecond {
+			t.Fatalf("the loop used %s of the child's CPU time, want 1 s to 1.25 s", used)
+		}
+		if resp.CPU < time.Second || resp.CPU > 1250*time.Millisecond {
+			t.Fatalf("the child reported %s of CPU time for the call", resp.CPU)
+		}
+	}
+}
+
+// One run flooding the sandbox with long calls (more than its queue holds)
+// neither makes another run's calls fail as busy nor holds them until its
+// own are done: the other run's call answers while the first still has
+// calls waiting.
+func TestPoolFloodingRunDoesNotStarveAnother(t *testing.T) {
+	p := newTestPool(t, Limits{Workers: 2, CPUSeconds: 1, MaxQueue: 64})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	done := make(chan error, 150)
+	for i := 0; i < 150; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := p.Run(ctx, &Request{Code: `for (;;) {}`, Scope: json.RawMessage(`{}`), Session: "flood"})
+			done <- err
+		}()
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := p.sched.waitingOf("flood"); n < 64 {
+			return fmt.Errorf("%d calls of the flood waiting", n)
+		}
+		return nil
+	})
+
+	resp, err := p.Run(context.Background(), &Request{Code: `return 42`, Scope: json.RawMessage(`{}`), Session: "other"})
+	if err != nil || string(resp.Value) != "42" {
+		t.Fatalf("the other run's call: %+v %v", resp, err)
+	}
+	if n := p.sched.waitingOf("flood"); n == 0 {
+		t.Fatal("the other run's call waited for the whole flood")
+	}
+	cancel()
+	wg.Wait()
+	close(done)
+	busy := 0
+	for err := range done {
+		if errors.Is(err, ErrBusy) {
+			busy++
+		}
+	}
+	if busy == 0 {
+		t.Fatal("the flood's own queue never filled")
+	}
+}
+
+// A run over its CPU budget fails its remaining calls, naming the flag;
+// another run still runs.
+func TestPoolRunCPUBudget(t *testing.T) {
+	p := newTestPool(t, Limits{Workers: 1, CPUSeconds: 5, RunCPUSeconds: 1})
+	call := func(session, code string) (*Response, error) {
+		return p.Run(context.Background(), &Request{Code: code, Scope: json.RawMessage(`{}`), Session: session})
+	}
+	resp, err := call("a", `for (;;) {}`)
+	if err != nil || resp.Kind != KindCPU || !strings.Contains(resp.Error, "CPU time budget of 1 s a run (--code-run-cpu-seconds)") {
+		t.Fatalf("the call that used the budget: %+v %v", resp, err)
+	}
+	if resp.CPU > 1250*time.Millisecond {
+		t.Fatalf("the call used %s of a 1 s budget", resp.CPU)
+	}
+	_, err = call("a", `return 1`)
+	if !errors.Is(err, ErrRunCPU) || !strings.Contains(err.Error(), "--code-run-cpu-seconds") {
+		t.Fatalf("a call past the budget: %v", err)
+	}
+	if resp, err := call("b", `return 2`); err != nil || string(resp.Value) != "2" {
+		t.Fatalf("another run: %+v %v", resp, err)
+	}
+	// Calls outside a run have no budget.
+	if resp, err := call("", `for (let i = 0; i < 1e5; i++) {} return 3`); err != nil || string(resp.Value) != "3" {
+		t.Fatalf("a call without a run: %+v %v", resp, err)
+	}
+}
+
+// On a busy machine a script may run past the backstop's wall time without
+// having had its CPU time: the pool does not kill it as stuck, and the
+// child's own watch stops it at its limit. The child is stopped (SIGSTOP)
+// to stand for a machine that gives it no CPU.
+func TestPoolBackstopGoesByTheChildsCPU(t *testing.T) {
+	p := newTestPool(t, Limits{Workers: 1, CPUSeconds: 1})
+	run(t, p, `return 1`, map[string]any{})
+	p.mu.Lock()
+	w := p.workers[0]
+	p.mu.Unlock()
+	pid := w.cmd.Process.Pid
+	got := make(chan *Response, 1)
+	go func() {
+		resp, err := p.Run(context.Background(), &Request{Code: `for (;;) {}`, Scope: json.RawMessage(`{}`)})
+		if err != nil {
+			resp = &Response{Error: err.Error()}
+		}
+		got <- resp
+	}()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n, _ := w.load(time.Now()); n == 0 {
+			return errors.New("the loop has not been sent")
+		}
+		return nil
+	})
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if w.spared.Load() == 0 {
+			return errors.New("the backstop's wall time has not passed")
+		}
+		return nil
+	})
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resp := <-got
+	if resp.Kind != KindCPU || resp.Error != "the script went over its CPU time limit of 1 s" {
+		t.Fatalf("%+v", resp)
 	}
 }

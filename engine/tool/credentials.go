@@ -3,6 +3,9 @@ package tool
 import (
 	"context"
 	"errors"
+	"net/url"
+
+	"github.com/chainstudio/studio/engine/credential"
 )
 
 // Secret is a credential resolved for one call: its type and its fields'
@@ -12,6 +15,37 @@ type Secret struct {
 	Name   string
 	Type   string
 	Values map[string]any
+	// Hosts is the admin's list of where it may be sent (empty: its type's
+	// defaults, credential.Type.DefaultHosts).
+	Hosts []string
+}
+
+// Allows reports whether the secret may be sent with a request to u: nil,
+// or an error that names the credential and the host and wraps ErrDenied
+// (and *credential.HostError). Every request a tool attaches the secret to
+// is checked, redirects included.
+func (s *Secret) Allows(u *url.URL) error {
+	typ, ok := credential.Lookup(s.Type)
+	if !ok {
+		return &deniedError{err: &credential.HostError{Credential: s.Name, Host: u.Host, NoList: true}}
+	}
+	if err := typ.AllowsURL(s.Name, s.Values, s.Hosts, u); err != nil {
+		return &deniedError{err: err}
+	}
+	return nil
+}
+
+// deniedError is a host refusal: its text is the refusal's own; it wraps
+// ErrDenied, and errors.As finds the *credential.HostError in it.
+type deniedError struct{ err error }
+
+func (e *deniedError) Error() string { return e.err.Error() }
+func (e *deniedError) Unwrap() error { return ErrDenied }
+func (e *deniedError) As(target any) bool {
+	if t, ok := target.(**credential.HostError); ok {
+		return errors.As(e.err, t)
+	}
+	return false
 }
 
 // Credentials resolves credentials by name for the run that is calling: the

@@ -41,6 +41,11 @@ type Problem struct {
 	Line    int
 	Column  int
 	Message string
+	// Rule and Warning, when set, report the problem under its own rule
+	// and as a warning (what the host will refuse at run time, say), not
+	// as an input_check error.
+	Rule    string
+	Warning bool
 }
 
 // Check looks at a node's static input before any run (validation, save):

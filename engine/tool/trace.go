@@ -34,7 +34,7 @@ type ModelCall struct {
 	Agent    string
 	Provider string // openai, anthropic, gemini
 	Model    string // the model requested
-	Endpoint string // without credentials (redacted)
+	Endpoint string // without credentials (redacted); a span names its host and port
 }
 
 // ModelResult is how a model call ended: the token usage the server

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/mcp"
 	"github.com/chainstudio/studio/engine/tool"
@@ -43,8 +44,12 @@ type Options struct {
 	// chain can authenticate a server. nil: servers naming one are
 	// unavailable.
 	Credentials tool.Credentials
-	// HTTPClient carries http and sse servers' requests, behind the address
-	// guard (builtin.ModelHTTPClient, --mcp-allow-private).
+	// AllowPrivate lets http and sse servers be at loopback and private
+	// addresses (--mcp-allow-private).
+	AllowPrivate bool
+	// HTTPClient carries http and sse servers' requests; nil: behind the
+	// address guard, builtin.MCPHTTPClient(AllowPrivate). Tests give one
+	// that cannot connect anywhere else.
 	HTTPClient *http.Client
 	// AllowCommand lists the programs stdio servers may run (the
 	// --allow-mcp-command values: bare names or absolute paths).
@@ -114,6 +119,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = builtin.MCPHTTPClient(opts.AllowPrivate)
 	}
 	h := &Host{opts: opts, allow: map[string]bool{}, byName: map[string]*entry{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, name := range opts.AllowCommand {
@@ -210,6 +218,17 @@ func toServer(rec *store.MCPServer) mcp.Server {
 	return s
 }
 
+// URLRefused says why this host will refuse to connect to an http or sse
+// server at raw (a loopback or private address without AllowPrivate),
+// naming the flag that opens it; "" when it will not, or cannot be told
+// without a lookup. The admin pages show it as a URL is typed.
+func (h *Host) URLRefused(raw string) string {
+	if h.opts.AllowPrivate {
+		return ""
+	}
+	return builtin.MCPURLRefused(raw)
+}
+
 // Reload reads the records and makes the connections match them: a new or
 // changed server (its credential's values included) is connected afresh, a
 // removed one is closed, the others are left alone.
@@ -304,6 +323,16 @@ func (h *Host) applyCredential(ctx context.Context, cfg *mcp.Server, name string
 	if err != nil {
 		return err
 	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return fmt.Errorf("url: %w", err)
+	}
+	if typ, ok := credential.Lookup(sec.Type); ok && typ.Use == credential.UseHTTP {
+		if err := sec.Allows(u); err != nil { // refused before connecting
+			return err
+		}
+	}
+	cfg.Allow = sec.Allows
 	v := credential.Values(sec.Values)
 	if cfg.Headers == nil {
 		cfg.Headers = map[string]string{}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/credential"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/mcp"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/internal/testutil"
@@ -98,9 +101,45 @@ func authServer(t *testing.T, token string) *httptest.Server {
 	return ts
 }
 
+// An MCP server's credential goes only to its allowed hosts: a server whose
+// URL is elsewhere is unavailable with a reason that names the credential
+// and the host, and a server that redirects to another host gets no
+// request there.
+func TestMCPCredentialOnlyToAllowedHosts(t *testing.T) {
+	t.Parallel()
+	var stolen atomic.Int32
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stolen.Add(1)
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	t.Cleanup(attacker.Close)
+	attackerURL := strings.Replace(attacker.URL, "127.0.0.1", "localhost", 1)
+	bouncer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, attackerURL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(bouncer.Close)
+	db := &memStore{recs: map[string]store.MCPServer{
+		"direct":  {Name: "direct", Transport: "http", URL: attackerURL + "/mcp", Credential: "tok", Enabled: true},
+		"bounced": {Name: "bounced", Transport: "http", URL: bouncer.URL + "/mcp", Credential: "tok", Enabled: true},
+	}}
+	c := creds{"tok": {Name: "tok", Type: credential.Bearer, Hosts: []string{"127.0.0.1"}, Values: map[string]any{"token": "s3cret-mcp"}}}
+	h := newHost(t, db, c)
+	st := waitState(t, h, "direct", mcp.StateUnavailable)
+	if !strings.Contains(st.Reason, `credential "tok" may not be sent to localhost:`) {
+		t.Fatalf("reason %q", st.Reason)
+	}
+	st = waitState(t, h, "bounced", mcp.StateUnavailable)
+	if !strings.Contains(st.Reason, `credential "tok"`) {
+		t.Fatalf("reason %q", st.Reason)
+	}
+	if n := stolen.Load(); n != 0 {
+		t.Fatalf("the host not on the list got %d requests", n)
+	}
+}
+
 func newHost(t *testing.T, db *memStore, c tool.Credentials, allow ...string) *Host {
 	t.Helper()
-	h, err := New(context.Background(), Options{Store: db, Credentials: c, HTTPClient: builtin.ModelHTTPClient(true),
+	h, err := New(context.Background(), Options{Store: db, Credentials: c, AllowPrivate: true,
 		AllowCommand: allow, RefuseEnv: builtin.LoaderEnv, Poll: -1, Limits: mcp.Options{RetryDelay: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +167,7 @@ func TestHTTPServerWithACredentialServesItsToolsToTheEngine(t *testing.T) {
 	db := &memStore{recs: map[string]store.MCPServer{
 		"docs": {Name: "docs", Transport: "http", URL: ts.URL, Headers: map[string]string{"X-Tenant": "acme"}, Credential: "docs-token", Enabled: true},
 	}}
-	c := creds{"docs-token": {Name: "docs-token", Type: credential.Bearer, Values: map[string]any{"token": "s3cret"}}}
+	c := creds{"docs-token": {Name: "docs-token", Type: credential.Bearer, Hosts: []string{"127.0.0.1"}, Values: map[string]any{"token": "s3cret"}}}
 	h := newHost(t, db, c)
 	st := waitState(t, h, "docs", mcp.StateAvailable)
 	if st.Tools != 2 || st.ServerInfo == "" {
@@ -144,8 +183,8 @@ func TestHTTPServerWithACredentialServesItsToolsToTheEngine(t *testing.T) {
 		t.Fatal("the registry does not follow the catalog")
 	}
 	e := engine.New(engine.Options{Registry: reg})
-	doc, _ := engine.Decode([]byte(`{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"mcp:docs/echo","input":{"say":"hello"}},{"node_id":"b","kind":"tool","name":"mcp:docs/fail","input":{}}],"edges":[{"source":"a","target":"b"}]}`), engine.Limits{})
-	res, err := e.Run(context.Background(), doc, nil, engine.RunOptions{})
+	doc, _ := chain.Decode([]byte(`{"name":"c","nodes":[{"node_id":"a","kind":"tool","name":"mcp:docs/echo","input":{"say":"hello"}},{"node_id":"b","kind":"tool","name":"mcp:docs/fail","input":{}}],"edges":[{"source":"a","target":"b"}]}`), chain.Limits{})
+	res, err := e.Run(context.Background(), enginetest.PlanOf(e, doc), nil, engine.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +192,13 @@ func TestHTTPServerWithACredentialServesItsToolsToTheEngine(t *testing.T) {
 	if string(out) != `{"content":[{"text":"hello","type":"text"}],"structured":null,"text":"hello"}` {
 		t.Errorf("a's output %s", out)
 	}
-	if res.Status != engine.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, "disk on fire") {
+	if res.Status != chain.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, "disk on fire") {
 		t.Errorf("run %s %+v", res.Status, res.Error)
 	}
 
 	// A wrong credential makes the server unavailable (after a reload:
 	// the credential's values are part of what the host connected with).
-	c["docs-token"] = &tool.Secret{Name: "docs-token", Type: credential.Bearer, Values: map[string]any{"token": "wrong"}}
+	c["docs-token"] = &tool.Secret{Name: "docs-token", Type: credential.Bearer, Hosts: []string{"127.0.0.1"}, Values: map[string]any{"token": "wrong"}}
 	if err := h.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}

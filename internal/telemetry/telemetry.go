@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/runs"
 )
@@ -106,7 +109,7 @@ type runTrace struct {
 }
 
 type nodeInfo struct {
-	kind engine.Kind
+	kind chain.Kind
 	name string
 }
 
@@ -241,7 +244,7 @@ func (t *Tracer) StartRun(ctx context.Context, s runs.RunSpan) (context.Context,
 
 // OnRun implements runs.Tracer (engine.Options.OnRun): the kinds and names
 // of the nodes a run executes.
-func (t *Tracer) OnRun(runID string, c *engine.Chain) {
+func (t *Tracer) OnRun(runID string, c *chain.Chain) {
 	nodes := make(map[string]nodeInfo, len(c.Nodes))
 	for i := range c.Nodes {
 		nodes[c.Nodes[i].ID] = nodeInfo{kind: c.Nodes[i].Kind, name: c.Nodes[i].Name}
@@ -326,16 +329,16 @@ func (t *Tracer) take(k attemptKey) *attempt {
 }
 
 // nameAttr names what a node runs: its tool, agent or sub-chain.
-func nameAttr(kind engine.Kind, name string) []attribute.KeyValue {
+func nameAttr(kind chain.Kind, name string) []attribute.KeyValue {
 	if name == "" {
 		return nil
 	}
 	switch kind {
-	case engine.KindTool:
+	case chain.KindTool:
 		return []attribute.KeyValue{attribute.String("studio.node.tool", name)}
-	case engine.KindAgent:
+	case chain.KindAgent:
 		return []attribute.KeyValue{attribute.String("studio.node.agent", name)}
-	case engine.KindSkill:
+	case chain.KindSkill:
 		return []attribute.KeyValue{attribute.String("studio.node.chain", name)}
 	}
 	return nil
@@ -383,6 +386,9 @@ func (t *Tracer) Emit(ev engine.Event) {
 	}
 	if st != nil && st.reused {
 		attrs = append(attrs, attribute.Bool("studio.node.reused", true))
+	}
+	if ev.Pinned { // the chain's pinned output: nothing executed
+		attrs = append(attrs, attribute.Bool("studio.node.pinned", true))
 	}
 	span.SetAttributes(attrs...)
 	if ev.Phase == engine.PhaseError {
@@ -433,9 +439,7 @@ func (t *Tracer) ModelCall(ctx context.Context, c tool.ModelCall) (context.Conte
 	if c.Agent != "" {
 		attrs = append(attrs, attribute.String("gen_ai.agent.name", c.Agent))
 	}
-	if c.Endpoint != "" {
-		attrs = append(attrs, attribute.String("server.address", c.Endpoint))
-	}
+	attrs = append(attrs, serverAttrs(c.Endpoint)...)
 	ctx, span := t.tracer.Start(ctx, "chat "+c.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	return ctx, func(r tool.ModelResult) {
 		if r.ResponseModel != "" {
@@ -452,6 +456,26 @@ func (t *Tracer) ModelCall(ctx context.Context, c tool.ModelCall) (context.Conte
 		}
 		span.End()
 	}
+}
+
+// serverAttrs are server.address and server.port of a model endpoint, as
+// the semantic conventions want them: the host name alone and the port as
+// a number (the scheme's when the URL names none); none for an endpoint
+// that is not an absolute URL.
+func serverAttrs(endpoint string) []attribute.KeyValue {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	attrs := []attribute.KeyValue{attribute.String("server.address", u.Hostname())}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		port = map[string]int{"http": 80, "https": 443}[strings.ToLower(u.Scheme)]
+	}
+	if port > 0 {
+		attrs = append(attrs, attribute.Int("server.port", port))
+	}
+	return attrs
 }
 
 // providerName is a provider's gen_ai.provider.name; openai covers every

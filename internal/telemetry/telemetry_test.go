@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/runs"
 )
@@ -32,9 +33,9 @@ func TestHandOverContinuesTheTrace(t *testing.T) {
 	b, expB := process()
 
 	_, stored, end := a.StartRun(ctx, runs.RunSpan{RunID: "run-1", Kind: "run", First: true})
-	end(&engine.Result{Status: engine.StatusFailed}, nil)
+	end(&engine.Result{Status: chain.StatusFailed}, nil)
 	_, _, end = b.StartRun(ctx, runs.RunSpan{RunID: "run-1", Kind: "takeover"}) // nothing stored: derived
-	end(&engine.Result{Status: engine.StatusCompleted}, nil)
+	end(&engine.Result{Status: chain.StatusCompleted}, nil)
 	first, second := expA.GetSpans()[0], expB.GetSpans()[0]
 	if first.SpanContext.TraceID() != second.SpanContext.TraceID() {
 		t.Fatalf("takeover in trace %s, first execution in %s", second.SpanContext.TraceID(), first.SpanContext.TraceID())
@@ -73,7 +74,7 @@ func TestHandOverContinuesTheTrace(t *testing.T) {
 	}
 	// The preset ids were for the run's span only: its nodes get their own.
 	ctx4, _, end := a.StartRun(ctx, runs.RunSpan{RunID: "run-4", Kind: "run", First: true})
-	actx := a.AttemptContext(ctx4, engine.AttemptInfo{RunID: "run-4", NodeID: "n", Kind: engine.KindTool, Attempt: 1})
+	actx := a.AttemptContext(ctx4, engine.AttemptInfo{RunID: "run-4", NodeID: "n", Kind: chain.KindTool, Attempt: 1})
 	a.Emit(engine.Event{RunID: "run-4", NodeID: "n", Phase: engine.PhaseDone})
 	end(nil, nil)
 	if actx == ctx4 {
@@ -124,7 +125,7 @@ func TestSkippedFailureIsOneSpan(t *testing.T) {
 	ctx := context.Background()
 	tr, exp := process()
 	ctx, _, end := tr.StartRun(ctx, runs.RunSpan{RunID: "run-s", Kind: "run", First: true})
-	tr.AttemptContext(ctx, engine.AttemptInfo{RunID: "run-s", NodeID: "a", Kind: engine.KindTool, Attempt: 1})
+	tr.AttemptContext(ctx, engine.AttemptInfo{RunID: "run-s", NodeID: "a", Kind: chain.KindTool, Attempt: 1})
 	tr.Emit(engine.Event{RunID: "run-s", NodeID: "a", Phase: engine.PhaseStart, Attempt: 1})
 	tr.Emit(engine.Event{RunID: "run-s", NodeID: "a", Phase: engine.PhaseError, Error: "disk", Reason: engine.ReasonOnErrorSkip, Attempt: 1})
 	tr.Emit(engine.Event{RunID: "run-s", NodeID: "a", Phase: engine.PhaseSkip, Error: "disk", Reason: engine.ReasonOnErrorSkip, Attempt: 1})
@@ -170,6 +171,43 @@ func TestToolCallAndProviderSpans(t *testing.T) {
 	for _, a := range model.Attributes {
 		if a.Key == "gen_ai.provider.name" && a.Value.Emit() != "anthropic" {
 			t.Fatalf("provider %s", a.Value.Emit())
+		}
+	}
+}
+
+// A chat span names the server as the GenAI conventions do: the host alone
+// in server.address and the port as a number in server.port (the scheme's
+// when the URL gives none), never the whole URL.
+func TestModelSpanNamesTheServerHostAndPort(t *testing.T) {
+	cases := []struct {
+		endpoint string
+		host     string
+		port     int64 // 0: no server.port
+	}{
+		{"http://127.0.0.1:11434/v1/chat/completions", "127.0.0.1", 11434},
+		{"https://api.anthropic.com/v1/messages", "api.anthropic.com", 443},
+		{"http://[::1]:8080/v1beta/models/m:streamGenerateContent?alt=sse", "::1", 8080},
+		{"http://llm.internal/v1/chat/completions", "llm.internal", 80},
+		{"not a url", "", 0},
+	}
+	for _, tc := range cases {
+		tr, exp := process()
+		_, end := tr.ModelCall(context.Background(), tool.ModelCall{Agent: "helper", Provider: "openai", Model: "m", Endpoint: tc.endpoint})
+		end(tool.ModelResult{})
+		attrs := map[string]any{}
+		for _, a := range exp.GetSpans()[0].Attributes {
+			attrs[string(a.Key)] = a.Value.AsInterface()
+		}
+		host, hasHost := attrs["server.address"]
+		port, hasPort := attrs["server.port"]
+		if tc.host == "" {
+			if hasHost || hasPort {
+				t.Errorf("%s: server.address %v, server.port %v; want neither", tc.endpoint, host, port)
+			}
+			continue
+		}
+		if host != tc.host || port != tc.port {
+			t.Errorf("%s: server.address %v (%T), server.port %v (%T); want %q and %d", tc.endpoint, host, host, port, port, tc.host, tc.port)
 		}
 	}
 }

@@ -52,9 +52,9 @@ type Options struct {
 	// insert-only queue (no worker here).
 	Workers int
 	Logger  *slog.Logger
-	// LeaseTTL is the runs' lease TTL (runs.Options.LeaseTTL; default
-	// runs.DefaultLeaseTTL): a job started longer ago than this whose run
-	// has no live lease lost its worker.
+	// LeaseTTL is the runs' lease TTL (runs.DistributedOptions.LeaseTTL;
+	// default runs.DefaultLeaseTTL): a job started longer ago than this
+	// whose run has no live lease lost its worker.
 	LeaseTTL time.Duration
 	// ReapEvery is how often a worker process looks for runs whose lease
 	// expired, to take them over (default 5s). Of all the processes, one
@@ -71,12 +71,13 @@ const reaperLock int32 = 0x5354_5245 // "STRE"
 // reaperLockSQL takes the reaper's lock for this schema, if it is free.
 const reaperLockSQL = `SELECT pg_try_advisory_xact_lock($1::int4, hashtext(current_schema()))`
 
-// Queue runs the studio's runs as River jobs: it is the run service's
-// runs.Dispatcher, and its workers call the service's Execute.
+// Queue runs the studio's runs as River jobs: it is the runs.Dispatcher of
+// the run service's distributed executor (runs.Distributed), and its
+// workers call the executor's Execute.
 type Queue struct {
 	db     Store
 	client *river.Client[pgx.Tx]
-	svc    atomic.Pointer[runs.Service]
+	exec   atomic.Pointer[runs.Distributed]
 	log    *slog.Logger
 	ttl    time.Duration
 	reap   time.Duration
@@ -89,8 +90,8 @@ type Queue struct {
 	beforeInsert func(runID string) error
 }
 
-// New builds the River client on db's pool. Call Start with the run service
-// to begin working jobs.
+// New builds the River client on db's pool. Call Start with the run
+// service's executor to begin working jobs.
 func New(db Store, opts Options) (*Queue, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -139,9 +140,10 @@ func New(db Store, opts Options) (*Queue, error) {
 	return q, nil
 }
 
-// Start begins working jobs on svc (a no-op for an insert-only queue).
-func (q *Queue) Start(ctx context.Context, svc *runs.Service) error {
-	q.svc.Store(svc)
+// Start begins working jobs on exec, once the run service it was given to
+// is built (a no-op for an insert-only queue).
+func (q *Queue) Start(ctx context.Context, exec *runs.Distributed) error {
+	q.exec.Store(exec)
 	if !q.work {
 		return nil
 	}
@@ -259,18 +261,18 @@ func (q *Queue) Cancel(ctx context.Context, runID string) (bool, error) {
 	return found, err
 }
 
-// runWorker executes a run job through the run service.
+// runWorker executes a run job through the run service's executor.
 type runWorker struct {
 	river.WorkerDefaults[RunArgs]
 	q *Queue
 }
 
 func (w *runWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
-	svc := w.q.svc.Load()
-	if svc == nil {
+	exec := w.q.exec.Load()
+	if exec == nil {
 		return river.JobSnooze(time.Second)
 	}
-	err := svc.Execute(ctx, job.Args.Task)
+	err := exec.Execute(ctx, job.Args.Task)
 	switch {
 	case errors.Is(err, runs.ErrShutdown):
 		// This process is stopping: another worker takes it.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres"
@@ -111,7 +111,7 @@ func TestReaperTakesOverExpiredRuns(t *testing.T) {
 	if asked, err := db.RenewRun(ctx, "live", 1, time.Minute); err != nil || !asked {
 		t.Fatalf("the live run's heartbeat after a cancel: %v, %v", asked, err)
 	}
-	if info, _ := db.GetRunInfo(ctx, "live"); info.Status != engine.StatusRunning {
+	if info, _ := db.GetRunInfo(ctx, "live"); info.Status != chain.StatusRunning {
 		t.Fatalf("a cancelled running run is %s before its worker stops it", info.Status)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres"
@@ -48,13 +50,13 @@ func TestResumeOfFailedRunIsOneTransaction(t *testing.T) {
 		return map[string]any{"i": float64(i)}, nil
 	})
 	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db, Chains: db.ResolveChain})
-	chain := &engine.Chain{Name: "flaky", EntryNode: "n0", Nodes: []engine.Node{
-		{ID: "n0", Kind: engine.KindTool, Name: "step", Input: map[string]any{"i": 0.0}},
-		{ID: "n1", Kind: engine.KindTool, Name: "step", Input: map[string]any{"i": 1.0}},
-		{ID: "n2", Kind: engine.KindTool, Name: "step", Input: map[string]any{"i": 2.0}},
-	}, Edges: []engine.Edge{{ID: "e1", Source: "n0", Target: "n1"}, {ID: "e2", Source: "n1", Target: "n2"}}}
+	doc := &chain.Chain{Name: "flaky", EntryNode: "n0", Nodes: []chain.Node{
+		{ID: "n0", Kind: chain.KindTool, Name: "step", Input: map[string]any{"i": 0.0}},
+		{ID: "n1", Kind: chain.KindTool, Name: "step", Input: map[string]any{"i": 1.0}},
+		{ID: "n2", Kind: chain.KindTool, Name: "step", Input: map[string]any{"i": 2.0}},
+	}, Edges: []chain.Edge{{ID: "e1", Source: "n0", Target: "n1"}, {ID: "e2", Source: "n1", Target: "n2"}}}
 	const id = "flaky-run"
-	if res, err := eng.Run(ctx, chain, nil, engine.RunOptions{RunID: id}); err == nil && res.Status != engine.StatusFailed {
+	if res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: id}); err == nil && res.Status != chain.StatusFailed {
 		t.Fatalf("first run: %v, want failed", res.Status)
 	}
 	state := func() (string, int64, int) {
@@ -112,7 +114,7 @@ func TestResumeOfFailedRunIsOneTransaction(t *testing.T) {
 	}
 	broken.Store(false)
 	res, err := eng.ContinueResume(ctx, id, task.Resume, engine.ResumeOptions{})
-	if err != nil || res.Status != engine.StatusCompleted {
+	if err != nil || res.Status != chain.StatusCompleted {
 		t.Fatalf("the continued run: %v, %v", res, err)
 	}
 	if a, b, c := calls[0].Load(), calls[1].Load(), calls[2].Load(); a != 1 || b != 2 || c != 1 {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store/postgres"
 	"github.com/chainstudio/studio/store/postgres/pgtest"
@@ -57,11 +59,11 @@ func TestSweepersOnSeveralProcesses(t *testing.T) {
 	defer hook.Close()
 
 	eng := engine.New(engine.Options{Registry: engine.NewRegistry(), Checkpointer: db, Chains: db.ResolveChain})
-	chain := &engine.Chain{Name: "timed", Nodes: []engine.Node{{ID: "ask", Kind: engine.KindInterrupt,
+	doc := &chain.Chain{Name: "timed", Nodes: []chain.Node{{ID: "ask", Kind: chain.KindInterrupt,
 		Config: map[string]any{"prompt": "ok?", "timeout": "1h", "escalation": hook.URL}}}}
 	const id = "timed-run"
-	res, err := eng.Run(ctx, chain, nil, engine.RunOptions{RunID: id})
-	if err != nil || res.Status != engine.StatusPaused {
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: id})
+	if err != nil || res.Status != chain.StatusPaused {
 		t.Fatalf("run: %v %v", res, err)
 	}
 
@@ -110,7 +112,7 @@ func TestSweepersOnSeveralProcesses(t *testing.T) {
 	}
 	// The worker continues it: no rejected edge, so the node fails "rejected".
 	res, err = eng.ContinueResume(ctx, id, task.Resume, engine.ResumeOptions{})
-	if err != nil || res.Status != engine.StatusFailed || res.Nodes["ask"].Error == "" {
+	if err != nil || res.Status != chain.StatusFailed || res.Nodes["ask"].Error == "" {
 		t.Fatalf("continued: %+v %v", res, err)
 	}
 	// A person answering now is late.

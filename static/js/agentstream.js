@@ -11,7 +11,7 @@
 import * as common from './common.js';
 
 export const TEXT_CAP = 256 * 1024; // UTF-16 units of streamed text kept per node
-const STEPS = new Set(['model_call', 'text', 'model_usage', 'tool_call', 'tool_result', 'repair']);
+const STEPS = new Set(['model_call', 'text', 'model_usage', 'tool_call', 'tool_result', 'repair', 'tool_calls_refused', 'warning']);
 const STATUS_TEXT = { ok: 'ok', error: 'error', rejected: 'rejected by a person', refused: 'refused', running: 'running…' };
 
 // isAgentStep: a progress event of an agent's loop (they all name the agent).
@@ -172,6 +172,12 @@ export function create(panelEl, listEl, { nameEl }) {
         break;
       case 'tool_result':
         toolResult(n, turnView(n, ev, p.turn), p);
+        break;
+      case 'tool_calls_refused': // a turn over max_tool_calls: one row for all its calls
+        stepRow(turnView(n, ev, p.turn), 'agent-refused', common.el('span', { class: 'agent-status st-refused', text: (count(p.calls) ?? '?') + ' calls refused' }), ' ', common.el('span', { class: 'agent-error', text: p.error || '' }));
+        break;
+      case 'warning': // the agent answered, but some of its calls failed
+        n.turnsEl.append(common.el('p', { class: 'agent-warning', text: '⚠ ' + (p.text || '') }));
         break;
       case 'repair':
         stepRow(lastTurn(n, ev), 'agent-repair', common.el('span', { class: 'agent-status st-error', text: 'repair ' + (p.attempt ?? '?') + ' of ' + (p.of ?? '?') }), ' ', common.el('span', { class: 'agent-error', text: p.error || '' }));

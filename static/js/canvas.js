@@ -69,16 +69,42 @@ export function nodeElement(n, extraClasses) {
   return el;
 }
 
+// Pinned outputs (docs/chain-format.md, "Pinned outputs"): the designer
+// marks a node its draft pins with a pin line in the node and the pinned
+// class (a double border); the run page marks the nodes a run took from
+// their pins the same way.
+export const PIN_NOTE = '⚲ pinned';
+export function isPinned(doc, id) {
+  const p = doc && doc.pinned_outputs;
+  return !!p && Object.prototype.hasOwnProperty.call(p, id);
+}
+
+// showPin draws node n's element ele pinned or not.
+export function showPin(ele, n, pinned) {
+  if (!ele || ele.empty()) return;
+  ele.data('display', nodeDisplay(n, pinned ? PIN_NOTE : ''));
+  if (pinned) ele.addClass('pinned'); else ele.removeClass('pinned');
+}
+
 export function edgeElement(e, extraClasses) {
   return { group: 'edges', data: { id: e.id, source: e.source, target: e.target, text: edgeText(e) }, classes: edgeClasses(e) + (extraClasses ? ' ' + extraClasses : '') };
 }
 
 // elements builds every element of a document (edges to missing nodes are
-// left out: validation reports them).
-export function elements(doc) {
+// left out: validation reports them). opts.pins marks the nodes the
+// document pins (the designer's canvas; a run's canvas marks what the run
+// did instead).
+export function elements(doc, opts) {
   const els = [];
   const ids = new Set();
-  for (const n of doc.nodes || []) { ids.add(n.node_id); els.push(nodeElement(n)); }
+  const pins = opts && opts.pins ? doc.pinned_outputs : null;
+  for (const n of doc.nodes || []) {
+    ids.add(n.node_id);
+    const pinned = pins && Object.prototype.hasOwnProperty.call(pins, n.node_id);
+    const el = nodeElement(n, pinned ? 'pinned' : '');
+    if (pinned) el.data.display = nodeDisplay(n, PIN_NOTE);
+    els.push(el);
+  }
   for (const e of doc.edges || []) if (ids.has(e.source) && ids.has(e.target)) els.push(edgeElement(e));
   for (const n of doc.nodes || []) els.push(...attachLinks(n, ids));
   return els;
@@ -104,6 +130,7 @@ export function style(mode) {
   const warnBg = cssVar('--warning-bg', '#fff3d6');
   const runBg = cssVar('--run-bg', '#e4edff');
   const muted = cssVar('--muted', '#7c8699');
+  const pin = cssVar('--pin', '#0f766e');
   const base = [
     { selector: 'node', style: {
       'min-zoomed-font-size': 7, 'background-color': nodeBg, 'border-width': 1.5, 'border-color': border,
@@ -119,6 +146,8 @@ export function style(mode) {
     // through both corners (a click on the exact centre) counts them twice
     // and misses the node.
     { selector: 'node[kind = "branch"]', style: { 'shape-polygon-points': [-1, 0, 0.0001, -1, 1, 0, -0.0001, 1] } },
+    // a pinned node: a double border in the pin colour (and its pin line)
+    { selector: 'node.pinned', style: { 'border-style': 'double', 'border-width': 5, 'border-color': pin } },
     { selector: 'node:selected', style: { 'border-width': 3, 'border-color': accent, 'underlay-color': accent, 'underlay-opacity': 0.15, 'underlay-padding': 6 } },
     { selector: 'edge', style: {
       width: 1.6, 'line-color': edge, 'target-arrow-color': edge, 'target-arrow-shape': 'triangle', 'curve-style': 'bezier', 'arrow-scale': 0.9,
@@ -150,7 +179,10 @@ export function style(mode) {
     { selector: 'node.ph-start', style: { 'border-color': accent, 'border-width': 3, 'background-color': runBg } },
     { selector: 'node.ph-start.pulse', style: { 'border-width': 6, 'underlay-color': accent, 'underlay-opacity': 0.2, 'underlay-padding': 8 } },
     { selector: 'node.ph-done', style: { 'border-color': ok, 'border-width': 2.5, 'background-color': okBg } },
+    // done, but its agent's tool calls failed (the note says how many)
+    { selector: 'node.ph-done.warned', style: { 'border-color': warn, 'border-width': 3, 'border-style': 'double', 'background-color': warnBg } },
     { selector: 'node.ph-done.reused', style: { 'border-style': 'dashed', 'background-color': bg } },
+    { selector: 'node.ph-done.pinned', style: { 'border-style': 'double', 'border-width': 5, 'border-color': pin } },
     { selector: 'node.ph-skip', style: { opacity: 0.5, 'border-style': 'dashed', 'background-color': bg } },
     { selector: 'node.ph-error', style: { 'border-color': err, 'border-width': 3, 'background-color': errBg } },
     { selector: 'node.ph-paused', style: { 'border-color': warn, 'border-width': 4, 'background-color': warnBg } },
@@ -200,7 +232,7 @@ export function createCy(container, doc, opts) {
     needsLayout = false; // (the positions are in doc now: nothing to copy back)
   }
   const progressive = !!opts.progressive && !needsLayout && nodes.length > PROGRESSIVE_NODES;
-  const all = elements(doc);
+  const all = elements(doc, { pins: !!opts.editable });
   let first = all;
   let view = null;
   if (progressive) {

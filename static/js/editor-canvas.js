@@ -36,8 +36,26 @@ function newEdge(doc, src, dst, edges) {
     const free = (s.cases || []).map((c) => c.handle).filter((h) => h && !used.has(h));
     if (free.length) e.label = free[0];
     else if (!used.has('default')) e.label = 'default';
+  } else if (s && s.kind === 'interrupt') {
+    const o = outcomeLabel(s, edges);
+    if (o) e.label = o;
   }
   return { edge: e };
+}
+
+// outcomeLabel is the outcome an approval's next edge takes: approved,
+// then rejected (then timeout when its on_timeout is "edge"), so a
+// person's "no" has a path as soon as the node has a second edge, as
+// n8n's send-and-wait goes on with approved: false. An interrupt that
+// already routes by a plain edge keeps its edges plain (a labelled one
+// would change where its answers go); "" when every outcome has its edge.
+export function outcomeLabel(s, edges) {
+  const outs = edges.filter((x) => x.source === s.node_id);
+  if (outs.some((x) => !x.label)) return '';
+  const used = new Set(outs.map((x) => x.label));
+  const wanted = ['approved', 'rejected'];
+  if (s.config && s.config.on_timeout === 'edge') wanted.push('timeout');
+  return wanted.find((l) => !used.has(l)) || '';
 }
 
 // reaches reports whether dst can be reached from src along edges.
@@ -67,11 +85,16 @@ export function install(ed) {
     canvas.stopLoading(cy); // everything is redrawn from the document below
     const selected = new Set(cy.$(':selected').map((e) => e.id()));
     hideHandle();
-    cy.batch(() => {
-      cy.elements().remove();
-      cy.add(canvas.elements(ed.doc));
-      for (const id of selected) cy.getElementById(id).select();
-    });
+    ed.redrawing = true; // the selection kept is not a new one (editor-tabs.js)
+    try {
+      cy.batch(() => {
+        cy.elements().remove();
+        cy.add(canvas.elements(ed.doc, { pins: true }));
+        for (const id of selected) cy.getElementById(id).select();
+      });
+    } finally {
+      ed.redrawing = false;
+    }
     ed.markIssues();
     ed.showProps();
     root.dispatchEvent(new CustomEvent('studio:rebuilt')); // notes.js redraws the notes
@@ -81,7 +104,7 @@ export function install(ed) {
     const n = ed.nodeById(id);
     const ele = ed.cy.getElementById(id);
     if (!n || ele.empty()) return;
-    ele.data('display', canvas.nodeDisplay(n));
+    canvas.showPin(ele, n, canvas.isPinned(ed.doc, id));
     ele.data('kind', n.kind);
     refreshAttach(n);
   };
@@ -203,6 +226,11 @@ export function install(ed) {
         if (nodes.has(n.on_error)) delete n.on_error;
       }
       if (nodes.has(doc.entry_node)) delete doc.entry_node;
+      // a removed node's pinned output goes with it
+      if (doc.pinned_outputs) {
+        for (const id of nodes) delete doc.pinned_outputs[id];
+        if (!Object.keys(doc.pinned_outputs).length) delete doc.pinned_outputs;
+      }
       hideHandle();
       cy.batch(() => sel.remove());
       cy.batch(() => { for (const n of doc.nodes) refreshAttach(n); });

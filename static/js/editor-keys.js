@@ -1,7 +1,9 @@
 // Keyboard shortcuts, the clipboard's events and the toolbar with its two
 // dialogs (Run… and Save version…). Single-key shortcuts act only when the
 // canvas has the focus (canvas.canvasKey) and never while a field is typed
-// in or a dialog is open.
+// in or a dialog is open. Two act from anywhere in the editor, fields
+// included: Ctrl+Enter (Cmd+Enter) runs the chain as Run… does, and Alt+T
+// goes to the toolbar (so does the side panel's skip link).
 import * as api from './api.js';
 import * as canvas from './canvas.js';
 import * as common from './common.js';
@@ -94,14 +96,63 @@ export function install(ed) {
     runInput.dispatchEvent(new Event('input'));
     runInputEdited = false;
   }
-  runBtn.addEventListener('click', async () => {
+  // openRun is Run…: the waiting edit saved first, since it may fix or make
+  // the errors that disable Run. It returns whether the dialog opened.
+  async function openRun() {
     await ed.flush();
-    if (runBtn.disabled) return;
+    if (runBtn.disabled) return false;
     $('run-result').replaceChildren();
     prefillRunInput();
     runDialog.showModal();
     runInput.focus();
-  });
+    return true;
+  }
+  runBtn.addEventListener('click', openRun);
+
+  // Ctrl+Enter (Cmd+Enter on a Mac) runs from anywhere in the editor: it
+  // opens the Run dialog, and in the dialog starts the run. A field with a
+  // Ctrl+Enter of its own (a test's form applies the test) marks itself
+  // with data-own-ctrl-enter. Captured before the fields' own keys: the
+  // code editor's Ctrl+Enter would insert a blank line. A Run that cannot
+  // run says why instead.
+  const ownCtrlEnter = (e) => (e.composedPath ? e.composedPath() : [e.target]).some((n) => n instanceof Element && n.hasAttribute('data-own-ctrl-enter'));
+  window.addEventListener('keydown', async (e) => {
+    if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || e.altKey || e.shiftKey || e.isComposing) return;
+    if (!root.contains(e.target) && e.target !== document.body) return;
+    const open = document.querySelector('dialog[open]');
+    if (open && open !== runDialog) return; // another dialog's keys are its own
+    if (!open && ownCtrlEnter(e)) return;
+    e.preventDefault();
+    e.stopPropagation();
+    if (open) {
+      if (!$('run-submit').disabled) $('run-form').requestSubmit();
+      return;
+    }
+    if (document.body.dataset.canEdit === 'no') { ed.flash('Your role cannot run chains.'); return; }
+    if (!(await openRun())) ed.flash(runBtn.title || 'Cannot run the chain now.');
+  }, true);
+
+  // ---- the way back to the toolbar ----------------------------------------------
+
+  // toToolbar focuses the toolbar's first control that takes the focus (Run…
+  // unless it is disabled).
+  const toolbar = $('editor-toolbar');
+  function toToolbar() {
+    const first = [...toolbar.querySelectorAll('button, a[href], summary, input, select')]
+      .find((x) => !x.disabled && x.offsetParent !== null);
+    (first || toolbar).focus();
+  }
+  ed.toToolbar = toToolbar;
+  window.addEventListener('keydown', (e) => {
+    // e.code: on a Mac, Option+T types a character (e.key is †)
+    if (e.code !== 'KeyT' || !e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    if (document.querySelector('dialog[open]') || (!root.contains(e.target) && e.target !== document.body)) return;
+    e.preventDefault();
+    e.stopPropagation();
+    toToolbar();
+  }, true);
+  const skip = $('skip-toolbar');
+  if (skip) skip.addEventListener('click', (e) => { e.preventDefault(); toToolbar(); });
   // remembered when sent (the Run button is only enabled for a valid chain)
   $('run-form').addEventListener('submit', () => {
     if (runInput.getAttribute('aria-invalid') === 'true') return;

@@ -7,6 +7,7 @@
 // canvas. Editors only: a read-only editor (a role that cannot save) gets
 // neither the "+" nor the menu.
 import * as common from './common.js';
+import { outcomeLabel } from './editor-canvas.js';
 
 export function install(ed) {
   const wrap = ed.cyEl.closest('.canvas-wrap');
@@ -95,7 +96,10 @@ export function install(ed) {
   // right opens to its left, not over the point.
   function open(afterId, at, pos, returnTo, beside) {
     pending = { afterId, pos, returnTo };
-    title.textContent = afterId ? 'Add after ' + afterId : 'Add a node';
+    // after an approval, say which of its outcomes the new node handles
+    const src = afterId ? ed.doc.nodes.find((x) => x.node_id === afterId) : null;
+    const outcome = src && src.kind === 'interrupt' ? outcomeLabel(src, ed.doc.edges || []) : '';
+    title.textContent = afterId ? 'Add after ' + afterId + (outcome ? ', when ' + outcome : '') : 'Add a node';
     menu.hidden = false;
     plus.setAttribute('aria-expanded', 'true');
     const w = wrap.getBoundingClientRect();

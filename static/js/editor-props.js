@@ -260,7 +260,7 @@ export function install(ed) {
       cy.batch(() => {
         cy.$(':selected').unselect();
         cy.elements().remove();
-        cy.add(canvas.elements(ed.doc));
+        cy.add(canvas.elements(ed.doc, { pins: true }));
         cy.getElementById(id).select();
       });
     });
@@ -320,8 +320,17 @@ export function install(ed) {
     }
     const rm = e.target.closest('.remove-row');
     if (rm) {
-      rm.closest('.kv-row').remove();
+      // the focus stays in the table: the next row's remove button, else
+      // the previous row's, else the table's add button
+      const row = rm.closest('.kv-row');
+      const fs = row.closest('fieldset');
+      const i = [...row.parentElement.children].indexOf(row);
+      row.remove();
       applyProps('change');
+      const left = fs.querySelectorAll(':scope > .kv-rows > .kv-row');
+      const to = left[i] || left[i - 1];
+      const target = to ? to.querySelector('.remove-row') : fs.querySelector(':scope > .add-row');
+      if (target) target.focus();
     }
   });
 }

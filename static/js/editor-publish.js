@@ -13,6 +13,7 @@ export function install(ed) {
   const message = $('publish-message');
   const out = $('publish-result');
   let published = Number(root.dataset.published) || 0;
+  let failing = 0; // chain tests failing on the version the editor holds (tests.js)
 
   // render sets Publish…'s state and title for the version the editor holds.
   function render() {
@@ -22,9 +23,29 @@ export function install(ed) {
     else btn.replaceChildren('Publish…', common.el('span', { class: 'dot', 'aria-hidden': 'true' }), common.el('span', { class: 'visually-hidden', text: ' (unpublished changes)' }));
     btn.title = !published ? 'Nothing is published: schedules, webhooks and runs by name cannot run this chain'
       : 'v' + published + ' is published' + (state === 'draft' ? '; the draft is v' + ed.version : '');
+    // a failing chain test shows here too: publishing is where it matters
+    const fails = failing ? failing + (failing === 1 ? ' test failing' : ' tests failing') : '';
+    if (fails) {
+      btn.append(common.el('span', { class: 'tests-mark', 'aria-hidden': 'true', text: '✗' + failing }));
+      btn.title += '. ' + fails + ' (see Tests)';
+      btn.setAttribute('aria-description', fails);
+    } else btn.removeAttribute('aria-description');
+    btn.dataset.testsFailing = String(failing);
     root.dataset.published = String(published);
+    // The Export menu says which versions its files hold.
+    const pubGroup = $('export-published');
+    if (pubGroup) pubGroup.hidden = !published;
+    for (const span of root.querySelectorAll('[data-export-version]')) {
+      span.textContent = 'v' + (span.dataset.exportVersion === 'published' ? published : ed.version);
+    }
   }
   root.addEventListener('studio:saved', render);
+  root.addEventListener('studio:tests', (e) => {
+    const n = (e.detail && e.detail.failed) || 0;
+    if (n === failing) return;
+    failing = n;
+    render();
+  });
 
   btn.addEventListener('click', async () => {
     await ed.flush();
@@ -39,6 +60,7 @@ export function install(ed) {
     } else {
       changes.textContent = 'Publishes v' + ed.version + '.';
     }
+    if (failing) changes.append(' ', common.el('strong', { class: 'expr-err', text: failing + (failing === 1 ? ' chain test fails' : ' chain tests fail') + ' on this version (see Tests).' }));
     dialog.showModal();
     message.focus();
   });

@@ -64,4 +64,9 @@ export function rename(doc, old, id) {
     if (m.cases) for (const c of m.cases) c.when = renameRefs(c.when, old, id);
   }
   if (doc.entry_node === old) doc.entry_node = id;
+  // a pinned output follows its node
+  if (doc.pinned_outputs && Object.prototype.hasOwnProperty.call(doc.pinned_outputs, old)) {
+    doc.pinned_outputs[id] = doc.pinned_outputs[old];
+    delete doc.pinned_outputs[old];
+  }
 }

@@ -27,7 +27,8 @@ export function install(ed) {
     const rows = shown.map((n) => {
       const tr = common.el('tr', { 'data-node-id': n.node_id, 'aria-selected': selected.has(n.node_id) ? 'true' : 'false' });
       tr.append(
-        common.el('td', {}, common.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': n.node_id, text: n.node_id, 'aria-label': 'Select node ' + n.node_id })),
+        common.el('td', {}, common.el('button', { type: 'button', class: 'linklike select-node', 'data-node-id': n.node_id, text: n.node_id, 'aria-label': 'Select node ' + n.node_id }),
+          canvas.isPinned(doc, n.node_id) ? common.el('span', { class: 'reused-badge pin-badge', text: '⚲ pinned', title: 'Runs from the designer use its pinned output instead of running it' }) : null),
         common.el('td', { text: n.kind }),
         common.el('td', { text: n.label || '' }),
         common.el('td', { text: (next.get(n.node_id) || []).join(', ') }),

@@ -13,12 +13,14 @@
 //   editor-clipboard.js  copy and paste
 //   editor-props.js      the property panel and renaming (editor-rename.js)
 //   editor-table.js      the node list and the validation panel's links
-//   editor-keys.js       keyboard shortcuts, the toolbar, Run… and Save version…
+//   editor-tabs.js       the side panel's tabs and their counts
+//   editor-keys.js       keyboard shortcuts (Ctrl+Enter runs), the toolbar, Run… and Save version…
 //   editor-publish.js    Publish… and whether the draft is what is published
-// Add-ons (navigate.js, notes.js, …) use window.__studio and the
+// Add-ons (navigate.js, notes.js, …) use studio (editor-api.js) and the
 // studio:ready / studio:rebuilt / studio:saved events.
 import * as api from './api.js';
 import * as canvas from './canvas.js';
+import { studio } from './editor-api.js';
 import * as canvasPart from './editor-canvas.js';
 import * as clipboard from './editor-clipboard.js';
 import * as docPart from './editor-doc.js';
@@ -28,6 +30,9 @@ import * as props from './editor-props.js';
 import * as publish from './editor-publish.js';
 import * as savePart from './editor-save.js';
 import * as table from './editor-table.js';
+import * as tabs from './editor-tabs.js';
+
+export { studio };
 
 // hooks are what the editor's add-ons lend it: navigate.js sets pickTarget
 // (connect one selected node to a node picked by name).
@@ -65,15 +70,16 @@ export function whenReady(fn) {
   clipboard.install(ed);
   props.install(ed);
   table.install(ed);
+  tabs.install(ed);
   keys.install(ed);
   publish.install(ed);
   plus.install(ed);
-  window.__studio = {
+  Object.defineProperties(studio, Object.getOwnPropertyDescriptors({
     rtts: ed.rtts, saveSteps: ed.saveSteps,
     get doc() { return ed.doc; }, get cy() { return ed.cy; }, get version() { return ed.version; },
     edit: (fn) => ed.mutate(fn),
     flush: () => ed.flush(), // saves the waiting edit and waits for saves in flight
-  };
+  }));
 
   // The editor fills the window below the page's top bar (app.css, .editor):
   // its top is measured, not assumed, since the bar wraps on a narrow window.
@@ -107,7 +113,7 @@ export function whenReady(fn) {
     doc.edges = doc.edges || [];
     const cy = canvas.createCy(ed.cyEl, doc, { editable: true, progressive: true, onProgress: (loaded, total) => {
       showLoading(loaded, total);
-      if (loaded >= total) window.__studio.canvasLoadedAt = performance.now();
+      if (loaded >= total) studio.canvasLoadedAt = performance.now();
     } });
     ed.cy = cy;
     ed.bindCanvas();
@@ -130,13 +136,13 @@ export function whenReady(fn) {
     await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
     performance.mark('studio:painted');
     root.dataset.ready = '1';
-    window.__studio.readyAt = performance.now();
+    studio.readyAt = performance.now();
     // how much of the canvas was drawn when the page became ready: the
     // progressive opening is measured here, not raced from outside
-    window.__studio.nodesAtReady = cy.nodes().length;
+    studio.nodesAtReady = cy.nodes().length;
     // ---- canvas navigation (navigate.js): what it may call ----
     const { mutate, addNode, addEdge, copySelection, paste, deleteSelection, flash, hideHandle, nodeById, rebuild } = ed;
-    Object.assign(window.__studio, { mutate, addNode, addEdge, copySelection, paste, deleteSelection, flash, hideHandle, nodeById, rebuild });
+    Object.assign(studio, { mutate, addNode, addEdge, copySelection, paste, deleteSelection, flash, hideHandle, nodeById, rebuild });
     root.dispatchEvent(new CustomEvent('studio:ready'));
     canvas.startLoading(cy);
   }

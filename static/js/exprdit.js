@@ -7,6 +7,7 @@
 // shape of the last run's data, functions) and POST …/expr/preview.
 import * as api from './api.js';
 import * as common from './common.js';
+import { studio } from './editor-api.js';
 (function () {
   const root = document.getElementById('editor');
   const propsEl = document.getElementById('props');
@@ -20,7 +21,7 @@ import * as common from './common.js';
   // document yet would be a 404. The set is refreshed after every save.
   let saved = new Set();
   function refreshSaved() {
-    const d = window.__studio && window.__studio.doc;
+    const d = studio.doc;
     if (!d) return;
     saved = new Set([...d.nodes.map((n) => 'node|' + n.node_id), ...d.edges.map((e) => 'edge|' + e.id)]);
   }
@@ -330,7 +331,7 @@ import * as common from './common.js';
   }
 
   async function decorateIssues() {
-    const d = window.__studio && window.__studio.doc;
+    const d = studio.doc;
     if (!issuesEl || !d) return;
     for (const b of issuesEl.querySelectorAll('.issue-link')) {
       const rule = b.querySelector('.rule');
@@ -367,8 +368,8 @@ import * as common from './common.js';
         return;
       }
     }
-    window.__studio.edit(() => {
-      const d = window.__studio.doc;
+    studio.edit(() => {
+      const d = studio.doc;
       if (exprAt(d, nodeId, edgeId, field) !== from) return; // changed since: leave it
       if (edgeId) { d.edges.find((x) => x.id === edgeId).condition = expr; return; }
       const n = d.nodes.find((x) => x.node_id === nodeId);
@@ -384,7 +385,7 @@ import * as common from './common.js';
       if (b) applyIssueFix(b);
     });
     root.addEventListener('studio:saved', () => decorateIssues());
-    const wait = setInterval(() => { if (window.__studio && window.__studio.doc) { clearInterval(wait); refreshSaved(); decorateIssues(); } }, 100);
+    const wait = setInterval(() => { if (studio.doc) { clearInterval(wait); refreshSaved(); decorateIssues(); } }, 100);
   }
 
   // ---- wiring -------------------------------------------------------------------

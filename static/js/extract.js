@@ -7,10 +7,11 @@
 import * as api from './api.js';
 import * as canvas from './canvas.js';
 import * as common from './common.js';
+import { studio } from './editor-api.js';
 (function () {
   const root = document.getElementById('editor');
   if (!root) return;
-  const S = () => window.__studio;
+  const S = () => studio;
   const chainId = root.dataset.chainId;
 
   function selectedIds() {

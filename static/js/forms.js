@@ -223,17 +223,21 @@ function others(f, props, extra, im) {
     vi.addEventListener('input', () => { f.state[key] = typed({}, vi.value) ?? ''; });
     const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + k, text: '✕' });
     rm.addEventListener('click', () => {
+      const i = extra.indexOf(k);
       delete f.state[key];
       render(f);
       commit(f);
-      const add = f.fields.querySelector('.sf-others .sf-add');
-      if (add) add.focus();
+      // the focus stays in the rows: the next one's remove button, else the
+      // previous one's, else the add button
+      const rms = f.fields.querySelectorAll('.sf-others > .sf-row > .sf-remove');
+      const to = rms[i] || rms[i - 1] || f.fields.querySelector('.sf-add-other');
+      if (to) to.focus();
     });
     const row = el('div', { class: 'sf-row sf-kv' }, ki, vi, rm);
     if (im.has(key)) row.append(el('span', { class: 'hint', text: 'input_map sets it' }));
     box.append(row);
   }
-  const add = el('button', { type: 'button', class: 'small sf-add', text: keys.length ? '+ Add another value' : '+ Add', 'aria-label': keys.length ? 'Add another value' : 'Add a value' });
+  const add = el('button', { type: 'button', class: 'small sf-add sf-add-other', text: keys.length ? '+ Add another value' : '+ Add', 'aria-label': keys.length ? 'Add another value' : 'Add a value' });
   add.addEventListener('click', () => {
     let k = 'key';
     for (let n = 2; k in f.state || k in props; n++) k = 'key' + n;
@@ -433,6 +437,9 @@ function mountCode(f, ta, labelId, err) {
       onChange: (text) => { ta.value = text; ta.dispatchEvent(new Event('input', { bubbles: true })); },
       complete: (word) => scriptCompletions(f, ta, word),
     });
+    // a long line scrolls the editor sideways: its scroller needs content
+    // that says it takes the focus (axe: scrollable-region-focusable)
+    ed.view.contentDOM.tabIndex = 0;
     ta.hidden = true;
     ta.codeEditor = ed;
     checkScript(f, ta, err);
@@ -525,11 +532,17 @@ function rows(f, path, s, t, id, described) {
   const itemSchema = (t === 'array' ? s.items : s.additionalProperties);
   const is = isObj(itemSchema) ? itemSchema : {};
   const name = String(path[path.length - 1]);
-  const redraw = (focusLast) => {
+  // redraw draws the rows anew; focus is 'last' (a row was added: its first
+  // field) or the index of the row removed: the focus stays in the rows, on
+  // the remove button of the row now there, else of the one before, else on
+  // the add button
+  const redraw = (focus) => {
     const fresh = rows(f, path, s, t, id, described);
     box.replaceWith(fresh);
     const ins = fresh.querySelectorAll('input');
-    if (focusLast && ins.length) ins[t === 'array' ? ins.length - 1 : ins.length - 2].focus();
+    const rms = fresh.querySelectorAll(':scope > .sf-row > .sf-remove');
+    if (focus === 'last' && ins.length) ins[t === 'array' ? ins.length - 1 : ins.length - 2].focus();
+    else if (typeof focus === 'number' && (rms[focus] || rms[focus - 1])) (rms[focus] || rms[focus - 1]).focus();
     else { const add = fresh.querySelector('.sf-add'); if (add) add.focus(); }
     commit(f);
   };
@@ -539,13 +552,13 @@ function rows(f, path, s, t, id, described) {
       const inp = el('input', { type: 'text', class: 'sf-item', value: shown(is, v), 'aria-label': name + ' item ' + (i + 1), autocomplete: 'off', spellcheck: 'false' });
       inp.addEventListener('input', () => { const a = getAt(f.state, path); a[i] = typed(is, inp.value) ?? ''; });
       const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + name + ' item ' + (i + 1), text: '✕' });
-      rm.addEventListener('click', () => { const a = getAt(f.state, path); a.splice(i, 1); if (!a.length) setAt(f.state, path, undefined); redraw(false); });
+      rm.addEventListener('click', () => { const a = getAt(f.state, path); a.splice(i, 1); if (!a.length) setAt(f.state, path, undefined); redraw(i); });
       box.append(el('div', { class: 'sf-row' }, inp, rm));
     });
     if (!Array.isArray(cur) && cur !== undefined) box.append(el('p', { class: 'expr-err', text: 'want a list, got ' + JSON.stringify(cur) + ' (fix it in Raw JSON)' }));
   } else {
     const m = isObj(cur) ? cur : {};
-    Object.keys(m).slice(0, MAX_ROWS).forEach((k) => {
+    Object.keys(m).slice(0, MAX_ROWS).forEach((k, i) => {
       let key = k;
       const ki = el('input', { type: 'text', class: 'sf-key', value: k, placeholder: 'name', 'aria-label': name + ' name', autocomplete: 'off', spellcheck: 'false' });
       const vi = el('input', { type: 'text', class: 'sf-item', value: shown(is, m[k]), placeholder: 'value', 'aria-label': name + ' ' + k + ' value', autocomplete: 'off', spellcheck: 'false' });
@@ -562,7 +575,7 @@ function rows(f, path, s, t, id, described) {
       });
       vi.addEventListener('input', () => { getAt(f.state, path)[key] = typed(is, vi.value) ?? ''; });
       const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + name + ' ' + k, text: '✕' });
-      rm.addEventListener('click', () => { const o = getAt(f.state, path); delete o[key]; if (!Object.keys(o).length) setAt(f.state, path, undefined); redraw(false); });
+      rm.addEventListener('click', () => { const o = getAt(f.state, path); delete o[key]; if (!Object.keys(o).length) setAt(f.state, path, undefined); redraw(i); });
       box.append(el('div', { class: 'sf-row sf-kv' }, ki, vi, rm));
     });
   }
@@ -581,7 +594,7 @@ function rows(f, path, s, t, id, described) {
       o[k] = '';
       setAt(f.state, path, o);
     }
-    redraw(true);
+    redraw('last');
   });
   box.append(add);
   return box;

@@ -5,15 +5,19 @@
 // each action is one undo step and is saved like any other.
 import * as canvas from './canvas.js';
 import * as common from './common.js';
+import { studio } from './editor-api.js';
 import { hooks, whenReady } from './editor.js';
 (function () {
   const root = document.getElementById('editor');
   if (!root) return;
   const $ = (id) => document.getElementById(id);
-  const S = () => window.__studio;
+  const S = () => studio;
 
   // The shortcut list is the one source for the `?` dialog.
   const SHORTCUTS = [
+    ['Ctrl+Enter (⌘+Enter)', 'Run the chain from anywhere in the editor, fields too: opens Run…, and in it starts the run (a chain with errors says why not)'],
+    ['Alt+T', 'Go to the toolbar from anywhere (the side panel\'s "Skip to toolbar" link does too)'],
+    ['← / → on the side tabs', 'Show the previous / next side panel (Home, End: the first, the last); one Tab stop for all the tabs'],
     ['Ctrl+F', 'Find a node by id, label or kind; Enter goes to the next match, Esc closes'],
     ['Z', 'Zoom to the selection (nothing selected: the whole chain)'],
     ['F', 'Fit the whole chain in view'],
@@ -26,6 +30,7 @@ import { hooks, whenReady } from './editor.js';
     ['N', 'Add a sticky note in the middle of the view (drag it by its top bar)'],
     ['Ctrl+A', 'Select every node'],
     ['Delete', 'Delete the selection'],
+    ['Enter', 'Open the selected node in the node view: its input, parameters and output at full size (double-click does too; on a node list row, Enter selects it first)'],
     ['Ctrl+C / Ctrl+X / Ctrl+V', 'Copy, cut, paste nodes (across tabs too)'],
     ['Ctrl+Z / Ctrl+Shift+Z', 'Undo / redo (each action above is one step)'],
     ['Esc', 'Close a dialog or the find bar'],

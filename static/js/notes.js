@@ -5,11 +5,12 @@
 // Every change goes through the editor's mutate: one undo step, saved.
 import * as canvas from './canvas.js';
 import * as common from './common.js';
+import { studio } from './editor-api.js';
 import { whenReady } from './editor.js';
 (function () {
   const root = document.getElementById('editor');
   if (!root) return;
-  const S = () => window.__studio;
+  const S = () => studio;
   const W = 200, H = 110; // the default size (docs/chain-format.md)
   const MAX_NOTES = 500; // engine.MaxNotes
   const MAX_TEXT = 4096; // engine.MaxNoteTextBytes (bytes; the field counts characters, the encoder checks bytes)

@@ -1,7 +1,8 @@
-// Resizable, collapsible panels of the designer: the side panel
-// (properties, validation, tests) is resized by dragging the splitter at its
-// left edge or with the arrow keys on it; the palette and the side panel
-// collapse; the layout is remembered in this browser (localStorage).
+// Resizable, collapsible panels of the designer: the side panel (its tabs:
+// properties, validation, tests, triggers, MCP; editor-tabs.js) is resized
+// by dragging the splitter at its left edge or with the arrow keys on it;
+// the palette and the side panel collapse; the layout is remembered in this
+// browser (localStorage).
 import * as common from './common.js';
 import { whenReady } from './editor.js';
 (function () {
@@ -18,7 +19,7 @@ import { whenReady } from './editor.js';
   const clamp = (w) => Math.max(MIN, Math.min(MAX, Math.min(w, window.innerWidth - 300)));
   const save = () => { try { localStorage.setItem(KEY, JSON.stringify(st)); } catch { /* storage off */ } };
 
-  const splitter = common.el('div', { class: 'splitter', id: 'side-splitter', role: 'separator', tabindex: '0', 'aria-orientation': 'vertical', 'aria-controls': 'props', 'aria-label': 'Resize the side panel (arrow keys)', 'aria-valuemin': String(MIN), 'aria-valuemax': String(MAX), title: 'Drag to resize; double-click for the default width' });
+  const splitter = common.el('div', { class: 'splitter', id: 'side-splitter', role: 'separator', tabindex: '0', 'aria-orientation': 'vertical', 'aria-controls': 'side', 'aria-label': 'Resize the side panel (arrow keys)', 'aria-valuemin': String(MIN), 'aria-valuemax': String(MAX), title: 'Drag to resize; double-click for the default width' });
   side.before(splitter);
 
   function apply() {

@@ -1,11 +1,12 @@
-// The run page: the chain in run mode, following the run's event stream
-// (GET /v1/runs/{id}/events) from its start: the canvas and the node list
-// are folded from every event, applied once each, by seq, so a reload
-// mid-run never duplicates. The timeline is the server's: the page comes
-// with its entries so far, and the entries after them are fetched as
-// rendered HTML (GET /runs/{id}/timeline?after=SEQ) when the stream
-// delivers their events. An agent node's steps (model turns, streamed
-// text, tool calls) are folded into the agent panel (agentstream.js).
+// The run page: the chain in run mode, following the run on one stream
+// (GET /runs/{id}/events, the API's event stream whose frames carry what
+// the page shows) from its start: the canvas and the node list are folded
+// from every event, applied once each, by seq, so a reload mid-run never
+// duplicates. The timeline is the server's: the page comes with its
+// entries so far, and each later event's frame carries its entry as
+// rendered HTML; the frame that ends the stream carries the run's controls
+// and usage panel. An agent node's steps (model turns, streamed text, tool
+// calls) are folded into the agent panel (agentstream.js).
 import * as agentstream from './agentstream.js';
 import * as api from './api.js';
 import * as canvas from './canvas.js';
@@ -57,33 +58,8 @@ import * as common from './common.js';
 
   // ---- timeline ------------------------------------------------------------------
 
-  // Entries after the last one shown are fetched while the stream has
-  // delivered events past it: one request at a time, each asking for
-  // everything after the last entry shown, so a burst of events costs one
-  // request, never one per event. An answer with nothing new (the events
-  // are not stored yet) ends the round: the next event, or the end of the
-  // stream, asks again.
-  let timelineBusy = false;
-  async function fetchTimeline() {
-    if (timelineBusy) return;
-    timelineBusy = true;
-    try {
-      while (applied > shown) {
-        let html;
-        try {
-          ({ html } = await api.html('GET', '/runs/' + encodeURIComponent(runId) + '/timeline?after=' + shown));
-        } catch {
-          break; // the timeline keeps what it shows
-        }
-        if (!appendTimeline(html)) break;
-      }
-    } finally {
-      timelineBusy = false;
-    }
-  }
-
-  // appendTimeline appends a fragment's entries after the last one shown;
-  // false when it had none.
+  // appendTimeline appends the entries (the stream's, of a batch of events)
+  // after the last one shown; false when it had none.
   function appendTimeline(html) {
     const t = document.createElement('template');
     t.innerHTML = html;
@@ -132,20 +108,36 @@ import * as common from './common.js';
   let byId = new Map(); // node id → node of doc: labels are looked up per event and row
   function nodeDoc(id) { return byId.get(id) || null; }
 
+  // fitNote is a node's note on the canvas: one line that stays inside
+  // the node's shape (three lines of text fit it: the name, the tool, the
+  // note), so a streamed note (an agent's text, a script's log lines) is
+  // cut, on one line, keeping what follows it (the iteration, the
+  // duration). The node list and the timeline have it whole.
+  const NOTE_CHARS = 26;
+  function fitNote(lead, progress, rest) {
+    const tail = rest.join(' · ');
+    let mid = String(progress || '').replace(/\s+/g, ' ').trim();
+    const room = NOTE_CHARS - (lead ? lead.length + 3 : 0) - (tail ? tail.length + 3 : 0);
+    if (mid.length > room) mid = room > 1 ? mid.slice(0, room - 1) + '…' : '';
+    return [lead, mid, tail].filter(Boolean).join(' · ');
+  }
+
   function redrawNode(id) {
     const st = state.get(id) || {};
     const ele = ensureNode(id);
     if (!ele) return;
     const d = nodeDoc(id);
-    let note = '';
-    if (st.progress) note = st.progress;
-    if (st.iteration > 1) note += (note ? ' · ' : '') + '×' + st.iteration;
-    if (st.reused && st.phase === 'done') note = '↺ ' + kept + (note ? ' · ' + note : '');
-    else if (st.phase && st.phase !== 'start' && st.ms != null) note += (note ? ' · ' : '') + (rerun && st.phase !== 'skip' ? 'ran again · ' : '') + fmtDuration(st.ms);
+    // The chain's pin stood in (it did not run), or the run kept an earlier result.
+    const lead = st.pinned && st.phase === 'done' ? canvas.PIN_NOTE : st.reused && st.phase === 'done' ? '↺ ' + kept : '';
+    const rest = st.iteration > 1 ? ['×' + st.iteration] : [];
+    if (!lead && st.phase && st.phase !== 'start' && st.ms != null) rest.push((rerun && st.phase !== 'skip' ? 'ran again · ' : '') + fmtDuration(st.ms));
+    const note = fitNote(lead, st.progress, rest);
     ele.data('display', d ? canvas.nodeDisplay(d, note) : id + (note ? '\n' + note : ''));
-    ele.removeClass(PHASE_CLASSES + ' reused');
+    ele.removeClass(PHASE_CLASSES + ' reused pinned warned');
     if (st.phase) ele.addClass('ph-' + st.phase);
     if (st.reused) ele.addClass('reused');
+    if (st.pinned) ele.addClass('pinned');
+    if (st.warned) ele.addClass('warned');
     updateRow(id);
   }
 
@@ -161,15 +153,21 @@ import * as common from './common.js';
         if (ev.item != null) (st.items = st.items || new Set()).add(ev.item);
         if (ev.item == null || !st.items || st.items.size === 1) st.startedAt = Date.parse(ev.time);
         st.reused = !!ev.reused;
+        st.pinned = !!ev.pinned;
         st.ms = null;
         st.phase = 'start';
         st.reason = '';
         st.error = '';
+        st.warned = false;
         if (ev.iteration) st.iteration = ev.iteration;
         break;
       case 'progress':
         if (ev.edges && ev.edges.length) { progressTexts.delete(ev.seq); fireEdges(ev.edges); break; } // a sequential link dispatched
-        if (agentstream.isAgentStep(ev)) agents.apply(ev);
+        if (agentstream.isAgentStep(ev)) {
+          agents.apply(ev);
+          // an agent that answered although tool calls failed: done, but marked
+          if (ev.progress.step === 'warning') st.warned = true;
+        }
         st.progressSeq = ev.seq;
         if (progressTexts.has(ev.seq)) {
           st.progress = progressTexts.get(ev.seq);
@@ -185,6 +183,7 @@ import * as common from './common.js';
         st.reason = ev.reason || '';
         st.error = ev.error || '';
         st.reused = !!ev.reused;
+        st.pinned = !!ev.pinned;
         // a skip decided before the node started has no duration
         st.ms = st.startedAt && ev.phase !== 'skip' ? Math.max(Date.parse(ev.time) - st.startedAt, 0) : null;
         if (ev.iteration) st.iteration = ev.iteration;
@@ -270,8 +269,8 @@ import * as common from './common.js';
     const st = state.get(id) || {};
     const ph = tr.querySelector('.phase-cell');
     ph.textContent = st.phase === 'start' ? 'running' : (st.phase || '—');
-    ph.className = 'phase-cell phase ph-' + (st.phase || 'none');
-    tr.querySelector('.note-cell').textContent = [st.reused ? (kept === 'pinned' ? 'pinned' : 'reused from the earlier run') : (rerun && st.phase && st.phase !== 'skip' ? 'ran again' : ''), st.error, st.reused && st.reason === 'pinned' ? '' : reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : '', st.phase && st.phase !== 'start' && st.ms != null && !st.reused ? fmtDuration(st.ms) : ''].filter(Boolean).join(' · ');
+    ph.className = 'phase-cell phase ph-' + (st.phase || 'none') + (st.warned ? ' warned' : '');
+    tr.querySelector('.note-cell').textContent = [st.pinned ? 'pinned: the chain\'s pinned output, not run' : st.reused ? (kept === 'pinned' ? 'pinned' : 'reused from the earlier run') : (rerun && st.phase && st.phase !== 'skip' ? 'ran again' : ''), st.error, st.reused && st.reason === 'pinned' ? '' : reasonText(st.reason), st.progress, st.iteration > 1 ? 'iteration ' + st.iteration : '', st.phase && st.phase !== 'start' && st.ms != null && !st.reused && !st.pinned ? fmtDuration(st.ms) : ''].filter(Boolean).join(' · ');
   }
 
   // ---- drawer ------------------------------------------------------------------
@@ -378,10 +377,14 @@ import * as common from './common.js';
       setTimeout(() => refreshControls(tries + 1), 250);
       return;
     }
+    showControls(html, status, Number(headers.get('X-Run-Duration') || 0));
+  }
+
+  function showControls(html, status, ms) {
     const ctl = $('run-controls');
     ctl.innerHTML = html;
     if (window.htmx) window.htmx.process(ctl);
-    setStatus(status, Number(headers.get('X-Run-Duration') || 0));
+    setStatus(status, ms || 0);
   }
 
   function setStatus(status, ms) {
@@ -394,14 +397,17 @@ import * as common from './common.js';
   }
 
   // Events are applied in batches (those that arrived together), inside one
-  // canvas batch, then the timeline is asked for their entries.
+  // canvas batch, then their timeline entries are appended.
   const pending = [];
+  const entries = []; // the timeline entries of the pending events
   let flushTimer = null;
   function onEvent(e) {
     if (e.data === undefined) return; // a connection error, not an "error" phase
-    let ev;
-    try { ev = JSON.parse(e.data); } catch { return; }
-    if (typeof ev.seq !== 'number') return;
+    let frame;
+    try { frame = JSON.parse(e.data); } catch { return; }
+    const ev = frame && frame.event;
+    if (!ev || typeof ev.seq !== 'number') return; // the stream's own "error" frame
+    if (frame.entry) entries.push(frame.entry);
     sawEvents = true;
     if (ev.seq > applied) followDelay = FOLLOW_FIRST;
     if (root.dataset.status === 'paused' && ev.seq > applied && ev.phase === 'start') { // answered elsewhere: it runs again
@@ -431,12 +437,13 @@ import * as common from './common.js';
     cy.batch(() => { for (const ev of evs) apply(ev); });
     if (needLayout) { needLayout = false; canvas.layout(cy); }
     if (drawerStale) { drawerStale = false; refreshDrawer(); }
-    fetchTimeline();
+    if (entries.length) appendTimeline(entries.splice(0).join(''));
     markReady();
   }
 
   // The model usage panel is rendered by the server (tokens and cost per
   // node); reload it, at most every half second, as model calls report.
+  // The stream's last frame carries it too.
   let usageTimer = null;
   function refreshUsageSoon() {
     if (usageTimer) return;
@@ -444,12 +451,15 @@ import * as common from './common.js';
       usageTimer = null;
       let html;
       try { ({ html } = await api.html('GET', '/runs/' + encodeURIComponent(runId) + '/usage')); } catch { return; } // the panel keeps what it showed
-      const section = $('usage-section');
-      const open = !document.getElementById('usage-panel') || document.getElementById('usage-panel').open;
-      section.innerHTML = html;
-      const panel = document.getElementById('usage-panel');
-      if (panel) panel.open = open;
+      showUsage(html);
     }, 500);
+  }
+  function showUsage(html) {
+    const section = $('usage-section');
+    const open = !document.getElementById('usage-panel') || document.getElementById('usage-panel').open;
+    section.innerHTML = html;
+    const panel = document.getElementById('usage-panel');
+    if (panel) panel.open = open;
   }
 
   // The page is ready once the canvas shows what the page came with: the
@@ -467,10 +477,11 @@ import * as common from './common.js';
   }
 
   // connect follows the run from its first event (Last-Event-ID on a
-  // reconnect); a run that is not executing sends its stored events and its
+  // reconnect), with the entries of the events after the last one the
+  // timeline shows; a run that is not executing sends its events and its
   // result, then the stream ends.
   function connect() {
-    es = new EventSource('/v1/runs/' + encodeURIComponent(runId) + '/events?after=' + applied);
+    es = new EventSource('/runs/' + encodeURIComponent(runId) + '/events?after=' + applied + '&shown=' + shown);
     for (const ph of ['start', 'done', 'skip', 'error', 'paused', 'progress', 'state_patch']) es.addEventListener(ph, onEvent);
     es.addEventListener('queued', (e) => {
       let q;
@@ -485,9 +496,13 @@ import * as common from './common.js';
       applyPending();
       let run = null;
       try { run = JSON.parse(e.data); } catch { /* refresh below */ }
-      // the controls the page came with stand while the status does
-      if (!run || run.status !== root.dataset.status) refreshControls().then(() => { if (selected) refreshDrawerSoon(); });
-      fetchTimeline();
+      if (!run || typeof run.controls !== 'string') {
+        refreshControls().then(() => { if (selected) refreshDrawerSoon(); });
+      } else if (run.status !== root.dataset.status) { // the controls the page came with stand while the status does
+        showControls(run.controls, run.status, run.duration_ms);
+        if (selected) refreshDrawerSoon();
+      }
+      if (run && typeof run.usage === 'string') showUsage(run.usage);
       markReady();
       if (run && ['paused', 'running', 'queued'].includes(run.status)) followLater();
     });

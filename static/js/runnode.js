@@ -5,6 +5,8 @@
 // or error is shown in the panel with a link to the run.
 import * as api from './api.js';
 import * as common from './common.js';
+import { studio } from './editor-api.js';
+import { pinControls } from './pins.js';
 (function () {
   const root = document.getElementById('editor');
   const props = document.getElementById('props');
@@ -54,7 +56,7 @@ import * as common from './common.js';
   async function openDialog(nodeId, btn, before) {
     if (btn) opener = btn;
     // the node must be saved as shown before it can run
-    if (window.__studio && window.__studio.flush) await window.__studio.flush();
+    if (studio.flush) await studio.flush();
     const dlg = ensureDialog();
     dlg.replaceChildren(common.el('p', { class: 'hint', text: 'Looking for runs with this node\'s inputs…' }));
     if (!dlg.open) dlg.showModal();
@@ -143,6 +145,8 @@ import * as common from './common.js';
     if (error) parts.push(common.el('div', { class: 'form-error', id: 'runnode-node-error' }, common.el('strong', { text: 'Error' }), common.el('pre', { text: error })));
     if (nr.status === 'done' || nr.output !== undefined) {
       parts.push(common.el('details', { open: '' }, common.el('summary', { text: 'Output' }), common.el('pre', { class: 'json', id: 'runnode-output', text: pretty(nr.output === undefined ? null : nr.output) })));
+      // a node that ran (not one whose pin stood in) can have its output pinned
+      if (nr.status === 'done' && !nr.pinned && !nr.credentialed) parts.push(pinControls(nodeId, nr.output === undefined ? null : nr.output));
     }
     show(nodeId, common.el('div', { class: 'runnode-out', 'data-run-id': runId, 'data-status': run.status }, ...parts));
   }

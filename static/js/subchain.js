@@ -10,10 +10,11 @@
 import * as api from './api.js';
 import * as canvas from './canvas.js';
 import * as common from './common.js';
+import { studio } from './editor-api.js';
 (function () {
   const root = document.getElementById('editor');
   if (!root) return;
-  const S = () => window.__studio;
+  const S = () => studio;
   const MAX_LEVELS = 20; // a chain that (indirectly) runs itself stops somewhere
   const MAX_SKILL_BUTTONS = 50;
 

@@ -43,7 +43,15 @@ export function build(test, nodes, prefix) {
   };
   const removeButton = (label, row) => {
     const b = el('button', { type: 'button', class: 'tf-remove', 'aria-label': label, text: 'Remove' });
-    b.addEventListener('click', () => { const next = row.nextElementSibling || row.previousElementSibling; row.remove(); if (next) (next.querySelector('select, input, textarea') || next).focus(); });
+    // the focus stays in the rows: the next row's remove button, else the
+    // previous row's, else the add button of the rows' fieldset
+    b.addEventListener('click', () => {
+      const next = row.nextElementSibling || row.previousElementSibling;
+      const fs = row.closest('fieldset');
+      row.remove();
+      const to = next ? next.querySelector('.tf-remove') : fs && fs.querySelector('.tf-add');
+      if (to) to.focus();
+    });
     return b;
   };
 

@@ -5,6 +5,7 @@
 // opens on the new test.
 import * as api from './api.js';
 import * as common from './common.js';
+import { studio } from './editor-api.js';
 import * as testform from './testform.js';
 (function () {
   const $ = (id) => document.getElementById(id);
@@ -57,7 +58,6 @@ import * as testform from './testform.js';
   const badge = $('tests-badge');
   const list = $('tests-list');
   const nodeBox = $('tests-node');
-  const studio = () => window.__studio;
   let report = null;
   let running = false;
   let again = false;
@@ -67,11 +67,11 @@ import * as testform from './testform.js';
   if (wanted !== null && /^\d+$/.test(wanted)) open.add(Number(wanted));
   let focusWanted = wanted !== null;
 
-  const tests = () => ((studio() && studio().doc && studio().doc.tests) || []);
+  const tests = () => ((studio.doc && studio.doc.tests) || []);
   // forms[i] is test i's form while the test is what it was built from, so a
   // re-render after a save keeps what is being typed in it.
   let forms = new Map();
-  const nodeIDs = () => ((studio() && studio().doc && studio().doc.nodes) || []).map((n) => n.node_id);
+  const nodeIDs = () => ((studio.doc && studio.doc.nodes) || []).map((n) => n.node_id);
 
   async function runTests() {
     if (running) { again = true; return; }
@@ -99,16 +99,20 @@ import * as testform from './testform.js';
     return report.tests.find((t) => t.index === i) || null;
   }
 
+  // told tells the editor (the Tests tab, Publish…) how the tests went.
+  function told(detail) { root.dispatchEvent(new CustomEvent('studio:tests', { detail })); }
+
   function setBadge() {
     const n = tests().length;
-    if (!n) { badge.className = 'badge'; badge.textContent = 'no tests'; return; }
+    if (!n) { badge.className = 'badge'; badge.textContent = 'no tests'; told({ total: 0, failed: 0, passed: 0 }); return; }
     if (!report) return;
-    if (report.error) { badge.className = 'badge sev-error'; badge.textContent = 'not run'; badge.title = report.error; return; }
+    if (report.error) { badge.className = 'badge sev-error'; badge.textContent = 'not run'; badge.title = report.error; told({ total: n, failed: 0, passed: 0, error: report.error }); return; }
     badge.removeAttribute('title');
     badge.className = 'badge ' + (report.failed ? 'sev-error' : 'ok');
     badge.textContent = report.failed ? report.failed + ' failed · ' + report.passed + ' passed' : report.passed + ' passed';
     panel.dataset.passed = String(report.passed);
     panel.dataset.failed = String(report.failed);
+    told({ total: report.passed + report.failed, failed: report.failed, passed: report.passed });
   }
 
   function failureItem(f) {
@@ -180,6 +184,9 @@ import * as testform from './testform.js';
       // Apply takes the JSON when it was edited, else the form.
       const applyAny = () => (json.open && area.value !== JSON.stringify(t, null, 2) ? applyTest(i, area, msg) : applyForm(i, f.built, msg));
       apply.addEventListener('click', applyAny);
+      // their Ctrl+Enter applies the test, not the editor's run (editor-keys.js)
+      f.built.form.setAttribute('data-own-ctrl-enter', '');
+      area.setAttribute('data-own-ctrl-enter', '');
       f.built.form.onkeydown = (e) => { if ((e.ctrlKey || e.metaKey) && e.key === 'Enter') { e.preventDefault(); applyForm(i, f.built, msg); } };
       area.addEventListener('keydown', (e) => { if ((e.ctrlKey || e.metaKey) && e.key === 'Enter') { e.preventDefault(); applyTest(i, area, msg); } });
       del.addEventListener('click', () => deleteTest(i));
@@ -215,7 +222,7 @@ import * as testform from './testform.js';
     }
     msg.replaceChildren(el('span', { class: 'hint', text: 'Applied: saving, then the tests run again (problems show under Validation).' }));
     open.add(i);
-    studio().edit(() => { studio().doc.tests[i] = t; });
+    studio.edit(() => { studio.doc.tests[i] = t; });
   }
 
   function applyTest(i, area, msg) {
@@ -231,14 +238,14 @@ import * as testform from './testform.js';
     msg.replaceChildren(el('span', { class: 'hint', text: 'Applied: saving, then the tests run again (problems show under Validation).' }));
     open.add(i);
     area.value = JSON.stringify(t, null, 2); // applied: no longer an edit to keep
-    studio().edit(() => { studio().doc.tests[i] = t; });
+    studio.edit(() => { studio.doc.tests[i] = t; });
   }
 
   function deleteTest(i) {
     open = new Set([...open].filter((k) => k !== i).map((k) => (k > i ? k - 1 : k)));
     jsonOpen = new Set([...jsonOpen].filter((k) => k !== i).map((k) => (k > i ? k - 1 : k)));
-    studio().edit(() => {
-      const d = studio().doc;
+    studio.edit(() => {
+      const d = studio.doc;
       d.tests.splice(i, 1);
       if (!d.tests.length) delete d.tests;
     });
@@ -248,14 +255,14 @@ import * as testform from './testform.js';
   }
 
   function addTest() {
-    const d = studio().doc;
+    const d = studio.doc;
     const names = new Set(tests().map((t) => t.name));
     let name = 'new test';
     for (let k = 2; names.has(name); k++) name = 'new test ' + k;
     const t = { name, input: d.sample_input || {}, assert: { status: 'completed' } };
     const i = tests().length;
     open.add(i);
-    studio().edit(() => { if (!d.tests) d.tests = []; d.tests.push(t); });
+    studio.edit(() => { if (!d.tests) d.tests = []; d.tests.push(t); });
     render();
     const f = forms.get(i);
     if (f) f.built.focus();
@@ -265,7 +272,7 @@ import * as testform from './testform.js';
 
   let styled = false;
   function mark() {
-    const cy = studio() && studio().cy;
+    const cy = studio.cy;
     if (!cy) return;
     if (!styled) {
       styled = true;
@@ -297,10 +304,11 @@ import * as testform from './testform.js';
     return m;
   }
 
-  // The selected node's failing assertions, above the list (the properties
-  // panel belongs to editor.js; this box sits beside it).
+  // The selected node's failing assertions, above its properties (the
+  // properties belong to editor-props.js; this box sits above them, in the
+  // Properties tab, which selecting a node shows).
   function showNode() {
-    const cy = studio() && studio().cy;
+    const cy = studio.cy;
     const sel = cy ? cy.$('node:selected') : null;
     const id = sel && sel.length === 1 ? sel.id() : '';
     const fs = id ? failuresByNode().get(id) : null;
@@ -317,7 +325,7 @@ import * as testform from './testform.js';
   panel.addEventListener('click', (e) => {
     const b = e.target.closest('button.select-node');
     if (!b) return;
-    const cy = studio().cy;
+    const cy = studio.cy;
     const n = cy.getElementById(b.dataset.nodeId);
     if (n.empty()) return;
     cy.$(':selected').unselect();
@@ -330,10 +338,9 @@ import * as testform from './testform.js';
 
   // Wait for the designer's canvas, then run once and follow its selection.
   (function wait(tries) {
-    const s = studio();
-    if (!s || !s.cy || !s.doc) { if (tries < 200) setTimeout(() => wait(tries + 1), 50); return; }
-    s.cy.on('select unselect', 'node', common.debounce(showNode, 30));
-    s.cy.on('studio-loaded', mark);
+    if (!studio.cy || !studio.doc) { if (tries < 200) setTimeout(() => wait(tries + 1), 50); return; }
+    studio.cy.on('select unselect', 'node', common.debounce(showNode, 30));
+    studio.cy.on('studio-loaded', mark);
     render();
     runTests();
   })(0);

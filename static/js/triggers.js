@@ -29,6 +29,8 @@ import * as common from './common.js';
   function render() {
     const { schedules, hooks } = current;
     $('triggers-badge').textContent = (schedules.length + hooks.length) ? `${schedules.length} schedule${schedules.length === 1 ? '' : 's'}, ${hooks.length} webhook${hooks.length === 1 ? '' : 's'}` : 'none';
+    // the Triggers tab shows the count (editor-tabs.js)
+    root.dispatchEvent(new CustomEvent('studio:triggers', { detail: { count: schedules.length + hooks.length } }));
     $('schedules-list').replaceChildren(...(schedules.length ? schedules.map((s) => el('li', { class: 'trig schedule' + (s.enabled ? '' : ' off'), 'data-schedule-id': s.id },
       el('div', { class: 'trig-head' },
         el('code', { class: 'cron', text: s.cron }),
@@ -45,7 +47,7 @@ import * as common from './common.js';
       el('div', { class: 'trig-meta', text: h.sync ? `answers with the output (waits up to ${Math.round(h.sync_timeout_ms / 1000)} s)` : 'answers 202 with the run id' }),
       firingsList(h.firings),
       el('div', { class: 'row' },
-        button('Send test event', 'Send a test event to the webhook ' + h.path + ' and open its run', (e) => sendTest(h, e.currentTarget)),
+        button('Send test event', 'Send test event to the webhook ' + h.path + ' and open its run', (e) => sendTest(h, e.currentTarget)),
         button('Remove', 'Remove the webhook ' + h.path, () => remove(base + '/hooks/' + encodeURIComponent(h.id), 'the webhook ' + h.path)))))
       : [el('li', { class: 'trig-none', text: 'No webhook.' })]));
   }

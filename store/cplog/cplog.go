@@ -9,11 +9,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // v1 makes Marshal write exactly the bytes encoding/json writes (HTML
@@ -44,14 +46,31 @@ func MarshalString(v any) (string, error) {
 	buf := bufs.Get().(*bytesBuffer)
 	buf.b = buf.b[:0]
 	err := jsonv2.MarshalWrite(buf, v, v1)
-	s := ""
-	if err == nil {
-		s = string(buf.b)
+	return finish(buf, buf.b, err)
+}
+
+// pooledMax bounds the buffers kept for reuse: a rare large value does not
+// stay pinned.
+const pooledMax = 64 << 10
+
+// finish returns the JSON in b as a string and puts buf back for reuse
+// with b as its buffer. A buffer too large to keep becomes the string
+// instead of being copied into one: a run's large output is then held once
+// in its entry or event until that is written, not twice (the buffer is
+// nobody else's).
+func finish(buf *bytesBuffer, b []byte, err error) (string, error) {
+	if err != nil || cap(b) <= pooledMax {
+		s := ""
+		if err == nil {
+			s = string(b)
+		}
+		if cap(b) <= pooledMax {
+			buf.b = b
+			bufs.Put(buf)
+		}
+		return s, err
 	}
-	if cap(buf.b) <= 64<<10 { // a rare large value does not stay pinned
-		bufs.Put(buf)
-	}
-	return s, err
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 // A run's start checkpoint holds the chain it runs. Rather than a copy in
@@ -85,8 +104,8 @@ func Encode(cps []engine.Checkpoint) (*Encoded, error) { return (*Encoder)(nil).
 // *Encoder remembers nothing.
 type Encoder struct {
 	mu     sync.Mutex
-	chains map[*engine.Chain]encodedChain
-	order  []*engine.Chain // oldest first, to bound the map
+	chains map[*chain.Chain]encodedChain
+	order  []*chain.Chain // oldest first, to bound the map
 }
 
 type encodedChain struct{ doc, ref string }
@@ -95,7 +114,7 @@ type encodedChain struct{ doc, ref string }
 // now; each is held (with its JSON) until pushed out.
 const encoderChains = 8
 
-func (e *Encoder) chain(c *engine.Chain) (doc, ref string, err error) {
+func (e *Encoder) chain(c *chain.Chain) (doc, ref string, err error) {
 	if e != nil {
 		e.mu.Lock()
 		ec, ok := e.chains[c]
@@ -114,7 +133,7 @@ func (e *Encoder) chain(c *engine.Chain) (doc, ref string, err error) {
 		e.mu.Lock()
 		if _, ok := e.chains[c]; !ok {
 			if e.chains == nil {
-				e.chains = map[*engine.Chain]encodedChain{}
+				e.chains = map[*chain.Chain]encodedChain{}
 			}
 			if len(e.order) == encoderChains {
 				delete(e.chains, e.order[0])
@@ -169,11 +188,11 @@ func (e *Encoder) Encode(cps []engine.Checkpoint) (*Encoded, error) {
 // bytes inside the entry or event are the ones Marshal writes for it in
 // place (the same options), so the stored form does not change.
 
-// outputJSON returns *v's JSON, from memo when it holds it, else encoded
-// and kept there. (v points into the record or event, so nothing is copied
+// outputJSON returns *v's JSON, from memo when it holds it (which then lets
+// go of it), else encoded and kept there for the other. (v points into the record or event, so nothing is copied
 // to encode it.)
 func outputJSON(v *any, memo *engine.OutputJSON) ([]byte, error) {
-	if b := memo.Load(); b != nil {
+	if b := memo.Take(); b != nil { // the other of the two: it is no longer needed
 		return b, nil
 	}
 	b, err := Marshal(v)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Marshal must write what encoding/json writes: stored entries and events
@@ -19,7 +20,7 @@ func TestMarshalSameBytesAsEncodingJSON(t *testing.T) {
 	values := []any{
 		&engine.Checkpoint{RunID: "r", Kind: engine.CheckpointNode, EventSeq: 12, Time: at,
 			Node: &engine.NodeRecord{NodeID: "n<1>", Status: engine.PhaseDone, Output: map[string]any{"z": 1.5, "a": "x & <y>", "l": []any{nil, true, "é\u2028"}, "m": map[string]any{}}}},
-		&engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, Time: at, End: &engine.EndRecord{Status: engine.StatusCompleted}},
+		&engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, Time: at, End: &engine.EndRecord{Status: chain.StatusCompleted}},
 		&engine.Event{RunID: "r", Seq: 3, NodeID: "n", Phase: engine.PhaseDone, Output: map[string]any{"b": 1e21, "a": []any{}}, Item: &item, Edges: nil, Time: at},
 		&engine.Event{RunID: "r", Seq: 4, NodeID: "n", Phase: engine.PhaseStart, Edges: []string{}, Time: at},
 		storeChain(),
@@ -39,8 +40,8 @@ func TestMarshalSameBytesAsEncodingJSON(t *testing.T) {
 	}
 }
 
-func storeChain() *engine.Chain {
-	return &engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "a", Kind: "tool", Input: map[string]any{"text": "<hi> & more"}}}}
+func storeChain() *chain.Chain {
+	return &chain.Chain{Name: "c", Nodes: []chain.Node{{ID: "a", Kind: "tool", Input: map[string]any{"text": "<hi> & more"}}}}
 }
 
 // An Encoder encodes a chain once per pointer, and the stored form is the
@@ -48,7 +49,7 @@ func storeChain() *engine.Chain {
 func TestEncoderRemembersChains(t *testing.T) {
 	c1, c2 := storeChain(), storeChain()
 	c2.Name = "other"
-	start := func(c *engine.Chain) []engine.Checkpoint {
+	start := func(c *chain.Chain) []engine.Checkpoint {
 		return []engine.Checkpoint{{RunID: "r", Kind: engine.CheckpointStart, Start: &engine.StartRecord{Chain: c}}}
 	}
 	var e Encoder
@@ -91,7 +92,7 @@ func TestEncoderRemembersChains(t *testing.T) {
 // A node's done event and its checkpoint entry share one encoding of the
 // output (engine.OutputJSON): both are byte for byte what encoding/json
 // writes for them, whichever is encoded first, and the output is encoded
-// once.
+// once and let go once both are written.
 func TestSharedOutputSameBytes(t *testing.T) {
 	at := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 	outputs := []any{
@@ -125,12 +126,18 @@ func TestSharedOutputSameBytes(t *testing.T) {
 					t.Fatalf("output %d: %v", i, err)
 				}
 			}
-			if eventFirst {
-				encodeEvent()
-				encodeEntry()
-			} else {
-				encodeEntry()
-				encodeEvent()
+			wantOut, _ := json.Marshal(out)
+			first, second := encodeEvent, encodeEntry
+			if !eventFirst {
+				first, second = encodeEntry, encodeEvent
+			}
+			first()
+			if got := memo.Load(); !bytes.Equal(got, wantOut) {
+				t.Errorf("output %d: shared encoding %s, want %s", i, got, wantOut)
+			}
+			second()
+			if got := memo.Load(); got != nil { // both written: it is let go
+				t.Errorf("output %d: the shared encoding %s is still held after both were encoded", i, got)
 			}
 			wantEntry, _ := json.Marshal(&cp)
 			wantEvent, _ := json.Marshal(&ev)
@@ -139,10 +146,6 @@ func TestSharedOutputSameBytes(t *testing.T) {
 			}
 			if event != string(wantEvent) {
 				t.Errorf("output %d (event first %v): event\n got %s\nwant %s", i, eventFirst, event, wantEvent)
-			}
-			wantOut, _ := json.Marshal(out)
-			if got := memo.Load(); !bytes.Equal(got, wantOut) {
-				t.Errorf("output %d: shared encoding %s, want %s", i, got, wantOut)
 			}
 		}
 	}

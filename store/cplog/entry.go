@@ -19,7 +19,7 @@ var (
 	checkpointFields = []string{"run_id", "kind", "event_seq", "time", "start", "node", "pause", "resume", "end", "edges", "slots"}
 	nodeFields       = []string{"node_id", "status", "input", "output", "error", "error_code", "reason", "matched", "attempts",
 		"iteration", "started", "ended", "state", "fired", "pruned", "held", "handled", "fatal", "partial", "sequential",
-		"deferred", "failed", "reused", "decisions"}
+		"deferred", "failed", "reused", "pinned", "credentialed", "decisions"}
 )
 
 // marshalEntry is MarshalString(cp): node entries by hand, with the output
@@ -30,15 +30,7 @@ func marshalEntry(cp *engine.Checkpoint) (string, error) {
 	}
 	buf := bufs.Get().(*bytesBuffer)
 	b, err := appendNodeEntry(buf.b[:0], cp)
-	s := ""
-	if err == nil {
-		s = string(b)
-	}
-	if cap(b) <= 64<<10 {
-		buf.b = b
-		bufs.Put(buf)
-	}
-	return s, err
+	return finish(buf, b, err)
 }
 
 func appendNodeEntry(b []byte, cp *engine.Checkpoint) ([]byte, error) {
@@ -109,6 +101,8 @@ func appendNodeEntry(b []byte, cp *engine.Checkpoint) ([]byte, error) {
 		}
 	}
 	b = appendTrue(b, `,"reused":true`, n.Reused)
+	b = appendTrue(b, `,"pinned":true`, n.Pinned)
+	b = appendTrue(b, `,"credentialed":true`, n.Credentialed)
 	if len(n.Decisions) > 0 {
 		if b, err = appendJSON(append(b, `,"decisions":`...), &n.Decisions); err != nil {
 			return nil, err

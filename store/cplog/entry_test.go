@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Node entries written by hand are Marshal's bytes: every field of the
@@ -19,7 +20,7 @@ func TestNodeEntrySameBytesAsMarshal(t *testing.T) {
 		Output: map[string]any{"z": 1.5, "a": "x & <y>", "l": []any{nil, true, "é\u2028"}, "m": map[string]any{}}, Error: "boom\n<b>", ErrorCode: "tool_error",
 		Reason: "why", Matched: "h", Attempts: 4, Iteration: 2, Started: at, Ended: east, State: map[string]any{"k": "v", "a": 1.0},
 		Fired: []string{"e1", "e2"}, Pruned: []string{"e3"}, Held: true, Handled: "handler", Fatal: true, Partial: true, Sequential: true,
-		Deferred: "e4", Failed: map[string]string{"e9": "guard <failed>", "e1": "x"}, Reused: true,
+		Deferred: "e4", Failed: map[string]string{"e9": "guard <failed>", "e1": "x"}, Reused: true, Pinned: true,
 		Decisions: []engine.Decision{{Node: "n", Edge: "e1", Kind: "edge_condition", Expr: "a && b", Result: "true", Rule: "all", Outcome: "fired"}}}
 	records := []*engine.NodeRecord{
 		full,
@@ -98,7 +99,7 @@ func TestNodeEntryKnowsEveryField(t *testing.T) {
 func TestOtherEntriesUnchanged(t *testing.T) {
 	at := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 	for i, cp := range []engine.Checkpoint{
-		{RunID: "r", Kind: engine.CheckpointEnd, Time: at, End: &engine.EndRecord{Status: engine.StatusCompleted}},
+		{RunID: "r", Kind: engine.CheckpointEnd, Time: at, End: &engine.EndRecord{Status: chain.StatusCompleted}},
 		{RunID: "r", Kind: engine.CheckpointPause, Time: at, Pause: &engine.PauseRecord{NodeID: "n"}},
 		{RunID: "r", Kind: engine.CheckpointNode, Time: at, Node: &engine.NodeRecord{NodeID: "n"}, Edges: &engine.EdgesRecord{Source: "n"}},
 	} {

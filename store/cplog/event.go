@@ -19,7 +19,7 @@ import (
 // eventFields are the JSON names of engine.Event's fields, in order, as
 // appendEvent writes them; a test compares them with the struct's tags.
 var eventFields = []string{"run_id", "seq", "node_id", "phase", "output", "error", "reason", "matched", "attempts",
-	"iteration", "item", "progress", "prompt", "pause_id", "edges", "reused", "time", "decisions"}
+	"iteration", "item", "progress", "prompt", "pause_id", "edges", "reused", "pinned", "credentialed", "time", "decisions"}
 
 // MarshalEvent is MarshalString(e): the same bytes as encoding/json. A node
 // outcome's output is taken from the encoding it shares with the node's
@@ -27,15 +27,7 @@ var eventFields = []string{"run_id", "seq", "node_id", "phase", "output", "error
 func MarshalEvent(e *engine.Event) (string, error) {
 	buf := bufs.Get().(*bytesBuffer)
 	b, err := appendEvent(buf.b[:0], e)
-	s := ""
-	if err == nil {
-		s = string(b)
-	}
-	if cap(b) <= 64<<10 {
-		buf.b = b
-		bufs.Put(buf)
-	}
-	return s, err
+	return finish(buf, b, err)
 }
 
 func appendEvent(b []byte, e *engine.Event) ([]byte, error) {
@@ -78,6 +70,8 @@ func appendEvent(b []byte, e *engine.Event) ([]byte, error) {
 	b = appendStringField(b, `,"pause_id":`, e.PauseID)
 	b = appendStrings(b, `,"edges":`, e.Edges)
 	b = appendTrue(b, `,"reused":true`, e.Reused)
+	b = appendTrue(b, `,"pinned":true`, e.Pinned)
+	b = appendTrue(b, `,"credentialed":true`, e.Credentialed)
 	if b, err = appendTime(append(b, `,"time":`...), e.Time); err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func TestMarshalEventSameBytesAsEncodingJSON(t *testing.T) {
 	full := engine.Event{RunID: "r<1>", Seq: 1 << 40, NodeID: "n \"quoted\" & \\ back", Phase: engine.PhaseDone,
 		Output: map[string]any{"z": 1.5, "a": "x & <y>", "l": []any{nil, true, "é\u2028"}}, Error: "failed: <b>é</b>\n\ttab\x01",
 		Reason: "reason", Matched: "case-1", Attempt: 3, Iteration: 2, Item: &seven, Progress: map[string]any{"done": 3.0, "of": 10.0},
-		Prompt: map[string]any{"question": "ok?"}, Edges: []string{"e1", "e<2>"}, Reused: true, Time: at,
+		Prompt: map[string]any{"question": "ok?"}, Edges: []string{"e1", "e<2>"}, Reused: true, Pinned: true, Time: at,
 		Decisions: []engine.Decision{{Node: "n", Edge: "e1", Kind: "edge_condition", Expr: "output.i >= `0`", Reads: []engine.Read{{}}, Result: "true", Rule: "all", Outcome: "fired"}}}
 	events := []engine.Event{
 		full,

@@ -5,7 +5,7 @@ import (
 	"container/list"
 	"sync"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // Cache keeps decoded chain documents by (chain id, version). Versions are
@@ -26,7 +26,7 @@ type docKey struct {
 
 type docEntry struct {
 	key docKey
-	doc *engine.Chain
+	doc *chain.Chain
 }
 
 // New returns a cache of at most max documents; max ≤ 0 caches nothing.
@@ -35,7 +35,7 @@ func New(max int) *Cache {
 }
 
 // Get returns a copy of the cached document, or nil.
-func (c *Cache) Get(id string, v int) *engine.Chain {
+func (c *Cache) Get(id string, v int) *chain.Chain {
 	if c == nil || c.max <= 0 {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (c *Cache) Get(id string, v int) *engine.Chain {
 }
 
 // Put stores a copy of doc.
-func (c *Cache) Put(id string, v int, doc *engine.Chain) {
+func (c *Cache) Put(id string, v int, doc *chain.Chain) {
 	if c == nil || c.max <= 0 || doc == nil {
 		return
 	}
@@ -74,21 +74,21 @@ func (c *Cache) Put(id string, v int, doc *engine.Chain) {
 
 // Clone deep-copies a chain document. Values inside maps and slices are
 // JSON values (what decoding produces), copied recursively.
-func Clone(c *engine.Chain) *engine.Chain {
+func Clone(c *chain.Chain) *chain.Chain {
 	out := *c
 	if c.Nodes != nil {
-		out.Nodes = make([]engine.Node, len(c.Nodes))
+		out.Nodes = make([]chain.Node, len(c.Nodes))
 		for i := range c.Nodes {
 			out.Nodes[i] = cloneNode(&c.Nodes[i])
 		}
 	}
 	if c.Edges != nil {
-		out.Edges = append([]engine.Edge(nil), c.Edges...)
+		out.Edges = append([]chain.Edge(nil), c.Edges...)
 	}
 	return &out
 }
 
-func cloneNode(n *engine.Node) engine.Node {
+func cloneNode(n *chain.Node) chain.Node {
 	out := *n
 	out.Input = cloneMap(n.Input)
 	out.Config = cloneMap(n.Config)
@@ -107,7 +107,7 @@ func cloneNode(n *engine.Node) engine.Node {
 		out.Position = &p
 	}
 	if n.Cases != nil {
-		out.Cases = append([]engine.Case(nil), n.Cases...)
+		out.Cases = append([]chain.Case(nil), n.Cases...)
 	}
 	if n.Branches != nil {
 		out.Branches = append([]string(nil), n.Branches...)

@@ -4,18 +4,18 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
-// TestCloneNodeCoversEveryField fails when engine.Node gains a map, slice or
+// TestCloneNodeCoversEveryField fails when chain.Node gains a map, slice or
 // pointer field that cloneNode does not copy (the cache would then share it).
 func TestCloneNodeCoversEveryField(t *testing.T) {
 	t.Parallel()
 	yes := true
-	n := engine.Node{
+	n := chain.Node{
 		ID: "a", Input: map[string]any{"m": map[string]any{"k": []any{1.0}}}, InputMap: map[string]string{"a": "b"},
-		SetState: map[string]string{"s": "t"}, Cases: []engine.Case{{Handle: "h"}}, Branches: []string{"x"},
-		Retry: &engine.Retry{MaxAttempts: 2}, Reachable: &yes, Position: &engine.Position{X: 1}, Config: map[string]any{"c": []any{"d"}},
+		SetState: map[string]string{"s": "t"}, Cases: []chain.Case{{Handle: "h"}}, Branches: []string{"x"},
+		Retry: &chain.Retry{MaxAttempts: 2}, Reachable: &yes, Position: &chain.Position{X: 1}, Config: map[string]any{"c": []any{"d"}},
 	}
 	c := cloneNode(&n)
 	if !reflect.DeepEqual(c, n) {
@@ -47,7 +47,7 @@ func TestCloneNodeCoversEveryField(t *testing.T) {
 func TestCacheEvicts(t *testing.T) {
 	t.Parallel()
 	dc := New(2)
-	doc := &engine.Chain{Name: "c", Nodes: []engine.Node{{ID: "a", Kind: engine.KindTool, Name: "echo"}}}
+	doc := &chain.Chain{Name: "c", Nodes: []chain.Node{{ID: "a", Kind: chain.KindTool, Name: "echo"}}}
 	for v := 1; v <= 5; v++ {
 		dc.Put("x", v, doc)
 	}

@@ -34,6 +34,7 @@ type EventWriter struct {
 
 	mu       sync.Mutex
 	buf      []engine.Event
+	writing  []engine.Event // the batch being written, out of buf until it is committed
 	spare    []engine.Event
 	emitted  uint64 // events accepted by Emit
 	settled  uint64 // events committed, or dropped after retries
@@ -61,9 +62,10 @@ type lostRun struct {
 const maxLostRuns = 10000
 
 var (
-	_ store.RunFlusher = (*EventWriter)(nil)
-	_ engine.EventSink = (*EventWriter)(nil)
-	_ engine.Flusher   = (*EventWriter)(nil)
+	_ store.RunFlusher   = (*EventWriter)(nil)
+	_ store.BufferReader = (*EventWriter)(nil)
+	_ engine.EventSink   = (*EventWriter)(nil)
+	_ engine.Flusher     = (*EventWriter)(nil)
 )
 
 // Backend is what a store backend gives the writer.
@@ -125,6 +127,23 @@ func (w *EventWriter) Emit(e engine.Event) {
 	if n == 1 || n >= w.batch {
 		w.wake()
 	}
+}
+
+// Buffered appends to dst the events of runID after seq after that were
+// emitted but are not committed yet: the batch being written, then the
+// buffer (store.BufferReader). Reading them does not wait for the disk,
+// nor take a write failure meant for whoever flushes.
+func (w *EventWriter) Buffered(runID string, after int64, dst []engine.Event) []engine.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, part := range [2][]engine.Event{w.writing, w.buf} {
+		for i := range part {
+			if part[i].RunID == runID && part[i].Seq > after {
+				dst = append(dst, part[i])
+			}
+		}
+	}
+	return dst
 }
 
 // Flush waits until every event emitted before the call is committed (or
@@ -271,15 +290,18 @@ func (w *EventWriter) loop() {
 func (w *EventWriter) writeOnce() error {
 	w.mu.Lock()
 	batch := w.buf
-	w.buf = w.spare[:0]
-	w.spare = nil
-	w.mu.Unlock()
 	if len(batch) == 0 {
+		w.mu.Unlock()
 		return nil
 	}
+	w.buf = w.spare[:0]
+	w.spare = nil
+	w.writing = batch // still read by Buffered until it is committed
+	w.mu.Unlock()
 	err := w.write(batch)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.writing = nil
 	if err != nil {
 		w.buf = append(batch, w.buf...)
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -35,14 +36,14 @@ func benchAppend(b *testing.B, which string) {
 		}
 		return cps
 	}
-	chain := &engine.Chain{Name: "bench-append", Nodes: []engine.Node{{ID: "n0", Kind: engine.KindTool, Name: "echo"}}}
+	doc := &chain.Chain{Name: "bench-append", Nodes: []chain.Node{{ID: "n0", Kind: chain.KindTool, Name: "echo"}}}
 	start := func(run string) engine.Checkpoint {
-		return engine.Checkpoint{RunID: run, Kind: engine.CheckpointStart, Time: at, Start: &engine.StartRecord{Chain: chain, Input: map[string]any{}}}
+		return engine.Checkpoint{RunID: run, Kind: engine.CheckpointStart, Time: at, Start: &engine.StartRecord{Chain: doc, Input: map[string]any{}}}
 	}
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		run := fmt.Sprintf("append-%s-%d", which, i)
-		if _, err := db.CreateRun(ctx, store.Run{ID: run, Status: engine.StatusQueued}); err != nil {
+		if _, err := db.CreateRun(ctx, store.Run{ID: run, Status: chain.StatusQueued}); err != nil {
 			b.Fatal(err)
 		}
 		if l, err := db.TakeRun(ctx, run, "bench", time.Minute, nil); err != nil || l == nil {
@@ -56,7 +57,7 @@ func benchAppend(b *testing.B, which string) {
 			before, timed = []engine.Checkpoint{start(run)}, nodes(run, 0, 250)
 		case "end":
 			before = []engine.Checkpoint{start(run)}
-			timed = append(nodes(run, 0, 20), engine.Checkpoint{RunID: run, Kind: engine.CheckpointEnd, Time: at, End: &engine.EndRecord{Status: engine.StatusCompleted, NodesRun: 20}})
+			timed = append(nodes(run, 0, 20), engine.Checkpoint{RunID: run, Kind: engine.CheckpointEnd, Time: at, End: &engine.EndRecord{Status: chain.StatusCompleted, NodesRun: 20}})
 		}
 		if len(before) > 0 {
 			if err := db.Append(ctx, run, before); err != nil {

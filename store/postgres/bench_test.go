@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/storetest"
 )
@@ -69,7 +71,7 @@ func benchRun1000(b *testing.B, persisted, leased bool) {
 			// Recorded by the process that received the run, not timed; the
 			// take is the worker's.
 			b.StopTimer()
-			if _, err := db.CreateRun(ctx, store.Run{ID: id, Status: engine.StatusQueued}); err != nil {
+			if _, err := db.CreateRun(ctx, store.Run{ID: id, Status: chain.StatusQueued}); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -77,8 +79,8 @@ func benchRun1000(b *testing.B, persisted, leased bool) {
 				b.Fatal(err)
 			}
 		}
-		res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: id})
-		if err != nil || res.Status != engine.StatusCompleted {
+		res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: id})
+		if err != nil || res.Status != chain.StatusCompleted {
 			b.Fatalf("%v %v", err, res.Status)
 		}
 	}
@@ -102,7 +104,7 @@ func BenchmarkGetRun1000(b *testing.B) {
 	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	eng := engine.New(engine.Options{Registry: storetest.Tools(), Checkpointer: db, Sink: w, Chains: db.ResolveChain})
-	if res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: "big"}); err != nil || res.Status != engine.StatusCompleted {
+	if res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: "big"}); err != nil || res.Status != chain.StatusCompleted {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -137,7 +138,7 @@ func (db *DB) ClaimFailedTx(ctx context.Context, tx pgx.Tx, runID string) error 
 	var claimed bool
 	var status *string
 	err := tx.QueryRow(ctx, `WITH claimed AS (
-  UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL,
+  UPDATE runs SET status = 'running', error = NULL, outcome = NULL, ended_at = NULL, duration_ms = NULL,
     epoch = epoch + 1, owner = NULL, lease_until = NULL, cancel_requested = FALSE
   WHERE id = $1 AND status IN ('failed', 'cancelled') RETURNING id)
 SELECT EXISTS (SELECT 1 FROM claimed), (SELECT status FROM runs WHERE id = $1)`, runID).Scan(&claimed, &status)
@@ -148,7 +149,7 @@ SELECT EXISTS (SELECT 1 FROM claimed), (SELECT status FROM runs WHERE id = $1)`,
 		return nil
 	case status == nil:
 		return &engine.ChainCheckpointError{RunID: runID, Msg: "no such run"}
-	case *status == string(engine.StatusFailed) || *status == string(engine.StatusCancelled):
+	case *status == string(chain.StatusFailed) || *status == string(chain.StatusCancelled):
 		// Read before a concurrent claim committed; the UPDATE saw it.
 		return &engine.ChainResumeError{ChainCheckpointError: engine.ChainCheckpointError{RunID: runID,
 			Msg: "another resume took the run; it is executing again"}}

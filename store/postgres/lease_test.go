@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/postgres/pgtest"
 	"github.com/chainstudio/studio/store/storetest"
@@ -62,7 +63,7 @@ func TestStaleEpochWritesRefused(t *testing.T) {
 	t.Parallel()
 	a, b := twoProcesses(t)
 	ctx := context.Background()
-	if _, err := a.CreateRun(ctx, store.Run{ID: "r", Status: engine.StatusQueued}); err != nil {
+	if _, err := a.CreateRun(ctx, store.Run{ID: "r", Status: chain.StatusQueued}); err != nil {
 		t.Fatal(err)
 	}
 	var lost atomic.Int32
@@ -70,7 +71,7 @@ func TestStaleEpochWritesRefused(t *testing.T) {
 	if err != nil || la == nil || la.Epoch != 1 {
 		t.Fatalf("take: %+v, %v; want epoch 1", la, err)
 	}
-	if info, _ := a.GetRunInfo(ctx, "r"); info.Status != engine.StatusRunning {
+	if info, _ := a.GetRunInfo(ctx, "r"); info.Status != chain.StatusRunning {
 		t.Fatalf("a taken queued run is %s, want running", info.Status)
 	}
 	if err := a.Append(ctx, "r", storetest.CheckpointLog("r")[0]); err != nil {
@@ -99,7 +100,7 @@ func TestStaleEpochWritesRefused(t *testing.T) {
 	}
 	refused("node entry", a.Append(ctx, "r", nodeEntry("n1", 4)))
 	end := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, EventSeq: 4, Time: time.Now().UTC(),
-		End: &engine.EndRecord{Status: engine.StatusFailed, Error: &engine.RunError{Code: "x", Message: "stale"}}}
+		End: &engine.EndRecord{Status: chain.StatusFailed, Error: &engine.RunError{Code: "x", Message: "stale"}}}
 	refused("end entry", a.Append(ctx, "r", []engine.Checkpoint{end}))
 	refused("events", a.AppendEvents(ctx, storetest.Events("r", 4, 3)))
 	// The event writer's batches mix runs: r's events are left out, the
@@ -127,7 +128,7 @@ func TestStaleEpochWritesRefused(t *testing.T) {
 	if len(log) != 2 || log[1].Node == nil || log[1].Node.NodeID != "n0" {
 		t.Fatalf("the log after refused writes has %d entries, want start + n0", len(log))
 	}
-	if info, _ := b.GetRunInfo(ctx, "r"); info.Status != engine.StatusRunning {
+	if info, _ := b.GetRunInfo(ctx, "r"); info.Status != chain.StatusRunning {
 		t.Fatalf("a refused end entry changed the run to %s", info.Status)
 	}
 	if n, _ := b.MaxSeq(ctx, "r"); n != 3 {
@@ -179,7 +180,7 @@ func TestTakeRenewRecover(t *testing.T) {
 	t.Parallel()
 	a, b := twoProcesses(t)
 	ctx := context.Background()
-	if _, err := a.CreateRun(ctx, store.Run{ID: "done", Status: engine.StatusCompleted}); err != nil {
+	if _, err := a.CreateRun(ctx, store.Run{ID: "done", Status: chain.StatusCompleted}); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := a.TakeRun(ctx, "done", "a", time.Minute, nil); l != nil || err != nil {
@@ -211,7 +212,7 @@ func TestTakeRenewRecover(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("recover: %d, %v; want 1 (the run whose lease expired)", n, err)
 	}
-	for id, want := range map[string]engine.RunStatus{"live": engine.StatusRunning, "dead": engine.StatusFailed} {
+	for id, want := range map[string]chain.RunStatus{"live": chain.StatusRunning, "dead": chain.StatusFailed} {
 		if info, _ := b.GetRunInfo(ctx, id); info.Status != want {
 			t.Errorf("run %s after recover: %s, want %s", id, info.Status, want)
 		}
@@ -237,7 +238,7 @@ func TestPipelinedAppendFailsWhole(t *testing.T) {
 	if err := b.Append(ctx, "r", nodeEntry("n1", 2)); err != nil { // a's cache still says 2
 		t.Fatal(err)
 	}
-	end := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, EventSeq: 4, Time: time.Now().UTC(), End: &engine.EndRecord{Status: engine.StatusCompleted, NodesRun: 3}}
+	end := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, EventSeq: 4, Time: time.Now().UTC(), End: &engine.EndRecord{Status: chain.StatusCompleted, NodesRun: 3}}
 	if err := a.Append(ctx, "r", append(nodeEntry("n2", 3), end)); err != nil {
 		t.Fatalf("append after a stale position: %v", err)
 	}
@@ -256,7 +257,7 @@ func TestPipelinedAppendFailsWhole(t *testing.T) {
 	if fmt.Sprint(kinds) != "[start node:n0 node:n1 node:n2 end]" {
 		t.Fatalf("log %v", kinds)
 	}
-	if info, _ := b.GetRunInfo(ctx, "r"); info.Status != engine.StatusCompleted {
+	if info, _ := b.GetRunInfo(ctx, "r"); info.Status != chain.StatusCompleted {
 		t.Fatalf("run is %s after its end entry, want completed", info.Status)
 	}
 	// Every connection of a's pool is usable (none left inside the failed

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/eventbuf"
 	"github.com/chainstudio/studio/store/storetest"
@@ -80,7 +82,7 @@ func BenchmarkRun1000LeasedPhases(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		id := fmt.Sprintf("run-%d", i)
 		b.StopTimer()
-		if _, err := db.CreateRun(ctx, store.Run{ID: id, Status: engine.StatusQueued}); err != nil {
+		if _, err := db.CreateRun(ctx, store.Run{ID: id, Status: chain.StatusQueued}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -89,8 +91,8 @@ func BenchmarkRun1000LeasedPhases(b *testing.B) {
 			b.Fatal(err)
 		}
 		p.add("take", time.Since(t))
-		res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: id})
-		if err != nil || res.Status != engine.StatusCompleted {
+		res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: id})
+		if err != nil || res.Status != chain.StatusCompleted {
 			b.Fatalf("%v %v", err, res.Status)
 		}
 	}

@@ -368,8 +368,12 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// The PostgreSQL database is a whole store backend.
-var _ store.Backend = (*DB)(nil)
+// The PostgreSQL database is a whole store backend, and keeps the leases of
+// the processes that share it.
+var (
+	_ store.Backend    = (*DB)(nil)
+	_ store.LeaseStore = (*DB)(nil)
+)
 
 // Pool is the connection pool, for what runs beside the store on the same
 // database (River's client and its migrations, wired by cmd/studio).

@@ -84,7 +84,7 @@ func TestConcurrentSavesOneWins(t *testing.T) {
 	t.Parallel()
 	db := openTest(t, Options{MaxConns: 8})
 	ctx := context.Background()
-	ch, err := db.CreateChain(ctx, storetest.SampleChain("race", 2), "")
+	ch, err := db.CreateChain(ctx, storetest.SampleChain("race", 2), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	if store.ErrorCode(err) != store.EUNAVAILABLE {
 		t.Errorf("get chain: %v (code %q), want unavailable", err, store.ErrorCode(err))
 	}
-	_, err = db.CreateChain(ctx, storetest.SampleChain("c", 1), "")
+	_, err = db.CreateChain(ctx, storetest.SampleChain("c", 1), "", true)
 	if store.ErrorCode(err) != store.EUNAVAILABLE {
 		t.Errorf("create chain: %v (code %q), want unavailable", err, store.ErrorCode(err))
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/sqlstore"
 )
@@ -87,7 +89,7 @@ func benchGetChain2000(b *testing.B, cache int) {
 		doc.Nodes[i].InputMap = map[string]string{"prev": "n0.output"}
 		doc.Nodes[i].Description = "a node with a short description"
 	}
-	ch, err := db.CreateChain(ctx, doc, "")
+	ch, err := db.CreateChain(ctx, doc, "", true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,8 +106,8 @@ func benchGetChain2000(b *testing.B, cache int) {
 func BenchmarkListRuns10k(b *testing.B) {
 	ctx := context.Background()
 	db, _ := openTest(b)
-	ch, _ := db.CreateChain(ctx, sampleChain("many runs", 3), "")
-	other, _ := db.CreateChain(ctx, sampleChain("other", 3), "")
+	ch, _ := db.CreateChain(ctx, sampleChain("many runs", 3), "", true)
+	other, _ := db.CreateChain(ctx, sampleChain("other", 3), "", true)
 	t0 := time.Now().Add(-time.Hour)
 	err := db.writeTx(ctx, func(tx *Tx) error {
 		for i := 0; i < 10_000; i++ {
@@ -151,8 +153,8 @@ func benchRun1000(b *testing.B, persisted bool, cond string) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: fmt.Sprintf("run-%d", i)})
-		if err != nil || res.Status != engine.StatusCompleted {
+		res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: fmt.Sprintf("run-%d", i)})
+		if err != nil || res.Status != chain.StatusCompleted {
 			b.Fatalf("%v %v", err, res.Status)
 		}
 	}
@@ -187,7 +189,7 @@ func BenchmarkGetRun1000(b *testing.B) {
 	w := NewEventWriter(db, store.EventWriterOptions{})
 	defer w.Close()
 	eng := newPersistentEngine(db, w, nil)
-	if res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: "big"}); err != nil || res.Status != engine.StatusCompleted {
+	if res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: "big"}); err != nil || res.Status != chain.StatusCompleted {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

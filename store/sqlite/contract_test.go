@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/storetest"
 )
@@ -38,7 +39,7 @@ func TestPruneRunsLeavesNoRows(t *testing.T) {
 	db, _ := openTest(t)
 	for i := range 3 {
 		id := fmt.Sprintf("r%d", i)
-		if _, err := db.CreateRun(ctx, store.Run{ID: id, Status: engine.StatusCompleted, Started: time.Now().Add(-48 * time.Hour)}); err != nil {
+		if _, err := db.CreateRun(ctx, store.Run{ID: id, Status: chain.StatusCompleted, Started: time.Now().Add(-48 * time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.AppendEvents(ctx, mkEvents(id, 1, 3)); err != nil {
@@ -49,7 +50,7 @@ func TestPruneRunsLeavesNoRows(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := db.Append(ctx, id, []engine.Checkpoint{{RunID: id, Kind: engine.CheckpointEnd, End: &engine.EndRecord{Status: engine.StatusCompleted}}}); err != nil {
+		if err := db.Append(ctx, id, []engine.Checkpoint{{RunID: id, Kind: engine.CheckpointEnd, End: &engine.EndRecord{Status: chain.StatusCompleted}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

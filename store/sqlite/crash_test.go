@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/store"
 )
@@ -38,7 +40,7 @@ func TestCrashChild(t *testing.T) {
 	doc := linearChain("crash chain", "delay", crashNodes, func(i int) map[string]any {
 		return map[string]any{"ms": float64(crashNodeMS), "i": float64(i)}
 	})
-	ch, err := db.CreateChain(ctx, doc, "v1")
+	ch, err := db.CreateChain(ctx, doc, "v1", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestCrashChild(t *testing.T) {
 	w := NewEventWriter(db, store.EventWriterOptions{})
 	eng := newPersistentEngine(db, w, nil)
 	// The parent kills us long before this finishes.
-	res, err := eng.Run(ctx, ch.Doc, map[string]any{"from": "child"}, engine.RunOptions{RunID: crashRunID})
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, ch.Doc), map[string]any{"from": "child"}, engine.RunOptions{RunID: crashRunID})
 	fmt.Printf("child run finished: %v %v\n", res.Status, err)
 }
 
@@ -174,7 +176,7 @@ func TestCrashRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart {
+	if r.Status != chain.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart {
 		t.Fatalf("run after recovery: %s %+v", r.Status, r.Error)
 	}
 	// Outputs of nodes that finished before the crash (from the child).
@@ -196,14 +198,14 @@ func TestCrashRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != engine.StatusCompleted {
+	if res.Status != chain.StatusCompleted {
 		t.Fatalf("resumed run: %s %+v", res.Status, res.Error)
 	}
 	r, err = db.GetRun(ctx, crashRunID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != engine.StatusCompleted || len(r.Nodes) != crashNodes {
+	if r.Status != chain.StatusCompleted || len(r.Nodes) != crashNodes {
 		t.Fatalf("stored run after resume: %s, %d nodes", r.Status, len(r.Nodes))
 	}
 	for id, out := range doneBefore {

@@ -10,7 +10,7 @@ func TestDocCacheReturnsCopies(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _ := openTest(t)
-	ch, _ := db.CreateChain(ctx, sampleChain("c", 3), "")
+	ch, _ := db.CreateChain(ctx, sampleChain("c", 3), "", true)
 	a, _ := db.GetChain(ctx, ch.ID) // miss: decoded and cached
 	a.Doc.Nodes[0].Input["text"] = "mutated"
 	a.Doc.Nodes = a.Doc.Nodes[:1]
@@ -24,7 +24,7 @@ func TestDocCacheReturnsCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	ch2, _ := nc.CreateChain(ctx, sampleChain("c", 3), "")
+	ch2, _ := nc.CreateChain(ctx, sampleChain("c", 3), "", true)
 	c, _ := nc.GetChain(ctx, ch2.ID)
 	jsonEqual(t, c.Doc, b.Doc)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/doccache"
 	"github.com/chainstudio/studio/store/sqlstore"
@@ -45,21 +47,21 @@ func TestEnginePauseResumePersisted(t *testing.T) {
 	w := NewEventWriter(db, store.EventWriterOptions{})
 	eng := newPersistentEngine(db, w, nil)
 
-	doc := &engine.Chain{Name: "approve", EntryNode: "a", Nodes: []engine.Node{
-		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
-		{ID: "ask", Kind: engine.KindInterrupt, Config: map[string]any{"prompt": "ok?"}},
-		{ID: "b", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 2.0}},
-	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "ask"}, {ID: "e2", Source: "ask", Target: "b"}}}
+	doc := &chain.Chain{Name: "approve", EntryNode: "a", Nodes: []chain.Node{
+		{ID: "a", Kind: chain.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
+		{ID: "ask", Kind: chain.KindInterrupt, Config: map[string]any{"prompt": "ok?"}},
+		{ID: "b", Kind: chain.KindTool, Name: "echo", Input: map[string]any{"v": 2.0}},
+	}, Edges: []chain.Edge{{ID: "e1", Source: "a", Target: "ask"}, {ID: "e2", Source: "ask", Target: "b"}}}
 	const id = "run-approve"
-	res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: id})
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != engine.StatusPaused {
+	if res.Status != chain.StatusPaused {
 		t.Fatalf("status %s %+v", res.Status, res.Error)
 	}
 	r, _ := db.GetRun(ctx, id)
-	if r.Status != engine.StatusPaused {
+	if r.Status != chain.StatusPaused {
 		t.Fatalf("stored status %s", r.Status)
 	}
 	// Restart between pause and resume: a new process resumes from the file.
@@ -81,7 +83,7 @@ func TestEnginePauseResumePersisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != engine.StatusCompleted {
+	if res.Status != chain.StatusCompleted {
 		t.Fatalf("resumed status %s %+v", res.Status, res.Error)
 	}
 	// A second resume of the same pause is refused.
@@ -89,7 +91,7 @@ func TestEnginePauseResumePersisted(t *testing.T) {
 		t.Fatal("second resume accepted")
 	}
 	r, _ = db2.GetRun(ctx, id)
-	if r.Status != engine.StatusCompleted {
+	if r.Status != chain.StatusCompleted {
 		t.Fatalf("stored status after resume %s", r.Status)
 	}
 	evs, _ := db2.EventsAfter(ctx, id, 0, 1000)
@@ -124,21 +126,21 @@ func TestMigrateFromSchema1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	approval := &engine.Chain{Name: "approve", EntryNode: "a", Nodes: []engine.Node{
-		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
-		{ID: "ask", Kind: engine.KindInterrupt, Config: map[string]any{"prompt": "ok?"}},
-		{ID: "b", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 2.0}},
-	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "ask"}, {ID: "e2", Source: "ask", Target: "b"}}}
+	approval := &chain.Chain{Name: "approve", EntryNode: "a", Nodes: []chain.Node{
+		{ID: "a", Kind: chain.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
+		{ID: "ask", Kind: chain.KindInterrupt, Config: map[string]any{"prompt": "ok?"}},
+		{ID: "b", Kind: chain.KindTool, Name: "echo", Input: map[string]any{"v": 2.0}},
+	}, Edges: []chain.Edge{{ID: "e1", Source: "a", Target: "ask"}, {ID: "e2", Source: "ask", Target: "b"}}}
 
 	// Run both chains in memory, then store what they produced in the
 	// schema-1 tables, row for row as the schema-1 store wrote them.
 	mem := engine.NewMemoryCheckpointer()
 	sink := &engine.MemorySink{}
 	eng := engine.New(engine.Options{Registry: testTools(), Checkpointer: mem, Sink: sink})
-	if res, err := eng.Run(ctx, ch.Doc, nil, engine.RunOptions{RunID: "done-run"}); err != nil || res.Status != engine.StatusCompleted {
+	if res, err := eng.Run(ctx, enginetest.PlanOf(eng, ch.Doc), nil, engine.RunOptions{RunID: "done-run"}); err != nil || res.Status != chain.StatusCompleted {
 		t.Fatalf("run: %v", err)
 	}
-	if res, err := eng.Run(ctx, approval, nil, engine.RunOptions{RunID: "paused-run"}); err != nil || res.Status != engine.StatusPaused {
+	if res, err := eng.Run(ctx, enginetest.PlanOf(eng, approval), nil, engine.RunOptions{RunID: "paused-run"}); err != nil || res.Status != chain.StatusPaused {
 		t.Fatalf("approval run: %v", err)
 	}
 	err = db.writeTx(ctx, func(tx *Tx) error {
@@ -218,7 +220,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Fatalf("chain after migration: %v", err)
 	}
 	r, err := db2.GetRun(ctx, "done-run")
-	if err != nil || r.Status != engine.StatusCompleted || len(r.Nodes) != 5 {
+	if err != nil || r.Status != chain.StatusCompleted || len(r.Nodes) != 5 {
 		t.Fatalf("run after migration: %v %+v", err, r)
 	}
 	for i, n := range r.Nodes {
@@ -246,7 +248,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	}
 	max, _ := db2.MaxSeq(ctx, "paused-run")
 	res, err := eng2.Resume(ctx, "paused-run", &engine.ResumeValue{Value: "yes"}, nil, engine.ResumeOptions{NextSeq: max + 1})
-	if err != nil || res.Status != engine.StatusCompleted {
+	if err != nil || res.Status != chain.StatusCompleted {
 		t.Fatalf("resume after migration: %v %+v", err, res)
 	}
 	if pr, _ = db2.GetRun(ctx, "paused-run"); len(pr.Nodes) != 3 || pr.Nodes[1].Status != engine.PhaseDone || pr.Nodes[2].Status != engine.PhaseDone {
@@ -268,9 +270,9 @@ func TestRunChainsStoredOnce(t *testing.T) {
 	other := linearChain("other", "echo", 3, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
 	for _, run := range []struct {
 		id  string
-		doc *engine.Chain
+		doc *chain.Chain
 	}{{"r1", doc}, {"r2", doc}, {"r3", other}} {
-		if res, err := eng.Run(ctx, run.doc, nil, engine.RunOptions{RunID: run.id}); err != nil || res.Status != engine.StatusCompleted {
+		if res, err := eng.Run(ctx, enginetest.PlanOf(eng, run.doc), nil, engine.RunOptions{RunID: run.id}); err != nil || res.Status != chain.StatusCompleted {
 			t.Fatalf("run %s: %v", run.id, err)
 		}
 	}

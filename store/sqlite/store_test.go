@@ -63,7 +63,7 @@ func TestOpenMigrations(t *testing.T) {
 	if _, err := db.r.Exec(`DELETE FROM chains`); err == nil {
 		t.Fatal("reader accepted a write")
 	}
-	if _, err := db.CreateChain(ctx, sampleChain("a", 2), "first"); err != nil {
+	if _, err := db.CreateChain(ctx, sampleChain("a", 2), "first", true); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -237,7 +237,7 @@ func TestBackup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _ := openTest(t)
-	ch, _ := db.CreateChain(ctx, sampleChain("b", 5), "")
+	ch, _ := db.CreateChain(ctx, sampleChain("b", 5), "", true)
 	db.AppendEvents(ctx, mkEvents("r", 1, 100))
 	dst := filepath.Join(t.TempDir(), "backup.db")
 	if err := db.Backup(ctx, dst); err != nil {

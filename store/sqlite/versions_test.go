@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
 )
@@ -14,7 +14,7 @@ import (
 // createChainOldSchema stores doc as a chain with one version per message,
 // row for row as a store before schema 3 wrote them (chain_versions had no
 // kind column).
-func createChainOldSchema(ctx context.Context, db *DB, doc *engine.Chain, messages ...string) (*store.Chain, error) {
+func createChainOldSchema(ctx context.Context, db *DB, doc *chain.Chain, messages ...string) (*store.Chain, error) {
 	ch := &store.Chain{ID: uuid.NewString(), Name: doc.Name, Version: len(messages), NodeCount: len(doc.Nodes), Doc: doc}
 	body, err := json.Marshal(doc)
 	if err != nil {

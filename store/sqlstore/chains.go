@@ -11,14 +11,13 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
-	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/inspect"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/doccache"
 	"github.com/google/uuid"
 )
 
-func encodeDoc(doc *engine.Chain) (string, error) {
+func encodeDoc(doc *chain.Chain) (string, error) {
 	if doc == nil {
 		return "", fmt.Errorf("%w: no chain document", store.ErrInvalid)
 	}
@@ -36,11 +35,11 @@ func encodeDoc(doc *engine.Chain) (string, error) {
 // encoding/json appends into a slice's spare capacity, so sizing Nodes and
 // Edges up front saves the repeated grow-and-copy of ~400-byte Node structs
 // (a fifth of the decode time of a 2,000-node chain).
-func decodeDoc(s string, nodes int) (*engine.Chain, error) {
-	var c engine.Chain
-	if nodes > 0 && nodes <= engine.DefaultLimits.MaxNodes {
-		c.Nodes = make([]engine.Node, 0, nodes)
-		c.Edges = make([]engine.Edge, 0, nodes+nodes/4)
+func decodeDoc(s string, nodes int) (*chain.Chain, error) {
+	var c chain.Chain
+	if nodes > 0 && nodes <= chain.DefaultLimits.MaxNodes {
+		c.Nodes = make([]chain.Node, 0, nodes)
+		c.Edges = make([]chain.Edge, 0, nodes+nodes/4)
 	}
 	// encoding/json/v2 (its prototype module until Go ships it by default)
 	// decodes a large document in about two thirds of v1's time. The bytes
@@ -62,8 +61,9 @@ func nameHolder(ctx context.Context, tx *Tx, name, except string) (string, error
 	return id, err
 }
 
-// CreateChain stores doc as version 1 of a new chain named doc.Name.
-func (s *Store) CreateChain(ctx context.Context, doc *engine.Chain, message string) (*store.Chain, error) {
+// CreateChain stores doc as version 1 of a new chain named doc.Name,
+// published when publish is set.
+func (s *Store) CreateChain(ctx context.Context, doc *chain.Chain, message string, publish bool) (*store.Chain, error) {
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, fmt.Errorf("store: create chain: %w", err)
@@ -72,10 +72,15 @@ func (s *Store) CreateChain(ctx context.Context, doc *engine.Chain, message stri
 	ch := &store.Chain{
 		ID: uuid.NewString(), Name: doc.Name, Description: doc.Description, Version: 1,
 		NodeCount: len(doc.Nodes), Created: FromMicros(Micros(now)), Updated: FromMicros(Micros(now)),
-		// A new chain is published as it is created: its first version is a
-		// deliberate save (the API, an import, "New chain"), and a chain made
-		// by the API runs by name at once. Edits after it are the draft.
-		Published: store.Publication{Version: 1, At: FromMicros(Micros(now)), Message: message},
+	}
+	// A chain created from a valid document (the API, an import, a
+	// template) is published as created, so it runs by name at once; a blank
+	// or invalid one starts unpublished, so that no trigger runs it before a
+	// deliberate Publish.
+	pubVersion, pubAt, pubMessage := 0, any(nil), ""
+	if publish {
+		ch.Published = store.Publication{Version: 1, At: FromMicros(Micros(now)), Message: message}
+		pubVersion, pubAt, pubMessage = 1, Micros(now), message
 	}
 	err = s.writeTx(ctx, func(tx *Tx) error {
 		holder, err := nameHolder(ctx, tx, doc.Name, "")
@@ -87,7 +92,7 @@ func (s *Store) CreateChain(ctx context.Context, doc *engine.Chain, message stri
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO chains (id, name, description, current_version, node_count, created_at, updated_at,
   published_version, published_at, published_message)
-VALUES (?, ?, ?, 1, ?, ?, ?, 1, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, Micros(now), Micros(now), Micros(now), message); err != nil {
+VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeCount, Micros(now), Micros(now), pubVersion, pubAt, pubMessage); err != nil {
 			if s.d.IsUniqueViolation(err) {
 				return &store.ConflictError{Name: doc.Name}
 			}
@@ -102,7 +107,7 @@ VALUES (?, ?, ?, 1, ?, ?, ?, 1, ?, ?)`, ch.ID, ch.Name, ch.Description, ch.NodeC
 	return ch, nil
 }
 
-func insertVersion(ctx context.Context, tx *Tx, id string, v int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time) error {
+func insertVersion(ctx context.Context, tx *Tx, id string, v int, doc *chain.Chain, body, message string, kind store.VersionKind, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO chain_versions (chain_id, version, name, node_count, message, kind, doc, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, string(kind), body, Micros(now))
 	return err
@@ -111,13 +116,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, v, doc.Name, len(doc.Nodes), message, stri
 // SaveChain stores doc as a new version of chain id. baseVersion is the
 // version the edit started from: when the chain has moved on since, nothing is
 // written and a *VersionConflictError carries the current version.
-func (s *Store) SaveChain(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string) (*store.Chain, error) {
+func (s *Store) SaveChain(ctx context.Context, id string, baseVersion int, doc *chain.Chain, message string) (*store.Chain, error) {
 	return s.SaveChainAs(ctx, id, baseVersion, doc, message, store.VersionSave)
 }
 
 // SaveChainAs is SaveChain recording how the version was made (the designer's
 // autosave says VersionAutosave).
-func (s *Store) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *engine.Chain, message string, kind store.VersionKind) (*store.Chain, error) {
+func (s *Store) SaveChainAs(ctx context.Context, id string, baseVersion int, doc *chain.Chain, message string, kind store.VersionKind) (*store.Chain, error) {
 	body, err := encodeDoc(doc)
 	if err != nil {
 		return nil, fmt.Errorf("store: save chain %s: %w", id, err)
@@ -145,7 +150,7 @@ func (s *Store) SaveChainAs(ctx context.Context, id string, baseVersion int, doc
 // optimistic-concurrency check. keepSame: a document whose stored form is
 // the current version's (a save that changes nothing) writes nothing and
 // returns the chain at its current version, so that its ETag stays.
-func (s *Store) saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *engine.Chain, body, message string, kind store.VersionKind, now time.Time, keepSame bool) (*store.Chain, error) {
+func (s *Store) saveVersion(ctx context.Context, tx *Tx, id string, base *int, doc *chain.Chain, body, message string, kind store.VersionKind, now time.Time, keepSame bool) (*store.Chain, error) {
 	var cur int
 	var created, exposed int64
 	var pub store.Publication
@@ -213,7 +218,7 @@ const chainCols = `id, name, description, current_version, node_count, created_a
 
 // loadDoc returns version v of chain id's document, from the cache of
 // decoded documents when it is there.
-func (s *Store) loadDoc(ctx context.Context, q rowQueryer, id string, v int) (*engine.Chain, error) {
+func (s *Store) loadDoc(ctx context.Context, q rowQueryer, id string, v int) (*chain.Chain, error) {
 	if d := s.docs.Get(id, v); d != nil {
 		return d, nil
 	}
@@ -328,7 +333,7 @@ func (s *Store) GetChainByName(ctx context.Context, name string) (*store.Chain, 
 // ResolveChain returns the published document of the live chain named name;
 // it is the lookup the engine uses for sub-chains (skill nodes), so a chain
 // being edited is called as it was published, never half-edited.
-func (s *Store) ResolveChain(ctx context.Context, name string) (*engine.Chain, error) {
+func (s *Store) ResolveChain(ctx context.Context, name string) (*chain.Chain, error) {
 	ch, err := s.getChain(ctx, "name = ?", name, true)
 	if err != nil {
 		return nil, fmt.Errorf("store: get chain %q: %w", name, err)
@@ -388,7 +393,7 @@ LIMIT ? OFFSET ?`, append(args, f.Limit, f.Offset)...)
 				return err
 			}
 			s.Created, s.Updated = FromMicros(created), FromMicros(updated)
-			s.LastRunStatus = engine.RunStatus(status.String)
+			s.LastRunStatus = chain.RunStatus(status.String)
 			s.LastRunAt = FromNullMicros(lastAt)
 			out = append(out, s)
 		}
@@ -620,7 +625,7 @@ func (s *Store) RestoreVersion(ctx context.Context, id string, v, baseVersion in
 	}
 	now := s.now().UTC()
 	var ch *store.Chain
-	var doc *engine.Chain
+	var doc *chain.Chain
 	err := s.writeTx(ctx, func(tx *Tx) error {
 		_, b, err := getVersion(ctx, tx, id, v)
 		if err != nil {
@@ -661,7 +666,7 @@ func (s *Store) NameVersion(ctx context.Context, id string, baseVersion int, mes
 	}
 	now := s.now().UTC()
 	var ch *store.Chain
-	var doc *engine.Chain
+	var doc *chain.Chain
 	err := s.writeTx(ctx, func(tx *Tx) error {
 		cur, err := s.lockCurrent(ctx, tx, id, baseVersion)
 		if err != nil {
@@ -683,21 +688,4 @@ func (s *Store) NameVersion(ctx context.Context, id string, baseVersion int, mes
 	s.docs.Put(id, ch.Version, doc)
 	ch.Doc = doc
 	return ch, nil
-}
-
-// DiffVersions compares two versions of a chain (from → to).
-func (s *Store) DiffVersions(ctx context.Context, id string, from, to int) (*inspect.ChainDiff, error) {
-	var a, b *engine.Chain
-	err := s.readTx(ctx, func(tx *Tx) error {
-		var err error
-		if a, err = s.loadDoc(ctx, tx, id, from); err != nil {
-			return err
-		}
-		b, err = s.loadDoc(ctx, tx, id, to)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: diff versions %d..%d of chain %s: %w", from, to, id, err)
-	}
-	return inspect.Diff(a, b), nil
 }

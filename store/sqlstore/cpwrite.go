@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
 )
@@ -101,7 +102,7 @@ WHERE id = ?`, []any{input, name, NullString(cp.Start.ParentRunID), runID}}}, ni
 		return []Stmt{{q, args}}, nil
 
 	case engine.CheckpointResume:
-		return []Stmt{{`UPDATE runs SET status = 'running', error = NULL, ended_at = NULL, duration_ms = NULL WHERE id = ?`, []any{runID}}}, nil
+		return []Stmt{{`UPDATE runs SET status = 'running', error = NULL, outcome = NULL, ended_at = NULL, duration_ms = NULL WHERE id = ?`, []any{runID}}}, nil
 
 	case engine.CheckpointEnd:
 		r := cp.End
@@ -122,10 +123,10 @@ WHERE id = ?`, []any{input, name, NullString(cp.Start.ParentRunID), runID}}}, ni
 		// outputs stays NULL: GetRun builds it from the node results it reads
 		// anyway, so the end of a run does not re-read and re-encode every
 		// output (2.5 ms of a 1,000-node run).
-		sts := []Stmt{{`UPDATE runs SET status = ?, error = ?, final_output = ?, outputs = NULL, nodes_run = ?,
+		sts := []Stmt{{`UPDATE runs SET status = ?, error = ?, outcome = ?, final_output = ?, outputs = NULL, nodes_run = ?,
   ended_at = ?, duration_ms = (? - started_at) / 1000
-WHERE id = ?`, []any{string(r.Status), errJSON, final, r.NodesRun, t, t, runID}}}
-		if r.Status != engine.StatusPaused {
+WHERE id = ?`, []any{string(r.Status), errJSON, NullString(r.Outcome), final, r.NodesRun, t, t, runID}}}
+		if r.Status != chain.StatusPaused {
 			sts = append(sts, Stmt{`UPDATE run_interrupts SET claimed_at = ? WHERE run_id = ? AND claimed_at IS NULL`, []any{t, runID}})
 		}
 		return sts, nil

@@ -15,20 +15,20 @@ import (
 // Credentials: a row per credential, its secret fields sealed (JSON: field
 // → sealed bytes, base64), and one key-check row. Both backends run this SQL.
 
-const credentialColumns = `id, name, type, public_fields, sealed_fields, chains, created_by, created_at, updated_by, updated_at, last_used_at`
+const credentialColumns = `id, name, type, public_fields, sealed_fields, chains, hosts, created_by, created_at, updated_by, updated_at, last_used_at`
 
-func credentialArgs(c *store.SealedCredential) (public, sealed, chains string, err error) {
+func credentialArgs(c *store.SealedCredential) (public, sealed, chains, hosts string, err error) {
 	pub := c.Public
 	if pub == nil {
 		pub = map[string]string{}
 	}
 	p, err := json.Marshal(pub)
 	if err != nil {
-		return "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
+		return "", "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
 	}
 	s, err := json.Marshal(c.Sealed) // []byte values encode as base64
 	if err != nil {
-		return "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
+		return "", "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
 	}
 	ch := c.Chains
 	if ch == nil {
@@ -36,9 +36,17 @@ func credentialArgs(c *store.SealedCredential) (public, sealed, chains string, e
 	}
 	b, err := json.Marshal(ch)
 	if err != nil {
-		return "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
+		return "", "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
 	}
-	return string(p), string(s), string(b), nil
+	hs := c.Hosts
+	if hs == nil {
+		hs = []string{}
+	}
+	h, err := json.Marshal(hs)
+	if err != nil {
+		return "", "", "", "", fmt.Errorf("store: credential %q: %w", c.Name, err)
+	}
+	return string(p), string(s), string(b), string(h), nil
 }
 
 // addCredential inserts a new credential; a name in use is ErrNameTaken.
@@ -51,12 +59,12 @@ func addCredential(ctx context.Context, tx Execer, c *store.SealedCredential) er
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	pub, sealed, chains, err := credentialArgs(c)
+	pub, sealed, chains, hosts, err := credentialArgs(c)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (`+credentialColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
-		c.ID, c.Name, c.Type, pub, sealed, chains, c.CreatedBy, c.Created.UnixMicro(), c.UpdatedBy, c.Updated.UnixMicro())
+	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (`+credentialColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+		c.ID, c.Name, c.Type, pub, sealed, chains, hosts, c.CreatedBy, c.Created.UnixMicro(), c.UpdatedBy, c.Updated.UnixMicro())
 	if err != nil {
 		return fmt.Errorf("store: add credential %q: %w", c.Name, err)
 	}
@@ -65,12 +73,12 @@ func addCredential(ctx context.Context, tx Execer, c *store.SealedCredential) er
 
 // updateCredential replaces the credential with c's id (its name stays).
 func updateCredential(ctx context.Context, tx Execer, c *store.SealedCredential) error {
-	pub, sealed, chains, err := credentialArgs(c)
+	pub, sealed, chains, hosts, err := credentialArgs(c)
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE credentials SET type = ?, public_fields = ?, sealed_fields = ?, chains = ?, updated_by = ?, updated_at = ? WHERE id = ?`,
-		c.Type, pub, sealed, chains, c.UpdatedBy, c.Updated.UnixMicro(), c.ID)
+	res, err := tx.ExecContext(ctx, `UPDATE credentials SET type = ?, public_fields = ?, sealed_fields = ?, chains = ?, hosts = ?, updated_by = ?, updated_at = ? WHERE id = ?`,
+		c.Type, pub, sealed, chains, hosts, c.UpdatedBy, c.Updated.UnixMicro(), c.ID)
 	if err != nil {
 		return fmt.Errorf("store: update credential %q: %w", c.Name, err)
 	}
@@ -114,33 +122,24 @@ func credentials(ctx context.Context, q Queryer, withSealed bool, query string, 
 	var out []store.SealedCredential
 	for rows.Next() {
 		var c store.SealedCredential
-		var pub, sealed, chains string
+		var pub, sealed, chains, hosts string
 		var created, updated int64
 		var used sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.Name, &c.Type, &pub, &sealed, &chains, &c.CreatedBy, &created, &c.UpdatedBy, &updated, &used); err != nil {
+		if err := rows.Scan(&c.ID, &c.Name, &c.Type, &pub, &sealed, &chains, &hosts, &c.CreatedBy, &created, &c.UpdatedBy, &updated, &used); err != nil {
 			return nil, fmt.Errorf("store: read credentials: %w", err)
-		}
-		if err := json.Unmarshal([]byte(pub), &c.Public); err != nil {
-			return nil, fmt.Errorf("store: credential %q: public fields: %w", c.Name, err)
-		}
-		var s map[string][]byte
-		if err := json.Unmarshal([]byte(sealed), &s); err != nil {
-			return nil, fmt.Errorf("store: credential %q: sealed fields: %w", c.Name, err)
-		}
-		for k := range s {
-			c.Set = append(c.Set, k)
-		}
-		sort.Strings(c.Set)
-		if withSealed {
-			c.Sealed = s
-		}
-		if err := json.Unmarshal([]byte(chains), &c.Chains); err != nil {
-			return nil, fmt.Errorf("store: credential %q: chains: %w", c.Name, err)
 		}
 		c.Created = time.UnixMicro(created).UTC()
 		c.Updated = time.UnixMicro(updated).UTC()
 		if used.Valid {
 			c.LastUsed = time.UnixMicro(used.Int64).UTC()
+		}
+		if err := decodeCredential(&c, pub, sealed, chains, hosts, withSealed); err != nil {
+			if withSealed { // a get, or a reseal: the record cannot be used
+				return nil, fmt.Errorf("store: credential %q cannot be read: %w", c.Name, err)
+			}
+			// A list shows the record as unreadable rather than failing
+			// for every other one.
+			c.Unreadable = err.Error()
 		}
 		out = append(out, c)
 	}
@@ -148,6 +147,31 @@ func credentials(ctx context.Context, q Queryer, withSealed bool, query string, 
 		return nil, fmt.Errorf("store: read credentials: %w", err)
 	}
 	return out, nil
+}
+
+// decodeCredential decodes a row's JSON columns into c.
+func decodeCredential(c *store.SealedCredential, pub, sealed, chains, hosts string, withSealed bool) error {
+	if err := json.Unmarshal([]byte(pub), &c.Public); err != nil {
+		return fmt.Errorf("public fields: %w", err)
+	}
+	var s map[string][]byte
+	if err := json.Unmarshal([]byte(sealed), &s); err != nil {
+		return fmt.Errorf("sealed fields: %w", err)
+	}
+	for k := range s {
+		c.Set = append(c.Set, k)
+	}
+	sort.Strings(c.Set)
+	if withSealed {
+		c.Sealed = s
+	}
+	if err := json.Unmarshal([]byte(chains), &c.Chains); err != nil {
+		return fmt.Errorf("chains: %w", err)
+	}
+	if err := json.Unmarshal([]byte(hosts), &c.Hosts); err != nil {
+		return fmt.Errorf("hosts: %w", err)
+	}
+	return nil
 }
 
 // removeCredential deletes the credential named name.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/cplog"
 )
@@ -57,7 +58,7 @@ FROM runs WHERE id = ?`, id, id)
 	if !found {
 		return Interrupted{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
-	end := &engine.EndRecord{Status: engine.StatusFailed}
+	end := &engine.EndRecord{Status: chain.StatusFailed}
 	switch {
 	case started:
 		nodes, err := runNodes(ctx, tx, id, "")
@@ -115,7 +116,7 @@ func RecoverInterrupted(ctx context.Context, s *Store, free string, end func(ctx
 			if err := tx.QueryRowPrepared(ctx, `SELECT status, `+free+` FROM runs WHERE id = ?`+s.d.ForUpdate(), id).Scan(&status, &isFree); err != nil {
 				return err
 			}
-			if status != string(engine.StatusRunning) && status != string(engine.StatusQueued) || !isFree {
+			if status != string(chain.StatusRunning) && status != string(chain.StatusQueued) || !isFree {
 				return nil // changed since the scan
 			}
 			seq, err := MaxSeqOf(ctx, tx, id)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 // A run's start checkpoint holds the chain it runs; the chain is stored
@@ -27,7 +27,7 @@ func StoreRunChains(ctx context.Context, tx *Tx, chains map[string]string, now t
 
 // runChain returns the chain stored under ref, from the decoded-document
 // cache when it is there.
-func (s *Store) runChain(ctx context.Context, q rowQueryer, ref string) (*engine.Chain, error) {
+func (s *Store) runChain(ctx context.Context, q rowQueryer, ref string) (*chain.Chain, error) {
 	key := "sha256:" + ref
 	if d := s.docs.Get(key, 0); d != nil {
 		return d, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -48,7 +49,7 @@ func NewRun(r store.Run, now time.Time) (store.Run, any, error) {
 		r.Kind = store.KindRun
 	}
 	if r.Status == "" {
-		r.Status = engine.StatusRunning
+		r.Status = chain.StatusRunning
 	}
 	if r.Started.IsZero() {
 		r.Started = now
@@ -96,16 +97,16 @@ ON CONFLICT (id) DO UPDATE SET
 	return &r, nil
 }
 
-const runCols = `id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, error, final_output, outputs, nodes_run, started_at, ended_at, duration_ms, trigger_kind, trigger_id`
+const runCols = `id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, error, final_output, outputs, nodes_run, started_at, ended_at, duration_ms, trigger_kind, trigger_id, outcome`
 
 func scanRun(row interface{ Scan(...any) error }, full bool) (*store.Run, error) {
 	var r store.Run
-	var chainID, parent, input, errJSON, final, outputs, trigKind, trigID sql.NullString
+	var chainID, parent, input, errJSON, final, outputs, trigKind, trigID, outcome sql.NullString
 	var version, ended, dur sql.NullInt64
 	var started int64
 	var status string
 	if err := row.Scan(&r.ID, &chainID, &version, &r.ChainName, &parent, &r.Kind, &input, &status, &errJSON, &final, &outputs,
-		&r.NodesRun, &started, &ended, &dur, &trigKind, &trigID); err != nil {
+		&r.NodesRun, &started, &ended, &dur, &trigKind, &trigID, &outcome); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, store.ErrNotFound
 		}
@@ -113,7 +114,7 @@ func scanRun(row interface{ Scan(...any) error }, full bool) (*store.Run, error)
 	}
 	r.ChainID, r.ChainVersion, r.ParentRunID = chainID.String, int(version.Int64), parent.String
 	r.TriggerKind, r.TriggerID = trigKind.String, trigID.String
-	r.Status = engine.RunStatus(status)
+	r.Status, r.Outcome = chain.RunStatus(status), outcome.String
 	r.Started, r.Ended, r.DurationMS = FromMicros(started), FromNullMicros(ended), dur.Int64
 	if errJSON.Valid {
 		r.Error = &engine.RunError{}

@@ -15,33 +15,21 @@ import (
 // An event stored twice is indexed once.
 func InsertModelCalls(ctx context.Context, tx Writer, events []engine.Event, keep func(runID string) bool) error {
 	for i := range events {
-		e := &events[i]
-		u, ok := engine.UsageOf(e)
-		if !ok || (keep != nil && !keep(e.RunID)) {
+		mc, ok := store.ModelCallOf(&events[i])
+		if !ok || (keep != nil && !keep(mc.RunID)) {
 			continue
 		}
 		reported := 0
-		if u.Reported {
+		if mc.Reported {
 			reported = 1
-		}
-		at := e.Time.UnixMicro()
-		if e.Time.IsZero() {
-			at = time.Now().UnixMicro()
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO model_calls (run_id, seq, node_id, agent, model, input_tokens, output_tokens, reported, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`,
-			e.RunID, e.Seq, cut(e.NodeID, 256), cut(u.Agent, 256), cut(u.Model, 256), u.InputTokens, u.OutputTokens, reported, at); err != nil {
-			return fmt.Errorf("index the model call of event %d: %w", e.Seq, err)
+			mc.RunID, mc.Seq, mc.NodeID, mc.Agent, mc.Model, mc.InputTokens, mc.OutputTokens, reported, mc.Time.UnixMicro()); err != nil {
+			return fmt.Errorf("index the model call of event %d: %w", mc.Seq, err)
 		}
 	}
 	return nil
-}
-
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 // runUsage returns a run's model calls in seq order.
@@ -174,4 +162,11 @@ func (s *Store) SetRunTrace(ctx context.Context, runID, traceparent string) erro
 // RunTrace implements store.UsageStore.
 func (s *Store) RunTrace(ctx context.Context, runID string) (string, error) {
 	return runTrace(ctx, s.r, runID)
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

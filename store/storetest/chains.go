@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
-	"github.com/chainstudio/studio/engine/inspect"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -17,7 +16,7 @@ func testChainLifecycle(t *testing.T, open Opener) {
 	db := open(t)
 
 	doc := SampleChain("Fetch Report", 3)
-	ch, err := db.CreateChain(ctx, doc, "initial")
+	ch, err := db.CreateChain(ctx, doc, "initial", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,19 +42,19 @@ func testChainLifecycle(t *testing.T, open Opener) {
 		t.Fatalf("missing chain by name: %v", err)
 	}
 	// Name taken.
-	_, err = db.CreateChain(ctx, SampleChain("Fetch Report", 1), "")
+	_, err = db.CreateChain(ctx, SampleChain("Fetch Report", 1), "", true)
 	var ce *store.ConflictError
 	if !errors.Is(err, store.ErrNameTaken) || !errors.As(err, &ce) || ce.ChainID != ch.ID {
 		t.Fatalf("duplicate name: %v", err)
 	}
-	if _, err := db.CreateChain(ctx, &engine.Chain{}, ""); !errors.Is(err, store.ErrInvalid) {
+	if _, err := db.CreateChain(ctx, &chain.Chain{}, "", true); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("nameless chain: %v", err)
 	}
 
 	// Save v2, then a stale save based on v1 conflicts and writes nothing.
 	doc2 := doc.Clone()
 	doc2.Nodes[1].Input["text"] = "changed"
-	doc2.Nodes[2].Position = &engine.Position{X: 99, Y: 99}
+	doc2.Nodes[2].Position = &chain.Position{X: 99, Y: 99}
 	ch2, err := db.SaveChain(ctx, ch.ID, 1, doc2, "edit")
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +78,7 @@ func testChainLifecycle(t *testing.T, open Opener) {
 	}
 
 	// Renaming onto another chain's name is refused.
-	other, err := db.CreateChain(ctx, SampleChain("Other", 1), "")
+	other, err := db.CreateChain(ctx, SampleChain("Other", 1), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,15 +105,16 @@ func testChainLifecycle(t *testing.T, open Opener) {
 		t.Fatalf("missing version: %v", err)
 	}
 
-	// Diff.
-	d, err := db.DiffVersions(ctx, ch.ID, 1, 2)
+	// Each version keeps its own document: the edit is in v2 only (callers
+	// diff two versions' documents with engine/inspect).
+	v2, err := db.GetVersion(ctx, ch.ID, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	JSONEqual(t, d, &inspect.ChainDiff{NodesChanged: []inspect.NodeChange{
-		{NodeID: "n1", Fields: []string{"input"}, Changes: []inspect.FieldChange{{Field: "input.text", Old: json.RawMessage(`"hello n1"`), New: json.RawMessage(`"changed"`)}}},
-		{NodeID: "n2", Fields: []string{"position"}, Changes: []inspect.FieldChange{{Field: "position", Old: json.RawMessage(`{"x":20,"y":5}`), New: json.RawMessage(`{"x":99,"y":99}`)}}},
-	}})
+	JSONEqual(t, v2.Doc, doc2)
+	if v2.Doc.Nodes[1].Input["text"] != "changed" || v1.Doc.Nodes[1].Input["text"] != "hello n1" {
+		t.Fatalf("v1 %v, v2 %v", v1.Doc.Nodes[1].Input, v2.Doc.Nodes[1].Input)
+	}
 
 	// Restore v1 → v3 with v1's content.
 	ch3, err := db.RestoreVersion(ctx, ch.ID, 1, 0, "")
@@ -130,19 +130,21 @@ func testChainLifecycle(t *testing.T, open Opener) {
 	if len(vs) != 3 || vs[0].Message != "restored version 1" {
 		t.Fatalf("versions after restore %+v", vs)
 	}
-	if d, _ := db.DiffVersions(ctx, ch.ID, 1, 3); !d.Empty() {
-		t.Fatalf("restored version differs: %+v", d)
+	v3, err := db.GetVersion(ctx, ch.ID, 3)
+	if err != nil {
+		t.Fatal(err)
 	}
+	JSONEqual(t, v3.Doc, v1.Doc)
 
 	// Listing.
-	if _, err := db.CreateRun(ctx, store.Run{ID: "r1", ChainID: ch.ID, ChainVersion: 3, Status: engine.StatusCompleted}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: "r1", ChainID: ch.ID, ChainVersion: 3, Status: chain.StatusCompleted}); err != nil {
 		t.Fatal(err)
 	}
 	list, total, err := db.ListChains(ctx, store.ChainFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != 2 || len(list) != 2 || list[0].Name != "Fetch Report" || list[0].LastRunStatus != engine.StatusCompleted ||
+	if total != 2 || len(list) != 2 || list[0].Name != "Fetch Report" || list[0].LastRunStatus != chain.StatusCompleted ||
 		list[0].NodeCount != 3 || list[0].Version != 3 || list[1].LastRunStatus != "" {
 		t.Fatalf("list %+v total %d", list, total)
 	}
@@ -185,7 +187,7 @@ func testChainLifecycle(t *testing.T, open Opener) {
 	if vs, err := db.ListVersions(ctx, ch.ID); err != nil || len(vs) != 3 {
 		t.Fatalf("history of deleted chain: %v %v", vs, err)
 	}
-	again, err := db.CreateChain(ctx, SampleChain("Fetch Report", 1), "reuse")
+	again, err := db.CreateChain(ctx, SampleChain("Fetch Report", 1), "reuse", true)
 	if err != nil {
 		t.Fatalf("name not reusable after delete: %v", err)
 	}
@@ -203,7 +205,7 @@ func testChainLifecycle(t *testing.T, open Opener) {
 func testNameVersion(t *testing.T, open Opener) {
 	db := open(t)
 	ctx := context.Background()
-	ch, err := db.CreateChain(ctx, SampleChain("named", 2), "created")
+	ch, err := db.CreateChain(ctx, SampleChain("named", 2), "created", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,10 +223,15 @@ func testNameVersion(t *testing.T, open Opener) {
 	if vs[0].Kind != store.VersionNamed || vs[0].Message != "Ready for review" || vs[1].Kind != store.VersionAutosave || vs[2].Kind != store.VersionSave {
 		t.Fatalf("versions: %+v", vs)
 	}
-	d, err := db.DiffVersions(ctx, ch.ID, 2, 3)
-	if err != nil || !d.Empty() {
-		t.Fatalf("named version differs from the one it names: %+v %v", d, err)
+	named, err := db.GetVersion(ctx, ch.ID, 3)
+	if err != nil {
+		t.Fatal(err)
 	}
+	autosave, err := db.GetVersion(ctx, ch.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	JSONEqual(t, named.Doc, autosave.Doc)
 	if _, err := db.NameVersion(ctx, ch.ID, 2, "stale"); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("stale base: %v", err)
 	}
@@ -242,7 +249,7 @@ func testNameVersion(t *testing.T, open Opener) {
 func testStaleBaseVersion(t *testing.T, open Opener) {
 	db := open(t)
 	ctx := context.Background()
-	ch, err := db.CreateChain(ctx, SampleChain("stale", 2), "created")
+	ch, err := db.CreateChain(ctx, SampleChain("stale", 2), "created", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +284,7 @@ func testChainsKeysetPaging(t *testing.T, open Opener) {
 	db := open(t)
 	ctx := context.Background()
 	for _, n := range []string{"b", "A", "c", "aa", "other"} {
-		if _, err := db.CreateChain(ctx, SampleChain(n, 1), ""); err != nil {
+		if _, err := db.CreateChain(ctx, SampleChain(n, 1), "", true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -316,7 +323,7 @@ func testChainsKeysetPaging(t *testing.T, open Opener) {
 func testNoOpSave(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	ch, err := db.CreateChain(ctx, SampleChain("same", 3), "initial")
+	ch, err := db.CreateChain(ctx, SampleChain("same", 3), "initial", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,13 +332,13 @@ func testNoOpSave(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(cur.Doc)
-	var again engine.Chain
+	var again chain.Chain
 	if err := json.Unmarshal(b, &again); err != nil {
 		t.Fatal(err)
 	}
-	for i, save := range []func(*engine.Chain) (*store.Chain, error){
-		func(d *engine.Chain) (*store.Chain, error) { return db.SaveChain(ctx, ch.ID, 1, d, "nothing") },
-		func(d *engine.Chain) (*store.Chain, error) {
+	for i, save := range []func(*chain.Chain) (*store.Chain, error){
+		func(d *chain.Chain) (*store.Chain, error) { return db.SaveChain(ctx, ch.ID, 1, d, "nothing") },
+		func(d *chain.Chain) (*store.Chain, error) {
 			return db.SaveChainAs(ctx, ch.ID, 1, d, "autosave", store.VersionAutosave)
 		},
 	} {
@@ -351,7 +358,7 @@ func testNoOpSave(t *testing.T, open Opener) {
 	}
 	// A stale base still conflicts, whatever the document.
 	moved := again.Clone()
-	moved.Nodes[0].Position = &engine.Position{X: 1, Y: 2}
+	moved.Nodes[0].Position = &chain.Position{X: 1, Y: 2}
 	if got, err := db.SaveChain(ctx, ch.ID, 1, moved, "moved"); err != nil || got.Version != 2 {
 		t.Fatalf("a moved node: %+v %v, want version 2", got, err)
 	}
@@ -371,7 +378,7 @@ func testNoOpSave(t *testing.T, open Opener) {
 func testPublish(t *testing.T, open Opener) {
 	db := open(t)
 	ctx := context.Background()
-	ch, err := db.CreateChain(ctx, SampleChain("pub", 2), "created")
+	ch, err := db.CreateChain(ctx, SampleChain("pub", 2), "created", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,5 +429,21 @@ func testPublish(t *testing.T, open Opener) {
 	saved, err := db.SaveChain(ctx, ch.ID, 2, SampleChain("pub", 4), "")
 	if err != nil || saved.Published.Version != 2 || saved.Published.By != "ann" {
 		t.Fatalf("a save after publishing: %+v %v", saved, err)
+	}
+
+	// A chain created unpublished has nothing to run by id or by name
+	// until it is published.
+	draft, err := db.CreateChain(ctx, SampleChain("draft-only", 1), "blank", false)
+	if err != nil || draft.Published.Version != 0 || !draft.Unpublished() {
+		t.Fatalf("created unpublished: %+v %v", draft, err)
+	}
+	if got, err := db.GetChain(ctx, draft.ID); err != nil || got.Published.Version != 0 || got.Published.Message != "" {
+		t.Fatalf("read back: %+v %v", got, err)
+	}
+	if _, err := db.GetPublishedChain(ctx, draft.ID); !errors.Is(err, store.ErrNotPublished) {
+		t.Fatalf("the published version of a chain never published: %v", err)
+	}
+	if _, err := db.ResolveChain(ctx, "draft-only"); err == nil {
+		t.Fatal("a skill call resolves a chain never published")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 )
 
 func testCheckpointRoundTrip(t *testing.T, open Opener) {
@@ -39,7 +40,7 @@ func testCheckpointRoundTrip(t *testing.T, open Opener) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Status != engine.StatusPaused || len(r.Nodes) != 2 || r.Nodes[1].Status != engine.PhasePaused || r.Nodes[1].Prompt != "approve?" {
+			if r.Status != chain.StatusPaused || len(r.Nodes) != 2 || r.Nodes[1].Status != engine.PhasePaused || r.Nodes[1].Prompt != "approve?" {
 				t.Fatalf("paused run %+v", r)
 			}
 			for _, cp := range []engine.Checkpointer{mem, db} {
@@ -68,7 +69,7 @@ func testCheckpointRoundTrip(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != engine.CodeNodeError || r.Error.NodeID != "n2" ||
+	if r.Status != chain.StatusFailed || r.Error == nil || r.Error.Code != engine.CodeNodeError || r.Error.NodeID != "n2" ||
 		r.NodesRun != 3 || r.ChainName != "cp chain" || r.Input["q"] != "x" || r.Ended.IsZero() || r.DurationMS != 3603000 {
 		t.Fatalf("ended run %+v", r)
 	}
@@ -97,7 +98,7 @@ func testEndClearsInterrupts(t *testing.T, open Opener) {
 	b := CheckpointLog("r")
 	// Two pauses, then the run is cancelled: nothing is left to claim.
 	extra := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointPause, Pause: &engine.PauseRecord{NodeID: "n2"}}
-	cancel := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, End: &engine.EndRecord{Status: engine.StatusCancelled}}
+	cancel := engine.Checkpoint{RunID: "r", Kind: engine.CheckpointEnd, End: &engine.EndRecord{Status: chain.StatusCancelled}}
 	for _, cp := range []engine.Checkpointer{mem, db} {
 		cp.Append(ctx, "r", b[0])
 		cp.Append(ctx, "r", append(append([]engine.Checkpoint{}, b[1][:2]...), extra))

@@ -94,6 +94,18 @@ func testCredentials(t *testing.T, open Opener) {
 	if s, _ := v.ForChain("chain-a").Credential(ctx, "svc"); s.Values["value"] != "svc-secret-abcdef" || s.Values["name"] != "X-Key" {
 		t.Fatalf("after update: %+v", s.Values)
 	}
+	// Allowed hosts: checked, cleaned, kept and handed to the resolver.
+	hosts := []string{"API.example.com", "https://gw.example.net/v1"}
+	if c, err := v.Update(ctx, "bob", "svc", vault.Change{Hosts: &hosts}); err != nil || strings.Join(c.Hosts, " ") != "api.example.com https://gw.example.net/v1" {
+		t.Fatalf("hosts: %+v %v", c, err)
+	}
+	if s, _ := v.ForChain("chain-a").Credential(ctx, "svc"); strings.Join(s.Hosts, " ") != "api.example.com https://gw.example.net/v1" {
+		t.Fatalf("resolved hosts: %+v", s.Hosts)
+	}
+	bad := []string{"*.com"}
+	if _, err := v.Update(ctx, "bob", "svc", vault.Change{Hosts: &bad}); store.ErrorCode(err) != store.EINVALID || !strings.Contains(err.Error(), `"*.com"`) {
+		t.Fatalf("a bad host: %v", err)
+	}
 	open2 := []string{}
 	if c, err := v.Update(ctx, "bob", "svc", vault.Change{Chains: &open2}); err != nil || len(c.Chains) != 0 || c.UpdatedBy != "bob" {
 		t.Fatalf("open to all: %+v %v", c, err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/examples"
 	"github.com/chainstudio/studio/store"
@@ -22,7 +24,7 @@ func testEngineRunPersisted(t *testing.T, open Opener) {
 	eng := newPersistentEngine(db, w, mem)
 
 	doc := LinearChain("echo5", "echo", 5, func(i int) map[string]any { return map[string]any{"i": float64(i)} })
-	ch, err := db.CreateChain(ctx, doc, "")
+	ch, err := db.CreateChain(ctx, doc, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +32,11 @@ func testEngineRunPersisted(t *testing.T, open Opener) {
 	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, Input: map[string]any{"x": "y"}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := eng.Run(ctx, ch.Doc, map[string]any{"x": "y"}, engine.RunOptions{RunID: id})
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, ch.Doc), map[string]any{"x": "y"}, engine.RunOptions{RunID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != engine.StatusCompleted {
+	if res.Status != chain.StatusCompleted {
 		t.Fatalf("status %s %+v", res.Status, res.Error)
 	}
 	// Run returned: the engine flushed the writer, so every event is stored.
@@ -47,7 +49,7 @@ func testEngineRunPersisted(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != engine.StatusCompleted || r.ChainID != ch.ID || r.NodesRun != res.NodesRun || len(r.Nodes) != 5 || r.Ended.IsZero() {
+	if r.Status != chain.StatusCompleted || r.ChainID != ch.ID || r.NodesRun != res.NodesRun || len(r.Nodes) != 5 || r.Ended.IsZero() {
 		t.Fatalf("stored run %+v", r)
 	}
 	JSONEqual(t, r.FinalOutput, res.FinalOutput)
@@ -57,7 +59,7 @@ func testEngineRunPersisted(t *testing.T, open Opener) {
 			t.Fatalf("node %d: %+v", i, n)
 		}
 	}
-	if sums, _, _ := db.ListChains(ctx, store.ChainFilter{}); sums[0].LastRunStatus != engine.StatusCompleted {
+	if sums, _, _ := db.ListChains(ctx, store.ChainFilter{}); sums[0].LastRunStatus != chain.StatusCompleted {
 		t.Fatalf("last run status %q", sums[0].LastRunStatus)
 	}
 }
@@ -80,12 +82,12 @@ func testFoldedNodesMatchTheEngine(t *testing.T, open Opener) {
 	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db, Sink: w, Chains: db.ResolveChain})
 	for _, ex := range all {
 		t.Run(ex.File, func(t *testing.T) {
-			doc, err := engine.Decode(ex.Data, engine.Limits{})
+			doc, err := chain.Decode(ex.Data, chain.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			id := "fold-" + ex.File
-			res, err := eng.Run(ctx, doc, map[string]any{"items": []any{1.0, 2.0, 3.0}, "n": 3.0, "text": "hi"}, engine.RunOptions{RunID: id})
+			res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), map[string]any{"items": []any{1.0, 2.0, 3.0}, "n": 3.0, "text": "hi"}, engine.RunOptions{RunID: id})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +116,7 @@ func testFoldedNodesMatchTheEngine(t *testing.T, open Opener) {
 				JSONEqual(t, view{got.Status, got.Output, got.Error, got.Reason, got.Matched, got.Attempts, got.Iteration, got.Prompt},
 					view{want.Status, want.Output, want.Error, want.Reason, want.Matched, want.Attempts, want.Iteration, want.Prompt})
 			}
-			if res.Status != engine.StatusPaused {
+			if res.Status != chain.StatusPaused {
 				JSONEqual(t, r.Outputs, res.Outputs)
 			}
 		})
@@ -136,13 +138,13 @@ func testFoldAcrossResume(t *testing.T, open Opener) {
 		return map[string]any{"ok": true}, nil
 	})
 	eng := engine.New(engine.Options{Registry: reg, Checkpointer: db})
-	doc := &engine.Chain{Name: "flaky", EntryNode: "a", Nodes: []engine.Node{
-		{ID: "a", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
-		{ID: "b", Kind: engine.KindTool, Name: "flaky"},
-		{ID: "c", Kind: engine.KindTool, Name: "echo", Input: map[string]any{"v": 3.0}},
-	}, Edges: []engine.Edge{{ID: "e1", Source: "a", Target: "b"}, {ID: "e2", Source: "b", Target: "c"}}}
-	res, err := eng.Run(ctx, doc, nil, engine.RunOptions{RunID: "flaky"})
-	if err != nil || res.Status != engine.StatusFailed {
+	doc := &chain.Chain{Name: "flaky", EntryNode: "a", Nodes: []chain.Node{
+		{ID: "a", Kind: chain.KindTool, Name: "echo", Input: map[string]any{"v": 1.0}},
+		{ID: "b", Kind: chain.KindTool, Name: "flaky"},
+		{ID: "c", Kind: chain.KindTool, Name: "echo", Input: map[string]any{"v": 3.0}},
+	}, Edges: []chain.Edge{{ID: "e1", Source: "a", Target: "b"}, {ID: "e2", Source: "b", Target: "c"}}}
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), nil, engine.RunOptions{RunID: "flaky"})
+	if err != nil || res.Status != chain.StatusFailed {
 		t.Fatalf("first leg: %v %v", err, res.Status)
 	}
 	phases := func() string {
@@ -163,7 +165,7 @@ func testFoldAcrossResume(t *testing.T, open Opener) {
 		t.Fatalf("node c alone: %v %+v", err, one)
 	}
 	res, err = eng.Resume(ctx, "flaky", nil, nil, engine.ResumeOptions{})
-	if err != nil || res.Status != engine.StatusCompleted {
+	if err != nil || res.Status != chain.StatusCompleted {
 		t.Fatalf("resume: %v %+v", err, res)
 	}
 	if got := phases(); got != "a:done: b:done: c:done:" {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -26,7 +26,7 @@ func testErrorCodes(t *testing.T, open Opener) {
 			t.Errorf("%s: message %q, want the error's text %q", what, store.ErrorMessage(err), err.Error())
 		}
 	}
-	ch, err := db.CreateChain(ctx, SampleChain("coded", 2), "")
+	ch, err := db.CreateChain(ctx, SampleChain("coded", 2), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func testErrorCodes(t *testing.T, open Opener) {
 	err = db.DeleteChain(ctx, "missing", 0)
 	want("delete of a missing chain", err, store.ENOTFOUND, store.ErrNotFound)
 
-	_, err = db.CreateChain(ctx, SampleChain("coded", 1), "")
+	_, err = db.CreateChain(ctx, SampleChain("coded", 1), "", true)
 	want("taken name", err, store.ECONFLICT, store.ErrNameTaken)
 	var ce *store.ConflictError
 	if !errors.As(err, &ce) || ce.Name != "coded" || ce.ChainID != ch.ID {
@@ -66,7 +66,7 @@ func testErrorCodes(t *testing.T, open Opener) {
 		t.Errorf("seq detail: %#v", err)
 	}
 
-	_, err = db.CreateChain(ctx, &engine.Chain{}, "")
+	_, err = db.CreateChain(ctx, &chain.Chain{}, "", true)
 	want("nameless chain", err, store.EINVALID, store.ErrInvalid)
 	_, _, err = db.ListRuns(ctx, store.RunFilter{Before: "!!"})
 	want("bad cursor", err, store.EINVALID, store.ErrInvalid)
@@ -101,7 +101,7 @@ func testRunInfo(t *testing.T, open Opener) {
 	if info.Nodes != nil || info.Outputs != nil {
 		t.Fatalf("run info carries nodes or outputs: %+v", info)
 	}
-	if info.ID != id || info.Kind != store.KindA2E || info.Status != engine.StatusFailed || info.NodesRun != full.NodesRun ||
+	if info.ID != id || info.Kind != store.KindA2E || info.Status != chain.StatusFailed || info.NodesRun != full.NodesRun ||
 		!info.Started.Equal(full.Started) || !info.Ended.Equal(full.Ended) || info.Error == nil || info.Error.NodeID != "n2" {
 		t.Fatalf("run info %+v, run %+v", info, full)
 	}

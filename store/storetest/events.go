@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -49,7 +50,7 @@ func testEvents(t *testing.T, open Opener) {
 		t.Fatal("time not round-tripped")
 	}
 	// The run row was created for the events.
-	if r, err := db.GetRun(ctx, "r1"); err != nil || r.Status != engine.StatusRunning {
+	if r, err := db.GetRun(ctx, "r1"); err != nil || r.Status != chain.StatusRunning {
 		t.Fatalf("run row %v %v", r, err)
 	}
 }
@@ -198,5 +199,69 @@ func testEventWriterLostRun(t *testing.T, open Opener) {
 	}
 	if w.Dropped() != 2 {
 		t.Fatalf("dropped %d, want 2", w.Dropped())
+	}
+}
+
+// EventWriterBuffered: a read that takes the writer's buffered events
+// before it reads the store (store.MergeBuffered) sees every event emitted
+// before it, in seq order, without a gap or a duplicate, while batches are
+// committed under it, and without a Flush; pages cut by count or bytes go
+// on where they stopped.
+func testEventWriterBuffered(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t)
+	w := db.NewEventWriter(store.EventWriterOptions{BatchSize: 16, Interval: time.Millisecond})
+	defer w.Close()
+	br, ok := w.(store.BufferReader)
+	if !ok {
+		t.Fatalf("the event writer %T cannot show what it has not stored yet", w)
+	}
+	const n = 3000
+	evs, other := Events("buffered", 1, n), Events("neighbour", 1, n)
+	var emitted sync.WaitGroup
+	emitted.Add(1)
+	go func() {
+		defer emitted.Done()
+		for i := range evs {
+			w.Emit(evs[i])
+			w.Emit(other[i])
+		}
+	}()
+	after, reads := int64(0), 0
+	read := func() {
+		reads++
+		buf := br.Buffered("buffered", after, nil)
+		for i := range buf {
+			if buf[i].RunID != "buffered" || buf[i].Seq <= after || (i > 0 && buf[i].Seq != buf[i-1].Seq+1) {
+				t.Fatalf("buffered after %d: %s seq %d at %d", after, buf[i].RunID, buf[i].Seq, i)
+			}
+		}
+		stored, err := db.EventsAfterBytes(ctx, "buffered", after, 100, 2<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range store.MergeBuffered(stored, buf, after, 100) {
+			if e.Seq != after+1 {
+				t.Fatalf("read %d: seq %d after %d: a gap or a duplicate", reads, e.Seq, after)
+			}
+			after = e.Seq
+		}
+	}
+	for after < n/2 {
+		read()
+	}
+	emitted.Wait()
+	// Everything emitted is seen at once, stored or not.
+	for i := 0; after < n; i++ {
+		if i > n {
+			t.Fatalf("stuck at seq %d of %d", after, n)
+		}
+		read()
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if buf := br.Buffered("buffered", 0, nil); len(buf) != 0 {
+		t.Fatalf("%d events still buffered after Flush", len(buf))
 	}
 }

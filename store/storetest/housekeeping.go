@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -30,33 +31,33 @@ func testRecoverInterrupted(t *testing.T, open Opener) {
 	// keeps the status queued). An ad-hoc one and a re-run cannot be
 	// queued again (what they run lived in the process): they fail, saying
 	// to start them again, not to resume.
-	if _, err := db.CreateRun(ctx, store.Run{ID: "waiting", Status: engine.StatusQueued}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: "waiting", Status: chain.StatusQueued}); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := db.GetRunInfo(ctx, "waiting"); r == nil || r.Status != engine.StatusQueued {
+	if r, _ := db.GetRunInfo(ctx, "waiting"); r == nil || r.Status != chain.StatusQueued {
 		t.Fatalf("queued run stored as %+v", r)
 	}
-	ch, err := db.CreateChain(ctx, SampleChain("saved", 2), "")
+	ch, err := db.CreateChain(ctx, SampleChain("saved", 2), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateRun(ctx, store.Run{ID: "rerun", ChainID: ch.ID, ChainVersion: 1, ParentRunID: "done", Kind: store.KindRerun, Status: engine.StatusQueued}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: "rerun", ChainID: ch.ID, ChainVersion: 1, ParentRunID: "done", Kind: store.KindRerun, Status: chain.StatusQueued}); err != nil {
 		t.Fatal(err)
 	}
 	// A saved chain's runs that never started, one queued, one given a
 	// slot but killed before its start entry: both stay queued, to be
 	// queued again with their input.
 	for _, id := range []string{"saved-queued", "saved-running"} {
-		st := engine.StatusQueued
+		st := chain.StatusQueued
 		if id == "saved-running" {
-			st = engine.StatusRunning
+			st = chain.StatusRunning
 		}
 		if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: ch.ID, ChainVersion: 1, Kind: store.KindRun, Input: map[string]any{"q": id}, Status: st}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Events but no start entry: it did start, but nothing resumes it.
-	if _, err := db.CreateRun(ctx, store.Run{ID: "saved-events", ChainID: ch.ID, ChainVersion: 1, Kind: store.KindRun, Status: engine.StatusRunning}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: "saved-events", ChainID: ch.ID, ChainVersion: 1, Kind: store.KindRun, Status: chain.StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
 	db.AppendEvents(ctx, Events("saved-events", 1, 2))
@@ -66,7 +67,7 @@ func testRecoverInterrupted(t *testing.T, open Opener) {
 	}
 	for _, id := range []string{"waiting", "rerun", "saved-events"} {
 		r, _ := db.GetRunInfo(ctx, id)
-		if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedBeforeStart || strings.Contains(r.Error.Message, "resume it") {
+		if r.Status != chain.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedBeforeStart || strings.Contains(r.Error.Message, "resume it") {
 			t.Fatalf("never-started %s after recovery: %+v", id, r)
 		}
 		if !strings.Contains(r.Error.Message, "start it again") {
@@ -75,33 +76,33 @@ func testRecoverInterrupted(t *testing.T, open Opener) {
 	}
 	for _, id := range []string{"saved-queued", "saved-running"} {
 		r, _ := db.GetRunInfo(ctx, id)
-		if r.Status != engine.StatusQueued || r.Error != nil || r.Input["q"] != id {
+		if r.Status != chain.StatusQueued || r.Error != nil || r.Input["q"] != id {
 			t.Fatalf("saved run %s after recovery: %+v, want queued with its input", id, r)
 		}
 	}
 	r, _ := db.GetRun(ctx, "mid")
-	if r.Status != engine.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart ||
+	if r.Status != chain.StatusFailed || r.Error == nil || r.Error.Code != store.CodeInterruptedByRestart ||
 		!strings.Contains(r.Error.Message, "resume it to continue") || r.NodesRun != 1 {
 		t.Fatalf("recovered run %+v", r)
 	}
 	log, _ := db.Load(ctx, "mid")
 	last := log[len(log)-1]
-	if last.Kind != engine.CheckpointEnd || last.End.Status != engine.StatusFailed || last.EventSeq != 4 || last.End.Error.Code != store.CodeInterruptedByRestart {
+	if last.Kind != engine.CheckpointEnd || last.End.Status != chain.StatusFailed || last.EventSeq != 4 || last.End.Error.Code != store.CodeInterruptedByRestart {
 		t.Fatalf("end entry %+v", last)
 	}
-	if r, _ := db.GetRun(ctx, "paused"); r.Status != engine.StatusPaused {
+	if r, _ := db.GetRun(ctx, "paused"); r.Status != chain.StatusPaused {
 		t.Fatalf("paused run touched: %s", r.Status)
 	}
 	if n, err := db.ClaimInterrupt(ctx, "paused", ""); err != nil || n != "n1" {
 		t.Fatalf("paused run's interrupt: %q %v", n, err)
 	}
-	if r, _ := db.GetRun(ctx, "done"); r.Status != engine.StatusFailed || r.Error.Code != engine.CodeNodeError {
+	if r, _ := db.GetRun(ctx, "done"); r.Status != chain.StatusFailed || r.Error.Code != engine.CodeNodeError {
 		t.Fatalf("finished run touched: %+v", r)
 	}
 	if n, _ := db.RecoverInterrupted(ctx); n != 0 {
 		t.Fatalf("second recovery marked %d", n)
 	}
-	if r, _ := db.GetRunInfo(ctx, "saved-queued"); r.Status != engine.StatusQueued {
+	if r, _ := db.GetRunInfo(ctx, "saved-queued"); r.Status != chain.StatusQueued {
 		t.Fatalf("second recovery changed a requeued run: %+v", r)
 	}
 }
@@ -110,9 +111,9 @@ func testPruneRuns(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
 	now := time.Now()
-	a, _ := db.CreateChain(ctx, SampleChain("a", 1), "")
-	b, _ := db.CreateChain(ctx, SampleChain("b", 1), "")
-	mk := func(id, chain string, age time.Duration, status engine.RunStatus) {
+	a, _ := db.CreateChain(ctx, SampleChain("a", 1), "", true)
+	b, _ := db.CreateChain(ctx, SampleChain("b", 1), "", true)
+	mk := func(id, chain string, age time.Duration, status chain.RunStatus) {
 		t.Helper()
 		if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: chain, Status: status, Started: now.Add(-age)}); err != nil {
 			t.Fatal(err)
@@ -124,11 +125,11 @@ func testPruneRuns(t *testing.T, open Opener) {
 		db.Append(ctx, id, []engine.Checkpoint{{RunID: id, Kind: engine.CheckpointEnd, End: &engine.EndRecord{Status: status}}})
 	}
 	for i := 0; i < 5; i++ {
-		mk(fmt.Sprintf("a%d", i), a.ID, time.Duration(i)*24*time.Hour, engine.StatusCompleted)
+		mk(fmt.Sprintf("a%d", i), a.ID, time.Duration(i)*24*time.Hour, chain.StatusCompleted)
 	}
-	mk("b0", b.ID, 10*24*time.Hour, engine.StatusCompleted)
-	mk("b1", b.ID, 11*24*time.Hour, engine.StatusPaused)
-	mk("adhoc", "", 30*24*time.Hour, engine.StatusFailed)
+	mk("b0", b.ID, 10*24*time.Hour, chain.StatusCompleted)
+	mk("b1", b.ID, 11*24*time.Hour, chain.StatusPaused)
+	mk("adhoc", "", 30*24*time.Hour, chain.StatusFailed)
 
 	if _, err := db.PruneRuns(ctx, store.Retention{}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("unlimited prune: %v", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -15,13 +16,13 @@ import (
 func pausedRun(t *testing.T, db store.Backend, id string, ch *store.Chain, node string, prompt any, a *engine.ApprovalInfo, at time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Status: engine.StatusRunning, Started: at}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: ch.ID, ChainVersion: ch.Version, ChainName: ch.Name, Status: chain.StatusRunning, Started: at}); err != nil {
 		t.Fatal(err)
 	}
 	log := []engine.Checkpoint{
 		{RunID: id, Kind: engine.CheckpointStart, Time: at, Start: &engine.StartRecord{Chain: ch.Doc}},
 		{RunID: id, Kind: engine.CheckpointPause, EventSeq: 2, Time: at, Pause: &engine.PauseRecord{NodeID: node, Prompt: prompt, Approval: a}},
-		{RunID: id, Kind: engine.CheckpointEnd, EventSeq: 2, Time: at, End: &engine.EndRecord{Status: engine.StatusPaused}},
+		{RunID: id, Kind: engine.CheckpointEnd, EventSeq: 2, Time: at, End: &engine.EndRecord{Status: chain.StatusPaused}},
 	}
 	if err := db.Append(ctx, id, log); err != nil {
 		t.Fatal(err)
@@ -34,18 +35,18 @@ func pausedRun(t *testing.T, db store.Backend, id string, ch *store.Chain, node 
 func testInterruptsInbox(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	exp, err := db.CreateChain(ctx, SampleChain("Expenses", 1), "")
+	exp, err := db.CreateChain(ctx, SampleChain("Expenses", 1), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hire, err := db.CreateChain(ctx, SampleChain("Hiring", 1), "")
+	hire, err := db.CreateChain(ctx, SampleChain("Hiring", 1), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC)
-	late := &engine.ApprovalInfo{Deadline: t0.Add(48 * time.Hour), OnTimeout: engine.OnTimeoutReject, Proposed: map[string]any{"amount": 10.0},
+	late := &engine.ApprovalInfo{Deadline: t0.Add(48 * time.Hour), OnTimeout: chain.OnTimeoutReject, Proposed: map[string]any{"amount": 10.0},
 		Schema: map[string]any{"type": "object"}, Approvers: []string{"finance"}}
-	soon := &engine.ApprovalInfo{Deadline: t0.Add(time.Hour), OnTimeout: engine.OnTimeoutEdge}
+	soon := &engine.ApprovalInfo{Deadline: t0.Add(time.Hour), OnTimeout: chain.OnTimeoutEdge}
 	pausedRun(t, db, "a", exp, "ask", "Pay 10 % to bob?", late, t0)
 	pausedRun(t, db, "b", hire, "offer", map[string]any{"question": "Hire Ada?"}, soon, t0.Add(time.Minute))
 	pausedRun(t, db, "c", exp, "ask", "Pay carol?", nil, t0.Add(2*time.Minute))
@@ -137,7 +138,7 @@ func testInterruptsInbox(t *testing.T, open Opener) {
 func testEscalations(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	ch, err := db.CreateChain(ctx, SampleChain("Esc", 1), "")
+	ch, err := db.CreateChain(ctx, SampleChain("Esc", 1), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}

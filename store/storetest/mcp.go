@@ -12,11 +12,11 @@ import (
 func testChainMCP(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	a, err := db.CreateChain(ctx, SampleChain("MCP B", 2), "")
+	a, err := db.CreateChain(ctx, SampleChain("MCP B", 2), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := db.CreateChain(ctx, SampleChain("MCP A", 2), "")
+	b, err := db.CreateChain(ctx, SampleChain("MCP A", 2), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}

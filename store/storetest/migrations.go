@@ -29,7 +29,7 @@ func MigratedUnderFormerNames[DB store.Backend](t *testing.T, former fs.FS, know
 	if err != nil {
 		t.Fatalf("open under the former names: %v", err)
 	}
-	if _, err := db.CreateChain(ctx, SampleChain("kept", 2), ""); err != nil {
+	if _, err := db.CreateChain(ctx, SampleChain("kept", 2), "", true); err != nil {
 		t.Fatal(err)
 	}
 	before := appliedMigrations(t, reader(db))

@@ -7,6 +7,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/builtin"
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/enginetest"
 )
 
 // testPausesAcrossRestart: a run paused at three map items and a skill's
@@ -22,24 +24,25 @@ func testPausesAcrossRestart(t *testing.T, open Opener) {
 		reg.Register("interrupt", builtin.Tools(builtin.Options{})["interrupt"])
 		return engine.New(engine.Options{Registry: reg, Checkpointer: db, Chains: db.ResolveChain})
 	}
-	sub, err := engine.Decode([]byte(`{"name":"sub-ask","nodes":[{"node_id":"q","kind":"interrupt","config":{"prompt":"sub?"}}],"edges":[]}`), engine.Limits{})
+	sub, err := chain.Decode([]byte(`{"name":"sub-ask","nodes":[{"node_id":"q","kind":"interrupt","config":{"prompt":"sub?"}}],"edges":[]}`), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateChain(ctx, sub, ""); err != nil {
+	if _, err := db.CreateChain(ctx, sub, "", true); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := engine.Decode([]byte(`{"name":"many","nodes":[
+	doc, err := chain.Decode([]byte(`{"name":"many","nodes":[
 {"node_id":"review","kind":"map","items_path":"input.items","map_node":"ask"},
 {"node_id":"ask","kind":"tool","name":"interrupt","input_map":{"prompt":"item"}},
 {"node_id":"sk","kind":"skill","name":"sub-ask"},
 {"node_id":"end","kind":"tool","name":"echo","input_map":{"r":"review.output","s":"sk.output"}}],
-"edges":[{"source":"review","target":"end"},{"source":"sk","target":"end"}]}`), engine.Limits{})
+"edges":[{"source":"review","target":"end"},{"source":"sk","target":"end"}]}`), chain.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := newEngine().Run(ctx, doc, map[string]any{"items": []any{"a", "b", "c"}}, engine.RunOptions{RunID: "many"})
-	if err != nil || res.Status != engine.StatusPaused || len(res.Pending) != 4 {
+	eng := newEngine()
+	res, err := eng.Run(ctx, enginetest.PlanOf(eng, doc), map[string]any{"items": []any{"a", "b", "c"}}, engine.RunOptions{RunID: "many"})
+	if err != nil || res.Status != chain.StatusPaused || len(res.Pending) != 4 {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	for _, step := range []struct{ id, value string }{{"review[1]", "B"}, {"sk/q", "S"}, {"review[0]", "A"}, {"review[2]", "C"}} {
@@ -58,12 +61,12 @@ func testPausesAcrossRestart(t *testing.T, open Opener) {
 			t.Fatalf("second answer to %s: %v", step.id, err)
 		}
 	}
-	if res.Status != engine.StatusCompleted {
+	if res.Status != chain.StatusCompleted {
 		t.Fatalf("after every answer: %s %+v", res.Status, res.Pending)
 	}
 	JSONEqual(t, res.FinalOutput, map[string]any{"r": []any{"A", "B", "C"}, "s": "S"})
 	r, err := db.GetRun(ctx, "many")
-	if err != nil || r.Status != engine.StatusCompleted {
+	if err != nil || r.Status != chain.StatusCompleted {
 		t.Fatalf("stored run: %v %+v", err, r)
 	}
 }

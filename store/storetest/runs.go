@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
 func testRunsKeysetPaging(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	ch, _ := db.CreateChain(ctx, SampleChain("c", 1), "")
+	ch, _ := db.CreateChain(ctx, SampleChain("c", 1), "", true)
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var want []string
 	for i := 0; i < 25; i++ {
@@ -46,7 +47,7 @@ func testRunsKeysetPaging(t *testing.T, open Opener) {
 		pages++
 		for _, r := range runs {
 			got = append(got, r.ID)
-			if r.Status != engine.StatusRunning || r.Kind != store.KindRun || r.ChainVersion != 1 {
+			if r.Status != chain.StatusRunning || r.Kind != store.KindRun || r.ChainVersion != 1 {
 				t.Fatalf("run %+v", r)
 			}
 		}
@@ -84,9 +85,9 @@ func testListRunsPageBothWaysWithStatus(t *testing.T, open Opener) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 7; i++ {
-		st := engine.StatusCompleted
+		st := chain.StatusCompleted
 		if i%2 == 1 {
-			st = engine.StatusFailed
+			st = chain.StatusFailed
 		}
 		if _, err := db.CreateRun(ctx, store.Run{ID: fmt.Sprintf("r%d", i), ChainName: "c", Status: st, Started: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
 			t.Fatal(err)
@@ -120,11 +121,11 @@ func testListRunsPageBothWaysWithStatus(t *testing.T, open Opener) {
 	if ids(back3) != "r2 r1 " || back3.Newer == "" {
 		t.Fatalf("newer than the last page = %q", ids(back3))
 	}
-	failed, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Status: engine.StatusFailed})
+	failed, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Status: chain.StatusFailed})
 	if ids(failed) != "r5 r3 " {
 		t.Fatalf("failed = %q", ids(failed))
 	}
-	failed2, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Status: engine.StatusFailed, Before: failed.Older})
+	failed2, _ := db.ListRunsPage(ctx, store.RunFilter{Limit: 2, Status: chain.StatusFailed, Before: failed.Older})
 	if ids(failed2) != "r1 " || failed2.Older != "" {
 		t.Fatalf("failed page 2 = %q", ids(failed2))
 	}
@@ -140,8 +141,8 @@ func testListRunsPageBothWaysWithStatus(t *testing.T, open Opener) {
 func testRunsThatReachedANode(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	ch, _ := db.CreateChain(ctx, SampleChain("reach", 3), "")
-	other, _ := db.CreateChain(ctx, SampleChain("reach other", 3), "")
+	ch, _ := db.CreateChain(ctx, SampleChain("reach", 3), "", true)
+	other, _ := db.CreateChain(ctx, SampleChain("reach other", 3), "", true)
 	t0 := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
 	var want []string
 	for i := 0; i < 24; i++ {

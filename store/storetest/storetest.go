@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
 )
@@ -47,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"EventsAfterBytes", testEventsAfterBytes},
 		{"EventWriter", testEventWriter},
 		{"EventWriterLostRun", testEventWriterLostRun},
+		{"EventWriterBuffered", testEventWriterBuffered},
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
 		{"EndClearsInterrupts", testEndClearsInterrupts},
 		{"ClaimInterruptConcurrent", testClaimInterruptConcurrent},
@@ -78,17 +80,17 @@ func Run(t *testing.T, open Opener) {
 }
 
 // SampleChain is a line of nodes echo tool nodes, with inputs and positions.
-func SampleChain(name string, nodes int) *engine.Chain {
-	c := &engine.Chain{Name: name, Description: "a test chain"}
+func SampleChain(name string, nodes int) *chain.Chain {
+	c := &chain.Chain{Name: name, Description: "a test chain"}
 	for i := 0; i < nodes; i++ {
 		id := fmt.Sprintf("n%d", i)
-		c.Nodes = append(c.Nodes, engine.Node{
-			ID: id, Kind: engine.KindTool, Name: "echo",
+		c.Nodes = append(c.Nodes, chain.Node{
+			ID: id, Kind: chain.KindTool, Name: "echo",
 			Input:    map[string]any{"text": "hello " + id, "n": float64(i)},
-			Position: &engine.Position{X: float64(i * 10), Y: 5},
+			Position: &chain.Position{X: float64(i * 10), Y: 5},
 		})
 		if i > 0 {
-			c.Edges = append(c.Edges, engine.Edge{ID: fmt.Sprintf("e%d", i), Source: fmt.Sprintf("n%d", i-1), Target: id})
+			c.Edges = append(c.Edges, chain.Edge{ID: fmt.Sprintf("e%d", i), Source: fmt.Sprintf("n%d", i-1), Target: id})
 		}
 	}
 	return c
@@ -120,9 +122,9 @@ func Events(runID string, from, n int) []engine.Event {
 // CheckpointLog is a run's log in the batches the engine would append.
 func CheckpointLog(runID string) [][]engine.Checkpoint {
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	chain := SampleChain("cp chain", 3)
+	sample := SampleChain("cp chain", 3)
 	return [][]engine.Checkpoint{
-		{{RunID: runID, Kind: engine.CheckpointStart, Time: t0, Start: &engine.StartRecord{Chain: chain, Input: map[string]any{"q": "x"}}}},
+		{{RunID: runID, Kind: engine.CheckpointStart, Time: t0, Start: &engine.StartRecord{Chain: sample, Input: map[string]any{"q": "x"}}}},
 		{
 			{RunID: runID, Kind: engine.CheckpointNode, EventSeq: 2, Time: t0.Add(time.Second), Node: &engine.NodeRecord{
 				NodeID: "n0", Status: engine.PhaseDone, Input: map[string]any{"text": "a"}, Output: map[string]any{"echo": "a"},
@@ -130,7 +132,7 @@ func CheckpointLog(runID string) [][]engine.Checkpoint {
 			{RunID: runID, Kind: engine.CheckpointPause, EventSeq: 3, Time: t0.Add(2 * time.Second), Pause: &engine.PauseRecord{
 				NodeID: "n1", Prompt: "approve?", Input: map[string]any{"text": "b"}}},
 			{RunID: runID, Kind: engine.CheckpointEnd, EventSeq: 3, Time: t0.Add(2 * time.Second), End: &engine.EndRecord{
-				Status: engine.StatusPaused, NodesRun: 1}},
+				Status: chain.StatusPaused, NodesRun: 1}},
 		},
 		{{RunID: runID, Kind: engine.CheckpointResume, EventSeq: 3, Time: t0.Add(time.Hour), Resume: &engine.ResumeRecord{
 			NodeID: "n1", Value: "yes", HasValue: true}}},
@@ -140,7 +142,7 @@ func CheckpointLog(runID string) [][]engine.Checkpoint {
 			{RunID: runID, Kind: engine.CheckpointNode, EventSeq: 7, Time: t0.Add(time.Hour + 2*time.Second), Node: &engine.NodeRecord{
 				NodeID: "n2", Status: engine.PhaseError, Error: "boom", ErrorCode: "chain_node_error", Attempts: 3, Reason: "", Fatal: true}},
 			{RunID: runID, Kind: engine.CheckpointEnd, EventSeq: 7, Time: t0.Add(time.Hour + 3*time.Second), End: &engine.EndRecord{
-				Status: engine.StatusFailed, Error: &engine.RunError{Code: engine.CodeNodeError, Message: "node \"n2\" failed: boom", NodeID: "n2"},
+				Status: chain.StatusFailed, Error: &engine.RunError{Code: engine.CodeNodeError, Message: "node \"n2\" failed: boom", NodeID: "n2"},
 				Final: map[string]any{"last": "yes"}, NodesRun: 3}},
 		},
 	}
@@ -166,12 +168,12 @@ func Tools() *engine.Registry {
 }
 
 // LinearChain is n tool nodes in a line.
-func LinearChain(name, toolName string, n int, input func(i int) map[string]any) *engine.Chain {
-	c := &engine.Chain{Name: name, EntryNode: "n0"}
+func LinearChain(name, toolName string, n int, input func(i int) map[string]any) *chain.Chain {
+	c := &chain.Chain{Name: name, EntryNode: "n0"}
 	for i := 0; i < n; i++ {
-		c.Nodes = append(c.Nodes, engine.Node{ID: fmt.Sprintf("n%d", i), Kind: engine.KindTool, Name: toolName, Input: input(i)})
+		c.Nodes = append(c.Nodes, chain.Node{ID: fmt.Sprintf("n%d", i), Kind: chain.KindTool, Name: toolName, Input: input(i)})
 		if i > 0 {
-			c.Edges = append(c.Edges, engine.Edge{ID: fmt.Sprintf("e%d", i), Source: fmt.Sprintf("n%d", i-1), Target: fmt.Sprintf("n%d", i)})
+			c.Edges = append(c.Edges, chain.Edge{ID: fmt.Sprintf("e%d", i), Source: fmt.Sprintf("n%d", i-1), Target: fmt.Sprintf("n%d", i)})
 		}
 	}
 	return c

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -20,7 +20,7 @@ import (
 func testTriggers(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	ch, err := db.CreateChain(ctx, SampleChain("triggered", 2), "")
+	ch, err := db.CreateChain(ctx, SampleChain("triggered", 2), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func testTriggers(t *testing.T, open Opener) {
 func testScheduleTickFiresOnce(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	ch, err := db.CreateChain(ctx, SampleChain("once", 1), "")
+	ch, err := db.CreateChain(ctx, SampleChain("once", 1), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func testA2ESessionRun(t *testing.T, open Opener) {
 	db := open(t)
 	const session = "0123456789abcdef0123456789abcdef"
 	started := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	if _, err := db.CreateRun(ctx, store.Run{ID: "r-a2e", ChainName: "pipeline", Kind: store.KindA2E, Status: engine.StatusRunning,
+	if _, err := db.CreateRun(ctx, store.Run{ID: "r-a2e", ChainName: "pipeline", Kind: store.KindA2E, Status: chain.StatusRunning,
 		Input: map[string]any{}, Started: started, TriggerKind: store.TriggerA2ESession, TriggerID: session}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/store"
 )
 
@@ -21,17 +22,17 @@ func usageEvent(run string, seq int64, node, agent, model string, in, out int64,
 func testUsage(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t)
-	ch, err := db.CreateChain(ctx, SampleChain("priced", 1), "")
+	ch, err := db.CreateChain(ctx, SampleChain("priced", 1), "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for _, id := range []string{"u1", "u2"} {
-		if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: ch.ID, ChainVersion: 1, ChainName: "priced", Status: engine.StatusCompleted, Started: day}); err != nil {
+		if _, err := db.CreateRun(ctx, store.Run{ID: id, ChainID: ch.ID, ChainVersion: 1, ChainName: "priced", Status: chain.StatusCompleted, Started: day}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.CreateRun(ctx, store.Run{ID: "adhoc", ChainName: "a2e", Kind: "a2e", Status: engine.StatusCompleted, Started: day}); err != nil {
+	if _, err := db.CreateRun(ctx, store.Run{ID: "adhoc", ChainName: "a2e", Kind: "a2e", Status: chain.StatusCompleted, Started: day}); err != nil {
 		t.Fatal(err)
 	}
 	plain := Events("u1", 1, 2)

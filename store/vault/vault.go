@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
@@ -148,6 +149,9 @@ type Input struct {
 	Values credential.Values
 	// Chains lists the ids of the chains that may use it; empty: every chain.
 	Chains []string
+	// Hosts lists where it may be sent (credential.CleanHosts); empty: its
+	// type's default hosts, none for an HTTP credential.
+	Hosts []string
 }
 
 // Change is an update: the fields given replace theirs (the others stay
@@ -157,6 +161,7 @@ type Change struct {
 	Type   string
 	Values credential.Values
 	Chains *[]string
+	Hosts  *[]string // when not nil, replaces the allowed hosts
 }
 
 func aad(id, field string) []byte { return []byte(id + "/" + field) }
@@ -177,9 +182,13 @@ func (v *Vault) Add(ctx context.Context, who string, in Input) (*store.Credentia
 	if err := typ.Check(in.Values, true); err != nil {
 		return nil, store.Errorf(store.EINVALID, "credential %q: %v", in.Name, err)
 	}
+	hosts, err := credential.CleanHosts(in.Hosts)
+	if err != nil {
+		return nil, store.Errorf(store.EINVALID, "credential %q: %v", in.Name, err)
+	}
 	now := v.now().UTC().Truncate(time.Microsecond)
 	c := &store.SealedCredential{Credential: store.Credential{
-		ID: uuid.NewString(), Name: in.Name, Type: typ.Name, Chains: cleanChains(in.Chains),
+		ID: uuid.NewString(), Name: in.Name, Type: typ.Name, Chains: cleanChains(in.Chains), Hosts: hosts,
 		CreatedBy: who, Created: now, UpdatedBy: who, Updated: now,
 	}}
 	if err := fill(key, c, typ, in.Values); err != nil {
@@ -272,6 +281,13 @@ func (v *Vault) Update(ctx context.Context, who, name string, ch Change) (*store
 	if ch.Chains != nil {
 		c.Chains = cleanChains(*ch.Chains)
 	}
+	if ch.Hosts != nil {
+		hosts, err := credential.CleanHosts(*ch.Hosts)
+		if err != nil {
+			return nil, store.Errorf(store.EINVALID, "credential %q: %v", name, err)
+		}
+		c.Hosts = hosts
+	}
 	c.UpdatedBy, c.Updated = who, v.now().UTC().Truncate(time.Microsecond)
 	if err := v.db.UpdateCredential(ctx, c); err != nil {
 		return nil, err
@@ -298,13 +314,26 @@ func lookup(name string) (credential.Type, error) {
 	return typ, nil
 }
 
-// Get returns a credential without its values.
+// Get returns a credential without its values. A record that cannot be
+// read is returned as the list shows it (Unreadable set).
 func (v *Vault) Get(ctx context.Context, name string) (*store.Credential, error) {
 	c, err := v.db.GetCredential(ctx, name)
-	if err != nil {
+	if err == nil {
+		return &c.Credential, nil
+	}
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	return &c.Credential, nil
+	list, lerr := v.db.ListCredentials(ctx)
+	if lerr != nil {
+		return nil, err
+	}
+	for i := range list {
+		if list[i].Name == name && list[i].Unreadable != "" {
+			return &list[i], nil
+		}
+	}
+	return nil, err
 }
 
 // List lists the credentials without their values.
@@ -318,13 +347,33 @@ func (v *Vault) Remove(ctx context.Context, name string) error {
 }
 
 // Usable reports, for validation, whether the chain with chainID ("" for a
-// chain that is not saved) may use the credential named name, and its type.
-func (v *Vault) Usable(ctx context.Context, chainID, name string) (typ string, found, allowed bool) {
+// chain that is not saved) may use the credential named name: its type,
+// whether it exists and can be read, and whether it may be sent anywhere.
+func (v *Vault) Usable(ctx context.Context, chainID, name string) chain.CredentialUse {
 	c, err := v.db.GetCredential(ctx, name)
 	if err != nil {
-		return "", false, false
+		if errors.Is(err, store.ErrNotFound) {
+			return chain.CredentialUse{}
+		}
+		// A record that exists but does not decode is not "missing".
+		if cr, lerr := v.Get(ctx, name); lerr == nil && cr.Unreadable != "" {
+			return chain.CredentialUse{Type: cr.Type, Found: true, Allowed: allows(cr, chainID), Unreadable: cr.Unreadable}
+		}
+		return chain.CredentialUse{Found: true, Unreadable: err.Error()}
 	}
-	return c.Type, true, allows(&c.Credential, chainID)
+	cu := chain.CredentialUse{Type: c.Type, Found: true, Allowed: allows(&c.Credential, chainID)}
+	if typ, ok := credential.Lookup(c.Type); ok && len(c.Hosts) == 0 && len(typ.DefaultHosts(credential.Values(stringValues(c.Public)))) == 0 {
+		cu.NoHosts = true
+	}
+	return cu
+}
+
+func stringValues(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 func allows(c *store.Credential, chainID string) bool {
@@ -363,7 +412,7 @@ func (r resolver) Credential(ctx context.Context, name string) (*tool.Secret, er
 			r.v.log.Warn("credentials: could not record a use", "credential", name, "err", err)
 		}
 	}
-	return &tool.Secret{Name: c.Name, Type: c.Type, Values: values}, nil
+	return &tool.Secret{Name: c.Name, Type: c.Type, Values: values, Hosts: c.Hosts}, nil
 }
 
 // open opens a credential's sealed fields; a value that does not open makes

@@ -197,6 +197,7 @@ func TestChatText(t *testing.T) {
 }
 
 func TestChatDefaultsAndStops(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		maxTokens int
@@ -240,6 +241,7 @@ var weatherTool = llm.Tool{
 }
 
 func TestChatTools(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, jsonReply(`{"id":"msg_02","type":"message","role":"assistant","model":"claude-test-1",
 		"content":[{"type":"text","text":"Let me check."},
 		  {"type":"tool_use","id":"toolu_01","name":"get_weather","input":{"city":"Paris"}},
@@ -298,6 +300,7 @@ func TestChatTools(t *testing.T) {
 }
 
 func TestChatEmptyToolResult(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, jsonReply(textReply))
 	_, err := f.provider(t, 0).Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{
 		{Role: llm.RoleUser, Text: "go"},
@@ -335,6 +338,7 @@ func streamEvents(model string) []string {
 }
 
 func TestChatStream(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, sse(streamEvents("claude-test-1")...))
 	var deltas []string
 	reply, err := f.provider(t, 0).Chat(context.Background(), llm.Request{
@@ -369,6 +373,7 @@ func TestChatStream(t *testing.T) {
 }
 
 func TestChatStreamCutShort(t *testing.T) {
+	t.Parallel()
 	events := streamEvents("m")
 	f := newFake(t, sse(events[:5]...))
 	_, err := f.provider(t, 0).Chat(context.Background(), llm.Request{Model: "m",
@@ -381,6 +386,7 @@ func TestChatStreamCutShort(t *testing.T) {
 const scoreSchema = `{"type":"object","properties":{"score":{"type":"integer"},"why":{"type":"string"}},"required":["score","why"]}`
 
 func TestChatSchema(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, schemaName, wantTool string
 		stream                     bool
@@ -443,6 +449,7 @@ func TestChatSchema(t *testing.T) {
 }
 
 func TestChatSchemaRefused(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, jsonReply(textReply))
 	p := f.provider(t, 0)
 	for name, req := range map[string]llm.Request{
@@ -460,6 +467,7 @@ func TestChatSchemaRefused(t *testing.T) {
 }
 
 func TestChatAPIErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		status       int
 		typ, message string
@@ -510,6 +518,7 @@ func TestChatAPIErrors(t *testing.T) {
 }
 
 func TestChatStreamErrorEvent(t *testing.T) {
+	t.Parallel()
 	events := streamEvents("m")[:4]
 	events = append(events, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
 	f := newFake(t, sse(events...))
@@ -523,6 +532,7 @@ func TestChatStreamErrorEvent(t *testing.T) {
 }
 
 func TestChatCancel(t *testing.T) {
+	t.Parallel()
 	for _, streamed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
 			arrived := make(chan struct{})
@@ -566,6 +576,7 @@ func TestChatCancel(t *testing.T) {
 }
 
 func TestChatTooLarge(t *testing.T) {
+	t.Parallel()
 	const limit = 2048
 	big := strings.Repeat("x", 4*limit)
 	var events []string
@@ -600,6 +611,7 @@ func TestChatTooLarge(t *testing.T) {
 }
 
 func TestModels(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Query().Get("after_id") == "" {
@@ -634,6 +646,7 @@ func TestModels(t *testing.T) {
 }
 
 func TestModelsNotListed(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -649,6 +662,7 @@ func TestModelsNotListed(t *testing.T) {
 }
 
 func TestNewRefusesNoClient(t *testing.T) {
+	t.Parallel()
 	if _, err := New(llm.Config{APIKey: testKey}); err == nil {
 		t.Fatal("New without an HTTP client: no error")
 	}
@@ -673,6 +687,7 @@ func TestBaseURLFromTheEnvironmentIsNotUsed(t *testing.T) {
 // A server that echoes the key it was sent in its error message does not
 // get it into the error.
 func TestEchoedKeyIsScrubbed(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)

@@ -132,6 +132,7 @@ func decode(t *testing.T, s string) any {
 }
 
 func TestChatText(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, jsonAnswer(200, `{
 		"candidates": [{"content": {"role": "model", "parts": [{"text": "Hello, "}, {"text": "Ada."}]},
 			"finishReason": "STOP", "index": 0}],
@@ -183,6 +184,7 @@ func TestChatText(t *testing.T) {
 
 // Defaults stay the API's: no temperature, no token cap, no system turn.
 func TestChatLeavesDefaults(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, jsonAnswer(200, `{"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]}`))
 	if _, err := f.provider(t).Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}}, nil); err != nil {
 		t.Fatal(err)
@@ -203,6 +205,7 @@ func TestChatLeavesDefaults(t *testing.T) {
 }
 
 func TestChatStopAndUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, body string
 		stop       llm.StopReason
@@ -236,6 +239,7 @@ var tools = []llm.Tool{
 }
 
 func TestChatTools(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, jsonAnswer(200, `{
 		"candidates": [{"content": {"role": "model", "parts": [
 			{"text": "Let me look."},
@@ -294,6 +298,7 @@ func TestChatTools(t *testing.T) {
 }
 
 func TestChatStream(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, sseAnswer(
 		`{"candidates": [{"content": {"role": "model", "parts": [{"text": "The "}]}}], "usageMetadata": {"promptTokenCount": 7}, "modelVersion": "gemini-2.5-flash"}`,
 		`{"candidates": [{"content": {"role": "model", "parts": [{"text": "sky is"}]}}], "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}, "modelVersion": "gemini-2.5-flash"}`,
@@ -337,6 +342,7 @@ func TestChatStream(t *testing.T) {
 }
 
 func TestChatStreamWithoutUsage(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, sseAnswer(`{"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}`))
 	reply, err := f.provider(t).Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}}, &llm.Stream{Text: func(string) {}})
 	if err != nil {
@@ -348,6 +354,7 @@ func TestChatStreamWithoutUsage(t *testing.T) {
 }
 
 func TestChatSchema(t *testing.T) {
+	t.Parallel()
 	schema := `{"type":"object","properties":{"answer":{"type":"string"},"score":{"type":"number"}},"required":["answer"]}`
 	f := newFake(t, jsonAnswer(200, `{"candidates": [{"content": {"parts": [{"text": "{\"answer\":\"yes\"}"}]}, "finishReason": "STOP"}]}`))
 	reply, err := f.provider(t).Chat(context.Background(), llm.Request{
@@ -369,6 +376,7 @@ func TestChatSchema(t *testing.T) {
 }
 
 func TestChatAPIErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status     int
 		state, msg string
@@ -416,6 +424,7 @@ func TestChatAPIErrors(t *testing.T) {
 }
 
 func TestChatCancel(t *testing.T) {
+	t.Parallel()
 	for _, streamed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
 			started := make(chan struct{})
@@ -453,6 +462,7 @@ func TestChatCancel(t *testing.T) {
 }
 
 func TestChatTooLarge(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("word ", 2000)
 	for _, tc := range []struct {
 		name   string
@@ -485,6 +495,7 @@ func TestChatTooLarge(t *testing.T) {
 }
 
 func TestModels(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("pageToken") == "" {
 			jsonAnswer(200, `{"models": [{"name": "models/gemini-2.5-flash", "displayName": "Gemini 2.5 Flash"},
@@ -507,6 +518,7 @@ func TestModels(t *testing.T) {
 }
 
 func TestModelsNotListed(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, jsonAnswer(404, `{"error": {"code": 404, "message": "Method not found.", "status": "NOT_FOUND"}}`))
 	_, err := f.provider(t).Models(context.Background())
 	if !errors.Is(err, llm.ErrNoModelList) {
@@ -566,6 +578,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestNewRefusesNoClient(t *testing.T) {
+	t.Parallel()
 	if _, err := New(llm.Config{BaseURL: "http://127.0.0.1:9"}); err == nil {
 		t.Fatal("New without an HTTP client gave no error")
 	}
@@ -574,6 +587,7 @@ func TestNewRefusesNoClient(t *testing.T) {
 // A thinking model's signed calls go back with their own signatures when
 // the turn is sent again; only an unsigned first call gets the stand-in.
 func TestChatToolCallSignaturesRoundTrip(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, jsonAnswer(200, `{
 		"candidates": [{"content": {"role": "model", "parts": [
 			{"functionCall": {"id": "a", "name": "get_weather", "args": {"city": "Oslo"}}, "thoughtSignature": "c2lnLWE="},
@@ -609,6 +623,7 @@ func TestChatToolCallSignaturesRoundTrip(t *testing.T) {
 // A server that echoes the key it was sent in its error message does not
 // get it into the error.
 func TestEchoedKeyIsScrubbed(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
@@ -623,6 +638,7 @@ func TestEchoedKeyIsScrubbed(t *testing.T) {
 // A stream that ends before the chunk with the finish reason is not a
 // reply, even though the connection closed cleanly.
 func TestChatStreamCutShort(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, sseAnswer(
 		`{"candidates": [{"content": {"role": "model", "parts": [{"text": "half an "}]}}], "usageMetadata": {"promptTokenCount": 7}}`,
 		`{"candidates": [{"content": {"role": "model", "parts": [{"text": "answ"}]}}], "usageMetadata": {"promptTokenCount": 7}}`,
@@ -638,6 +654,7 @@ func TestChatStreamCutShort(t *testing.T) {
 // A prompt the API blocks streams no candidate and no finish reason: that
 // is a refusal, not a cut stream.
 func TestChatStreamBlocked(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, sseAnswer(`{"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 7}}`))
 	reply, err := f.provider(t).Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}},
 		&llm.Stream{Text: func(string) {}})

@@ -51,7 +51,7 @@ func NewAnthropic(t testing.TB, turns ...Turn) *Anthropic {
 			stop = "tool_use"
 		}
 		in, out := 10*n, 3
-		if req["stream"] != true {
+		if req["stream"] != true || ts.Whole {
 			var content []any
 			if ts.Text != "" {
 				content = append(content, map[string]any{"type": "text", "text": ts.Text})

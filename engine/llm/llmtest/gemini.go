@@ -80,16 +80,26 @@ func NewGemini(t testing.TB, turns ...Turn) *Gemini {
 			_ = json.NewEncoder(w).Encode(chunk(parts, true, usage))
 			return
 		}
-		if r.URL.Query().Get("alt") != "sse" {
-			fail(w, http.StatusBadRequest, "this fake streams only with alt=sse")
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		send := func(v map[string]any) {
-			b, _ := json.Marshal(v)
-			_, _ = w.Write([]byte("data: " + string(b) + "\r\n\r\n"))
-			fl.Flush()
+		var whole []any // the chunks, when the turn is answered whole
+		var send func(v map[string]any)
+		if ts.Whole {
+			send = func(v map[string]any) { whole = append(whole, v) }
+			defer func() {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(whole)
+			}()
+		} else {
+			if r.URL.Query().Get("alt") != "sse" {
+				fail(w, http.StatusBadRequest, "this fake streams only with alt=sse")
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fl := w.(http.Flusher)
+			send = func(v map[string]any) {
+				b, _ := json.Marshal(v)
+				_, _ = w.Write([]byte("data: " + string(b) + "\r\n\r\n"))
+				fl.Flush()
+			}
 		}
 		// Each chunk's usage is the running total: the prompt first.
 		prompt := map[string]any{"promptTokenCount": 10 * n, "totalTokenCount": 10 * n}

@@ -30,6 +30,12 @@ type Turn struct {
 	// Refusal is the model declining (OpenAI's refusal field; the
 	// OpenAI fake only).
 	Refusal string
+	// Whole answers a request for a stream with the whole reply, as a
+	// server that ignores stream: true does: the JSON reply (OpenAI,
+	// Anthropic), or for Gemini's :streamGenerateContent the JSON array of
+	// its chunks (what the API sends without alt=sse), Content-Type
+	// application/json.
+	Whole bool
 }
 
 // Call is one tool call of a turn; Args is its JSON arguments as sent.
@@ -69,7 +75,7 @@ func NewOpenAI(t testing.TB, turns ...Turn) *OpenAI {
 			finish = "tool_calls"
 		}
 		usage := map[string]any{"prompt_tokens": 10 * n, "completion_tokens": 3, "total_tokens": 10*n + 3}
-		if req["stream"] != true {
+		if req["stream"] != true || ts.Whole {
 			msg := map[string]any{"role": "assistant", "content": ts.Text}
 			if ts.Refusal != "" {
 				msg["refusal"] = ts.Refusal

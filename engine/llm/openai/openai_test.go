@@ -125,6 +125,7 @@ func wantField(t *testing.T, body map[string]any, field, want string) {
 func ptr[T any](v T) *T { return &v }
 
 func TestChatSendsTheTurnAndReadsTheReply(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, `{
 		"id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "gpt-test-2026",
 		"choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris.", "refusal": null}, "logprobs": null, "finish_reason": "stop"}],
@@ -166,6 +167,7 @@ func TestChatSendsTheTurnAndReadsTheReply(t *testing.T) {
 // OpenAI's own endpoint gets max_completion_tokens, which its reasoning
 // models require.
 func TestMaxTokensFieldFollowsTheServer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		base string
 		want bool
@@ -220,6 +222,7 @@ func TestNoKeySendsNoAuthorizationWhateverTheEnvironment(t *testing.T) {
 }
 
 func TestToolsOnTheWireAndTwoCallsBack(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, `{
 		"id": "chatcmpl-2", "object": "chat.completion", "created": 0, "model": "gpt-test",
 		"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null, "tool_calls": [
@@ -280,6 +283,7 @@ func TestToolsOnTheWireAndTwoCallsBack(t *testing.T) {
 // What servers send that the API does not promise: no call ids, calls that
 // finish as "stop", arguments cut short.
 func TestToolCallsAServerLeftIncomplete(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, `{"id": "c", "object": "chat.completion", "created": 0, "model": "qwen",
 		"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "", "tool_calls": [
 			{"type": "function", "function": {"name": "a", "arguments": ""}},
@@ -299,6 +303,7 @@ func TestToolCallsAServerLeftIncomplete(t *testing.T) {
 }
 
 func TestStreamedReply(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerSSE(
 		`{"id": "s", "object": "chat.completion.chunk", "created": 0, "model": "gpt-test-2026", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}], "usage": null}`,
 		`{"id": "s", "object": "chat.completion.chunk", "created": 0, "model": "gpt-test-2026", "choices": [{"index": 0, "delta": {"content": "Let me "}, "finish_reason": null}], "usage": null}`,
@@ -345,6 +350,7 @@ func TestStreamedReply(t *testing.T) {
 // A compatible server that streams each whole call at index 0 and sends
 // no usage.
 func TestStreamFromACompatibleServer(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerSSE(
 		`{"id": "s", "object": "chat.completion.chunk", "created": 0, "model": "llama3", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "a", "arguments": "{\"n\": 1}"}}]}, "finish_reason": null}]}`,
 		`{"id": "s", "object": "chat.completion.chunk", "created": 0, "model": "llama3", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_2", "type": "function", "function": {"name": "b", "arguments": "{\"n\": 2}"}}]}, "finish_reason": null}]}`,
@@ -364,6 +370,7 @@ func TestStreamFromACompatibleServer(t *testing.T) {
 }
 
 func TestStructuredOutputAsksForTheSchemaNatively(t *testing.T) {
+	t.Parallel()
 	schema := `{"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"], "additionalProperties": false}`
 	for _, tc := range []struct{ name, want string }{{"verdict", "verdict"}, {"", "output"}} {
 		f := newFake(t, answerJSON(200, `{"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-test",
@@ -394,6 +401,7 @@ func TestStructuredOutputAsksForTheSchemaNatively(t *testing.T) {
 
 // A refusal under structured output comes in refusal, not content.
 func TestRefusalIsStopRefused(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, `{"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-test",
 		"choices": [{"index": 0, "message": {"role": "assistant", "content": null, "refusal": "I can't help with that."}, "finish_reason": "stop"}]}`))
 	reply, err := f.provider(testKey, 0).Chat(context.Background(), llm.Request{Model: "gpt-test", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}}, nil)
@@ -406,6 +414,7 @@ func TestRefusalIsStopRefused(t *testing.T) {
 }
 
 func TestStopReasons(t *testing.T) {
+	t.Parallel()
 	for reason, want := range map[string]llm.StopReason{
 		"stop": llm.StopEnd, "length": llm.StopMaxTokens, "tool_calls": llm.StopToolCalls,
 		"content_filter": llm.StopRefused, "something_new": llm.StopOther,
@@ -419,6 +428,7 @@ func TestStopReasons(t *testing.T) {
 }
 
 func TestServerErrorsNameProviderModelStatusAndMessage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status  int
 		body    string
@@ -466,6 +476,7 @@ func TestServerErrorsNameProviderModelStatusAndMessage(t *testing.T) {
 
 // An error the server sends mid-stream ends the call with its message.
 func TestStreamErrorEvent(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerSSE(
 		`{"id": "s", "object": "chat.completion.chunk", "created": 0, "model": "gpt-test", "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": null}]}`,
 		`{"error": {"message": "the model crashed", "type": "server_error"}}`,
@@ -477,6 +488,7 @@ func TestStreamErrorEvent(t *testing.T) {
 }
 
 func TestCancelStopsTheCall(t *testing.T) {
+	t.Parallel()
 	for _, streamed := range []bool{false, true} {
 		started := make(chan struct{})
 		f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
@@ -503,6 +515,7 @@ func TestCancelStopsTheCall(t *testing.T) {
 }
 
 func TestResponseOverTheCapIsTooLarge(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 4000)
 	chunk := `{"id": "s", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [{"index": 0, "delta": {"content": "xxxxxxxxxxxxxxxxxxxxxxxx"}, "finish_reason": null}]}`
 	many := make([]string, 100)
@@ -532,6 +545,7 @@ func TestResponseOverTheCapIsTooLarge(t *testing.T) {
 }
 
 func TestModels(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, `{"object": "list", "data": [
 		{"id": "gpt-test", "object": "model", "created": 1700000000, "owned_by": "openai"},
 		{"id": "llama3:8b", "object": "model", "created": 0, "owned_by": "library"}
@@ -550,6 +564,7 @@ func TestModels(t *testing.T) {
 }
 
 func TestModelsNotListed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status int
 		body   string
@@ -571,6 +586,7 @@ func TestModelsNotListed(t *testing.T) {
 }
 
 func TestNewRefuses(t *testing.T) {
+	t.Parallel()
 	if _, err := New(llm.Config{}); err == nil {
 		t.Error("New took a Config with no HTTP client")
 	}
@@ -581,6 +597,7 @@ func TestNewRefuses(t *testing.T) {
 
 // The key goes in the Authorization header and nowhere else on the wire.
 func TestKeyOnlyInTheHeader(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, `{"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}`))
 	if _, err := f.provider(testKey, 0).Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}, nil); err != nil {
 		t.Fatal(err)
@@ -600,6 +617,7 @@ func TestKeyOnlyInTheHeader(t *testing.T) {
 
 // A request the API cannot take fails before anything is sent.
 func TestRequestsRefusedBeforeSending(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(500, `{"error": {"message": "should not be asked"}}`))
 	user := llm.Message{Role: llm.RoleUser, Text: "hi"}
 	for name, req := range map[string]llm.Request{

@@ -80,6 +80,7 @@ func created() string {
 }
 
 func TestResponsesSendsTheTurnAndReadsTheReply(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, response("completed", textItem("Paris."), usage3621)))
 	reply, err := f.responses(testKey, 0).Chat(context.Background(), llm.Request{
 		Model:       "gpt-test",
@@ -110,6 +111,7 @@ func TestResponsesSendsTheTurnAndReadsTheReply(t *testing.T) {
 }
 
 func TestResponsesToolsOnTheWireAndTwoCallsBack(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, response("completed",
 		`{"type": "reasoning", "id": "rs_1", "summary": []}, `+
 			callItem("fc_1", "call_a", "weather", `{"city": "Paris"}`)+", "+callItem("fc_2", "call_b", "time", ""),
@@ -171,6 +173,7 @@ func TestResponsesToolsOnTheWireAndTwoCallsBack(t *testing.T) {
 }
 
 func TestResponsesStreamedTextAndACall(t *testing.T) {
+	t.Parallel()
 	final := response("completed", textItem("Let me check.")+", "+callItem("fc_1", "call_a", "weather", `{"city": "Paris"}`),
 		`{"input_tokens": 40, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 12, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 52}`)
 	f := newFake(t, answerEvents(
@@ -220,6 +223,7 @@ func TestResponsesStreamedTextAndACall(t *testing.T) {
 // Arguments put together from deltas alone, two calls' deltas interleaved
 // by output index, when a server sends no .done events.
 func TestResponsesStreamAssemblesArgumentsFromDeltas(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerEvents(
 		created(),
 		`{"type": "response.output_item.added", "output_index": 0, "item": {"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "", "call_id": "call_a", "name": "a"}}`,
@@ -243,6 +247,7 @@ func TestResponsesStreamAssemblesArgumentsFromDeltas(t *testing.T) {
 }
 
 func TestResponsesSchemaIsTheTextFormat(t *testing.T) {
+	t.Parallel()
 	closed := `{"type": "object", "properties": {"score": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"], "additionalProperties": false}}}, "required": ["score", "tags"], "additionalProperties": false}`
 	open := `{"type": "object", "properties": {"score": {"type": "integer"}, "note": {"type": "string"}}, "required": ["score"]}`
 	for _, tc := range []struct {
@@ -265,6 +270,7 @@ func TestResponsesSchemaIsTheTextFormat(t *testing.T) {
 }
 
 func TestFitsStrict(t *testing.T) {
+	t.Parallel()
 	for schema, want := range map[string]bool{
 		`{"type": "object", "properties": {}, "additionalProperties": false}`:                                                                                                                                                           true,
 		`{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}`:                                                                                                                 true,
@@ -285,6 +291,7 @@ func TestFitsStrict(t *testing.T) {
 }
 
 func TestResponsesStopReasons(t *testing.T) {
+	t.Parallel()
 	t.Run("max_output_tokens", func(t *testing.T) {
 		f := newFake(t, answerJSON(200, response("incomplete", textItem("The first part of"), usage3621)))
 		reply, err := f.responses(testKey, 0).Chat(context.Background(), llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Text: "x"}}, MaxTokens: 5}, nil)
@@ -339,6 +346,7 @@ func TestResponsesStopReasons(t *testing.T) {
 }
 
 func TestResponsesServerErrorsNameProviderModelStatusAndMessage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status  int
 		body    string
@@ -382,6 +390,7 @@ func TestResponsesServerErrorsNameProviderModelStatusAndMessage(t *testing.T) {
 // A failure the server reports inside the stream (response.failed, or an
 // error event) ends the call with what it said, the key scrubbed.
 func TestResponsesStreamFailures(t *testing.T) {
+	t.Parallel()
 	failed := strings.Replace(response("failed", "", "null"), `"error": null`,
 		`"error": {"code": "server_error", "message": "The model crashed (key `+testKey+`)."}`, 1)
 	for name, events := range map[string][]string{
@@ -415,6 +424,7 @@ func TestResponsesStreamFailures(t *testing.T) {
 }
 
 func TestResponsesStreamCutInTheMiddle(t *testing.T) {
+	t.Parallel()
 	for name, answer := range map[string]http.HandlerFunc{
 		"between events": answerEvents(
 			created(),
@@ -441,6 +451,7 @@ func TestResponsesStreamCutInTheMiddle(t *testing.T) {
 }
 
 func TestResponsesCancelStopsTheCall(t *testing.T) {
+	t.Parallel()
 	for _, streamed := range []bool{false, true} {
 		started := make(chan struct{})
 		f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
@@ -467,6 +478,7 @@ func TestResponsesCancelStopsTheCall(t *testing.T) {
 }
 
 func TestResponsesOverTheCapIsTooLarge(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 8000)
 	many := []string{created()}
 	for range 100 {
@@ -521,6 +533,7 @@ func TestResponsesIgnoresTheEnvironment(t *testing.T) {
 }
 
 func TestResponsesModels(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(200, `{"object": "list", "data": [{"id": "gpt-test", "object": "model", "created": 1700000000, "owned_by": "openai"}]}`))
 	models, err := f.responses(testKey, 0).Models(context.Background())
 	if err != nil {
@@ -535,6 +548,7 @@ func TestResponsesModels(t *testing.T) {
 }
 
 func TestNewResponsesRefuses(t *testing.T) {
+	t.Parallel()
 	if _, err := NewResponses(llm.Config{}); err == nil {
 		t.Error("NewResponses took a Config with no HTTP client")
 	}
@@ -544,6 +558,7 @@ func TestNewResponsesRefuses(t *testing.T) {
 }
 
 func TestResponsesRequestsRefusedBeforeSending(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, answerJSON(500, `{"error": {"message": "should not be asked"}}`))
 	user := llm.Message{Role: llm.RoleUser, Text: "hi"}
 	for name, req := range map[string]llm.Request{

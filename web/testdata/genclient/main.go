@@ -206,7 +206,7 @@ func drive(base string) error {
 	}
 
 	// export, in both formats
-	exp, err := c.ExportChainWithResponse(ctx, id, nil)
+	exp, err := c.ExportChainWithResponse(ctx, id, &ExportChainParams{Version: ptr("draft")})
 	if err != nil {
 		return fmt.Errorf("exportChain: %w", err)
 	}
@@ -217,7 +217,7 @@ func drive(base string) error {
 	if err != nil || exported.Name == nil || *exported.Name != "genclient plain" || len(exported.Nodes) != 2 {
 		return fmt.Errorf("exportChain: %v, %+v; want the saved document", err, exported)
 	}
-	exp, err = c.ExportChainWithResponse(ctx, id, &ExportChainParams{Format: ptr("a2e")})
+	exp, err = c.ExportChainWithResponse(ctx, id, &ExportChainParams{Format: ptr("a2e"), Version: ptr("draft")})
 	if err != nil {
 		return fmt.Errorf("exportChain a2e: %w", err)
 	}

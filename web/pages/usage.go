@@ -1,0 +1,78 @@
+package pages
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/chainstudio/studio/engine/pricing"
+	"github.com/chainstudio/studio/views"
+	"github.com/chainstudio/studio/web/ops"
+	"github.com/labstack/echo/v4"
+)
+
+// FragRunUsage is the run page's usage panel, reloaded as model calls
+// report their tokens.
+func (s *Runs) FragRunUsage(c echo.Context) error {
+	id := ops.PageParam(c, "id")
+	r, err := s.DB.GetRunInfo(c.Request().Context(), id)
+	if err != nil {
+		return ops.PageNotFound(err, "run")
+	}
+	u, err := s.RunUsage(c, id)
+	if err != nil {
+		return err
+	}
+	return RenderPage(c, http.StatusOK, views.RunUsagePanel(ops.RunUsageView(u, views.NodeLabels(s.PageRunDoc(c, r)))))
+}
+
+// PageUsage shows tokens and cost per chain or agent over the last days,
+// in time buckets (the page over GET /v1/usage).
+func (s *Runs) PageUsage(c echo.Context) error {
+	days, err := ops.IntParam("days", c.QueryParam("days"), 30, 1, 366)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"by": {c.QueryParam("by")}, "bucket": {c.QueryParam("bucket")}}
+	now := time.Now().UTC()
+	q.Set("since", now.Add(-time.Duration(days)*24*time.Hour).Format(time.RFC3339))
+	q.Set("until", now.Format(time.RFC3339))
+	u, err := s.Usage(c, q)
+	if err != nil {
+		return err
+	}
+	v := views.UsagePage{By: u.By, Bucket: u.Bucket, Days: days, Since: u.Since, Priced: u.Priced, More: u.More, Total: ops.UsageLine("", "Total", u.Total)}
+	for _, k := range u.Keys {
+		v.Lines = append(v.Lines, s.usageKeyLine(u.By, k.Key, k.Name, k.Totals))
+	}
+	for _, r := range u.Rows {
+		if n := len(v.Series); n == 0 || !v.Series[n-1].Bucket.Equal(r.Bucket) {
+			v.Series = append(v.Series, views.UsageSlice{Bucket: r.Bucket})
+		}
+		var t pricing.Totals
+		t.Add(s.Prices, r.Model, r.Calls, r.InputTokens, r.OutputTokens, r.Unreported)
+		line := s.usageKeyLine(u.By, r.Key, r.Name, t)
+		line.Label += " · " + r.Model
+		sl := &v.Series[len(v.Series)-1]
+		sl.Lines = append(sl.Lines, line)
+	}
+	return RenderPage(c, http.StatusOK, views.UsagePageView(v))
+}
+
+// usageKeyLine labels a chain (linked to its runs) or an agent (linked to
+// its page).
+func (s *Runs) usageKeyLine(by, key, name string, t pricing.Totals) views.UsageLine {
+	l := ops.UsageLine(key, name, t)
+	switch {
+	case by == "agent":
+		l.Href = "/agents/" + url.PathEscape(key)
+	case key != "":
+		l.Href = "/chains/" + url.PathEscape(key) + "/runs"
+	default:
+		l.Label = name + " (ad hoc)"
+		if name == "" {
+			l.Label = "ad-hoc runs"
+		}
+	}
+	return l
+}
