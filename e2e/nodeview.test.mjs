@@ -298,3 +298,37 @@ test('node view of a node whose input is about 1 MB: opens with a preview, Show 
   await page.screenshot({ path: join(SHOTS, 'nodeview-1mb.png') });
   await page.done();
 });
+
+test('node view: pin the output shown, see the pin on the canvas, make it a test mock; a pinned run shows that the pin stood in', async () => {
+  const { ch } = await chainWithRun({ name: 'Ada', items: [1, 2, 3] });
+  const page = await editor(ch.id, SIZES[0]);
+  const p = await nodePos(page, 'b');
+  await page.mouse.dblclick(p.x, p.y);
+  await filled(page, 'b');
+  // Pin this output, by keyboard: the whole output is read and pinned in the draft
+  await page.waitForSelector('#nv-pin .pin-controls[data-pinned="false"]');
+  await page.focus('#nv-pin [data-pin-action="pin"]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#nv-pin .pin-controls[data-pinned="true"]');
+  assert.match(await page.textContent('#nv-pin .pin-status'), /Pinned/);
+  await savedDoc(page, ch.id, (c) => c.doc.pinned_outputs && c.doc.pinned_outputs.b && c.doc.pinned_outputs.b.n === 3);
+  assert.equal(await page.evaluate(() => window.__editor.cy.getElementById('b').hasClass('pinned')), true, 'the canvas marks b');
+  // Make a test mock: the test "pinned outputs" mocks b with its pin
+  await page.click('#nv-pin [data-pin-action="mock"]');
+  await savedDoc(page, ch.id, (c) => (c.doc.tests || []).some((t) => t.name === 'pinned outputs' && t.mocks && t.mocks.b));
+  assert.deepEqual(await violations(page), [], 'the view with pin controls passes axe');
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => !document.getElementById('node-view').open);
+
+  // a run of the draft with its pins: b's pin stood in, so the view offers no pin for it
+  const r = await api('POST', '/v1/chains/' + ch.id + '/runs', { input: { name: 'Ada', items: [] }, version: 'draft', use_pins: true });
+  const run = await waitRun(r.run_id);
+  assert.equal(run.status, 'completed');
+  assert.equal(run.outputs.c.n, 3, 'the pin flowed on');
+  await page.click('#node-table button.select-node[data-node-id="b"]');
+  await page.waitForSelector('.props[data-id="b"] [data-open-node-view]');
+  await page.click('.props[data-id="b"] [data-open-node-view]');
+  await page.waitForSelector('#nv-pinned-stood-in');
+  assert.equal(await page.$('#nv-pin'), null, 'a pin that stood in is not offered to pin again');
+  await page.done();
+});

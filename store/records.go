@@ -163,6 +163,9 @@ type RunFilter struct {
 	Limit  int    // default 50, at most 1000
 	Before string // cursor from a previous page; "" = newest
 	After  string // cursor of a page's first run: the page of runs just newer than it
+	// Brief leaves the runs' final outputs out (nil): a caller that shows
+	// none reads none, which matters when outputs are megabytes.
+	Brief bool
 }
 
 // RunPage is one page of ListRunsPage: Older and Newer are the cursors of

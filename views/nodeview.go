@@ -271,3 +271,12 @@ func sourceLabel(s NodeSource) string {
 	}
 	return t
 }
+
+// pinnable reports whether the output shown can be pinned from the view: a
+// node that ran and finished (not one whose pin or earlier output stood
+// in), with no stored credential sent, whose answer would otherwise be
+// copied into the chain document.
+func (d NodeViewData) pinnable() bool {
+	r := d.Record
+	return d.Run != nil && r != nil && r.Status == engine.PhaseDone && !r.Pinned && !r.Reused && !r.Credentialed
+}

@@ -19,6 +19,7 @@ import * as canvas from './canvas.js';
 import * as common from './common.js';
 import { studio } from './editor-api.js';
 import { whenReady } from './editor.js';
+import { pinControls } from './pins.js';
 (function () {
   const root = document.getElementById('editor');
   const dlg = document.getElementById('node-view');
@@ -233,9 +234,20 @@ import { whenReady } from './editor.js';
     $('nv-input').dataset.from = data ? data.dataset.from : '[]';
     $('nv-input').replaceChildren(...(inp ? [document.importNode(inp, true)] : [...doc.body.childNodes].map((x) => document.importNode(x, true))));
     $('nv-output').replaceChildren(...(out ? [document.importNode(out, true)] : []));
+    mountPin();
     $('nv-input').removeAttribute('aria-busy');
     $('nv-output').removeAttribute('aria-busy');
     return true;
+  }
+
+  // mountPin puts the pin controls where the output shown can be pinned
+  // (#nv-pin: a node that ran, not a pin or a kept output, no credential
+  // sent). The output is read whole when Pin is pressed: the view shows it cut.
+  function mountPin() {
+    const slot = $('nv-pin');
+    if (!slot) return;
+    const { runId: run, nodeId: id } = slot.dataset;
+    slot.replaceChildren(pinControls(id, () => api.get('/v1/runs/' + encodeURIComponent(run) + '/nodes/' + encodeURIComponent(id) + '/output')));
   }
 
   function resetPicker() {
@@ -442,6 +454,7 @@ import { whenReady } from './editor.js';
       if (fresh) {
         $('nv-output').replaceChildren(document.importNode(fresh, true));
         $('nv-output').dataset.runId = data.run_id;
+        mountPin();
       }
     } catch (e) {
       if (my === seq) out.replaceChildren(common.el('div', { class: 'form-error', id: 'nv-step-error' }, common.el('strong', { text: 'Not run' }), common.el('pre', { text: e.message })));

@@ -130,15 +130,25 @@ function errorText(e) {
 }
 
 // pinControls is the row of buttons for an output shown in the designer
-// (value: the output): Pin this output, and while the node is pinned
-// Unpin and Make a test mock, with a status line.
+// (value: the output, or an async function that reads it when Pin is
+// pressed, for an output shown cut): Pin this output, and while the node
+// is pinned Unpin and Make a test mock, with a status line.
 export function pinControls(nodeId, value, opts = {}) {
   const status = el('p', { class: 'hint pin-status', role: 'status' });
   const box = el('div', { class: 'pin-controls', 'data-needs': 'edit', 'data-node-id': nodeId });
   const pin = el('button', { type: 'button', class: 'pin-btn', 'data-pin-action': 'pin', title: 'Later runs of the draft in the designer use this output instead of running the node', text: '⚲ Pin this output' });
   const un = el('button', { type: 'button', class: 'pin-btn', 'data-pin-action': 'unpin', title: 'Runs of the draft run the node again', text: 'Unpin' });
   const mock = el('button', { type: 'button', class: 'pin-btn', 'data-pin-action': 'mock', title: 'Mock this node with its pinned output in the chain\'s test “' + PIN_TEST + '”', text: 'Make a test mock' });
+  let shown = false;
+  const root = editorRoot();
   const sync = () => {
+    // controls taken off the page stop listening (the node view redraws its output)
+    if (box.isConnected) shown = true;
+    else if (shown) {
+      document.removeEventListener('studio:pins', sync);
+      if (root) root.removeEventListener('studio:rebuilt', sync);
+      return;
+    }
     const on = isPinned(nodeId, opts.doc);
     un.hidden = !on;
     mock.hidden = !on;
@@ -156,11 +166,10 @@ export function pinControls(nodeId, value, opts = {}) {
       sync();
     }
   };
-  pin.addEventListener('click', () => act(() => pinOutput(nodeId, value), 'Pinned: runs of the draft use this output instead of running ' + nodeId + '.'));
+  pin.addEventListener('click', () => act(async () => pinOutput(nodeId, typeof value === 'function' ? await value() : value), 'Pinned: runs of the draft use this output instead of running ' + nodeId + '.'));
   un.addEventListener('click', () => act(() => unpin(nodeId), 'Unpinned: runs of the draft run ' + nodeId + ' again.'));
   mock.addEventListener('click', () => act(() => makeTestMock(nodeId), 'The test “' + PIN_TEST + '” mocks ' + nodeId + ' with its pinned output (see Tests).'));
   document.addEventListener('studio:pins', sync);
-  const root = editorRoot();
   if (root) root.addEventListener('studio:rebuilt', sync); // undo and redo
   sync();
   box.append(el('div', { class: 'row' }, pin, un, mock), status);

@@ -47,12 +47,20 @@ func runNodes(ctx context.Context, tx Queryer, runID, node string) ([]engine.Nod
 			Time  time.Time           `json:"time"`
 			Node  *engine.NodeRecord  `json:"node"`
 			Pause *engine.PauseRecord `json:"pause"`
-			End   *engine.EndRecord   `json:"end"`
+			// of an end, only the nodes it left unfinished: its final
+			// output (megabytes, maybe) is the run row's
+			End *struct {
+				Unfinished []engine.UnfinishedNode `json:"unfinished"`
+			} `json:"end"`
 		}
 		if err := jsonv2.Unmarshal(body, &cp); err != nil {
 			return nil, fmt.Errorf("checkpoint %d is corrupt: %w", n, err)
 		}
-		if err := f.Add(&engine.Checkpoint{Kind: kind, Time: cp.Time, Node: cp.Node, Pause: cp.Pause, End: cp.End}); err != nil {
+		var end *engine.EndRecord
+		if cp.End != nil {
+			end = &engine.EndRecord{Unfinished: cp.End.Unfinished}
+		}
+		if err := f.Add(&engine.Checkpoint{Kind: kind, Time: cp.Time, Node: cp.Node, Pause: cp.Pause, End: end}); err != nil {
 			return nil, fmt.Errorf("checkpoint %d: %w", n, err)
 		}
 	}

@@ -99,6 +99,15 @@ ON CONFLICT (id) DO UPDATE SET
 
 const runCols = `id, chain_id, chain_version, chain_name, parent_run_id, kind, input, status, error, final_output, outputs, nodes_run, started_at, ended_at, duration_ms, trigger_kind, trigger_id, outcome`
 
+// listCols are runCols for a listing, which never decodes a run's input or
+// outputs: SQLite would still read and copy them (megabytes a run), so
+// they are not selected; listBriefCols leave the final output out too
+// (RunFilter.Brief).
+const (
+	listCols      = `id, chain_id, chain_version, chain_name, parent_run_id, kind, NULL, status, error, final_output, NULL, nodes_run, started_at, ended_at, duration_ms, trigger_kind, trigger_id, outcome`
+	listBriefCols = `id, chain_id, chain_version, chain_name, parent_run_id, kind, NULL, status, error, NULL, NULL, nodes_run, started_at, ended_at, duration_ms, trigger_kind, trigger_id, outcome`
+)
+
 func scanRun(row interface{ Scan(...any) error }, full bool) (*store.Run, error) {
 	var r store.Run
 	var chainID, parent, input, errJSON, final, outputs, trigKind, trigID, outcome sql.NullString
@@ -267,7 +276,11 @@ func (s *Store) ListRunsPage(ctx context.Context, f store.RunFilter) (store.RunP
 		args = append(args, started, started, id)
 		order = ` ORDER BY started_at ASC, id DESC`
 	}
-	q := `SELECT ` + runCols + ` FROM runs`
+	cols := listCols
+	if f.Brief {
+		cols = listBriefCols
+	}
+	q := `SELECT ` + cols + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}

@@ -3,12 +3,14 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/store"
 )
 
 func testCheckpointRoundTrip(t *testing.T, open Opener) {
@@ -88,6 +90,30 @@ func testCheckpointRoundTrip(t *testing.T, open Opener) {
 	}
 	if n2.Status != engine.PhaseError || n2.Error != "boom" || n2.Attempts != 3 {
 		t.Fatalf("n2 %+v", n2)
+	}
+
+	// A listing carries the final output (never the input or the outputs);
+	// a brief one leaves it out too and says the same of the run.
+	for _, brief := range []bool{false, true} {
+		p, err := db.ListRunsPage(ctx, store.RunFilter{Limit: 1000, Brief: brief})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(p.Runs, func(x store.Run) bool { return x.ID == id })
+		if i < 0 {
+			t.Fatalf("brief %v: run %s not listed", brief, id)
+		}
+		l := p.Runs[i]
+		if l.Status != chain.StatusFailed || l.NodesRun != 3 || l.Error == nil || l.Error.NodeID != "n2" || l.Input != nil || l.Outputs != nil {
+			t.Fatalf("brief %v: listed %+v", brief, l)
+		}
+		if brief {
+			if l.FinalOutput != nil {
+				t.Fatalf("a brief listing has the final output %v", l.FinalOutput)
+			}
+		} else {
+			JSONEqual(t, l.FinalOutput, map[string]any{"last": "yes"})
+		}
 	}
 }
 

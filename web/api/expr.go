@@ -79,7 +79,7 @@ func (s *Chains) lastRunData(ctx context.Context, chainID, runID string, withhol
 		return id
 	}
 	if runID == "" {
-		rs, _, err := s.DB.ListRuns(ctx, store.RunFilter{ChainID: chainID, Limit: 1})
+		rs, _, err := s.DB.ListRuns(ctx, store.RunFilter{ChainID: chainID, Limit: 1, Brief: true})
 		if err != nil {
 			return nil, err
 		}

@@ -84,7 +84,7 @@ func (s *Env) NodeView(ctx context.Context, ch *store.Chain, node, runID string,
 // The listed row is used as it is: it has all the view shows of a run but
 // its input, which only a root's view reads (received).
 func (s *Env) latestNodeRun(ctx context.Context, ch *store.Chain, node string, out *NodeView) error {
-	p, err := s.DB.ListRunsPage(ctx, store.RunFilter{ChainID: ch.ID, NodeID: node, Limit: nodeViewRunsChecked})
+	p, err := s.DB.ListRunsPage(ctx, store.RunFilter{ChainID: ch.ID, NodeID: node, Limit: nodeViewRunsChecked, Brief: true})
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (s *Env) latestNodeRun(ctx context.Context, ch *store.Chain, node string, o
 	if out.Run != nil {
 		return nil
 	}
-	rs, _, err := s.DB.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: 1})
+	rs, _, err := s.DB.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: 1, Brief: true})
 	if err == nil && len(rs) > 0 {
 		out.Run = &rs[0]
 	}

@@ -58,7 +58,7 @@ type NodeSources struct {
 func (s *Env) NodeSourceRuns(ctx context.Context, ch *store.Chain, node, before string) (NodeSources, error) {
 	var out NodeSources
 	if before == "" {
-		rs, next, err := s.DB.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: SourceRunsChecked})
+		rs, next, err := s.DB.ListRuns(ctx, store.RunFilter{ChainID: ch.ID, Limit: SourceRunsChecked, Brief: true})
 		if err != nil {
 			return out, err
 		}
@@ -71,7 +71,7 @@ func (s *Env) NodeSourceRuns(ctx context.Context, ch *store.Chain, node, before 
 		}
 		before = next
 	}
-	p, err := s.DB.ListRunsPage(ctx, store.RunFilter{ChainID: ch.ID, NodeID: node, Limit: SourceRunsChecked, Before: before})
+	p, err := s.DB.ListRunsPage(ctx, store.RunFilter{ChainID: ch.ID, NodeID: node, Limit: SourceRunsChecked, Before: before, Brief: true})
 	if errors.Is(err, store.ErrInvalid) {
 		return out, httpcore.Error(httpcore.EBADREQUEST, "bad_parameter", "before: "+err.Error(), map[string]any{"path": "before"})
 	}
