@@ -332,3 +332,22 @@ test('node view: pin the output shown, see the pin on the canvas, make it a test
   assert.equal(await page.$('#nv-pin'), null, 'a pin that stood in is not offered to pin again');
   await page.done();
 });
+
+test('two quick clicks on two nodes, or a click and a Shift+click, select; they do not open the view', async () => {
+  const { ch } = await chainWithRun({ name: 'Ada', items: [1] });
+  const page = await editor(ch.id, SIZES[0]);
+  const a = await nodePos(page, 'a');
+  const b = await nodePos(page, 'b');
+  await page.mouse.click(a.x, a.y);
+  await page.mouse.click(b.x, b.y);
+  await page.waitForFunction(() => window.__editor.cy.getElementById('b').selected());
+  await page.keyboard.down('Shift');
+  await page.mouse.click(a.x, a.y);
+  await page.keyboard.up('Shift');
+  await page.waitForFunction(() => window.__editor.cy.nodes(':selected').length === 2);
+  assert.equal(await page.evaluate(() => document.getElementById('node-view').open), false, 'no node view opened');
+  // a double-click on one node still opens it
+  await page.mouse.dblclick(b.x, b.y);
+  await filled(page, 'b');
+  await page.done();
+});

@@ -205,6 +205,9 @@ test('a pin of no node is a validation error with an Unpin beside it', async () 
   doc.pinned_outputs = { gone: { score: 1 } };
   const ch = await api('POST', '/v1/chains', doc);
   const page = await openEditor(ch.id);
+  // the Validation tab counts the error; its panel names the pin
+  await page.waitForFunction(() => /1/.test(document.getElementById('tab-issues-count').textContent));
+  await page.click('#tab-issues');
   await page.waitForSelector('#issues .issue-link[data-field="pinned_outputs.gone"]');
   assert.match(await page.textContent('#issues'), /no node "gone"/);
   assert.equal(await page.isDisabled('#btn-run'), true, 'a run with the pins would be refused');

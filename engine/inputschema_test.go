@@ -24,8 +24,8 @@ func TestInputSchemaRule(t *testing.T) {
 	agentIn := map[string]any{"type": "object", "required": []any{"query"},
 		"properties": map[string]any{"query": map[string]any{}, "context": map[string]any{"type": "object"}}}
 	agentCfg := map[string]any{"type": "object", "properties": map[string]any{"agent": map[string]any{"type": "string"}}}
-	agents := func(name string) (map[string]any, map[string]any) {
-		if name == "writer" {
+	agents := func(nd *chain.Node) (map[string]any, map[string]any) {
+		if nd.Name == "writer" {
 			return agentIn, agentCfg
 		}
 		return nil, nil

@@ -287,7 +287,7 @@ func (r *Registry) Description(name string) string {
 // NodeSchemas returns the input_schema rule's schemas for tool and proc
 // nodes from the registry (ValidateOptions.Schemas); agent is consulted for
 // agent nodes (nil: none).
-func (r *Registry) NodeSchemas(agent func(name string) (input, config map[string]any)) chain.NodeSchemas {
+func (r *Registry) NodeSchemas(agent func(nd *chain.Node) (input, config map[string]any)) chain.NodeSchemas {
 	return func(nd *chain.Node) (map[string]any, map[string]any) {
 		switch nd.Kind {
 		case chain.KindTool:
@@ -299,11 +299,7 @@ func (r *Registry) NodeSchemas(agent func(name string) (input, config map[string
 			return in, in
 		case chain.KindAgent:
 			if agent != nil {
-				name := nd.Name
-				if name == "" {
-					name, _ = nd.Config["agent"].(string)
-				}
-				return agent(name)
+				return agent(nd)
 			}
 		}
 		return nil, nil

@@ -15,12 +15,17 @@ import (
 	"testing"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/builtin"
 	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/chaintest"
 	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/enginetest"
+	"github.com/chainstudio/studio/engine/llm"
+	"github.com/chainstudio/studio/engine/llm/anthropic"
+	"github.com/chainstudio/studio/engine/llm/gemini"
 	"github.com/chainstudio/studio/engine/llm/llmtest"
+	"github.com/chainstudio/studio/engine/llm/openai"
 	"github.com/chainstudio/studio/engine/sandbox"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/examples"
@@ -77,15 +82,27 @@ func templateRegistry(pool *sandbox.Pool) *engine.Registry {
 	return reg
 }
 
+// templateAgents is the studio's agent set with no agent files (as
+// `studio serve` loads one), for the agent nodes that define their own.
+func templateAgents(t testing.TB) *agent.Set {
+	t.Helper()
+	set, err := agent.NewSet(nil, agent.LoadOptions{Providers: llm.Kinds{openai.Kind, anthropic.Kind, gemini.Kind}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
 // validateOpts are the checks the studio holds a saved chain to
 // (runs.Service.ValidateOptions), with creds as its credential store.
-func validateOpts(reg *engine.Registry, creds map[string]string) chain.ValidateOptions {
+func validateOpts(reg *engine.Registry, agents *agent.Set, creds map[string]string) chain.ValidateOptions {
 	return chain.ValidateOptions{
 		Tools:           reg.Has,
 		ToolUnavailable: reg.Unavailable,
 		ToolOutput:      reg.OutputSchema,
-		Schemas:         reg.NodeSchemas(nil),
+		Schemas:         reg.NodeSchemas(agents.NodeSchemas),
 		Check:           reg.NodeCheck,
+		NodeConfig:      agents.CheckNode,
 		Credential: func(name string) chain.CredentialUse {
 			typ, ok := creds[name]
 			return chain.CredentialUse{Type: typ, Found: ok, Allowed: ok}
@@ -146,6 +163,7 @@ func TestTemplatesValidateAndPassTheirTests(t *testing.T) {
 	}
 	pool := codePool(t)
 	reg := templateRegistry(pool)
+	agents := templateAgents(t)
 	for _, id := range ids {
 		doc := docs[id]
 		t.Run(id, func(t *testing.T) {
@@ -156,10 +174,10 @@ func TestTemplatesValidateAndPassTheirTests(t *testing.T) {
 				t.Errorf("no sample_input: the Run dialog offers it")
 			}
 			want := wantIssues[id]
-			if got := issueKeys(chain.ValidateWith(doc, validateOpts(reg, nil))); !slices.Equal(got, append([]issueKey{}, want.without...)) {
-				t.Errorf("issues without credentials: %v, want %v\n%v", got, want.without, chain.ValidateWith(doc, validateOpts(reg, nil)))
+			if got := issueKeys(chain.ValidateWith(doc, validateOpts(reg, agents, nil))); !slices.Equal(got, append([]issueKey{}, want.without...)) {
+				t.Errorf("issues without credentials: %v, want %v\n%v", got, want.without, chain.ValidateWith(doc, validateOpts(reg, agents, nil)))
 			}
-			withCreds := validateOpts(reg, map[string]string{templateCredential: credential.Bearer})
+			withCreds := validateOpts(reg, agents, map[string]string{templateCredential: credential.OpenAI})
 			if issues := chain.ValidateWith(doc, withCreds); !slices.Equal(issueKeys(issues), append([]issueKey{}, want.with...)) {
 				t.Errorf("issues with the credential: %v, want %v", issues, want.with)
 			}
@@ -185,9 +203,10 @@ func TestTemplatesValidateAndPassTheirTests(t *testing.T) {
 func TestTemplatesRunEndToEnd(t *testing.T) {
 	docs := templateDocs(t)
 	reg := templateRegistry(codePool(t))
-	eng := engine.New(engine.Options{Registry: reg, Checkpointer: engine.NewMemoryCheckpointer()})
+	rt := &agent.Runtime{Set: templateAgents(t), Registry: reg}
+	eng := engine.New(engine.Options{Registry: reg, Checkpointer: engine.NewMemoryCheckpointer(), Agent: rt.RunNode})
 	ctx := tool.WithCredentials(context.Background(), secrets{
-		templateCredential: {Name: templateCredential, Type: credential.Bearer, Hosts: []string{"127.0.0.1"}, Values: map[string]any{"token": "sk-template-test"}},
+		templateCredential: {Name: templateCredential, Type: credential.OpenAI, Hosts: []string{"127.0.0.1"}, Values: map[string]any{"api_key": "sk-template-test"}},
 	})
 	node := func(t *testing.T, doc *chain.Chain, id string) *chain.Node {
 		t.Helper()
@@ -308,7 +327,7 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 		}))
 		defer front.Close()
 		doc := docs["llm-triage"].Clone()
-		node(t, doc, "classify").Input["url"] = front.URL + "/v1/chat/completions"
+		node(t, doc, "classify").Config["model"].(map[string]any)["url"] = front.URL + "/v1"
 
 		res, _ := run(t, doc, map[string]any{"message": "I was charged twice for order 1234."})
 		if res.Status != chain.StatusPaused || len(res.Pending) != 1 || res.Pending[0].NodeID != "approve_refund" {
@@ -320,8 +339,9 @@ func TestTemplatesRunEndToEnd(t *testing.T) {
 		}
 		req := reqs[0]
 		msgs, _ := req["messages"].([]any)
-		if req["model"] == "" || req["response_format"].(map[string]any)["type"] != "json_object" || len(msgs) != 2 ||
-			msgs[1].(map[string]any)["content"] != "I was charged twice for order 1234." {
+		// a server other than OpenAI's own is asked for the schema in the prompt
+		if req["model"] != "gpt-4o-mini" || len(msgs) != 2 || !strings.HasPrefix(msgs[1].(map[string]any)["content"].(string), "I was charged twice for order 1234.") ||
+			!strings.Contains(msgs[1].(map[string]any)["content"].(string), `"refund"`) {
 			t.Fatalf("the model was asked %v", req)
 		}
 		mu.Lock()

@@ -38,8 +38,9 @@ func newValidation(opts Options) validation {
 		Tools:           reg.Has,
 		ToolUnavailable: reg.Unavailable,
 		ToolOutput:      reg.OutputSchema,
-		Schemas:         reg.NodeSchemas(opts.Agents.Schemas),
+		Schemas:         reg.NodeSchemas(opts.Agents.NodeSchemas),
 		Check:           reg.NodeCheck,
+		NodeConfig:      opts.Agents.CheckNode,
 	}}
 }
 

@@ -29,6 +29,13 @@ func newVaultServer(t *testing.T) (*Server, *httptest.Server) {
 
 func newVaultServerConfig(t *testing.T, cfg Config) (*Server, *httptest.Server) {
 	t.Helper()
+	return newVaultServerTuned(t, cfg, nil)
+}
+
+// newVaultServerTuned is newVaultServerConfig with a say in the run
+// service's options (the agents, say).
+func newVaultServerTuned(t *testing.T, cfg Config, tune func(*runs.Options)) (*Server, *httptest.Server) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlite.Options{Logger: testLogger()})
 	if err != nil {
@@ -45,7 +52,12 @@ func newVaultServerConfig(t *testing.T, cfg Config) (*Server, *httptest.Server) 
 	for _, ti := range builtin.Catalog() {
 		reg.SetInputSchema(ti.Name, ti.InputSchema)
 	}
-	deps := testDeps(t, db, reg, func(o *runs.Options) { o.Credentials = v })
+	deps := testDeps(t, db, reg, func(o *runs.Options) {
+		o.Credentials = v
+		if tune != nil {
+			tune(o)
+		}
+	})
 	deps.Vault = v
 	srv, err := New(cfg, deps)
 	if err != nil {

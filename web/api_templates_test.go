@@ -51,7 +51,7 @@ func TestTemplatesAPI(t *testing.T) {
 // chain has no issue at all.
 func TestTemplateNamesItsMissingCredential(t *testing.T) {
 	t.Parallel()
-	_, ts := newVaultServer(t)
+	_, ts := definedAgentServer(t)
 	r := do(t, ts, "POST", "/v1/templates/llm-triage/chains", nil)
 	wantStatus(t, r, http.StatusCreated)
 	ch := r.json(t)
@@ -64,7 +64,14 @@ func TestTemplateNamesItsMissingCredential(t *testing.T) {
 		!strings.Contains(is["message"].(string), `"openai-api"`) || !strings.Contains(is["message"].(string), "Settings → Credentials") {
 		t.Fatalf("the missing credential: %v", is)
 	}
+	// an http credential will not do for a model
 	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"openai-api","type":"bearer","fields":{"token":"sk-test"},"hosts":["api.openai.com"]}`), http.StatusCreated)
+	r = do(t, ts, "GET", "/v1/chains/"+ch["id"].(string), nil)
+	if issues := r.json(t)["issues"].([]any); len(issues) != 1 || issues[0].(map[string]any)["rule"] != "credential_type" {
+		t.Fatalf("with a bearer credential: %v", issues)
+	}
+	wantStatus(t, do(t, ts, "DELETE", "/v1/credentials/openai-api", nil), http.StatusNoContent)
+	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"openai-api","type":"openai","fields":{"api_key":"sk-test"}}`), http.StatusCreated)
 	r = do(t, ts, "GET", "/v1/chains/"+ch["id"].(string), nil)
 	wantStatus(t, r, http.StatusOK)
 	if issues := r.json(t)["issues"].([]any); len(issues) != 0 {

@@ -81,7 +81,7 @@ func BenchmarkEditorSaveSteps(b *testing.B) {
 	})
 	var issues []chain.Issue
 	b.Run("validate", func(b *testing.B) {
-		opts := chain.ValidateOptions{Tools: srv.Registry.Has, ToolOutput: srv.Registry.OutputSchema, Schemas: srv.Registry.NodeSchemas(srv.Agents.Schemas), Limits: srv.cfg.Limits}
+		opts := chain.ValidateOptions{Tools: srv.Registry.Has, ToolOutput: srv.Registry.OutputSchema, Schemas: srv.Registry.NodeSchemas(srv.Agents.NodeSchemas), Limits: srv.cfg.Limits}
 		for i := 0; i < b.N; i++ {
 			issues = chain.ValidateWith(doc, opts)
 		}

@@ -124,6 +124,7 @@ var routeActions = map[string]httpcore.Action{
 	"GET /v1/agents/:name/chain":              httpcore.ActRead,
 	"POST /v1/agents/:name/run":               httpcore.ActEdit,
 	"GET /v1/agents/:name/models":             httpcore.ActRead, // asks the server the agent file names, for model ids only
+	"GET /v1/models":                          httpcore.ActEdit, // asks a server the caller names, with a credential, as a run would
 	"GET /v1/providers":                       httpcore.ActRead,
 	"GET /v1/chains/:id/triggers":             httpcore.ActRead,
 	"POST /v1/chains/:id/schedules":           httpcore.ActEdit,

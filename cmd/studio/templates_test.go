@@ -22,8 +22,8 @@ import (
 // Every template against a real `studio serve`: it is listed, a chain made
 // from it validates (the LLM one once its credential exists) and passes its
 // own tests, and it runs end to end against fakes on loopback: the URL
-// check fired by its webhook notifies a fake chat webhook; the LLM triage
-// asks a fake OpenAI server (bearer key checked), pauses for the refund's
+// check fired by its webhook notifies a fake chat webhook; the LLM triage's
+// agent asks a fake OpenAI server (its key checked), pauses for the refund's
 // approval and finishes when it is approved; the map runs its code step on
 // every order.
 //
@@ -53,15 +53,16 @@ func TestTemplatesRunInTheStudio(t *testing.T) {
 			modelAuth = append(modelAuth, r.Header.Get("Authorization"))
 			mu.Unlock()
 			var req struct {
-				Model          string           `json:"model"`
-				ResponseFormat map[string]any   `json:"response_format"`
-				Messages       []map[string]any `json:"messages"`
+				Model    string           `json:"model"`
+				Messages []map[string]any `json:"messages"`
 			}
-			if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 2 || req.ResponseFormat["type"] != "json_object" {
+			// the system prompt, then the message with the answer's schema
+			if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 2 || req.Model != "gpt-4o-mini" || !strings.Contains(fmt.Sprint(req.Messages[1]["content"]), `"refund"`) {
 				http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 				return
 			}
-			content, _ := json.Marshal(map[string]any{"category": "refund", "summary": "Charged twice for " + fmt.Sprint(req.Messages[1]["content"])})
+			message, _, _ := strings.Cut(fmt.Sprint(req.Messages[1]["content"]), "\n")
+			content, _ := json.Marshal(map[string]any{"category": "refund", "summary": "Charged twice for " + message})
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 				"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": string(content)}, "finish_reason": "stop"}},
@@ -73,7 +74,7 @@ func TestTemplatesRunInTheStudio(t *testing.T) {
 	defer fake.Close()
 
 	bin := builtStudio(t)
-	p := startStudio(t, bin, filepath.Join(t.TempDir(), "studio.db"), "--http-allow-private")
+	p := startStudio(t, bin, filepath.Join(t.TempDir(), "studio.db"), "--http-allow-private", "--model-allow-private")
 	defer func() {
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		p.cmd.Wait()
@@ -95,9 +96,9 @@ func TestTemplatesRunInTheStudio(t *testing.T) {
 	if code, m := p.do(t, "POST", "/v1/templates/nope/chains", map[string]any{}); code != 404 {
 		t.Fatalf("an unknown template: %d %v", code, m)
 	}
-	// The LLM triage names a bearer credential: it validates once it exists
-	// (sent to OpenAI, and to the loopback fake the test points it at).
-	if code, m := p.do(t, "POST", "/v1/credentials", map[string]any{"name": "openai-api", "type": "bearer", "fields": map[string]any{"token": "sk-template-test"}, "hosts": []string{"api.openai.com", "127.0.0.1"}}); code != 201 {
+	// The LLM triage names an OpenAI key: it validates once it exists (sent
+	// to OpenAI, and to the loopback fake the test points it at).
+	if code, m := p.do(t, "POST", "/v1/credentials", map[string]any{"name": "openai-api", "type": "openai", "fields": map[string]any{"api_key": "sk-template-test"}, "hosts": []string{"api.openai.com", "127.0.0.1"}}); code != 201 {
 		t.Fatalf("credential: %d %v", code, m)
 	}
 
@@ -198,7 +199,8 @@ func TestTemplatesRunInTheStudio(t *testing.T) {
 	t.Run("an LLM triages, a person approves the refund", func(t *testing.T) {
 		ch := chains["llm-triage"]
 		edit(t, ch, func(nodes []any) {
-			node(nodes, "classify")["input"].(map[string]any)["url"] = fake.URL + "/v1/chat/completions"
+			model := node(nodes, "classify")["config"].(map[string]any)["model"].(map[string]any)
+			model["url"], model["stream"] = fake.URL+"/v1", false
 		})
 		code, m := p.do(t, "POST", "/v1/chains/"+ch["id"].(string)+"/runs", map[string]any{"input": map[string]any{"message": "order 1234"}})
 		if code != 202 {

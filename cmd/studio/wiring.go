@@ -177,7 +177,11 @@ func (m *Main) openTools(ctx context.Context) error {
 		return usageError{err}
 	}
 	m.onClose(func() error { m.MCP.Close(); return nil })
-	if m.Agents, err = agent.LoadDir(*m.agentsDir, agent.LoadOptions{Tools: agentToolKnown(m.Registry), Providers: modelProviders}); err != nil {
+	var urlRefused func(string) string
+	if !*m.modelAllowPrivate {
+		urlRefused = builtin.ModelURLRefused
+	}
+	if m.Agents, err = agent.LoadDir(*m.agentsDir, agent.LoadOptions{Tools: agentToolKnown(m.Registry), Providers: modelProviders, URLRefused: urlRefused}); err != nil {
 		return err
 	}
 	m.ModelHTTP = builtin.ModelHTTPClient(*m.modelAllowPrivate)

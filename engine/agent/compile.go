@@ -74,18 +74,20 @@ type Link struct {
 // Set is a loaded, compiled set of agents. It is immutable and safe for
 // concurrent use.
 type Set struct {
-	providers llm.Kinds // LoadOptions.Providers
-	defs      map[string]*Definition
-	names     []string
-	chains    map[string]*chain.Chain
-	graphs    map[string]*Graph
+	providers  llm.Kinds               // LoadOptions.Providers
+	urlRefused func(url string) string // LoadOptions.URLRefused
+	tools      func(name string) bool  // LoadOptions.Tools
+	defs       map[string]*Definition
+	names      []string
+	chains     map[string]*chain.Chain
+	graphs     map[string]*Graph
 }
 
 // NewSet checks references between agents and compiles every chain. All
 // problems are reported together, each naming the agent (and its file) and
 // the rule that refers.
 func NewSet(defs []*Definition, opts LoadOptions) (*Set, error) {
-	s := &Set{providers: opts.Providers, defs: map[string]*Definition{}, chains: map[string]*chain.Chain{}, graphs: map[string]*Graph{}}
+	s := &Set{providers: opts.Providers, urlRefused: opts.URLRefused, tools: opts.Tools, defs: map[string]*Definition{}, chains: map[string]*chain.Chain{}, graphs: map[string]*Graph{}}
 	var errs []string
 	for _, d := range defs {
 		if prev, dup := s.defs[d.Name]; dup {

@@ -391,6 +391,20 @@ func noAliases(n *yaml.Node, depth int) error {
 // checked when the set is compiled), its model block against the provider
 // kinds the host offers (nil: only what does not depend on the provider).
 func (d *Definition) check(kinds llm.Kinds) error {
+	errs := d.problems(kinds)
+	if len(errs) == 0 {
+		return nil
+	}
+	for i := range errs {
+		errs[i] = d.where() + ": " + errs[i]
+	}
+	return errors.New(strings.Join(errs, "\n"))
+}
+
+// problems is what check finds, each message starting with the field it
+// is about (model.name, prompt, spec.output_schema); on none the
+// definition is marked checked.
+func (d *Definition) problems(kinds llm.Kinds) []string {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	var err error
@@ -483,12 +497,8 @@ func (d *Definition) check(kinds llm.Kinds) error {
 	}
 	if len(errs) == 0 {
 		d.checked, d.providersChecked = true, kinds != nil
-		return nil
 	}
-	for i := range errs {
-		errs[i] = d.where() + ": " + errs[i]
-	}
-	return errors.New(strings.Join(errs, "\n"))
+	return errs
 }
 
 func (d *Definition) checkChain(c *ChainSpec) []string {
@@ -605,6 +615,10 @@ type LoadOptions struct {
 	// through them. Nil skips the checks that depend on the provider (and
 	// leaves model agents nothing to call).
 	Providers llm.Kinds
+	// URLRefused says why the host will refuse model calls to a URL,
+	// naming the flag that allows them ("": it will not); nil: it never
+	// does. Validation warns of it for agents defined in their nodes.
+	URLRefused func(url string) string
 }
 
 // LoadDir loads every *.agent.yaml file in dir (not recursive) and compiles

@@ -1,6 +1,11 @@
 package agent
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/llm"
+)
 
 // InputSchema derives the JSON Schema of what an agent node passes the
 // agent: {query, context, session_id} (RunInput's shape). For tool: and
@@ -64,4 +69,104 @@ func (s *Set) Schemas(name string) (input, config map[string]any) {
 		return nil, nil
 	}
 	return d.InputSchema(), ConfigSchema()
+}
+
+// DefinedConfigSchema is the JSON Schema of the config of an agent node that
+// defines its agent (Defined), from which the designer draws its form:
+// providers among kinds (nil: any name), and for model.credential the
+// credential types each provider takes (x-credential-types, keyed by
+// provider), so the picker offers only those that fit.
+func DefinedConfigSchema(kinds llm.Kinds) map[string]any {
+	provider := map[string]any{"type": "string", "description": "who serves the model (default openai: OpenAI and every OpenAI-compatible server)", "default": "openai"}
+	credTypes := map[string]any{}
+	if len(kinds) > 0 {
+		names := make([]any, len(kinds))
+		for i, k := range kinds {
+			names[i] = k.Name
+			credTypes[k.Name] = stringsAny(k.CredentialTypes)
+		}
+		provider["enum"] = names
+	}
+	integer := func(desc string, lo, hi int, def any) map[string]any {
+		s := map[string]any{"type": "integer", "minimum": lo, "maximum": hi, "description": desc}
+		if def != nil {
+			s["default"] = def
+		}
+		return s
+	}
+	model := map[string]any{
+		"type":        "object",
+		"description": "the model the agent calls",
+		"properties": map[string]any{
+			"provider":          provider,
+			"credential":        map[string]any{"type": "string", "x-credential": true, "x-credential-types": credTypes, "description": "the stored credential whose API key the calls send"},
+			"name":              map[string]any{"type": "string", "description": "the model, as its server names it (gpt-4o-mini, claude-sonnet-4-5, llama3.1)", "x-models": true},
+			"url":               map[string]any{"type": "string", "description": "the server's base URL; empty: the provider's public API, or the base URL of an openai_compatible credential"},
+			"temperature":       map[string]any{"type": "number", "minimum": 0, "maximum": 2},
+			"max_tokens":        integer("caps each reply (empty: the provider's default)", 0, 1<<20, nil),
+			"stream":            map[string]any{"type": "boolean", "default": true, "description": "show the reply on the run page as it is written"},
+			"structured_output": map[string]any{"type": "string", "enum": []any{OutputNative, OutputPrompt}, "description": "how output_schema is asked for (default: native where the provider enforces it)"},
+			"api":               map[string]any{"type": "string", "enum": []any{APIChatCompletions, APIResponses}, "description": "openai only: the wire (default chat_completions)"},
+		},
+		"required": []any{"name"},
+		"x-order":  []any{"provider", "credential", "name", "url", "temperature", "max_tokens", "stream", "structured_output", "api"},
+	}
+	tool := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"tool":            map[string]any{"type": "string", "description": "a studio tool (built-in or MCP)"},
+			"chain":           map[string]any{"type": "string", "description": "a saved chain (its published version)"},
+			"name":            map[string]any{"type": "string", "description": "the name the model calls it by"},
+			"description":     map[string]any{"type": "string", "description": "what the model reads to decide when to call it"},
+			"input":           map[string]any{"type": "object", "description": "fixed input, hidden from the model and merged over its arguments"},
+			"approval":        map[string]any{"type": "string", "enum": []any{"required"}, "description": "required: a person approves each call in the inbox"},
+			"timeout_seconds": map[string]any{"type": "number", "minimum": 0},
+		},
+	}
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			configModel:        model,
+			"system_prompt":    map[string]any{"type": "string", "description": "instructions sent before every turn (a template over the node's input: {{ query }}, {{ context.name }})"},
+			"prompt":           map[string]any{"type": "string", "description": "the user message, a template (empty: the query itself)"},
+			configOutputSchema: map[string]any{"type": "object", "description": "a JSON Schema the reply must meet; its data lands in output.data"},
+			"repair":           integer("asks again this many times for a reply that fails output_schema", 0, MaxRepair, 0),
+			"max_steps":        integer("model turns at most", 1, MaxMaxSteps, DefaultMaxSteps),
+			"max_tool_calls":   integer("tool calls at most in one run of the agent", 0, MaxMaxToolCalls, DefaultMaxToolCalls),
+			"tools":            map[string]any{"type": "array", "maxItems": MaxTools, "items": tool, "description": "what the model may call"},
+		},
+		"required": []any{configModel},
+		"x-order":  []any{configModel, "system_prompt", "prompt", configOutputSchema, "repair", "max_steps", "max_tool_calls", "tools"},
+	}
+}
+
+func stringsAny(xs []string) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+// NodeSchemas returns the input and config schemas of agent node nd, for
+// engine.Registry.NodeSchemas: of the agent it defines, or of the agent it
+// names (nil, nil: no such agent).
+func (s *Set) NodeSchemas(nd *chain.Node) (input, config map[string]any) {
+	if Defined(nd) {
+		var kinds llm.Kinds
+		if s != nil {
+			kinds = s.providers
+		}
+		def, probs := DefinedAgent(nd, kinds)
+		if len(probs) > 0 {
+			// what the config check reports; the input is any object
+			return map[string]any{"type": "object"}, DefinedConfigSchema(kinds)
+		}
+		return def.InputSchema(), DefinedConfigSchema(kinds)
+	}
+	name := nd.Name
+	if name == "" {
+		name, _ = nd.Config[configAgent].(string)
+	}
+	return s.Schemas(name)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/llm"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -50,16 +51,9 @@ func (rt *Runtime) RunNode(ctx context.Context, nd *chain.Node, input map[string
 	if v, _ := nd.Config[configContinu].(bool); v {
 		return nil, nil // the no-op handler behind on_error: continue
 	}
-	name := nd.Name
-	if name == "" {
-		name, _ = nd.Config[configAgent].(string)
-	}
-	if name == "" {
-		return nil, fmt.Errorf("agent node %q names no agent (set name to the agent)", nd.ID)
-	}
-	def, ok := rt.Set.Get(name)
-	if !ok {
-		return nil, fmt.Errorf("agent %q is not loaded (agents: %s)", name, strings.Join(rt.Set.Names(), ", "))
+	def, err := rt.nodeAgent(nd)
+	if err != nil {
+		return nil, err
 	}
 	if def.Model != nil && nd.Timeout <= 0 {
 		var cancel context.CancelFunc
@@ -72,6 +66,39 @@ func (rt *Runtime) RunNode(ctx context.Context, nd *chain.Node, input map[string
 		return nil, err
 	}
 	return out, nil
+}
+
+// nodeAgent is the agent node nd runs: the one it defines (decoded and
+// checked at each call: microseconds next to a model call), or the loaded
+// one it names.
+func (rt *Runtime) nodeAgent(nd *chain.Node) (*Definition, error) {
+	if Defined(nd) {
+		var kinds llm.Kinds
+		if rt.Set != nil {
+			kinds = rt.Set.providers
+		}
+		def, probs := DefinedAgent(nd, kinds)
+		if len(probs) > 0 {
+			msgs := make([]string, len(probs))
+			for i, p := range probs {
+				msgs[i] = p.Message
+			}
+			return nil, fmt.Errorf("agent node %q: %s", nd.ID, strings.Join(msgs, "; "))
+		}
+		return def, nil
+	}
+	name := nd.Name
+	if name == "" {
+		name, _ = nd.Config[configAgent].(string)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("agent node %q names no agent and defines none (set name to an agent, or config.model to define one here)", nd.ID)
+	}
+	def, ok := rt.Set.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("agent %q is not loaded (agents: %s)", name, strings.Join(rt.Set.Names(), ", "))
+	}
+	return def, nil
 }
 
 // Invoke runs an agent once and returns its result: {answer} for a model

@@ -382,6 +382,29 @@ func (v *validator) checkInputCheck(i int) {
 	}
 }
 
+// RuleConfigCheck: a node's own check of its config failed (an agent
+// defined in its node names no model).
+const RuleConfigCheck = "config_check"
+
+// checkNodeConfig is the config_check rule for node i (and the rules its
+// problems name).
+func (v *validator) checkNodeConfig(i int) {
+	if v.opts.NodeConfig == nil {
+		return
+	}
+	nd := &v.c.Nodes[i]
+	for _, p := range v.opts.NodeConfig(nd, v.opts.Credential) {
+		rule, sev := RuleConfigCheck, SeverityError
+		if p.Rule != "" {
+			rule = p.Rule
+		}
+		if p.Warning {
+			sev = SeverityWarning
+		}
+		v.nodeIssue(i, rule, sev, p.Field, fmt.Sprintf("node %s: %s", v.node(i), p.Message))
+	}
+}
+
 // NodeSchemas returns the input and config schemas for a node, as the host
 // declared them: a tool node's tool, a proc node's "proc" tool (its config
 // holds the tool's fields), an agent node's agent. nil: none declared.

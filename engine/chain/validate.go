@@ -90,7 +90,13 @@ package chain
 //	                                     script does not parse (line and column in the script)
 //	host_policy                warning   a tool's check finds what the host will refuse at run time: an
 //	                                     http node's static URL at a loopback or private address without
-//	                                     --http-allow-private (the message names the flag)
+//	                                     --http-allow-private, an agent's model.url without
+//	                                     --model-allow-private (the message names the flag)
+//	config_check               error     a node's own check of its config fails (ValidateWith with
+//	                                     NodeConfig): an agent defined in its node names no model, its
+//	                                     prompt does not parse, its output_schema is no schema
+//	unknown_credential, credential_type, credential_not_allowed, credential_unreadable
+//	                           error     also for an agent's config.model.credential (its provider's types)
 //	test_name                  error     a test has no name, or shares it with another test
 //	test_unknown_node          error     a test's mocks, errors, ran, not_ran or expect[i].node names no node
 //	test_mock_router           error     a test mocks a branch or condition node
@@ -229,6 +235,10 @@ type ValidateOptions struct {
 	// SkipPins leaves the pinned outputs unchecked (Compile sets it: only
 	// a run that uses them checks them, with PinIssues).
 	SkipPins bool
+	// NodeConfig is a node's own check of its config (config_check rule):
+	// an agent defined in its node, its credential and its model's URL
+	// (agent.Set.CheckNode). credential is Credential (nil: skip them).
+	NodeConfig func(nd *Node, credential func(name string) CredentialUse) []tool.Problem
 	// Credential looks up a stored credential a node names (an http node's
 	// auth.credential): its type, whether it exists and can be read,
 	// whether this chain may use it and whether it may be sent anywhere.
@@ -452,6 +462,7 @@ func (v *validator) run() {
 		v.checkDataRefs(i)
 		v.checkInputSchema(i)
 		v.checkInputCheck(i)
+		v.checkNodeConfig(i)
 	}
 	v.checkEdgeExprNames()
 	v.checkCycles()

@@ -92,6 +92,9 @@ export function install(ed) {
   }
   ed.showProps = showProps;
   ed.scheduleProps = common.debounce(showProps, 30);
+  // an agent node named or defined in place has another form: drawn anew
+  // once the change is saved into the document (the focus stays on the picker)
+  propsEl.addEventListener('change', (e) => { if (e.target.id === 'agent-select') ed.scheduleProps(); });
 
   // keepFocus notes the panel field that has the focus before the panel is
   // redrawn and returns the function that gives it back afterwards, to the

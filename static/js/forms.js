@@ -324,16 +324,35 @@ function field(f, path, s, required, mapped) {
 
   if (s['x-credential']) {
     // a stored credential, by name: the select offers those this chain
-    // may use (never a value; the API has none to give)
+    // may use (never a value; the API has none to give); with
+    // x-credential-types (a model's), only the types its provider, the
+    // sibling field, takes, offered anew when the provider changes
     widget = el('select', { id, class: 'sf-credential', 'aria-describedby': described, 'aria-required': required ? 'true' : null });
     widget.append(el('option', { value: '', text: '— choose a credential —' }));
     if (cur) widget.append(el('option', { value: cur, text: cur, selected: true }));
-    credentialNames().then((names) => {
+    const byProvider = isObj(s['x-credential-types']) ? s['x-credential-types'] : null;
+    const providerPath = path.slice(0, -1).concat(['provider']);
+    const fill = () => credentialList().then((all) => {
+      const provider = getAt(f.state, providerPath) || 'openai';
+      const fits = byProvider && Array.isArray(byProvider[provider]) ? byProvider[provider] : null;
+      const names = all.filter((c) => !fits || fits.includes(c.type)).map((c) => c.name);
       const keep = widget.value;
-      widget.replaceChildren(el('option', { value: '', text: names.length ? '— choose a credential —' : '— no credentials: an admin adds them in Settings → Credentials —' }));
+      const none = fits ? '— no ' + fits.join(' or ') + ' credential: an admin adds one in Settings → Credentials —' : '— no credentials: an admin adds them in Settings → Credentials —';
+      widget.replaceChildren(el('option', { value: '', text: names.length ? '— choose a credential —' : none }));
       for (const n of names) widget.append(el('option', { value: n, text: n, selected: n === keep }));
-      if (keep && !names.includes(keep)) widget.append(el('option', { value: keep, text: keep + ' (not available to this chain)', selected: true }));
+      if (keep && !names.includes(keep)) {
+        const other = all.find((c) => c.name === keep);
+        widget.append(el('option', { value: keep, text: keep + (other ? ' (a ' + other.type + ' credential: not for ' + provider + ')' : ' (not available to this chain)'), selected: true }));
+      }
     });
+    fill();
+    if (byProvider) {
+      const onChange = (e) => {
+        if (!widget.isConnected) { f.fs.removeEventListener('change', onChange); return; } // drawn anew
+        if (e.target !== widget && e.target.closest('.sf-object') === wrap.closest('.sf-object')) fill();
+      };
+      f.fs.addEventListener('change', onChange);
+    }
     widget.addEventListener('change', () => change(widget.value || undefined));
   } else if (s['x-format'] === 'javascript') {
     // a script: CodeMirror over a textarea (the textarea stays the value,
@@ -387,6 +406,7 @@ function field(f, path, s, required, mapped) {
     });
     widget.value = shown(s, cur);
     widget.addEventListener('input', () => change(typed(s, widget.value)));
+    if (s['x-models']) modelList(f, path, widget, wrap);
   }
   const row = el('div', { class: 'sf-row' }, widget);
   if (f.fs.dataset.f === 'input' && path.length === 1 && f.fs.closest('.props') && f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]')) {
@@ -512,17 +532,55 @@ function shapeOf(ctx, segs) {
   return s;
 }
 
-// credentialNames lists, once per page, the credentials this chain may use.
-let credentialList = null;
-function credentialNames() {
-  if (!credentialList) {
+// modelList offers, on a model block's name field, the models its server
+// lists (GET /v1/models with the block's provider, credential and url, as
+// filled in), asked when the field gets the focus after a change of them;
+// a status line says how many, or why there is no list. Typing any name
+// stays possible: a server may serve models it does not list.
+function modelList(f, path, input, wrap) {
+  const list = el('datalist', { id: input.id + '-models' });
+  const status = el('span', { class: 'hint sf-models', role: 'status', id: input.id + '-models-status' });
+  input.setAttribute('list', list.id);
+  input.setAttribute('aria-describedby', ((input.getAttribute('aria-describedby') || '') + ' ' + status.id).trim());
+  let asked = '';
+  const ask = async () => {
+    const block = getAt(f.state, path.slice(0, -1)) || {};
+    const root = document.querySelector('[data-chain-id]');
+    const q = new URLSearchParams();
+    for (const k of ['provider', 'credential', 'url']) if (typeof block[k] === 'string' && block[k]) q.set(k, block[k]);
+    if (root && root.dataset.chainId) q.set('chain', root.dataset.chainId);
+    const key = q.toString();
+    if (key === asked) return;
+    asked = key;
+    status.textContent = 'Asking the server for its models…';
+    try {
+      const r = await api.get('/v1/models?' + key);
+      if (asked !== key) return;
+      list.replaceChildren(...(r.models || []).map((m) => el('option', { value: m })));
+      status.textContent = r.listed ? r.models.length + ' models listed by the server: type to pick one.' : 'The server lists no models (' + (r.reason || 'no list') + '): type the model’s name.';
+    } catch (e) {
+      if (asked !== key) return;
+      asked = ''; // asked again at the next focus
+      list.replaceChildren();
+      status.textContent = 'No model list: ' + e.message;
+    }
+  };
+  input.addEventListener('focus', ask);
+  wrap.append(list, status);
+}
+
+// credentialList lists, once per page, the credentials this chain may use
+// ({name, type}).
+let credentials = null;
+function credentialList() {
+  if (!credentials) {
     const root = document.querySelector('[data-chain-id]');
     const q = root ? '?chain=' + encodeURIComponent(root.dataset.chainId) : '';
-    credentialList = api.get('/v1/credentials' + q)
-      .then((b) => (b.credentials || []).map((c) => c.name))
+    credentials = api.get('/v1/credentials' + q)
+      .then((b) => (b.credentials || []).map((c) => ({ name: c.name, type: c.type })))
       .catch(() => []); // none offered: the field still takes a typed name
   }
-  return credentialList;
+  return credentials;
 }
 
 // rows edits a list (items) or a map (additionalProperties): add and remove rows.

@@ -484,9 +484,21 @@ import { pinControls } from './pins.js';
 
   // ---- the ways in --------------------------------------------------------------
 
+  // Cytoscape calls any two taps in quick succession a double tap, wherever
+  // they land: a click on one node and a Shift+click on the next (a
+  // selection) is not one. A double tap opens the view only when both taps
+  // hit the same node with no modifier key.
   whenReady(() => {
-    studio.cy.on('dbltap', 'node', (e) => {
+    const cy = studio.cy;
+    let taps = [null, null]; // the last two: {target, mod}
+    cy.on('tap', (e) => {
+      const o = e.originalEvent || {};
+      taps = [taps[1], { target: e.target, mod: !!(o.shiftKey || o.ctrlKey || o.metaKey || o.altKey) }];
+    });
+    cy.on('dbltap', 'node', (e) => {
       if (e.target.hasClass('eh-handle')) return;
+      const [a, b] = taps;
+      if (!a || !b || a.target !== e.target || b.target !== e.target || a.mod || b.mod) return;
       open(e.target.id(), $('cy'));
     });
   });

@@ -44,7 +44,7 @@ func (s *Admin) ListProviders(c echo.Context) error {
 
 // agentModelsJSON is the answer of GET /v1/agents/{name}/models.
 type agentModelsJSON struct {
-	Agent      string   `json:"agent"`
+	Agent      string   `json:"agent,omitempty"` // GET /v1/models: none
 	Provider   string   `json:"provider"`
 	Model      string   `json:"model"`
 	URL        string   `json:"url,omitempty"`        // model.url without user info and query values
@@ -69,7 +69,40 @@ func (s *Admin) AgentModels(c echo.Context) error {
 			fmt.Sprintf("agent %q is a %s agent: it calls no model, so there is no model list to ask for", d.Name, d.Kind()),
 			map[string]any{"name": d.Name, "kind": d.Kind()})
 	}
-	out := agentModelsJSON{Agent: d.Name, Provider: m.ProviderOrDefault(), Model: m.Name, Credential: m.Credential, Models: []string{}}
+	return s.listModels(c, m, "", agentModelsJSON{Agent: d.Name})
+}
+
+// GET /v1/models?provider=&credential=&url=&chain=: the models a model
+// block would be offered (an agent defined in a node, as its form is
+// filled in), asked as GET /v1/agents/{name}/models asks; the credential
+// must be one the chain (by id; none: every chain) may use.
+func (s *Admin) ListModels(c echo.Context) error {
+	q := c.QueryParams()
+	for k := range q {
+		switch k {
+		case "provider", "credential", "url", "chain", "name":
+		default:
+			return httpcore.Error(httpcore.EBADREQUEST, "bad_parameter", fmt.Sprintf("unknown parameter %q (provider, credential, url, chain, name)", k), map[string]any{"path": k})
+		}
+	}
+	m := &agent.Model{Provider: q.Get("provider"), Credential: q.Get("credential"), URL: q.Get("url"), Name: q.Get("name")}
+	if _, known := s.Providers.Get(m.ProviderOrDefault()); s.Providers != nil && !known {
+		return httpcore.Error(httpcore.EBADREQUEST, "bad_parameter", fmt.Sprintf("provider %q is not a provider the studio knows (%s)", m.Provider, strings.Join(s.Providers.Names(), ", ")), map[string]any{"path": "provider"})
+	}
+	if m.URL != "" && !strings.HasPrefix(m.URL, "http://") && !strings.HasPrefix(m.URL, "https://") {
+		return httpcore.Error(httpcore.EBADREQUEST, "bad_parameter", fmt.Sprintf("url %q must start with http:// or https://", redact.URL(m.URL)), map[string]any{"path": "url"})
+	}
+	return s.listModels(c, m, q.Get("chain"), agentModelsJSON{})
+}
+
+// listModels answers the models m's server lists, asked with the
+// credentials chain chainID ("": every chain) may use; out names who asks.
+func (s *Admin) listModels(c echo.Context, m *agent.Model, chainID string, out agentModelsJSON) error {
+	out.Provider, out.Model, out.Credential, out.Models = m.ProviderOrDefault(), m.Name, m.Credential, []string{}
+	who := map[string]any{"provider": out.Provider}
+	if out.Agent != "" {
+		who = map[string]any{"name": out.Agent}
+	}
 	if m.URL != "" {
 		out.URL = redact.URL(m.URL)
 	}
@@ -77,7 +110,7 @@ func (s *Admin) AgentModels(c echo.Context) error {
 		fmt.Errorf("model %s: the server did not answer the model list within %s: %w", m.Name, s.ModelListWait, context.DeadlineExceeded))
 	defer cancel()
 	if s.Vault != nil {
-		ctx = tool.WithCredentials(ctx, s.Vault.ForChain(""))
+		ctx = tool.WithCredentials(ctx, s.Vault.ForChain(chainID))
 	}
 	mc := agent.ModelClient{HTTP: s.ModelHTTP, Providers: s.Providers}
 	ids, err := mc.Models(ctx, m)
@@ -93,12 +126,12 @@ func (s *Admin) AgentModels(c echo.Context) error {
 	case c.Request().Context().Err() != nil:
 		return err // the caller went away
 	case errors.As(err, &le) && le.Refused:
-		return httpcore.Error(httpcore.EINVALID, "model_address_refused", err.Error(), map[string]any{"name": d.Name})
+		return httpcore.Error(httpcore.EINVALID, "model_address_refused", err.Error(), who)
 	case errors.As(err, &le), errors.Is(err, context.DeadlineExceeded):
-		return httpcore.Error(httpcore.EUPSTREAM, "model_server_error", err.Error(), map[string]any{"name": d.Name})
+		return httpcore.Error(httpcore.EUPSTREAM, "model_server_error", err.Error(), who)
 	}
 	// The studio cannot call the model: its credential, key or url.
-	return httpcore.Error(httpcore.EINVALID, "model_unusable", err.Error(), map[string]any{"name": d.Name})
+	return httpcore.Error(httpcore.EINVALID, "model_unusable", err.Error(), who)
 }
 
 // servesModel reports whether name is among the listed ids, as servers

@@ -251,6 +251,11 @@ func (s *Chains) FragProps(c echo.Context) error {
 		case chain.KindAgent:
 			pc.Agents = s.pageAgentOptions()
 			pc.AgentConfig = views.SchemaJSON(agent.ConfigSchema())
+			if _, names := req.Node.Config["agent"].(string); req.Node.Name == "" && !names {
+				// no agent named: the node defines its own, drawn as a form
+				pc.AgentConfig = views.SchemaJSON(agent.DefinedConfigSchema(s.Providers))
+				pc.AgentDefined = true
+			}
 		case chain.KindSkill:
 			rows, _, err := s.DB.ListChains(c.Request().Context(), store.ChainFilter{Limit: 1000})
 			if err != nil {

@@ -1,0 +1,168 @@
+// An agent built in the designer, with no file and no restart: an agent
+// node left on "defined in this node" gets the agent's form; the credential
+// picker offers only the types the provider takes, the model's name field
+// offers what the server's /models lists, a tool is added with a fixed
+// input; the chain validates, runs against a fake OpenAI-compatible server
+// on loopback (its own studio, started with --model-allow-private) and the
+// run page shows the streamed answer and the tool's row. At 1400×900, keyboard
+// where a person would type; axe on the form.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { launch, close, open, ownStudio, SHOTS } from './lib.mjs';
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+async function violations(page) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.evaluate(AXE + '\n;void 0');
+  return page.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] });
+    return r.violations.flatMap((v) => v.nodes.map((n) => v.id + ' at ' + n.target.join(' ')));
+  });
+}
+
+let studio, base, fake;
+
+// fakeModels is an OpenAI-compatible server on 127.0.0.1:0: GET /v1/models
+// lists two models; a chat turn without a tool result streams a few words
+// and a call of the first tool offered, one after a tool result streams the
+// answer. Every request body is kept.
+async function fakeModels() {
+  const bodies = [];
+  const chunk = (choices, extra = {}) => 'data: ' + JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1764633600, model: 'fake-model', choices, ...extra }) + '\n\n';
+  const delta = (d, finish = null) => chunk([{ index: 0, delta: d, finish_reason: finish }]);
+  const server = createServer(async (req, res) => {
+    let raw = '';
+    for await (const b of req) raw += b;
+    if (req.method === 'GET' && req.url === '/v1/models') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ object: 'list', data: [{ id: 'fake-model', object: 'model' }, { id: 'fake-model-large', object: 'model' }] }));
+      return;
+    }
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') { res.writeHead(404).end('{}'); return; }
+    const body = JSON.parse(raw);
+    bodies.push(body);
+    const msgs = body.messages || [];
+    const afterTool = msgs.length > 0 && msgs[msgs.length - 1].role === 'tool';
+    const tool = body.tools && body.tools[0] && body.tools[0].function.name;
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+    res.write(delta({ role: 'assistant', content: '' }));
+    if (afterTool || !tool) {
+      for (const w of ['Ada ', 'is ', 'greeted.']) res.write(delta({ content: w }));
+      res.write(delta({}, 'stop'));
+    } else {
+      res.write(delta({ content: 'Greeting first. ' }));
+      res.write(delta({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: tool, arguments: '{"data":"hi Ada"}' } }] }));
+      res.write(delta({}, 'tool_calls'));
+    }
+    res.write(chunk([], { usage: { prompt_tokens: 21, completion_tokens: 9, total_tokens: 30 } }));
+    res.end('data: [DONE]\n\n');
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${server.address().port}/v1`, bodies, stop: () => server.close() };
+}
+
+before(async () => {
+  await launch();
+  fake = await fakeModels();
+  studio = await ownStudio('studio-defined-', [], { args: ['--model-allow-private'] });
+  ({ base } = studio);
+});
+after(async () => {
+  await close();
+  if (studio) studio.stop();
+  if (fake) fake.stop();
+});
+
+async function call(method, path, body) {
+  const res = await fetch(base + path, { method, headers: body ? { 'Content-Type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined });
+  const text = await res.text();
+  let json;
+  try { json = JSON.parse(text); } catch { json = text; }
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+  return json;
+}
+
+test('an agent defined in its node: credential and model picked, a tool with a fixed input, run with its answer streamed', async () => {
+  // a key for the fake (a server speaking OpenAI's API), and one the openai provider cannot use
+  await call('POST', '/v1/credentials', { name: 'local-llm', type: 'openai_compatible', fields: { base_url: fake.url, api_key: 'sk-local' } });
+  await call('POST', '/v1/credentials', { name: 'claude', type: 'anthropic', fields: { api_key: 'sk-ant' } });
+  const ch = await call('POST', '/v1/chains', {
+    name: 'defined-agent',
+    sample_input: { name: 'Ada' },
+    nodes: [{ node_id: 'greet', kind: 'agent', label: 'Greet', input_map: { query: 'input.name' }, position: { x: 0, y: 0 } }],
+  });
+
+  const page = await open('');
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(base + '/chains/' + ch.id);
+  await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
+  await page.click('#node-table button.select-node[data-node-id="greet"]');
+  const form = '.props[data-id="greet"] fieldset.schema-form[data-f="config"]';
+  await page.waitForSelector(form + ' .sf-credential');
+  assert.match(await page.textContent('.props[data-id="greet"] #agent-select'), /defined in this node/);
+
+  // the credential picker offers the openai provider's types only
+  await page.waitForFunction((f) => document.querySelector(f + ' .sf-credential').options.length > 1, form);
+  const offered = await page.$$eval(form + ' .sf-credential option', (os) => os.map((o) => o.value).filter(Boolean));
+  assert.deepEqual(offered, ['local-llm'], 'an anthropic key is not offered for an openai model');
+  await page.selectOption(form + ' .sf-credential', 'local-llm');
+
+  // the model's name: the server's list is offered as the field gets the focus
+  const nameField = await page.$(form + ' input[list$="-models"]');
+  await nameField.focus();
+  await page.waitForFunction((f) => /2 models listed/.test(document.querySelector(f + ' .sf-models').textContent), form);
+  assert.deepEqual(await page.$$eval(form + ' datalist option', (os) => os.map((o) => o.value)), ['fake-model', 'fake-model-large']);
+  await page.keyboard.type('fake-model', { delay: 10 });
+
+  // the prompts, typed
+  const prompt = page.locator(form + ' textarea').nth(1);
+  await page.locator(form + ' textarea').first().fill('You greet people.');
+  await prompt.fill('Greet {{ query }}');
+
+  // a tool: transform, its expression fixed (the model gives data only)
+  await page.click(form + ' button.sf-add[aria-label="Add item to tools"]');
+  await page.keyboard.type('{"tool":"transform","name":"say","description":"Says it back.","input":{"expression":"@"}}');
+  await page.keyboard.press('Tab');
+  await page.screenshot({ path: join(SHOTS, 'agent-defined-form.png') });
+  assert.deepEqual(await violations(page), [], 'the agent form passes axe');
+
+  // saved in the draft: the config is the agent, and it validates
+  let saved;
+  for (let i = 0; i < 100; i++) {
+    await page.waitForFunction(() => document.getElementById('save-state').dataset.state === 'saved', null, { timeout: 10000 });
+    saved = await call('GET', '/v1/chains/' + ch.id);
+    const cfg = saved.doc.nodes[0].config || {};
+    if (cfg.model && cfg.model.name === 'fake-model' && cfg.prompt && cfg.tools) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const cfg = saved.doc.nodes[0].config;
+  assert.deepEqual(cfg.model, { credential: 'local-llm', name: 'fake-model' });
+  assert.equal(cfg.system_prompt, 'You greet people.');
+  assert.equal(cfg.prompt, 'Greet {{ query }}');
+  assert.deepEqual(cfg.tools, [{ tool: 'transform', name: 'say', description: 'Says it back.', input: { expression: '@' } }]);
+  assert.deepEqual(saved.issues.filter((i) => i.severity === 'error'), [], 'the defined agent validates');
+
+  // run the draft; the run page shows the answer streamed and the tool's row
+  const r = await call('POST', '/v1/chains/' + ch.id + '/runs', { input: { name: 'Ada' }, version: 'draft' });
+  await page.goto(base + '/runs/' + r.run_id);
+  await page.waitForFunction(() => /completed/.test((document.querySelector('.runpage .status') || {}).textContent || ''), null, { timeout: 20000 });
+  const run = await call('GET', '/v1/runs/' + r.run_id);
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+  assert.equal(run.final_output.answer, 'Ada is greeted.');
+  await page.click('#node-table .select-node[data-node-id="greet"]');
+  await page.waitForFunction(() => /say/.test(document.getElementById('drawer').textContent) && /Ada is greeted/.test(document.getElementById('drawer').textContent));
+  await page.screenshot({ path: join(SHOTS, 'agent-defined-run.png') });
+
+  // what the model was sent: the system prompt, the rendered prompt, the tool without its fixed input
+  const first = fake.bodies[0];
+  assert.equal(first.model, 'fake-model');
+  assert.equal(first.messages[0].content, 'You greet people.');
+  assert.equal(first.messages[1].content, 'Greet Ada');
+  assert.equal(first.tools[0].function.name, 'say');
+  assert.equal(first.tools[0].function.parameters.properties.expression, undefined, 'the fixed input is hidden from the model');
+  await page.done();
+});
