@@ -123,6 +123,11 @@ test('an agent defined in its node: credential and model picked, a tool with a f
   await page.locator(form + ' textarea').first().fill('You greet people.');
   await prompt.fill('Greet {{ query }}');
 
+  // the output schema is JSON text: a half-typed one says so and is not kept
+  await page.fill(form + ' textarea.sf-json', '{"type": ');
+  await page.waitForFunction((f) => /not JSON yet/.test(document.querySelector(f + ' textarea.sf-json').closest('.sf-field').textContent), form);
+  await page.fill(form + ' textarea.sf-json', '');
+
   // a tool: transform, its expression fixed (the model gives data only)
   await page.click(form + ' button.sf-add[aria-label="Add item to tools"]');
   await page.keyboard.type('{"tool":"transform","name":"say","description":"Says it back.","input":{"expression":"@"}}');
@@ -144,6 +149,7 @@ test('an agent defined in its node: credential and model picked, a tool with a f
   assert.equal(cfg.system_prompt, 'You greet people.');
   assert.equal(cfg.prompt, 'Greet {{ query }}');
   assert.deepEqual(cfg.tools, [{ tool: 'transform', name: 'say', description: 'Says it back.', input: { expression: '@' } }]);
+  assert.equal(cfg.output_schema, undefined, 'a schema that never parsed is not saved');
   assert.deepEqual(saved.issues.filter((i) => i.severity === 'error'), [], 'the defined agent validates');
 
   // run the draft; the run page shows the answer streamed and the tool's row

@@ -129,7 +129,7 @@ func DefinedConfigSchema(kinds llm.Kinds) map[string]any {
 			configModel:        model,
 			"system_prompt":    map[string]any{"type": "string", "description": "instructions sent before every turn (a template over the node's input: {{ query }}, {{ context.name }})"},
 			"prompt":           map[string]any{"type": "string", "description": "the user message, a template (empty: the query itself)"},
-			configOutputSchema: map[string]any{"type": "object", "description": "a JSON Schema the reply must meet; its data lands in output.data"},
+			configOutputSchema: map[string]any{"type": "object", "x-format": "json", "description": "a JSON Schema the reply must meet, e.g. {\"type\": \"object\", \"properties\": {\"category\": {\"enum\": [\"refund\", \"bug\"]}}}; its data lands in output.data"},
 			"repair":           integer("asks again this many times for a reply that fails output_schema", 0, MaxRepair, 0),
 			"max_steps":        integer("model turns at most", 1, MaxMaxSteps, DefaultMaxSteps),
 			"max_tool_calls":   integer("tool calls at most in one run of the agent", 0, MaxMaxToolCalls, DefaultMaxToolCalls),

@@ -354,6 +354,22 @@ function field(f, path, s, required, mapped) {
       f.fs.addEventListener('change', onChange);
     }
     widget.addEventListener('change', () => change(widget.value || undefined));
+  } else if (s['x-format'] === 'json') {
+    // a JSON value edited as text (a schema): kept while it parses, the
+    // parser's message under it while it does not
+    const ta = el('textarea', { id, rows: '6', class: 'sf-json', autocomplete: 'off', spellcheck: 'false', 'aria-describedby': described, 'aria-required': required ? 'true' : null });
+    ta.value = cur === undefined ? '' : JSON.stringify(cur, null, 2);
+    ta.addEventListener('input', () => {
+      if (ta.value.trim() === '') { change(undefined); return; }
+      let v;
+      try { v = JSON.parse(ta.value); } catch (e) {
+        err.textContent = 'not JSON yet: ' + e.message;
+        ta.setAttribute('aria-invalid', 'true');
+        return;
+      }
+      change(v);
+    });
+    widget = ta;
   } else if (s['x-format'] === 'javascript') {
     // a script: CodeMirror over a textarea (the textarea stays the value,
     // and the whole field while the editor loads or if it cannot)

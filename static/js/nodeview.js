@@ -484,22 +484,26 @@ import { pinControls } from './pins.js';
 
   // ---- the ways in --------------------------------------------------------------
 
-  // Cytoscape calls any two taps in quick succession a double tap, wherever
-  // they land: a click on one node and a Shift+click on the next (a
-  // selection) is not one. A double tap opens the view only when both taps
-  // hit the same node with no modifier key.
+  // A double-click is told from the taps themselves: Cytoscape's dbltap
+  // pairs any two taps in quick succession wherever they land (a click on
+  // one node and a Shift+click on the next, a selection, was one) and then
+  // spends the next tap, so a real double-click just after was lost. Two
+  // taps on the same node, close in time and place, with no modifier key,
+  // open the view.
+  const DOUBLE_MS = 400;
+  const DOUBLE_PX = 8;
   whenReady(() => {
-    const cy = studio.cy;
-    let taps = [null, null]; // the last two: {target, mod}
-    cy.on('tap', (e) => {
+    let last = null; // {target, at, x, y}
+    studio.cy.on('tap', (e) => {
       const o = e.originalEvent || {};
-      taps = [taps[1], { target: e.target, mod: !!(o.shiftKey || o.ctrlKey || o.metaKey || o.altKey) }];
-    });
-    cy.on('dbltap', 'node', (e) => {
-      if (e.target.hasClass('eh-handle')) return;
-      const [a, b] = taps;
-      if (!a || !b || a.target !== e.target || b.target !== e.target || a.mod || b.mod) return;
-      open(e.target.id(), $('cy'));
+      const p = e.renderedPosition || { x: 0, y: 0 };
+      const tap = { target: e.target, at: e.timeStamp || performance.now(), x: p.x, y: p.y };
+      const mod = !!(o.shiftKey || o.ctrlKey || o.metaKey || o.altKey);
+      const isNode = e.target !== studio.cy && e.target.isNode && e.target.isNode() && !e.target.hasClass('eh-handle');
+      const double = isNode && !mod && last && last.target === e.target && tap.at - last.at <= DOUBLE_MS &&
+        Math.abs(tap.x - last.x) <= DOUBLE_PX && Math.abs(tap.y - last.y) <= DOUBLE_PX;
+      last = double || mod ? null : tap;
+      if (double) open(e.target.id(), $('cy'));
     });
   });
 
