@@ -130,6 +130,10 @@ for (const size of SIZES) {
     // the JSON of the input, and back
     await page.click('#nv-input .nv-value[data-part="received"] .nv-mode button[data-mode="json"]');
     assert.deepEqual(JSON.parse(await page.textContent('#nv-received-json')), { name: 'Ada', items: [1, 2, 3] });
+    // its shape as a JSON Schema
+    await page.click('#nv-input .nv-value[data-part="received"] .nv-mode button[data-mode="schema"]');
+    assert.equal(await page.isHidden('#nv-received-json'), true);
+    assert.deepEqual(JSON.parse(await page.textContent('#nv-received-schema')).properties, { name: { type: 'string' }, items: { type: 'array', items: { type: 'integer' } } });
     await page.click('#nv-input .nv-value[data-part="received"] .nv-mode button[data-mode="table"]');
 
     // Escape closes; the focus is on the canvas with b selected

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sort"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -279,4 +280,98 @@ func sourceLabel(s NodeSource) string {
 func (d NodeViewData) pinnable() bool {
 	r := d.Record
 	return d.Run != nil && r != nil && r.Status == engine.PhaseDone && !r.Pinned && !r.Reused && !r.Credentialed
+}
+
+// Bounds of the schema the view infers from a value: fields an object
+// lists, items of a list looked at, and how deep it goes.
+const (
+	nvSchemaFields = 200
+	nvSchemaItems  = 50
+	nvSchemaDepth  = 8
+	nvSchemaNodes  = 5000 // values looked at in all
+)
+
+// nvSchema is a JSON Schema of v's shape, inferred from the value (the types
+// of its fields and of its lists' first items, within the bounds above), as
+// indented JSON: what a person writes an output_schema, a mock or an
+// expression against.
+func nvSchema(v any) string {
+	left := nvSchemaNodes
+	b, err := json.MarshalIndent(inferSchema(v, 0, &left), "", "  ")
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+func inferSchema(v any, depth int, left *int) map[string]any {
+	if *left <= 0 {
+		return map[string]any{"description": "not looked at: the value is too large to infer all of it"}
+	}
+	*left--
+	switch x := v.(type) {
+	case nil:
+		return map[string]any{"type": "null"}
+	case bool:
+		return map[string]any{"type": "boolean"}
+	case string:
+		return map[string]any{"type": "string"}
+	case float64:
+		if x == float64(int64(x)) {
+			return map[string]any{"type": "integer"}
+		}
+		return map[string]any{"type": "number"}
+	case int, int64, json.Number:
+		return map[string]any{"type": "number"}
+	case map[string]any:
+		s := map[string]any{"type": "object"}
+		if depth >= nvSchemaDepth || len(x) == 0 {
+			return s
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		props := map[string]any{}
+		for i, k := range keys {
+			if i == nvSchemaFields {
+				s["x-more-fields"] = len(keys) - nvSchemaFields
+				break
+			}
+			props[k] = inferSchema(x[k], depth+1, left)
+		}
+		s["properties"] = props
+		return s
+	case []any:
+		s := map[string]any{"type": "array"}
+		if depth >= nvSchemaDepth || len(x) == 0 {
+			return s
+		}
+		// the items' types, merged: one schema when they agree, anyOf when not
+		var kinds []map[string]any
+		seen := map[string]bool{}
+		for i, it := range x {
+			if i == nvSchemaItems {
+				break
+			}
+			is := inferSchema(it, depth+1, left)
+			key, _ := json.Marshal(is)
+			if !seen[string(key)] {
+				seen[string(key)] = true
+				kinds = append(kinds, is)
+			}
+		}
+		if len(kinds) == 1 {
+			s["items"] = kinds[0]
+		} else {
+			anyOf := make([]any, len(kinds))
+			for i, k := range kinds {
+				anyOf[i] = k
+			}
+			s["items"] = map[string]any{"anyOf": anyOf}
+		}
+		return s
+	}
+	return map[string]any{}
 }

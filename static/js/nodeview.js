@@ -322,6 +322,8 @@ import { pinControls } from './pins.js';
     for (const b of v.querySelectorAll('.nv-mode button')) b.setAttribute('aria-pressed', String(b.dataset.mode === mode));
     v.querySelector('.nv-table-wrap').hidden = mode !== 'table';
     v.querySelector('pre.nv-json').hidden = mode !== 'json';
+    const schema = v.querySelector('pre.nv-schema');
+    if (schema) schema.hidden = mode !== 'schema';
   }
   dlg.addEventListener('toggle', async (e) => {
     const d = e.target;
