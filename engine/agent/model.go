@@ -18,7 +18,9 @@ import (
 	"github.com/chainstudio/studio/engine/credential"
 	"github.com/chainstudio/studio/engine/internal/clip"
 	"github.com/chainstudio/studio/engine/llm"
+	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/engine/redact"
+	"github.com/chainstudio/studio/engine/spend"
 	"github.com/chainstudio/studio/engine/tool"
 )
 
@@ -63,7 +65,14 @@ type ModelClient struct {
 	// without them calls through its set's (LoadOptions.Providers).
 	Providers llm.Kinds
 	Getenv    func(string) string // default: os.Getenv
+	// Prices price calls for the budgets in cost that ctx carries (spend);
+	// nil: a call under such a budget is refused, as unpriced.
+	Prices *pricing.Prices
 }
+
+// BudgetMaxTokens caps the reply of a call held to a budget when its model
+// sets no max_tokens: a worst case needs a cap, so the cap is sent.
+const BudgetMaxTokens = 4096
 
 // Endpoint returns the URL an openai model's requests go to: the url as
 // written, or with /chat/completions appended when it ends with /v1.
@@ -309,8 +318,52 @@ func (mc *ModelClient) Turn(ctx context.Context, agent string, m *Model, req llm
 	return reply, err
 }
 
-// send makes one call to t's provider with the model's settings.
+// send makes one call to t's provider with the model's settings, held to
+// the budgets ctx carries (spend.Accounts): the call's worst case is
+// reserved on all of them before it is made, or the call is refused with
+// an error of code budget_exceeded; the reservation is settled to the
+// usage the provider reports, or kept whole when it reports none, and
+// given back when the call fails.
 func (mc *ModelClient) send(ctx context.Context, m *Model, req llm.Request, stream *llm.Stream, t target, url string) (*llm.Reply, error) {
+	accounts := spend.Accounts(ctx)
+	if len(accounts) == 0 {
+		return mc.call(ctx, m, req, stream, t, url)
+	}
+	capped := *m
+	if capped.MaxTokens <= 0 {
+		capped.MaxTokens = BudgetMaxTokens
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: sizing the request for its budget: %w", m.Name, err)
+	}
+	in, out := spend.InputTokens(len(body)), int64(capped.MaxTokens)
+	want := spend.Amount{Tokens: in + out}
+	if spend.NeedsCost(accounts) {
+		cost, ok := mc.Prices.Cost(m.Name, in, out)
+		if !ok {
+			return nil, &spend.UnpricedError{Model: m.Name, Flag: "--prices"}
+		}
+		want.Cost = cost
+	}
+	hold, err := spend.Reserve(accounts, want)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", m.Name, err)
+	}
+	reply, err := mc.call(ctx, &capped, req, stream, t, url)
+	if err != nil {
+		hold.Release()
+		return nil, err
+	}
+	u := reply.Usage
+	used := spend.Amount{Tokens: u.InputTokens + u.OutputTokens}
+	used.Cost, _ = mc.Prices.Cost(m.Name, u.InputTokens, u.OutputTokens)
+	hold.Settle(used, u.Reported)
+	return reply, nil
+}
+
+// call makes one call to t's provider with the model's settings.
+func (mc *ModelClient) call(ctx context.Context, m *Model, req llm.Request, stream *llm.Stream, t target, url string) (*llm.Reply, error) {
 	req.Model, req.Temperature, req.MaxTokens = m.Name, m.Temperature, int(m.MaxTokens)
 	key := t.key
 	if !t.keyed && m.APIKeyEnv != "" {
