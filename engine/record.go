@@ -219,7 +219,7 @@ type UnfinishedNode struct {
 func (rec *NodeRecord) result() NodeResult {
 	return NodeResult{
 		NodeID: rec.NodeID, Status: rec.Status, Input: rec.Input, Output: rec.Output,
-		Error: rec.Error, Reason: rec.Reason, Matched: rec.Matched,
+		Error: rec.Error, ErrorCode: rec.ErrorCode, Reason: rec.Reason, Matched: rec.Matched,
 		Attempts: rec.Attempts, Iteration: rec.Iteration, Started: rec.Started, Ended: rec.Ended, Reused: rec.Reused, Pinned: rec.Pinned, Partial: rec.Partial,
 		Credentialed: rec.Credentialed,
 	}

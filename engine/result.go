@@ -27,6 +27,7 @@ type NodeResult struct {
 	Input     any       `json:"input,omitempty"`
 	Output    any       `json:"output,omitempty"`
 	Error     string    `json:"error,omitempty"`
+	ErrorCode string    `json:"error_code,omitempty"` // an error's code (node_error, budget_exceeded, …), as an on_error handler reads it
 	Reason    string    `json:"reason,omitempty"`
 	Matched   string    `json:"matched,omitempty"`
 	Attempts  int       `json:"attempts,omitempty"`

@@ -30,7 +30,7 @@ func (s *Service) agentHooks(opts Options) (engine.AgentRunner, engine.ChainReso
 	if opts.Agent != nil {
 		return opts.Agent, chains
 	}
-	rt := &agent.Runtime{Set: agents, Registry: opts.Registry, ChainTool: chains, Model: agent.ModelClient{HTTP: opts.ModelHTTP}}
+	rt := &agent.Runtime{Set: agents, Registry: opts.Registry, ChainTool: chains, Model: agent.ModelClient{HTTP: opts.ModelHTTP, Prices: opts.Prices}}
 	rt.RunChain = func(ctx context.Context, name string, input map[string]any) (any, error) {
 		c, err := chains(ctx, name)
 		if err != nil {

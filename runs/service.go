@@ -19,6 +19,7 @@ import (
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
+	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
@@ -106,6 +107,12 @@ type Options struct {
 	// default Embedded(), this process's Queue. Ad-hoc runs (A2E, agents)
 	// block their caller and always stay in this process's Queue.
 	Executor Executor
+	// Budgets hold the runs' model calls to limits in tokens and cost
+	// (zero: none).
+	Budgets Budgets
+	// Prices price model calls for budgets in cost (nil: a call under one
+	// is refused as unpriced).
+	Prices *pricing.Prices
 	// Credentials resolves the stored credentials a run's tools name; nil:
 	// a tool that names one fails with tool.ErrNoCredentials.
 	Credentials Credentials
@@ -131,6 +138,7 @@ type Service struct {
 	tracer   Tracer
 	traces   store.UsageStore
 	creds    Credentials
+	budgets  Budgets
 	valid    validation // the checks a chain passes before it runs
 	now      func() time.Time
 
@@ -220,6 +228,7 @@ func New(opts Options) (*Service, error) {
 		sink = append(sink, opts.Tracer)
 		attemptCtx, onRun = opts.Tracer.AttemptContext, opts.Tracer.OnRun
 	}
+	s.budgets = opts.Budgets
 	agentRunner, chains := s.agentHooks(opts)
 	s.hub.SetLimits(opts.MaxWatchers, opts.MaxWatchersPerRun)
 	s.eng = engine.New(engine.Options{
@@ -734,6 +743,7 @@ func (s *Service) execute(id, kind, parent string, ctx context.Context, cancel c
 	if s.creds != nil {
 		ctx = tool.WithCredentials(ctx, &runCredentials{creds: s.creds, store: s.store, runID: id})
 	}
+	ctx = s.budgets.withBudgets(ctx)
 	log := s.log.With("run_id", id, "kind", kind)
 	log.InfoContext(ctx, "run started")
 	res, err := fn(ctx)

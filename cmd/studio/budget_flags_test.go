@@ -47,3 +47,22 @@ func TestRunAppliesExpressionBudget(t *testing.T) {
 		t.Fatalf("the lower budget outlived its run: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 }
+
+// The model spending budgets refuse a negative value and a budget in cost
+// without a price table, naming the flag.
+func TestServeRefusesBadSpendingBudgets(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--budget-run-tokens", "-5"}, "--budget-run-tokens is -5; a budget is 0 (none) or more"},
+		{[]string{"--budget-day-cost", "-1"}, "--budget-day-cost is -1"},
+		{[]string{"--budget-day-cost", "2.5"}, "--budget-run-cost and --budget-day-cost need --prices"},
+	} {
+		var out, errb bytes.Buffer
+		code := cmdServe(context.Background(), append(tc.args, "--db", t.TempDir()+"/x.db"), &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), tc.says) {
+			t.Errorf("serve %v: exit %d, %q", tc.args, code, errb.String())
+		}
+	}
+}

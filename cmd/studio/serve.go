@@ -44,6 +44,7 @@ type serveFlags struct {
 	a2e                            a2eSessionFlags
 	streams                        streamFlags
 	keep                           retention
+	spend                          spendFlags
 }
 
 func registerServe(fs *flag.FlagSet) *serveFlags {
@@ -62,6 +63,7 @@ func registerServe(fs *flag.FlagSet) *serveFlags {
 	f.a2e = registerA2ESessions(fs)
 	f.streams = registerStreams(fs)
 	f.keep.register(fs)
+	f.spend = registerSpend(fs)
 	return f
 }
 
@@ -109,6 +111,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if prices, err = web.LoadPrices(*f.prices); err != nil {
 			return fail(stderr, usageError{fmt.Errorf("--prices: %w", err)})
 		}
+	}
+	if err := f.spend.check(prices); err != nil {
+		return fail(stderr, usageError{err})
 	}
 	if *f.verbose {
 		m.Level = slog.LevelDebug
@@ -162,6 +167,13 @@ func serveRuns(ctx context.Context, m *Main, f *serveFlags, prices *pricing.Pric
 	metrics := web.NewMetrics()
 	opts := m.runOptions()
 	opts.Observer = metrics
+	opts.Prices = prices
+	us, _ := opts.Store.(store.UsageStore)
+	budgets, err := f.spend.budgets(ctx, us, prices, time.Now())
+	if err != nil {
+		return fail(stderr, err)
+	}
+	opts.Budgets = budgets
 	var prop propagation.TextMapPropagator
 	if m.Tracer != nil {
 		prop = m.Tracer.Propagator()

@@ -1,0 +1,126 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chainstudio/studio/engine/agent"
+	"github.com/chainstudio/studio/engine/llm/llmtest"
+	"github.com/chainstudio/studio/engine/spend"
+	"github.com/chainstudio/studio/internal/testutil"
+	"github.com/chainstudio/studio/runs"
+)
+
+// budgetChain is ten agent nodes at once, each asking the model at url for
+// at most 1000 tokens, each with an error handler that reads the error's
+// code.
+func budgetChain(url string) string {
+	var nodes []string
+	for i := range 10 {
+		nodes = append(nodes,
+			fmt.Sprintf(`{"node_id":"ask%d","kind":"agent","on_error":"h%d","input":{"query":"hi"},"config":{"model":{"url":%q,"name":"m","max_tokens":1000}}}`, i, i, url),
+			fmt.Sprintf(`{"node_id":"h%d","kind":"tool","name":"transform","input":{"expression":"{code: code, message: message}"},"input_map":{"data":"error"}}`, i))
+	}
+	return `{"name":"budget","nodes":[` + strings.Join(nodes, ",") + `]}`
+}
+
+// Ten agent nodes at once against a run budget that fits three calls: the
+// model gets exactly three requests, the seven others fail with
+// budget_exceeded before any request, each routed to its on_error handler,
+// and the run ends partial (failures handled).
+func TestRunBudgetHoldsParallelAgents(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	turns := make([]llmtest.Turn, 10)
+	for i := range turns {
+		turns[i] = llmtest.Turn{Text: "ok", Hold: release}
+	}
+	model := llmtest.NewOpenAI(t, turns...)
+	set, err := agent.NewSet(nil, agent.LoadOptions{Providers: testProviders})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newTestServerOpts(t, Config{}, testRegistry(), func(o *runs.Options) {
+		o.Agents = set
+		o.Budgets = runs.Budgets{Run: spend.Limit{Tokens: 3500}}
+	})
+	id := createChain(t, ts, budgetChain(model.URL+"/v1"))
+	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`)
+	wantStatus(t, r, http.StatusAccepted)
+	runID := r.json(t)["run_id"].(string)
+	// the seven refused are handled while the three are still held
+	testutil.Eventually(t, 20*time.Second, func() error {
+		m := do(t, ts, "GET", "/v1/runs/"+runID, nil).json(t)
+		handled := 0
+		nodes, _ := m["nodes"].([]any)
+		for _, n := range nodes {
+			n := n.(map[string]any)
+			if strings.HasPrefix(n["node_id"].(string), "h") && n["status"] == "done" {
+				handled++
+			}
+		}
+		if handled != 7 {
+			return fmt.Errorf("%d handled", handled)
+		}
+		return nil
+	})
+	close(release)
+	m := waitRun(t, ts, runID)
+	if m["status"] != "partial" {
+		t.Fatalf("run %v: %v", m["status"], m["error"])
+	}
+	if n := len(model.Requests()); n != 3 {
+		t.Fatalf("the model got %d requests, want 3", n)
+	}
+	refused, answered, handled := 0, 0, 0
+	for _, n := range m["nodes"].([]any) {
+		n := n.(map[string]any)
+		id := n["node_id"].(string)
+		switch {
+		case strings.HasPrefix(id, "ask") && n["status"] == "error":
+			refused++
+			if n["error_code"] != spend.CodeExceeded || !strings.Contains(n["error"].(string), "this run's budget is 3500 tokens") || !strings.Contains(n["error"].(string), "--budget-run-tokens") {
+				t.Errorf("%s: %v %v", id, n["error_code"], n["error"])
+			}
+		case strings.HasPrefix(id, "ask") && n["status"] == "done":
+			answered++
+		case strings.HasPrefix(id, "h") && n["status"] == "done":
+			handled++
+			if out, _ := n["output"].(map[string]any); out["code"] != spend.CodeExceeded || !strings.Contains(fmt.Sprint(out["message"]), "the call was not made") {
+				t.Errorf("handler %s read %v", id, out)
+			}
+		}
+	}
+	if refused != 7 || answered != 3 || handled != 7 {
+		t.Fatalf("refused %d, answered %d, handled %d: want 7, 3 and 7", refused, answered, handled)
+	}
+}
+
+// A studio's daily budget already spent refuses the next run's first call,
+// saying when it resets.
+func TestDayBudgetRefusesWithItsReset(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewOpenAI(t, llmtest.Turn{Text: "ok"})
+	set, _ := agent.NewSet(nil, agent.LoadOptions{Providers: testProviders})
+	day := spend.NewDaily("the studio's daily budget", runs.DayBudgetFlags, spend.Limit{Tokens: 5000}, spend.Amount{Tokens: 4900}, nil)
+	_, ts := newTestServerOpts(t, Config{}, testRegistry(), func(o *runs.Options) {
+		o.Agents = set
+		o.Budgets = runs.Budgets{Day: day}
+	})
+	id := createChain(t, ts, `{"name":"day","nodes":[{"node_id":"ask","kind":"agent","input":{"query":"hi"},"config":{"model":{"url":"`+model.URL+`/v1","name":"m","max_tokens":1000}}}]}`)
+	r := do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`)
+	wantStatus(t, r, http.StatusAccepted)
+	m := waitRun(t, ts, r.json(t)["run_id"].(string))
+	reset := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour).Format(time.RFC3339)
+	msg := fmt.Sprint(m["error"])
+	if m["status"] != "failed" || !strings.Contains(msg, "budget_exceeded") || !strings.Contains(msg, "the studio's daily budget is 5000 tokens; 4900 are spent") ||
+		!strings.Contains(msg, "resets at "+reset) || !strings.Contains(msg, "--budget-day-tokens") {
+		t.Fatalf("run %v: %s", m["status"], msg)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Fatalf("the model got %d requests", n)
+	}
+}
