@@ -30,3 +30,6 @@ func (b Budgets) withBudgets(ctx context.Context) context.Context {
 	}
 	return spend.WithAccounts(ctx, run, b.Day)
 }
+
+// Budgets are the budgets the service holds runs to.
+func (s *Service) Budgets() Budgets { return s.budgets }

@@ -36,6 +36,15 @@ type UsagePage struct {
 	Total  UsageLine
 	Series []UsageSlice // per bucket, newest first
 	More   bool
+	// Budgets are the spending limits runs are held to (none: no budget).
+	Budgets []BudgetLine
+}
+
+// BudgetLine is one budget on the usage page: its limit, and for the day
+// what is spent, what calls in flight hold and when it resets.
+type BudgetLine struct {
+	Name, Limit, Spent, Reserved, Flags string
+	Resets                              time.Time
 }
 
 // UsageSlice is one time bucket of the usage page.

@@ -123,4 +123,27 @@ func TestDayBudgetRefusesWithItsReset(t *testing.T) {
 	if n := len(model.Requests()); n != 0 {
 		t.Fatalf("the model got %d requests", n)
 	}
+	// the usage API and page show the budget: its limit, spent, reset
+	u := do(t, ts, "GET", "/v1/usage", nil).json(t)["budgets"].(map[string]any)
+	d, _ := u["day"].(map[string]any)
+	if u["run"] != nil || d == nil || d["limit"].(map[string]any)["tokens"] != 5000.0 || d["spent_tokens"] != 4900.0 || d["reserved_tokens"] != 0.0 || d["resets"] != reset {
+		t.Fatalf("budgets: %v", u)
+	}
+	page := string(do(t, ts, "GET", "/usage", nil).body)
+	if !strings.Contains(page, `id="budgets"`) || !strings.Contains(page, "The studio, today (UTC)") || !strings.Contains(page, "4900 tokens") {
+		t.Fatalf("the usage page: %.3000s", page)
+	}
+}
+
+// Without budgets the usage API says so, and the page says how to set one.
+func TestNoBudgetsShown(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t)
+	u := do(t, ts, "GET", "/v1/usage", nil).json(t)["budgets"].(map[string]any)
+	if u["run"] != nil || u["day"] != nil {
+		t.Fatalf("budgets: %v", u)
+	}
+	if page := string(do(t, ts, "GET", "/usage", nil).body); !strings.Contains(page, `id="budgets-none"`) {
+		t.Fatalf("the usage page: %.2000s", page)
+	}
 }

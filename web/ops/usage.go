@@ -9,6 +9,8 @@ import (
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/pricing"
+	"github.com/chainstudio/studio/engine/spend"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/chainstudio/studio/web/httpcore"
@@ -123,6 +125,56 @@ type UsageJSON struct {
 	Total  pricing.Totals `json:"total"` // the whole period
 	More   bool           `json:"more"`  // rows were cut at the limit: narrow the period or the key
 	Limit  int            `json:"limit"`
+	// Budgets are the model spending limits runs are held to now.
+	Budgets BudgetsJSON `json:"budgets"`
+}
+
+// BudgetsJSON are the studio's model spending budgets: per run (null:
+// none) and for the day (null: none), with what today has spent, what
+// calls in flight hold and when it resets.
+type BudgetsJSON struct {
+	Run *BudgetLimitJSON `json:"run"`
+	Day *DayBudgetJSON   `json:"day"`
+}
+
+// BudgetLimitJSON is a budget's size; an absent field is no limit on it.
+type BudgetLimitJSON struct {
+	Tokens int64    `json:"tokens,omitempty"`
+	Cost   *float64 `json:"cost,omitempty"`
+}
+
+// DayBudgetJSON is the studio's daily budget now.
+type DayBudgetJSON struct {
+	Limit          BudgetLimitJSON `json:"limit"`
+	SpentTokens    int64           `json:"spent_tokens"`
+	SpentCost      float64         `json:"spent_cost"`
+	ReservedTokens int64           `json:"reserved_tokens"`
+	ReservedCost   float64         `json:"reserved_cost"`
+	Resets         time.Time       `json:"resets"`
+}
+
+func limitJSON(l spend.Limit) BudgetLimitJSON {
+	j := BudgetLimitJSON{Tokens: l.Tokens}
+	if l.Cost > 0 {
+		c := l.Cost
+		j.Cost = &c
+	}
+	return j
+}
+
+// BudgetsNow are the run service's budgets as GET /v1/usage shows them.
+func BudgetsNow(b runs.Budgets) BudgetsJSON {
+	var out BudgetsJSON
+	if !b.Run.IsZero() {
+		l := limitJSON(b.Run)
+		out.Run = &l
+	}
+	if b.Day != nil && !b.Day.Limit().IsZero() {
+		spent, reserved, resets := b.Day.State()
+		out.Day = &DayBudgetJSON{Limit: limitJSON(b.Day.Limit()), SpentTokens: spent.Tokens, SpentCost: spent.Cost,
+			ReservedTokens: reserved.Tokens, ReservedCost: reserved.Cost, Resets: resets}
+	}
+	return out
 }
 
 // UsageQuery reads GET /v1/Usage's parameters.
@@ -217,6 +269,9 @@ func (s *Env) Usage(c echo.Context, q url.Values) (*UsageJSON, error) {
 		out.Total.Cost = new(float64)
 	}
 	SortUsageKeys(out.Keys)
+	if s.Runs != nil {
+		out.Budgets = BudgetsNow(s.Runs.Budgets())
+	}
 	return out, nil
 }
 

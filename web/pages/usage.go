@@ -1,8 +1,10 @@
 package pages
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/chainstudio/studio/engine/pricing"
@@ -56,7 +58,36 @@ func (s *Runs) PageUsage(c echo.Context) error {
 		sl := &v.Series[len(v.Series)-1]
 		sl.Lines = append(sl.Lines, line)
 	}
+	v.Budgets = budgetLines(u.Budgets)
 	return RenderPage(c, http.StatusOK, views.UsagePageView(v))
+}
+
+// budgetLines are the budgets as the usage page lists them.
+func budgetLines(b ops.BudgetsJSON) []views.BudgetLine {
+	limit := func(l ops.BudgetLimitJSON) string {
+		var parts []string
+		if l.Tokens > 0 {
+			parts = append(parts, fmt.Sprintf("%d tokens", l.Tokens))
+		}
+		if l.Cost != nil {
+			parts = append(parts, fmt.Sprintf("%.4f", *l.Cost))
+		}
+		return strings.Join(parts, " and ")
+	}
+	var out []views.BudgetLine
+	if b.Run != nil {
+		out = append(out, views.BudgetLine{Name: "Each run", Limit: limit(*b.Run), Flags: "--budget-run-tokens, --budget-run-cost"})
+	}
+	if d := b.Day; d != nil {
+		used := fmt.Sprintf("%d tokens", d.SpentTokens)
+		held := fmt.Sprintf("%d tokens", d.ReservedTokens)
+		if d.Limit.Cost != nil {
+			used += fmt.Sprintf(", %.4f", d.SpentCost)
+			held += fmt.Sprintf(", %.4f", d.ReservedCost)
+		}
+		out = append(out, views.BudgetLine{Name: "The studio, today (UTC)", Limit: limit(d.Limit), Spent: used, Reserved: held, Resets: d.Resets, Flags: "--budget-day-tokens, --budget-day-cost"})
+	}
+	return out
 }
 
 // usageKeyLine labels a chain (linked to its runs) or an agent (linked to
