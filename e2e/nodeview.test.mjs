@@ -177,6 +177,8 @@ for (const size of SIZES) {
     // Escape: back to the node list, on the row of the node shown last
     await page.keyboard.press('Escape');
     await page.waitForFunction(() => !document.getElementById('node-view').open);
+    // the focus settles on b's row within a frame or two of closing
+    await page.waitForFunction(() => document.activeElement.dataset.nodeId === 'b', null, { timeout: 2000 }).catch(() => {});
     assert.equal(await page.evaluate(() => document.activeElement.dataset.nodeId), 'b');
     assert.ok(await page.evaluate(() => document.activeElement.matches('#node-table button.select-node')));
 

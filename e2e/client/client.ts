@@ -569,6 +569,10 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   // The example agents call tools, not models: the list is refused for them.
   const noModels = await c.GET("/v1/agents/{name}/models", { params: { path: { name: qualifier.name } } });
   check(mustFail(noModels, 409, "models of a tool agent").error.code === "not_model_agent", "models of a tool agent refused");
+  note("GET /v1/models");
+  // A model block's list: a provider the studio does not know is refused before any call.
+  const unknownProvider = await c.GET("/v1/models", { params: { query: { provider: "acme" } } });
+  check(mustFail(unknownProvider, 400, "models of an unknown provider").error.code === "bad_parameter", "unknown provider refused");
 
   // Delete with If-Match
   note("DELETE /v1/chains/{id}");

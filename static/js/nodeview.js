@@ -171,6 +171,17 @@ import { pinControls } from './pins.js';
     if (!to) to = $('cy');
     to.focus({ preventScroll: to === $('cy') });
     if (ele && ele.nonempty()) canvas.focus(cy, ele);
+    // Selecting the node redraws its list row, and the dialog hands the
+    // focus back to the element it was opened from: once that settles, the
+    // focus is put where it belongs again (the row drawn anew, found by id).
+    const shown = nodeId;
+    const fromList = to.matches && to.matches('#node-table button.select-node');
+    requestAnimationFrame(() => {
+      if (dlg.open) return;
+      let want = to;
+      if (fromList) want = document.querySelector('#node-table button.select-node[data-node-id="' + CSS.escape(shown) + '"]') || to;
+      if (want.isConnected && document.activeElement !== want) want.focus({ preventScroll: want === $('cy') });
+    });
   }
   dlg.addEventListener('close', close);
   $('nv-close').addEventListener('click', () => dlg.close());
