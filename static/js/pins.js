@@ -191,7 +191,7 @@ function pinSection(n) {
   const section = el('section', { id: 'pin-section', class: 'pin-section', 'aria-labelledby': 'pin-title', tabindex: '-1' });
   if (!canvas.isPinned(studio.doc, id)) {
     section.append(el('h3', { id: 'pin-title', text: 'Pinned output' }),
-      el('p', { class: 'hint', id: 'pin-none', text: 'None. Pin an output from “Run this node…” or from the node on a run’s page: runs from the designer then use it instead of running this node.' }));
+      el('p', { class: 'hint', id: 'pin-none', text: 'None. Pin an output from the node view’s Output column (double-click the node), from “Run this node…” or from the node on a run’s page: runs from the designer then use it instead of running this node.' }));
     return section;
   }
   const text = pretty(studio.doc.pinned_outputs[id]);
