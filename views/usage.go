@@ -23,6 +23,8 @@ type RunUsage struct {
 	Priced bool
 	Nodes  []UsageLine
 	Total  UsageLine
+	// Budgets say the spending budgets the run is held to, and how far.
+	Budgets []string
 }
 
 // UsagePage is the usage page: tokens and cost per chain or agent.

@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,10 @@ func TestRunBudgetHoldsParallelAgents(t *testing.T) {
 	if refused != 7 || answered != 3 || handled != 7 {
 		t.Fatalf("refused %d, answered %d, handled %d: want 7, 3 and 7", refused, answered, handled)
 	}
+	// the run page says how much of its budget the run used
+	if page := string(do(t, ts, "GET", "/runs/"+runID, nil).body); !regexp.MustCompile(`This run&#39;s budget: \d+ of its 3500 tokens used`).MatchString(page) {
+		t.Fatalf("the run page lacks the budget: %.200s", page[strings.Index(page, `id="usage-panel"`):])
+	}
 }
 
 // A studio's daily budget already spent refuses the next run's first call,
@@ -122,6 +127,9 @@ func TestDayBudgetRefusesWithItsReset(t *testing.T) {
 	}
 	if n := len(model.Requests()); n != 0 {
 		t.Fatalf("the model got %d requests", n)
+	}
+	if page := string(do(t, ts, "GET", "/runs/"+m["id"].(string), nil).body); !strings.Contains(page, "The studio today: 4900 of 5000 tokens; it resets at 00:00 UTC.") {
+		t.Fatalf("the run page lacks the day's budget")
 	}
 	// the usage API and page show the budget: its limit, spent, reset
 	u := do(t, ts, "GET", "/v1/usage", nil).json(t)["budgets"].(map[string]any)

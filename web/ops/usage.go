@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chainstudio/studio/engine"
@@ -295,8 +296,8 @@ func SortUsageKeys(keys []UsageKeyJSON) {
 }
 
 // RunUsageView is the run page's usage panel for a run's usage.
-func RunUsageView(u *RunUsageJSON, labels views.Labels) views.RunUsage {
-	v := views.RunUsage{RunID: u.RunID, Priced: u.Priced, Total: UsageLine("", "", u.Total)}
+func RunUsageView(u *RunUsageJSON, labels views.Labels, b runs.Budgets) views.RunUsage {
+	v := views.RunUsage{RunID: u.RunID, Priced: u.Priced, Total: UsageLine("", "", u.Total), Budgets: budgetNotes(u.Total, b)}
 	for _, n := range u.Nodes {
 		label := n.NodeID
 		if l := labels[n.NodeID]; l != "" && l != n.NodeID {
@@ -305,6 +306,37 @@ func RunUsageView(u *RunUsageJSON, labels views.Labels) views.RunUsage {
 		v.Nodes = append(v.Nodes, UsageLine(n.NodeID, label, n.Totals))
 	}
 	return v
+}
+
+// budgetNotes say, beside a run's usage, the budgets it is held to: the
+// run's, against what the run used, and the studio's day.
+func budgetNotes(used pricing.Totals, b runs.Budgets) []string {
+	var out []string
+	if l := b.Run; !l.IsZero() {
+		var parts []string
+		if l.Tokens > 0 {
+			parts = append(parts, fmt.Sprintf("%d of its %d tokens used", used.InputTokens+used.OutputTokens, l.Tokens))
+		}
+		if l.Cost > 0 {
+			c := 0.0
+			if used.Cost != nil {
+				c = *used.Cost
+			}
+			parts = append(parts, fmt.Sprintf("%.4f of its %.4f spent", c, l.Cost))
+		}
+		out = append(out, "This run's budget: "+strings.Join(parts, ", ")+" (an execution's own: a resume starts anew).")
+	}
+	if d := BudgetsNow(b).Day; d != nil {
+		var parts []string
+		if d.Limit.Tokens > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d tokens", d.SpentTokens, d.Limit.Tokens))
+		}
+		if d.Limit.Cost != nil {
+			parts = append(parts, fmt.Sprintf("%.4f of %.4f", d.SpentCost, *d.Limit.Cost))
+		}
+		out = append(out, "The studio today: "+strings.Join(parts, ", ")+"; it resets at "+d.Resets.Format("15:04 UTC")+".")
+	}
+	return out
 }
 
 func UsageLine(id, label string, t pricing.Totals) views.UsageLine {

@@ -25,7 +25,7 @@ func (s *Runs) FragRunUsage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return RenderPage(c, http.StatusOK, views.RunUsagePanel(ops.RunUsageView(u, views.NodeLabels(s.PageRunDoc(c, r)))))
+	return RenderPage(c, http.StatusOK, views.RunUsagePanel(ops.RunUsageView(u, views.NodeLabels(s.PageRunDoc(c, r)), s.Runs.Budgets())))
 }
 
 // PageUsage shows tokens and cost per chain or agent over the last days,
