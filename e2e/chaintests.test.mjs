@@ -160,8 +160,13 @@ test('a run watched to its end can then be saved as a test', async () => {
   const r = await api('POST', '/v1/chains/' + chain.id + '/runs', { input: { ms: 1500 } });
   const page = await open('/runs/' + r.run_id);
   await page.waitForFunction(() => document.getElementById('runpage').dataset.ready === '1');
-  if ((await page.getAttribute('#runpage', 'data-status')) === 'running') {
-    assert.equal(await page.isHidden('#btn-save-test'), true, 'a running run cannot be saved as a test yet');
+  // the status and the button read at one moment: the run may end between two reads
+  const now = await page.evaluate(() => {
+    const b = document.getElementById('btn-save-test');
+    return { status: document.getElementById('runpage').dataset.status, shown: !!b && !b.hidden && b.offsetParent !== null };
+  });
+  if (now.status === 'running') {
+    assert.equal(now.shown, false, 'a running run cannot be saved as a test yet');
   }
   await page.waitForSelector('#btn-save-test', { state: 'visible', timeout: 10000 });
   assert.equal(await page.getAttribute('#runpage', 'data-status'), 'completed');
