@@ -184,10 +184,12 @@ test('over stdio: `studio mcp --url` bridges to the same studio', async () => {
     const progress = [];
     const res = await client.callTool({ name: 'greet_slowly', arguments: { name: 'Stdio', ms: 1 } }, undefined, { onprogress: (p) => progress.push(p) });
     assert.equal(res.structuredContent.status, 'completed', JSON.stringify(res));
-    // The bridge relays the server's streams as they come: a progress
-    // notification may reach the client just after the result.
+    // The bridge relays the server's streams as they come: the last
+    // progress notification may reach the client just after the result,
+    // and the SDK's client drops a notification for a request it has
+    // answered, so it sees one or both.
     for (let i = 0; i < 300 && progress.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
-    assert.equal(progress.length, 2);
+    assert.ok(progress.length >= 1 && progress.length <= 2, 'progress relayed: ' + JSON.stringify(progress));
     const run = (await call('admin', 'GET', '/v1/runs/' + res.structuredContent.run_id)).json;
     assert.equal(run.started_by, 'mcp');
     assert.equal(run.outputs.hi.greeting, 'Stdio');
