@@ -60,9 +60,16 @@ func DefinedAgent(nd *chain.Node, kinds llm.Kinds) (*Definition, []tool.Problem)
 			fields[k] = v
 		}
 	}
-	if len(probs) > 0 {
+	// the settings it knows are checked too: every mistake at once
+	def, more := decodeDefined(nd, fields, kinds)
+	if probs = append(probs, more...); len(probs) > 0 {
 		return nil, probs
 	}
+	return def, nil
+}
+
+// decodeDefined decodes and checks the known settings of node nd's agent.
+func decodeDefined(nd *chain.Node, fields map[string]any, kinds llm.Kinds) (*Definition, []tool.Problem) {
 	data, err := json.Marshal(fields)
 	if err != nil {
 		return nil, []tool.Problem{{Field: "config", Message: "config cannot be read as JSON: " + err.Error()}}

@@ -43,6 +43,7 @@ func TestDefinedAgentProblemsNameTheField(t *testing.T) {
 		{"output schema that is no schema", map[string]any{"model": model(), "output_schema": map[string]any{"type": "nonsense"}}, "config.output_schema", "output_schema"},
 		{"repair without a schema", map[string]any{"model": model(), "repair": 2.0}, "config.repair", "declares none"},
 		{"unknown setting", map[string]any{"model": model(), "temprature": 1.0}, "config.temprature", "is not a setting"},
+		{"unknown setting and a bad prompt, both told", map[string]any{"model": model(), "temprature": 1.0, "prompt": "{{ query "}, "config.prompt", "prompt"},
 		{"names and defines", map[string]any{"model": model(), "agent": "writer"}, "config.agent", "remove one of them"},
 		{"tool with no target", map[string]any{"model": model(), "tools": []any{map[string]any{"name": "x"}}}, "config.tools[0]", "name a studio tool"},
 	} {
