@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/chain"
@@ -419,7 +420,11 @@ func TestModelFailuresNameTheModel(t *testing.T) {
 			t.Parallel()
 			f := llmtest.NewOpenAI(t, ts, llmtest.Turn{Text: "never asked"})
 			rt, def, _ := loopRuntime(t, f, helperAgent)
-			_, err := rt.Invoke(context.Background(), def, map[string]any{"query": "x"}, nil)
+			// The node's timeout (3 s) leaves no room for the 7 s the
+			// server asks to wait: one request, and the error says why.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_, err := rt.Invoke(ctx, def, map[string]any{"query": "x"}, nil)
 			if err == nil || !strings.Contains(err.Error(), "model fake at ") {
 				t.Fatalf("err %v", err)
 			}

@@ -68,6 +68,9 @@ type ModelClient struct {
 	// Prices price calls for the budgets in cost that ctx carries (spend);
 	// nil: a call under such a budget is refused, as unpriced.
 	Prices *pricing.Prices
+	// Retry is how a call answered 429 or 5xx is tried again (zero: the
+	// defaults, DefaultRetry).
+	Retry Retry
 }
 
 // BudgetMaxTokens caps the reply of a call held to a budget when its model
@@ -376,7 +379,7 @@ func (mc *ModelClient) call(ctx context.Context, m *Model, req llm.Request, stre
 	if err != nil {
 		return nil, fmt.Errorf("model %s at %s: %s", m.Name, url, clipped(llm.Scrub(err.Error(), key)))
 	}
-	reply, err := p.Chat(ctx, req, stream)
+	reply, err, tries := mc.Retry.chat(ctx, p, req, stream, seen)
 	whole := false
 	if errors.Is(err, errNotStreamed) {
 		// The server ignored stream and answered with the whole reply (some
@@ -393,6 +396,12 @@ func (mc *ModelClient) call(ctx context.Context, m *Model, req llm.Request, stre
 			return nil, &modelError{text: fmt.Sprintf("model %s at %s: %s", m.Name, url, why), err: err}
 		}
 		text := clipped(providerText(err, t, key))
+		switch {
+		case tries.attempts > 1:
+			text += fmt.Sprintf(" (answered %d %d times, retried with backoff%s)", tries.status, tries.attempts, tries.stopped)
+		case tries.stopped != "":
+			text += " (not retried" + tries.stopped + ")"
+		}
 		if body := seen.start.String(); body != "" && (stream == nil || whole) {
 			// The server answered success with a body the provider could
 			// not read: what it sent says why.
@@ -508,6 +517,10 @@ type callTransport struct {
 // answerSeen is what a call's transport kept of its successful answer.
 type answerSeen struct {
 	start bodyStart
+	// status and retryAfter are the last answer's when it was not a
+	// success: what decides whether the call is tried again.
+	status     int
+	retryAfter string
 	// whole and wholeBody are a streamed call's answer that was not an
 	// event stream, its body read to the end.
 	whole     *http.Response
@@ -534,6 +547,9 @@ func (t callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	res, err := t.base.RoundTrip(r)
+	if err == nil && (res.StatusCode < 200 || res.StatusCode > 299) {
+		t.seen.status, t.seen.retryAfter = res.StatusCode, res.Header.Get("Retry-After")
+	}
 	if err != nil || res.StatusCode < 200 || res.StatusCode > 299 || res.Body == nil {
 		return res, err
 	}

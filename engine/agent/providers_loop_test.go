@@ -368,7 +368,11 @@ func TestModelFailuresThroughEachProvider(t *testing.T) {
 				t.Parallel()
 				f := p.start(t, ts, llmtest.Turn{Text: "never asked"})
 				rt, def, _ := loopRuntimeAt(t, f.url, providerAgent(p.name))
-				_, err := rt.Invoke(context.Background(), def, map[string]any{"query": "x"}, nil)
+				// The node's timeout (3 s) leaves no room for the 7 s the
+				// server asks to wait: one request, and the error says why.
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				_, err := rt.Invoke(ctx, def, map[string]any{"query": "x"}, nil)
 				if err == nil || !strings.Contains(err.Error(), "model m at http://127.0.0.1:") {
 					t.Fatalf("err %v, want one naming the model", err)
 				}

@@ -179,7 +179,9 @@ func TestRetryThenSuccess(t *testing.T) {
 	s := mustSet(t, f.url(),
 		scorer("    on_complete:\n      - agent: flaky\n        retry: {max_attempts: 3, backoff: fixed, initial_delay_seconds: 0}\n"),
 		"name: flaky\nmodel: {url: '%URL%', name: flaky}\n")
-	_, r := runAgent(t, s, "scorer", "q", nil)
+	// The model client's own retries off: this is the link's retry.
+	noRetry := ModelClient{Retry: Retry{Attempts: 1}}
+	_, r := runAgentOn(t, &Runtime{Set: s, Model: noRetry}, "scorer", "q", nil)
 	l := wantLink(t, r, "flaky", "success", "")
 	if l.Attempts != 3 || *l.Answer != "third time lucky" || r.Chain.Status != "completed" {
 		t.Fatalf("link %+v, chain %s", l, r.Chain.Status)
@@ -191,7 +193,7 @@ func TestRetryThenSuccess(t *testing.T) {
 	s = mustSet(t, f2.url(),
 		scorer("    on_complete:\n      - agent: flaky\n        retry: {max_attempts: 2}\n        on_error: continue\n"),
 		"name: flaky\nmodel: {url: '%URL%', name: flaky}\n")
-	_, r = runAgent(t, s, "scorer", "q", nil)
+	_, r = runAgentOn(t, &Runtime{Set: s, Model: noRetry}, "scorer", "q", nil)
 	l = wantLink(t, r, "flaky", "error", "")
 	if !strings.Contains(l.Error, "502 Bad Gateway") || !strings.Contains(l.Error, "upstream down") || l.Attempts != 2 || f2.count("flaky") != 2 {
 		t.Fatalf("link %+v", l)
