@@ -558,3 +558,42 @@ func CheckMCPServer(s *MCPServer) error {
 	}
 	return nil
 }
+
+// Agent is a reusable agent kept in the store: the source of its
+// definition (YAML or JSON, as an agent file holds it) at a version. Every
+// version is kept; chains name the agent and run its latest.
+type Agent struct {
+	Name        string
+	Version     int
+	Source      string
+	Description string
+	Message     string // why this version was made
+	CreatedBy   string
+	Created     time.Time // of version 1
+	UpdatedBy   string
+	Updated     time.Time // of this version
+}
+
+// Bounds of an agent's record.
+const (
+	MaxAgentName    = 64
+	MaxAgentSource  = 1 << 20 // an agent file's limit
+	MaxAgentMessage = 500
+	MaxAgentsStored = 1000
+)
+
+// CheckAgent checks a record's shape (the definition is the agent
+// package's to check), naming the field.
+func CheckAgent(a *Agent) error {
+	switch {
+	case a.Name == "" || len(a.Name) > MaxAgentName:
+		return fmt.Errorf("%w: agent name: 1 to %d bytes", ErrInvalid, MaxAgentName)
+	case a.Source == "":
+		return fmt.Errorf("%w: agent %q: the definition is empty", ErrInvalid, a.Name)
+	case len(a.Source) > MaxAgentSource:
+		return fmt.Errorf("%w: agent %q: the definition is %d bytes, over the limit of %d (1 MiB)", ErrInvalid, a.Name, len(a.Source), MaxAgentSource)
+	case len(a.Message) > MaxAgentMessage:
+		return fmt.Errorf("%w: agent %q: message: over %d bytes", ErrInvalid, a.Name, MaxAgentMessage)
+	}
+	return nil
+}

@@ -426,6 +426,24 @@ type MCPServerStore interface {
 	RemoveMCPServer(ctx context.Context, name string) error
 }
 
+// AgentStore keeps the reusable agents, every version of each.
+type AgentStore interface {
+	// SaveAgent stores a.Source as a new version of the agent a.Name.
+	// baseVersion 0 creates it (a name in use is ErrNameTaken); otherwise
+	// it must be the agent's current version, else nothing is written and
+	// the error is ErrVersionConflict. A source equal to the current
+	// version's writes nothing. It returns the agent as stored.
+	SaveAgent(ctx context.Context, a *Agent, baseVersion int) (*Agent, error)
+	// GetAgent returns the agent's latest version, ErrNotFound when none.
+	GetAgent(ctx context.Context, name string) (*Agent, error)
+	// ListAgents lists every agent at its latest version, by name.
+	ListAgents(ctx context.Context) ([]Agent, error)
+	// AgentVersions lists an agent's versions, newest first.
+	AgentVersions(ctx context.Context, name string) ([]Agent, error)
+	// DeleteAgent deletes the agent and its versions.
+	DeleteAgent(ctx context.Context, name string) error
+}
+
 // Backend is a whole storage backend: what cmd/studio opens and hands to the
 // server and the run service.
 type Backend interface {
@@ -440,6 +458,7 @@ type Backend interface {
 	UsageStore
 	CredentialStore
 	MCPServerStore
+	AgentStore
 	// Ping makes one round trip to the database (the readiness probe asks
 	// it with a short deadline): nil when it answers.
 	Ping(ctx context.Context) error

@@ -3,8 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/llm"
@@ -71,60 +75,174 @@ type Link struct {
 	HandlerFor     string     `json:"handler_for,omitempty"` // error handlers: the node id of the link they handle
 }
 
-// Set is a loaded, compiled set of agents. It is immutable and safe for
-// concurrent use.
+// Set is the agents a host runs, compiled: those loaded from files (or
+// built in code) at start, and those kept in the store, which Replace
+// swaps whole while runs read it. Safe for concurrent use; its methods see
+// one consistent index each.
 type Set struct {
 	providers  llm.Kinds               // LoadOptions.Providers
 	urlRefused func(url string) string // LoadOptions.URLRefused
 	tools      func(name string) bool  // LoadOptions.Tools
-	defs       map[string]*Definition
-	names      []string
-	chains     map[string]*chain.Chain
-	graphs     map[string]*Graph
+	files      []*Definition           // the agents NewSet was given
+	mu         sync.Mutex              // serialises Replace
+	idx        atomic.Pointer[index]
+}
+
+// index is one compiled generation of a set's agents.
+type index struct {
+	defs   map[string]*Definition
+	names  []string
+	chains map[string]*chain.Chain
+	graphs map[string]*Graph
+	// skipped are the stored agents left out because they do not compile
+	// beside the others, with why.
+	skipped map[string]string
+}
+
+// now is the set's current index (an empty one for a nil set).
+func (s *Set) now() *index {
+	if s == nil {
+		return &index{}
+	}
+	return s.idx.Load()
 }
 
 // NewSet checks references between agents and compiles every chain. All
 // problems are reported together, each naming the agent (and its file) and
 // the rule that refers.
 func NewSet(defs []*Definition, opts LoadOptions) (*Set, error) {
-	s := &Set{providers: opts.Providers, urlRefused: opts.URLRefused, tools: opts.Tools, defs: map[string]*Definition{}, chains: map[string]*chain.Chain{}, graphs: map[string]*Graph{}}
+	s := &Set{providers: opts.Providers, urlRefused: opts.URLRefused, tools: opts.Tools, files: defs}
+	idx, errs := s.build(defs)
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	s.idx.Store(idx)
+	return s, nil
+}
+
+// build compiles defs into an index, with every problem found.
+func (s *Set) build(defs []*Definition) (*index, []string) {
+	idx := &index{defs: map[string]*Definition{}, chains: map[string]*chain.Chain{}, graphs: map[string]*Graph{}}
 	var errs []string
 	for _, d := range defs {
-		if prev, dup := s.defs[d.Name]; dup {
+		if prev, dup := idx.defs[d.Name]; dup {
 			errs = append(errs, fmt.Sprintf("agent %q is defined twice: in %s and in %s", d.Name, orCode(prev.File), orCode(d.File)))
 			continue
 		}
 		// Built in code, or parsed without the host's providers (Parse).
-		if !d.checked || (opts.Providers != nil && !d.providersChecked) {
-			if err := d.check(opts.Providers); err != nil {
+		if !d.checked || (s.providers != nil && !d.providersChecked) {
+			if err := d.check(s.providers); err != nil {
 				errs = append(errs, err.Error())
 				continue
 			}
 		}
-		s.defs[d.Name] = d
-		s.names = append(s.names, d.Name)
+		idx.defs[d.Name] = d
+		idx.names = append(idx.names, d.Name)
 	}
-	sort.Strings(s.names)
-	for _, name := range s.names {
-		d := s.defs[name]
-		if d.Tool != "" && opts.Tools != nil && !opts.Tools(d.Tool) {
+	sort.Strings(idx.names)
+	for _, name := range idx.names {
+		d := idx.defs[name]
+		if d.Tool != "" && s.tools != nil && !s.tools(d.Tool) {
 			errs = append(errs, fmt.Sprintf("%s: tool %q does not exist on this host", d.where(), d.Tool))
 		}
-		if opts.Tools != nil {
-			errs = append(errs, d.checkTools(opts.Tools)...)
+		if s.tools != nil {
+			errs = append(errs, d.checkTools(s.tools)...)
 		}
 		if d.HasChain() {
-			c, g, cerrs := s.compile(d)
+			c, g, cerrs := idx.compile(d)
 			errs = append(errs, cerrs...)
 			if len(cerrs) == 0 {
-				s.chains[name], s.graphs[name] = c, g
+				idx.chains[name], idx.graphs[name] = c, g
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.New(strings.Join(dedupe(errs), "\n"))
+	return idx, dedupe(errs)
+}
+
+// withStored is the set's file agents with stored ones: a stored agent
+// replaces a file agent of its name.
+func (s *Set) withStored(stored []*Definition) []*Definition {
+	names := make(map[string]bool, len(stored))
+	for _, d := range stored {
+		names[d.Name] = true
 	}
-	return s, nil
+	out := make([]*Definition, 0, len(s.files)+len(stored))
+	for _, d := range s.files {
+		if !names[d.Name] {
+			out = append(out, d)
+		}
+	}
+	return append(out, stored...)
+}
+
+// Replace makes stored the set's stored agents, compiled with the file
+// agents, for every call from now on. A stored agent that does not compile
+// beside the others (it links to an agent since deleted, names a tool the
+// host lost) is left out; Skipped says why, and why each of unreadable
+// (stored agents whose source does not parse) is missing too.
+func (s *Set) Replace(stored []*Definition, unreadable map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx, errs := s.build(s.withStored(stored))
+	if len(errs) == 0 {
+		idx.skipped = maps.Clone(unreadable)
+		s.idx.Store(idx)
+		return
+	}
+	// Add the stored agents one at a time, in name order, keeping those
+	// that compile: one broken agent leaves the others running.
+	sorted := slices.SortedFunc(slices.Values(stored), func(a, b *Definition) int { return strings.Compare(a.Name, b.Name) })
+	var kept []*Definition
+	skipped := maps.Clone(unreadable)
+	if skipped == nil {
+		skipped = map[string]string{}
+	}
+	for _, d := range sorted {
+		if next, errs := s.build(s.withStored(append(kept, d))); len(errs) == 0 {
+			kept, idx = append(kept, d), next
+		} else {
+			skipped[d.Name] = strings.Join(errs, "; ")
+		}
+	}
+	if len(kept) == 0 {
+		idx, _ = s.build(s.files)
+	}
+	idx.skipped = skipped
+	s.idx.Store(idx)
+}
+
+// Check compiles def beside the set's agents as if it were stored (in
+// place of the agent of its name), without changing the set: every problem
+// it would have, or nil.
+func (s *Set) Check(def *Definition) error {
+	cur := s.now()
+	var stored []*Definition
+	for _, name := range cur.names {
+		if d := cur.defs[name]; d.Stored && d.Name != def.Name {
+			stored = append(stored, d)
+		}
+	}
+	if _, errs := s.build(s.withStored(append(stored, def))); len(errs) > 0 {
+		return errors.New(strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// Skipped are the stored agents Replace left out, with why.
+func (s *Set) Skipped() map[string]string {
+	return maps.Clone(s.now().skipped)
+}
+
+// Stored are the stored agents the set runs, by name.
+func (s *Set) Stored() []*Definition {
+	cur := s.now()
+	var out []*Definition
+	for _, name := range cur.names {
+		if d := cur.defs[name]; d.Stored {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func orCode(file string) string {
@@ -148,44 +266,29 @@ func dedupe(ss []string) []string {
 
 // Len returns the number of agents.
 func (s *Set) Len() int {
-	if s == nil {
-		return 0
-	}
-	return len(s.names)
+	return len(s.now().names)
 }
 
 // Names returns the agent names, sorted.
 func (s *Set) Names() []string {
-	if s == nil {
-		return nil
-	}
-	return append([]string(nil), s.names...)
+	return append([]string(nil), s.now().names...)
 }
 
 // Get returns an agent's definition.
 func (s *Set) Get(name string) (*Definition, bool) {
-	if s == nil {
-		return nil, false
-	}
-	d, ok := s.defs[name]
+	d, ok := s.now().defs[name]
 	return d, ok
 }
 
 // Graph returns the expanded chain of an agent that declares one.
 func (s *Set) Graph(name string) (*Graph, bool) {
-	if s == nil {
-		return nil, false
-	}
-	g, ok := s.graphs[name]
+	g, ok := s.now().graphs[name]
 	return g, ok
 }
 
 // Chain returns a copy of the compiled chain of an agent that declares one.
 func (s *Set) Chain(name string) (*chain.Chain, bool) {
-	if s == nil {
-		return nil, false
-	}
-	c, ok := s.chains[name]
+	c, ok := s.now().chains[name]
 	if !ok {
 		return nil, false
 	}
@@ -221,7 +324,7 @@ func (s *Set) RunChain(name string) (*chain.Chain, bool) {
 
 // compiler expands one agent's chain.
 type compiler struct {
-	s        *Set
+	idx      *index
 	root     *Definition
 	maxDepth int
 	c        *chain.Chain
@@ -231,9 +334,9 @@ type compiler struct {
 	overflow bool
 }
 
-func (s *Set) compile(root *Definition) (*chain.Chain, *Graph, []string) {
+func (idx *index) compile(root *Definition) (*chain.Chain, *Graph, []string) {
 	spec := root.Spec.Chain
-	k := &compiler{s: s, root: root, maxDepth: spec.MaxDepthOrDefault()}
+	k := &compiler{idx: idx, root: root, maxDepth: spec.MaxDepthOrDefault()}
 	k.c = &chain.Chain{
 		Name:             ChainName(root.Name),
 		Description:      fmt.Sprintf("compiled from spec.chain of agent %s", root.Name),
@@ -277,7 +380,7 @@ func (k *compiler) expand(parent *Definition, parentID string, path []string, de
 	for i := range spec.OnComplete {
 		r := &spec.OnComplete[i]
 		ref := fmt.Sprintf("spec.chain.on_complete[%d]", i)
-		target, ok := k.s.defs[r.Agent]
+		target, ok := k.idx.defs[r.Agent]
 		if !ok {
 			k.fail("%s: %s names agent %q, which does not exist (path: %s)", parent.where(), ref, r.Agent, strings.Join(append(clone(path), r.Agent), " -> "))
 			continue
@@ -348,7 +451,7 @@ func (k *compiler) expand(parent *Definition, parentID string, path []string, de
 					Description: "on_error: continue of " + id, Config: map[string]any{configContinu: true}}
 			}
 		default:
-			if _, ok := k.s.defs[pol]; !ok {
+			if _, ok := k.idx.defs[pol]; !ok {
 				k.fail("%s: %s.on_error names agent %q, which does not exist (on_error is stop, continue or the name of an agent)", parent.where(), ref, pol)
 				continue
 			}

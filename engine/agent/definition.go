@@ -75,8 +75,12 @@ type Definition struct {
 	Repair       *Int       `yaml:"repair,omitempty" json:"repair,omitempty"`
 	Spec         Spec       `yaml:"spec,omitempty" json:"spec"`
 
-	// File is the file the agent was loaded from ("" when built in code).
+	// File is the file the agent was loaded from ("" when built in code
+	// or stored).
 	File string `yaml:"-" json:"file,omitempty"`
+	// Stored: the agent is kept in the store, at Version.
+	Stored  bool `yaml:"-" json:"stored,omitempty"`
+	Version int  `yaml:"-" json:"version,omitempty"`
 
 	schema  *Schema
 	checked bool
@@ -267,7 +271,25 @@ func (d *Definition) where() string {
 	if d.File != "" {
 		return fmt.Sprintf("%s: agent %q", d.File, d.Name)
 	}
+	if d.Stored {
+		return fmt.Sprintf("stored agent %q", d.Name)
+	}
 	return fmt.Sprintf("agent %q", d.Name)
+}
+
+// ParseStored reads an agent kept in the store: its source (YAML or JSON,
+// as a file holds it) at a version. name is the record's: a source naming
+// another agent, or none, is an error.
+func ParseStored(source []byte, name string, version int) (*Definition, error) {
+	d, err := Parse(source, "")
+	if err != nil {
+		return nil, err
+	}
+	if d.Name != name {
+		return nil, fmt.Errorf("the definition is named %q, but it is stored as %q", d.Name, name)
+	}
+	d.Stored, d.Version = true, version
+	return d, nil
 }
 
 // Parse reads one agent definition. file names it in errors; when the YAML

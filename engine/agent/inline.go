@@ -96,6 +96,45 @@ func decodeDefined(nd *chain.Node, fields map[string]any, kinds llm.Kinds) (*Def
 	return &d, nil
 }
 
+// DefinedSource is the agent node nd defines written as an agent file
+// (YAML) named name, for keeping it in the store as a reusable agent: its
+// config's settings with output_schema under spec. The agent is checked
+// first (with the host's providers, nil: any); with problems there is no
+// source.
+func DefinedSource(nd *chain.Node, name, description string, kinds llm.Kinds) ([]byte, []tool.Problem) {
+	if !Defined(nd) {
+		return nil, []tool.Problem{{Field: "config.model", Message: fmt.Sprintf("node %q defines no agent (config.model) to save", nd.ID)}}
+	}
+	if _, probs := DefinedAgent(nd, kinds); len(probs) > 0 {
+		return nil, probs
+	}
+	// In the order an agent file is read: name first, output_schema last.
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	add := func(k string, v any) {
+		var val yaml.Node
+		if err := val.Encode(v); err == nil {
+			doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k}, &val)
+		}
+	}
+	add("name", name)
+	if description != "" {
+		add("description", description)
+	}
+	for _, k := range inlineKeys {
+		if v, ok := nd.Config[k]; ok && k != configOutputSchema {
+			add(k, v)
+		}
+	}
+	if v, ok := nd.Config[configOutputSchema]; ok {
+		add("spec", map[string]any{"output_schema": v})
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, []tool.Problem{{Field: "config", Message: "config cannot be written as an agent file: " + err.Error()}}
+	}
+	return out, nil
+}
+
 // definedName is the name a defined agent reports itself by (its events,
 // its usage rows): the node's id where that is an agent name.
 func definedName(id string) string {

@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		{"ScheduleTickFiresOnce", testScheduleTickFiresOnce},
 		{"HookSignatures", testHookSignatures},
 		{"Usage", testUsage},
+		{"Agents", testAgents},
 		{"Credentials", testCredentials},
 		{"ChainMCP", testChainMCP},
 		{"MCPServers", testMCPServers},

@@ -39,6 +39,7 @@ type Store interface {
 	store.TriggerStore
 	store.UserStore
 	store.MCPServerStore
+	store.AgentStore
 	RunUsage(ctx context.Context, runID string) ([]store.ModelCall, error)
 	Usage(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error)
 	Ping(ctx context.Context) error
