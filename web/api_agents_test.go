@@ -79,7 +79,7 @@ func TestAgentList(t *testing.T) {
 	_, ts2 := newAgentServer(t, filepath.Join(t.TempDir(), "missing"))
 	r = do(t, ts2, "GET", "/v1/agents", nil)
 	wantStatus(t, r, http.StatusOK)
-	if string(r.body) != `{"agents":[],"total":0}`+"\n" {
+	if string(r.body) != `{"agents":[],"not_loaded":[],"total":0}`+"\n" {
 		t.Fatalf("%s", r.body)
 	}
 }

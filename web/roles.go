@@ -124,6 +124,10 @@ var routeActions = map[string]httpcore.Action{
 	"GET /v1/agents/:name/chain":              httpcore.ActRead,
 	"POST /v1/agents/:name/run":               httpcore.ActEdit,
 	"GET /v1/agents/:name/models":             httpcore.ActRead, // asks the server the agent file names, for model ids only
+	"POST /v1/agents":                         httpcore.ActEdit,
+	"PUT /v1/agents/:name":                    httpcore.ActEdit,
+	"DELETE /v1/agents/:name":                 httpcore.ActAdmin,
+	"GET /v1/agents/:name/versions":           httpcore.ActRead,
 	"GET /v1/models":                          httpcore.ActEdit, // asks a server the caller names, with a credential, as a run would
 	"GET /v1/providers":                       httpcore.ActRead,
 	"GET /v1/chains/:id/triggers":             httpcore.ActRead,

@@ -143,6 +143,10 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/agents/:name/chain", s.api.Admin.AgentChain)
 	v1.POST("/agents/:name/run", s.api.Admin.RunAgent)
 	v1.GET("/agents/:name/models", s.api.Admin.AgentModels)
+	v1.POST("/agents", s.api.Admin.CreateAgent)
+	v1.PUT("/agents/:name", s.api.Admin.PutAgent)
+	v1.DELETE("/agents/:name", s.api.Admin.DeleteAgent)
+	v1.GET("/agents/:name/versions", s.api.Admin.AgentVersions)
 	v1.GET("/models", s.api.Admin.ListModels) // a model block's models, as an agent's form is filled in
 	v1.GET("/providers", s.api.Admin.ListProviders)
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
@@ -18,7 +19,9 @@ import (
 	"github.com/chainstudio/studio/internal/telemetry"
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/runs/riverqueue"
+	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/store/vault"
+	"github.com/chainstudio/studio/web/ops"
 )
 
 // Main is what the processes that execute runs (serve and worker) share:
@@ -184,8 +187,36 @@ func (m *Main) openTools(ctx context.Context) error {
 	if m.Agents, err = agent.LoadDir(*m.agentsDir, agent.LoadOptions{Tools: agentToolKnown(m.Registry), Providers: modelProviders, URLRefused: urlRefused}); err != nil {
 		return err
 	}
+	if err := ops.LoadStoredAgents(ctx, m.DB, m.Agents); err != nil {
+		return fmt.Errorf("stored agents: %w", err)
+	}
+	pollCtx, stopPoll := context.WithCancel(context.Background())
+	polled := make(chan struct{})
+	go func() { defer close(polled); pollStoredAgents(pollCtx, m.DB, m.Agents, storedAgentsPollPeriod, m.Log) }()
+	m.onClose(func() error { stopPoll(); <-polled; return nil })
 	m.ModelHTTP = builtin.ModelHTTPClient(*m.modelAllowPrivate)
 	return nil
+}
+
+// storedAgentsPollPeriod is how soon a process runs an agent another
+// process (or `studio agents`) stored; a change through this process's
+// API applies at once.
+const storedAgentsPollPeriod = 10 * time.Second
+
+// pollStoredAgents reloads the stored agents every period until ctx ends.
+func pollStoredAgents(ctx context.Context, db store.AgentStore, set *agent.Set, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := ops.LoadStoredAgents(ctx, db, set); err != nil && ctx.Err() == nil {
+			log.Warn("stored agents: reload", "err", err)
+		}
+	}
 }
 
 // keySource is where the credentials key is (credentialKeySource).
