@@ -41,6 +41,7 @@ func commands() []command {
 			return cmdCredentials(ctx, args, os.Stdin, stdout, stderr)
 		}},
 		{"mcp-servers", "add, list or remove the MCP servers whose tools chains call as mcp:<server>/<tool>", cmdMCPServers},
+		{"agents", "import agent files into the store as reusable agents, list or remove them", cmdAgents},
 		{"backup", "write a consistent copy of the database (safe while the studio runs)", cmdBackup},
 		{"help", "show this list, or `studio help COMMAND` for a command's flags", nil},
 	}
