@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -196,5 +197,59 @@ func TestLoadStoredAgentsFromTheStore(t *testing.T) {
 	r := do(t, ts, "GET", "/v1/agents", nil)
 	if !strings.Contains(string(r.body), `"name":"broken"`) || !strings.Contains(string(r.body), "mystery") {
 		t.Fatalf("broken is not listed as not loaded: %s", r.body)
+	}
+}
+
+// The Agents pages store agents as a person would: New agent (refused with
+// what was typed kept, then created), Edit from the version read, Import a
+// file agent into the store, Delete.
+func TestStoredAgentPages(t *testing.T) {
+	t.Parallel()
+	set, db, ts := storedAgentServer(t)
+	origin := []string{"Origin", ts.URL}
+	// A form that stores answers 303 to the agent's page: follow it.
+	pageForm := func(t *testing.T, ts *httptest.Server, path string, form url.Values, headers ...string) (int, string) {
+		t.Helper()
+		res, body := pageDo(t, ts.URL, "POST", path, "application/x-www-form-urlencoded", form.Encode(), headers...)
+		if res.StatusCode != http.StatusSeeOther {
+			return res.StatusCode, body
+		}
+		res, body = pageDo(t, ts.URL, "GET", res.Header.Get("Location"), "", "")
+		return res.StatusCode, body
+	}
+	code, body := pageForm(t, ts, "/agents/new", url.Values{"name": {"notes"}, "source": {"name: notes\ntool: teleport\n"}}, origin...)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "tool &#34;teleport&#34; does not exist") || !strings.Contains(body, "tool: teleport") {
+		t.Fatalf("refused form: %d\n%s", code, body)
+	}
+	code, body = pageForm(t, ts, "/agents/new", url.Values{"name": {"notes"}, "source": {notesAgent}, "message": {"first"}}, origin...)
+	if code != http.StatusOK || !strings.Contains(body, "Agent notes") || !strings.Contains(body, "stored, version 1") {
+		t.Fatalf("created: %d\n%s", code, body)
+	}
+	res, edit := pageDo(t, ts.URL, "GET", "/agents/notes/edit", "", "")
+	if res.StatusCode != http.StatusOK || !strings.Contains(edit, `name="base_version" value="1"`) || !strings.Contains(edit, "Save version 2") {
+		t.Fatalf("edit form: %d\n%s", res.StatusCode, edit)
+	}
+	v2 := strings.Replace(notesAgent, "Writes the query down.", "Writes it down.", 1)
+	code, body = pageForm(t, ts, "/agents/notes/edit", url.Values{"source": {v2}, "base_version": {"1"}}, origin...)
+	if code != http.StatusOK || !strings.Contains(body, "stored, version 2") || !strings.Contains(body, "Writes it down.") {
+		t.Fatalf("edited: %d\n%s", code, body)
+	}
+	code, body = pageForm(t, ts, "/agents/notes/edit", url.Values{"source": {notesAgent}, "base_version": {"1"}}, origin...)
+	if code != http.StatusConflict || !strings.Contains(body, "reload this page") {
+		t.Fatalf("stale edit: %d\n%s", code, body)
+	}
+	code, body = pageForm(t, ts, "/agents/crm-logger/import", url.Values{}, origin...)
+	if code != http.StatusOK || !strings.Contains(body, "stored, version 1") {
+		t.Fatalf("import: %d\n%s", code, body)
+	}
+	if d, ok := set.Get("crm-logger"); !ok || !d.Stored {
+		t.Fatalf("crm-logger after import: %+v", d)
+	}
+	if a, err := db.GetAgent(context.Background(), "crm-logger"); err != nil || !strings.Contains(a.Message, "imported from") {
+		t.Fatalf("stored crm-logger: %+v, %v", a, err)
+	}
+	code, body = pageForm(t, ts, "/agents/notes/delete", url.Values{}, origin...)
+	if code != http.StatusOK || strings.Contains(body, `href="/agents/notes"`) {
+		t.Fatalf("delete: %d\n%s", code, body)
 	}
 }

@@ -53,6 +53,12 @@ var routeActions = map[string]httpcore.Action{
 	"GET /runs/:id/compare":                httpcore.ActRead,
 	"GET /agents":                          httpcore.ActRead,
 	"GET /agents/:name":                    httpcore.ActRead,
+	"GET /agents/new":                      httpcore.ActEdit,
+	"POST /agents/new":                     httpcore.ActEdit,
+	"GET /agents/:name/edit":               httpcore.ActEdit,
+	"POST /agents/:name/edit":              httpcore.ActEdit,
+	"POST /agents/:name/import":            httpcore.ActEdit,
+	"POST /agents/:name/delete":            httpcore.ActAdmin,
 	"POST /agents/:name/run":               httpcore.ActEdit,
 	"GET /usage":                           httpcore.ActRead,
 	"GET /inbox":                           httpcore.ActRead, // answering goes through resume

@@ -64,7 +64,13 @@ func (s *Server) routes(e *echo.Echo) {
 	// the Agents pages (list, one agent with its expanded chain,
 	// run from a form).
 	e.GET("/agents", s.pages.Settings.PageAgents)
+	e.GET("/agents/new", s.pages.Settings.PageNewAgent)
+	e.POST("/agents/new", s.pages.Settings.PageSaveAgent)
 	e.GET("/agents/:name", s.pages.Settings.PageAgent)
+	e.GET("/agents/:name/edit", s.pages.Settings.PageEditAgent)
+	e.POST("/agents/:name/edit", s.pages.Settings.PageSaveAgent)
+	e.POST("/agents/:name/import", s.pages.Settings.PageImportAgent)
+	e.POST("/agents/:name/delete", s.pages.Settings.PageDeleteAgent)
 	e.POST("/agents/:name/run", s.pages.Settings.PageRunAgent)
 
 	e.GET("/usage", s.pages.Runs.PageUsage)
