@@ -217,11 +217,11 @@ func TestStoredAgentPages(t *testing.T) {
 		res, body = pageDo(t, ts.URL, "GET", res.Header.Get("Location"), "", "")
 		return res.StatusCode, body
 	}
-	code, body := pageForm(t, ts, "/agents/new", url.Values{"name": {"notes"}, "source": {"name: notes\ntool: teleport\n"}}, origin...)
+	code, body := pageForm(t, ts, "/agents/new", url.Values{"source": {"name: notes\ntool: teleport\n"}}, origin...)
 	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "tool &#34;teleport&#34; does not exist") || !strings.Contains(body, "tool: teleport") {
 		t.Fatalf("refused form: %d\n%s", code, body)
 	}
-	code, body = pageForm(t, ts, "/agents/new", url.Values{"name": {"notes"}, "source": {notesAgent}, "message": {"first"}}, origin...)
+	code, body = pageForm(t, ts, "/agents/new", url.Values{"source": {notesAgent}, "message": {"first"}}, origin...)
 	if code != http.StatusOK || !strings.Contains(body, "Agent notes") || !strings.Contains(body, "stored, version 1") {
 		t.Fatalf("created: %d\n%s", code, body)
 	}

@@ -70,6 +70,12 @@ func (s *Env) SaveAgent(ctx context.Context, who string, req AgentSave) (*store.
 	if strings.TrimSpace(req.Source) == "" {
 		return nil, httpcore.Error(httpcore.EINVALID, "invalid_agent", "definition: empty; an agent needs at least a name and a model, tool or chain", nil)
 	}
+	if req.Name == "" {
+		// A new agent's name is the one its source gives.
+		if d, err := agent.Parse([]byte(req.Source), ""); err == nil {
+			req.Name = d.Name
+		}
+	}
 	def, err := agent.ParseStored([]byte(req.Source), req.Name, req.BaseVersion+1)
 	if err != nil {
 		return nil, httpcore.Error(httpcore.EINVALID, "invalid_agent", err.Error(), nil)
