@@ -172,3 +172,73 @@ test('an agent defined in its node: credential and model picked, a tool with a f
   assert.equal(first.tools[0].function.parameters.properties.expression, undefined, 'the fixed input is hidden from the model');
   await page.done();
 });
+
+test('save a node\'s agent as a reusable agent, then use it in a second chain', async () => {
+  const config = { model: { credential: 'local-llm', name: 'fake-model' }, system_prompt: 'You greet people.', prompt: 'Greet {{ query }}' };
+  const first = await call('POST', '/v1/chains', {
+    name: 'saves-an-agent', sample_input: { name: 'Ada' },
+    nodes: [{ node_id: 'greet', kind: 'agent', label: 'Greet', input_map: { query: 'input.name' }, config, position: { x: 0, y: 0 } }],
+  });
+  const page = await open('');
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(base + '/chains/' + first.id);
+  await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
+  await page.click('#node-table button.select-node[data-node-id="greet"]');
+  await page.waitForSelector('.props[data-id="greet"] #save-agent');
+  // by keyboard: open the block, name the agent, save
+  await page.focus('#save-agent summary');
+  await page.keyboard.press('Enter');
+  await page.fill('#save-agent-name', 'greeter');
+  await page.focus('#save-agent-description');
+  await page.keyboard.type('Greets people by name.');
+  await page.screenshot({ path: join(SHOTS, 'agent-save-as.png') });
+  await page.focus('#save-agent-button');
+  await page.keyboard.press('Enter');
+  // the node now names the stored agent, and the draft is saved so
+  await page.waitForFunction(() => document.querySelector('.props[data-id="greet"] #agent-select')?.value === 'greeter');
+  let saved;
+  for (let i = 0; i < 100; i++) {
+    await page.waitForFunction(() => document.getElementById('save-state').dataset.state === 'saved', null, { timeout: 10000 });
+    saved = await call('GET', '/v1/chains/' + first.id);
+    if (saved.doc.nodes[0].name === 'greeter') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(saved.doc.nodes[0].name, 'greeter');
+  assert.deepEqual(saved.issues.filter((i) => i.severity === 'error'), [], 'the node naming the stored agent validates');
+  const stored = await call('GET', '/v1/agents/greeter');
+  assert.equal(stored.agent.source, 'store');
+  assert.equal(stored.agent.version, 1);
+  assert.equal(stored.stored.description, 'Greets people by name.');
+
+  // a second chain picks it from the Agents list and runs it
+  const second = await call('POST', '/v1/chains', {
+    name: 'uses-an-agent', sample_input: { name: 'Grace' },
+    nodes: [{ node_id: 'hello', kind: 'agent', label: 'Hello', input_map: { query: 'input.name' }, position: { x: 0, y: 0 } }],
+  });
+  await page.goto(base + '/chains/' + second.id);
+  await page.waitForFunction(() => document.getElementById('editor').dataset.ready === '1');
+  await page.click('#node-table button.select-node[data-node-id="hello"]');
+  await page.waitForSelector('.props[data-id="hello"] #agent-select');
+  await page.selectOption('.props[data-id="hello"] #agent-select', 'greeter');
+  for (let i = 0; i < 100; i++) {
+    await page.waitForFunction(() => document.getElementById('save-state').dataset.state === 'saved', null, { timeout: 10000 });
+    saved = await call('GET', '/v1/chains/' + second.id);
+    if (saved.doc.nodes[0].name === 'greeter') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(saved.doc.nodes[0].name, 'greeter');
+  const before = fake.bodies.length;
+  const r = await call('POST', '/v1/chains/' + second.id + '/runs', { input: { name: 'Grace' }, version: 'draft' });
+  await page.goto(base + '/runs/' + r.run_id);
+  await page.waitForFunction(() => /completed|failed/.test((document.querySelector('.runpage .status') || {}).textContent || ''), null, { timeout: 20000 });
+  const run = await call('GET', '/v1/runs/' + r.run_id);
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+  assert.equal(fake.bodies[before].messages[1].content, 'Greet Grace', 'the stored agent\'s prompt');
+
+  // the Agents page lists it as stored
+  await page.goto(base + '/agents');
+  const row = page.locator('#agents-table tr', { hasText: 'greeter' });
+  assert.match(await row.textContent(), /stored, version 1/);
+  await page.screenshot({ path: join(SHOTS, 'agents-stored.png') });
+  await page.done();
+});

@@ -96,6 +96,37 @@ export function install(ed) {
   // once the change is saved into the document (the focus stays on the picker)
   propsEl.addEventListener('change', (e) => { if (e.target.id === 'agent-select') ed.scheduleProps(); });
 
+  // Save as agent: the agent this node defines is stored under a name
+  // (POST /v1/agents with the node, checked as the runtime will), and the
+  // node names it from then on, its settings dropped: one undo step.
+  propsEl.addEventListener('click', async (e) => {
+    if (!(e.target instanceof Element) || e.target.id !== 'save-agent-button') return;
+    const panel = propsEl.querySelector('.props[data-target="node"]');
+    const n = panel && ed.nodeById(panel.dataset.id);
+    const status = propsEl.querySelector('#save-agent-status');
+    if (!n || !status) return;
+    const name = propsEl.querySelector('#save-agent-name').value.trim();
+    const description = propsEl.querySelector('#save-agent-description').value.trim();
+    status.classList.remove('login-error');
+    status.textContent = 'Saving…';
+    try {
+      const saved = await api.post('/v1/agents', { name, description, node: n, message: 'saved from node ' + n.node_id + ' of ' + (ed.doc.name || 'a chain') });
+      ed.mutate(() => {
+        n.name = saved.name;
+        n.config = {};
+        ed.refreshNode(n.node_id);
+      });
+      await showProps();
+      const sel = propsEl.querySelector('#agent-select');
+      if (sel) sel.focus();
+      ed.flash(`Saved as agent ${saved.name} (version ${saved.version}); this node now uses it.`);
+    } catch (err) {
+      status.classList.add('login-error');
+      status.setAttribute('role', 'alert');
+      status.textContent = err.message;
+    }
+  });
+
   // keepFocus notes the panel field that has the focus before the panel is
   // redrawn and returns the function that gives it back afterwards, to the
   // same field of the new panel, with what was typed there since the panel
