@@ -129,8 +129,18 @@ test('an agent defined in its node: credential and model picked, a tool with a f
   await page.fill(form + ' textarea.sf-json', '');
 
   // a tool: transform, its expression fixed (the model gives data only)
+  // each tool is a form of its own: the tool picked from the studio's,
+  // its name and description for the model, its fixed input as JSON
   await page.click(form + ' button.sf-add[aria-label="Add item to tools"]');
-  await page.keyboard.type('{"tool":"transform","name":"say","description":"Says it back.","input":{"expression":"@"}}');
+  const tool = page.locator(form + ' .sf-item-object').first();
+  assert.equal(await tool.locator('legend').textContent(), 'tools 1');
+  assert.ok(await tool.locator('input').first().evaluate((i) => i === document.activeElement), 'the new tool\'s first field has the focus');
+  const toolList = await tool.locator('input').first().getAttribute('list');
+  await page.waitForFunction((id) => document.getElementById(id)?.querySelector('option[value="transform"]'), toolList);
+  await page.keyboard.type('transform', { delay: 5 });
+  await tool.locator('.sf-field[data-path$="name"] input').fill('say');
+  await tool.locator('.sf-field[data-path$="description"] input').fill('Says it back.');
+  await tool.locator('.sf-field[data-path$="input"] textarea').fill('{"expression": "@"}');
   await page.keyboard.press('Tab');
   await page.screenshot({ path: join(SHOTS, 'agent-defined-form.png') });
   assert.deepEqual(await violations(page), [], 'the agent form passes axe');

@@ -114,14 +114,15 @@ func DefinedConfigSchema(kinds llm.Kinds) map[string]any {
 	tool := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"tool":            map[string]any{"type": "string", "description": "a studio tool (built-in or MCP)"},
-			"chain":           map[string]any{"type": "string", "description": "a saved chain (its published version)"},
-			"name":            map[string]any{"type": "string", "description": "the name the model calls it by"},
+			"tool":            map[string]any{"type": "string", "x-tools": true, "description": "a studio tool, built-in or MCP (mcp:server/tool); or set chain"},
+			"chain":           map[string]any{"type": "string", "x-chains": true, "description": "a saved chain the model may run; or set tool"},
+			"name":            map[string]any{"type": "string", "description": "the name the model calls it by (default: the tool's or the chain's)"},
 			"description":     map[string]any{"type": "string", "description": "what the model reads to decide when to call it"},
-			"input":           map[string]any{"type": "object", "description": "fixed input, hidden from the model and merged over its arguments"},
+			"input":           map[string]any{"type": "object", "x-format": "json", "description": "fixed input, a JSON object: hidden from the model and merged over its arguments, e.g. {\"method\": \"GET\"}"},
 			"approval":        map[string]any{"type": "string", "enum": []any{"required"}, "description": "required: a person approves each call in the inbox"},
 			"timeout_seconds": map[string]any{"type": "number", "minimum": 0},
 		},
+		"x-order": []any{"tool", "chain", "name", "description", "input", "approval", "timeout_seconds"},
 	}
 	return map[string]any{
 		"type": "object",

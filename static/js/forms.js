@@ -423,6 +423,7 @@ function field(f, path, s, required, mapped) {
     widget.value = shown(s, cur);
     widget.addEventListener('input', () => change(typed(s, widget.value)));
     if (s['x-models']) modelList(f, path, widget, wrap);
+    if (s['x-tools'] || s['x-chains']) nameList(widget, wrap, s['x-tools'] ? toolNames : chainNames);
   }
   const row = el('div', { class: 'sf-row' }, widget);
   if (f.fs.dataset.f === 'input' && path.length === 1 && f.fs.closest('.props') && f.fs.closest('.props').querySelector('fieldset[data-f="input_map"]')) {
@@ -585,6 +586,29 @@ function modelList(f, path, input, wrap) {
   wrap.append(list, status);
 }
 
+// nameList offers names to pick in a text field (what it may name: the
+// studio's tools, its saved chains), asked for once per page when the
+// field first gets the focus; any name can still be typed.
+function nameList(input, wrap, names) {
+  const list = el('datalist', { id: input.id + '-names' });
+  input.setAttribute('list', list.id);
+  input.addEventListener('focus', () => names().then((ns) => { if (!list.children.length) list.replaceChildren(...ns.map((n) => el('option', { value: n }))); }), { once: true });
+  wrap.append(list);
+}
+
+// toolNames and chainNames are, once per page, the studio's tools (built-in
+// and MCP) and its saved chains, by name.
+let tools = null;
+function toolNames() {
+  if (!tools) tools = api.get('/v1/tools').then((b) => (b.tools || []).filter((t) => t.enabled !== false).map((t) => t.name)).catch(() => []);
+  return tools;
+}
+let chains = null;
+function chainNames() {
+  if (!chains) chains = api.get('/v1/chains?limit=1000').then((b) => (b.chains || []).map((c) => c.name)).catch(() => []);
+  return chains;
+}
+
 // credentialList lists, once per page, the credentials this chain may use
 // ({name, type}).
 let credentials = null;
@@ -615,12 +639,30 @@ function rows(f, path, s, t, id, described) {
     box.replaceWith(fresh);
     const ins = fresh.querySelectorAll('input');
     const rms = fresh.querySelectorAll(':scope > .sf-row > .sf-remove');
-    if (focus === 'last' && ins.length) ins[t === 'array' ? ins.length - 1 : ins.length - 2].focus();
+    const objects = fresh.querySelectorAll(':scope > .sf-item-object');
+    if (focus === 'last' && objects.length) { const first = objects[objects.length - 1].querySelector('input, select, textarea'); if (first) first.focus(); }
+    else if (focus === 'last' && ins.length) ins[t === 'array' ? ins.length - 1 : ins.length - 2].focus();
+    else if (typeof focus === 'number' && objects.length) { const r = fresh.querySelectorAll('.sf-item-object .sf-remove'); (r[focus] || r[focus - 1] || fresh.querySelector('.sf-add')).focus(); }
     else if (typeof focus === 'number' && (rms[focus] || rms[focus - 1])) (rms[focus] || rms[focus - 1]).focus();
     else { const add = fresh.querySelector('.sf-add'); if (add) add.focus(); }
     commit(f);
   };
-  if (t === 'array') {
+  if (t === 'array' && isObj(is.properties) && Object.keys(is.properties).length) {
+    // items that are objects with known fields (an agent's tools): each a
+    // form of its own, numbered, with its remove button
+    const list = Array.isArray(cur) ? cur : [];
+    list.slice(0, MAX_ROWS).forEach((v, i) => {
+      if (!isObj(v)) list[i] = {};
+      const item = field(f, path.concat([i]), { ...is, description: undefined }, false, null);
+      const legend = item.querySelector('legend');
+      if (legend) legend.textContent = name + ' ' + (i + 1);
+      const rm = el('button', { type: 'button', class: 'small sf-remove', 'aria-label': 'Remove ' + name + ' ' + (i + 1), text: '✕ Remove' });
+      rm.addEventListener('click', () => { const a = getAt(f.state, path); a.splice(i, 1); if (!a.length) setAt(f.state, path, undefined); redraw(i); });
+      (item.querySelector('fieldset') || item).append(rm);
+      box.append(el('div', { class: 'sf-row sf-item-object' }, item));
+    });
+    if (!Array.isArray(cur) && cur !== undefined) box.append(el('p', { class: 'expr-err', text: 'want a list, got ' + JSON.stringify(cur) + ' (fix it in Raw JSON)' }));
+  } else if (t === 'array') {
     const list = Array.isArray(cur) ? cur : [];
     list.slice(0, MAX_ROWS).forEach((v, i) => {
       const inp = el('input', { type: 'text', class: 'sf-item', value: shown(is, v), 'aria-label': name + ' item ' + (i + 1), autocomplete: 'off', spellcheck: 'false' });
@@ -659,7 +701,7 @@ function rows(f, path, s, t, id, described) {
     if (t === 'array') {
       const a = Array.isArray(getAt(f.state, path)) ? getAt(f.state, path) : [];
       if (a.length >= MAX_ROWS) return;
-      a.push('');
+      a.push(isObj(is.properties) ? {} : '');
       setAt(f.state, path, a);
     } else {
       const o = isObj(getAt(f.state, path)) ? getAt(f.state, path) : {};
