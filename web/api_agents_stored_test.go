@@ -231,7 +231,7 @@ func TestStoredAgentPages(t *testing.T) {
 	}
 	v2 := strings.Replace(notesAgent, "Writes the query down.", "Writes it down.", 1)
 	code, body = pageForm(t, ts, "/agents/notes/edit", url.Values{"source": {v2}, "base_version": {"1"}}, origin...)
-	if code != http.StatusOK || !strings.Contains(body, "stored, version 2") || !strings.Contains(body, "Writes it down.") {
+	if code != http.StatusOK || !strings.Contains(body, "stored, version 2") || !strings.Contains(body, "Writes it down.") || !strings.Contains(body, `id="agent-versions"`) || !strings.Contains(body, "<td>first</td>") {
 		t.Fatalf("edited: %d\n%s", code, body)
 	}
 	code, body = pageForm(t, ts, "/agents/notes/edit", url.Values{"source": {notesAgent}, "base_version": {"1"}}, origin...)

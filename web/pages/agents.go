@@ -14,6 +14,7 @@ import (
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/llm"
 	"github.com/chainstudio/studio/engine/redact"
+	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/views"
 	"github.com/chainstudio/studio/web/httpcore"
 	"github.com/chainstudio/studio/web/ops"
@@ -162,7 +163,17 @@ func (s *Settings) renderAgent(c echo.Context, name, problem string) error {
 	if problem != "" {
 		status = httpcore.ErrorStatusCode(httpcore.EINVALID) // the page shows the problem
 	}
-	return RenderPage(c, status, views.AgentPage(agentRow(d, g), g, docJSON, problem, agentModelView(d, s.Providers)))
+	var versions []views.AgentVersion
+	if d.Stored {
+		vs, err := s.DB.AgentVersions(c.Request().Context(), d.Name)
+		if err != nil && store.ErrorCode(err) != store.ENOTFOUND {
+			return httpcore.StoreErr(err, "agent "+ops.Quote(d.Name))
+		}
+		for _, v := range vs {
+			versions = append(versions, views.AgentVersion{Version: v.Version, By: v.UpdatedBy, At: v.Updated.Format("2006-01-02 15:04 UTC"), Message: v.Message})
+		}
+	}
+	return RenderPage(c, status, views.AgentPage(agentRow(d, g), g, docJSON, problem, agentModelView(d, s.Providers), versions))
 }
 
 // agentModelView is where a model agent's calls go, for its page; nil for
