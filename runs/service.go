@@ -116,6 +116,10 @@ type Options struct {
 	// Credentials resolves the stored credentials a run's tools name; nil:
 	// a tool that names one fails with tool.ErrNoCredentials.
 	Credentials Credentials
+	// TriggerBudgets and CredentialBudgets read the day budgets of
+	// schedules and webhooks, and of stored credentials (nil: none).
+	TriggerBudgets    TriggerBudgets
+	CredentialBudgets CredentialBudgets
 }
 
 // DefaultMaxRunning is how many runs execute at once when no flag says:
@@ -139,7 +143,8 @@ type Service struct {
 	traces   store.UsageStore
 	creds    Credentials
 	budgets  Budgets
-	valid    validation // the checks a chain passes before it runs
+	book     *budgetBook // the chains', triggers' and credentials' budgets
+	valid    validation  // the checks a chain passes before it runs
 	now      func() time.Time
 
 	queue Queue
@@ -229,6 +234,8 @@ func New(opts Options) (*Service, error) {
 		attemptCtx, onRun = opts.Tracer.AttemptContext, opts.Tracer.OnRun
 	}
 	s.budgets = opts.Budgets
+	usage, _ := opts.Store.(store.UsageStore)
+	s.book = newBudgetBook(opts, usage, opts.Store.GetRunInfo)
 	agentRunner, chains := s.agentHooks(opts)
 	s.hub.SetLimits(opts.MaxWatchers, opts.MaxWatchersPerRun)
 	s.eng = engine.New(engine.Options{
@@ -242,6 +249,7 @@ func New(opts Options) (*Service, error) {
 
 		AttemptContext: attemptCtx,
 		OnRun:          onRun,
+		RunContext:     s.book.runContext,
 		Compile:        s.engineCompile,
 	})
 	return s, nil

@@ -41,6 +41,7 @@ func newValidation(opts Options) validation {
 		Schemas:         reg.NodeSchemas(opts.Agents.NodeSchemas),
 		Check:           reg.NodeCheck,
 		NodeConfig:      opts.Agents.CheckNode,
+		Unpriced:        opts.Prices == nil,
 	}}
 }
 
