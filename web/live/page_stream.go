@@ -139,7 +139,7 @@ func (st *sseStream) finishPage(ctx context.Context) error {
 	if err != nil {
 		return st.fail(err)
 	}
-	usage, err := renderHTML(ctx, views.RunUsagePanel(ops.RunUsageView(f.usage, f.labels, s.Runs.Budgets())))
+	usage, err := renderHTML(ctx, views.RunUsagePanel(ops.RunUsageView(f.usage, f.labels, s.Runs, f.run)))
 	if err != nil {
 		return st.fail(err)
 	}
