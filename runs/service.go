@@ -18,6 +18,7 @@ import (
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/agent"
 	"github.com/chainstudio/studio/engine/chain"
+	"github.com/chainstudio/studio/engine/spend"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/engine/tool"
@@ -235,6 +236,24 @@ func New(opts Options) (*Service, error) {
 	}
 	s.budgets = opts.Budgets
 	usage, _ := opts.Store.(store.UsageStore)
+	// A store that keeps triggers' and credentials' budgets holds runs to
+	// them unless the host says otherwise.
+	if ts, ok := opts.Store.(interface {
+		TriggerBudget(context.Context, string) (store.DayBudget, error)
+	}); ok && opts.TriggerBudgets == nil {
+		opts.TriggerBudgets = func(ctx context.Context, id string) (spend.Limit, error) {
+			b, err := ts.TriggerBudget(ctx, id)
+			return spend.Limit{Tokens: b.Tokens, Cost: b.Cost}, err
+		}
+	}
+	if cs, ok := opts.Store.(interface {
+		CredentialBudget(context.Context, string) (store.DayBudget, error)
+	}); ok && opts.CredentialBudgets == nil {
+		opts.CredentialBudgets = func(ctx context.Context, name string) (spend.Limit, error) {
+			b, err := cs.CredentialBudget(ctx, name)
+			return spend.Limit{Tokens: b.Tokens, Cost: b.Cost}, err
+		}
+	}
 	s.book = newBudgetBook(opts, usage, opts.Store.GetRunInfo)
 	agentRunner, chains := s.agentHooks(opts)
 	s.hub.SetLimits(opts.MaxWatchers, opts.MaxWatchersPerRun)

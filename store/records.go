@@ -342,20 +342,6 @@ type DayBudget struct {
 // IsZero reports whether the budget limits nothing.
 func (b DayBudget) IsZero() bool { return b.Tokens <= 0 && b.Cost <= 0 }
 
-// CheckDayBudget refuses a negative budget, and one in cost when priced is
-// false (no price table); field prefixes the fields named ("budget").
-func CheckDayBudget(b DayBudget, field string, priced bool) error {
-	switch {
-	case b.Tokens < 0:
-		return Errorf(EINVALID, "%s.tokens is %d; a budget is 0 (none) or more", field, b.Tokens)
-	case b.Cost < 0:
-		return Errorf(EINVALID, "%s.cost is %g; a budget is 0 (none) or more", field, b.Cost)
-	case b.Cost > 0 && !priced:
-		return Errorf(EINVALID, "%s.cost is %g, but this studio has no price table (--prices): set %s.tokens instead, or start the studio with --prices", field, b.Cost, field)
-	}
-	return nil
-}
-
 // Firing is one tick of a schedule or one call of a hook, and what came of
 // it. A schedule's ticks are unique: a second firing of the same (trigger,
 // tick) is refused with ErrAlreadyFired, which is what makes a tick fire

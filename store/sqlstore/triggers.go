@@ -157,7 +157,7 @@ WHERE c.deleted_at IS NULL AND s.enabled = 1 ORDER BY s.created_at, s.id`
 	return out, rows.Err()
 }
 
-// encodeBudget is a budget as its column keeps it: JSON, '' for none.
+// encodeBudget is a budget as its column keeps it: JSON, ” for none.
 func encodeBudget(b store.DayBudget) string {
 	if b.IsZero() {
 		return ""
