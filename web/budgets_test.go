@@ -13,6 +13,7 @@ import (
 	"github.com/chainstudio/studio/engine/spend"
 	"github.com/chainstudio/studio/internal/testutil"
 	"github.com/chainstudio/studio/runs"
+	"github.com/chainstudio/studio/web/api"
 )
 
 // budgetChain is ten agent nodes at once, each asking the model at url for
@@ -268,5 +269,99 @@ func TestChainBudgetValidation(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Fatalf("missing %v in %s", want, r.body)
+	}
+}
+
+// A webhook's day budget holds the runs it starts: its run's call does not
+// fit and is refused naming the trigger's field, while a run started by
+// hand is not held to it; the listing shows the trigger's account. A bad
+// budget is refused naming the field.
+func TestTriggerBudget(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewOpenAI(t, llmtest.Turn{Text: "ok"})
+	set, _ := agent.NewSet(nil, agent.LoadOptions{Providers: testProviders})
+	_, ts := newTestServerOpts(t, Config{}, testRegistry(), func(o *runs.Options) { o.Agents = set })
+	id := createChain(t, ts, `{"name":"hooked","nodes":[{"node_id":"ask","kind":"agent","input":{"query":"hi"},"config":{"model":{"url":"`+model.URL+`/v1","name":"m","max_tokens":1000}}}]}`)
+	for body, field := range map[string]string{`{"budget":{"tokens":-1}}`: "budget.tokens", `{"budget":{"cost":0.5}}`: "budget.cost"} {
+		r := do(t, ts, "POST", "/v1/chains/"+id+"/hooks", body)
+		wantStatus(t, r, http.StatusBadRequest)
+		if e := r.json(t)["error"].(map[string]any); e["code"] != "invalid_budget" || e["details"].(map[string]any)["field"] != field {
+			t.Fatalf("%s: %s", body, r.body)
+		}
+	}
+	r := do(t, ts, "POST", "/v1/chains/"+id+"/hooks", `{"budget":{"tokens":500}}`)
+	wantStatus(t, r, http.StatusCreated)
+	hook := r.json(t)
+	if b := hook["budget"].(map[string]any); b["tokens"] != 500.0 {
+		t.Fatalf("hook: %v", hook)
+	}
+	hid := hook["id"].(string)
+	body := `{}`
+	r = do(t, ts, "POST", "/v1/hooks/"+hid, body, api.HookSignatureHeader, api.SignHook(hook["secret"].(string), time.Now(), []byte(body)))
+	wantStatus(t, r, http.StatusAccepted)
+	m := waitRun(t, ts, r.json(t)["run_id"].(string))
+	msg := fmt.Sprint(m["error"])
+	if m["status"] != "failed" || !strings.Contains(msg, "trigger "+hid+"'s daily budget is 500 tokens") || !strings.Contains(msg, "budget.tokens") || !strings.Contains(msg, "resets at ") {
+		t.Fatalf("hooked run %v: %s", m["status"], msg)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Fatalf("the model got %d requests", n)
+	}
+	if m := waitRun(t, ts, do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`).json(t)["run_id"].(string)); m["status"] != "completed" {
+		t.Fatalf("a run by hand %v: %v", m["status"], m["error"])
+	}
+	accounts := do(t, ts, "GET", "/v1/usage", nil).json(t)["budgets"].(map[string]any)["accounts"].([]any)
+	if len(accounts) != 1 || accounts[0].(map[string]any)["scope"] != "trigger" || accounts[0].(map[string]any)["name"] != hid {
+		t.Fatalf("accounts: %v", accounts)
+	}
+	// a schedule takes a budget too, checked the same way
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/schedules", `{"cron":"@daily","budget":{"cost":1}}`)
+	wantStatus(t, r, http.StatusBadRequest)
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/schedules", `{"cron":"@daily","enabled":false,"budget":{"tokens":900}}`)
+	wantStatus(t, r, http.StatusCreated)
+	if b, _ := r.json(t)["budget"].(map[string]any); b["tokens"] != 900.0 {
+		t.Fatalf("schedule: %s", r.body)
+	}
+}
+
+// A credential's day budget holds every model call that resolves it: the
+// call is refused naming the credential's field, and the credential and
+// the listing show the budget. A bad budget is refused naming the field.
+func TestCredentialBudget(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewOpenAI(t, llmtest.Turn{Text: "ok"})
+	set, _ := agent.NewSet(nil, agent.LoadOptions{Providers: testProviders})
+	srv, ts := newVaultServerTuned(t, Config{Logger: testLogger()}, func(o *runs.Options) { o.Agents = set })
+	h := roleTokens(t, srv)
+	r := do(t, ts, "POST", "/v1/credentials", `{"name":"local","type":"openai_compatible","fields":{"base_url":"`+model.URL+`/v1"},"budget":{"tokens":-3}}`, h["admin"]...)
+	wantStatus(t, r, http.StatusBadRequest)
+	if e := r.json(t)["error"].(map[string]any); e["details"].(map[string]any)["field"] != "budget.tokens" {
+		t.Fatalf("%s", r.body)
+	}
+	wantStatus(t, do(t, ts, "POST", "/v1/credentials", `{"name":"local","type":"openai_compatible","fields":{"base_url":"`+model.URL+`/v1"},"budget":{"tokens":500}}`, h["admin"]...), http.StatusCreated)
+	if b, _ := do(t, ts, "GET", "/v1/credentials/local", nil, h["admin"]...).json(t)["budget"].(map[string]any); b["tokens"] != 500.0 {
+		t.Fatalf("the credential lacks its budget")
+	}
+	id := createChainAs(t, ts, `{"name":"keyed","nodes":[{"node_id":"ask","kind":"agent","input":{"query":"hi"},"config":{"model":{"credential":"local","name":"m","max_tokens":1000}}}]}`, h["admin"])
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`, h["admin"]...)
+	wantStatus(t, r, http.StatusAccepted)
+	m := waitRunAs(t, ts, r.json(t)["run_id"].(string), h["admin"])
+	msg := fmt.Sprint(m["error"])
+	if m["status"] != "failed" || !strings.Contains(msg, "credential local's daily budget is 500 tokens") || !strings.Contains(msg, "credential's budget.tokens") {
+		t.Fatalf("run %v: %s", m["status"], msg)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Fatalf("the model got %d requests", n)
+	}
+	// raised, the next call is made and counts against it
+	wantStatus(t, do(t, ts, "PATCH", "/v1/credentials/local", `{"budget":{"tokens":5000}}`, h["admin"]...), http.StatusOK)
+	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`, h["admin"]...)
+	if m := waitRunAs(t, ts, r.json(t)["run_id"].(string), h["admin"]); m["status"] != "completed" {
+		t.Fatalf("run after raising %v: %v", m["status"], m["error"])
+	}
+	accounts := do(t, ts, "GET", "/v1/usage", nil, h["admin"]...).json(t)["budgets"].(map[string]any)["accounts"].([]any)
+	a, _ := accounts[0].(map[string]any)
+	if len(accounts) != 1 || a["scope"] != "credential" || a["name"] != "local" || a["limit"].(map[string]any)["tokens"] != 5000.0 || a["spent_tokens"].(float64) <= 0 {
+		t.Fatalf("accounts: %v", accounts)
 	}
 }

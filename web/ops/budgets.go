@@ -16,7 +16,7 @@ func CheckDayBudget(b *store.DayBudget, prices *pricing.Prices) error {
 		return nil
 	}
 	bad := func(field, msg string) error {
-		return httpcore.Error(httpcore.EINVALID, "invalid_budget", field+" "+msg, map[string]any{"field": field})
+		return httpcore.Error(httpcore.EBADREQUEST, "invalid_budget", field+" "+msg, map[string]any{"field": field})
 	}
 	switch {
 	case b.Tokens < 0:
