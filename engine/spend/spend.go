@@ -301,7 +301,7 @@ func ForCredential(ctx context.Context, name string) *Account {
 	if find == nil || name == "" {
 		return nil
 	}
-	if a := find(ctx, name); a != nil && !a.Limit().IsZero() {
+	if a := find(ctx, name); a != nil && (a.fail != nil || !a.Limit().IsZero()) {
 		return a
 	}
 	return nil
