@@ -251,6 +251,10 @@ func TestChainDayBudgetSharedByRuns(t *testing.T) {
 	if page := string(do(t, ts, "GET", "/runs/"+first, nil).body); !strings.Contains(page, "Chain daily today: ") {
 		t.Fatalf("the run page lacks the chain's day budget")
 	}
+	// the chain's panel in the designer says where its day stands
+	if _, html := pageDo(t, ts.URL, "POST", "/fragments/props", "application/json", `{"chain":{"name":"daily","nodes":[]}}`); !regexp.MustCompile(`Today: \d+ of 1800 tokens spent`).MatchString(html) {
+		t.Fatalf("the chain panel: %s", html)
+	}
 }
 
 // A negative budget, and one in cost while the studio has no price table,
