@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -216,6 +217,9 @@ func (b *budgetBook) runContext(ctx context.Context, id string, c *chain.Chain) 
 	accounts = append(accounts, a)
 	if b.triggers != nil && b.runs != nil {
 		info, err := b.runs(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			info, err = nil, nil // a run not recorded has no trigger
+		}
 		if err != nil {
 			return fail(fmt.Errorf("run %s's trigger, for its budget: %w", id, err))
 		}
