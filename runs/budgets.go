@@ -182,7 +182,7 @@ func (b *budgetBook) spentToday(ctx context.Context, scope, name string) (spend.
 	return spent, nil
 }
 
-// chainFlags name the chain settings that set its run budget.
+// chainRunFlags name the chain settings that set its run budget, for refusals.
 var chainRunFlags = spend.Flags{Tokens: "raise the chain's budget.run.tokens setting", Cost: "raise the chain's budget.run.cost setting"}
 
 // runContext is ctx of one execution of run id of chain c whose model
