@@ -290,16 +290,18 @@ func (s *Service) BudgetAccounts() []BudgetAccount {
 	return append(out, s.book.list()...)
 }
 
-// RunBudgets are the budgets of a run's chain and trigger (beside the
-// studio's, Budgets): its chain's run limit as its last run had it, and
-// the day accounts of the chain and the trigger.
-func (s *Service) RunBudgets(chainName, triggerID string) (run spend.Limit, days []BudgetAccount) {
+// RunBudgets are the budgets of a run's chain, trigger and credentials
+// (beside the studio's, Budgets): its chain's run limit as its last run
+// had it, and the day accounts of the chain, the trigger and the
+// credentials named.
+func (s *Service) RunBudgets(chainName, triggerID string, credentials []string) (run spend.Limit, days []BudgetAccount) {
 	b := s.book
 	b.mu.Lock()
 	run = b.chainRun[chainName]
 	b.mu.Unlock()
 	for _, a := range b.list() {
-		if a.Scope == ScopeChain && a.Name == chainName || a.Scope == ScopeTrigger && triggerID != "" && a.Name == triggerID {
+		if a.Scope == ScopeChain && a.Name == chainName || a.Scope == ScopeTrigger && triggerID != "" && a.Name == triggerID ||
+			a.Scope == ScopeCredential && slices.Contains(credentials, a.Name) {
 			days = append(days, a)
 		}
 	}

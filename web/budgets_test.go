@@ -311,6 +311,9 @@ func TestTriggerBudget(t *testing.T) {
 	if n := len(model.Requests()); n != 0 {
 		t.Fatalf("the model got %d requests", n)
 	}
+	if page := string(do(t, ts, "GET", "/runs/"+m["id"].(string), nil).body); !strings.Contains(page, "Trigger "+hid+" today: 0 of 500 tokens") {
+		t.Fatalf("the run page lacks the trigger's budget")
+	}
 	if m := waitRun(t, ts, do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`).json(t)["run_id"].(string)); m["status"] != "completed" {
 		t.Fatalf("a run by hand %v: %v", m["status"], m["error"])
 	}
@@ -360,8 +363,13 @@ func TestCredentialBudget(t *testing.T) {
 	// raised, the next call is made and counts against it
 	wantStatus(t, do(t, ts, "PATCH", "/v1/credentials/local", `{"budget":{"tokens":5000}}`, h["admin"]...), http.StatusOK)
 	r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{}}`, h["admin"]...)
-	if m := waitRunAs(t, ts, r.json(t)["run_id"].(string), h["admin"]); m["status"] != "completed" {
+	runID := r.json(t)["run_id"].(string)
+	if m := waitRunAs(t, ts, runID, h["admin"]); m["status"] != "completed" {
 		t.Fatalf("run after raising %v: %v", m["status"], m["error"])
+	}
+	// the run page notes where the credential's day stands
+	if page := string(do(t, ts, "GET", "/runs/"+runID, nil, h["admin"]...).body); !regexp.MustCompile(`Credential local today: \d+ of 5000 tokens`).MatchString(page) {
+		t.Fatalf("the run page lacks the credential's budget: %.400s", page[strings.Index(page, `id="usage-panel"`):])
 	}
 	accounts := do(t, ts, "GET", "/v1/usage", nil, h["admin"]...).json(t)["budgets"].(map[string]any)["accounts"].([]any)
 	a, _ := accounts[0].(map[string]any)

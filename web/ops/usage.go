@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/engine/spend"
 	"github.com/chainstudio/studio/runs"
@@ -342,9 +343,10 @@ func SortUsageKeys(keys []UsageKeyJSON) {
 }
 
 // RunUsageView is the run page's usage panel for a run's usage: svc's
-// budgets, and those of the run r's chain and trigger.
-func RunUsageView(u *RunUsageJSON, labels views.Labels, svc *runs.Service, r *store.Run) views.RunUsage {
-	v := views.RunUsage{RunID: u.RunID, Priced: u.Priced, Total: UsageLine("", "", u.Total), Budgets: budgetNotes(u.Total, svc, r)}
+// budgets, and those of the run r's chain, its trigger and the credentials
+// its models name (creds).
+func RunUsageView(u *RunUsageJSON, labels views.Labels, svc *runs.Service, r *store.Run, creds []string) views.RunUsage {
+	v := views.RunUsage{RunID: u.RunID, Priced: u.Priced, Total: UsageLine("", "", u.Total), Budgets: budgetNotes(u.Total, svc, r, creds)}
 	for _, n := range u.Nodes {
 		label := n.NodeID
 		if l := labels[n.NodeID]; l != "" && l != n.NodeID {
@@ -355,10 +357,30 @@ func RunUsageView(u *RunUsageJSON, labels views.Labels, svc *runs.Service, r *st
 	return v
 }
 
+// ModelCredentials are the stored credentials the agent nodes of doc name
+// for their models (config.model.credential), whose budgets the run page
+// notes. An agent loaded from a file names its own, not seen here.
+func ModelCredentials(doc *chain.Chain) []string {
+	if doc == nil {
+		return nil
+	}
+	var out []string
+	for _, nd := range doc.Nodes {
+		if nd.Kind != chain.KindAgent {
+			continue
+		}
+		m, _ := nd.Config["model"].(map[string]any)
+		if name, _ := m["credential"].(string); name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // budgetNotes say, beside a run's usage, the budgets it is held to: the
 // run's (the studio's and its chain's), against what the run used, and
 // the day accounts of the studio, its chain and its trigger.
-func budgetNotes(used pricing.Totals, svc *runs.Service, r *store.Run) []string {
+func budgetNotes(used pricing.Totals, svc *runs.Service, r *store.Run, creds []string) []string {
 	var out []string
 	runNote := func(who string, l spend.Limit, setBy string) {
 		if l.IsZero() {
@@ -396,7 +418,7 @@ func budgetNotes(used pricing.Totals, svc *runs.Service, r *store.Run) []string 
 	var chainRun spend.Limit
 	var days []runs.BudgetAccount
 	if r != nil {
-		chainRun, days = svc.RunBudgets(r.ChainName, r.TriggerID)
+		chainRun, days = svc.RunBudgets(r.ChainName, r.TriggerID, creds)
 		runNote("Chain "+r.ChainName+"'s run budget", chainRun, "; its budget.run setting")
 	}
 	now := BudgetsNow(b, days)
@@ -406,6 +428,8 @@ func budgetNotes(used pricing.Totals, svc *runs.Service, r *store.Run) []string 
 			dayNote("Chain "+d.Name+" today", d)
 		case runs.ScopeTrigger:
 			dayNote("Trigger "+d.Name+" today", d)
+		case runs.ScopeCredential:
+			dayNote("Credential "+d.Name+" today", d)
 		}
 	}
 	if d := now.Day; d != nil {

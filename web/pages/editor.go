@@ -284,7 +284,7 @@ func (s *Chains) chainBudgetToday(name string) string {
 	if s.Runs == nil {
 		return ""
 	}
-	_, days := s.Runs.RunBudgets(name, "")
+	_, days := s.Runs.RunBudgets(name, "", nil)
 	for _, d := range ops.BudgetsNow(runs.Budgets{}, days).Accounts {
 		if d.Scope != runs.ScopeChain {
 			continue

@@ -26,7 +26,8 @@ func (s *Runs) FragRunUsage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return RenderPage(c, http.StatusOK, views.RunUsagePanel(ops.RunUsageView(u, views.NodeLabels(s.PageRunDoc(c, r)), s.Runs, r)))
+	doc := s.PageRunDoc(c, r)
+	return RenderPage(c, http.StatusOK, views.RunUsagePanel(ops.RunUsageView(u, views.NodeLabels(doc), s.Runs, r, ops.ModelCredentials(doc))))
 }
 
 // PageUsage shows tokens and cost per chain or agent over the last days,
