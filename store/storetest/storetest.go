@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener) {
 		{"HookSignatures", testHookSignatures},
 		{"Usage", testUsage},
 		{"Credentials", testCredentials},
+		{"Budgets", testBudgets},
 		{"ChainMCP", testChainMCP},
 		{"MCPServers", testMCPServers},
 	} {
