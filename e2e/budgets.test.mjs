@@ -33,3 +33,27 @@ test('the chain panel edits the chain budget', async () => {
   assert.deepEqual(got.doc.budget, { day: { tokens: 50000 } });
   await page.done();
 });
+
+test("a schedule's budget set by the API survives an edit in the designer, and shows", async () => {
+  const chain = await api('POST', '/v1/chains', {
+    name: 'budgeted trigger ' + uniq(),
+    nodes: [{ node_id: 'a', kind: 'tool', name: 'echo', position: { x: 0, y: 0 } }],
+    edges: [],
+  });
+  await api('POST', `/v1/chains/${chain.id}/schedules`, { cron: '@daily', enabled: false, budget: { tokens: 9000 } });
+  const page = await open(`/chains/${chain.id}`);
+  await page.click('#tab-triggers');
+  const sched = page.locator('#schedules-list li.schedule');
+  await sched.waitFor();
+  assert.match(await sched.locator('.trig-meta').textContent(), /budget 9000 tokens a day/);
+  await sched.getByRole('button', { name: /Edit the schedule/ }).click();
+  await page.waitForFunction(() => document.getElementById('schedule-dialog').open);
+  assert.equal(await page.inputValue('#sched-budget-tokens'), '9000');
+  await page.selectOption('#sched-overlap', 'queue');
+  await page.click('#schedule-submit');
+  await page.waitForFunction(() => !document.getElementById('schedule-dialog').open);
+  const saved = (await api('GET', `/v1/chains/${chain.id}/triggers`)).schedules[0];
+  assert.equal(saved.overlap, 'queue');
+  assert.deepEqual(saved.budget, { tokens: 9000 });
+  await page.done();
+});
