@@ -43,6 +43,10 @@ type Options struct {
 	// begin executing, with the chain it executes: what a tracer needs to
 	// describe nodes that never execute an attempt (routers, skips).
 	OnRun func(runID string, c *chain.Chain)
+	// RunContext, when set, gives the context a run (and each resume or
+	// takeover of one) executes under, from the chain it executes: what
+	// holds its model calls to the chain's budgets. nil: the caller's.
+	RunContext func(ctx context.Context, runID string, c *chain.Chain) context.Context
 	// Compile checks a chain the runtime meets without a plan against the
 	// host's environment: a skill's sub-chain, and the chain a run being
 	// resumed, taken over or re-run recorded at its start. nil: the chain

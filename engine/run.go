@@ -159,6 +159,9 @@ func newRun(ctx context.Context, e *Engine, p *chain.Plan, id string, input map[
 	if e.opts.ExprBudget != (expr.Budget{}) {
 		ctx = expr.WithBudget(ctx, e.opts.ExprBudget)
 	}
+	if e.opts.RunContext != nil {
+		ctx = e.opts.RunContext(ctx, id, c)
+	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	maxConc := c.MaxConcurrency
 	if maxConc <= 0 {

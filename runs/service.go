@@ -20,6 +20,7 @@ import (
 	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/expr"
 	"github.com/chainstudio/studio/engine/pricing"
+	"github.com/chainstudio/studio/engine/spend"
 	"github.com/chainstudio/studio/engine/tool"
 	"github.com/chainstudio/studio/store"
 	"github.com/google/uuid"
@@ -116,6 +117,10 @@ type Options struct {
 	// Credentials resolves the stored credentials a run's tools name; nil:
 	// a tool that names one fails with tool.ErrNoCredentials.
 	Credentials Credentials
+	// TriggerBudgets and CredentialBudgets read the day budgets of
+	// schedules and webhooks, and of stored credentials (nil: none).
+	TriggerBudgets    TriggerBudgets
+	CredentialBudgets CredentialBudgets
 }
 
 // DefaultMaxRunning is how many runs execute at once when no flag says:
@@ -139,7 +144,8 @@ type Service struct {
 	traces   store.UsageStore
 	creds    Credentials
 	budgets  Budgets
-	valid    validation // the checks a chain passes before it runs
+	book     *budgetBook // the chains', triggers' and credentials' budgets
+	valid    validation  // the checks a chain passes before it runs
 	now      func() time.Time
 
 	queue Queue
@@ -229,6 +235,26 @@ func New(opts Options) (*Service, error) {
 		attemptCtx, onRun = opts.Tracer.AttemptContext, opts.Tracer.OnRun
 	}
 	s.budgets = opts.Budgets
+	usage, _ := opts.Store.(store.UsageStore)
+	// A store that keeps triggers' and credentials' budgets holds runs to
+	// them unless the host says otherwise.
+	if ts, ok := opts.Store.(interface {
+		TriggerBudget(context.Context, string) (store.DayBudget, error)
+	}); ok && opts.TriggerBudgets == nil {
+		opts.TriggerBudgets = func(ctx context.Context, id string) (spend.Limit, error) {
+			b, err := ts.TriggerBudget(ctx, id)
+			return spend.Limit{Tokens: b.Tokens, Cost: b.Cost}, err
+		}
+	}
+	if cs, ok := opts.Store.(interface {
+		CredentialBudget(context.Context, string) (store.DayBudget, error)
+	}); ok && opts.CredentialBudgets == nil {
+		opts.CredentialBudgets = func(ctx context.Context, name string) (spend.Limit, error) {
+			b, err := cs.CredentialBudget(ctx, name)
+			return spend.Limit{Tokens: b.Tokens, Cost: b.Cost}, err
+		}
+	}
+	s.book = newBudgetBook(opts, usage, opts.Store.GetRunInfo)
 	agentRunner, chains := s.agentHooks(opts)
 	s.hub.SetLimits(opts.MaxWatchers, opts.MaxWatchersPerRun)
 	s.eng = engine.New(engine.Options{
@@ -242,6 +268,7 @@ func New(opts Options) (*Service, error) {
 
 		AttemptContext: attemptCtx,
 		OnRun:          onRun,
+		RunContext:     s.book.runContext,
 		Compile:        s.engineCompile,
 	})
 	return s, nil

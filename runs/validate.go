@@ -29,6 +29,10 @@ func (e *InvalidChainError) Error() string {
 type validation struct {
 	base  chain.ValidateOptions
 	plans planMemo
+	// unpriced: no price table, so the editor and the API's validate call a
+	// chain's budget in cost an error. Runs are not refused for it (a
+	// worker has no --prices): such a call fails unpriced when made.
+	unpriced bool
 }
 
 func newValidation(opts Options) validation {
@@ -41,7 +45,7 @@ func newValidation(opts Options) validation {
 		Schemas:         reg.NodeSchemas(opts.Agents.NodeSchemas),
 		Check:           reg.NodeCheck,
 		NodeConfig:      opts.Agents.CheckNode,
-	}}
+	}, unpriced: opts.Prices == nil}
 }
 
 // ValidateOptions are the checks a chain is held to in this studio: skills
@@ -50,7 +54,9 @@ func newValidation(opts Options) validation {
 // chain not saved yet, which only credentials open to every chain allow).
 // The editor shows what they find; a run is refused on their errors.
 func (s *Service) ValidateOptions(ctx context.Context, chainID string) chain.ValidateOptions {
-	return s.validateOptions(ctx, chainID, true)
+	vo := s.validateOptions(ctx, chainID, true)
+	vo.Unpriced = s.valid.unpriced
+	return vo
 }
 
 // FieldOptions are ValidateOptions for one expression field checked as it

@@ -304,8 +304,10 @@ type Schedule struct {
 	Overlap  string // Overlap*
 	CatchUp  string // CatchUp*
 	Enabled  bool
-	Created  time.Time
-	Updated  time.Time
+	// Budget holds the model calls of the runs it starts, per day.
+	Budget  DayBudget
+	Created time.Time
+	Updated time.Time
 	// LastTick is the newest tick recorded for the schedule (fired,
 	// skipped or missed); zero when none. Filled by the reads.
 	LastTick time.Time
@@ -322,11 +324,23 @@ type Hook struct {
 	// within SyncTimeout (else 202 with the run id).
 	Sync        bool
 	SyncTimeout time.Duration
-	Created     time.Time
+	// Budget holds the model calls of the runs it starts, per day.
+	Budget  DayBudget
+	Created time.Time
 	// LastFired is the newest firing's time; zero when none. Filled by the
 	// reads.
 	LastFired time.Time
 }
+
+// DayBudget is a model spending limit per day (UTC): tokens, input and
+// output, and cost in the price table's currency; zero is no limit.
+type DayBudget struct {
+	Tokens int64   `json:"tokens,omitempty"`
+	Cost   float64 `json:"cost,omitempty"`
+}
+
+// IsZero reports whether the budget limits nothing.
+func (b DayBudget) IsZero() bool { return b.Tokens <= 0 && b.Cost <= 0 }
 
 // Firing is one tick of a schedule or one call of a hook, and what came of
 // it. A schedule's ticks are unique: a second firing of the same (trigger,
@@ -362,7 +376,10 @@ type Credential struct {
 	// Hosts lists where it may be sent (credential.CleanHosts entries);
 	// empty: its type's default hosts (a provider's API), none for the
 	// HTTP types.
-	Hosts     []string
+	Hosts []string
+	// Budget holds the model calls that use it, per day: plain metadata,
+	// never sealed.
+	Budget    DayBudget
 	CreatedBy string
 	Created   time.Time
 	UpdatedBy string

@@ -318,6 +318,9 @@ type TriggerStore interface {
 	// ListSchedules lists a chain's schedules by creation; chainID ""
 	// lists the enabled schedules of every live chain (the scheduler's list).
 	ListSchedules(ctx context.Context, chainID string) ([]Schedule, error)
+	// TriggerBudget is the day budget of the schedule or hook id (zero
+	// when it has none, or no longer exists).
+	TriggerBudget(ctx context.Context, id string) (DayBudget, error)
 	// CreateHook stores h (ID and Secret set by the caller) for a live chain.
 	CreateHook(ctx context.Context, h Hook) (*Hook, error)
 	// GetHook returns a hook of a live chain, with its secret.
@@ -392,6 +395,9 @@ type CredentialStore interface {
 	UpdateCredential(ctx context.Context, c *SealedCredential) error
 	// GetCredential returns the credential named name, ErrNotFound when none.
 	GetCredential(ctx context.Context, name string) (*SealedCredential, error)
+	// CredentialBudget is the day budget of the credential named name
+	// (zero when it has none, or does not exist).
+	CredentialBudget(ctx context.Context, name string) (DayBudget, error)
 	// ListCredentials lists the credentials by name, without sealed values.
 	ListCredentials(ctx context.Context) ([]Credential, error)
 	// RemoveCredential deletes the credential named name.

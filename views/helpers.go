@@ -288,3 +288,26 @@ func nodeIDs(c *chain.Chain) []string {
 	}
 	return ids
 }
+
+// budgetLimits are a chain budget's run and day limits (nil: none).
+func budgetLimits(b *chain.ModelBudget) (run, day *chain.BudgetLimit) {
+	if b == nil {
+		return nil, nil
+	}
+	return b.Run, b.Day
+}
+
+// limitTokens and limitCost are a budget field as the chain panel shows it
+// ("": no limit).
+func limitTokens(l *chain.BudgetLimit) string {
+	t, _ := l.Limit()
+	if t == 0 {
+		return ""
+	}
+	return strconv.FormatInt(t, 10)
+}
+
+func limitCost(l *chain.BudgetLimit) string {
+	_, c := l.Limit()
+	return num(c)
+}

@@ -98,7 +98,102 @@ func TriggersPanel(ch *store.Chain) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "</code>.</p><label class=\"field\" for=\"sched-zone\"><span class=\"lbl\">Time zone</span> <input type=\"text\" id=\"sched-zone\" name=\"time_zone\" maxlength=\"64\" autocomplete=\"off\" spellcheck=\"false\" placeholder=\"UTC\" list=\"sched-zones\"> <datalist id=\"sched-zones\"><option value=\"UTC\"></option> <option value=\"Europe/London\"></option> <option value=\"Europe/Paris\"></option> <option value=\"America/New_York\"></option> <option value=\"America/Los_Angeles\"></option> <option value=\"Asia/Tokyo\"></option></datalist></label> <label class=\"field\" for=\"sched-overlap\"><span class=\"lbl\">If a run of this chain is still going</span> <select id=\"sched-overlap\" name=\"overlap\"><option value=\"skip\">skip the tick</option> <option value=\"queue\">wait for it, then run (one tick waits at most)</option> <option value=\"allow\">run anyway</option></select></label> <label class=\"field\" for=\"sched-catchup\"><span class=\"lbl\">Ticks missed while the studio was down</span> <select id=\"sched-catchup\" name=\"catch_up\"><option value=\"skip\">skip them</option> <option value=\"once\">run once for them</option></select></label> <label class=\"field\" for=\"sched-input\"><span class=\"lbl\">Input (JSON object)</span> <textarea id=\"sched-input\" name=\"input\" rows=\"4\" spellcheck=\"false\"></textarea></label> <label class=\"check\" for=\"sched-enabled\"><input type=\"checkbox\" id=\"sched-enabled\" name=\"enabled\" checked> Enabled</label><div id=\"schedule-error\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" id=\"schedule-cancel\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"schedule-submit\">Save schedule</button></div></form></dialog> <dialog id=\"hook-dialog\" aria-labelledby=\"hook-title\"><form id=\"hook-form\" novalidate><h2 id=\"hook-title\">Add a webhook</h2><label class=\"check\" for=\"hook-sync\"><input type=\"checkbox\" id=\"hook-sync\" name=\"sync\"> Answer with the run's final output (wait for it)</label> <label class=\"field\" for=\"hook-timeout\"><span class=\"lbl\">…for at most (seconds)</span> <input type=\"number\" id=\"hook-timeout\" name=\"sync_timeout\" min=\"1\" max=\"120\" value=\"30\"></label><div id=\"hook-error\" role=\"alert\"></div><div id=\"hook-created\" class=\"hook-created\" hidden><p><strong>Copy the secret now: it is not shown again.</strong></p><label class=\"field\" for=\"hook-secret\"><span class=\"lbl\">Secret</span> <span class=\"copy-row\"><input type=\"text\" id=\"hook-secret\" readonly spellcheck=\"false\"> <button type=\"button\" class=\"copy\" data-copy=\"hook-secret\" aria-label=\"Copy the secret\">Copy</button></span></label> <label class=\"field\" for=\"hook-url\"><span class=\"lbl\">URL</span> <span class=\"copy-row\"><input type=\"text\" id=\"hook-url\" readonly spellcheck=\"false\"> <button type=\"button\" class=\"copy\" data-copy=\"hook-url\" aria-label=\"Copy the URL\">Copy</button></span></label> <label class=\"field\" for=\"hook-curl\"><span class=\"lbl\">Try it: a shell line that signs the body and sends it (curl and openssl)</span> <textarea id=\"hook-curl\" rows=\"4\" readonly spellcheck=\"false\"></textarea> <button type=\"button\" class=\"copy\" data-copy=\"hook-curl\" aria-label=\"Copy the curl line\">Copy</button></label><p class=\"hint\">Send <code>POST</code> with a JSON object body and the header <code>X-Studio-Signature: t=&lt;unix seconds&gt;,v1=&lt;hex HMAC-SHA256 of \"t.body\" with the secret&gt;</code>. Signatures older than 5 minutes are refused, and each is accepted once. <span id=\"copy-status\" role=\"status\"></span></p></div><div class=\"dialog-actions\"><button type=\"button\" id=\"hook-cancel\">Close</button> <button type=\"submit\" class=\"primary\" id=\"hook-submit\">Create webhook</button></div></form></dialog></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "</code>.</p><label class=\"field\" for=\"sched-zone\"><span class=\"lbl\">Time zone</span> <input type=\"text\" id=\"sched-zone\" name=\"time_zone\" maxlength=\"64\" autocomplete=\"off\" spellcheck=\"false\" placeholder=\"UTC\" list=\"sched-zones\"> <datalist id=\"sched-zones\"><option value=\"UTC\"></option> <option value=\"Europe/London\"></option> <option value=\"Europe/Paris\"></option> <option value=\"America/New_York\"></option> <option value=\"America/Los_Angeles\"></option> <option value=\"Asia/Tokyo\"></option></datalist></label> <label class=\"field\" for=\"sched-overlap\"><span class=\"lbl\">If a run of this chain is still going</span> <select id=\"sched-overlap\" name=\"overlap\"><option value=\"skip\">skip the tick</option> <option value=\"queue\">wait for it, then run (one tick waits at most)</option> <option value=\"allow\">run anyway</option></select></label> <label class=\"field\" for=\"sched-catchup\"><span class=\"lbl\">Ticks missed while the studio was down</span> <select id=\"sched-catchup\" name=\"catch_up\"><option value=\"skip\">skip them</option> <option value=\"once\">run once for them</option></select></label> <label class=\"field\" for=\"sched-input\"><span class=\"lbl\">Input (JSON object)</span> <textarea id=\"sched-input\" name=\"input\" rows=\"4\" spellcheck=\"false\"></textarea></label>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = triggerBudgetFields("sched").Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<label class=\"check\" for=\"sched-enabled\"><input type=\"checkbox\" id=\"sched-enabled\" name=\"enabled\" checked> Enabled</label><div id=\"schedule-error\" role=\"alert\"></div><div class=\"dialog-actions\"><button type=\"button\" id=\"schedule-cancel\">Cancel</button> <button type=\"submit\" class=\"primary\" id=\"schedule-submit\">Save schedule</button></div></form></dialog> <dialog id=\"hook-dialog\" aria-labelledby=\"hook-title\"><form id=\"hook-form\" novalidate><h2 id=\"hook-title\">Add a webhook</h2><label class=\"check\" for=\"hook-sync\"><input type=\"checkbox\" id=\"hook-sync\" name=\"sync\"> Answer with the run's final output (wait for it)</label> <label class=\"field\" for=\"hook-timeout\"><span class=\"lbl\">…for at most (seconds)</span> <input type=\"number\" id=\"hook-timeout\" name=\"sync_timeout\" min=\"1\" max=\"120\" value=\"30\"></label>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = triggerBudgetFields("hook").Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<div id=\"hook-error\" role=\"alert\"></div><div id=\"hook-created\" class=\"hook-created\" hidden><p><strong>Copy the secret now: it is not shown again.</strong></p><label class=\"field\" for=\"hook-secret\"><span class=\"lbl\">Secret</span> <span class=\"copy-row\"><input type=\"text\" id=\"hook-secret\" readonly spellcheck=\"false\"> <button type=\"button\" class=\"copy\" data-copy=\"hook-secret\" aria-label=\"Copy the secret\">Copy</button></span></label> <label class=\"field\" for=\"hook-url\"><span class=\"lbl\">URL</span> <span class=\"copy-row\"><input type=\"text\" id=\"hook-url\" readonly spellcheck=\"false\"> <button type=\"button\" class=\"copy\" data-copy=\"hook-url\" aria-label=\"Copy the URL\">Copy</button></span></label> <label class=\"field\" for=\"hook-curl\"><span class=\"lbl\">Try it: a shell line that signs the body and sends it (curl and openssl)</span> <textarea id=\"hook-curl\" rows=\"4\" readonly spellcheck=\"false\"></textarea> <button type=\"button\" class=\"copy\" data-copy=\"hook-curl\" aria-label=\"Copy the curl line\">Copy</button></label><p class=\"hint\">Send <code>POST</code> with a JSON object body and the header <code>X-Studio-Signature: t=&lt;unix seconds&gt;,v1=&lt;hex HMAC-SHA256 of \"t.body\" with the secret&gt;</code>. Signatures older than 5 minutes are refused, and each is accepted once. <span id=\"copy-status\" role=\"status\"></span></p></div><div class=\"dialog-actions\"><button type=\"button\" id=\"hook-cancel\">Close</button> <button type=\"submit\" class=\"primary\" id=\"hook-submit\">Create webhook</button></div></form></dialog></section>")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		return nil
+	})
+}
+
+// triggerBudgetFields are a trigger's day budget: what the runs it starts
+// may spend on models per day (UTC); empty is no limit.
+func triggerBudgetFields(prefix string) templ.Component {
+	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
+		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
+		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
+			return templ_7745c5c3_CtxErr
+		}
+		templ_7745c5c3_Buffer, templ_7745c5c3_IsBuffer := templruntime.GetBuffer(templ_7745c5c3_W)
+		if !templ_7745c5c3_IsBuffer {
+			defer func() {
+				templ_7745c5c3_BufErr := templruntime.ReleaseBuffer(templ_7745c5c3_Buffer)
+				if templ_7745c5c3_Err == nil {
+					templ_7745c5c3_Err = templ_7745c5c3_BufErr
+				}
+			}()
+		}
+		ctx = templ.InitializeContext(ctx)
+		ctx = templ.ClearChildren(ctx)
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<fieldset class=\"budget\"><legend>Model budget per day, its runs (empty: no limit)</legend> <label class=\"field\" for=\"")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var8 string
+		templ_7745c5c3_Var8, templ_7745c5c3_Err = templruntime.NewAttributeExpression(prefix + "-budget-tokens").Resolve(ctx)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/triggers.templ`, Line: 127, Col: 54}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var8)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "\"><span class=\"lbl\">Tokens</span> <input type=\"number\" id=\"")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var9 string
+		templ_7745c5c3_Var9, templ_7745c5c3_Err = templruntime.NewAttributeExpression(prefix + "-budget-tokens").Resolve(ctx)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/triggers.templ`, Line: 129, Col: 54}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var9)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "\" min=\"0\" step=\"1\"></label> <label class=\"field\" for=\"")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var10 string
+		templ_7745c5c3_Var10, templ_7745c5c3_Err = templruntime.NewAttributeExpression(prefix + "-budget-cost").Resolve(ctx)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/triggers.templ`, Line: 131, Col: 52}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var10)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "\"><span class=\"lbl\">Cost (needs the studio's --prices)</span> <input type=\"number\" id=\"")
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		var templ_7745c5c3_Var11 string
+		templ_7745c5c3_Var11, templ_7745c5c3_Err = templruntime.NewAttributeExpression(prefix + "-budget-cost").Resolve(ctx)
+		if templ_7745c5c3_Err != nil {
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/triggers.templ`, Line: 133, Col: 52}
+		}
+		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var11)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "\" min=\"0\" step=\"any\"></label></fieldset>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -329,6 +329,9 @@ func (mc *ModelClient) Turn(ctx context.Context, agent string, m *Model, req llm
 // given back when the call fails.
 func (mc *ModelClient) send(ctx context.Context, m *Model, req llm.Request, stream *llm.Stream, t target, url string) (*llm.Reply, error) {
 	accounts := spend.Accounts(ctx)
+	if a := spend.ForCredential(ctx, m.Credential); a != nil {
+		accounts = append(slices.Clip(accounts), a)
+	}
 	if len(accounts) == 0 {
 		return mc.call(ctx, m, req, stream, t, url)
 	}

@@ -85,8 +85,11 @@ type Chain struct {
 	// run dialog starts from it and `studio run` uses it when no --input is
 	// given. It never changes how a run executes.
 	SampleInput map[string]any `json:"sample_input,omitempty"`
-	Nodes       []Node         `json:"nodes"`
-	Edges       []Edge         `json:"edges,omitempty"`
+	// Budget holds the chain's runs' model calls to limits of its own,
+	// beside the studio's (budget.go).
+	Budget *ModelBudget `json:"budget,omitempty"`
+	Nodes  []Node       `json:"nodes"`
+	Edges  []Edge       `json:"edges,omitempty"`
 	// Tests are the chain's test cases (engine/chaintest runs them); they
 	// never change how a run executes.
 	Tests []Test `json:"tests,omitempty"`

@@ -174,6 +174,7 @@ type chainFields struct {
 	MaxConcurrency   int                        `json:"max_concurrency"`
 	MaxDepth         int                        `json:"max_depth"`
 	SampleInput      map[string]any             `json:"sample_input"`
+	Budget           *ModelBudget               `json:"budget"`
 	Nodes            []json.RawMessage          `json:"nodes"`
 	Edges            []json.RawMessage          `json:"edges"`
 	Tests            []json.RawMessage          `json:"tests"`
@@ -193,7 +194,7 @@ func decodeChain(data []byte, lim Limits) (*Chain, error) {
 		Name: f.Name, Description: f.Description, EntryNode: f.EntryNode,
 		StrictRouting: f.StrictRouting, StrictConditions: f.StrictConditions,
 		Timeout: f.Timeout, MaxConcurrency: f.MaxConcurrency, MaxDepth: f.MaxDepth,
-		SampleInput: f.SampleInput,
+		SampleInput: f.SampleInput, Budget: f.Budget,
 	}
 	if err := checkChainFields(c, lim); err != nil {
 		return nil, err

@@ -83,6 +83,8 @@ package chain
 //	unknown_chain              error     a skill node calls a chain Resolve does not know
 //	skill_cycle                error     sub-chains call each other in a cycle (full path named)
 //	max_depth                  error     sub-chain nesting deeper than MaxDepth (full path named)
+//	budget_unpriced            error     budget.run.cost or budget.day.cost set while the host has no
+//	                                     price table (ValidateWith with Unpriced): a cost cannot be held
 //	input_schema               error     a node's static input (input, minus input_map keys) or config does not
 //	                                     fit its tool's or agent's schema (ValidateWith with Schemas); the
 //	                                     field path is named: input.ms: want a number, got "fast"
@@ -198,6 +200,7 @@ const (
 	RuleMaxDepth              = "max_depth"
 	RuleOverCeiling           = "over_ceiling"
 	RuleShadowedFallback      = "shadowed_fallback"
+	RuleBudgetUnpriced        = "budget_unpriced"
 	maxListed                 = 5    // edges/handles named in one message before "and N more"
 	maxSkillVisits            = 4096 // sub-chain expansions one ValidateWith may do
 	maxSkillRecursion         = 256  // hard bound on sub-chain nesting explored
@@ -244,6 +247,9 @@ type ValidateOptions struct {
 	// whether this chain may use it and whether it may be sent anywhere.
 	// nil skips the credential checks.
 	Credential func(name string) CredentialUse
+	// Unpriced says the host has no price table (--prices), so a budget
+	// in cost could not be held: budget.*.cost is an error.
+	Unpriced bool
 }
 
 // CredentialUse is what validation knows of a stored credential a node
@@ -501,6 +507,14 @@ func (v *validator) checkChain() {
 	}
 	if c.Timeout > v.lim.MaxChainTimeout {
 		v.chainIssue(RuleOverCeiling, SeverityError, "timeout", fmt.Sprintf("the chain timeout is %gs, over this server's ceiling of %gs (ceiling max_chain_timeout, flag %s)", c.Timeout, v.lim.MaxChainTimeout, BudgetFlags["timeout"]))
+	}
+	for _, f := range c.Budget.fields() {
+		switch {
+		case f.value < 0:
+			v.chainIssue(RuleInvalidValue, SeverityError, f.path, fmt.Sprintf("%s is %g; a budget is 0 (none) or more", f.path, f.value))
+		case f.cost && f.value > 0 && v.opts.Unpriced:
+			v.chainIssue(RuleBudgetUnpriced, SeverityError, f.path, fmt.Sprintf("%s is %g, but this studio has no price table (--prices): a call's cost is its tokens at its model's price; set a budget in tokens or start the studio with --prices", f.path, f.value))
+		}
 	}
 	if c.MaxDepth > v.lim.MaxDepth {
 		v.chainIssue(RuleOverCeiling, SeverityError, "max_depth", fmt.Sprintf("max_depth is %d, over this server's ceiling of %d (ceiling max_depth, flag %s)", c.MaxDepth, v.lim.MaxDepth, BudgetFlags["max_depth"]))

@@ -43,6 +43,9 @@ type Account struct {
 	period time.Duration
 	now    func() time.Time
 
+	// fail, when set, refuses every call: the budget could not be read.
+	fail error
+
 	mu       sync.Mutex
 	reset    time.Time // the current window's end (zero: no window)
 	spent    Amount
@@ -84,8 +87,30 @@ func nextDay(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
 }
 
+// Unavailable is an account that refuses every call with err: a budget
+// the host could not read holds its calls back rather than letting them
+// pass unheld.
+func Unavailable(err error) *Account {
+	return &Account{name: "an unreadable budget", fail: fmt.Errorf("the call was not made: its budget could not be read: %w", err), now: time.Now}
+}
+
 // Limit is the account's limit.
-func (a *Account) Limit() Limit { return a.limit }
+func (a *Account) Limit() Limit {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.limit
+}
+
+// SetLimit changes the account's limit (a chain's budget edited): what is
+// spent and reserved stays; the next call is held to the new limit.
+func (a *Account) SetLimit(l Limit) {
+	a.mu.Lock()
+	a.limit = l
+	a.mu.Unlock()
+}
+
+// Name is what messages call the account.
+func (a *Account) Name() string { return a.name }
 
 // State is what the account holds now: spent (settled), reserved (calls in
 // flight) and, for a window, when it resets.
@@ -136,6 +161,12 @@ type Hold struct {
 // in the order given; callers give them in one order (run, then studio).
 func Reserve(accounts []*Account, want Amount) (*Hold, error) {
 	for i, a := range accounts {
+		if a.fail != nil {
+			for _, b := range accounts[:i] {
+				b.mu.Unlock()
+			}
+			return nil, a.fail
+		}
 		a.mu.Lock()
 		if e := a.fits(want); e != nil {
 			for _, b := range accounts[:i+1] {
@@ -231,7 +262,7 @@ type accountsKey struct{}
 func WithAccounts(ctx context.Context, accounts ...*Account) context.Context {
 	var keep []*Account
 	for _, a := range accounts {
-		if a != nil && !a.limit.IsZero() {
+		if a != nil && (a.fail != nil || !a.Limit().IsZero()) {
 			keep = append(keep, a)
 		}
 	}
@@ -250,6 +281,32 @@ func Accounts(ctx context.Context) []*Account {
 	return a
 }
 
+// CredentialBudget finds the daily budget of the stored credential name
+// (nil: none); the host keeps one account per credential.
+type CredentialBudget func(ctx context.Context, name string) *Account
+
+type credentialKey struct{}
+
+// WithCredentialBudgets returns ctx whose model calls that resolve a stored
+// credential count against that credential's budget too.
+func WithCredentialBudgets(ctx context.Context, find CredentialBudget) context.Context {
+	return context.WithValue(ctx, credentialKey{}, find)
+}
+
+// ForCredential is the budget of the stored credential name that ctx's
+// model calls count against (nil: none). Credentials come after every
+// other account, so all callers lock accounts in one order.
+func ForCredential(ctx context.Context, name string) *Account {
+	find, _ := ctx.Value(credentialKey{}).(CredentialBudget)
+	if find == nil || name == "" {
+		return nil
+	}
+	if a := find(ctx, name); a != nil && (a.fail != nil || !a.Limit().IsZero()) {
+		return a
+	}
+	return nil
+}
+
 // InputTokens is a worst case of a request's input in tokens: a token for
 // every three bytes of it as sent (text runs near four; this errs high).
 func InputTokens(requestBytes int) int64 { return int64((requestBytes + 2) / 3) }
@@ -258,7 +315,7 @@ func InputTokens(requestBytes int) int64 { return int64((requestBytes + 2) / 3) 
 // priced to be held to it.
 func NeedsCost(accounts []*Account) bool {
 	for _, a := range accounts {
-		if a.limit.Cost > 0 {
+		if a.Limit().Cost > 0 {
 			return true
 		}
 	}

@@ -106,3 +106,42 @@ func TestContextAccounts(t *testing.T) {
 		t.Fatalf("accounts %v", got)
 	}
 }
+
+// A credential's budget is found per call through the lookup in ctx; an
+// unreadable one refuses every call rather than letting it pass unheld;
+// a limit raised in place lets the next call through.
+func TestCredentialBudgetsAndUnavailable(t *testing.T) {
+	t.Parallel()
+	cred := NewDaily("credential k's daily budget", Flags{Tokens: "raise the credential's budget.tokens field"}, Limit{Tokens: 100}, Amount{}, nil)
+	ctx := WithCredentialBudgets(context.Background(), func(_ context.Context, name string) *Account {
+		switch name {
+		case "k":
+			return cred
+		case "broken":
+			return Unavailable(errors.New("store down"))
+		}
+		return nil
+	})
+	if ForCredential(ctx, "other") != nil || ForCredential(ctx, "") != nil || ForCredential(context.Background(), "k") != nil {
+		t.Fatal("an account for a credential without a budget")
+	}
+	a := ForCredential(ctx, "k")
+	_, err := Reserve([]*Account{a}, Amount{Tokens: 150})
+	if err == nil || !strings.Contains(err.Error(), "credential k's daily budget is 100 tokens") || !strings.Contains(err.Error(), "budget.tokens field") {
+		t.Fatalf("over the credential's budget: %v", err)
+	}
+	a.SetLimit(Limit{Tokens: 200})
+	h, err := Reserve([]*Account{a}, Amount{Tokens: 150})
+	if err != nil {
+		t.Fatalf("after raising: %v", err)
+	}
+	h.Settle(Amount{Tokens: 20}, true)
+	run := NewAccount("this run's budget", Flags{}, Limit{Tokens: 1000})
+	if _, err := Reserve([]*Account{run, ForCredential(ctx, "broken")}, Amount{Tokens: 1}); err == nil || !strings.Contains(err.Error(), "store down") {
+		t.Fatalf("an unreadable budget: %v", err)
+	}
+	// the refusal left nothing locked or reserved on the run's account
+	if _, reserved, _ := run.State(); reserved.Tokens != 0 {
+		t.Fatalf("reserved %d", reserved.Tokens)
+	}
+}

@@ -36,7 +36,7 @@ import * as common from './common.js';
         el('code', { class: 'cron', text: s.cron }),
         el('span', { class: 'zone', text: s.time_zone || 'UTC' }),
         s.enabled ? null : el('span', { class: 'badge', text: 'disabled' })),
-      el('div', { class: 'trig-meta', text: `overlap: ${s.overlap} · catch-up: ${s.catch_up}` + (s.next_tick ? ' · next ' + when(s.next_tick) : '') }),
+      el('div', { class: 'trig-meta', text: `overlap: ${s.overlap} · catch-up: ${s.catch_up}` + (s.next_tick ? ' · next ' + when(s.next_tick) : '') + budgetText(s.budget) }),
       firingsList(s.firings),
       el('div', { class: 'row' },
         button('Edit', 'Edit the schedule ' + s.cron, () => openSchedule(s)),
@@ -44,12 +44,36 @@ import * as common from './common.js';
       : [el('li', { class: 'trig-none', text: 'No schedule.' })]));
     $('hooks-list').replaceChildren(...(hooks.length ? hooks.map((h) => el('li', { class: 'trig hook', 'data-hook-id': h.id },
       el('div', { class: 'trig-head' }, el('code', { class: 'hook-path', text: h.path })),
-      el('div', { class: 'trig-meta', text: h.sync ? `answers with the output (waits up to ${Math.round(h.sync_timeout_ms / 1000)} s)` : 'answers 202 with the run id' }),
+      el('div', { class: 'trig-meta', text: (h.sync ? `answers with the output (waits up to ${Math.round(h.sync_timeout_ms / 1000)} s)` : 'answers 202 with the run id') + budgetText(h.budget) }),
       firingsList(h.firings),
       el('div', { class: 'row' },
         button('Send test event', 'Send test event to the webhook ' + h.path + ' and open its run', (e) => sendTest(h, e.currentTarget)),
         button('Remove', 'Remove the webhook ' + h.path, () => remove(base + '/hooks/' + encodeURIComponent(h.id), 'the webhook ' + h.path)))))
       : [el('li', { class: 'trig-none', text: 'No webhook.' })]));
+  }
+
+  // budgetText says a trigger's day budget, if any.
+  function budgetText(b) {
+    if (!b) return '';
+    const parts = [];
+    if (b.tokens) parts.push(b.tokens + ' tokens');
+    if (b.cost) parts.push(String(b.cost));
+    return ' · budget ' + parts.join(' and ') + ' a day';
+  }
+
+  // budgetOf reads a dialog's budget fields (undefined: no limit); a PUT
+  // without it would clear the schedule's budget, so the dialog always
+  // sends what it shows.
+  function budgetOf(prefix) {
+    const tokens = parseInt($(prefix + '-budget-tokens').value, 10), cost = parseFloat($(prefix + '-budget-cost').value);
+    const b = {};
+    if (Number.isFinite(tokens) && tokens !== 0) b.tokens = tokens;
+    if (Number.isFinite(cost) && cost !== 0) b.cost = cost;
+    return Object.keys(b).length ? b : undefined;
+  }
+  function showBudget(prefix, b) {
+    $(prefix + '-budget-tokens').value = b && b.tokens ? String(b.tokens) : '';
+    $(prefix + '-budget-cost').value = b && b.cost ? String(b.cost) : '';
   }
 
   function button(text, label, fn) {
@@ -104,6 +128,7 @@ import * as common from './common.js';
     $('sched-catchup').value = s ? s.catch_up : 'skip';
     $('sched-input').value = JSON.stringify(s ? s.input : {}, null, 2);
     $('sched-enabled').checked = s ? s.enabled : true;
+    showBudget('sched', s && s.budget);
     $('schedule-error').replaceChildren();
     sdlg.showModal();
     $('sched-cron').focus();
@@ -121,7 +146,7 @@ import * as common from './common.js';
     } catch (err) { return fail('The input is not JSON: ' + err.message, $('sched-input')); }
     if (!input || typeof input !== 'object' || Array.isArray(input)) return fail('The input must be a JSON object.', $('sched-input'));
     const body = { cron: $('sched-cron').value.trim(), time_zone: $('sched-zone').value.trim(), overlap: $('sched-overlap').value,
-      catch_up: $('sched-catchup').value, input, enabled: $('sched-enabled').checked };
+      catch_up: $('sched-catchup').value, input, enabled: $('sched-enabled').checked, budget: budgetOf('sched') };
     $('schedule-submit').disabled = true;
     try {
       if (editing) await api.json('PUT', base + '/schedules/' + encodeURIComponent(editing.id), body);
@@ -143,6 +168,7 @@ import * as common from './common.js';
     $('hook-created').hidden = true;
     $('hook-submit').hidden = false;
     $('hook-sync').disabled = $('hook-timeout').disabled = false;
+    showBudget('hook', null);
     hdlg.showModal();
     $('hook-sync').focus();
   });
@@ -177,7 +203,7 @@ import * as common from './common.js';
   $('hook-form').addEventListener('submit', async (e) => {
     e.preventDefault();
     const sync = $('hook-sync').checked;
-    const body = { sync };
+    const body = { sync, budget: budgetOf('hook') };
     if (sync) body.sync_timeout_ms = Math.round(Number($('hook-timeout').value || 30) * 1000);
     $('hook-submit').disabled = true;
     try {

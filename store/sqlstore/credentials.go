@@ -15,7 +15,7 @@ import (
 // Credentials: a row per credential, its secret fields sealed (JSON: field
 // → sealed bytes, base64), and one key-check row. Both backends run this SQL.
 
-const credentialColumns = `id, name, type, public_fields, sealed_fields, chains, hosts, created_by, created_at, updated_by, updated_at, last_used_at`
+const credentialColumns = `id, name, type, public_fields, sealed_fields, chains, hosts, budget, created_by, created_at, updated_by, updated_at, last_used_at`
 
 func credentialArgs(c *store.SealedCredential) (public, sealed, chains, hosts string, err error) {
 	pub := c.Public
@@ -63,8 +63,8 @@ func addCredential(ctx context.Context, tx Execer, c *store.SealedCredential) er
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (`+credentialColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
-		c.ID, c.Name, c.Type, pub, sealed, chains, hosts, c.CreatedBy, c.Created.UnixMicro(), c.UpdatedBy, c.Updated.UnixMicro())
+	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (`+credentialColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+		c.ID, c.Name, c.Type, pub, sealed, chains, hosts, encodeBudget(c.Budget), c.CreatedBy, c.Created.UnixMicro(), c.UpdatedBy, c.Updated.UnixMicro())
 	if err != nil {
 		return fmt.Errorf("store: add credential %q: %w", c.Name, err)
 	}
@@ -77,8 +77,8 @@ func updateCredential(ctx context.Context, tx Execer, c *store.SealedCredential)
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE credentials SET type = ?, public_fields = ?, sealed_fields = ?, chains = ?, hosts = ?, updated_by = ?, updated_at = ? WHERE id = ?`,
-		c.Type, pub, sealed, chains, hosts, c.UpdatedBy, c.Updated.UnixMicro(), c.ID)
+	res, err := tx.ExecContext(ctx, `UPDATE credentials SET type = ?, public_fields = ?, sealed_fields = ?, chains = ?, hosts = ?, budget = ?, updated_by = ?, updated_at = ? WHERE id = ?`,
+		c.Type, pub, sealed, chains, hosts, encodeBudget(c.Budget), c.UpdatedBy, c.Updated.UnixMicro(), c.ID)
 	if err != nil {
 		return fmt.Errorf("store: update credential %q: %w", c.Name, err)
 	}
@@ -122,10 +122,10 @@ func credentials(ctx context.Context, q Queryer, withSealed bool, query string, 
 	var out []store.SealedCredential
 	for rows.Next() {
 		var c store.SealedCredential
-		var pub, sealed, chains, hosts string
+		var pub, sealed, chains, hosts, budget string
 		var created, updated int64
 		var used sql.NullInt64
-		if err := rows.Scan(&c.ID, &c.Name, &c.Type, &pub, &sealed, &chains, &hosts, &c.CreatedBy, &created, &c.UpdatedBy, &updated, &used); err != nil {
+		if err := rows.Scan(&c.ID, &c.Name, &c.Type, &pub, &sealed, &chains, &hosts, &budget, &c.CreatedBy, &created, &c.UpdatedBy, &updated, &used); err != nil {
 			return nil, fmt.Errorf("store: read credentials: %w", err)
 		}
 		c.Created = time.UnixMicro(created).UTC()
@@ -133,7 +133,11 @@ func credentials(ctx context.Context, q Queryer, withSealed bool, query string, 
 		if used.Valid {
 			c.LastUsed = time.UnixMicro(used.Int64).UTC()
 		}
-		if err := decodeCredential(&c, pub, sealed, chains, hosts, withSealed); err != nil {
+		err := decodeCredential(&c, pub, sealed, chains, hosts, withSealed)
+		if err == nil {
+			c.Budget, err = decodeBudget(budget)
+		}
+		if err != nil {
 			if withSealed { // a get, or a reseal: the record cannot be used
 				return nil, fmt.Errorf("store: credential %q cannot be read: %w", c.Name, err)
 			}
@@ -172,6 +176,24 @@ func decodeCredential(c *store.SealedCredential, pub, sealed, chains, hosts stri
 		return fmt.Errorf("hosts: %w", err)
 	}
 	return nil
+}
+
+// credentialBudget reads the budget of the credential named name alone
+// (zero when none).
+func credentialBudget(ctx context.Context, q Conn, name string) (store.DayBudget, error) {
+	var budget string
+	err := q.QueryRowContext(ctx, `SELECT budget FROM credentials WHERE name = ?`, name).Scan(&budget)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.DayBudget{}, nil
+	}
+	if err != nil {
+		return store.DayBudget{}, fmt.Errorf("store: credential %q's budget: %w", name, err)
+	}
+	b, err := decodeBudget(budget)
+	if err != nil {
+		return b, fmt.Errorf("store: credential %q's budget: %w", name, err)
+	}
+	return b, nil
 }
 
 // removeCredential deletes the credential named name.
@@ -277,6 +299,11 @@ func (s *Store) UpdateCredential(ctx context.Context, c *store.SealedCredential)
 // GetCredential returns the credential named name.
 func (s *Store) GetCredential(ctx context.Context, name string) (*store.SealedCredential, error) {
 	return getCredential(ctx, s.r, name)
+}
+
+// CredentialBudget returns the budget of the credential named name.
+func (s *Store) CredentialBudget(ctx context.Context, name string) (store.DayBudget, error) {
+	return credentialBudget(ctx, s.r, name)
 }
 
 // ListCredentials lists the credentials by name.

@@ -53,8 +53,8 @@ func insertSchedule(ctx context.Context, q Conn, s store.Schedule) error {
 	if err != nil {
 		return fmt.Errorf("%w: schedule input: %v", store.ErrInvalid, err)
 	}
-	_, err = q.ExecContext(ctx, `INSERT INTO schedules (id, chain_id, cron, time_zone, input, overlap, catch_up, enabled, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.ID, s.ChainID, s.Cron, s.TimeZone, string(input), s.Overlap, s.CatchUp, boolInt(s.Enabled),
+	_, err = q.ExecContext(ctx, `INSERT INTO schedules (id, chain_id, cron, time_zone, input, overlap, catch_up, enabled, budget, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, s.ID, s.ChainID, s.Cron, s.TimeZone, string(input), s.Overlap, s.CatchUp, boolInt(s.Enabled), encodeBudget(s.Budget),
 		micros(s.Created), micros(s.Updated))
 	return err
 }
@@ -66,8 +66,8 @@ func updateSchedule(ctx context.Context, q Conn, s store.Schedule) error {
 	if err != nil {
 		return fmt.Errorf("%w: schedule input: %v", store.ErrInvalid, err)
 	}
-	res, err := q.ExecContext(ctx, `UPDATE schedules SET cron = ?, time_zone = ?, input = ?, overlap = ?, catch_up = ?, enabled = ?, updated_at = ?
-WHERE id = ? AND chain_id = ?`, s.Cron, s.TimeZone, string(input), s.Overlap, s.CatchUp, boolInt(s.Enabled), micros(s.Updated), s.ID, s.ChainID)
+	res, err := q.ExecContext(ctx, `UPDATE schedules SET cron = ?, time_zone = ?, input = ?, overlap = ?, catch_up = ?, enabled = ?, budget = ?, updated_at = ?
+WHERE id = ? AND chain_id = ?`, s.Cron, s.TimeZone, string(input), s.Overlap, s.CatchUp, boolInt(s.Enabled), encodeBudget(s.Budget), micros(s.Updated), s.ID, s.ChainID)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func deleteTrigger(ctx context.Context, q Conn, del, what, chainID, id string) e
 	return err
 }
 
-const scheduleCols = `s.id, s.chain_id, s.cron, s.time_zone, s.input, s.overlap, s.catch_up, s.enabled, s.created_at, s.updated_at,
+const scheduleCols = `s.id, s.chain_id, s.cron, s.time_zone, s.input, s.overlap, s.catch_up, s.enabled, s.budget, s.created_at, s.updated_at,
   (SELECT MAX(f.tick) FROM trigger_firings f WHERE f.trigger_id = s.id)`
 
 // listSchedules lists a chain's schedules, or ("" chain) the enabled
@@ -135,15 +135,18 @@ WHERE c.deleted_at IS NULL AND s.enabled = 1 ORDER BY s.created_at, s.id`
 	var out []store.Schedule
 	for rows.Next() {
 		var s store.Schedule
-		var input string
+		var input, budget string
 		var enabled int
 		var created, updated int64
 		var last sql.NullInt64
-		if err := rows.Scan(&s.ID, &s.ChainID, &s.Cron, &s.TimeZone, &input, &s.Overlap, &s.CatchUp, &enabled, &created, &updated, &last); err != nil {
+		if err := rows.Scan(&s.ID, &s.ChainID, &s.Cron, &s.TimeZone, &input, &s.Overlap, &s.CatchUp, &enabled, &budget, &created, &updated, &last); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal([]byte(input), &s.Input); err != nil {
 			return nil, fmt.Errorf("schedule %s: stored input is corrupt: %w", s.ID, err)
+		}
+		if s.Budget, err = decodeBudget(budget); err != nil {
+			return nil, fmt.Errorf("schedule %s: %w", s.ID, err)
 		}
 		s.Enabled, s.Created, s.Updated = enabled == 1, fromMicros(created), fromMicros(updated)
 		if last.Valid {
@@ -154,17 +157,51 @@ WHERE c.deleted_at IS NULL AND s.enabled = 1 ORDER BY s.created_at, s.id`
 	return out, rows.Err()
 }
 
+// encodeBudget is a budget as its column keeps it: JSON, ” for none.
+func encodeBudget(b store.DayBudget) string {
+	if b.IsZero() {
+		return ""
+	}
+	enc, _ := json.Marshal(b) // two numbers: cannot fail
+	return string(enc)
+}
+
+func decodeBudget(s string) (store.DayBudget, error) {
+	var b store.DayBudget
+	if s == "" {
+		return b, nil
+	}
+	if err := json.Unmarshal([]byte(s), &b); err != nil {
+		return b, fmt.Errorf("stored budget is corrupt: %w", err)
+	}
+	return b, nil
+}
+
+// triggerBudget reads the budget of the schedule or hook id (zero when
+// none).
+func triggerBudget(ctx context.Context, q Conn, id string) (store.DayBudget, error) {
+	var budget string
+	err := q.QueryRowContext(ctx, `SELECT budget FROM schedules WHERE id = ? UNION ALL SELECT budget FROM hooks WHERE id = ?`, id, id).Scan(&budget)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.DayBudget{}, nil
+	}
+	if err != nil {
+		return store.DayBudget{}, err
+	}
+	return decodeBudget(budget)
+}
+
 // insertHook stores a new hook of a live chain.
 func insertHook(ctx context.Context, q Conn, h store.Hook) error {
 	if err := liveChain(ctx, q, h.ChainID); err != nil {
 		return err
 	}
-	_, err := q.ExecContext(ctx, `INSERT INTO hooks (id, chain_id, secret, sync, sync_timeout_ms, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		h.ID, h.ChainID, h.Secret, boolInt(h.Sync), h.SyncTimeout.Milliseconds(), micros(h.Created))
+	_, err := q.ExecContext(ctx, `INSERT INTO hooks (id, chain_id, secret, sync, sync_timeout_ms, budget, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		h.ID, h.ChainID, h.Secret, boolInt(h.Sync), h.SyncTimeout.Milliseconds(), encodeBudget(h.Budget), micros(h.Created))
 	return err
 }
 
-const hookCols = `h.id, h.chain_id, h.secret, h.sync, h.sync_timeout_ms, h.created_at,
+const hookCols = `h.id, h.chain_id, h.secret, h.sync, h.sync_timeout_ms, h.budget, h.created_at,
   (SELECT MAX(f.created_at) FROM trigger_firings f WHERE f.trigger_id = h.id)`
 
 // getHook returns a hook of a live chain with its secret.
@@ -201,8 +238,13 @@ func scanHooks(rows *sql.Rows, secret bool) ([]store.Hook, error) {
 		var sync int
 		var timeoutMS, created int64
 		var last sql.NullInt64
-		if err := rows.Scan(&h.ID, &h.ChainID, &h.Secret, &sync, &timeoutMS, &created, &last); err != nil {
+		var budget string
+		if err := rows.Scan(&h.ID, &h.ChainID, &h.Secret, &sync, &timeoutMS, &budget, &created, &last); err != nil {
 			return nil, err
+		}
+		var err error
+		if h.Budget, err = decodeBudget(budget); err != nil {
+			return nil, fmt.Errorf("hook %s: %w", h.ID, err)
 		}
 		if !secret {
 			h.Secret = ""
@@ -356,6 +398,15 @@ func (s *Store) ListSchedules(ctx context.Context, chainID string) ([]store.Sche
 		return nil, fmt.Errorf("store: list schedules: %w", err)
 	}
 	return ss, nil
+}
+
+// TriggerBudget implements store.TriggerStore.
+func (s *Store) TriggerBudget(ctx context.Context, id string) (store.DayBudget, error) {
+	b, err := triggerBudget(ctx, s.r, id)
+	if err != nil {
+		return b, fmt.Errorf("store: trigger %q's budget: %w", id, err)
+	}
+	return b, nil
 }
 
 // CreateHook implements store.TriggerStore.

@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener) {
 		{"Usage", testUsage},
 		{"Agents", testAgents},
 		{"Credentials", testCredentials},
+		{"Budgets", testBudgets},
 		{"ChainMCP", testChainMCP},
 		{"MCPServers", testMCPServers},
 	} {

@@ -152,6 +152,8 @@ type Input struct {
 	// Hosts lists where it may be sent (credential.CleanHosts); empty: its
 	// type's default hosts, none for an HTTP credential.
 	Hosts []string
+	// Budget holds the model calls that use it, per day (zero: none).
+	Budget store.DayBudget
 }
 
 // Change is an update: the fields given replace theirs (the others stay
@@ -161,7 +163,8 @@ type Change struct {
 	Type   string
 	Values credential.Values
 	Chains *[]string
-	Hosts  *[]string // when not nil, replaces the allowed hosts
+	Hosts  *[]string        // when not nil, replaces the allowed hosts
+	Budget *store.DayBudget // when not nil, replaces the day budget
 }
 
 func aad(id, field string) []byte { return []byte(id + "/" + field) }
@@ -188,7 +191,7 @@ func (v *Vault) Add(ctx context.Context, who string, in Input) (*store.Credentia
 	}
 	now := v.now().UTC().Truncate(time.Microsecond)
 	c := &store.SealedCredential{Credential: store.Credential{
-		ID: uuid.NewString(), Name: in.Name, Type: typ.Name, Chains: cleanChains(in.Chains), Hosts: hosts,
+		ID: uuid.NewString(), Name: in.Name, Type: typ.Name, Chains: cleanChains(in.Chains), Hosts: hosts, Budget: in.Budget,
 		CreatedBy: who, Created: now, UpdatedBy: who, Updated: now,
 	}}
 	if err := fill(key, c, typ, in.Values); err != nil {
@@ -287,6 +290,9 @@ func (v *Vault) Update(ctx context.Context, who, name string, ch Change) (*store
 			return nil, store.Errorf(store.EINVALID, "credential %q: %v", name, err)
 		}
 		c.Hosts = hosts
+	}
+	if ch.Budget != nil {
+		c.Budget = *ch.Budget
 	}
 	c.UpdatedBy, c.Updated = who, v.now().UTC().Truncate(time.Microsecond)
 	if err := v.db.UpdateCredential(ctx, c); err != nil {

@@ -74,11 +74,12 @@ func (s *Admin) GetCredential(c echo.Context) error {
 
 // credentialBody is what POST and PATCH take.
 type credentialBody struct {
-	Name   string         `json:"name"`
-	Type   string         `json:"type"`
-	Fields map[string]any `json:"fields"`
-	Chains *[]string      `json:"chains"`
-	Hosts  *[]string      `json:"hosts"`
+	Name   string           `json:"name"`
+	Type   string           `json:"type"`
+	Fields map[string]any   `json:"fields"`
+	Chains *[]string        `json:"chains"`
+	Hosts  *[]string        `json:"hosts"`
+	Budget *store.DayBudget `json:"budget"`
 }
 
 // POST /v1/credentials (admins): 201 with the credential, without values.
@@ -90,7 +91,13 @@ func (s *Admin) AddCredential(c echo.Context) error {
 	if err := httpcore.BindJSON(c, &req); err != nil {
 		return err
 	}
+	if err := ops.CheckDayBudget(req.Budget, s.Prices); err != nil {
+		return err
+	}
 	in := vault.Input{Name: req.Name, Type: req.Type, Values: req.Fields}
+	if req.Budget != nil {
+		in.Budget = *req.Budget
+	}
 	if req.Chains != nil {
 		in.Chains = *req.Chains
 	}
@@ -114,11 +121,14 @@ func (s *Admin) UpdateCredential(c echo.Context) error {
 	if err := httpcore.BindJSON(c, &req); err != nil {
 		return err
 	}
+	if err := ops.CheckDayBudget(req.Budget, s.Prices); err != nil {
+		return err
+	}
 	name := c.Param("name")
 	if req.Name != "" && req.Name != name {
 		return httpcore.Error(httpcore.EINVALID, "invalid_credential", "a credential cannot be renamed (chains name it): add one under the new name", nil)
 	}
-	cr, err := s.Vault.Update(c.Request().Context(), httpcore.CallerOf(c).Name, name, vault.Change{Type: req.Type, Values: req.Fields, Chains: req.Chains, Hosts: req.Hosts})
+	cr, err := s.Vault.Update(c.Request().Context(), httpcore.CallerOf(c).Name, name, vault.Change{Type: req.Type, Values: req.Fields, Chains: req.Chains, Hosts: req.Hosts, Budget: req.Budget})
 	if err != nil {
 		return ops.CredentialErr(err, name)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/store"
 	"github.com/chainstudio/studio/web/httpcore"
+	"github.com/chainstudio/studio/web/ops"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 )
@@ -51,31 +52,33 @@ type firingJSON struct {
 }
 
 type scheduleJSON struct {
-	ID       string         `json:"id"`
-	ChainID  string         `json:"chain_id"`
-	Cron     string         `json:"cron"`
-	TimeZone string         `json:"time_zone"`
-	Input    map[string]any `json:"input"`
-	Overlap  string         `json:"overlap"`
-	CatchUp  string         `json:"catch_up"`
-	Enabled  bool           `json:"enabled"`
-	Created  time.Time      `json:"created"`
-	Updated  time.Time      `json:"updated"`
-	LastTick time.Time      `json:"last_tick,omitzero"`
-	NextTick time.Time      `json:"next_tick,omitzero"`
-	Firings  []firingJSON   `json:"firings"`
+	ID       string           `json:"id"`
+	ChainID  string           `json:"chain_id"`
+	Cron     string           `json:"cron"`
+	TimeZone string           `json:"time_zone"`
+	Input    map[string]any   `json:"input"`
+	Overlap  string           `json:"overlap"`
+	CatchUp  string           `json:"catch_up"`
+	Enabled  bool             `json:"enabled"`
+	Budget   *store.DayBudget `json:"budget,omitempty"`
+	Created  time.Time        `json:"created"`
+	Updated  time.Time        `json:"updated"`
+	LastTick time.Time        `json:"last_tick,omitzero"`
+	NextTick time.Time        `json:"next_tick,omitzero"`
+	Firings  []firingJSON     `json:"firings"`
 }
 
 type hookJSON struct {
-	ID            string       `json:"id"`
-	ChainID       string       `json:"chain_id"`
-	Path          string       `json:"path"`
-	Sync          bool         `json:"sync"`
-	SyncTimeoutMS int64        `json:"sync_timeout_ms,omitempty"`
-	Created       time.Time    `json:"created"`
-	LastFired     time.Time    `json:"last_fired,omitzero"`
-	Secret        string       `json:"secret,omitempty"` // in the create answer only
-	Firings       []firingJSON `json:"firings"`
+	ID            string           `json:"id"`
+	ChainID       string           `json:"chain_id"`
+	Path          string           `json:"path"`
+	Sync          bool             `json:"sync"`
+	SyncTimeoutMS int64            `json:"sync_timeout_ms,omitempty"`
+	Budget        *store.DayBudget `json:"budget,omitempty"`
+	Created       time.Time        `json:"created"`
+	LastFired     time.Time        `json:"last_fired,omitzero"`
+	Secret        string           `json:"secret,omitempty"` // in the create answer only
+	Firings       []firingJSON     `json:"firings"`
 }
 
 func (s *Triggers) firings(ctx context.Context, id string) ([]firingJSON, error) {
@@ -93,6 +96,7 @@ func (s *Triggers) firings(ctx context.Context, id string) ([]firingJSON, error)
 func (s *Triggers) scheduleView(ctx context.Context, sc *store.Schedule) (scheduleJSON, error) {
 	v := scheduleJSON{ID: sc.ID, ChainID: sc.ChainID, Cron: sc.Cron, TimeZone: sc.TimeZone, Input: sc.Input, Overlap: sc.Overlap,
 		CatchUp: sc.CatchUp, Enabled: sc.Enabled, Created: sc.Created, Updated: sc.Updated, LastTick: sc.LastTick}
+	v.Budget = budgetJSON(sc.Budget)
 	if spec, err := runs.ParseCron(sc.Cron, sc.TimeZone); err == nil && sc.Enabled {
 		v.NextTick = spec.Next(time.Now())
 	}
@@ -103,12 +107,21 @@ func (s *Triggers) scheduleView(ctx context.Context, sc *store.Schedule) (schedu
 
 func (s *Triggers) hookView(ctx context.Context, h *store.Hook) (hookJSON, error) {
 	v := hookJSON{ID: h.ID, ChainID: h.ChainID, Path: "/v1/hooks/" + h.ID, Sync: h.Sync, Created: h.Created, LastFired: h.LastFired}
+	v.Budget = budgetJSON(h.Budget)
 	if h.Sync {
 		v.SyncTimeoutMS = h.SyncTimeout.Milliseconds()
 	}
 	var err error
 	v.Firings, err = s.firings(ctx, h.ID)
 	return v, err
+}
+
+// budgetJSON is a trigger's budget as the API shows it (nil: none).
+func budgetJSON(b store.DayBudget) *store.DayBudget {
+	if b.IsZero() {
+		return nil
+	}
+	return &b
 }
 
 // GET /v1/chains/{id}/triggers
@@ -155,6 +168,8 @@ type scheduleBody struct {
 	Overlap  string         `json:"overlap"`
 	CatchUp  string         `json:"catch_up"`
 	Enabled  *bool          `json:"enabled"`
+	// Budget holds the runs it starts to a day's model spending.
+	Budget *store.DayBudget `json:"budget"`
 }
 
 // schedule checks the body and fills the record's fields.
@@ -196,6 +211,9 @@ func (b *scheduleBody) schedule(sc *store.Schedule) error {
 	}
 	sc.Cron, sc.TimeZone, sc.Input, sc.Overlap, sc.CatchUp = strings.TrimSpace(b.Cron), b.TimeZone, b.Input, b.Overlap, b.CatchUp
 	sc.Enabled = b.Enabled == nil || *b.Enabled
+	if b.Budget != nil {
+		sc.Budget = *b.Budget
+	}
 	return nil
 }
 
@@ -237,6 +255,9 @@ func (s *Triggers) CreateSchedule(c echo.Context) error {
 	if err := body.schedule(&sc); err != nil {
 		return err
 	}
+	if err := ops.CheckDayBudget(body.Budget, s.Prices); err != nil {
+		return err
+	}
 	if have, err := s.DB.ListSchedules(ctx, ch.ID); err != nil {
 		return err
 	} else if len(have) >= maxTriggersPerChain {
@@ -262,6 +283,9 @@ func (s *Triggers) UpdateSchedule(c echo.Context) error {
 	}
 	sc := store.Schedule{ID: c.Param("sid"), ChainID: c.Param("id")}
 	if err := body.schedule(&sc); err != nil {
+		return err
+	}
+	if err := ops.CheckDayBudget(body.Budget, s.Prices); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -290,10 +314,14 @@ func (s *Triggers) DeleteSchedule(c echo.Context) error {
 // the hook's secret, the only time it is shown.
 func (s *Triggers) CreateHook(c echo.Context) error {
 	var body struct {
-		Sync          bool  `json:"sync"`
-		SyncTimeoutMS int64 `json:"sync_timeout_ms"`
+		Sync          bool             `json:"sync"`
+		SyncTimeoutMS int64            `json:"sync_timeout_ms"`
+		Budget        *store.DayBudget `json:"budget"`
 	}
 	if err := httpcore.BindJSON(c, &body); err != nil {
+		return err
+	}
+	if err := ops.CheckDayBudget(body.Budget, s.Prices); err != nil {
 		return err
 	}
 	timeout := defaultSyncTimeout
@@ -318,7 +346,11 @@ func (s *Triggers) CreateHook(c echo.Context) error {
 	if _, err := rand.Read(key); err != nil {
 		return fmt.Errorf("hook secret: %w", err)
 	}
-	h, err := s.DB.CreateHook(ctx, store.Hook{ID: uuid.NewString(), ChainID: ch.ID, Secret: hex.EncodeToString(key), Sync: body.Sync, SyncTimeout: timeout})
+	hook := store.Hook{ID: uuid.NewString(), ChainID: ch.ID, Secret: hex.EncodeToString(key), Sync: body.Sync, SyncTimeout: timeout}
+	if body.Budget != nil {
+		hook.Budget = *body.Budget
+	}
+	h, err := s.DB.CreateHook(ctx, hook)
 	if err != nil {
 		return httpcore.StoreErr(err, fmt.Sprintf("chain %q", ch.ID))
 	}

@@ -24,6 +24,7 @@ type pageView struct {
 	shown  int64 // entries are sent for the events after it
 	labels views.Labels
 	rerun  bool
+	creds  []string // the credentials its agent nodes' models name (ops.ModelCredentials)
 }
 
 // Names of the page frames a live event keeps (runs.LiveEvent.EncodedAs):
@@ -52,7 +53,8 @@ func (s *Streams) PageRunEvents(c echo.Context) error {
 	if err != nil {
 		return ops.PageNotFound(err, "run")
 	}
-	page := &pageView{shown: shown, labels: views.NodeLabels(s.PageRunDoc(c, r)), rerun: r.Kind == store.KindRerun}
+	doc := s.PageRunDoc(c, r)
+	page := &pageView{shown: shown, labels: views.NodeLabels(doc), rerun: r.Kind == store.KindRerun, creds: ops.ModelCredentials(doc)}
 	return s.streamRun(c, id, after, page)
 }
 
@@ -102,6 +104,7 @@ type pageFinal struct {
 	pending []engine.Pending
 	usage   *ops.RunUsageJSON
 	labels  views.Labels
+	creds   []string
 }
 
 // finishPage sends the page's last frame: the run's status, its controls
@@ -125,7 +128,7 @@ func (st *sseStream) finishPage(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		return &pageFinal{run: r, pending: pending, usage: u, labels: st.page.labels}, nil
+		return &pageFinal{run: r, pending: pending, usage: u, labels: st.page.labels, creds: st.page.creds}, nil
 	})
 	if err != nil {
 		return st.fail(err)
@@ -139,7 +142,7 @@ func (st *sseStream) finishPage(ctx context.Context) error {
 	if err != nil {
 		return st.fail(err)
 	}
-	usage, err := renderHTML(ctx, views.RunUsagePanel(ops.RunUsageView(f.usage, f.labels, s.Runs.Budgets())))
+	usage, err := renderHTML(ctx, views.RunUsagePanel(ops.RunUsageView(f.usage, f.labels, s.Runs, f.run, f.creds)))
 	if err != nil {
 		return st.fail(err)
 	}

@@ -25,6 +25,8 @@ type CredentialJSON struct {
 	Hosts        []string `json:"hosts,omitempty"`
 	DefaultHosts []string `json:"default_hosts,omitempty"`
 	Usable       *bool    `json:"usable,omitempty"`
+	// Budget is its day budget (absent: none).
+	Budget *store.DayBudget `json:"budget,omitempty"`
 	// Unreadable says why the stored record cannot be read.
 	Unreadable string     `json:"unreadable,omitempty"`
 	CreatedBy  string     `json:"created_by,omitempty"`
@@ -42,6 +44,10 @@ func ToCredentialJSON(cr store.Credential, full bool) CredentialJSON {
 	all := len(cr.Chains) == 0
 	out.Public, out.Set, out.Chains, out.AllChains = cr.Public, cr.Set, cr.Chains, &all
 	out.Hosts = cr.Hosts
+	if !cr.Budget.IsZero() {
+		b := cr.Budget
+		out.Budget = &b
+	}
 	if typ, ok := credential.Lookup(cr.Type); ok {
 		values := credential.Values{}
 		for k, v := range cr.Public {

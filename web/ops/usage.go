@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine"
+	"github.com/chainstudio/studio/engine/chain"
 	"github.com/chainstudio/studio/engine/pricing"
 	"github.com/chainstudio/studio/engine/spend"
 	"github.com/chainstudio/studio/runs"
@@ -130,12 +131,15 @@ type UsageJSON struct {
 	Budgets BudgetsJSON `json:"budgets"`
 }
 
-// BudgetsJSON are the studio's model spending budgets: per run (null:
-// none) and for the day (null: none), with what today has spent, what
-// calls in flight hold and when it resets.
+// BudgetsJSON are the model spending budgets: the studio's per run
+// (null: none) and for the day (null: none), and Accounts, every budget
+// in one list (the studio's, and each chain's, trigger's and credential's
+// day account made so far), with what it has spent, what calls in flight
+// hold and when it resets.
 type BudgetsJSON struct {
-	Run *BudgetLimitJSON `json:"run"`
-	Day *DayBudgetJSON   `json:"day"`
+	Run      *BudgetLimitJSON    `json:"run"`
+	Day      *DayBudgetJSON      `json:"day"`
+	Accounts []BudgetAccountJSON `json:"accounts"`
 }
 
 // BudgetLimitJSON is a budget's size; an absent field is no limit on it.
@@ -154,6 +158,22 @@ type DayBudgetJSON struct {
 	Resets         time.Time       `json:"resets"`
 }
 
+// BudgetAccountJSON is one budget: its scope (run: the studio's default
+// for each run; studio, chain, trigger, credential: a day's), whose it is
+// (the chain name, trigger id or credential name) and what raises it.
+// A run default has no spent, reserved or resets: each run has its own.
+type BudgetAccountJSON struct {
+	Scope          string          `json:"scope"`
+	Name           string          `json:"name,omitempty"`
+	Limit          BudgetLimitJSON `json:"limit"`
+	SpentTokens    int64           `json:"spent_tokens"`
+	SpentCost      float64         `json:"spent_cost"`
+	ReservedTokens int64           `json:"reserved_tokens"`
+	ReservedCost   float64         `json:"reserved_cost"`
+	Resets         *time.Time      `json:"resets,omitempty"`
+	SetBy          string          `json:"set_by"`
+}
+
 func limitJSON(l spend.Limit) BudgetLimitJSON {
 	j := BudgetLimitJSON{Tokens: l.Tokens}
 	if l.Cost > 0 {
@@ -163,9 +183,25 @@ func limitJSON(l spend.Limit) BudgetLimitJSON {
 	return j
 }
 
+// BudgetSetBy says what sets a budget of scope, to raise it.
+func BudgetSetBy(scope string) string {
+	switch scope {
+	case runs.ScopeRun:
+		return "--budget-run-tokens, --budget-run-cost"
+	case runs.ScopeStudio:
+		return "--budget-day-tokens, --budget-day-cost"
+	case runs.ScopeChain:
+		return "the chain's budget.day (Chain settings)"
+	case runs.ScopeTrigger:
+		return "the trigger's budget"
+	default:
+		return "the credential's budget"
+	}
+}
+
 // BudgetsNow are the run service's budgets as GET /v1/usage shows them.
-func BudgetsNow(b runs.Budgets) BudgetsJSON {
-	var out BudgetsJSON
+func BudgetsNow(b runs.Budgets, accounts []runs.BudgetAccount) BudgetsJSON {
+	out := BudgetsJSON{Accounts: []BudgetAccountJSON{}}
 	if !b.Run.IsZero() {
 		l := limitJSON(b.Run)
 		out.Run = &l
@@ -174,6 +210,17 @@ func BudgetsNow(b runs.Budgets) BudgetsJSON {
 		spent, reserved, resets := b.Day.State()
 		out.Day = &DayBudgetJSON{Limit: limitJSON(b.Day.Limit()), SpentTokens: spent.Tokens, SpentCost: spent.Cost,
 			ReservedTokens: reserved.Tokens, ReservedCost: reserved.Cost, Resets: resets}
+	}
+	for _, a := range accounts {
+		j := BudgetAccountJSON{Scope: a.Scope, Name: a.Name, Limit: limitJSON(a.Limit), SetBy: BudgetSetBy(a.Scope)}
+		if a.Account != nil {
+			spent, reserved, resets := a.Account.State()
+			j.SpentTokens, j.SpentCost, j.ReservedTokens, j.ReservedCost = spent.Tokens, spent.Cost, reserved.Tokens, reserved.Cost
+			if !resets.IsZero() {
+				j.Resets = &resets
+			}
+		}
+		out.Accounts = append(out.Accounts, j)
 	}
 	return out
 }
@@ -271,7 +318,7 @@ func (s *Env) Usage(c echo.Context, q url.Values) (*UsageJSON, error) {
 	}
 	SortUsageKeys(out.Keys)
 	if s.Runs != nil {
-		out.Budgets = BudgetsNow(s.Runs.Budgets())
+		out.Budgets = BudgetsNow(s.Runs.Budgets(), s.Runs.BudgetAccounts())
 	}
 	return out, nil
 }
@@ -295,9 +342,11 @@ func SortUsageKeys(keys []UsageKeyJSON) {
 	})
 }
 
-// RunUsageView is the run page's usage panel for a run's usage.
-func RunUsageView(u *RunUsageJSON, labels views.Labels, b runs.Budgets) views.RunUsage {
-	v := views.RunUsage{RunID: u.RunID, Priced: u.Priced, Total: UsageLine("", "", u.Total), Budgets: budgetNotes(u.Total, b)}
+// RunUsageView is the run page's usage panel for a run's usage: svc's
+// budgets, and those of the run r's chain, its trigger and the credentials
+// its models name (creds).
+func RunUsageView(u *RunUsageJSON, labels views.Labels, svc *runs.Service, r *store.Run, creds []string) views.RunUsage {
+	v := views.RunUsage{RunID: u.RunID, Priced: u.Priced, Total: UsageLine("", "", u.Total), Budgets: budgetNotes(u.Total, svc, r, creds)}
 	for _, n := range u.Nodes {
 		label := n.NodeID
 		if l := labels[n.NodeID]; l != "" && l != n.NodeID {
@@ -308,11 +357,35 @@ func RunUsageView(u *RunUsageJSON, labels views.Labels, b runs.Budgets) views.Ru
 	return v
 }
 
-// budgetNotes say, beside a run's usage, the budgets it is held to: the
-// run's, against what the run used, and the studio's day.
-func budgetNotes(used pricing.Totals, b runs.Budgets) []string {
+// ModelCredentials are the stored credentials the agent nodes of doc name
+// for their models (config.model.credential), whose budgets the run page
+// notes. An agent loaded from a file names its own, not seen here.
+func ModelCredentials(doc *chain.Chain) []string {
+	if doc == nil {
+		return nil
+	}
 	var out []string
-	if l := b.Run; !l.IsZero() {
+	for _, nd := range doc.Nodes {
+		if nd.Kind != chain.KindAgent {
+			continue
+		}
+		m, _ := nd.Config["model"].(map[string]any)
+		if name, _ := m["credential"].(string); name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// budgetNotes say, beside a run's usage, the budgets it is held to: the
+// run's (the studio's and its chain's), against what the run used, and
+// the day accounts of the studio, its chain and its trigger.
+func budgetNotes(used pricing.Totals, svc *runs.Service, r *store.Run, creds []string) []string {
+	var out []string
+	runNote := func(who string, l spend.Limit, setBy string) {
+		if l.IsZero() {
+			return
+		}
 		var parts []string
 		if l.Tokens > 0 {
 			parts = append(parts, fmt.Sprintf("%d of its %d tokens used", used.InputTokens+used.OutputTokens, l.Tokens))
@@ -324,9 +397,9 @@ func budgetNotes(used pricing.Totals, b runs.Budgets) []string {
 			}
 			parts = append(parts, fmt.Sprintf("%.4f of its %.4f spent", c, l.Cost))
 		}
-		out = append(out, "This run's budget: "+strings.Join(parts, ", ")+" (an execution's own: a resume starts anew).")
+		out = append(out, who+": "+strings.Join(parts, ", ")+" (an execution's own: a resume starts anew"+setBy+").")
 	}
-	if d := BudgetsNow(b).Day; d != nil {
+	dayNote := func(who string, d BudgetAccountJSON) {
 		var parts []string
 		if d.Limit.Tokens > 0 {
 			parts = append(parts, fmt.Sprintf("%d of %d tokens", d.SpentTokens, d.Limit.Tokens))
@@ -334,7 +407,34 @@ func budgetNotes(used pricing.Totals, b runs.Budgets) []string {
 		if d.Limit.Cost != nil {
 			parts = append(parts, fmt.Sprintf("%.4f of %.4f", d.SpentCost, *d.Limit.Cost))
 		}
-		out = append(out, "The studio today: "+strings.Join(parts, ", ")+"; it resets at "+d.Resets.Format("15:04 UTC")+".")
+		line := who + ": " + strings.Join(parts, ", ")
+		if d.Resets != nil {
+			line += "; it resets at " + d.Resets.Format("15:04 UTC")
+		}
+		out = append(out, line+".")
+	}
+	b := svc.Budgets()
+	runNote("This run's budget", b.Run, "")
+	var chainRun spend.Limit
+	var days []runs.BudgetAccount
+	if r != nil {
+		chainRun, days = svc.RunBudgets(r.ChainName, r.TriggerID, creds)
+		runNote("Chain "+r.ChainName+"'s run budget", chainRun, "; its budget.run setting")
+	}
+	now := BudgetsNow(b, days)
+	for _, d := range now.Accounts {
+		switch d.Scope {
+		case runs.ScopeChain:
+			dayNote("Chain "+d.Name+" today", d)
+		case runs.ScopeTrigger:
+			dayNote("Trigger "+d.Name+" today", d)
+		case runs.ScopeCredential:
+			dayNote("Credential "+d.Name+" today", d)
+		}
+	}
+	if d := now.Day; d != nil {
+		resets := d.Resets
+		dayNote("The studio today", BudgetAccountJSON{Limit: d.Limit, SpentTokens: d.SpentTokens, SpentCost: d.SpentCost, Resets: &resets})
 	}
 	return out
 }

@@ -272,9 +272,33 @@ func (s *Chains) FragProps(c echo.Context) error {
 	case req.Edge != nil:
 		return RenderPage(c, http.StatusOK, views.EdgeProps(*req.Edge, pc))
 	case req.Chain != nil:
+		pc.BudgetToday = s.chainBudgetToday(req.Chain.Name)
 		return RenderPage(c, http.StatusOK, views.ChainProps(*req.Chain, pc))
 	}
 	return s.formRefusal(c, "Cannot show properties", httpcore.EBADREQUEST, "bad_json", "post {node}, {edge} or {chain}")
+}
+
+// chainBudgetToday says where the chain's day budget stands now, for its
+// panel ("": no account yet).
+func (s *Chains) chainBudgetToday(name string) string {
+	if s.Runs == nil {
+		return ""
+	}
+	_, days := s.Runs.RunBudgets(name, "", nil)
+	for _, d := range ops.BudgetsNow(runs.Budgets{}, days).Accounts {
+		if d.Scope != runs.ScopeChain {
+			continue
+		}
+		var parts []string
+		if d.Limit.Tokens > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d tokens", d.SpentTokens, d.Limit.Tokens))
+		}
+		if d.Limit.Cost != nil {
+			parts = append(parts, fmt.Sprintf("%.4f of %.4f", d.SpentCost, *d.Limit.Cost))
+		}
+		return "Today: " + strings.Join(parts, ", ") + " spent (all runs; resets at 00:00 UTC)."
+	}
+	return ""
 }
 
 // FragExpr checks one expression as it is typed. With the field named

@@ -102,7 +102,7 @@ func (s *Runs) PageRun(c echo.Context) error {
 	}
 	doc := s.PageRunDoc(c, r)
 	labels := views.NodeLabels(doc)
-	return RenderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.Runs.QueuePosition(id), ops.RunUsageView(u, labels, s.Runs.Budgets()), answers, pending))
+	return RenderPage(c, http.StatusOK, views.RunPage(r, events, labels, s.Runs.QueuePosition(id), ops.RunUsageView(u, labels, s.Runs, r, ops.ModelCredentials(doc)), answers, pending))
 }
 
 // FragRunControls renders the actions for the run's current status (the page

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainstudio/studio/engine/pricing"
+	"github.com/chainstudio/studio/runs"
 	"github.com/chainstudio/studio/views"
 	"github.com/chainstudio/studio/web/ops"
 	"github.com/labstack/echo/v4"
@@ -25,7 +26,8 @@ func (s *Runs) FragRunUsage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return RenderPage(c, http.StatusOK, views.RunUsagePanel(ops.RunUsageView(u, views.NodeLabels(s.PageRunDoc(c, r)), s.Runs.Budgets())))
+	doc := s.PageRunDoc(c, r)
+	return RenderPage(c, http.StatusOK, views.RunUsagePanel(ops.RunUsageView(u, views.NodeLabels(doc), s.Runs, r, ops.ModelCredentials(doc))))
 }
 
 // PageUsage shows tokens and cost per chain or agent over the last days,
@@ -75,19 +77,36 @@ func budgetLines(b ops.BudgetsJSON) []views.BudgetLine {
 		return strings.Join(parts, " and ")
 	}
 	var out []views.BudgetLine
-	if b.Run != nil {
-		out = append(out, views.BudgetLine{Name: "Each run", Limit: limit(*b.Run), Flags: "--budget-run-tokens, --budget-run-cost"})
-	}
-	if d := b.Day; d != nil {
-		used := fmt.Sprintf("%d tokens", d.SpentTokens)
-		held := fmt.Sprintf("%d tokens", d.ReservedTokens)
-		if d.Limit.Cost != nil {
-			used += fmt.Sprintf(", %.4f", d.SpentCost)
-			held += fmt.Sprintf(", %.4f", d.ReservedCost)
+	for _, a := range b.Accounts {
+		line := views.BudgetLine{Name: budgetName(a), Limit: limit(a.Limit), Flags: a.SetBy}
+		if a.Resets != nil {
+			used := fmt.Sprintf("%d tokens", a.SpentTokens)
+			held := fmt.Sprintf("%d tokens", a.ReservedTokens)
+			if a.Limit.Cost != nil {
+				used += fmt.Sprintf(", %.4f", a.SpentCost)
+				held += fmt.Sprintf(", %.4f", a.ReservedCost)
+			}
+			line.Spent, line.Reserved, line.Resets = used, held, *a.Resets
 		}
-		out = append(out, views.BudgetLine{Name: "The studio, today (UTC)", Limit: limit(d.Limit), Spent: used, Reserved: held, Resets: d.Resets, Flags: "--budget-day-tokens, --budget-day-cost"})
+		out = append(out, line)
 	}
 	return out
+}
+
+// budgetName is what the usage page calls a budget.
+func budgetName(a ops.BudgetAccountJSON) string {
+	switch a.Scope {
+	case runs.ScopeRun:
+		return "Each run"
+	case runs.ScopeStudio:
+		return "The studio, today (UTC)"
+	case runs.ScopeChain:
+		return "Chain " + a.Name + ", today (UTC)"
+	case runs.ScopeTrigger:
+		return "Trigger " + a.Name + ", today (UTC)"
+	default:
+		return "Credential " + a.Name + ", today (UTC)"
+	}
 }
 
 // usageKeyLine labels a chain (linked to its runs) or an agent (linked to
