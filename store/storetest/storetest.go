@@ -71,6 +71,8 @@ func Run(t *testing.T, open Opener) {
 		{"Credentials", testCredentials},
 		{"ChainMCP", testChainMCP},
 		{"MCPServers", testMCPServers},
+		{"Conversations", testConversations},
+		{"ConversationBound", testConversationBound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
