@@ -116,6 +116,9 @@ type Options struct {
 	// Credentials resolves the stored credentials a run's tools name; nil:
 	// a tool that names one fails with tool.ErrNoCredentials.
 	Credentials Credentials
+	// Conversations keeps the conversations of agents with memory; nil:
+	// memory is off (such an agent runs without and warns).
+	Conversations store.ConversationStore
 }
 
 // DefaultMaxRunning is how many runs execute at once when no flag says:
