@@ -17,7 +17,7 @@ import (
 // listed and read by any role, and cleared by an editor only.
 func TestConversationsAPI(t *testing.T) {
 	t.Parallel()
-	f := llmtest.NewOpenAI(t, llmtest.Turn{Text: "Hello Ada."}, llmtest.Turn{Text: "You said hello."})
+	f := llmtest.NewOpenAI(t, llmtest.Turn{Text: "Hello Ada."}, llmtest.Turn{Text: "You said hello."}, llmtest.Turn{Text: "Hi team."})
 	set, err := agent.NewSet(nil, agent.LoadOptions{Providers: testProviders})
 	if err != nil {
 		t.Fatal(err)
@@ -30,13 +30,13 @@ func TestConversationsAPI(t *testing.T) {
 	r := do(t, ts, "POST", "/v1/chains", doc, h["editor"]...)
 	wantStatus(t, r, http.StatusCreated)
 	id := r.json(t)["id"].(string)
-	for _, text := range []string{"hello", "what did I say?"} {
-		r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"user":"ada","text":"`+text+`"}}`, h["editor"]...)
+	for _, in := range [][2]string{{"ada", "hello"}, {"ada", "what did I say?"}, {"team/ada b", "hi"}} {
+		r = do(t, ts, "POST", "/v1/chains/"+id+"/runs", `{"input":{"user":"`+in[0]+`","text":"`+in[1]+`"}}`, h["editor"]...)
 		wantStatus(t, r, http.StatusAccepted)
 		waitStatus(t, ts, r.json(t)["run_id"].(string), "completed", h["viewer"])
 	}
 	reqs := f.Requests()
-	if len(reqs) != 2 {
+	if len(reqs) != 3 {
 		t.Fatalf("%d model calls", len(reqs))
 	}
 	msgs := reqs[1]["messages"].([]any)
@@ -47,14 +47,17 @@ func TestConversationsAPI(t *testing.T) {
 	if got := strings.Join(sent, " | "); got != "hello | Hello Ada. | what did I say?" {
 		t.Fatalf("the second call sent %q", got)
 	}
+	if n := len(reqs[2]["messages"].([]any)); n != 1 {
+		t.Fatalf("another user's call sent %d messages", n)
+	}
 
 	r = do(t, ts, "GET", "/v1/conversations", nil, h["viewer"]...)
 	wantStatus(t, r, http.StatusOK)
 	list := r.json(t)["conversations"].([]any)
-	if len(list) != 1 {
-		t.Fatalf("conversations %s", r.body)
+	if len(list) != 2 || list[0].(map[string]any)["session"] != "team/ada b" {
+		t.Fatalf("conversations, newest first: %s", r.body)
 	}
-	c := list[0].(map[string]any)
+	c := list[1].(map[string]any)
 	if c["scope"] != "memo:ask" || c["session"] != "ada" || c["turns"] != 4.0 || c["last_at"] == nil {
 		t.Fatalf("conversation %v", c)
 	}
@@ -63,6 +66,11 @@ func TestConversationsAPI(t *testing.T) {
 		t.Fatalf("another scope lists %d", n)
 	}
 	wantStatus(t, do(t, ts, "GET", "/v1/conversations?limit=0", nil, h["viewer"]...), http.StatusBadRequest)
+	r = do(t, ts, "GET", "/v1/conversations/memo:ask/"+url.PathEscape("team/ada b"), nil, h["viewer"]...)
+	wantStatus(t, r, http.StatusOK)
+	if m := r.json(t); m["session"] != "team/ada b" || m["total"] != 2.0 {
+		t.Fatalf("a session with a slash: %s", r.body)
+	}
 
 	path := "/v1/conversations/" + url.PathEscape("memo:ask") + "/ada"
 	r = do(t, ts, "GET", path, nil, h["approver"]...)
