@@ -304,3 +304,45 @@ func TestConversationMemoryProblemsNameTheField(t *testing.T) {
 		t.Fatalf("tool agent: %v", err)
 	}
 }
+
+// failingStore loads nothing and fails every append.
+type failingStore struct{ *memStore }
+
+func (*failingStore) Append(context.Context, string, string, string, []Turn) error {
+	return fmt.Errorf("disk full")
+}
+
+// A turn the store fails to keep leaves the answer as it is, and says so.
+func TestConversationMemoryAppendFailureWarns(t *testing.T) {
+	t.Parallel()
+	f := llmtest.NewOpenAI(t, llmtest.Turn{Text: "a1"})
+	s := mustSet(t, f.URL+"/v1", memoryAgent)
+	def, _ := s.Get("helper")
+	store := &failingStore{newMemStore()}
+	var warned []string
+	ctx := tool.WithExecution(context.Background(), tool.Execution{RunID: "r1", NodeID: "a", Item: -1})
+	out, err := (&Runtime{Set: s, Conversations: store}).Invoke(ctx, def, RunInput("q", "", map[string]any{"user": "ada"}), func(p any) {
+		if m, ok := p.(map[string]any); ok && m["step"] == StepWarning {
+			warned = append(warned, fmt.Sprint(m["text"]))
+		}
+	})
+	if err != nil || out["answer"] != "a1" {
+		t.Fatalf("%v %v", out, err)
+	}
+	if m := out["memory"].(map[string]any); !strings.Contains(fmt.Sprint(m["error"]), "disk full") || len(warned) != 1 {
+		t.Fatalf("memory %v, warnings %v", m, warned)
+	}
+}
+
+// The props form of an agent defined in its node offers memory.
+func TestConversationMemoryInTheNodeForm(t *testing.T) {
+	t.Parallel()
+	s := DefinedConfigSchema(testProviders)
+	mem := at(t, s, "properties", "memory").(map[string]any)
+	if at(t, mem, "properties", "session_key", "type") != "string" || fmt.Sprint(mem["required"]) != "[session_key]" {
+		t.Fatalf("memory %v", mem)
+	}
+	if order := fmt.Sprint(s["x-order"]); !strings.HasSuffix(order, "memory]") {
+		t.Fatalf("x-order %s", order)
+	}
+}
