@@ -568,8 +568,10 @@ const (
 	// MaxConversationTurns is the most turns a session keeps: an append
 	// past it deletes the oldest.
 	MaxConversationTurns = 1000
-	// MaxConversationName bounds a scope and a session.
-	MaxConversationName = 200
+	// MaxConversationScope bounds a scope (a chain's name and a node's id
+	// together), MaxConversationName a session and an append key.
+	MaxConversationScope = 600
+	MaxConversationName  = 200
 	// DefaultConversationList and MaxConversationList bound a list of
 	// sessions.
 	DefaultConversationList = 100
@@ -617,9 +619,12 @@ func ClipConversationText(s string) string {
 // CheckConversation refuses an empty or oversized scope or session
 // (ErrInvalid naming which).
 func CheckConversation(scope, session string) error {
-	for _, f := range []struct{ name, v string }{{"scope", scope}, {"session", session}} {
-		if f.v == "" || len(f.v) > MaxConversationName {
-			return fmt.Errorf("%w: conversation %s: want 1 to %d bytes, got %d", ErrInvalid, f.name, MaxConversationName, len(f.v))
+	for _, f := range []struct {
+		name, v string
+		most    int
+	}{{"scope", scope, MaxConversationScope}, {"session", session, MaxConversationName}} {
+		if f.v == "" || len(f.v) > f.most {
+			return fmt.Errorf("%w: conversation %s: want 1 to %d bytes, got %d", ErrInvalid, f.name, f.most, len(f.v))
 		}
 	}
 	return nil

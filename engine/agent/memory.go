@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -22,6 +23,8 @@ const (
 	// MaxSessionBytes bounds a session key: it names a conversation in
 	// the store and in URLs.
 	MaxSessionBytes = 200
+	// maxKeyBytes bounds an append's key as the store keeps it.
+	maxKeyBytes = 200
 )
 
 // StepMemory reports which earlier turns of a conversation a model call
@@ -237,7 +240,12 @@ func (rt *Runtime) remember(ctx context.Context, def *Definition, st *loopState,
 // fresh one for an agent run outside a chain run (nothing replays it).
 func executionKey(ctx context.Context) string {
 	if ex, ok := tool.ExecutionFrom(ctx); ok && ex.RunID != "" {
-		return ex.Key()
+		k := ex.Key()
+		if len(k) > maxKeyBytes { // long node ids: a digest, still one per execution
+			sum := sha256.Sum256([]byte(k))
+			return "sha256:" + hex.EncodeToString(sum[:])
+		}
+		return k
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])

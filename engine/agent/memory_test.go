@@ -346,3 +346,17 @@ func TestConversationMemoryInTheNodeForm(t *testing.T) {
 		t.Fatalf("x-order %s", order)
 	}
 }
+
+// An execution's key fits the store however long its node id, and stays
+// one per execution.
+func TestConversationMemoryKeyOfALongNodeID(t *testing.T) {
+	t.Parallel()
+	ex := tool.Execution{RunID: "r1", NodeID: strings.Repeat("n", 256), Item: -1}
+	k1 := executionKey(tool.WithExecution(context.Background(), ex))
+	k2 := executionKey(tool.WithExecution(context.Background(), ex))
+	ex.Iteration = 2
+	k3 := executionKey(tool.WithExecution(context.Background(), ex))
+	if len(k1) > maxKeyBytes || k1 != k2 || k1 == k3 {
+		t.Fatalf("keys %q %q %q", k1, k2, k3)
+	}
+}

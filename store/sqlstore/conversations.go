@@ -18,8 +18,8 @@ func (s *Store) AppendTurns(ctx context.Context, scope, session, key string, tur
 	if err := store.CheckConversation(scope, session); err != nil {
 		return err
 	}
-	if key == "" || len(key) > 300 {
-		return fmt.Errorf("%w: conversation append key: want 1 to 300 bytes, got %d", store.ErrInvalid, len(key))
+	if key == "" || len(key) > store.MaxConversationName {
+		return fmt.Errorf("%w: conversation append key: want 1 to %d bytes, got %d", store.ErrInvalid, store.MaxConversationName, len(key))
 	}
 	if len(turns) == 0 {
 		return nil

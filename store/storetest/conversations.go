@@ -106,6 +106,13 @@ func testConversations(t *testing.T, open Opener) {
 	if err := db.AppendTurns(ctx, "helper", strings.Repeat("s", store.MaxConversationName+1), "k", pair("q", "a", at)); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("long session: %v", err)
 	}
+	long := strings.Repeat("c", store.MaxConversationScope/2) + ":" + strings.Repeat("n", store.MaxConversationScope/2-1)
+	if err := db.AppendTurns(ctx, long, "s", "k", pair("q", "a", at)); err != nil {
+		t.Fatalf("a scope of %d bytes: %v", len(long), err)
+	}
+	if err := db.AppendTurns(ctx, long+"x", "s", "k", pair("q", "a", at)); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a scope over the limit: %v", err)
+	}
 }
 
 // A session keeps its newest MaxConversationTurns turns.

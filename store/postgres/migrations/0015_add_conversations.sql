@@ -6,9 +6,9 @@
 -- microseconds.
 CREATE TABLE conversation_turns (
     id         BIGSERIAL    NOT NULL PRIMARY KEY,
-    scope      VARCHAR(200) NOT NULL,
+    scope      VARCHAR(600) NOT NULL,
     session    VARCHAR(200) NOT NULL,
-    append_key VARCHAR(300) NOT NULL,
+    append_key VARCHAR(200) NOT NULL,
     item       INTEGER      NOT NULL,
     role       VARCHAR(16)  NOT NULL,
     text       TEXT         NOT NULL,
