@@ -226,6 +226,9 @@ func (rt *Runtime) remember(ctx context.Context, def *Definition, st *loopState,
 	view := map[string]any{"session": ms.Session, "included": len(ms.Included), "dropped": ms.Dropped}
 	out["memory"] = view
 	answer, _ := out["answer"].(string)
+	if answer == "" {
+		return // nothing was said: an empty turn would be refused when sent again
+	}
 	now := time.Now().UTC()
 	turns := []Turn{{Role: TurnUser, Text: ms.User, At: now}, {Role: TurnAssistant, Text: answer, At: now}}
 	key := executionKey(ctx)
