@@ -309,6 +309,14 @@ func (r *run) attempts(ctx context.Context, i int, item *int, fn func(context.Co
 	if nd.Retry != nil {
 		max, backoff, delay = nd.Retry.MaxAttempts, nd.Retry.Backoff, nd.Retry.InitialDelaySeconds
 	}
+	ex := tool.Execution{RunID: r.id, Chain: r.chain.Name, NodeID: nd.ID, Iteration: r.nodes.iterations[i], Item: -1}
+	if item != nil {
+		ex.Item = *item
+	}
+	if own, ok := tool.ExecutionFrom(ctx); ok && own.RunID == r.id {
+		ex.Iteration = own.Iteration // an attached node repeats with its owner (a map in a loop)
+	}
+	ctx = tool.WithExecution(ctx, ex)
 	for a := 1; ; a++ {
 		actx := tool.WithAttempt(ctx, a)
 		if hook := r.engine.opts.AttemptContext; hook != nil {

@@ -31,6 +31,9 @@ func (s *Service) agentHooks(opts Options) (engine.AgentRunner, engine.ChainReso
 		return opts.Agent, chains
 	}
 	rt := &agent.Runtime{Set: agents, Registry: opts.Registry, ChainTool: chains, Model: agent.ModelClient{HTTP: opts.ModelHTTP, Prices: opts.Prices}}
+	if opts.Conversations != nil {
+		rt.Conversations = conversations{opts.Conversations}
+	}
 	rt.RunChain = func(ctx context.Context, name string, input map[string]any) (any, error) {
 		c, err := chains(ctx, name)
 		if err != nil {

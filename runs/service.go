@@ -121,6 +121,9 @@ type Options struct {
 	// schedules and webhooks, and of stored credentials (nil: none).
 	TriggerBudgets    TriggerBudgets
 	CredentialBudgets CredentialBudgets
+	// Conversations keeps the conversations of agents with memory; nil:
+	// memory is off (such an agent runs without and warns).
+	Conversations store.ConversationStore
 }
 
 // DefaultMaxRunning is how many runs execute at once when no flag says:

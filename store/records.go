@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chainstudio/studio/engine"
 	"github.com/chainstudio/studio/engine/chain"
@@ -611,6 +612,76 @@ func CheckAgent(a *Agent) error {
 		return fmt.Errorf("%w: agent %q: the definition is %d bytes, over the limit of %d (1 MiB)", ErrInvalid, a.Name, len(a.Source), MaxAgentSource)
 	case len(a.Message) > MaxAgentMessage:
 		return fmt.Errorf("%w: agent %q: message: over %d bytes", ErrInvalid, a.Name, MaxAgentMessage)
+	}
+	return nil
+}
+
+// Bounds of kept conversations (agents' memory).
+const (
+	// MaxConversationText is the most text a turn keeps; a longer one is
+	// cut and says so.
+	MaxConversationText = 32 << 10
+	// MaxConversationTurns is the most turns a session keeps: an append
+	// past it deletes the oldest.
+	MaxConversationTurns = 1000
+	// MaxConversationScope bounds a scope (a chain's name and a node's id
+	// together), MaxConversationName a session and an append key.
+	MaxConversationScope = 600
+	MaxConversationName  = 200
+	// DefaultConversationList and MaxConversationList bound a list of
+	// sessions.
+	DefaultConversationList = 100
+	MaxConversationList     = 1000
+)
+
+// ConversationTurn is one kept message of an agent's conversation: the
+// user's message or the agent's final answer.
+type ConversationTurn struct {
+	ID   int64
+	Role string // user or assistant
+	Text string
+	At   time.Time
+}
+
+// ConversationSession is one kept conversation: its scope (the agent, or
+// the chain and node of an agent defined there), its session key, how
+// many turns it keeps and when the last was added.
+type ConversationSession struct {
+	Scope   string
+	Session string
+	Turns   int
+	LastAt  time.Time
+}
+
+// ConversationFilter picks the sessions ListConversations returns.
+type ConversationFilter struct {
+	Scope string // "": every scope
+	Limit int    // <= 0: DefaultConversationList; at most MaxConversationList
+}
+
+// ClipConversationText cuts a turn's text at MaxConversationText (on a
+// rune boundary) with a note saying how long it was.
+func ClipConversationText(s string) string {
+	if len(s) <= MaxConversationText {
+		return s
+	}
+	cut := s[:MaxConversationText]
+	for len(cut) > 0 && !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + fmt.Sprintf("\n[the turn was %d bytes; it was cut at %d]", len(s), MaxConversationText)
+}
+
+// CheckConversation refuses an empty or oversized scope or session
+// (ErrInvalid naming which).
+func CheckConversation(scope, session string) error {
+	for _, f := range []struct {
+		name, v string
+		most    int
+	}{{"scope", scope, MaxConversationScope}, {"session", session, MaxConversationName}} {
+		if f.v == "" || len(f.v) > f.most {
+			return fmt.Errorf("%w: conversation %s: want 1 to %d bytes, got %d", ErrInvalid, f.name, f.most, len(f.v))
+		}
 	}
 	return nil
 }

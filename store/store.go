@@ -450,6 +450,25 @@ type AgentStore interface {
 	DeleteAgent(ctx context.Context, name string) error
 }
 
+// ConversationStore keeps agents' conversations (their memory): turns by
+// scope and session, each append once per key, the oldest deleted past
+// MaxConversationTurns.
+type ConversationStore interface {
+	// AppendTurns adds turns to a session in order, their text cut at
+	// MaxConversationText. An append with a key the session has seen
+	// writes nothing, so a node replayed after a crash adds its turns
+	// once.
+	AppendTurns(ctx context.Context, scope, session, key string, turns []ConversationTurn) error
+	// LoadTurns returns a session's newest limit turns (at most
+	// MaxConversationTurns), oldest first, and how many it keeps in all.
+	LoadTurns(ctx context.Context, scope, session string, limit int) ([]ConversationTurn, int, error)
+	// ListConversations lists sessions, the most recently added to first.
+	ListConversations(ctx context.Context, f ConversationFilter) ([]ConversationSession, error)
+	// ClearConversation deletes a session's turns and returns how many;
+	// ErrNotFound when it keeps none.
+	ClearConversation(ctx context.Context, scope, session string) (int, error)
+}
+
 // Backend is a whole storage backend: what cmd/studio opens and hands to the
 // server and the run service.
 type Backend interface {
@@ -465,6 +484,7 @@ type Backend interface {
 	CredentialStore
 	MCPServerStore
 	AgentStore
+	ConversationStore
 	// Ping makes one round trip to the database (the readiness probe asks
 	// it with a short deadline): nil when it answers.
 	Ping(ctx context.Context) error

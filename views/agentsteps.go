@@ -20,6 +20,7 @@ const (
 	stepRepair     = "repair"
 	stepRefused    = "tool_calls_refused" // a turn over max_tool_calls, refused whole
 	stepWarning    = "warning"            // the agent answered, but tool calls failed
+	stepMemory     = "memory"             // the earlier turns of its conversation the model was sent
 )
 
 // stepTextRunes bounds what a step's text quotes of the model's words or of
@@ -73,6 +74,12 @@ func agentStepText(m map[string]any) (string, bool) {
 	case stepWarning:
 		// The node's last event, so its note on the canvas: said whole.
 		return "⚠ " + str("text"), true
+	case stepMemory:
+		s := "memory " + clipText(str("session"), stepTextRunes) + ": " + intText(m["included"]) + " earlier turns sent"
+		if d, ok := number(m["dropped"]); ok && d > 0 {
+			s += ", " + intText(d) + " older left out"
+		}
+		return s, true
 	case stepRepair:
 		return "repair " + intText(m["attempt"]) + " of " + intText(m["of"]) + ": " + clipText(str("error"), stepTextRunes), true
 	}

@@ -87,7 +87,7 @@ func newTestServerOpts(t testing.TB, cfg Config, reg *engine.Registry, tune func
 func testDeps(t testing.TB, db store.Backend, reg *engine.Registry, tune func(*runs.Options)) Deps {
 	t.Helper()
 	metrics := NewMetrics()
-	opts := runs.Options{Store: db, Registry: reg, Logger: testLogger(), Observer: metrics}
+	opts := runs.Options{Store: db, Registry: reg, Logger: testLogger(), Observer: metrics, Conversations: db}
 	if tune != nil {
 		tune(&opts)
 	}

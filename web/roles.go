@@ -81,88 +81,91 @@ var routeActions = map[string]httpcore.Action{
 	"POST /users/:name/remove":                httpcore.ActAdmin,
 
 	// The JSON API.
-	"GET /v1/chains":                          httpcore.ActRead,
-	"POST /v1/chains":                         httpcore.ActEdit,
-	"POST /v1/chains/import":                  httpcore.ActEdit,
-	"GET /v1/templates":                       httpcore.ActRead,
-	"POST /v1/templates/:id/chains":           httpcore.ActEdit,
-	"GET /v1/chains/:id":                      httpcore.ActRead,
-	"PUT /v1/chains/:id":                      httpcore.ActEdit,
-	"PATCH /v1/chains/:id":                    httpcore.ActEdit,
-	"DELETE /v1/chains/:id":                   httpcore.ActEdit,
-	"GET /v1/chains/:id/versions":             httpcore.ActRead,
-	"POST /v1/chains/:id/versions":            httpcore.ActEdit,
-	"POST /v1/chains/:id/publish":             httpcore.ActEdit,
-	"GET /v1/chains/:id/versions/:v":          httpcore.ActRead,
-	"POST /v1/chains/:id/versions/:v/restore": httpcore.ActEdit,
-	"GET /v1/chains/:id/diff":                 httpcore.ActRead,
-	"GET /v1/chains/:id/export":               httpcore.ActRead,
-	"POST /v1/chains/:id/runs":                httpcore.ActEdit,
-	"POST /v1/chains/:id/nodes/:node/run":     httpcore.ActEdit,
-	"POST /v1/chains/:id/tests/run":           httpcore.ActEdit,
-	"GET /v1/chains/:id/expr/context":         httpcore.ActRead,
-	"POST /v1/chains/:id/expr/preview":        httpcore.ActRead, // evaluates, saves nothing
-	"POST /v1/chains/:id/extract":             httpcore.ActEdit,
-	"POST /v1/validate":                       httpcore.ActRead, // checks a document, saves nothing
-	"GET /v1/tools":                           httpcore.ActRead,
-	"GET /v1/runs":                            httpcore.ActRead,
-	"GET /v1/runs/:id":                        httpcore.ActRead,
-	"GET /v1/runs/:id/events":                 httpcore.ActRead,
-	"POST /v1/runs/:id/resume":                httpcore.ActResume,
-	"POST /v1/runs/:id/cancel":                httpcore.ActEdit,
-	"POST /v1/runs/:id/rerun":                 httpcore.ActEdit,
-	"GET /v1/runs/:id/diff/:other":            httpcore.ActRead,
-	"POST /v1/runs/:id/save-test":             httpcore.ActEdit, // writes the test into the chain
-	"GET /v1/runs/:id/nodes/:node/why":        httpcore.ActRead,
-	"GET /v1/runs/:id/nodes/:node/output":     httpcore.ActRead,
-	"GET /v1/runs/:id/nodes/:node/input":      httpcore.ActRead,
-	"GET /v1/runs/:id/final-output":           httpcore.ActRead,
-	"POST /v1/a2e":                            httpcore.ActEdit, // runs a chain
-	"POST /v1/a2e/session":                    httpcore.ActEdit, // the SDK's HTTP transport: its chains run
-	"POST /v1/a2e/send":                       httpcore.ActEdit,
-	"GET /v1/a2e/stream":                      httpcore.ActEdit,
-	"PUT /v1/chains/:id/mcp":                  httpcore.ActAdmin, // exposes a chain as an MCP tool
-	"POST /v1/mcp":                            httpcore.ActEdit,  // MCP: a tool call starts a run
-	"GET /v1/mcp":                             httpcore.ActEdit,
-	"DELETE /v1/mcp":                          httpcore.ActEdit,
-	"GET /v1/agents":                          httpcore.ActRead,
-	"GET /v1/agents/:name":                    httpcore.ActRead,
-	"GET /v1/agents/:name/chain":              httpcore.ActRead,
-	"POST /v1/agents/:name/run":               httpcore.ActEdit,
-	"GET /v1/agents/:name/models":             httpcore.ActRead, // asks the server the agent file names, for model ids only
-	"POST /v1/agents":                         httpcore.ActEdit,
-	"PUT /v1/agents/:name":                    httpcore.ActEdit,
-	"DELETE /v1/agents/:name":                 httpcore.ActAdmin,
-	"GET /v1/agents/:name/versions":           httpcore.ActRead,
-	"GET /v1/models":                          httpcore.ActEdit, // asks a server the caller names, with a credential, as a run would
-	"GET /v1/providers":                       httpcore.ActRead,
-	"GET /v1/chains/:id/triggers":             httpcore.ActRead,
-	"POST /v1/chains/:id/schedules":           httpcore.ActEdit,
-	"PUT /v1/chains/:id/schedules/:sid":       httpcore.ActEdit,
-	"DELETE /v1/chains/:id/schedules/:sid":    httpcore.ActEdit,
-	"POST /v1/chains/:id/hooks":               httpcore.ActEdit, // answers the new hook's secret once
-	"DELETE /v1/chains/:id/hooks/:hid":        httpcore.ActEdit,
-	"POST /v1/chains/:id/hooks/:hid/test":     httpcore.ActEdit,   // runs the chain as the hook would
-	"POST /v1/hooks/:hook_id":                 httpcore.ActPublic, // authenticated by its HMAC signature, not a role
-	"GET /v1/runs/:id/usage":                  httpcore.ActRead,
-	"GET /v1/usage":                           httpcore.ActRead,
-	"GET /v1/interrupts":                      httpcore.ActRead,
-	"GET /v1/me":                              httpcore.ActRead,
-	"GET /v1/credential-types":                httpcore.ActRead,
-	"GET /v1/credentials":                     httpcore.ActRead, // viewers get names only
-	"POST /v1/credentials":                    httpcore.ActAdmin,
-	"GET /v1/credentials/:name":               httpcore.ActRead, // never a value
-	"PATCH /v1/credentials/:name":             httpcore.ActAdmin,
-	"DELETE /v1/credentials/:name":            httpcore.ActAdmin,
-	"GET /v1/mcp-servers":                     httpcore.ActRead, // viewers and editors: names and status
-	"POST /v1/mcp-servers":                    httpcore.ActAdmin,
-	"GET /v1/mcp-servers/:name":               httpcore.ActRead,
-	"PUT /v1/mcp-servers/:name":               httpcore.ActAdmin,
-	"DELETE /v1/mcp-servers/:name":            httpcore.ActAdmin,
-	"GET /v1/users":                           httpcore.ActAdmin,
-	"POST /v1/users":                          httpcore.ActAdmin,
-	"PUT /v1/users/:name":                     httpcore.ActAdmin,
-	"DELETE /v1/users/:name":                  httpcore.ActAdmin,
+	"GET /v1/chains":                           httpcore.ActRead,
+	"POST /v1/chains":                          httpcore.ActEdit,
+	"POST /v1/chains/import":                   httpcore.ActEdit,
+	"GET /v1/templates":                        httpcore.ActRead,
+	"POST /v1/templates/:id/chains":            httpcore.ActEdit,
+	"GET /v1/chains/:id":                       httpcore.ActRead,
+	"PUT /v1/chains/:id":                       httpcore.ActEdit,
+	"PATCH /v1/chains/:id":                     httpcore.ActEdit,
+	"DELETE /v1/chains/:id":                    httpcore.ActEdit,
+	"GET /v1/chains/:id/versions":              httpcore.ActRead,
+	"POST /v1/chains/:id/versions":             httpcore.ActEdit,
+	"POST /v1/chains/:id/publish":              httpcore.ActEdit,
+	"GET /v1/chains/:id/versions/:v":           httpcore.ActRead,
+	"POST /v1/chains/:id/versions/:v/restore":  httpcore.ActEdit,
+	"GET /v1/chains/:id/diff":                  httpcore.ActRead,
+	"GET /v1/chains/:id/export":                httpcore.ActRead,
+	"POST /v1/chains/:id/runs":                 httpcore.ActEdit,
+	"POST /v1/chains/:id/nodes/:node/run":      httpcore.ActEdit,
+	"POST /v1/chains/:id/tests/run":            httpcore.ActEdit,
+	"GET /v1/chains/:id/expr/context":          httpcore.ActRead,
+	"POST /v1/chains/:id/expr/preview":         httpcore.ActRead, // evaluates, saves nothing
+	"POST /v1/chains/:id/extract":              httpcore.ActEdit,
+	"POST /v1/validate":                        httpcore.ActRead, // checks a document, saves nothing
+	"GET /v1/tools":                            httpcore.ActRead,
+	"GET /v1/runs":                             httpcore.ActRead,
+	"GET /v1/runs/:id":                         httpcore.ActRead,
+	"GET /v1/runs/:id/events":                  httpcore.ActRead,
+	"POST /v1/runs/:id/resume":                 httpcore.ActResume,
+	"POST /v1/runs/:id/cancel":                 httpcore.ActEdit,
+	"POST /v1/runs/:id/rerun":                  httpcore.ActEdit,
+	"GET /v1/runs/:id/diff/:other":             httpcore.ActRead,
+	"POST /v1/runs/:id/save-test":              httpcore.ActEdit, // writes the test into the chain
+	"GET /v1/runs/:id/nodes/:node/why":         httpcore.ActRead,
+	"GET /v1/runs/:id/nodes/:node/output":      httpcore.ActRead,
+	"GET /v1/runs/:id/nodes/:node/input":       httpcore.ActRead,
+	"GET /v1/runs/:id/final-output":            httpcore.ActRead,
+	"POST /v1/a2e":                             httpcore.ActEdit, // runs a chain
+	"POST /v1/a2e/session":                     httpcore.ActEdit, // the SDK's HTTP transport: its chains run
+	"POST /v1/a2e/send":                        httpcore.ActEdit,
+	"GET /v1/a2e/stream":                       httpcore.ActEdit,
+	"PUT /v1/chains/:id/mcp":                   httpcore.ActAdmin, // exposes a chain as an MCP tool
+	"POST /v1/mcp":                             httpcore.ActEdit,  // MCP: a tool call starts a run
+	"GET /v1/mcp":                              httpcore.ActEdit,
+	"DELETE /v1/mcp":                           httpcore.ActEdit,
+	"GET /v1/agents":                           httpcore.ActRead,
+	"GET /v1/agents/:name":                     httpcore.ActRead,
+	"GET /v1/agents/:name/chain":               httpcore.ActRead,
+	"POST /v1/agents/:name/run":                httpcore.ActEdit,
+	"GET /v1/agents/:name/models":              httpcore.ActRead, // asks the server the agent file names, for model ids only
+	"POST /v1/agents":                          httpcore.ActEdit,
+	"PUT /v1/agents/:name":                     httpcore.ActEdit,
+	"DELETE /v1/agents/:name":                  httpcore.ActAdmin,
+	"GET /v1/agents/:name/versions":            httpcore.ActRead,
+	"GET /v1/models":                           httpcore.ActEdit, // asks a server the caller names, with a credential, as a run would
+	"GET /v1/providers":                        httpcore.ActRead,
+	"GET /v1/chains/:id/triggers":              httpcore.ActRead,
+	"POST /v1/chains/:id/schedules":            httpcore.ActEdit,
+	"PUT /v1/chains/:id/schedules/:sid":        httpcore.ActEdit,
+	"DELETE /v1/chains/:id/schedules/:sid":     httpcore.ActEdit,
+	"POST /v1/chains/:id/hooks":                httpcore.ActEdit, // answers the new hook's secret once
+	"DELETE /v1/chains/:id/hooks/:hid":         httpcore.ActEdit,
+	"POST /v1/chains/:id/hooks/:hid/test":      httpcore.ActEdit,   // runs the chain as the hook would
+	"POST /v1/hooks/:hook_id":                  httpcore.ActPublic, // authenticated by its HMAC signature, not a role
+	"GET /v1/runs/:id/usage":                   httpcore.ActRead,
+	"GET /v1/usage":                            httpcore.ActRead,
+	"GET /v1/conversations":                    httpcore.ActRead, // what people wrote to agents: whoever reads run inputs
+	"GET /v1/conversations/:scope/:session":    httpcore.ActRead,
+	"DELETE /v1/conversations/:scope/:session": httpcore.ActEdit,
+	"GET /v1/interrupts":                       httpcore.ActRead,
+	"GET /v1/me":                               httpcore.ActRead,
+	"GET /v1/credential-types":                 httpcore.ActRead,
+	"GET /v1/credentials":                      httpcore.ActRead, // viewers get names only
+	"POST /v1/credentials":                     httpcore.ActAdmin,
+	"GET /v1/credentials/:name":                httpcore.ActRead, // never a value
+	"PATCH /v1/credentials/:name":              httpcore.ActAdmin,
+	"DELETE /v1/credentials/:name":             httpcore.ActAdmin,
+	"GET /v1/mcp-servers":                      httpcore.ActRead, // viewers and editors: names and status
+	"POST /v1/mcp-servers":                     httpcore.ActAdmin,
+	"GET /v1/mcp-servers/:name":                httpcore.ActRead,
+	"PUT /v1/mcp-servers/:name":                httpcore.ActAdmin,
+	"DELETE /v1/mcp-servers/:name":             httpcore.ActAdmin,
+	"GET /v1/users":                            httpcore.ActAdmin,
+	"POST /v1/users":                           httpcore.ActAdmin,
+	"PUT /v1/users/:name":                      httpcore.ActAdmin,
+	"DELETE /v1/users/:name":                   httpcore.ActAdmin,
 }
 
 func routeKey(method, path string) string { return method + " " + path }

@@ -128,8 +128,11 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/runs/:id/nodes/:node/output", s.api.Runs.RunNodeValue("output")) // an elided value, streamed
 	v1.GET("/runs/:id/nodes/:node/input", s.api.Runs.RunNodeValue("input"))
 	v1.GET("/runs/:id/final-output", s.api.Runs.RunFinalOutput)
-	v1.GET("/runs/:id/usage", s.api.Runs.GetRunUsage) // tokens and cost
-	v1.GET("/usage", s.api.Runs.GetUsage)             // per chain and agent over time
+	v1.GET("/runs/:id/usage", s.api.Runs.GetRunUsage)      // tokens and cost
+	v1.GET("/usage", s.api.Runs.GetUsage)                  // per chain and agent over time
+	v1.GET("/conversations", s.api.Runs.ListConversations) // agents' memory, by session
+	v1.GET("/conversations/:scope/:session", s.api.Runs.GetConversation)
+	v1.DELETE("/conversations/:scope/:session", s.api.Runs.ClearConversation)
 
 	v1.POST("/a2e", s.a2e.Run)
 	// The A2E SDK's HTTP transport under the base URL /v1/a2e (web/a2ehttp).

@@ -238,7 +238,7 @@ func (m *Main) Close() error {
 // runOptions are the run service's options over what Open opened.
 func (m *Main) runOptions() runs.Options {
 	opts := runs.Options{Store: m.DB, Registry: m.Registry, Agents: m.Agents, Logger: m.Log,
-		Limits: m.budgets.limits, ExprBudget: m.ExprBudget, ModelHTTP: m.ModelHTTP}
+		Limits: m.budgets.limits, ExprBudget: m.ExprBudget, ModelHTTP: m.ModelHTTP, Conversations: m.DB}
 	if m.Vault != nil {
 		opts.Credentials = m.Vault
 	}

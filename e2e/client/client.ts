@@ -326,6 +326,17 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   note("GET /v1/usage");
   const byChain = must(await c.GET("/v1/usage", { params: { query: { by: "chain", bucket: "day", key: id } } }), "usage");
   check(byChain.by === "chain" && byChain.bucket === "day" && (byChain.rows ?? []).length === 0, "no model calls on this chain");
+  // Conversations: what agents with memory keep; this studio's runs keep none under this scope
+  note("GET /v1/conversations");
+  const convScope = "typed-" + suffix.replace(/[^A-Za-z0-9_-]/g, "").slice(0, 40);
+  const convs = must(await c.GET("/v1/conversations", { params: { query: { scope: convScope, limit: 10 } } }), "conversations");
+  check(convs.conversations.length === 0 && convs.limit === 10, "no conversations under a new scope");
+  note("GET /v1/conversations/{scope}/{session}");
+  const noConv = await c.GET("/v1/conversations/{scope}/{session}", { params: { path: { scope: convScope, session: "nobody" } } });
+  check(mustFail(noConv, 404, "an unknown conversation").error.code === "not_found", "an unknown conversation is not found");
+  note("DELETE /v1/conversations/{scope}/{session}");
+  const noClear = await c.DELETE("/v1/conversations/{scope}/{session}", { params: { path: { scope: convScope, session: "nobody" } } });
+  check(noClear.response.status === 404, "clearing an unknown conversation: " + noClear.response.status);
   note("GET /v1/runs/{id}");
   const nodes: Schemas["NodeResult"][] = run.nodes ?? [];
   check(nodes.every((n) => (n.attempts ?? 1) >= 1), "node results count attempts");

@@ -73,7 +73,9 @@ type Definition struct {
 	MaxSteps     *Int       `yaml:"max_steps,omitempty" json:"max_steps,omitempty"`
 	MaxToolCalls *Int       `yaml:"max_tool_calls,omitempty" json:"max_tool_calls,omitempty"`
 	Repair       *Int       `yaml:"repair,omitempty" json:"repair,omitempty"`
-	Spec         Spec       `yaml:"spec,omitempty" json:"spec"`
+	// Memory keeps the agent's conversations by a session key (memory.go).
+	Memory *Memory `yaml:"memory,omitempty" json:"memory,omitempty"`
+	Spec   Spec    `yaml:"spec,omitempty" json:"spec"`
 
 	// File is the file the agent was loaded from ("" when built in code
 	// or stored).
@@ -84,6 +86,8 @@ type Definition struct {
 
 	schema  *Schema
 	checked bool
+	// inline: defined in its node, whose chain and id scope its memory.
+	inline bool
 	// providersChecked: the model block was checked against the host's
 	// providers, not only on its own.
 	providersChecked bool
@@ -501,6 +505,9 @@ func (d *Definition) problems(kinds llm.Kinds) []string {
 		add("input is used only by tool: and chain: agents")
 	}
 	errs = append(errs, d.checkLoop()...)
+	if d.Memory != nil {
+		errs = append(errs, d.Memory.problems(d.Model != nil)...)
+	}
 	if d.Prompt != "" {
 		if _, err := parseTemplate(d.Prompt); err != nil {
 			add("prompt: %v", err)

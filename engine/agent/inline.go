@@ -19,7 +19,8 @@ import (
 // saved, versioned and exported with its chain. Its config has the fields
 // of an agent file (definition.go) except name, description, tool:, chain:
 // and spec.chain, with output_schema at the top: model, system_prompt,
-// prompt, output_schema, repair, max_steps, max_tool_calls and tools.
+// prompt, output_schema, repair, max_steps, max_tool_calls, tools and
+// memory.
 
 // Config keys of an agent defined in its node.
 const (
@@ -28,7 +29,7 @@ const (
 )
 
 // inlineKeys are the config keys an agent defined in its node may set.
-var inlineKeys = []string{configModel, "system_prompt", "prompt", configOutputSchema, "repair", "max_steps", "max_tool_calls", "tools"}
+var inlineKeys = []string{configModel, "system_prompt", "prompt", configOutputSchema, "repair", "max_steps", "max_tool_calls", "tools", "memory"}
 
 // Defined reports whether node nd defines its agent in its config (rather
 // than naming a loaded or stored one).
@@ -90,6 +91,7 @@ func decodeDefined(nd *chain.Node, fields map[string]any, kinds llm.Kinds) (*Def
 		return nil, []tool.Problem{{Field: "config", Message: yamlErr(err)}}
 	}
 	d.Name = definedName(nd.ID)
+	d.inline = true
 	if errs := d.problems(kinds); len(errs) > 0 {
 		return nil, inlineProblems(errs)
 	}

@@ -124,9 +124,21 @@ func DefinedConfigSchema(kinds llm.Kinds) map[string]any {
 		},
 		"x-order": []any{"tool", "chain", "name", "description", "input", "approval", "timeout_seconds"},
 	}
+	memory := map[string]any{
+		"type":        "object",
+		"description": "keep the conversation: earlier turns with the same session key are sent before the user message",
+		"properties": map[string]any{
+			"session_key":  map[string]any{"type": "string", "description": "an expression over the node's input naming the conversation, e.g. input.user_id (empty or null: no memory for that call)"},
+			"max_messages": integer("earlier messages sent at most, the newest", 1, MaxMemoryMessages, DefaultMemoryMessages),
+			"max_tokens":   integer("earlier turns sent at most, in estimated tokens (empty: no limit)", 1, MaxMemoryTokens, nil),
+		},
+		"required": []any{"session_key"},
+		"x-order":  []any{"session_key", "max_messages", "max_tokens"},
+	}
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
+			"memory":           memory,
 			configModel:        model,
 			"system_prompt":    map[string]any{"type": "string", "description": "instructions sent before every turn (a template over the node's input: {{ query }}, {{ context.name }})"},
 			"prompt":           map[string]any{"type": "string", "description": "the user message, a template (empty: the query itself)"},
@@ -137,7 +149,7 @@ func DefinedConfigSchema(kinds llm.Kinds) map[string]any {
 			"tools":            map[string]any{"type": "array", "maxItems": MaxTools, "items": tool, "description": "what the model may call"},
 		},
 		"required": []any{configModel},
-		"x-order":  []any{configModel, "system_prompt", "prompt", configOutputSchema, "repair", "max_steps", "max_tool_calls", "tools"},
+		"x-order":  []any{configModel, "system_prompt", "prompt", configOutputSchema, "repair", "max_steps", "max_tool_calls", "tools", "memory"},
 	}
 }
 

@@ -67,6 +67,8 @@ type loopState struct {
 	RefusedCalls int `json:"refused_calls,omitempty"`
 	// Calls are every finished call, in order, for the node's output.
 	Calls []callRecord `json:"calls,omitempty"`
+	// Memory is where the conversation is kept, with an agent's memory.
+	Memory *memoryState `json:"memory,omitempty"`
 }
 
 // callRecord is one tool call: what the model asked, what came back.
@@ -115,7 +117,7 @@ func (rt *Runtime) runModel(ctx context.Context, def *Definition, input map[stri
 	defer em.close()
 	k, _ := rt.model().Providers.Get(def.Model.ProviderOrDefault()) // an unknown one fails at the call
 	native := def.Schema() != nil && len(def.Tools) == 0 && def.Model.NativeSchema(k)
-	st, ans, err := startLoop(ctx, def, input, native)
+	st, ans, err := rt.startLoop(ctx, def, input, native, em)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +162,7 @@ func (rt *Runtime) runModel(ctx context.Context, def *Definition, input map[stri
 			if def.Schema() != nil {
 				out["data"], out["data_error"] = nil, "the model refused to answer: "+clip.String(reply.Text, 500)
 			}
+			rt.remember(ctx, def, st, out, em)
 			return finish(out, st, em), nil
 		}
 		if msg, failed := out["data_error"].(string); failed && st.Repairs < def.RepairOrDefault() {
@@ -168,6 +171,7 @@ func (rt *Runtime) runModel(ctx context.Context, def *Definition, input map[stri
 			st.Messages = append(st.Messages, llm.Message{Role: llm.RoleUser, Text: repairPrompt(def, msg, native)})
 			continue
 		}
+		rt.remember(ctx, def, st, out, em)
 		return finish(out, st, em), nil
 	}
 }
@@ -210,8 +214,8 @@ func finish(out map[string]any, st *loopState, em *stepEmitter) map[string]any {
 
 // startLoop is the conversation to go on with: the state the agent paused
 // with, when the node was resumed at one of its gated calls, else the
-// first user message.
-func startLoop(ctx context.Context, def *Definition, input map[string]any, native bool) (*loopState, *tool.Answer, error) {
+// earlier turns its memory keeps and the user message.
+func (rt *Runtime) startLoop(ctx context.Context, def *Definition, input map[string]any, native bool, em *stepEmitter) (*loopState, *tool.Answer, error) {
 	if a, ok := tool.AnswerFrom(ctx); ok {
 		if st, ok := decodeState(a.State, def.Name); ok {
 			return st, &a, nil
@@ -221,11 +225,19 @@ func startLoop(ctx context.Context, def *Definition, input map[string]any, nativ
 	if err != nil {
 		return nil, nil, err
 	}
+	ms, earlier, err := rt.recall(ctx, def, input, em)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ms != nil {
+		ms.User = user // kept without the schema instruction: every turn adds its own
+	}
 	if s := def.Schema(); s != nil && !native {
 		b, _ := json.Marshal(s.Normalized())
 		user += SchemaInstruction + string(b)
 	}
-	return &loopState{Loop: loopMarker, Agent: def.Name, Messages: []llm.Message{{Role: llm.RoleUser, Text: user}}}, nil, nil
+	msgs := append(earlier, llm.Message{Role: llm.RoleUser, Text: user})
+	return &loopState{Loop: loopMarker, Agent: def.Name, Messages: msgs, Memory: ms}, nil, nil
 }
 
 func decodeState(v any, agent string) (*loopState, bool) {

@@ -30,6 +30,9 @@ type Runtime struct {
 	// Model calls model agents' models; without Providers it calls through
 	// the set's.
 	Model ModelClient
+	// Conversations keeps the conversations of agents with memory; nil:
+	// memory is off (a node asking for it runs without and warns).
+	Conversations Conversations
 }
 
 // model is rt.Model with the providers it calls through.

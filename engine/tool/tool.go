@@ -132,3 +132,35 @@ func IsInterrupt(err error) (*InterruptError, bool) {
 // allowed (a path outside the workspace, an executable not on the allow-list,
 // a forbidden network address).
 var ErrDenied = errors.New("denied by host policy")
+
+// Execution names one execution of a node in a run. It is the same for
+// every attempt of that execution and when the run is resumed or taken
+// over after a crash, so a tool can key what it must do once (an append
+// to a store) by it.
+type Execution struct {
+	RunID  string
+	Chain  string // the chain's name
+	NodeID string
+	// Iteration counts the node's executions in the run (loops); Item is
+	// the map item index, -1 outside a map body.
+	Iteration int
+	Item      int
+}
+
+// Key is the execution's idempotency key: run, node, iteration and item.
+func (e Execution) Key() string {
+	return fmt.Sprintf("%s/%s/%d/%d", e.RunID, e.NodeID, e.Iteration, e.Item)
+}
+
+type executionKey struct{}
+
+// WithExecution returns a context naming the node execution it runs.
+func WithExecution(ctx context.Context, e Execution) context.Context {
+	return context.WithValue(ctx, executionKey{}, e)
+}
+
+// ExecutionFrom returns the node execution ctx names, if any.
+func ExecutionFrom(ctx context.Context) (Execution, bool) {
+	e, ok := ctx.Value(executionKey{}).(Execution)
+	return e, ok
+}

@@ -179,6 +179,12 @@ export function create(panelEl, listEl, { nameEl }) {
       case 'warning': // the agent answered, but some of its calls failed
         n.turnsEl.append(common.el('p', { class: 'agent-warning', text: '⚠ ' + (p.text || '') }));
         break;
+      case 'memory': { // the earlier turns of its conversation the model is sent
+        const dropped = count(p.dropped) || 0;
+        const text = 'memory ' + (p.session || '') + ': ' + (count(p.included) ?? 0) + ' earlier turns sent' + (dropped > 0 ? ', ' + dropped + ' older left out' : '');
+        n.turnsEl.append(common.el('p', { class: 'agent-memory', text }));
+        break;
+      }
       case 'repair':
         stepRow(lastTurn(n, ev), 'agent-repair', common.el('span', { class: 'agent-status st-error', text: 'repair ' + (p.attempt ?? '?') + ' of ' + (p.of ?? '?') }), ' ', common.el('span', { class: 'agent-error', text: p.error || '' }));
         break;

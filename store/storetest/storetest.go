@@ -73,6 +73,8 @@ func Run(t *testing.T, open Opener) {
 		{"Budgets", testBudgets},
 		{"ChainMCP", testChainMCP},
 		{"MCPServers", testMCPServers},
+		{"Conversations", testConversations},
+		{"ConversationBound", testConversationBound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

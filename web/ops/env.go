@@ -27,7 +27,8 @@ import (
 // Store is the part of a storage backend (store.Backend) the doors read
 // and write: chains and their versions, runs and their events, checkpoint
 // logs (a run's chain, its node results), the interrupts inbox, triggers,
-// users and sessions, model Usage, and the readiness ping. Leases,
+// users and sessions, agents' conversations, model Usage, and the
+// readiness ping. Leases,
 // housekeeping and the sealed credentials are the run service's, the
 // host's and the vault's.
 type Store interface {
@@ -40,6 +41,7 @@ type Store interface {
 	store.UserStore
 	store.MCPServerStore
 	store.AgentStore
+	store.ConversationStore
 	RunUsage(ctx context.Context, runID string) ([]store.ModelCall, error)
 	Usage(ctx context.Context, f store.UsageFilter) ([]store.UsageRow, error)
 	Ping(ctx context.Context) error
