@@ -363,3 +363,27 @@ func TestPausesAnsweredWhileRunning(t *testing.T) {
 		t.Errorf("final = %s", js(res.FinalOutput))
 	}
 }
+
+// The host counts a run's stored events before the run is held for a
+// resume; a leg that ended in between (another pause's answer) stored
+// events the count missed. The resumed leg numbers its events after them,
+// not after the count: the history stays one gapless sequence.
+func TestPausesAnsweredWithAStaleEventCount(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Int64
+	h := newHarness(t, askTool(&ran))
+	res := h.start(mapPauseDoc, mapItems())
+	wantStatus(t, res, chain.StatusPaused)
+	counted := int64(len(h.sink.Events())) + 1 // what the host counted before the first answer's leg ran
+	ctx := context.Background()
+	if _, err := h.e.Resume(ctx, res.RunID, val("first"), nil, engine.ResumeOptions{PauseID: "review[3]", NextSeq: counted}); err != nil {
+		t.Fatal(err)
+	}
+	// the second answer was counted at the same moment as the first
+	r2, err := h.e.Resume(ctx, res.RunID, val("second"), nil, engine.ResumeOptions{PauseID: "review[0]", NextSeq: counted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, r2, chain.StatusPaused)
+	checkSeq(t, h.sink.Events())
+}

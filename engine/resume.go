@@ -104,6 +104,7 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		}
 		return e.StartResume(ctx, runID, value, modifiedState, opts)
 	}
+	opts.NextSeq = nextSeqAfter(opts.NextSeq, log)
 	p, err := e.compile(ctx, start.Chain)
 	if err != nil {
 		e.active.Delete(runID)
@@ -169,6 +170,20 @@ func (e *Engine) StartResume(ctx context.Context, runID string, value *ResumeVal
 		return nil, fmt.Errorf("engine: record resume of run %s: %w", runID, err)
 	}
 	return &Resumption{e: e, runID: runID, log: log, start: start, p: p, rec: rec, opts: opts}, nil
+}
+
+// nextSeqAfter is the seq a resumed leg's first event takes: next, the
+// host's count of the events it stored, unless the run's log says a later
+// one was emitted. The host counts before the run is held here, so a leg
+// that ended in between (another answer's, in a map whose items each
+// paused) stored events the count missed; numbering from the count would
+// repeat their seqs and the run would fail with its history refused.
+// next 0 (the host gave none) stays 0: the log's numbering is the default.
+func nextSeqAfter(next int64, log []Checkpoint) int64 {
+	if next <= 0 || len(log) == 0 {
+		return next
+	}
+	return max(next, log[len(log)-1].EventSeq+1)
 }
 
 // liveWait bounds how long an answer waits for a run executing here to take
@@ -623,6 +638,7 @@ func (e *Engine) ContinueResume(ctx context.Context, runID string, rec *ResumeRe
 	if _, running := e.active.LoadOrStore(runID, struct{}{}); running {
 		return nil, &ChainResumeError{ChainCheckpointError{RunID: runID, Msg: "the run is executing; it can be resumed once it pauses or stops"}}
 	}
+	opts.NextSeq = nextSeqAfter(opts.NextSeq, log)
 	p, err := e.compile(ctx, start.Chain)
 	if err != nil {
 		e.active.Delete(runID)
