@@ -309,14 +309,18 @@ func (r *run) attempts(ctx context.Context, i int, item *int, fn func(context.Co
 	if nd.Retry != nil {
 		max, backoff, delay = nd.Retry.MaxAttempts, nd.Retry.Backoff, nd.Retry.InitialDelaySeconds
 	}
-	ex := tool.Execution{RunID: r.id, Chain: r.chain.Name, NodeID: nd.ID, Iteration: r.nodes.iterations[i], Item: -1}
-	if item != nil {
-		ex.Item = *item
+	if nd.Kind == chain.KindAgent {
+		// Only agents read it (their memory appends once per execution):
+		// two allocations a node is too much to pay on every other one.
+		ex := tool.Execution{RunID: r.id, Chain: r.chain.Name, NodeID: nd.ID, Iteration: r.nodes.iterations[i], Item: -1}
+		if item != nil {
+			ex.Item = *item
+		}
+		if own, ok := tool.ExecutionFrom(ctx); ok && own.RunID == r.id {
+			ex.Iteration = own.Iteration // an attached node repeats with its owner (a map in a loop)
+		}
+		ctx = tool.WithExecution(ctx, ex)
 	}
-	if own, ok := tool.ExecutionFrom(ctx); ok && own.RunID == r.id {
-		ex.Iteration = own.Iteration // an attached node repeats with its owner (a map in a loop)
-	}
-	ctx = tool.WithExecution(ctx, ex)
 	for a := 1; ; a++ {
 		actx := tool.WithAttempt(ctx, a)
 		if hook := r.engine.opts.AttemptContext; hook != nil {
