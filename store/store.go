@@ -361,6 +361,10 @@ type Housekeeping interface {
 	// PruneHookSignatures deletes the webhook signature digests expired at
 	// now (UseHookSignature) and returns how many.
 	PruneHookSignatures(ctx context.Context, now time.Time) (int, error)
+	// PruneConversations deletes the conversation turns kept before
+	// before (agents' memory follows the runs' retention) and returns how
+	// many.
+	PruneConversations(ctx context.Context, before time.Time) (int, error)
 }
 
 // UserStore keeps the studio's named users. A user's token is

@@ -308,6 +308,16 @@ func pruneRuns(ctx context.Context, db store.Housekeeping, pol store.Retention, 
 		} else if n > 0 {
 			log.Info("pruned old runs", "runs", n)
 		}
+		if pol.OlderThan > 0 {
+			// agents' memory is kept as long as the runs that wrote it
+			if n, err := db.PruneConversations(ctx, time.Now().Add(-pol.OlderThan)); err != nil {
+				if ctx.Err() == nil {
+					log.Error("prune conversations", "err", err)
+				}
+			} else if n > 0 {
+				log.Info("pruned old conversation turns", "turns", n)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return

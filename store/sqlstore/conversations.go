@@ -142,3 +142,27 @@ func (s *Store) ClearConversation(ctx context.Context, scope, session string) (i
 	})
 	return n, err
 }
+
+// PruneConversations deletes the turns kept before before, in batches so
+// that no transaction holds the database long.
+func (s *Store) PruneConversations(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for {
+		var n int64
+		err := s.writeTx(ctx, func(tx *Tx) error {
+			res, err := tx.ExecContext(ctx, `DELETE FROM conversation_turns WHERE id IN (SELECT id FROM conversation_turns WHERE at < ? ORDER BY id LIMIT ?)`, before.UnixMicro(), pruneBatch)
+			if err != nil {
+				return fmt.Errorf("store: prune conversations: %w", err)
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
+		if n < pruneBatch {
+			return total, nil
+		}
+	}
+}

@@ -139,3 +139,27 @@ func testConversationBound(t *testing.T, open Opener) {
 		t.Fatalf("oldest kept %q, want %d", all[0].Text, batch)
 	}
 }
+
+// Conversations follow the runs' retention: turns kept before the cutoff
+// are deleted, newer ones stay, across sessions and scopes.
+func testConversationPrune(t *testing.T, open Opener) {
+	db := open(t)
+	ctx := context.Background()
+	old := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	recent := old.Add(48 * time.Hour)
+	for k, at := range []time.Time{old, old, recent} {
+		turns := []store.ConversationTurn{{Role: "user", Text: "q", At: at}, {Role: "assistant", Text: "a", At: at}}
+		if err := db.AppendTurns(ctx, "agent-"+string(rune('a'+k)), "s", "key", turns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := db.PruneConversations(ctx, old.Add(24*time.Hour))
+	if err != nil || n != 4 {
+		t.Fatalf("pruned %d, %v; want the 4 old turns", n, err)
+	}
+	for scope, want := range map[string]int{"agent-a": 0, "agent-b": 0, "agent-c": 2} {
+		if _, total, err := db.LoadTurns(ctx, scope, "s", 10); err != nil || total != want {
+			t.Errorf("%s keeps %d turns (%v), want %d", scope, total, err, want)
+		}
+	}
+}

@@ -75,6 +75,7 @@ func Run(t *testing.T, open Opener) {
 		{"MCPServers", testMCPServers},
 		{"Conversations", testConversations},
 		{"ConversationBound", testConversationBound},
+		{"ConversationPrune", testConversationPrune},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

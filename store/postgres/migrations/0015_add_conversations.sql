@@ -17,3 +17,5 @@ CREATE TABLE conversation_turns (
 
 CREATE UNIQUE INDEX conversation_turns_append ON conversation_turns (scope, session, append_key, item);
 CREATE INDEX conversation_turns_session ON conversation_turns (scope, session, id);
+-- Pruned with the runs (--retain-days): by age.
+CREATE INDEX conversation_turns_at ON conversation_turns (at);
