@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { launch, close, open, ownStudio, SHOTS } from './lib.mjs';
+import { launch, close, open, ownStudio, ROOT, SHOTS } from './lib.mjs';
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 async function violations(page) {
@@ -46,16 +46,21 @@ async function fakeModels() {
     const body = JSON.parse(raw);
     bodies.push(body);
     const msgs = body.messages || [];
-    const afterTool = msgs.length > 0 && msgs[msgs.length - 1].role === 'tool';
-    const tool = body.tools && body.tools[0] && body.tools[0].function.name;
+    // each offered tool is called once, in order, then the answer: its
+    // arguments fill every string property the tool asks for
+    const answered = msgs.filter((m) => m.role === 'tool').length;
+    const next = body.tools && body.tools[answered] && body.tools[answered].function;
+    const tool = next && next.name;
+    const props = (next && next.parameters && next.parameters.properties) || {};
+    const args = Object.keys(props).length ? Object.fromEntries(Object.keys(props).filter((k) => props[k].type === 'string').map((k) => [k, 'hi Ada'])) : { data: 'hi Ada' };
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
     res.write(delta({ role: 'assistant', content: '' }));
-    if (afterTool || !tool) {
+    if (!tool) {
       for (const w of ['Ada ', 'is ', 'greeted.']) res.write(delta({ content: w }));
       res.write(delta({}, 'stop'));
     } else {
       res.write(delta({ content: 'Greeting first. ' }));
-      res.write(delta({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: tool, arguments: '{"data":"hi Ada"}' } }] }));
+      res.write(delta({ tool_calls: [{ index: 0, id: 'call_' + (answered + 1), type: 'function', function: { name: tool, arguments: JSON.stringify(args) } }] }));
       res.write(delta({}, 'tool_calls'));
     }
     res.write(chunk([], { usage: { prompt_tokens: 21, completion_tokens: 9, total_tokens: 30 } }));
@@ -68,7 +73,7 @@ async function fakeModels() {
 before(async () => {
   await launch();
   fake = await fakeModels();
-  studio = await ownStudio('studio-defined-', [], { args: ['--model-allow-private'] });
+  studio = await ownStudio('studio-defined-', [], { args: ['--model-allow-private', '--allow-mcp-command', 'node'] });
   ({ base } = studio);
 });
 after(async () => {
@@ -116,7 +121,16 @@ test('an agent defined in its node: credential and model picked, a tool with a f
   await nameField.focus();
   await page.waitForFunction((f) => /2 models listed/.test(document.querySelector(f + ' .sf-models').textContent), form);
   assert.deepEqual(await page.$$eval(form + ' datalist option', (os) => os.map((o) => o.value)), ['fake-model', 'fake-model-large']);
+  // a model the server does not list is said as the field is left
+  await page.keyboard.type('fake-modle', { delay: 10 });
+  await page.keyboard.press('Tab');
+  const modelErr = nameField.evaluateHandle((i) => i.closest('.sf-field').querySelector('.sf-err'));
+  await page.waitForFunction((e) => /fake-modle is not among the 2 models the server lists/.test(e.textContent), await modelErr);
+  assert.equal(await nameField.getAttribute('aria-invalid'), 'true');
+  await nameField.fill('');
+  await nameField.focus();
   await page.keyboard.type('fake-model', { delay: 10 });
+  await page.waitForFunction((e) => e.textContent === '', await modelErr);
 
   // the prompts, typed
   const prompt = page.locator(form + ' textarea').nth(1);
@@ -250,5 +264,61 @@ test('save a node\'s agent as a reusable agent, then use it in a second chain', 
   const row = page.locator('#agents-table tr', { hasText: 'greeter' });
   assert.match(await row.textContent(), /stored, version 1/);
   await page.screenshot({ path: join(SHOTS, 'agents-stored.png') });
+  await page.done();
+});
+
+test('an agent\'s tools from everywhere: an MCP server\'s tool and a saved chain a person approves in the inbox', async () => {
+  // the reference MCP server (npm), over stdio
+  const script = join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+  await call('POST', '/v1/mcp-servers', { name: 'everything', transport: 'stdio', command: 'node', args: [script, 'stdio'] });
+  for (let i = 0; ; i++) {
+    const list = await call('GET', '/v1/mcp-servers');
+    if (list.mcp_servers?.find((m) => m.name === 'everything')?.status.state === 'available') break;
+    if (i > 300) throw new Error('server-everything did not become available: ' + JSON.stringify(list));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // a saved chain the model may run, gated
+  await call('POST', '/v1/chains', { name: 'lookup-customer', nodes: [{ node_id: 'find', kind: 'tool', name: 'echo', input_map: { customer: 'input.customer' } }] });
+  const ch = await call('POST', '/v1/chains', {
+    name: 'tools-from-everywhere', sample_input: { name: 'Ada' },
+    nodes: [{ node_id: 'helper', kind: 'agent', label: 'Helper', input_map: { query: 'input.name' }, position: { x: 0, y: 0 }, config: {
+      model: { credential: 'local-llm', name: 'fake-model' }, prompt: 'Help {{ query }}',
+      tools: [
+        { tool: 'mcp:everything/echo', description: 'Says the message back.' },
+        { chain: 'lookup-customer', name: 'lookup', description: 'Finds a customer.', approval: 'required',
+          input_schema: { type: 'object', properties: { customer: { type: 'string' } }, required: ['customer'] } },
+      ],
+    } }],
+  });
+  assert.deepEqual((await call('GET', '/v1/chains/' + ch.id)).issues.filter((i) => i.severity === 'error'), [], 'the agent with both tools validates');
+  const before = fake.bodies.length;
+  const { run_id: id } = await call('POST', '/v1/chains/' + ch.id + '/runs', { input: { name: 'Ada' }, version: 'draft' });
+  const page = await open('');
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.goto(base + '/runs/' + id);
+  await page.waitForFunction(() => document.getElementById('runpage').dataset.status === 'paused', null, { timeout: 20000 });
+  // the MCP tool ran; the chain waits for a person
+  const offered = fake.bodies[before].tools.map((t) => t.function);
+  assert.deepEqual(offered.map((t) => t.description), ['Says the message back.', 'Finds a customer.'], 'both tools are offered with their descriptions');
+  assert.ok(offered[0].parameters.properties.message, 'the MCP tool\'s schema is the server\'s');
+  const inbox = await open('');
+  await inbox.setViewportSize({ width: 1400, height: 900 });
+  await inbox.goto(base + '/inbox');
+  const item = inbox.locator(`.inbox-item[data-run-id="${id}"]`);
+  await item.waitFor();
+  assert.match(await item.textContent(), /lookup/);
+  await inbox.screenshot({ path: join(SHOTS, 'agent-tools-inbox.png') });
+  await item.locator('button[data-action="approve"]').click();
+  await item.locator('.ib-done-note').waitFor();
+  await inbox.done();
+  await page.waitForFunction(() => document.getElementById('runpage').dataset.status === 'completed', null, { timeout: 20000 });
+  const run = await call('GET', '/v1/runs/' + id);
+  const calls = run.outputs.helper.tool_calls || [];
+  assert.equal(calls.length, 2, JSON.stringify(run.outputs.helper));
+  assert.match(JSON.stringify(calls[0].output), /hi Ada/, 'the MCP server echoed the message');
+  assert.equal(calls[1].tool, 'lookup');
+  assert.deepEqual(calls[1].input, { customer: 'hi Ada' });
+  await page.waitForFunction(() => document.querySelectorAll('#agent-streams .agent-call').length === 2);
+  await page.screenshot({ path: join(SHOTS, 'agent-tools-run.png') });
   await page.done();
 });

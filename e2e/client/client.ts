@@ -588,22 +588,22 @@ async function drive(c: Client, suffix: string, made: string[]): Promise<string[
   const agentName = "typed-notes-" + Date.now().toString(36);
   const source = `name: ${agentName}\ntool: transform\ninput: {expression: "{noted: query}"}\n`;
   note("POST /v1/agents");
-  const stored = must(await c.POST("/v1/agents", { body: { name: agentName, source, message: "first" } }), "store agent");
-  check(stored.version === 1 && stored.source === source, "stored agent version 1");
+  const storedAgent = must(await c.POST("/v1/agents", { body: { name: agentName, source, message: "first" } }), "store agent");
+  check(storedAgent.version === 1 && storedAgent.source === source, "stored agent version 1");
   note("PUT /v1/agents/{name}");
-  const edited = must(
+  const editedAgent = must(
     await c.PUT("/v1/agents/{name}", { params: { path: { name: agentName } }, body: { source: source.replace("{noted: query}", "{noted: query, again: `true`}"), base_version: 1 } }),
     "edit agent",
   );
-  check(edited.version === 2, "stored agent version 2");
-  const stale = await c.PUT("/v1/agents/{name}", { params: { path: { name: agentName } }, body: { source, base_version: 1 } });
-  check(mustFail(stale, 409, "stale agent edit").error.code === "version_conflict", "stale agent edit refused");
+  check(editedAgent.version === 2, "stored agent version 2");
+  const staleAgent = await c.PUT("/v1/agents/{name}", { params: { path: { name: agentName } }, body: { source, base_version: 1 } });
+  check(mustFail(staleAgent, 409, "stale agent edit").error.code === "version_conflict", "stale agent edit refused");
   note("GET /v1/agents/{name}/versions");
-  const versions = must(await c.GET("/v1/agents/{name}/versions", { params: { path: { name: agentName } } }), "agent versions");
-  check(versions.versions.length === 2 && versions.versions[1].message === "first", "agent versions newest first");
+  const agentVersions = must(await c.GET("/v1/agents/{name}/versions", { params: { path: { name: agentName } } }), "agent versions");
+  check(agentVersions.versions.length === 2 && agentVersions.versions[1]?.message === "first", "agent versions newest first");
   note("DELETE /v1/agents/{name}");
-  const gone = await c.DELETE("/v1/agents/{name}", { params: { path: { name: agentName } } });
-  check(gone.response.status === 204, "stored agent deleted");
+  const agentGone = await c.DELETE("/v1/agents/{name}", { params: { path: { name: agentName } } });
+  check(agentGone.response.status === 204, "stored agent deleted");
 
   // Delete with If-Match
   note("DELETE /v1/chains/{id}");

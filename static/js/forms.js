@@ -422,7 +422,7 @@ function field(f, path, s, required, mapped) {
     });
     widget.value = shown(s, cur);
     widget.addEventListener('input', () => change(typed(s, widget.value)));
-    if (s['x-models']) modelList(f, path, widget, wrap);
+    if (s['x-models']) modelList(f, path, widget, wrap, err);
     if (s['x-tools'] || s['x-chains']) nameList(widget, wrap, s['x-tools'] ? toolNames : chainNames);
   }
   const row = el('div', { class: 'sf-row' }, widget);
@@ -554,8 +554,23 @@ function shapeOf(ctx, segs) {
 // filled in), asked when the field gets the focus after a change of them;
 // a status line says how many, or why there is no list. Typing any name
 // stays possible: a server may serve models it does not list.
-function modelList(f, path, input, wrap) {
+function modelList(f, path, input, wrap, err) {
   const list = el('datalist', { id: input.id + '-models' });
+  // a model the server does not list is said under the field as it is
+  // left (the server is asked when the field gets the focus); a server
+  // that lists none leaves any name
+  let listed = null;
+  const check = () => {
+    if (!listed || !input.value.trim() || listed.includes(input.value.trim())) {
+      if (err.dataset.model) { err.textContent = ''; delete err.dataset.model; input.removeAttribute('aria-invalid'); }
+      return;
+    }
+    err.textContent = input.value.trim() + ' is not among the ' + listed.length + ' models the server lists: pick one from the list, or check the name.';
+    err.dataset.model = '1';
+    input.setAttribute('aria-invalid', 'true');
+  };
+  input.addEventListener('blur', check);
+  input.addEventListener('input', () => { if (err.dataset.model) check(); });
   const status = el('span', { class: 'hint sf-models', role: 'status', id: input.id + '-models-status' });
   input.setAttribute('list', list.id);
   input.setAttribute('aria-describedby', ((input.getAttribute('aria-describedby') || '') + ' ' + status.id).trim());
@@ -574,6 +589,7 @@ function modelList(f, path, input, wrap) {
       const r = await api.get('/v1/models?' + key);
       if (asked !== key) return;
       list.replaceChildren(...(r.models || []).map((m) => el('option', { value: m })));
+      listed = r.listed ? (r.models || []) : null;
       status.textContent = r.listed ? r.models.length + ' models listed by the server: type to pick one.' : 'The server lists no models (' + (r.reason || 'no list') + '): type the model’s name.';
     } catch (e) {
       if (asked !== key) return;
