@@ -273,7 +273,7 @@ test('an agent\'s tools from everywhere: an MCP server\'s tool and a saved chain
   await call('POST', '/v1/mcp-servers', { name: 'everything', transport: 'stdio', command: 'node', args: [script, 'stdio'] });
   for (let i = 0; ; i++) {
     const list = await call('GET', '/v1/mcp-servers');
-    if (list.mcp_servers?.find((m) => m.name === 'everything')?.status.state === 'available') break;
+    if (list.servers?.find((m) => m.name === 'everything')?.status.state === 'available') break;
     if (i > 300) throw new Error('server-everything did not become available: ' + JSON.stringify(list));
     await new Promise((r) => setTimeout(r, 50));
   }
