@@ -61,11 +61,14 @@ function exposeEditor() {
 }
 
 export async function api(method, path, body) {
+  // a request that never answers fails its test with its name, rather than
+  // holding the whole suite
   const res = await fetch(BASE + path, {
     method,
     headers: body ? { 'Content-Type': 'application/json' } : {},
     body: body ? JSON.stringify(body) : undefined,
-  });
+    signal: AbortSignal.timeout(60000),
+  }).catch((e) => { throw new Error(`${method} ${path}: ${e.name === 'TimeoutError' ? 'no answer in 60 s' : e.message}`); });
   const text = await res.text();
   let json;
   try { json = JSON.parse(text); } catch { json = text; }

@@ -61,7 +61,7 @@ if [ -z "$url" ]; then echo "e2e: the studio did not report its address:"; cat "
 echo "e2e: studio at $url"
 
 status=0
-STUDIO_URL="$url" STUDIO_SHOTS="$shots" STUDIO_BIN="$tmp/studio" node --test --test-concurrency=1 --test-reporter=tap "${files[@]}" || status=$?
+STUDIO_URL="$url" STUDIO_SHOTS="$shots" STUDIO_BIN="$tmp/studio" node --test --test-concurrency=1 --test-timeout=600000 --test-reporter=tap "${files[@]}" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "e2e: server log (last 40 lines):"; tail -40 "$tmp/server.log"
 fi
